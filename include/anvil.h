@@ -1,0 +1,208 @@
+/* anvil public C API.
+ *
+ * Conventions:
+ *  - Every function that can fail returns an anvil_status. On failure a human-readable message
+ *    (what went wrong, which node or input, and what to do) is available from anvil_last_error()
+ *    on the same thread until the next failing call on that thread.
+ *  - Handles are opaque. A handle returned through an `out` parameter is owned by the caller and
+ *    released with the matching *_free function. Functions marked "borrowed" keep a pointer the
+ *    caller gave them; the caller keeps ownership and must keep it alive as stated.
+ *  - The library never exits the process and never writes to stdout.
+ */
+#ifndef ANVIL_H
+#define ANVIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ANVIL_VERSION_MAJOR 0
+#define ANVIL_VERSION_MINOR 1
+#define ANVIL_VERSION_PATCH 0
+
+/* Largest tensor rank anvil handles. */
+#define ANVIL_MAX_RANK 8
+
+typedef enum anvil_status {
+    ANVIL_OK = 0,
+    ANVIL_ERR_INVALID_ARGUMENT = 1, /* the caller passed something wrong to the API */
+    ANVIL_ERR_INVALID_MODEL = 2,    /* the model file or graph is malformed */
+    ANVIL_ERR_UNSUPPORTED = 3,      /* valid ONNX that anvil does not support (yet) */
+    ANVIL_ERR_SHAPE = 4,            /* shapes or dtypes are inconsistent or impossible */
+    ANVIL_ERR_OUT_OF_MEMORY = 5,
+    ANVIL_ERR_IO = 6,               /* a file could not be opened, mapped or written */
+    ANVIL_ERR_LIMIT = 7,            /* a stated limit (size, depth, count) was exceeded */
+    ANVIL_ERR_RUNTIME = 8,          /* a failure while running, e.g. an index out of range */
+    ANVIL_ERR_INTERNAL = 9          /* a bug in anvil; please report it */
+} anvil_status;
+
+/* Element types. The numbers are those of ONNX TensorProto.DataType. */
+typedef enum anvil_dtype {
+    ANVIL_DTYPE_UNDEFINED = 0,
+    ANVIL_DTYPE_FLOAT32 = 1,
+    ANVIL_DTYPE_UINT8 = 2,
+    ANVIL_DTYPE_INT8 = 3,
+    ANVIL_DTYPE_UINT16 = 4,
+    ANVIL_DTYPE_INT16 = 5,
+    ANVIL_DTYPE_INT32 = 6,
+    ANVIL_DTYPE_INT64 = 7,
+    ANVIL_DTYPE_STRING = 8,
+    ANVIL_DTYPE_BOOL = 9,
+    ANVIL_DTYPE_FLOAT16 = 10,
+    ANVIL_DTYPE_FLOAT64 = 11,
+    ANVIL_DTYPE_UINT32 = 12,
+    ANVIL_DTYPE_UINT64 = 13,
+    ANVIL_DTYPE_COMPLEX64 = 14,
+    ANVIL_DTYPE_COMPLEX128 = 15,
+    ANVIL_DTYPE_BFLOAT16 = 16,
+    ANVIL_DTYPE_FLOAT8E4M3FN = 17,
+    ANVIL_DTYPE_FLOAT8E4M3FNUZ = 18,
+    ANVIL_DTYPE_FLOAT8E5M2 = 19,
+    ANVIL_DTYPE_FLOAT8E5M2FNUZ = 20,
+    ANVIL_DTYPE_UINT4 = 21,
+    ANVIL_DTYPE_INT4 = 22,
+    ANVIL_DTYPE_FLOAT4E2M1 = 23,
+    ANVIL_DTYPE_FLOAT8E8M0 = 24
+} anvil_dtype;
+
+typedef struct anvil_model anvil_model;
+typedef struct anvil_session anvil_session;
+typedef struct anvil_options anvil_options;
+typedef struct anvil_tensor anvil_tensor;
+
+/* ---- version and errors ---------------------------------------------------------------- */
+
+/* "MAJOR.MINOR.PATCH". Static storage; do not free. */
+const char *anvil_version(void);
+
+/* Message of the last failure on this thread ("" if none). Thread-local storage owned by anvil,
+ * valid until the next anvil call on this thread. */
+const char *anvil_last_error(void);
+
+/* Short constant name of a status, e.g. "ANVIL_ERR_SHAPE". Static storage. */
+const char *anvil_status_name(anvil_status s);
+
+/* ONNX name of a dtype, e.g. "FLOAT", "INT64"; "UNKNOWN" for other values. Static storage. */
+const char *anvil_dtype_name(anvil_dtype dt);
+
+/* Size of one element in bytes; 0 for types anvil cannot hold (string, sub-byte, unknown). */
+size_t anvil_dtype_size(anvil_dtype dt);
+
+/* ---- models ------------------------------------------------------------------------------- */
+
+/* Loads an ONNX model. The file is memory-mapped and weights are not copied. External data files
+ * must lie inside the model's folder. On success *out is owned by the caller (anvil_model_free).
+ * path: borrowed for the call only. */
+anvil_status anvil_model_load(const char *path, anvil_model **out);
+
+/* Loads an ONNX model from memory. data is borrowed for the life of the model: it must stay valid
+ * and unchanged until anvil_model_free (weights point into it). A model loaded this way has no
+ * folder, so tensors with external data are refused. */
+anvil_status anvil_model_load_buffer(const void *data, size_t size, anvil_model **out);
+
+/* Frees a model. Sessions created from it must be freed first. NULL is accepted. */
+void anvil_model_free(anvil_model *model);
+
+/* Description of one model input or output. All pointers are owned by the model and stay valid
+ * until anvil_model_free. dims[i] is -1 where the dimension is symbolic or unknown; dim_names[i]
+ * is then its symbol name or "" if unnamed. rank is -1 if the rank itself is unknown. */
+typedef struct anvil_value_info {
+    const char *name;
+    anvil_dtype dtype;
+    int rank;
+    int64_t dims[ANVIL_MAX_RANK];
+    const char *dim_names[ANVIL_MAX_RANK];
+} anvil_value_info;
+
+size_t anvil_model_input_count(const anvil_model *model);
+size_t anvil_model_output_count(const anvil_model *model);
+/* out: caller-provided struct, filled on success. */
+anvil_status anvil_model_input_info(const anvil_model *model, size_t index, anvil_value_info *out);
+anvil_status anvil_model_output_info(const anvil_model *model, size_t index, anvil_value_info *out);
+
+/* ---- session options ---------------------------------------------------------------------- */
+
+/* Creates options with defaults: threads = all cores, optimization level 1, profiling off.
+ * *out is owned by the caller (anvil_options_free). */
+anvil_status anvil_options_create(anvil_options **out);
+void anvil_options_free(anvil_options *opts);
+/* threads: 1..1024, or 0 for the number of cores. */
+anvil_status anvil_options_set_threads(anvil_options *opts, int threads);
+/* level: 0 (no graph rewrites) .. 3 (all). */
+anvil_status anvil_options_set_opt_level(anvil_options *opts, int level);
+/* on: nonzero records per-node timings of every run (see anvil_session_write_profile). */
+anvil_status anvil_options_set_profiling(anvil_options *opts, int on);
+
+/* ---- sessions ----------------------------------------------------------------------------- */
+
+/* Creates a session that runs `model`. model is borrowed: it must outlive the session.
+ * opts is borrowed for the call only; NULL means defaults. *out is owned by the caller. */
+anvil_status anvil_session_create(const anvil_model *model, const anvil_options *opts,
+                                  anvil_session **out);
+void anvil_session_free(anvil_session *session);
+
+/* Runs the model.
+ *  input_names[i] / inputs[i] (borrowed for the call): one tensor per model input, by name.
+ *  output_names: the outputs wanted, by name (borrowed); NULL means all model outputs in order,
+ *  and then n_outputs must equal anvil_model_output_count.
+ *  outputs: caller-provided array of n_outputs pointers; on success each is set to a new tensor
+ *  owned by the caller (anvil_tensor_free). On failure no tensor is returned.
+ * The plan is made on the first run for a set of input shapes and cached; new shapes re-plan.
+ * A session is not safe to run from two threads at once; use one session per thread. */
+anvil_status anvil_session_run(anvil_session *session, size_t n_inputs,
+                               const char *const *input_names, const anvil_tensor *const *inputs,
+                               size_t n_outputs, const char *const *output_names,
+                               anvil_tensor **outputs);
+
+/* Statistics of the plan used by the last successful run. */
+typedef struct anvil_session_stats {
+    size_t arena_bytes;      /* peak bytes of the activation arena */
+    size_t activation_bytes; /* sum of the sizes of all activations (what a plan without reuse
+                                would need) */
+    size_t plans_made;       /* plans made so far (one per distinct input-shape signature) */
+    size_t nodes_run;        /* nodes executed per run (after plan-time folding) */
+    size_t nodes_folded;     /* nodes evaluated once at plan time (shape arithmetic, constants) */
+} anvil_session_stats;
+/* out: caller-provided. Fails if the session has not run yet. */
+anvil_status anvil_session_stats_get(const anvil_session *session, anvil_session_stats *out);
+
+/* Writes the per-node timings recorded so far (profiling must be on) as Chrome trace JSON, which
+ * opens in Perfetto or chrome://tracing. path: borrowed for the call. */
+anvil_status anvil_session_write_profile(const anvil_session *session, const char *path);
+
+/* ---- tensors ------------------------------------------------------------------------------ */
+
+/* Creates a tensor that owns zeroed storage for rank dims (dims borrowed for the call; rank 0 is a
+ * scalar). *out is owned by the caller. */
+anvil_status anvil_tensor_create(anvil_dtype dtype, int rank, const int64_t *dims,
+                                 anvil_tensor **out);
+/* Creates a tensor over caller memory: data is borrowed and must stay valid while the tensor
+ * lives; anvil_tensor_free does not free it. data must hold the full tensor, aligned to the
+ * element size. *out is owned by the caller. */
+anvil_status anvil_tensor_wrap(anvil_dtype dtype, int rank, const int64_t *dims, void *data,
+                               anvil_tensor **out);
+void anvil_tensor_free(anvil_tensor *t);
+
+anvil_dtype anvil_tensor_dtype(const anvil_tensor *t);
+int anvil_tensor_rank(const anvil_tensor *t);
+/* Pointer to rank dims, owned by the tensor. */
+const int64_t *anvil_tensor_dims(const anvil_tensor *t);
+size_t anvil_tensor_element_count(const anvil_tensor *t);
+size_t anvil_tensor_bytes(const anvil_tensor *t);
+/* The tensor's storage, owned by the tensor (or by the caller for a wrapped tensor). */
+void *anvil_tensor_data(anvil_tensor *t);
+
+/* ---- system --------------------------------------------------------------------------------- */
+
+/* Writes a description of the CPU (model, cores, caches, every ISA feature anvil can use as
+ * "NAME = 0|1") and of the libraries and backends built in, one item per line, into buf
+ * (caller-owned, cap bytes, always NUL-terminated). Returns the length it needed. */
+size_t anvil_sysinfo(char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

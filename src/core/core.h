@@ -1,0 +1,136 @@
+/* core: status and thread-local error messages, dtypes, overflow-checked arithmetic, a bump
+ * arena, hardware detection, logging and a monotonic clock. Every other layer builds on this. */
+#ifndef ANVIL_CORE_H
+#define ANVIL_CORE_H
+
+#include "anvil.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+/* Records `fmt` as this thread's last error and returns s, so callers can write
+ *   return core_err(ANVIL_ERR_SHAPE, "node '%s' (Conv): ...", ...);
+ * Messages name what was wrong, where, expected vs got, and what to do. */
+anvil_status core_err(anvil_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prepends "prefix: " to the current last error (used to add context on the way up). */
+anvil_status core_err_prefix(anvil_status s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void core_err_clear(void);
+/* This thread's message buffer; owned by core. */
+const char *core_err_message(void);
+
+#define CORE_TRY(expr)                                                                             \
+    do {                                                                                           \
+        anvil_status core_try_s_ = (expr);                                                         \
+        if (core_try_s_ != ANVIL_OK) return core_try_s_;                                           \
+    } while (0)
+
+/* ---- logging (stderr only, never stdout) -------------------------------------------------- */
+
+typedef enum { CORE_LOG_ERROR = 0, CORE_LOG_WARN = 1, CORE_LOG_INFO = 2, CORE_LOG_DEBUG = 3 } core_log_level;
+/* The level comes from ANVIL_LOG=error|warn|info|debug (default warn). */
+void core_log(core_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- dtypes -------------------------------------------------------------------------------- */
+
+/* true for dtypes anvil can hold in memory (fixed-size numeric and bool). */
+bool core_dtype_supported(anvil_dtype dt);
+bool core_dtype_is_float(anvil_dtype dt); /* f16, bf16, f32, f64 */
+bool core_dtype_is_int(anvil_dtype dt);   /* signed or unsigned integer, not bool */
+/* Conversions for f16/bf16 storage. */
+float core_f16_to_f32(uint16_t h);
+uint16_t core_f32_to_f16(float f);
+float core_bf16_to_f32(uint16_t h);
+uint16_t core_f32_to_bf16(float f);
+/* Reads element i of a buffer of dtype dt as double / as int64 (for shape arithmetic, Cast and
+ * tests). Only for core_dtype_supported types. */
+double core_load_f64(anvil_dtype dt, const void *p, size_t i);
+int64_t core_load_i64(anvil_dtype dt, const void *p, size_t i);
+void core_store_f64(anvil_dtype dt, void *p, size_t i, double v);
+void core_store_i64(anvil_dtype dt, void *p, size_t i, int64_t v);
+
+/* ---- overflow-checked sizes ------------------------------------------------------------- */
+
+/* Each returns false (and leaves *out unspecified) if the result overflows. */
+static inline bool core_mul_size(size_t a, size_t b, size_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool core_add_size(size_t a, size_t b, size_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline bool core_mul_i64(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool core_add_i64(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+/* Element count of a shape with rank dims (all >= 0); false on overflow or negative dims. */
+bool core_numel(const int64_t *dims, int rank, size_t *out);
+/* Bytes of a tensor: numel * element size, false on overflow or unsupported dtype. */
+bool core_tensor_bytes(anvil_dtype dt, const int64_t *dims, int rank, size_t *out);
+
+/* Largest single tensor anvil will allocate (bytes). ANVIL_MAX_TENSOR_BYTES overrides; default
+ * 16 GiB. Declared shapes beyond it are refused with ANVIL_ERR_LIMIT before any allocation. */
+size_t core_max_tensor_bytes(void);
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+/* Allocation helpers that set a last error on failure. Sizes are checked by the caller. */
+void *core_alloc(size_t bytes);                 /* malloc; NULL + error on failure */
+void *core_calloc(size_t n, size_t size);       /* checked calloc */
+void *core_aligned_alloc(size_t align, size_t bytes); /* zeroed is not implied; free with free() */
+char *core_strdup(const char *s);
+
+/* A bump arena for metadata that lives as long as its owner (a graph, a plan). Allocations are
+ * never freed one by one; core_arena_free releases everything. */
+typedef struct core_arena core_arena;
+core_arena *core_arena_create(void);
+void core_arena_free(core_arena *a);
+/* Zeroed, aligned to 16 bytes. NULL (with a last error) on overflow or OOM. Owned by the arena. */
+void *core_arena_alloc(core_arena *a, size_t bytes);
+void *core_arena_array(core_arena *a, size_t n, size_t elem); /* overflow-checked n*elem */
+char *core_arena_strdup(core_arena *a, const char *s);
+char *core_arena_strndup(core_arena *a, const char *s, size_t n);
+char *core_arena_printf(core_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+size_t core_arena_bytes(const core_arena *a); /* bytes handed out so far */
+
+/* A growable array of fixed-size elements (for graph building). Owns its buffer (free()). */
+typedef struct core_vec {
+    void *data;
+    size_t len, cap, elem;
+} core_vec;
+void core_vec_init(core_vec *v, size_t elem);
+/* Appends one zeroed element and returns a pointer to it (valid until the next push), or NULL. */
+void *core_vec_push(core_vec *v);
+void core_vec_free(core_vec *v);
+
+/* ---- hardware ------------------------------------------------------------------------------ */
+
+typedef struct core_hw {
+    char cpu_model[64];
+    int logical_cores;
+    int physical_cores;
+    size_t l1d_bytes, l2_bytes, l3_bytes; /* per core for L1/L2, total for L3; 0 if unknown */
+    bool sse42, avx, avx2, fma, f16c;
+    bool avx512f, avx512bw, avx512vl, avx512dq, avx512cd;
+    bool avx512_vnni, avx512_bf16, avx512_fp16;
+    bool amx_tile, amx_bf16, amx_int8, amx_fp16;
+    bool os_avx512, os_amx; /* the OS saves the state (XCR0; AMX also needs arch_prctl) */
+} core_hw;
+
+/* Detected once on first use (cpuid + sysfs). ANVIL_ISA=avx2|avx512|scalar caps the ISA features
+ * reported, so a machine can be made to take the paths of an older one. Pointer to static data. */
+const core_hw *core_hw_get(void);
+/* For tests: replace the hardware description (NULL restores detection). Not thread-safe. */
+void core_hw_override(const core_hw *hw);
+
+/* ---- time ---------------------------------------------------------------------------------- */
+
+/* Monotonic clock in nanoseconds. */
+uint64_t core_now_ns(void);
+
+#endif

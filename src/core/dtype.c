@@ -1,0 +1,249 @@
+/* Element types: names, sizes, f16/bf16 conversion and generic element access. The generic
+ * loads/stores are for cold paths (Cast, shape arithmetic, tests), never for inner loops. */
+#include "core.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *anvil_dtype_name(anvil_dtype dt) {
+    switch (dt) {
+    case ANVIL_DTYPE_UNDEFINED: return "UNDEFINED";
+    case ANVIL_DTYPE_FLOAT32: return "FLOAT";
+    case ANVIL_DTYPE_UINT8: return "UINT8";
+    case ANVIL_DTYPE_INT8: return "INT8";
+    case ANVIL_DTYPE_UINT16: return "UINT16";
+    case ANVIL_DTYPE_INT16: return "INT16";
+    case ANVIL_DTYPE_INT32: return "INT32";
+    case ANVIL_DTYPE_INT64: return "INT64";
+    case ANVIL_DTYPE_STRING: return "STRING";
+    case ANVIL_DTYPE_BOOL: return "BOOL";
+    case ANVIL_DTYPE_FLOAT16: return "FLOAT16";
+    case ANVIL_DTYPE_FLOAT64: return "DOUBLE";
+    case ANVIL_DTYPE_UINT32: return "UINT32";
+    case ANVIL_DTYPE_UINT64: return "UINT64";
+    case ANVIL_DTYPE_COMPLEX64: return "COMPLEX64";
+    case ANVIL_DTYPE_COMPLEX128: return "COMPLEX128";
+    case ANVIL_DTYPE_BFLOAT16: return "BFLOAT16";
+    case ANVIL_DTYPE_FLOAT8E4M3FN: return "FLOAT8E4M3FN";
+    case ANVIL_DTYPE_FLOAT8E4M3FNUZ: return "FLOAT8E4M3FNUZ";
+    case ANVIL_DTYPE_FLOAT8E5M2: return "FLOAT8E5M2";
+    case ANVIL_DTYPE_FLOAT8E5M2FNUZ: return "FLOAT8E5M2FNUZ";
+    case ANVIL_DTYPE_UINT4: return "UINT4";
+    case ANVIL_DTYPE_INT4: return "INT4";
+    case ANVIL_DTYPE_FLOAT4E2M1: return "FLOAT4E2M1";
+    case ANVIL_DTYPE_FLOAT8E8M0: return "FLOAT8E8M0";
+    }
+    return "UNKNOWN";
+}
+
+size_t anvil_dtype_size(anvil_dtype dt) {
+    switch (dt) {
+    case ANVIL_DTYPE_BOOL:
+    case ANVIL_DTYPE_UINT8:
+    case ANVIL_DTYPE_INT8: return 1;
+    case ANVIL_DTYPE_UINT16:
+    case ANVIL_DTYPE_INT16:
+    case ANVIL_DTYPE_FLOAT16:
+    case ANVIL_DTYPE_BFLOAT16: return 2;
+    case ANVIL_DTYPE_INT32:
+    case ANVIL_DTYPE_UINT32:
+    case ANVIL_DTYPE_FLOAT32: return 4;
+    case ANVIL_DTYPE_INT64:
+    case ANVIL_DTYPE_UINT64:
+    case ANVIL_DTYPE_FLOAT64: return 8;
+    default: return 0;
+    }
+}
+
+bool core_dtype_supported(anvil_dtype dt) {
+    return anvil_dtype_size(dt) != 0;
+}
+
+bool core_dtype_is_float(anvil_dtype dt) {
+    return dt == ANVIL_DTYPE_FLOAT32 || dt == ANVIL_DTYPE_FLOAT64 || dt == ANVIL_DTYPE_FLOAT16 ||
+           dt == ANVIL_DTYPE_BFLOAT16;
+}
+
+bool core_dtype_is_int(anvil_dtype dt) {
+    switch (dt) {
+    case ANVIL_DTYPE_UINT8:
+    case ANVIL_DTYPE_INT8:
+    case ANVIL_DTYPE_UINT16:
+    case ANVIL_DTYPE_INT16:
+    case ANVIL_DTYPE_INT32:
+    case ANVIL_DTYPE_INT64:
+    case ANVIL_DTYPE_UINT32:
+    case ANVIL_DTYPE_UINT64: return true;
+    default: return false;
+    }
+}
+
+float core_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else {
+            /* subnormal: renormalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t core_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) /* inf or nan */
+        return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
+    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds to inf */
+    if (absx < 0x38800000u) {                                  /* subnormal or zero in f16 */
+        if (absx < 0x33000000u) return (uint16_t)sign;
+        /* f16 subnormals count units of 2^-24; value = m * 2^(e-150) */
+        uint32_t e = absx >> 23;
+        uint32_t m = (absx & 0x7fffff) | 0x800000;
+        uint32_t shift = 126 - e;
+        uint32_t out = m >> shift;
+        uint32_t rem = m & ((1u << shift) - 1);
+        uint32_t half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (out & 1))) out++;
+        return (uint16_t)(sign | out);
+    }
+    uint32_t out = ((absx >> 13) - (112u << 10));
+    uint32_t rem = absx & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (out & 1))) out++;
+    return (uint16_t)(sign | out);
+}
+
+float core_bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t core_f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet nan */
+    uint32_t lsb = (x >> 16) & 1;
+    x += 0x7fff + lsb;
+    return (uint16_t)(x >> 16);
+}
+
+double core_load_f64(anvil_dtype dt, const void *p, size_t i) {
+    switch (dt) {
+    case ANVIL_DTYPE_FLOAT32: return ((const float *)p)[i];
+    case ANVIL_DTYPE_FLOAT64: return ((const double *)p)[i];
+    case ANVIL_DTYPE_FLOAT16: return core_f16_to_f32(((const uint16_t *)p)[i]);
+    case ANVIL_DTYPE_BFLOAT16: return core_bf16_to_f32(((const uint16_t *)p)[i]);
+    case ANVIL_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case ANVIL_DTYPE_UINT8: return ((const uint8_t *)p)[i];
+    case ANVIL_DTYPE_INT8: return ((const int8_t *)p)[i];
+    case ANVIL_DTYPE_UINT16: return ((const uint16_t *)p)[i];
+    case ANVIL_DTYPE_INT16: return ((const int16_t *)p)[i];
+    case ANVIL_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case ANVIL_DTYPE_INT64: return (double)((const int64_t *)p)[i];
+    case ANVIL_DTYPE_UINT32: return ((const uint32_t *)p)[i];
+    case ANVIL_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
+    default: return 0.0;
+    }
+}
+
+int64_t core_load_i64(anvil_dtype dt, const void *p, size_t i) {
+    switch (dt) {
+    case ANVIL_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case ANVIL_DTYPE_UINT8: return ((const uint8_t *)p)[i];
+    case ANVIL_DTYPE_INT8: return ((const int8_t *)p)[i];
+    case ANVIL_DTYPE_UINT16: return ((const uint16_t *)p)[i];
+    case ANVIL_DTYPE_INT16: return ((const int16_t *)p)[i];
+    case ANVIL_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case ANVIL_DTYPE_INT64: return ((const int64_t *)p)[i];
+    case ANVIL_DTYPE_UINT32: return ((const uint32_t *)p)[i];
+    case ANVIL_DTYPE_UINT64: return (int64_t)((const uint64_t *)p)[i];
+    default: {
+        double d = core_load_f64(dt, p, i);
+        if (!(d == d)) return 0;
+        if (d >= 9.2233720368547758e18) return INT64_MAX;
+        if (d <= -9.2233720368547758e18) return INT64_MIN;
+        return (int64_t)d;
+    }
+    }
+}
+
+void core_store_f64(anvil_dtype dt, void *p, size_t i, double v) {
+    switch (dt) {
+    case ANVIL_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case ANVIL_DTYPE_FLOAT64: ((double *)p)[i] = v; break;
+    case ANVIL_DTYPE_FLOAT16: ((uint16_t *)p)[i] = core_f32_to_f16((float)v); break;
+    case ANVIL_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = core_f32_to_bf16((float)v); break;
+    case ANVIL_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    default: {
+        /* float -> int: truncate toward zero, saturating NaN/out of range to avoid UB */
+        int64_t x;
+        if (!(v == v)) x = 0;
+        else if (v >= 9.2233720368547758e18) x = INT64_MAX;
+        else if (v <= -9.2233720368547758e18) x = INT64_MIN;
+        else x = (int64_t)v;
+        core_store_i64(dt, p, i, x);
+    }
+    }
+}
+
+void core_store_i64(anvil_dtype dt, void *p, size_t i, int64_t v) {
+    switch (dt) {
+    case ANVIL_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case ANVIL_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case ANVIL_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case ANVIL_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case ANVIL_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case ANVIL_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case ANVIL_DTYPE_INT64: ((int64_t *)p)[i] = v; break;
+    case ANVIL_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case ANVIL_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    default: core_store_f64(dt, p, i, (double)v); break;
+    }
+}
+
+bool core_numel(const int64_t *dims, int rank, size_t *out) {
+    size_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 0) return false;
+        if (!core_mul_size(n, (size_t)dims[i], &n)) return false;
+    }
+    *out = n;
+    return true;
+}
+
+bool core_tensor_bytes(anvil_dtype dt, const int64_t *dims, int rank, size_t *out) {
+    size_t n, es = anvil_dtype_size(dt);
+    if (es == 0 || !core_numel(dims, rank, &n)) return false;
+    return core_mul_size(n, es, out);
+}
+
+size_t core_max_tensor_bytes(void) {
+    static size_t limit;
+    if (!limit) {
+        const char *e = getenv("ANVIL_MAX_TENSOR_BYTES");
+        unsigned long long v = e ? strtoull(e, NULL, 10) : 0;
+        limit = v ? (size_t)v : ((size_t)16 << 30);
+    }
+    return limit;
+}

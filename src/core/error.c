@@ -1,0 +1,72 @@
+/* Thread-local last-error buffer and stderr logging. Messages are formatted once at the failure
+ * site; callers up the stack may prepend context with core_err_prefix. */
+#include "core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CORE_ERR_CAP 2048
+
+static _Thread_local char err_buf[CORE_ERR_CAP];
+
+anvil_status core_err(anvil_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+anvil_status core_err_prefix(anvil_status s, const char *fmt, ...) {
+    char prefix[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    if (n < 0) return s;
+    /* shift the old message right and put the prefix in front; truncate at the end */
+    size_t plen = strlen(prefix), olen = strlen(err_buf);
+    if (plen + 2 >= sizeof err_buf) plen = sizeof err_buf - 3;
+    if (plen + 2 + olen >= sizeof err_buf) olen = sizeof err_buf - plen - 3;
+    memmove(err_buf + plen + 2, err_buf, olen);
+    err_buf[plen + 2 + olen] = '\0';
+    memcpy(err_buf, prefix, plen);
+    err_buf[plen] = ':';
+    err_buf[plen + 1] = ' ';
+    return s;
+}
+
+void core_err_clear(void) {
+    err_buf[0] = '\0';
+}
+
+const char *core_err_message(void) {
+    return err_buf;
+}
+
+static int log_level(void) {
+    static int level = -1;
+    if (level < 0) {
+        const char *e = getenv("ANVIL_LOG");
+        int l = CORE_LOG_WARN;
+        if (e) {
+            if (!strcmp(e, "error")) l = CORE_LOG_ERROR;
+            else if (!strcmp(e, "info")) l = CORE_LOG_INFO;
+            else if (!strcmp(e, "debug")) l = CORE_LOG_DEBUG;
+        }
+        level = l;
+    }
+    return level;
+}
+
+void core_log(core_log_level lvl, const char *fmt, ...) {
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    if ((int)lvl > log_level()) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "anvil %s: ", names[lvl]);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}

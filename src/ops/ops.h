@@ -1,0 +1,94 @@
+/* ops: per-op attribute checking, shape inference and the reference kernel ("variant 0").
+ *
+ * Every op in ir/ops.def has one `const op_impl op_impl_<impl>` defined in a family file
+ * (src/ops/<family>.c). The runtime reaches it through op_get(). The reference kernel is plain,
+ * obviously correct C: it is the test oracle for every faster variant and the fallback when no
+ * other variant supports a node. */
+#ifndef ANVIL_OPS_H
+#define ANVIL_OPS_H
+
+#include "ir/ir.h"
+
+/* A concrete tensor as kernels see it: dense row-major, dims all known. data is aligned to the
+ * element size. For inputs it is read-only (cast away only by in-place kernels that declared
+ * OP_INPLACE_0). A zero-size tensor may have data == NULL. */
+typedef struct op_tensor {
+    anvil_dtype dtype;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+    void *data;
+} op_tensor;
+
+size_t op_tensor_numel(const op_tensor *t); /* product of dims (fits: checked at plan time) */
+
+/* What shape inference sees of one input or output. For inputs, value is non-NULL when the
+ * input's contents are known before running (a constant, or something the planner evaluated at
+ * plan time, e.g. Shape of a concrete input); it is then dense, aligned and matches dtype/shape. */
+typedef struct op_tinfo {
+    anvil_dtype dtype;
+    ir_shape shape;
+    const void *value;
+} op_tinfo;
+
+/* Execution context handed to kernels by the runtime. */
+typedef struct op_ctx op_ctx;
+/* Runs fn(arg, begin, end) over [0, n) split into contiguous chunks across the session's threads;
+ * returns when all chunks are done. fn must not call op_parallel_for itself. */
+typedef void (*op_range_fn)(void *arg, size_t begin, size_t end);
+void op_parallel_for(op_ctx *ctx, size_t n, op_range_fn fn, void *arg);
+int op_ctx_threads(const op_ctx *ctx);
+
+enum {
+    /* The kernel can write output 0 over input 0 (same dtype and shape, elementwise). */
+    OP_INPLACE_0 = 1u << 0,
+    /* Output 0 is input 0 reinterpreted with another shape (Reshape, Flatten, Squeeze, ...):
+     * the runtime aliases the buffers and never calls run for the data. */
+    OP_ALIAS_0 = 1u << 1,
+};
+
+typedef struct op_impl {
+    /* Input/output arity (ONNX-declared, including optional ones). Checked before check(). */
+    int8_t min_inputs, max_inputs, min_outputs, max_outputs;
+    uint32_t flags;
+    /* Bit i set: shape inference needs the value of input i (e.g. Reshape's shape). */
+    uint32_t value_inputs;
+
+    /* Validates attributes and the node's opset, parses them into n->params (allocated from
+     * g->arena). Called once per node at load. Errors name the node (ir_node_label) and the
+     * attribute, say what was expected and what was found. Required. */
+    anvil_status (*check)(ir_graph *g, ir_node *n);
+
+    /* Computes output dtypes and shapes from inputs. Inputs may have unknown dims (at load time)
+     * or be fully static (at plan time); outputs get whatever can be known. With all inputs static
+     * and every value_inputs value present, outputs must be fully static. Rejects impossible
+     * combinations with ANVIL_ERR_SHAPE naming the node, the input and both shapes. Required. */
+    anvil_status (*infer)(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                          op_tinfo *out, int n_out);
+
+    /* The reference kernel. in[i] is NULL for an omitted optional input, out[i] NULL for an
+     * omitted optional output. Output buffers are preallocated with the inferred shape. Runtime
+     * failures (e.g. an index out of range) return ANVIL_ERR_RUNTIME naming the node. Required. */
+    anvil_status (*run)(const ir_node *n, const op_tensor *const *in, int n_in,
+                        op_tensor *const *out, int n_out, op_ctx *ctx);
+} op_impl;
+
+/* The implementation of an op. Never NULL for op < IR_OP_COUNT. */
+const op_impl *op_get(ir_op op);
+
+/* Runs the arity check and op_get(n->op)->check for every node of g and its subgraphs. */
+anvil_status op_check_graph(ir_graph *g);
+
+/* ---- helpers shared by op families ---------------------------------------------------------- */
+
+/* Numpy-style broadcast of a and b into out; SHAPE error naming the node if incompatible.
+ * Handles unknown dims (a symbolic dim against 1 stays symbolic; two different unknowns give an
+ * anonymous unknown). */
+anvil_status op_broadcast_shape(const ir_node *n, const ir_shape *a, const ir_shape *b,
+                                ir_shape *out);
+/* Normalises an axis in [-rank, rank) to [0, rank); SHAPE error naming the node and attribute. */
+anvil_status op_norm_axis(const ir_node *n, const char *what, int64_t axis, int rank, int *out);
+/* Reads a known value_input as int64 list (INT32 or INT64 dtype); count is its numel. */
+anvil_status op_value_ints(const ir_node *n, int input, const op_tinfo *t, int64_t *out,
+                           size_t cap, size_t *count);
+
+#endif
