@@ -1,0 +1,19 @@
+/* api: internals shared by the public API implementation, the CLI and tests. Not installed. */
+#ifndef ANVIL_API_INTERNAL_H
+#define ANVIL_API_INTERNAL_H
+
+#include "anvil.h"
+#include "ir/ir.h"
+
+/* The model's main graph after import, op checks, verification and load-time shape inference
+ * (shapes may hold symbolic dims). Owned by the model. */
+const ir_graph *api_model_graph(const anvil_model *m);
+
+/* .npy files (NumPy format versions 1.0-3.0, little-endian, C order, the dtypes anvil holds).
+ * npy_read: *out is a new tensor owned by the caller. path borrowed. Corrupt or unsupported files
+ * fail with INVALID_ARGUMENT naming the file and the problem; sizes are checked against the file. */
+anvil_status npy_read(const char *path, anvil_tensor **out);
+/* npy_write: writes t (borrowed) to path (created or truncated). */
+anvil_status npy_write(const char *path, const anvil_tensor *t);
+
+#endif

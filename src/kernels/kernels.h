@@ -1,0 +1,60 @@
+/* kernels: variants, the interchangeable implementations of an op.
+ *
+ * Variant 0 of every op is its reference kernel (src/ops): the test oracle, the fallback and the
+ * baseline. Faster variants (templated CPU kernels, vendor libraries, CUDA) register in the same
+ * table; the plan asks kern_select for one per node, and later the tuner chooses by measuring.
+ * Names carry their parameters (e.g. "gemm_f32_14x32_avx512"). */
+#ifndef ANVIL_KERNELS_H
+#define ANVIL_KERNELS_H
+
+#include "ops/ops.h"
+
+/* ISA / backend requirements, checked against core_hw before `supports`. */
+enum {
+    KERN_NEEDS_AVX2 = 1u << 0, /* AVX2 + FMA */
+    KERN_NEEDS_AVX512 = 1u << 1, /* AVX-512 F/BW/VL/DQ */
+    KERN_NEEDS_AVX512_FP16 = 1u << 2,
+    KERN_NEEDS_AVX512_BF16 = 1u << 3,
+    KERN_NEEDS_AMX = 1u << 4,
+};
+
+/* What a variant sees of a node when it is asked whether it applies and when it prepares: the
+ * node, and the static dtypes/shapes of inputs and outputs (with the values of constant inputs,
+ * e.g. weights, so prepare can pack them once). */
+typedef struct kern_node {
+    const ir_node *node;
+    const op_tinfo *in;
+    int n_in;
+    const op_tinfo *out;
+    int n_out;
+} kern_node;
+
+typedef struct kern_variant {
+    const char *name;
+    ir_op op;
+    uint32_t needs; /* KERN_NEEDS_* */
+    /* NULL means "every node of op". */
+    bool (*supports)(const kern_node *kn, const core_hw *hw);
+    /* Scratch bytes the run needs (NULL: none). */
+    size_t (*workspace_size)(const kern_node *kn);
+    /* Once per plan: e.g. pack constant weights. *state is owned by the variant and released with
+     * release(). NULL: no state. */
+    anvil_status (*prepare)(const kern_node *kn, void **state);
+    void (*release)(void *state);
+    /* Computes the node. workspace: workspace_size bytes, 64-byte aligned, or NULL. */
+    anvil_status (*run)(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                        op_tensor *const *out, int n_out, void *workspace, op_ctx *ctx);
+} kern_variant;
+
+/* The reference variant of op (variant 0). Never NULL. */
+const kern_variant *kern_reference(ir_op op);
+/* Every variant registered for op, reference first. *count set; pointer to static data. */
+const kern_variant *const *kern_variants(ir_op op, size_t *count);
+/* Whether a variant can run kn on hw (ISA requirements, then supports()). */
+bool kern_applies(const kern_variant *v, const kern_node *kn, const core_hw *hw);
+/* The default choice for a node: the first applicable variant in the op's preference order
+ * (a heuristic cascade; measured selection replaces it later). `forced`, if non-NULL, names the
+ * variant that must be used; it is an error (naming node and variant) if it does not apply. */
+anvil_status kern_select(const kern_node *kn, const char *forced, const kern_variant **out);
+
+#endif

@@ -1,0 +1,249 @@
+/* Whole-graph shape inference with folding.
+ *
+ * One walk serves both load time (symbolic dims, to describe the model and catch impossible
+ * shapes early) and plan time (concrete input shapes, every dim must come out static). A node
+ * whose inputs are all known values is evaluated on the spot with its reference kernel: that is
+ * how Shape -> Gather -> Concat -> Reshape chains resolve into static shapes without a separate
+ * constant-folding pass, and why Shape folds as soon as its input's shape is static. */
+#include "runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+anvil_status rt_shapes_init(rt_shapes *s, const ir_graph *g) {
+    memset(s, 0, sizeof *s);
+    s->n_values = g->n_values;
+    s->n_nodes = g->n_nodes;
+    s->info = core_calloc((size_t)g->n_values + 1, sizeof *s->info);
+    s->owned = core_calloc((size_t)g->n_values + 1, sizeof *s->owned);
+    s->folded = core_calloc((size_t)g->n_nodes + 1, sizeof *s->folded);
+    if (!s->info || !s->owned || !s->folded) {
+        rt_shapes_free(s);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    for (int32_t v = 0; v < g->n_values; v++) ir_shape_unknown(&s->info[v].shape);
+    return ANVIL_OK;
+}
+
+void rt_shapes_free(rt_shapes *s) {
+    if (s->owned)
+        for (int32_t v = 0; v < s->n_values; v++) free(s->owned[v]);
+    free(s->owned);
+    free(s->info);
+    free(s->folded);
+    memset(s, 0, sizeof *s);
+}
+
+/* The model may declare a node output's dtype and shape (value_info / graph outputs); the
+ * inferred ones must agree, or the model and anvil disagree about what the node computes. */
+static anvil_status check_declared(const ir_graph *g, const ir_node *n, const ir_value *v,
+                                   const op_tinfo *t) {
+    if (v->dtype != ANVIL_DTYPE_UNDEFINED && t->dtype != ANVIL_DTYPE_UNDEFINED &&
+        v->dtype != t->dtype)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: output '%s' is declared %s but the node produces %s; fix the "
+                        "value_info or the graph output type in the model",
+                        ir_node_label(n), v->name, anvil_dtype_name(v->dtype),
+                        anvil_dtype_name(t->dtype));
+    if (v->shape.rank >= 0 && t->shape.rank >= 0) {
+        bool bad = v->shape.rank != t->shape.rank;
+        for (int i = 0; !bad && i < v->shape.rank; i++)
+            bad = v->shape.d[i] >= 0 && t->shape.d[i] >= 0 && v->shape.d[i] != t->shape.d[i];
+        if (bad) {
+            char a[160], b[160];
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: output '%s' is declared with shape %s but the node produces %s",
+                            ir_node_label(n), v->name, ir_shape_str(g, &v->shape, a, sizeof a),
+                            ir_shape_str(g, &t->shape, b, sizeof b));
+        }
+    }
+    return ANVIL_OK;
+}
+
+/* Where the inferred shape leaves a dim unknown but the model declares it, keep the declaration
+ * (symbolic names included) so load-time descriptions stay as informative as the model. */
+static void merge_declared(const ir_value *v, op_tinfo *t) {
+    if (t->dtype == ANVIL_DTYPE_UNDEFINED) t->dtype = v->dtype;
+    if (t->shape.rank < 0) {
+        t->shape = v->shape;
+        return;
+    }
+    if (v->shape.rank != t->shape.rank) return;
+    for (int i = 0; i < t->shape.rank; i++) {
+        if (t->shape.d[i] < 0 && v->shape.d[i] >= 0) t->shape.d[i] = v->shape.d[i];
+        if (t->shape.d[i] < 0 && t->shape.sym[i] < 0) t->shape.sym[i] = v->shape.sym[i];
+    }
+}
+
+static anvil_status fold_node(const ir_node *n, rt_shapes *s,
+                              const rt_infer_opts *opts, int32_t node_index) {
+    const op_tensor *ins[128];
+    op_tensor in_t[128], out_t[128];
+    op_tensor *outs[128];
+    for (int i = 0; i < n->n_inputs; i++) {
+        ir_vid v = n->inputs[i];
+        if (v == IR_NONE) {
+            ins[i] = NULL;
+            continue;
+        }
+        const op_tinfo *t = &s->info[v];
+        in_t[i].dtype = t->dtype;
+        in_t[i].rank = t->shape.rank;
+        memcpy(in_t[i].dims, t->shape.d, sizeof in_t[i].dims);
+        in_t[i].data = (void *)t->value;
+        ins[i] = &in_t[i];
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        ir_vid v = n->outputs[i];
+        if (v == IR_NONE) {
+            outs[i] = NULL;
+            continue;
+        }
+        op_tinfo *t = &s->info[v];
+        size_t bytes = 0;
+        core_tensor_bytes(t->dtype, t->shape.d, t->shape.rank, &bytes);
+        void *buf = core_aligned_alloc(64, bytes ? bytes : 64);
+        if (!buf) return ANVIL_ERR_OUT_OF_MEMORY;
+        memset(buf, 0, bytes);
+        free(s->owned[v]);
+        s->owned[v] = buf;
+        out_t[i].dtype = t->dtype;
+        out_t[i].rank = t->shape.rank;
+        memcpy(out_t[i].dims, t->shape.d, sizeof out_t[i].dims);
+        out_t[i].data = buf;
+        outs[i] = &out_t[i];
+    }
+    anvil_status st = op_get(n->op)->run(n, ins, n->n_inputs, outs, n->n_outputs, opts->ctx);
+    if (st != ANVIL_OK) return st;
+    for (int i = 0; i < n->n_outputs; i++)
+        if (n->outputs[i] != IR_NONE) s->info[n->outputs[i]].value = s->owned[n->outputs[i]];
+    s->folded[node_index] = true;
+    s->folded_count++;
+    return ANVIL_OK;
+}
+
+anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opts *opts) {
+    op_tinfo in[128], out[128];
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        const ir_node *n = &g->nodes[k];
+        if (n->n_inputs > 128 || n->n_outputs > 128)
+            return core_err(ANVIL_ERR_LIMIT, "%s has more than 128 inputs or outputs",
+                            ir_node_label(n));
+        bool all_known = true;
+        for (int i = 0; i < n->n_inputs; i++) {
+            ir_vid v = n->inputs[i];
+            if (v == IR_NONE) {
+                memset(&in[i], 0, sizeof in[i]);
+                ir_shape_unknown(&in[i].shape);
+                continue;
+            }
+            in[i] = s->info[v];
+            if (!in[i].value) all_known = false;
+        }
+        for (int i = 0; i < n->n_outputs; i++) {
+            memset(&out[i], 0, sizeof out[i]);
+            ir_shape_unknown(&out[i].shape);
+        }
+        anvil_status st = op_get(n->op)->infer(g, n, in, n->n_inputs, out, n->n_outputs);
+        if (st != ANVIL_OK) return st;
+
+        size_t out_bytes = 0;
+        bool all_static = true;
+        for (int i = 0; i < n->n_outputs; i++) {
+            ir_vid v = n->outputs[i];
+            if (v == IR_NONE) continue;
+            CORE_TRY(check_declared(g, n, &g->values[v], &out[i]));
+            if (!opts->require_static) merge_declared(&g->values[v], &out[i]);
+            out[i].value = NULL;
+            s->info[v] = out[i];
+            size_t bytes;
+            if (!ir_shape_is_static(&out[i].shape)) {
+                all_static = false;
+                if (opts->require_static) {
+                    char b[160];
+                    return core_err(ANVIL_ERR_SHAPE,
+                                    "%s: the shape of output '%s' is %s even with every input "
+                                    "shape known; its shape depends on data anvil cannot see "
+                                    "before running",
+                                    ir_node_label(n), g->values[v].name,
+                                    ir_shape_str(g, &out[i].shape, b, sizeof b));
+                }
+                continue;
+            }
+            if (!core_dtype_supported(out[i].dtype))
+                return core_err(ANVIL_ERR_UNSUPPORTED, "%s: output '%s' has dtype %s",
+                                ir_node_label(n), g->values[v].name,
+                                anvil_dtype_name(out[i].dtype));
+            if (!core_tensor_bytes(out[i].dtype, out[i].shape.d, out[i].shape.rank, &bytes) ||
+                bytes > core_max_tensor_bytes()) {
+                char b[160];
+                return core_err(ANVIL_ERR_LIMIT,
+                                "%s: output '%s' of shape %s would need more than the %zu-byte "
+                                "limit per tensor (ANVIL_MAX_TENSOR_BYTES)",
+                                ir_node_label(n), g->values[v].name,
+                                ir_shape_str(g, &out[i].shape, b, sizeof b),
+                                core_max_tensor_bytes());
+            }
+            if (!core_add_size(out_bytes, bytes, &out_bytes)) out_bytes = SIZE_MAX;
+        }
+        bool shape_only = n->op == IR_OP_SHAPE && n->inputs[0] != IR_NONE &&
+                          ir_shape_is_static(&s->info[n->inputs[0]].shape);
+        if (all_static && (all_known || shape_only) && out_bytes <= opts->fold_limit_bytes)
+            CORE_TRY(fold_node(n, s, opts, k));
+    }
+    return ANVIL_OK;
+}
+
+/* Constants whose bytes are not aligned for their dtype (protobuf gives no alignment) are copied
+ * once into aligned storage owned by s; aligned ones are used in place. */
+static anvil_status bind_constant(const ir_graph *g, rt_shapes *s, ir_vid v, size_t limit) {
+    const ir_value *val = &g->values[v];
+    op_tinfo *t = &s->info[v];
+    t->dtype = val->dtype;
+    t->shape = val->shape;
+    if (val->data_bytes > limit) return ANVIL_OK; /* too big to matter for shapes */
+    size_t es = anvil_dtype_size(val->dtype);
+    if (es && ((uintptr_t)val->data % es) == 0) {
+        t->value = val->data;
+        return ANVIL_OK;
+    }
+    void *copy = core_aligned_alloc(64, val->data_bytes ? val->data_bytes : 64);
+    if (!copy) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (val->data_bytes) memcpy(copy, val->data, val->data_bytes);
+    s->owned[v] = copy;
+    t->value = copy;
+    return ANVIL_OK;
+}
+
+#define RT_LOAD_FOLD_LIMIT (64 * 1024)
+
+anvil_status rt_infer_graph_static(ir_graph *g) {
+    rt_shapes s;
+    CORE_TRY(rt_shapes_init(&s, g));
+    anvil_status st = ANVIL_OK;
+    for (int32_t v = 0; v < g->n_values && st == ANVIL_OK; v++) {
+        const ir_value *val = &g->values[v];
+        if (val->flags & IR_VALUE_CONST) st = bind_constant(g, &s, v, RT_LOAD_FOLD_LIMIT);
+        else if (val->flags & (IR_VALUE_GRAPH_INPUT | IR_VALUE_OUTER)) {
+            s.info[v].dtype = val->dtype;
+            s.info[v].shape = val->shape;
+        }
+    }
+    if (st == ANVIL_OK) {
+        rt_infer_opts opts = {.fold_limit_bytes = RT_LOAD_FOLD_LIMIT, .require_static = false};
+        st = rt_shapes_infer(g, &s, &opts);
+    }
+    if (st == ANVIL_OK) {
+        for (int32_t k = 0; k < g->n_nodes; k++) {
+            const ir_node *n = &g->nodes[k];
+            for (int i = 0; i < n->n_outputs; i++) {
+                ir_vid v = n->outputs[i];
+                if (v == IR_NONE) continue;
+                g->values[v].dtype = s.info[v].dtype;
+                g->values[v].shape = s.info[v].shape;
+            }
+        }
+    }
+    rt_shapes_free(&s);
+    return st;
+}

@@ -1,0 +1,90 @@
+/* runtime: thread pool, shape inference and plan-time folding over a whole graph, the plan
+ * (a variant per node, buffers from liveness analysis, one arena), the executor and the profiler
+ * trace. */
+#ifndef ANVIL_RUNTIME_H
+#define ANVIL_RUNTIME_H
+
+#include "ops/ops.h"
+
+/* ---- thread pool --------------------------------------------------------------------------- */
+
+typedef struct rt_pool rt_pool;
+/* threads >= 1 (the calling thread counts as one). *out owned by the caller (rt_pool_free). */
+anvil_status rt_pool_create(int threads, rt_pool **out);
+void rt_pool_free(rt_pool *p);
+int rt_pool_threads(const rt_pool *p);
+
+struct op_ctx {
+    rt_pool *pool; /* NULL: serial */
+};
+
+/* ---- whole-graph shape inference and folding ------------------------------------------------- */
+
+/* Per-value knowledge while walking a graph. info[v].value is set for values whose contents are
+ * known (constants, and outputs of folded nodes). */
+typedef struct rt_shapes {
+    int32_t n_values, n_nodes;
+    op_tinfo *info;     /* [n_values] */
+    void **owned;       /* [n_values]: storage this struct owns (aligned; free()) or NULL */
+    bool *folded;       /* [n_nodes]: node evaluated during inference */
+    size_t folded_count;
+} rt_shapes;
+
+typedef struct rt_infer_opts {
+    /* Fold a node (run its reference kernel now) when all its inputs are known and its outputs
+     * total at most this many bytes. Shape nodes fold whenever their input shape is static. */
+    size_t fold_limit_bytes;
+    /* Require every output to be fully static and allocatable (plan time). */
+    bool require_static;
+    op_ctx *ctx; /* for folding kernels; may be NULL */
+} rt_infer_opts;
+
+/* Allocates s for g with every value unknown. */
+anvil_status rt_shapes_init(rt_shapes *s, const ir_graph *g);
+void rt_shapes_free(rt_shapes *s);
+/* Walks g's nodes in order (g must be topologically sorted). The caller has filled info[] for
+ * graph inputs and constants. Checks every inferred dtype/shape against what the model declares
+ * for that value (ir_value.dtype/shape when set), failing with a message naming the node. */
+anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opts *opts);
+
+/* Load-time inference: infers what can be known with symbolic input dims and writes the result
+ * into g's values (dtype and shape of every node output). */
+anvil_status rt_infer_graph_static(ir_graph *g);
+
+/* ---- sessions and plans ------------------------------------------------------------------------ */
+
+typedef struct rt_session rt_session;
+
+typedef struct rt_session_config {
+    int threads;   /* >= 1 */
+    int opt_level; /* 0..3 */
+    bool profiling;
+} rt_session_config;
+
+/* g is borrowed and must outlive the session. *out owned by the caller (rt_session_free). */
+anvil_status rt_session_create(const ir_graph *g, const rt_session_config *cfg, rt_session **out);
+void rt_session_free(rt_session *s);
+
+/* inputs[i] binds graph input i (g->inputs order); each is borrowed for the call and must match
+ * the declared dtype, rank and static dims. outputs[j] (g->outputs order) are new tensors owned by
+ * the caller; want[j] false skips output j (outputs[j] left NULL). */
+anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, const bool *want,
+                            anvil_tensor **outputs);
+anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out);
+anvil_status rt_session_write_trace(const rt_session *s, const char *path);
+
+/* ---- tensors (the public anvil_tensor, shared with the API layer) ------------------------------ */
+
+struct anvil_tensor {
+    anvil_dtype dtype;
+    int rank;
+    int64_t dims[ANVIL_MAX_RANK];
+    void *data;
+    size_t bytes;
+    bool owns_data;
+};
+
+/* New tensor owning `bytes` of zeroed, 64-byte aligned storage. dims borrowed. */
+anvil_status rt_tensor_new(anvil_dtype dt, int rank, const int64_t *dims, anvil_tensor **out);
+
+#endif

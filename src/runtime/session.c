@@ -1,0 +1,695 @@
+/* Sessions, plans and the executor.
+ *
+ * A plan is made per input-shape signature: shapes are inferred with every dim concrete, nodes
+ * whose inputs are all known are folded (evaluated once), a variant is chosen for every other node,
+ * and each activation gets an offset in one arena from liveness analysis. Reshape-like nodes alias
+ * their input and never run; elementwise nodes may write over an input that dies with them. The
+ * executor then only binds the caller's input pointers and calls variants in order. */
+#include "runtime.h"
+#include "kernels/kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RT_MAX_PLANS 8
+#define RT_ARENA_ALIGN 64
+#define RT_TRACE_MAX_EVENTS (1u << 20)
+
+typedef enum { LOC_NONE = 0, LOC_ARENA, LOC_INPUT, LOC_CONST } loc_kind;
+
+typedef struct rt_loc {
+    loc_kind kind;
+    int32_t input;     /* LOC_INPUT: graph input index */
+    size_t offset;     /* LOC_ARENA */
+    const void *ptr;   /* LOC_CONST */
+} rt_loc;
+
+typedef struct rt_step {
+    int32_t node;
+    const kern_variant *variant;
+    void *state;         /* variant's prepared state */
+    size_t workspace;    /* bytes at plan->workspace */
+    bool alias;          /* output 0 is input 0's bytes: nothing to run */
+    op_tensor *in, *out; /* [n_inputs], [n_outputs] templates; data bound per run */
+} rt_step;
+
+typedef struct rt_plan {
+    int64_t *sig;
+    size_t sig_len;
+    rt_shapes shapes; /* owns folded values */
+    rt_loc *loc;      /* per value */
+    rt_step *steps;
+    int32_t n_steps;
+    unsigned char *arena;
+    size_t arena_bytes, activation_bytes;
+    void *workspace;
+    size_t workspace_bytes;
+    uint64_t last_used;
+} rt_plan;
+
+typedef struct rt_event {
+    int32_t node; /* -1: a whole run */
+    uint32_t run;
+    uint64_t t0, t1;
+    const char *variant;
+} rt_event;
+
+struct rt_session {
+    const ir_graph *g;
+    rt_session_config cfg;
+    rt_pool *pool;
+    op_ctx ctx;
+    const void **const_ptr; /* per value: aligned constant data */
+    void **const_owned;     /* per value: realigned copies owned here */
+    rt_plan *plans[RT_MAX_PLANS];
+    int n_plans;
+    rt_plan *last;
+    uint64_t tick;
+    size_t plans_made;
+    rt_event *events;
+    size_t n_events, cap_events, dropped_events;
+    uint32_t runs;
+    uint64_t t_origin;
+};
+
+/* ---- tensors ------------------------------------------------------------------------------- */
+
+anvil_status rt_tensor_new(anvil_dtype dt, int rank, const int64_t *dims, anvil_tensor **out) {
+    *out = NULL;
+    if (!core_dtype_supported(dt))
+        return core_err(ANVIL_ERR_UNSUPPORTED, "tensors of dtype %s are not supported",
+                        anvil_dtype_name(dt));
+    if (rank < 0 || rank > ANVIL_MAX_RANK)
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT, "rank %d is outside 0..%d", rank,
+                        ANVIL_MAX_RANK);
+    size_t bytes;
+    if (!core_tensor_bytes(dt, dims, rank, &bytes))
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "tensor dims are negative or their byte size overflows");
+    if (bytes > core_max_tensor_bytes())
+        return core_err(ANVIL_ERR_LIMIT, "a tensor of %zu bytes exceeds the limit of %zu bytes",
+                        bytes, core_max_tensor_bytes());
+    anvil_tensor *t = core_calloc(1, sizeof *t);
+    if (!t) return ANVIL_ERR_OUT_OF_MEMORY;
+    t->data = core_aligned_alloc(64, bytes ? bytes : 64);
+    if (!t->data) {
+        free(t);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    memset(t->data, 0, bytes);
+    t->dtype = dt;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++) t->dims[i] = dims[i];
+    t->bytes = bytes;
+    t->owns_data = true;
+    *out = t;
+    return ANVIL_OK;
+}
+
+/* ---- plans --------------------------------------------------------------------------------- */
+
+static void plan_free(rt_plan *p) {
+    if (!p) return;
+    for (int32_t i = 0; i < p->n_steps; i++) {
+        rt_step *st = &p->steps[i];
+        if (st->state && st->variant->release) st->variant->release(st->state);
+        free(st->in);
+        free(st->out);
+    }
+    free(p->steps);
+    free(p->loc);
+    free(p->arena);
+    free(p->workspace);
+    free(p->sig);
+    rt_shapes_free(&p->shapes);
+    free(p);
+}
+
+/* Union-find over values: a value that aliases or overwrites another shares its storage. */
+static int32_t uf_find(int32_t *parent, int32_t v) {
+    while (parent[v] != v) {
+        parent[v] = parent[parent[v]];
+        v = parent[v];
+    }
+    return v;
+}
+
+typedef struct group {
+    int32_t root;
+    size_t bytes;
+    int32_t first, last; /* step range where the storage is live */
+    size_t offset;
+} group;
+
+static int cmp_group_size(const void *a, const void *b) {
+    const group *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return x->first - y->first;
+}
+
+/* Greedy offset assignment: biggest buffers first, each at the lowest offset that does not overlap
+ * any already placed buffer whose live range intersects its own. */
+static anvil_status assign_offsets(group *gr, int32_t n, size_t *arena_bytes) {
+    qsort(gr, (size_t)n, sizeof *gr, cmp_group_size);
+    size_t top = 0;
+    for (int32_t i = 0; i < n; i++) {
+        size_t size;
+        if (!core_add_size(gr[i].bytes, RT_ARENA_ALIGN - 1, &size))
+            return core_err(ANVIL_ERR_LIMIT, "activation of %zu bytes is too large", gr[i].bytes);
+        size &= ~(size_t)(RT_ARENA_ALIGN - 1);
+        size_t off = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (int32_t j = 0; j < i; j++) {
+                if (gr[j].last < gr[i].first || gr[i].last < gr[j].first) continue;
+                size_t jend = gr[j].offset + ((gr[j].bytes + RT_ARENA_ALIGN - 1) &
+                                              ~(size_t)(RT_ARENA_ALIGN - 1));
+                if (off < jend && gr[j].offset < off + size) {
+                    off = jend;
+                    moved = true;
+                }
+            }
+        }
+        gr[i].offset = off;
+        size_t end;
+        if (!core_add_size(off, size, &end))
+            return core_err(ANVIL_ERR_LIMIT, "the activation arena would overflow");
+        if (end > top) top = end;
+    }
+    *arena_bytes = top;
+    return ANVIL_OK;
+}
+
+static anvil_status check_inputs(const rt_session *s, const anvil_tensor *const *inputs) {
+    const ir_graph *g = s->g;
+    /* sym_val[k]: the value bound to symbolic dim k by an earlier input, or -1 */
+    int64_t sym_local[64];
+    int64_t *sym_val = sym_local;
+    if (g->n_syms > 64) {
+        sym_val = core_calloc((size_t)g->n_syms, sizeof *sym_val);
+        if (!sym_val) return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    for (int32_t k = 0; k < g->n_syms; k++) sym_val[k] = -1;
+    anvil_status st = ANVIL_OK;
+    for (int32_t i = 0; i < g->n_inputs && st == ANVIL_OK; i++) {
+        const ir_value *v = &g->values[g->inputs[i]];
+        const anvil_tensor *t = inputs[i];
+        if (!t) {
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' was not given", v->name);
+            break;
+        }
+        if (t->dtype != v->dtype) {
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' must be %s but a %s tensor was given",
+                          v->name, anvil_dtype_name(v->dtype), anvil_dtype_name(t->dtype));
+            break;
+        }
+        if (v->shape.rank >= 0 && t->rank != v->shape.rank) {
+            char b[160];
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                          "input '%s' must have rank %d (shape %s) but has rank %d", v->name,
+                          v->shape.rank, ir_shape_str(g, &v->shape, b, sizeof b), t->rank);
+            break;
+        }
+        for (int d = 0; d < v->shape.rank; d++) {
+            char b[160];
+            if (v->shape.d[d] >= 0 && v->shape.d[d] != t->dims[d]) {
+                st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                              "input '%s' dim %d must be %lld (shape %s) but is %lld", v->name, d,
+                              (long long)v->shape.d[d], ir_shape_str(g, &v->shape, b, sizeof b),
+                              (long long)t->dims[d]);
+                break;
+            }
+            int32_t sym = v->shape.sym[d];
+            if (v->shape.d[d] < 0 && sym >= 0 && sym < g->n_syms) {
+                if (sym_val[sym] >= 0 && sym_val[sym] != t->dims[d]) {
+                    st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                                  "input '%s' dim %d is %lld but symbolic dim '%s' was already "
+                                  "bound to %lld by an earlier input",
+                                  v->name, d, (long long)t->dims[d], g->syms[sym],
+                                  (long long)sym_val[sym]);
+                    break;
+                }
+                sym_val[sym] = t->dims[d];
+            }
+        }
+    }
+    if (sym_val != sym_local) free(sym_val);
+    return st;
+}
+
+static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out) {
+    const ir_graph *g = s->g;
+    *out = NULL;
+    rt_plan *p = core_calloc(1, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    anvil_status st = ANVIL_OK;
+    int32_t *uf = NULL, *def = NULL, *last = NULL, *gidx = NULL;
+    group *groups = NULL;
+
+    /* signature: rank and dims of every input */
+    p->sig_len = 0;
+    for (int32_t i = 0; i < g->n_inputs; i++) p->sig_len += 1 + (size_t)inputs[i]->rank;
+    p->sig = core_calloc(p->sig_len + 1, sizeof *p->sig);
+    if (!p->sig) goto oom;
+    for (int32_t i = 0, k = 0; i < g->n_inputs; i++) {
+        p->sig[k++] = inputs[i]->rank;
+        for (int d = 0; d < inputs[i]->rank; d++) p->sig[k++] = inputs[i]->dims[d];
+    }
+
+    /* 1. shapes with every input concrete; fold what is known */
+    if ((st = rt_shapes_init(&p->shapes, g)) != ANVIL_OK) goto fail;
+    rt_shapes *sh = &p->shapes;
+    for (int32_t v = 0; v < g->n_values; v++) {
+        if (g->values[v].flags & IR_VALUE_CONST) {
+            sh->info[v].dtype = g->values[v].dtype;
+            sh->info[v].shape = g->values[v].shape;
+            sh->info[v].value = s->const_ptr[v];
+        }
+    }
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        op_tinfo *t = &sh->info[g->inputs[i]];
+        t->dtype = inputs[i]->dtype;
+        ir_shape_set(&t->shape, inputs[i]->rank, inputs[i]->dims);
+    }
+    rt_infer_opts io = {.fold_limit_bytes = SIZE_MAX, .require_static = true, .ctx = &s->ctx};
+    if ((st = rt_shapes_infer(g, sh, &io)) != ANVIL_OK) goto fail;
+
+    /* 2. steps: every node not folded; pick its variant */
+    p->loc = core_calloc((size_t)g->n_values + 1, sizeof *p->loc);
+    p->steps = core_calloc((size_t)g->n_nodes + 1, sizeof *p->steps);
+    if (!p->loc || !p->steps) goto oom;
+    for (int32_t v = 0; v < g->n_values; v++) {
+        if (sh->info[v].value) {
+            p->loc[v].kind = LOC_CONST;
+            p->loc[v].ptr = sh->info[v].value;
+        }
+    }
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        p->loc[g->inputs[i]].kind = LOC_INPUT;
+        p->loc[g->inputs[i]].input = i;
+    }
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        if (sh->folded[k]) continue;
+        const ir_node *n = &g->nodes[k];
+        rt_step *stp = &p->steps[p->n_steps++];
+        stp->node = k;
+        op_tinfo in[128], outi[128];
+        for (int i = 0; i < n->n_inputs; i++) {
+            if (n->inputs[i] == IR_NONE) {
+                memset(&in[i], 0, sizeof in[i]);
+                ir_shape_unknown(&in[i].shape);
+            } else {
+                in[i] = sh->info[n->inputs[i]];
+            }
+        }
+        for (int i = 0; i < n->n_outputs; i++) {
+            if (n->outputs[i] == IR_NONE) {
+                memset(&outi[i], 0, sizeof outi[i]);
+                ir_shape_unknown(&outi[i].shape);
+            } else {
+                outi[i] = sh->info[n->outputs[i]];
+            }
+        }
+        kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs};
+        if ((st = kern_select(&kn, NULL, &stp->variant)) != ANVIL_OK) goto fail;
+        if (stp->variant->prepare && (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
+            goto fail;
+        stp->workspace = stp->variant->workspace_size ? stp->variant->workspace_size(&kn) : 0;
+        if (stp->workspace > p->workspace_bytes) p->workspace_bytes = stp->workspace;
+        stp->in = core_calloc((size_t)n->n_inputs + 1, sizeof *stp->in);
+        stp->out = core_calloc((size_t)n->n_outputs + 1, sizeof *stp->out);
+        if (!stp->in || !stp->out) goto oom;
+        for (int i = 0; i < n->n_inputs; i++) {
+            stp->in[i].dtype = in[i].dtype;
+            stp->in[i].rank = in[i].shape.rank;
+            memcpy(stp->in[i].dims, in[i].shape.d, sizeof stp->in[i].dims);
+        }
+        for (int i = 0; i < n->n_outputs; i++) {
+            stp->out[i].dtype = outi[i].dtype;
+            stp->out[i].rank = outi[i].shape.rank;
+            memcpy(stp->out[i].dims, outi[i].shape.d, sizeof stp->out[i].dims);
+        }
+    }
+
+    /* 3. liveness: def = producing step, last = last reading step (graph outputs: the end) */
+    uf = core_calloc((size_t)g->n_values + 1, sizeof *uf);
+    def = core_calloc((size_t)g->n_values + 1, sizeof *def);
+    last = core_calloc((size_t)g->n_values + 1, sizeof *last);
+    if (!uf || !def || !last) goto oom;
+    for (int32_t v = 0; v < g->n_values; v++) {
+        uf[v] = v;
+        def[v] = -1;
+        last[v] = -1;
+    }
+    for (int32_t i = 0; i < p->n_steps; i++) {
+        const ir_node *n = &g->nodes[p->steps[i].node];
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] != IR_NONE) last[n->inputs[k]] = i;
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] != IR_NONE) def[n->outputs[k]] = i;
+    }
+    for (int32_t i = 0; i < g->n_outputs; i++) last[g->outputs[i]] = p->n_steps;
+
+    /* 4. aliasing and in-place reuse; everything else produced by a step lives in the arena */
+    for (int32_t i = 0; i < p->n_steps; i++) {
+        rt_step *stp = &p->steps[i];
+        const ir_node *n = &g->nodes[stp->node];
+        const op_impl *impl = op_get(n->op);
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] != IR_NONE) p->loc[n->outputs[k]].kind = LOC_ARENA;
+        if (n->n_outputs < 1 || n->outputs[0] == IR_NONE || n->n_inputs < 1 ||
+            n->inputs[0] == IR_NONE)
+            continue;
+        ir_vid x = n->inputs[0], y = n->outputs[0];
+        size_t xb = 0, yb = 0;
+        core_tensor_bytes(sh->info[x].dtype, sh->info[x].shape.d, sh->info[x].shape.rank, &xb);
+        core_tensor_bytes(sh->info[y].dtype, sh->info[y].shape.d, sh->info[y].shape.rank, &yb);
+        bool other_outputs = false;
+        for (int k = 1; k < n->n_outputs; k++) other_outputs |= n->outputs[k] != IR_NONE;
+        if ((impl->flags & OP_ALIAS_0) && !other_outputs && xb == yb) {
+            stp->alias = true;
+            p->loc[y] = p->loc[x];
+            if (p->loc[x].kind == LOC_ARENA) uf[y] = uf_find(uf, x);
+            continue;
+        }
+        if ((impl->flags & OP_INPLACE_0) && p->loc[x].kind == LOC_ARENA && xb == yb &&
+            sh->info[x].dtype == sh->info[y].dtype && last[x] == i) {
+            /* the group must die here and must not be read through another input */
+            int32_t root = uf_find(uf, x);
+            bool ok = true;
+            for (int32_t v = 0; v < g->n_values && ok; v++)
+                if (p->loc[v].kind == LOC_ARENA && uf_find(uf, v) == root && last[v] > i) ok = false;
+            for (int k = 1; k < n->n_inputs && ok; k++)
+                if (n->inputs[k] != IR_NONE && p->loc[n->inputs[k]].kind == LOC_ARENA &&
+                    uf_find(uf, n->inputs[k]) == root)
+                    ok = false;
+            if (ok) uf[y] = root;
+        }
+    }
+
+    /* 5. one group per storage root: size and live range; then offsets */
+    gidx = core_calloc((size_t)g->n_values + 1, sizeof *gidx);
+    groups = core_calloc((size_t)g->n_values + 1, sizeof *groups);
+    if (!gidx || !groups) goto oom;
+    int32_t n_groups = 0;
+    for (int32_t v = 0; v < g->n_values; v++) gidx[v] = -1;
+    for (int32_t v = 0; v < g->n_values; v++) {
+        if (p->loc[v].kind != LOC_ARENA) continue;
+        int32_t r = uf_find(uf, v);
+        if (gidx[r] < 0) {
+            gidx[r] = n_groups;
+            groups[n_groups].root = r;
+            groups[n_groups].first = INT32_MAX;
+            groups[n_groups].last = -1;
+            n_groups++;
+        }
+        group *gr = &groups[gidx[r]];
+        size_t b = 0;
+        core_tensor_bytes(sh->info[v].dtype, sh->info[v].shape.d, sh->info[v].shape.rank, &b);
+        if (b > gr->bytes) gr->bytes = b;
+        int32_t first = def[v] >= 0 ? def[v] : 0;
+        int32_t end = last[v] > first ? last[v] : first;
+        if (first < gr->first) gr->first = first;
+        if (end > gr->last) gr->last = end;
+    }
+    /* what a plan without any reuse would hold: every output of every node that runs */
+    for (int32_t i = 0; i < p->n_steps; i++) {
+        if (p->steps[i].alias) continue;
+        const ir_node *n = &g->nodes[p->steps[i].node];
+        for (int k = 0; k < n->n_outputs; k++) {
+            ir_vid v = n->outputs[k];
+            size_t b = 0;
+            if (v == IR_NONE) continue;
+            core_tensor_bytes(sh->info[v].dtype, sh->info[v].shape.d, sh->info[v].shape.rank, &b);
+            if (!core_add_size(p->activation_bytes, b, &p->activation_bytes))
+                p->activation_bytes = SIZE_MAX;
+        }
+    }
+    if ((st = assign_offsets(groups, n_groups, &p->arena_bytes)) != ANVIL_OK) goto fail;
+    for (int32_t i = 0; i < n_groups; i++) gidx[groups[i].root] = i;
+    for (int32_t v = 0; v < g->n_values; v++)
+        if (p->loc[v].kind == LOC_ARENA) p->loc[v].offset = groups[gidx[uf_find(uf, v)]].offset;
+    p->arena = core_aligned_alloc(RT_ARENA_ALIGN, p->arena_bytes ? p->arena_bytes : 64);
+    if (!p->arena) goto oom;
+    if (p->workspace_bytes) {
+        p->workspace = core_aligned_alloc(64, p->workspace_bytes);
+        if (!p->workspace) goto oom;
+    }
+    goto done;
+oom:
+    st = ANVIL_ERR_OUT_OF_MEMORY;
+fail:
+    plan_free(p);
+    p = NULL;
+done:
+    free(uf);
+    free(def);
+    free(last);
+    free(gidx);
+    free(groups);
+    *out = p;
+    return st;
+}
+
+/* ---- sessions -------------------------------------------------------------------------------- */
+
+anvil_status rt_session_create(const ir_graph *g, const rt_session_config *cfg, rt_session **out) {
+    *out = NULL;
+    rt_session *s = core_calloc(1, sizeof *s);
+    if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
+    s->g = g;
+    s->cfg = *cfg;
+    anvil_status st = rt_pool_create(cfg->threads, &s->pool);
+    if (st != ANVIL_OK) goto fail;
+    s->ctx.pool = s->pool;
+    s->const_ptr = core_calloc((size_t)g->n_values + 1, sizeof *s->const_ptr);
+    s->const_owned = core_calloc((size_t)g->n_values + 1, sizeof *s->const_owned);
+    if (!s->const_ptr || !s->const_owned) {
+        st = ANVIL_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    /* Weights stay in the model's mapping when their address suits their dtype; the others are
+     * copied once here (protobuf gives no alignment guarantee). */
+    for (int32_t v = 0; v < g->n_values; v++) {
+        const ir_value *val = &g->values[v];
+        if (!(val->flags & IR_VALUE_CONST)) continue;
+        size_t es = anvil_dtype_size(val->dtype);
+        if (val->data && es && (uintptr_t)val->data % es == 0) {
+            s->const_ptr[v] = val->data;
+            continue;
+        }
+        void *copy = core_aligned_alloc(64, val->data_bytes ? val->data_bytes : 64);
+        if (!copy) {
+            st = ANVIL_ERR_OUT_OF_MEMORY;
+            goto fail;
+        }
+        if (val->data_bytes) memcpy(copy, val->data, val->data_bytes);
+        s->const_owned[v] = copy;
+        s->const_ptr[v] = copy;
+    }
+    s->t_origin = core_now_ns();
+    *out = s;
+    return ANVIL_OK;
+fail:
+    rt_session_free(s);
+    return st;
+}
+
+void rt_session_free(rt_session *s) {
+    if (!s) return;
+    for (int i = 0; i < s->n_plans; i++) plan_free(s->plans[i]);
+    if (s->const_owned)
+        for (int32_t v = 0; v < s->g->n_values; v++) free(s->const_owned[v]);
+    free(s->const_owned);
+    free(s->const_ptr);
+    free(s->events);
+    rt_pool_free(s->pool);
+    free(s);
+}
+
+static rt_plan *plan_lookup(rt_session *s, const anvil_tensor *const *inputs) {
+    for (int i = 0; i < s->n_plans; i++) {
+        rt_plan *p = s->plans[i];
+        size_t k = 0;
+        bool same = true;
+        for (int32_t j = 0; j < s->g->n_inputs && same; j++) {
+            if (k >= p->sig_len || p->sig[k++] != inputs[j]->rank) {
+                same = false;
+                break;
+            }
+            for (int d = 0; d < inputs[j]->rank && same; d++)
+                same = k < p->sig_len && p->sig[k++] == inputs[j]->dims[d];
+        }
+        if (same && k == p->sig_len) return p;
+    }
+    return NULL;
+}
+
+static void trace_add(rt_session *s, int32_t node, const char *variant, uint64_t t0,
+                      uint64_t t1) {
+    if (s->n_events == s->cap_events) {
+        if (s->cap_events >= RT_TRACE_MAX_EVENTS) {
+            s->dropped_events++;
+            return;
+        }
+        size_t cap = s->cap_events ? s->cap_events * 2 : 1024;
+        rt_event *e = realloc(s->events, cap * sizeof *e);
+        if (!e) {
+            s->dropped_events++;
+            return;
+        }
+        s->events = e;
+        s->cap_events = cap;
+    }
+    s->events[s->n_events++] = (rt_event){node, s->runs, t0, t1, variant};
+}
+
+static void *loc_ptr(const rt_plan *p, const rt_loc *l, const anvil_tensor *const *inputs) {
+    switch (l->kind) {
+    case LOC_ARENA: return p->arena + l->offset;
+    case LOC_INPUT: return inputs[l->input]->data;
+    case LOC_CONST: return (void *)l->ptr;
+    default: return NULL;
+    }
+}
+
+anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, const bool *want,
+                            anvil_tensor **outputs) {
+    const ir_graph *g = s->g;
+    for (int32_t j = 0; j < g->n_outputs; j++) outputs[j] = NULL;
+    CORE_TRY(check_inputs(s, inputs));
+    rt_plan *p = plan_lookup(s, inputs);
+    if (!p) {
+        CORE_TRY(plan_make(s, inputs, &p));
+        s->plans_made++;
+        if (s->n_plans == RT_MAX_PLANS) {
+            int oldest = 0;
+            for (int i = 1; i < s->n_plans; i++)
+                if (s->plans[i]->last_used < s->plans[oldest]->last_used) oldest = i;
+            plan_free(s->plans[oldest]);
+            s->plans[oldest] = s->plans[--s->n_plans];
+        }
+        s->plans[s->n_plans++] = p;
+    }
+    p->last_used = ++s->tick;
+    s->last = p;
+
+    uint64_t run_t0 = core_now_ns();
+    for (int32_t i = 0; i < p->n_steps; i++) {
+        rt_step *stp = &p->steps[i];
+        if (stp->alias) continue;
+        const ir_node *n = &g->nodes[stp->node];
+        const op_tensor *in[128];
+        op_tensor *out[128];
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] == IR_NONE) {
+                in[k] = NULL;
+                continue;
+            }
+            stp->in[k].data = loc_ptr(p, &p->loc[n->inputs[k]], inputs);
+            in[k] = &stp->in[k];
+        }
+        for (int k = 0; k < n->n_outputs; k++) {
+            if (n->outputs[k] == IR_NONE) {
+                out[k] = NULL;
+                continue;
+            }
+            stp->out[k].data = loc_ptr(p, &p->loc[n->outputs[k]], inputs);
+            out[k] = &stp->out[k];
+        }
+        uint64_t t0 = s->cfg.profiling ? core_now_ns() : 0;
+        anvil_status st = stp->variant->run(n, stp->state, in, n->n_inputs, out, n->n_outputs,
+                                            p->workspace, &s->ctx);
+        if (st != ANVIL_OK) return st;
+        if (s->cfg.profiling) trace_add(s, stp->node, stp->variant->name, t0, core_now_ns());
+    }
+    uint64_t run_t1 = core_now_ns();
+    if (s->cfg.profiling) trace_add(s, -1, "", run_t0, run_t1);
+    s->runs++;
+
+    for (int32_t j = 0; j < g->n_outputs; j++) {
+        if (want && !want[j]) continue;
+        ir_vid v = g->outputs[j];
+        const op_tinfo *t = &p->shapes.info[v];
+        anvil_status st = rt_tensor_new(t->dtype, t->shape.rank, t->shape.d, &outputs[j]);
+        if (st == ANVIL_OK && outputs[j]->bytes) {
+            const void *src = loc_ptr(p, &p->loc[v], inputs);
+            if (!src) st = core_err(ANVIL_ERR_INTERNAL, "output '%s' has no storage", g->values[v].name);
+            else memcpy(outputs[j]->data, src, outputs[j]->bytes);
+        }
+        if (st != ANVIL_OK) {
+            for (int32_t k = 0; k <= j; k++) {
+                if (outputs[k]) {
+                    free(outputs[k]->data);
+                    free(outputs[k]);
+                    outputs[k] = NULL;
+                }
+            }
+            return st;
+        }
+    }
+    return ANVIL_OK;
+}
+
+anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out) {
+    if (!s->last)
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "the session has not run yet; statistics describe the last run's plan");
+    memset(out, 0, sizeof *out);
+    out->arena_bytes = s->last->arena_bytes;
+    out->activation_bytes = s->last->activation_bytes;
+    out->plans_made = s->plans_made;
+    size_t run = 0;
+    for (int32_t i = 0; i < s->last->n_steps; i++) run += !s->last->steps[i].alias;
+    out->nodes_run = run;
+    out->nodes_folded = s->last->shapes.folded_count;
+    return ANVIL_OK;
+}
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+anvil_status rt_session_write_trace(const rt_session *s, const char *path) {
+    if (!s->cfg.profiling)
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "profiling is off for this session; enable it with "
+                        "anvil_options_set_profiling before creating the session");
+    FILE *f = fopen(path, "w");
+    if (!f) return core_err(ANVIL_ERR_IO, "cannot open '%s' for writing", path);
+    fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"runs\":%u,\"dropped_events\":%zu},"
+               "\"traceEvents\":[\n",
+            s->runs, s->dropped_events);
+    fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"anvil\"}}");
+    char shape[200];
+    for (size_t i = 0; i < s->n_events; i++) {
+        const rt_event *e = &s->events[i];
+        double ts = (double)(e->t0 - s->t_origin) / 1e3, dur = (double)(e->t1 - e->t0) / 1e3;
+        fputs(",\n{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"name\":", f);
+        if (e->node < 0) {
+            fprintf(f, "\"run %u\",\"cat\":\"run\",\"ts\":%.3f,\"dur\":%.3f}", e->run, ts, dur);
+            continue;
+        }
+        const ir_node *n = &s->g->nodes[e->node];
+        json_string(f, n->name);
+        fprintf(f, ",\"cat\":\"op\",\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":\"%s\",\"variant\":",
+                ts, dur, ir_op_name(n->op));
+        json_string(f, e->variant);
+        fprintf(f, ",\"run\":%u", e->run);
+        if (n->n_outputs > 0 && n->outputs[0] != IR_NONE)
+            fprintf(f, ",\"shape\":\"%s\"",
+                    ir_shape_str(s->g, &s->g->values[n->outputs[0]].shape, shape, sizeof shape));
+        fputs("}}", f);
+    }
+    fputs("\n]}\n", f);
+    if (fclose(f) != 0) return core_err(ANVIL_ERR_IO, "writing '%s' failed", path);
+    return ANVIL_OK;
+}

@@ -1,0 +1,204 @@
+/* Test harness for one op in isolation: builds a one-node graph, runs the op's check, shape
+ * inference and reference kernel the way the runtime does, and hands back the outputs.
+ *
+ *   optest t;
+ *   optest_begin(&t, IR_OP_CONV, 3, 1, 2);          // 3 inputs, 1 output, 2 attributes
+ *   optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){3, 3}, 2);
+ *   optest_attr_int(&t, 1, "group", 1);
+ *   optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){1, 2, 5, 5}, xdata, false);
+ *   ...
+ *   anvil_status s = optest_run(&t);                // check + infer + run
+ *   float *y = t.out[0].data;                       // owned by t
+ *   optest_end(&t);
+ *
+ * Inputs marked `known` are visible to shape inference as values (like constants). Header-only
+ * so each test executable stays one file. */
+#ifndef ANVIL_OPTEST_H
+#define ANVIL_OPTEST_H
+
+#include "ops/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPTEST_MAX_IO 16
+
+typedef struct optest {
+    ir_graph *g;
+    int32_t node;
+    int n_in, n_out;
+    bool in_set[OPTEST_MAX_IO];
+    bool in_known[OPTEST_MAX_IO];
+    op_tensor in[OPTEST_MAX_IO];
+    op_tensor out[OPTEST_MAX_IO]; /* outputs: data malloc'd by optest_run, freed by optest_end */
+    op_tinfo out_info[OPTEST_MAX_IO];
+} optest;
+
+static inline ir_node *optest_node(optest *t) {
+    return &t->g->nodes[t->node];
+}
+
+/* opset: the default-domain opset the node is interpreted under (e.g. 17). */
+static inline void optest_begin_opset(optest *t, ir_op op, int n_in, int n_out, int n_attrs,
+                                      int opset) {
+    memset(t, 0, sizeof *t);
+    if (ir_graph_create(NULL, &t->g) != ANVIL_OK) abort();
+    t->g->opset = opset;
+    t->n_in = n_in;
+    t->n_out = n_out;
+    if (ir_graph_add_node(t->g, op, "test_node", n_in, n_out, n_attrs, &t->node) != ANVIL_OK)
+        abort();
+    ir_node *n = optest_node(t);
+    for (int i = 0; i < n_out; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "out%d", i);
+        ir_vid v;
+        if (ir_graph_add_value(t->g, name, &v) != ANVIL_OK) abort();
+        n = optest_node(t);
+        n->outputs[i] = v;
+        t->g->values[v].producer = t->node;
+    }
+}
+
+static inline void optest_begin(optest *t, ir_op op, int n_in, int n_out, int n_attrs) {
+    optest_begin_opset(t, op, n_in, n_out, n_attrs, 17);
+}
+
+static inline ir_attr *optest_attr(optest *t, int k, const char *name, ir_attr_type type) {
+    ir_attr *a = &optest_node(t)->attrs[k];
+    a->name = core_arena_strdup(t->g->arena, name);
+    a->type = type;
+    return a;
+}
+
+static inline void optest_attr_int(optest *t, int k, const char *name, int64_t v) {
+    optest_attr(t, k, name, IR_ATTR_INT)->i = v;
+}
+
+static inline void optest_attr_float(optest *t, int k, const char *name, float v) {
+    optest_attr(t, k, name, IR_ATTR_FLOAT)->f = v;
+}
+
+static inline void optest_attr_string(optest *t, int k, const char *name, const char *s) {
+    ir_attr *a = optest_attr(t, k, name, IR_ATTR_STRING);
+    a->s = core_arena_strdup(t->g->arena, s);
+    a->s_len = strlen(s);
+}
+
+static inline void optest_attr_ints(optest *t, int k, const char *name, const int64_t *v,
+                                    size_t n) {
+    ir_attr *a = optest_attr(t, k, name, IR_ATTR_INTS);
+    int64_t *copy = core_arena_array(t->g->arena, n + 1, sizeof(int64_t));
+    memcpy(copy, v, n * sizeof *v);
+    a->ints = copy;
+    a->n = n;
+}
+
+static inline void optest_attr_floats(optest *t, int k, const char *name, const float *v,
+                                      size_t n) {
+    ir_attr *a = optest_attr(t, k, name, IR_ATTR_FLOATS);
+    float *copy = core_arena_array(t->g->arena, n + 1, sizeof(float));
+    memcpy(copy, v, n * sizeof *v);
+    a->floats = copy;
+    a->n = n;
+}
+
+/* Attribute holding a tensor (e.g. Constant's value). data is borrowed: keep it alive. */
+static inline void optest_attr_tensor(optest *t, int k, const char *name, anvil_dtype dt,
+                                      int rank, const int64_t *dims, const void *data) {
+    ir_attr *a = optest_attr(t, k, name, IR_ATTR_TENSOR);
+    ir_tensor *x = core_arena_alloc(t->g->arena, sizeof *x);
+    x->dtype = dt;
+    x->rank = rank;
+    for (int i = 0; i < rank; i++) x->dims[i] = dims[i];
+    x->data = data;
+    if (!core_tensor_bytes(dt, dims, rank, &x->bytes)) abort();
+    a->t = x;
+}
+
+/* Input i: data is borrowed (keep alive until optest_end). known: inference sees the value. */
+static inline void optest_input(optest *t, int i, anvil_dtype dt, int rank, const int64_t *dims,
+                                const void *data, bool known) {
+    char name[32];
+    snprintf(name, sizeof name, "in%d", i);
+    ir_vid v;
+    if (ir_graph_add_value(t->g, name, &v) != ANVIL_OK) abort();
+    optest_node(t)->inputs[i] = v;
+    t->in_set[i] = true;
+    t->in_known[i] = known;
+    t->in[i].dtype = dt;
+    t->in[i].rank = rank;
+    for (int d = 0; d < rank; d++) t->in[i].dims[d] = dims[d];
+    t->in[i].data = (void *)data;
+}
+
+/* check + infer only; outputs' inferred dtype/shape land in t->out_info. */
+static inline anvil_status optest_infer(optest *t) {
+    const op_impl *impl = op_get(optest_node(t)->op);
+    anvil_status s = op_check_graph(t->g);
+    if (s != ANVIL_OK) return s;
+    op_tinfo in[OPTEST_MAX_IO];
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < t->n_in; i++) {
+        if (!t->in_set[i]) {
+            ir_shape_unknown(&in[i].shape);
+            continue;
+        }
+        in[i].dtype = t->in[i].dtype;
+        ir_shape_set(&in[i].shape, t->in[i].rank, t->in[i].dims);
+        in[i].value = t->in_known[i] ? t->in[i].data : NULL;
+    }
+    memset(t->out_info, 0, sizeof t->out_info);
+    for (int i = 0; i < t->n_out; i++) ir_shape_unknown(&t->out_info[i].shape);
+    return impl->infer(t->g, optest_node(t), in, t->n_in, t->out_info, t->n_out);
+}
+
+/* check + infer + allocate outputs + run the reference kernel serially. */
+static inline anvil_status optest_run(optest *t) {
+    anvil_status s = optest_infer(t);
+    if (s != ANVIL_OK) return s;
+    const op_tensor *ins[OPTEST_MAX_IO];
+    op_tensor *outs[OPTEST_MAX_IO];
+    for (int i = 0; i < t->n_in; i++) ins[i] = t->in_set[i] ? &t->in[i] : NULL;
+    for (int i = 0; i < t->n_out; i++) {
+        op_tinfo *oi = &t->out_info[i];
+        if (!ir_shape_is_static(&oi->shape)) {
+            fprintf(stderr, "optest: output %d shape not static after inference\n", i);
+            return ANVIL_ERR_INTERNAL;
+        }
+        size_t bytes;
+        if (!core_tensor_bytes(oi->dtype, oi->shape.d, oi->shape.rank, &bytes))
+            return ANVIL_ERR_INTERNAL;
+        t->out[i].dtype = oi->dtype;
+        t->out[i].rank = oi->shape.rank;
+        for (int d = 0; d < oi->shape.rank; d++) t->out[i].dims[d] = oi->shape.d[d];
+        free(t->out[i].data);
+        t->out[i].data = calloc(1, bytes ? bytes : 1);
+        outs[i] = &t->out[i];
+    }
+    return op_get(optest_node(t)->op)->run(optest_node(t), ins, t->n_in, outs, t->n_out, NULL);
+}
+
+static inline void optest_end(optest *t) {
+    for (int i = 0; i < t->n_out; i++) free(t->out[i].data);
+    ir_graph_free(t->g);
+    memset(t, 0, sizeof *t);
+}
+
+/* max |a-b| / (atol + rtol*|b|) style check; returns the index of the first mismatch or -1. */
+static inline long optest_compare_f32(const float *got, const float *want, size_t n, float rtol,
+                                      float atol) {
+    for (size_t i = 0; i < n; i++) {
+        float d = fabsf(got[i] - want[i]);
+        if (!(d <= atol + rtol * fabsf(want[i]))) {
+            fprintf(stderr, "mismatch at %zu: got %g want %g\n", i, (double)got[i],
+                    (double)want[i]);
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+#endif
