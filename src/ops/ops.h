@@ -72,7 +72,7 @@ typedef struct op_impl {
                         op_tensor *const *out, int n_out, op_ctx *ctx);
 } op_impl;
 
-/* The implementation of an op. Never NULL for op < IR_OP_COUNT. */
+/* The implementation of an op (op < IR_OP_COUNT). Never NULL. */
 const op_impl *op_get(ir_op op);
 
 /* Runs the arity check and op_get(n->op)->check for every node of g and its subgraphs. */

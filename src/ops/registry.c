@@ -1,14 +1,11 @@
 /* The dispatch table generated from ir/ops.def, plus helpers shared by all op families.
- *
- * The table refers to each op_impl_<impl> weakly so that the library links while an op family
- * is being written; an op without an implementation reports UNSUPPORTED at load, by name, and
- * tests/unit/test_ops_table.c fails until every row has one. */
+ * A row of ops.def without its op_impl_<impl> definition is a link error. */
 #include "ops.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define OP(id, name, impl) extern const op_impl op_impl_##impl __attribute__((weak));
+#define OP(id, name, impl) extern const op_impl op_impl_##impl;
 #include "ir/ops.def"
 #undef OP
 
@@ -18,18 +15,8 @@ static const op_impl *const op_table[IR_OP_COUNT] = {
 #undef OP
 };
 
-static anvil_status missing_check(ir_graph *g, ir_node *n) {
-    (void)g;
-    return core_err(ANVIL_ERR_UNSUPPORTED, "%s: this build of anvil has no implementation of %s",
-                    ir_node_label(n), ir_op_name(n->op));
-}
-
-static const op_impl op_missing = {.min_inputs = 0, .max_inputs = 127, .min_outputs = 0,
-                                   .max_outputs = 127, .check = missing_check};
-
 const op_impl *op_get(ir_op op) {
-    const op_impl *p = (unsigned)op < IR_OP_COUNT ? op_table[op] : NULL;
-    return p ? p : &op_missing;
+    return op_table[(unsigned)op < IR_OP_COUNT ? op : 0];
 }
 
 anvil_status op_check_graph(ir_graph *g) {

@@ -244,9 +244,8 @@ static void test_shape_chain_folds_and_plans_per_shape(void **state) {
     ir_vid y = add_node(g, IR_OP_RESHAPE, "y", 2, rs);
     assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
     finish(g);
-    /* at load time the output is [N, 15] with N still symbolic */
+    /* at load time only the rank is known: the new shape's values need the batch */
     assert_int_equal(g->values[y].shape.rank, 2);
-    assert_int_equal(g->values[y].shape.d[1], 15);
 
     rt_session_config cfg = {.threads = 1};
     rt_session *s;

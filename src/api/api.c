@@ -1,0 +1,392 @@
+/* The public API: argument checking, name binding and the load pipeline. Everything of substance
+ * happens in the layers below; this file's job is to refuse misuse with a message before it
+ * reaches them. */
+#include "api.h"
+#include "onnx/onnx.h"
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct anvil_model {
+    onnx_model *onnx;
+};
+
+struct anvil_options {
+    int threads;
+    int opt_level;
+    bool profiling;
+};
+
+struct anvil_session {
+    const anvil_model *model;
+    rt_session *rt;
+};
+
+#define API_CHECK(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond)) return core_err(ANVIL_ERR_INVALID_ARGUMENT, __VA_ARGS__);                     \
+    } while (0)
+
+/* ---- models -------------------------------------------------------------------------------- */
+
+/* After import: order the nodes, validate every node's attributes, infer what shapes can be known
+ * with symbolic inputs, then verify the whole graph (dtypes of node outputs exist only after
+ * inference, so verification comes last). */
+static anvil_status model_finish(onnx_model *om, anvil_model **out) {
+    ir_graph *g = om->graph;
+    anvil_status st = ir_graph_toposort(g);
+    if (st == ANVIL_OK) st = op_check_graph(g);
+    if (st == ANVIL_OK) st = rt_infer_graph_static(g);
+    if (st == ANVIL_OK) st = ir_graph_verify(g);
+    if (st != ANVIL_OK) {
+        onnx_model_free(om);
+        return st;
+    }
+    anvil_model *m = core_calloc(1, sizeof *m);
+    if (!m) {
+        onnx_model_free(om);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    m->onnx = om;
+    *out = m;
+    return ANVIL_OK;
+}
+
+anvil_status anvil_model_load(const char *path, anvil_model **out) {
+    API_CHECK(out, "anvil_model_load: out is NULL");
+    *out = NULL;
+    API_CHECK(path && *path, "anvil_model_load: path is NULL or empty");
+    core_err_clear();
+    onnx_model *om;
+    anvil_status st = onnx_load_file(path, &om);
+    if (st != ANVIL_OK) return st;
+    st = model_finish(om, out);
+    if (st != ANVIL_OK) core_err_prefix(st, "%s", path);
+    return st;
+}
+
+anvil_status anvil_model_load_buffer(const void *data, size_t size, anvil_model **out) {
+    API_CHECK(out, "anvil_model_load_buffer: out is NULL");
+    *out = NULL;
+    API_CHECK(data || size == 0, "anvil_model_load_buffer: data is NULL");
+    core_err_clear();
+    onnx_model *om;
+    CORE_TRY(onnx_load_buffer(data, size, &om));
+    return model_finish(om, out);
+}
+
+void anvil_model_free(anvil_model *m) {
+    if (!m) return;
+    onnx_model_free(m->onnx);
+    free(m);
+}
+
+const ir_graph *api_model_graph(const anvil_model *m) {
+    return m->onnx->graph;
+}
+
+size_t anvil_model_input_count(const anvil_model *m) {
+    return m ? (size_t)m->onnx->graph->n_inputs : 0;
+}
+
+size_t anvil_model_output_count(const anvil_model *m) {
+    return m ? (size_t)m->onnx->graph->n_outputs : 0;
+}
+
+static void value_info(const ir_graph *g, ir_vid v, anvil_value_info *out) {
+    const ir_value *val = &g->values[v];
+    memset(out, 0, sizeof *out);
+    out->name = val->name;
+    out->dtype = val->dtype;
+    out->rank = val->shape.rank;
+    for (int i = 0; i < val->shape.rank; i++) {
+        out->dims[i] = val->shape.d[i] >= 0 ? val->shape.d[i] : -1;
+        int32_t sym = val->shape.sym[i];
+        out->dim_names[i] = (val->shape.d[i] < 0 && sym >= 0 && sym < g->n_syms) ? g->syms[sym] : "";
+    }
+}
+
+anvil_status anvil_model_input_info(const anvil_model *m, size_t index, anvil_value_info *out) {
+    API_CHECK(m && out, "anvil_model_input_info: model or out is NULL");
+    const ir_graph *g = m->onnx->graph;
+    API_CHECK(index < (size_t)g->n_inputs, "input index %zu is out of range (the model has %d)",
+              index, g->n_inputs);
+    value_info(g, g->inputs[index], out);
+    return ANVIL_OK;
+}
+
+anvil_status anvil_model_output_info(const anvil_model *m, size_t index, anvil_value_info *out) {
+    API_CHECK(m && out, "anvil_model_output_info: model or out is NULL");
+    const ir_graph *g = m->onnx->graph;
+    API_CHECK(index < (size_t)g->n_outputs, "output index %zu is out of range (the model has %d)",
+              index, g->n_outputs);
+    value_info(g, g->outputs[index], out);
+    return ANVIL_OK;
+}
+
+/* ---- options ------------------------------------------------------------------------------- */
+
+anvil_status anvil_options_create(anvil_options **out) {
+    API_CHECK(out, "anvil_options_create: out is NULL");
+    anvil_options *o = core_calloc(1, sizeof *o);
+    if (!o) return ANVIL_ERR_OUT_OF_MEMORY;
+    o->threads = 0;
+    o->opt_level = 1;
+    *out = o;
+    return ANVIL_OK;
+}
+
+void anvil_options_free(anvil_options *o) {
+    free(o);
+}
+
+anvil_status anvil_options_set_threads(anvil_options *o, int threads) {
+    API_CHECK(o, "anvil_options_set_threads: options is NULL");
+    API_CHECK(threads >= 0 && threads <= 1024,
+              "thread count %d is out of range; use 1..1024, or 0 for every core", threads);
+    o->threads = threads;
+    return ANVIL_OK;
+}
+
+anvil_status anvil_options_set_opt_level(anvil_options *o, int level) {
+    API_CHECK(o, "anvil_options_set_opt_level: options is NULL");
+    API_CHECK(level >= 0 && level <= 3, "optimization level %d is out of range 0..3", level);
+    o->opt_level = level;
+    return ANVIL_OK;
+}
+
+anvil_status anvil_options_set_profiling(anvil_options *o, int on) {
+    API_CHECK(o, "anvil_options_set_profiling: options is NULL");
+    o->profiling = on != 0;
+    return ANVIL_OK;
+}
+
+/* ---- sessions ------------------------------------------------------------------------------ */
+
+anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opts,
+                                  anvil_session **out) {
+    API_CHECK(out, "anvil_session_create: out is NULL");
+    *out = NULL;
+    API_CHECK(m, "anvil_session_create: model is NULL");
+    rt_session_config cfg = {.threads = 0, .opt_level = 1, .profiling = false};
+    if (opts) {
+        cfg.threads = opts->threads;
+        cfg.opt_level = opts->opt_level;
+        cfg.profiling = opts->profiling;
+    }
+    if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
+    anvil_session *s = core_calloc(1, sizeof *s);
+    if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
+    s->model = m;
+    anvil_status st = rt_session_create(m->onnx->graph, &cfg, &s->rt);
+    if (st != ANVIL_OK) {
+        free(s);
+        return st;
+    }
+    *out = s;
+    return ANVIL_OK;
+}
+
+void anvil_session_free(anvil_session *s) {
+    if (!s) return;
+    rt_session_free(s->rt);
+    free(s);
+}
+
+static int32_t find_io(const ir_graph *g, const ir_vid *list, int32_t n, const char *name) {
+    for (int32_t i = 0; i < n; i++)
+        if (!strcmp(g->values[list[i]].name, name)) return i;
+    return -1;
+}
+
+/* "'a', 'b', 'c'" for error messages */
+static const char *io_names(const ir_graph *g, const ir_vid *list, int32_t n) {
+    static _Thread_local char buf[512];
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int32_t i = 0; i < n && len + 8 < sizeof buf; i++) {
+        int w = snprintf(buf + len, sizeof buf - len, "%s'%s'", i ? ", " : "",
+                         g->values[list[i]].name);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+    if (len >= sizeof buf) strcpy(buf + sizeof buf - 5, "...");
+    return buf;
+}
+
+anvil_status anvil_session_run(anvil_session *s, size_t n_inputs, const char *const *input_names,
+                               const anvil_tensor *const *inputs, size_t n_outputs,
+                               const char *const *output_names, anvil_tensor **outputs) {
+    API_CHECK(s, "anvil_session_run: session is NULL");
+    API_CHECK(n_inputs == 0 || (input_names && inputs),
+              "anvil_session_run: input_names or inputs is NULL");
+    API_CHECK(n_outputs == 0 || outputs, "anvil_session_run: outputs is NULL");
+    const ir_graph *g = s->model->onnx->graph;
+    for (size_t j = 0; j < n_outputs; j++) outputs[j] = NULL;
+    core_err_clear();
+
+    const anvil_tensor **bound = core_calloc((size_t)g->n_inputs + 1, sizeof *bound);
+    anvil_tensor **all_out = core_calloc((size_t)g->n_outputs + 1, sizeof *all_out);
+    bool *want = core_calloc((size_t)g->n_outputs + 1, sizeof *want);
+    int32_t *out_index = core_calloc(n_outputs + 1, sizeof *out_index);
+    anvil_status st = ANVIL_OK;
+    if (!bound || !all_out || !want || !out_index) {
+        st = ANVIL_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (size_t i = 0; i < n_inputs && st == ANVIL_OK; i++) {
+        if (!input_names[i] || !inputs[i]) {
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input %zu has a NULL name or tensor", i);
+            break;
+        }
+        int32_t k = find_io(g, g->inputs, g->n_inputs, input_names[i]);
+        if (k < 0)
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                          "the model has no input named '%s'; its inputs are %s", input_names[i],
+                          io_names(g, g->inputs, g->n_inputs));
+        else if (bound[k])
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' is given twice",
+                          input_names[i]);
+        else
+            bound[k] = inputs[i];
+    }
+    for (int32_t k = 0; k < g->n_inputs && st == ANVIL_OK; k++)
+        if (!bound[k])
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                          "input '%s' is missing; the model needs %s",
+                          g->values[g->inputs[k]].name, io_names(g, g->inputs, g->n_inputs));
+    if (st != ANVIL_OK) goto done;
+    if (!output_names) {
+        if (n_outputs != (size_t)g->n_outputs) {
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                          "output_names is NULL, so n_outputs must be the model's output count "
+                          "%d, not %zu",
+                          g->n_outputs, n_outputs);
+            goto done;
+        }
+        for (size_t j = 0; j < n_outputs; j++) out_index[j] = (int32_t)j;
+    } else {
+        for (size_t j = 0; j < n_outputs && st == ANVIL_OK; j++) {
+            int32_t k = output_names[j] ? find_io(g, g->outputs, g->n_outputs, output_names[j]) : -1;
+            if (k < 0)
+                st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                              "the model has no output named '%s'; its outputs are %s",
+                              output_names[j] ? output_names[j] : "(null)",
+                              io_names(g, g->outputs, g->n_outputs));
+            out_index[j] = k;
+        }
+        if (st != ANVIL_OK) goto done;
+    }
+    for (size_t j = 0; j < n_outputs; j++) want[out_index[j]] = true;
+    st = rt_session_run(s->rt, bound, want, all_out);
+    if (st != ANVIL_OK) goto done;
+    /* hand out each requested output once; a name asked for twice gets a copy */
+    for (size_t j = 0; j < n_outputs && st == ANVIL_OK; j++) {
+        anvil_tensor *t = all_out[out_index[j]];
+        if (t) {
+            outputs[j] = t;
+            all_out[out_index[j]] = NULL;
+        } else {
+            const anvil_tensor *src = outputs[0];
+            for (size_t k = 0; k < j; k++)
+                if (out_index[k] == out_index[j]) src = outputs[k];
+            st = rt_tensor_new(src->dtype, src->rank, src->dims, &outputs[j]);
+            if (st == ANVIL_OK && src->bytes) memcpy(outputs[j]->data, src->data, src->bytes);
+        }
+    }
+    if (st != ANVIL_OK)
+        for (size_t j = 0; j < n_outputs; j++) {
+            anvil_tensor_free(outputs[j]);
+            outputs[j] = NULL;
+        }
+done:
+    if (all_out)
+        for (int32_t k = 0; k < g->n_outputs; k++) anvil_tensor_free(all_out[k]);
+    free(bound);
+    free(all_out);
+    free(want);
+    free(out_index);
+    return st;
+}
+
+anvil_status anvil_session_stats_get(const anvil_session *s, anvil_session_stats *out) {
+    API_CHECK(s && out, "anvil_session_stats_get: session or out is NULL");
+    return rt_session_stats(s->rt, out);
+}
+
+anvil_status anvil_session_write_profile(const anvil_session *s, const char *path) {
+    API_CHECK(s && path, "anvil_session_write_profile: session or path is NULL");
+    return rt_session_write_trace(s->rt, path);
+}
+
+/* ---- tensors ------------------------------------------------------------------------------- */
+
+anvil_status anvil_tensor_create(anvil_dtype dtype, int rank, const int64_t *dims,
+                                 anvil_tensor **out) {
+    API_CHECK(out, "anvil_tensor_create: out is NULL");
+    *out = NULL;
+    API_CHECK(rank == 0 || dims, "anvil_tensor_create: dims is NULL for rank %d", rank);
+    return rt_tensor_new(dtype, rank, dims, out);
+}
+
+anvil_status anvil_tensor_wrap(anvil_dtype dtype, int rank, const int64_t *dims, void *data,
+                               anvil_tensor **out) {
+    API_CHECK(out, "anvil_tensor_wrap: out is NULL");
+    *out = NULL;
+    API_CHECK(rank == 0 || dims, "anvil_tensor_wrap: dims is NULL for rank %d", rank);
+    API_CHECK(rank >= 0 && rank <= ANVIL_MAX_RANK, "rank %d is outside 0..%d", rank,
+              ANVIL_MAX_RANK);
+    size_t bytes, es = anvil_dtype_size(dtype);
+    if (!es)
+        return core_err(ANVIL_ERR_UNSUPPORTED, "tensors of dtype %s are not supported",
+                        anvil_dtype_name(dtype));
+    API_CHECK(core_tensor_bytes(dtype, dims, rank, &bytes),
+              "tensor dims are negative or their byte size overflows");
+    API_CHECK(data || bytes == 0, "anvil_tensor_wrap: data is NULL");
+    API_CHECK((uintptr_t)data % es == 0, "anvil_tensor_wrap: data is not aligned to %zu bytes",
+              es);
+    anvil_tensor *t = core_calloc(1, sizeof *t);
+    if (!t) return ANVIL_ERR_OUT_OF_MEMORY;
+    t->dtype = dtype;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++) t->dims[i] = dims[i];
+    t->data = data;
+    t->bytes = bytes;
+    t->owns_data = false;
+    *out = t;
+    return ANVIL_OK;
+}
+
+void anvil_tensor_free(anvil_tensor *t) {
+    if (!t) return;
+    if (t->owns_data) free(t->data);
+    free(t);
+}
+
+anvil_dtype anvil_tensor_dtype(const anvil_tensor *t) {
+    return t ? t->dtype : ANVIL_DTYPE_UNDEFINED;
+}
+
+int anvil_tensor_rank(const anvil_tensor *t) {
+    return t ? t->rank : 0;
+}
+
+const int64_t *anvil_tensor_dims(const anvil_tensor *t) {
+    return t ? t->dims : NULL;
+}
+
+size_t anvil_tensor_element_count(const anvil_tensor *t) {
+    size_t n = 0;
+    if (t) core_numel(t->dims, t->rank, &n);
+    return n;
+}
+
+size_t anvil_tensor_bytes(const anvil_tensor *t) {
+    return t ? t->bytes : 0;
+}
+
+void *anvil_tensor_data(anvil_tensor *t) {
+    return t ? t->data : NULL;
+}

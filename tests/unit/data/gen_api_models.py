@@ -1,0 +1,35 @@
+"""Writes the small models the C API unit test loads (tests/unit/test_api.c).
+
+Run with the project's venv: .venv/bin/python tests/unit/data/gen_api_models.py
+The outputs are committed; rerunning gives the same bytes.
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def api_small():
+    # z = Relu(x + b) with a symbolic batch, plus s = Shape(z) as a second output
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", 4])
+    s = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    b = numpy_helper.from_array(np.array([1.0, -1.0, 0.5, -0.5], dtype=np.float32), "b")
+    nodes = [
+        helper.make_node("Add", ["x", "b"], ["t"], name="add"),
+        helper.make_node("Relu", ["t"], ["z"], name="relu"),
+        helper.make_node("Shape", ["z"], ["s"], name="shape"),
+    ]
+    graph = helper.make_graph(nodes, "api_small", [x], [z, s], [b])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="anvil-tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(HERE, "api_small.onnx"))
+
+
+if __name__ == "__main__":
+    api_small()

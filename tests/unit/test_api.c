@@ -1,0 +1,212 @@
+/* The public C API end to end on a small committed model (tests/unit/data/api_small.onnx:
+ * z = Relu(x + b), s = Shape(z), x is [N, 4]): load from a path and from memory, model
+ * description, named inputs and outputs, errors for misuse, plan statistics and profiling. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "anvil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char model_path[4096];
+
+static void *read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = malloc((size_t)n);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+static void check_model_info(const anvil_model *m) {
+    assert_int_equal(anvil_model_input_count(m), 1);
+    assert_int_equal(anvil_model_output_count(m), 2);
+    anvil_value_info vi;
+    assert_int_equal(anvil_model_input_info(m, 0, &vi), ANVIL_OK);
+    assert_string_equal(vi.name, "x");
+    assert_int_equal(vi.dtype, ANVIL_DTYPE_FLOAT32);
+    assert_int_equal(vi.rank, 2);
+    assert_int_equal(vi.dims[0], -1);
+    assert_string_equal(vi.dim_names[0], "N");
+    assert_int_equal(vi.dims[1], 4);
+    assert_int_equal(anvil_model_output_info(m, 1, &vi), ANVIL_OK);
+    assert_string_equal(vi.name, "s");
+    assert_int_equal(vi.dtype, ANVIL_DTYPE_INT64);
+    assert_int_equal(anvil_model_output_info(m, 2, &vi), ANVIL_ERR_INVALID_ARGUMENT);
+}
+
+static void run_and_check(anvil_session *s, int64_t batch) {
+    int64_t dims[2] = {batch, 4};
+    float *x = malloc((size_t)batch * 4 * sizeof(float));
+    for (int64_t i = 0; i < batch * 4; i++) x[i] = (float)(i % 5) - 2.0f;
+    anvil_tensor *xt;
+    assert_int_equal(anvil_tensor_wrap(ANVIL_DTYPE_FLOAT32, 2, dims, x, &xt), ANVIL_OK);
+    const char *in_names[1] = {"x"};
+    const anvil_tensor *ins[1] = {xt};
+    /* outputs asked by name, in reverse order */
+    const char *out_names[2] = {"s", "z"};
+    anvil_tensor *outs[2];
+    assert_int_equal(anvil_session_run(s, 1, in_names, ins, 2, out_names, outs), ANVIL_OK);
+    assert_int_equal(anvil_tensor_dtype(outs[0]), ANVIL_DTYPE_INT64);
+    const int64_t *shape = anvil_tensor_data(outs[0]);
+    assert_int_equal(shape[0], batch);
+    assert_int_equal(shape[1], 4);
+    const float b[4] = {1.0f, -1.0f, 0.5f, -0.5f};
+    const float *z = anvil_tensor_data(outs[1]);
+    assert_int_equal(anvil_tensor_element_count(outs[1]), (size_t)batch * 4);
+    for (int64_t i = 0; i < batch * 4; i++) {
+        float t = x[i] + b[i % 4];
+        assert_true(z[i] == (t > 0 ? t : 0.0f));
+    }
+    anvil_tensor_free(outs[0]);
+    anvil_tensor_free(outs[1]);
+    anvil_tensor_free(xt);
+    free(x);
+}
+
+static void test_load_path_and_run(void **state) {
+    (void)state;
+    anvil_model *m;
+    assert_int_equal(anvil_model_load(model_path, &m), ANVIL_OK);
+    check_model_info(m);
+    anvil_options *o;
+    assert_int_equal(anvil_options_create(&o), ANVIL_OK);
+    assert_int_equal(anvil_options_set_threads(o, 2), ANVIL_OK);
+    assert_int_equal(anvil_options_set_profiling(o, 1), ANVIL_OK);
+    anvil_session *s;
+    assert_int_equal(anvil_session_create(m, o, &s), ANVIL_OK);
+    anvil_options_free(o);
+    anvil_session_stats st;
+    assert_int_equal(anvil_session_stats_get(s, &st), ANVIL_ERR_INVALID_ARGUMENT);
+    run_and_check(s, 3);
+    run_and_check(s, 5);
+    run_and_check(s, 3);
+    assert_int_equal(anvil_session_stats_get(s, &st), ANVIL_OK);
+    assert_int_equal(st.plans_made, 2);
+    assert_int_equal(st.nodes_folded, 1); /* Shape */
+    char path[] = "/tmp/anvil_api_trace_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(anvil_session_write_profile(s, path), ANVIL_OK);
+    remove(path);
+    anvil_session_free(s);
+    anvil_model_free(m);
+}
+
+static void test_load_buffer(void **state) {
+    (void)state;
+    size_t size;
+    void *buf = read_file(model_path, &size);
+    anvil_model *m;
+    assert_int_equal(anvil_model_load_buffer(buf, size, &m), ANVIL_OK);
+    check_model_info(m);
+    anvil_session *s;
+    assert_int_equal(anvil_session_create(m, NULL, &s), ANVIL_OK);
+    run_and_check(s, 1);
+    anvil_session_free(s);
+    anvil_model_free(m);
+    /* truncated: a clear error, not a crash */
+    assert_int_equal(anvil_model_load_buffer(buf, size / 2, &m), ANVIL_ERR_INVALID_MODEL);
+    assert_null(m);
+    assert_true(strlen(anvil_last_error()) > 0);
+    free(buf);
+}
+
+static void test_misuse(void **state) {
+    (void)state;
+    anvil_model *m;
+    assert_int_equal(anvil_model_load("/nonexistent/model.onnx", &m), ANVIL_ERR_IO);
+    assert_non_null(strstr(anvil_last_error(), "/nonexistent/model.onnx"));
+    assert_int_equal(anvil_model_load(NULL, &m), ANVIL_ERR_INVALID_ARGUMENT);
+
+    assert_int_equal(anvil_model_load(model_path, &m), ANVIL_OK);
+    anvil_session *s;
+    assert_int_equal(anvil_session_create(m, NULL, &s), ANVIL_OK);
+    int64_t dims[2] = {2, 4};
+    anvil_tensor *x, *wrong;
+    assert_int_equal(anvil_tensor_create(ANVIL_DTYPE_FLOAT32, 2, dims, &x), ANVIL_OK);
+    assert_int_equal(anvil_tensor_create(ANVIL_DTYPE_INT32, 2, dims, &wrong), ANVIL_OK);
+    anvil_tensor *outs[2];
+    const anvil_tensor *ins[2] = {x, x};
+
+    const char *bad_name[1] = {"nope"};
+    assert_int_equal(anvil_session_run(s, 1, bad_name, ins, 2, NULL, outs),
+                     ANVIL_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(anvil_last_error(), "no input named 'nope'; its inputs are 'x'"));
+    assert_int_equal(anvil_session_run(s, 0, NULL, NULL, 2, NULL, outs),
+                     ANVIL_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(anvil_last_error(), "input 'x' is missing"));
+    const char *twice[2] = {"x", "x"};
+    assert_int_equal(anvil_session_run(s, 2, twice, ins, 2, NULL, outs),
+                     ANVIL_ERR_INVALID_ARGUMENT);
+    const char *xname[1] = {"x"};
+    const anvil_tensor *wrong_in[1] = {wrong};
+    assert_int_equal(anvil_session_run(s, 1, xname, wrong_in, 2, NULL, outs),
+                     ANVIL_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(anvil_last_error(), "must be FLOAT but a INT32 tensor"));
+    assert_int_equal(anvil_session_run(s, 1, xname, ins, 1, NULL, outs),
+                     ANVIL_ERR_INVALID_ARGUMENT);
+    const char *bad_out[1] = {"q"};
+    assert_int_equal(anvil_session_run(s, 1, xname, ins, 1, bad_out, outs),
+                     ANVIL_ERR_INVALID_ARGUMENT);
+    assert_null(outs[0]);
+
+    anvil_options *o;
+    assert_int_equal(anvil_options_create(&o), ANVIL_OK);
+    assert_int_equal(anvil_options_set_threads(o, -1), ANVIL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(anvil_options_set_opt_level(o, 4), ANVIL_ERR_INVALID_ARGUMENT);
+    anvil_options_free(o);
+    assert_int_equal(anvil_session_write_profile(s, "/tmp/x.json"), ANVIL_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(anvil_last_error(), "profiling is off"));
+
+    int64_t neg[1] = {-3}, huge[2] = {1ll << 20, 1ll << 20}; /* 4 TiB: fits, over the limit */
+    anvil_tensor *t;
+    assert_int_equal(anvil_tensor_create(ANVIL_DTYPE_FLOAT32, 1, neg, &t),
+                     ANVIL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(anvil_tensor_create(ANVIL_DTYPE_FLOAT32, 2, huge, &t), ANVIL_ERR_LIMIT);
+    assert_int_equal(anvil_tensor_create(ANVIL_DTYPE_STRING, 1, dims, &t), ANVIL_ERR_UNSUPPORTED);
+    assert_int_equal(anvil_tensor_create(ANVIL_DTYPE_FLOAT32, 9, dims, &t),
+                     ANVIL_ERR_INVALID_ARGUMENT);
+
+    anvil_tensor_free(x);
+    anvil_tensor_free(wrong);
+    anvil_session_free(s);
+    anvil_model_free(m);
+}
+
+static void test_version_and_names(void **state) {
+    (void)state;
+    assert_string_equal(anvil_version(), "0.1.0");
+    assert_string_equal(anvil_status_name(ANVIL_ERR_SHAPE), "ANVIL_ERR_SHAPE");
+    assert_int_equal(anvil_dtype_size(ANVIL_DTYPE_BFLOAT16), 2);
+    char buf[4096];
+    size_t need = anvil_sysinfo(buf, sizeof buf);
+    assert_true(need > 0 && need < sizeof buf);
+    assert_non_null(strstr(buf, "AVX2 = "));
+    char tiny[8];
+    anvil_sysinfo(tiny, sizeof tiny);
+    assert_true(strlen(tiny) < sizeof tiny);
+}
+
+int main(void) {
+    const char *src = getenv("ANVIL_SOURCE_DIR");
+    snprintf(model_path, sizeof model_path, "%s/tests/unit/data/api_small.onnx",
+             src ? src : ".");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load_path_and_run),
+        cmocka_unit_test(test_load_buffer),
+        cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_version_and_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
