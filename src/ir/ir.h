@@ -210,4 +210,17 @@ void ir_graph_dump_text(const ir_graph *g, void *file);
 /* Graphviz dot dump to f. */
 void ir_graph_dump_dot(const ir_graph *g, void *file);
 
+/* ---- cost estimates (src/ir/flops.c) ------------------------------------------------------ */
+
+/* Floating-point operations one run of node n (of graph g) performs, estimated from the static
+ * shapes recorded in g: 2 * multiply-accumulates for Conv, ConvTranspose, Gemm and MatMul, about
+ * one per output element for elementwise ops and activations, the window size per output element
+ * for pooling, and 0 for pure data movement (Reshape, Transpose, Concat, Gather, ...). Symbolic or
+ * unknown dims count as 1; a node whose needed rank is unknown counts as 0. Saturates at
+ * UINT64_MAX. Subgraphs are not included. */
+uint64_t ir_node_flops(const ir_graph *g, const ir_node *n);
+/* Same estimate; *approx (may be NULL) is set to true when a symbolic or unknown dim or rank
+ * entered it, false otherwise. */
+uint64_t ir_node_flops_ex(const ir_graph *g, const ir_node *n, bool *approx);
+
 #endif

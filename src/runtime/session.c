@@ -60,6 +60,7 @@ struct rt_session {
     rt_session_config cfg;
     rt_pool *pool;
     op_ctx ctx;
+    bool *shape_input;      /* per graph input: its contents decide shapes (plan key) */
     const void **const_ptr; /* per value: aligned constant data */
     void **const_owned;     /* per value: realigned copies owned here */
     rt_plan *plans[RT_MAX_PLANS];
@@ -238,6 +239,73 @@ static anvil_status check_inputs(const rt_session *s, const anvil_tensor *const 
     return st;
 }
 
+/* The plan cache key: rank and dims of every input, then the contents of the inputs that decide
+ * shapes (e.g. a Reshape target fed by the caller). */
+static anvil_status signature(const rt_session *s, const anvil_tensor *const *inputs,
+                              int64_t **out, size_t *len) {
+    const ir_graph *g = s->g;
+    size_t n = 0;
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        n += 1 + (size_t)inputs[i]->rank;
+        if (s->shape_input[i]) n += (inputs[i]->bytes + 7) / 8;
+    }
+    int64_t *sig = core_calloc(n + 1, sizeof *sig);
+    if (!sig) return ANVIL_ERR_OUT_OF_MEMORY;
+    size_t k = 0;
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        sig[k++] = inputs[i]->rank;
+        for (int d = 0; d < inputs[i]->rank; d++) sig[k++] = inputs[i]->dims[d];
+        if (!s->shape_input[i]) continue;
+        /* raw bytes, so float contents (Resize scales) key exactly too */
+        if (inputs[i]->bytes) memcpy(&sig[k], inputs[i]->data, inputs[i]->bytes);
+        k += (inputs[i]->bytes + 7) / 8;
+    }
+    *out = sig;
+    *len = k;
+    return ANVIL_OK;
+}
+
+/* Marks the graph inputs whose contents reach an input that shape inference reads the value of
+ * (value_inputs), following producers backwards; Shape only reads its input's shape. Such inputs
+ * must be small: their contents key the plan. */
+#define RT_SHAPE_INPUT_MAX_ELEMS 4096
+
+static anvil_status mark_shape_inputs(rt_session *s) {
+    const ir_graph *g = s->g;
+    s->shape_input = core_calloc((size_t)g->n_inputs + 1, sizeof *s->shape_input);
+    bool *need = core_calloc((size_t)g->n_values + 1, sizeof *need);
+    if (!s->shape_input || !need) {
+        free(need);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    for (int32_t k = g->n_nodes - 1; k >= 0; k--) {
+        const ir_node *n = &g->nodes[k];
+        uint32_t mask = op_get(n->op)->value_inputs;
+        bool out_needed = false;
+        for (int i = 0; i < n->n_outputs; i++)
+            out_needed |= n->outputs[i] != IR_NONE && need[n->outputs[i]];
+        for (int i = 0; i < n->n_inputs; i++) {
+            if (n->inputs[i] == IR_NONE) continue;
+            if ((i < 32 && (mask >> i) & 1u) || (out_needed && n->op != IR_OP_SHAPE))
+                need[n->inputs[i]] = true;
+        }
+    }
+    anvil_status st = ANVIL_OK;
+    for (int32_t i = 0; i < g->n_inputs && st == ANVIL_OK; i++) {
+        const ir_value *v = &g->values[g->inputs[i]];
+        if (!need[g->inputs[i]]) continue;
+        size_t numel;
+        if (ir_shape_numel(&v->shape, &numel) && numel > RT_SHAPE_INPUT_MAX_ELEMS)
+            st = core_err(ANVIL_ERR_UNSUPPORTED,
+                          "input '%s' decides output shapes and has %zu elements; anvil plans per "
+                          "value of such inputs and allows at most %d elements",
+                          v->name, numel, RT_SHAPE_INPUT_MAX_ELEMS);
+        s->shape_input[i] = true;
+    }
+    free(need);
+    return st;
+}
+
 static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out) {
     const ir_graph *g = s->g;
     *out = NULL;
@@ -247,15 +315,7 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
     int32_t *uf = NULL, *def = NULL, *last = NULL, *gidx = NULL;
     group *groups = NULL;
 
-    /* signature: rank and dims of every input */
-    p->sig_len = 0;
-    for (int32_t i = 0; i < g->n_inputs; i++) p->sig_len += 1 + (size_t)inputs[i]->rank;
-    p->sig = core_calloc(p->sig_len + 1, sizeof *p->sig);
-    if (!p->sig) goto oom;
-    for (int32_t i = 0, k = 0; i < g->n_inputs; i++) {
-        p->sig[k++] = inputs[i]->rank;
-        for (int d = 0; d < inputs[i]->rank; d++) p->sig[k++] = inputs[i]->dims[d];
-    }
+    if ((st = signature(s, inputs, &p->sig, &p->sig_len)) != ANVIL_OK) goto fail;
 
     /* 1. shapes with every input concrete; fold what is known */
     if ((st = rt_shapes_init(&p->shapes, g)) != ANVIL_OK) goto fail;
@@ -268,9 +328,17 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
         }
     }
     for (int32_t i = 0; i < g->n_inputs; i++) {
-        op_tinfo *t = &sh->info[g->inputs[i]];
+        ir_vid v = g->inputs[i];
+        op_tinfo *t = &sh->info[v];
         t->dtype = inputs[i]->dtype;
         ir_shape_set(&t->shape, inputs[i]->rank, inputs[i]->dims);
+        if (s->shape_input[i]) {
+            /* the plan is keyed by these contents, so it may keep its own copy of them */
+            sh->owned[v] = core_aligned_alloc(64, inputs[i]->bytes ? inputs[i]->bytes : 64);
+            if (!sh->owned[v]) goto oom;
+            if (inputs[i]->bytes) memcpy(sh->owned[v], inputs[i]->data, inputs[i]->bytes);
+            t->value = sh->owned[v];
+        }
     }
     rt_infer_opts io = {.fold_limit_bytes = SIZE_MAX, .require_static = true, .ctx = &s->ctx};
     if ((st = rt_shapes_infer(g, sh, &io)) != ANVIL_OK) goto fail;
@@ -463,6 +531,7 @@ anvil_status rt_session_create(const ir_graph *g, const rt_session_config *cfg, 
     anvil_status st = rt_pool_create(cfg->threads, &s->pool);
     if (st != ANVIL_OK) goto fail;
     s->ctx.pool = s->pool;
+    if ((st = mark_shape_inputs(s)) != ANVIL_OK) goto fail;
     s->const_ptr = core_calloc((size_t)g->n_values + 1, sizeof *s->const_ptr);
     s->const_owned = core_calloc((size_t)g->n_values + 1, sizeof *s->const_owned);
     if (!s->const_ptr || !s->const_owned) {
@@ -503,25 +572,16 @@ void rt_session_free(rt_session *s) {
         for (int32_t v = 0; v < s->g->n_values; v++) free(s->const_owned[v]);
     free(s->const_owned);
     free(s->const_ptr);
+    free(s->shape_input);
     free(s->events);
     rt_pool_free(s->pool);
     free(s);
 }
 
-static rt_plan *plan_lookup(rt_session *s, const anvil_tensor *const *inputs) {
+static rt_plan *plan_lookup(rt_session *s, const int64_t *sig, size_t sig_len) {
     for (int i = 0; i < s->n_plans; i++) {
         rt_plan *p = s->plans[i];
-        size_t k = 0;
-        bool same = true;
-        for (int32_t j = 0; j < s->g->n_inputs && same; j++) {
-            if (k >= p->sig_len || p->sig[k++] != inputs[j]->rank) {
-                same = false;
-                break;
-            }
-            for (int d = 0; d < inputs[j]->rank && same; d++)
-                same = k < p->sig_len && p->sig[k++] == inputs[j]->dims[d];
-        }
-        if (same && k == p->sig_len) return p;
+        if (p->sig_len == sig_len && !memcmp(p->sig, sig, sig_len * sizeof *sig)) return p;
     }
     return NULL;
 }
@@ -559,7 +619,11 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
     const ir_graph *g = s->g;
     for (int32_t j = 0; j < g->n_outputs; j++) outputs[j] = NULL;
     CORE_TRY(check_inputs(s, inputs));
-    rt_plan *p = plan_lookup(s, inputs);
+    int64_t *sig;
+    size_t sig_len;
+    CORE_TRY(signature(s, inputs, &sig, &sig_len));
+    rt_plan *p = plan_lookup(s, sig, sig_len);
+    free(sig);
     if (!p) {
         CORE_TRY(plan_make(s, inputs, &p));
         s->plans_made++;

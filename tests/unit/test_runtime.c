@@ -275,6 +275,49 @@ static void test_shape_chain_folds_and_plans_per_shape(void **state) {
     ir_graph_free(g);
 }
 
+
+/* y = Reshape(x, shape) with `shape` fed by the caller: the plan is keyed by its contents. */
+static void test_shape_input_contents_key_the_plan(void **state) {
+    (void)state;
+    ir_graph *g;
+    assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
+    g->opset = 17;
+    int64_t dims[1] = {12}, two[1] = {2};
+    ir_vid x = add_input(g, "x", 1, dims, NULL);
+    ir_vid shp = add_value(g, "shape");
+    g->values[shp].dtype = ANVIL_DTYPE_INT64;
+    ir_shape_set(&g->values[shp].shape, 1, two);
+    assert_int_equal(ir_graph_add_input(g, shp), ANVIL_OK);
+    ir_vid xs[2] = {x, shp};
+    ir_vid y = add_node(g, IR_OP_RESHAPE, "y", 2, xs);
+    assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
+    finish(g);
+    rt_session_config cfg = {.threads = 1};
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    anvil_tensor *in = make_input(1, dims, 0.0f);
+    int64_t targets[3][2] = {{3, 4}, {6, 2}, {3, 4}};
+    for (int k = 0; k < 3; k++) {
+        anvil_tensor *st;
+        assert_int_equal(rt_tensor_new(ANVIL_DTYPE_INT64, 1, two, &st), ANVIL_OK);
+        memcpy(st->data, targets[k], sizeof targets[k]);
+        const anvil_tensor *ins[2] = {in, st};
+        anvil_tensor *out[1];
+        assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+        assert_int_equal(out[0]->dims[0], targets[k][0]);
+        assert_int_equal(out[0]->dims[1], targets[k][1]);
+        assert_true(((float *)out[0]->data)[11] == 11.0f);
+        anvil_session_stats stats;
+        assert_int_equal(rt_session_stats(s, &stats), ANVIL_OK);
+        assert_int_equal(stats.plans_made, k == 0 ? 1 : 2);
+        free_tensor(st);
+        free_tensor(out[0]);
+    }
+    free_tensor(in);
+    rt_session_free(s);
+    ir_graph_free(g);
+}
+
 static void test_input_validation(void **state) {
     (void)state;
     ir_graph *g;
@@ -326,6 +369,7 @@ int main(void) {
         cmocka_unit_test(test_inplace_chain_uses_one_buffer),
         cmocka_unit_test(test_reuse_respects_liveness),
         cmocka_unit_test(test_shape_chain_folds_and_plans_per_shape),
+        cmocka_unit_test(test_shape_input_contents_key_the_plan),
         cmocka_unit_test(test_input_validation),
         cmocka_unit_test(test_every_op_implemented),
     };

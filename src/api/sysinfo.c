@@ -1,0 +1,105 @@
+/* anvil_sysinfo: the machine as anvil sees it, as "key = value" lines.
+ *
+ * The text is produced here, in the library, so that the CLI, the Python package and bug reports
+ * all show the same thing. It reports what core_hw_get() says anvil will use, i.e. after the
+ * ANVIL_ISA cap and after the OS-support checks; ISA feature lines use the bare upper-case feature
+ * name so scripts can grep for "AVX512F = 1". */
+#include "core/core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Appends to buf like snprintf, but keeps counting the length needed once buf is full. */
+typedef struct sysinfo_out {
+    char *buf;
+    size_t cap, len;
+} sysinfo_out;
+
+static void out_line(sysinfo_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out_line(sysinfo_out *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *dst = o->len < o->cap ? o->buf + o->len : NULL;
+    size_t room = o->len < o->cap ? o->cap - o->len : 0;
+    int w = vsnprintf(dst, room, fmt, ap);
+    va_end(ap);
+    if (w > 0) o->len += (size_t)w;
+}
+
+static void out_cache(sysinfo_out *o, const char *key, size_t bytes) {
+    if (bytes == 0)
+        out_line(o, "%s = unknown\n", key);
+    else if (bytes % (1024 * 1024) == 0)
+        out_line(o, "%s = %zu MiB\n", key, bytes / (1024 * 1024));
+    else
+        out_line(o, "%s = %zu KiB\n", key, bytes / 1024);
+}
+
+size_t anvil_sysinfo(char *buf, size_t cap) {
+    sysinfo_out o = {buf, buf ? cap : 0, 0};
+    const core_hw *h = core_hw_get();
+
+    out_line(&o, "anvil.version = %d.%d.%d\n", ANVIL_VERSION_MAJOR, ANVIL_VERSION_MINOR,
+             ANVIL_VERSION_PATCH);
+    out_line(&o, "cpu.model = %s\n", h->cpu_model[0] ? h->cpu_model : "unknown");
+    out_line(&o, "cpu.logical_cores = %d\n", h->logical_cores);
+    out_line(&o, "cpu.physical_cores = %d\n", h->physical_cores);
+    out_cache(&o, "cache.l1d", h->l1d_bytes);
+    out_cache(&o, "cache.l2", h->l2_bytes);
+    out_cache(&o, "cache.l3", h->l3_bytes);
+
+    const struct {
+        const char *name;
+        bool on;
+    } isa[] = {
+        {"SSE4_2", h->sse42},
+        {"AVX", h->avx},
+        {"AVX2", h->avx2},
+        {"FMA", h->fma},
+        {"F16C", h->f16c},
+        {"AVX512F", h->avx512f},
+        {"AVX512BW", h->avx512bw},
+        {"AVX512VL", h->avx512vl},
+        {"AVX512DQ", h->avx512dq},
+        {"AVX512CD", h->avx512cd},
+        {"AVX512_VNNI", h->avx512_vnni},
+        {"AVX512_BF16", h->avx512_bf16},
+        {"AVX512_FP16", h->avx512_fp16},
+        {"AMX_TILE", h->amx_tile},
+        {"AMX_BF16", h->amx_bf16},
+        {"AMX_INT8", h->amx_int8},
+        {"AMX_FP16", h->amx_fp16},
+        {"OS_AVX512", h->os_avx512},
+        {"OS_AMX", h->os_amx},
+    };
+    for (size_t i = 0; i < sizeof isa / sizeof *isa; i++)
+        out_line(&o, "%s = %d\n", isa[i].name, isa[i].on ? 1 : 0);
+
+    const char *cap_env = getenv("ANVIL_ISA");
+    out_line(&o, "isa.cap = %s\n", cap_env && cap_env[0] ? cap_env : "none");
+
+    out_line(&o, "backend.cpu = 1\n");
+#ifdef ANVIL_WITH_CUDA
+    out_line(&o, "backend.cuda = 1\n");
+#else
+    out_line(&o, "backend.cuda = 0\n");
+#endif
+    out_line(&o, "onnx.parser = nanopb\n");
+#if defined(__clang__)
+    out_line(&o, "build.compiler = %s\n", __VERSION__);
+#elif defined(__GNUC__)
+    out_line(&o, "build.compiler = gcc %s\n", __VERSION__);
+#else
+    out_line(&o, "build.compiler = unknown\n");
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+    out_line(&o, "build.sanitizers = address,undefined\n");
+#else
+    out_line(&o, "build.sanitizers = none\n");
+#endif
+
+    if (buf && cap > 0 && o.len >= cap) buf[cap - 1] = '\0';
+    return o.len + 1;
+}

@@ -1,0 +1,206 @@
+# CLI tests: run the built `anvil` binary and check exit codes and output (tests/cli/expect.cmake),
+# then end-to-end runs on small models made by tests/cli/gen_tiny.py, checked against ONNX Runtime.
+
+set(ANVIL_CLI_DIR ${CMAKE_CURRENT_SOURCE_DIR}/cli)
+set(ANVIL_CLI_WORK ${CMAKE_CURRENT_BINARY_DIR}/cli_work)
+
+# anvil_cli_test(NAME RC [ARGS ...] [OUT re ...] [ERR re ...] [NOT_OUT re])
+# RC is the expected exit code or "nonzero". Regexes must not contain ';', arguments neither
+# ';' nor '|'.
+function(anvil_cli_test name rc)
+  cmake_parse_arguments(T "" "NOT_OUT" "ARGS;OUT;ERR;FIXTURES" ${ARGN})
+  set(defs -DEXPECT_RC=${rc} -DCWD=${ANVIL_CLI_WORK})
+  set(i 0)
+  foreach(re IN LISTS T_OUT)
+    math(EXPR i "${i} + 1")
+    list(APPEND defs "-DOUT${i}=${re}")
+  endforeach()
+  set(i 0)
+  foreach(re IN LISTS T_ERR)
+    math(EXPR i "${i} + 1")
+    list(APPEND defs "-DERR${i}=${re}")
+  endforeach()
+  if(T_NOT_OUT)
+    list(APPEND defs "-DNOT_OUT=${T_NOT_OUT}")
+  endif()
+  list(JOIN T_ARGS "|" args)
+  add_test(NAME cli.${name}
+           COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|${args}" ${defs}
+                   -P ${ANVIL_CLI_DIR}/expect.cmake)
+  set_tests_properties(cli.${name} PROPERTIES FIXTURES_REQUIRED "cli_workdir;${T_FIXTURES}"
+                                              TIMEOUT 120)
+endfunction()
+
+add_test(NAME cli.setup COMMAND ${CMAKE_COMMAND} -E make_directory ${ANVIL_CLI_WORK})
+set_tests_properties(cli.setup PROPERTIES FIXTURES_SETUP cli_workdir)
+
+# ---- version, help, usage errors ------------------------------------------------------------
+anvil_cli_test(version 0 ARGS --version OUT "^anvil [0-9]+\\.[0-9]+\\.[0-9]+\n$")
+anvil_cli_test(help 0 ARGS -h OUT "usage: anvil COMMAND" "exit codes:" "  2  usage error"
+               "  info " "  run " "  bench " "  dump " "  sysinfo ")
+anvil_cli_test(help_topic 0 ARGS help bench OUT "^usage: anvil bench")
+anvil_cli_test(no_args 2 ERR "usage: anvil COMMAND")
+foreach(sub info run bench dump sysinfo)
+  anvil_cli_test(help.${sub} 0 ARGS ${sub} -h OUT "^usage: anvil ${sub}")
+  anvil_cli_test(help_long.${sub} 0 ARGS ${sub} --help OUT "^usage: anvil ${sub}")
+endforeach()
+anvil_cli_test(bad.command 2 ARGS frobnicate ERR "unknown command 'frobnicate'")
+anvil_cli_test(bad.top_option 2 ARGS --frobnicate ERR "unknown option '--frobnicate'")
+anvil_cli_test(bad.option 2 ARGS run m.onnx -o out --bogus ERR "anvil run: unknown option '--bogus'"
+               "anvil run -h")
+anvil_cli_test(bad.short_option 2 ARGS info m.onnx -z ERR "unknown option '-z'")
+anvil_cli_test(bad.missing_value 2 ARGS run m.onnx -i x=a.npy -o ERR "option '-o' needs a value")
+anvil_cli_test(bad.threads_nan 2 ARGS bench m.onnx --threads abc
+               ERR "--threads must be a whole number, got 'abc'")
+anvil_cli_test(bad.threads_range 2 ARGS run m.onnx -o out --threads 5000
+               ERR "--threads must be between 0 and 1024, got 5000")
+anvil_cli_test(bad.threads_negative 2 ARGS bench m.onnx --threads=-3 ERR "between 0 and 1024")
+anvil_cli_test(bad.threads_trailing 2 ARGS bench m.onnx --threads 4x ERR "whole number, got '4x'")
+anvil_cli_test(bad.iters_zero 2 ARGS bench m.onnx --iters 0 ERR "--iters must be between 1")
+anvil_cli_test(bad.warmup_huge 2 ARGS bench m.onnx --warmup 99999999999999999999999
+               ERR "--warmup must be a whole number")
+anvil_cli_test(bad.shape 2 ARGS bench m.onnx --shape x=1xfoo ERR "shape '1xfoo' must be")
+anvil_cli_test(bad.shape_syntax 2 ARGS bench m.onnx --shape 1x3 ERR "NAME=VALUE")
+anvil_cli_test(bad.shape_twice 2 ARGS bench m.onnx --shape x=1 --shape x=2 ERR "given twice")
+anvil_cli_test(bad.input_syntax 2 ARGS run m.onnx -i novalue -o out ERR "NAME=FILE.npy")
+anvil_cli_test(bad.flag_with_value 2 ARGS bench m.onnx --json=1 ERR "does not take a value")
+anvil_cli_test(bad.no_model 2 ARGS info ERR "missing the model file")
+anvil_cli_test(bad.two_models 2 ARGS dump a.onnx b.onnx ERR "unexpected argument 'b.onnx'")
+anvil_cli_test(bad.run_no_outdir 2 ARGS run m.onnx -i x=a.npy ERR "missing -o DIR")
+anvil_cli_test(bad.sysinfo_arg 2 ARGS sysinfo extra ERR "unexpected argument 'extra'")
+anvil_cli_test(missing_model_file nonzero ARGS info ${ANVIL_CLI_WORK}/does_not_exist.onnx
+               ERR "^anvil: error: ANVIL_ERR_[A-Z_]+: ")
+
+# ---- sysinfo -----------------------------------------------------------------------------
+string(CONCAT isa_re "\nAVX2 = [01]\nFMA = [01]\nF16C = [01]\nAVX512F = [01]\nAVX512BW = [01]"
+       "\nAVX512VL = [01]\nAVX512DQ = [01]\nAVX512CD = [01]\nAVX512_VNNI = [01]"
+       "\nAVX512_BF16 = [01]\nAVX512_FP16 = [01]\nAMX_TILE = [01]\nAMX_BF16 = [01]"
+       "\nAMX_INT8 = [01]\n")
+anvil_cli_test(sysinfo 0 ARGS sysinfo
+               OUT "\ncpu\\.model = [^\n]+\n" "\ncpu\\.logical_cores = [1-9][0-9]*\n"
+                   "\ncpu\\.physical_cores = [1-9][0-9]*\n"
+                   "\ncache\\.l1d = [^\n]+\ncache\\.l2 = [^\n]+\ncache\\.l3 = [^\n]+\n"
+                   "${isa_re}"
+                   "\nbackend\\.cpu = 1\nbackend\\.cuda = [01]\nonnx\\.parser = nanopb\n")
+# ANVIL_ISA=scalar must switch every vector feature off in what sysinfo reports
+add_test(NAME cli.sysinfo_isa_cap
+         COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=scalar
+                 ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|sysinfo" -DEXPECT_RC=0
+                 "-DOUT1=\nAVX2 = 0\nFMA = 0\n" "-DOUT2=\nAVX512F = 0\n"
+                 "-DOUT3=\nisa\\.cap = scalar\n" -P ${ANVIL_CLI_DIR}/expect.cmake)
+
+# ---- end to end on generated models --------------------------------------------------------
+set(ANVIL_CLI_PYTHON ${PROJECT_SOURCE_DIR}/.venv/bin/python
+    CACHE FILEPATH "Python with onnx, onnxruntime and numpy for the CLI end-to-end tests")
+set(ANVIL_CLI_HAVE_PY FALSE)
+if(EXISTS ${ANVIL_CLI_PYTHON})
+  execute_process(COMMAND ${ANVIL_CLI_PYTHON} -c "import onnx, onnxruntime, numpy"
+                  RESULT_VARIABLE py_rc OUTPUT_QUIET ERROR_QUIET)
+  if(py_rc EQUAL 0)
+    set(ANVIL_CLI_HAVE_PY TRUE)
+  endif()
+endif()
+
+if(NOT ANVIL_CLI_HAVE_PY)
+  message(STATUS "anvil CLI end-to-end tests skipped: no ${ANVIL_CLI_PYTHON} with onnx, "
+                 "onnxruntime and numpy")
+  add_test(NAME cli.e2e COMMAND sh -c "echo 'skipped: no Python venv with onnx/onnxruntime'; exit 77")
+  set_tests_properties(cli.e2e PROPERTIES SKIP_RETURN_CODE 77)
+  return()
+endif()
+
+set(W ${ANVIL_CLI_WORK})
+add_test(NAME cli.e2e.gen COMMAND ${ANVIL_CLI_PYTHON} ${ANVIL_CLI_DIR}/gen_tiny.py ${W})
+set_tests_properties(cli.e2e.gen PROPERTIES FIXTURES_SETUP cli_models
+                                            FIXTURES_REQUIRED cli_workdir)
+
+function(anvil_cli_check name)
+  add_test(NAME cli.e2e.${name} COMMAND ${ANVIL_CLI_PYTHON} ${ANVIL_CLI_DIR}/check.py ${ARGN})
+  set_tests_properties(cli.e2e.${name} PROPERTIES FIXTURES_REQUIRED cli_models TIMEOUT 120)
+endfunction()
+
+anvil_cli_test(e2e.info 0 ARGS info ${W}/tiny.onnx FIXTURES cli_models
+               OUT "opset: 17\n" "inputs \\(1\\):\n  x +FLOAT +\\[N,3,8,8\\]\n"
+                   "outputs \\(2\\):\n  probs/out:0 +FLOAT +\\[N,10\\]\n  feat\\.map +FLOAT +\\[N,4,8,8\\]\n"
+                   "\nparameters: 762 in 4 initializers, 3048 bytes \\(2\\.98 KiB\\)\n"
+                   "\nflops: 15666 \\(15\\.7 K\\) per run, estimated with [^\n]*N=1"
+                   "\nops \\(6 types\\):\n(  [A-Za-z]+ +1\n)+$")
+anvil_cli_test(e2e.info_static 0 ARGS info ${W}/collide.onnx FIXTURES cli_models
+               OUT "\nflops: 3 per run, from static shapes\n" "\nparameters: 0 in 0 initializers"
+                   "\nops \\(2 types\\):\n  Identity +1\n  Neg +1\n$")
+anvil_cli_test(e2e.run 0 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/run_out/nested
+               FIXTURES cli_models
+               OUT "probs/out:0 -> [^\n]*/run_out/nested/probs_out_0\\.npy FLOAT \\[2,10\\]\n"
+                   "feat\\.map -> [^\n]*/run_out/nested/feat_map\\.npy FLOAT \\[2,4,8,8\\]\n")
+set_tests_properties(cli.e2e.run PROPERTIES FIXTURES_SETUP cli_run_out)
+anvil_cli_check(run_probs npy ${W}/run_out/nested/probs_out_0.npy ${W}/expected/probs_out_0.npy)
+anvil_cli_check(run_feat npy ${W}/run_out/nested/feat_map.npy ${W}/expected/feat_map.npy)
+set_tests_properties(cli.e2e.run_probs cli.e2e.run_feat PROPERTIES
+                     FIXTURES_REQUIRED "cli_models;cli_run_out")
+
+anvil_cli_test(e2e.run_collide 0 ARGS run ${W}/collide.onnx -i v=${W}/v.npy -o ${W}/collide_out
+               --threads 1 FIXTURES cli_models
+               OUT "o\\.1 -> [^\n]*/collide_out/o_1\\.npy FLOAT \\[3\\]\n"
+                   "o_1 -> [^\n]*/collide_out/o_1_1\\.npy FLOAT \\[3\\]\n")
+set_tests_properties(cli.e2e.run_collide PROPERTIES FIXTURES_SETUP cli_collide_out)
+anvil_cli_check(collide_first npy ${W}/collide_out/o_1.npy ${W}/expected/collide_first.npy)
+anvil_cli_check(collide_second npy ${W}/collide_out/o_1_1.npy ${W}/expected/collide_second.npy)
+set_tests_properties(cli.e2e.collide_first cli.e2e.collide_second PROPERTIES
+                     FIXTURES_REQUIRED "cli_models;cli_collide_out")
+
+anvil_cli_test(e2e.run_missing_input 11 ARGS run ${W}/tiny.onnx -o ${W}/unused FIXTURES cli_models
+               ERR "ANVIL_ERR_INVALID_ARGUMENT: missing inputs: 'x' \\(FLOAT \\[N,3,8,8\\]\\)")
+anvil_cli_test(e2e.run_missing_one_of_two 11 ARGS run ${W}/gather.onnx -i idx=${W}/x.npy
+               -o ${W}/unused FIXTURES cli_models ERR "missing inputs: 'a' \\(FLOAT \\[N,4\\]\\)"
+               NOT_OUT "->")
+anvil_cli_test(e2e.run_unknown_input 11 ARGS run ${W}/tiny.onnx -i nope=${W}/x.npy -o ${W}/unused
+               FIXTURES cli_models
+               ERR "the model has no input named 'nope'" "the model's inputs are: 'x' FLOAT \\[N,3,8,8\\]")
+anvil_cli_test(e2e.run_input_twice 11 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -i x=${W}/x.npy
+               -o ${W}/unused FIXTURES cli_models ERR "input 'x' is given twice")
+anvil_cli_test(e2e.run_bad_npy nonzero ARGS run ${W}/tiny.onnx -i x=${W}/no_such.npy -o ${W}/unused
+               FIXTURES cli_models ERR "anvil: error: ANVIL_ERR_[A-Z_]+: input 'x': ")
+anvil_cli_test(e2e.run_outdir_is_file 16 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/x.npy
+               FIXTURES cli_models ERR "ANVIL_ERR_IO: ")
+anvil_cli_test(e2e.run_profile 0 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/prof_out
+               --profile ${W}/run_profile.json --threads 1 FIXTURES cli_models)
+set_tests_properties(cli.e2e.run_profile PROPERTIES FIXTURES_SETUP cli_profile)
+anvil_cli_check(run_profile_trace trace ${W}/run_profile.json)
+set_tests_properties(cli.e2e.run_profile_trace PROPERTIES
+                     FIXTURES_REQUIRED "cli_models;cli_profile")
+
+anvil_cli_test(e2e.bench_text 0 ARGS bench ${W}/tiny.onnx --iters 3 --warmup 1 --threads 1
+               FIXTURES cli_models
+               OUT "threads: 1\n" "  x +FLOAT +\\[1,3,8,8\\] \\(random\\)\n"
+                   "\nload: [0-9.]+ ms\n" "\nfirst run: [0-9.]+ ms"
+                   "\nlatency over 3 runs \\(after 1 warmup\\): min [0-9.]+ ms, median"
+                   "\nthroughput: [0-9.]+ inferences/s\nmemory: arena "
+               ERR "input 'x' dimension 0 \\(N\\) is symbolic. using 1")
+anvil_cli_check(bench_json bench-json $<TARGET_FILE:anvil> ${W}/tiny.onnx --iters 4 --warmup 0
+                --threads 1 --shape x=2x3x8x8 --expect iterations=4 threads=1
+                inputs.0.shape=[2,3,8,8] inputs.0.source=random)
+anvil_cli_check(bench_json_file bench-json $<TARGET_FILE:anvil> ${W}/tiny.onnx --iters 2
+                -i x=${W}/x.npy --expect inputs.0.source=file inputs.0.shape=[2,3,8,8])
+anvil_cli_check(bench_json_ints bench-json $<TARGET_FILE:anvil> ${W}/gather.onnx --iters 2
+                --shape a=3x4 --expect inputs.0.shape=[3,4] inputs.1.dtype=INT64
+                inputs.1.shape=[3])
+anvil_cli_test(e2e.bench_shape_fixed_dim 11 ARGS bench ${W}/tiny.onnx --shape x=2x5x8x8
+               FIXTURES cli_models ERR "dimension 1 is fixed to 3 by the model")
+anvil_cli_test(e2e.bench_shape_rank 11 ARGS bench ${W}/tiny.onnx --shape x=2x3x8
+               FIXTURES cli_models ERR "has rank 3 but the model declares \\[N,3,8,8\\]")
+anvil_cli_test(e2e.bench_shape_unknown 11 ARGS bench ${W}/tiny.onnx --shape y=1
+               FIXTURES cli_models ERR "--shape names 'y', which is not an input of the model")
+
+anvil_cli_test(e2e.dump_text 0 ARGS dump ${W}/tiny.onnx FIXTURES cli_models
+               OUT "^graph 'tiny' \\(opset 17\\): 1 inputs, 2 outputs, 6 nodes, 4 initializers"
+                   "#0 conv1 = Conv\\(x\\[N,3,8,8\\], w\\[4,3,3,3\\], b\\[4\\]\\) -> conv_out: FLOAT\\[N,4,8,8\\] \\{[^\n]*kernel_shape=\\[3,3\\]"
+                   "#5 softmax1 = Softmax\\(logits\\[N,10\\]\\) -> probs/out:0: FLOAT\\[N,10\\] \\{axis=-1\\}")
+anvil_cli_test(e2e.dump_dot_stdout 0 ARGS dump ${W}/tiny.onnx --dot - FIXTURES cli_models
+               OUT "^digraph \"tiny\" \\{\n" "shape=note" "\\}\n$")
+anvil_cli_test(e2e.dump_dot 0 ARGS dump ${W}/tiny.onnx --dot ${W}/tiny.dot FIXTURES cli_models
+               NOT_OUT ".")
+set_tests_properties(cli.e2e.dump_dot PROPERTIES FIXTURES_SETUP cli_dot)
+anvil_cli_check(dump_dot_valid dot ${W}/tiny.dot)
+set_tests_properties(cli.e2e.dump_dot_valid PROPERTIES FIXTURES_REQUIRED "cli_models;cli_dot")
+anvil_cli_test(e2e.dump_dot_bad_path 16 ARGS dump ${W}/tiny.onnx --dot ${W}/no/such/dir/x.dot
+               FIXTURES cli_models ERR "ANVIL_ERR_IO: cannot open '[^']*x\\.dot' for writing")

@@ -1,0 +1,147 @@
+/* The anvil command-line tool: shared pieces of the subcommands.
+ *
+ * Conventions: results go to stdout, notes and errors to stderr. Exit codes: 0 success, 2 usage
+ * error, 10 + anvil_status for a failure the library reported (11 invalid argument ... 19
+ * internal), 1 for other failures. */
+#ifndef ANVIL_CLI_H
+#define ANVIL_CLI_H
+
+#include "anvil.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_STATUS_BASE = 10 };
+
+/* One subcommand: name, one-line summary, its main (argv[0] is the subcommand name) and its
+ * help text writer. */
+typedef struct cli_command {
+    const char *name;
+    const char *summary;
+    int (*main)(int argc, char **argv);
+    void (*usage)(FILE *f);
+} cli_command;
+
+int cli_info_main(int argc, char **argv);
+void cli_info_usage(FILE *f);
+int cli_run_main(int argc, char **argv);
+void cli_run_usage(FILE *f);
+int cli_bench_main(int argc, char **argv);
+void cli_bench_usage(FILE *f);
+int cli_dump_main(int argc, char **argv);
+void cli_dump_usage(FILE *f);
+int cli_sysinfo_main(int argc, char **argv);
+void cli_sysinfo_usage(FILE *f);
+
+/* ---- errors -----------------------------------------------------------------------------------
+ */
+
+/* Prints "anvil: error: <status name>: <anvil_last_error()>" to stderr; returns the exit code. */
+int cli_fail_status(anvil_status s);
+/* Prints "anvil: error: <status name>: <message>" for a failure found by the tool itself (the
+ * status classifies it); returns the exit code for s. */
+int cli_fail(anvil_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "anvil <cmd>: <message>" and a pointer to "anvil <cmd> -h" to stderr; returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "anvil: note: <message>" to stderr. */
+void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The exit code for a status. */
+int cli_exit_code(anvil_status s);
+
+/* ---- argument parsing -------------------------------------------------------------------------
+ */
+
+/* Option table entry. long_name without the leading "--"; short_name 0 when there is none. */
+typedef struct cli_option {
+    const char *long_name;
+    char short_name;
+    bool takes_value;
+    int id;
+} cli_option;
+
+/* Walks argv[1..] of a subcommand. Accepts "--name value", "--name=value", "-x value", "-xvalue",
+ * positional arguments anywhere, and "--" to end options. */
+typedef struct cli_parser {
+    const char *cmd;
+    int argc;
+    char **argv; /* borrowed */
+    int next;
+    bool only_positional;
+    const cli_option *opts; /* borrowed, terminated by an entry with id 0 */
+} cli_parser;
+
+enum { CLI_ARG_END = 0, CLI_ARG_POSITIONAL = -1, CLI_ARG_ERROR = -2, CLI_ARG_HELP = -3 };
+
+void cli_parser_init(cli_parser *p, const char *cmd, int argc, char **argv, const cli_option *opts);
+/* Returns an option id (> 0) with *value set for options that take one, CLI_ARG_POSITIONAL with
+ * *value the argument, CLI_ARG_HELP for -h/--help, CLI_ARG_END when done, or CLI_ARG_ERROR after
+ * printing a usage error (unknown option, missing value, value given to a flag). *value points
+ * into argv. */
+int cli_parser_next(cli_parser *p, const char **value);
+
+/* Parses a whole decimal integer in [lo, hi]; on failure prints a usage error naming `what` and
+ * returns false. */
+bool cli_parse_int(const char *cmd, const char *what, const char *s, long long lo, long long hi,
+                   long long *out);
+
+/* Splits "NAME=VALUE" at the last '=' (names may contain '='; file names and shapes rarely do).
+ * Returns false (after a usage error) if there is no '=' or either side is empty. *name is a
+ * new string owned by the caller (free); *value points into s. */
+bool cli_split_assign(const char *cmd, const char *what, const char *s, char **name,
+                      const char **value);
+
+/* Parses "1x3x224x224" (or "1,3,224,224"; "" or "scalar" for rank 0) into dims. */
+bool cli_parse_shape(const char *cmd, const char *s, int *rank, int64_t dims[ANVIL_MAX_RANK]);
+
+/* ---- models and values ------------------------------------------------------------------------
+ */
+
+/* Formats a declared shape with symbolic dims by name: "[N,3,224,224]", "[?]" for unknown rank. */
+const char *cli_value_shape(const anvil_value_info *vi, char *buf, size_t cap);
+/* Formats concrete dims: "[1,3,224,224]". */
+const char *cli_dims_str(int rank, const int64_t *dims, char *buf, size_t cap);
+
+/* A list of NAME=FILE.npy inputs from the command line. The split between name and file is
+ * made against the model's input names (cli_inputs_resolve), so either may contain '='. */
+typedef struct cli_input_arg {
+    const char *arg;  /* "NAME=FILE", points into argv */
+    char *name;       /* owned; set by cli_inputs_resolve */
+    const char *path; /* points into arg; set by cli_inputs_resolve */
+} cli_input_arg;
+
+typedef struct cli_inputs {
+    cli_input_arg *items; /* owned */
+    size_t n, cap;
+} cli_inputs;
+
+/* Records "NAME=FILE" (usage error if there is no '=' with text on both sides). */
+bool cli_inputs_add(cli_inputs *in, const char *cmd, const char *arg);
+void cli_inputs_free(cli_inputs *in);
+
+/* Splits every argument at the '=' that leaves a model input name on the left. Unknown names get
+ * an error listing the model's inputs, a name given twice an error too. Returns 0 or the exit
+ * code. */
+int cli_inputs_resolve(const anvil_model *model, cli_inputs *in);
+
+/* Reads every input's .npy file into tensors[i] (owned by the caller, freed with
+ * anvil_tensor_free; NULL where none). Returns 0 or the exit code after an error. */
+int cli_inputs_read(const cli_inputs *in, anvil_tensor **tensors);
+
+/* File name for an output: every character outside [A-Za-z0-9_-] becomes '_' ("" -> "output").
+ * Writes at most cap-1 characters. */
+void cli_sanitize_name(const char *name, char *buf, size_t cap);
+
+/* Creates a directory and its missing parents (like mkdir -p). 0 or an exit code after an error. */
+int cli_mkdirs(const char *path);
+
+/* "15.67 M" style rendering of a count (SI prefixes, 3 significant digits), and "2.98 KiB"
+ * style rendering of a byte count (binary prefixes). Return buf. */
+const char *cli_human_si(double v, char *buf, size_t cap);
+const char *cli_human_bytes(double bytes, char *buf, size_t cap);
+
+/* Milliseconds between two core_now_ns() readings. */
+double cli_ms(uint64_t t0, uint64_t t1);
+
+#endif

@@ -1,0 +1,520 @@
+/* anvil bench MODEL: load time, first-run time and steady-state latency of a model.
+ *
+ * Inputs not given as files are filled with seeded pseudo-random data so that two runs of the
+ * same command measure the same work (data-dependent kernels, e.g. Gather, see the same indices).
+ * Integers are kept small and non-negative because integer inputs are usually indices or
+ * lengths. Timing: the first run is reported separately (it includes planning), then `warmup`
+ * untimed runs, then `iters` timed runs; statistics use the sorted samples with linear
+ * interpolation for percentiles. */
+#include "cli.h"
+
+#include "api/api.h"
+#include "core/core.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_bench_usage(FILE *f) {
+    fprintf(f,
+            "usage: anvil bench MODEL.onnx [options]\n"
+            "\n"
+            "Measures the time to load the model, the first run (session creation + first\n"
+            "inference, which includes planning) and the latency of further runs: min, median,\n"
+            "mean, p90, p99 and throughput (inferences per second). Also reports the activation\n"
+            "arena against the sum of all activations (memory saved by buffer reuse).\n"
+            "\n"
+            "Inputs not given with -i are filled with seeded random data of the declared shape:\n"
+            "floats uniform in [-1,1], integers in [0,3], booleans random. Symbolic dims must be\n"
+            "set with --shape, otherwise they are 1 (with a note on stderr).\n"
+            "\n"
+            "options:\n"
+            "  -i, --input NAME=FILE.npy  use this tensor for input NAME (repeatable)\n"
+            "  --shape NAME=DIMS          shape of a generated input, e.g. x=1x3x224x224\n"
+            "  --warmup N                 untimed runs after the first one (default 5)\n"
+            "  --iters N                  timed runs (default 50)\n"
+            "  --threads T                worker threads, 1..1024 (0 or absent: all cores)\n"
+            "  --json                     print one JSON object instead of text\n"
+            "  --profile FILE.json        write per-node timings of all runs as a Chrome trace\n"
+            "  -h, --help                 show this help\n");
+}
+
+enum { OPT_INPUT = 1, OPT_SHAPE, OPT_WARMUP, OPT_ITERS, OPT_THREADS, OPT_JSON, OPT_PROFILE };
+
+typedef struct shape_arg {
+    char *name; /* owned */
+    int rank;
+    int64_t dims[ANVIL_MAX_RANK];
+} shape_arg;
+
+typedef struct bench_args {
+    const char *model, *profile;
+    long long warmup, iters, threads;
+    bool json;
+    cli_inputs inputs;
+    shape_arg *shapes; /* owned */
+    size_t n_shapes;
+} bench_args;
+
+/* Per model input: the tensor fed and where it came from. */
+typedef struct bench_input {
+    const char *name; /* owned by the model */
+    anvil_tensor *t;  /* owned */
+    bool from_file;
+} bench_input;
+
+typedef struct bench_stats {
+    double min, median, mean, p90, p99, max, stddev;
+} bench_stats;
+
+static void args_free(bench_args *a) {
+    cli_inputs_free(&a->inputs);
+    for (size_t i = 0; i < a->n_shapes; i++) free(a->shapes[i].name);
+    free(a->shapes);
+}
+
+static bool add_shape(bench_args *a, const char *arg) {
+    char *name;
+    const char *dims;
+    if (!cli_split_assign("bench", "--shape", arg, &name, &dims)) return false;
+    for (size_t i = 0; i < a->n_shapes; i++) {
+        if (!strcmp(a->shapes[i].name, name)) {
+            cli_usage_error("bench", "--shape for '%s' is given twice", name);
+            free(name);
+            return false;
+        }
+    }
+    shape_arg *s = realloc(a->shapes, (a->n_shapes + 1) * sizeof *s);
+    if (!s) {
+        free(name);
+        cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
+        return false;
+    }
+    a->shapes = s;
+    shape_arg *sh = &a->shapes[a->n_shapes];
+    sh->name = name;
+    a->n_shapes++;
+    return cli_parse_shape("bench", dims, &sh->rank, sh->dims);
+}
+
+/* Returns -1 when parsing succeeded, else the exit code. */
+static int parse_args(int argc, char **argv, bench_args *a) {
+    static const cli_option opts[] = {
+        {"input", 'i', true, OPT_INPUT},   {"shape", 0, true, OPT_SHAPE},
+        {"warmup", 0, true, OPT_WARMUP},   {"iters", 0, true, OPT_ITERS},
+        {"threads", 0, true, OPT_THREADS}, {"json", 0, false, OPT_JSON},
+        {"profile", 0, true, OPT_PROFILE}, {0}};
+    cli_parser p;
+    cli_parser_init(&p, "bench", argc, argv, opts);
+    const char *val;
+    for (int id; (id = cli_parser_next(&p, &val)) != CLI_ARG_END;) {
+        switch (id) {
+        case CLI_ARG_HELP:
+            cli_bench_usage(stdout);
+            return CLI_EXIT_OK;
+        case CLI_ARG_ERROR:
+            return CLI_EXIT_USAGE;
+        case CLI_ARG_POSITIONAL:
+            if (a->model)
+                return cli_usage_error("bench", "unexpected argument '%s' (one model only)", val);
+            a->model = val;
+            break;
+        case OPT_INPUT:
+            if (!cli_inputs_add(&a->inputs, "bench", val)) return CLI_EXIT_USAGE;
+            break;
+        case OPT_SHAPE:
+            if (!add_shape(a, val)) return CLI_EXIT_USAGE;
+            break;
+        case OPT_WARMUP:
+            if (!cli_parse_int("bench", "--warmup", val, 0, 1000000, &a->warmup))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_ITERS:
+            if (!cli_parse_int("bench", "--iters", val, 1, 10000000, &a->iters))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_THREADS:
+            if (!cli_parse_int("bench", "--threads", val, 0, 1024, &a->threads))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_JSON:
+            a->json = true;
+            break;
+        case OPT_PROFILE:
+            if (!val[0]) return cli_usage_error("bench", "--profile needs a file name");
+            a->profile = val;
+            break;
+        }
+    }
+    if (!a->model) return cli_usage_error("bench", "missing the model file");
+    return -1;
+}
+
+/* splitmix64: tiny, fast and good enough for filling tensors reproducibly. */
+static uint64_t next_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void fill_random(anvil_tensor *t, uint64_t seed) {
+    anvil_dtype dt = anvil_tensor_dtype(t);
+    size_t n = anvil_tensor_element_count(t);
+    void *data = anvil_tensor_data(t);
+    uint64_t state = seed;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = next_random(&state);
+        if (core_dtype_is_float(dt)) {
+            double u = (double)(r >> 11) * (1.0 / 9007199254740992.0); /* [0,1) */
+            core_store_f64(dt, data, i, 2.0 * u - 1.0);
+        } else if (dt == ANVIL_DTYPE_BOOL) {
+            core_store_i64(dt, data, i, (int64_t)(r & 1));
+        } else {
+            core_store_i64(dt, data, i, (int64_t)(r % 4));
+        }
+    }
+}
+
+static const shape_arg *find_shape(const bench_args *a, const char *name) {
+    for (size_t i = 0; i < a->n_shapes; i++)
+        if (!strcmp(a->shapes[i].name, name)) return &a->shapes[i];
+    return NULL;
+}
+
+/* Works out the dims of a generated input from --shape or the declaration. */
+static int generated_dims(const anvil_value_info *vi, const shape_arg *sh, int *rank,
+                          int64_t *dims) {
+    char sb[256], gb[256];
+    if (sh) {
+        if (vi->rank >= 0 && sh->rank != vi->rank)
+            return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
+                            "--shape %s=%s has rank %d but the model declares %s (rank %d)",
+                            vi->name, cli_dims_str(sh->rank, sh->dims, gb, sizeof gb), sh->rank,
+                            cli_value_shape(vi, sb, sizeof sb), vi->rank);
+        for (int d = 0; vi->rank >= 0 && d < vi->rank; d++)
+            if (vi->dims[d] >= 0 && vi->dims[d] != sh->dims[d])
+                return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
+                                "--shape %s=%s: dimension %d is fixed to %lld by the model (%s)",
+                                vi->name, cli_dims_str(sh->rank, sh->dims, gb, sizeof gb), d,
+                                (long long)vi->dims[d], cli_value_shape(vi, sb, sizeof sb));
+        *rank = sh->rank;
+        memcpy(dims, sh->dims, sizeof(int64_t) * (size_t)sh->rank);
+        return CLI_EXIT_OK;
+    }
+    if (vi->rank < 0)
+        return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
+                        "input '%s' has no declared rank; give its shape with --shape %s=DIMS or "
+                        "a file with -i %s=FILE.npy",
+                        vi->name, vi->name, vi->name);
+    *rank = vi->rank;
+    for (int d = 0; d < vi->rank; d++) {
+        dims[d] = vi->dims[d] >= 0 ? vi->dims[d] : 1;
+        if (vi->dims[d] < 0)
+            cli_note("input '%s' dimension %d (%s) is symbolic; using 1 (set it with --shape "
+                     "%s=DIMS)",
+                     vi->name, d, vi->dim_names[d] && vi->dim_names[d][0] ? vi->dim_names[d] : "?",
+                     vi->name);
+    }
+    return CLI_EXIT_OK;
+}
+
+static int make_inputs(const bench_args *a, const anvil_model *m, bench_input *bi, size_t n) {
+    anvil_tensor **files = calloc(a->inputs.n + 1, sizeof *files);
+    if (!files) return cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
+    int code = cli_inputs_read(&a->inputs, files);
+    for (size_t i = 0; i < n && !code; i++) {
+        anvil_value_info vi;
+        anvil_status s = anvil_model_input_info(m, i, &vi);
+        if (s != ANVIL_OK) {
+            code = cli_fail_status(s);
+            break;
+        }
+        bi[i].name = vi.name;
+        for (size_t k = 0; k < a->inputs.n; k++) {
+            if (strcmp(a->inputs.items[k].name, vi.name) != 0) continue;
+            bi[i].t = files[k];
+            bi[i].from_file = true;
+            files[k] = NULL;
+        }
+        const shape_arg *sh = find_shape(a, vi.name);
+        if (bi[i].from_file) {
+            if (sh)
+                code = cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
+                                "input '%s' is given both as a file and with --shape; the file "
+                                "fixes its shape, drop --shape",
+                                vi.name);
+            continue;
+        }
+        if (!core_dtype_supported(vi.dtype)) {
+            code = cli_fail(ANVIL_ERR_UNSUPPORTED,
+                            "input '%s' has dtype %s, which bench cannot generate; give it "
+                            "with -i",
+                            vi.name, anvil_dtype_name(vi.dtype));
+            break;
+        }
+        int rank;
+        int64_t dims[ANVIL_MAX_RANK];
+        code = generated_dims(&vi, sh, &rank, dims);
+        if (code) break;
+        s = anvil_tensor_create(vi.dtype, rank, dims, &bi[i].t);
+        if (s != ANVIL_OK) {
+            code = cli_fail_status(s);
+            break;
+        }
+        fill_random(bi[i].t, 0x616e76696cull + i);
+    }
+    for (size_t k = 0; k < a->inputs.n; k++) anvil_tensor_free(files[k]);
+    free(files);
+    for (size_t k = 0; k < a->n_shapes && !code; k++) {
+        bool known = false;
+        for (size_t i = 0; i < n && !known; i++) known = !strcmp(bi[i].name, a->shapes[k].name);
+        if (!known)
+            code = cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
+                            "--shape names '%s', which is not an input of the model",
+                            a->shapes[k].name);
+    }
+    return code;
+}
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Percentile q in [0,1] of sorted samples, interpolating between neighbours. */
+static double percentile(const double *s, size_t n, double q) {
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)pos;
+    if (lo + 1 >= n) return s[n - 1];
+    double frac = pos - (double)lo;
+    return s[lo] + (s[lo + 1] - s[lo]) * frac;
+}
+
+static bench_stats compute_stats(double *samples, size_t n) {
+    bench_stats st = {0};
+    qsort(samples, n, sizeof *samples, cmp_double);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += samples[i];
+    st.mean = sum / (double)n;
+    double var = 0;
+    for (size_t i = 0; i < n; i++) var += (samples[i] - st.mean) * (samples[i] - st.mean);
+    st.stddev = n > 1 ? sqrt(var / (double)(n - 1)) : 0;
+    st.min = samples[0];
+    st.max = samples[n - 1];
+    st.median = percentile(samples, n, 0.5);
+    st.p90 = percentile(samples, n, 0.9);
+    st.p99 = percentile(samples, n, 0.99);
+    return st;
+}
+
+typedef struct bench_result {
+    double load_ms, first_run_ms;
+    bench_stats lat;
+    anvil_session_stats mem;
+    int threads;
+} bench_result;
+
+static anvil_status run_once(anvil_session *sess, size_t n_in, const char **names,
+                             const anvil_tensor *const *ins, size_t n_out, anvil_tensor **outs) {
+    anvil_status s = anvil_session_run(sess, n_in, names, ins, n_out, NULL, outs);
+    if (s == ANVIL_OK)
+        for (size_t i = 0; i < n_out; i++) {
+            anvil_tensor_free(outs[i]);
+            outs[i] = NULL;
+        }
+    return s;
+}
+
+static int measure(const bench_args *a, const anvil_model *m, const bench_input *bi, size_t n_in,
+                   bench_result *r) {
+    size_t n_out = anvil_model_output_count(m);
+    const char **names = calloc(n_in + 1, sizeof *names);
+    const anvil_tensor **ins = calloc(n_in + 1, sizeof *ins);
+    anvil_tensor **outs = calloc(n_out + 1, sizeof *outs);
+    double *samples = calloc((size_t)a->iters, sizeof *samples);
+    anvil_options *opts = NULL;
+    anvil_session *sess = NULL;
+    int code = CLI_EXIT_OK;
+    anvil_status s = ANVIL_OK;
+    if (!names || !ins || !outs || !samples) {
+        code = cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n_in; i++) {
+        names[i] = bi[i].name;
+        ins[i] = bi[i].t;
+    }
+    r->threads = a->threads > 0 ? (int)a->threads : core_hw_get()->logical_cores;
+    if ((s = anvil_options_create(&opts)) != ANVIL_OK ||
+        (s = anvil_options_set_threads(opts, r->threads)) != ANVIL_OK ||
+        (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK))
+        goto fail;
+
+    uint64_t t0 = core_now_ns();
+    if ((s = anvil_session_create(m, opts, &sess)) != ANVIL_OK ||
+        (s = run_once(sess, n_in, names, ins, n_out, outs)) != ANVIL_OK)
+        goto fail;
+    r->first_run_ms = cli_ms(t0, core_now_ns());
+    for (long long k = 0; k < a->warmup; k++)
+        if ((s = run_once(sess, n_in, names, ins, n_out, outs)) != ANVIL_OK) goto fail;
+    for (long long k = 0; k < a->iters; k++) {
+        uint64_t t = core_now_ns();
+        s = anvil_session_run(sess, n_in, names, ins, n_out, NULL, outs);
+        uint64_t t_end = core_now_ns();
+        if (s != ANVIL_OK) goto fail;
+        samples[k] = cli_ms(t, t_end);
+        for (size_t i = 0; i < n_out; i++) {
+            anvil_tensor_free(outs[i]);
+            outs[i] = NULL;
+        }
+    }
+    r->lat = compute_stats(samples, (size_t)a->iters);
+    if ((s = anvil_session_stats_get(sess, &r->mem)) != ANVIL_OK) goto fail;
+    if (a->profile && (s = anvil_session_write_profile(sess, a->profile)) != ANVIL_OK) goto fail;
+    goto done;
+fail:
+    code = cli_fail_status(s);
+done:
+    anvil_session_free(sess);
+    anvil_options_free(opts);
+    free(names);
+    free(ins);
+    free(outs);
+    free(samples);
+    return code;
+}
+
+static void print_text(const bench_args *a, const bench_input *bi, size_t n_in,
+                       const bench_result *r) {
+    char db[256], ab[32], vb[32];
+    printf("model: %s\n", a->model);
+    printf("threads: %d\n", r->threads);
+    printf("inputs:\n");
+    for (size_t i = 0; i < n_in; i++)
+        printf("  %-24s %-8s %s (%s)\n", bi[i].name, anvil_dtype_name(anvil_tensor_dtype(bi[i].t)),
+               cli_dims_str(anvil_tensor_rank(bi[i].t), anvil_tensor_dims(bi[i].t), db, sizeof db),
+               bi[i].from_file ? "file" : "random");
+    printf("load: %.3f ms\n", r->load_ms);
+    printf("first run: %.3f ms (session create + first run)\n", r->first_run_ms);
+    printf("latency over %lld runs (after %lld warmup): min %.3f ms, median %.3f ms, mean %.3f "
+           "ms, p90 %.3f ms, p99 %.3f ms, max %.3f ms, stddev %.3f ms\n",
+           a->iters, a->warmup, r->lat.min, r->lat.median, r->lat.mean, r->lat.p90, r->lat.p99,
+           r->lat.max, r->lat.stddev);
+    printf("throughput: %.2f inferences/s\n", r->lat.mean > 0 ? 1000.0 / r->lat.mean : 0.0);
+    printf("memory: arena %s (%zu bytes) for %s of activations (%zu bytes)",
+           cli_human_bytes((double)r->mem.arena_bytes, ab, sizeof ab), r->mem.arena_bytes,
+           cli_human_bytes((double)r->mem.activation_bytes, vb, sizeof vb),
+           r->mem.activation_bytes);
+    if (r->mem.activation_bytes > 0)
+        printf(", %.1f%% of no reuse",
+               100.0 * (double)r->mem.arena_bytes / (double)r->mem.activation_bytes);
+    printf("\n");
+    printf("plan: %zu plans made, %zu nodes run, %zu folded at plan time\n", r->mem.plans_made,
+           r->mem.nodes_run, r->mem.nodes_folded);
+}
+
+/* Builds the JSON report; NULL on allocation failure. */
+static cJSON *build_json(const bench_args *a, const bench_input *bi, size_t n_in,
+                         const bench_result *r) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON *lat = cJSON_AddObjectToObject(o, "latency_ms");
+    cJSON *ins = cJSON_AddArrayToObject(o, "inputs");
+    bool ok = lat && ins && cJSON_AddStringToObject(o, "model", a->model) &&
+              cJSON_AddStringToObject(o, "anvil_version", anvil_version()) &&
+              cJSON_AddNumberToObject(o, "threads", r->threads) &&
+              cJSON_AddNumberToObject(o, "iterations", (double)a->iters) &&
+              cJSON_AddNumberToObject(o, "warmup", (double)a->warmup) &&
+              cJSON_AddNumberToObject(o, "load_ms", r->load_ms) &&
+              cJSON_AddNumberToObject(o, "first_run_ms", r->first_run_ms) &&
+              cJSON_AddNumberToObject(lat, "min", r->lat.min) &&
+              cJSON_AddNumberToObject(lat, "median", r->lat.median) &&
+              cJSON_AddNumberToObject(lat, "mean", r->lat.mean) &&
+              cJSON_AddNumberToObject(lat, "p90", r->lat.p90) &&
+              cJSON_AddNumberToObject(lat, "p99", r->lat.p99) &&
+              cJSON_AddNumberToObject(lat, "max", r->lat.max) &&
+              cJSON_AddNumberToObject(lat, "stddev", r->lat.stddev) &&
+              cJSON_AddNumberToObject(o, "throughput_per_s",
+                                      r->lat.mean > 0 ? 1000.0 / r->lat.mean : 0.0) &&
+              cJSON_AddNumberToObject(o, "arena_bytes", (double)r->mem.arena_bytes) &&
+              cJSON_AddNumberToObject(o, "activation_bytes", (double)r->mem.activation_bytes) &&
+              cJSON_AddNumberToObject(o, "plans_made", (double)r->mem.plans_made) &&
+              cJSON_AddNumberToObject(o, "nodes_run", (double)r->mem.nodes_run) &&
+              cJSON_AddNumberToObject(o, "nodes_folded", (double)r->mem.nodes_folded);
+    for (size_t i = 0; ok && i < n_in; i++) {
+        cJSON *in = cJSON_CreateObject();
+        ok = in != NULL;
+        if (!in) break;
+        cJSON_AddItemToArray(ins, in);
+        cJSON *shape = cJSON_AddArrayToObject(in, "shape");
+        ok = shape && cJSON_AddStringToObject(in, "name", bi[i].name) &&
+             cJSON_AddStringToObject(in, "dtype", anvil_dtype_name(anvil_tensor_dtype(bi[i].t))) &&
+             cJSON_AddStringToObject(in, "source", bi[i].from_file ? "file" : "random");
+        const int64_t *dims = anvil_tensor_dims(bi[i].t);
+        for (int d = 0; ok && d < anvil_tensor_rank(bi[i].t); d++) {
+            cJSON *num = cJSON_CreateNumber((double)dims[d]);
+            ok = num != NULL;
+            if (num) cJSON_AddItemToArray(shape, num);
+        }
+    }
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int print_json(const bench_args *a, const bench_input *bi, size_t n_in,
+                      const bench_result *r) {
+    cJSON *o = build_json(a, bi, n_in, r);
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!text) return cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory building the JSON report");
+    printf("%s\n", text);
+    cJSON_free(text);
+    return CLI_EXIT_OK;
+}
+
+int cli_bench_main(int argc, char **argv) {
+    bench_args a = {.warmup = 5, .iters = 50};
+    int code = parse_args(argc, argv, &a);
+    if (code >= 0) {
+        args_free(&a);
+        return code;
+    }
+    bench_result r = {0};
+    anvil_model *m = NULL;
+    bench_input *bi = NULL;
+    size_t n_in = 0;
+    uint64_t t0 = core_now_ns();
+    anvil_status s = anvil_model_load(a.model, &m);
+    r.load_ms = cli_ms(t0, core_now_ns());
+    if (s != ANVIL_OK) {
+        code = cli_fail_status(s);
+        goto done;
+    }
+    code = cli_inputs_resolve(m, &a.inputs);
+    if (code) goto done;
+    n_in = anvil_model_input_count(m);
+    bi = calloc(n_in + 1, sizeof *bi);
+    if (!bi) {
+        code = cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    code = make_inputs(&a, m, bi, n_in);
+    if (!code) code = measure(&a, m, bi, n_in, &r);
+    if (!code) {
+        if (a.json)
+            code = print_json(&a, bi, n_in, &r);
+        else
+            print_text(&a, bi, n_in, &r);
+    }
+done:
+    for (size_t i = 0; bi && i < n_in; i++) anvil_tensor_free(bi[i].t);
+    free(bi);
+    anvil_model_free(m);
+    args_free(&a);
+    return code;
+}
