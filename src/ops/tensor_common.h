@@ -1,0 +1,175 @@
+/* Private helpers shared by the tensor/shape op family (tensor_shape.c, tensor_move.c,
+ * tensor_const.c). Not part of the ops layer contract: nothing outside these three files includes
+ * it. All helpers are static inline so each file takes only what it uses.
+ *
+ * Pointers passed to these helpers are borrowed for the call; nothing here allocates. */
+#ifndef ANVIL_OPS_TENSOR_COMMON_H
+#define ANVIL_OPS_TENSOR_COMMON_H
+
+#include "ops/ops.h"
+
+#include <string.h>
+
+/* True when input i of n exists and was not omitted. */
+static inline bool tensor_has_input(const ir_node *n, int i) {
+    return i < n->n_inputs && n->inputs[i] != IR_NONE;
+}
+
+/* Sets s to `rank` anonymous unknown dims. */
+static inline void tensor_shape_unknown_dims(ir_shape *s, int rank) {
+    memset(s, 0, sizeof *s);
+    s->rank = rank;
+    for (int i = 0; i < rank; i++) {
+        s->d[i] = IR_DIM_UNKNOWN;
+        s->sym[i] = -1;
+    }
+}
+
+/* Copies dim i of src (value and symbol) into dim j of dst. */
+static inline void tensor_dim_copy(ir_shape *dst, int j, const ir_shape *src, int i) {
+    dst->d[j] = src->d[i];
+    dst->sym[j] = src->d[i] >= 0 ? -1 : src->sym[i];
+}
+
+/* Data movers hold any fixed-size dtype; strings and sub-byte types are refused by name. */
+static inline anvil_status tensor_check_dtype(const ir_node *n, int input, anvil_dtype dt) {
+    if (!core_dtype_supported(dt))
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: input %d has dtype %s, which anvil cannot hold in memory; convert "
+                        "it to a fixed-size numeric or bool type",
+                        ir_node_label(n), input, anvil_dtype_name(dt));
+    return ANVIL_OK;
+}
+
+/* An integer list input (shape, axes, indices) must have one of the allowed dtypes. */
+static inline anvil_status tensor_check_index_dtype(const ir_node *n, int input, const char *what,
+                                                    anvil_dtype dt, bool allow_int32) {
+    if (dt == ANVIL_DTYPE_INT64 || (allow_int32 && dt == ANVIL_DTYPE_INT32)) return ANVIL_OK;
+    return core_err(ANVIL_ERR_SHAPE, "%s: input %d (%s) must be %s but is %s", ir_node_label(n),
+                    input, what, allow_int32 ? "INT64 or INT32" : "INT64", anvil_dtype_name(dt));
+}
+
+/* Output ranks above ANVIL_MAX_RANK cannot be represented. */
+static inline anvil_status tensor_check_rank(const ir_node *n, const char *what, int64_t rank) {
+    if (rank > IR_MAX_RANK)
+        return core_err(ANVIL_ERR_LIMIT,
+                        "%s: %s would have rank %lld, above anvil's limit of %d dimensions",
+                        ir_node_label(n), what, (long long)rank, IR_MAX_RANK);
+    return ANVIL_OK;
+}
+
+/* A 1-D list input whose value inference needs: checks its rank and reads its length when its
+ * shape is known (*len = -1 otherwise). */
+static inline anvil_status tensor_list_length(const ir_node *n, int input, const char *what,
+                                              const op_tinfo *t, int64_t *len) {
+    *len = -1;
+    if (t->shape.rank < 0) return ANVIL_OK;
+    if (t->shape.rank != 1)
+        return core_err(ANVIL_ERR_SHAPE, "%s: input %d (%s) must be 1-D but has rank %d",
+                        ir_node_label(n), input, what, t->shape.rank);
+    *len = t->shape.d[0];
+    return ANVIL_OK;
+}
+
+/* Reads a 1-D INT32/INT64 tensor given to a kernel into out (at most cap values). */
+static inline anvil_status tensor_read_ints(const ir_node *n, int input, const op_tensor *t,
+                                            int64_t *out, size_t cap, size_t *count) {
+    if (t->dtype != ANVIL_DTYPE_INT64 && t->dtype != ANVIL_DTYPE_INT32)
+        return core_err(ANVIL_ERR_RUNTIME, "%s: input %d must be INT64 or INT32 but is %s",
+                        ir_node_label(n), input, anvil_dtype_name(t->dtype));
+    size_t num = op_tensor_numel(t);
+    if (num > cap)
+        return core_err(ANVIL_ERR_RUNTIME, "%s: input %d has %zu elements; at most %zu allowed",
+                        ir_node_label(n), input, num, cap);
+    for (size_t i = 0; i < num; i++) out[i] = core_load_i64(t->dtype, t->data, i);
+    *count = num;
+    return ANVIL_OK;
+}
+
+/* Copies one element of `size` bytes. Fixed-size memcpy calls compile to single moves, and
+ * memcpy keeps the copy free of alignment and aliasing assumptions. */
+static inline void tensor_elem_copy(char *dst, const char *src, size_t size) {
+    switch (size) {
+    case 1:
+        *dst = *src;
+        break;
+    case 2:
+        memcpy(dst, src, 2);
+        break;
+    case 4:
+        memcpy(dst, src, 4);
+        break;
+    case 8:
+        memcpy(dst, src, 8);
+        break;
+    default:
+        memcpy(dst, src, size);
+        break;
+    }
+}
+
+/* Kernels of ops whose output holds input 0's bytes unchanged (Reshape, Flatten, Squeeze,
+ * Unsqueeze). The runtime aliases these buffers; the copy keeps the kernel correct when it is
+ * run on its own. */
+static inline anvil_status tensor_run_copy(const ir_node *n, const op_tensor *in, op_tensor *out) {
+    size_t es = anvil_dtype_size(in->dtype);
+    size_t cnt = op_tensor_numel(in);
+    if (out->dtype != in->dtype || op_tensor_numel(out) != cnt)
+        return core_err(ANVIL_ERR_INTERNAL,
+                        "%s: output buffer (%zu elements of %s) does not match input (%zu of %s)",
+                        ir_node_label(n), op_tensor_numel(out), anvil_dtype_name(out->dtype), cnt,
+                        anvil_dtype_name(in->dtype));
+    if (cnt && out->data != in->data) memmove(out->data, in->data, cnt * es);
+    return ANVIL_OK;
+}
+
+/* A dense output filled from a source walked with arbitrary (possibly negative) element strides:
+ * out[i0..ik] = src[sum(i_j * stride_j)]. Transpose and Slice are both this. Rows (all dims but
+ * the last) are the unit of parallel work. */
+typedef struct tensor_strided {
+    size_t esize;
+    int rank; /* >= 1 */
+    int64_t dims[IR_MAX_RANK];
+    int64_t stride[IR_MAX_RANK]; /* source stride per output dim, in elements */
+    const char *src;             /* source element of output index (0, ..., 0) */
+    char *dst;
+} tensor_strided;
+
+static inline void tensor_strided_rows(void *arg, size_t begin, size_t end) {
+    const tensor_strided *s = arg;
+    int last = s->rank - 1;
+    size_t inner = (size_t)s->dims[last];
+    int64_t es = (int64_t)s->esize;
+    for (size_t row = begin; row < end; row++) {
+        /* decompose the row number into the leading indices, innermost first */
+        size_t rem = row;
+        int64_t off = 0;
+        for (int k = last - 1; k >= 0; k--) {
+            size_t dk = (size_t)s->dims[k];
+            off += (int64_t)(rem % dk) * s->stride[k];
+            rem /= dk;
+        }
+        const char *src = s->src + off * es;
+        char *dst = s->dst + row * inner * s->esize;
+        if (s->stride[last] == 1) {
+            memcpy(dst, src, inner * s->esize);
+            continue;
+        }
+        int64_t step = s->stride[last] * es;
+        for (size_t i = 0; i < inner; i++)
+            tensor_elem_copy(dst + i * s->esize, src + (int64_t)i * step, s->esize);
+    }
+}
+
+/* Runs the strided copy; numel is the output's element count (nothing happens when it is 0). */
+static inline void tensor_strided_run(op_ctx *ctx, tensor_strided *s, size_t numel) {
+    if (numel == 0) return;
+    if (s->rank == 0) {
+        s->rank = 1;
+        s->dims[0] = 1;
+        s->stride[0] = 1;
+    }
+    op_parallel_for(ctx, numel / (size_t)s->dims[s->rank - 1], tensor_strided_rows, s);
+}
+
+#endif

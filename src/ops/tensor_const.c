@@ -1,0 +1,264 @@
+/* Ops that produce a tensor from attributes alone: Constant (the whole tensor is an attribute)
+ * and ConstantOfShape (one value repeated over a shape given as input). Attribute tensors point
+ * into the model file, where protobuf gives no alignment, so their bytes are only ever read with
+ * memcpy. */
+#include "tensor_common.h"
+
+#include <stdio.h>
+
+/* ---- Constant ---------------------------------------------------------------------------- */
+
+typedef struct constant_params {
+    anvil_dtype dtype;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+    const void *data; /* borrowed: the model's bytes, an arena list, or `scalar` below */
+    size_t bytes;
+    union {
+        float f;
+        int64_t i;
+    } scalar; /* storage for value_float / value_int */
+} constant_params;
+
+/* The attributes ONNX allows to carry Constant's value; exactly one must be present. */
+static const char *const constant_value_attrs[] = {"value", "value_float", "value_floats",
+                                                   "value_int", "value_ints"};
+
+static anvil_status constant_tensor(const ir_node *n, const ir_tensor *t, constant_params *p) {
+    if (!core_dtype_supported(t->dtype))
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: attribute 'value' has dtype %s, which anvil cannot hold; only "
+                        "fixed-size numeric and bool constants are supported",
+                        ir_node_label(n), anvil_dtype_name(t->dtype));
+    if (t->rank < 0 || t->rank > IR_MAX_RANK)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute 'value' has rank %d (valid 0..%d)",
+                        ir_node_label(n), t->rank, IR_MAX_RANK);
+    size_t want;
+    if (!core_tensor_bytes(t->dtype, t->dims, t->rank, &want) || want != t->bytes ||
+        (want && !t->data))
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute 'value' holds %zu bytes, which does not match its dtype "
+                        "%s and dims; the model file is damaged",
+                        ir_node_label(n), t->bytes, anvil_dtype_name(t->dtype));
+    p->dtype = t->dtype;
+    p->rank = t->rank;
+    memcpy(p->dims, t->dims, sizeof p->dims);
+    p->data = t->data;
+    p->bytes = t->bytes;
+    return ANVIL_OK;
+}
+
+static anvil_status constant_check(ir_graph *g, ir_node *n) {
+    constant_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    static const char *const refused[] = {"value_string", "value_strings", "sparse_value"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        if (ir_node_attr(n, refused[i]))
+            return core_err(ANVIL_ERR_UNSUPPORTED,
+                            "%s: attribute '%s' is not supported: anvil holds only dense "
+                            "numeric and bool constants",
+                            ir_node_label(n), refused[i]);
+    const char *which = NULL;
+    int count = 0;
+    for (size_t i = 0; i < sizeof constant_value_attrs / sizeof *constant_value_attrs; i++)
+        if (ir_node_attr(n, constant_value_attrs[i])) {
+            which = constant_value_attrs[i];
+            count++;
+        }
+    if (count != 1)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: has %d of the attributes value, value_float, value_floats, value_int, "
+                        "value_ints; exactly one must be given",
+                        ir_node_label(n), count);
+    if (!strcmp(which, "value")) {
+        const ir_tensor *t;
+        CORE_TRY(ir_attr_tensor(n, "value", &t));
+        if (!t)
+            return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute 'value' holds no tensor",
+                            ir_node_label(n));
+        CORE_TRY(constant_tensor(n, t, p));
+    } else if (!strcmp(which, "value_float")) {
+        CORE_TRY(ir_attr_float(n, which, 0.0f, &p->scalar.f));
+        p->dtype = ANVIL_DTYPE_FLOAT32;
+        p->data = &p->scalar.f;
+        p->bytes = sizeof(float);
+    } else if (!strcmp(which, "value_int")) {
+        CORE_TRY(ir_attr_int(n, which, 0, &p->scalar.i));
+        p->dtype = ANVIL_DTYPE_INT64;
+        p->data = &p->scalar.i;
+        p->bytes = sizeof(int64_t);
+    } else if (!strcmp(which, "value_floats")) {
+        const float *v;
+        size_t cnt;
+        CORE_TRY(ir_attr_floats(n, which, &v, &cnt));
+        p->dtype = ANVIL_DTYPE_FLOAT32;
+        p->rank = 1;
+        p->dims[0] = (int64_t)cnt;
+        p->data = v;
+        p->bytes = cnt * sizeof(float);
+    } else {
+        const int64_t *v;
+        size_t cnt;
+        CORE_TRY(ir_attr_ints(n, which, &v, &cnt));
+        p->dtype = ANVIL_DTYPE_INT64;
+        p->rank = 1;
+        p->dims[0] = (int64_t)cnt;
+        p->data = v;
+        p->bytes = cnt * sizeof(int64_t);
+    }
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status constant_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                   int n_in, op_tinfo *out, int n_out) {
+    (void)g;
+    (void)in;
+    (void)n_in;
+    (void)n_out;
+    const constant_params *p = n->params;
+    out[0].dtype = p->dtype;
+    ir_shape_set(&out[0].shape, p->rank, p->dims);
+    return ANVIL_OK;
+}
+
+static anvil_status constant_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                 op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)in;
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    const constant_params *p = n->params;
+    op_tensor *y = out[0];
+    if (y->dtype != p->dtype || op_tensor_numel(y) * anvil_dtype_size(y->dtype) != p->bytes)
+        return core_err(ANVIL_ERR_INTERNAL, "%s: output buffer does not match the constant",
+                        ir_node_label(n));
+    if (p->bytes) memcpy(y->data, p->data, p->bytes);
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_constant = {
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .check = constant_check,
+    .infer = constant_infer,
+    .run = constant_run,
+};
+
+/* ---- ConstantOfShape --------------------------------------------------------------------- */
+
+typedef struct constantofshape_params {
+    anvil_dtype dtype;
+    size_t esize;
+    unsigned char value[8]; /* one element, copied out of the attribute (aligned, owned) */
+} constantofshape_params;
+
+static anvil_status constantofshape_check(ir_graph *g, ir_node *n) {
+    constantofshape_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    const ir_tensor *t;
+    CORE_TRY(ir_attr_tensor(n, "value", &t));
+    p->dtype = ANVIL_DTYPE_FLOAT32; /* the default: float 0 (value[] is zeroed) */
+    p->esize = sizeof(float);
+    if (t) {
+        if (!core_dtype_supported(t->dtype))
+            return core_err(ANVIL_ERR_UNSUPPORTED,
+                            "%s: attribute 'value' has dtype %s, which anvil cannot hold",
+                            ir_node_label(n), anvil_dtype_name(t->dtype));
+        size_t cnt;
+        if (!core_numel(t->dims, t->rank, &cnt) || cnt != 1)
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: attribute 'value' must hold exactly one element",
+                            ir_node_label(n));
+        p->dtype = t->dtype;
+        p->esize = anvil_dtype_size(t->dtype);
+        if (t->bytes != p->esize || !t->data)
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: attribute 'value' holds %zu bytes but one %s needs %zu",
+                            ir_node_label(n), t->bytes, anvil_dtype_name(t->dtype), p->esize);
+        memcpy(p->value, t->data, p->esize);
+    }
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status constantofshape_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                          int n_in, op_tinfo *out, int n_out) {
+    (void)n_in;
+    (void)n_out;
+    const constantofshape_params *p = n->params;
+    out[0].dtype = p->dtype;
+    CORE_TRY(tensor_check_index_dtype(n, 0, "shape", in[0].dtype, false));
+    int64_t len;
+    CORE_TRY(tensor_list_length(n, 0, "shape", &in[0], &len));
+    if (len >= 0) CORE_TRY(tensor_check_rank(n, "the output", len));
+    if (!in[0].value || len < 0) {
+        if (len >= 0)
+            tensor_shape_unknown_dims(&out[0].shape, (int)len);
+        else
+            ir_shape_unknown(&out[0].shape);
+        return ANVIL_OK;
+    }
+    int64_t dims[IR_MAX_RANK];
+    size_t k;
+    CORE_TRY(op_value_ints(n, 0, &in[0], dims, IR_MAX_RANK, &k));
+    ir_shape_set(&out[0].shape, (int)k, dims);
+    char ys[200];
+    for (size_t i = 0; i < k; i++)
+        if (dims[i] < 0)
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: the shape input %s has %lld at position %zu; dims must be >= 0",
+                            ir_node_label(n), ir_shape_str(g, &out[0].shape, ys, sizeof ys),
+                            (long long)dims[i], i);
+    size_t bytes;
+    if (!core_tensor_bytes(p->dtype, dims, (int)k, &bytes) || bytes > core_max_tensor_bytes())
+        return core_err(ANVIL_ERR_LIMIT,
+                        "%s: an output of shape %s and dtype %s exceeds the %zu-byte limit per "
+                        "tensor; check the shape input or raise ANVIL_MAX_TENSOR_BYTES",
+                        ir_node_label(n), ir_shape_str(g, &out[0].shape, ys, sizeof ys),
+                        anvil_dtype_name(p->dtype), core_max_tensor_bytes());
+    return ANVIL_OK;
+}
+
+static anvil_status constantofshape_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                        op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    const constantofshape_params *p = n->params;
+    op_tensor *y = out[0];
+    int64_t dims[IR_MAX_RANK];
+    size_t k;
+    CORE_TRY(tensor_read_ints(n, 0, in[0], dims, IR_MAX_RANK, &k));
+    bool ok = y->dtype == p->dtype && (int)k == y->rank;
+    for (size_t i = 0; ok && i < k; i++) ok = dims[i] == y->dims[i];
+    if (!ok)
+        return core_err(ANVIL_ERR_INTERNAL,
+                        "%s: output buffer does not have the shape the input asks for",
+                        ir_node_label(n));
+    size_t total = op_tensor_numel(y) * p->esize;
+    if (total == 0) return ANVIL_OK;
+    /* write one element, then keep doubling the filled prefix: memcpy does the bulk work */
+    char *dst = y->data;
+    memcpy(dst, p->value, p->esize);
+    size_t filled = p->esize;
+    while (filled < total) {
+        size_t c = filled < total - filled ? filled : total - filled;
+        memcpy(dst + filled, dst, c);
+        filled += c;
+    }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_constantofshape = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = 1u << 0,
+    .check = constantofshape_check,
+    .infer = constantofshape_infer,
+    .run = constantofshape_run,
+};
