@@ -1,0 +1,384 @@
+/* MaxPool, AveragePool and GlobalAveragePool: attribute checking, shape inference and the
+ * reference kernels.
+ *
+ * Windows are never padded in memory. For each output position the taps that fall inside the
+ * input form a box (per dim a contiguous run of kernel indices, found with nn_valid_range), so the
+ * kernels visit exactly the real elements; padding only matters for AveragePool's divisor with
+ * count_include_pad, which counts the taps that land inside input + declared pads (taps that
+ * ceil_mode pushes beyond the declared end padding never count, as in ONNX Runtime and the ONNX
+ * reference). NaN inputs are skipped by MaxPool's comparison (as ONNX Runtime does); a window with
+ * no real element (possible only with dilation and large pads) yields -inf and the index of its
+ * first tap. Work is split by (batch, channel) plane. */
+#include "nn_common.h"
+
+typedef struct pool_params {
+    nn_window win;
+    bool count_include_pad;
+    bool column_major; /* MaxPool storage_order = 1: Indices use column-major spatial order */
+} pool_params;
+
+/* ---- check ------------------------------------------------------------------------------- */
+
+static anvil_status pool_alloc(ir_graph *g, ir_node *n, pool_params **out) {
+    pool_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    n->params = p;
+    *out = p;
+    return ANVIL_OK;
+}
+
+static anvil_status maxpool_check(ir_graph *g, ir_node *n) {
+    pool_params *p;
+    CORE_TRY(pool_alloc(g, n, &p));
+    CORE_TRY(nn_window_parse(n, true, n->opset >= 10, n->opset >= 10, &p->win));
+    int64_t so;
+    CORE_TRY(ir_attr_int(n, "storage_order", 0, &so));
+    if (so != 0 && so != 1)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute 'storage_order' is %lld; expected 0 (row major) or 1 "
+                        "(column major)",
+                        ir_node_label(n), (long long)so);
+    p->column_major = so == 1;
+    if (n->opset < 8 && nn_has_output(n, 1))
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: the Indices output exists from opset 8; the model imports opset %d",
+                        ir_node_label(n), n->opset);
+    return ANVIL_OK;
+}
+
+static anvil_status averagepool_check(ir_graph *g, ir_node *n) {
+    pool_params *p;
+    CORE_TRY(pool_alloc(g, n, &p));
+    CORE_TRY(nn_window_parse(n, true, n->opset >= 19, n->opset >= 10, &p->win));
+    int64_t cip;
+    CORE_TRY(ir_attr_int(n, "count_include_pad", 0, &cip));
+    if (cip != 0 && cip != 1)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute 'count_include_pad' is %lld; expected 0 or 1",
+                        ir_node_label(n), (long long)cip);
+    p->count_include_pad = cip == 1;
+    return ANVIL_OK;
+}
+
+static anvil_status globalaveragepool_check(ir_graph *g, ir_node *n) {
+    (void)g;
+    n->params = NULL;
+    return ANVIL_OK;
+}
+
+/* ---- inference ------------------------------------------------------------------------------ */
+
+static bool pool_float_dtype(anvil_dtype dt) {
+    return dt == ANVIL_DTYPE_FLOAT32 || dt == ANVIL_DTYPE_FLOAT64 || dt == ANVIL_DTYPE_FLOAT16 ||
+           dt == ANVIL_DTYPE_BFLOAT16;
+}
+
+/* Shared by MaxPool and AveragePool: output 0 is N x C x out-dims. */
+static anvil_status pool_infer_common(const ir_node *n, const op_tinfo *in, op_tinfo *out) {
+    const pool_params *p = n->params;
+    const ir_shape *xs = &in[0].shape;
+    int nsp = nn_window_nsp(&p->win);
+    out[0].dtype = in[0].dtype;
+    if (xs->rank < 0) {
+        nn_shape_unknown_dims(&out[0].shape, nsp + 2);
+        return ANVIL_OK;
+    }
+    if (xs->rank != nsp + 2)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: kernel_shape has %d dims, so X must have rank %d (N x C x D1 x ... x "
+                        "Dn), but X has rank %d",
+                        ir_node_label(n), nsp, nsp + 2, xs->rank);
+    nn_geom geo;
+    CORE_TRY(nn_window_resolve(n, &p->win, nsp, &xs->d[2], p->win.kernel, true, &geo));
+    ir_shape *o = &out[0].shape;
+    nn_shape_unknown_dims(o, xs->rank);
+    for (int d = 0; d < 2; d++) {
+        o->d[d] = xs->d[d];
+        o->sym[d] = xs->sym[d];
+    }
+    for (int d = 0; d < nsp; d++) o->d[d + 2] = geo.out[d];
+    return ANVIL_OK;
+}
+
+static anvil_status maxpool_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                                  op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    anvil_dtype dt = in[0].dtype;
+    if (!pool_float_dtype(dt) && dt != ANVIL_DTYPE_INT8 && dt != ANVIL_DTYPE_UINT8)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: X has dtype %s; MaxPool takes FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8 "
+                        "or UINT8",
+                        ir_node_label(n), anvil_dtype_name(dt));
+    CORE_TRY(pool_infer_common(n, in, out));
+    if (n_out > 1) {
+        out[1].dtype = ANVIL_DTYPE_INT64;
+        out[1].shape = out[0].shape;
+    }
+    return ANVIL_OK;
+}
+
+static anvil_status averagepool_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                      int n_in, op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    if (!pool_float_dtype(in[0].dtype))
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: X has dtype %s; AveragePool takes FLOAT, DOUBLE, FLOAT16 or BFLOAT16",
+                        ir_node_label(n), anvil_dtype_name(in[0].dtype));
+    return pool_infer_common(n, in, out);
+}
+
+static anvil_status globalaveragepool_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                            int n_in, op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    const ir_shape *xs = &in[0].shape;
+    if (!pool_float_dtype(in[0].dtype))
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: X has dtype %s; GlobalAveragePool takes FLOAT, DOUBLE, FLOAT16 or "
+                        "BFLOAT16",
+                        ir_node_label(n), anvil_dtype_name(in[0].dtype));
+    out[0].dtype = in[0].dtype;
+    if (xs->rank < 0) {
+        ir_shape_unknown(&out[0].shape);
+        return ANVIL_OK;
+    }
+    if (xs->rank < 3)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: X has rank %d; expected rank >= 3 (N x C x D1 x ... x Dn)",
+                        ir_node_label(n), xs->rank);
+    out[0].shape = *xs;
+    for (int d = 2; d < xs->rank; d++) {
+        out[0].shape.d[d] = 1;
+        out[0].shape.sym[d] = -1;
+    }
+    return ANVIL_OK;
+}
+
+/* ---- kernels ------------------------------------------------------------------------------- */
+
+typedef struct pool_job {
+    nn_geom g;
+    bool count_include_pad, column_major;
+    int64_t C, in_size, out_size;
+    int64_t xstr[NN_MAX_SPATIAL], istr[NN_MAX_SPATIAL]; /* data strides, Indices strides */
+    const void *x;
+    void *y;
+    int64_t *idx; /* MaxPool Indices or NULL */
+} pool_job;
+
+/* For output position o (spatial multi-index) fills the run of real taps per dim. Returns the
+ * window's first tap per dim in *st. */
+static void pool_window(const nn_geom *g, const int64_t *o, int64_t *st, int64_t *klo,
+                        int64_t *khi) {
+    for (int d = 0; d < g->nsp; d++) {
+        st[d] = o[d] * g->stride[d] - g->pad_begin[d];
+        nn_valid_range(g->kernel[d], g->dil[d], st[d], g->in[d], &klo[d], &khi[d]);
+    }
+}
+
+/* Advances the multi-index v over [lo, hi) in row-major order; false when it wraps around. */
+static bool pool_next(int nsp, int64_t *v, const int64_t *lo, const int64_t *hi) {
+    for (int d = nsp - 1; d >= 0; d--) {
+        if (++v[d] < hi[d]) return true;
+        v[d] = lo[d];
+    }
+    return false;
+}
+
+#define POOL_DEFINE(T, SUF)                                                                        \
+    static void maxpool_plane_##SUF(const pool_job *j, int64_t plane) {                            \
+        const nn_geom *g = &j->g;                                                                  \
+        const int nsp = g->nsp;                                                                    \
+        const T *x = (const T *)j->x + plane * j->in_size;                                         \
+        T *y = (T *)j->y + plane * j->out_size;                                                    \
+        int64_t *idx = j->idx ? j->idx + plane * j->out_size : NULL;                               \
+        int64_t o[NN_MAX_SPATIAL] = {0}, zero[NN_MAX_SPATIAL] = {0};                               \
+        for (int64_t oi = 0; oi < j->out_size; oi++) {                                             \
+            int64_t st[NN_MAX_SPATIAL], klo[NN_MAX_SPATIAL], khi[NN_MAX_SPATIAL];                  \
+            pool_window(g, o, st, klo, khi);                                                       \
+            T best = (T)-INFINITY;                                                                 \
+            int64_t bi = -1, first = -1;                                                           \
+            bool any = true;                                                                       \
+            for (int d = 0; d < nsp; d++) any = any && klo[d] < khi[d];                            \
+            int64_t k[NN_MAX_SPATIAL];                                                             \
+            memcpy(k, klo, sizeof k);                                                              \
+            while (any) {                                                                          \
+                int64_t off = 0, ioff = 0;                                                         \
+                for (int d = 0; d < nsp; d++) {                                                    \
+                    int64_t pos = st[d] + k[d] * g->dil[d];                                        \
+                    off += pos * j->xstr[d];                                                       \
+                    ioff += pos * j->istr[d];                                                      \
+                }                                                                                  \
+                T v = x[off];                                                                      \
+                if (first < 0) first = ioff;                                                       \
+                if (v > best) {                                                                    \
+                    best = v;                                                                      \
+                    bi = ioff;                                                                     \
+                }                                                                                  \
+                any = pool_next(nsp, k, klo, khi);                                                 \
+            }                                                                                      \
+            y[oi] = best;                                                                          \
+            if (idx) idx[oi] = (bi >= 0 ? bi : first) + (first >= 0 ? plane * j->in_size : 0);     \
+            pool_next(nsp, o, zero, g->out);                                                       \
+        }                                                                                          \
+    }                                                                                              \
+    static void maxpool_range_##SUF(void *arg, size_t begin, size_t end) {                         \
+        for (size_t p = begin; p < end; p++) maxpool_plane_##SUF(arg, (int64_t)p);                 \
+    }                                                                                              \
+    static void avgpool_plane_##SUF(const pool_job *j, int64_t plane) {                            \
+        const nn_geom *g = &j->g;                                                                  \
+        const int nsp = g->nsp;                                                                    \
+        const T *x = (const T *)j->x + plane * j->in_size;                                         \
+        T *y = (T *)j->y + plane * j->out_size;                                                    \
+        int64_t o[NN_MAX_SPATIAL] = {0}, zero[NN_MAX_SPATIAL] = {0};                               \
+        for (int64_t oi = 0; oi < j->out_size; oi++) {                                             \
+            int64_t st[NN_MAX_SPATIAL], klo[NN_MAX_SPATIAL], khi[NN_MAX_SPATIAL];                  \
+            pool_window(g, o, st, klo, khi);                                                       \
+            double sum = 0;                                                                        \
+            int64_t count = 1;                                                                     \
+            bool any = true;                                                                       \
+            for (int d = 0; d < nsp; d++) {                                                        \
+                any = any && klo[d] < khi[d];                                                      \
+                int64_t lo = klo[d], hi = khi[d];                                                  \
+                if (j->count_include_pad)                                                          \
+                    nn_valid_range(g->kernel[d], g->dil[d], st[d] + g->pad_begin[d],               \
+                                   g->in[d] + g->pad_begin[d] + g->pad_end[d], &lo, &hi);          \
+                count *= hi - lo;                                                                  \
+            }                                                                                      \
+            int64_t k[NN_MAX_SPATIAL];                                                             \
+            memcpy(k, klo, sizeof k);                                                              \
+            while (any) {                                                                          \
+                int64_t off = 0;                                                                   \
+                for (int d = 0; d < nsp; d++) off += (st[d] + k[d] * g->dil[d]) * j->xstr[d];      \
+                sum += (double)x[off];                                                             \
+                any = pool_next(nsp, k, klo, khi);                                                 \
+            }                                                                                      \
+            y[oi] = (T)(sum / (double)count);                                                      \
+            pool_next(nsp, o, zero, g->out);                                                       \
+        }                                                                                          \
+    }                                                                                              \
+    static void avgpool_range_##SUF(void *arg, size_t begin, size_t end) {                         \
+        for (size_t p = begin; p < end; p++) avgpool_plane_##SUF(arg, (int64_t)p);                 \
+    }                                                                                              \
+    static void gap_range_##SUF(void *arg, size_t begin, size_t end) {                             \
+        const pool_job *j = arg;                                                                   \
+        for (size_t p = begin; p < end; p++) {                                                     \
+            const T *x = (const T *)j->x + (int64_t)p * j->in_size;                                \
+            double sum = 0;                                                                        \
+            for (int64_t i = 0; i < j->in_size; i++) sum += (double)x[i];                          \
+            ((T *)j->y)[p] = (T)(sum / (double)j->in_size);                                        \
+        }                                                                                          \
+    }
+
+POOL_DEFINE(float, f32)
+POOL_DEFINE(double, f64)
+
+typedef enum { POOL_MAX, POOL_AVG, POOL_GLOBAL_AVG } pool_kind;
+
+static anvil_status pool_run_common(const ir_node *n, const op_tensor *const *in,
+                                    op_tensor *const *out, int n_out, op_ctx *ctx, pool_kind kind) {
+    const op_tensor *x = in[0];
+    op_tensor *y = out[0];
+    int nsp = x->rank - 2;
+    pool_job j;
+    memset(&j, 0, sizeof j);
+    if (kind != POOL_GLOBAL_AVG) {
+        const pool_params *p = n->params;
+        CORE_TRY(nn_window_resolve(n, &p->win, nsp, &x->dims[2], p->win.kernel, true, &j.g));
+        j.count_include_pad = p->count_include_pad;
+        j.column_major = p->column_major;
+        for (int d = 0; d < nsp; d++)
+            if (j.g.out[d] != y->dims[d + 2])
+                return core_err(ANVIL_ERR_INTERNAL,
+                                "%s: output buffer dim %d is %lld but the geometry gives %lld",
+                                ir_node_label(n), d + 2, (long long)y->dims[d + 2],
+                                (long long)j.g.out[d]);
+    }
+    j.C = x->dims[1];
+    j.in_size = nn_prod(nsp, &x->dims[2]);
+    j.out_size = nn_prod(nsp, &y->dims[2]);
+    nn_strides(nsp, &x->dims[2], j.xstr);
+    if (j.column_major) {
+        int64_t s = 1;
+        for (int d = 0; d < nsp; d++) {
+            j.istr[d] = s;
+            s *= x->dims[d + 2];
+        }
+    } else {
+        memcpy(j.istr, j.xstr, sizeof j.istr);
+    }
+    j.idx = (kind == POOL_MAX && n_out > 1 && out[1]) ? (int64_t *)out[1]->data : NULL;
+    size_t planes = (size_t)(x->dims[0] * x->dims[1]);
+    if (planes == 0 || j.out_size == 0) return ANVIL_OK;
+
+    op_range_fn fn32 = kind == POOL_MAX   ? maxpool_range_f32
+                       : kind == POOL_AVG ? avgpool_range_f32
+                                          : gap_range_f32;
+    op_range_fn fn64 = kind == POOL_MAX   ? maxpool_range_f64
+                       : kind == POOL_AVG ? avgpool_range_f64
+                                          : gap_range_f64;
+    if (x->dtype == ANVIL_DTYPE_FLOAT64) {
+        j.x = x->data;
+        j.y = y->data;
+        op_parallel_for(ctx, planes, fn64, &j);
+        return ANVIL_OK;
+    }
+    float *ox = NULL, *oy = NULL;
+    j.x = nn_stage_in_f32(n, x, &ox);
+    if (!j.x) return ANVIL_ERR_OUT_OF_MEMORY;
+    j.y = nn_stage_out_f32(n, y, &oy);
+    if (!j.y) {
+        free(ox);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    op_parallel_for(ctx, planes, fn32, &j);
+    nn_stage_out_f32_finish(y, oy);
+    free(ox);
+    return ANVIL_OK;
+}
+
+static anvil_status maxpool_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    return pool_run_common(n, in, out, n_out, ctx, POOL_MAX);
+}
+
+static anvil_status averagepool_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                    op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    return pool_run_common(n, in, out, n_out, ctx, POOL_AVG);
+}
+
+static anvil_status globalaveragepool_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                          op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    return pool_run_common(n, in, out, n_out, ctx, POOL_GLOBAL_AVG);
+}
+
+const op_impl op_impl_maxpool = {.min_inputs = 1,
+                                 .max_inputs = 1,
+                                 .min_outputs = 1,
+                                 .max_outputs = 2,
+                                 .check = maxpool_check,
+                                 .infer = maxpool_infer,
+                                 .run = maxpool_run};
+
+const op_impl op_impl_averagepool = {.min_inputs = 1,
+                                     .max_inputs = 1,
+                                     .min_outputs = 1,
+                                     .max_outputs = 1,
+                                     .check = averagepool_check,
+                                     .infer = averagepool_infer,
+                                     .run = averagepool_run};
+
+const op_impl op_impl_globalaveragepool = {.min_inputs = 1,
+                                           .max_inputs = 1,
+                                           .min_outputs = 1,
+                                           .max_outputs = 1,
+                                           .check = globalaveragepool_check,
+                                           .infer = globalaveragepool_infer,
+                                           .run = globalaveragepool_run};
