@@ -126,7 +126,12 @@ int cli_info_main(int argc, char **argv) {
 
     printf("model: %s\n", path);
     if (g->name && g->name[0]) printf("graph: %s\n", g->name);
+    api_model_meta meta;
+    api_model_meta_get(m, &meta);
+    printf("ir_version: %lld\n", (long long)meta.ir_version);
     printf("opset: %d\n", g->opset);
+    if (meta.producer_name[0])
+        printf("producer: %s %s\n", meta.producer_name, meta.producer_version);
     print_values(m, true);
     print_values(m, false);
 

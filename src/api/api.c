@@ -87,6 +87,12 @@ const ir_graph *api_model_graph(const anvil_model *m) {
     return m->onnx->graph;
 }
 
+void api_model_meta_get(const anvil_model *m, api_model_meta *out) {
+    out->ir_version = m->onnx->ir_version;
+    out->producer_name = m->onnx->producer_name ? m->onnx->producer_name : "";
+    out->producer_version = m->onnx->producer_version ? m->onnx->producer_version : "";
+}
+
 size_t anvil_model_input_count(const anvil_model *m) {
     return m ? (size_t)m->onnx->graph->n_inputs : 0;
 }

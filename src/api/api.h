@@ -9,6 +9,13 @@
  * (shapes may hold symbolic dims). Owned by the model. */
 const ir_graph *api_model_graph(const anvil_model *m);
 
+/* Where the model came from. Strings owned by the model ("" when absent). */
+typedef struct api_model_meta {
+    int64_t ir_version;
+    const char *producer_name, *producer_version;
+} api_model_meta;
+void api_model_meta_get(const anvil_model *m, api_model_meta *out);
+
 /* .npy files (NumPy format versions 1.0-3.0, little-endian, C order, the dtypes anvil holds).
  * npy_read: *out is a new tensor owned by the caller. path borrowed. Corrupt or unsupported files
  * fail with INVALID_ARGUMENT naming the file and the problem; sizes are checked against the file. */
