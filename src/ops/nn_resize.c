@@ -305,7 +305,7 @@ static anvil_status resize_infer(const ir_graph *g, const ir_node *n, const op_t
                         "mode 'nearest' for %s)",
                         ir_node_label(n), anvil_dtype_name(x->dtype), anvil_dtype_name(x->dtype));
     out[0].dtype = x->dtype;
-    int which;
+    int which = -1;
     CORE_TRY(rs_pick(n, p, in, n_in, &which));
     const op_tinfo *v = &in[which];
     bool is_scales = which == p->scales_in;
