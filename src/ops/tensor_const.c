@@ -230,7 +230,7 @@ static anvil_status constantofshape_run(const ir_node *n, const op_tensor *const
     const constantofshape_params *p = n->params;
     op_tensor *y = out[0];
     int64_t dims[IR_MAX_RANK];
-    size_t k;
+    size_t k = 0;
     CORE_TRY(tensor_read_ints(n, 0, in[0], dims, IR_MAX_RANK, &k));
     bool ok = y->dtype == p->dtype && (int)k == y->rank;
     for (size_t i = 0; ok && i < k; i++) ok = dims[i] == y->dims[i];
