@@ -254,7 +254,7 @@ static int make_inputs(const bench_args *a, const anvil_model *m, bench_input *b
                             vi.name, anvil_dtype_name(vi.dtype));
             break;
         }
-        int rank;
+        int rank = 0;
         int64_t dims[ANVIL_MAX_RANK];
         code = generated_dims(&vi, sh, &rank, dims);
         if (code) break;

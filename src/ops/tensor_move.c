@@ -468,7 +468,7 @@ static anvil_status slice_infer(const ir_graph *g, const ir_node *n, const op_ti
         }
         if (known) {
             CORE_TRY(op_value_ints(n, 1, &in[1], l.starts, IR_MAX_RANK, &l.k));
-            size_t k2;
+            size_t k2 = 0;
             CORE_TRY(op_value_ints(n, 2, &in[2], l.ends, IR_MAX_RANK, &k2));
             l.has_axes = tensor_has_input(n, 3);
             if (l.has_axes) CORE_TRY(op_value_ints(n, 3, &in[3], l.axes, IR_MAX_RANK, &k2));
@@ -513,7 +513,7 @@ static anvil_status slice_run(const ir_node *n, const op_tensor *const *in, int 
     if (n->opset < 10) {
         slice_lists_from_attrs(n->params, &l);
     } else {
-        size_t k2;
+        size_t k2 = 0;
         CORE_TRY(tensor_read_ints(n, 1, in[1], l.starts, IR_MAX_RANK, &l.k));
         CORE_TRY(tensor_read_ints(n, 2, in[2], l.ends, IR_MAX_RANK, &k2));
         bool bad = k2 != l.k;

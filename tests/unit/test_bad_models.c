@@ -116,7 +116,8 @@ static void test_corpus(void **state) {
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         char path[4500];
-        snprintf(path, sizeof path, "%s/%s", corpus_dir(), r->file);
+        int w = snprintf(path, sizeof path, "%s/%s", corpus_dir(), r->file);
+        if (w < 0 || (size_t)w >= sizeof path) fail_msg("%s: path too long", r->file);
         struct stat st;
         if (stat(path, &st) != 0) fail_msg("%s: missing from the corpus", r->file);
         anvil_model *m = NULL;
@@ -143,7 +144,8 @@ static void test_corpus_from_memory(void **state) {
         const row *r = &rows[i];
         if (strcmp(r->stage, "load")) continue;
         char path[4500];
-        snprintf(path, sizeof path, "%s/%s", corpus_dir(), r->file);
+        int w = snprintf(path, sizeof path, "%s/%s", corpus_dir(), r->file);
+        if (w < 0 || (size_t)w >= sizeof path) fail_msg("%s: path too long", r->file);
         FILE *f = fopen(path, "rb");
         assert_non_null(f);
         static uint8_t buf[1 << 20];
