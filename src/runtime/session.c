@@ -433,9 +433,13 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
         size_t xb = 0, yb = 0;
         core_tensor_bytes(sh->info[x].dtype, sh->info[x].shape.d, sh->info[x].shape.rank, &xb);
         core_tensor_bytes(sh->info[y].dtype, sh->info[y].shape.d, sh->info[y].shape.rank, &yb);
-        bool other_outputs = false;
-        for (int k = 1; k < n->n_outputs; k++) other_outputs |= n->outputs[k] != IR_NONE;
-        if ((impl->flags & OP_ALIAS_0) && !other_outputs && xb == yb) {
+        /* an alias never runs, so every other input must have been checked at plan time
+         * (e.g. Dropout's training_mode fed by the caller must reach the kernel) */
+        bool other_io = false;
+        for (int k = 1; k < n->n_outputs; k++) other_io |= n->outputs[k] != IR_NONE;
+        for (int k = 1; k < n->n_inputs; k++)
+            other_io |= n->inputs[k] != IR_NONE && !sh->info[n->inputs[k]].value;
+        if ((impl->flags & OP_ALIAS_0) && !other_io && xb == yb) {
             stp->alias = true;
             p->loc[y] = p->loc[x];
             if (p->loc[x].kind == LOC_ARENA) uf[y] = uf_find(uf, x);

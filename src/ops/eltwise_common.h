@@ -1,0 +1,148 @@
+/* Private to the elementwise op families (src/ops/eltwise.c, activation.c, softmax.c, cast.c):
+ * the dtype lists their kernels are generated over, the broadcasting iterator, the unary driver,
+ * dtype checks, and float -> integer conversions with defined results. Nothing outside src/ops
+ * includes this header. Everything declared here (non-inline) is defined in eltwise.c. */
+#ifndef ANVIL_OPS_ELTWISE_COMMON_H
+#define ANVIL_OPS_ELTWISE_COMMON_H
+
+#include "ops/ops.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- dtype lists ---------------------------------------------------------------------------
+ *
+ * Each list calls X(op, EXPR, tag, DT, T, C, LD, ST) once per dtype:
+ *   op, EXPR  passed through unchanged (the op's name and its expression macro);
+ *   tag       short name used to build function names (f32, i64, ...);
+ *   DT        suffix of the anvil_dtype enum (FLOAT32, INT64, ...);
+ *   T         storage type of one element;
+ *   C         type the arithmetic is done in (float for f16/bf16);
+ *   LD, ST    convert one element T -> C and C -> T. */
+#define ELT_ID(x) (x)
+
+#define ELT_FLOAT_TYPES(X, op, EXPR)                                                               \
+    X(op, EXPR, f32, FLOAT32, float, float, ELT_ID, ELT_ID)                                        \
+    X(op, EXPR, f64, FLOAT64, double, double, ELT_ID, ELT_ID)                                      \
+    X(op, EXPR, f16, FLOAT16, uint16_t, float, core_f16_to_f32, core_f32_to_f16)                   \
+    X(op, EXPR, bf16, BFLOAT16, uint16_t, float, core_bf16_to_f32, core_f32_to_bf16)
+
+#define ELT_SINT_TYPES(X, op, EXPR)                                                                \
+    X(op, EXPR, i8, INT8, int8_t, int8_t, ELT_ID, ELT_ID)                                          \
+    X(op, EXPR, i16, INT16, int16_t, int16_t, ELT_ID, ELT_ID)                                      \
+    X(op, EXPR, i32, INT32, int32_t, int32_t, ELT_ID, ELT_ID)                                      \
+    X(op, EXPR, i64, INT64, int64_t, int64_t, ELT_ID, ELT_ID)
+
+#define ELT_UINT_TYPES(X, op, EXPR)                                                                \
+    X(op, EXPR, u8, UINT8, uint8_t, uint8_t, ELT_ID, ELT_ID)                                       \
+    X(op, EXPR, u16, UINT16, uint16_t, uint16_t, ELT_ID, ELT_ID)                                   \
+    X(op, EXPR, u32, UINT32, uint32_t, uint32_t, ELT_ID, ELT_ID)                                   \
+    X(op, EXPR, u64, UINT64, uint64_t, uint64_t, ELT_ID, ELT_ID)
+
+#define ELT_NUMERIC_TYPES(X, op, EXPR)                                                             \
+    ELT_FLOAT_TYPES(X, op, EXPR) ELT_SINT_TYPES(X, op, EXPR) ELT_UINT_TYPES(X, op, EXPR)
+
+/* Bit (1u << dtype) of every dtype in a list, for op_elt_require(). */
+#define ELT_BIT(op, EXPR, tag, DT, T, C, LD, ST) | (1u << ANVIL_DTYPE_##DT)
+#define ELT_MASK_FLOAT (0u ELT_FLOAT_TYPES(ELT_BIT, _, _))
+#define ELT_MASK_SINT (0u ELT_SINT_TYPES(ELT_BIT, _, _))
+#define ELT_MASK_UINT (0u ELT_UINT_TYPES(ELT_BIT, _, _))
+#define ELT_MASK_NUMERIC (ELT_MASK_FLOAT | ELT_MASK_SINT | ELT_MASK_UINT)
+
+/* Per-dtype kernel tables are indexed by anvil_dtype; every dtype value is below this. */
+#define ELT_DTYPE_SLOTS 32
+
+/* ---- kernels' row functions ---------------------------------------------------------------- */
+
+/* Unary: out[i] = f(in[i]) for i < n. out may equal in. param: op-specific, borrowed. */
+typedef void (*op_elt_row1)(void *out, const void *in, size_t n, const void *param);
+
+/* Binary: out[i] = f(a[i * sa], b[i * sb]) for i < n, where sa and sb are 0 (the operand is
+ * broadcast along the row) or 1 (it is contiguous). out is contiguous and may equal a. */
+typedef void (*op_elt_row2)(void *out, const void *a, const void *b, ptrdiff_t sa, ptrdiff_t sb,
+                            size_t n);
+
+/* Parameters of the unary activations (what each field means is up to the op). */
+typedef struct op_elt_param {
+    double alpha, beta;
+    bool has_lo, has_hi;
+    /* one element of the tensor's own dtype each (Clip bounds); aligned for any element type */
+    _Alignas(8) unsigned char lo[8];
+    _Alignas(8) unsigned char hi[8];
+} op_elt_param;
+
+/* Chooses the libm function by the argument's type: ELT_MATH(exp, x) is expf(x) for float and
+ * exp(x) for double. */
+#define ELT_MATH(fn, x) _Generic((x), double : fn, default : fn##f)(x)
+#define ELT_MATH2(fn, x, y) _Generic((x), double : fn, default : fn##f)((x), (y))
+
+/* Defines `static void <op>_row_<tag>` (an op_elt_row1) computing EXPR(C, v, p) per element,
+ * where v is the element in the compute type and p the const op_elt_param * handed in. */
+#define ELT_DEF_ROW1(op, EXPR, tag, DT, T, C, LD, ST)                                              \
+    static void op##_row_##tag(void *out, const void *in, size_t n, const void *param) {           \
+        T *o = out;                                                                                \
+        const T *x = in;                                                                           \
+        const op_elt_param *p = param;                                                             \
+        (void)p;                                                                                   \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            C v = (C)LD(x[i]);                                                                     \
+            o[i] = ST(EXPR(C, v, p));                                                              \
+        }                                                                                          \
+    }
+
+/* A table entry `[ANVIL_DTYPE_<DT>] = <op>_row_<tag>,` for a designated-initializer table. */
+#define ELT_ROW_ENTRY(op, EXPR, tag, DT, T, C, LD, ST) [ANVIL_DTYPE_##DT] = op##_row_##tag,
+
+/* ---- drivers ------------------------------------------------------------------------------- */
+
+/* Runs fn over all elements of in into out (same dtype and element count; out may be in),
+ * in parallel chunks when the tensor is large. All tensors borrowed. */
+anvil_status op_elt_unary_run(const ir_node *n, const op_tensor *in, op_tensor *out, op_elt_row1 fn,
+                              const void *param, op_ctx *ctx);
+
+/* Numpy broadcasting: out's dims must be the broadcast of a's and b's dims (as inference
+ * computed them). Collapses the problem to the fewest dims, then walks the output in rows whose
+ * operands are contiguous or broadcast scalars, calling fn once per row; large outputs are split
+ * across threads. a and b may have different dtypes (fn knows them). out may alias a when their
+ * shapes are equal. All tensors borrowed. */
+anvil_status op_elt_binary_run(const ir_node *n, const op_tensor *a, const op_tensor *b,
+                               op_tensor *out, op_elt_row2 fn, op_ctx *ctx);
+
+/* OK if dt's bit is in mask; otherwise UNSUPPORTED naming the node, the input, the dtype and the
+ * dtypes the op accepts. */
+anvil_status op_elt_require(const ir_node *n, int input, anvil_dtype dt, uint32_t mask);
+
+/* Shape inference of a unary elementwise op: input 0's dtype must be in mask; output 0 gets
+ * input 0's dtype and shape (symbolic dims kept). */
+anvil_status op_elt_unary_infer(const ir_node *n, const op_tinfo *in, int n_in, op_tinfo *out,
+                                int n_out, uint32_t mask);
+
+/* A check() for ops without attributes. */
+anvil_status op_elt_check_none(ir_graph *g, ir_node *n);
+
+/* ---- float -> integer conversion ------------------------------------------------------------
+ *
+ * C leaves NaN and out-of-range float -> int conversions undefined. anvil defines them the way
+ * ONNX Runtime behaves on x86-64 (checked against onnxruntime 1.31): truncate toward zero; for
+ * targets of up to 32 bits (other than UINT32) go through int32 and keep the low bits, with NaN
+ * or out-of-int32-range values giving INT32_MIN; INT64 gives INT64_MIN for NaN or out of range;
+ * UINT32/UINT64 wrap values of the signed range, convert [2^(N-1), 2^N) exactly, give 0 at or
+ * above 2^N and 2^(N-1) for NaN or below the signed range. (For UINT32, ONNX Runtime's scalar
+ * tail loop disagrees with its own vector loop on out-of-range values; this follows the vector
+ * loop, which handles all but the last few elements of a tensor.) */
+static inline int32_t op_elt_f2i32(double v) {
+    return (v >= -2147483648.0 && v < 2147483648.0) ? (int32_t)v : INT32_MIN;
+}
+static inline int64_t op_elt_f2i64(double v) {
+    return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : INT64_MIN;
+}
+static inline uint32_t op_elt_f2u32(double v) {
+    if (v >= 2147483648.0) return v < 4294967296.0 ? (uint32_t)v : 0u;
+    return (uint32_t)op_elt_f2i32(v);
+}
+static inline uint64_t op_elt_f2u64(double v) {
+    if (v >= 9223372036854775808.0) return v < 18446744073709551616.0 ? (uint64_t)v : 0u;
+    return (uint64_t)op_elt_f2i64(v);
+}
+
+#endif
