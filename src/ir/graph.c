@@ -241,6 +241,16 @@ anvil_status ir_attr_int(const ir_node *n, const char *name, int64_t dflt, int64
     return ANVIL_OK;
 }
 
+anvil_status ir_attr_flag(const ir_node *n, const char *name, bool dflt, bool *out) {
+    int64_t v;
+    CORE_TRY(ir_attr_int(n, name, dflt ? 1 : 0, &v));
+    if (v != 0 && v != 1)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute '%s' is %lld; expected 0 or 1",
+                        ir_node_label(n), name, (long long)v);
+    *out = v == 1;
+    return ANVIL_OK;
+}
+
 anvil_status ir_attr_float(const ir_node *n, const char *name, float dflt, float *out) {
     const ir_attr *a;
     CORE_TRY(attr_typed(n, name, IR_ATTR_FLOAT, &a));

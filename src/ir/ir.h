@@ -181,6 +181,8 @@ const ir_attr *ir_node_attr(const ir_node *n, const char *name);
  * message naming the node, the attribute, the expected and the actual type. */
 anvil_status ir_attr_int(const ir_node *n, const char *name, int64_t dflt, int64_t *out);
 anvil_status ir_attr_float(const ir_node *n, const char *name, float dflt, float *out);
+/* An INT attribute that must be 0 or 1 (transA, keepdims, ...); other values are refused. */
+anvil_status ir_attr_flag(const ir_node *n, const char *name, bool dflt, bool *out);
 /* *out points at arena-owned storage or at dflt. */
 anvil_status ir_attr_string(const ir_node *n, const char *name, const char *dflt, const char **out);
 /* out and count: an arena-owned list, or NULL and 0 if absent. */

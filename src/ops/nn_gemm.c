@@ -20,26 +20,16 @@ typedef struct gemm_params {
 
 /* ---- check ------------------------------------------------------------------------------- */
 
-static anvil_status gemm_flag(const ir_node *n, const char *name, bool *out) {
-    int64_t v;
-    CORE_TRY(ir_attr_int(n, name, 0, &v));
-    if (v != 0 && v != 1)
-        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute '%s' is %lld; expected 0 or 1",
-                        ir_node_label(n), name, (long long)v);
-    *out = v == 1;
-    return ANVIL_OK;
-}
-
 static anvil_status gemm_check(ir_graph *g, ir_node *n) {
     gemm_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    CORE_TRY(gemm_flag(n, "transA", &p->trans_a));
-    CORE_TRY(gemm_flag(n, "transB", &p->trans_b));
+    CORE_TRY(ir_attr_flag(n, "transA", false, &p->trans_a));
+    CORE_TRY(ir_attr_flag(n, "transB", false, &p->trans_b));
     CORE_TRY(ir_attr_float(n, "alpha", 1.0f, &p->alpha));
     CORE_TRY(ir_attr_float(n, "beta", 1.0f, &p->beta));
     if (n->opset < 7) {
         bool bc;
-        CORE_TRY(gemm_flag(n, "broadcast", &bc));
+        CORE_TRY(ir_attr_flag(n, "broadcast", false, &bc));
         p->strict_c = !bc;
     } else if (ir_node_attr(n, "broadcast")) {
         return core_err(ANVIL_ERR_INVALID_MODEL,

@@ -90,16 +90,6 @@ static anvil_status rs_lookup(const ir_node *n, const char *attr, const char *df
                     ir_node_label(n), attr, s, list);
 }
 
-static anvil_status rs_flag(const ir_node *n, const char *name, bool *out) {
-    int64_t v;
-    CORE_TRY(ir_attr_int(n, name, 0, &v));
-    if (v != 0 && v != 1)
-        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute '%s' is %lld; expected 0 or 1",
-                        ir_node_label(n), name, (long long)v);
-    *out = v == 1;
-    return ANVIL_OK;
-}
-
 static anvil_status resize_check(ir_graph *g, ir_node *n) {
     resize_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
@@ -138,13 +128,13 @@ static anvil_status resize_check(ir_graph *g, ir_node *n) {
         p->nearest = (rs_nearest_mode)v;
         CORE_TRY(ir_attr_float(n, "cubic_coeff_a", -0.75f, &p->cubic_a));
         CORE_TRY(ir_attr_float(n, "extrapolation_value", 0.0f, &p->extrapolation));
-        CORE_TRY(rs_flag(n, "exclude_outside", &p->exclude_outside));
+        CORE_TRY(ir_attr_flag(n, "exclude_outside", false, &p->exclude_outside));
         p->roi_in = 1;
         p->scales_in = 2;
         p->sizes_in = 3;
     }
     if (n->opset >= 18) {
-        CORE_TRY(rs_flag(n, "antialias", &p->antialias));
+        CORE_TRY(ir_attr_flag(n, "antialias", false, &p->antialias));
         CORE_TRY(rs_lookup(n, "keep_aspect_ratio_policy", "stretch", policies, 3, &v));
         p->policy = (rs_policy)v;
         CORE_TRY(ir_attr_ints(n, "axes", &p->axes, &p->n_axes));
