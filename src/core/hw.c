@@ -63,7 +63,7 @@ static void detect(core_hw *h) {
     memset(h, 0, sizeof *h);
     unsigned a, b, c, d;
     unsigned max_leaf = __get_cpuid_max(0, NULL);
-    if (__get_cpuid_max(0x80000000, NULL) >= 0x80000004) {
+    if ((unsigned)__get_cpuid_max(0x80000000, NULL) >= 0x80000004u) {
         unsigned *w = (unsigned *)(void *)h->cpu_model;
         for (unsigned leaf = 0; leaf < 3; leaf++) {
             __cpuid(0x80000002 + leaf, w[leaf * 4], w[leaf * 4 + 1], w[leaf * 4 + 2],

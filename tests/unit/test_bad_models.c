@@ -32,6 +32,13 @@ static const char *corpus_dir(void) {
 }
 
 /* Reads manifest.tsv; returns the number of rows (at most cap). */
+/* A manifest column that does not fit its field is a broken manifest, not something to cut. */
+static void copy_col(char *dst, size_t cap, const char *src) {
+    size_t n = strlen(src);
+    if (n >= cap) fail_msg("manifest column too long (%zu bytes): %.40s...", n, src);
+    memcpy(dst, src, n + 1);
+}
+
 static int read_manifest(row *rows, int cap) {
     char path[4200];
     snprintf(path, sizeof path, "%s/manifest.tsv", corpus_dir());
@@ -50,10 +57,10 @@ static int read_manifest(row *rows, int cap) {
             if (p) *p++ = '\0';
         }
         row *r = &rows[n++];
-        snprintf(r->file, sizeof r->file, "%s", cols[0]);
-        snprintf(r->status, sizeof r->status, "%s", cols[1]);
-        snprintf(r->substring, sizeof r->substring, "%s", cols[2]);
-        snprintf(r->stage, sizeof r->stage, "%s", cols[3]);
+        copy_col(r->file, sizeof r->file, cols[0]);
+        copy_col(r->status, sizeof r->status, cols[1]);
+        copy_col(r->substring, sizeof r->substring, cols[2]);
+        copy_col(r->stage, sizeof r->stage, cols[3]);
         r->fill = *cols[4] ? atof(cols[4]) : 0;
         if (strcmp(r->stage, "load") && strcmp(r->stage, "run"))
             fail_msg("manifest row %s: unknown stage '%s'", r->file, r->stage);

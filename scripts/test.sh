@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds and tests every configuration; exits non-zero if anything failed.
+#
+#   scripts/test.sh [release|asan|fuzz]...     (default: all three)
+#
+#   format   scripts/check_format.sh (always; fails the run only with ANVIL_FORMAT=strict)
+#   release  build-release, full ctest
+#   asan     build-asan (AddressSanitizer + UBSan), full ctest
+#   fuzz     build-fuzz (clang + libFuzzer), only the fuzz tests (ctest -R '^fuzz\.')
+#
+# Every step runs even after an earlier one failed, and a summary closes the output. Run
+# scripts/setup.sh first (it installs the dependencies and the Python environment the tests use).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+JOBS=${ANVIL_JOBS:-$(nproc 2>/dev/null || echo 2)}
+CONFIGS=("$@")
+[ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(release asan fuzz)
+
+summary=()
+total_pass=0
+total_fail=0
+status=0
+
+step_failed() {
+    summary+=("$1: FAILED ($2)")
+    status=1
+}
+
+# ANVIL_FORMAT=strict makes formatting differences fail the run; the default only reports them.
+if "$ROOT/scripts/check_format.sh"; then
+    summary+=("format: ok")
+elif [ "${ANVIL_FORMAT:-warn}" = strict ]; then
+    step_failed format "clang-format differences"
+else
+    summary+=("format: WARNING, files differ from .clang-format (scripts/check_format.sh)")
+fi
+
+for cfg in "${CONFIGS[@]}"; do
+    echo
+    echo "==================== $cfg ===================="
+    case "$cfg" in
+    release | asan) filter=() ;;
+    fuzz) filter=(-R '^fuzz\.') ;;
+    *)
+        echo "test.sh: unknown configuration '$cfg'" >&2
+        exit 2
+        ;;
+    esac
+    if ! "$ROOT/scripts/build.sh" "$cfg"; then
+        step_failed "$cfg" "build"
+        total_fail=$((total_fail + 1))
+        continue
+    fi
+    log="$ROOT/build-$cfg/ctest.log"
+    # A per-test time limit (tests may set their own) so that a hang fails instead of eating CI.
+    ctest --test-dir "$ROOT/build-$cfg" --output-on-failure --no-tests=error -j "$JOBS" --timeout 300 \
+        "${filter[@]}" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    # ctest closes with "NN% tests passed, F tests failed out of T".
+    line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1)
+    if [ -n "$line" ]; then
+        f=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+        t=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
+        total_pass=$((total_pass + t - f))
+        total_fail=$((total_fail + f))
+    fi
+    if [ "$rc" -eq 0 ]; then
+        summary+=("$cfg: ok (${line:-no summary})")
+    else
+        [ -n "$line" ] || total_fail=$((total_fail + 1))
+        step_failed "$cfg" "${line:-ctest exit $rc}"
+    fi
+done
+
+echo
+echo "==================== summary ===================="
+printf '%s\n' "${summary[@]}"
+echo "total: $total_pass passed, $total_fail failed"
+exit $status
