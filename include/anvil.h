@@ -33,10 +33,10 @@ typedef enum anvil_status {
     ANVIL_ERR_UNSUPPORTED = 3,      /* valid ONNX that anvil does not support (yet) */
     ANVIL_ERR_SHAPE = 4,            /* shapes or dtypes are inconsistent or impossible */
     ANVIL_ERR_OUT_OF_MEMORY = 5,
-    ANVIL_ERR_IO = 6,               /* a file could not be opened, mapped or written */
-    ANVIL_ERR_LIMIT = 7,            /* a stated limit (size, depth, count) was exceeded */
-    ANVIL_ERR_RUNTIME = 8,          /* a failure while running, e.g. an index out of range */
-    ANVIL_ERR_INTERNAL = 9          /* a bug in anvil; please report it */
+    ANVIL_ERR_IO = 6,      /* a file could not be opened, mapped or written */
+    ANVIL_ERR_LIMIT = 7,   /* a stated limit (size, depth, count) was exceeded */
+    ANVIL_ERR_RUNTIME = 8, /* a failure while running, e.g. an index out of range */
+    ANVIL_ERR_INTERNAL = 9 /* a bug in anvil; please report it */
 } anvil_status;
 
 /* Element types. The numbers are those of ONNX TensorProto.DataType. */

@@ -3,7 +3,7 @@
 #
 #   scripts/test.sh [release|asan|fuzz]...     (default: all three)
 #
-#   format   scripts/check_format.sh (always; fails the run only with ANVIL_FORMAT=strict)
+#   format   scripts/check_format.sh (always; differences fail the run unless ANVIL_FORMAT=warn)
 #   release  build-release, full ctest
 #   asan     build-asan (AddressSanitizer + UBSan), full ctest
 #   fuzz     build-fuzz (clang + libFuzzer), only the fuzz tests (ctest -R '^fuzz\.')
@@ -27,10 +27,10 @@ step_failed() {
     status=1
 }
 
-# ANVIL_FORMAT=strict makes formatting differences fail the run; the default only reports them.
+# Formatting differences fail the run; ANVIL_FORMAT=warn only reports them (for local work).
 if "$ROOT/scripts/check_format.sh"; then
     summary+=("format: ok")
-elif [ "${ANVIL_FORMAT:-warn}" = strict ]; then
+elif [ "${ANVIL_FORMAT:-strict}" = strict ]; then
     step_failed format "clang-format differences"
 else
     summary+=("format: WARNING, files differ from .clang-format (scripts/check_format.sh)")

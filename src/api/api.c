@@ -110,7 +110,8 @@ static void value_info(const ir_graph *g, ir_vid v, anvil_value_info *out) {
     for (int i = 0; i < val->shape.rank; i++) {
         out->dims[i] = val->shape.d[i] >= 0 ? val->shape.d[i] : -1;
         int32_t sym = val->shape.sym[i];
-        out->dim_names[i] = (val->shape.d[i] < 0 && sym >= 0 && sym < g->n_syms) ? g->syms[sym] : "";
+        out->dim_names[i] =
+            (val->shape.d[i] < 0 && sym >= 0 && sym < g->n_syms) ? g->syms[sym] : "";
     }
 }
 
@@ -213,8 +214,8 @@ static const char *io_names(const ir_graph *g, const ir_vid *list, int32_t n) {
     size_t len = 0;
     buf[0] = '\0';
     for (int32_t i = 0; i < n && len + 8 < sizeof buf; i++) {
-        int w = snprintf(buf + len, sizeof buf - len, "%s'%s'", i ? ", " : "",
-                         g->values[list[i]].name);
+        int w =
+            snprintf(buf + len, sizeof buf - len, "%s'%s'", i ? ", " : "", g->values[list[i]].name);
         if (w < 0) break;
         len += (size_t)w;
     }
@@ -253,15 +254,13 @@ anvil_status anvil_session_run(anvil_session *s, size_t n_inputs, const char *co
                           "the model has no input named '%s'; its inputs are %s", input_names[i],
                           io_names(g, g->inputs, g->n_inputs));
         else if (bound[k])
-            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' is given twice",
-                          input_names[i]);
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' is given twice", input_names[i]);
         else
             bound[k] = inputs[i];
     }
     for (int32_t k = 0; k < g->n_inputs && st == ANVIL_OK; k++)
         if (!bound[k])
-            st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
-                          "input '%s' is missing; the model needs %s",
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' is missing; the model needs %s",
                           g->values[g->inputs[k]].name, io_names(g, g->inputs, g->n_inputs));
     if (st != ANVIL_OK) goto done;
     if (!output_names) {
@@ -275,7 +274,8 @@ anvil_status anvil_session_run(anvil_session *s, size_t n_inputs, const char *co
         for (size_t j = 0; j < n_outputs; j++) out_index[j] = (int32_t)j;
     } else {
         for (size_t j = 0; j < n_outputs && st == ANVIL_OK; j++) {
-            int32_t k = output_names[j] ? find_io(g, g->outputs, g->n_outputs, output_names[j]) : -1;
+            int32_t k =
+                output_names[j] ? find_io(g, g->outputs, g->n_outputs, output_names[j]) : -1;
             if (k < 0)
                 st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
                               "the model has no output named '%s'; its outputs are %s",
@@ -351,8 +351,7 @@ anvil_status anvil_tensor_wrap(anvil_dtype dtype, int rank, const int64_t *dims,
     API_CHECK(core_tensor_bytes(dtype, dims, rank, &bytes),
               "tensor dims are negative or their byte size overflows");
     API_CHECK(data || bytes == 0, "anvil_tensor_wrap: data is NULL");
-    API_CHECK((uintptr_t)data % es == 0, "anvil_tensor_wrap: data is not aligned to %zu bytes",
-              es);
+    API_CHECK((uintptr_t)data % es == 0, "anvil_tensor_wrap: data is not aligned to %zu bytes", es);
     anvil_tensor *t = core_calloc(1, sizeof *t);
     if (!t) return ANVIL_ERR_OUT_OF_MEMORY;
     t->dtype = dtype;

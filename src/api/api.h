@@ -18,7 +18,8 @@ void api_model_meta_get(const anvil_model *m, api_model_meta *out);
 
 /* .npy files (NumPy format versions 1.0-3.0, little-endian, C order, the dtypes anvil holds).
  * npy_read: *out is a new tensor owned by the caller. path borrowed. Corrupt or unsupported files
- * fail with INVALID_ARGUMENT naming the file and the problem; sizes are checked against the file. */
+ * fail with INVALID_ARGUMENT naming the file and the problem; sizes are checked against the file.
+ */
 anvil_status npy_read(const char *path, anvil_tensor **out);
 /* npy_write: writes t (borrowed) to path (created or truncated). */
 anvil_status npy_write(const char *path, const anvil_tensor *t);

@@ -31,7 +31,12 @@ const char *core_err_message(void);
 
 /* ---- logging (stderr only, never stdout) -------------------------------------------------- */
 
-typedef enum { CORE_LOG_ERROR = 0, CORE_LOG_WARN = 1, CORE_LOG_INFO = 2, CORE_LOG_DEBUG = 3 } core_log_level;
+typedef enum {
+    CORE_LOG_ERROR = 0,
+    CORE_LOG_WARN = 1,
+    CORE_LOG_INFO = 2,
+    CORE_LOG_DEBUG = 3
+} core_log_level;
 /* The level comes from ANVIL_LOG=error|warn|info|debug (default warn). */
 void core_log(core_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -80,8 +85,8 @@ size_t core_max_tensor_bytes(void);
 /* ---- memory -------------------------------------------------------------------------------- */
 
 /* Allocation helpers that set a last error on failure. Sizes are checked by the caller. */
-void *core_alloc(size_t bytes);                 /* malloc; NULL + error on failure */
-void *core_calloc(size_t n, size_t size);       /* checked calloc */
+void *core_alloc(size_t bytes);                       /* malloc; NULL + error on failure */
+void *core_calloc(size_t n, size_t size);             /* checked calloc */
 void *core_aligned_alloc(size_t align, size_t bytes); /* zeroed is not implied; free with free() */
 char *core_strdup(const char *s);
 

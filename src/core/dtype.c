@@ -8,31 +8,56 @@
 
 const char *anvil_dtype_name(anvil_dtype dt) {
     switch (dt) {
-    case ANVIL_DTYPE_UNDEFINED: return "UNDEFINED";
-    case ANVIL_DTYPE_FLOAT32: return "FLOAT";
-    case ANVIL_DTYPE_UINT8: return "UINT8";
-    case ANVIL_DTYPE_INT8: return "INT8";
-    case ANVIL_DTYPE_UINT16: return "UINT16";
-    case ANVIL_DTYPE_INT16: return "INT16";
-    case ANVIL_DTYPE_INT32: return "INT32";
-    case ANVIL_DTYPE_INT64: return "INT64";
-    case ANVIL_DTYPE_STRING: return "STRING";
-    case ANVIL_DTYPE_BOOL: return "BOOL";
-    case ANVIL_DTYPE_FLOAT16: return "FLOAT16";
-    case ANVIL_DTYPE_FLOAT64: return "DOUBLE";
-    case ANVIL_DTYPE_UINT32: return "UINT32";
-    case ANVIL_DTYPE_UINT64: return "UINT64";
-    case ANVIL_DTYPE_COMPLEX64: return "COMPLEX64";
-    case ANVIL_DTYPE_COMPLEX128: return "COMPLEX128";
-    case ANVIL_DTYPE_BFLOAT16: return "BFLOAT16";
-    case ANVIL_DTYPE_FLOAT8E4M3FN: return "FLOAT8E4M3FN";
-    case ANVIL_DTYPE_FLOAT8E4M3FNUZ: return "FLOAT8E4M3FNUZ";
-    case ANVIL_DTYPE_FLOAT8E5M2: return "FLOAT8E5M2";
-    case ANVIL_DTYPE_FLOAT8E5M2FNUZ: return "FLOAT8E5M2FNUZ";
-    case ANVIL_DTYPE_UINT4: return "UINT4";
-    case ANVIL_DTYPE_INT4: return "INT4";
-    case ANVIL_DTYPE_FLOAT4E2M1: return "FLOAT4E2M1";
-    case ANVIL_DTYPE_FLOAT8E8M0: return "FLOAT8E8M0";
+    case ANVIL_DTYPE_UNDEFINED:
+        return "UNDEFINED";
+    case ANVIL_DTYPE_FLOAT32:
+        return "FLOAT";
+    case ANVIL_DTYPE_UINT8:
+        return "UINT8";
+    case ANVIL_DTYPE_INT8:
+        return "INT8";
+    case ANVIL_DTYPE_UINT16:
+        return "UINT16";
+    case ANVIL_DTYPE_INT16:
+        return "INT16";
+    case ANVIL_DTYPE_INT32:
+        return "INT32";
+    case ANVIL_DTYPE_INT64:
+        return "INT64";
+    case ANVIL_DTYPE_STRING:
+        return "STRING";
+    case ANVIL_DTYPE_BOOL:
+        return "BOOL";
+    case ANVIL_DTYPE_FLOAT16:
+        return "FLOAT16";
+    case ANVIL_DTYPE_FLOAT64:
+        return "DOUBLE";
+    case ANVIL_DTYPE_UINT32:
+        return "UINT32";
+    case ANVIL_DTYPE_UINT64:
+        return "UINT64";
+    case ANVIL_DTYPE_COMPLEX64:
+        return "COMPLEX64";
+    case ANVIL_DTYPE_COMPLEX128:
+        return "COMPLEX128";
+    case ANVIL_DTYPE_BFLOAT16:
+        return "BFLOAT16";
+    case ANVIL_DTYPE_FLOAT8E4M3FN:
+        return "FLOAT8E4M3FN";
+    case ANVIL_DTYPE_FLOAT8E4M3FNUZ:
+        return "FLOAT8E4M3FNUZ";
+    case ANVIL_DTYPE_FLOAT8E5M2:
+        return "FLOAT8E5M2";
+    case ANVIL_DTYPE_FLOAT8E5M2FNUZ:
+        return "FLOAT8E5M2FNUZ";
+    case ANVIL_DTYPE_UINT4:
+        return "UINT4";
+    case ANVIL_DTYPE_INT4:
+        return "INT4";
+    case ANVIL_DTYPE_FLOAT4E2M1:
+        return "FLOAT4E2M1";
+    case ANVIL_DTYPE_FLOAT8E8M0:
+        return "FLOAT8E8M0";
     }
     return "UNKNOWN";
 }
@@ -41,18 +66,23 @@ size_t anvil_dtype_size(anvil_dtype dt) {
     switch (dt) {
     case ANVIL_DTYPE_BOOL:
     case ANVIL_DTYPE_UINT8:
-    case ANVIL_DTYPE_INT8: return 1;
+    case ANVIL_DTYPE_INT8:
+        return 1;
     case ANVIL_DTYPE_UINT16:
     case ANVIL_DTYPE_INT16:
     case ANVIL_DTYPE_FLOAT16:
-    case ANVIL_DTYPE_BFLOAT16: return 2;
+    case ANVIL_DTYPE_BFLOAT16:
+        return 2;
     case ANVIL_DTYPE_INT32:
     case ANVIL_DTYPE_UINT32:
-    case ANVIL_DTYPE_FLOAT32: return 4;
+    case ANVIL_DTYPE_FLOAT32:
+        return 4;
     case ANVIL_DTYPE_INT64:
     case ANVIL_DTYPE_UINT64:
-    case ANVIL_DTYPE_FLOAT64: return 8;
-    default: return 0;
+    case ANVIL_DTYPE_FLOAT64:
+        return 8;
+    default:
+        return 0;
     }
 }
 
@@ -74,8 +104,10 @@ bool core_dtype_is_int(anvil_dtype dt) {
     case ANVIL_DTYPE_INT32:
     case ANVIL_DTYPE_INT64:
     case ANVIL_DTYPE_UINT32:
-    case ANVIL_DTYPE_UINT64: return true;
-    default: return false;
+    case ANVIL_DTYPE_UINT64:
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -150,34 +182,57 @@ uint16_t core_f32_to_bf16(float f) {
 
 double core_load_f64(anvil_dtype dt, const void *p, size_t i) {
     switch (dt) {
-    case ANVIL_DTYPE_FLOAT32: return ((const float *)p)[i];
-    case ANVIL_DTYPE_FLOAT64: return ((const double *)p)[i];
-    case ANVIL_DTYPE_FLOAT16: return core_f16_to_f32(((const uint16_t *)p)[i]);
-    case ANVIL_DTYPE_BFLOAT16: return core_bf16_to_f32(((const uint16_t *)p)[i]);
-    case ANVIL_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
-    case ANVIL_DTYPE_UINT8: return ((const uint8_t *)p)[i];
-    case ANVIL_DTYPE_INT8: return ((const int8_t *)p)[i];
-    case ANVIL_DTYPE_UINT16: return ((const uint16_t *)p)[i];
-    case ANVIL_DTYPE_INT16: return ((const int16_t *)p)[i];
-    case ANVIL_DTYPE_INT32: return ((const int32_t *)p)[i];
-    case ANVIL_DTYPE_INT64: return (double)((const int64_t *)p)[i];
-    case ANVIL_DTYPE_UINT32: return ((const uint32_t *)p)[i];
-    case ANVIL_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
-    default: return 0.0;
+    case ANVIL_DTYPE_FLOAT32:
+        return ((const float *)p)[i];
+    case ANVIL_DTYPE_FLOAT64:
+        return ((const double *)p)[i];
+    case ANVIL_DTYPE_FLOAT16:
+        return core_f16_to_f32(((const uint16_t *)p)[i]);
+    case ANVIL_DTYPE_BFLOAT16:
+        return core_bf16_to_f32(((const uint16_t *)p)[i]);
+    case ANVIL_DTYPE_BOOL:
+        return ((const uint8_t *)p)[i] != 0;
+    case ANVIL_DTYPE_UINT8:
+        return ((const uint8_t *)p)[i];
+    case ANVIL_DTYPE_INT8:
+        return ((const int8_t *)p)[i];
+    case ANVIL_DTYPE_UINT16:
+        return ((const uint16_t *)p)[i];
+    case ANVIL_DTYPE_INT16:
+        return ((const int16_t *)p)[i];
+    case ANVIL_DTYPE_INT32:
+        return ((const int32_t *)p)[i];
+    case ANVIL_DTYPE_INT64:
+        return (double)((const int64_t *)p)[i];
+    case ANVIL_DTYPE_UINT32:
+        return ((const uint32_t *)p)[i];
+    case ANVIL_DTYPE_UINT64:
+        return (double)((const uint64_t *)p)[i];
+    default:
+        return 0.0;
     }
 }
 
 int64_t core_load_i64(anvil_dtype dt, const void *p, size_t i) {
     switch (dt) {
-    case ANVIL_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
-    case ANVIL_DTYPE_UINT8: return ((const uint8_t *)p)[i];
-    case ANVIL_DTYPE_INT8: return ((const int8_t *)p)[i];
-    case ANVIL_DTYPE_UINT16: return ((const uint16_t *)p)[i];
-    case ANVIL_DTYPE_INT16: return ((const int16_t *)p)[i];
-    case ANVIL_DTYPE_INT32: return ((const int32_t *)p)[i];
-    case ANVIL_DTYPE_INT64: return ((const int64_t *)p)[i];
-    case ANVIL_DTYPE_UINT32: return ((const uint32_t *)p)[i];
-    case ANVIL_DTYPE_UINT64: return (int64_t)((const uint64_t *)p)[i];
+    case ANVIL_DTYPE_BOOL:
+        return ((const uint8_t *)p)[i] != 0;
+    case ANVIL_DTYPE_UINT8:
+        return ((const uint8_t *)p)[i];
+    case ANVIL_DTYPE_INT8:
+        return ((const int8_t *)p)[i];
+    case ANVIL_DTYPE_UINT16:
+        return ((const uint16_t *)p)[i];
+    case ANVIL_DTYPE_INT16:
+        return ((const int16_t *)p)[i];
+    case ANVIL_DTYPE_INT32:
+        return ((const int32_t *)p)[i];
+    case ANVIL_DTYPE_INT64:
+        return ((const int64_t *)p)[i];
+    case ANVIL_DTYPE_UINT32:
+        return ((const uint32_t *)p)[i];
+    case ANVIL_DTYPE_UINT64:
+        return (int64_t)((const uint64_t *)p)[i];
     default: {
         double d = core_load_f64(dt, p, i);
         if (!(d == d)) return 0;
@@ -190,18 +245,32 @@ int64_t core_load_i64(anvil_dtype dt, const void *p, size_t i) {
 
 void core_store_f64(anvil_dtype dt, void *p, size_t i, double v) {
     switch (dt) {
-    case ANVIL_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
-    case ANVIL_DTYPE_FLOAT64: ((double *)p)[i] = v; break;
-    case ANVIL_DTYPE_FLOAT16: ((uint16_t *)p)[i] = core_f32_to_f16((float)v); break;
-    case ANVIL_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = core_f32_to_bf16((float)v); break;
-    case ANVIL_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    case ANVIL_DTYPE_FLOAT32:
+        ((float *)p)[i] = (float)v;
+        break;
+    case ANVIL_DTYPE_FLOAT64:
+        ((double *)p)[i] = v;
+        break;
+    case ANVIL_DTYPE_FLOAT16:
+        ((uint16_t *)p)[i] = core_f32_to_f16((float)v);
+        break;
+    case ANVIL_DTYPE_BFLOAT16:
+        ((uint16_t *)p)[i] = core_f32_to_bf16((float)v);
+        break;
+    case ANVIL_DTYPE_BOOL:
+        ((uint8_t *)p)[i] = v != 0.0;
+        break;
     default: {
         /* float -> int: truncate toward zero, saturating NaN/out of range to avoid UB */
         int64_t x;
-        if (!(v == v)) x = 0;
-        else if (v >= 9.2233720368547758e18) x = INT64_MAX;
-        else if (v <= -9.2233720368547758e18) x = INT64_MIN;
-        else x = (int64_t)v;
+        if (!(v == v))
+            x = 0;
+        else if (v >= 9.2233720368547758e18)
+            x = INT64_MAX;
+        else if (v <= -9.2233720368547758e18)
+            x = INT64_MIN;
+        else
+            x = (int64_t)v;
         core_store_i64(dt, p, i, x);
     }
     }
@@ -209,16 +278,36 @@ void core_store_f64(anvil_dtype dt, void *p, size_t i, double v) {
 
 void core_store_i64(anvil_dtype dt, void *p, size_t i, int64_t v) {
     switch (dt) {
-    case ANVIL_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    case ANVIL_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case ANVIL_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-    case ANVIL_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-    case ANVIL_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
-    case ANVIL_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case ANVIL_DTYPE_INT64: ((int64_t *)p)[i] = v; break;
-    case ANVIL_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
-    case ANVIL_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
-    default: core_store_f64(dt, p, i, (double)v); break;
+    case ANVIL_DTYPE_BOOL:
+        ((uint8_t *)p)[i] = v != 0;
+        break;
+    case ANVIL_DTYPE_UINT8:
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        break;
+    case ANVIL_DTYPE_INT8:
+        ((int8_t *)p)[i] = (int8_t)v;
+        break;
+    case ANVIL_DTYPE_UINT16:
+        ((uint16_t *)p)[i] = (uint16_t)v;
+        break;
+    case ANVIL_DTYPE_INT16:
+        ((int16_t *)p)[i] = (int16_t)v;
+        break;
+    case ANVIL_DTYPE_INT32:
+        ((int32_t *)p)[i] = (int32_t)v;
+        break;
+    case ANVIL_DTYPE_INT64:
+        ((int64_t *)p)[i] = v;
+        break;
+    case ANVIL_DTYPE_UINT32:
+        ((uint32_t *)p)[i] = (uint32_t)v;
+        break;
+    case ANVIL_DTYPE_UINT64:
+        ((uint64_t *)p)[i] = (uint64_t)v;
+        break;
+    default:
+        core_store_f64(dt, p, i, (double)v);
+        break;
     }
 }
 

@@ -51,9 +51,12 @@ static int log_level(void) {
         const char *e = getenv("ANVIL_LOG");
         int l = CORE_LOG_WARN;
         if (e) {
-            if (!strcmp(e, "error")) l = CORE_LOG_ERROR;
-            else if (!strcmp(e, "info")) l = CORE_LOG_INFO;
-            else if (!strcmp(e, "debug")) l = CORE_LOG_DEBUG;
+            if (!strcmp(e, "error"))
+                l = CORE_LOG_ERROR;
+            else if (!strcmp(e, "info"))
+                l = CORE_LOG_INFO;
+            else if (!strcmp(e, "debug"))
+                l = CORE_LOG_DEBUG;
         }
         level = l;
     }

@@ -29,8 +29,10 @@ static size_t read_size_file(const char *path) {
     if (fgets(buf, sizeof buf, f)) {
         char *end;
         unsigned long long n = strtoull(buf, &end, 10);
-        if (*end == 'K') n *= 1024;
-        else if (*end == 'M') n *= 1024 * 1024;
+        if (*end == 'K')
+            n *= 1024;
+        else if (*end == 'M')
+            n *= 1024 * 1024;
         v = (size_t)n;
     }
     fclose(f);
@@ -53,9 +55,12 @@ static void detect_caches(core_hw *h) {
         if (!strncmp(type, "Instruction", 11)) continue;
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
         size_t sz = read_size_file(path);
-        if (level == 1) h->l1d_bytes = sz;
-        else if (level == 2) h->l2_bytes = sz;
-        else if (level == 3) h->l3_bytes = sz;
+        if (level == 1)
+            h->l1d_bytes = sz;
+        else if (level == 2)
+            h->l2_bytes = sz;
+        else if (level == 3)
+            h->l3_bytes = sz;
     }
 }
 

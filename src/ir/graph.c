@@ -27,8 +27,10 @@ bool ir_op_lookup(const char *onnx_name, ir_op *out) {
             *out = (ir_op)mid;
             return true;
         }
-        if (c < 0) hi = mid - 1;
-        else lo = mid + 1;
+        if (c < 0)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
     }
     return false;
 }
@@ -156,8 +158,8 @@ anvil_status ir_graph_add_value(ir_graph *g, const char *name, ir_vid *out) {
     return ANVIL_OK;
 }
 
-anvil_status ir_graph_add_node(ir_graph *g, ir_op op, const char *name, int n_inputs,
-                               int n_outputs, int n_attrs, int32_t *out_index) {
+anvil_status ir_graph_add_node(ir_graph *g, ir_op op, const char *name, int n_inputs, int n_outputs,
+                               int n_attrs, int32_t *out_index) {
     if (n_inputs < 0 || n_outputs < 0 || n_attrs < 0)
         return core_err(ANVIL_ERR_INTERNAL, "negative node arity");
     CORE_TRY(grow((void **)&g->nodes, g->n_nodes, &g->cap_nodes, sizeof(ir_node)));
@@ -211,7 +213,7 @@ anvil_status ir_graph_add_sym(ir_graph *g, const char *name, int32_t *out) {
 /* ---- attributes ---------------------------------------------------------------------------- */
 
 const char *ir_attr_type_name(ir_attr_type t) {
-    static const char *names[] = {"UNDEFINED", "FLOAT", "INT",   "STRING",  "TENSOR", "GRAPH",
+    static const char *names[] = {"UNDEFINED", "FLOAT", "INT",     "STRING",  "TENSOR", "GRAPH",
                                   "FLOATS",    "INTS",  "STRINGS", "TENSORS", "GRAPHS"};
     return (unsigned)t < sizeof names / sizeof *names ? names[t] : "UNKNOWN";
 }
@@ -230,7 +232,8 @@ static anvil_status attr_typed(const ir_node *n, const char *name, ir_attr_type 
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute '%s' must be of type %s but is %s; fix the exporter or "
                         "the model",
-                        ir_node_label(n), name, ir_attr_type_name(want), ir_attr_type_name(a->type));
+                        ir_node_label(n), name, ir_attr_type_name(want),
+                        ir_attr_type_name(a->type));
     return ANVIL_OK;
 }
 
@@ -266,8 +269,7 @@ anvil_status ir_attr_string(const ir_node *n, const char *name, const char *dflt
     return ANVIL_OK;
 }
 
-anvil_status ir_attr_ints(const ir_node *n, const char *name, const int64_t **out,
-                          size_t *count) {
+anvil_status ir_attr_ints(const ir_node *n, const char *name, const int64_t **out, size_t *count) {
     const ir_attr *a;
     CORE_TRY(attr_typed(n, name, IR_ATTR_INTS, &a));
     *out = a ? a->ints : NULL;
@@ -275,8 +277,7 @@ anvil_status ir_attr_ints(const ir_node *n, const char *name, const int64_t **ou
     return ANVIL_OK;
 }
 
-anvil_status ir_attr_floats(const ir_node *n, const char *name, const float **out,
-                            size_t *count) {
+anvil_status ir_attr_floats(const ir_node *n, const char *name, const float **out, size_t *count) {
     const ir_attr *a;
     CORE_TRY(attr_typed(n, name, IR_ATTR_FLOATS, &a));
     *out = a ? a->floats : NULL;

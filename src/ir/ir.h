@@ -42,10 +42,10 @@ typedef struct ir_shape {
 } ir_shape;
 
 /* Shape helpers. */
-void ir_shape_unknown(ir_shape *s);                                 /* unknown rank */
-void ir_shape_set(ir_shape *s, int rank, const int64_t *dims);       /* all dims known */
-bool ir_shape_is_static(const ir_shape *s);                          /* rank and dims known */
-bool ir_shape_equal(const ir_shape *a, const ir_shape *b);           /* same known dims/syms */
+void ir_shape_unknown(ir_shape *s);                            /* unknown rank */
+void ir_shape_set(ir_shape *s, int rank, const int64_t *dims); /* all dims known */
+bool ir_shape_is_static(const ir_shape *s);                    /* rank and dims known */
+bool ir_shape_equal(const ir_shape *a, const ir_shape *b);     /* same known dims/syms */
 /* numel of a static shape; false if not static or on overflow. */
 bool ir_shape_numel(const ir_shape *s, size_t *out);
 /* Formats "[1,3,224,224]" or "[N,3,?,?]" into buf (always NUL-terminated). */
@@ -167,8 +167,8 @@ anvil_status ir_graph_add_value(ir_graph *g, const char *name, ir_vid *out);
 ir_vid ir_graph_find_value(const ir_graph *g, const char *name);
 /* Adds a node with room for n_inputs/n_outputs/n_attrs (all zeroed, inputs/outputs IR_NONE).
  * name is copied. Returns the node index. Pointers into g->nodes are invalidated. */
-anvil_status ir_graph_add_node(ir_graph *g, ir_op op, const char *name, int n_inputs,
-                               int n_outputs, int n_attrs, int32_t *out_index);
+anvil_status ir_graph_add_node(ir_graph *g, ir_op op, const char *name, int n_inputs, int n_outputs,
+                               int n_attrs, int32_t *out_index);
 anvil_status ir_graph_add_input(ir_graph *g, ir_vid v);
 anvil_status ir_graph_add_output(ir_graph *g, ir_vid v);
 /* Interns a symbolic dim name; returns its index. */

@@ -11,7 +11,7 @@
 
 /* ISA / backend requirements, checked against core_hw before `supports`. */
 enum {
-    KERN_NEEDS_AVX2 = 1u << 0, /* AVX2 + FMA */
+    KERN_NEEDS_AVX2 = 1u << 0,   /* AVX2 + FMA */
     KERN_NEEDS_AVX512 = 1u << 1, /* AVX-512 F/BW/VL/DQ */
     KERN_NEEDS_AVX512_FP16 = 1u << 2,
     KERN_NEEDS_AVX512_BF16 = 1u << 3,

@@ -88,7 +88,7 @@ anvil_status op_broadcast_shape(const ir_node *n, const ir_shape *a, const ir_sh
 /* Normalises an axis in [-rank, rank) to [0, rank); SHAPE error naming the node and attribute. */
 anvil_status op_norm_axis(const ir_node *n, const char *what, int64_t axis, int rank, int *out);
 /* Reads a known value_input as int64 list (INT32 or INT64 dtype); count is its numel. */
-anvil_status op_value_ints(const ir_node *n, int input, const op_tinfo *t, int64_t *out,
-                           size_t cap, size_t *count);
+anvil_status op_value_ints(const ir_node *n, int input, const op_tinfo *t, int64_t *out, size_t cap,
+                           size_t *count);
 
 #endif

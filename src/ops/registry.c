@@ -27,18 +27,17 @@ anvil_status op_check_graph(ir_graph *g) {
         int nin = n->n_inputs, nout = n->n_outputs;
         while (nin > 0 && n->inputs[nin - 1] == IR_NONE) nin--;
         if (nin < impl->min_inputs || n->n_inputs > impl->max_inputs)
-            return core_err(ANVIL_ERR_INVALID_MODEL,
-                            "%s has %d inputs; %s takes %d to %d", ir_node_label(n), n->n_inputs,
-                            ir_op_name(n->op), impl->min_inputs, impl->max_inputs);
+            return core_err(ANVIL_ERR_INVALID_MODEL, "%s has %d inputs; %s takes %d to %d",
+                            ir_node_label(n), n->n_inputs, ir_op_name(n->op), impl->min_inputs,
+                            impl->max_inputs);
         for (int k = 0; k < impl->min_inputs && k < n->n_inputs; k++)
             if (n->inputs[k] == IR_NONE)
                 return core_err(ANVIL_ERR_INVALID_MODEL, "%s: required input %d is missing",
                                 ir_node_label(n), k);
         while (nout > 0 && n->outputs[nout - 1] == IR_NONE) nout--;
         if (nout < impl->min_outputs || n->n_outputs > impl->max_outputs)
-            return core_err(ANVIL_ERR_INVALID_MODEL,
-                            "%s has %d outputs; %s produces %d to %d", ir_node_label(n),
-                            n->n_outputs, ir_op_name(n->op), impl->min_outputs,
+            return core_err(ANVIL_ERR_INVALID_MODEL, "%s has %d outputs; %s produces %d to %d",
+                            ir_node_label(n), n->n_outputs, ir_op_name(n->op), impl->min_outputs,
                             impl->max_outputs);
         CORE_TRY(impl->check(g, n));
     }
@@ -68,8 +67,10 @@ anvil_status op_broadcast_shape(const ir_node *n, const ir_shape *a, const ir_sh
         int32_t sa = ia >= 0 ? a->sym[ia] : -1, sb = ib >= 0 ? b->sym[ib] : -1;
         o.sym[i] = -1;
         if (da >= 0 && db >= 0) {
-            if (da == db || db == 1) o.d[i] = da;
-            else if (da == 1) o.d[i] = db;
+            if (da == db || db == 1)
+                o.d[i] = da;
+            else if (da == 1)
+                o.d[i] = db;
             else {
                 char sa_buf[128], sb_buf[128];
                 return core_err(ANVIL_ERR_SHAPE,
@@ -85,7 +86,8 @@ anvil_status op_broadcast_shape(const ir_node *n, const ir_shape *a, const ir_sh
             o.d[i] = da;
             o.sym[i] = sa;
         } else if (da >= 0) {
-            o.d[i] = da; /* the unknown side must be 1 or equal; the known dim wins unless it is 1 */
+            o.d[i] =
+                da; /* the unknown side must be 1 or equal; the known dim wins unless it is 1 */
         } else if (db >= 0) {
             o.d[i] = db;
         } else {
@@ -105,8 +107,8 @@ anvil_status op_norm_axis(const ir_node *n, const char *what, int64_t axis, int 
     return ANVIL_OK;
 }
 
-anvil_status op_value_ints(const ir_node *n, int input, const op_tinfo *t, int64_t *out,
-                           size_t cap, size_t *count) {
+anvil_status op_value_ints(const ir_node *n, int input, const op_tinfo *t, int64_t *out, size_t cap,
+                           size_t *count) {
     if (t->dtype != ANVIL_DTYPE_INT64 && t->dtype != ANVIL_DTYPE_INT32)
         return core_err(ANVIL_ERR_SHAPE, "%s: input %d must be INT64 (or INT32) but is %s",
                         ir_node_label(n), input, anvil_dtype_name(t->dtype));

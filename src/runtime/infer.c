@@ -75,8 +75,8 @@ static void merge_declared(const ir_value *v, op_tinfo *t) {
     }
 }
 
-static anvil_status fold_node(const ir_node *n, rt_shapes *s,
-                              const rt_infer_opts *opts, int32_t node_index) {
+static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opts *opts,
+                              int32_t node_index) {
     const op_tensor *ins[128];
     op_tensor in_t[128], out_t[128];
     op_tensor *outs[128];
@@ -223,7 +223,8 @@ anvil_status rt_infer_graph_static(ir_graph *g) {
     anvil_status st = ANVIL_OK;
     for (int32_t v = 0; v < g->n_values && st == ANVIL_OK; v++) {
         const ir_value *val = &g->values[v];
-        if (val->flags & IR_VALUE_CONST) st = bind_constant(g, &s, v, RT_LOAD_FOLD_LIMIT);
+        if (val->flags & IR_VALUE_CONST)
+            st = bind_constant(g, &s, v, RT_LOAD_FOLD_LIMIT);
         else if (val->flags & (IR_VALUE_GRAPH_INPUT | IR_VALUE_OUTER)) {
             s.info[v].dtype = val->dtype;
             s.info[v].shape = val->shape;

@@ -17,9 +17,9 @@ struct rt_pool {
     op_range_fn fn;
     void *arg;
     size_t n;
-    int chunks;        /* number of chunks the job is split into (<= threads) */
-    uint64_t job_id;   /* incremented per job so workers know a new job arrived */
-    int pending;       /* worker chunks not finished yet */
+    int chunks;      /* number of chunks the job is split into (<= threads) */
+    uint64_t job_id; /* incremented per job so workers know a new job arrived */
+    int pending;     /* worker chunks not finished yet */
     bool stop;
 };
 

@@ -24,9 +24,9 @@ struct op_ctx {
  * known (constants, and outputs of folded nodes). */
 typedef struct rt_shapes {
     int32_t n_values, n_nodes;
-    op_tinfo *info;     /* [n_values] */
-    void **owned;       /* [n_values]: storage this struct owns (aligned; free()) or NULL */
-    bool *folded;       /* [n_nodes]: node evaluated during inference */
+    op_tinfo *info; /* [n_values] */
+    void **owned;   /* [n_values]: storage this struct owns (aligned; free()) or NULL */
+    bool *folded;   /* [n_nodes]: node evaluated during inference */
     size_t folded_count;
 } rt_shapes;
 
@@ -51,7 +51,8 @@ anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opt
  * into g's values (dtype and shape of every node output). */
 anvil_status rt_infer_graph_static(ir_graph *g);
 
-/* ---- sessions and plans ------------------------------------------------------------------------ */
+/* ---- sessions and plans ------------------------------------------------------------------------
+ */
 
 typedef struct rt_session rt_session;
 
@@ -73,7 +74,8 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
 anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out);
 anvil_status rt_session_write_trace(const rt_session *s, const char *path);
 
-/* ---- tensors (the public anvil_tensor, shared with the API layer) ------------------------------ */
+/* ---- tensors (the public anvil_tensor, shared with the API layer) ------------------------------
+ */
 
 struct anvil_tensor {
     anvil_dtype dtype;

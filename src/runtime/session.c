@@ -20,9 +20,9 @@ typedef enum { LOC_NONE = 0, LOC_ARENA, LOC_INPUT, LOC_CONST } loc_kind;
 
 typedef struct rt_loc {
     loc_kind kind;
-    int32_t input;     /* LOC_INPUT: graph input index */
-    size_t offset;     /* LOC_ARENA */
-    const void *ptr;   /* LOC_CONST */
+    int32_t input;   /* LOC_INPUT: graph input index */
+    size_t offset;   /* LOC_ARENA */
+    const void *ptr; /* LOC_CONST */
 } rt_loc;
 
 typedef struct rt_step {
@@ -164,8 +164,8 @@ static anvil_status assign_offsets(group *gr, int32_t n, size_t *arena_bytes) {
             moved = false;
             for (int32_t j = 0; j < i; j++) {
                 if (gr[j].last < gr[i].first || gr[i].last < gr[j].first) continue;
-                size_t jend = gr[j].offset + ((gr[j].bytes + RT_ARENA_ALIGN - 1) &
-                                              ~(size_t)(RT_ARENA_ALIGN - 1));
+                size_t jend = gr[j].offset +
+                              ((gr[j].bytes + RT_ARENA_ALIGN - 1) & ~(size_t)(RT_ARENA_ALIGN - 1));
                 if (off < jend && gr[j].offset < off + size) {
                     off = jend;
                     moved = true;
@@ -201,8 +201,9 @@ static anvil_status check_inputs(const rt_session *s, const anvil_tensor *const 
             break;
         }
         if (t->dtype != v->dtype) {
-            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' must be %s but a %s tensor was given",
-                          v->name, anvil_dtype_name(v->dtype), anvil_dtype_name(t->dtype));
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                          "input '%s' must be %s but a %s tensor was given", v->name,
+                          anvil_dtype_name(v->dtype), anvil_dtype_name(t->dtype));
             break;
         }
         if (v->shape.rank >= 0 && t->rank != v->shape.rank) {
@@ -241,8 +242,8 @@ static anvil_status check_inputs(const rt_session *s, const anvil_tensor *const 
 
 /* The plan cache key: rank and dims of every input, then the contents of the inputs that decide
  * shapes (e.g. a Reshape target fed by the caller). */
-static anvil_status signature(const rt_session *s, const anvil_tensor *const *inputs,
-                              int64_t **out, size_t *len) {
+static anvil_status signature(const rt_session *s, const anvil_tensor *const *inputs, int64_t **out,
+                              size_t *len) {
     const ir_graph *g = s->g;
     size_t n = 0;
     for (int32_t i = 0; i < g->n_inputs; i++) {
@@ -451,7 +452,8 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
             int32_t root = uf_find(uf, x);
             bool ok = true;
             for (int32_t v = 0; v < g->n_values && ok; v++)
-                if (p->loc[v].kind == LOC_ARENA && uf_find(uf, v) == root && last[v] > i) ok = false;
+                if (p->loc[v].kind == LOC_ARENA && uf_find(uf, v) == root && last[v] > i)
+                    ok = false;
             for (int k = 1; k < n->n_inputs && ok; k++)
                 if (n->inputs[k] != IR_NONE && p->loc[n->inputs[k]].kind == LOC_ARENA &&
                     uf_find(uf, n->inputs[k]) == root)
@@ -590,8 +592,7 @@ static rt_plan *plan_lookup(rt_session *s, const int64_t *sig, size_t sig_len) {
     return NULL;
 }
 
-static void trace_add(rt_session *s, int32_t node, const char *variant, uint64_t t0,
-                      uint64_t t1) {
+static void trace_add(rt_session *s, int32_t node, const char *variant, uint64_t t0, uint64_t t1) {
     if (s->n_events == s->cap_events) {
         if (s->cap_events >= RT_TRACE_MAX_EVENTS) {
             s->dropped_events++;
@@ -611,10 +612,14 @@ static void trace_add(rt_session *s, int32_t node, const char *variant, uint64_t
 
 static void *loc_ptr(const rt_plan *p, const rt_loc *l, const anvil_tensor *const *inputs) {
     switch (l->kind) {
-    case LOC_ARENA: return p->arena + l->offset;
-    case LOC_INPUT: return inputs[l->input]->data;
-    case LOC_CONST: return (void *)l->ptr;
-    default: return NULL;
+    case LOC_ARENA:
+        return p->arena + l->offset;
+    case LOC_INPUT:
+        return inputs[l->input]->data;
+    case LOC_CONST:
+        return (void *)l->ptr;
+    default:
+        return NULL;
     }
 }
 
@@ -683,8 +688,10 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
         anvil_status st = rt_tensor_new(t->dtype, t->shape.rank, t->shape.d, &outputs[j]);
         if (st == ANVIL_OK && outputs[j]->bytes) {
             const void *src = loc_ptr(p, &p->loc[v], inputs);
-            if (!src) st = core_err(ANVIL_ERR_INTERNAL, "output '%s' has no storage", g->values[v].name);
-            else memcpy(outputs[j]->data, src, outputs[j]->bytes);
+            if (!src)
+                st = core_err(ANVIL_ERR_INTERNAL, "output '%s' has no storage", g->values[v].name);
+            else
+                memcpy(outputs[j]->data, src, outputs[j]->bytes);
         }
         if (st != ANVIL_OK) {
             for (int32_t k = 0; k <= j; k++) {
@@ -719,9 +726,12 @@ static void json_string(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
     }
     fputc('"', f);
 }
@@ -733,8 +743,9 @@ anvil_status rt_session_write_trace(const rt_session *s, const char *path) {
                         "anvil_options_set_profiling before creating the session");
     FILE *f = fopen(path, "w");
     if (!f) return core_err(ANVIL_ERR_IO, "cannot open '%s' for writing", path);
-    fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"runs\":%u,\"dropped_events\":%zu},"
-               "\"traceEvents\":[\n",
+    fprintf(f,
+            "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"runs\":%u,\"dropped_events\":%zu},"
+            "\"traceEvents\":[\n",
             s->runs, s->dropped_events);
     fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"anvil\"}}");
     char shape[200];
@@ -748,8 +759,9 @@ anvil_status rt_session_write_trace(const rt_session *s, const char *path) {
         }
         const ir_node *n = &s->g->nodes[e->node];
         json_string(f, n->name);
-        fprintf(f, ",\"cat\":\"op\",\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":\"%s\",\"variant\":",
-                ts, dur, ir_op_name(n->op));
+        fprintf(f,
+                ",\"cat\":\"op\",\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":\"%s\",\"variant\":", ts,
+                dur, ir_op_name(n->op));
         json_string(f, e->variant);
         fprintf(f, ",\"run\":%u", e->run);
         if (n->n_outputs > 0 && n->outputs[0] != IR_NONE)

@@ -106,8 +106,8 @@ static inline void optest_attr_floats(optest *t, int k, const char *name, const 
 }
 
 /* Attribute holding a tensor (e.g. Constant's value). data is borrowed: keep it alive. */
-static inline void optest_attr_tensor(optest *t, int k, const char *name, anvil_dtype dt,
-                                      int rank, const int64_t *dims, const void *data) {
+static inline void optest_attr_tensor(optest *t, int k, const char *name, anvil_dtype dt, int rank,
+                                      const int64_t *dims, const void *data) {
     ir_attr *a = optest_attr(t, k, name, IR_ATTR_TENSOR);
     ir_tensor *x = core_arena_alloc(t->g->arena, sizeof *x);
     x->dtype = dt;

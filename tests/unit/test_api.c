@@ -200,8 +200,7 @@ static void test_version_and_names(void **state) {
 
 int main(void) {
     const char *src = getenv("ANVIL_SOURCE_DIR");
-    snprintf(model_path, sizeof model_path, "%s/tests/unit/data/api_small.onnx",
-             src ? src : ".");
+    snprintf(model_path, sizeof model_path, "%s/tests/unit/data/api_small.onnx", src ? src : ".");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_path_and_run),
         cmocka_unit_test(test_load_buffer),

@@ -36,7 +36,7 @@ static void test_f16_round_trip(void **state) {
     }
     assert_true(core_f16_to_f32(0x3c00) == 1.0f);
     assert_true(core_f16_to_f32(0x0001) == ldexpf(1.0f, -24));
-    assert_int_equal(core_f32_to_f16(65520.0f), 0x7c00);        /* rounds to inf */
+    assert_int_equal(core_f32_to_f16(65520.0f), 0x7c00);              /* rounds to inf */
     assert_int_equal(core_f32_to_f16(1.0f + ldexpf(1, -11)), 0x3c00); /* tie to even */
     assert_true(isnan(core_f16_to_f32(core_f32_to_f16(NAN))));
 }

@@ -114,8 +114,10 @@ static void test_shapes(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_values_and_lookup), cmocka_unit_test(test_subgraph_depth_limit),
-        cmocka_unit_test(test_attr_getters),      cmocka_unit_test(test_op_table),
+        cmocka_unit_test(test_values_and_lookup),
+        cmocka_unit_test(test_subgraph_depth_limit),
+        cmocka_unit_test(test_attr_getters),
+        cmocka_unit_test(test_op_table),
         cmocka_unit_test(test_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -275,7 +275,6 @@ static void test_shape_chain_folds_and_plans_per_shape(void **state) {
     ir_graph_free(g);
 }
 
-
 /* y = Reshape(x, shape) with `shape` fed by the caller: the plan is keyed by its contents. */
 static void test_shape_input_contents_key_the_plan(void **state) {
     (void)state;
