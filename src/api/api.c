@@ -172,6 +172,12 @@ anvil_status anvil_options_set_profiling(anvil_options *o, int on) {
 
 /* ---- sessions ------------------------------------------------------------------------------ */
 
+/* Weights a session realigned are not read from the mapping again: let the pages go, so a model's
+ * memory is its file size once, not twice. */
+static void release_model_pages(void *ctx, const void *p, size_t n) {
+    onnx_model_release_pages(ctx, p, n);
+}
+
 anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opts,
                                   anvil_session **out) {
     API_CHECK(out, "anvil_session_create: out is NULL");
@@ -184,6 +190,8 @@ anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opt
         cfg.profiling = opts->profiling;
     }
     if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
+    cfg.released = release_model_pages;
+    cfg.released_ctx = m->onnx;
     anvil_session *s = core_calloc(1, sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
     s->model = m;

@@ -78,6 +78,12 @@ anvil_status onnx_load_buffer(const void *data, size_t size, onnx_model **out);
 /* Frees the model, its graphs and its mappings. NULL is accepted. */
 void onnx_model_free(onnx_model *m);
 
+/* Tells the model that [p, p + n) will not be read again by this process soon (a session copied
+ * it into aligned storage): the whole pages it covers inside the model's own file mappings are
+ * dropped from memory (they are re-read from the file if touched again). Ranges outside those
+ * mappings (a caller's buffer, owned copies) are left alone. */
+void onnx_model_release_pages(const onnx_model *m, const void *p, size_t n);
+
 /* Reads a file holding one serialized TensorProto (the .pb files of the ONNX test suites) into
  * a new dense tensor, which *out owns and the caller frees with anvil_tensor_free. path is
  * borrowed. The tensor passes the same checks as a model's initializers (external data is read

@@ -90,3 +90,20 @@ void onnx_store_free(onnx_store *s) {
     free(s->dir);
     free(s);
 }
+
+/* The mappings are private, read-only and file-backed, so MADV_DONTNEED only drops clean pages:
+ * nothing is lost, a later read faults them back in from the file. */
+static void release_in(const void *base, size_t size, const unsigned char *p, size_t n) {
+    const unsigned char *b = base;
+    if (!b || p < b || n > size || (size_t)(p - b) > size - n) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+void onnx_model_release_pages(const onnx_model *m, const void *p, size_t n) {
+    const onnx_store *s = m->store;
+    release_in(s->map, s->map_size, p, n);
+    for (size_t i = 0; i < s->n_ext; i++) release_in(s->ext[i].addr, s->ext[i].size, p, n);
+}

@@ -60,6 +60,10 @@ typedef struct rt_session_config {
     int threads;   /* >= 1 */
     int opt_level; /* 0..3 */
     bool profiling;
+    /* Optional: called after the session copied a constant's bytes [p, p + n) into aligned
+     * storage of its own, so the owner of the original (the model's file mapping) can drop it. */
+    void (*released)(void *ctx, const void *p, size_t n);
+    void *released_ctx;
 } rt_session_config;
 
 /* g is borrowed and must outlive the session. *out owned by the caller (rt_session_free). */

@@ -562,6 +562,8 @@ anvil_status rt_session_create(const ir_graph *g, const rt_session_config *cfg, 
         if (val->data_bytes) memcpy(copy, val->data, val->data_bytes);
         s->const_owned[v] = copy;
         s->const_ptr[v] = copy;
+        if (cfg->released && val->data_bytes)
+            cfg->released(cfg->released_ctx, val->data, val->data_bytes);
     }
     s->t_origin = core_now_ns();
     *out = s;

@@ -252,7 +252,7 @@ static void check_pool(const pool_cfg *c, bool max, anvil_dtype dt, rt_pool *poo
     int64_t xd[5] = {c->N, c->C};
     for (int d = 0; d < c->nsp; d++) xd[d + 2] = c->in[d];
     size_t nx = numel(xd, rank), es = anvil_dtype_size(dt);
-    double *x = malloc(nx * sizeof *x), *want = malloc(8192 * sizeof *want);
+    double *x = calloc(nx ? nx : 1, sizeof *x), *want = malloc(8192 * sizeof *want);
     int64_t *widx = malloc(8192 * sizeof *widx), yd[5];
     void *xt = malloc(nx * es);
     for (size_t i = 0; i < nx; i++) {
