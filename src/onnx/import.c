@@ -205,7 +205,9 @@ static anvil_status value_type(ir_graph *g, const onnx_ValueInfoProto *vi, const
                 overflow |= !core_mul_size(known, (size_t)v, &known);
             }
         } else if (d->which_value == onnx_TensorShapeProto_Dimension_dim_param_tag &&
-                   d->value.dim_param && *d->value.dim_param) {
+                   d->value.dim_param && *d->value.dim_param &&
+                   strcmp(d->value.dim_param, "?") != 0) {
+            /* exporters write "?" for "unknown", not for one dim shared by every "?" */
             CORE_TRY(ir_graph_add_sym(g, d->value.dim_param, &shape->sym[i]));
         }
     }

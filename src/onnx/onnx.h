@@ -40,9 +40,10 @@
  * 1.22.0); 12 and 13 only add element types, which anvil refuses by name if used. */
 #define ONNX_IR_VERSION_MIN 3
 #define ONNX_IR_VERSION_MAX 13
-/* Supported default-domain ("" or "ai.onnx") opsets. */
+/* Supported default-domain ("" or "ai.onnx") opsets: 27 is the newest of the pinned onnx 1.22.0.
+ * Each op's check() handles every schema version of its op in this range. */
 #define ONNX_OPSET_MIN 7
-#define ONNX_OPSET_MAX 21
+#define ONNX_OPSET_MAX 27
 /* Protobuf cannot represent messages of 2 GiB or more; larger models keep weights externally. */
 #define ONNX_MAX_PROTO_BYTES ((size_t)INT32_MAX)
 

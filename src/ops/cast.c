@@ -10,8 +10,9 @@
  *     behaviour;
  *   - to f16/bf16: through float, rounding to nearest even (ONNX Runtime also goes through
  *     float, so f64 -> f16 rounds twice there too).
- * String, complex, float8 and 4-bit types are refused at inference. The `saturate` attribute
- * (opset 19) concerns float8 targets only and so never applies here.
+ * String, complex, float8 and 4-/2-bit types are refused at inference. The `saturate` attribute
+ * (opset 19) and `round_mode` (opset 24) concern float8 targets only and so never apply here;
+ * Cast 21 / 23 / 24 / 25 only add such types, so every version from 7 to 25 runs the same code.
  *
  * Identity and Dropout alias their output to their input (OP_ALIAS_0): the runtime never calls
  * their kernels for data, but the kernels still copy so the ops are correct on their own. */
@@ -134,6 +135,13 @@ static anvil_status cast_check(ir_graph *g, ir_node *n) {
     CORE_TRY(ir_attr_int(n, "saturate", 1, &saturate));
     const char *round_mode;
     CORE_TRY(ir_attr_string(n, "round_mode", "up", &round_mode));
+    /* round_mode (opset 24) only affects float8e8m0 targets, which infer refuses, but a
+     * misspelt value is still a broken model */
+    if (strcmp(round_mode, "up") != 0 && strcmp(round_mode, "down") != 0 &&
+        strcmp(round_mode, "nearest") != 0)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute 'round_mode' is \"%.32s\"; expected up, down or nearest",
+                        ir_node_label(n), round_mode);
     cast_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     p->to = (anvil_dtype)to;

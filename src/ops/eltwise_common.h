@@ -1,12 +1,14 @@
-/* Private to the elementwise op families (src/ops/eltwise.c, activation.c, softmax.c, cast.c):
- * the dtype lists their kernels are generated over, the broadcasting iterator, the unary driver,
- * dtype checks, and float -> integer conversions with defined results. Nothing outside src/ops
- * includes this header. Everything declared here (non-inline) is defined in eltwise.c. */
+/* Private to the elementwise op families (src/ops/eltwise.c, eltwise_math.c, eltwise_logic.c,
+ * activation.c, activation2.c, softmax.c, cast.c): the dtype lists their kernels are generated
+ * over, the broadcasting iterator, the unary driver, dtype checks, and float -> integer
+ * conversions with defined results. Nothing outside src/ops includes this header. Everything
+ * declared here (non-inline) is defined in eltwise.c. */
 #ifndef ANVIL_OPS_ELTWISE_COMMON_H
 #define ANVIL_OPS_ELTWISE_COMMON_H
 
 #include "ops/ops.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -144,5 +146,70 @@ static inline uint64_t op_elt_f2u64(double v) {
     if (v >= 9223372036854775808.0) return v < 18446744073709551616.0 ? (uint64_t)v : 0u;
     return (uint64_t)op_elt_f2i64(v);
 }
+
+/* ---- helpers for the op families of eltwise_math.c, eltwise_logic.c and activation2.c --------
+ *
+ * (Header-only so that those families need nothing new from eltwise.c.) */
+
+/* Defines `static void name` (an op_elt_row2) whose operands have storage type T, loaded through
+ * LD into the compute type C, and whose output has storage type TO, stored through OST:
+ * out[i] = OST(EXPR(C, u, v)). Used where the output type differs from the operands' (the
+ * comparisons write bool) as well as for plain binary arithmetic (TO = T, OST = the store). The
+ * strides are 0 or 1 (see op_elt_binary_run). */
+#define ELT_DEF_ROW2_TO(name, EXPR, T, C, LD, TO, OST)                                             \
+    static void name(void *out, const void *a, const void *b, ptrdiff_t sa, ptrdiff_t sb,          \
+                     size_t n) {                                                                   \
+        TO *o = out;                                                                               \
+        const T *x = a, *y = b;                                                                    \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            C u = (C)LD(x[(ptrdiff_t)i * sa]), v = (C)LD(y[(ptrdiff_t)i * sb]);                    \
+            o[i] = OST(EXPR(C, u, v));                                                             \
+        }                                                                                          \
+    }
+
+/* INVALID_MODEL unless the node's opset has the op: `since` is the first opset whose schema
+ * defines it. */
+static inline anvil_status op_elt_require_opset(const ir_node *n, int since) {
+    if (n->opset >= since) return ANVIL_OK;
+    return core_err(ANVIL_ERR_INVALID_MODEL,
+                    "%s: %s exists from opset %d on, but the model imports opset %d; raise the "
+                    "model's opset to %d or more",
+                    ir_node_label(n), ir_op_name(n->op), since, n->opset, since);
+}
+
+/* Shape inference of a broadcasting binary op: input 0's dtype must be in mask, input 1 must
+ * have the same dtype, and output 0 gets out_dtype (UNDEFINED: input 0's dtype) and the numpy
+ * broadcast of the two shapes. */
+static inline anvil_status op_elt_binary_infer(const ir_node *n, const op_tinfo *in, int n_in,
+                                               op_tinfo *out, int n_out, uint32_t mask,
+                                               anvil_dtype out_dtype) {
+    if (n_in < 2 || n_out < 1)
+        return core_err(ANVIL_ERR_INTERNAL, "%s: inference called with %d inputs, %d outputs",
+                        ir_node_label(n), n_in, n_out);
+    CORE_TRY(op_elt_require(n, 0, in[0].dtype, mask));
+    if (in[1].dtype != in[0].dtype)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: input 1 has dtype %s but input 0 has %s; both inputs must have the "
+                        "same dtype (insert a Cast)",
+                        ir_node_label(n), anvil_dtype_name(in[1].dtype),
+                        anvil_dtype_name(in[0].dtype));
+    out[0].dtype = out_dtype == ANVIL_DTYPE_UNDEFINED ? in[0].dtype : out_dtype;
+    out[0].value = NULL;
+    return op_broadcast_shape(n, &in[0].shape, &in[1].shape, &out[0].shape);
+}
+
+/* The logistic function 1/(1+e^-x), computed as e^x/(1+e^x) for negative x so that neither
+ * branch takes exp of a large positive number. */
+static inline float op_elt_sigmoid_f(float x) {
+    if (x >= 0) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+static inline double op_elt_sigmoid_d(double x) {
+    if (x >= 0) return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+#define OP_ELT_SIGMOID(v) _Generic((v), double : op_elt_sigmoid_d, default : op_elt_sigmoid_f)(v)
 
 #endif

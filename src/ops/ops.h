@@ -44,6 +44,10 @@ enum {
     /* Output 0 is input 0 reinterpreted with another shape (Reshape, Flatten, Squeeze, ...):
      * the runtime aliases the buffers and never calls run for the data. */
     OP_ALIAS_0 = 1u << 1,
+    /* Some output dims depend on input contents (NonZero, Unique, If, Loop, ...): infer may leave
+     * them unknown (rank known where possible) even with every input shape known. Such an op sets
+     * run_alloc; the runtime runs it as a dynamic step and never preallocates its outputs. */
+    OP_DATA_DEPENDENT = 1u << 2,
 };
 
 typedef struct op_impl {
@@ -67,10 +71,42 @@ typedef struct op_impl {
 
     /* The reference kernel. in[i] is NULL for an omitted optional input, out[i] NULL for an
      * omitted optional output. Output buffers are preallocated with the inferred shape. Runtime
-     * failures (e.g. an index out of range) return ANVIL_ERR_RUNTIME naming the node. Required. */
+     * failures (e.g. an index out of range) return ANVIL_ERR_RUNTIME naming the node. Required
+     * (ops with run_alloc use op_run_via_alloc). */
     anvil_status (*run)(const ir_node *n, const op_tensor *const *in, int n_in,
                         op_tensor *const *out, int n_out, op_ctx *ctx);
+
+    /* Optional kernel for OP_DATA_DEPENDENT ops, whose output sizes are known only after
+     * computing. in[] as for run. The runtime hands out[i] (NULL for an omitted output) with
+     * data == NULL; the kernel fills every non-NULL out[i] through op_output_alloc. On failure the
+     * runtime releases whatever the kernel allocated. */
+    anvil_status (*run_alloc)(const ir_node *n, const op_tensor *const *in, int n_in,
+                              op_tensor *const *out, int n_out, op_ctx *ctx);
 } op_impl;
+
+/* Sets t's dtype and dims and gives it fresh zeroed storage of that size (64-byte aligned; at
+ * least one byte, so data is never NULL). The storage belongs to whoever handed t to the kernel
+ * (the runtime); kernels release storage they allocated for their own temporaries with
+ * op_tensor_release. Fails with LIMIT / OUT_OF_MEMORY; dims borrowed. ctx may be NULL. */
+anvil_status op_output_alloc(op_ctx *ctx, op_tensor *t, anvil_dtype dt, int rank,
+                             const int64_t *dims);
+/* A `run` for OP_DATA_DEPENDENT ops whose caller already knows the output shapes: runs the op's
+ * run_alloc into temporaries, checks that each result has out[i]'s dtype and dims (RUNTIME error
+ * naming the node otherwise) and copies it into out[i]. */
+anvil_status op_run_via_alloc(const ir_node *n, const op_tensor *const *in, int n_in,
+                              op_tensor *const *out, int n_out, op_ctx *ctx);
+/* Frees storage from op_output_alloc or op_subgraph_run and sets t->data to NULL. */
+void op_tensor_release(op_tensor *t);
+
+/* Runs subgraph body (an attribute graph of the node now running in ctx) once with its graph
+ * inputs bound to in[0..n_in) (borrowed; n_in == body->n_inputs) and its outer-scope values read
+ * from the graphs that enclose it. out[j] (j < n_out == body->n_outputs) receives graph output j
+ * in storage the caller owns and frees with op_tensor_release. Nodes run one by one with
+ * shapes inferred from the actual values. Call it only from the kernel's own thread while the
+ * runtime runs the node (it finds the enclosing values through a per-thread scope); ctx is the one
+ * the runtime passed to the kernel. */
+anvil_status op_subgraph_run(op_ctx *ctx, const ir_graph *body, const op_tensor *const *in,
+                             int n_in, op_tensor *out, int n_out);
 
 /* The implementation of an op (op < IR_OP_COUNT). Never NULL. */
 const op_impl *op_get(ir_op op);

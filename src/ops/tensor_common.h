@@ -1,6 +1,7 @@
 /* Private helpers shared by the tensor/shape op family (tensor_shape.c, tensor_move.c,
- * tensor_const.c). Not part of the ops layer contract: nothing outside these three files includes
- * it. All helpers are static inline so each file takes only what it uses.
+ * tensor_const.c, tensor_split.c, tensor_index.c, tensor_misc.c, tensor_spatial.c, einsum.c). Not
+ * part of the ops layer contract: nothing outside src/ops includes it. All helpers are static
+ * inline so each file takes only what it uses.
  *
  * Pointers passed to these helpers are borrowed for the call; nothing here allocates. */
 #ifndef ANVIL_OPS_TENSOR_COMMON_H
@@ -8,6 +9,7 @@
 
 #include "ops/ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* True when input i of n exists and was not omitted. */
@@ -170,6 +172,72 @@ static inline void tensor_strided_run(op_ctx *ctx, tensor_strided *s, size_t num
         s->stride[0] = 1;
     }
     op_parallel_for(ctx, numel / (size_t)s->dims[s->rank - 1], tensor_strided_rows, s);
+}
+
+/* ---- shared by the tensor ops of issue 3 (tensor_split.c, tensor_index.c, tensor_misc.c) ---- */
+
+/* An op that exists in the default domain only for opsets [since, until) (until 0: still
+ * current). Models importing another opset are refused, naming the op's range. */
+static inline anvil_status tensor_check_opset(const ir_node *n, int since, int until) {
+    if (n->opset < since)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: the operator exists from opset %d but the model imports opset %d; "
+                        "raise the model's opset",
+                        ir_node_label(n), since, n->opset);
+    if (until > 0 && n->opset >= until)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: the operator was removed from the default domain at opset %d and the "
+                        "model imports opset %d; re-export it with the replacement operator",
+                        ir_node_label(n), until, n->opset);
+    return ANVIL_OK;
+}
+
+/* Product of dims[from..to) of a tensor whose size was checked at plan time. */
+static inline size_t tensor_dims_prod(const int64_t *dims, int from, int to) {
+    size_t p = 1;
+    for (int i = from; i < to; i++) p *= (size_t)dims[i];
+    return p;
+}
+
+/* Row-major element strides of dims (in elements). */
+static inline void tensor_strides(const int64_t *dims, int rank, int64_t *stride) {
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= dims[i];
+    }
+}
+
+/* Writes the multi-index of flat element `flat` of a tensor with `dims` as "[i,j,k]" into buf
+ * (always NUL-terminated). For error messages. */
+static inline const char *tensor_pos_str(const int64_t *dims, int rank, size_t flat, char *buf,
+                                         size_t cap) {
+    int64_t idx[IR_MAX_RANK] = {0};
+    size_t rem = flat;
+    for (int d = rank - 1; d >= 0; d--) {
+        size_t dk = dims[d] > 0 ? (size_t)dims[d] : 1;
+        idx[d] = (int64_t)(rem % dk);
+        rem /= dk;
+    }
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < rank && len < cap; d++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? "," : "", (long long)idx[d]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+    return buf;
+}
+
+/* RUNTIME error for index value v found at flat position `flat` of an index tensor (dims, rank),
+ * which had to lie in [lo, hi]. */
+static inline anvil_status tensor_index_error(const ir_node *n, const char *what, int64_t v,
+                                              const int64_t *dims, int rank, size_t flat,
+                                              int64_t lo, int64_t hi) {
+    char pos[160];
+    return core_err(ANVIL_ERR_RUNTIME,
+                    "%s: index %lld at position %s of %s is out of range (valid: %lld..%lld); "
+                    "fix the indices input",
+                    ir_node_label(n), (long long)v,
+                    tensor_pos_str(dims, rank, flat, pos, sizeof pos), what, (long long)lo,
+                    (long long)hi);
 }
 
 #endif

@@ -359,8 +359,10 @@ static anvil_status axes_get(const ir_node *n, const op_tinfo *in, int64_t *axes
         return ANVIL_OK;
     }
     CORE_TRY(tensor_check_index_dtype(n, 1, "axes", in[1].dtype, false));
-    int64_t len;
-    CORE_TRY(tensor_list_length(n, 1, "axes", &in[1], &len));
+    int64_t len = 1;
+    /* The schema says 1-D, but ONNX Runtime and the reference implementation also take a scalar
+     * as one axis, and exporters (the ONNX function bodies among them: AffineGrid) emit that. */
+    if (in[1].shape.rank != 0) CORE_TRY(tensor_list_length(n, 1, "axes", &in[1], &len));
     if (len > IR_MAX_RANK)
         return core_err(ANVIL_ERR_SHAPE,
                         "%s: input 1 (axes) lists %lld axes; at most %d are "

@@ -17,7 +17,8 @@ anvil_status rt_shapes_init(rt_shapes *s, const ir_graph *g) {
     s->info = core_calloc((size_t)g->n_values + 1, sizeof *s->info);
     s->owned = core_calloc((size_t)g->n_values + 1, sizeof *s->owned);
     s->folded = core_calloc((size_t)g->n_nodes + 1, sizeof *s->folded);
-    if (!s->info || !s->owned || !s->folded) {
+    s->dynamic = core_calloc((size_t)g->n_nodes + 1, sizeof *s->dynamic);
+    if (!s->info || !s->owned || !s->folded || !s->dynamic) {
         rt_shapes_free(s);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
@@ -31,6 +32,7 @@ void rt_shapes_free(rt_shapes *s) {
     free(s->owned);
     free(s->info);
     free(s->folded);
+    free(s->dynamic);
     memset(s, 0, sizeof *s);
 }
 
@@ -73,6 +75,89 @@ static void merge_declared(const ir_value *v, op_tinfo *t) {
         if (t->shape.d[i] < 0 && v->shape.d[i] >= 0) t->shape.d[i] = v->shape.d[i];
         if (t->shape.d[i] < 0 && t->shape.sym[i] < 0) t->shape.sym[i] = v->shape.sym[i];
     }
+}
+
+/* A data-dependent op with every input known is evaluated like any other fold; its kernel
+ * allocates the outputs, whose storage moves into s (so e.g. NonZero of a constant becomes a
+ * constant and what it feeds plans statically). */
+static anvil_status fold_alloc_node(const ir_node *n, rt_shapes *s, const rt_infer_opts *opts,
+                                    int32_t node_index) {
+    const op_tensor *ins[128];
+    op_tensor in_t[128], out_t[128];
+    op_tensor *outs[128];
+    for (int i = 0; i < n->n_inputs; i++) {
+        ir_vid v = n->inputs[i];
+        ins[i] = NULL;
+        if (v == IR_NONE) continue;
+        const op_tinfo *t = &s->info[v];
+        in_t[i].dtype = t->dtype;
+        in_t[i].rank = t->shape.rank;
+        memcpy(in_t[i].dims, t->shape.d, sizeof in_t[i].dims);
+        in_t[i].data = (void *)t->value;
+        ins[i] = &in_t[i];
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        memset(&out_t[i], 0, sizeof out_t[i]);
+        outs[i] = n->outputs[i] == IR_NONE ? NULL : &out_t[i];
+    }
+    anvil_status st = op_get(n->op)->run_alloc(n, ins, n->n_inputs, outs, n->n_outputs, opts->ctx);
+    for (int i = 0; i < n->n_outputs; i++) {
+        ir_vid v = n->outputs[i];
+        if (v == IR_NONE) continue;
+        if (st != ANVIL_OK || !out_t[i].data) {
+            op_tensor_release(&out_t[i]);
+            if (st == ANVIL_OK)
+                st = core_err(ANVIL_ERR_INTERNAL, "%s did not produce output %d", ir_node_label(n),
+                              i);
+            continue;
+        }
+        free(s->owned[v]);
+        s->owned[v] = out_t[i].data;
+        s->info[v].dtype = out_t[i].dtype;
+        ir_shape_set(&s->info[v].shape, out_t[i].rank, out_t[i].dims);
+        s->info[v].value = out_t[i].data;
+    }
+    if (st != ANVIL_OK) return st;
+    s->folded[node_index] = true;
+    s->folded_count++;
+    return ANVIL_OK;
+}
+
+static bool has_subgraph(const ir_node *n) {
+    for (int k = 0; k < n->n_attrs; k++)
+        if (n->attrs[k].type == IR_ATTR_GRAPH || n->attrs[k].type == IR_ATTR_GRAPHS) return true;
+    return false;
+}
+
+static anvil_status infer_graph_static(ir_graph *g);
+
+/* Load time: a subgraph's values get dtypes and shapes before its node is inferred (the node's
+ * outputs take their dtypes from the subgraph's outputs). Outer-scope values take what the
+ * enclosing graph knows by now. */
+static anvil_status infer_subgraphs(const ir_graph *g, const rt_shapes *s, const ir_node *n) {
+    for (int k = 0; k < n->n_attrs; k++) {
+        const ir_attr *a = &n->attrs[k];
+        size_t count = a->type == IR_ATTR_GRAPH ? 1 : a->type == IR_ATTR_GRAPHS ? a->n : 0;
+        for (size_t j = 0; j < count; j++) {
+            ir_graph *sub = a->type == IR_ATTR_GRAPH ? a->g : a->graphs[j];
+            if (!sub) continue;
+            for (ir_vid v = 0; v < sub->n_values; v++) {
+                ir_value *val = &sub->values[v];
+                if (!(val->flags & IR_VALUE_OUTER)) continue;
+                ir_vid pv = ir_graph_find_value(g, val->name);
+                if (pv == IR_NONE) continue;
+                if (s->info[pv].dtype != ANVIL_DTYPE_UNDEFINED) val->dtype = s->info[pv].dtype;
+                if (s->info[pv].shape.rank >= 0) {
+                    /* symbolic dims are named per graph: keep only the known sizes */
+                    val->shape = s->info[pv].shape;
+                    for (int d = 0; d < val->shape.rank; d++) val->shape.sym[d] = -1;
+                }
+            }
+            anvil_status st = infer_graph_static(sub);
+            if (st != ANVIL_OK) return st;
+        }
+    }
+    return ANVIL_OK;
 }
 
 static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opts *opts,
@@ -144,8 +229,48 @@ anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opt
             memset(&out[i], 0, sizeof out[i]);
             ir_shape_unknown(&out[i].shape);
         }
-        anvil_status st = op_get(n->op)->infer(g, n, in, n->n_inputs, out, n->n_outputs);
+        const op_impl *impl = op_get(n->op);
+        bool sub = has_subgraph(n);
+        if (sub && !opts->require_static) CORE_TRY(infer_subgraphs(g, s, n));
+        anvil_status st = impl->infer(g, n, in, n->n_inputs, out, n->n_outputs);
         if (st != ANVIL_OK) return st;
+
+        /* Plan time with dynamic steps allowed: a node runs dynamically when it reads a value
+         * that is only known while running, owns subgraphs (which read outer values at run
+         * time), or allocates its own outputs and cannot be folded now. */
+        if (opts->allow_dynamic) {
+            bool dyn = sub;
+            for (int i = 0; i < n->n_inputs && !dyn; i++)
+                dyn = n->inputs[i] != IR_NONE && !ir_shape_is_static(&in[i].shape);
+            if (!dyn && impl->run_alloc) {
+                if (all_known) {
+                    for (int i = 0; i < n->n_outputs; i++)
+                        if (n->outputs[i] != IR_NONE) s->info[n->outputs[i]] = out[i];
+                    CORE_TRY(fold_alloc_node(n, s, opts, k));
+                    continue;
+                }
+                dyn = true;
+            }
+            for (int i = 0; i < n->n_outputs && !dyn; i++)
+                dyn = n->outputs[i] != IR_NONE && !ir_shape_is_static(&out[i].shape);
+            if (dyn) {
+                s->dynamic[k] = true;
+                for (int i = 0; i < n->n_outputs; i++) {
+                    ir_vid v = n->outputs[i];
+                    if (v == IR_NONE) continue;
+                    CORE_TRY(check_declared(g, n, &g->values[v], &out[i]));
+                    out[i].value = NULL;
+                    /* the dims are decided per run; keep dtype and rank */
+                    if (out[i].shape.rank >= 0)
+                        for (int d = 0; d < out[i].shape.rank; d++) {
+                            out[i].shape.d[d] = IR_DIM_UNKNOWN;
+                            out[i].shape.sym[d] = -1;
+                        }
+                    s->info[v] = out[i];
+                }
+                continue;
+            }
+        }
 
         size_t out_bytes = 0;
         bool all_static = true;
@@ -188,7 +313,8 @@ anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opt
         }
         bool shape_only = n->op == IR_OP_SHAPE && n->inputs[0] != IR_NONE &&
                           ir_shape_is_static(&s->info[n->inputs[0]].shape);
-        if (all_static && (all_known || shape_only) && out_bytes <= opts->fold_limit_bytes)
+        if (all_static && (all_known || shape_only) && impl->run && !sub &&
+            out_bytes <= opts->fold_limit_bytes)
             CORE_TRY(fold_node(n, s, opts, k));
     }
     return ANVIL_OK;
@@ -218,6 +344,10 @@ static anvil_status bind_constant(const ir_graph *g, rt_shapes *s, ir_vid v, siz
 #define RT_LOAD_FOLD_LIMIT (64 * 1024)
 
 anvil_status rt_infer_graph_static(ir_graph *g) {
+    return infer_graph_static(g);
+}
+
+static anvil_status infer_graph_static(ir_graph *g) {
     rt_shapes s;
     CORE_TRY(rt_shapes_init(&s, g));
     anvil_status st = ANVIL_OK;

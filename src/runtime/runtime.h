@@ -14,9 +14,39 @@ anvil_status rt_pool_create(int threads, rt_pool **out);
 void rt_pool_free(rt_pool *p);
 int rt_pool_threads(const rt_pool *p);
 
+/* A scope of running values: the graph being executed and how to read one of its values.
+ * Subgraphs resolve their IR_VALUE_OUTER values by name through `up`. */
+typedef struct rt_frame rt_frame;
+struct rt_frame {
+    const ir_graph *g;
+    const rt_frame *up; /* the frame of the enclosing graph, NULL for the main graph */
+    /* Fills *out with value v of g (data borrowed, valid while the frame runs); RUNTIME error
+     * if v has no contents yet. */
+    anvil_status (*lookup)(const rt_frame *f, ir_vid v, op_tensor *out);
+};
+
 struct op_ctx {
     rt_pool *pool; /* NULL: serial */
 };
+
+/* ---- the dynamic interpreter (interp.c) -------------------------------------------------------
+ */
+
+/* Runs one node with every input concrete: infers its outputs from the actual values, gives them
+ * storage (out[i].data owned by the caller, op_tensor_release) and runs the reference kernel (or
+ * run_alloc). out[i] NULL for omitted outputs. frame (borrowed) holds the values of n's graph,
+ * for the subgraphs n runs. */
+anvil_status rt_node_run_dynamic(const ir_graph *g, const ir_node *n, const op_tensor *const *in,
+                                 op_tensor *const *out, op_ctx *ctx, const rt_frame *frame);
+/* The frame subgraphs started now on this thread resolve outer values in; returns the previous
+ * one so the caller can restore it. Kernels run on the thread that called them, so a
+ * thread-local scope is enough and keeps op_ctx unchanged. */
+const rt_frame *rt_frame_enter(const rt_frame *f);
+
+/* Main-graph values that subgraphs of node n (at any depth) read from g, by name: calls
+ * mark(arg, v) for each (possibly more than once). */
+anvil_status rt_node_outer_reads(const ir_graph *g, const ir_node *n,
+                                 void (*mark)(void *arg, ir_vid v), void *arg);
 
 /* ---- whole-graph shape inference and folding ------------------------------------------------- */
 
@@ -27,6 +57,7 @@ typedef struct rt_shapes {
     op_tinfo *info; /* [n_values] */
     void **owned;   /* [n_values]: storage this struct owns (aligned; free()) or NULL */
     bool *folded;   /* [n_nodes]: node evaluated during inference */
+    bool *dynamic;  /* [n_nodes]: node whose outputs must be inferred while running */
     size_t folded_count;
 } rt_shapes;
 
@@ -34,8 +65,11 @@ typedef struct rt_infer_opts {
     /* Fold a node (run its reference kernel now) when all its inputs are known and its outputs
      * total at most this many bytes. Shape nodes fold whenever their input shape is static. */
     size_t fold_limit_bytes;
-    /* Require every output to be fully static and allocatable (plan time). */
+    /* Require every output to be fully static and allocatable (plan time)... */
     bool require_static;
+    /* ...except outputs of nodes that can only be known by running (data-dependent ops, control
+     * flow, and what they feed): left with unknown dims and reported in s->dynamic. */
+    bool allow_dynamic;
     op_ctx *ctx; /* for folding kernels; may be NULL */
 } rt_infer_opts;
 

@@ -4,7 +4,12 @@
  * whose inputs are all known are folded (evaluated once), a variant is chosen for every other node,
  * and each activation gets an offset in one arena from liveness analysis. Reshape-like nodes alias
  * their input and never run; elementwise nodes may write over an input that dies with them. The
- * executor then only binds the caller's input pointers and calls variants in order. */
+ * executor then only binds the caller's input pointers and calls variants in order.
+ *
+ * Nodes whose output shapes can only be known by running (NonZero, If, Loop, ... and whatever
+ * they feed) become dynamic steps: at run time their shapes are inferred from the actual values
+ * and their outputs live on the heap until their last reader (subgraph readers included) has
+ * run. A plan without dynamic steps allocates nothing per run. */
 #include "runtime.h"
 #include "kernels/kernels.h"
 
@@ -16,7 +21,8 @@
 #define RT_ARENA_ALIGN 64
 #define RT_TRACE_MAX_EVENTS (1u << 20)
 
-typedef enum { LOC_NONE = 0, LOC_ARENA, LOC_INPUT, LOC_CONST } loc_kind;
+/* LOC_HEAP: produced by a dynamic step; storage allocated per run, freed after its last reader */
+typedef enum { LOC_NONE = 0, LOC_ARENA, LOC_INPUT, LOC_CONST, LOC_HEAP } loc_kind;
 
 typedef struct rt_loc {
     loc_kind kind;
@@ -31,6 +37,7 @@ typedef struct rt_step {
     void *state;         /* variant's prepared state */
     size_t workspace;    /* bytes at plan->workspace */
     bool alias;          /* output 0 is input 0's bytes: nothing to run */
+    bool dynamic;        /* shapes inferred and outputs allocated while running */
     op_tensor *in, *out; /* [n_inputs], [n_outputs] templates; data bound per run */
 } rt_step;
 
@@ -46,6 +53,10 @@ typedef struct rt_plan {
     void *workspace;
     size_t workspace_bytes;
     uint64_t last_used;
+    /* dynamic steps: the values they produce and the step after which each can go */
+    ir_vid *heap_vals;
+    int32_t *heap_last;
+    int32_t n_heap;
 } rt_plan;
 
 typedef struct rt_event {
@@ -123,6 +134,8 @@ static void plan_free(rt_plan *p) {
     free(p->arena);
     free(p->workspace);
     free(p->sig);
+    free(p->heap_vals);
+    free(p->heap_last);
     rt_shapes_free(&p->shapes);
     free(p);
 }
@@ -307,6 +320,16 @@ static anvil_status mark_shape_inputs(rt_session *s) {
     return st;
 }
 
+typedef struct last_ctx {
+    int32_t *last;
+    int32_t step;
+} last_ctx;
+
+static void last_mark(void *arg, ir_vid v) {
+    last_ctx *c = arg;
+    if (c->last[v] < c->step) c->last[v] = c->step;
+}
+
 static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out) {
     const ir_graph *g = s->g;
     *out = NULL;
@@ -341,7 +364,10 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
             t->value = sh->owned[v];
         }
     }
-    rt_infer_opts io = {.fold_limit_bytes = SIZE_MAX, .require_static = true, .ctx = &s->ctx};
+    rt_infer_opts io = {.fold_limit_bytes = SIZE_MAX,
+                        .require_static = true,
+                        .allow_dynamic = true,
+                        .ctx = &s->ctx};
     if ((st = rt_shapes_infer(g, sh, &io)) != ANVIL_OK) goto fail;
 
     /* 2. steps: every node not folded; pick its variant */
@@ -363,6 +389,10 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
         const ir_node *n = &g->nodes[k];
         rt_step *stp = &p->steps[p->n_steps++];
         stp->node = k;
+        if (sh->dynamic[k]) {
+            stp->dynamic = true;
+            continue;
+        }
         op_tinfo in[128], outi[128];
         for (int i = 0; i < n->n_inputs; i++) {
             if (n->inputs[i] == IR_NONE) {
@@ -418,6 +448,12 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
         for (int k = 0; k < n->n_outputs; k++)
             if (n->outputs[k] != IR_NONE) def[n->outputs[k]] = i;
     }
+    for (int32_t i = 0; i < p->n_steps; i++) {
+        /* subgraphs read outer values by name, not through the node's inputs */
+        last_ctx lc = {last, i};
+        if ((st = rt_node_outer_reads(g, &g->nodes[p->steps[i].node], last_mark, &lc)) != ANVIL_OK)
+            goto fail;
+    }
     for (int32_t i = 0; i < g->n_outputs; i++) last[g->outputs[i]] = p->n_steps;
 
     /* 4. aliasing and in-place reuse; everything else produced by a step lives in the arena */
@@ -425,6 +461,11 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
         rt_step *stp = &p->steps[i];
         const ir_node *n = &g->nodes[stp->node];
         const op_impl *impl = op_get(n->op);
+        if (stp->dynamic) {
+            for (int k = 0; k < n->n_outputs; k++)
+                if (n->outputs[k] != IR_NONE) p->loc[n->outputs[k]].kind = LOC_HEAP;
+            continue;
+        }
         for (int k = 0; k < n->n_outputs; k++)
             if (n->outputs[k] != IR_NONE) p->loc[n->outputs[k]].kind = LOC_ARENA;
         if (n->n_outputs < 1 || n->outputs[0] == IR_NONE || n->n_inputs < 1 ||
@@ -489,7 +530,7 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
     }
     /* what a plan without any reuse would hold: every output of every node that runs */
     for (int32_t i = 0; i < p->n_steps; i++) {
-        if (p->steps[i].alias) continue;
+        if (p->steps[i].alias || p->steps[i].dynamic) continue;
         const ir_node *n = &g->nodes[p->steps[i].node];
         for (int k = 0; k < n->n_outputs; k++) {
             ir_vid v = n->outputs[k];
@@ -509,6 +550,19 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
     if (p->workspace_bytes) {
         p->workspace = core_aligned_alloc(64, p->workspace_bytes);
         if (!p->workspace) goto oom;
+    }
+    for (int32_t v = 0; v < g->n_values; v++) p->n_heap += p->loc[v].kind == LOC_HEAP;
+    if (p->n_heap) {
+        p->heap_vals = core_calloc((size_t)p->n_heap, sizeof *p->heap_vals);
+        p->heap_last = core_calloc((size_t)p->n_heap, sizeof *p->heap_last);
+        if (!p->heap_vals || !p->heap_last) goto oom;
+        int32_t h = 0;
+        for (int32_t v = 0; v < g->n_values; v++) {
+            if (p->loc[v].kind != LOC_HEAP) continue;
+            p->heap_vals[h] = v;
+            /* never read: it goes right after the step that made it */
+            p->heap_last[h++] = last[v] >= def[v] ? last[v] : def[v];
+        }
     }
     goto done;
 oom:
@@ -625,6 +679,59 @@ static void *loc_ptr(const rt_plan *p, const rt_loc *l, const anvil_tensor *cons
     }
 }
 
+/* The main graph's values while a run is in progress, for dynamic steps and for subgraphs that
+ * read outer values. */
+typedef struct run_frame {
+    rt_frame base; /* first: lookup casts back */
+    const rt_plan *p;
+    const anvil_tensor *const *inputs;
+    op_tensor *heap; /* per value; data set for LOC_HEAP values that are alive */
+} run_frame;
+
+static anvil_status run_lookup(const rt_frame *f, ir_vid v, op_tensor *out) {
+    const run_frame *rf = (const run_frame *)f;
+    const rt_plan *p = rf->p;
+    if (v < 0 || v >= f->g->n_values)
+        return core_err(ANVIL_ERR_INTERNAL, "value %d is outside the graph", (int)v);
+    if (p->loc[v].kind == LOC_HEAP) {
+        if (!rf->heap[v].data)
+            return core_err(ANVIL_ERR_INTERNAL, "value '%s' is read after it was freed",
+                            f->g->values[v].name);
+        *out = rf->heap[v];
+        return ANVIL_OK;
+    }
+    const op_tinfo *t = &p->shapes.info[v];
+    out->dtype = t->dtype;
+    out->rank = t->shape.rank;
+    memcpy(out->dims, t->shape.d, sizeof out->dims);
+    out->data = loc_ptr(p, &p->loc[v], rf->inputs);
+    if (!out->data || !ir_shape_is_static(&t->shape))
+        return core_err(ANVIL_ERR_INTERNAL, "value '%s' has no storage in this plan",
+                        f->g->values[v].name);
+    return ANVIL_OK;
+}
+
+static void heap_release(run_frame *rf) {
+    for (int32_t h = 0; h < rf->p->n_heap; h++) op_tensor_release(&rf->heap[rf->p->heap_vals[h]]);
+}
+
+static anvil_status run_dynamic_step(rt_session *s, run_frame *rf, const rt_step *stp) {
+    const ir_graph *g = s->g;
+    const ir_node *n = &g->nodes[stp->node];
+    const op_tensor *in[128];
+    op_tensor in_t[128];
+    op_tensor *out[128];
+    for (int k = 0; k < n->n_inputs; k++) {
+        in[k] = NULL;
+        if (n->inputs[k] == IR_NONE) continue;
+        CORE_TRY(run_lookup(&rf->base, n->inputs[k], &in_t[k]));
+        in[k] = &in_t[k];
+    }
+    for (int k = 0; k < n->n_outputs; k++)
+        out[k] = n->outputs[k] == IR_NONE ? NULL : &rf->heap[n->outputs[k]];
+    return rt_node_run_dynamic(g, n, in, out, &s->ctx, &rf->base);
+}
+
 anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, const bool *want,
                             anvil_tensor **outputs) {
     const ir_graph *g = s->g;
@@ -650,11 +757,26 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
     p->last_used = ++s->tick;
     s->last = p;
 
+    run_frame rf = {{g, NULL, run_lookup}, p, inputs, NULL};
+    if (p->n_heap) {
+        rf.heap = core_calloc((size_t)g->n_values + 1, sizeof *rf.heap);
+        if (!rf.heap) return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    anvil_status st = ANVIL_OK;
     uint64_t run_t0 = core_now_ns();
-    for (int32_t i = 0; i < p->n_steps; i++) {
+    for (int32_t i = 0; i < p->n_steps && st == ANVIL_OK; i++) {
         rt_step *stp = &p->steps[i];
         if (stp->alias) continue;
         const ir_node *n = &g->nodes[stp->node];
+        if (stp->dynamic) {
+            uint64_t t0 = s->cfg.profiling ? core_now_ns() : 0;
+            st = run_dynamic_step(s, &rf, stp);
+            if (st == ANVIL_OK && s->cfg.profiling)
+                trace_add(s, stp->node, "dynamic", t0, core_now_ns());
+            for (int32_t h = 0; h < p->n_heap; h++)
+                if (p->heap_last[h] <= i) op_tensor_release(&rf.heap[p->heap_vals[h]]);
+            continue;
+        }
         const op_tensor *in[128];
         op_tensor *out[128];
         for (int k = 0; k < n->n_inputs; k++) {
@@ -662,7 +784,9 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
                 in[k] = NULL;
                 continue;
             }
-            stp->in[k].data = loc_ptr(p, &p->loc[n->inputs[k]], inputs);
+            stp->in[k].data = p->loc[n->inputs[k]].kind == LOC_HEAP
+                                  ? rf.heap[n->inputs[k]].data
+                                  : loc_ptr(p, &p->loc[n->inputs[k]], inputs);
             in[k] = &stp->in[k];
         }
         for (int k = 0; k < n->n_outputs; k++) {
@@ -674,10 +798,18 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
             out[k] = &stp->out[k];
         }
         uint64_t t0 = s->cfg.profiling ? core_now_ns() : 0;
-        anvil_status st = stp->variant->run(n, stp->state, in, n->n_inputs, out, n->n_outputs,
-                                            p->workspace, &s->ctx);
-        if (st != ANVIL_OK) return st;
+        st = stp->variant->run(n, stp->state, in, n->n_inputs, out, n->n_outputs, p->workspace,
+                               &s->ctx);
+        if (st != ANVIL_OK) break;
         if (s->cfg.profiling) trace_add(s, stp->node, stp->variant->name, t0, core_now_ns());
+        if (p->n_heap)
+            for (int32_t h = 0; h < p->n_heap; h++)
+                if (p->heap_last[h] == i) op_tensor_release(&rf.heap[p->heap_vals[h]]);
+    }
+    if (st != ANVIL_OK) {
+        if (rf.heap) heap_release(&rf);
+        free(rf.heap);
+        return st;
     }
     uint64_t run_t1 = core_now_ns();
     if (s->cfg.profiling) trace_add(s, -1, "", run_t0, run_t1);
@@ -686,10 +818,11 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
     for (int32_t j = 0; j < g->n_outputs; j++) {
         if (want && !want[j]) continue;
         ir_vid v = g->outputs[j];
-        const op_tinfo *t = &p->shapes.info[v];
-        anvil_status st = rt_tensor_new(t->dtype, t->shape.rank, t->shape.d, &outputs[j]);
+        op_tensor t;
+        st = run_lookup(&rf.base, v, &t);
+        if (st == ANVIL_OK) st = rt_tensor_new(t.dtype, t.rank, t.dims, &outputs[j]);
         if (st == ANVIL_OK && outputs[j]->bytes) {
-            const void *src = loc_ptr(p, &p->loc[v], inputs);
+            const void *src = t.data;
             if (!src)
                 st = core_err(ANVIL_ERR_INTERNAL, "output '%s' has no storage", g->values[v].name);
             else
@@ -703,10 +836,12 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
                     outputs[k] = NULL;
                 }
             }
-            return st;
+            break;
         }
     }
-    return ANVIL_OK;
+    if (rf.heap) heap_release(&rf);
+    free(rf.heap);
+    return st;
 }
 
 anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out) {

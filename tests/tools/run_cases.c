@@ -2,7 +2,7 @@
  * compares every output with the expected one.
  *
  *   anvil_run_cases [--rtol R] [--atol A] [--atol-scale S] [--filter SUBSTR] [--threads T]
- *                   [--quiet] DIR...
+ *                   [--quiet] [--exclude FILE] [--expect-fail FILE] DIR...
  *
  * A DIR holding model.onnx is one case; any other DIR is scanned (sorted) for subfolders that
  * hold model.onnx, so the same runner takes tests/ops output, generated models and the official
@@ -15,9 +15,19 @@
  * With an atol scale S, atol for an output is S * max|want| of that output, for models whose
  * outputs have no fixed scale.
  *
- * Prints "PASS name", "FAIL name: reason" or "UNSUPPORTED name: message" per case, then the
- * unsupported ones again, then "N passed, N failed" (unsupported counts as failed). Exit status 0
- * only if every case passed; 2 on a usage error or when no case was found. */
+ * --exclude FILE and --expect-fail FILE name cases by folder name, one per line in the first
+ * tab-separated column ('#' starts a comment line): excluded cases are not run at all (the ONNX
+ * suite's training, sequence, string ... tests; see tests/onnx/classify.py), expected failures are
+ * run and must fail. With an expected-failures list the verdict is about the list staying true:
+ * an unlisted case that fails, a listed case that passes, and (without --filter) a listed name
+ * that matches no case are each reported and make the exit status 1.
+ *
+ * Prints "PASS name", "FAIL name: reason" or "UNSUPPORTED name: message" per case (a listed
+ * expected failure prints "XFAIL" instead of FAIL / UNSUPPORTED, a listed case that passes
+ * "XPASS"; --quiet drops PASS and XFAIL lines), then the unsupported ones again (only their number
+ * with --expect-fail), then a summary closing with "N passed, N failed" (unsupported counts as
+ * failed). Exit status 0 only if every case passed (with --expect-fail: if every outcome was the
+ * expected one); 2 on a usage error or when no case was found. */
 #include "anvil.h"
 #include "core/core.h"
 #include "onnx/onnx.h"
@@ -36,14 +46,26 @@ typedef struct tolerance {
     double rtol, atol, atol_scale; /* atol_scale <= 0: unused */
 } tolerance;
 
+/* A sorted set of case names read from a list file; used[i] marks names that matched a case. */
+typedef struct name_set {
+    char **names; /* malloc'd, sorted */
+    bool *used;
+    size_t n;
+} name_set;
+
 typedef struct runner {
     tolerance tol;
     const char *filter;
     int threads;
     bool quiet;
-    size_t passed, failed;
+    size_t passed, failed, excluded;
     char **unsupported; /* names, malloc'd */
     size_t n_unsupported;
+    name_set exclude, expect_fail;
+    bool have_expect_fail;
+    size_t xfail, unexpected_fail, unexpected_pass;
+    char **unexpected; /* "name (why)" lines for the closing summary, malloc'd */
+    size_t n_unexpected;
 } runner;
 
 /* ---- small helpers ------------------------------------------------------------------------- */
@@ -102,6 +124,64 @@ static char **list_dir(const char *dir, bool (*keep)(const char *dir, const char
 static void free_list(char **names, size_t n) {
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
+}
+
+static void *xrealloc(void *p, size_t size) {
+    void *q = realloc(p, size);
+    if (!q) {
+        perror("anvil_run_cases");
+        exit(2);
+    }
+    return q;
+}
+
+/* Reads the first tab-separated column of every non-comment, non-blank line of path. */
+static bool read_name_set(const char *path, name_set *set) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "anvil_run_cases: cannot open %s: %s\n", path, strerror(errno));
+        return false;
+    }
+    char line[4096];
+    size_t cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\t\r\n")] = '\0';
+        if (line[0] == '#' || line[0] == '\0') continue;
+        if (set->n == cap) {
+            cap = cap ? cap * 2 : 256;
+            set->names = xrealloc(set->names, cap * sizeof *set->names);
+        }
+        set->names[set->n++] = strdup(line);
+    }
+    fclose(f);
+    if (set->n) qsort(set->names, set->n, sizeof *set->names, cmp_str);
+    set->used = calloc(set->n ? set->n : 1, sizeof *set->used);
+    if (!set->used) {
+        perror("anvil_run_cases");
+        exit(2);
+    }
+    return true;
+}
+
+/* Whether name is in set; marks it used. */
+static bool in_name_set(name_set *set, const char *name) {
+    if (!set->n) return false;
+    char **hit = bsearch(&name, set->names, set->n, sizeof *set->names, cmp_str);
+    if (!hit) return false;
+    set->used[hit - set->names] = true;
+    return true;
+}
+
+static void free_name_set(name_set *set) {
+    free_list(set->names, set->n);
+    free(set->used);
+}
+
+static void note_unexpected(runner *r, const char *name, const char *what) {
+    char line[1200];
+    snprintf(line, sizeof line, "%s (%s)", name, what);
+    r->unexpected = xrealloc(r->unexpected, (r->n_unexpected + 1) * sizeof *r->unexpected);
+    r->unexpected[r->n_unexpected++] = strdup(line);
 }
 
 static bool keep_case_dir(const char *dir, const char *name) {
@@ -376,29 +456,43 @@ done:
 
 static void report(runner *r, const char *dir, const char *name) {
     if (r->filter && !strstr(name, r->filter)) return;
+    if (in_name_set(&r->exclude, name)) {
+        r->excluded++;
+        return;
+    }
+    bool expect_fail = in_name_set(&r->expect_fail, name);
     char why[2048] = "";
     result res = run_case(r, dir, why, sizeof why);
     /* Messages may hold newlines; keep one line per case for the log and for grep. */
     for (char *c = why; *c; c++)
         if (*c == '\n') *c = ' ';
-    switch (res) {
-    case RESULT_PASS:
+    if (res == RESULT_PASS) {
         r->passed++;
-        if (!r->quiet) printf("PASS %s\n", name);
-        break;
-    case RESULT_FAIL:
-        r->failed++;
-        printf("FAIL %s: %s\n", name, why);
-        break;
-    case RESULT_UNSUPPORTED:
-        r->failed++;
-        printf("UNSUPPORTED %s: %s\n", name, why);
-        char **grown = realloc(r->unsupported, (r->n_unsupported + 1) * sizeof *grown);
-        if (grown) {
-            r->unsupported = grown;
-            r->unsupported[r->n_unsupported++] = strdup(name);
+        if (expect_fail) {
+            r->unexpected_pass++;
+            note_unexpected(r, name, "passes but is listed as an expected failure");
+            printf("XPASS %s\n", name);
+        } else if (!r->quiet) {
+            printf("PASS %s\n", name);
         }
-        break;
+        fflush(stdout);
+        return;
+    }
+    r->failed++;
+    const char *tag = res == RESULT_UNSUPPORTED ? "UNSUPPORTED" : "FAIL";
+    if (expect_fail) {
+        r->xfail++;
+        if (!r->quiet) printf("XFAIL %s: %s\n", name, why);
+    } else {
+        printf("%s %s: %s\n", tag, name, why);
+        if (r->have_expect_fail) {
+            r->unexpected_fail++;
+            note_unexpected(r, name, "fails and is not listed as an expected failure");
+        }
+    }
+    if (res == RESULT_UNSUPPORTED) {
+        r->unsupported = xrealloc(r->unsupported, (r->n_unsupported + 1) * sizeof *r->unsupported);
+        r->unsupported[r->n_unsupported++] = strdup(name);
     }
     fflush(stdout);
 }
@@ -428,8 +522,10 @@ static size_t run_dir(runner *r, const char *dir) {
 static void usage(void) {
     fprintf(stderr,
             "usage: anvil_run_cases [--rtol R] [--atol A] [--atol-scale S] [--filter SUBSTR]\n"
-            "                       [--threads T] [--quiet] DIR...\n"
+            "                       [--threads T] [--quiet] [--exclude FILE] [--expect-fail FILE]\n"
+            "                       DIR...\n"
             "  DIR: a case folder (model.onnx + test_data_set_*/) or a folder of them\n"
+            "  FILE: case names in the first tab-separated column, '#' comments\n"
             "  defaults: rtol 1e-3, atol 1e-7, threads 0 (all cores)\n");
 }
 
@@ -438,6 +534,13 @@ static bool parse_double(const char *s, double *out) {
     errno = 0;
     *out = strtod(s, &end);
     return s[0] && !*end && !errno && *out >= 0;
+}
+
+static void runner_free(runner *r) {
+    free_list(r->unsupported, r->n_unsupported);
+    free_list(r->unexpected, r->n_unexpected);
+    free_name_set(&r->exclude);
+    free_name_set(&r->expect_fail);
 }
 
 int main(int argc, char **argv) {
@@ -463,14 +566,27 @@ int main(int argc, char **argv) {
                 return 2;
             }
             r.threads = (int)t;
+        } else if (!strcmp(a, "--exclude") && has_val) {
+            if (!read_name_set(argv[++i], &r.exclude)) {
+                runner_free(&r);
+                return 2;
+            }
+        } else if (!strcmp(a, "--expect-fail") && has_val) {
+            if (!read_name_set(argv[++i], &r.expect_fail)) {
+                runner_free(&r);
+                return 2;
+            }
+            r.have_expect_fail = true;
         } else if (!strcmp(a, "--quiet")) {
             r.quiet = true;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
+            runner_free(&r);
             return 0;
         } else if (a[0] == '-') {
             fprintf(stderr, "anvil_run_cases: bad option or value: %s\n", a);
             usage();
+            runner_free(&r);
             return 2;
         } else {
             first_dir = i;
@@ -479,26 +595,46 @@ int main(int argc, char **argv) {
     }
     if (first_dir >= argc) {
         usage();
+        runner_free(&r);
         return 2;
     }
     size_t found = 0;
     for (int i = first_dir; i < argc; i++) {
         if (!is_dir(argv[i])) {
             fprintf(stderr, "anvil_run_cases: not a folder: %s\n", argv[i]);
+            runner_free(&r);
             return 2;
         }
         found += run_dir(&r, argv[i]);
     }
     if (found == 0) {
         fprintf(stderr, "anvil_run_cases: no case folders (with model.onnx) found\n");
+        runner_free(&r);
         return 2;
     }
     if (r.n_unsupported) {
-        printf("%zu unsupported (counted as failed):", r.n_unsupported);
-        for (size_t i = 0; i < r.n_unsupported; i++) printf(" %s", r.unsupported[i]);
+        /* With an expected-failures list the names are there already (with reasons). */
+        printf("%zu unsupported (counted as failed)%s", r.n_unsupported,
+               r.have_expect_fail ? "" : ":");
+        for (size_t i = 0; i < r.n_unsupported && !r.have_expect_fail; i++)
+            printf(" %s", r.unsupported[i]);
         printf("\n");
     }
+    if (r.have_expect_fail && !r.filter) {
+        /* A listed name that matched no case is a stale entry (renamed or removed test). */
+        for (size_t i = 0; i < r.expect_fail.n; i++)
+            if (!r.expect_fail.used[i] && !in_name_set(&r.exclude, r.expect_fail.names[i]))
+                note_unexpected(&r, r.expect_fail.names[i],
+                                "listed as an expected failure but no such case was found");
+    }
+    for (size_t i = 0; i < r.n_unexpected; i++) printf("UNEXPECTED %s\n", r.unexpected[i]);
+    if (r.excluded) printf("%zu excluded\n", r.excluded);
+    if (r.have_expect_fail)
+        printf("%zu expected failures, %zu unexpected failures, %zu unexpected passes\n", r.xfail,
+               r.unexpected_fail, r.unexpected_pass);
     printf("%zu passed, %zu failed\n", r.passed, r.failed);
-    free_list(r.unsupported, r.n_unsupported);
-    return r.failed == 0 && r.passed > 0 ? 0 : 1;
+    bool ok = r.have_expect_fail ? r.n_unexpected == 0 : r.failed == 0;
+    ok = ok && (r.passed > 0 || r.xfail > 0);
+    runner_free(&r);
+    return ok ? 0 : 1;
 }

@@ -184,6 +184,30 @@ static void test_misuse(void **state) {
     anvil_model_free(m);
 }
 
+/* Dims declared "?" are each unknown on their own: [2, 3] must be accepted. */
+static void test_anonymous_dims(void **state) {
+    (void)state;
+    char path[4200];
+    snprintf(path, sizeof path, "%.*s/api_anon_dims.onnx",
+             (int)(strrchr(model_path, '/') - model_path), model_path);
+    anvil_model *m;
+    assert_int_equal(anvil_model_load(path, &m), ANVIL_OK);
+    anvil_session *s;
+    assert_int_equal(anvil_session_create(m, NULL, &s), ANVIL_OK);
+    int64_t dims[2] = {2, 3};
+    anvil_tensor *x;
+    assert_int_equal(anvil_tensor_create(ANVIL_DTYPE_FLOAT32, 2, dims, &x), ANVIL_OK);
+    const char *names[1] = {"x"};
+    const anvil_tensor *ins[1] = {x};
+    anvil_tensor *y;
+    assert_int_equal(anvil_session_run(s, 1, names, ins, 1, NULL, &y), ANVIL_OK);
+    assert_int_equal(anvil_tensor_dims(y)[1], 3);
+    anvil_tensor_free(y);
+    anvil_tensor_free(x);
+    anvil_session_free(s);
+    anvil_model_free(m);
+}
+
 static void test_version_and_names(void **state) {
     (void)state;
     assert_string_equal(anvil_version(), "0.1.0");
@@ -205,6 +229,7 @@ int main(void) {
         cmocka_unit_test(test_load_path_and_run),
         cmocka_unit_test(test_load_buffer),
         cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_anonymous_dims),
         cmocka_unit_test(test_version_and_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

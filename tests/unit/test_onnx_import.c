@@ -123,14 +123,19 @@ static void w_msg(pbw *w, int field, pbw *m) {
     memset(m, 0, sizeof *m);
 }
 
-/* ModelProto { ir_version 8, opset_import { "" 17 }, graph }; consumes graph. */
-static void w_model(pbw *out, pbw *graph) {
+/* ModelProto { ir_version ir, opset_import { "" opset }, graph }; consumes graph. */
+static void w_model_version(pbw *out, pbw *graph, int ir, int opset) {
     pbw op = {0};
     w_str(&op, 1, "");
-    w_int(&op, 2, 17);
-    w_int(out, 1, 8);
+    w_int(&op, 2, (uint64_t)opset);
+    w_int(out, 1, (uint64_t)ir);
     w_msg(out, 8, &op);
     w_msg(out, 7, graph);
+}
+
+/* ModelProto { ir_version 8, opset_import { "" 17 }, graph }; consumes graph. */
+static void w_model(pbw *out, pbw *graph) {
+    w_model_version(out, graph, 8, 17);
 }
 
 /* ValueInfoProto name with tensor type FLOAT [d0]. */
@@ -556,6 +561,42 @@ static void test_deep_nesting(void **state) {
     assert_non_null(strstr(msg, "graph input 'x' has a sequence type"));
 }
 
+/* The default-domain opset range ONNX_OPSET_MIN..MAX (7..27, onnx 1.22's newest) is enforced at
+ * both ends, and every version inside it is accepted and recorded on graph and nodes. */
+static void test_opset_range(void **state) {
+    (void)state;
+    static const int opsets[] = {ONNX_OPSET_MIN - 1, ONNX_OPSET_MIN,    21, 22, 25,
+                                 ONNX_OPSET_MAX,     ONNX_OPSET_MAX + 1};
+    assert_int_equal(ONNX_OPSET_MAX, 27);
+    for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
+        int v = opsets[i];
+        pbw g = {0}, node = {0}, model = {0};
+        w_input(&g, 11, "x", 2);
+        w_str(&node, 1, "x");
+        w_str(&node, 2, "y");
+        w_str(&node, 4, "Relu");
+        w_msg(&g, 1, &node);
+        w_input(&g, 12, "y", 2);
+        w_model_version(&model, &g, 10, v);
+        onnx_model *m = NULL;
+        anvil_status s = load_bytes(&model, &m);
+        free(model.p);
+        if (v < ONNX_OPSET_MIN || v > ONNX_OPSET_MAX) {
+            assert_int_equal(s, ANVIL_ERR_UNSUPPORTED);
+            assert_non_null(strstr(anvil_last_error(),
+                                   v < ONNX_OPSET_MIN ? "is older than anvil supports (7..27)"
+                                                      : "is newer than anvil supports (7..27)"));
+            continue;
+        }
+        if (s != ANVIL_OK)
+            fail_msg("opset %d: %s: %s", v, anvil_status_name(s), anvil_last_error());
+        assert_int_equal(m->opset, v);
+        assert_int_equal(m->graph->opset, v);
+        assert_int_equal(m->graph->nodes[0].opset, v);
+        onnx_model_free(m);
+    }
+}
+
 static void test_long_lists(void **state) {
     (void)state;
     /* more than 65535 nodes, initializer values and attribute ints: past nanopb's 16-bit
@@ -754,7 +795,7 @@ int main(void) {
         cmocka_unit_test(test_bad_corpus),    cmocka_unit_test(test_truncations_and_corruptions),
         cmocka_unit_test(test_deep_nesting),  cmocka_unit_test(test_long_lists),
         cmocka_unit_test(test_memory_budget), cmocka_unit_test(test_tensor_forms),
-        cmocka_unit_test(test_tensor_files),
+        cmocka_unit_test(test_tensor_files),  cmocka_unit_test(test_opset_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -334,6 +334,21 @@ static void test_cast_errors(void **state) {
     assert_int_equal(optest_run(&t), ANVIL_OK);
     assert_memory_equal(t.out[0].data, ((int32_t[]){1, 2}), 2 * sizeof(int32_t));
     optest_end(&t);
+    /* opset 24 adds round_mode (float8e8m0 targets only): a valid value changes nothing here,
+     * a misspelt one is refused */
+    optest_begin_opset(&t, IR_OP_CAST, 1, 1, 2, 24);
+    optest_attr_int(&t, 0, "to", ANVIL_DTYPE_INT32);
+    optest_attr_string(&t, 1, "round_mode", "nearest");
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){2}, x, false);
+    assert_int_equal(optest_run(&t), ANVIL_OK);
+    assert_memory_equal(t.out[0].data, ((int32_t[]){1, 2}), 2 * sizeof(int32_t));
+    optest_end(&t);
+    optest_begin_opset(&t, IR_OP_CAST, 1, 1, 2, 25);
+    optest_attr_int(&t, 0, "to", ANVIL_DTYPE_INT32);
+    optest_attr_string(&t, 1, "round_mode", "sideways");
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){2}, x, false);
+    expect_status(&t, ANVIL_ERR_INVALID_MODEL, "round_mode");
+    optest_end(&t);
 }
 
 static void test_cast_threads(void **state) {

@@ -523,6 +523,24 @@ static void test_unsqueeze(void **state) {
     assert_dims(&out[0], 4, (int64_t[]){-1, 1, 8, 1});
     assert_int_equal(out[0].shape.sym[0], 3);
     optest_end(&t);
+    /* a scalar axes input is one axis (ONNX Runtime and the reference implementation take it;
+     * the AffineGrid function body emits it), for Unsqueeze and Squeeze alike */
+    int64_t ax_scalar[1] = {-1};
+    optest_begin(&t, IR_OP_UNSQUEEZE, 2, 1, 0);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, seq, false);
+    optest_input(&t, 1, ANVIL_DTYPE_INT64, 0, NULL, ax_scalar, true);
+    assert_int_equal(optest_run(&t), ANVIL_OK);
+    assert_dims(&t.out_info[0], 3, (int64_t[]){3, 4, 1});
+    assert_memory_equal(t.out[0].data, seq, 12 * sizeof(float));
+    optest_end(&t);
+    ax_scalar[0] = 0;
+    optest_begin(&t, IR_OP_SQUEEZE, 2, 1, 0);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){1, 4}, seq, false);
+    optest_input(&t, 1, ANVIL_DTYPE_INT64, 0, NULL, ax_scalar, true);
+    assert_int_equal(optest_run(&t), ANVIL_OK);
+    assert_dims(&t.out_info[0], 1, (int64_t[]){4});
+    assert_memory_equal(t.out[0].data, seq, 4 * sizeof(float));
+    optest_end(&t);
 }
 
 static void test_unsqueeze_errors(void **state) {
@@ -548,6 +566,14 @@ static void test_unsqueeze_errors(void **state) {
     assert_int_equal(squeeze_op(&t, IR_OP_UNSQUEEZE, 13, 6, (int64_t[]){1, 1, 1, 1, 1, 2},
                                 (int64_t[]){0, 1, 2}, 3),
                      ANVIL_ERR_LIMIT);
+    optest_end(&t);
+    /* axes of rank 2 are refused (rank 0 is one axis, rank 1 the list) */
+    int64_t ax2[2] = {0, 1};
+    optest_begin(&t, IR_OP_UNSQUEEZE, 2, 1, 0);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, seq, false);
+    optest_input(&t, 1, ANVIL_DTYPE_INT64, 2, (int64_t[]){1, 2}, ax2, true);
+    assert_int_equal(optest_run(&t), ANVIL_ERR_SHAPE);
+    assert_non_null(strstr(anvil_last_error(), "input 1 (axes) must be 1-D but has rank 2"));
     optest_end(&t);
 }
 

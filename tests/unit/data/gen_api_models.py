@@ -31,5 +31,19 @@ def api_small():
     onnx.save(model, os.path.join(HERE, "api_small.onnx"))
 
 
+def api_anon_dims():
+    # y = Relu(x) with x declared ["?", "?"]: "?" means unknown, not one shared symbol
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["?", "?"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["?", "?"])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                              "api_anon_dims", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="anvil-tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(HERE, "api_anon_dims.onnx"))
+
+
 if __name__ == "__main__":
     api_small()
+    api_anon_dims()

@@ -1,0 +1,761 @@
+/* Tensor ops that build or rearrange data without index inputs: Range, Size, Trilu, EyeLike,
+ * DepthToSpace, SpaceToDepth, ReverseSequence and CenterCropPad. Except for Range (which computes
+ * numbers) they move bytes, so they hold any fixed-size dtype. */
+#include "ops/tensor_common.h"
+
+#include <math.h>
+
+/* A scalar-like input (rank 0, or one element of rank 1 as some exporters write) of a known shape
+ * must hold exactly one element. */
+static anvil_status misc_check_scalar(const ir_node *n, int input, const char *what,
+                                      const ir_shape *s) {
+    if (s->rank < 0) return ANVIL_OK;
+    if (s->rank == 0 || (s->rank == 1 && (s->d[0] == 1 || s->d[0] < 0))) return ANVIL_OK;
+    return core_err(ANVIL_ERR_SHAPE, "%s: input %d (%s) must be a scalar but has rank %d",
+                    ir_node_label(n), input, what, s->rank);
+}
+
+/* ---- Range --------------------------------------------------------------------------------- */
+
+typedef struct range_params {
+    int64_t stash_type; /* 1: f16/bf16 computed in float32; 0: accumulated in the type itself */
+} range_params;
+
+static anvil_status range_check(ir_graph *g, ir_node *n) {
+    CORE_TRY(tensor_check_opset(n, 11, 0));
+    range_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (n->opset < 27 && ir_node_attr(n, "stash_type"))
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute 'stash_type' exists from opset 27 (model opset %d)",
+                        ir_node_label(n), n->opset);
+    CORE_TRY(ir_attr_int(n, "stash_type", 1, &p->stash_type));
+    if (p->stash_type != 0 && p->stash_type != 1)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: attribute 'stash_type' is %lld; anvil supports 0 (the input type) "
+                        "and 1 (float32)",
+                        ir_node_label(n), (long long)p->stash_type);
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static bool range_dtype_ok(const ir_node *n, anvil_dtype dt) {
+    switch (dt) {
+    case ANVIL_DTYPE_FLOAT32:
+    case ANVIL_DTYPE_FLOAT64:
+    case ANVIL_DTYPE_INT16:
+    case ANVIL_DTYPE_INT32:
+    case ANVIL_DTYPE_INT64:
+        return true;
+    case ANVIL_DTYPE_FLOAT16:
+    case ANVIL_DTYPE_BFLOAT16:
+        return n->opset >= 27;
+    default:
+        return false;
+    }
+}
+
+/* Number of elements max(ceil((limit - start) / delta), 0), exactly for integer types. */
+static anvil_status range_count(const ir_node *n, anvil_dtype dt, const void *s, const void *l,
+                                const void *d, int64_t *count) {
+    if (core_dtype_is_int(dt)) {
+        int64_t a = core_load_i64(dt, s, 0), b = core_load_i64(dt, l, 0);
+        int64_t c = core_load_i64(dt, d, 0);
+        if (c == 0)
+            return core_err(ANVIL_ERR_SHAPE, "%s: delta is 0; Range needs a non-zero step",
+                            ir_node_label(n));
+        /* int16/int32 differences fit int64; for int64 operands overflow is refused */
+        int64_t diff;
+        if (__builtin_sub_overflow(b, a, &diff))
+            return core_err(ANVIL_ERR_LIMIT, "%s: limit - start overflows int64", ir_node_label(n));
+        if ((diff > 0) != (c > 0) || diff == 0) {
+            *count = 0;
+            return ANVIL_OK;
+        }
+        int64_t q = diff / c, r = diff % c;
+        *count = q + (r != 0);
+        return ANVIL_OK;
+    }
+    double a = core_load_f64(dt, s, 0), b = core_load_f64(dt, l, 0), c = core_load_f64(dt, d, 0);
+    if (c == 0 || isnan(a) || isnan(b) || isnan(c) || isinf(a) || isinf(b) || isinf(c))
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: start %g, limit %g, delta %g do not give a finite element count; "
+                        "delta must be non-zero and all three finite",
+                        ir_node_label(n), a, b, c);
+    /* float32 operands: the difference is formed in float32 first, as ONNX Runtime does, so
+     * element counts agree at the rounding boundary */
+    double diff = dt == ANVIL_DTYPE_FLOAT32 ? (double)((float)b - (float)a) : b - a;
+    double k = ceil(diff / c);
+    if (k <= 0) {
+        *count = 0;
+        return ANVIL_OK;
+    }
+    if (k > (double)(INT64_MAX / 16))
+        return core_err(ANVIL_ERR_LIMIT, "%s: Range would have %g elements", ir_node_label(n), k);
+    *count = (int64_t)k;
+    return ANVIL_OK;
+}
+
+static anvil_status range_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                                op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    static const char *const names[3] = {"start", "limit", "delta"};
+    anvil_dtype dt = in[0].dtype;
+    for (int i = 0; i < 3; i++) {
+        if (in[i].dtype != dt)
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: input %d (%s) is %s but start is %s; all three "
+                            "must have the same dtype",
+                            ir_node_label(n), i, names[i], anvil_dtype_name(in[i].dtype),
+                            anvil_dtype_name(dt));
+        CORE_TRY(misc_check_scalar(n, i, names[i], &in[i].shape));
+    }
+    if (!range_dtype_ok(n, dt))
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: dtype %s is not supported by Range at opset %d (float, double, "
+                        "int16, int32, int64; float16 and bfloat16 from opset 27)",
+                        ir_node_label(n), anvil_dtype_name(dt), n->opset);
+    out[0].dtype = dt;
+    tensor_shape_unknown_dims(&out[0].shape, 1);
+    if (!in[0].value || !in[1].value || !in[2].value) return ANVIL_OK;
+    CORE_TRY(range_count(n, dt, in[0].value, in[1].value, in[2].value, &out[0].shape.d[0]));
+    return ANVIL_OK;
+}
+
+static anvil_status range_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                              op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    const range_params *p = n->params;
+    anvil_dtype dt = in[0]->dtype;
+    op_tensor *y = out[0];
+    int64_t cnt;
+    CORE_TRY(range_count(n, dt, in[0]->data, in[1]->data, in[2]->data, &cnt));
+    if (y->rank != 1 || y->dims[0] != cnt)
+        return core_err(ANVIL_ERR_INTERNAL, "%s: output buffer has the wrong length",
+                        ir_node_label(n));
+    if (core_dtype_is_int(dt)) {
+        int64_t a = core_load_i64(dt, in[0]->data, 0), c = core_load_i64(dt, in[2]->data, 0);
+        /* every value lies between start and limit; unsigned arithmetic keeps the intermediate
+         * product defined even where i * delta alone would leave the int64 range */
+        for (int64_t i = 0; i < cnt; i++)
+            core_store_i64(dt, y->data, (size_t)i,
+                           (int64_t)((uint64_t)a + (uint64_t)i * (uint64_t)c));
+    } else if (dt == ANVIL_DTYPE_FLOAT64) {
+        double a = core_load_f64(dt, in[0]->data, 0), c = core_load_f64(dt, in[2]->data, 0);
+        for (int64_t i = 0; i < cnt; i++) ((double *)y->data)[i] = a + (double)i * c;
+    } else if (dt == ANVIL_DTYPE_FLOAT32 || p->stash_type == 1) {
+        float a = (float)core_load_f64(dt, in[0]->data, 0);
+        float c = (float)core_load_f64(dt, in[2]->data, 0);
+        for (int64_t i = 0; i < cnt; i++) core_store_f64(dt, y->data, (size_t)i, a + (float)i * c);
+    } else {
+        /* stash_type 0: successive additions rounded to the 16-bit type after each step */
+        double c = core_load_f64(dt, in[2]->data, 0);
+        double v = core_load_f64(dt, in[0]->data, 0);
+        for (int64_t i = 0; i < cnt; i++) {
+            core_store_f64(dt, y->data, (size_t)i, v);
+            v = core_load_f64(dt, y->data, (size_t)i) + c;
+        }
+    }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_range = {
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = 7u,
+    .check = range_check,
+    .infer = range_infer,
+    .run = range_run,
+};
+
+/* ---- Size ---------------------------------------------------------------------------------- */
+
+static anvil_status size_check(ir_graph *g, ir_node *n) {
+    (void)g;
+    (void)n;
+    return ANVIL_OK;
+}
+
+static anvil_status size_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                               op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
+    out[0].dtype = ANVIL_DTYPE_INT64;
+    ir_shape_set(&out[0].shape, 0, NULL);
+    return ANVIL_OK;
+}
+
+static anvil_status size_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                             op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n;
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    int64_t v = (int64_t)op_tensor_numel(in[0]);
+    memcpy(out[0]->data, &v, sizeof v);
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_size = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .check = size_check,
+    .infer = size_infer,
+    .run = size_run,
+};
+
+/* ---- Trilu --------------------------------------------------------------------------------- */
+
+typedef struct trilu_params {
+    bool upper;
+} trilu_params;
+
+static anvil_status trilu_check(ir_graph *g, ir_node *n) {
+    CORE_TRY(tensor_check_opset(n, 14, 0));
+    trilu_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    CORE_TRY(ir_attr_flag(n, "upper", true, &p->upper));
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status trilu_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                                op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_out;
+    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
+    if (in[0].shape.rank >= 0 && in[0].shape.rank < 2)
+        return core_err(ANVIL_ERR_SHAPE, "%s: input 0 has rank %d; Trilu needs rank >= 2",
+                        ir_node_label(n), in[0].shape.rank);
+    if (n_in > 1 && tensor_has_input(n, 1)) {
+        CORE_TRY(tensor_check_index_dtype(n, 1, "k", in[1].dtype, false));
+        CORE_TRY(misc_check_scalar(n, 1, "k", &in[1].shape));
+    }
+    out[0] = in[0];
+    out[0].value = NULL;
+    return ANVIL_OK;
+}
+
+static anvil_status trilu_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                              op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_out;
+    (void)ctx;
+    const trilu_params *p = n->params;
+    const op_tensor *x = in[0];
+    int64_t k = 0;
+    if (n_in > 1 && in[1]) {
+        if (op_tensor_numel(in[1]) != 1)
+            return core_err(ANVIL_ERR_RUNTIME, "%s: input 1 (k) must hold one value",
+                            ir_node_label(n));
+        k = core_load_i64(in[1]->dtype, in[1]->data, 0);
+    }
+    size_t es = anvil_dtype_size(x->dtype);
+    int64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];
+    size_t mats = tensor_dims_prod(x->dims, 0, x->rank - 2);
+    const char *src = x->data;
+    char *dst = out[0]->data;
+    for (size_t m = 0; m < mats; m++)
+        for (int64_t i = 0; i < rows; i++) {
+            size_t base = ((size_t)m * (size_t)rows + (size_t)i) * (size_t)cols * es;
+            for (int64_t j = 0; j < cols; j++) {
+                /* j - i is small (both index the same matrix), so the compare cannot overflow */
+                bool keep = p->upper ? j - i >= k : j - i <= k;
+                size_t off = base + (size_t)j * es;
+                if (keep)
+                    tensor_elem_copy(dst + off, src + off, es);
+                else
+                    memset(dst + off, 0, es);
+            }
+        }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_trilu = {
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = OP_INPLACE_0,
+    .check = trilu_check,
+    .infer = trilu_infer,
+    .run = trilu_run,
+};
+
+/* ---- EyeLike ------------------------------------------------------------------------------- */
+
+typedef struct eyelike_params {
+    int64_t dtype; /* -1: same as the input */
+    int64_t k;
+} eyelike_params;
+
+static anvil_status eyelike_check(ir_graph *g, ir_node *n) {
+    CORE_TRY(tensor_check_opset(n, 9, 0));
+    eyelike_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    CORE_TRY(ir_attr_int(n, "dtype", -1, &p->dtype));
+    CORE_TRY(ir_attr_int(n, "k", 0, &p->k));
+    if (p->dtype != -1 &&
+        (p->dtype <= 0 || p->dtype > 64 || !core_dtype_supported((anvil_dtype)p->dtype)))
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: attribute 'dtype' is %lld, not a fixed-size numeric or bool dtype "
+                        "anvil supports",
+                        ir_node_label(n), (long long)p->dtype);
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status eyelike_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                                  op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    const eyelike_params *p = n->params;
+    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
+    if (in[0].shape.rank >= 0 && in[0].shape.rank != 2)
+        return core_err(ANVIL_ERR_SHAPE, "%s: input 0 has rank %d; EyeLike needs rank 2",
+                        ir_node_label(n), in[0].shape.rank);
+    out[0].dtype = p->dtype < 0 ? in[0].dtype : (anvil_dtype)p->dtype;
+    out[0].shape = in[0].shape;
+    return ANVIL_OK;
+}
+
+static anvil_status eyelike_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)in;
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    const eyelike_params *p = n->params;
+    op_tensor *y = out[0];
+    size_t es = anvil_dtype_size(y->dtype);
+    size_t cnt = op_tensor_numel(y);
+    if (cnt == 0) return ANVIL_OK;
+    memset(y->data, 0, cnt * es);
+    int64_t rows = y->dims[0], cols = y->dims[1];
+    for (int64_t i = 0; i < rows; i++) {
+        int64_t j;
+        if (!core_add_i64(i, p->k, &j) || j < 0 || j >= cols) continue;
+        core_store_f64(y->dtype, y->data, (size_t)(i * cols + j), 1.0);
+    }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_eyelike = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .check = eyelike_check,
+    .infer = eyelike_infer,
+    .run = eyelike_run,
+};
+
+/* ---- DepthToSpace / SpaceToDepth ----------------------------------------------------------- */
+
+typedef struct d2s_params {
+    int64_t block;
+    bool crd; /* DepthToSpace mode CRD (column, row, depth) instead of DCR */
+} d2s_params;
+
+static anvil_status d2s_parse(ir_graph *g, ir_node *n, bool has_mode) {
+    d2s_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    p->crd = false;
+    if (!ir_node_attr(n, "blocksize"))
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute 'blocksize' is required",
+                        ir_node_label(n));
+    CORE_TRY(ir_attr_int(n, "blocksize", 1, &p->block));
+    if (p->block < 1 || p->block > (1 << 20))
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute 'blocksize' is %lld; it must be in 1..%d", ir_node_label(n),
+                        (long long)p->block, 1 << 20);
+    if (has_mode) {
+        const char *mode;
+        CORE_TRY(ir_attr_string(n, "mode", "DCR", &mode));
+        if (ir_node_attr(n, "mode") && n->opset < 11)
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: attribute 'mode' exists from opset 11 (model opset %d)",
+                            ir_node_label(n), n->opset);
+        if (strcmp(mode, "CRD") == 0)
+            p->crd = true;
+        else if (strcmp(mode, "DCR") != 0)
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: attribute 'mode' is '%s'; expected 'DCR' or 'CRD'",
+                            ir_node_label(n), mode);
+    }
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status d2s_check(ir_graph *g, ir_node *n) {
+    return d2s_parse(g, n, true);
+}
+
+static anvil_status s2d_check(ir_graph *g, ir_node *n) {
+    return d2s_parse(g, n, false);
+}
+
+/* Infers either direction; to_space selects DepthToSpace. */
+static anvil_status d2s_infer_dir(const ir_node *n, const op_tinfo *in, op_tinfo *out,
+                                  bool to_space) {
+    const d2s_params *p = n->params;
+    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
+    const ir_shape *x = &in[0].shape;
+    out[0].dtype = in[0].dtype;
+    if (x->rank < 0) {
+        ir_shape_unknown(&out[0].shape);
+        return ANVIL_OK;
+    }
+    if (x->rank != 4)
+        return core_err(ANVIL_ERR_SHAPE, "%s: input 0 has rank %d; expected 4 (N,C,H,W)",
+                        ir_node_label(n), x->rank);
+    int64_t bb = p->block * p->block;
+    ir_shape *y = &out[0].shape;
+    *y = *x;
+    for (int i = 1; i < 4; i++) {
+        y->d[i] = IR_DIM_UNKNOWN;
+        y->sym[i] = -1;
+    }
+    if (to_space) {
+        if (x->d[1] >= 0) {
+            if (x->d[1] % bb)
+                return core_err(ANVIL_ERR_SHAPE,
+                                "%s: channels (%lld) must be a multiple of blocksize^2 (%lld)",
+                                ir_node_label(n), (long long)x->d[1], (long long)bb);
+            y->d[1] = x->d[1] / bb;
+        }
+        for (int i = 2; i < 4; i++)
+            if (x->d[i] >= 0 && !core_mul_i64(x->d[i], p->block, &y->d[i]))
+                return core_err(ANVIL_ERR_LIMIT, "%s: output dim %d overflows", ir_node_label(n),
+                                i);
+    } else {
+        if (x->d[1] >= 0 && !core_mul_i64(x->d[1], bb, &y->d[1]))
+            return core_err(ANVIL_ERR_LIMIT, "%s: output channels overflow", ir_node_label(n));
+        for (int i = 2; i < 4; i++) {
+            if (x->d[i] < 0) continue;
+            if (x->d[i] % p->block)
+                return core_err(ANVIL_ERR_SHAPE,
+                                "%s: input dim %d (%lld) must be a multiple of blocksize (%lld)",
+                                ir_node_label(n), i, (long long)x->d[i], (long long)p->block);
+            y->d[i] = x->d[i] / p->block;
+        }
+    }
+    return ANVIL_OK;
+}
+
+static anvil_status d2s_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                              op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    return d2s_infer_dir(n, in, out, true);
+}
+
+static anvil_status s2d_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                              op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    return d2s_infer_dir(n, in, out, false);
+}
+
+/* Both are a 6-D transpose: the output is walked as a 6-D view and each view dim gets the input
+ * stride that moves to the matching source element. */
+static anvil_status d2s_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    const d2s_params *p = n->params;
+    const op_tensor *x = in[0];
+    int64_t b = p->block, N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t c2 = C / (b * b);
+    int64_t sC = H * W, sN = C * sC;
+    tensor_strided s = {
+        .esize = anvil_dtype_size(x->dtype), .rank = 6, .src = x->data, .dst = out[0]->data};
+    /* output viewed as [N, C/b^2, H, b, W, b] */
+    int64_t dims[6] = {N, c2, H, b, W, b};
+    int64_t st[6];
+    st[0] = sN;
+    st[2] = W;
+    st[4] = 1;
+    if (p->crd) { /* channel = c * b^2 + b1 * b + b2 */
+        st[1] = b * b * sC;
+        st[3] = b * sC;
+        st[5] = sC;
+    } else { /* channel = (b1 * b + b2) * C' + c */
+        st[1] = sC;
+        st[3] = b * c2 * sC;
+        st[5] = c2 * sC;
+    }
+    memcpy(s.dims, dims, sizeof dims);
+    memcpy(s.stride, st, sizeof st);
+    tensor_strided_run(ctx, &s, op_tensor_numel(out[0]));
+    return ANVIL_OK;
+}
+
+static anvil_status s2d_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    const d2s_params *p = n->params;
+    const op_tensor *x = in[0];
+    int64_t b = p->block, N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t sC = H * W, sN = C * sC;
+    tensor_strided s = {
+        .esize = anvil_dtype_size(x->dtype), .rank = 6, .src = x->data, .dst = out[0]->data};
+    /* output viewed as [N, b, b, C, H/b, W/b]: channel (b1 * b + b2) * C + c */
+    int64_t dims[6] = {N, b, b, C, H / b, W / b};
+    int64_t st[6] = {sN, W, 1, sC, b * W, b};
+    memcpy(s.dims, dims, sizeof dims);
+    memcpy(s.stride, st, sizeof st);
+    tensor_strided_run(ctx, &s, op_tensor_numel(out[0]));
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_depthtospace = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .check = d2s_check,
+    .infer = d2s_infer,
+    .run = d2s_run,
+};
+
+const op_impl op_impl_spacetodepth = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .check = s2d_check,
+    .infer = s2d_infer,
+    .run = s2d_run,
+};
+
+/* ---- ReverseSequence ----------------------------------------------------------------------- */
+
+typedef struct revseq_params {
+    int64_t batch_axis, time_axis;
+} revseq_params;
+
+static anvil_status revseq_check(ir_graph *g, ir_node *n) {
+    CORE_TRY(tensor_check_opset(n, 10, 0));
+    revseq_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    CORE_TRY(ir_attr_int(n, "batch_axis", 1, &p->batch_axis));
+    CORE_TRY(ir_attr_int(n, "time_axis", 0, &p->time_axis));
+    if ((p->batch_axis != 0 && p->batch_axis != 1) || (p->time_axis != 0 && p->time_axis != 1) ||
+        p->batch_axis == p->time_axis)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: batch_axis %lld and time_axis %lld must be 0 and 1 in some order",
+                        ir_node_label(n), (long long)p->batch_axis, (long long)p->time_axis);
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status revseq_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                                 op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    const revseq_params *p = n->params;
+    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
+    CORE_TRY(tensor_check_index_dtype(n, 1, "sequence_lens", in[1].dtype, false));
+    const ir_shape *x = &in[0].shape;
+    if (x->rank >= 0 && x->rank < 2)
+        return core_err(ANVIL_ERR_SHAPE, "%s: input 0 has rank %d; ReverseSequence needs >= 2",
+                        ir_node_label(n), x->rank);
+    int64_t len;
+    CORE_TRY(tensor_list_length(n, 1, "sequence_lens", &in[1], &len));
+    if (x->rank >= 2 && len >= 0 && x->d[p->batch_axis] >= 0 && len != x->d[p->batch_axis])
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: input 1 (sequence_lens) has %lld entries but the batch axis has %lld",
+                        ir_node_label(n), (long long)len, (long long)x->d[p->batch_axis]);
+    out[0].dtype = in[0].dtype;
+    out[0].shape = *x;
+    return ANVIL_OK;
+}
+
+static anvil_status revseq_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                               op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    const revseq_params *p = n->params;
+    const op_tensor *x = in[0], *lens = in[1];
+    int64_t B = x->dims[p->batch_axis], T = x->dims[p->time_axis];
+    if ((int64_t)op_tensor_numel(lens) != B)
+        return core_err(ANVIL_ERR_RUNTIME, "%s: sequence_lens has %zu entries, batch is %lld",
+                        ir_node_label(n), op_tensor_numel(lens), (long long)B);
+    for (int64_t b = 0; b < B; b++) {
+        int64_t l = core_load_i64(lens->dtype, lens->data, (size_t)b);
+        if (l < 0 || l > T)
+            return tensor_index_error(n, "sequence_lens", l, lens->dims, lens->rank, (size_t)b, 0,
+                                      T);
+    }
+    size_t es = anvil_dtype_size(x->dtype);
+    size_t inner = tensor_dims_prod(x->dims, 2, x->rank) * es;
+    int64_t xs[IR_MAX_RANK];
+    tensor_strides(x->dims, x->rank, xs);
+    int64_t sb = xs[p->batch_axis], st = xs[p->time_axis];
+    for (int64_t b = 0; b < B; b++) {
+        int64_t l = core_load_i64(lens->dtype, lens->data, (size_t)b);
+        for (int64_t t = 0; t < T; t++) {
+            int64_t from = t < l ? l - 1 - t : t;
+            size_t dst = (size_t)(b * sb + t * st) * es, src = (size_t)(b * sb + from * st) * es;
+            if (inner) memcpy((char *)out[0]->data + dst, (const char *)x->data + src, inner);
+        }
+    }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_reversesequence = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .check = revseq_check,
+    .infer = revseq_infer,
+    .run = revseq_run,
+};
+
+/* ---- CenterCropPad ------------------------------------------------------------------------- */
+
+typedef struct ccp_params {
+    const int64_t *axes; /* NULL: all axes */
+    size_t n_axes;
+} ccp_params;
+
+static anvil_status ccp_check(ir_graph *g, ir_node *n) {
+    CORE_TRY(tensor_check_opset(n, 18, 0));
+    ccp_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    CORE_TRY(ir_attr_ints(n, "axes", &p->axes, &p->n_axes));
+    if (p->n_axes > IR_MAX_RANK)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute 'axes' has %zu entries",
+                        ir_node_label(n), p->n_axes);
+    n->params = p;
+    return ANVIL_OK;
+}
+
+/* Resolves the axes the shape input applies to (all when the attribute is absent); refuses
+ * duplicates. */
+static anvil_status ccp_axes(const ir_node *n, int rank, int *axes, int *count) {
+    const ccp_params *p = n->params;
+    bool seen[IR_MAX_RANK] = {false};
+    if (!p->axes) {
+        for (int i = 0; i < rank; i++) axes[i] = i;
+        *count = rank;
+        return ANVIL_OK;
+    }
+    for (size_t i = 0; i < p->n_axes; i++) {
+        CORE_TRY(op_norm_axis(n, "attribute 'axes'", p->axes[i], rank, &axes[i]));
+        if (seen[axes[i]])
+            return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute 'axes' repeats axis %d",
+                            ir_node_label(n), axes[i]);
+        seen[axes[i]] = true;
+    }
+    *count = (int)p->n_axes;
+    return ANVIL_OK;
+}
+
+static anvil_status ccp_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                              op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
+    CORE_TRY(tensor_check_index_dtype(n, 1, "shape", in[1].dtype, true));
+    const ir_shape *x = &in[0].shape;
+    out[0].dtype = in[0].dtype;
+    if (x->rank < 0) {
+        ir_shape_unknown(&out[0].shape);
+        return ANVIL_OK;
+    }
+    int axes[IR_MAX_RANK] = {0}, na = 0;
+    CORE_TRY(ccp_axes(n, x->rank, axes, &na));
+    int64_t len;
+    CORE_TRY(tensor_list_length(n, 1, "shape", &in[1], &len));
+    if (len >= 0 && len != na)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: input 1 (shape) has %lld entries but %d axes are cropped/padded",
+                        ir_node_label(n), (long long)len, na);
+    ir_shape *y = &out[0].shape;
+    *y = *x;
+    int64_t sz[IR_MAX_RANK] = {0};
+    size_t cnt = 0;
+    if (in[1].value) CORE_TRY(op_value_ints(n, 1, &in[1], sz, IR_MAX_RANK, &cnt));
+    for (int i = 0; i < na; i++) {
+        y->sym[axes[i]] = -1;
+        y->d[axes[i]] = IR_DIM_UNKNOWN;
+        if (!in[1].value) continue;
+        if (sz[i] < 0)
+            return core_err(ANVIL_ERR_SHAPE, "%s: shape[%d] is %lld; sizes must be >= 0",
+                            ir_node_label(n), i, (long long)sz[i]);
+        y->d[axes[i]] = sz[i];
+    }
+    return ANVIL_OK;
+}
+
+static anvil_status ccp_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    const op_tensor *x = in[0];
+    op_tensor *y = out[0];
+    if (y->rank != x->rank)
+        return core_err(ANVIL_ERR_INTERNAL, "%s: output rank does not match", ir_node_label(n));
+    size_t es = anvil_dtype_size(x->dtype);
+    size_t total = op_tensor_numel(y);
+    if (total) memset(y->data, 0, total * es);
+    /* per axis: the overlapping extent, where it starts in the input (crop: the larger half of
+     * the excess goes after) and in the output (pad: likewise) */
+    int64_t ext[IR_MAX_RANK], x0[IR_MAX_RANK], y0[IR_MAX_RANK];
+    int r = x->rank;
+    size_t cnt = 1;
+    for (int i = 0; i < r; i++) {
+        int64_t a = x->dims[i], b = y->dims[i];
+        ext[i] = a < b ? a : b;
+        x0[i] = a > b ? (a - b) / 2 : 0;
+        y0[i] = b > a ? (b - a) / 2 : 0;
+        cnt *= (size_t)ext[i];
+    }
+    int64_t xs[IR_MAX_RANK], ys[IR_MAX_RANK];
+    tensor_strides(x->dims, r, xs);
+    tensor_strides(y->dims, r, ys);
+    for (size_t e = 0; e < cnt; e++) {
+        size_t rem = e;
+        int64_t xo = 0, yo = 0;
+        for (int i = r - 1; i >= 0; i--) {
+            int64_t k = (int64_t)(rem % (size_t)ext[i]);
+            rem /= (size_t)ext[i];
+            xo += (k + x0[i]) * xs[i];
+            yo += (k + y0[i]) * ys[i];
+        }
+        tensor_elem_copy((char *)y->data + (size_t)yo * es, (const char *)x->data + (size_t)xo * es,
+                         es);
+    }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_centercroppad = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = 1u << 1,
+    .check = ccp_check,
+    .infer = ccp_infer,
+    .run = ccp_run,
+};

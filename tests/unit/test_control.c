@@ -1,0 +1,364 @@
+/* Control flow: Loop with a trip count fed by the caller (different counts in one session, zero
+ * included), loop-carried values and scan outputs, a body reading a main-graph value; If whose
+ * branches give different shapes; a Loop inside an If inside a Loop reading values two levels
+ * up; and a loop-carried value that changes shape, which must fail naming the node. Graphs are
+ * built with the IR API; expected values are computed here. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "runtime/runtime.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ir_vid add_value(ir_graph *g, const char *name, anvil_dtype dt, int rank,
+                        const int64_t *dims) {
+    ir_vid v;
+    assert_int_equal(ir_graph_add_value(g, name, &v), ANVIL_OK);
+    g->values[v].dtype = dt;
+    if (rank >= 0) ir_shape_set(&g->values[v].shape, rank, dims);
+    return v;
+}
+
+static ir_vid add_input(ir_graph *g, const char *name, anvil_dtype dt, int rank,
+                        const int64_t *dims) {
+    ir_vid v = add_value(g, name, dt, rank, dims);
+    assert_int_equal(ir_graph_add_input(g, v), ANVIL_OK);
+    return v;
+}
+
+/* a reference from subgraph g to the enclosing graph's value `name` */
+static ir_vid add_outer(ir_graph *g, const char *name) {
+    ir_vid v = add_value(g, name, ANVIL_DTYPE_UNDEFINED, -1, NULL);
+    g->values[v].flags = IR_VALUE_OUTER;
+    return v;
+}
+
+/* node op(ins) -> outs (new values named by out_names); returns the node index */
+static int32_t add_node(ir_graph *g, ir_op op, const char *name, int n_in, const ir_vid *ins,
+                        int n_out, const char *const *out_names, ir_vid *outs, int n_attrs) {
+    int32_t k;
+    assert_int_equal(ir_graph_add_node(g, op, name, n_in, n_out, n_attrs, &k), ANVIL_OK);
+    for (int i = 0; i < n_out; i++) {
+        ir_vid v = IR_NONE;
+        if (out_names[i]) {
+            v = add_value(g, out_names[i], ANVIL_DTYPE_UNDEFINED, -1, NULL);
+            g->values[v].producer = k;
+        }
+        g->nodes[k].outputs[i] = v;
+        if (outs) outs[i] = v;
+    }
+    for (int i = 0; i < n_in; i++) g->nodes[k].inputs[i] = ins[i];
+    return k;
+}
+
+static ir_vid add1(ir_graph *g, ir_op op, const char *out, int n_in, const ir_vid *ins) {
+    ir_vid y;
+    add_node(g, op, out, n_in, ins, 1, (const char *const[]){out}, &y, 0);
+    return y;
+}
+
+static void attr_graph(ir_graph *g, int32_t k, int slot, const char *name, ir_graph *sub) {
+    ir_attr *a = &g->nodes[k].attrs[slot];
+    a->name = core_arena_strdup(g->arena, name);
+    a->type = IR_ATTR_GRAPH;
+    a->g = sub;
+}
+
+static anvil_status finish(ir_graph *g) {
+    anvil_status st = op_check_graph(g);
+    if (st == ANVIL_OK) st = rt_infer_graph_static(g);
+    if (st == ANVIL_OK) st = ir_graph_verify(g);
+    return st;
+}
+
+static anvil_tensor *tensor(anvil_dtype dt, int rank, const int64_t *dims, const void *vals) {
+    anvil_tensor *t;
+    assert_int_equal(rt_tensor_new(dt, rank, dims, &t), ANVIL_OK);
+    if (t->bytes && vals) memcpy(t->data, vals, t->bytes);
+    return t;
+}
+
+static void free_tensor(anvil_tensor *t) {
+    if (!t) return;
+    free(t->data);
+    free(t);
+}
+
+/* Loop body: (iter, cond, acc) -> (cond, acc + w, acc + w); w is read from the main graph.
+ * With double_acc the carried value is Concat(acc, acc) instead: its shape changes. */
+static ir_graph *loop_body(ir_graph *parent, const char *w_name, bool double_acc) {
+    ir_graph *b;
+    assert_int_equal(ir_graph_create(parent, &b), ANVIL_OK);
+    int64_t two = 2;
+    ir_vid it = add_input(b, "iter", ANVIL_DTYPE_INT64, 0, NULL);
+    ir_vid c = add_input(b, "cond_in", ANVIL_DTYPE_BOOL, 0, NULL);
+    ir_vid acc = add_input(b, "acc", ANVIL_DTYPE_FLOAT32, 1, &two);
+    (void)it;
+    ir_vid w = add_outer(b, w_name);
+    ir_vid co = add1(b, IR_OP_IDENTITY, "cond_out", 1, &c);
+    ir_vid nxt;
+    if (double_acc) {
+        int32_t k = add_node(b, IR_OP_CONCAT, "cat", 2, (ir_vid[]){acc, acc}, 1,
+                             (const char *const[]){"acc_out"}, &nxt, 1);
+        ir_attr *a = &b->nodes[k].attrs[0];
+        a->name = core_arena_strdup(b->arena, "axis");
+        a->type = IR_ATTR_INT;
+        a->i = 0;
+    } else {
+        nxt = add1(b, IR_OP_ADD, "acc_out", 2, (ir_vid[]){acc, w});
+    }
+    ir_vid sc = add1(b, IR_OP_IDENTITY, "scan", 1, &nxt);
+    assert_int_equal(ir_graph_add_output(b, co), ANVIL_OK);
+    assert_int_equal(ir_graph_add_output(b, nxt), ANVIL_OK);
+    assert_int_equal(ir_graph_add_output(b, sc), ANVIL_OK);
+    return b;
+}
+
+/* main: M (int64 scalar), init [2], w [2] -> Loop(M, , init) -> final [2], scans [M, 2] */
+static ir_graph *loop_graph(bool double_acc) {
+    ir_graph *g;
+    assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
+    g->opset = 17;
+    int64_t two = 2;
+    ir_vid m = add_input(g, "M", ANVIL_DTYPE_INT64, 0, NULL);
+    ir_vid init = add_input(g, "init", ANVIL_DTYPE_FLOAT32, 1, &two);
+    add_input(g, "w", ANVIL_DTYPE_FLOAT32, 1, &two);
+    ir_vid outs[2];
+    int32_t k = add_node(g, IR_OP_LOOP, "the_loop", 3, (ir_vid[]){m, IR_NONE, init}, 2,
+                         (const char *const[]){"final", "scans"}, outs, 1);
+    attr_graph(g, k, 0, "body", loop_body(g, "w", double_acc));
+    assert_int_equal(ir_graph_add_output(g, outs[0]), ANVIL_OK);
+    assert_int_equal(ir_graph_add_output(g, outs[1]), ANVIL_OK);
+    return g;
+}
+
+static void test_loop_trip_count_from_input(void **state) {
+    (void)state;
+    ir_graph *g = loop_graph(false);
+    assert_int_equal(finish(g), ANVIL_OK);
+    /* load time typed the body's values and the Loop's outputs */
+    assert_int_equal(g->values[g->outputs[1]].dtype, ANVIL_DTYPE_FLOAT32);
+    assert_int_equal(g->values[g->outputs[1]].shape.rank, 2);
+    rt_session_config cfg = {.threads = 1};
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    int64_t two = 2;
+    const float init[2] = {1.0f, -2.0f}, w[2] = {0.5f, 3.0f};
+    anvil_tensor *ti = tensor(ANVIL_DTYPE_FLOAT32, 1, &two, init);
+    anvil_tensor *tw = tensor(ANVIL_DTYPE_FLOAT32, 1, &two, w);
+    const int64_t counts[3] = {3, 5, 0};
+    for (int c = 0; c < 3; c++) {
+        anvil_tensor *tm = tensor(ANVIL_DTYPE_INT64, 0, NULL, &counts[c]);
+        const anvil_tensor *ins[3] = {tm, ti, tw};
+        anvil_tensor *out[2];
+        assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+        int64_t m = counts[c];
+        assert_int_equal(out[0]->rank, 1);
+        for (int j = 0; j < 2; j++)
+            assert_true(fabsf(((float *)out[0]->data)[j] - (init[j] + (float)m * w[j])) < 1e-5f);
+        assert_int_equal(out[1]->rank, 2);
+        assert_int_equal(out[1]->dims[0], m);
+        assert_int_equal(out[1]->dims[1], 2);
+        for (int64_t r = 0; r < m; r++)
+            for (int j = 0; j < 2; j++)
+                assert_true(fabsf(((float *)out[1]->data)[r * 2 + j] -
+                                  (init[j] + (float)(r + 1) * w[j])) < 1e-5f);
+        free_tensor(out[0]);
+        free_tensor(out[1]);
+        free_tensor(tm);
+    }
+    free_tensor(ti);
+    free_tensor(tw);
+    rt_session_free(s);
+    ir_graph_free(g);
+}
+
+static void test_loop_carried_shape_change_fails(void **state) {
+    (void)state;
+    ir_graph *g = loop_graph(true);
+    assert_int_equal(finish(g), ANVIL_OK);
+    rt_session_config cfg = {.threads = 1};
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    int64_t two = 2, m = 2;
+    const float v[2] = {1, 2};
+    anvil_tensor *tm = tensor(ANVIL_DTYPE_INT64, 0, NULL, &m);
+    anvil_tensor *ti = tensor(ANVIL_DTYPE_FLOAT32, 1, &two, v);
+    anvil_tensor *tw = tensor(ANVIL_DTYPE_FLOAT32, 1, &two, v);
+    const anvil_tensor *ins[3] = {tm, ti, tw};
+    anvil_tensor *out[2] = {NULL, NULL};
+    assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_ERR_RUNTIME);
+    assert_non_null(strstr(core_err_message(), "the_loop"));
+    assert_non_null(strstr(core_err_message(), "loop-carried"));
+    assert_null(out[0]);
+    assert_null(out[1]);
+    free_tensor(tm);
+    free_tensor(ti);
+    free_tensor(tw);
+    rt_session_free(s);
+    ir_graph_free(g);
+}
+
+/* If(c): then gives a [3], else b [2,2] (both main-graph inputs read from the branches). */
+static void test_if_branches_differ_in_shape(void **state) {
+    (void)state;
+    ir_graph *g;
+    assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
+    g->opset = 17;
+    int64_t three = 3, d22[2] = {2, 2};
+    ir_vid c = add_input(g, "c", ANVIL_DTYPE_BOOL, 0, NULL);
+    add_input(g, "a", ANVIL_DTYPE_FLOAT32, 1, &three);
+    add_input(g, "b", ANVIL_DTYPE_FLOAT32, 2, d22);
+    ir_vid y;
+    int32_t k = add_node(g, IR_OP_IF, "the_if", 1, &c, 1, (const char *const[]){"y"}, &y, 2);
+    ir_graph *br[2];
+    const char *src[2] = {"a", "b"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(ir_graph_create(g, &br[i]), ANVIL_OK);
+        ir_vid o = add_outer(br[i], src[i]);
+        ir_vid r = add1(br[i], IR_OP_NEG, i ? "else_out" : "then_out", 1, &o);
+        assert_int_equal(ir_graph_add_output(br[i], r), ANVIL_OK);
+    }
+    attr_graph(g, k, 0, "then_branch", br[0]);
+    attr_graph(g, k, 1, "else_branch", br[1]);
+    ir_vid z = add1(g, IR_OP_ABS, "z", 1, &y);
+    assert_int_equal(ir_graph_add_output(g, z), ANVIL_OK);
+    assert_int_equal(finish(g), ANVIL_OK);
+    rt_session_config cfg = {.threads = 1};
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    const float av[3] = {1, -2, 3}, bv[4] = {-4, 5, -6, 7};
+    anvil_tensor *ta = tensor(ANVIL_DTYPE_FLOAT32, 1, &three, av);
+    anvil_tensor *tb = tensor(ANVIL_DTYPE_FLOAT32, 2, d22, bv);
+    for (int pass = 0; pass < 2; pass++) {
+        bool cv = pass == 0;
+        anvil_tensor *tc = tensor(ANVIL_DTYPE_BOOL, 0, NULL, &cv);
+        const anvil_tensor *ins[3] = {tc, ta, tb};
+        anvil_tensor *out[1];
+        assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+        const float *want = cv ? av : bv;
+        int n = cv ? 3 : 4;
+        assert_int_equal(out[0]->rank, cv ? 1 : 2);
+        for (int i = 0; i < n; i++) assert_true(((float *)out[0]->data)[i] == fabsf(want[i]));
+        free_tensor(out[0]);
+        free_tensor(tc);
+    }
+    free_tensor(ta);
+    free_tensor(tb);
+    rt_session_free(s);
+    ir_graph_free(g);
+
+    /* a float condition is refused at load */
+    assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
+    g->opset = 17;
+    c = add_input(g, "c", ANVIL_DTYPE_FLOAT32, 0, NULL);
+    add_input(g, "a", ANVIL_DTYPE_FLOAT32, 1, &three);
+    k = add_node(g, IR_OP_IF, "bad_if", 1, &c, 1, (const char *const[]){"y"}, &y, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(ir_graph_create(g, &br[i]), ANVIL_OK);
+        ir_vid o = add_outer(br[i], "a");
+        ir_vid r = add1(br[i], IR_OP_NEG, "out", 1, &o);
+        assert_int_equal(ir_graph_add_output(br[i], r), ANVIL_OK);
+    }
+    attr_graph(g, k, 0, "then_branch", br[0]);
+    attr_graph(g, k, 1, "else_branch", br[1]);
+    assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
+    assert_int_equal(finish(g), ANVIL_ERR_SHAPE);
+    assert_non_null(strstr(core_err_message(), "bad_if"));
+    ir_graph_free(g);
+}
+
+/* Loop(M) { If(flag) { Loop(M) {acc += w} } else { Identity(acc) } }: the inner body reads w
+ * from the main graph three levels up. With flag, final = init + M*M*w. */
+static void test_nested_loop_if_loop(void **state) {
+    (void)state;
+    ir_graph *g;
+    assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
+    g->opset = 17;
+    int64_t two = 2;
+    ir_vid m = add_input(g, "M", ANVIL_DTYPE_INT64, 0, NULL);
+    ir_vid init = add_input(g, "init", ANVIL_DTYPE_FLOAT32, 1, &two);
+    add_input(g, "w", ANVIL_DTYPE_FLOAT32, 1, &two);
+    add_input(g, "flag", ANVIL_DTYPE_BOOL, 0, NULL);
+    ir_vid outs[2];
+    int32_t k = add_node(g, IR_OP_LOOP, "outer", 3, (ir_vid[]){m, IR_NONE, init}, 1,
+                         (const char *const[]){"final"}, outs, 1);
+    /* outer body: (i, cond, acc) -> (cond, If(flag)) */
+    ir_graph *ob;
+    assert_int_equal(ir_graph_create(g, &ob), ANVIL_OK);
+    add_input(ob, "i", ANVIL_DTYPE_INT64, 0, NULL);
+    ir_vid oc = add_input(ob, "oc", ANVIL_DTYPE_BOOL, 0, NULL);
+    add_input(ob, "oacc", ANVIL_DTYPE_FLOAT32, 1, &two);
+    ir_vid flag = add_outer(ob, "flag");
+    ir_vid om = add_outer(ob, "M");
+    add_outer(ob, "w");
+    ir_vid oco = add1(ob, IR_OP_IDENTITY, "oc_out", 1, &oc);
+    ir_vid iy;
+    int32_t ki = add_node(ob, IR_OP_IF, "mid_if", 1, &flag, 1, (const char *const[]){"iy"}, &iy, 2);
+    /* then: inner Loop(M, , oacc) with body acc + w */
+    ir_graph *th, *el;
+    assert_int_equal(ir_graph_create(ob, &th), ANVIL_OK);
+    ir_vid tm = add_outer(th, "M");
+    ir_vid tacc = add_outer(th, "oacc");
+    add_outer(th, "w");
+    ir_vid tout[2];
+    int32_t kl = add_node(th, IR_OP_LOOP, "inner", 3, (ir_vid[]){tm, IR_NONE, tacc}, 2,
+                          (const char *const[]){"inner_final", "inner_scan"}, tout, 1);
+    attr_graph(th, kl, 0, "body", loop_body(th, "w", false));
+    assert_int_equal(ir_graph_add_output(th, tout[0]), ANVIL_OK);
+    assert_int_equal(ir_graph_create(ob, &el), ANVIL_OK);
+    ir_vid eacc = add_outer(el, "oacc");
+    ir_vid eo = add1(el, IR_OP_IDENTITY, "else_out", 1, &eacc);
+    assert_int_equal(ir_graph_add_output(el, eo), ANVIL_OK);
+    attr_graph(ob, ki, 0, "then_branch", th);
+    attr_graph(ob, ki, 1, "else_branch", el);
+    (void)om;
+    assert_int_equal(ir_graph_add_output(ob, oco), ANVIL_OK);
+    assert_int_equal(ir_graph_add_output(ob, iy), ANVIL_OK);
+    attr_graph(g, k, 0, "body", ob);
+    assert_int_equal(ir_graph_add_output(g, outs[0]), ANVIL_OK);
+    assert_int_equal(finish(g), ANVIL_OK);
+
+    rt_session_config cfg = {.threads = 1};
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    const float iv[2] = {1, 2}, wv[2] = {0.25f, -1};
+    anvil_tensor *ti = tensor(ANVIL_DTYPE_FLOAT32, 1, &two, iv);
+    anvil_tensor *tw = tensor(ANVIL_DTYPE_FLOAT32, 1, &two, wv);
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t mv = 3;
+        bool fv = pass == 0;
+        anvil_tensor *tmm = tensor(ANVIL_DTYPE_INT64, 0, NULL, &mv);
+        anvil_tensor *tf = tensor(ANVIL_DTYPE_BOOL, 0, NULL, &fv);
+        const anvil_tensor *ins[4] = {tmm, ti, tw, tf};
+        anvil_tensor *out[1];
+        assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+        for (int j = 0; j < 2; j++) {
+            float want = iv[j] + (fv ? (float)(mv * mv) * wv[j] : 0.0f);
+            assert_true(fabsf(((float *)out[0]->data)[j] - want) < 1e-5f);
+        }
+        free_tensor(out[0]);
+        free_tensor(tmm);
+        free_tensor(tf);
+    }
+    free_tensor(ti);
+    free_tensor(tw);
+    rt_session_free(s);
+    ir_graph_free(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loop_trip_count_from_input),
+        cmocka_unit_test(test_loop_carried_shape_change_fails),
+        cmocka_unit_test(test_if_branches_differ_in_shape),
+        cmocka_unit_test(test_nested_loop_if_loop),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,56 @@
+# The model zoo: well-known architectures generated at their `ci` size by
+# tests/models/gen_zoo.py (ONNX Runtime computes the expected outputs), each run through the public
+# API by anvil_run_cases with rtol 1e-3 and atol 1e-4 * max|expected| (the cases' tolerance.txt).
+# Models listed in tests/models/zoo_pending.txt (ops anvil lacks so far) are generated too but run
+# only in the informational test zoo.pending, which never fails. Included from
+# tests/CMakeLists.txt; anvil_run_cases is defined in ort.cmake.
+
+set(ANVIL_ZOO_PYTHON ${PROJECT_SOURCE_DIR}/.venv/bin/python)
+set(ANVIL_ZOO_GEN ${CMAKE_CURRENT_SOURCE_DIR}/models/gen_zoo.py)
+set(ANVIL_ZOO_PENDING ${CMAKE_CURRENT_SOURCE_DIR}/models/zoo_pending.txt)
+set(ANVIL_ZOO_DIR ${CMAKE_BINARY_DIR}/zoo)
+
+if(NOT EXISTS ${ANVIL_ZOO_PYTHON})
+  message(STATUS "zoo tests: ${ANVIL_ZOO_PYTHON} not found; run scripts/setup.sh to enable them")
+  add_test(NAME zoo.skipped
+           COMMAND ${CMAKE_COMMAND} -E echo "zoo tests skipped: no ${ANVIL_ZOO_PYTHON}; run"
+                   "scripts/setup.sh and re-configure")
+  set_tests_properties(zoo.skipped PROPERTIES SKIP_REGULAR_EXPRESSION "skipped")
+  return()
+endif()
+
+# The model names come from the generator itself, so adding a model there adds its test here.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${ANVIL_ZOO_GEN}
+                                                              ${ANVIL_ZOO_PENDING})
+execute_process(COMMAND ${ANVIL_ZOO_PYTHON} ${ANVIL_ZOO_GEN} list
+                OUTPUT_VARIABLE zoo_models RESULT_VARIABLE zoo_rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT zoo_rc EQUAL 0)
+  message(WARNING "zoo tests: '${ANVIL_ZOO_GEN} list' failed (${zoo_rc}); zoo tests not added")
+  return()
+endif()
+string(REPLACE "\n" ";" zoo_models "${zoo_models}")
+
+# Pending models: the name before ':' on each non-comment line.
+file(STRINGS ${ANVIL_ZOO_PENDING} zoo_pending_lines REGEX "^[a-z0-9_]+:")
+set(zoo_pending "")
+foreach(line IN LISTS zoo_pending_lines)
+  string(REGEX REPLACE ":.*" "" name "${line}")
+  list(APPEND zoo_pending ${name})
+endforeach()
+
+add_test(NAME zoo.gen COMMAND ${ANVIL_ZOO_PYTHON} ${ANVIL_ZOO_GEN} all ${ANVIL_ZOO_DIR} --size ci)
+set_tests_properties(zoo.gen PROPERTIES FIXTURES_SETUP zoo_models TIMEOUT 300 LABELS zoo)
+
+foreach(name IN LISTS zoo_models)
+  if(NOT name IN_LIST zoo_pending)
+    add_test(NAME zoo.${name} COMMAND anvil_run_cases ${ANVIL_ZOO_DIR}/${name})
+    set_tests_properties(zoo.${name} PROPERTIES FIXTURES_REQUIRED zoo_models TIMEOUT 300
+                                                LABELS zoo)
+  endif()
+endforeach()
+
+add_test(NAME zoo.pending
+         COMMAND ${ANVIL_ZOO_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/models/zoo_pending.py
+                 $<TARGET_FILE:anvil_run_cases> ${ANVIL_ZOO_DIR} ${ANVIL_ZOO_PENDING})
+set_tests_properties(zoo.pending PROPERTIES FIXTURES_REQUIRED zoo_models TIMEOUT 900
+                                            LABELS zoo.pending)
