@@ -11,19 +11,6 @@
 
 /* ---- expressions ---------------------------------------------------------------------------- */
 
-/* 1/(1+e^-x) overflows e^-x for very negative x; e^x/(1+e^x) is used there instead, so neither
- * branch ever computes exp of a large positive number. */
-static inline float act_sigmoid_f(float x) {
-    if (x >= 0) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
-}
-static inline double act_sigmoid_d(double x) {
-    if (x >= 0) return 1.0 / (1.0 + exp(-x));
-    double e = exp(x);
-    return e / (1.0 + e);
-}
-
 static inline float act_clamp01_f(float v) {
     return v < 0 ? 0.0f : (v > 1 ? 1.0f : v);
 }
@@ -31,12 +18,11 @@ static inline double act_clamp01_d(double v) {
     return v < 0 ? 0.0 : (v > 1 ? 1.0 : v);
 }
 
-#define ACT_SIGMOID(v) _Generic((v), double : act_sigmoid_d, default : act_sigmoid_f)(v)
 #define ACT_CLAMP01(v) _Generic((v), double : act_clamp01_d, default : act_clamp01_f)(v)
 
 #define RELU_E(C, v, p) ((v) < 0 ? (C)0 : (v))
 #define LEAKY_E(C, v, p) ((v) < 0 ? (C)((C)(p)->alpha * (v)) : (v))
-#define SIGMOID_E(C, v, p) ACT_SIGMOID(v)
+#define SIGMOID_E(C, v, p) OP_ELT_SIGMOID(v)
 #define HARDSIGMOID_E(C, v, p) ACT_CLAMP01((C)(p)->alpha *(v) + (C)(p)->beta)
 /* HardSwish is x * HardSigmoid(x) with alpha = 1/6, beta = 0.5 (the ONNX definition). */
 #define HARDSWISH_E(C, v, p) ((v)*ACT_CLAMP01((C)(1.0 / 6.0) * (v) + (C)0.5))

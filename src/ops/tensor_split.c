@@ -70,7 +70,7 @@ static anvil_status split_check(ir_graph *g, ir_node *n) {
 /* Sizes of the outputs along the axis of length `dim` (-1: unknown); *known stays false while
  * the sizes cannot be determined yet. */
 static anvil_status split_sizes(const ir_node *n, const op_tinfo *in, int n_in, int64_t dim,
-                                int64_t *sizes, int n_out, bool *known) {
+                                int64_t *sizes, int n_out, bool speculative, bool *known) {
     const split_params *p = n->params;
     *known = false;
     if (p->split) {
@@ -98,6 +98,10 @@ static anvil_status split_sizes(const ir_node *n, const op_tinfo *in, int n_in, 
             /* num_outputs: equal chunks of ceil(dim / k); the last one takes what is left */
             int64_t chunk = (dim + k - 1) / k;
             int64_t last = dim - chunk * (k - 1);
+            /* A branch of an If is inferred at load whether or not it will be taken (ONNX's
+             * AffineGrid expansion splits a shape into 4 or 5 parts in its two branches), so
+             * there an impossible split stays unknown; it fails when the branch runs. */
+            if (last < 0 && speculative) return ANVIL_OK;
             if (last < 0)
                 return core_err(ANVIL_ERR_SHAPE,
                                 "%s: axis of size %lld cannot be cut into %lld chunks of %lld "
@@ -129,7 +133,6 @@ static anvil_status split_sizes(const ir_node *n, const op_tinfo *in, int n_in, 
 
 static anvil_status split_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
                                 op_tinfo *out, int n_out) {
-    (void)g;
     const split_params *p = n->params;
     CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
     const ir_shape *x = &in[0].shape;
@@ -148,7 +151,9 @@ static anvil_status split_infer(const ir_graph *g, const ir_node *n, const op_ti
         return core_err(ANVIL_ERR_LIMIT, "%s: %d outputs; anvil splits into at most 256",
                         ir_node_label(n), n_out);
     bool known;
-    CORE_TRY(split_sizes(n, in, n_in, x->d[axis], sizes, n_out, &known));
+    /* in a subgraph, input 0 without a value means load-time inference, not a run */
+    bool speculative = g->parent != NULL && in[0].value == NULL;
+    CORE_TRY(split_sizes(n, in, n_in, x->d[axis], sizes, n_out, speculative, &known));
     for (int i = 0; i < n_out; i++) {
         out[i].shape = *x;
         if (known) {

@@ -131,6 +131,79 @@ static bool has_subgraph(const ir_node *n) {
 
 static anvil_status infer_graph_static(ir_graph *g);
 
+/* ONNX lets a body graph leave its inputs untyped: their types follow from the node. Only what
+ * the model left out is filled in; declared types stay and are checked by the ops as usual. */
+static void fill_body_input(ir_graph *body, int i, anvil_dtype dt, const ir_shape *shape) {
+    if (i >= body->n_inputs) return;
+    ir_value *bv = &body->values[body->inputs[i]];
+    if (bv->dtype == ANVIL_DTYPE_UNDEFINED) bv->dtype = dt;
+    if (bv->shape.rank < 0 && shape->rank >= 0) {
+        /* symbolic dims are named per graph: keep only the known sizes */
+        bv->shape = *shape;
+        for (int d = 0; d < bv->shape.rank; d++) bv->shape.sym[d] = -1;
+    }
+}
+
+/* Loop body inputs: (iteration_num INT64 scalar, cond BOOL scalar, loop-carried values). The
+ * carried values may change shape between iterations, so only their dtype and rank are taken. */
+static void type_loop_body(ir_graph *body, const rt_shapes *s, const ir_node *n) {
+    ir_shape scalar;
+    ir_shape_set(&scalar, 0, NULL);
+    fill_body_input(body, 0, ANVIL_DTYPE_INT64, &scalar);
+    fill_body_input(body, 1, ANVIL_DTYPE_BOOL, &scalar);
+    for (int i = 2; i < n->n_inputs; i++) {
+        if (n->inputs[i] == IR_NONE) continue;
+        const op_tinfo *t = &s->info[n->inputs[i]];
+        ir_shape sh;
+        ir_shape_unknown(&sh);
+        if (t->shape.rank >= 0) {
+            sh.rank = t->shape.rank;
+            for (int d = 0; d < sh.rank; d++) {
+                sh.d[d] = IR_DIM_UNKNOWN;
+                sh.sym[d] = -1;
+            }
+        }
+        fill_body_input(body, i, t->dtype, &sh);
+    }
+}
+
+/* Scan (opset 9 on) body inputs: the state values as the node's state inputs, then one slice of
+ * each scan input, which is that input with its scan axis removed. Attributes the node's own
+ * check refuses are left alone here; that check reports them. */
+static void type_scan_body(ir_graph *body, const rt_shapes *s, const ir_node *n) {
+    int64_t m = 0;
+    const int64_t *axes = NULL;
+    size_t n_axes = 0;
+    if (n->opset < 9 || ir_attr_int(n, "num_scan_inputs", 0, &m) != ANVIL_OK || m < 1 ||
+        m > n->n_inputs || ir_attr_ints(n, "scan_input_axes", &axes, &n_axes) != ANVIL_OK)
+        return;
+    int n_state = n->n_inputs - (int)m;
+    for (int i = 0; i < n->n_inputs; i++) {
+        if (n->inputs[i] == IR_NONE) continue;
+        const op_tinfo *t = &s->info[n->inputs[i]];
+        if (i < n_state) {
+            fill_body_input(body, i, t->dtype, &t->shape);
+            continue;
+        }
+        ir_shape sh;
+        ir_shape_unknown(&sh);
+        size_t j = (size_t)(i - n_state);
+        int64_t axis = axes && j < n_axes ? axes[j] : 0;
+        int rank = t->shape.rank;
+        if (rank > 0 && axis < 0) axis += rank;
+        if (rank > 0 && axis >= 0 && axis < rank) {
+            sh.rank = rank - 1;
+            for (int d = 0, o = 0; d < rank; d++) {
+                if (d == axis) continue;
+                sh.d[o] = t->shape.d[d];
+                sh.sym[o] = -1;
+                o++;
+            }
+        }
+        fill_body_input(body, i, t->dtype, &sh);
+    }
+}
+
 /* Load time: a subgraph's values get dtypes and shapes before its node is inferred (the node's
  * outputs take their dtypes from the subgraph's outputs). Outer-scope values take what the
  * enclosing graph knows by now. */
@@ -141,6 +214,8 @@ static anvil_status infer_subgraphs(const ir_graph *g, const rt_shapes *s, const
         for (size_t j = 0; j < count; j++) {
             ir_graph *sub = a->type == IR_ATTR_GRAPH ? a->g : a->graphs[j];
             if (!sub) continue;
+            if (n->op == IR_OP_LOOP && a->type == IR_ATTR_GRAPH) type_loop_body(sub, s, n);
+            if (n->op == IR_OP_SCAN && a->type == IR_ATTR_GRAPH) type_scan_body(sub, s, n);
             for (ir_vid v = 0; v < sub->n_values; v++) {
                 ir_value *val = &sub->values[v];
                 if (!(val->flags & IR_VALUE_OUTER)) continue;

@@ -1,7 +1,8 @@
 /* Control flow: Loop with a trip count fed by the caller (different counts in one session, zero
  * included), loop-carried values and scan outputs, a body reading a main-graph value; If whose
  * branches give different shapes; a Loop inside an If inside a Loop reading values two levels
- * up; and a loop-carried value that changes shape, which must fail naming the node. Graphs are
+ * up; a loop-carried value that changes shape, which must fail naming the node; and Loop and
+ * Scan bodies whose inputs carry no type, which load time types from the node. Graphs are
  * built with the IR API; expected values are computed here. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -353,12 +354,124 @@ static void test_nested_loop_if_loop(void **state) {
     ir_graph_free(g);
 }
 
+/* The model may leave body inputs untyped (ONNX allows it): load time must type them from the
+ * node, here iteration_num INT64 scalar, cond BOOL scalar and the carried value FLOAT32 [?], and
+ * the loop must then run as with declared types. */
+static void test_loop_untyped_body_inputs(void **state) {
+    (void)state;
+    ir_graph *g = loop_graph(false);
+    ir_graph *body = NULL;
+    for (int32_t k = 0; k < g->n_nodes; k++)
+        if (g->nodes[k].op == IR_OP_LOOP) body = g->nodes[k].attrs[0].g;
+    assert_non_null(body);
+    for (int i = 0; i < body->n_inputs; i++) {
+        ir_value *v = &body->values[body->inputs[i]];
+        v->dtype = ANVIL_DTYPE_UNDEFINED;
+        ir_shape_unknown(&v->shape);
+    }
+    assert_int_equal(finish(g), ANVIL_OK);
+    const ir_value *it = &body->values[body->inputs[0]], *c = &body->values[body->inputs[1]],
+                   *acc = &body->values[body->inputs[2]];
+    assert_int_equal(it->dtype, ANVIL_DTYPE_INT64);
+    assert_int_equal(it->shape.rank, 0);
+    assert_int_equal(c->dtype, ANVIL_DTYPE_BOOL);
+    assert_int_equal(c->shape.rank, 0);
+    assert_int_equal(acc->dtype, ANVIL_DTYPE_FLOAT32);
+    assert_int_equal(acc->shape.rank, 1);
+    assert_int_equal(g->values[g->outputs[0]].dtype, ANVIL_DTYPE_FLOAT32);
+    rt_session_config cfg = {.threads = 1};
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    int64_t two = 2, m = 4;
+    const float init[2] = {2.0f, 1.0f}, w[2] = {-1.5f, 0.25f};
+    anvil_tensor *ti = tensor(ANVIL_DTYPE_FLOAT32, 1, &two, init);
+    anvil_tensor *tw = tensor(ANVIL_DTYPE_FLOAT32, 1, &two, w);
+    anvil_tensor *tm = tensor(ANVIL_DTYPE_INT64, 0, NULL, &m);
+    const anvil_tensor *ins[3] = {tm, ti, tw};
+    anvil_tensor *out[2];
+    assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+    for (int j = 0; j < 2; j++)
+        assert_true(fabsf(((float *)out[0]->data)[j] - (init[j] + (float)m * w[j])) < 1e-5f);
+    free_tensor(out[0]);
+    free_tensor(out[1]);
+    free_tensor(tm);
+    free_tensor(ti);
+    free_tensor(tw);
+    rt_session_free(s);
+    ir_graph_free(g);
+}
+
+/* Scan whose body inputs are untyped: the state takes the state input's type (FLOAT32 [3]) and
+ * the scan input's slice is X [3, 2] without its scan axis 1, so also [3]. The body adds each
+ * column of X into the state; the final state is checked against sums computed here. */
+static void test_scan_untyped_body_inputs(void **state) {
+    (void)state;
+    ir_graph *g;
+    assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
+    g->opset = 17;
+    int64_t three = 3, xd[2] = {3, 2};
+    ir_vid s0 = add_input(g, "s0", ANVIL_DTYPE_FLOAT32, 1, &three);
+    ir_vid x = add_input(g, "x", ANVIL_DTYPE_FLOAT32, 2, xd);
+    ir_vid outs[2];
+    int32_t k = add_node(g, IR_OP_SCAN, "the_scan", 2, (ir_vid[]){s0, x}, 2,
+                         (const char *const[]){"s_final", "s_all"}, outs, 3);
+    ir_graph *b;
+    assert_int_equal(ir_graph_create(g, &b), ANVIL_OK);
+    ir_vid bs = add_input(b, "s", ANVIL_DTYPE_UNDEFINED, -1, NULL);
+    ir_vid bx = add_input(b, "xs", ANVIL_DTYPE_UNDEFINED, -1, NULL);
+    ir_vid sum = add1(b, IR_OP_ADD, "sum", 2, (ir_vid[]){bs, bx});
+    ir_vid cp = add1(b, IR_OP_IDENTITY, "sum_copy", 1, &sum);
+    assert_int_equal(ir_graph_add_output(b, sum), ANVIL_OK);
+    assert_int_equal(ir_graph_add_output(b, cp), ANVIL_OK);
+    attr_graph(g, k, 0, "body", b);
+    ir_attr *a = &g->nodes[k].attrs[1];
+    a->name = core_arena_strdup(g->arena, "num_scan_inputs");
+    a->type = IR_ATTR_INT;
+    a->i = 1;
+    static const int64_t axes[1] = {1};
+    a = &g->nodes[k].attrs[2];
+    a->name = core_arena_strdup(g->arena, "scan_input_axes");
+    a->type = IR_ATTR_INTS;
+    a->ints = axes;
+    a->n = 1;
+    assert_int_equal(ir_graph_add_output(g, outs[0]), ANVIL_OK);
+    assert_int_equal(ir_graph_add_output(g, outs[1]), ANVIL_OK);
+    assert_int_equal(finish(g), ANVIL_OK);
+    const ir_value *vs = &b->values[b->inputs[0]], *vx = &b->values[b->inputs[1]];
+    assert_int_equal(vs->dtype, ANVIL_DTYPE_FLOAT32);
+    assert_int_equal(vs->shape.rank, 1);
+    assert_int_equal(vs->shape.d[0], 3);
+    assert_int_equal(vx->dtype, ANVIL_DTYPE_FLOAT32);
+    assert_int_equal(vx->shape.rank, 1);
+    assert_int_equal(vx->shape.d[0], 3);
+    rt_session_config cfg = {.threads = 1};
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    const float sv[3] = {1.0f, 2.0f, 3.0f}, xv[6] = {0.5f, 1.0f, -1.0f, 2.0f, 4.0f, 0.25f};
+    anvil_tensor *ts = tensor(ANVIL_DTYPE_FLOAT32, 1, &three, sv);
+    anvil_tensor *tx = tensor(ANVIL_DTYPE_FLOAT32, 2, xd, xv);
+    const anvil_tensor *ins[2] = {ts, tx};
+    anvil_tensor *out[2];
+    assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(fabsf(((float *)out[0]->data)[i] - (sv[i] + xv[i * 2] + xv[i * 2 + 1])) <
+                    1e-5f);
+    free_tensor(out[0]);
+    free_tensor(out[1]);
+    free_tensor(ts);
+    free_tensor(tx);
+    rt_session_free(s);
+    ir_graph_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loop_trip_count_from_input),
         cmocka_unit_test(test_loop_carried_shape_change_fails),
         cmocka_unit_test(test_if_branches_differ_in_shape),
         cmocka_unit_test(test_nested_loop_if_loop),
+        cmocka_unit_test(test_loop_untyped_body_inputs),
+        cmocka_unit_test(test_scan_untyped_body_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

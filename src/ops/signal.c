@@ -1,0 +1,914 @@
+/* Signal processing and small linear algebra: DFT (opset 17, 20), STFT (17),
+ * the Hann, Hamming and Blackman windows (17), MelWeightMatrix (17) and Det
+ * (11, 22).
+ *
+ * Complex tensors follow ONNX's convention: a trailing dim of 2 holds (real,
+ * imaginary); a trailing dim of 1 is a real signal. Every transform here is the
+ * plain O(N*K) sum with a precomputed table of N twiddles and double
+ * accumulation: the reference kernel favours exact, obviously correct results
+ * over speed. Index products k*n are reduced modulo N before looking up the
+ * table, so the angle never loses precision for long transforms.
+ *
+ * Inputs and outputs are read and written through core_load_f64 /
+ * core_store_f64, so every float dtype (and, for the windows and
+ * MelWeightMatrix, every numeric output_datatype) shares one kernel. */
+#include "ops/ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIG_PI 3.14159265358979323846
+
+/* ---- shared helpers -------------------------------------------------------------------------- */
+
+static bool sig_is_float(anvil_dtype dt, bool bf16_ok) {
+    return dt == ANVIL_DTYPE_FLOAT16 || dt == ANVIL_DTYPE_FLOAT32 || dt == ANVIL_DTYPE_FLOAT64 ||
+           (bf16_ok && dt == ANVIL_DTYPE_BFLOAT16);
+}
+
+static anvil_status sig_require_float(const ir_node *n, int input, anvil_dtype dt, bool bf16_ok) {
+    if (sig_is_float(dt, bf16_ok)) return ANVIL_OK;
+    return core_err(ANVIL_ERR_INVALID_MODEL,
+                    "%s: input %d must be FLOAT16, FLOAT32 or FLOAT64%s but is "
+                    "%s; cast it first",
+                    ir_node_label(n), input, bf16_ok ? " (or BFLOAT16)" : "", anvil_dtype_name(dt));
+}
+
+/* Reads the single integer of a scalar (or one-element) INT32/INT64 input that
+ * shape inference needs. *known is false when the value is not available yet.
+ */
+static anvil_status sig_scalar_int(const ir_node *n, int input, const char *what, const op_tinfo *t,
+                                   int64_t *v, bool *known) {
+    *known = false;
+    if (t->dtype != ANVIL_DTYPE_INT32 && t->dtype != ANVIL_DTYPE_INT64)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: input %d (%s) must be INT32 or INT64 but is %s", ir_node_label(n),
+                        input, what, anvil_dtype_name(t->dtype));
+    if (t->shape.rank > 1)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: input %d (%s) must be a scalar or a one-element 1-D "
+                        "tensor, rank is %d",
+                        ir_node_label(n), input, what, t->shape.rank);
+    if (!t->value) return ANVIL_OK;
+    size_t count = 0;
+    CORE_TRY(op_value_ints(n, input, t, v, 1, &count));
+    if (count != 1)
+        return core_err(ANVIL_ERR_SHAPE, "%s: input %d (%s) must hold one value, it has %zu",
+                        ir_node_label(n), input, what, count);
+    *known = true;
+    return ANVIL_OK;
+}
+
+/* The scalar of a runtime tensor as int64 (dtype and size were validated by
+ * infer). */
+static anvil_status sig_tensor_int(const ir_node *n, int input, const char *what,
+                                   const op_tensor *t, int64_t *v) {
+    if (!t || op_tensor_numel(t) != 1 || !core_dtype_is_int(t->dtype))
+        return core_err(ANVIL_ERR_RUNTIME, "%s: input %d (%s) must be one integer",
+                        ir_node_label(n), input, what);
+    *v = core_load_i64(t->dtype, t->data, 0);
+    return ANVIL_OK;
+}
+
+static bool sig_has_input(const ir_node *n, int i) {
+    return n->n_inputs > i && n->inputs[i] != IR_NONE;
+}
+
+/* cos/sin of 2*pi*j/len for j < len; NULL on failure (error set). Caller frees.
+ */
+static double *sig_twiddles(const ir_node *n, size_t len) {
+    size_t bytes;
+    if (!core_mul_size(len, 2 * sizeof(double), &bytes)) {
+        core_err(ANVIL_ERR_LIMIT, "%s: twiddle table of %zu entries overflows", ir_node_label(n),
+                 len);
+        return NULL;
+    }
+    double *tw = core_alloc(bytes ? bytes : 1);
+    if (!tw) return NULL;
+    for (size_t j = 0; j < len; j++) {
+        double a = 2.0 * SIG_PI * (double)j / (double)len;
+        tw[2 * j] = cos(a);
+        tw[2 * j + 1] = sin(a);
+    }
+    return tw;
+}
+
+/* One 1-D transform of length len (the DFT length) over a sequence seq of n_seq
+ * complex values (re, im interleaved; shorter sequences are zero-padded, longer
+ * ones truncated by the caller). Writes n_bins complex results to res. sign is
+ * -1 for the forward and +1 for the inverse transform; the inverse is not
+ * scaled here. */
+static void sig_dft_line(const double *tw, size_t len, const double *seq, size_t n_seq,
+                         size_t n_bins, double sign, double *res) {
+    for (size_t k = 0; k < n_bins; k++) {
+        double re = 0.0, im = 0.0;
+        /* j tracks k*t mod len; k % len < len keeps the sum below 2*len (no overflow). */
+        size_t j = 0, step = k % len;
+        for (size_t t = 0; t < n_seq; t++) {
+            double c = tw[2 * j], s = sign * tw[2 * j + 1];
+            re += seq[2 * t] * c - seq[2 * t + 1] * s;
+            im += seq[2 * t] * s + seq[2 * t + 1] * c;
+            j += step;
+            if (j >= len) j -= len;
+        }
+        res[2 * k] = re;
+        res[2 * k + 1] = im;
+    }
+}
+
+/* ---- DFT ------------------------------------------------------------------------------------- */
+
+typedef struct dft_params {
+    int64_t axis_attr; /* opset 17 */
+    bool inverse, onesided;
+} dft_params;
+
+static anvil_status dft_check(ir_graph *g, ir_node *n) {
+    dft_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (n->opset < 17)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: DFT exists from opset 17, the model imports opset %d; raise the "
+                        "model's opset",
+                        ir_node_label(n), n->opset);
+    CORE_TRY(ir_attr_flag(n, "inverse", false, &p->inverse));
+    CORE_TRY(ir_attr_flag(n, "onesided", false, &p->onesided));
+    if (n->opset < 20) {
+        CORE_TRY(ir_attr_int(n, "axis", 1, &p->axis_attr));
+        if (sig_has_input(n, 2))
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: before opset 20 DFT's axis is an attribute, but the node has a "
+                            "third input; use the attribute 'axis'",
+                            ir_node_label(n));
+    } else if (ir_node_attr(n, "axis")) {
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: from opset 20 DFT's axis is input 2, not an attribute; move it to "
+                        "the input",
+                        ir_node_label(n));
+    }
+    n->params = p;
+    return ANVIL_OK;
+}
+
+/* The resolved geometry of one DFT node. */
+typedef struct dft_geom {
+    int axis;       /* normalised, in [0, rank-2] */
+    int64_t len;    /* DFT length N */
+    int64_t n_bins; /* output length along axis */
+    int64_t out_c;  /* 1 (real output) or 2 */
+} dft_geom;
+
+static anvil_status dft_geometry(const ir_node *n, int rank, int64_t axis_v, int64_t in_axis_len,
+                                 int64_t in_c, bool len_known, int64_t len_v, dft_geom *o) {
+    const dft_params *p = n->params;
+    if (in_c != 1 && in_c != 2 && in_c >= 0)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: the last dim of input 0 must be 1 (real) or 2 (complex), got %lld",
+                        ir_node_label(n), (long long)in_c);
+    int axis;
+    CORE_TRY(op_norm_axis(n, "axis", axis_v, rank, &axis));
+    if (axis == rank - 1)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: axis %lld is the last (real/imaginary) dim; the "
+                        "transform axis must "
+                        "be in [-rank, -2] or [0, rank-2]",
+                        ir_node_label(n), (long long)axis_v);
+    o->axis = axis;
+    bool irfft = p->inverse && p->onesided;
+    if (irfft && in_c == 1)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: an inverse one-sided DFT needs complex input (last dim 2), got a "
+                        "real one; pass the half spectrum as (re, im) pairs",
+                        ir_node_label(n));
+    if (!p->inverse && p->onesided && in_c == 2)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: onesided=1 needs real input (last dim 1) for a forward DFT, got a "
+                        "complex one; set onesided=0",
+                        ir_node_label(n));
+    if (len_known) {
+        if (len_v <= 0)
+            return core_err(ANVIL_ERR_INVALID_MODEL, "%s: dft_length is %lld; it must be >= 1",
+                            ir_node_label(n), (long long)len_v);
+        o->len = len_v;
+    } else if (in_axis_len < 0) {
+        o->len = -1;
+    } else if (irfft) {
+        if (in_axis_len < 2)
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: an inverse one-sided DFT without dft_length needs at least 2 "
+                            "bins along axis %d, got %lld; pass dft_length",
+                            ir_node_label(n), axis, (long long)in_axis_len);
+        o->len = 2 * (in_axis_len - 1);
+    } else {
+        if (in_axis_len == 0)
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: input 0 has 0 elements along axis %d; a DFT needs at least one",
+                            ir_node_label(n), axis);
+        o->len = in_axis_len;
+    }
+    o->n_bins = o->len < 0 ? -1 : (!p->inverse && p->onesided ? o->len / 2 + 1 : o->len);
+    o->out_c = irfft ? 1 : 2;
+    return ANVIL_OK;
+}
+
+/* The axis value (opset 20: input 2, default -2; opset 17: attribute). */
+static anvil_status dft_axis_info(const ir_node *n, const op_tinfo *in, int n_in, int64_t *axis,
+                                  bool *known) {
+    const dft_params *p = n->params;
+    *known = true;
+    if (n->opset < 20) {
+        *axis = p->axis_attr;
+        return ANVIL_OK;
+    }
+    *axis = -2;
+    if (n_in > 2 && sig_has_input(n, 2)) return sig_scalar_int(n, 2, "axis", &in[2], axis, known);
+    return ANVIL_OK;
+}
+
+static anvil_status dft_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                              op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_out;
+    CORE_TRY(sig_require_float(n, 0, in[0].dtype, true));
+    out[0].dtype = in[0].dtype;
+    ir_shape_unknown(&out[0].shape);
+    int64_t axis_v = 0, len_v = 0;
+    bool axis_known = true, len_known = false;
+    CORE_TRY(dft_axis_info(n, in, n_in, &axis_v, &axis_known));
+    if (n_in > 1 && sig_has_input(n, 1))
+        CORE_TRY(sig_scalar_int(n, 1, "dft_length", &in[1], &len_v, &len_known));
+    const ir_shape *x = &in[0].shape;
+    if (x->rank < 0 || !axis_known) return ANVIL_OK;
+    if (x->rank < 2)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: input 0 must have rank >= 2 ([..., n, 1 or 2]), got rank %d",
+                        ir_node_label(n), x->rank);
+    bool len_input = n_in > 1 && sig_has_input(n, 1);
+    if (len_input && !len_known) len_v = -1;
+    dft_geom geo;
+    int axis;
+    CORE_TRY(op_norm_axis(n, "axis", axis_v, x->rank, &axis));
+    CORE_TRY(
+        dft_geometry(n, x->rank, axis_v, x->d[axis], x->d[x->rank - 1], len_known, len_v, &geo));
+    if (len_input && !len_known) geo.n_bins = -1;
+    out[0].shape = *x;
+    out[0].shape.d[geo.axis] = geo.n_bins < 0 ? IR_DIM_UNKNOWN : geo.n_bins;
+    out[0].shape.sym[geo.axis] = -1;
+    out[0].shape.d[x->rank - 1] = geo.out_c;
+    out[0].shape.sym[x->rank - 1] = -1;
+    return ANVIL_OK;
+}
+
+static anvil_status dft_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_out;
+    (void)ctx;
+    const dft_params *p = n->params;
+    const op_tensor *x = in[0];
+    int64_t axis_v = n->opset < 20 ? p->axis_attr : -2, len_v = 0;
+    bool len_known = false;
+    if (n->opset >= 20 && n_in > 2 && in[2]) CORE_TRY(sig_tensor_int(n, 2, "axis", in[2], &axis_v));
+    if (n_in > 1 && in[1]) {
+        CORE_TRY(sig_tensor_int(n, 1, "dft_length", in[1], &len_v));
+        len_known = true;
+    }
+    int axis;
+    CORE_TRY(op_norm_axis(n, "axis", axis_v, x->rank, &axis));
+    dft_geom geo;
+    CORE_TRY(dft_geometry(n, x->rank, axis_v, x->dims[axis], x->dims[x->rank - 1], len_known, len_v,
+                          &geo));
+    const op_tensor *y = out[0];
+    if (y->dims[axis] != geo.n_bins || y->dims[y->rank - 1] != geo.out_c)
+        return core_err(ANVIL_ERR_RUNTIME, "%s: output shape does not match the DFT geometry",
+                        ir_node_label(n));
+    size_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= (size_t)x->dims[d];
+    for (int d = axis + 1; d < x->rank - 1; d++) inner *= (size_t)x->dims[d];
+    if (outer == 0 || inner == 0) return ANVIL_OK;
+    size_t len = (size_t)geo.len, in_len = (size_t)x->dims[axis],
+           in_c = (size_t)x->dims[x->rank - 1];
+    size_t n_bins = (size_t)geo.n_bins, out_c = (size_t)geo.out_c;
+    bool irfft = p->inverse && p->onesided;
+    /* Only the first len samples (or, for the inverse one-sided case, the first
+     * len/2+1 bins) take part; the rest of a longer input is ignored, as numpy's
+     * n= argument does. */
+    size_t n_seq =
+        irfft ? (len / 2 + 1 < in_len ? len / 2 + 1 : in_len) : (len < in_len ? len : in_len);
+    size_t full = irfft ? len : n_seq;
+    size_t bytes;
+    if (!core_add_size(full, n_bins, &bytes) || !core_mul_size(bytes, 2 * sizeof(double), &bytes))
+        return core_err(ANVIL_ERR_LIMIT, "%s: DFT scratch size overflows", ir_node_label(n));
+    double *tw = sig_twiddles(n, len);
+    if (!tw) return ANVIL_ERR_OUT_OF_MEMORY;
+    double *seq = core_alloc(bytes);
+    if (!seq) {
+        free(tw);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    double *res = seq + 2 * full;
+    double scale = p->inverse ? 1.0 / (double)len : 1.0;
+    for (size_t o = 0; o < outer; o++) {
+        for (size_t i = 0; i < inner; i++) {
+            for (size_t t = 0; t < n_seq; t++) {
+                size_t src = ((o * in_len + t) * inner + i) * in_c;
+                seq[2 * t] = core_load_f64(x->dtype, x->data, src);
+                seq[2 * t + 1] = in_c == 2 ? core_load_f64(x->dtype, x->data, src + 1) : 0.0;
+            }
+            size_t used = n_seq;
+            if (irfft) {
+                /* Rebuild the full Hermitian spectrum: X[len-k] = conj(X[k]). The
+                 * imaginary parts of the DC bin (and the Nyquist bin for even len)
+                 * cannot appear in a real signal's spectrum and are dropped, like
+                 * numpy's irfft does. */
+                for (size_t t = n_seq; t < len; t++) seq[2 * t] = seq[2 * t + 1] = 0.0;
+                seq[1] = 0.0;
+                if (len % 2 == 0 && n_seq > len / 2) seq[len + 1] = 0.0;
+                for (size_t k = 1; k < n_seq; k++) {
+                    if (len - k < n_seq) continue;
+                    seq[2 * (len - k)] = seq[2 * k];
+                    seq[2 * (len - k) + 1] = -seq[2 * k + 1];
+                }
+                used = len;
+            }
+            sig_dft_line(tw, len, seq, used, n_bins, p->inverse ? 1.0 : -1.0, res);
+            for (size_t k = 0; k < n_bins; k++) {
+                size_t dst = ((o * n_bins + k) * inner + i) * out_c;
+                core_store_f64(y->dtype, y->data, dst, res[2 * k] * scale);
+                if (out_c == 2) core_store_f64(y->dtype, y->data, dst + 1, res[2 * k + 1] * scale);
+            }
+        }
+    }
+    free(seq);
+    free(tw);
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_dft = {.min_inputs = 1,
+                             .max_inputs = 3,
+                             .min_outputs = 1,
+                             .max_outputs = 1,
+                             .value_inputs = (1u << 1) | (1u << 2),
+                             .check = dft_check,
+                             .infer = dft_infer,
+                             .run = dft_run};
+
+/* ---- STFT ------------------------------------------------------------------------------------ */
+
+typedef struct stft_params {
+    bool onesided;
+} stft_params;
+
+static anvil_status stft_check(ir_graph *g, ir_node *n) {
+    stft_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (n->opset < 17)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: STFT exists from opset 17, the model imports opset %d; raise the "
+                        "model's opset",
+                        ir_node_label(n), n->opset);
+    CORE_TRY(ir_attr_flag(n, "onesided", true, &p->onesided));
+    n->params = p;
+    return ANVIL_OK;
+}
+
+/* Resolved STFT geometry; negative values are unknown. */
+typedef struct stft_geom {
+    int64_t step, frame_len, frames, bins;
+} stft_geom;
+
+/* Validates the STFT inputs' known parts and computes the geometry. sig_len,
+ * sig_c, win_len are -1 when unknown (win_len also when there is no window);
+ * step/fl likewise when not known. */
+static anvil_status stft_geometry(const ir_node *n, int64_t sig_len, int64_t sig_c, int64_t step,
+                                  int64_t win_len, int64_t fl, stft_geom *o) {
+    const stft_params *p = n->params;
+    if (sig_c >= 0 && sig_c != 1 && sig_c != 2)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: the last dim of the signal must be 1 (real) or 2 "
+                        "(complex), got %lld",
+                        ir_node_label(n), (long long)sig_c);
+    if (sig_c == 2 && p->onesided)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: onesided=1 needs a real signal (last dim 1), got a "
+                        "complex one; set "
+                        "onesided=0",
+                        ir_node_label(n));
+    if (step == 0 || step < -1)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: frame_step is %lld; it must be >= 1",
+                        ir_node_label(n), (long long)step);
+    if (fl == 0 || fl < -1)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: frame_length is %lld; it must be >= 1",
+                        ir_node_label(n), (long long)fl);
+    if (fl > 0 && win_len >= 0 && fl != win_len)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: frame_length is %lld but the window has %lld elements; they must "
+                        "be equal",
+                        ir_node_label(n), (long long)fl, (long long)win_len);
+    if (fl < 0) fl = win_len >= 0 ? win_len : -1;
+    if (win_len == 0)
+        return core_err(ANVIL_ERR_SHAPE, "%s: the window is empty; it needs at least one element",
+                        ir_node_label(n));
+    o->step = step;
+    o->frame_len = fl;
+    o->frames = -1;
+    if (fl > 0 && sig_len >= 0 && step > 0) {
+        if (sig_len < fl)
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: the signal has %lld samples, fewer than one frame of %lld; "
+                            "shorten frame_length or pad the signal",
+                            ir_node_label(n), (long long)sig_len, (long long)fl);
+        o->frames = 1 + (sig_len - fl) / step;
+    }
+    o->bins = fl < 0 ? -1 : (p->onesided ? fl / 2 + 1 : fl);
+    return ANVIL_OK;
+}
+
+static anvil_status stft_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                               op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_out;
+    CORE_TRY(sig_require_float(n, 0, in[0].dtype, true));
+    out[0].dtype = in[0].dtype;
+    ir_shape_unknown(&out[0].shape);
+    const ir_shape *s = &in[0].shape;
+    if (s->rank >= 0 && s->rank != 3)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: the signal must have rank 3 ([batch, length, 1 or "
+                        "2]), got rank %d",
+                        ir_node_label(n), s->rank);
+    int64_t step = -1, fl = -1, win_len = -1;
+    bool known = false;
+    CORE_TRY(sig_scalar_int(n, 1, "frame_step", &in[1], &step, &known));
+    if (!known) step = -1;
+    if (n_in > 2 && sig_has_input(n, 2)) {
+        if (in[2].dtype != in[0].dtype)
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: the window (input 2) is %s but the signal is %s; "
+                            "they must match",
+                            ir_node_label(n), anvil_dtype_name(in[2].dtype),
+                            anvil_dtype_name(in[0].dtype));
+        if (in[2].shape.rank >= 0 && in[2].shape.rank != 1)
+            return core_err(ANVIL_ERR_SHAPE, "%s: the window (input 2) must be 1-D, got rank %d",
+                            ir_node_label(n), in[2].shape.rank);
+        if (in[2].shape.rank == 1 && in[2].shape.d[0] >= 0) win_len = in[2].shape.d[0];
+    }
+    bool fl_input = n_in > 3 && sig_has_input(n, 3);
+    if (fl_input) {
+        CORE_TRY(sig_scalar_int(n, 3, "frame_length", &in[3], &fl, &known));
+        if (!known) fl = -1;
+    }
+    if (s->rank < 0) return ANVIL_OK;
+    int64_t sig_len = s->d[1];
+    /* Without frame_length or window, one frame spans the whole signal. */
+    if (!fl_input && win_len < 0 && !(n_in > 2 && sig_has_input(n, 2)))
+        fl = sig_len < 0 ? -1 : sig_len;
+    stft_geom geo;
+    CORE_TRY(stft_geometry(n, sig_len, s->d[2], step, win_len, fl, &geo));
+    int64_t dims[4] = {s->d[0], geo.frames, geo.bins, 2};
+    ir_shape_set(&out[0].shape, 4, (int64_t[]){0, 0, 0, 2});
+    for (int d = 0; d < 3; d++) {
+        out[0].shape.d[d] = dims[d] < 0 ? IR_DIM_UNKNOWN : dims[d];
+        out[0].shape.sym[d] = d == 0 ? s->sym[0] : -1;
+    }
+    return ANVIL_OK;
+}
+
+static anvil_status stft_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                             op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_out;
+    (void)ctx;
+    const op_tensor *x = in[0];
+    const op_tensor *win = n_in > 2 ? in[2] : NULL;
+    int64_t step = 0, fl = -1;
+    CORE_TRY(sig_tensor_int(n, 1, "frame_step", in[1], &step));
+    if (n_in > 3 && in[3]) CORE_TRY(sig_tensor_int(n, 3, "frame_length", in[3], &fl));
+    if (fl < 0 && !win) fl = x->dims[1];
+    stft_geom geo;
+    CORE_TRY(stft_geometry(n, x->dims[1], x->dims[2], step, win ? win->dims[0] : -1, fl, &geo));
+    const op_tensor *y = out[0];
+    if (y->dims[1] != geo.frames || y->dims[2] != geo.bins)
+        return core_err(ANVIL_ERR_RUNTIME, "%s: output shape does not match the STFT geometry",
+                        ir_node_label(n));
+    size_t batch = (size_t)x->dims[0], len = (size_t)x->dims[1], in_c = (size_t)x->dims[2];
+    size_t flen = (size_t)geo.frame_len, frames = (size_t)geo.frames, bins = (size_t)geo.bins;
+    if (batch == 0 || frames == 0) return ANVIL_OK;
+    size_t bytes;
+    if (!core_add_size(flen, bins, &bytes) || !core_mul_size(bytes, 2 * sizeof(double), &bytes))
+        return core_err(ANVIL_ERR_LIMIT, "%s: STFT scratch size overflows", ir_node_label(n));
+    double *tw = sig_twiddles(n, flen);
+    if (!tw) return ANVIL_ERR_OUT_OF_MEMORY;
+    double *seq = core_alloc(bytes);
+    if (!seq) {
+        free(tw);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    double *res = seq + 2 * flen;
+    for (size_t b = 0; b < batch; b++) {
+        for (size_t f = 0; f < frames; f++) {
+            for (size_t t = 0; t < flen; t++) {
+                size_t src = (b * len + f * (size_t)geo.step + t) * in_c;
+                double w = win ? core_load_f64(win->dtype, win->data, t) : 1.0;
+                seq[2 * t] = w * core_load_f64(x->dtype, x->data, src);
+                seq[2 * t + 1] = in_c == 2 ? w * core_load_f64(x->dtype, x->data, src + 1) : 0.0;
+            }
+            sig_dft_line(tw, flen, seq, flen, bins, -1.0, res);
+            for (size_t k = 0; k < bins; k++) {
+                size_t dst = ((b * frames + f) * bins + k) * 2;
+                core_store_f64(y->dtype, y->data, dst, res[2 * k]);
+                core_store_f64(y->dtype, y->data, dst + 1, res[2 * k + 1]);
+            }
+        }
+    }
+    free(seq);
+    free(tw);
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_stft = {.min_inputs = 2,
+                              .max_inputs = 4,
+                              .min_outputs = 1,
+                              .max_outputs = 1,
+                              .value_inputs = (1u << 1) | (1u << 3),
+                              .check = stft_check,
+                              .infer = stft_infer,
+                              .run = stft_run};
+
+/* ---- output_datatype (windows, MelWeightMatrix) ---------------------------------------------- */
+
+/* Parses output_datatype (default FLOAT) and checks it is one of the numeric
+ * types the schema allows. */
+static anvil_status sig_out_dtype(const ir_node *n, anvil_dtype *out) {
+    int64_t v = 0;
+    CORE_TRY(ir_attr_int(n, "output_datatype", ANVIL_DTYPE_FLOAT32, &v));
+    anvil_dtype dt = (anvil_dtype)v;
+    bool ok = v >= 0 && v < 64 && (core_dtype_is_float(dt) || core_dtype_is_int(dt)) &&
+              core_dtype_supported(dt);
+    if (!ok)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: attribute 'output_datatype' is %lld, which is not a supported "
+                        "integer or float type; use e.g. 1 (FLOAT) or 11 (DOUBLE)",
+                        ir_node_label(n), (long long)v);
+    *out = dt;
+    return ANVIL_OK;
+}
+
+/* ---- HannWindow, HammingWindow, BlackmanWindow ----------------------------------------------- */
+
+typedef enum sig_window_kind { SIG_HANN, SIG_HAMMING, SIG_BLACKMAN } sig_window_kind;
+
+typedef struct window_params {
+    anvil_dtype out_dt;
+    bool periodic;
+} window_params;
+
+static anvil_status window_check(ir_graph *g, ir_node *n) {
+    window_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (n->opset < 17)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: the window functions exist from opset 17, the model imports opset "
+                        "%d; raise the model's opset",
+                        ir_node_label(n), n->opset);
+    CORE_TRY(sig_out_dtype(n, &p->out_dt));
+    CORE_TRY(ir_attr_flag(n, "periodic", true, &p->periodic));
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status window_size_check(const ir_node *n, int64_t size) {
+    if (size < 0)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: the window size is %lld; it must be >= 0",
+                        ir_node_label(n), (long long)size);
+    return ANVIL_OK;
+}
+
+static anvil_status window_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                                 op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    const window_params *p = n->params;
+    out[0].dtype = p->out_dt;
+    int64_t size = 0;
+    bool known = false;
+    CORE_TRY(sig_scalar_int(n, 0, "size", &in[0], &size, &known));
+    ir_shape_set(&out[0].shape, 1, (int64_t[]){0});
+    if (!known) {
+        out[0].shape.d[0] = IR_DIM_UNKNOWN;
+        out[0].shape.sym[0] = -1;
+        return ANVIL_OK;
+    }
+    CORE_TRY(window_size_check(n, size));
+    out[0].shape.d[0] = size;
+    return ANVIL_OK;
+}
+
+static anvil_status window_run(const ir_node *n, const op_tensor *const *in, op_tensor *const *out,
+                               sig_window_kind kind) {
+    const window_params *p = n->params;
+    int64_t size = 0;
+    CORE_TRY(sig_tensor_int(n, 0, "size", in[0], &size));
+    CORE_TRY(window_size_check(n, size));
+    if (out[0]->dims[0] != size)
+        return core_err(ANVIL_ERR_RUNTIME, "%s: output has %lld elements, the size input says %lld",
+                        ir_node_label(n), (long long)out[0]->dims[0], (long long)size);
+    /* The symmetric window divides by size-1 so that its last sample mirrors the
+     * first; the periodic one by size, as if one more sample followed. A
+     * one-sample symmetric window has a zero denominator: the formula's limit
+     * there is the value at n = 0, i.e. angle 0. */
+    double denom = p->periodic ? (double)size : (double)(size - 1);
+    for (int64_t i = 0; i < size; i++) {
+        double a = denom > 0 ? 2.0 * SIG_PI * (double)i / denom : 0.0;
+        double v;
+        switch (kind) {
+        case SIG_HANN:
+            v = 0.5 - 0.5 * cos(a);
+            break;
+        case SIG_HAMMING:
+            v = 25.0 / 46.0 - 21.0 / 46.0 * cos(a);
+            break;
+        default:
+            v = 0.42 - 0.5 * cos(a) + 0.08 * cos(2.0 * a);
+            break;
+        }
+        core_store_f64(out[0]->dtype, out[0]->data, (size_t)i, v);
+    }
+    return ANVIL_OK;
+}
+
+static anvil_status hann_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                             op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    return window_run(n, in, out, SIG_HANN);
+}
+
+static anvil_status hamming_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    return window_run(n, in, out, SIG_HAMMING);
+}
+
+static anvil_status blackman_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                 op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    return window_run(n, in, out, SIG_BLACKMAN);
+}
+
+#define SIG_WINDOW_IMPL(name, runfn)                                                               \
+    const op_impl op_impl_##name = {.min_inputs = 1,                                               \
+                                    .max_inputs = 1,                                               \
+                                    .min_outputs = 1,                                              \
+                                    .max_outputs = 1,                                              \
+                                    .value_inputs = 1u << 0,                                       \
+                                    .check = window_check,                                         \
+                                    .infer = window_infer,                                         \
+                                    .run = runfn};
+SIG_WINDOW_IMPL(hannwindow, hann_run)
+SIG_WINDOW_IMPL(hammingwindow, hamming_run)
+SIG_WINDOW_IMPL(blackmanwindow, blackman_run)
+
+/* ---- MelWeightMatrix ------------------------------------------------------------------------- */
+
+typedef struct mel_params {
+    anvil_dtype out_dt;
+} mel_params;
+
+static anvil_status mel_check(ir_graph *g, ir_node *n) {
+    mel_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (n->opset < 17)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: MelWeightMatrix exists from opset 17, the model imports opset %d; "
+                        "raise the model's opset",
+                        ir_node_label(n), n->opset);
+    CORE_TRY(sig_out_dtype(n, &p->out_dt));
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status mel_counts(const ir_node *n, int64_t bins, int64_t dft_len) {
+    if (bins < 1)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: num_mel_bins is %lld; it must be >= 1",
+                        ir_node_label(n), (long long)bins);
+    if (dft_len < 1)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: dft_length is %lld; it must be >= 1",
+                        ir_node_label(n), (long long)dft_len);
+    return ANVIL_OK;
+}
+
+static anvil_status mel_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                              op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    const mel_params *p = n->params;
+    out[0].dtype = p->out_dt;
+    int64_t bins = 0, dft_len = 0, rate = 0;
+    bool kb = false, kd = false, kr = false;
+    CORE_TRY(sig_scalar_int(n, 0, "num_mel_bins", &in[0], &bins, &kb));
+    CORE_TRY(sig_scalar_int(n, 1, "dft_length", &in[1], &dft_len, &kd));
+    CORE_TRY(sig_scalar_int(n, 2, "sample_rate", &in[2], &rate, &kr));
+    for (int i = 3; i < 5; i++) {
+        CORE_TRY(sig_require_float(n, i, in[i].dtype, true));
+        if (in[i].shape.rank > 1)
+            return core_err(ANVIL_ERR_SHAPE, "%s: input %d must be a scalar, got rank %d",
+                            ir_node_label(n), i, in[i].shape.rank);
+    }
+    if (in[1].dtype != in[0].dtype || in[2].dtype != in[0].dtype || in[4].dtype != in[3].dtype)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: num_mel_bins, dft_length and sample_rate must share one integer "
+                        "type and the two edge frequencies one float type",
+                        ir_node_label(n));
+    ir_shape_set(&out[0].shape, 2, (int64_t[]){0, 0});
+    for (int d = 0; d < 2; d++) {
+        out[0].shape.d[d] = IR_DIM_UNKNOWN;
+        out[0].shape.sym[d] = -1;
+    }
+    if (kb && kd) {
+        CORE_TRY(mel_counts(n, bins, dft_len));
+        out[0].shape.d[0] = dft_len / 2 + 1;
+        out[0].shape.d[1] = bins;
+    }
+    return ANVIL_OK;
+}
+
+static double sig_hz_to_mel(double hz) {
+    return 2595.0 * log10(1.0 + hz / 700.0);
+}
+static double sig_mel_to_hz(double mel) {
+    return 700.0 * (pow(10.0, mel / 2595.0) - 1.0);
+}
+
+static anvil_status mel_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    int64_t bins = 0, dft_len = 0, rate = 0;
+    CORE_TRY(sig_tensor_int(n, 0, "num_mel_bins", in[0], &bins));
+    CORE_TRY(sig_tensor_int(n, 1, "dft_length", in[1], &dft_len));
+    CORE_TRY(sig_tensor_int(n, 2, "sample_rate", in[2], &rate));
+    CORE_TRY(mel_counts(n, bins, dft_len));
+    if (rate < 1)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: sample_rate is %lld; it must be >= 1",
+                        ir_node_label(n), (long long)rate);
+    double lo = core_load_f64(in[3]->dtype, in[3]->data, 0);
+    double hi = core_load_f64(in[4]->dtype, in[4]->data, 0);
+    if (!(lo >= 0.0 && hi > lo))
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: the edges are [%g, %g] Hz; they must satisfy 0 <= lower < upper",
+                        ir_node_label(n), lo, hi);
+    const op_tensor *y = out[0];
+    int64_t spec = dft_len / 2 + 1;
+    if (y->dims[0] != spec || y->dims[1] != bins)
+        return core_err(ANVIL_ERR_RUNTIME, "%s: output shape does not match the inputs",
+                        ir_node_label(n));
+    size_t n_pts = (size_t)bins + 2, bytes;
+    if (!core_mul_size(n_pts, sizeof(int64_t), &bytes))
+        return core_err(ANVIL_ERR_LIMIT, "%s: num_mel_bins is too large", ir_node_label(n));
+    int64_t *pt = core_alloc(bytes);
+    if (!pt) return ANVIL_ERR_OUT_OF_MEMORY;
+    /* bins+2 points evenly spaced on the mel scale give each triangle its left
+     * edge, peak and right edge; each maps to the spectrogram bin
+     * floor((dft_length+1) * hz / sample_rate). The step divides the mel range by
+     * bins+2 (not bins+1), so the top point stays just below the upper edge: this
+     * is the convention the ONNX reference and conformance data follow. */
+    double mlo = sig_hz_to_mel(lo), mhi = sig_hz_to_mel(hi);
+    double step = (mhi - mlo) / (double)n_pts;
+    for (size_t i = 0; i < n_pts; i++) {
+        double hz = sig_mel_to_hz((double)i * step + mlo);
+        double b = floor((double)(dft_len + 1) * hz / (double)rate);
+        if (b < 0) b = 0;
+        if (b > (double)(spec - 1)) b = (double)(spec - 1);
+        pt[i] = (int64_t)b;
+    }
+    size_t ncols = (size_t)bins;
+    /* Output buffers are not guaranteed to be zeroed; most of the matrix lies outside every
+     * triangle. */
+    for (size_t i = 0; i < (size_t)spec * ncols; i++) core_store_f64(y->dtype, y->data, i, 0.0);
+    for (size_t i = 0; i < ncols; i++) {
+        int64_t left = pt[i], center = pt[i + 1], right = pt[i + 2];
+        if (center == left) {
+            core_store_f64(y->dtype, y->data, (size_t)center * ncols + i, 1.0);
+        } else {
+            for (int64_t j = left; j <= center; j++)
+                core_store_f64(y->dtype, y->data, (size_t)j * ncols + i,
+                               (double)(j - left) / (double)(center - left));
+        }
+        for (int64_t j = center; j < right; j++)
+            core_store_f64(y->dtype, y->data, (size_t)j * ncols + i,
+                           (double)(right - j) / (double)(right - center));
+    }
+    free(pt);
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_melweightmatrix = {.min_inputs = 5,
+                                         .max_inputs = 5,
+                                         .min_outputs = 1,
+                                         .max_outputs = 1,
+                                         .value_inputs = (1u << 0) | (1u << 1),
+                                         .check = mel_check,
+                                         .infer = mel_infer,
+                                         .run = mel_run};
+
+/* ---- Det ------------------------------------------------------------------------------------- */
+
+static anvil_status det_check(ir_graph *g, ir_node *n) {
+    (void)g;
+    if (n->opset < 11)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: Det exists from opset 11, the model imports opset %d; raise the "
+                        "model's opset",
+                        ir_node_label(n), n->opset);
+    return ANVIL_OK;
+}
+
+static anvil_status det_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                              op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    CORE_TRY(sig_require_float(n, 0, in[0].dtype, n->opset >= 22));
+    out[0].dtype = in[0].dtype;
+    ir_shape_unknown(&out[0].shape);
+    const ir_shape *x = &in[0].shape;
+    if (x->rank < 0) return ANVIL_OK;
+    if (x->rank < 2)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: input 0 must have rank >= 2 ([..., M, M]), got rank %d",
+                        ir_node_label(n), x->rank);
+    int64_t a = x->d[x->rank - 2], b = x->d[x->rank - 1];
+    if (a >= 0 && b >= 0 && a != b)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: the last two dims of input 0 must be equal (square matrices), got "
+                        "%lld x %lld",
+                        ir_node_label(n), (long long)a, (long long)b);
+    out[0].shape = *x;
+    out[0].shape.rank = x->rank - 2;
+    return ANVIL_OK;
+}
+
+/* Determinant of the m x m matrix in a (row-major, overwritten) by Gaussian
+ * elimination with partial pivoting: the product of the pivots, negated once
+ * per row swap. */
+static double det_lu(double *a, size_t m) {
+    double det = 1.0;
+    for (size_t c = 0; c < m; c++) {
+        size_t piv = c;
+        for (size_t r = c + 1; r < m; r++)
+            if (fabs(a[r * m + c]) > fabs(a[piv * m + c])) piv = r;
+        if (a[piv * m + c] == 0.0) return 0.0;
+        if (piv != c) {
+            for (size_t k = 0; k < m; k++) {
+                double t = a[c * m + k];
+                a[c * m + k] = a[piv * m + k];
+                a[piv * m + k] = t;
+            }
+            det = -det;
+        }
+        double d = a[c * m + c];
+        det *= d;
+        for (size_t r = c + 1; r < m; r++) {
+            double f = a[r * m + c] / d;
+            for (size_t k = c + 1; k < m; k++) a[r * m + k] -= f * a[c * m + k];
+        }
+    }
+    return det;
+}
+
+static anvil_status det_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    const op_tensor *x = in[0];
+    size_t m = (size_t)x->dims[x->rank - 1], batch = op_tensor_numel(out[0]);
+    size_t mm, bytes;
+    if (!core_mul_size(m, m, &mm) || !core_mul_size(mm, sizeof(double), &bytes))
+        return core_err(ANVIL_ERR_LIMIT, "%s: matrix size overflows", ir_node_label(n));
+    if (batch == 0) return ANVIL_OK;
+    double *a = core_alloc(bytes ? bytes : 1);
+    if (!a) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (size_t b = 0; b < batch; b++) {
+        for (size_t i = 0; i < mm; i++) a[i] = core_load_f64(x->dtype, x->data, b * mm + i);
+        core_store_f64(out[0]->dtype, out[0]->data, b, det_lu(a, m));
+    }
+    free(a);
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_det = {.min_inputs = 1,
+                             .max_inputs = 1,
+                             .min_outputs = 1,
+                             .max_outputs = 1,
+                             .check = det_check,
+                             .infer = det_infer,
+                             .run = det_run};
