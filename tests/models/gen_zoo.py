@@ -5,18 +5,21 @@ Usage: gen_zoo.py NAME OUTDIR [--size full|ci] [--seed S] [--force]
        gen_zoo.py all OUTDIR [--size full|ci]      (one subfolder of OUTDIR per model)
        gen_zoo.py list                              (the model names, one a line)
 
-Models (opset 17, ir_version 8, fixed seeds, symbolic batch where natural):
+Models (opset 17, ir_version 8, fixed seeds, symbolic batch where natural; the transformers also
+declare a symbolic sequence dim "seq" and derive positions, masks and reshapes from it at run time):
   resnet50        bottleneck ResNet (1x1/3x3/1x1 conv + BN + ReLU, projection shortcuts)
   mobilenetv2     inverted residuals: 1x1 expand, 3x3 depthwise (group = channels), Clip as ReLU6
   vgg16           3x3 conv + ReLU stacks, max pools, three Gemm classifier layers
   squeezenet      fire modules: 1x1 squeeze, parallel 1x1 / 3x3 expand joined by Concat
   densenet_block  a DenseNet dense block (BN-ReLU-1x1-BN-ReLU-3x3, Concat growth) + transition
-  bert_base       BERT encoder: Gather embeddings, LayerNormalization, MatMul attention with an
-                  additive mask from attention_mask (Cast/Sub/Mul), Softmax, Erf-based Gelu
+  bert_base       BERT encoder: Gather embeddings (positions from Shape/Gather/Range),
+                  LayerNormalization, MatMul attention with an additive mask from attention_mask
+                  (Cast/Sub/Mul), head reshapes with 0/-1 targets, Softmax, Erf-based Gelu
   distilbert      DistilBERT encoder: LayerNorm decomposed as exporters emit it
                   (ReduceMean/Sub/Pow/Sqrt/Div), mask applied with Equal + Where
-  gpt2            GPT-2 decoder: causal mask from Trilu, QKV projection Split in three, head
-                  reshapes built with Shape/Gather/Concat, tanh-form Gelu, tied output embedding
+  gpt2            GPT-2 decoder: positions as a Slice of the position table, causal mask from
+                  Trilu over ConstantOfShape([S, S]), QKV projection Split in three, head reshapes
+                  built with Shape/Gather/Concat, tanh-form Gelu, tied output embedding
   lstm            bidirectional LSTM then a unidirectional LSTM, last hidden state to a Gemm
   if_loop         a Loop (outer-scope weights, trip count input) feeding an If on the sign of a sum
 
@@ -24,8 +27,9 @@ Models (opset 17, ir_version 8, fixed seeds, symbolic batch where natural):
 small-input version that runs in seconds with reference kernels.
 
 OUTDIR becomes one case in the ONNX backend-test layout that tests/tools/run_cases.c reads:
-model.onnx, test_data_set_0/ (seeded inputs, ONNX Runtime's outputs as input_<i>.pb /
-output_<i>.pb) and tolerance.txt (rtol 1e-3, atol = 1e-4 * max|expected|). A stamp file records
+model.onnx, test_data_set_<k>/ (seeded inputs, ONNX Runtime's outputs as input_<i>.pb /
+output_<i>.pb; the transformers' test_data_set_1 has half the sequence length of set 0, if_loop has
+four sets) and tolerance.txt (rtol 1e-3, atol = 1e-4 * max|expected|). A stamp file records
 the script's hash, the size and the seed, so re-running skips models that are up to date.
 """
 
@@ -194,7 +198,7 @@ def build_resnet50(size, seed):
             x = b.relu(b.op("Add", [y, sc]))
             cin = cout
     b.head(x, cin, classes)
-    return finish(b, "resnet50", *image_io(hw, classes)), lambda r: image_feeds(r, hw)
+    return finish(b, "resnet50", *image_io(hw, classes)), lambda r, k: image_feeds(r, hw)
 
 
 def build_mobilenetv2(size, seed):
@@ -222,7 +226,7 @@ def build_mobilenetv2(size, seed):
             cin = c
     x = b.relu6(b.conv(x, cin, last, 1, 1, 0, bias=True))
     b.head(x, last, classes)
-    return finish(b, "mobilenetv2", *image_io(hw, classes)), lambda r: image_feeds(r, hw)
+    return finish(b, "mobilenetv2", *image_io(hw, classes)), lambda r, k: image_feeds(r, hw)
 
 
 def build_vgg16(size, seed):
@@ -244,7 +248,7 @@ def build_vgg16(size, seed):
     x = b.relu(b.gemm(x, feat, fc, gain=2.0))
     x = b.relu(b.gemm(x, fc, fc, gain=2.0))
     x = b.gemm(x, fc, classes)
-    return finish(b, "vgg16", *image_io(hw, classes)), lambda r: image_feeds(r, hw)
+    return finish(b, "vgg16", *image_io(hw, classes)), lambda r, k: image_feeds(r, hw)
 
 
 def build_squeezenet(size, seed):
@@ -271,7 +275,7 @@ def build_squeezenet(size, seed):
     x = b.relu(b.conv(x, cin, classes, 1, 1, 0, bias=True, gain=1.0))
     x = b.op("GlobalAveragePool", [x])
     x = b.op("Flatten", [x], axis=1)
-    return finish(b, "squeezenet", *image_io(hw, classes)), lambda r: image_feeds(r, hw)
+    return finish(b, "squeezenet", *image_io(hw, classes)), lambda r, k: image_feeds(r, hw)
 
 
 def build_densenet_block(size, seed):
@@ -292,7 +296,7 @@ def build_densenet_block(size, seed):
                                              ["N", cin // 2, out_hw, out_hw])]
     model = finish(b, "densenet_block", inputs, outputs)
 
-    def feeds(r):
+    def feeds(r, k):
         # The block's input is a post-ReLU feature map.
         return {"input": np.abs(r.standard_normal((1, cin0, hw, hw))).astype(np.float32)}
     return model, feeds
@@ -306,9 +310,24 @@ BERT_SIZES = {  # layers, hidden, heads, ff, vocab, seq
 }
 
 
+def transformer_seqs(seq):
+    """The sequence length of each transformer data set: the size's own, then half of it.
+
+    The graphs declare the sequence dim as the symbol "seq", so the second data set makes a
+    session that already ran the first one plan again for a new shape."""
+    return (seq, seq // 2)
+
+
+def seq_len(b, ids, keep_dim):
+    """The sequence length of ids [B, S] read at run time: a scalar, or a 1-D [S] if keep_dim."""
+    shp = b.op("Shape", [ids])
+    idx = b.ints([1]) if keep_dim else b.scalar(1, np.int64)
+    return b.op("Gather", [shp, idx], axis=0)
+
+
 def split_heads(b, x, heads, dh):
-    # [B, S, H*dh] -> [B, H, S, dh]; Reshape's 0 copies the batch and sequence dims.
-    x = b.op("Reshape", [x, b.ints([0, 0, heads, dh])])
+    # [B, S, H*dh] -> [B, H, S, dh]; Reshape's 0 copies the batch dim and -1 infers the sequence.
+    x = b.op("Reshape", [x, b.ints([0, -1, heads, dh])])
     return b.op("Transpose", [x], perm=[0, 2, 1, 3])
 
 
@@ -324,8 +343,10 @@ def encoder(name, size, seed, distil):
     dh = d // heads
     b = Builder(seed)
     emb = b.op("Gather", [b.init("word_emb", b.normal((vocab, d), 0.02)), "input_ids"], axis=0)
-    pos = b.op("Gather", [b.init("pos_emb", b.normal((512, d), 0.02)),
-                          b.ints(list(range(seq)))], axis=0)
+    # Position ids 0..S-1 from the run-time sequence length, as BERT exports build them.
+    positions = b.op("Range", [b.scalar(0, np.int64), seq_len(b, "input_ids", False),
+                               b.scalar(1, np.int64)])
+    pos = b.op("Gather", [b.init("pos_emb", b.normal((512, d), 0.02)), positions], axis=0)
     x = b.op("Add", [emb, pos])
     if not distil:
         tok = b.op("Gather", [b.init("type_emb", b.normal((2, d), 0.02)), "token_type_ids"],
@@ -358,19 +379,20 @@ def encoder(name, size, seed, distil):
         h = b.gelu_erf(b.linear(x, d, ff))
         x = b.layernorm(b.op("Add", [x, b.linear(h, ff, d)]), d, decomposed=distil)
     ids = ["input_ids", "attention_mask"] + ([] if distil else ["token_type_ids"])
-    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", seq]) for n in ids]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "seq"]) for n in ids]
     outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
-                                             ["batch", seq, d])]
+                                             ["batch", "seq", d])]
     model = finish(b, name, inputs, outputs)
 
-    def feeds(r):
-        f = {"input_ids": r.integers(0, vocab, (1, seq), dtype=np.int64)}
-        mask = np.ones((1, seq), dtype=np.int64)
-        mask[:, seq - seq // 4:] = 0  # padded tail
+    def feeds(r, k):
+        s = transformer_seqs(seq)[k]
+        f = {"input_ids": r.integers(0, vocab, (1, s), dtype=np.int64)}
+        mask = np.ones((1, s), dtype=np.int64)
+        mask[:, s - s // 4:] = 0  # padded tail
         f["attention_mask"] = mask
         if not distil:
-            tt = np.zeros((1, seq), dtype=np.int64)
-            tt[:, seq // 2:] = 1
+            tt = np.zeros((1, s), dtype=np.int64)
+            tt[:, s // 2:] = 1
             f["token_type_ids"] = tt
         return f
     return model, feeds
@@ -391,14 +413,19 @@ def build_gpt2(size, seed):
     b = Builder(seed)
     wte = b.init("wte", b.normal((vocab, d), 0.02))
     x = b.op("Gather", [wte, "input_ids"], axis=0)
-    x = b.op("Add", [x, b.op("Gather", [b.init("wpe", b.normal((1024, d), 0.01)),
-                                        b.ints(list(range(seq)))], axis=0)])
+    # Positions: the first S rows of the position table, S read from input_ids at run time.
+    s1 = seq_len(b, "input_ids", True)
+    wpe = b.init("wpe", b.normal((1024, d), 0.01))
+    x = b.op("Add", [x, b.op("Slice", [wpe, b.ints([0]), s1, b.ints([0])])])
     # Shape [B, S, H, dh] built at run time, the way exporters emit dynamic reshapes.
     shp = b.op("Shape", ["input_ids"])
     bs = b.op("Gather", [shp, b.ints([0, 1])], axis=0)
     head_shape = b.op("Concat", [bs, b.ints([heads, dh])], axis=0)
     model_shape = b.op("Concat", [bs, b.ints([d])], axis=0)
-    causal = b.op("Trilu", [b.init("ones", np.ones((seq, seq), dtype=bool), bool)], upper=0)
+    # Causal mask [S, S]: the lower triangle of a run-time sized block of ones.
+    ones = b.op("ConstantOfShape", [b.op("Concat", [s1, s1], axis=0)],
+                value=helper.make_tensor("one", TensorProto.BOOL, [1], [True]))
+    causal = b.op("Trilu", [ones], upper=0)
     neg = b.scalar(-10000.0)
     scale = b.scalar(1.0 / np.sqrt(dh))
     for _ in range(layers):
@@ -419,11 +446,12 @@ def build_gpt2(size, seed):
     # Tied embedding: logits = x @ wte^T.
     wte_t = b.op("Transpose", [wte], perm=[1, 0])
     b.op("MatMul", [x, wte_t])
-    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", seq])]
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])]
     outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                             ["batch", seq, vocab])]
+                                             ["batch", "seq", vocab])]
     model = finish(b, "gpt2", inputs, outputs)
-    return model, lambda r: {"input_ids": r.integers(0, vocab, (1, seq), dtype=np.int64)}
+    return model, lambda r, k: {"input_ids": r.integers(0, vocab, (1, transformer_seqs(seq)[k]),
+                                                        dtype=np.int64)}
 
 
 # ---- recurrent and control flow ---------------------------------------------------------------
@@ -449,7 +477,7 @@ def build_lstm(size, seed):
     inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [seq, "N", feat])]
     outputs = [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["N", classes])]
     model = finish(b, "lstm", inputs, outputs)
-    return model, lambda r: {"input": r.standard_normal((seq, 1, feat)).astype(np.float32)}
+    return model, lambda r, k: {"input": r.standard_normal((seq, 1, feat)).astype(np.float32)}
 
 
 def build_if_loop(size, seed):
@@ -496,7 +524,7 @@ def build_if_loop(size, seed):
                helper.make_tensor_value_info("sums", TensorProto.FLOAT, [iters])]
     model = finish(b, "if_loop", inputs, outputs)
 
-    def feeds(r):
+    def feeds(r, k):
         return {"input": r.standard_normal((1, width)).astype(np.float32),
                 "trip_count": np.array(iters, dtype=np.int64)}
     return model, feeds
@@ -515,12 +543,17 @@ MODELS = {
     "if_loop": build_if_loop,
 }
 
-# Data sets per model: if_loop gets enough to take both If branches.
-DATA_SETS = {"if_loop": 4}
+# Data sets per model: if_loop gets enough to take both If branches; the transformers get one per
+# sequence length transformer_seqs gives, so that one session has to re-plan for a new shape.
+DATA_SETS = {"if_loop": 4, "bert_base": 2, "distilbert": 2, "gpt2": 2}
 
 
 def write_case(model, feeds_fn, outdir, seed, count):
-    """Saves model.onnx and `count` test data sets computed by ONNX Runtime."""
+    """Saves model.onnx and `count` test data sets computed by ONNX Runtime.
+
+    feeds_fn(rng, k) returns the inputs of data set k, so a model may vary its input shapes
+    across data sets (the transformers change their sequence length).
+    """
     os.makedirs(outdir, exist_ok=True)
     path = os.path.join(outdir, "model.onnx")
     onnx.save(model, path)
@@ -532,7 +565,7 @@ def write_case(model, feeds_fn, outdir, seed, count):
     in_names = [i.name for i in model.graph.input]
     out_names = [o.name for o in model.graph.output]
     for k in range(count):
-        feeds = feeds_fn(rng)
+        feeds = feeds_fn(rng, k)
         outs = sess.run(out_names, feeds)
         ddir = os.path.join(outdir, f"test_data_set_{k}")
         os.makedirs(ddir, exist_ok=True)
