@@ -555,8 +555,6 @@ static anvil_status sig_out_dtype(const ir_node *n, anvil_dtype *out) {
 
 /* ---- HannWindow, HammingWindow, BlackmanWindow ----------------------------------------------- */
 
-typedef enum sig_window_kind { SIG_HANN, SIG_HAMMING, SIG_BLACKMAN } sig_window_kind;
-
 typedef struct window_params {
     anvil_dtype out_dt;
     bool periodic;
@@ -604,8 +602,12 @@ static anvil_status window_infer(const ir_graph *g, const ir_node *n, const op_t
     return ANVIL_OK;
 }
 
-static anvil_status window_run(const ir_node *n, const op_tensor *const *in, op_tensor *const *out,
-                               sig_window_kind kind) {
+/* One kernel for the three windows; the op says which cosine sum to evaluate. */
+static anvil_status window_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                               op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
     const window_params *p = n->params;
     int64_t size = 0;
     CORE_TRY(sig_tensor_int(n, 0, "size", in[0], &size));
@@ -621,11 +623,11 @@ static anvil_status window_run(const ir_node *n, const op_tensor *const *in, op_
     for (int64_t i = 0; i < size; i++) {
         double a = denom > 0 ? 2.0 * SIG_PI * (double)i / denom : 0.0;
         double v;
-        switch (kind) {
-        case SIG_HANN:
+        switch (n->op) {
+        case IR_OP_HANNWINDOW:
             v = 0.5 - 0.5 * cos(a);
             break;
-        case SIG_HAMMING:
+        case IR_OP_HAMMINGWINDOW:
             v = 25.0 / 46.0 - 21.0 / 46.0 * cos(a);
             break;
         default:
@@ -637,31 +639,7 @@ static anvil_status window_run(const ir_node *n, const op_tensor *const *in, op_
     return ANVIL_OK;
 }
 
-static anvil_status hann_run(const ir_node *n, const op_tensor *const *in, int n_in,
-                             op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_in;
-    (void)n_out;
-    (void)ctx;
-    return window_run(n, in, out, SIG_HANN);
-}
-
-static anvil_status hamming_run(const ir_node *n, const op_tensor *const *in, int n_in,
-                                op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_in;
-    (void)n_out;
-    (void)ctx;
-    return window_run(n, in, out, SIG_HAMMING);
-}
-
-static anvil_status blackman_run(const ir_node *n, const op_tensor *const *in, int n_in,
-                                 op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_in;
-    (void)n_out;
-    (void)ctx;
-    return window_run(n, in, out, SIG_BLACKMAN);
-}
-
-#define SIG_WINDOW_IMPL(name, runfn)                                                               \
+#define SIG_WINDOW_IMPL(name)                                                                      \
     const op_impl op_impl_##name = {.min_inputs = 1,                                               \
                                     .max_inputs = 1,                                               \
                                     .min_outputs = 1,                                              \
@@ -669,10 +647,10 @@ static anvil_status blackman_run(const ir_node *n, const op_tensor *const *in, i
                                     .value_inputs = 1u << 0,                                       \
                                     .check = window_check,                                         \
                                     .infer = window_infer,                                         \
-                                    .run = runfn};
-SIG_WINDOW_IMPL(hannwindow, hann_run)
-SIG_WINDOW_IMPL(hammingwindow, hamming_run)
-SIG_WINDOW_IMPL(blackmanwindow, blackman_run)
+                                    .run = window_run};
+SIG_WINDOW_IMPL(hannwindow)
+SIG_WINDOW_IMPL(hammingwindow)
+SIG_WINDOW_IMPL(blackmanwindow)
 
 /* ---- MelWeightMatrix ------------------------------------------------------------------------- */
 

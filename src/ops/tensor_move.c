@@ -16,12 +16,6 @@ static void dense_strides(const int64_t *dims, int rank, int64_t *stride) {
 }
 
 /* Product of dims [from, to) of a concrete tensor (checked at plan time not to overflow). */
-static size_t dims_prod(const int64_t *dims, int from, int to) {
-    size_t p = 1;
-    for (int i = from; i < to; i++) p *= (size_t)dims[i];
-    return p;
-}
-
 /* ---- Transpose --------------------------------------------------------------------------- */
 
 typedef struct transpose_params {
@@ -275,10 +269,10 @@ static anvil_status concat_run(const ir_node *n, const op_tensor *const *in, int
         return core_err(ANVIL_ERR_INTERNAL, "%s: output dim %d is %lld but the inputs sum to %lld",
                         ir_node_label(n), axis, (long long)y->dims[axis], (long long)sum);
     concat_job job = {.in = in, .n_in = n_in, .axis = axis, .dst = y->data};
-    job.inner_bytes = dims_prod(y->dims, axis + 1, r) * anvil_dtype_size(y->dtype);
+    job.inner_bytes = tensor_dims_prod(y->dims, axis + 1, r) * anvil_dtype_size(y->dtype);
     job.row_bytes = (size_t)y->dims[axis] * job.inner_bytes;
     if (op_tensor_numel(y) == 0) return ANVIL_OK;
-    op_parallel_for(ctx, dims_prod(y->dims, 0, axis), concat_rows, &job);
+    op_parallel_for(ctx, tensor_dims_prod(y->dims, 0, axis), concat_rows, &job);
     return ANVIL_OK;
 }
 
@@ -671,8 +665,8 @@ static anvil_status gather_run(const ir_node *n, const op_tensor *const *in, int
     }
     op_tensor *y = out[0];
     gather_job job = {.src = x->data, .dst = y->data, .indices = ix, .q = q, .axis_dim = s};
-    job.inner_bytes = dims_prod(x->dims, axis + 1, x->rank) * anvil_dtype_size(x->dtype);
-    size_t rows = dims_prod(x->dims, 0, axis) * q;
+    job.inner_bytes = tensor_dims_prod(x->dims, axis + 1, x->rank) * anvil_dtype_size(x->dtype);
+    size_t rows = tensor_dims_prod(x->dims, 0, axis) * q;
     if (rows == 0 || job.inner_bytes == 0) return ANVIL_OK;
     if (op_tensor_numel(y) * anvil_dtype_size(y->dtype) != rows * job.inner_bytes)
         return core_err(ANVIL_ERR_INTERNAL, "%s: output buffer size does not match",
