@@ -27,6 +27,7 @@ typedef struct kern_node {
     int n_in;
     const op_tinfo *out;
     int n_out;
+    int threads; /* the session's thread count: workspace_size may reserve a slice per thread */
 } kern_node;
 
 typedef struct kern_variant {
@@ -46,15 +47,30 @@ typedef struct kern_variant {
                         op_tensor *const *out, int n_out, void *workspace, op_ctx *ctx);
 } kern_variant;
 
+/* Optimized families. Each exports a NULL-terminated list of its variants (any ops), best first;
+ * the registry builds every op's list as: reference, then the families in the order of its
+ * cascade table, then each family's own order. That order is the default heuristic: the first
+ * variant whose requirements and supports() accept a node runs it. */
+extern const kern_variant *const kern_family_gemm[];    /* cpu/gemm: MatMul, Gemm */
+extern const kern_variant *const kern_family_conv[];    /* cpu/conv: Conv */
+extern const kern_variant *const kern_family_eltwise[]; /* cpu/eltwise: activations, norms, ... */
+extern const kern_variant *const kern_family_vendor[];  /* vendor: oneDNN, OpenBLAS, BLIS */
+
+/* Upper bound on the variants of one op (reference included). */
+#define KERN_MAX_VARIANTS 48
+
 /* The reference variant of op (variant 0). Never NULL. */
 const kern_variant *kern_reference(ir_op op);
 /* Every variant registered for op, reference first. *count set; pointer to static data. */
 const kern_variant *const *kern_variants(ir_op op, size_t *count);
 /* Whether a variant can run kn on hw (ISA requirements, then supports()). */
 bool kern_applies(const kern_variant *v, const kern_node *kn, const core_hw *hw);
+/* Looks a variant of op up by name; NULL if op has none of that name. */
+const kern_variant *kern_find(ir_op op, const char *name);
 /* The default choice for a node: the first applicable variant in the op's preference order
  * (a heuristic cascade; measured selection replaces it later). `forced`, if non-NULL, names the
- * variant that must be used; it is an error (naming node and variant) if it does not apply. */
+ * variant that must be used; it is an error (naming node and variant, and listing the variants
+ * that do apply) if there is no such variant or it cannot run this node. */
 anvil_status kern_select(const kern_node *kn, const char *forced, const kern_variant **out);
 
 #endif

@@ -1,7 +1,10 @@
 /* The variant table. Reference variants are generated from the op table so that every op has
- * variant 0 without a line per op; optimized families append theirs to `extra_variants`. */
+ * variant 0 without a line per op; optimized families contribute NULL-terminated lists, merged
+ * here per op in the order of `cascade`, the data that makes the default choice. */
 #include "kernels.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 static anvil_status reference_run(const ir_node *n, void *state, const op_tensor *const *in,
@@ -19,53 +22,103 @@ static const kern_variant reference_variants[IR_OP_COUNT] = {
 #undef OP
 };
 
-/* Per op: reference first, then optimized variants in preference order. Only the reference
- * exists so far; each optimized family adds its rows here. */
-static const kern_variant *const variant_lists[IR_OP_COUNT][1] = {
-#define OP(id, name, impl) [IR_OP_##id] = {&reference_variants[IR_OP_##id]},
-#include "ir/ops.def"
-#undef OP
+/* Preference between families: anvil's own kernels first (they fuse epilogues and pack for the
+ * plan), vendor libraries after them. Within a family, its list order. */
+static const kern_variant *const *const cascade[] = {
+    kern_family_conv,
+    kern_family_gemm,
+    kern_family_eltwise,
+    kern_family_vendor,
 };
+
+static const kern_variant *lists[IR_OP_COUNT][KERN_MAX_VARIANTS];
+static size_t counts[IR_OP_COUNT];
+static pthread_once_t lists_once = PTHREAD_ONCE_INIT;
+
+static void lists_build(void) {
+    for (int op = 0; op < IR_OP_COUNT; op++) {
+        lists[op][0] = &reference_variants[op];
+        counts[op] = 1;
+    }
+    for (size_t f = 0; f < sizeof cascade / sizeof cascade[0]; f++)
+        for (const kern_variant *const *v = cascade[f]; *v; v++) {
+            ir_op op = (*v)->op;
+            /* A family with more variants than the bound is a programming error that the
+             * registry test catches; never write past the table. */
+            if ((unsigned)op < IR_OP_COUNT && counts[op] < KERN_MAX_VARIANTS)
+                lists[op][counts[op]++] = *v;
+        }
+}
 
 const kern_variant *kern_reference(ir_op op) {
     return &reference_variants[(unsigned)op < IR_OP_COUNT ? op : 0];
 }
 
 const kern_variant *const *kern_variants(ir_op op, size_t *count) {
-    *count = 1;
-    return variant_lists[(unsigned)op < IR_OP_COUNT ? op : 0];
+    pthread_once(&lists_once, lists_build);
+    unsigned i = (unsigned)op < IR_OP_COUNT ? (unsigned)op : 0;
+    *count = counts[i];
+    return lists[i];
+}
+
+const kern_variant *kern_find(ir_op op, const char *name) {
+    size_t count;
+    const kern_variant *const *list = kern_variants(op, &count);
+    for (size_t i = 0; i < count; i++)
+        if (!strcmp(list[i]->name, name)) return list[i];
+    return NULL;
 }
 
 bool kern_applies(const kern_variant *v, const kern_node *kn, const core_hw *hw) {
     if ((v->needs & KERN_NEEDS_AVX2) && !(hw->avx2 && hw->fma)) return false;
     if ((v->needs & KERN_NEEDS_AVX512) &&
-        !(hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq))
+        !(hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512))
         return false;
     if ((v->needs & KERN_NEEDS_AVX512_FP16) && !hw->avx512_fp16) return false;
     if ((v->needs & KERN_NEEDS_AVX512_BF16) && !hw->avx512_bf16) return false;
-    if ((v->needs & KERN_NEEDS_AMX) && !(hw->amx_tile && hw->amx_bf16)) return false;
+    if ((v->needs & KERN_NEEDS_AMX) && !(hw->amx_tile && hw->amx_bf16 && hw->os_amx)) return false;
     return !v->supports || v->supports(kn, hw);
+}
+
+/* "a, b, c" of the variants that apply to kn, for error messages. */
+static void applicable_names(const kern_node *kn, char *buf, size_t cap) {
+    size_t count, len = 0;
+    const kern_variant *const *list = kern_variants(kn->node->op, &count);
+    buf[0] = 0;
+    for (size_t i = 0; i < count && len + 1 < cap; i++) {
+        if (!kern_applies(list[i], kn, core_hw_get())) continue;
+        int w = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", list[i]->name);
+        if (w < 0) break;
+        len += (size_t)w < cap - len ? (size_t)w : cap - len - 1;
+    }
 }
 
 anvil_status kern_select(const kern_node *kn, const char *forced, const kern_variant **out) {
     size_t count;
     const kern_variant *const *list = kern_variants(kn->node->op, &count);
     const core_hw *hw = core_hw_get();
-    for (size_t i = 0; i < count; i++) {
-        const kern_variant *v = list[i];
-        if (forced && strcmp(forced, v->name) != 0) continue;
-        if (kern_applies(v, kn, hw)) {
+    if (forced) {
+        const kern_variant *v = kern_find(kn->node->op, forced);
+        char names[512];
+        if (v && kern_applies(v, kn, hw)) {
             *out = v;
             return ANVIL_OK;
         }
-        if (forced)
+        applicable_names(kn, names, sizeof names);
+        if (v)
             return core_err(ANVIL_ERR_INVALID_ARGUMENT,
-                            "%s: variant '%s' cannot run this node on this machine",
-                            ir_node_label(kn->node), forced);
+                            "%s: variant '%s' cannot run this node on this machine (shape, "
+                            "attributes or ISA); variants that can: %s",
+                            ir_node_label(kn->node), forced, names);
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "%s: %s has no variant named '%s'; variants that can run this node: %s",
+                        ir_node_label(kn->node), ir_op_name(kn->node->op), forced, names);
     }
-    if (forced)
-        return core_err(ANVIL_ERR_INVALID_ARGUMENT, "%s: there is no variant named '%s'",
-                        ir_node_label(kn->node), forced);
-    *out = kern_reference(kn->node->op);
+    for (size_t i = 1; i < count; i++)
+        if (kern_applies(list[i], kn, hw)) {
+            *out = list[i];
+            return ANVIL_OK;
+        }
+    *out = list[0];
     return ANVIL_OK;
 }

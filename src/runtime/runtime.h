@@ -4,6 +4,7 @@
 #ifndef ANVIL_RUNTIME_H
 #define ANVIL_RUNTIME_H
 
+#include "kernels/kernels.h"
 #include "ops/ops.h"
 
 /* ---- thread pool --------------------------------------------------------------------------- */
@@ -28,6 +29,17 @@ struct rt_frame {
 struct op_ctx {
     rt_pool *pool; /* NULL: serial */
 };
+
+/* ---- one node through one variant, outside a session (variant_run.c) -------------------------
+ * For tests and kernel benchmarks: prepares v for kn (kn->threads threads; kn and the constant
+ * values it points to are borrowed and must outlive the exec), then runs it as often as wanted.
+ * *out owned by the caller (rt_variant_exec_free). */
+typedef struct rt_variant_exec rt_variant_exec;
+anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn,
+                                    rt_variant_exec **out);
+anvil_status rt_variant_exec_run(rt_variant_exec *e, const ir_node *n, const op_tensor *const *in,
+                                 int n_in, op_tensor *const *out, int n_out);
+void rt_variant_exec_free(rt_variant_exec *e);
 
 /* ---- the dynamic interpreter (interp.c) -------------------------------------------------------
  */

@@ -410,7 +410,7 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
                 outi[i] = sh->info[n->outputs[i]];
             }
         }
-        kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs};
+        kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs, s->cfg.threads};
         if ((st = kern_select(&kn, NULL, &stp->variant)) != ANVIL_OK) goto fail;
         if (stp->variant->prepare && (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
             goto fail;

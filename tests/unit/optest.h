@@ -17,6 +17,7 @@
 #define ANVIL_OPTEST_H
 
 #include "ops/ops.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -199,6 +200,86 @@ static inline long optest_compare_f32(const float *got, const float *want, size_
         }
     }
     return -1;
+}
+
+/* Runs the node through variant v on `threads` threads (after optest_run, which set up shapes
+ * and the reference outputs); results go to got[i] (caller-allocated, same sizes as t->out). */
+static inline anvil_status optest_run_variant(optest *t, const kern_variant *v, int threads,
+                                              op_tensor *got) {
+    op_tinfo in[OPTEST_MAX_IO];
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < t->n_in; i++) {
+        if (!t->in_set[i]) {
+            ir_shape_unknown(&in[i].shape);
+            continue;
+        }
+        in[i].dtype = t->in[i].dtype;
+        ir_shape_set(&in[i].shape, t->in[i].rank, t->in[i].dims);
+        in[i].value = t->in_known[i] ? t->in[i].data : NULL;
+    }
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, threads};
+    if (!kern_applies(v, &kn, core_hw_get())) return ANVIL_ERR_UNSUPPORTED;
+    rt_variant_exec *e;
+    anvil_status s = rt_variant_exec_create(v, &kn, &e);
+    if (s != ANVIL_OK) return s;
+    const op_tensor *ins[OPTEST_MAX_IO];
+    op_tensor *outs[OPTEST_MAX_IO];
+    for (int i = 0; i < t->n_in; i++) ins[i] = t->in_set[i] ? &t->in[i] : NULL;
+    for (int i = 0; i < t->n_out; i++) outs[i] = &got[i];
+    s = rt_variant_exec_run(e, optest_node(t), ins, t->n_in, outs, t->n_out);
+    rt_variant_exec_free(e);
+    return s;
+}
+
+/* Runs the reference (optest_run) and then every registered variant of the node's op that
+ * applies on this machine, on 1, 2 and 3 threads, and compares each float32 output with the
+ * reference (|got - want| <= atol + rtol*|want|). Returns how many variants were checked
+ * (>= 0) or -1 after printing the first mismatch or failure. */
+static inline int optest_check_variants(optest *t, float rtol, float atol) {
+    if (optest_run(t) != ANVIL_OK) {
+        fprintf(stderr, "optest_check_variants: the reference failed: %s\n", anvil_last_error());
+        return -1;
+    }
+    size_t count;
+    const kern_variant *const *list = kern_variants(optest_node(t)->op, &count);
+    int checked = 0;
+    for (size_t vi = 1; vi < count; vi++) {
+        for (int threads = 1; threads <= 3; threads++) {
+            op_tensor got[OPTEST_MAX_IO];
+            for (int i = 0; i < t->n_out; i++) {
+                got[i] = t->out[i];
+                size_t bytes;
+                if (!core_tensor_bytes(got[i].dtype, got[i].dims, got[i].rank, &bytes)) abort();
+                /* NaN-filled so an output the variant forgets to write is caught. */
+                got[i].data = malloc(bytes ? bytes : 1);
+                memset(got[i].data, 0xff, bytes);
+            }
+            anvil_status s = optest_run_variant(t, list[vi], threads, got);
+            int bad = 0;
+            if (s == ANVIL_ERR_UNSUPPORTED) {
+                bad = -2;
+            } else if (s != ANVIL_OK) {
+                fprintf(stderr, "variant %s (%d threads) failed: %s\n", list[vi]->name, threads,
+                        anvil_last_error());
+                bad = 1;
+            }
+            for (int i = 0; i < t->n_out && !bad; i++) {
+                if (t->out[i].dtype != ANVIL_DTYPE_FLOAT32) continue;
+                long at = optest_compare_f32(got[i].data, t->out[i].data,
+                                             op_tensor_numel(&t->out[i]), rtol, atol);
+                if (at >= 0) {
+                    fprintf(stderr, "variant %s (%d threads): output %d differs at %ld\n",
+                            list[vi]->name, threads, i, at);
+                    bad = 1;
+                }
+            }
+            for (int i = 0; i < t->n_out; i++) free(got[i].data);
+            if (bad == 1) return -1;
+            if (bad == -2) break;
+            if (threads == 1) checked++;
+        }
+    }
+    return checked;
 }
 
 #endif

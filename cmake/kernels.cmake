@@ -1,0 +1,24 @@
+# Optimized kernel sources. Files are compiled for baseline x86-64 except those whose name ends
+# in an ISA suffix, which get that ISA's flags; the runtime only calls into them after checking
+# the CPU (kern_applies), so the shipped build never depends on -march=native.
+#   *_avx2.c    AVX2 + FMA (+ F16C)
+#   *_avx512.c  AVX-512 F/BW/VL/DQ (+ AVX2/FMA)
+# Vendor files (src/kernels/vendor) compile to nothing unless their ANVIL_HAVE_* is defined.
+# Vendor libraries (cmake/vendor.cmake) and SLEEF (cmake/sleef.cmake) add their sources, libraries
+# and ANVIL_HAVE_* definitions to the same three lists.
+file(GLOB_RECURSE ANVIL_KERNEL_SOURCES CONFIGURE_DEPENDS src/kernels/cpu/*.c src/kernels/vendor/*.c)
+set(ANVIL_KERNEL_LIBS "")
+set(ANVIL_KERNEL_DEFS "")
+
+set(ANVIL_FLAGS_AVX2 -mavx2 -mfma -mf16c)
+set(ANVIL_FLAGS_AVX512 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c)
+foreach(f ${ANVIL_KERNEL_SOURCES})
+  if(f MATCHES "_avx512\\.c$")
+    set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${ANVIL_FLAGS_AVX512}")
+  elseif(f MATCHES "_avx2\\.c$")
+    set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${ANVIL_FLAGS_AVX2}")
+  endif()
+endforeach()
+
+include(${CMAKE_CURRENT_LIST_DIR}/vendor.cmake OPTIONAL)
+include(${CMAKE_CURRENT_LIST_DIR}/sleef.cmake OPTIONAL)

@@ -1,0 +1,6 @@
+/* The eltwise family's variant list (see kernels.h: families). */
+#include "kernels/kernels.h"
+
+const kern_variant *const kern_family_eltwise[] = {
+    NULL,
+};

@@ -1,0 +1,382 @@
+/* The GEMM driver: kernel list, packing, cache blocking and threading (see gemm.h).
+ *
+ * Loop nest per thread, over its own block of C (the micro-kernel broadcasts A and loads B as
+ * vectors, so B is the "streamed" operand and A the one kept in L1):
+ *
+ *   for ic in M step MC:            A block (MC x KC) packed once per (ic, pc), lives in L3/L2
+ *     for pc in K step KC:
+ *       for jc in N step NC:        B block (KC x NC) packed, lives in L2
+ *         for ir in MC step MR:     A micro-panel (MR x KC) stays in L1
+ *           for jr in NC step NR:   B micro-panels stream from L2
+ *             micro-kernel; on the last pc the epilogue runs on the tile while it is in L1
+ *
+ * Threads never share a C block, so there is no barrier inside a GEMM: the split (rows or
+ * columns) is the one that packs least, since a row split repacks B in every thread and a column
+ * split repacks A. Pre-packed operands (weights packed once per session) skip their packing. */
+#include "gemm.h"
+#include "gemm_epilogue.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the portable kernel: always usable, also the oracle for the template's edge handling --- */
+
+static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                            int accumulate) {
+    float acc[4][8];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f;
+    for (int64_t p = 0; p < kc; p++, a += 4, b += 8)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) c[i * ldc + j] = acc[i][j];
+}
+
+static void tile_epilogue_portable(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
+                                   int64_t j0, int64_t m, int64_t n) {
+    gemm_epilogue_body(ep, c, ldc, i0, j0, m, n);
+}
+
+static const gemm_kernel kernel_4x8_portable = {"4x8_portable",        4, 8, 0, uk_4x8_portable,
+                                                tile_epilogue_portable};
+
+extern const gemm_kernel gemm_kernel_14x32_avx512, gemm_kernel_12x32_avx512,
+    gemm_kernel_8x32_avx512, gemm_kernel_8x48_avx512, gemm_kernel_6x64_avx512,
+    gemm_kernel_4x64_avx512, gemm_kernel_16x16_avx512, gemm_kernel_6x16_avx2, gemm_kernel_4x24_avx2,
+    gemm_kernel_8x8_avx2;
+
+const gemm_kernel *const gemm_kernels[] = {
+    &gemm_kernel_14x32_avx512, &gemm_kernel_12x32_avx512, &gemm_kernel_8x48_avx512,
+    &gemm_kernel_6x64_avx512,  &gemm_kernel_8x32_avx512,  &gemm_kernel_4x64_avx512,
+    &gemm_kernel_16x16_avx512, &gemm_kernel_6x16_avx2,    &gemm_kernel_4x24_avx2,
+    &gemm_kernel_8x8_avx2,     &kernel_4x8_portable,      NULL,
+};
+
+const gemm_kernel *gemm_kernel_find(const char *name) {
+    for (const gemm_kernel *const *k = gemm_kernels; *k; k++)
+        if (!strcmp((*k)->name, name)) return *k;
+    return NULL;
+}
+
+bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw) {
+    if ((k->needs & KERN_NEEDS_AVX2) && !(hw->avx2 && hw->fma)) return false;
+    if ((k->needs & KERN_NEEDS_AVX512) &&
+        !(hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512))
+        return false;
+    return true;
+}
+
+const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
+    (void)k;
+    const char *pick;
+    if (gemm_kernel_usable(&gemm_kernel_14x32_avx512, hw)) {
+        /* Few rows: a short, wide tile wastes no broadcasts on padding rows; few columns: a
+         * single-vector tile wastes no FMAs on padding columns. */
+        if (m <= 4)
+            pick = "4x64_avx512";
+        else if (n <= 16)
+            pick = "16x16_avx512";
+        else
+            pick = "14x32_avx512";
+    } else if (gemm_kernel_usable(&gemm_kernel_6x16_avx2, hw)) {
+        pick = n <= 8 ? "8x8_avx2" : "6x16_avx2";
+    } else {
+        pick = "4x8_portable";
+    }
+    return gemm_kernel_find(pick);
+}
+
+static int64_t round_up(int64_t x, int64_t m) {
+    return (x + m - 1) / m * m;
+}
+
+static int64_t env_int(const char *name, int64_t fallback) {
+    const char *s = getenv(name);
+    if (!s || !*s) return fallback;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    return (*end || v <= 0 || v > (1 << 20)) ? fallback : (int64_t)v;
+}
+
+gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
+                                    const core_hw *hw) {
+    size_t l2 = hw->l2_bytes ? hw->l2_bytes : 1u << 20;
+    gemm_blocking b;
+    /* KC: the A micro-panel (MR x KC) takes about two thirds of a 32 KiB L1. */
+    b.kc = 384;
+    if (kdim < b.kc) b.kc = kdim > 0 ? kdim : 1;
+    /* NC: the B block (KC x NC) takes half of L2, leaving room for C tiles and A. */
+    int64_t nc = (int64_t)(l2 / 2 / sizeof(float)) / b.kc;
+    nc = nc / k->nr * k->nr;
+    if (nc < k->nr) nc = k->nr;
+    b.nc = n < nc ? round_up(n > 0 ? n : 1, k->nr) : nc;
+    /* MC: large, so B is repacked rarely; bounded to keep the A block in L3. */
+    int64_t mc = 960 / k->mr * k->mr;
+    b.mc = m < mc ? round_up(m > 0 ? m : 1, k->mr) : mc;
+    b.mc = round_up(env_int("ANVIL_GEMM_MC", b.mc), k->mr);
+    b.kc = env_int("ANVIL_GEMM_KC", b.kc);
+    b.nc = round_up(env_int("ANVIL_GEMM_NC", b.nc), k->nr);
+    return b;
+}
+
+/* ---- packing ------------------------------------------------------------------------------ */
+
+/* A[i0.., p0..] (m x kc) into MR-row panels, k-major, zero rows past m; panel stride kc*MR. */
+static void pack_a_block(const gemm_kernel *k, const float *a, int64_t rs, int64_t cs, int64_t m,
+                         int64_t kc, float *dst) {
+    const int mr = k->mr;
+    for (int64_t i0 = 0; i0 < m; i0 += mr, dst += kc * mr) {
+        int64_t rows = m - i0 < mr ? m - i0 : mr;
+        if (rows < mr)
+            for (int64_t p = 0; p < kc; p++)
+                for (int64_t i = rows; i < mr; i++) dst[p * mr + i] = 0.0f;
+        for (int64_t i = 0; i < rows; i++) {
+            const float *src = a + (i0 + i) * rs;
+            for (int64_t p = 0; p < kc; p++) dst[p * mr + i] = src[p * cs];
+        }
+    }
+}
+
+/* B[p0.., j0..] (kc x n) into NR-column panels, k-major, zero columns past n; stride kc*NR. */
+static void pack_b_block(const gemm_kernel *k, const float *b, int64_t rs, int64_t cs, int64_t kc,
+                         int64_t n, float *dst) {
+    const int nr = k->nr;
+    for (int64_t j0 = 0; j0 < n; j0 += nr, dst += kc * nr) {
+        int64_t cols = n - j0 < nr ? n - j0 : nr;
+        const float *src = b + j0 * cs;
+        if (cs == 1 && cols == nr) {
+            for (int64_t p = 0; p < kc; p++) memcpy(dst + p * nr, src + p * rs, sizeof(float) * nr);
+            continue;
+        }
+        for (int64_t p = 0; p < kc; p++) {
+            float *d = dst + p * nr;
+            const float *s = src + p * rs;
+            for (int64_t j = 0; j < cols; j++) d[j] = s[j * cs];
+            for (int64_t j = cols; j < nr; j++) d[j] = 0.0f;
+        }
+    }
+}
+
+static anvil_status packed_alloc(const gemm_kernel *k, int64_t panels, int64_t width, int64_t kdim,
+                                 gemm_packed *out) {
+    size_t elems, bytes;
+    if (!core_mul_size((size_t)panels, (size_t)width, &elems) ||
+        !core_mul_size(elems, (size_t)(kdim > 0 ? kdim : 1), &elems) ||
+        !core_mul_size(elems, sizeof(float), &bytes))
+        return core_err(ANVIL_ERR_LIMIT, "packed GEMM operand of %lld panels is too large",
+                        (long long)panels);
+    out->kernel = k;
+    out->data = core_aligned_alloc(64, bytes ? bytes : 64);
+    if (!out->data) return ANVIL_ERR_OUT_OF_MEMORY;
+    return ANVIL_OK;
+}
+
+anvil_status gemm_pack_a(const gemm_kernel *k, int64_t m, int64_t kdim, const float *a,
+                         int64_t rs_a, int64_t cs_a, gemm_packed *out) {
+    memset(out, 0, sizeof *out);
+    int64_t panels = (m + k->mr - 1) / k->mr;
+    anvil_status st = packed_alloc(k, panels, k->mr, kdim, out);
+    if (st != ANVIL_OK) return st;
+    out->rows = m;
+    out->cols = kdim;
+    pack_a_block(k, a, rs_a, cs_a, m, kdim, out->data);
+    return ANVIL_OK;
+}
+
+anvil_status gemm_pack_b(const gemm_kernel *k, int64_t kdim, int64_t n, const float *b,
+                         int64_t rs_b, int64_t cs_b, gemm_packed *out) {
+    memset(out, 0, sizeof *out);
+    int64_t panels = (n + k->nr - 1) / k->nr;
+    anvil_status st = packed_alloc(k, panels, k->nr, kdim, out);
+    if (st != ANVIL_OK) return st;
+    out->rows = kdim;
+    out->cols = n;
+    pack_b_block(k, b, rs_b, cs_b, kdim, n, out->data);
+    return ANVIL_OK;
+}
+
+void gemm_packed_free(gemm_packed *p) {
+    if (!p) return;
+    free(p->data);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- the driver ----------------------------------------------------------------------------- */
+
+static size_t align64(size_t x) {
+    return (x + 63) & ~(size_t)63;
+}
+
+size_t gemm_thread_workspace(const gemm_kernel *k, const gemm_blocking *b) {
+    size_t a = (size_t)round_up(b->mc, k->mr) * (size_t)b->kc * sizeof(float);
+    size_t bb = (size_t)round_up(b->nc, k->nr) * (size_t)b->kc * sizeof(float);
+    size_t tile = (size_t)k->mr * (size_t)k->nr * sizeof(float);
+    return align64(a) + align64(bb) + align64(tile);
+}
+
+static bool epilogue_is_none(const gemm_epilogue *ep) {
+    return ep->scale == 1.0f && !ep->row_bias && !ep->col_bias && !ep->r &&
+           ep->act == GEMM_ACT_NONE;
+}
+
+gemm_epilogue gemm_epilogue_none(void) {
+    gemm_epilogue ep;
+    memset(&ep, 0, sizeof ep);
+    ep.scale = 1.0f;
+    ep.beta = 1.0f;
+    return ep;
+}
+
+void gemm_epilogue_apply(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t j0,
+                         int64_t m, int64_t n) {
+    gemm_epilogue_body(ep, c, ldc, i0, j0, m, n);
+}
+
+/* Rows [m0, m1) and columns [n0, n1) of p, on this thread. */
+static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gemm_problem *p,
+                       int64_t m0, int64_t m1, int64_t n0, int64_t n1, void *ws) {
+    const int mr = k->mr, nr = k->nr;
+    const int64_t kdim = p->k;
+    char *w = ws;
+    float *abuf = (float *)w;
+    w += align64((size_t)round_up(blk->mc, mr) * (size_t)blk->kc * sizeof(float));
+    float *bbuf = (float *)w;
+    w += align64((size_t)round_up(blk->nc, nr) * (size_t)blk->kc * sizeof(float));
+    float *tile = (float *)w;
+    const bool ep_none = epilogue_is_none(&p->ep);
+
+    if (kdim == 0) {
+        for (int64_t i = m0; i < m1; i++)
+            memset(p->c + i * p->ldc + n0, 0, sizeof(float) * (n1 - n0));
+        if (!ep_none)
+            gemm_epilogue_apply(&p->ep, p->c + m0 * p->ldc + n0, p->ldc, m0, n0, m1 - m0, n1 - n0);
+        return;
+    }
+    for (int64_t ic = m0; ic < m1; ic += blk->mc) {
+        const int64_t mc = m1 - ic < blk->mc ? m1 - ic : blk->mc;
+        for (int64_t pc = 0; pc < kdim; pc += blk->kc) {
+            const int64_t kc = kdim - pc < blk->kc ? kdim - pc : blk->kc;
+            const bool first = pc == 0, last = pc + kc == kdim;
+            const float *ap;
+            int64_t a_stride; /* between MR panels */
+            if (p->pa) {
+                /* ic is a multiple of MR: row splits and MC are in whole panels. */
+                ap = p->pa->data + (ic / mr) * kdim * mr + pc * mr;
+                a_stride = kdim * mr;
+            } else {
+                pack_a_block(k, p->a + ic * p->rs_a + pc * p->cs_a, p->rs_a, p->cs_a, mc, kc, abuf);
+                ap = abuf;
+                a_stride = kc * mr;
+            }
+            for (int64_t jc = n0; jc < n1; jc += blk->nc) {
+                const int64_t nc = n1 - jc < blk->nc ? n1 - jc : blk->nc;
+                const float *bp;
+                int64_t b_stride;
+                if (p->pb) {
+                    bp = p->pb->data + (jc / nr) * kdim * nr + pc * nr;
+                    b_stride = kdim * nr;
+                } else {
+                    pack_b_block(k, p->b + pc * p->rs_b + jc * p->cs_b, p->rs_b, p->cs_b, kc, nc,
+                                 bbuf);
+                    bp = bbuf;
+                    b_stride = kc * nr;
+                }
+                for (int64_t ir = 0; ir < mc; ir += mr) {
+                    const int64_t mm = mc - ir < mr ? mc - ir : mr;
+                    const float *a_panel = ap + (ir / mr) * a_stride;
+                    for (int64_t jr = 0; jr < nc; jr += nr) {
+                        const int64_t nn = nc - jr < nr ? nc - jr : nr;
+                        const float *b_panel = bp + (jr / nr) * b_stride;
+                        const int64_t gi = ic + ir, gj = jc + jr;
+                        float *c = p->c + gi * p->ldc + gj;
+                        if (mm == mr && nn == nr) {
+                            k->ukernel(kc, a_panel, b_panel, c, p->ldc, !first);
+                        } else {
+                            /* Edge tile: compute the full tile in scratch, copy the valid part. */
+                            if (!first)
+                                for (int64_t i = 0; i < mm; i++)
+                                    memcpy(tile + i * nr, c + i * p->ldc, sizeof(float) * nn);
+                            k->ukernel(kc, a_panel, b_panel, tile, nr, !first);
+                            for (int64_t i = 0; i < mm; i++)
+                                memcpy(c + i * p->ldc, tile + i * nr, sizeof(float) * nn);
+                        }
+                        if (last && !ep_none) k->epilogue(&p->ep, c, p->ldc, gi, gj, mm, nn);
+                    }
+                }
+            }
+        }
+    }
+}
+
+void gemm_run_serial(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p,
+                     void *ws) {
+    if (p->m <= 0 || p->n <= 0) return;
+    gemm_block(k, b, p, 0, p->m, 0, p->n, ws);
+}
+
+typedef struct {
+    const gemm_kernel *k;
+    const gemm_blocking *b;
+    const gemm_problem *p;
+    char *ws;
+    size_t ws_stride;
+    int tm, tn; /* thread grid: tm row blocks x tn column blocks */
+} par_job;
+
+/* Splits `units` whole tiles into `parts` near-equal runs; returns [begin, end) of part i. */
+static void split_units(int64_t units, int parts, int i, int64_t *b, int64_t *e) {
+    int64_t base = units / parts, rem = units % parts;
+    *b = i * base + (i < rem ? i : rem);
+    *e = *b + base + (i < rem ? 1 : 0);
+}
+
+static void par_chunk(void *arg, size_t begin, size_t end) {
+    par_job *j = arg;
+    for (size_t t = begin; t < end; t++) {
+        int ti = (int)t / j->tn, tj = (int)t % j->tn;
+        int64_t mu = (j->p->m + j->k->mr - 1) / j->k->mr, nu = (j->p->n + j->k->nr - 1) / j->k->nr;
+        int64_t mb, me, nb, ne;
+        split_units(mu, j->tm, ti, &mb, &me);
+        split_units(nu, j->tn, tj, &nb, &ne);
+        mb *= j->k->mr;
+        me = me * j->k->mr < j->p->m ? me * j->k->mr : j->p->m;
+        nb *= j->k->nr;
+        ne = ne * j->k->nr < j->p->n ? ne * j->k->nr : j->p->n;
+        if (mb < me && nb < ne)
+            gemm_block(j->k, j->b, j->p, mb, me, nb, ne, j->ws + t * j->ws_stride);
+    }
+}
+
+void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p, void *ws,
+              op_ctx *ctx) {
+    if (p->m <= 0 || p->n <= 0) return;
+    int threads = op_ctx_threads(ctx);
+    int64_t mu = (p->m + k->mr - 1) / k->mr, nu = (p->n + k->nr - 1) / k->nr;
+    if (threads <= 1 || mu * nu < 2) {
+        gemm_run_serial(k, b, p, ws);
+        return;
+    }
+    /* Choose the grid tm x tn = threads that packs least per thread: a thread packs its rows of
+     * A once (m_t*K, unless pre-packed) and its columns of B once per MC block of its rows
+     * (K*n_t*ceil(m_t/MC)); a small compute term breaks ties toward the more even tiling. */
+    int best_tm = 1;
+    double best_cost = -1.0;
+    for (int tm = 1; tm <= threads; tm++) {
+        if (threads % tm) continue;
+        int tn = threads / tm;
+        if (tm > mu || tn > nu) continue;
+        double mt = (double)((mu + tm - 1) / tm * k->mr), nt = (double)((nu + tn - 1) / tn * k->nr);
+        double cost = (p->pa ? 0.0 : mt * (double)p->k) +
+                      (p->pb ? 0.0 : (double)p->k * nt * (double)((int64_t)mt / b->mc + 1)) +
+                      mt * nt * (double)p->k / 64.0; /* compute, so idle threads lose */
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            best_tm = tm;
+        }
+    }
+    /* No grid fits both dims (e.g. 3 threads, 1x2 tiles): split columns; empty parts idle. */
+    if (best_cost < 0) best_tm = 1;
+    par_job j = {k, b, p, ws, gemm_thread_workspace(k, b), best_tm, threads / best_tm};
+    op_parallel_for(ctx, (size_t)(j.tm * j.tn), par_chunk, &j);
+}

@@ -1,0 +1,131 @@
+/* anvil's fp32 GEMM: C[M,N] = epilogue(A[M,K] · B[K,N]).
+ *
+ * One template (gemm_ukernel.h) generates register-tile micro-kernels for each ISA; a kernel is a
+ * (MR, NR, ISA) instance, named like "14x32_avx512". The driver (gemm.c) packs A into MR-row
+ * panels and B into NR-column panels, blocks for the caches with (MC, KC, NC) chosen at run time,
+ * splits C among threads, and applies a fused epilogue to each tile while it is still in L1.
+ *
+ * Operands are strided views, so transposed inputs cost nothing extra:
+ *   A[i,k] = a[i*rs_a + k*cs_a],  B[k,j] = b[k*rs_b + j*cs_b],  C[i,j] = c[i*ldc + j].
+ * Either operand may instead be packed once (gemm_pack_a / gemm_pack_b), e.g. the weights of a
+ * MatMul or a convolution when a session is created. */
+#ifndef ANVIL_KERNELS_GEMM_H
+#define ANVIL_KERNELS_GEMM_H
+
+#include "kernels/kernels.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Activation applied last in the epilogue. */
+typedef enum gemm_act {
+    GEMM_ACT_NONE,
+    GEMM_ACT_RELU,
+    GEMM_ACT_CLIP,       /* min(max(x, lo), hi) */
+    GEMM_ACT_LEAKY_RELU, /* x < 0 ? alpha*x : x */
+    GEMM_ACT_SIGMOID,
+    GEMM_ACT_TANH,
+    GEMM_ACT_GELU_ERF,
+    GEMM_ACT_GELU_TANH,
+    GEMM_ACT_HARD_SIGMOID, /* max(0, min(1, alpha*x + beta)) */
+    GEMM_ACT_HARD_SWISH,
+} gemm_act;
+
+/* C[i,j] = act(scale*acc[i,j] + row_bias[i] + col_bias[j] + beta*R[i*rs_r + j*cs_r]).
+ * Every part is optional (NULL pointers; scale 1; beta ignored without R). R's strides may be 0
+ * to broadcast (a Gemm's C of shape [N], [M,1] or scalar). All pointers borrowed. */
+typedef struct gemm_epilogue {
+    float scale;
+    const float *row_bias;
+    const float *col_bias;
+    const float *r;
+    int64_t rs_r, cs_r;
+    float beta;
+    gemm_act act;
+    float alpha, beta_act, lo, hi; /* parameters of act */
+} gemm_epilogue;
+
+/* The identity epilogue (scale 1, nothing else). */
+gemm_epilogue gemm_epilogue_none(void);
+
+/* Applies ep to rows [i0, i0+m) and columns [j0, j0+n) of C (c points at C[i0, j0]); scalar,
+ * for the edges and for whole-matrix use by other kernels. */
+void gemm_epilogue_apply(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t j0,
+                         int64_t m, int64_t n);
+
+/* Micro-kernel: C tile [MR, NR] (+)= A panel (kc × MR, k-major) · B panel (kc × NR, k-major).
+ * accumulate == 0 overwrites the tile. Full tiles only: the driver handles edges. */
+typedef void (*gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                                int accumulate);
+/* Vectorized epilogue for a whole tile (same contract as gemm_epilogue_apply), or NULL. */
+typedef void (*gemm_tile_epilogue_fn)(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
+                                      int64_t j0, int64_t m, int64_t n);
+
+typedef struct gemm_kernel {
+    const char *name; /* "14x32_avx512" */
+    int mr, nr;
+    uint32_t needs; /* KERN_NEEDS_* */
+    gemm_ukernel_fn ukernel;
+    gemm_tile_epilogue_fn epilogue;
+} gemm_kernel;
+
+/* Cache blocking, in elements: MC rows of A (multiple of MR), KC depth, NC columns of B
+ * (multiple of NR). */
+typedef struct gemm_blocking {
+    int64_t mc, kc, nc;
+} gemm_blocking;
+
+/* Every kernel instance, best first for large problems; NULL-terminated. Static data. */
+extern const gemm_kernel *const gemm_kernels[];
+/* Kernel by name ("14x32_avx512"); NULL if unknown. */
+const gemm_kernel *gemm_kernel_find(const char *name);
+/* Whether hw can run k. */
+bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw);
+/* The default kernel for a problem on hw (never NULL: the portable 4x8 kernel is always usable),
+ * chosen by rules on the shape: tall-enough N favours wide tiles, small N narrow ones. */
+const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const core_hw *hw);
+/* Blocking for k from the cache sizes in hw (ANVIL_GEMM_MC/KC/NC override, for experiments). */
+gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
+                                    const core_hw *hw);
+
+/* A packed operand: A as ceil(M/MR) panels of K × MR, or B as ceil(N/NR) panels of K × NR,
+ * zero-padded. Owned by whoever called gemm_pack_*; free with gemm_packed_free. */
+typedef struct gemm_packed {
+    const gemm_kernel *kernel;
+    int64_t rows, cols; /* the logical operand: A is [M,K] (rows=M), B is [K,N] (cols=N) */
+    float *data;
+} gemm_packed;
+
+anvil_status gemm_pack_a(const gemm_kernel *k, int64_t m, int64_t kdim, const float *a,
+                         int64_t rs_a, int64_t cs_a, gemm_packed *out);
+anvil_status gemm_pack_b(const gemm_kernel *k, int64_t kdim, int64_t n, const float *b,
+                         int64_t rs_b, int64_t cs_b, gemm_packed *out);
+void gemm_packed_free(gemm_packed *p);
+
+/* One GEMM problem. a (or pa) and b (or pb): exactly one of each pair is set. */
+typedef struct gemm_problem {
+    int64_t m, n, k;
+    const float *a;
+    int64_t rs_a, cs_a;
+    const gemm_packed *pa;
+    const float *b;
+    int64_t rs_b, cs_b;
+    const gemm_packed *pb;
+    float *c;
+    int64_t ldc;
+    gemm_epilogue ep;
+} gemm_problem;
+
+/* Scratch bytes one thread needs to run problems of up to this blocking (packing buffers). */
+size_t gemm_thread_workspace(const gemm_kernel *k, const gemm_blocking *b);
+
+/* Runs p on the calling thread only. ws: gemm_thread_workspace bytes, 64-byte aligned. Usable
+ * from inside an op_parallel_for chunk (e.g. one GEMM per batch item per thread). */
+void gemm_run_serial(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p, void *ws);
+
+/* Runs p split across ctx's threads (C divided into disjoint blocks, no synchronisation inside).
+ * ws: threads * gemm_thread_workspace bytes. */
+void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p, void *ws,
+              op_ctx *ctx);
+
+#endif

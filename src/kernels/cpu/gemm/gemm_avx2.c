@@ -1,0 +1,34 @@
+/* AVX2+FMA instances of the GEMM template (compiled with AVX2 flags; called only where the CPU
+ * has AVX2 and FMA). 16 ymm registers: 6x16 (12 accumulators + 2 B + 1 broadcast) is the
+ * classic shape; 4x24 loads more B per broadcast; 8x8 suits narrow N. */
+#include "gemm.h"
+
+#include <immintrin.h>
+
+typedef __m256 gemm_v;
+#define GEMM_VL 8
+#define GEMM_LOAD(p) _mm256_loadu_ps(p)
+#define GEMM_STORE(p, v) _mm256_storeu_ps((p), (v))
+#define GEMM_BCAST(p) _mm256_broadcast_ss(p)
+#define GEMM_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define GEMM_ZERO() _mm256_setzero_ps()
+#include "gemm_epilogue.h"
+#include "gemm_ukernel.h"
+
+GEMM_UKERNEL_INSTANCE(6, 2, 16, avx2)
+GEMM_UKERNEL_INSTANCE(4, 3, 24, avx2)
+GEMM_UKERNEL_INSTANCE(8, 1, 8, avx2)
+
+static void tile_epilogue_avx2(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
+                               int64_t j0, int64_t m, int64_t n) {
+    gemm_epilogue_body(ep, c, ldc, i0, j0, m, n);
+}
+
+#define K(MR, NR)                                                                                  \
+    const gemm_kernel gemm_kernel_##MR##x##NR##_avx2 = {                                           \
+        #MR "x" #NR "_avx2", MR, NR, KERN_NEEDS_AVX2, gemm_uk_##MR##x##NR##_avx2,                  \
+        tile_epilogue_avx2};
+K(6, 16)
+K(4, 24)
+K(8, 8)
+#undef K

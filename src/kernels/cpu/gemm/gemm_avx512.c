@@ -1,0 +1,47 @@
+/* AVX-512 instances of the GEMM template (this file is compiled with AVX-512 flags; the driver
+ * calls it only on machines that have AVX-512, see cmake/kernels.cmake).
+ *
+ * Tiles: 32 zmm registers hold MR*NV accumulators + NV B vectors + 1 broadcast. 14x32 (28 acc)
+ * maximises FMAs per load; 8x48 and 6x64 trade broadcasts for wider B loads; 12x32/8x32/16x16/
+ * 4x64 serve narrower or shorter problems where a big tile would mostly be padding. */
+#include "gemm.h"
+
+#include <immintrin.h>
+
+typedef __m512 gemm_v;
+#define GEMM_VL 16
+#define GEMM_LOAD(p) _mm512_loadu_ps(p)
+#define GEMM_STORE(p, v) _mm512_storeu_ps((p), (v))
+#define GEMM_BCAST(p) _mm512_set1_ps(*(p))
+#define GEMM_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define GEMM_ZERO() _mm512_setzero_ps()
+#include "gemm_epilogue.h"
+#include "gemm_ukernel.h"
+
+GEMM_UKERNEL_INSTANCE(14, 2, 32, avx512)
+GEMM_UKERNEL_INSTANCE(12, 2, 32, avx512)
+GEMM_UKERNEL_INSTANCE(8, 2, 32, avx512)
+GEMM_UKERNEL_INSTANCE(8, 3, 48, avx512)
+GEMM_UKERNEL_INSTANCE(6, 4, 64, avx512)
+GEMM_UKERNEL_INSTANCE(4, 4, 64, avx512)
+GEMM_UKERNEL_INSTANCE(16, 1, 16, avx512)
+
+/* The epilogue over a tile, written plainly: with AVX-512 enabled for this file the compiler
+ * vectorizes the row loops of the common cases (bias, residual, ReLU/Clip). */
+static void tile_epilogue_avx512(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
+                                 int64_t j0, int64_t m, int64_t n) {
+    gemm_epilogue_body(ep, c, ldc, i0, j0, m, n);
+}
+
+#define K(MR, NR)                                                                                  \
+    const gemm_kernel gemm_kernel_##MR##x##NR##_avx512 = {                                         \
+        #MR "x" #NR "_avx512", MR, NR, KERN_NEEDS_AVX512, gemm_uk_##MR##x##NR##_avx512,            \
+        tile_epilogue_avx512};
+K(14, 32)
+K(12, 32)
+K(8, 32)
+K(8, 48)
+K(6, 64)
+K(4, 64)
+K(16, 16)
+#undef K

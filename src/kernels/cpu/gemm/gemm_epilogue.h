@@ -1,0 +1,82 @@
+/* The epilogue loop, shared by the portable driver and the ISA files: included (static inline)
+ * so each ISA file compiles it with its own vector flags. Contract: gemm_epilogue_apply. */
+#ifndef ANVIL_GEMM_EPILOGUE_H
+#define ANVIL_GEMM_EPILOGUE_H
+
+#include "gemm.h"
+
+#include <math.h>
+
+static inline float gemm_act_scalar(const gemm_epilogue *ep, float x) {
+    switch (ep->act) {
+    case GEMM_ACT_NONE:
+        return x;
+    case GEMM_ACT_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case GEMM_ACT_CLIP:
+        return x < ep->lo ? ep->lo : (x > ep->hi ? ep->hi : x);
+    case GEMM_ACT_LEAKY_RELU:
+        return x < 0.0f ? ep->alpha * x : x;
+    case GEMM_ACT_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case GEMM_ACT_TANH:
+        return tanhf(x);
+    case GEMM_ACT_GELU_ERF:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case GEMM_ACT_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case GEMM_ACT_HARD_SIGMOID: {
+        float y = ep->alpha * x + ep->beta_act;
+        return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
+    }
+    case GEMM_ACT_HARD_SWISH: {
+        float y = x / 6.0f + 0.5f;
+        return x * (y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y));
+    }
+    }
+    return x;
+}
+
+static inline void gemm_epilogue_body(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
+                                      int64_t j0, int64_t m, int64_t n) {
+    const float scale = ep->scale;
+    for (int64_t i = 0; i < m; i++) {
+        float *restrict row = c + i * ldc;
+        const float rb = ep->row_bias ? ep->row_bias[i0 + i] : 0.0f;
+        if (scale != 1.0f)
+            for (int64_t j = 0; j < n; j++) row[j] *= scale;
+        if (ep->row_bias)
+            for (int64_t j = 0; j < n; j++) row[j] += rb;
+        if (ep->col_bias) {
+            const float *restrict cb = ep->col_bias + j0;
+            for (int64_t j = 0; j < n; j++) row[j] += cb[j];
+        }
+        if (ep->r) {
+            const float *r = ep->r + (i0 + i) * ep->rs_r + j0 * ep->cs_r;
+            const float beta = ep->beta;
+            if (ep->cs_r == 1)
+                for (int64_t j = 0; j < n; j++) row[j] += beta * r[j];
+            else
+                for (int64_t j = 0; j < n; j++) row[j] += beta * r[j * ep->cs_r];
+        }
+        switch (ep->act) {
+        case GEMM_ACT_NONE:
+            break;
+        case GEMM_ACT_RELU:
+            for (int64_t j = 0; j < n; j++) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+            break;
+        case GEMM_ACT_CLIP: {
+            const float lo = ep->lo, hi = ep->hi;
+            for (int64_t j = 0; j < n; j++) {
+                float x = row[j] < lo ? lo : row[j];
+                row[j] = x > hi ? hi : x;
+            }
+            break;
+        }
+        default:
+            for (int64_t j = 0; j < n; j++) row[j] = gemm_act_scalar(ep, row[j]);
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,326 @@
+/* MatMul and Gemm on anvil's GEMM (gemm.h), as variants.
+ *
+ * Per op there is one variant per register tile ("gemm_f32_14x32_avx512", ...) so the tuner and
+ * users can force any of them, and first a "gemm_f32" variant that picks the tile from the shape
+ * with gemm_kernel_default: the default cascade takes it whenever the node is fp32.
+ *
+ * A constant B (the weights of a MatMul or Gemm) is packed once in prepare. MatMul batch dims
+ * broadcast: when B is one matrix, A's batch dims fold into M (one big GEMM, better tiles);
+ * otherwise each batch item is its own GEMM, run in parallel over items when there are enough of
+ * them, else one after another with the threads inside each GEMM. */
+#include "gemm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PREFIX "gemm_f32"
+
+typedef struct gemm_state {
+    const gemm_kernel *k;
+    gemm_blocking blk;
+    bool is_gemm;
+    /* Gemm attributes */
+    bool trans_a, trans_b;
+    float alpha, beta;
+    /* Problem geometry (static per plan). */
+    int64_t m, n, kdim;
+    int64_t batch;  /* output batch items (MatMul); 1 for Gemm or folded */
+    bool fold;      /* MatMul with one B matrix: A's batch folded into m */
+    gemm_packed pb; /* constant B packed; data NULL otherwise */
+    int threads;
+    bool batch_parallel;
+} gemm_state;
+
+static const gemm_kernel *kernel_of(const kern_variant *v, const kern_node *kn) {
+    const char *tail = v->name + strlen(PREFIX);
+    if (*tail == '_') return gemm_kernel_find(tail + 1);
+    /* The shape-driven default. */
+    const op_tinfo *out = &kn->out[0];
+    int r = out->shape.rank;
+    int64_t m = r >= 2 ? out->shape.d[r - 2] : 1, n = r >= 1 ? out->shape.d[r - 1] : 1;
+    return gemm_kernel_default(m, n, 0, core_hw_get());
+}
+
+static bool static_f32(const op_tinfo *t) {
+    return t->dtype == ANVIL_DTYPE_FLOAT32 && ir_shape_is_static(&t->shape);
+}
+
+static bool supports_common(const kern_node *kn, const core_hw *hw, const kern_variant *v) {
+    if (kn->n_in < 2 || !static_f32(&kn->in[0]) || !static_f32(&kn->in[1]) ||
+        !static_f32(&kn->out[0]))
+        return false;
+    const gemm_kernel *k = kernel_of(v, kn);
+    return k && gemm_kernel_usable(k, hw);
+}
+
+/* ---- geometry ------------------------------------------------------------------------------ */
+
+static int64_t dim(const op_tinfo *t, int i) {
+    return t->shape.d[i];
+}
+
+/* MatMul operand dims as (batch..., rows, cols) after numpy's 1-D promotion. */
+static void matmul_geometry(const kern_node *kn, gemm_state *s) {
+    const op_tinfo *a = &kn->in[0], *b = &kn->in[1], *y = &kn->out[0];
+    int ra = a->shape.rank, rb = b->shape.rank;
+    s->kdim = dim(a, ra - 1);
+    s->m = ra >= 2 ? dim(a, ra - 2) : 1;
+    s->n = rb >= 2 ? dim(b, rb - 1) : 1;
+    int64_t yb = 1;
+    int ry = y->shape.rank - (ra >= 2 ? 1 : 0) - (rb >= 2 ? 1 : 0);
+    for (int i = 0; i < ry; i++) yb *= dim(y, i);
+    int64_t bb = 1;
+    for (int i = 0; i < rb - 2; i++) bb *= dim(b, i);
+    s->fold = rb <= 2 || bb == 1;
+    if (s->fold) {
+        s->m *= yb;
+        s->batch = 1;
+    } else {
+        s->batch = yb;
+    }
+}
+
+/* Offsets (in elements) of batch item `idx` in A and B, numpy broadcasting. */
+static void batch_offsets(const op_tensor *a, const op_tensor *b, const op_tensor *y, int64_t idx,
+                          int64_t *oa, int64_t *ob) {
+    int ra = a->rank, rb = b->rank;
+    int yr = y->rank - (ra >= 2 ? 1 : 0) - (rb >= 2 ? 1 : 0);
+    int64_t sa = (ra >= 2 ? a->dims[ra - 2] : 1) * a->dims[ra - 1];
+    int64_t sb = (rb >= 2 ? b->dims[rb - 1] : 1) * b->dims[rb >= 2 ? rb - 2 : 0];
+    int ba = ra - 2, bbr = rb - 2;
+    *oa = 0;
+    *ob = 0;
+    for (int i = yr - 1; i >= 0; i--) {
+        int64_t yi = idx % y->dims[i];
+        idx /= y->dims[i];
+        int ia = i - (yr - ba), ib = i - (yr - bbr);
+        if (ia >= 0 && a->dims[ia] != 1) *oa += yi * sa;
+        if (ib >= 0 && b->dims[ib] != 1) *ob += yi * sb;
+        if (ia >= 0) sa *= a->dims[ia];
+        if (ib >= 0) sb *= b->dims[ib];
+    }
+}
+
+/* ---- prepare / release ------------------------------------------------------------------------
+ */
+
+static anvil_status prepare_common(const kern_variant *v, const kern_node *kn, void **state) {
+    gemm_state *s = core_calloc(1, sizeof *s);
+    if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
+    s->k = kernel_of(v, kn);
+    s->is_gemm = kn->node->op == IR_OP_GEMM;
+    s->threads = kn->threads > 0 ? kn->threads : 1;
+    anvil_status st = ANVIL_OK;
+    const op_tinfo *b = &kn->in[1];
+    if (s->is_gemm) {
+        if ((st = ir_attr_flag(kn->node, "transA", false, &s->trans_a)) != ANVIL_OK ||
+            (st = ir_attr_flag(kn->node, "transB", false, &s->trans_b)) != ANVIL_OK ||
+            (st = ir_attr_float(kn->node, "alpha", 1.0f, &s->alpha)) != ANVIL_OK ||
+            (st = ir_attr_float(kn->node, "beta", 1.0f, &s->beta)) != ANVIL_OK)
+            goto fail;
+        s->m = dim(&kn->out[0], 0);
+        s->n = dim(&kn->out[0], 1);
+        s->kdim = s->trans_a ? dim(&kn->in[0], 0) : dim(&kn->in[0], 1);
+        s->batch = 1;
+        s->fold = true;
+        if (b->value) {
+            int64_t rs = s->trans_b ? 1 : s->n, cs = s->trans_b ? s->kdim : 1;
+            st = gemm_pack_b(s->k, s->kdim, s->n, b->value, rs, cs, &s->pb);
+        }
+    } else {
+        matmul_geometry(kn, s);
+        if (b->value && s->fold) st = gemm_pack_b(s->k, s->kdim, s->n, b->value, s->n, 1, &s->pb);
+    }
+    if (st != ANVIL_OK) goto fail;
+    s->blk = gemm_blocking_default(s->k, s->m, s->n, s->kdim, core_hw_get());
+    /* Many small items (attention heads): one item per thread beats splitting each tiny GEMM. */
+    s->batch_parallel = s->batch >= s->threads && s->threads > 1;
+    *state = s;
+    return ANVIL_OK;
+fail:
+    gemm_packed_free(&s->pb);
+    free(s);
+    return st;
+}
+
+static void release(void *state) {
+    gemm_state *s = state;
+    if (!s) return;
+    gemm_packed_free(&s->pb);
+    free(s);
+}
+
+static size_t workspace_common(const kern_variant *v, const kern_node *kn) {
+    const gemm_kernel *k = kernel_of(v, kn);
+    gemm_state s = {0};
+    if (kn->node->op == IR_OP_GEMM) {
+        s.m = dim(&kn->out[0], 0);
+        s.n = dim(&kn->out[0], 1);
+        bool ta = false;
+        (void)ir_attr_flag(kn->node, "transA", false, &ta);
+        s.kdim = ta ? dim(&kn->in[0], 0) : dim(&kn->in[0], 1);
+    } else {
+        matmul_geometry(kn, &s);
+    }
+    gemm_blocking blk = gemm_blocking_default(k, s.m, s.n, s.kdim, core_hw_get());
+    int threads = kn->threads > 0 ? kn->threads : 1;
+    return (size_t)threads * gemm_thread_workspace(k, &blk);
+}
+
+/* ---- run ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const gemm_state *s;
+    const op_tensor *a, *b, *y;
+    size_t ws_stride;
+    char *ws;
+} batch_job;
+
+static void matmul_item(const gemm_state *s, const op_tensor *a, const op_tensor *b,
+                        const op_tensor *y, int64_t idx, void *ws, op_ctx *ctx, bool serial) {
+    int64_t oa, ob;
+    batch_offsets(a, b, y, idx, &oa, &ob);
+    gemm_problem p = {0};
+    p.m = s->m;
+    p.n = s->n;
+    p.k = s->kdim;
+    p.a = (const float *)a->data + oa;
+    p.rs_a = s->kdim;
+    p.cs_a = 1;
+    p.b = (const float *)b->data + ob;
+    p.rs_b = s->n;
+    p.cs_b = 1;
+    p.c = (float *)y->data + idx * s->m * s->n;
+    p.ldc = s->n;
+    p.ep = gemm_epilogue_none();
+    if (serial)
+        gemm_run_serial(s->k, &s->blk, &p, ws);
+    else
+        gemm_run(s->k, &s->blk, &p, ws, ctx);
+}
+
+/* The job is split into exactly `threads` indices, so index t is thread t's and owns workspace
+ * slice t; it runs its share of the batch items one after another. */
+static void batch_chunk(void *arg, size_t begin, size_t end) {
+    batch_job *j = arg;
+    const int64_t T = j->s->threads, items = j->s->batch;
+    for (size_t t = begin; t < end; t++) {
+        int64_t b0 = items * (int64_t)t / T, b1 = items * ((int64_t)t + 1) / T;
+        void *ws = j->ws + t * j->ws_stride;
+        for (int64_t i = b0; i < b1; i++) matmul_item(j->s, j->a, j->b, j->y, i, ws, NULL, true);
+    }
+}
+
+static anvil_status matmul_run(const gemm_state *s, const op_tensor *a, const op_tensor *b,
+                               op_tensor *y, void *ws, op_ctx *ctx) {
+    if (s->fold) {
+        gemm_problem p = {0};
+        p.m = s->m;
+        p.n = s->n;
+        p.k = s->kdim;
+        p.a = a->data;
+        p.rs_a = s->kdim;
+        p.cs_a = 1;
+        if (s->pb.data) {
+            p.pb = &s->pb;
+        } else {
+            p.b = b->data;
+            p.rs_b = s->n;
+            p.cs_b = 1;
+        }
+        p.c = y->data;
+        p.ldc = s->n;
+        p.ep = gemm_epilogue_none();
+        gemm_run(s->k, &s->blk, &p, ws, ctx);
+        return ANVIL_OK;
+    }
+    if (s->batch_parallel) {
+        batch_job j = {s, a, b, y, gemm_thread_workspace(s->k, &s->blk), ws};
+        op_parallel_for(ctx, (size_t)s->threads, batch_chunk, &j);
+        return ANVIL_OK;
+    }
+    for (int64_t i = 0; i < s->batch; i++) matmul_item(s, a, b, y, i, ws, ctx, false);
+    return ANVIL_OK;
+}
+
+static anvil_status gemm_op_run(const gemm_state *s, const op_tensor *const *in, int n_in,
+                                op_tensor *y, void *ws, op_ctx *ctx) {
+    const op_tensor *a = in[0], *b = in[1], *c = n_in > 2 ? in[2] : NULL;
+    gemm_problem p = {0};
+    p.m = s->m;
+    p.n = s->n;
+    p.k = s->kdim;
+    p.a = a->data;
+    p.rs_a = s->trans_a ? 1 : s->kdim;
+    p.cs_a = s->trans_a ? s->m : 1;
+    if (s->pb.data) {
+        p.pb = &s->pb;
+    } else {
+        p.b = b->data;
+        p.rs_b = s->trans_b ? 1 : s->n;
+        p.cs_b = s->trans_b ? s->kdim : 1;
+    }
+    p.c = y->data;
+    p.ldc = s->n;
+    p.ep = gemm_epilogue_none();
+    p.ep.scale = s->alpha;
+    if (c && c->data && s->beta != 0.0f) {
+        /* C broadcasts to [M, N]: a dim of 1 (or a missing one) reads with stride 0. */
+        int64_t cm = c->rank == 2 ? c->dims[0] : 1;
+        int64_t cn = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
+        p.ep.r = c->data;
+        p.ep.rs_r = cm == 1 ? 0 : cn;
+        p.ep.cs_r = cn == 1 ? 0 : 1;
+        p.ep.beta = s->beta;
+    }
+    gemm_run(s->k, &s->blk, &p, ws, ctx);
+    return ANVIL_OK;
+}
+
+static anvil_status run_common(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                               op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+    (void)n;
+    (void)n_out;
+    const gemm_state *s = state;
+    if (s->is_gemm) return gemm_op_run(s, in, n_in, out[0], ws, ctx);
+    return matmul_run(s, in[0], in[1], out[0], ws, ctx);
+}
+
+/* ---- the variant table ------------------------------------------------------------------------
+ * C has no closures, so each variant gets thin wrappers that pass its own descriptor. */
+
+#define GEMM_VARIANT(ID, OP, NAME, NEEDS)                                                          \
+    static const kern_variant v_##ID;                                                              \
+    static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
+        return supports_common(kn, hw, &v_##ID);                                                   \
+    }                                                                                              \
+    static size_t ws_##ID(const kern_node *kn) {                                                   \
+        return workspace_common(&v_##ID, kn);                                                      \
+    }                                                                                              \
+    static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
+        return prepare_common(&v_##ID, kn, state);                                                 \
+    }                                                                                              \
+    static const kern_variant v_##ID = {NAME,    OP,        NEEDS,   sup_##ID,                     \
+                                        ws_##ID, prep_##ID, release, run_common};
+
+#define TILES(X, OPID, OP)                                                                         \
+    X(OPID##_auto, OP, PREFIX, 0)                                                                  \
+    X(OPID##_14x32_avx512, OP, PREFIX "_14x32_avx512", KERN_NEEDS_AVX512)                          \
+    X(OPID##_12x32_avx512, OP, PREFIX "_12x32_avx512", KERN_NEEDS_AVX512)                          \
+    X(OPID##_8x48_avx512, OP, PREFIX "_8x48_avx512", KERN_NEEDS_AVX512)                            \
+    X(OPID##_6x64_avx512, OP, PREFIX "_6x64_avx512", KERN_NEEDS_AVX512)                            \
+    X(OPID##_8x32_avx512, OP, PREFIX "_8x32_avx512", KERN_NEEDS_AVX512)                            \
+    X(OPID##_4x64_avx512, OP, PREFIX "_4x64_avx512", KERN_NEEDS_AVX512)                            \
+    X(OPID##_16x16_avx512, OP, PREFIX "_16x16_avx512", KERN_NEEDS_AVX512)                          \
+    X(OPID##_6x16_avx2, OP, PREFIX "_6x16_avx2", KERN_NEEDS_AVX2)                                  \
+    X(OPID##_4x24_avx2, OP, PREFIX "_4x24_avx2", KERN_NEEDS_AVX2)                                  \
+    X(OPID##_8x8_avx2, OP, PREFIX "_8x8_avx2", KERN_NEEDS_AVX2)                                    \
+    X(OPID##_4x8_portable, OP, PREFIX "_4x8_portable", 0)
+
+TILES(GEMM_VARIANT, mm, IR_OP_MATMUL)
+TILES(GEMM_VARIANT, gm, IR_OP_GEMM)
+
+#define GEMM_REF(ID, OP, NAME, NEEDS) &v_##ID,
+const kern_variant *const kern_family_gemm[] = {
+    TILES(GEMM_REF, mm, IR_OP_MATMUL) TILES(GEMM_REF, gm, IR_OP_GEMM) NULL,
+};

@@ -1,0 +1,222 @@
+/* anvil's GEMM variants (src/kernels/cpu/gemm) against the reference MatMul and Gemm, on the
+ * shapes where tiling goes wrong: one less than a tile, a tile, one more, primes, K = 1,
+ * zero-size, batch broadcasting, transposed operands, broadcast C, pre-packed and run-time B. */
+#include "kernels/cpu/gemm/gemm.h"
+#include "optest.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+static float *random_data(size_t n, unsigned seed) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    unsigned s = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (float)((s >> 9) & 0xffff) / 32768.0f - 1.0f;
+    }
+    return p;
+}
+
+static size_t prod(const int64_t *d, int r) {
+    size_t n = 1;
+    for (int i = 0; i < r; i++) n *= (size_t)d[i];
+    return n;
+}
+
+/* The number of gemm_f32 variants that can run on this machine: the shape-picking one plus
+ * every tile whose ISA is present. */
+static int expected_variants(void) {
+    int n = 0;
+    for (const gemm_kernel *const *k = gemm_kernels; *k; k++)
+        if (gemm_kernel_usable(*k, core_hw_get())) n++;
+    return n + 1;
+}
+
+static void check_matmul(int ra, const int64_t *da, int rb, const int64_t *db, bool b_known) {
+    optest t;
+    optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
+    float *a = random_data(prod(da, ra), 1), *b = random_data(prod(db, rb), 2);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, ra, da, a, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, rb, db, b, b_known);
+    int n = optest_check_variants(&t, 1e-4f, 1e-4f);
+    /* Vendor variants may add to the count; anvil's own must all be there. */
+    if (n < expected_variants())
+        fprintf(stderr, "checked %d variants, want >= %d\n", n, expected_variants());
+    assert_true(n >= expected_variants());
+    optest_end(&t);
+    free(a);
+    free(b);
+}
+
+static void test_matmul_edges(void **state) {
+    (void)state;
+    /* Every (M, N) around the tile sizes in use (MR in 4..16, NR in 8..64) with a few K. */
+    static const int64_t ms[] = {1, 3, 5, 13, 14, 15, 17, 29};
+    static const int64_t ns[] = {1, 7, 15, 16, 17, 31, 32, 33, 47, 63, 65, 97};
+    static const int64_t ks[] = {1, 2, 17, 64};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
+        for (size_t j = 0; j < sizeof ns / sizeof *ns; j++) {
+            int64_t k = ks[(i + j) % 4];
+            check_matmul(2, (int64_t[]){ms[i], k}, 2, (int64_t[]){k, ns[j]}, (i + j) % 2 == 0);
+        }
+}
+
+static void test_matmul_blocking(void **state) {
+    (void)state;
+    /* Past KC (384) and NC so the k-blocks accumulate and the column blocks advance. */
+    check_matmul(2, (int64_t[]){37, 800}, 2, (int64_t[]){800, 45}, true);
+    check_matmul(2, (int64_t[]){29, 391}, 2, (int64_t[]){391, 70}, false);
+}
+
+static void test_matmul_batched(void **state) {
+    (void)state;
+    /* Folded: B one matrix, A's batch dims become rows. */
+    check_matmul(3, (int64_t[]){3, 5, 8}, 2, (int64_t[]){8, 17}, true);
+    /* Batched with broadcasting on either side, and 1-D operands. */
+    check_matmul(4, (int64_t[]){2, 3, 5, 8}, 4, (int64_t[]){2, 1, 8, 17}, false);
+    check_matmul(3, (int64_t[]){1, 7, 9}, 3, (int64_t[]){4, 9, 33}, false);
+    check_matmul(3, (int64_t[]){5, 7, 9}, 3, (int64_t[]){5, 9, 3}, false);
+    check_matmul(1, (int64_t[]){9}, 2, (int64_t[]){9, 33}, true);
+    check_matmul(2, (int64_t[]){6, 9}, 1, (int64_t[]){9}, false);
+    check_matmul(1, (int64_t[]){9}, 3, (int64_t[]){3, 9, 5}, false);
+}
+
+static void test_matmul_zero_size(void **state) {
+    (void)state;
+    check_matmul(2, (int64_t[]){0, 8}, 2, (int64_t[]){8, 17}, true);
+    check_matmul(2, (int64_t[]){5, 8}, 2, (int64_t[]){8, 0}, false);
+    /* K = 0: the product is all zeros. */
+    check_matmul(2, (int64_t[]){5, 0}, 2, (int64_t[]){0, 17}, true);
+}
+
+static void check_gemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, int c_rank,
+                       const int64_t *c_dims, float alpha, float beta, bool b_known) {
+    optest t;
+    optest_begin(&t, IR_OP_GEMM, c_rank >= 0 ? 3 : 2, 1, 4);
+    optest_attr_int(&t, 0, "transA", ta);
+    optest_attr_int(&t, 1, "transB", tb);
+    optest_attr_float(&t, 2, "alpha", alpha);
+    optest_attr_float(&t, 3, "beta", beta);
+    int64_t da[2] = {ta ? k : m, ta ? m : k}, db[2] = {tb ? n : k, tb ? k : n};
+    float *a = random_data((size_t)(m * k), 3), *b = random_data((size_t)(k * n), 4);
+    float *c = c_rank >= 0 ? random_data(prod(c_dims, c_rank), 5) : NULL;
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, da, a, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, db, b, b_known);
+    if (c) optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, c_rank, c_dims, c, true);
+    int got = optest_check_variants(&t, 1e-4f, 1e-4f);
+    assert_true(got >= expected_variants());
+    optest_end(&t);
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void test_gemm_variants(void **state) {
+    (void)state;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            check_gemm(15, 33, 19, ta, tb, 1, (int64_t[]){33}, 1.0f, 1.0f, tb);
+            check_gemm(14, 32, 7, ta, tb, 2, (int64_t[]){14, 32}, 0.5f, -2.0f, !tb);
+            check_gemm(13, 31, 1, ta, tb, 2, (int64_t[]){13, 1}, 2.0f, 0.25f, true);
+            check_gemm(17, 65, 23, ta, tb, 0, NULL, 1.0f, 1.0f, false);
+            check_gemm(5, 9, 3, ta, tb, -1, NULL, 1.5f, 1.0f, true);
+        }
+}
+
+/* The epilogue on its own: every activation against a scalar recomputation. */
+static void test_epilogue_activations(void **state) {
+    (void)state;
+    const gemm_act acts[] = {GEMM_ACT_NONE,       GEMM_ACT_RELU,      GEMM_ACT_CLIP,
+                             GEMM_ACT_LEAKY_RELU, GEMM_ACT_SIGMOID,   GEMM_ACT_TANH,
+                             GEMM_ACT_GELU_ERF,   GEMM_ACT_GELU_TANH, GEMM_ACT_HARD_SIGMOID,
+                             GEMM_ACT_HARD_SWISH};
+    float rb[3] = {0.5f, -1.0f, 2.0f}, cb[4] = {1.0f, 0.0f, -0.5f, 0.25f};
+    for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+        float c[12], want[12];
+        for (int i = 0; i < 12; i++) c[i] = (float)(i - 6) * 0.37f;
+        gemm_epilogue ep = gemm_epilogue_none();
+        ep.scale = 2.0f;
+        ep.row_bias = rb;
+        ep.col_bias = cb;
+        ep.act = acts[a];
+        ep.alpha = 0.2f;
+        ep.beta_act = 0.5f;
+        ep.lo = -1.0f;
+        ep.hi = 1.5f;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++) {
+                float x = 2.0f * c[i * 4 + j] + rb[i] + cb[j];
+                float y;
+                switch (acts[a]) {
+                case GEMM_ACT_RELU:
+                    y = x > 0 ? x : 0;
+                    break;
+                case GEMM_ACT_CLIP:
+                    y = x < -1 ? -1 : (x > 1.5f ? 1.5f : x);
+                    break;
+                case GEMM_ACT_LEAKY_RELU:
+                    y = x < 0 ? 0.2f * x : x;
+                    break;
+                case GEMM_ACT_SIGMOID:
+                    y = 1 / (1 + expf(-x));
+                    break;
+                case GEMM_ACT_TANH:
+                    y = tanhf(x);
+                    break;
+                case GEMM_ACT_GELU_ERF:
+                    y = 0.5f * x * (1 + erff(x / sqrtf(2)));
+                    break;
+                case GEMM_ACT_GELU_TANH:
+                    y = 0.5f * x *
+                        (1 + tanhf(sqrtf(2 / 3.14159265f) * (x + 0.044715f * x * x * x)));
+                    break;
+                case GEMM_ACT_HARD_SIGMOID:
+                    y = fmaxf(0, fminf(1, 0.2f * x + 0.5f));
+                    break;
+                case GEMM_ACT_HARD_SWISH:
+                    y = x * fmaxf(0, fminf(1, x / 6 + 0.5f));
+                    break;
+                default:
+                    y = x;
+                }
+                want[i * 4 + j] = y;
+            }
+        gemm_epilogue_apply(&ep, c, 4, 0, 0, 3, 4);
+        assert_int_equal(optest_compare_f32(c, want, 12, 1e-5f, 1e-6f), -1);
+    }
+}
+
+/* A forced tile that the CPU lacks is refused by name; an unknown name lists what applies. */
+static void test_forced_names(void **state) {
+    (void)state;
+    optest t;
+    optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
+    float a[6] = {0}, b[6] = {0};
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){2, 3}, a, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){3, 2}, b, true);
+    assert_int_equal(optest_infer(&t), ANVIL_OK);
+    op_tinfo in[2] = {{ANVIL_DTYPE_FLOAT32, {0}, NULL}, {ANVIL_DTYPE_FLOAT32, {0}, b}};
+    ir_shape_set(&in[0].shape, 2, (int64_t[]){2, 3});
+    ir_shape_set(&in[1].shape, 2, (int64_t[]){3, 2});
+    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1};
+    const kern_variant *v = NULL;
+    assert_int_equal(kern_select(&kn, "gemm_f32_4x8_portable", &v), ANVIL_OK);
+    assert_string_equal(v->name, "gemm_f32_4x8_portable");
+    assert_int_equal(kern_select(&kn, "no_such_variant", &v), ANVIL_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(anvil_last_error(), "gemm_f32_4x8_portable"));
+    assert_int_equal(kern_select(&kn, NULL, &v), ANVIL_OK);
+    assert_string_equal(v->name, "gemm_f32");
+    optest_end(&t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_edges),   cmocka_unit_test(test_matmul_blocking),
+        cmocka_unit_test(test_matmul_batched), cmocka_unit_test(test_matmul_zero_size),
+        cmocka_unit_test(test_gemm_variants),  cmocka_unit_test(test_epilogue_activations),
+        cmocka_unit_test(test_forced_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
