@@ -135,6 +135,15 @@ anvil_status anvil_options_set_threads(anvil_options *opts, int threads);
 anvil_status anvil_options_set_opt_level(anvil_options *opts, int level);
 /* on: nonzero records per-node timings of every run (see anvil_session_write_profile). */
 anvil_status anvil_options_set_profiling(anvil_options *opts, int on);
+/* Forces an implementation ("variant", e.g. "gemm_f32_14x32_avx512", "conv_winograd_f4x4_3x3";
+ * `anvil bench --list-variants MODEL` lists them per node). node_or_op is a node name or an ONNX op
+ * type ("Conv"): a node name forces that node and session planning fails, naming the node and the
+ * variants that would apply, if the variant cannot run it; an op type forces every node of that
+ * type that the variant can run and leaves the others at their default. Setting the same
+ * node_or_op again replaces its variant; variant NULL removes it. Unknown names fail at
+ * anvil_session_create. Both strings are copied. */
+anvil_status anvil_options_set_variant(anvil_options *opts, const char *node_or_op,
+                                       const char *variant);
 
 /* ---- sessions ----------------------------------------------------------------------------- */
 

@@ -169,6 +169,29 @@ anvil_cli_check(run_profile_trace trace ${W}/run_profile.json)
 set_tests_properties(cli.e2e.run_profile_trace PROPERTIES
                      FIXTURES_REQUIRED "cli_models;cli_profile")
 
+# Forced variants: by node (strict) and by op type; the trace names what ran, outputs unchanged.
+anvil_cli_test(e2e.run_forced 0 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/forced_out
+               --variant fc1=gemm_f32_4x8_portable --variant Conv=reference
+               --profile ${W}/forced_profile.json --threads 2 FIXTURES cli_models)
+set_tests_properties(cli.e2e.run_forced PROPERTIES FIXTURES_SETUP cli_forced)
+anvil_cli_check(run_forced_trace trace-variants ${W}/forced_profile.json
+                fc1=gemm_f32_4x8_portable conv1=reference)
+anvil_cli_check(run_forced_probs npy ${W}/forced_out/probs_out_0.npy ${W}/expected/probs_out_0.npy)
+set_tests_properties(cli.e2e.run_forced_trace cli.e2e.run_forced_probs PROPERTIES
+                     FIXTURES_REQUIRED "cli_models;cli_forced")
+anvil_cli_test(e2e.run_forced_unknown_variant 11 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy
+               -o ${W}/unused --variant Gemm=gemm_f32_99x99 FIXTURES cli_models
+               ERR "Gemm has no variant named 'gemm_f32_99x99'; it has: reference, gemm_f32")
+anvil_cli_test(e2e.run_forced_unknown_node 11 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy
+               -o ${W}/unused --variant nosuchnode=reference FIXTURES cli_models
+               ERR "'nosuchnode' is neither a node of the model nor an op type")
+anvil_cli_test(e2e.run_forced_every_node 0 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy
+               -o ${W}/unused --variant relu1=reference --variant fc1=gemm_f32 --variant
+               softmax1=reference --variant pool1=reference --variant conv1=reference
+               --variant flatten1=reference FIXTURES cli_models OUT "probs/out:0 -> ")
+anvil_cli_test(e2e.run_forced_bad_syntax 2 ARGS run ${W}/tiny.onnx --variant fc1 -o ${W}/unused
+               FIXTURES cli_models ERR "--variant must look like NAME=VALUE")
+
 anvil_cli_test(e2e.bench_text 0 ARGS bench ${W}/tiny.onnx --iters 3 --warmup 1 --threads 1
                FIXTURES cli_models
                OUT "threads: 1\n" "  x +FLOAT +\\[1,3,8,8\\] \\(random\\)\n"

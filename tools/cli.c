@@ -181,6 +181,29 @@ bool cli_split_assign(const char *cmd, const char *what, const char *s, char **n
     return true;
 }
 
+bool cli_variants_add(cli_variants *v, const char *cmd, const char *arg) {
+    if (v->n == CLI_MAX_VARIANTS) {
+        cli_usage_error(cmd, "more than %d --variant options", CLI_MAX_VARIANTS);
+        return false;
+    }
+    if (!cli_split_assign(cmd, "--variant", arg, &v->keys[v->n], &v->names[v->n])) return false;
+    v->n++;
+    return true;
+}
+
+anvil_status cli_variants_apply(const cli_variants *v, anvil_options *opts) {
+    for (size_t i = 0; i < v->n; i++) {
+        anvil_status s = anvil_options_set_variant(opts, v->keys[i], v->names[i]);
+        if (s != ANVIL_OK) return s;
+    }
+    return ANVIL_OK;
+}
+
+void cli_variants_free(cli_variants *v) {
+    for (size_t i = 0; i < v->n; i++) free(v->keys[i]);
+    v->n = 0;
+}
+
 bool cli_parse_shape(const char *cmd, const char *s, int *rank, int64_t dims[ANVIL_MAX_RANK]) {
     *rank = 0;
     if (!strcmp(s, "scalar")) return true;

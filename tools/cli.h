@@ -92,6 +92,18 @@ bool cli_parse_int(const char *cmd, const char *what, const char *s, long long l
 bool cli_split_assign(const char *cmd, const char *what, const char *s, char **name,
                       const char **value);
 
+/* --variant NODE_OR_OP=NAME arguments (split at the last '='). */
+#define CLI_MAX_VARIANTS 256
+typedef struct cli_variants {
+    char *keys[CLI_MAX_VARIANTS];        /* owned */
+    const char *names[CLI_MAX_VARIANTS]; /* point into argv */
+    size_t n;
+} cli_variants;
+bool cli_variants_add(cli_variants *v, const char *cmd, const char *arg);
+/* anvil_options_set_variant for each, in order (a later one for the same key wins). */
+anvil_status cli_variants_apply(const cli_variants *v, anvil_options *opts);
+void cli_variants_free(cli_variants *v);
+
 /* Parses "1x3x224x224" (or "1,3,224,224"; "" or "scalar" for rank 0) into dims. */
 bool cli_parse_shape(const char *cmd, const char *s, int *rank, int64_t dims[ANVIL_MAX_RANK]);
 

@@ -17,30 +17,42 @@
 #include <string.h>
 
 void cli_bench_usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil bench MODEL.onnx [options]\n"
-            "\n"
-            "Measures the time to load the model, the first run (session creation + first\n"
-            "inference, which includes planning) and the latency of further runs: min, median,\n"
-            "mean, p90, p99 and throughput (inferences per second). Also reports the activation\n"
-            "arena against the sum of all activations (memory saved by buffer reuse).\n"
-            "\n"
-            "Inputs not given with -i are filled with seeded random data of the declared shape:\n"
-            "floats uniform in [-1,1], integers in [0,3], booleans random. Symbolic dims must be\n"
-            "set with --shape, otherwise they are 1 (with a note on stderr).\n"
-            "\n"
-            "options:\n"
-            "  -i, --input NAME=FILE.npy  use this tensor for input NAME (repeatable)\n"
-            "  --shape NAME=DIMS          shape of a generated input, e.g. x=1x3x224x224\n"
-            "  --warmup N                 untimed runs after the first one (default 5)\n"
-            "  --iters N                  timed runs (default 50)\n"
-            "  --threads T                worker threads, 1..1024 (0 or absent: all cores)\n"
-            "  --json                     print one JSON object instead of text\n"
-            "  --profile FILE.json        write per-node timings of all runs as a Chrome trace\n"
-            "  -h, --help                 show this help\n");
+    fprintf(
+        f,
+        "usage: anvil bench MODEL.onnx [options]\n"
+        "\n"
+        "Measures the time to load the model, the first run (session creation + first\n"
+        "inference, which includes planning) and the latency of further runs: min, median,\n"
+        "mean, p90, p99 and throughput (inferences per second). Also reports the activation\n"
+        "arena against the sum of all activations (memory saved by buffer reuse).\n"
+        "\n"
+        "Inputs not given with -i are filled with seeded random data of the declared shape:\n"
+        "floats uniform in [-1,1], integers in [0,3], booleans random. Symbolic dims must be\n"
+        "set with --shape, otherwise they are 1 (with a note on stderr).\n"
+        "\n"
+        "options:\n"
+        "  -i, --input NAME=FILE.npy  use this tensor for input NAME (repeatable)\n"
+        "  --shape NAME=DIMS          shape of a generated input, e.g. x=1x3x224x224\n"
+        "  --warmup N                 untimed runs after the first one (default 5)\n"
+        "  --iters N                  timed runs (default 50)\n"
+        "  --threads T                worker threads, 1..1024 (0 or absent: all cores)\n"
+        "  --json                     print one JSON object instead of text\n"
+        "  --variant NODE_OR_OP=NAME  force an implementation for a node or an op type (repeat;\n"
+        "                             --variant Conv=help lists the variants of Conv)\n"
+        "  --profile FILE.json        write per-node timings of all runs as a Chrome trace\n"
+        "  -h, --help                 show this help\n");
 }
 
-enum { OPT_INPUT = 1, OPT_SHAPE, OPT_WARMUP, OPT_ITERS, OPT_THREADS, OPT_JSON, OPT_PROFILE };
+enum {
+    OPT_INPUT = 1,
+    OPT_SHAPE,
+    OPT_WARMUP,
+    OPT_ITERS,
+    OPT_THREADS,
+    OPT_JSON,
+    OPT_PROFILE,
+    OPT_VARIANT
+};
 
 typedef struct shape_arg {
     char *name; /* owned */
@@ -53,6 +65,7 @@ typedef struct bench_args {
     long long warmup, iters, threads;
     bool json;
     cli_inputs inputs;
+    cli_variants variants;
     shape_arg *shapes; /* owned */
     size_t n_shapes;
 } bench_args;
@@ -70,6 +83,7 @@ typedef struct bench_stats {
 
 static void args_free(bench_args *a) {
     cli_inputs_free(&a->inputs);
+    cli_variants_free(&a->variants);
     for (size_t i = 0; i < a->n_shapes; i++) free(a->shapes[i].name);
     free(a->shapes);
 }
@@ -100,11 +114,15 @@ static bool add_shape(bench_args *a, const char *arg) {
 
 /* Returns -1 when parsing succeeded, else the exit code. */
 static int parse_args(int argc, char **argv, bench_args *a) {
-    static const cli_option opts[] = {
-        {"input", 'i', true, OPT_INPUT},   {"shape", 0, true, OPT_SHAPE},
-        {"warmup", 0, true, OPT_WARMUP},   {"iters", 0, true, OPT_ITERS},
-        {"threads", 0, true, OPT_THREADS}, {"json", 0, false, OPT_JSON},
-        {"profile", 0, true, OPT_PROFILE}, {0}};
+    static const cli_option opts[] = {{"input", 'i', true, OPT_INPUT},
+                                      {"shape", 0, true, OPT_SHAPE},
+                                      {"warmup", 0, true, OPT_WARMUP},
+                                      {"iters", 0, true, OPT_ITERS},
+                                      {"threads", 0, true, OPT_THREADS},
+                                      {"json", 0, false, OPT_JSON},
+                                      {"profile", 0, true, OPT_PROFILE},
+                                      {"variant", 0, true, OPT_VARIANT},
+                                      {0}};
     cli_parser p;
     cli_parser_init(&p, "bench", argc, argv, opts);
     const char *val;
@@ -144,6 +162,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         case OPT_PROFILE:
             if (!val[0]) return cli_usage_error("bench", "--profile needs a file name");
             a->profile = val;
+            break;
+        case OPT_VARIANT:
+            if (!cli_variants_add(&a->variants, "bench", val)) return CLI_EXIT_USAGE;
             break;
         }
     }
@@ -349,7 +370,8 @@ static int measure(const bench_args *a, const anvil_model *m, const bench_input 
     r->threads = a->threads > 0 ? (int)a->threads : core_hw_get()->logical_cores;
     if ((s = anvil_options_create(&opts)) != ANVIL_OK ||
         (s = anvil_options_set_threads(opts, r->threads)) != ANVIL_OK ||
-        (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK))
+        (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK) ||
+        (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK)
         goto fail;
 
     uint64_t t0 = core_now_ns();

@@ -12,37 +12,41 @@
 #include <string.h>
 
 void cli_run_usage(FILE *f) {
-    fprintf(f, "usage: anvil run MODEL.onnx -i NAME=FILE.npy [-i ...] -o DIR [options]\n"
-               "\n"
-               "Runs the model once. Every model input must be given as a .npy file; each\n"
-               "output is written to DIR (created if missing) as NAME.npy, where every character\n"
-               "of the output name outside [A-Za-z0-9_-] is replaced by '_' (a suffix _K is added\n"
-               "if two outputs would get the same file name). The files written are listed on\n"
-               "stdout as 'NAME -> PATH DTYPE [DIMS]'.\n"
-               "\n"
-               "options:\n"
-               "  -i, --input NAME=FILE.npy  an input tensor (repeat for each input)\n"
-               "  -o, --output-dir DIR       where to write the outputs\n"
-               "  --threads T                worker threads, 1..1024 (0 or absent: all cores)\n"
-               "  --profile FILE.json        write per-node timings as a Chrome trace\n"
-               "  -h, --help                 show this help\n");
+    fprintf(
+        f,
+        "usage: anvil run MODEL.onnx -i NAME=FILE.npy [-i ...] -o DIR [options]\n"
+        "\n"
+        "Runs the model once. Every model input must be given as a .npy file; each\n"
+        "output is written to DIR (created if missing) as NAME.npy, where every character\n"
+        "of the output name outside [A-Za-z0-9_-] is replaced by '_' (a suffix _K is added\n"
+        "if two outputs would get the same file name). The files written are listed on\n"
+        "stdout as 'NAME -> PATH DTYPE [DIMS]'.\n"
+        "\n"
+        "options:\n"
+        "  -i, --input NAME=FILE.npy  an input tensor (repeat for each input)\n"
+        "  -o, --output-dir DIR       where to write the outputs\n"
+        "  --threads T                worker threads, 1..1024 (0 or absent: all cores)\n"
+        "  --variant NODE_OR_OP=NAME  force an implementation for a node or an op type (repeat;\n"
+        "                             --variant Conv=help lists the variants of Conv)\n"
+        "  --profile FILE.json        write per-node timings as a Chrome trace\n"
+        "  -h, --help                 show this help\n");
 }
 
-enum { OPT_INPUT = 1, OPT_OUTDIR, OPT_THREADS, OPT_PROFILE };
+enum { OPT_INPUT = 1, OPT_OUTDIR, OPT_THREADS, OPT_PROFILE, OPT_VARIANT };
 
 typedef struct run_args {
     const char *model, *outdir, *profile;
     long long threads;
     cli_inputs inputs;
+    cli_variants variants;
 } run_args;
 
 /* Returns -1 when parsing succeeded, else the exit code. */
 static int parse_args(int argc, char **argv, run_args *a) {
-    static const cli_option opts[] = {{"input", 'i', true, OPT_INPUT},
-                                      {"output-dir", 'o', true, OPT_OUTDIR},
-                                      {"threads", 0, true, OPT_THREADS},
-                                      {"profile", 0, true, OPT_PROFILE},
-                                      {0}};
+    static const cli_option opts[] = {
+        {"input", 'i', true, OPT_INPUT},   {"output-dir", 'o', true, OPT_OUTDIR},
+        {"threads", 0, true, OPT_THREADS}, {"profile", 0, true, OPT_PROFILE},
+        {"variant", 0, true, OPT_VARIANT}, {0}};
     cli_parser p;
     cli_parser_init(&p, "run", argc, argv, opts);
     const char *val;
@@ -72,6 +76,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
         case OPT_PROFILE:
             if (!val[0]) return cli_usage_error("run", "--profile needs a file name");
             a->profile = val;
+            break;
+        case OPT_VARIANT:
+            if (!cli_variants_add(&a->variants, "run", val)) return CLI_EXIT_USAGE;
             break;
         }
     }
@@ -171,6 +178,7 @@ static int run_model(const run_args *a, anvil_model *m) {
     if ((s = anvil_options_create(&opts)) != ANVIL_OK ||
         (s = anvil_options_set_threads(opts, (int)a->threads)) != ANVIL_OK ||
         (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK) ||
+        (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||
         (s = anvil_session_create(m, opts, &sess)) != ANVIL_OK ||
         (s = anvil_session_run(sess, n_in, names, (const anvil_tensor *const *)ins, n_out, NULL,
                                outs)) != ANVIL_OK) {
@@ -196,6 +204,7 @@ int cli_run_main(int argc, char **argv) {
     int code = parse_args(argc, argv, &a);
     if (code >= 0) {
         cli_inputs_free(&a.inputs);
+        cli_variants_free(&a.variants);
         return code;
     }
     anvil_model *m = NULL;
@@ -206,5 +215,6 @@ int cli_run_main(int argc, char **argv) {
         code = run_model(&a, m);
     anvil_model_free(m);
     cli_inputs_free(&a.inputs);
+    cli_variants_free(&a.variants);
     return code;
 }

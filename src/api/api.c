@@ -17,6 +17,8 @@ struct anvil_options {
     int threads;
     int opt_level;
     bool profiling;
+    rt_force *forces; /* keys and variants strdup'd, owned */
+    int n_forces;
 };
 
 struct anvil_session {
@@ -146,7 +148,52 @@ anvil_status anvil_options_create(anvil_options **out) {
 }
 
 void anvil_options_free(anvil_options *o) {
+    if (!o) return;
+    for (int i = 0; i < o->n_forces; i++) {
+        free((char *)o->forces[i].key);
+        free((char *)o->forces[i].variant);
+    }
+    free(o->forces);
     free(o);
+}
+
+#define API_MAX_FORCES 4096
+
+anvil_status anvil_options_set_variant(anvil_options *o, const char *node_or_op,
+                                       const char *variant) {
+    API_CHECK(o, "anvil_options_set_variant: options is NULL");
+    API_CHECK(node_or_op && *node_or_op, "anvil_options_set_variant: node_or_op is empty");
+    API_CHECK(!variant || *variant, "anvil_options_set_variant: variant is empty (NULL removes)");
+    int at = -1;
+    for (int i = 0; i < o->n_forces; i++)
+        if (!strcmp(o->forces[i].key, node_or_op)) at = i;
+    if (at >= 0) {
+        free((char *)o->forces[at].variant);
+        if (!variant) {
+            free((char *)o->forces[at].key);
+            o->forces[at] = o->forces[--o->n_forces];
+            return ANVIL_OK;
+        }
+        char *v = strdup(variant);
+        if (!v) return ANVIL_ERR_OUT_OF_MEMORY;
+        o->forces[at].variant = v;
+        return ANVIL_OK;
+    }
+    if (!variant) return ANVIL_OK;
+    API_CHECK(o->n_forces < API_MAX_FORCES, "more than %d forced variants", API_MAX_FORCES);
+    rt_force *grown = realloc(o->forces, sizeof *grown * (size_t)(o->n_forces + 1));
+    if (!grown) return ANVIL_ERR_OUT_OF_MEMORY;
+    o->forces = grown;
+    char *k = strdup(node_or_op), *v = strdup(variant);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    o->forces[o->n_forces].key = k;
+    o->forces[o->n_forces].variant = v;
+    o->n_forces++;
+    return ANVIL_OK;
 }
 
 anvil_status anvil_options_set_threads(anvil_options *o, int threads) {
@@ -188,6 +235,8 @@ anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opt
         cfg.threads = opts->threads;
         cfg.opt_level = opts->opt_level;
         cfg.profiling = opts->profiling;
+        cfg.forces = opts->forces;
+        cfg.n_forces = opts->n_forces;
     }
     if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
     cfg.released = release_model_pages;

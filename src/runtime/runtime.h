@@ -102,8 +102,19 @@ anvil_status rt_infer_graph_static(ir_graph *g);
 
 typedef struct rt_session rt_session;
 
+/* A forced variant: key is a node name or an ONNX op type ("Conv"); both strings borrowed. */
+typedef struct rt_force {
+    const char *key;
+    const char *variant;
+} rt_force;
+
 typedef struct rt_session_config {
     int threads;   /* >= 1 */
+    /* Forced variants (borrowed for rt_session_create only; the session keeps copies). A node
+     * named by a key must run that variant (planning fails if it cannot); a node whose op type is
+     * a key runs it where it applies and keeps the default elsewhere. */
+    const rt_force *forces;
+    int n_forces;
     int opt_level; /* 0..3 */
     bool profiling;
     /* Optional: called after the session copied a constant's bytes [p, p + n) into aligned

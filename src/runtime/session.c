@@ -68,7 +68,9 @@ typedef struct rt_event {
 
 struct rt_session {
     const ir_graph *g;
-    rt_session_config cfg;
+    rt_session_config cfg; /* cfg.forces points at `forces` below */
+    rt_force *forces;      /* owned copies; strings in force_text */
+    char *force_text;
     rt_pool *pool;
     op_ctx ctx;
     bool *shape_input;      /* per graph input: its contents decide shapes (plan key) */
@@ -330,6 +332,26 @@ static void last_mark(void *arg, ir_vid v) {
     if (c->last[v] < c->step) c->last[v] = c->step;
 }
 
+/* The variant for a node: a force by node name is strict, one by op type applies where it can. */
+static anvil_status select_variant(const rt_session *s, const kern_node *kn,
+                                   const kern_variant **out) {
+    const ir_node *n = kn->node;
+    const char *by_op = NULL;
+    for (int i = 0; i < s->cfg.n_forces; i++) {
+        const rt_force *f = &s->cfg.forces[i];
+        if (!strcmp(f->key, n->name)) return kern_select(kn, f->variant, out);
+        if (!strcmp(f->key, ir_op_name(n->op))) by_op = f->variant;
+    }
+    if (by_op) {
+        const kern_variant *v = kern_find(n->op, by_op);
+        if (v && kern_applies(v, kn, core_hw_get())) {
+            *out = v;
+            return ANVIL_OK;
+        }
+    }
+    return kern_select(kn, NULL, out);
+}
+
 static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out) {
     const ir_graph *g = s->g;
     *out = NULL;
@@ -411,7 +433,7 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
             }
         }
         kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs, s->cfg.threads};
-        if ((st = kern_select(&kn, NULL, &stp->variant)) != ANVIL_OK) goto fail;
+        if ((st = select_variant(s, &kn, &stp->variant)) != ANVIL_OK) goto fail;
         if (stp->variant->prepare && (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
             goto fail;
         stp->workspace = stp->variant->workspace_size ? stp->variant->workspace_size(&kn) : 0;
@@ -582,14 +604,70 @@ done:
 
 /* ---- sessions -------------------------------------------------------------------------------- */
 
+/* Copies cfg's forces into s and checks each names a node or an op type of g, and a variant
+ * that exists for it, so a typo fails at session creation rather than silently not forcing. */
+static anvil_status copy_forces(rt_session *s, const rt_session_config *cfg) {
+    s->cfg.forces = NULL;
+    s->cfg.n_forces = 0;
+    if (cfg->n_forces <= 0) return ANVIL_OK;
+    size_t text = 0;
+    for (int i = 0; i < cfg->n_forces; i++)
+        text += strlen(cfg->forces[i].key) + strlen(cfg->forces[i].variant) + 2;
+    s->forces = core_calloc((size_t)cfg->n_forces, sizeof *s->forces);
+    s->force_text = core_calloc(text, 1);
+    if (!s->forces || !s->force_text) return ANVIL_ERR_OUT_OF_MEMORY;
+    char *w = s->force_text;
+    for (int i = 0; i < cfg->n_forces; i++) {
+        const rt_force *f = &cfg->forces[i];
+        ir_op op;
+        bool found = false, is_op = ir_op_lookup(f->key, &op);
+        for (int32_t k = 0; k < s->g->n_nodes && !found; k++)
+            if (!strcmp(s->g->nodes[k].name, f->key)) {
+                found = true;
+                op = s->g->nodes[k].op;
+                is_op = false;
+            }
+        if (!found && !is_op)
+            return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                            "forced variant '%s': '%s' is neither a node of the model nor an op "
+                            "type anvil knows; give a node name (anvil dump lists them) or an op "
+                            "type such as Conv",
+                            f->variant, f->key);
+        if (!kern_find(op, f->variant)) {
+            size_t count;
+            const kern_variant *const *list = kern_variants(op, &count);
+            char names[512];
+            size_t len = 0;
+            names[0] = 0;
+            for (size_t v = 0; v < count && len + 1 < sizeof names; v++) {
+                int n =
+                    snprintf(names + len, sizeof names - len, "%s%s", v ? ", " : "", list[v]->name);
+                if (n < 0) break;
+                len += (size_t)n < sizeof names - len ? (size_t)n : sizeof names - len - 1;
+            }
+            return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                            "forced variant for '%s': %s has no variant named '%s'; it has: %s",
+                            f->key, ir_op_name(op), f->variant, names);
+        }
+        s->forces[i].key = strcpy(w, f->key);
+        w += strlen(f->key) + 1;
+        s->forces[i].variant = strcpy(w, f->variant);
+        w += strlen(f->variant) + 1;
+    }
+    s->cfg.forces = s->forces;
+    s->cfg.n_forces = cfg->n_forces;
+    return ANVIL_OK;
+}
+
 anvil_status rt_session_create(const ir_graph *g, const rt_session_config *cfg, rt_session **out) {
     *out = NULL;
     rt_session *s = core_calloc(1, sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
     s->g = g;
     s->cfg = *cfg;
-    anvil_status st = rt_pool_create(cfg->threads, &s->pool);
+    anvil_status st = copy_forces(s, cfg);
     if (st != ANVIL_OK) goto fail;
+    if ((st = rt_pool_create(cfg->threads, &s->pool)) != ANVIL_OK) goto fail;
     s->ctx.pool = s->pool;
     if ((st = mark_shape_inputs(s)) != ANVIL_OK) goto fail;
     s->const_ptr = core_calloc((size_t)g->n_values + 1, sizeof *s->const_ptr);
@@ -636,6 +714,8 @@ void rt_session_free(rt_session *s) {
     free(s->const_ptr);
     free(s->shape_input);
     free(s->events);
+    free(s->forces);
+    free(s->force_text);
     rt_pool_free(s->pool);
     free(s);
 }

@@ -62,6 +62,18 @@ def check_trace(path):
         fail(f"{path}: no timing events")
 
 
+def check_trace_variants(path, pairs):
+    """Every op event of node NAME in the trace ran variant V, for each NAME=V in pairs."""
+    data = json.load(open(path, encoding="utf-8"))
+    events = data.get("traceEvents", []) if isinstance(data, dict) else data
+    for pair in pairs:
+        name, want = pair.rsplit("=", 1)
+        got = {e["args"]["variant"] for e in events
+               if isinstance(e, dict) and e.get("cat") == "op" and e.get("name") == name}
+        if got != {want}:
+            fail(f"{path}: node {name} ran {sorted(got) or 'nothing'}, want {want}")
+
+
 def check_bench(anvil, model, args):
     proc = subprocess.run([anvil, "bench", model, "--json", *args], capture_output=True,
                           text=True, check=False)
@@ -113,6 +125,8 @@ def main():
         check_dot(sys.argv[2])
     elif what == "trace":
         check_trace(sys.argv[2])
+    elif what == "trace-variants":
+        check_trace_variants(sys.argv[2], sys.argv[3:])
     elif what == "bench-json":
         rest = sys.argv[4:]
         if "--expect" in rest:
