@@ -33,6 +33,10 @@ APT_PACKAGES=(
     libcmocka-dev libcjson-dev
     clang clang-format libclang-rt-14-dev
     python3 python3-venv
+    libsleef-dev
+    # vendor kernel variants (cmake/vendor.cmake): oneDNN (OpenMP build) and the pthread
+    # flavours of OpenBLAS and BLIS, whose thread counts anvil sets per call
+    libdnnl-dev libopenblas-pthread-dev libblis-pthread-dev
 )
 
 log() { printf '[setup] %s\n' "$*"; }
@@ -109,6 +113,18 @@ if [ "${ANVIL_ZOO_REAL:-0}" = 1 ]; then
     log "installing the real-model zoo packages from scripts/requirements-zoo.txt"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
         -r "$ROOT/scripts/requirements-zoo.txt"
+fi
+
+# Optional: PyTorch and onnx2torch for the torch column of bench/peer.py and the zoo.torch_twin
+# test (bench/torch_twin.py). Several GB, so only when ANVIL_TORCH=1; skipped when the pins hold.
+if [ "${ANVIL_TORCH:-0}" = 1 ]; then
+    if REQ="$ROOT/scripts/requirements-torch.txt" pins_ok; then
+        log "PyTorch packages: pins in scripts/requirements-torch.txt satisfied"
+    else
+        log "installing PyTorch packages from scripts/requirements-torch.txt"
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+            -r "$ROOT/scripts/requirements-torch.txt"
+    fi
 fi
 
 if [ "$BUILD" -eq 1 ]; then

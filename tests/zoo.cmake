@@ -54,3 +54,22 @@ add_test(NAME zoo.pending
                  $<TARGET_FILE:anvil_run_cases> ${ANVIL_ZOO_DIR} ${ANVIL_ZOO_PENDING})
 set_tests_properties(zoo.pending PROPERTIES FIXTURES_REQUIRED zoo_models TIMEOUT 900
                                             LABELS zoo.pending)
+
+# PyTorch twins of the zoo (bench/torch_twin.py, used by bench/peer.py): checked only where torch
+# and onnx2torch are installed in the venv (ANVIL_TORCH=1 scripts/setup.sh); skipped otherwise.
+execute_process(COMMAND ${ANVIL_ZOO_PYTHON} -c "import torch, onnx2torch"
+                RESULT_VARIABLE zoo_torch_rc OUTPUT_QUIET ERROR_QUIET)
+if(zoo_torch_rc EQUAL 0)
+  add_test(NAME zoo.torch_twin
+           COMMAND ${ANVIL_ZOO_PYTHON} ${PROJECT_SOURCE_DIR}/bench/check_torch_twin.py
+                   ${ANVIL_ZOO_DIR})
+  set_tests_properties(zoo.torch_twin PROPERTIES FIXTURES_REQUIRED zoo_models TIMEOUT 120
+                                                 LABELS zoo)
+else()
+  message(STATUS "zoo.torch_twin: torch/onnx2torch not in ${ANVIL_ZOO_PYTHON}; skipped "
+                 "(ANVIL_TORCH=1 scripts/setup.sh enables it)")
+  add_test(NAME zoo.torch_twin
+           COMMAND ${CMAKE_COMMAND} -E echo "zoo.torch_twin skipped: torch or onnx2torch not"
+                   "installed; run ANVIL_TORCH=1 scripts/setup.sh and re-configure")
+  set_tests_properties(zoo.torch_twin PROPERTIES SKIP_REGULAR_EXPRESSION "skipped" LABELS zoo)
+endif()
