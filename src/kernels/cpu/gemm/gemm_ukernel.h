@@ -28,6 +28,7 @@ gemm_ukernel_body(int64_t kc, const float *restrict a, const float *restrict b, 
 #pragma GCC unroll 4
         for (int j = 0; j < nv; j++)
             acc[i][j] = accumulate ? GEMM_LOAD(c + i * ldc + j * GEMM_VL) : GEMM_ZERO();
+#pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++) {
         gemm_v bv[GEMM_NV_MAX];
 #pragma GCC unroll 4

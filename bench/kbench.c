@@ -1,0 +1,105 @@
+/* anvil_kbench: kernel benchmarks, printed as markdown tables (and JSON on request).
+ *
+ *   anvil_kbench peak [--threads 1,2] [--seconds S]
+ *   anvil_kbench gemm [--shapes squares|transformer|all] [--big] [--threads 1,2] [--variants a,b]
+ *                     [--reps N] [--json F] ...
+ *   anvil_kbench conv [--set resnet50|vgg16|mobilenetv2_dw|all] [--threads 1,2] [--variants a,b]
+ *                     [--reps N] [--json F] ...
+ *
+ * A benchmark, never a test: it reports times and never fails on one. The variants are discovered
+ * from the variant table at run time (kern_variants), so kernels added later by anyone are
+ * measured without a change here. `anvil_kbench help` lists every option; bench/kernels.md says
+ * what the columns mean. */
+#include "kbench.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double kb_now_s(void) {
+    return (double)core_now_ns() * 1e-9;
+}
+
+static double clock_s(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double kb_thread_cpu_s(void) {
+    return clock_s(CLOCK_THREAD_CPUTIME_ID);
+}
+
+double kb_process_cpu_s(void) {
+    return clock_s(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+const char *kb_loadavg(void) {
+    static char buf[64];
+    strcpy(buf, "?");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return buf;
+    float a, b, c;
+    if (fscanf(f, "%f %f %f", &a, &b, &c) == 3)
+        snprintf(buf, sizeof buf, "%.2f %.2f %.2f", (double)a, (double)b, (double)c);
+    fclose(f);
+    return buf;
+}
+
+int kb_parse_ints(const char *s, int *out, int cap, int lo, int hi) {
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < lo || v > hi || n == cap) return -1;
+        out[n++] = (int)v;
+        if (*end == ',')
+            p = end + 1;
+        else if (*end == '\0')
+            p = end;
+        else
+            return -1;
+    }
+    return n > 0 ? n : -1;
+}
+
+bool kb_in_list(const char *list, const char *name) {
+    if (!list) return true;
+    size_t len = strlen(name);
+    const char *p = list;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (n == len && !strncmp(p, name, n)) return true;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    return false;
+}
+
+static void usage(void) {
+    fprintf(
+        stderr,
+        "usage: anvil_kbench COMMAND [options]\n"
+        "  peak   the machine's FMA peak per ISA (fp32 AVX-512/AVX2, AVX512-BF16, AVX512-FP16,\n"
+        "         AMX-BF16 where present), 1 thread and all threads\n"
+        "  gemm   every applicable MatMul variant on square and transformer shapes\n"
+        "  conv   every applicable Conv variant on ResNet-50, VGG-16, MobileNetV2 layers\n"
+        "Run 'anvil_kbench COMMAND --help' for the options of a command.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage();
+        return 2;
+    }
+    /* Detection first: it also asks Linux for the AMX tile state, which threads started later
+     * inherit. */
+    (void)core_hw_get();
+    if (!strcmp(argv[1], "peak")) return kb_cmd_peak(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "gemm")) return kb_cmd_gemm(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "conv")) return kb_cmd_conv(argc - 2, argv + 2);
+    usage();
+    return !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ? 0 : 2;
+}

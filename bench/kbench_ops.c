@@ -1,0 +1,946 @@
+/* The MatMul and Conv benchmarks: one node per shape, built with the IR API as a session would see
+ * it (weights constant, so every variant packs them once in prepare), run through every variant
+ * of the op that applies here (rt_variant_exec: the same prepare, workspace and thread pool a plan
+ * gives a variant).
+ *
+ * Per shape and thread count: each variant's output is first checked against the reference
+ * (the reference kernel's full output for small shapes, double-precision dot products at sampled
+ * positions, edges included, for large ones, where the reference kernel would take minutes); a
+ * variant off by more than 1e-3 relative to max|ref| is reported WRONG and not timed. The others
+ * are timed round-robin (A B C A B C ...) so drift in clock or load spreads over all of them, and
+ * reported by median, p90 and best time against the FMA peak measured at the start of the same
+ * run. */
+#include "kbench.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IN 3
+#define MAX_THREADS 16
+#define TOLERANCE 1e-3
+#define SAMPLES 2048
+
+/* ---- random data (fixed seed: every run measures the same numbers) ------------------------- */
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1). */
+static float rng_float(uint64_t *s) {
+    return (float)((double)(rng_next(s) >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+static int64_t rng_below(uint64_t *s, int64_t n) {
+    return (int64_t)(rng_next(s) % (uint64_t)n);
+}
+
+/* ---- the benchmark cases --------------------------------------------------------------------- */
+
+typedef enum case_kind { CASE_MATMUL, CASE_CONV } case_kind;
+
+/* One conv layer (batch 1, square kernel/stride/pad, dilation 1). count: how often the network
+ * has it. */
+typedef struct conv_layer {
+    const char *net;
+    int cin, h, w, cout, k, stride, pad, group, count;
+} conv_layer;
+
+typedef struct kb_case {
+    case_kind kind;
+    char label[96];
+    int64_t m, n, k; /* MatMul: [m,k] x [k,n] */
+    conv_layer conv;
+    int64_t ho, wo;
+    double flops;
+    ir_graph *g;
+    int32_t node;
+    int n_in;
+    op_tensor in[MAX_IN];
+    op_tinfo tin[MAX_IN];
+    op_tinfo tout;
+    size_t out_bytes;
+    float *ref; /* the reference kernel's output, or NULL: checks are sampled */
+} kb_case;
+
+static ir_node *case_node(kb_case *c) {
+    return &c->g->nodes[c->node];
+}
+
+static void case_free(kb_case *c) {
+    for (int i = 0; i < c->n_in; i++) free(c->in[i].data);
+    free(c->ref);
+    ir_graph_free(c->g);
+    memset(c, 0, sizeof *c);
+}
+
+static bool case_begin(kb_case *c, ir_op op, int n_in, int n_attrs) {
+    if (ir_graph_create(NULL, &c->g) != ANVIL_OK) return false;
+    c->g->opset = 17;
+    c->n_in = n_in;
+    ir_vid v;
+    if (ir_graph_add_node(c->g, op, "bench", n_in, 1, n_attrs, &c->node) != ANVIL_OK ||
+        ir_graph_add_value(c->g, "y", &v) != ANVIL_OK)
+        return false;
+    case_node(c)->outputs[0] = v;
+    c->g->values[v].producer = c->node;
+    for (int i = 0; i < n_in; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        if (ir_graph_add_value(c->g, name, &v) != ANVIL_OK) return false;
+        case_node(c)->inputs[i] = v;
+    }
+    return true;
+}
+
+static void attr_ints(kb_case *c, int k, const char *name, const int64_t *v, size_t n) {
+    ir_attr *a = &case_node(c)->attrs[k];
+    a->name = core_arena_strdup(c->g->arena, name);
+    a->type = IR_ATTR_INTS;
+    int64_t *copy = core_arena_array(c->g->arena, n, sizeof *copy);
+    memcpy(copy, v, n * sizeof *v);
+    a->ints = copy;
+    a->n = n;
+}
+
+static void attr_int(kb_case *c, int k, const char *name, int64_t v) {
+    ir_attr *a = &case_node(c)->attrs[k];
+    a->name = core_arena_strdup(c->g->arena, name);
+    a->type = IR_ATTR_INT;
+    a->i = v;
+}
+
+/* Input i: random fp32 data times scale; known inputs are constants (weights). */
+static bool case_input(kb_case *c, int i, int rank, const int64_t *dims, bool known, float scale,
+                       uint64_t *rng) {
+    op_tensor *t = &c->in[i];
+    t->dtype = ANVIL_DTYPE_FLOAT32;
+    t->rank = rank;
+    size_t n = 1;
+    for (int d = 0; d < rank; d++) {
+        t->dims[d] = dims[d];
+        n *= (size_t)dims[d];
+    }
+    float *p = core_aligned_alloc(64, n * sizeof(float) + 64);
+    if (!p) return false;
+    for (size_t j = 0; j < n; j++) p[j] = rng_float(rng) * scale;
+    t->data = p;
+    op_tinfo *ti = &c->tin[i];
+    ti->dtype = ANVIL_DTYPE_FLOAT32;
+    ir_shape_set(&ti->shape, rank, dims);
+    ti->value = known ? p : NULL;
+    return true;
+}
+
+/* check + infer; then the reference output when the shape is small enough (flops <= full_limit). */
+static bool case_finish(kb_case *c, double full_limit) {
+    ir_shape_unknown(&c->tout.shape);
+    const op_impl *impl = op_get(case_node(c)->op);
+    if (op_check_graph(c->g) != ANVIL_OK ||
+        impl->infer(c->g, case_node(c), c->tin, c->n_in, &c->tout, 1) != ANVIL_OK ||
+        !ir_shape_is_static(&c->tout.shape) ||
+        !core_tensor_bytes(c->tout.dtype, c->tout.shape.d, c->tout.shape.rank, &c->out_bytes)) {
+        fprintf(stderr, "kbench: %s: %s\n", c->label, anvil_last_error());
+        return false;
+    }
+    if (c->flops > full_limit) return true;
+    c->ref = core_aligned_alloc(64, c->out_bytes + 64);
+    if (!c->ref) return false;
+    op_tensor out = {c->tout.dtype, c->tout.shape.rank, {0}, c->ref};
+    for (int d = 0; d < out.rank; d++) out.dims[d] = c->tout.shape.d[d];
+    const op_tensor *ins[MAX_IN];
+    for (int i = 0; i < c->n_in; i++) ins[i] = &c->in[i];
+    op_tensor *outs[1] = {&out};
+    if (impl->run(case_node(c), ins, c->n_in, outs, 1, NULL) != ANVIL_OK) {
+        fprintf(stderr, "kbench: %s: reference failed: %s\n", c->label, anvil_last_error());
+        return false;
+    }
+    return true;
+}
+
+static bool case_matmul(kb_case *c, int64_t m, int64_t n, int64_t k, uint64_t seed,
+                        double full_limit) {
+    memset(c, 0, sizeof *c);
+    c->kind = CASE_MATMUL;
+    c->m = m;
+    c->n = n;
+    c->k = k;
+    c->flops = 2.0 * (double)m * (double)n * (double)k;
+    snprintf(c->label, sizeof c->label, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
+    uint64_t rng = seed;
+    return case_begin(c, IR_OP_MATMUL, 2, 0) &&
+           case_input(c, 0, 2, (int64_t[]){m, k}, false, 1.0f, &rng) &&
+           case_input(c, 1, 2, (int64_t[]){k, n}, true, 1.0f, &rng) && case_finish(c, full_limit);
+}
+
+static bool case_conv(kb_case *c, const conv_layer *l, uint64_t seed, double full_limit) {
+    memset(c, 0, sizeof *c);
+    c->kind = CASE_CONV;
+    c->conv = *l;
+    c->ho = (l->h + 2 * l->pad - l->k) / l->stride + 1;
+    c->wo = (l->w + 2 * l->pad - l->k) / l->stride + 1;
+    int cin_g = l->cin / l->group;
+    c->flops = 2.0 * l->cout * (double)c->ho * (double)c->wo * cin_g * l->k * l->k;
+    snprintf(c->label, sizeof c->label, "%s %dx%dx%d>%d k%d s%d%s", l->net, l->cin, l->h, l->w,
+             l->cout, l->k, l->stride, l->group > 1 ? " dw" : "");
+    uint64_t rng = seed;
+    /* Weights scaled by 1/sqrt(fan-in), as initialisations do, so outputs stay O(1). */
+    float ws = 1.0f / sqrtf((float)(cin_g * l->k * l->k));
+    if (!case_begin(c, IR_OP_CONV, 3, 5)) return false;
+    attr_ints(c, 0, "kernel_shape", (int64_t[]){l->k, l->k}, 2);
+    attr_ints(c, 1, "strides", (int64_t[]){l->stride, l->stride}, 2);
+    attr_ints(c, 2, "pads", (int64_t[]){l->pad, l->pad, l->pad, l->pad}, 4);
+    attr_ints(c, 3, "dilations", (int64_t[]){1, 1}, 2);
+    attr_int(c, 4, "group", l->group);
+    return case_input(c, 0, 4, (int64_t[]){1, l->cin, l->h, l->w}, false, 1.0f, &rng) &&
+           case_input(c, 1, 4, (int64_t[]){l->cout, cin_g, l->k, l->k}, true, ws, &rng) &&
+           case_input(c, 2, 1, (int64_t[]){l->cout}, true, 1.0f, &rng) &&
+           case_finish(c, full_limit);
+}
+
+/* One output element computed in double: the sampled check's oracle. */
+static double case_expected(const kb_case *c, int64_t a, int64_t b, int64_t d) {
+    if (c->kind == CASE_MATMUL) {
+        const float *x = c->in[0].data, *w = c->in[1].data;
+        double s = 0;
+        for (int64_t k = 0; k < c->k; k++) s += (double)x[a * c->k + k] * w[k * c->n + b];
+        return s;
+    }
+    const conv_layer *l = &c->conv;
+    const float *x = c->in[0].data, *w = c->in[1].data, *bias = c->in[2].data;
+    int cin_g = l->cin / l->group, cout_g = l->cout / l->group;
+    int64_t g = a / cout_g;
+    double s = bias[a];
+    for (int ci = 0; ci < cin_g; ci++)
+        for (int kh = 0; kh < l->k; kh++)
+            for (int kw = 0; kw < l->k; kw++) {
+                int64_t ih = b * l->stride - l->pad + kh, iw = d * l->stride - l->pad + kw;
+                if (ih < 0 || ih >= l->h || iw < 0 || iw >= l->w) continue;
+                s += (double)x[((g * cin_g + ci) * l->h + ih) * l->w + iw] *
+                     w[((a * cin_g + ci) * l->k + kh) * l->k + kw];
+            }
+    return s;
+}
+
+/* max|got - ref| / max|ref| over the whole output (reference available) or over SAMPLES
+ * positions, a quarter of them on the last row/column (edge tiles) and a quarter on the last
+ * output channel / last pixel. Any NaN gives infinity. */
+static double case_error(const kb_case *c, const float *got) {
+    double maxd = 0, maxr = 0;
+    if (c->ref) {
+        size_t n = c->out_bytes / sizeof(float);
+        for (size_t i = 0; i < n; i++) {
+            double d = fabs((double)got[i] - c->ref[i]);
+            if (!(d <= INFINITY) || got[i] != got[i]) return INFINITY;
+            if (d > maxd) maxd = d;
+            if (fabs((double)c->ref[i]) > maxr) maxr = fabs((double)c->ref[i]);
+        }
+        return maxr > 0 ? maxd / maxr : maxd;
+    }
+    uint64_t rng = 12345;
+    for (int s = 0; s < SAMPLES; s++) {
+        int64_t a, b, d = 0, idx;
+        if (c->kind == CASE_MATMUL) {
+            a = s % 4 == 2 ? c->m - 1 : rng_below(&rng, c->m);
+            b = s % 4 == 1 ? c->n - 1 : rng_below(&rng, c->n);
+            idx = a * c->n + b;
+        } else {
+            a = s % 4 == 2 ? c->conv.cout - 1 : rng_below(&rng, c->conv.cout);
+            b = s % 4 == 1 ? c->ho - 1 : rng_below(&rng, c->ho);
+            d = s % 4 == 1 ? c->wo - 1 : rng_below(&rng, c->wo);
+            idx = (a * c->ho + b) * c->wo + d;
+        }
+        double want = case_expected(c, a, b, d), diff = fabs((double)got[idx] - want);
+        if (got[idx] != got[idx] || !(diff <= INFINITY)) return INFINITY;
+        if (diff > maxd) maxd = diff;
+        if (fabs(want) > maxr) maxr = fabs(want);
+    }
+    return maxr > 0 ? maxd / maxr : maxd;
+}
+
+/* ---- options --------------------------------------------------------------------------------- */
+
+typedef struct kb_opts {
+    const char *cmd;      /* "gemm" or "conv" */
+    const char *set;      /* shapes / layer set */
+    const char *custom;   /* gemm: explicit "MxNxK,..." list instead of the set */
+    const char *variants; /* comma list or NULL: all */
+    const char *json;
+    const char *baseline; /* the vendor variant ratios are taken against */
+    int threads[MAX_THREADS];
+    int n_threads;
+    int reps;          /* 0: adaptive */
+    double budget_s;   /* adaptive reps: time per variant per shape */
+    double full_limit; /* full reference check up to this many flops */
+    bool big;
+    uint64_t seed;
+} kb_opts;
+
+/* ---- results --------------------------------------------------------------------------------- */
+
+enum { RES_OK, RES_WRONG, RES_FAILED };
+
+typedef struct kb_result {
+    int case_idx, threads;
+    const kern_variant *v;
+    int status;
+    bool is_default, is_vendor;
+    double maxrel, prep_ms, med_ms, p90_ms, min_ms;
+    double cpu_share; /* median of process CPU time / (wall time x threads) over the reps */
+    int reps;
+} kb_result;
+
+typedef struct kb_run {
+    kb_result *r;
+    size_t n, cap;
+    kb_peak peak[MAX_THREADS][2]; /* per thread-count slot: [0] avx512 f32, [1] avx2 f32 */
+} kb_run;
+
+static kb_result *result_push(kb_run *run) {
+    if (run->n == run->cap) {
+        size_t cap = run->cap ? run->cap * 2 : 64;
+        kb_result *r = realloc(run->r, cap * sizeof *r);
+        if (!r) {
+            fprintf(stderr, "kbench: out of memory\n");
+            exit(1);
+        }
+        run->r = r;
+        run->cap = cap;
+    }
+    kb_result *r = &run->r[run->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+static bool is_vendor(const kern_variant *v) {
+    for (const kern_variant *const *p = kern_family_vendor; *p; p++)
+        if (*p == v) return true;
+    return false;
+}
+
+/* The fp32 peak a variant is held against: its own ISA's, or the best one for variants that
+ * need none (portable code and vendor libraries, which pick their ISA themselves). */
+static double peak_for(const kb_run *run, int ti, const kern_variant *v) {
+    const kb_peak *p = run->peak[ti];
+    if (v->needs & KERN_NEEDS_AVX512) return p[0].gflops_cpu;
+    if (v->needs & KERN_NEEDS_AVX2) return p[1].gflops_cpu;
+    return p[0].measured ? p[0].gflops_cpu : p[1].gflops_cpu;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- measuring one case on one thread count -------------------------------------------------- */
+
+typedef struct slot {
+    const kern_variant *v;
+    rt_variant_exec *e;
+    size_t res; /* index in run->r (which may move as it grows) */
+    double *times, *share;
+    int reps;
+} slot;
+
+static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_opts *o) {
+    const core_hw *hw = core_hw_get();
+    kern_node kn = {case_node(c), c->tin, c->n_in, &c->tout, 1, threads};
+    const kern_variant *def = NULL;
+    if (kern_select(&kn, NULL, &def) != ANVIL_OK) def = NULL;
+    size_t count;
+    const kern_variant *const *list = kern_variants(case_node(c)->op, &count);
+    slot *slots = calloc(count, sizeof *slots);
+    float *out = core_aligned_alloc(64, c->out_bytes + 64);
+    if (!slots || !out) {
+        fprintf(stderr, "kbench: out of memory\n");
+        exit(1);
+    }
+    op_tensor y = {c->tout.dtype, c->tout.shape.rank, {0}, out};
+    for (int d = 0; d < y.rank; d++) y.dims[d] = c->tout.shape.d[d];
+    const op_tensor *ins[MAX_IN];
+    for (int i = 0; i < c->n_in; i++) ins[i] = &c->in[i];
+    op_tensor *outs[1] = {&y};
+    const ir_node *node = case_node(c);
+
+    int n_slots = 0, max_reps = 0;
+    for (size_t vi = 0; vi < count; vi++) {
+        const kern_variant *v = list[vi];
+        /* The reference kernel only when asked for by name: it is the oracle, not a contender. */
+        if (vi == 0 && !(o->variants && kb_in_list(o->variants, v->name))) continue;
+        if (!kb_in_list(o->variants, v->name) || !kern_applies(v, &kn, hw)) continue;
+        slot *s = &slots[n_slots++];
+        s->v = v;
+        kb_result *r = result_push(run);
+        s->res = run->n - 1;
+        r->case_idx = ci;
+        r->threads = threads;
+        r->v = v;
+        r->is_default = v == def;
+        r->is_vendor = is_vendor(v);
+        double t0 = kb_now_s();
+        if (rt_variant_exec_create(v, &kn, &s->e) != ANVIL_OK) {
+            fprintf(stderr, "kbench: %s %s: prepare failed: %s\n", c->label, v->name,
+                    anvil_last_error());
+            r->status = RES_FAILED;
+            continue;
+        }
+        r->prep_ms = (kb_now_s() - t0) * 1e3;
+        /* NaN-filled, so an output the variant never writes shows as an error. */
+        memset(out, 0xff, c->out_bytes);
+        if (rt_variant_exec_run(s->e, node, ins, c->n_in, outs, 1) != ANVIL_OK) {
+            fprintf(stderr, "kbench: %s %s: run failed: %s\n", c->label, v->name,
+                    anvil_last_error());
+            r->status = RES_FAILED;
+            continue;
+        }
+        r->maxrel = case_error(c, out);
+        if (!(r->maxrel <= TOLERANCE)) {
+            r->status = RES_WRONG;
+            continue;
+        }
+        /* A second (warm) run sizes the repetitions for the time budget. */
+        t0 = kb_now_s();
+        rt_variant_exec_run(s->e, node, ins, c->n_in, outs, 1);
+        double est = kb_now_s() - t0;
+        if (o->reps > 0) {
+            s->reps = o->reps;
+        } else {
+            double want = o->budget_s / (est > 1e-7 ? est : 1e-7);
+            s->reps = want < 3 ? 3 : want > 200 ? 200 : (int)want;
+        }
+        if (s->reps > max_reps) max_reps = s->reps;
+        s->times = malloc((size_t)s->reps * sizeof(double));
+        s->share = malloc((size_t)s->reps * sizeof(double));
+        if (!s->times || !s->share) {
+            fprintf(stderr, "kbench: out of memory\n");
+            exit(1);
+        }
+    }
+    /* Round-robin: one run of each variant in turn, so slow drifts hit them all alike. */
+    for (int rep = 0; rep < max_reps; rep++)
+        for (int i = 0; i < n_slots; i++) {
+            slot *s = &slots[i];
+            if (!s->times || rep >= s->reps) continue;
+            double t0 = kb_now_s(), c0 = kb_process_cpu_s();
+            rt_variant_exec_run(s->e, node, ins, c->n_in, outs, 1);
+            double dt = kb_now_s() - t0, dc = kb_process_cpu_s() - c0;
+            s->times[rep] = dt;
+            s->share[rep] = dt > 0 ? dc / (dt * threads) : 1;
+        }
+    for (int i = 0; i < n_slots; i++) {
+        slot *s = &slots[i];
+        if (s->times) {
+            qsort(s->times, (size_t)s->reps, sizeof(double), cmp_double);
+            kb_result *r = &run->r[s->res];
+            r->reps = s->reps;
+            r->min_ms = s->times[0] * 1e3;
+            r->med_ms = (s->reps % 2 ? s->times[s->reps / 2]
+                                     : 0.5 * (s->times[s->reps / 2 - 1] + s->times[s->reps / 2])) *
+                        1e3;
+            int p90 = (int)ceil(0.9 * s->reps) - 1;
+            r->p90_ms = s->times[p90 < 0 ? 0 : p90] * 1e3;
+            qsort(s->share, (size_t)s->reps, sizeof(double), cmp_double);
+            r->cpu_share = s->share[s->reps / 2];
+        }
+        free(s->times);
+        free(s->share);
+        rt_variant_exec_free(s->e);
+    }
+    free(slots);
+    free(out);
+}
+
+/* ---- shapes ---------------------------------------------------------------------------------- */
+
+/* ResNet-50 v1.5 (torchvision; stride on the 3x3 of each stage's first block), 224x224, batch 1:
+ * each distinct conv layer once, with how often the network has it. */
+static const conv_layer resnet50[] = {
+    {"r50", 3, 224, 224, 64, 7, 2, 3, 1, 1},    {"r50", 64, 56, 56, 64, 1, 1, 0, 1, 1},
+    {"r50", 64, 56, 56, 64, 3, 1, 1, 1, 3},     {"r50", 64, 56, 56, 256, 1, 1, 0, 1, 4},
+    {"r50", 256, 56, 56, 64, 1, 1, 0, 1, 2},    {"r50", 256, 56, 56, 128, 1, 1, 0, 1, 1},
+    {"r50", 128, 56, 56, 128, 3, 2, 1, 1, 1},   {"r50", 128, 28, 28, 512, 1, 1, 0, 1, 4},
+    {"r50", 256, 56, 56, 512, 1, 2, 0, 1, 1},   {"r50", 512, 28, 28, 128, 1, 1, 0, 1, 3},
+    {"r50", 128, 28, 28, 128, 3, 1, 1, 1, 3},   {"r50", 512, 28, 28, 256, 1, 1, 0, 1, 1},
+    {"r50", 256, 28, 28, 256, 3, 2, 1, 1, 1},   {"r50", 256, 14, 14, 1024, 1, 1, 0, 1, 6},
+    {"r50", 512, 28, 28, 1024, 1, 2, 0, 1, 1},  {"r50", 1024, 14, 14, 256, 1, 1, 0, 1, 5},
+    {"r50", 256, 14, 14, 256, 3, 1, 1, 1, 5},   {"r50", 1024, 14, 14, 512, 1, 1, 0, 1, 1},
+    {"r50", 512, 14, 14, 512, 3, 2, 1, 1, 1},   {"r50", 512, 7, 7, 2048, 1, 1, 0, 1, 3},
+    {"r50", 1024, 14, 14, 2048, 1, 2, 0, 1, 1}, {"r50", 2048, 7, 7, 512, 1, 1, 0, 1, 2},
+    {"r50", 512, 7, 7, 512, 3, 1, 1, 1, 2},
+};
+
+/* VGG-16, 224x224, batch 1: all 3x3, stride 1, pad 1. */
+static const conv_layer vgg16[] = {
+    {"vgg", 3, 224, 224, 64, 3, 1, 1, 1, 1},   {"vgg", 64, 224, 224, 64, 3, 1, 1, 1, 1},
+    {"vgg", 64, 112, 112, 128, 3, 1, 1, 1, 1}, {"vgg", 128, 112, 112, 128, 3, 1, 1, 1, 1},
+    {"vgg", 128, 56, 56, 256, 3, 1, 1, 1, 1},  {"vgg", 256, 56, 56, 256, 3, 1, 1, 1, 2},
+    {"vgg", 256, 28, 28, 512, 3, 1, 1, 1, 1},  {"vgg", 512, 28, 28, 512, 3, 1, 1, 1, 2},
+    {"vgg", 512, 14, 14, 512, 3, 1, 1, 1, 3},
+};
+
+/* MobileNetV2 (width 1.0), 224x224, batch 1: the depthwise 3x3 layers (group = channels). */
+static const conv_layer mobilenetv2_dw[] = {
+    {"mbv2", 32, 112, 112, 32, 3, 1, 1, 32, 1},  {"mbv2", 96, 112, 112, 96, 3, 2, 1, 96, 1},
+    {"mbv2", 144, 56, 56, 144, 3, 1, 1, 144, 1}, {"mbv2", 144, 56, 56, 144, 3, 2, 1, 144, 1},
+    {"mbv2", 192, 28, 28, 192, 3, 1, 1, 192, 2}, {"mbv2", 192, 28, 28, 192, 3, 2, 1, 192, 1},
+    {"mbv2", 384, 14, 14, 384, 3, 1, 1, 384, 4}, {"mbv2", 576, 14, 14, 576, 3, 1, 1, 576, 2},
+    {"mbv2", 576, 14, 14, 576, 3, 2, 1, 576, 1}, {"mbv2", 960, 7, 7, 960, 3, 1, 1, 960, 3},
+};
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* What a report needs of a case after the case itself was freed. */
+typedef struct case_info {
+    char label[96];
+    double flops;
+    int count; /* occurrences in the network (conv), 1 for GEMM shapes */
+    int64_t dims[9];
+} case_info;
+
+/* The case list of a command: fills infos (NULL: count only) and returns how many. */
+static int case_list(const kb_opts *o, case_info *infos) {
+    int n = 0;
+    if (!strcmp(o->cmd, "gemm") && o->custom) {
+        /* "MxNxK,MxNxK,..." */
+        const char *p = o->custom;
+        while (*p) {
+            long long m, nn, k;
+            int used = 0;
+            if (sscanf(p, "%lldx%lldx%lld%n", &m, &nn, &k, &used) != 3 || m < 1 || nn < 1 || k < 1)
+                return -1;
+            if (infos) infos[n] = (case_info){"", 0, 1, {m, nn, k}};
+            n++;
+            p += used;
+            if (*p == ',')
+                p++;
+            else if (*p)
+                return -1;
+        }
+        return n;
+    }
+    if (!strcmp(o->cmd, "gemm")) {
+        bool sq = !strcmp(o->set, "squares") || !strcmp(o->set, "all");
+        bool tr = !strcmp(o->set, "transformer") || !strcmp(o->set, "all");
+        if (sq)
+            for (int64_t s = 256; s <= (o->big ? 4096 : 2048); s *= 2) {
+                if (infos) infos[n] = (case_info){"", 0, 1, {s, s, s}};
+                n++;
+            }
+        static const int64_t nk[] = {768, 2304, 3072};
+        if (tr)
+            for (int64_t m = 128; m <= 512; m *= 4)
+                for (int ni = 0; ni < 3; ni++)
+                    for (int ki = 0; ki < 3; ki++) {
+                        if (infos) infos[n] = (case_info){"", 0, 1, {m, nk[ni], nk[ki]}};
+                        n++;
+                    }
+        return n;
+    }
+    struct {
+        const char *name;
+        const conv_layer *l;
+        size_t n;
+    } sets[] = {{"resnet50", resnet50, COUNT_OF(resnet50)},
+                {"vgg16", vgg16, COUNT_OF(vgg16)},
+                {"mobilenetv2_dw", mobilenetv2_dw, COUNT_OF(mobilenetv2_dw)}};
+    for (size_t s = 0; s < COUNT_OF(sets); s++) {
+        if (strcmp(o->set, "all") && strcmp(o->set, sets[s].name)) continue;
+        for (size_t i = 0; i < sets[s].n; i++) {
+            const conv_layer *l = &sets[s].l[i];
+            if (infos) infos[n] = (case_info){"", 0, l->count, {(int64_t)s, (int64_t)i}};
+            n++;
+        }
+    }
+    return n;
+}
+
+static bool case_build(const kb_opts *o, case_info *info, int ci, kb_case *c) {
+    uint64_t seed = o->seed + (uint64_t)ci * 7919u;
+    bool ok;
+    if (!strcmp(o->cmd, "gemm")) {
+        ok = case_matmul(c, info->dims[0], info->dims[1], info->dims[2], seed, o->full_limit);
+    } else {
+        static const conv_layer *const tables[] = {resnet50, vgg16, mobilenetv2_dw};
+        ok = case_conv(c, &tables[info->dims[0]][info->dims[1]], seed, o->full_limit);
+    }
+    memcpy(info->label, c->label, sizeof info->label);
+    info->flops = c->flops;
+    return ok;
+}
+
+/* ---- reporting ------------------------------------------------------------------------------- */
+
+static const kb_result *find_result(const kb_run *run, int ci, int threads, const kern_variant *v) {
+    for (size_t i = 0; i < run->n; i++) {
+        const kb_result *r = &run->r[i];
+        if (r->case_idx == ci && r->threads == threads && r->v == v) return r;
+    }
+    return NULL;
+}
+
+static const kb_result *find_named(const kb_run *run, int ci, int threads, const char *name) {
+    for (size_t i = 0; i < run->n; i++) {
+        const kb_result *r = &run->r[i];
+        if (r->case_idx == ci && r->threads == threads && r->status == RES_OK &&
+            !strcmp(r->v->name, name))
+            return r;
+    }
+    return NULL;
+}
+
+static double gflops_of(const case_info *info, double ms) {
+    return ms > 0 ? info->flops / (ms * 1e-3) * 1e-9 : 0;
+}
+
+/* "name | GFLOP/s | " of a result, or "- | - | ". */
+static void print_named_rate(const case_info *info, const kb_result *r) {
+    if (r)
+        printf("%s | %.3g | ", r->v->name, gflops_of(info, r->med_ms));
+    else
+        printf("- | - | ");
+}
+
+static void print_tables(const kb_run *run, const case_info *infos, int n_cases, const kb_opts *o) {
+    const char *opname = !strcmp(o->cmd, "gemm") ? "MatMul" : "Conv";
+    for (int ti = 0; ti < o->n_threads; ti++) {
+        int T = o->threads[ti];
+        printf("\n## %s, %d thread%s (fp32 peak: avx512 %.1f, avx2 %.1f GFLOP/s)\n\n", opname, T,
+               T > 1 ? "s" : "", run->peak[ti][0].gflops_cpu, run->peak[ti][1].gflops_cpu);
+        printf("| shape | GFLOP | variant | reps | median ms | p90 ms | min ms | GFLOP/s | best "
+               "GFLOP/s | %% peak | vs %s | max rel err | prep ms | cpu share |\n",
+               o->baseline);
+        printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (size_t i = 0; i < run->n; i++) {
+            const kb_result *r = &run->r[i];
+            if (r->threads != T) continue;
+            const case_info *info = &infos[r->case_idx];
+            printf("| %s | %.4g | %s%s | ", info->label, info->flops * 1e-9, r->v->name,
+                   r->is_default ? " *" : "");
+            if (r->status == RES_FAILED) {
+                printf("FAILED | | | | | | | | | | |\n");
+                continue;
+            }
+            if (r->status == RES_WRONG) {
+                printf("WRONG | | | | | | | | %.2e | %.1f | |\n", r->maxrel, r->prep_ms);
+                continue;
+            }
+            double gf = gflops_of(info, r->med_ms), peak = peak_for(run, ti, r->v);
+            printf("%d | %.4g | %.4g | %.4g | %.3g | %.3g | ", r->reps, r->med_ms, r->p90_ms,
+                   r->min_ms, gf, gflops_of(info, r->min_ms));
+            if (peak > 0)
+                printf("%.1f | ", 100.0 * gf / peak);
+            else
+                printf("- | ");
+            const kb_result *b = find_named(run, r->case_idx, T, o->baseline);
+            if (b)
+                printf("%.2f | ", b->med_ms / r->med_ms);
+            else
+                printf("- | ");
+            printf("%.2e | %.1f | %.2f |\n", r->maxrel, r->prep_ms, r->cpu_share);
+        }
+
+        /* Per shape: the default choice, anvil's best and the vendors' best. */
+        printf("\n### %s, %d thread%s: summary (by median)\n\n", opname, T, T > 1 ? "s" : "");
+        printf("| shape | default | GFLOP/s | best anvil | GFLOP/s | %% peak | best vendor | "
+               "GFLOP/s | anvil / vendor | anvil / %s |\n",
+               o->baseline);
+        printf("|---|---|---:|---|---:|---:|---|---:|---:|---:|\n");
+        int n_vs = 0, n_ge = 0;
+        /* Per network (conv: case_info.dims[0] is the layer set). */
+        double tot_def[3] = {0}, tot_anvil[3] = {0}, tot_base[3] = {0};
+        bool totals[3] = {true, true, true}, present[3] = {false, false, false};
+        for (int ci = 0; ci < n_cases; ci++) {
+            const case_info *info = &infos[ci];
+            const kb_result *def = NULL, *anvil = NULL, *vendor = NULL;
+            for (size_t i = 0; i < run->n; i++) {
+                const kb_result *r = &run->r[i];
+                if (r->case_idx != ci || r->threads != T || r->status != RES_OK) continue;
+                if (r->is_default) def = r;
+                if (!strcmp(r->v->name, "reference")) continue;
+                const kb_result **best = r->is_vendor ? &vendor : &anvil;
+                if (!*best || r->med_ms < (*best)->med_ms) *best = r;
+            }
+            const kb_result *base = find_named(run, ci, T, o->baseline);
+            printf("| %s | ", info->label);
+            print_named_rate(info, def);
+            print_named_rate(info, anvil);
+            double peak = anvil ? peak_for(run, ti, anvil->v) : 0;
+            if (peak > 0)
+                printf("%.1f | ", 100.0 * gflops_of(info, anvil->med_ms) / peak);
+            else
+                printf("- | ");
+            print_named_rate(info, vendor);
+            if (anvil && vendor)
+                printf("%.2f | ", vendor->med_ms / anvil->med_ms);
+            else
+                printf("- | ");
+            if (anvil && base) {
+                printf("%.2f |\n", base->med_ms / anvil->med_ms);
+                n_vs++;
+                n_ge += base->med_ms >= anvil->med_ms;
+            } else {
+                printf("- |\n");
+            }
+            int net = !strcmp(o->cmd, "conv") ? (int)info->dims[0] : 0;
+            present[net] = true;
+            if (def && anvil && base) {
+                tot_def[net] += info->count * def->med_ms;
+                tot_anvil[net] += info->count * anvil->med_ms;
+                tot_base[net] += info->count * base->med_ms;
+            } else {
+                totals[net] = false;
+            }
+        }
+        if (n_vs)
+            printf("\nBest anvil variant >= 1.0x %s on %d of %d shapes.\n", o->baseline, n_ge,
+                   n_vs);
+        static const char *const nets[3] = {"ResNet-50", "VGG-16", "MobileNetV2 (depthwise)"};
+        for (int net = 0; net < 3 && !strcmp(o->cmd, "conv"); net++)
+            if (present[net] && totals[net])
+                printf("%s, sum of each distinct layer's median x its count in the network: "
+                       "default %.2f ms, best anvil %.2f ms, %s %.2f ms.\n",
+                       nets[net], tot_def[net], tot_anvil[net], o->baseline, tot_base[net]);
+    }
+
+    /* Thread scaling: t(1 thread) / t(T threads), per variant and shape. */
+    int t1 = -1;
+    for (int ti = 0; ti < o->n_threads; ti++)
+        if (o->threads[ti] == 1) t1 = ti;
+    if (t1 < 0 || o->n_threads < 2) return;
+    printf("\n## %s thread scaling: median time at 1 thread / at T threads\n\n", opname);
+    printf("| shape | variant |");
+    for (int ti = 0; ti < o->n_threads; ti++)
+        if (ti != t1) printf(" speedup %dT |", o->threads[ti]);
+    printf("\n|---|---|");
+    for (int ti = 0; ti < o->n_threads; ti++)
+        if (ti != t1) printf("---:|");
+    printf("\n");
+    for (size_t i = 0; i < run->n; i++) {
+        const kb_result *r = &run->r[i];
+        if (r->threads != 1 || r->status != RES_OK) continue;
+        printf("| %s | %s |", infos[r->case_idx].label, r->v->name);
+        for (int ti = 0; ti < o->n_threads; ti++) {
+            if (ti == t1) continue;
+            const kb_result *q = find_result(run, r->case_idx, o->threads[ti], r->v);
+            if (q && q->status == RES_OK)
+                printf(" %.2f |", r->med_ms / q->med_ms);
+            else
+                printf(" - |");
+        }
+        printf("\n");
+    }
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static bool write_json(const kb_run *run, const case_info *infos, const kb_opts *o) {
+    FILE *f = fopen(o->json, "w");
+    if (!f) {
+        fprintf(stderr, "kbench: cannot write %s\n", o->json);
+        return false;
+    }
+    fprintf(f, "{\"command\": ");
+    json_str(f, o->cmd);
+    fprintf(f, ", \"set\": ");
+    json_str(f, o->set);
+    fprintf(f, ", \"cpu\": ");
+    json_str(f, core_hw_get()->cpu_model);
+    fprintf(f, ",\n \"peaks\": [");
+    for (int ti = 0; ti < o->n_threads; ti++)
+        for (int k = 0; k < 2; k++) {
+            const kb_peak *p = &run->peak[ti][k];
+            fprintf(f,
+                    "%s\n  {\"isa\": \"%s\", \"threads\": %d, \"measured\": %s, \"gflops\": %.3f, "
+                    "\"gflops_cpu\": %.3f, \"ghz\": %.3f}",
+                    ti || k ? "," : "", k ? "avx2_f32" : "avx512_f32", o->threads[ti],
+                    p->measured ? "true" : "false", p->gflops, p->gflops_cpu, p->ghz);
+        }
+    fprintf(f, "],\n \"results\": [");
+    for (size_t i = 0; i < run->n; i++) {
+        const kb_result *r = &run->r[i];
+        const case_info *info = &infos[r->case_idx];
+        int ti = 0;
+        while (ti < o->n_threads - 1 && o->threads[ti] != r->threads) ti++;
+        const kb_result *b = find_named(run, r->case_idx, r->threads, o->baseline);
+        double gf = r->status == RES_OK ? gflops_of(info, r->med_ms) : 0;
+        double peak = peak_for(run, ti, r->v);
+        fprintf(f, "%s\n  {\"shape\": ", i ? "," : "");
+        json_str(f, info->label);
+        fprintf(f, ", \"flops\": %.0f, \"count\": %d, \"threads\": %d, \"variant\": ", info->flops,
+                info->count, r->threads);
+        json_str(f, r->v->name);
+        fprintf(f,
+                ", \"default\": %s, \"vendor\": %s, \"status\": \"%s\", \"max_rel_err\": %.3e, "
+                "\"prep_ms\": %.3f, \"reps\": %d, \"median_ms\": %.4f, \"p90_ms\": %.4f, "
+                "\"min_ms\": %.4f, \"cpu_share\": %.3f, \"gflops\": %.2f, \"gflops_best\": %.2f, "
+                "\"pct_peak\": %.2f, "
+                "\"vs_baseline\": %.3f}",
+                r->is_default ? "true" : "false", r->is_vendor ? "true" : "false",
+                r->status == RES_OK      ? "ok"
+                : r->status == RES_WRONG ? "wrong"
+                                         : "failed",
+                isfinite(r->maxrel) ? r->maxrel : -1.0, r->prep_ms, r->reps, r->med_ms, r->p90_ms,
+                r->min_ms, r->cpu_share, gf, r->status == RES_OK ? gflops_of(info, r->min_ms) : 0,
+                peak > 0 ? 100.0 * gf / peak : 0,
+                b && r->status == RES_OK ? b->med_ms / r->med_ms : 0);
+    }
+    fprintf(f, "\n ],\n \"baseline\": ");
+    json_str(f, o->baseline);
+    fprintf(f, "}\n");
+    return fclose(f) == 0;
+}
+
+/* ---- the commands ---------------------------------------------------------------------------- */
+
+static void ops_usage(const char *cmd) {
+    bool gemm = !strcmp(cmd, "gemm");
+    fprintf(stderr,
+            "usage: anvil_kbench %s [options]\n"
+            "  %s\n"
+            "  --threads 1,2       thread counts (default: 1 and 2 when there are 2+ cores)\n"
+            "  --variants a,b      only these variants (names as in the table; 'reference' adds\n"
+            "                      the reference kernel)\n"
+            "  --reps N            timed runs per variant (default: adaptive, 3..200, about\n"
+            "                      --budget seconds per variant and shape)\n"
+            "  --budget S          adaptive repetition budget in seconds (default 0.25)\n"
+            "  --baseline NAME     ratio column against this variant (default %s)\n"
+            "  --full-check GFLOP  full reference check up to this size, sampled above\n"
+            "                      (default 1)\n"
+            "  --seed N            data seed (default 1)\n"
+            "  --json FILE         also write every result as JSON\n",
+            cmd,
+            gemm ? "--shapes squares|transformer|all (default all); --big adds 4096^3;\n"
+                   "  --shape MxNxK,...   these shapes instead (A is MxK, constant B is KxN)"
+                 : "--set resnet50|vgg16|mobilenetv2_dw|all (default all)",
+            gemm ? "dnnl_matmul" : "dnnl_conv");
+}
+
+static int cmd_ops(const char *cmd, int argc, char **argv) {
+    const core_hw *hw = core_hw_get();
+    kb_opts o = {0};
+    o.cmd = cmd;
+    o.set = "all";
+    o.baseline = !strcmp(cmd, "gemm") ? "dnnl_matmul" : "dnnl_conv";
+    o.threads[0] = 1;
+    o.threads[1] = 2;
+    o.n_threads = hw->logical_cores > 1 ? 2 : 1;
+    o.budget_s = 0.25;
+    o.full_limit = 1e9;
+    o.seed = 1;
+    bool gemm = !strcmp(cmd, "gemm");
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (((gemm && !strcmp(a, "--shapes")) || (!gemm && !strcmp(a, "--set"))) && has) {
+            o.set = argv[++i];
+        } else if (gemm && !strcmp(a, "--shape") && has) {
+            o.custom = argv[++i];
+        } else if (gemm && !strcmp(a, "--big")) {
+            o.big = true;
+        } else if (!strcmp(a, "--threads") && has) {
+            o.n_threads = kb_parse_ints(argv[++i], o.threads, MAX_THREADS, 1, 1024);
+            if (o.n_threads < 1) goto bad;
+        } else if (!strcmp(a, "--variants") && has) {
+            o.variants = argv[++i];
+        } else if (!strcmp(a, "--reps") && has) {
+            o.reps = atoi(argv[++i]);
+            if (o.reps < 1) goto bad;
+        } else if (!strcmp(a, "--budget") && has) {
+            o.budget_s = atof(argv[++i]);
+            if (!(o.budget_s > 0)) goto bad;
+        } else if (!strcmp(a, "--baseline") && has) {
+            o.baseline = argv[++i];
+        } else if (!strcmp(a, "--full-check") && has) {
+            o.full_limit = atof(argv[++i]) * 1e9;
+        } else if (!strcmp(a, "--seed") && has) {
+            o.seed = strtoull(argv[++i], NULL, 10);
+        } else if (!strcmp(a, "--json") && has) {
+            o.json = argv[++i];
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            ops_usage(cmd);
+            return 0;
+        } else {
+            goto bad;
+        }
+    }
+    int n_cases = case_list(&o, NULL);
+    if (n_cases <= 0) goto bad;
+    case_info *infos = calloc((size_t)n_cases, sizeof *infos);
+    kb_run run = {0};
+    if (!infos) return 1;
+    case_list(&o, infos);
+
+    /* The peaks first, in the same run, for each thread count: the % peak column's denominator. */
+    printf("# anvil_kbench %s: %s, %d logical cores\n\n", cmd, hw->cpu_model, hw->logical_cores);
+    printf("Load average at start: %s\n\n", kb_loadavg());
+    printf("| fp32 FMA peak | threads | GFLOP/s (wall) | GFLOP/s (CPU time) | GHz |\n"
+           "|---|---:|---:|---:|---:|\n");
+    for (int ti = 0; ti < o.n_threads; ti++)
+        for (int k = 0; k < 2; k++) {
+            kb_isa isa = k ? KB_ISA_AVX2_F32 : KB_ISA_AVX512_F32;
+            run.peak[ti][k] = kb_peak_measure(isa, o.threads[ti], 0.3);
+            if (run.peak[ti][k].measured)
+                printf("| %s | %d | %.1f | %.1f | %.2f |\n", kb_isa_name(isa), o.threads[ti],
+                       run.peak[ti][k].gflops, run.peak[ti][k].gflops_cpu, run.peak[ti][k].ghz);
+        }
+    fflush(stdout);
+
+    double t_start = kb_now_s();
+    for (int ci = 0; ci < n_cases; ci++) {
+        kb_case c;
+        if (!case_build(&o, &infos[ci], ci, &c)) {
+            fprintf(stderr, "kbench: could not build case %d\n", ci);
+            case_free(&c);
+            return 1;
+        }
+        for (int ti = 0; ti < o.n_threads; ti++) {
+            fprintf(stderr, "[kbench %6.1fs] %d/%d %s, %d thread%s%s\n", kb_now_s() - t_start,
+                    ci + 1, n_cases, c.label, o.threads[ti], o.threads[ti] > 1 ? "s" : "",
+                    c.ref ? "" : " (sampled check)");
+            size_t before = run.n;
+            bench_case(&run, &c, ci, o.threads[ti], &o);
+            if (run.n == before)
+                fprintf(stderr,
+                        "[kbench] %s: no variant applies besides the reference (add "
+                        "'--variants reference' to time that)\n",
+                        c.label);
+        }
+        case_free(&c);
+    }
+    print_tables(&run, infos, n_cases, &o);
+    printf(
+        "\n`*` marks the variant the default cascade picks for the node. Total time %.0f s; load "
+        "average at the end: %s.\n",
+        kb_now_s() - t_start, kb_loadavg());
+    int rc = 0;
+    if (o.json && !write_json(&run, infos, &o)) rc = 1;
+    free(run.r);
+    free(infos);
+    return rc;
+bad:
+    ops_usage(cmd);
+    return 2;
+}
+
+int kb_cmd_gemm(int argc, char **argv) {
+    return cmd_ops("gemm", argc, argv);
+}
+
+int kb_cmd_conv(int argc, char **argv) {
+    return cmd_ops("conv", argc, argv);
+}

@@ -1,0 +1,233 @@
+/* The machine's multiply-accumulate peak, measured rather than computed from a data sheet: each
+ * ISA's loop of independent FMA chains (bench/peak_*.c) runs on 1..N threads at once, and the
+ * core clock is read with a chain of dependent integer adds (one cycle each on every x86 core) so
+ * the result can be stated in flops per cycle as well as GFLOP/s. The kernel benchmarks measure
+ * this in the same run to express their numbers as a fraction of it. */
+#include "kbench.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const isa_names[KB_ISA_COUNT] = {
+    "avx512_f32", "avx2_f32", "avx512_bf16", "avx512_fp16", "amx_bf16",
+};
+
+const char *kb_isa_name(kb_isa isa) {
+    return isa_names[isa];
+}
+
+bool kb_peak_available(kb_isa isa) {
+    const core_hw *hw = core_hw_get();
+    switch (isa) {
+    case KB_ISA_AVX512_F32:
+        return hw->avx512f;
+    case KB_ISA_AVX2_F32:
+        return hw->avx2 && hw->fma;
+    case KB_ISA_AVX512_BF16:
+        return hw->avx512f && hw->avx512_bf16;
+    case KB_ISA_AVX512_FP16:
+        return hw->avx512f && hw->avx512_fp16 && kb_peak_have_fp16();
+    case KB_ISA_AMX_BF16:
+        return hw->amx_tile && hw->amx_bf16 && kb_peak_have_amx();
+    default:
+        return false;
+    }
+}
+
+typedef uint64_t (*peak_fn)(uint64_t iters, float *sink);
+
+static peak_fn fn_of(kb_isa isa) {
+    switch (isa) {
+    case KB_ISA_AVX512_F32:
+        return kb_peak_avx512_f32;
+    case KB_ISA_AVX2_F32:
+        return kb_peak_avx2_f32;
+    case KB_ISA_AVX512_BF16:
+        return kb_peak_avx512_bf16;
+    case KB_ISA_AVX512_FP16:
+        return kb_peak_avx512_fp16;
+    default:
+        return kb_peak_amx_bf16;
+    }
+}
+
+/* 8 dependent register-register adds per iteration: 8 cycles, whatever the core's width (the
+ * loop counter runs beside them). Register operands, so no core can eliminate the adds the way
+ * some rename small immediates away. Best of three runs, to step around preemption. */
+double kb_measure_ghz(void) {
+    const uint64_t iters = 4000000;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        uint64_t x = 0, one = 1, cnt = iters;
+        double t0 = kb_thread_cpu_s();
+        __asm__ volatile("1:\n\t"
+                         "add %2, %0\n\t"
+                         "add %2, %0\n\t"
+                         "add %2, %0\n\t"
+                         "add %2, %0\n\t"
+                         "add %2, %0\n\t"
+                         "add %2, %0\n\t"
+                         "add %2, %0\n\t"
+                         "add %2, %0\n\t"
+                         "dec %1\n\t"
+                         "jnz 1b\n\t"
+                         : "+r"(x), "+r"(cnt)
+                         : "r"(one)
+                         : "cc");
+        double dt = kb_thread_cpu_s() - t0;
+        double ghz = (double)iters * 8.0 / dt * 1e-9;
+        if (ghz > best && x == iters * 8) best = ghz;
+    }
+    return best;
+}
+
+typedef struct peak_job {
+    peak_fn fn;
+    uint64_t iters;
+    pthread_barrier_t *start;
+    double end_s, cpu_s;
+    uint64_t flops;
+    float sink;
+} peak_job;
+
+static void *peak_thread(void *p) {
+    peak_job *j = p;
+    pthread_barrier_wait(j->start);
+    double c0 = kb_thread_cpu_s();
+    j->flops = j->fn(j->iters, &j->sink);
+    j->end_s = kb_now_s();
+    j->cpu_s = kb_thread_cpu_s() - c0;
+    return NULL;
+}
+
+kb_peak kb_peak_measure(kb_isa isa, int threads, double seconds_target) {
+    kb_peak r = {0};
+    if (!kb_peak_available(isa) || threads < 1) return r;
+    peak_fn fn = fn_of(isa);
+    /* Calibrate the iteration count on one thread: grow until a run takes >= 20 ms. */
+    float sink = 0;
+    uint64_t iters = 1000;
+    double dt = 0;
+    for (;;) {
+        double t0 = kb_now_s();
+        fn(iters, &sink);
+        dt = kb_now_s() - t0;
+        if (dt >= 0.02 || iters > (1ull << 40)) break;
+        iters *= 4;
+    }
+    iters = (uint64_t)((double)iters * seconds_target / dt) + 1;
+
+    double ghz_before = kb_measure_ghz();
+    peak_job *jobs = calloc((size_t)threads, sizeof *jobs);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    if (!jobs || !tids) {
+        free(jobs);
+        free(tids);
+        return r;
+    }
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    int started = 1;
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (peak_job){fn, iters, &start, 0, 0, 0, 0};
+    }
+    for (int t = 1; t < threads; t++) {
+        if (pthread_create(&tids[t], NULL, peak_thread, &jobs[t]) != 0) break;
+        started++;
+    }
+    if (started != threads) {
+        /* Threads already started wait at the barrier for ever: nothing sensible is left to do. */
+        fprintf(stderr, "kbench: could not start %d threads\n", threads);
+        exit(1);
+    }
+    /* The calling thread is thread 0; the clock starts when everybody passed the barrier. */
+    pthread_barrier_wait(&start);
+    double t0 = kb_now_s(), c0 = kb_thread_cpu_s();
+    jobs[0].flops = fn(iters, &jobs[0].sink);
+    jobs[0].end_s = kb_now_s();
+    jobs[0].cpu_s = kb_thread_cpu_s() - c0;
+    for (int t = 1; t < threads; t++) pthread_join(tids[t], NULL);
+    pthread_barrier_destroy(&start);
+    double end = 0;
+    uint64_t flops = 0;
+    for (int t = 0; t < threads; t++) {
+        if (jobs[t].end_s > end) end = jobs[t].end_s;
+        flops += jobs[t].flops;
+        if (jobs[t].cpu_s > 0) r.gflops_cpu += (double)jobs[t].flops / jobs[t].cpu_s * 1e-9;
+        sink += jobs[t].sink;
+    }
+    double ghz_after = kb_measure_ghz();
+    r.measured = flops > 0;
+    r.gflops = (double)flops / (end - t0) * 1e-9;
+    r.ghz = 0.5 * (ghz_before + ghz_after);
+    /* The sink is only there to keep results alive; a NaN would mean a broken loop. */
+    if (sink != sink) r.measured = false;
+    free(jobs);
+    free(tids);
+    return r;
+}
+
+static void peak_usage(void) {
+    fprintf(stderr, "usage: anvil_kbench peak [--threads 1,2] [--seconds S]\n"
+                    "  --threads  thread counts (default: 1 and every logical core)\n"
+                    "  --seconds  duration of each measurement (default 0.5)\n");
+}
+
+int kb_cmd_peak(int argc, char **argv) {
+    const core_hw *hw = core_hw_get();
+    int threads[16] = {1, hw->logical_cores};
+    int n_threads = hw->logical_cores > 1 ? 2 : 1;
+    double seconds = 0.5;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            n_threads = kb_parse_ints(argv[++i], threads, 16, 1, 1024);
+            if (n_threads < 1) {
+                peak_usage();
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+            seconds = atof(argv[++i]);
+            if (!(seconds > 0)) {
+                peak_usage();
+                return 2;
+            }
+        } else {
+            peak_usage();
+            return !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ? 0 : 2;
+        }
+    }
+    printf("# FMA peak: %s, %d logical cores\n\n", hw->cpu_model, hw->logical_cores);
+    printf("| ISA | threads | GFLOP/s (wall) | GFLOP/s (CPU time) | GHz | flops/cycle/core |\n");
+    printf("|---|---:|---:|---:|---:|---:|\n");
+    for (int isa = 0; isa < KB_ISA_COUNT; isa++) {
+        if (!kb_peak_available((kb_isa)isa)) {
+            printf("| %s | - | absent | | | |\n", kb_isa_name((kb_isa)isa));
+            continue;
+        }
+        for (int ti = 0; ti < n_threads; ti++) {
+            kb_peak p = kb_peak_measure((kb_isa)isa, threads[ti], seconds);
+            if (!p.measured) {
+                printf("| %s | %d | failed | | | |\n", kb_isa_name((kb_isa)isa), threads[ti]);
+                continue;
+            }
+            if (p.ghz > 0)
+                printf("| %s | %d | %.1f | %.1f | %.2f | %.1f |\n", kb_isa_name((kb_isa)isa),
+                       threads[ti], p.gflops, p.gflops_cpu, p.ghz,
+                       p.gflops_cpu / (p.ghz * threads[ti]));
+            else
+                printf("| %s | %d | %.1f | %.1f | ? | ? |\n", kb_isa_name((kb_isa)isa), threads[ti],
+                       p.gflops, p.gflops_cpu);
+            fflush(stdout);
+        }
+    }
+    printf(
+        "\nGFLOP/s (wall): flops of all threads / elapsed time. GFLOP/s (CPU time): the sum of "
+        "each\n"
+        "thread's flops / its own CPU time, i.e. the cores' rate while they run, which other\n"
+        "processes sharing the cores do not lower. GHz: core clock from a chain of dependent adds\n"
+        "over thread CPU time, measured before and after each run; flops/cycle/core uses the CPU\n"
+        "time rate. Load average now: %s\n",
+        kb_loadavg());
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* The AVX-512 fp32 FMA peak loop. Compiled with -mavx512f (bench/CMakeLists.txt) and called only
+ * after core_hw_get() reported AVX-512.
+ *
+ * 24 independent accumulators: an FMA's latency (4 cycles on Zen 4, 4 on Intel) times the zmm
+ * FMA throughput (1 per cycle double-pumped on Zen 4, 2 per cycle on server Intel) needs at most
+ * 8 chains in flight, so 24 keeps every pipe busy with room to spare while still fitting in the
+ * 32 zmm registers next to the two multiplicands. */
+#include "kbench.h"
+
+#include <immintrin.h>
+
+#define CHAINS 24
+/* X(i) for every chain i. */
+#define CHAINS_X(X) CHAINS_LO(X) CHAINS_HI(X)
+#define CHAINS_LO(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define CHAINS_HI(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+
+uint64_t kb_peak_avx512_f32(uint64_t iters, float *sink) {
+    __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-6f);
+    /* One named variable per chain (an array would be kept in memory by gcc). */
+#define DECL(i) __m512 acc##i = _mm512_set1_ps((float)i);
+    CHAINS_X(DECL)
+#undef DECL
+    for (uint64_t it = 0; it < iters; it++) {
+#define STEP(i) acc##i = _mm512_fmadd_ps(a, b, acc##i);
+        CHAINS_X(STEP)
+#undef STEP
+        /* An empty asm that claims to change a multiplicand stops the compiler from folding
+         * iterations together. */
+        __asm__ volatile("" : "+v"(a));
+    }
+    __m512 s = _mm512_setzero_ps();
+#define SUM(i) s = _mm512_add_ps(s, acc##i);
+    CHAINS_X(SUM)
+#undef SUM
+    *sink += _mm512_reduce_add_ps(s);
+    return iters * CHAINS * 16u * 2u;
+}
