@@ -1,0 +1,115 @@
+/* The conv family's internals: 2-D Conv geometry shared by its variants, the layout helpers
+ * (im2col, implicit-GEMM panel packing), the ISA entry points of the depthwise and Winograd
+ * kernels, and the NHWC kernels (tested on their own against the NCHW reference; anvil's graph is
+ * NCHW, so their variant conv_nhwc_im2col_gemm transposes around them, see conv_nhwc.c).
+ *
+ * Files: conv_variants.c (GEMM variants, conv_f32 and the family list), conv_common.c (geometry,
+ * im2col, panel packing), conv_depthwise.c + conv_dw_*.c (direct depthwise), conv_winograd.c +
+ * conv_wino_*.c (Winograd), conv_nhwc.c (NHWC).
+ *
+ * Every pointer argument is borrowed for the duration of the call unless said otherwise. */
+#ifndef ANVIL_KERNELS_CONV_H
+#define ANVIL_KERNELS_CONV_H
+
+#include "kernels/cpu/gemm/gemm.h"
+
+#include <stdint.h>
+
+/* A 2-D fp32 convolution with every dimension known (NCHW: X [n, c, h, w], W [m, c/group, kh, kw],
+ * Y [n, m, oh, ow]). Pads are resolved (auto_pad applied). */
+typedef struct conv_shape {
+    int64_t n, c, h, w; /* input */
+    int64_t m, oh, ow;  /* output channels and spatial size */
+    int64_t kh, kw;     /* kernel */
+    int64_t sh, sw;     /* strides */
+    int64_t dh, dw;     /* dilations */
+    int64_t pt, pl;     /* pads at the top / left (bottom / right follow from oh, ow) */
+    int64_t group;
+    int64_t cg, mg; /* input / output channels per group */
+    bool has_bias;
+} conv_shape;
+
+/* Fills s from a kern_node when it is a 2-D Conv with float32 inputs and static shapes; false
+ * otherwise (or on malformed attributes, which the reference reports). */
+bool conv_shape_of(const kern_node *kn, conv_shape *s);
+
+/* The GEMM kernel for a conv GEMM C[m, n] = A[m, k] B[k, n] on hw (never NULL). */
+const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_hw *hw);
+
+/* The depth of one group's GEMM: cg * kh * kw. */
+static inline int64_t conv_kdim(const conv_shape *s) {
+    return s->cg * s->kh * s->kw;
+}
+
+/* im2col of one group of one image for output pixels [p0, p0 + np): col[k][j] (row stride ldc)
+ * = x[c][oy*sh - pt + ky*dh][ox*sw - pl + kx*dw] (0 outside), k = (c*kh + ky)*kw + kx, pixel
+ * p0 + j = oy*ow + ox; rows [k0, k1) only. x points at the group's first channel. */
+void conv_im2col(const conv_shape *s, const float *x, int64_t k0, int64_t k1, int64_t p0,
+                 int64_t np, float *col, int64_t ldc);
+
+/* Packs the im2col of output pixels [p0, p0 + np) straight into gemm.h's packed-B layout for
+ * kernel k: ceil(np/NR) panels of kdim x NR, k-major, zero columns past np. dst holds
+ * ceil(np/NR) * NR * kdim floats. */
+void conv_pack_b_panels(const conv_shape *s, const gemm_kernel *k, const float *x, int64_t p0,
+                        int64_t np, float *dst);
+
+/* The variant conv_f32 (the default for Conv) delegates to for kn: the first rule of its cascade
+ * that holds and whose variant applies; NULL when no conv variant can run kn. Static data. */
+const kern_variant *conv_auto_pick(const kern_node *kn);
+
+/* ---- depthwise (conv_depthwise.c, conv_dw_avx512.c, conv_dw_avx2.c) ------------------------- */
+
+/* One output plane of a depthwise conv with a kh x kw kernel (3 or 5), stride sx (1 or 2) along
+ * the width: y[oy][ox] = bias + sum w[ky][kx] * xp[oy*sy + ky][ox*sx + kx], where xp is the
+ * zero-padded input plane (row stride ldp, readable for a full vector past the last output's
+ * last tap). */
+typedef void (*conv_dw_plane_fn)(const float *xp, int64_t ldp, int64_t sy, int64_t sx, int kh,
+                                 int kw, const float *w, float bias, float *y, int64_t oh,
+                                 int64_t ow);
+void conv_dw_plane_avx512(const float *xp, int64_t ldp, int64_t sy, int64_t sx, int kh, int kw,
+                          const float *w, float bias, float *y, int64_t oh, int64_t ow);
+void conv_dw_plane_avx2(const float *xp, int64_t ldp, int64_t sy, int64_t sx, int kh, int kw,
+                        const float *w, float bias, float *y, int64_t oh, int64_t ow);
+/* Floats per vector of each, so the padded plane is wide enough for the last vector. */
+#define CONV_DW_PAD_FLOATS 64
+
+/* ---- Winograd F(m x m, 3 x 3) transforms (conv_winograd.c and its ISA files) ---------------- */
+
+/* Input transform of one row of tiles of one channel: xr[i] (i < t = m + 2) are the t padded
+ * input rows the tile row covers (each readable for tiles_x * m + 2 floats); v[pos * ldv + tx]
+ * for pos < t*t receives B^T d B of tile tx. */
+typedef void (*conv_wino_in_fn)(const float *const *xr, int64_t tiles_x, float *v, int64_t ldv);
+/* Output transform of one row of tiles of one output channel: mo[pos * ldm + tx] are the t*t
+ * GEMM results per tile; rows[r] (r < m) receive A^T M A + bias for tiles_x * m columns. */
+typedef void (*conv_wino_out_fn)(const float *mo, int64_t ldm, int64_t tiles_x, float bias,
+                                 float *const *rows);
+
+typedef struct conv_wino_fns {
+    conv_wino_in_fn in2, in4; /* F(2x2) and F(4x4) */
+    conv_wino_out_fn out2, out4;
+} conv_wino_fns;
+
+extern const conv_wino_fns conv_wino_fns_base, conv_wino_fns_avx2, conv_wino_fns_avx512;
+
+/* ---- NHWC (conv_nhwc.c) -----------------------------------------------------------------------
+ */
+
+/* Weights for conv_nhwc_run: W [m, cg, kh, kw] rearranged to B [(ky*kw + kx)*cg + c, m_g] per
+ * group and packed once. Owned by the caller; free with conv_nhwc_weights_free. */
+typedef struct conv_nhwc_weights {
+    const gemm_kernel *k;
+    gemm_blocking blk;
+    int64_t groups;
+    gemm_packed *pb; /* one per group */
+} conv_nhwc_weights;
+
+anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nhwc_weights *out);
+void conv_nhwc_weights_free(conv_nhwc_weights *pw);
+/* Scratch bytes conv_nhwc_run needs (with threads slices). */
+size_t conv_nhwc_workspace(const conv_shape *s, const conv_nhwc_weights *pw, int threads);
+/* Y [n, oh, ow, m] = conv(X [n, h, w, c]) + bias (NULL: none): each image is a GEMM with
+ * A = the NHWC im2col [oh*ow, kh*kw*cg] (X itself for 1x1 stride-1 unpadded convs). */
+void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
+                   const float *bias, float *y, void *ws, op_ctx *ctx);
+
+#endif

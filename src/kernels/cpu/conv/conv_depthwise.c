@@ -1,0 +1,150 @@
+/* Direct depthwise Conv (group == C == M, one filter per channel), 3x3 and 5x5 kernels, strides
+ * 1 and 2, no dilation, NCHW: conv_depthwise_direct_avx512 / _avx2.
+ *
+ * A depthwise conv does kh*kw FMAs per output, far too few for a GEMM to pay for its packing, so
+ * it is computed directly from the image. Each thread takes whole channel planes; a plane is first
+ * copied into a zero-padded buffer (one pass over the input) so the vector loop along the output
+ * width has no bounds tests, then the ISA kernel (conv_dw_tmpl.h) sweeps it. */
+#include "conv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct dw_plan {
+    conv_shape s;
+    int64_t ph, ldp; /* padded plane: rows, row stride */
+    int threads;
+} dw_plan;
+
+static bool dw_plan_of(const kern_node *kn, dw_plan *p) {
+    memset(p, 0, sizeof *p);
+    conv_shape *s = &p->s;
+    if (!conv_shape_of(kn, s)) return false;
+    if (s->group != s->c || s->m != s->c) return false;
+    if ((s->kh != 3 && s->kh != 5) || (s->kw != 3 && s->kw != 5)) return false;
+    if ((s->sh != 1 && s->sh != 2) || (s->sw != 1 && s->sw != 2) || s->dh != 1 || s->dw != 1)
+        return false;
+    p->ph = (s->oh - 1) * s->sh + s->kh;
+    /* The last vector of a row may read CONV_DW_PAD_FLOATS past the last output's taps. */
+    p->ldp = ((s->ow - 1) * s->sw + s->kw + CONV_DW_PAD_FLOATS + 15) / 16 * 16;
+    p->threads = kn->threads > 0 ? kn->threads : 1;
+    return true;
+}
+
+static size_t dw_slice(const dw_plan *p) {
+    return ((size_t)p->ph * (size_t)p->ldp * sizeof(float) + 63) & ~(size_t)63;
+}
+
+static bool dw_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    dw_plan p;
+    return dw_plan_of(kn, &p);
+}
+
+static size_t dw_workspace(const kern_node *kn) {
+    dw_plan p;
+    return dw_plan_of(kn, &p) ? (size_t)p.threads * dw_slice(&p) : 0;
+}
+
+static anvil_status dw_prepare(const kern_node *kn, void **state) {
+    dw_plan *p = core_calloc(1, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (!dw_plan_of(kn, p)) {
+        free(p);
+        return core_err(ANVIL_ERR_INTERNAL,
+                        "%s: depthwise variant prepared for a node it does "
+                        "not support",
+                        ir_node_label(kn->node));
+    }
+    *state = p;
+    return ANVIL_OK;
+}
+
+static void dw_release(void *state) {
+    free(state);
+}
+
+/* Copies plane x (h x w) into xp (ph x ldp) shifted by the top/left pads, zeros elsewhere. */
+static void pad_plane(const dw_plan *p, const float *x, float *xp) {
+    const conv_shape *s = &p->s;
+    for (int64_t r = 0; r < p->ph; r++) {
+        float *d = xp + r * p->ldp;
+        const int64_t iy = r - s->pt;
+        if (iy < 0 || iy >= s->h) {
+            memset(d, 0, sizeof(float) * (size_t)p->ldp);
+            continue;
+        }
+        /* Padded column q holds input column q - pl. */
+        int64_t q0 = s->pl < p->ldp ? s->pl : p->ldp, q1 = s->pl + s->w;
+        if (q1 > p->ldp) q1 = p->ldp;
+        if (q1 < q0) q1 = q0;
+        memset(d, 0, sizeof(float) * (size_t)q0);
+        memcpy(d + q0, x + iy * s->w, sizeof(float) * (size_t)(q1 - q0));
+        memset(d + q1, 0, sizeof(float) * (size_t)(p->ldp - q1));
+    }
+}
+
+typedef struct dw_job {
+    const dw_plan *p;
+    conv_dw_plane_fn fn;
+    const float *x, *w, *b;
+    float *y;
+    char *ws;
+} dw_job;
+
+static void dw_chunk(void *arg, size_t begin, size_t end) {
+    const dw_job *j = arg;
+    const dw_plan *p = j->p;
+    const conv_shape *s = &p->s;
+    const int64_t planes = s->n * s->c, T = p->threads;
+    for (size_t t = begin; t < end; t++) {
+        float *xp = (float *)(j->ws + t * dw_slice(p));
+        for (int64_t q = planes * (int64_t)t / T; q < planes * ((int64_t)t + 1) / T; q++) {
+            const int64_t c = q % s->c;
+            pad_plane(p, j->x + q * s->h * s->w, xp);
+            j->fn(xp, p->ldp, s->sh, s->sw, (int)s->kh, (int)s->kw, j->w + c * s->kh * s->kw,
+                  j->b ? j->b[c] : 0.0f, j->y + q * s->oh * s->ow, s->oh, s->ow);
+        }
+    }
+}
+
+static anvil_status dw_run(const dw_plan *p, conv_dw_plane_fn fn, const op_tensor *const *in,
+                           int n_in, op_tensor *const *out, void *ws, op_ctx *ctx) {
+    const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
+    dw_job j = {p, fn, in[0]->data, in[1]->data, b, out[0]->data, ws};
+    if (p->s.n * p->s.c == 0) return ANVIL_OK;
+    op_parallel_for(ctx, (size_t)p->threads, dw_chunk, &j);
+    return ANVIL_OK;
+}
+
+static anvil_status dw_run_avx512(const ir_node *n, void *state, const op_tensor *const *in,
+                                  int n_in, op_tensor *const *out, int n_out, void *ws,
+                                  op_ctx *ctx) {
+    (void)n;
+    (void)n_out;
+    return dw_run(state, conv_dw_plane_avx512, in, n_in, out, ws, ctx);
+}
+
+static anvil_status dw_run_avx2(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+    (void)n;
+    (void)n_out;
+    return dw_run(state, conv_dw_plane_avx2, in, n_in, out, ws, ctx);
+}
+
+const kern_variant conv_v_depthwise_avx512 = {"conv_depthwise_direct_avx512",
+                                              IR_OP_CONV,
+                                              KERN_NEEDS_AVX512,
+                                              dw_supports,
+                                              dw_workspace,
+                                              dw_prepare,
+                                              dw_release,
+                                              dw_run_avx512};
+const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
+                                            IR_OP_CONV,
+                                            KERN_NEEDS_AVX2,
+                                            dw_supports,
+                                            dw_workspace,
+                                            dw_prepare,
+                                            dw_release,
+                                            dw_run_avx2};

@@ -1,0 +1,101 @@
+/* Winograd F(2x2,3x3) and F(4x4,3x3) tile transforms, written as plain loops over the tiles of
+ * one tile row so that the compiler vectorizes them along the tiles with whatever ISA the
+ * including file is compiled for (conv_winograd.c: baseline, conv_wino_avx2.c, conv_wino_avx512.c).
+ * The including file defines WINO_SUFFIX (the name suffix of the functions it gets).
+ *
+ * Contracts: conv.h (conv_wino_in_fn / conv_wino_out_fn). The matrices are Lavin & Gray's:
+ *   F(2,3): B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],  A^T = [1 1 1 0; 0 1 -1 -1]
+ *   F(4,3): B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0;
+ *                  0 4 0 -5 0 1],
+ *           A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
+ * written out term by term (a multiplication by a zero entry is not free in IEEE arithmetic, so
+ * the compiler would not drop it from a generic matrix product). */
+#include <stdint.h>
+
+#define WINO_CAT2(a, b) a##b
+#define WINO_CAT(a, b) WINO_CAT2(a, b)
+
+/* o = B^T r for one 4-vector (F(2,3)). */
+#define WINO_BT4(r, o)                                                                             \
+    do {                                                                                           \
+        (o)[0] = (r)[0] - (r)[2];                                                                  \
+        (o)[1] = (r)[1] + (r)[2];                                                                  \
+        (o)[2] = (r)[2] - (r)[1];                                                                  \
+        (o)[3] = (r)[1] - (r)[3];                                                                  \
+    } while (0)
+
+/* o = B^T r for one 6-vector (F(4,3)). */
+#define WINO_BT6(r, o)                                                                             \
+    do {                                                                                           \
+        (o)[0] = 4.0f * (r)[0] - 5.0f * (r)[2] + (r)[4];                                           \
+        (o)[1] = -4.0f * ((r)[1] + (r)[2]) + (r)[3] + (r)[4];                                      \
+        (o)[2] = 4.0f * ((r)[1] - (r)[2]) - (r)[3] + (r)[4];                                       \
+        (o)[3] = 2.0f * ((r)[3] - (r)[1]) - (r)[2] + (r)[4];                                       \
+        (o)[4] = 2.0f * ((r)[1] - (r)[3]) - (r)[2] + (r)[4];                                       \
+        (o)[5] = 4.0f * (r)[1] - 5.0f * (r)[3] + (r)[5];                                           \
+    } while (0)
+
+/* o = A^T r (F(2,3)): 4 -> 2. */
+#define WINO_AT4(r, o)                                                                             \
+    do {                                                                                           \
+        (o)[0] = (r)[0] + (r)[1] + (r)[2];                                                         \
+        (o)[1] = (r)[1] - (r)[2] - (r)[3];                                                         \
+    } while (0)
+
+/* o = A^T r (F(4,3)): 6 -> 4. */
+#define WINO_AT6(r, o)                                                                             \
+    do {                                                                                           \
+        const float p12 = (r)[1] + (r)[2], m12 = (r)[1] - (r)[2];                                  \
+        const float p34 = (r)[3] + (r)[4], m34 = (r)[3] - (r)[4];                                  \
+        (o)[0] = (r)[0] + p12 + p34;                                                               \
+        (o)[1] = m12 + 2.0f * m34;                                                                 \
+        (o)[2] = p12 + 4.0f * p34;                                                                 \
+        (o)[3] = m12 + 8.0f * m34 + (r)[5];                                                        \
+    } while (0)
+
+/* One generic body per tile size: T = tile (4 or 6), M = outputs per tile (2 or 4). */
+#define WINO_DEFINE_IN(NAME, T, M, BT)                                                             \
+    static void NAME(const float *const *xr, int64_t tiles_x, float *v, int64_t ldv) {             \
+        for (int64_t tx = 0; tx < tiles_x; tx++) {                                                 \
+            float d[T][T], e[T][T], col[T], o[T];                                                  \
+            _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) {                                  \
+                _Pragma("GCC unroll 6") for (int j = 0; j < T; j++) d[i][j] = xr[i][tx * M + j];   \
+                BT(d[i], e[i]);                                                                    \
+            }                                                                                      \
+            _Pragma("GCC unroll 6") for (int j = 0; j < T; j++) {                                  \
+                _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) col[i] = e[i][j];              \
+                BT(col, o);                                                                        \
+                _Pragma("GCC unroll 6") for (int a = 0; a < T; a++) v[(a * T + j) * ldv + tx] =    \
+                    o[a];                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#define WINO_DEFINE_OUT(NAME, T, M, AT)                                                            \
+    static void NAME(const float *mo, int64_t ldm, int64_t tiles_x, float bias,                    \
+                     float *const *rows) {                                                         \
+        for (int64_t tx = 0; tx < tiles_x; tx++) {                                                 \
+            float s[T][M], col[T], o[M];                                                           \
+            _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) {                                  \
+                float r[T];                                                                        \
+                _Pragma("GCC unroll 6") for (int j = 0; j < T; j++) r[j] =                         \
+                    mo[(i * T + j) * ldm + tx];                                                    \
+                AT(r, s[i]);                                                                       \
+            }                                                                                      \
+            _Pragma("GCC unroll 4") for (int c = 0; c < M; c++) {                                  \
+                _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) col[i] = s[i][c];              \
+                AT(col, o);                                                                        \
+                _Pragma("GCC unroll 4") for (int r = 0; r < M; r++) rows[r][tx * M + c] =          \
+                    o[r] + bias;                                                                   \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+WINO_DEFINE_IN(WINO_CAT(wino_in2_, WINO_SUFFIX), 4, 2, WINO_BT4)
+WINO_DEFINE_IN(WINO_CAT(wino_in4_, WINO_SUFFIX), 6, 4, WINO_BT6)
+WINO_DEFINE_OUT(WINO_CAT(wino_out2_, WINO_SUFFIX), 4, 2, WINO_AT4)
+WINO_DEFINE_OUT(WINO_CAT(wino_out4_, WINO_SUFFIX), 6, 4, WINO_AT6)
+
+const conv_wino_fns WINO_CAT(conv_wino_fns_, WINO_SUFFIX) = {
+    WINO_CAT(wino_in2_, WINO_SUFFIX), WINO_CAT(wino_in4_, WINO_SUFFIX),
+    WINO_CAT(wino_out2_, WINO_SUFFIX), WINO_CAT(wino_out4_, WINO_SUFFIX)};

@@ -1,0 +1,352 @@
+/* Winograd convolutions F(2x2,3x3) and F(4x4,3x3): conv_winograd_f2x2_3x3, conv_winograd_f4x4_3x3.
+ * 3x3 kernels, stride 1, dilation 1, group 1, any pads.
+ *
+ * An m x m block of outputs (m = 2 or 4) comes from a t x t input tile (t = m + 2) as
+ *   Y = A^T [ (G g G^T) .* (B^T d B) ] A,
+ * summed over input channels. The elementwise product summed over channels is, for each of the
+ * t*t tile positions, a GEMM: M[pos] (Cout x tiles) = U[pos] (Cout x Cin) x V[pos] (Cin x tiles).
+ * U is transformed and packed once in prepare; per image, blocks of whole tile rows are
+ * transformed into V (sized so V and M stay near L2), multiplied with anvil's GEMM (weights
+ * pre-packed, 16 or 36 GEMMs per block), and transformed back with the bias added. With at least
+ * as many images as threads each thread takes whole (image, block) jobs with its own buffers;
+ * otherwise the threads share every block, phase by phase (wino_plan.shared).
+ *
+ * Accuracy: F(2x2) multiplies by 1/2 at most and is within a few ulps of direct convolution;
+ * F(4x4)'s matrices have entries up to 8 and 1/24, which costs about two decimal digits (the test
+ * uses rtol 1e-3 for it against 1e-4 for the others). */
+#include "conv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define WINO_SUFFIX base
+#include "conv_wino_tmpl.h"
+
+typedef struct wino_plan {
+    conv_shape s;
+    int m, t;                           /* outputs per tile side, tile side */
+    int64_t tiles_x, tiles_y, rows_blk; /* tile rows per block */
+    int64_t wp;                         /* padded input row width */
+    const gemm_kernel *k;
+    gemm_blocking blk;
+    int threads;
+    bool shared; /* threads split each block's phases instead of taking whole blocks */
+    size_t v_off, mo_off, row_off, out_off, gemm_off, slice; /* per-thread layout, bytes */
+} wino_plan;
+
+typedef struct wino_state {
+    wino_plan p;
+    gemm_packed *u; /* t*t packed U[pos] */
+    const conv_wino_fns *fns;
+} wino_state;
+
+static size_t align64(size_t x) {
+    return (x + 63) & ~(size_t)63;
+}
+
+static bool wino_plan_of(const kern_node *kn, int m, wino_plan *p) {
+    memset(p, 0, sizeof *p);
+    conv_shape *s = &p->s;
+    if (!conv_shape_of(kn, s)) return false;
+    if (s->kh != 3 || s->kw != 3 || s->sh != 1 || s->sw != 1 || s->dh != 1 || s->dw != 1 ||
+        s->group != 1)
+        return false;
+    /* U is built from the weights in prepare. */
+    if (!kn->in[1].value) return false;
+    const core_hw *hw = core_hw_get();
+    p->m = m;
+    p->t = m + 2;
+    p->threads = kn->threads > 0 ? kn->threads : 1;
+    p->tiles_x = (s->ow + m - 1) / m;
+    p->tiles_y = (s->oh + m - 1) / m;
+    const int64_t tt = (int64_t)p->t * p->t;
+    /* V and M of a block together about the size of L2, so they stay there between the phases;
+     * but every block streams all of U, so a block is never smaller than U (c*m/(c+m) tiles):
+     * with deep layers U is the larger stream. */
+    size_t l2 = hw->l2_bytes ? hw->l2_bytes : (size_t)1 << 20;
+    int64_t per_tile = tt * (s->c + s->m) * (int64_t)sizeof(float);
+    int64_t nb = (int64_t)l2 / (per_tile > 0 ? per_tile : 1);
+    const int64_t nb_u = s->c + s->m > 0 ? s->c * s->m / (s->c + s->m) : 0;
+    const bool u_bound = nb < nb_u;
+    if (u_bound) nb = nb_u;
+    int64_t rows = (nb + p->tiles_x - 1) / p->tiles_x;
+    if (rows < 1) rows = 1;
+    /* Fewer images than threads: when U is the larger stream the threads share each block,
+     * splitting the input transform by channels, the GEMMs by position (so each U[pos] is read by
+     * one thread only) and the output transform by output channels, at the cost of three
+     * fork-joins per block; otherwise each thread takes whole blocks (no synchronisation), made
+     * small enough that every thread gets some. */
+    p->shared = p->threads > 1 && s->n < p->threads && u_bound;
+    if (p->threads > 1 && s->n < p->threads && !u_bound) {
+        int64_t share = (p->tiles_y * s->n + p->threads - 1) / p->threads;
+        if (share < rows) rows = share;
+    }
+    if (rows > p->tiles_y) rows = p->tiles_y;
+    if (rows < 1) rows = 1;
+    p->rows_blk = rows;
+    const int64_t ntile = rows * p->tiles_x;
+    p->wp = p->tiles_x * m + 2;
+    p->k = conv_gemm_kernel(s->m, ntile, s->c, hw);
+    p->blk = gemm_blocking_default(p->k, s->m, ntile, s->c, hw);
+    size_t off = 0;
+    p->v_off = off;
+    off += align64((size_t)(tt * s->c * ntile) * sizeof(float));
+    p->mo_off = off;
+    off += align64((size_t)(tt * s->m * ntile) * sizeof(float));
+    p->row_off = off;
+    off += align64((size_t)(p->t * p->wp) * sizeof(float));
+    p->out_off = off;
+    off += align64((size_t)(m * p->tiles_x * m) * sizeof(float));
+    p->gemm_off = off;
+    off += align64(gemm_thread_workspace(p->k, &p->blk));
+    p->slice = off;
+    return true;
+}
+
+static void wino_release(void *state) {
+    wino_state *st = state;
+    if (!st) return;
+    if (st->u)
+        for (int i = 0; i < st->p.t * st->p.t; i++) gemm_packed_free(&st->u[i]);
+    free(st->u);
+    free(st);
+}
+
+/* U[pos][o][c] = (G g G^T)[pos] for every filter g = W[o][c], in double. */
+static void transform_weights(const wino_plan *p, const float *w, float *u) {
+    static const double g2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    static const double g4[6][3] = {{0.25, 0, 0},
+                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                    {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                    {0, 0, 1}};
+    const int t = p->t;
+    const double(*g)[3] = t == 4 ? g2 : g4;
+    const int64_t co = p->s.m, ci = p->s.c;
+    for (int64_t o = 0; o < co; o++)
+        for (int64_t c = 0; c < ci; c++) {
+            const float *f = w + (o * ci + c) * 9;
+            double gf[6][3];
+            for (int i = 0; i < t; i++)
+                for (int j = 0; j < 3; j++)
+                    gf[i][j] = g[i][0] * f[j] + g[i][1] * f[3 + j] + g[i][2] * f[6 + j];
+            for (int i = 0; i < t; i++)
+                for (int j = 0; j < t; j++) {
+                    double acc = gf[i][0] * g[j][0] + gf[i][1] * g[j][1] + gf[i][2] * g[j][2];
+                    u[((int64_t)(i * t + j) * co + o) * ci + c] = (float)acc;
+                }
+        }
+}
+
+static anvil_status wino_prepare(const kern_node *kn, int m, void **state) {
+    wino_state *st = core_calloc(1, sizeof *st);
+    if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (!wino_plan_of(kn, m, &st->p)) {
+        free(st);
+        return core_err(ANVIL_ERR_INTERNAL,
+                        "%s: Winograd variant prepared for a node it does not "
+                        "support",
+                        ir_node_label(kn->node));
+    }
+    const core_hw *hw = core_hw_get();
+    st->fns = (hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512)
+                  ? &conv_wino_fns_avx512
+              : (hw->avx2 && hw->fma) ? &conv_wino_fns_avx2
+                                      : &conv_wino_fns_base;
+    const wino_plan *p = &st->p;
+    const int tt = p->t * p->t;
+    const int64_t per = p->s.m * p->s.c;
+    anvil_status e = ANVIL_ERR_OUT_OF_MEMORY;
+    float *u = malloc(sizeof(float) * (size_t)(tt * per > 0 ? tt * per : 1));
+    st->u = core_calloc((size_t)tt, sizeof *st->u);
+    if (!u || !st->u) goto fail;
+    transform_weights(p, kn->in[1].value, u);
+    for (int i = 0; i < tt; i++)
+        if ((e = gemm_pack_a(p->k, p->s.m, p->s.c, u + i * per, p->s.c, 1, &st->u[i])) != ANVIL_OK)
+            goto fail;
+    free(u);
+    *state = st;
+    return ANVIL_OK;
+fail:
+    free(u);
+    wino_release(st);
+    return e;
+}
+
+typedef struct wino_job {
+    const wino_state *st;
+    const float *x, *b;
+    float *y;
+    char *ws;
+    int64_t img, ty0, nrows; /* the block the threads share (shared mode) */
+} wino_job;
+
+static char *slice_of(const wino_job *j, size_t t) {
+    return j->ws + t * j->st->p.slice;
+}
+
+/* Input transform of channels [c0, c1) of a block into V[pos][c][tile] (V from `vslice`). Padded
+ * column q of a row holds input column q - pl. */
+static void wino_input(const wino_job *j, int64_t img, int64_t ty0, int64_t nrows, int64_t c0,
+                       int64_t c1, char *vslice, char *own) {
+    const wino_plan *p = &j->st->p;
+    const conv_shape *s = &p->s;
+    const int m = p->m, t = p->t;
+    const int64_t ntile = nrows * p->tiles_x, ci = s->c;
+    float *v = (float *)(vslice + p->v_off), *rowbuf = (float *)(own + p->row_off);
+    const float *xr[6];
+    for (int i = 0; i < t; i++) xr[i] = rowbuf + i * p->wp;
+    const int64_t q0 = s->pl < p->wp ? s->pl : p->wp;
+    const int64_t q1 = s->pl + s->w < p->wp ? s->pl + s->w : p->wp;
+    for (int64_t c = c0; c < c1; c++) {
+        const float *xc = j->x + (img * ci + c) * s->h * s->w;
+        for (int64_t r = 0; r < nrows; r++) {
+            const int64_t iy0 = (ty0 + r) * m - s->pt;
+            for (int i = 0; i < t; i++) {
+                float *d = rowbuf + i * p->wp;
+                const int64_t iy = iy0 + i;
+                if (iy < 0 || iy >= s->h || q1 <= q0) {
+                    memset(d, 0, sizeof(float) * (size_t)p->wp);
+                    continue;
+                }
+                memset(d, 0, sizeof(float) * (size_t)q0);
+                memcpy(d + q0, xc + iy * s->w, sizeof(float) * (size_t)(q1 - q0));
+                memset(d + q1, 0, sizeof(float) * (size_t)(p->wp - q1));
+            }
+            (t == 4 ? j->st->fns->in2
+                    : j->st->fns->in4)(xr, p->tiles_x, v + c * ntile + r * p->tiles_x, ci * ntile);
+        }
+    }
+}
+
+/* The channel GEMMs of positions [pos0, pos1): M[pos] = U[pos] x V[pos]. */
+static void wino_gemms(const wino_job *j, int64_t ntile, int pos0, int pos1, char *vslice,
+                       char *own) {
+    const wino_plan *p = &j->st->p;
+    const int64_t ci = p->s.c, co = p->s.m;
+    float *v = (float *)(vslice + p->v_off), *mo = (float *)(vslice + p->mo_off);
+    for (int pos = pos0; pos < pos1; pos++) {
+        gemm_problem pr;
+        memset(&pr, 0, sizeof pr);
+        pr.m = co;
+        pr.n = ntile;
+        pr.k = ci;
+        pr.pa = &j->st->u[pos];
+        pr.b = v + pos * ci * ntile;
+        pr.rs_b = ntile;
+        pr.cs_b = 1;
+        pr.c = mo + pos * co * ntile;
+        pr.ldc = ntile;
+        pr.ep = gemm_epilogue_none();
+        gemm_run_serial(p->k, &p->blk, &pr, own + p->gemm_off);
+    }
+}
+
+/* Output transform of output channels [o0, o1), bias, and the valid part of each tile row. */
+static void wino_output(const wino_job *j, int64_t img, int64_t ty0, int64_t nrows, int64_t o0,
+                        int64_t o1, char *vslice, char *own) {
+    const wino_plan *p = &j->st->p;
+    const conv_shape *s = &p->s;
+    const int m = p->m;
+    const int64_t ntile = nrows * p->tiles_x, co = s->m;
+    const float *mo = (const float *)(vslice + p->mo_off);
+    float *outbuf = (float *)(own + p->out_off);
+    float *orow[4];
+    for (int r = 0; r < m; r++) orow[r] = outbuf + r * p->tiles_x * m;
+    for (int64_t o = o0; o < o1; o++) {
+        const float bias = j->b ? j->b[o] : 0.0f;
+        float *yo = j->y + (img * co + o) * s->oh * s->ow;
+        for (int64_t r = 0; r < nrows; r++) {
+            (m == 2 ? j->st->fns->out2 : j->st->fns->out4)(mo + o * ntile + r * p->tiles_x,
+                                                           co * ntile, p->tiles_x, bias, orow);
+            const int64_t oy0 = (ty0 + r) * m;
+            for (int rr = 0; rr < m && oy0 + rr < s->oh; rr++)
+                memcpy(yo + (oy0 + rr) * s->ow, orow[rr], sizeof(float) * (size_t)s->ow);
+        }
+    }
+}
+
+/* Private mode: thread t takes whole (image, block) jobs with its own slice. */
+static void private_chunk(void *arg, size_t begin, size_t end) {
+    const wino_job *j = arg;
+    const wino_plan *p = &j->st->p;
+    const int64_t nb = (p->tiles_y + p->rows_blk - 1) / p->rows_blk, jobs = p->s.n * nb;
+    const int64_t T = p->threads;
+    for (size_t t = begin; t < end; t++)
+        for (int64_t q = jobs * (int64_t)t / T; q < jobs * ((int64_t)t + 1) / T; q++) {
+            const int64_t img = q / nb, ty0 = q % nb * p->rows_blk;
+            const int64_t nrows = p->tiles_y - ty0 < p->rows_blk ? p->tiles_y - ty0 : p->rows_blk;
+            char *sl = slice_of(j, t);
+            wino_input(j, img, ty0, nrows, 0, p->s.c, sl, sl);
+            wino_gemms(j, nrows * p->tiles_x, 0, p->t * p->t, sl, sl);
+            wino_output(j, img, ty0, nrows, 0, p->s.m, sl, sl);
+        }
+}
+
+/* Shared mode: the threads split each phase of one block (V and M in slice 0). */
+static void shared_in_chunk(void *arg, size_t begin, size_t end) {
+    const wino_job *j = arg;
+    const int64_t c = j->st->p.s.c, T = j->st->p.threads;
+    for (size_t t = begin; t < end; t++)
+        wino_input(j, j->img, j->ty0, j->nrows, c * (int64_t)t / T, c * ((int64_t)t + 1) / T,
+                   slice_of(j, 0), slice_of(j, t));
+}
+
+static void shared_gemm_chunk(void *arg, size_t begin, size_t end) {
+    const wino_job *j = arg;
+    const int tt = j->st->p.t * j->st->p.t, T = j->st->p.threads;
+    for (size_t t = begin; t < end; t++)
+        wino_gemms(j, j->nrows * j->st->p.tiles_x, tt * (int)t / T, tt * ((int)t + 1) / T,
+                   slice_of(j, 0), slice_of(j, t));
+}
+
+static void shared_out_chunk(void *arg, size_t begin, size_t end) {
+    const wino_job *j = arg;
+    const int64_t co = j->st->p.s.m, T = j->st->p.threads;
+    for (size_t t = begin; t < end; t++)
+        wino_output(j, j->img, j->ty0, j->nrows, co * (int64_t)t / T, co * ((int64_t)t + 1) / T,
+                    slice_of(j, 0), slice_of(j, t));
+}
+
+static anvil_status wino_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                             op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+    (void)n;
+    (void)n_out;
+    const wino_state *st = state;
+    const wino_plan *p = &st->p;
+    const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
+    wino_job j = {st, in[0]->data, b, out[0]->data, ws, 0, 0, 0};
+    if (p->s.n == 0 || p->s.m == 0) return ANVIL_OK;
+    if (!p->shared) {
+        op_parallel_for(ctx, (size_t)p->threads, private_chunk, &j);
+        return ANVIL_OK;
+    }
+    for (j.img = 0; j.img < p->s.n; j.img++)
+        for (j.ty0 = 0; j.ty0 < p->tiles_y; j.ty0 += p->rows_blk) {
+            j.nrows = p->tiles_y - j.ty0 < p->rows_blk ? p->tiles_y - j.ty0 : p->rows_blk;
+            op_parallel_for(ctx, (size_t)p->threads, shared_in_chunk, &j);
+            op_parallel_for(ctx, (size_t)p->threads, shared_gemm_chunk, &j);
+            op_parallel_for(ctx, (size_t)p->threads, shared_out_chunk, &j);
+        }
+    return ANVIL_OK;
+}
+
+#define WINO_VARIANT(M, NAME)                                                                      \
+    static bool sup_f##M(const kern_node *kn, const core_hw *hw) {                                 \
+        (void)hw;                                                                                  \
+        wino_plan p;                                                                               \
+        return wino_plan_of(kn, M, &p);                                                            \
+    }                                                                                              \
+    static size_t ws_f##M(const kern_node *kn) {                                                   \
+        wino_plan p;                                                                               \
+        return wino_plan_of(kn, M, &p) ? (size_t)p.threads * p.slice : 0;                          \
+    }                                                                                              \
+    static anvil_status prep_f##M(const kern_node *kn, void **state) {                             \
+        return wino_prepare(kn, M, state);                                                         \
+    }                                                                                              \
+    const kern_variant conv_v_winograd_f##M = {                                                    \
+        NAME, IR_OP_CONV, 0, sup_f##M, ws_f##M, prep_f##M, wino_release, wino_run};
+
+WINO_VARIANT(2, "conv_winograd_f2x2_3x3")
+WINO_VARIANT(4, "conv_winograd_f4x4_3x3")

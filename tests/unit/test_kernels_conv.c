@@ -1,0 +1,411 @@
+/* The conv family (src/kernels/cpu/conv) against the reference Conv: every conv variant that
+ * applies, on 1, 2 and 3 threads, over edge shapes (channels 1/3/13/14/15/32/33 around the
+ * register tiles, sizes 1/5/7/8/13 around the Winograd tiles and vectors, kernels 1/3/5, strides
+ * 1/2, symmetric, asymmetric and auto pads, dilation 2, groups 2 and depthwise, batch 1/3/0, with
+ * and without bias); the count of variants checked per case is asserted so a variant that stops
+ * applying fails the test. Also: the default cascade's picks, and the NHWC kernels against the
+ * NCHW reference with the data transposed. */
+#include "kernels/cpu/conv/conv.h"
+#include "optest.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+static float *random_data(size_t n, unsigned seed) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    unsigned s = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (float)((s >> 9) & 0xffff) / 32768.0f - 1.0f;
+    }
+    return p;
+}
+
+typedef struct conv_case {
+    int64_t n, c, h, w, m, kh, kw, sh, sw, dh, dw;
+    int64_t pads[4]; /* top, left, bottom, right */
+    int64_t group;
+    bool bias;
+    const char *auto_pad; /* NULL: NOTSET with pads */
+} conv_case;
+
+static bool avx512(void) {
+    const core_hw *hw = core_hw_get();
+    return hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512;
+}
+
+static bool avx2(void) {
+    return core_hw_get()->avx2 && core_hw_get()->fma;
+}
+
+/* The conv_* variants that must apply to case c on this machine. */
+static int expected_variants(const conv_case *c) {
+    int n = 4; /* conv_f32, conv_im2col_gemm, conv_implicit_gemm, conv_nhwc_im2col_gemm */
+    bool no_pad = !c->pads[0] && !c->pads[1] && !c->pads[2] && !c->pads[3];
+    bool same = c->auto_pad && strncmp(c->auto_pad, "SAME", 4) == 0;
+    if (c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && (no_pad || c->auto_pad)) n++;
+    if (c->kh == 3 && c->kw == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 &&
+        c->group == 1)
+        n += 2;
+    bool dw_shape = c->group == c->c && c->m == c->c && (c->kh == 3 || c->kh == 5) &&
+                    (c->kw == 3 || c->kw == 5) && c->sh <= 2 && c->sw <= 2 && c->dh == 1 &&
+                    c->dw == 1;
+    (void)same;
+    if (dw_shape) n += (int)avx2() + (int)avx512();
+    return n;
+}
+
+/* F(4x4,3x3)'s transform matrices cost about two digits (conv_winograd.c). */
+static void tolerance(const char *name, float *rtol, float *atol) {
+    if (!strcmp(name, "conv_winograd_f4x4_3x3")) {
+        *rtol = 1e-3f;
+        *atol = 2e-3f;
+    } else if (!strcmp(name, "conv_winograd_f2x2_3x3")) {
+        *rtol = 2e-4f;
+        *atol = 5e-4f;
+    } else {
+        *rtol = 1e-4f;
+        *atol = 2e-4f;
+    }
+}
+
+/* Runs every applicable conv_* variant (and any other registered one, at the default
+ * tolerance) on 1..3 threads; returns the number of conv_* variants checked or -1. */
+static int check_all_variants(optest *t) {
+    if (optest_run(t) != ANVIL_OK) {
+        fprintf(stderr, "reference failed: %s\n", anvil_last_error());
+        return -1;
+    }
+    size_t count;
+    const kern_variant *const *list = kern_variants(IR_OP_CONV, &count);
+    size_t bytes;
+    if (!core_tensor_bytes(t->out[0].dtype, t->out[0].dims, t->out[0].rank, &bytes)) abort();
+    int mine = 0;
+    for (size_t vi = 1; vi < count; vi++) {
+        float rtol, atol;
+        tolerance(list[vi]->name, &rtol, &atol);
+        for (int threads = 1; threads <= 3; threads++) {
+            op_tensor got = t->out[0];
+            got.data = malloc(bytes ? bytes : 1);
+            memset(got.data, 0xff, bytes); /* NaN: an unwritten output fails */
+            anvil_status s = optest_run_variant(t, list[vi], threads, &got);
+            long bad = -1;
+            if (s == ANVIL_OK)
+                bad = optest_compare_f32(got.data, t->out[0].data, op_tensor_numel(&t->out[0]),
+                                         rtol, atol);
+            free(got.data);
+            if (s == ANVIL_ERR_UNSUPPORTED) break;
+            if (s != ANVIL_OK || bad >= 0) {
+                fprintf(stderr, "variant %s (%d threads) %s\n", list[vi]->name, threads,
+                        s != ANVIL_OK ? anvil_last_error() : "differs from the reference");
+                return -1;
+            }
+            if (threads == 1 && !strncmp(list[vi]->name, "conv_", 5)) mine++;
+        }
+    }
+    return mine;
+}
+
+/* Builds the one-node graph of case c (weights and bias known, as constants) into t; the data
+ * arrays are returned for the caller to free after optest_end. */
+static void build_case(optest *t, const conv_case *c, float **x, float **w, float **b) {
+    int nattr = 5 + (c->auto_pad ? 1 : 0);
+    optest_begin(t, IR_OP_CONV, c->bias ? 3 : 2, 1, nattr);
+    optest_attr_ints(t, 0, "kernel_shape", (int64_t[]){c->kh, c->kw}, 2);
+    optest_attr_ints(t, 1, "strides", (int64_t[]){c->sh, c->sw}, 2);
+    optest_attr_ints(t, 2, "dilations", (int64_t[]){c->dh, c->dw}, 2);
+    optest_attr_int(t, 3, "group", c->group);
+    if (c->auto_pad) {
+        optest_attr_ints(t, 4, "pads", (int64_t[]){0, 0, 0, 0}, 4);
+        optest_attr_string(t, 5, "auto_pad", c->auto_pad);
+    } else {
+        optest_attr_ints(t, 4, "pads", c->pads, 4);
+    }
+    int64_t xd[4] = {c->n, c->c, c->h, c->w}, wd[4] = {c->m, c->c / c->group, c->kh, c->kw};
+    *x = random_data((size_t)(xd[0] * xd[1] * xd[2] * xd[3]), 1);
+    *w = random_data((size_t)(wd[0] * wd[1] * wd[2] * wd[3]), 2);
+    *b = c->bias ? random_data((size_t)c->m, 3) : NULL;
+    optest_input(t, 0, ANVIL_DTYPE_FLOAT32, 4, xd, *x, false);
+    optest_input(t, 1, ANVIL_DTYPE_FLOAT32, 4, wd, *w, true);
+    if (c->bias) optest_input(t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){c->m}, *b, true);
+}
+
+static void check_case(const conv_case *c) {
+    optest t;
+    float *x, *w, *b;
+    build_case(&t, c, &x, &w, &b);
+    int n = check_all_variants(&t);
+    int want = expected_variants(c);
+    if (n != want)
+        fprintf(stderr,
+                "case n%lld c%lld %lldx%lld m%lld k%lldx%lld s%lld,%lld d%lld,%lld g%lld "
+                "pads %lld,%lld,%lld,%lld %s: checked %d conv variants, want %d\n",
+                (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->m,
+                (long long)c->kh, (long long)c->kw, (long long)c->sh, (long long)c->sw,
+                (long long)c->dh, (long long)c->dw, (long long)c->group, (long long)c->pads[0],
+                (long long)c->pads[1], (long long)c->pads[2], (long long)c->pads[3],
+                c->auto_pad ? c->auto_pad : "", n, want);
+    assert_int_equal(n, want);
+    optest_end(&t);
+    free(x);
+    free(w);
+    free(b);
+}
+
+#define CASE(N, C, H, W, M, KH, KW, S, D, P, G, B)                                                 \
+    { N, C, H, W, M, KH, KW, S, S, D, D, {P, P, P, P}, G, B, NULL }
+
+static void test_conv_1x1(void **state) {
+    (void)state;
+    static const conv_case cases[] = {
+        CASE(1, 13, 7, 8, 15, 1, 1, 1, 1, 0, 1, false),
+        CASE(3, 32, 5, 5, 33, 1, 1, 1, 1, 0, 1, true),
+        CASE(1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, true),
+        CASE(2, 33, 13, 13, 14, 1, 1, 1, 1, 0, 1, true),
+        CASE(1, 14, 8, 8, 32, 1, 1, 1, 1, 0, 2, true), /* groups */
+        CASE(1, 15, 13, 7, 3, 1, 1, 2, 1, 0, 1, true), /* stride 2: not conv_1x1_gemm */
+        CASE(1, 3, 5, 5, 13, 1, 1, 1, 1, 1, 1, false), /* padded: not conv_1x1_gemm */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
+}
+
+static void test_conv_3x3(void **state) {
+    (void)state;
+    static const conv_case cases[] = {
+        CASE(1, 3, 8, 8, 13, 3, 3, 1, 1, 1, 1, true),
+        CASE(1, 32, 13, 13, 33, 3, 3, 1, 1, 1, 1, true),
+        CASE(1, 33, 7, 5, 32, 3, 3, 1, 1, 1, 1, false),
+        CASE(3, 14, 5, 7, 15, 3, 3, 1, 1, 0, 1, true),
+        CASE(1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, true),
+        CASE(1, 15, 13, 8, 14, 3, 3, 2, 1, 1, 1, true),  /* stride 2 */
+        CASE(1, 13, 13, 13, 3, 3, 3, 1, 2, 2, 1, true),  /* dilation 2 */
+        CASE(3, 14, 7, 7, 32, 3, 3, 1, 1, 1, 2, true),   /* groups 2 */
+        CASE(1, 32, 8, 13, 32, 3, 3, 1, 1, 2, 1, false), /* pad 2 */
+        CASE(1, 64, 13, 13, 64, 3, 3, 1, 1, 1, 1, true),
+        /* Transformed filters larger than L2: Winograd's shared mode (threads split each block's
+         * phases) with 1 image, its private mode with 3 */
+        CASE(1, 256, 5, 6, 256, 3, 3, 1, 1, 1, 1, true),
+        CASE(3, 256, 6, 5, 240, 3, 3, 1, 1, 1, 1, false),
+        /* asymmetric pads and auto_pad */
+        {1, 13, 7, 8, 14, 3, 3, 1, 1, 1, 1, {0, 1, 2, 1}, 1, true, NULL},
+        {1, 15, 5, 13, 33, 3, 3, 1, 1, 1, 1, {2, 0, 0, 1}, 1, false, NULL},
+        {1, 13, 7, 8, 14, 3, 3, 1, 1, 1, 1, {0}, 1, true, "SAME_UPPER"},
+        {1, 13, 8, 7, 14, 3, 3, 2, 2, 1, 1, {0}, 1, true, "SAME_LOWER"},
+        {1, 13, 8, 7, 14, 3, 3, 1, 1, 1, 1, {0}, 1, true, "VALID"},
+        {2, 14, 13, 5, 13, 3, 3, 2, 1, 1, 1, {1, 0, 1, 2}, 1, true, NULL},
+        /* zero-size batch */
+        CASE(0, 13, 7, 7, 14, 3, 3, 1, 1, 1, 1, true),
+        CASE(0, 13, 7, 7, 14, 1, 1, 1, 1, 0, 1, true),
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
+}
+
+static void test_conv_5x5_and_more(void **state) {
+    (void)state;
+    static const conv_case cases[] = {
+        CASE(1, 3, 13, 13, 14, 5, 5, 1, 1, 2, 1, true),
+        CASE(3, 13, 8, 7, 15, 5, 5, 2, 1, 1, 1, false),
+        CASE(1, 14, 7, 8, 14, 5, 5, 1, 2, 2, 2, true),
+        CASE(1, 3, 13, 8, 32, 7, 7, 2, 1, 3, 1, true), /* ResNet stem shape, small */
+        {1, 1, 13, 13, 3, 5, 3, 2, 1, 1, 1, {2, 1, 0, 1}, 1, true, NULL},
+        CASE(1, 33, 1, 1, 14, 5, 5, 1, 1, 2, 1, true),
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
+}
+
+/* Every (channels, size, kernel, stride) combination in a rotating sweep. */
+static void test_conv_sweep(void **state) {
+    (void)state;
+    static const int64_t chans[] = {1, 3, 13, 14, 15, 32, 33};
+    static const int64_t sizes[] = {1, 5, 7, 8, 13};
+    static const int64_t ks[] = {1, 3, 5};
+    for (size_t i = 0; i < 7; i++)
+        for (size_t j = 0; j < 5; j++) {
+            int64_t k = ks[(i + j) % 3], s = 1 + (int64_t)((i + 2 * j) % 2);
+            conv_case c = CASE(1 + (int64_t)(i % 2) * 2, chans[i], sizes[j], sizes[(j + 2) % 5],
+                               chans[(i + j + 1) % 7], k, k, s, 1, k / 2, 1, (i + j) % 2 == 0);
+            check_case(&c);
+        }
+}
+
+static void test_conv_depthwise(void **state) {
+    (void)state;
+    static const int64_t chans[] = {1, 3, 14, 33};
+    static const int64_t sizes[] = {1, 5, 7, 8, 13, 40};
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 6; j++)
+            for (int64_t k = 3; k <= 5; k += 2)
+                for (int64_t s = 1; s <= 2; s++) {
+                    int64_t c = chans[i];
+                    conv_case cs = CASE(1 + (int64_t)(j % 2) * 2, c, sizes[j], sizes[(j + i) % 6],
+                                        c, k, k, s, 1, k / 2, c, (i + j) % 2 == 1);
+                    check_case(&cs);
+                }
+    /* asymmetric pads, mixed kernel, no padding, auto_pad */
+    static const conv_case more[] = {
+        {1, 13, 13, 8, 13, 3, 3, 2, 1, 1, 1, {0, 2, 1, 0}, 13, true, NULL},
+        {1, 14, 7, 13, 14, 5, 3, 1, 2, 1, 1, {0, 0, 0, 0}, 14, false, NULL},
+        {2, 32, 8, 8, 32, 3, 3, 2, 2, 1, 1, {0}, 32, true, "SAME_UPPER"},
+        {1, 15, 13, 5, 15, 5, 5, 1, 1, 1, 1, {0}, 15, true, "SAME_LOWER"},
+        {1, 15, 13, 5, 15, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, 15, true, NULL}, /* dilation 2 */
+        CASE(0, 13, 7, 7, 13, 3, 3, 1, 1, 1, 13, true),
+    };
+    for (size_t i = 0; i < sizeof more / sizeof *more; i++) check_case(&more[i]);
+}
+
+/* A conv whose weights are not constant: Winograd and NHWC decline (they transform W in
+ * prepare), the NCHW GEMM variants read W directly. */
+static void test_conv_runtime_weights(void **state) {
+    (void)state;
+    conv_case c = CASE(1, 13, 8, 8, 14, 3, 3, 1, 1, 1, 1, true);
+    optest t;
+    float *x, *w, *b;
+    build_case(&t, &c, &x, &w, &b);
+    t.in_known[1] = false;
+    int n = check_all_variants(&t);
+    assert_int_equal(n, 3); /* neither Winograd nor NHWC (they pack W in prepare) */
+    optest_end(&t);
+    free(x);
+    free(w);
+    free(b);
+}
+
+/* The default cascade's pick, through conv_f32. */
+static const char *default_pick(const conv_case *c, int threads) {
+    optest t;
+    float *x, *w, *b;
+    build_case(&t, c, &x, &w, &b);
+    assert_int_equal(optest_infer(&t), ANVIL_OK);
+    op_tinfo in[3];
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < t.n_in; i++) {
+        in[i].dtype = ANVIL_DTYPE_FLOAT32;
+        ir_shape_set(&in[i].shape, t.in[i].rank, t.in[i].dims);
+        in[i].value = t.in_known[i] ? t.in[i].data : NULL;
+    }
+    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads};
+    const kern_variant *v = conv_auto_pick(&kn);
+    const kern_variant *sel = NULL;
+    assert_int_equal(kern_select(&kn, NULL, &sel), ANVIL_OK);
+    assert_string_equal(sel->name, "conv_f32");
+    optest_end(&t);
+    free(x);
+    free(w);
+    free(b);
+    return v ? v->name : "(none)";
+}
+
+static void test_conv_default_cascade(void **state) {
+    (void)state;
+    conv_case dw = CASE(1, 32, 56, 56, 32, 3, 3, 1, 1, 1, 32, true);
+    conv_case pw = CASE(1, 64, 56, 56, 256, 1, 1, 1, 1, 0, 1, true);
+    conv_case wino = CASE(1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, true);
+    conv_case small = CASE(1, 3, 56, 56, 8, 3, 3, 1, 1, 1, 1, true);
+    conv_case stem = CASE(1, 3, 64, 64, 64, 7, 7, 2, 1, 3, 1, true);
+    conv_case pw_s2 = CASE(1, 64, 28, 28, 128, 1, 1, 2, 1, 0, 1, true);
+    conv_case deep_s2 = CASE(1, 256, 28, 28, 256, 3, 3, 2, 1, 1, 1, true);
+    if (avx512())
+        assert_string_equal(default_pick(&dw, 1), "conv_depthwise_direct_avx512");
+    else if (avx2())
+        assert_string_equal(default_pick(&dw, 1), "conv_depthwise_direct_avx2");
+    assert_string_equal(default_pick(&pw, 1), "conv_1x1_gemm");
+    assert_true(!strncmp(default_pick(&wino, 1), "conv_winograd_", 14));
+    assert_string_equal(default_pick(&small, 1), "conv_implicit_gemm");
+    assert_string_equal(default_pick(&stem, 2), "conv_implicit_gemm");
+    assert_string_equal(default_pick(&pw_s2, 1), "conv_im2col_gemm");
+    assert_string_equal(default_pick(&deep_s2, 1), "conv_nhwc_im2col_gemm");
+    /* Every variant can be forced by name. */
+    static const char *names[] = {"conv_f32",
+                                  "conv_1x1_gemm",
+                                  "conv_im2col_gemm",
+                                  "conv_implicit_gemm",
+                                  "conv_winograd_f2x2_3x3",
+                                  "conv_winograd_f4x4_3x3",
+                                  "conv_depthwise_direct_avx512",
+                                  "conv_depthwise_direct_avx2"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        assert_non_null(kern_find(IR_OP_CONV, names[i]));
+}
+
+/* ---- NHWC kernels ------------------------------------------------------------------------ */
+
+static void nchw_to_nhwc(const float *x, int64_t n, int64_t c, int64_t hw, float *y) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t p = 0; p < hw; p++) y[(i * hw + p) * c + ch] = x[(i * c + ch) * hw + p];
+}
+
+static void check_nhwc(const conv_case *c, int threads) {
+    optest t;
+    float *x, *w, *b;
+    build_case(&t, c, &x, &w, &b);
+    assert_int_equal(optest_run(&t), ANVIL_OK);
+    op_tinfo in[3];
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < t.n_in; i++) {
+        in[i].dtype = ANVIL_DTYPE_FLOAT32;
+        ir_shape_set(&in[i].shape, t.in[i].rank, t.in[i].dims);
+    }
+    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads};
+    conv_shape s;
+    assert_true(conv_shape_of(&kn, &s));
+    conv_nhwc_weights pw;
+    assert_int_equal(conv_nhwc_weights_pack(&s, w, &pw), ANVIL_OK);
+    size_t xn = (size_t)(s.n * s.c * s.h * s.w), yn = (size_t)(s.n * s.m * s.oh * s.ow);
+    float *xt = malloc((xn ? xn : 1) * sizeof(float)), *yt = malloc((yn ? yn : 1) * sizeof(float));
+    float *want = malloc((yn ? yn : 1) * sizeof(float));
+    nchw_to_nhwc(x, s.n, s.c, s.h * s.w, xt);
+    nchw_to_nhwc(t.out[0].data, s.n, s.m, s.oh * s.ow, want);
+    void *ws = core_aligned_alloc(64, conv_nhwc_workspace(&s, &pw, threads) + 64);
+    rt_pool *pool = NULL;
+    assert_int_equal(rt_pool_create(threads, &pool), ANVIL_OK);
+    op_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.pool = pool;
+    conv_nhwc_run(&s, &pw, xt, b, yt, ws, &ctx);
+    assert_true(optest_compare_f32(yt, want, yn, 1e-4f, 2e-4f) < 0);
+    rt_pool_free(pool);
+    free(ws);
+    conv_nhwc_weights_free(&pw);
+    free(xt);
+    free(yt);
+    free(want);
+    optest_end(&t);
+    free(x);
+    free(w);
+    free(b);
+}
+
+static void test_conv_nhwc(void **state) {
+    (void)state;
+    static const conv_case cases[] = {
+        CASE(1, 13, 7, 8, 15, 1, 1, 1, 1, 0, 1, true),
+        CASE(3, 32, 5, 5, 33, 1, 1, 1, 1, 0, 1, false),
+        CASE(1, 14, 8, 8, 32, 1, 1, 1, 1, 0, 2, true),
+        CASE(1, 15, 13, 7, 3, 1, 1, 2, 1, 0, 1, true),
+        CASE(1, 3, 8, 8, 13, 3, 3, 1, 1, 1, 1, true),
+        CASE(3, 14, 7, 7, 32, 3, 3, 1, 1, 1, 2, true),
+        CASE(1, 13, 13, 13, 3, 3, 3, 1, 2, 2, 1, false),
+        CASE(1, 33, 13, 8, 14, 5, 5, 2, 1, 2, 1, true),
+        {1, 13, 7, 8, 14, 3, 3, 1, 1, 1, 1, {0, 1, 2, 1}, 1, true, NULL},
+        CASE(0, 13, 7, 7, 14, 3, 3, 1, 1, 1, 1, true),
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int threads = 1; threads <= 3; threads += 2) check_nhwc(&cases[i], threads);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_1x1),
+        cmocka_unit_test(test_conv_3x3),
+        cmocka_unit_test(test_conv_5x5_and_more),
+        cmocka_unit_test(test_conv_sweep),
+        cmocka_unit_test(test_conv_depthwise),
+        cmocka_unit_test(test_conv_runtime_weights),
+        cmocka_unit_test(test_conv_default_cascade),
+        cmocka_unit_test(test_conv_nhwc),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
