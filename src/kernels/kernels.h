@@ -28,7 +28,15 @@ typedef struct kern_node {
     const op_tinfo *out;
     int n_out;
     int threads; /* the session's thread count: workspace_size may reserve a slice per thread */
+    /* Optional (may be NULL): prepare sets bit i (kern_node_mark_copied) when its state holds
+     * its own copy of constant input i, e.g. packed weights, and run never reads the original;
+     * the session then lets the model's mapped pages of that constant go. */
+    uint32_t *copied;
 } kern_node;
+
+static inline void kern_node_mark_copied(const kern_node *kn, int input) {
+    if (kn->copied && input >= 0 && input < 32) *kn->copied |= 1u << input;
+}
 
 typedef struct kern_variant {
     const char *name;

@@ -352,13 +352,92 @@ static anvil_status select_variant(const rt_session *s, const kern_node *kn,
     return kern_select(kn, NULL, out);
 }
 
+static void mark_kept(void *arg, ir_vid v) {
+    ((int32_t *)arg)[v] = -1;
+}
+
+/* Constants that every step reading them has copied into its own state (packed weights) are no
+ * longer read by this plan, so the process need not hold them twice. readers[v] counts the
+ * steps of the plan being made that read constant v, or is -1 when something reads it without
+ * copying (a dynamic step, a subgraph reading outer values, a graph output); release_step
+ * counts each preparing step down and lets v go when the last reader has copied it, so at most
+ * one weight is held twice at any time while a plan is made. Returns NULL on OOM (no release). */
+static int32_t *release_readers(const rt_session *s, const rt_shapes *sh) {
+    const ir_graph *g = s->g;
+    int32_t *readers = core_calloc((size_t)g->n_values + 1, sizeof *readers);
+    if (!readers) return NULL;
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        if (sh->folded[k]) continue;
+        const ir_node *n = &g->nodes[k];
+        for (int i = 0; i < n->n_inputs; i++) {
+            ir_vid v = n->inputs[i];
+            if (v == IR_NONE || readers[v] < 0) continue;
+            readers[v] = sh->dynamic[k] ? -1 : readers[v] + 1;
+        }
+        if (rt_node_outer_reads(g, n, mark_kept, readers) != ANVIL_OK) {
+            free(readers);
+            return NULL;
+        }
+    }
+    for (int32_t i = 0; i < g->n_outputs; i++) readers[g->outputs[i]] = -1;
+    return readers;
+}
+
+/* After node n's variant prepared (copied: its kern_node_mark_copied bits). A realigned copy
+ * of the session's is freed (const_ptr cleared; const_materialize makes it again if a later
+ * plan needs it); bytes in the model's mapping are released to the OS (the mapping is private
+ * and read-only, so pages read again fault back in from the file with the same bytes). An
+ * earlier plan may still point at a freed copy, but only from steps that copied it and never
+ * read it. */
+static void release_step(rt_session *s, int32_t *readers, const ir_node *n, uint32_t copied) {
+    if (!readers) return;
+    for (int i = 0; i < n->n_inputs; i++) {
+        ir_vid v = n->inputs[i];
+        if (v == IR_NONE || readers[v] < 0) continue;
+        if (i >= 32 || !(copied >> i & 1)) {
+            readers[v] = -1;
+            continue;
+        }
+        if (--readers[v] > 0) continue;
+        const ir_value *val = &s->g->values[v];
+        if (!(val->flags & IR_VALUE_CONST) || !val->data || !val->data_bytes) continue;
+        if (s->const_owned[v]) {
+            free(s->const_owned[v]);
+            s->const_owned[v] = NULL;
+            s->const_ptr[v] = NULL;
+        } else if (s->cfg.released) {
+            s->cfg.released(s->cfg.released_ctx, val->data, val->data_bytes);
+        }
+    }
+}
+
+/* Points const_ptr[v] at constant v's bytes, aligned for its dtype: the model's own bytes when
+ * their address suits, else a copy (protobuf gives no alignment guarantee), after which the
+ * mapped original is released. */
+static anvil_status const_materialize(rt_session *s, ir_vid v) {
+    const ir_value *val = &s->g->values[v];
+    size_t es = anvil_dtype_size(val->dtype);
+    if (val->data && es && (uintptr_t)val->data % es == 0) {
+        s->const_ptr[v] = val->data;
+        return ANVIL_OK;
+    }
+    void *copy = core_aligned_alloc(64, val->data_bytes ? val->data_bytes : 64);
+    if (!copy) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (val->data_bytes) memcpy(copy, val->data, val->data_bytes);
+    s->const_owned[v] = copy;
+    s->const_ptr[v] = copy;
+    if (s->cfg.released && val->data_bytes)
+        s->cfg.released(s->cfg.released_ctx, val->data, val->data_bytes);
+    return ANVIL_OK;
+}
+
 static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out) {
     const ir_graph *g = s->g;
     *out = NULL;
     rt_plan *p = core_calloc(1, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     anvil_status st = ANVIL_OK;
-    int32_t *uf = NULL, *def = NULL, *last = NULL, *gidx = NULL;
+    int32_t *uf = NULL, *def = NULL, *last = NULL, *gidx = NULL, *readers = NULL;
     group *groups = NULL;
 
     if ((st = signature(s, inputs, &p->sig, &p->sig_len)) != ANVIL_OK) goto fail;
@@ -368,6 +447,7 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
     rt_shapes *sh = &p->shapes;
     for (int32_t v = 0; v < g->n_values; v++) {
         if (g->values[v].flags & IR_VALUE_CONST) {
+            if (!s->const_ptr[v] && (st = const_materialize(s, v)) != ANVIL_OK) goto fail;
             sh->info[v].dtype = g->values[v].dtype;
             sh->info[v].shape = g->values[v].shape;
             sh->info[v].value = s->const_ptr[v];
@@ -393,6 +473,7 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
     if ((st = rt_shapes_infer(g, sh, &io)) != ANVIL_OK) goto fail;
 
     /* 2. steps: every node not folded; pick its variant */
+    readers = release_readers(s, sh);
     p->loc = core_calloc((size_t)g->n_values + 1, sizeof *p->loc);
     p->steps = core_calloc((size_t)g->n_nodes + 1, sizeof *p->steps);
     if (!p->loc || !p->steps) goto oom;
@@ -432,10 +513,12 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
                 outi[i] = sh->info[n->outputs[i]];
             }
         }
-        kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs, s->cfg.threads};
+        uint32_t copied = 0;
+        kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs, s->cfg.threads, &copied};
         if ((st = select_variant(s, &kn, &stp->variant)) != ANVIL_OK) goto fail;
         if (stp->variant->prepare && (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
             goto fail;
+        release_step(s, readers, n, copied);
         stp->workspace = stp->variant->workspace_size ? stp->variant->workspace_size(&kn) : 0;
         if (stp->workspace > p->workspace_bytes) p->workspace_bytes = stp->workspace;
         stp->in = core_calloc((size_t)n->n_inputs + 1, sizeof *stp->in);
@@ -593,6 +676,7 @@ fail:
     plan_free(p);
     p = NULL;
 done:
+    free(readers);
     free(uf);
     free(def);
     free(last);
@@ -676,27 +760,9 @@ anvil_status rt_session_create(const ir_graph *g, const rt_session_config *cfg, 
         st = ANVIL_ERR_OUT_OF_MEMORY;
         goto fail;
     }
-    /* Weights stay in the model's mapping when their address suits their dtype; the others are
-     * copied once here (protobuf gives no alignment guarantee). */
-    for (int32_t v = 0; v < g->n_values; v++) {
-        const ir_value *val = &g->values[v];
-        if (!(val->flags & IR_VALUE_CONST)) continue;
-        size_t es = anvil_dtype_size(val->dtype);
-        if (val->data && es && (uintptr_t)val->data % es == 0) {
-            s->const_ptr[v] = val->data;
-            continue;
-        }
-        void *copy = core_aligned_alloc(64, val->data_bytes ? val->data_bytes : 64);
-        if (!copy) {
-            st = ANVIL_ERR_OUT_OF_MEMORY;
+    for (int32_t v = 0; v < g->n_values; v++)
+        if ((g->values[v].flags & IR_VALUE_CONST) && (st = const_materialize(s, v)) != ANVIL_OK)
             goto fail;
-        }
-        if (val->data_bytes) memcpy(copy, val->data, val->data_bytes);
-        s->const_owned[v] = copy;
-        s->const_ptr[v] = copy;
-        if (cfg->released && val->data_bytes)
-            cfg->released(cfg->released_ctx, val->data, val->data_bytes);
-    }
     s->t_origin = core_now_ns();
     *out = s;
     return ANVIL_OK;

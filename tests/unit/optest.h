@@ -217,7 +217,7 @@ static inline anvil_status optest_run_variant(optest *t, const kern_variant *v, 
         ir_shape_set(&in[i].shape, t->in[i].rank, t->in[i].dims);
         in[i].value = t->in_known[i] ? t->in[i].data : NULL;
     }
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, threads};
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, threads, NULL};
     if (!kern_applies(v, &kn, core_hw_get())) return ANVIL_ERR_UNSUPPORTED;
     rt_variant_exec *e;
     anvil_status s = rt_variant_exec_create(v, &kn, &e);

@@ -76,7 +76,7 @@ static bool family_applies(optest *t, const char *name) {
         ir_shape_set(&in[i].shape, t->in[i].rank, t->in[i].dims);
         in[i].value = t->in_known[i] ? t->in[i].data : NULL;
     }
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1};
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL};
     char full[64];
     snprintf(full, sizeof full, "%s_%s", name, have_avx512() ? "avx512" : "avx2");
     const kern_variant *v = kern_find(optest_node(t)->op, full);

@@ -200,7 +200,7 @@ static void test_forced_names(void **state) {
     op_tinfo in[2] = {{ANVIL_DTYPE_FLOAT32, {0}, NULL}, {ANVIL_DTYPE_FLOAT32, {0}, b}};
     ir_shape_set(&in[0].shape, 2, (int64_t[]){2, 3});
     ir_shape_set(&in[1].shape, 2, (int64_t[]){3, 2});
-    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1};
+    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL};
     const kern_variant *v = NULL;
     assert_int_equal(kern_select(&kn, "gemm_f32_4x8_portable", &v), ANVIL_OK);
     assert_string_equal(v->name, "gemm_f32_4x8_portable");

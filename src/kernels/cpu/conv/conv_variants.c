@@ -136,6 +136,7 @@ static anvil_status gemm_state_prepare(const kern_node *kn, conv_kind kind, void
                 return e;
             }
         }
+        kern_node_mark_copied(kn, 1);
     }
     *state = st;
     return ANVIL_OK;

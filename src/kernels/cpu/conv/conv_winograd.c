@@ -166,6 +166,7 @@ static anvil_status wino_prepare(const kern_node *kn, int m, void **state) {
         if ((e = gemm_pack_a(p->k, p->s.m, p->s.c, u + i * per, p->s.c, 1, &st->u[i])) != ANVIL_OK)
             goto fail;
     free(u);
+    kern_node_mark_copied(kn, 1);
     *state = st;
     return ANVIL_OK;
 fail:

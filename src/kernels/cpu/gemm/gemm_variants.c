@@ -132,6 +132,7 @@ static anvil_status prepare_common(const kern_variant *v, const kern_node *kn, v
         if (b->value && s->fold) st = gemm_pack_b(s->k, s->kdim, s->n, b->value, s->n, 1, &s->pb);
     }
     if (st != ANVIL_OK) goto fail;
+    if (s->pb.data) kern_node_mark_copied(kn, 1);
     s->blk = gemm_blocking_default(s->k, s->m, s->n, s->kdim, core_hw_get());
     /* Many small items (attention heads): one item per thread beats splitting each tiny GEMM. */
     s->batch_parallel = s->batch >= s->threads && s->threads > 1;
