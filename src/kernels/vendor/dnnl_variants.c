@@ -1,0 +1,608 @@
+/* oneDNN as variants: "dnnl_matmul" (MatMul, Gemm) and "dnnl_conv" / "dnnl_conv_nchw" (Conv),
+ * through oneDNN's C API (version 2.x, dnnl.h).
+ *
+ * Everything that can be decided before running is decided in prepare: the primitive is created
+ * there, and constant weights are reordered once into the layout the primitive asked for
+ * (weights described with format "any"), so a run executes the primitive and nothing else
+ * (plus, for blocked activations, the two reorders that the layout needs).
+ *
+ * Threads: Debian's libdnnl runs on OpenMP (libgomp), whose thread count is a per-calling-thread
+ * setting. prepare and run set it to the session's count around their oneDNN calls and restore
+ * the caller's value after, so oneDNN uses exactly the session's threads (primitives size their
+ * scratch by the count seen at creation, which is why prepare sets it too).
+ *
+ * Gemm: Y = alpha * op(A) op(B) + beta * C. transA/transB are strides of the operand
+ * descriptors, alpha an output scale. C becomes the matmul bias (beta * C, computed once) when it
+ * is a constant row vector and alpha is 1; otherwise it is copied into Y, broadcast, before the
+ * primitive runs, and a sum post-op adds beta * Y to the product.
+ *
+ * Conv: two variants per node. "dnnl_conv" lets oneDNN choose the activation layout (NHWC or
+ * blocked such as nChw16c, for its fastest kernels) and reorders src and dst on every call;
+ * "dnnl_conv_nchw" keeps the plain NCHW layout anvil uses, which avoids the reorders but restricts
+ * oneDNN to its NCHW kernels. Both are forcible; the one that chooses comes first: on ResNet-50's
+ * 3x3 convolutions (AMD Zen 4, oneDNN 2.6 picks brgconv with NHWC activations) it is 1.25x-1.4x
+ * faster on 1 thread and 1.3x-1.7x on 2 than NCHW (gemm:jit), reorders included. */
+#ifdef ANVIL_HAVE_DNNL
+
+#include "vendor_common.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+/* The OpenMP runtime's standard entry points (libgomp here), declared directly so the file does
+ * not depend on the compiler shipping omp.h (clang builds, e.g. the fuzz configuration). */
+extern void omp_set_num_threads(int n);
+extern int omp_get_max_threads(void);
+
+/* ---- shared plumbing ------------------------------------------------------------------------- */
+
+static dnnl_engine_t engine;
+static dnnl_status_t engine_status = dnnl_runtime_error;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+
+/* The CPU engine lives for the whole process (oneDNN engines are shared, thread-safe handles). */
+static void engine_init(void) {
+    engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+}
+
+static anvil_status dnnl_fail(const ir_node *n, const char *what, dnnl_status_t st) {
+    if (st == dnnl_out_of_memory)
+        return core_err(ANVIL_ERR_OUT_OF_MEMORY, "%s: oneDNN ran out of memory in %s",
+                        ir_node_label(n), what);
+    return core_err(ANVIL_ERR_UNSUPPORTED,
+                    "%s: oneDNN failed in %s (dnnl_status %d); this node cannot run on a dnnl_* "
+                    "variant, use another variant",
+                    ir_node_label(n), what, (int)st);
+}
+
+#define DNNL_TRY(node, what, call)                                                                 \
+    do {                                                                                           \
+        dnnl_status_t dst_ = (call);                                                               \
+        if (dst_ != dnnl_success) return dnnl_fail(node, what, dst_);                              \
+    } while (0)
+
+/* Dense row-major descriptor of `rank` dims. */
+static dnnl_status_t md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
+    dnnl_dims_t d, s;
+    int64_t step = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        d[i] = dims[i];
+        s[i] = step;
+        step *= dims[i] > 0 ? dims[i] : 1;
+    }
+    return dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
+}
+
+/* A 2-D descriptor of a rows x cols matrix stored row-major, or transposed (stored cols x rows)
+ * when `trans`. */
+static dnnl_status_t md_matrix(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, bool trans) {
+    dnnl_dims_t d = {rows, cols}, s = {trans ? 1 : cols, trans ? rows : 1};
+    return dnnl_memory_desc_init_by_strides(md, 2, d, dnnl_f32, s);
+}
+
+static dnnl_status_t md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
+    dnnl_dims_t d;
+    for (int i = 0; i < rank; i++) d[i] = dims[i];
+    return dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, dnnl_format_tag_any);
+}
+
+/* What a prepared primitive needs at run time. Memories are created per run around the caller's
+ * buffers (cheap handles), so the state holds no per-run pointers. */
+typedef struct dnnl_state {
+    bool trivial; /* empty output or K = 0: computed without oneDNN */
+    int threads;
+    dnnl_stream_t stream;
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md; /* as the primitive takes them */
+    bool has_bias;
+    void *wei_packed;  /* constant weights reordered into wei_md (owned), or NULL */
+    void *bias_packed; /* Gemm: beta * C as the bias (owned), or NULL */
+    /* Conv with blocked activations: reorders between the plain user layout and the
+     * primitive's, with their buffers (owned). */
+    dnnl_memory_desc_t src_user_md, dst_user_md;
+    dnnl_primitive_t src_reorder, dst_reorder;
+    void *src_tmp, *dst_tmp;
+    /* MatMul / Gemm */
+    vk_mm g;
+    bool is_gemm, c_in_dst;
+} dnnl_state;
+
+static void state_release(void *p) {
+    dnnl_state *s = p;
+    if (!s) return;
+    if (s->prim) dnnl_primitive_destroy(s->prim);
+    if (s->src_reorder) dnnl_primitive_destroy(s->src_reorder);
+    if (s->dst_reorder) dnnl_primitive_destroy(s->dst_reorder);
+    if (s->stream) dnnl_stream_destroy(s->stream);
+    free(s->wei_packed);
+    free(s->bias_packed);
+    free(s->src_tmp);
+    free(s->dst_tmp);
+    free(s);
+}
+
+static void *alloc_md(const dnnl_memory_desc_t *md) {
+    size_t bytes = dnnl_memory_desc_get_size(md);
+    return core_aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64);
+}
+
+/* Runs a reorder from (from_md, from) to (to_md, to) once, on the current OpenMP setting. */
+static anvil_status reorder_once(const ir_node *n, dnnl_stream_t stream,
+                                 const dnnl_memory_desc_t *from_md, const void *from,
+                                 const dnnl_memory_desc_t *to_md, void *to) {
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_memory_t m_from = NULL, m_to = NULL;
+    anvil_status st = ANVIL_OK;
+    dnnl_status_t ds =
+        dnnl_reorder_primitive_desc_create(&pd, from_md, engine, to_md, engine, NULL);
+    if (ds == dnnl_success) ds = dnnl_primitive_create(&prim, pd);
+    if (ds == dnnl_success) ds = dnnl_memory_create(&m_from, from_md, engine, (void *)from);
+    if (ds == dnnl_success) ds = dnnl_memory_create(&m_to, to_md, engine, to);
+    if (ds == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m_from}, {DNNL_ARG_TO, m_to}};
+        ds = dnnl_primitive_execute(prim, stream, 2, args);
+    }
+    if (ds == dnnl_success) ds = dnnl_stream_wait(stream);
+    if (ds != dnnl_success) st = dnnl_fail(n, "a weight reorder", ds);
+    if (m_from) dnnl_memory_destroy(m_from);
+    if (m_to) dnnl_memory_destroy(m_to);
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return st;
+}
+
+/* Creates the primitive of op_desc with attr, records the descriptors it takes, and prepacks
+ * constant weights given in the user layout wei_user_md. */
+static anvil_status finish_prepare(const ir_node *n, dnnl_state *s, const void *op_desc,
+                                   dnnl_primitive_attr_t attr,
+                                   const dnnl_memory_desc_t *wei_user_md, const void *wei_value) {
+    dnnl_primitive_desc_t pd = NULL;
+    DNNL_TRY(n, "creating the primitive descriptor",
+             dnnl_primitive_desc_create(&pd, op_desc, attr, engine, NULL));
+    s->src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    s->wei_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    s->dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    if (s->has_bias) s->bias_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+    dnnl_status_t ds = dnnl_primitive_create(&s->prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    DNNL_TRY(n, "creating the primitive", ds);
+    if (wei_value) {
+        if (!(s->wei_packed = alloc_md(&s->wei_md))) return ANVIL_ERR_OUT_OF_MEMORY;
+        CORE_TRY(reorder_once(n, s->stream, wei_user_md, wei_value, &s->wei_md, s->wei_packed));
+    }
+    return ANVIL_OK;
+}
+
+/* Sets OpenMP's thread count for this thread; returns the previous one for threads_restore. */
+static int threads_set(int n) {
+    int saved = omp_get_max_threads();
+    if (saved != n) omp_set_num_threads(n);
+    return saved;
+}
+
+static void threads_restore(int saved, int n) {
+    if (saved != n) omp_set_num_threads(saved);
+}
+
+static anvil_status state_new(const kern_node *kn, dnnl_state **out) {
+    pthread_once(&engine_once, engine_init);
+    if (engine_status != dnnl_success)
+        return dnnl_fail(kn->node, "creating the CPU engine", engine_status);
+    dnnl_state *s = core_calloc(1, sizeof *s);
+    if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
+    s->threads = kn->threads > 0 ? kn->threads : 1;
+    dnnl_status_t ds = dnnl_stream_create(&s->stream, engine, dnnl_stream_default_flags);
+    if (ds != dnnl_success) {
+        free(s);
+        return dnnl_fail(kn->node, "creating a stream", ds);
+    }
+    *out = s;
+    return ANVIL_OK;
+}
+
+/* Executes s->prim with up to 4 (arg, md, buffer) triples, creating the memory handles. */
+typedef struct exec_arg {
+    int arg;
+    const dnnl_memory_desc_t *md;
+    const void *data;
+} exec_arg;
+
+static anvil_status execute(const ir_node *n, dnnl_stream_t stream, dnnl_primitive_t prim,
+                            const exec_arg *a, int na) {
+    dnnl_memory_t mem[4] = {0};
+    dnnl_exec_arg_t args[4];
+    dnnl_status_t ds = dnnl_success;
+    for (int i = 0; i < na && ds == dnnl_success; i++) {
+        ds = dnnl_memory_create(&mem[i], a[i].md, engine, (void *)a[i].data);
+        args[i].arg = a[i].arg;
+        args[i].memory = mem[i];
+    }
+    if (ds == dnnl_success) ds = dnnl_primitive_execute(prim, stream, na, args);
+    if (ds == dnnl_success) ds = dnnl_stream_wait(stream);
+    for (int i = 0; i < na; i++)
+        if (mem[i]) dnnl_memory_destroy(mem[i]);
+    return ds == dnnl_success ? ANVIL_OK : dnnl_fail(n, "executing a primitive", ds);
+}
+
+/* ---- dnnl_matmul: MatMul and Gemm
+ * ---------------------------------------------------------------- */
+
+static bool matmul_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    const ir_node *n = kn->node;
+    if (kn->n_in < 2 || kn->n_out < 1 || !vk_all_static_f32(kn, 2)) return false;
+    if (n->op == IR_OP_GEMM) {
+        vk_mm g;
+        if (kn->in[0].shape.rank != 2 || kn->in[1].shape.rank != 2) return false;
+        if (vk_gemm_geometry(kn, &g) != ANVIL_OK) return false;
+        return !g.has_c || kn->in[2].shape.rank <= 2;
+    }
+    int ra = kn->in[0].shape.rank, rb = kn->in[1].shape.rank;
+    /* oneDNN's matmul takes up to DNNL_MAX_NDIMS dims; batch dims are not merged here. */
+    return ra >= 1 && rb >= 1 && kn->out[0].shape.rank + 2 <= DNNL_MAX_NDIMS;
+}
+
+/* MatMul with batch dims that do not fold: an N-D matmul where every operand has the output's
+ * rank (leading 1s added, 1-D operands promoted), broadcast dims of size 1. */
+static void matmul_nd_dims(const kern_node *kn, int *rank, int64_t *ad, int64_t *bd, int64_t *yd) {
+    const ir_shape *a = &kn->in[0].shape, *b = &kn->in[1].shape, *y = &kn->out[0].shape;
+    int batch_rank = y->rank - (a->rank >= 2) - (b->rank >= 2);
+    int r = batch_rank + 2;
+    for (int i = 0; i < batch_rank; i++) {
+        int ia = i - (batch_rank - (a->rank - 2)), ib = i - (batch_rank - (b->rank - 2));
+        ad[i] = ia >= 0 ? a->d[ia] : 1;
+        bd[i] = ib >= 0 ? b->d[ib] : 1;
+        yd[i] = y->d[i];
+    }
+    int64_t m = a->rank >= 2 ? a->d[a->rank - 2] : 1, k = a->d[a->rank - 1];
+    int64_t n = b->rank >= 2 ? b->d[b->rank - 1] : 1;
+    ad[r - 2] = m;
+    ad[r - 1] = k;
+    bd[r - 2] = k;
+    bd[r - 1] = n;
+    yd[r - 2] = m;
+    yd[r - 1] = n;
+    *rank = r;
+}
+
+static anvil_status matmul_prepare(const kern_node *kn, void **state) {
+    const ir_node *n = kn->node;
+    dnnl_state *s;
+    CORE_TRY(state_new(kn, &s));
+    anvil_status st = ANVIL_OK;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t ops = NULL;
+    int saved = threads_set(s->threads);
+    s->is_gemm = n->op == IR_OP_GEMM;
+    if (s->is_gemm) {
+        if ((st = vk_gemm_geometry(kn, &s->g)) != ANVIL_OK) goto done;
+    } else {
+        vk_matmul_geometry(kn, &s->g);
+    }
+    const vk_mm *g = &s->g;
+    if (g->m == 0 || g->n == 0 || g->k == 0) {
+        s->trivial = true;
+        goto done;
+    }
+    dnnl_memory_desc_t a_md, b_user_md, b_md, y_md;
+    memset(&b_user_md, 0, sizeof b_user_md);
+    const op_tinfo *bt = &kn->in[1];
+    dnnl_status_t ds = dnnl_success;
+    if (!s->is_gemm && !g->fold) {
+        int r;
+        int64_t ad[DNNL_MAX_NDIMS], bd[DNNL_MAX_NDIMS], yd[DNNL_MAX_NDIMS];
+        matmul_nd_dims(kn, &r, ad, bd, yd);
+        ds = md_plain(&a_md, r, ad);
+        if (ds == dnnl_success) ds = md_plain(&b_user_md, r, bd);
+        if (ds == dnnl_success) ds = md_plain(&y_md, r, yd);
+        b_md = b_user_md;
+        if (ds != dnnl_success) {
+            st = dnnl_fail(n, "describing the operands", ds);
+            goto done;
+        }
+    } else {
+        bool ta = s->is_gemm && g->trans_a, tb = s->is_gemm && g->trans_b;
+        ds = md_matrix(&a_md, g->m, g->k, ta);
+        if (ds == dnnl_success) ds = md_matrix(&b_user_md, g->k, g->n, tb);
+        if (ds == dnnl_success) ds = md_matrix(&y_md, g->m, g->n, false);
+        /* Constant weights: let oneDNN pick their layout; they are reordered below, once. */
+        b_md = b_user_md;
+        if (ds == dnnl_success && bt->value) ds = md_any(&b_md, 2, (int64_t[]){g->k, g->n});
+        if (ds != dnnl_success) {
+            st = dnnl_fail(n, "describing the operands", ds);
+            goto done;
+        }
+    }
+    if ((ds = dnnl_primitive_attr_create(&attr)) != dnnl_success) {
+        st = dnnl_fail(n, "creating attributes", ds);
+        goto done;
+    }
+    dnnl_memory_desc_t bias_md;
+    if (s->is_gemm) {
+        if (g->alpha != 1.0f) ds = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha);
+        bool use_c = g->has_c && g->beta != 0.0f;
+        const op_tinfo *ct = use_c ? &kn->in[2] : NULL;
+        if (ds == dnnl_success && use_c && ct->value && g->c_rows == 1 && g->alpha == 1.0f) {
+            /* A constant row: the bias, beta * C over the N columns. */
+            float *bias = core_aligned_alloc(64, (size_t)g->n * sizeof(float));
+            if (!bias) {
+                st = ANVIL_ERR_OUT_OF_MEMORY;
+                goto done;
+            }
+            vk_broadcast_c(bias, 1, g->n, ct->value, 1, g->c_cols, g->beta);
+            s->bias_packed = bias;
+            s->has_bias = true;
+            ds = md_matrix(&bias_md, 1, g->n, false);
+        } else if (ds == dnnl_success && use_c) {
+            s->c_in_dst = true;
+            if ((ds = dnnl_post_ops_create(&ops)) == dnnl_success)
+                ds = dnnl_post_ops_append_sum(ops, g->beta);
+            if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, ops);
+        }
+        if (ds != dnnl_success) {
+            st = dnnl_fail(n, "setting alpha/beta/C", ds);
+            goto done;
+        }
+    }
+    dnnl_matmul_desc_t desc;
+    ds = dnnl_matmul_desc_init(&desc, &a_md, &b_md, s->has_bias ? &bias_md : NULL, &y_md);
+    if (ds != dnnl_success) {
+        st = dnnl_fail(n, "describing the matmul", ds);
+        goto done;
+    }
+    st = finish_prepare(n, s, &desc, attr, &b_user_md,
+                        (s->is_gemm || g->fold) && bt->value ? bt->value : NULL);
+done:
+    threads_restore(saved, s->threads);
+    if (ops) dnnl_post_ops_destroy(ops);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (st != ANVIL_OK) {
+        state_release(s);
+        return st;
+    }
+    *state = s;
+    return ANVIL_OK;
+}
+
+static anvil_status matmul_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                               op_tensor *const *out, int n_out, void *workspace, op_ctx *ctx) {
+    (void)n_out;
+    (void)workspace;
+    (void)ctx;
+    dnnl_state *s = state;
+    const vk_mm *g = &s->g;
+    op_tensor *y = out[0];
+    const op_tensor *c = s->is_gemm && g->has_c && n_in > 2 ? in[2] : NULL;
+    if (s->trivial) {
+        if (g->m == 0 || g->n == 0) return ANVIL_OK;
+        if (s->is_gemm) {
+            vk_gemm_k0(g, c, y);
+        } else {
+            size_t items = g->fold ? 1 : (size_t)g->batch;
+            memset(y->data, 0, items * (size_t)(g->m * g->n) * sizeof(float));
+        }
+        return ANVIL_OK;
+    }
+    if (s->c_in_dst) vk_broadcast_c(y->data, g->m, g->n, c->data, g->c_rows, g->c_cols, 1.0f);
+    exec_arg a[4] = {{DNNL_ARG_SRC, &s->src_md, in[0]->data},
+                     {DNNL_ARG_WEIGHTS, &s->wei_md, s->wei_packed ? s->wei_packed : in[1]->data},
+                     {DNNL_ARG_DST, &s->dst_md, y->data},
+                     {DNNL_ARG_BIAS, &s->bias_md, s->bias_packed}};
+    int saved = threads_set(s->threads);
+    anvil_status st = execute(n, s->stream, s->prim, a, s->has_bias ? 4 : 3);
+    threads_restore(saved, s->threads);
+    return st;
+}
+
+/* ---- dnnl_conv: Conv ------------------------------------------------------------------------ */
+
+/* The geometry of a Conv node, oneDNN's way (dilation 0 = none). */
+typedef struct conv_geom {
+    int nsp;
+    int64_t group;
+    dnnl_dims_t strides, dilates, pad_l, pad_r;
+} conv_geom;
+
+static bool conv_geometry(const kern_node *kn, conv_geom *cg) {
+    const ir_node *n = kn->node;
+    const ir_shape *x = &kn->in[0].shape, *w = &kn->in[1].shape, *y = &kn->out[0].shape;
+    memset(cg, 0, sizeof *cg);
+    cg->nsp = x->rank - 2;
+    if (cg->nsp < 1 || cg->nsp > 3 || w->rank != x->rank || y->rank != x->rank) return false;
+    const int64_t *strides = NULL, *dil = NULL, *pads = NULL;
+    size_t ns = 0, nd = 0, np = 0;
+    const char *auto_pad = "NOTSET";
+    if (ir_attr_int(n, "group", 1, &cg->group) != ANVIL_OK ||
+        ir_attr_ints(n, "strides", &strides, &ns) != ANVIL_OK ||
+        ir_attr_ints(n, "dilations", &dil, &nd) != ANVIL_OK ||
+        ir_attr_ints(n, "pads", &pads, &np) != ANVIL_OK ||
+        ir_attr_string(n, "auto_pad", "NOTSET", &auto_pad) != ANVIL_OK)
+        return false;
+    if ((ns && ns != (size_t)cg->nsp) || (nd && nd != (size_t)cg->nsp) ||
+        (np && np != 2 * (size_t)cg->nsp))
+        return false;
+    bool same_upper = !strcmp(auto_pad, "SAME_UPPER"), same_lower = !strcmp(auto_pad, "SAME_LOWER");
+    bool notset = !strcmp(auto_pad, "NOTSET") || !*auto_pad;
+    for (int d = 0; d < cg->nsp; d++) {
+        int64_t in = x->d[2 + d], k = w->d[2 + d], out = y->d[2 + d];
+        int64_t s = ns ? strides[d] : 1, dl = nd ? dil[d] : 1;
+        int64_t span = (k - 1) * dl + 1;
+        cg->strides[d] = s;
+        cg->dilates[d] = dl - 1;
+        if (same_upper || same_lower) {
+            int64_t total = (out - 1) * s + span - in;
+            if (total < 0) total = 0;
+            cg->pad_l[d] = same_upper ? total / 2 : total - total / 2;
+        } else if (notset && np) {
+            cg->pad_l[d] = pads[d];
+        }
+        /* The right pad that makes oneDNN's output size formula give `out` exactly: the ONNX
+         * end pad less what ONNX's floor division drops. */
+        cg->pad_r[d] = (out - 1) * s + span - in - cg->pad_l[d];
+        /* Negative: the input's tail is never read; no pad gives the same output size. */
+        if (cg->pad_r[d] < 0) cg->pad_r[d] = 0;
+    }
+    return true;
+}
+
+static bool conv_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    if (kn->n_in < 2 || kn->n_out < 1 || !vk_all_static_f32(kn, 2)) return false;
+    conv_geom cg;
+    if (!conv_geometry(kn, &cg)) return false;
+    const ir_shape *x = &kn->in[0].shape, *w = &kn->in[1].shape;
+    if (cg.group < 1 || x->d[1] < 1 || w->d[0] < 1 || w->d[0] % cg.group) return false;
+    for (int d = 0; d < cg.nsp; d++)
+        if (x->d[2 + d] < 1 || w->d[2 + d] < 1) return false;
+    return true;
+}
+
+static anvil_status conv_prepare_layout(const kern_node *kn, void **state, bool blocked) {
+    const ir_node *n = kn->node;
+    dnnl_state *s;
+    CORE_TRY(state_new(kn, &s));
+    anvil_status st = ANVIL_OK;
+    int saved = threads_set(s->threads);
+    conv_geom cg;
+    (void)conv_geometry(kn, &cg);
+    const ir_shape *xs = &kn->in[0].shape, *ws = &kn->in[1].shape, *ys = &kn->out[0].shape;
+    int rank = xs->rank;
+    if (xs->d[0] == 0) {
+        s->trivial = true;
+        goto done;
+    }
+    /* Weights: M x C/G x k... , or G x M/G x C/G x k... with groups. */
+    int64_t wd[DNNL_MAX_NDIMS];
+    int wrank = rank;
+    if (cg.group > 1) {
+        wd[0] = cg.group;
+        wd[1] = ws->d[0] / cg.group;
+        for (int i = 1; i < rank; i++) wd[i + 1] = ws->d[i];
+        wrank = rank + 1;
+    } else {
+        for (int i = 0; i < rank; i++) wd[i] = ws->d[i];
+    }
+    dnnl_memory_desc_t x_md, w_user_md, w_md, y_md, b_md;
+    memset(&w_user_md, 0, sizeof w_user_md);
+    dnnl_status_t ds = md_plain(&s->src_user_md, rank, xs->d);
+    if (ds == dnnl_success) ds = md_plain(&s->dst_user_md, rank, ys->d);
+    if (ds == dnnl_success) ds = md_plain(&w_user_md, wrank, wd);
+    x_md = s->src_user_md;
+    y_md = s->dst_user_md;
+    w_md = w_user_md;
+    if (ds == dnnl_success && blocked) ds = md_any(&x_md, rank, xs->d);
+    if (ds == dnnl_success && blocked) ds = md_any(&y_md, rank, ys->d);
+    if (ds == dnnl_success && kn->in[1].value) ds = md_any(&w_md, wrank, wd);
+    s->has_bias = kn->n_in > 2 && n->n_inputs > 2 && n->inputs[2] != IR_NONE;
+    if (ds == dnnl_success && s->has_bias) ds = md_plain(&b_md, 1, &ws->d[0]);
+    if (ds != dnnl_success) {
+        st = dnnl_fail(n, "describing the operands", ds);
+        goto done;
+    }
+    dnnl_convolution_desc_t desc;
+    ds = dnnl_dilated_convolution_forward_desc_init(
+        &desc, dnnl_forward_inference, dnnl_convolution_direct, &x_md, &w_md,
+        s->has_bias ? &b_md : NULL, &y_md, cg.strides, cg.dilates, cg.pad_l, cg.pad_r);
+    if (ds != dnnl_success) {
+        st = dnnl_fail(n, "describing the convolution", ds);
+        goto done;
+    }
+    if ((st = finish_prepare(n, s, &desc, NULL, &w_user_md, kn->in[1].value)) != ANVIL_OK)
+        goto done;
+    /* The primitive may still take plain activations even when allowed to choose. */
+    dnnl_primitive_desc_t pd = NULL;
+    if (!dnnl_memory_desc_equal(&s->src_md, &s->src_user_md)) {
+        ds = dnnl_reorder_primitive_desc_create(&pd, &s->src_user_md, engine, &s->src_md, engine,
+                                                NULL);
+        if (ds == dnnl_success) ds = dnnl_primitive_create(&s->src_reorder, pd);
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+        if (ds == dnnl_success && !(s->src_tmp = alloc_md(&s->src_md))) {
+            st = ANVIL_ERR_OUT_OF_MEMORY;
+            goto done;
+        }
+    }
+    if (ds == dnnl_success && !dnnl_memory_desc_equal(&s->dst_md, &s->dst_user_md)) {
+        ds = dnnl_reorder_primitive_desc_create(&pd, &s->dst_md, engine, &s->dst_user_md, engine,
+                                                NULL);
+        if (ds == dnnl_success) ds = dnnl_primitive_create(&s->dst_reorder, pd);
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        if (ds == dnnl_success && !(s->dst_tmp = alloc_md(&s->dst_md))) {
+            st = ANVIL_ERR_OUT_OF_MEMORY;
+            goto done;
+        }
+    }
+    if (ds != dnnl_success) st = dnnl_fail(n, "creating the activation reorders", ds);
+done:
+    threads_restore(saved, s->threads);
+    if (st != ANVIL_OK) {
+        state_release(s);
+        return st;
+    }
+    *state = s;
+    return ANVIL_OK;
+}
+
+static anvil_status conv_prepare_blocked(const kern_node *kn, void **state) {
+    return conv_prepare_layout(kn, state, true);
+}
+
+static anvil_status conv_prepare_nchw(const kern_node *kn, void **state) {
+    return conv_prepare_layout(kn, state, false);
+}
+
+static anvil_status conv_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                             op_tensor *const *out, int n_out, void *workspace, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)workspace;
+    (void)ctx;
+    dnnl_state *s = state;
+    if (s->trivial) return ANVIL_OK;
+    const void *x = in[0]->data;
+    void *y = s->dst_reorder ? s->dst_tmp : out[0]->data;
+    int saved = threads_set(s->threads);
+    anvil_status st = ANVIL_OK;
+    if (s->src_reorder) {
+        exec_arg r[2] = {{DNNL_ARG_FROM, &s->src_user_md, x},
+                         {DNNL_ARG_TO, &s->src_md, s->src_tmp}};
+        st = execute(n, s->stream, s->src_reorder, r, 2);
+        x = s->src_tmp;
+    }
+    if (st == ANVIL_OK) {
+        exec_arg a[4] = {
+            {DNNL_ARG_SRC, &s->src_md, x},
+            {DNNL_ARG_WEIGHTS, &s->wei_md, s->wei_packed ? s->wei_packed : in[1]->data},
+            {DNNL_ARG_DST, &s->dst_md, y},
+            {DNNL_ARG_BIAS, &s->bias_md, s->has_bias ? in[2]->data : NULL}};
+        st = execute(n, s->stream, s->prim, a, s->has_bias ? 4 : 3);
+    }
+    if (st == ANVIL_OK && s->dst_reorder) {
+        exec_arg r[2] = {{DNNL_ARG_FROM, &s->dst_md, y},
+                         {DNNL_ARG_TO, &s->dst_user_md, out[0]->data}};
+        st = execute(n, s->stream, s->dst_reorder, r, 2);
+    }
+    threads_restore(saved, s->threads);
+    return st;
+}
+
+/* ---- the variants ---------------------------------------------------------------------------- */
+
+const kern_variant kern_dnnl_matmul = {
+    "dnnl_matmul",  IR_OP_MATMUL,  0,          matmul_supports, NULL,
+    matmul_prepare, state_release, matmul_run,
+};
+const kern_variant kern_dnnl_gemm = {
+    "dnnl_matmul", IR_OP_GEMM, 0, matmul_supports, NULL, matmul_prepare, state_release, matmul_run,
+};
+const kern_variant kern_dnnl_conv = {
+    "dnnl_conv", IR_OP_CONV, 0, conv_supports, NULL, conv_prepare_blocked, state_release, conv_run,
+};
+const kern_variant kern_dnnl_conv_nchw = {
+    "dnnl_conv_nchw",  IR_OP_CONV,    0,        conv_supports, NULL,
+    conv_prepare_nchw, state_release, conv_run,
+};
+
+#endif
