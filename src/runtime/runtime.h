@@ -109,7 +109,7 @@ typedef struct rt_force {
 } rt_force;
 
 typedef struct rt_session_config {
-    int threads;   /* >= 1 */
+    int threads; /* >= 1 */
     /* Forced variants (borrowed for rt_session_create only; the session keeps copies). A node
      * named by a key must run that variant (planning fails if it cannot); a node whose op type is
      * a key runs it where it applies and keeps the default elsewhere. */
