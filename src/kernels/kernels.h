@@ -71,8 +71,13 @@ extern const kern_variant *const kern_family_vendor[];  /* vendor: oneDNN, OpenB
 const kern_variant *kern_reference(ir_op op);
 /* Every variant registered for op, reference first. *count set; pointer to static data. */
 const kern_variant *const *kern_variants(ir_op op, size_t *count);
+/* Whether hw has everything a KERN_NEEDS_* mask asks for. */
+bool kern_isa_ok(uint32_t needs, const core_hw *hw);
 /* Whether a variant can run kn on hw (ISA requirements, then supports()). */
 bool kern_applies(const kern_variant *v, const kern_node *kn, const core_hw *hw);
+/* Writes "a, b, c": the names of op's variants in preference order, or with kn non-NULL only
+ * those that apply to kn on this machine (for error messages). Truncated to cap; returns buf. */
+const char *kern_variant_names(ir_op op, const kern_node *kn, char *buf, size_t cap);
 /* Looks a variant of op up by name; NULL if op has none of that name. */
 const kern_variant *kern_find(ir_op op, const char *name);
 /* The default choice for a node: the first applicable variant in the op's preference order

@@ -69,28 +69,32 @@ const kern_variant *kern_find(ir_op op, const char *name) {
     return NULL;
 }
 
-bool kern_applies(const kern_variant *v, const kern_node *kn, const core_hw *hw) {
-    if ((v->needs & KERN_NEEDS_AVX2) && !(hw->avx2 && hw->fma)) return false;
-    if ((v->needs & KERN_NEEDS_AVX512) &&
+bool kern_isa_ok(uint32_t needs, const core_hw *hw) {
+    if ((needs & KERN_NEEDS_AVX2) && !(hw->avx2 && hw->fma)) return false;
+    if ((needs & KERN_NEEDS_AVX512) &&
         !(hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512))
         return false;
-    if ((v->needs & KERN_NEEDS_AVX512_FP16) && !hw->avx512_fp16) return false;
-    if ((v->needs & KERN_NEEDS_AVX512_BF16) && !hw->avx512_bf16) return false;
-    if ((v->needs & KERN_NEEDS_AMX) && !(hw->amx_tile && hw->amx_bf16 && hw->os_amx)) return false;
-    return !v->supports || v->supports(kn, hw);
+    if ((needs & KERN_NEEDS_AVX512_FP16) && !hw->avx512_fp16) return false;
+    if ((needs & KERN_NEEDS_AVX512_BF16) && !hw->avx512_bf16) return false;
+    if ((needs & KERN_NEEDS_AMX) && !(hw->amx_tile && hw->amx_bf16 && hw->os_amx)) return false;
+    return true;
 }
 
-/* "a, b, c" of the variants that apply to kn, for error messages. */
-static void applicable_names(const kern_node *kn, char *buf, size_t cap) {
+bool kern_applies(const kern_variant *v, const kern_node *kn, const core_hw *hw) {
+    return kern_isa_ok(v->needs, hw) && (!v->supports || v->supports(kn, hw));
+}
+
+const char *kern_variant_names(ir_op op, const kern_node *kn, char *buf, size_t cap) {
     size_t count, len = 0;
-    const kern_variant *const *list = kern_variants(kn->node->op, &count);
+    const kern_variant *const *list = kern_variants(op, &count);
     buf[0] = 0;
     for (size_t i = 0; i < count && len + 1 < cap; i++) {
-        if (!kern_applies(list[i], kn, core_hw_get())) continue;
+        if (kn && !kern_applies(list[i], kn, core_hw_get())) continue;
         int w = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", list[i]->name);
         if (w < 0) break;
         len += (size_t)w < cap - len ? (size_t)w : cap - len - 1;
     }
+    return buf;
 }
 
 anvil_status kern_select(const kern_node *kn, const char *forced, const kern_variant **out) {
@@ -104,7 +108,7 @@ anvil_status kern_select(const kern_node *kn, const char *forced, const kern_var
             *out = v;
             return ANVIL_OK;
         }
-        applicable_names(kn, names, sizeof names);
+        kern_variant_names(kn->node->op, kn, names, sizeof names);
         if (v)
             return core_err(ANVIL_ERR_INVALID_ARGUMENT,
                             "%s: variant '%s' cannot run this node on this machine (shape, "

@@ -22,13 +22,13 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Polls *flag until it differs from `unchanged` or RT_SPIN_NS pass; true if it changed. */
-static bool spin_until_change(const _Atomic uint64_t *flag, uint64_t unchanged) {
+/* Polls *flag while (*flag == value) == equal, for at most RT_SPIN_NS. */
+static void spin_while(const _Atomic uint64_t *flag, uint64_t value, bool equal) {
     uint64_t t0 = core_now_ns();
-    for (unsigned i = 1;; i++) {
-        if (atomic_load_explicit(flag, memory_order_acquire) != unchanged) return true;
+    for (unsigned i = 1; (atomic_load_explicit(flag, memory_order_acquire) == value) == equal;
+         i++) {
         cpu_relax();
-        if (!(i & 63) && core_now_ns() - t0 > RT_SPIN_NS) return false;
+        if (!(i & 63) && core_now_ns() - t0 > RT_SPIN_NS) return;
     }
 }
 
@@ -65,7 +65,7 @@ static void *worker_main(void *p) {
     free(wa);
     uint64_t seen = 0;
     for (;;) {
-        spin_until_change(&pool->job_id, seen);
+        spin_while(&pool->job_id, seen, true);
         pthread_mutex_lock(&pool->mu);
         while (!pool->stop && atomic_load(&pool->job_id) == seen)
             pthread_cond_wait(&pool->wake, &pool->mu);
@@ -170,11 +170,7 @@ void op_parallel_for(op_ctx *ctx, size_t n, op_range_fn fn, void *arg) {
     size_t b, e;
     chunk_range(n, chunks, 0, &b, &e);
     fn(arg, b, e);
-    uint64_t t0 = core_now_ns();
-    for (unsigned i = 1; atomic_load_explicit(&p->pending, memory_order_acquire) != 0; i++) {
-        cpu_relax();
-        if (!(i & 63) && core_now_ns() - t0 > RT_SPIN_NS) break;
-    }
+    spin_while(&p->pending, 0, false);
     pthread_mutex_lock(&p->mu);
     while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);

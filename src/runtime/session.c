@@ -718,17 +718,8 @@ static anvil_status copy_forces(rt_session *s, const rt_session_config *cfg) {
                             "type such as Conv",
                             f->variant, f->key);
         if (!kern_find(op, f->variant)) {
-            size_t count;
-            const kern_variant *const *list = kern_variants(op, &count);
             char names[512];
-            size_t len = 0;
-            names[0] = 0;
-            for (size_t v = 0; v < count && len + 1 < sizeof names; v++) {
-                int n =
-                    snprintf(names + len, sizeof names - len, "%s%s", v ? ", " : "", list[v]->name);
-                if (n < 0) break;
-                len += (size_t)n < sizeof names - len ? (size_t)n : sizeof names - len - 1;
-            }
+            kern_variant_names(op, NULL, names, sizeof names);
             return core_err(ANVIL_ERR_INVALID_ARGUMENT,
                             "forced variant for '%s': %s has no variant named '%s'; it has: %s",
                             f->key, ir_op_name(op), f->variant, names);

@@ -135,13 +135,10 @@ static inline void optest_input(optest *t, int i, anvil_dtype dt, int rank, cons
     t->in[i].data = (void *)data;
 }
 
-/* check + infer only; outputs' inferred dtype/shape land in t->out_info. */
-static inline anvil_status optest_infer(optest *t) {
-    const op_impl *impl = op_get(optest_node(t)->op);
-    anvil_status s = op_check_graph(t->g);
-    if (s != ANVIL_OK) return s;
-    op_tinfo in[OPTEST_MAX_IO];
-    memset(in, 0, sizeof in);
+/* What shape inference and variants see of the inputs: dtype, shape, and the value of those
+ * marked known. in[] has room for OPTEST_MAX_IO entries. */
+static inline void optest_input_info(const optest *t, op_tinfo *in) {
+    memset(in, 0, sizeof *in * OPTEST_MAX_IO);
     for (int i = 0; i < t->n_in; i++) {
         if (!t->in_set[i]) {
             ir_shape_unknown(&in[i].shape);
@@ -151,6 +148,27 @@ static inline anvil_status optest_infer(optest *t) {
         ir_shape_set(&in[i].shape, t->in[i].rank, t->in[i].dims);
         in[i].value = t->in_known[i] ? t->in[i].data : NULL;
     }
+}
+
+/* n floats in [lo, hi) from a fixed-seed LCG (malloc'd, caller frees; never NULL for n == 0). */
+static inline float *optest_random_f32(size_t n, unsigned seed, float lo, float hi) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    if (!p) abort();
+    unsigned s = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = lo + (hi - lo) * (float)((s >> 8) & 0xffffff) / 16777216.0f;
+    }
+    return p;
+}
+
+/* check + infer only; outputs' inferred dtype/shape land in t->out_info. */
+static inline anvil_status optest_infer(optest *t) {
+    const op_impl *impl = op_get(optest_node(t)->op);
+    anvil_status s = op_check_graph(t->g);
+    if (s != ANVIL_OK) return s;
+    op_tinfo in[OPTEST_MAX_IO];
+    optest_input_info(t, in);
     memset(t->out_info, 0, sizeof t->out_info);
     for (int i = 0; i < t->n_out; i++) ir_shape_unknown(&t->out_info[i].shape);
     return impl->infer(t->g, optest_node(t), in, t->n_in, t->out_info, t->n_out);
@@ -207,16 +225,7 @@ static inline long optest_compare_f32(const float *got, const float *want, size_
 static inline anvil_status optest_run_variant(optest *t, const kern_variant *v, int threads,
                                               op_tensor *got) {
     op_tinfo in[OPTEST_MAX_IO];
-    memset(in, 0, sizeof in);
-    for (int i = 0; i < t->n_in; i++) {
-        if (!t->in_set[i]) {
-            ir_shape_unknown(&in[i].shape);
-            continue;
-        }
-        in[i].dtype = t->in[i].dtype;
-        ir_shape_set(&in[i].shape, t->in[i].rank, t->in[i].dims);
-        in[i].value = t->in_known[i] ? t->in[i].data : NULL;
-    }
+    optest_input_info(t, in);
     kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, threads, NULL};
     if (!kern_applies(v, &kn, core_hw_get())) return ANVIL_ERR_UNSUPPORTED;
     rt_variant_exec *e;

@@ -13,16 +13,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-static float *random_data(size_t n, unsigned seed) {
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    unsigned s = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        p[i] = (float)((s >> 9) & 0xffff) / 32768.0f - 1.0f;
-    }
-    return p;
-}
-
 typedef struct conv_case {
     int64_t n, c, h, w, m, kh, kw, sh, sw, dh, dw;
     int64_t pads[4]; /* top, left, bottom, right */
@@ -124,9 +114,9 @@ static void build_case(optest *t, const conv_case *c, float **x, float **w, floa
         optest_attr_ints(t, 4, "pads", c->pads, 4);
     }
     int64_t xd[4] = {c->n, c->c, c->h, c->w}, wd[4] = {c->m, c->c / c->group, c->kh, c->kw};
-    *x = random_data((size_t)(xd[0] * xd[1] * xd[2] * xd[3]), 1);
-    *w = random_data((size_t)(wd[0] * wd[1] * wd[2] * wd[3]), 2);
-    *b = c->bias ? random_data((size_t)c->m, 3) : NULL;
+    *x = optest_random_f32((size_t)(xd[0] * xd[1] * xd[2] * xd[3]), 1, -1.0f, 1.0f);
+    *w = optest_random_f32((size_t)(wd[0] * wd[1] * wd[2] * wd[3]), 2, -1.0f, 1.0f);
+    *b = c->bias ? optest_random_f32((size_t)c->m, 3, -1.0f, 1.0f) : NULL;
     optest_input(t, 0, ANVIL_DTYPE_FLOAT32, 4, xd, *x, false);
     optest_input(t, 1, ANVIL_DTYPE_FLOAT32, 4, wd, *w, true);
     if (c->bias) optest_input(t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){c->m}, *b, true);
@@ -278,13 +268,8 @@ static const char *default_pick(const conv_case *c, int threads) {
     float *x, *w, *b;
     build_case(&t, c, &x, &w, &b);
     assert_int_equal(optest_infer(&t), ANVIL_OK);
-    op_tinfo in[3];
-    memset(in, 0, sizeof in);
-    for (int i = 0; i < t.n_in; i++) {
-        in[i].dtype = ANVIL_DTYPE_FLOAT32;
-        ir_shape_set(&in[i].shape, t.in[i].rank, t.in[i].dims);
-        in[i].value = t.in_known[i] ? t.in[i].data : NULL;
-    }
+    op_tinfo in[OPTEST_MAX_IO];
+    optest_input_info(&t, in);
     kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads, NULL};
     const kern_variant *v = conv_auto_pick(&kn);
     const kern_variant *sel = NULL;

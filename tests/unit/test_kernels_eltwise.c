@@ -13,16 +13,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-static float *random_data(size_t n, unsigned seed, float lo, float hi) {
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    unsigned s = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        p[i] = lo + (hi - lo) * (float)((s >> 8) & 0xffffff) / 16777216.0f;
-    }
-    return p;
-}
-
 static size_t prod(const int64_t *d, int r) {
     size_t n = 1;
     for (int i = 0; i < r; i++) n *= (size_t)d[i];
@@ -66,16 +56,7 @@ static void check(optest *t, float rtol, float atol, int want) {
 static bool family_applies(optest *t, const char *name) {
     assert_int_equal(optest_infer(t), ANVIL_OK);
     op_tinfo in[OPTEST_MAX_IO];
-    memset(in, 0, sizeof in);
-    for (int i = 0; i < t->n_in; i++) {
-        if (!t->in_set[i]) {
-            ir_shape_unknown(&in[i].shape);
-            continue;
-        }
-        in[i].dtype = t->in[i].dtype;
-        ir_shape_set(&in[i].shape, t->in[i].rank, t->in[i].dims);
-        in[i].value = t->in_known[i] ? t->in[i].data : NULL;
-    }
+    optest_input_info(t, in);
     kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL};
     char full[64];
     snprintf(full, sizeof full, "%s_%s", name, have_avx512() ? "avx512" : "avx2");
@@ -104,7 +85,7 @@ static void run_unary(const unary_case *c, int attrs, const char *aname, float a
         int64_t dims[3] = {2, 0, 3};
         int rank = zero ? 3 : 1;
         if (!zero) dims[0] = lengths[li];
-        float *x = random_data(prod(dims, rank), (unsigned)li + 7, c->lo, c->hi);
+        float *x = optest_random_f32(prod(dims, rank), (unsigned)li + 7, c->lo, c->hi);
         optest t;
         optest_begin_opset(&t, c->op, 1, 1, attrs, c->opset);
         int k = 0;
@@ -147,7 +128,7 @@ static void test_unary(void **state) {
 static void test_erf_accuracy(void **state) {
     (void)state;
     int64_t len = 200000;
-    float *x = random_data((size_t)len, 5, -5, 5);
+    float *x = optest_random_f32((size_t)len, 5, -5, 5);
     for (int64_t i = 0; i < 1000; i++) x[i] = 0.999f + 2e-6f * (float)i;
     optest t;
     optest_begin(&t, IR_OP_ERF, 1, 1, 0);
@@ -162,7 +143,7 @@ static void test_clip_inputs(void **state) {
     float lo = -0.25f, hi = 0.75f;
     for (int n_in = 2; n_in <= 3; n_in++) {
         int64_t len = 37;
-        float *x = random_data((size_t)len, 3, -2, 2);
+        float *x = optest_random_f32((size_t)len, 3, -2, 2);
         optest t;
         optest_begin_opset(&t, IR_OP_CLIP, n_in, 1, 0, 13);
         optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 1, &len, x, false);
@@ -180,8 +161,8 @@ static void run_binary(int ra, const int64_t *da, int rb, const int64_t *db, boo
     static const ir_op ops[] = {IR_OP_ADD, IR_OP_SUB, IR_OP_MUL, IR_OP_DIV};
     static const char *const names[] = {"add", "sub", "mul", "div"};
     for (int o = 0; o < 4; o++) {
-        float *a = random_data(prod(da, ra), 11, -2, 2);
-        float *b = random_data(prod(db, rb), 12, 0.5f, 2.0f);
+        float *a = optest_random_f32(prod(da, ra), 11, -2, 2);
+        float *b = optest_random_f32(prod(db, rb), 12, 0.5f, 2.0f);
         optest t;
         optest_begin(&t, ops[o], 2, 1, 0);
         optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, ra, da, a, false);
@@ -226,7 +207,7 @@ static void test_binary_outer(void **state) {
 static void run_softmax(ir_op op, int opset, int rank, const int64_t *dims, int64_t axis,
                         bool has_axis, bool supported) {
     const char *name = op == IR_OP_SOFTMAX ? "softmax" : "logsoftmax";
-    float *x = random_data(prod(dims, rank), 21, -10, 10);
+    float *x = optest_random_f32(prod(dims, rank), 21, -10, 10);
     optest t;
     optest_begin_opset(&t, op, 1, 1, has_axis ? 1 : 0, opset);
     if (has_axis) optest_attr_int(&t, 0, "axis", axis);
@@ -258,8 +239,8 @@ static void test_softmax(void **state) {
 static void run_layernorm(int rank, const int64_t *dims, int64_t axis, bool bias, bool known) {
     int r0 = (int)(axis < 0 ? axis + rank : axis);
     size_t len = prod(dims + r0, rank - r0);
-    float *x = random_data(prod(dims, rank), 31, -3, 5);
-    float *sc = random_data(len, 32, 0.5f, 1.5f), *bi = random_data(len, 33, -1, 1);
+    float *x = optest_random_f32(prod(dims, rank), 31, -3, 5);
+    float *sc = optest_random_f32(len, 32, 0.5f, 1.5f), *bi = optest_random_f32(len, 33, -1, 1);
     optest t;
     optest_begin_opset(&t, IR_OP_LAYERNORMALIZATION, bias ? 3 : 2, 1, 2, 17);
     optest_attr_int(&t, 0, "axis", axis);
@@ -287,9 +268,9 @@ static void test_layernorm(void **state) {
 
 static void run_batchnorm(int rank, const int64_t *dims, bool known) {
     int64_t c = dims[1];
-    float *x = random_data(prod(dims, rank), 41, -3, 3);
+    float *x = optest_random_f32(prod(dims, rank), 41, -3, 3);
     float *p[4];
-    for (int i = 0; i < 4; i++) p[i] = random_data((size_t)c, 42 + (unsigned)i, 0.2f, 1.5f);
+    for (int i = 0; i < 4; i++) p[i] = optest_random_f32((size_t)c, 42 + (unsigned)i, 0.2f, 1.5f);
     optest t;
     optest_begin(&t, IR_OP_BATCHNORMALIZATION, 5, 1, 1);
     optest_attr_float(&t, 0, "epsilon", 1e-3f);
@@ -321,7 +302,7 @@ typedef struct pool_case {
 static void run_pool(ir_op op, const pool_case *c, int64_t cip, bool supported) {
     int64_t dims[4] = {2, 3, c->h, c->w};
     const char *name = op == IR_OP_MAXPOOL ? "maxpool" : "averagepool";
-    float *x = random_data(prod(dims, 4), 51, -4, 4);
+    float *x = optest_random_f32(prod(dims, 4), 51, -4, 4);
     optest t;
     int nat = 4 + (op == IR_OP_AVERAGEPOOL);
     optest_begin_opset(&t, op, 1, 1, nat, 17);
@@ -368,7 +349,7 @@ static void test_global_avgpool(void **state) {
     (void)state;
     static const int64_t shapes[][4] = {{2, 3, 7, 7}, {1, 5, 1, 1}, {1, 1280, 7, 7}, {0, 3, 4, 4}};
     for (size_t i = 0; i < 4; i++) {
-        float *x = random_data(prod(shapes[i], 4), 61, -2, 2);
+        float *x = optest_random_f32(prod(shapes[i], 4), 61, -2, 2);
         optest t;
         optest_begin(&t, IR_OP_GLOBALAVERAGEPOOL, 1, 1, 0);
         optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, shapes[i], x, false);
@@ -376,7 +357,7 @@ static void test_global_avgpool(void **state) {
         optest_end(&t);
         free(x);
     }
-    float *x = random_data(2 * 17 * 33, 62, -2, 2);
+    float *x = optest_random_f32(2 * 17 * 33, 62, -2, 2);
     optest t;
     optest_begin(&t, IR_OP_GLOBALAVERAGEPOOL, 1, 1, 0);
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 3, (int64_t[]){2, 17, 33}, x, false);
@@ -388,7 +369,7 @@ static void test_global_avgpool(void **state) {
 /* ---- transpose ---------------------------------------------------------------------------- */
 
 static void run_transpose(int rank, const int64_t *dims, const int64_t *perm, bool supported) {
-    float *x = random_data(prod(dims, rank), 71, -1, 1);
+    float *x = optest_random_f32(prod(dims, rank), 71, -1, 1);
     optest t;
     optest_begin(&t, IR_OP_TRANSPOSE, 1, 1, perm ? 1 : 0);
     if (perm) optest_attr_ints(&t, 0, "perm", perm, (size_t)rank);

@@ -9,16 +9,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-static float *random_data(size_t n, unsigned seed) {
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    unsigned s = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        p[i] = (float)((s >> 9) & 0xffff) / 32768.0f - 1.0f;
-    }
-    return p;
-}
-
 static size_t prod(const int64_t *d, int r) {
     size_t n = 1;
     for (int i = 0; i < r; i++) n *= (size_t)d[i];
@@ -37,7 +27,8 @@ static int expected_variants(void) {
 static void check_matmul(int ra, const int64_t *da, int rb, const int64_t *db, bool b_known) {
     optest t;
     optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
-    float *a = random_data(prod(da, ra), 1), *b = random_data(prod(db, rb), 2);
+    float *a = optest_random_f32(prod(da, ra), 1, -1.0f, 1.0f),
+          *b = optest_random_f32(prod(db, rb), 2, -1.0f, 1.0f);
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, ra, da, a, false);
     optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, rb, db, b, b_known);
     int n = optest_check_variants(&t, 1e-4f, 1e-4f);
@@ -100,8 +91,9 @@ static void check_gemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, int c_
     optest_attr_float(&t, 2, "alpha", alpha);
     optest_attr_float(&t, 3, "beta", beta);
     int64_t da[2] = {ta ? k : m, ta ? m : k}, db[2] = {tb ? n : k, tb ? k : n};
-    float *a = random_data((size_t)(m * k), 3), *b = random_data((size_t)(k * n), 4);
-    float *c = c_rank >= 0 ? random_data(prod(c_dims, c_rank), 5) : NULL;
+    float *a = optest_random_f32((size_t)(m * k), 3, -1.0f, 1.0f),
+          *b = optest_random_f32((size_t)(k * n), 4, -1.0f, 1.0f);
+    float *c = c_rank >= 0 ? optest_random_f32(prod(c_dims, c_rank), 5, -1.0f, 1.0f) : NULL;
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, da, a, false);
     optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, db, b, b_known);
     if (c) optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, c_rank, c_dims, c, true);
@@ -197,9 +189,8 @@ static void test_forced_names(void **state) {
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){2, 3}, a, false);
     optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){3, 2}, b, true);
     assert_int_equal(optest_infer(&t), ANVIL_OK);
-    op_tinfo in[2] = {{ANVIL_DTYPE_FLOAT32, {0}, NULL}, {ANVIL_DTYPE_FLOAT32, {0}, b}};
-    ir_shape_set(&in[0].shape, 2, (int64_t[]){2, 3});
-    ir_shape_set(&in[1].shape, 2, (int64_t[]){3, 2});
+    op_tinfo in[OPTEST_MAX_IO];
+    optest_input_info(&t, in);
     kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL};
     const kern_variant *v = NULL;
     assert_int_equal(kern_select(&kn, "gemm_f32_4x8_portable", &v), ANVIL_OK);

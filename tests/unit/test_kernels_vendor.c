@@ -19,20 +19,10 @@
  * that are still reachable at exit; nothing is expected to leak, so there are no LeakSanitizer
  * suppressions. */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static float frand(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (float)(rng_state % 2001) / 1000.0f - 1.0f;
-}
-
+/* A fresh fixed-seed buffer per call, so every operand differs. */
 static float *rand_buf(size_t n) {
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    assert_non_null(p);
-    for (size_t i = 0; i < n; i++) p[i] = frand();
-    return p;
+    static unsigned calls;
+    return optest_random_f32(n, ++calls, -1.0f, 1.0f);
 }
 
 static size_t numel(const int64_t *dims, int rank) {

@@ -33,13 +33,8 @@ static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c
         for (int j = 0; j < 8; j++) c[i * ldc + j] = acc[i][j];
 }
 
-static void tile_epilogue_portable(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
-                                   int64_t j0, int64_t m, int64_t n) {
-    gemm_epilogue_body(ep, c, ldc, i0, j0, m, n);
-}
-
-static const gemm_kernel kernel_4x8_portable = {"4x8_portable",        4, 8, 0, uk_4x8_portable,
-                                                tile_epilogue_portable};
+static const gemm_kernel kernel_4x8_portable = {"4x8_portable",     4, 8, 0, uk_4x8_portable,
+                                                gemm_epilogue_apply};
 
 extern const gemm_kernel gemm_kernel_14x32_avx512, gemm_kernel_12x32_avx512,
     gemm_kernel_8x32_avx512, gemm_kernel_8x48_avx512, gemm_kernel_6x64_avx512,
@@ -60,11 +55,7 @@ const gemm_kernel *gemm_kernel_find(const char *name) {
 }
 
 bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw) {
-    if ((k->needs & KERN_NEEDS_AVX2) && !(hw->avx2 && hw->fma)) return false;
-    if ((k->needs & KERN_NEEDS_AVX512) &&
-        !(hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512))
-        return false;
-    return true;
+    return kern_isa_ok(k->needs, hw);
 }
 
 /* Relative speed of each tile on full tiles (1 thread, Zen 4, KC from gemm_blocking_default,

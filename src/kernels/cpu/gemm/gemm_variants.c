@@ -104,44 +104,51 @@ static void batch_offsets(const op_tensor *a, const op_tensor *b, const op_tenso
 /* ---- prepare / release ------------------------------------------------------------------------
  */
 
-static anvil_status prepare_common(const kern_variant *v, const kern_node *kn, void **state) {
-    gemm_state *s = core_calloc(1, sizeof *s);
-    if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
+/* Everything about the problem that the node's shapes and attributes decide: the kernel, the
+ * Gemm attributes, the geometry and the blocking. Shared by workspace_size and prepare. */
+static anvil_status geometry(const kern_variant *v, const kern_node *kn, gemm_state *s) {
     s->k = kernel_of(v, kn);
     s->is_gemm = kn->node->op == IR_OP_GEMM;
     s->threads = kn->threads > 0 ? kn->threads : 1;
-    anvil_status st = ANVIL_OK;
-    const op_tinfo *b = &kn->in[1];
     if (s->is_gemm) {
+        anvil_status st;
         if ((st = ir_attr_flag(kn->node, "transA", false, &s->trans_a)) != ANVIL_OK ||
             (st = ir_attr_flag(kn->node, "transB", false, &s->trans_b)) != ANVIL_OK ||
             (st = ir_attr_float(kn->node, "alpha", 1.0f, &s->alpha)) != ANVIL_OK ||
             (st = ir_attr_float(kn->node, "beta", 1.0f, &s->beta)) != ANVIL_OK)
-            goto fail;
+            return st;
         s->m = dim(&kn->out[0], 0);
         s->n = dim(&kn->out[0], 1);
         s->kdim = s->trans_a ? dim(&kn->in[0], 0) : dim(&kn->in[0], 1);
         s->batch = 1;
         s->fold = true;
-        if (b->value) {
-            int64_t rs = s->trans_b ? 1 : s->n, cs = s->trans_b ? s->kdim : 1;
-            st = gemm_pack_b(s->k, s->kdim, s->n, b->value, rs, cs, &s->pb);
-        }
     } else {
         matmul_geometry(kn, s);
-        if (b->value && s->fold) st = gemm_pack_b(s->k, s->kdim, s->n, b->value, s->n, 1, &s->pb);
     }
-    if (st != ANVIL_OK) goto fail;
-    if (s->pb.data) kern_node_mark_copied(kn, 1);
     s->blk = gemm_blocking_default(s->k, s->m, s->n, s->kdim, core_hw_get());
     /* Many small items (attention heads): one item per thread beats splitting each tiny GEMM. */
     s->batch_parallel = s->batch >= s->threads && s->threads > 1;
+    return ANVIL_OK;
+}
+
+static anvil_status prepare_common(const kern_variant *v, const kern_node *kn, void **state) {
+    gemm_state *s = core_calloc(1, sizeof *s);
+    if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
+    anvil_status st = geometry(v, kn, s);
+    const op_tinfo *b = &kn->in[1];
+    if (st == ANVIL_OK && b->value && s->fold) {
+        /* Gemm's transB reads B as [N, K]; MatMul's B is [K, N]. */
+        int64_t rs = s->trans_b ? 1 : s->n, cs = s->trans_b ? s->kdim : 1;
+        st = gemm_pack_b(s->k, s->kdim, s->n, b->value, rs, cs, &s->pb);
+    }
+    if (st != ANVIL_OK) {
+        gemm_packed_free(&s->pb);
+        free(s);
+        return st;
+    }
+    if (s->pb.data) kern_node_mark_copied(kn, 1);
     *state = s;
     return ANVIL_OK;
-fail:
-    gemm_packed_free(&s->pb);
-    free(s);
-    return st;
 }
 
 static void release(void *state) {
@@ -152,20 +159,9 @@ static void release(void *state) {
 }
 
 static size_t workspace_common(const kern_variant *v, const kern_node *kn) {
-    const gemm_kernel *k = kernel_of(v, kn);
     gemm_state s = {0};
-    if (kn->node->op == IR_OP_GEMM) {
-        s.m = dim(&kn->out[0], 0);
-        s.n = dim(&kn->out[0], 1);
-        bool ta = false;
-        (void)ir_attr_flag(kn->node, "transA", false, &ta);
-        s.kdim = ta ? dim(&kn->in[0], 0) : dim(&kn->in[0], 1);
-    } else {
-        matmul_geometry(kn, &s);
-    }
-    gemm_blocking blk = gemm_blocking_default(k, s.m, s.n, s.kdim, core_hw_get());
-    int threads = kn->threads > 0 ? kn->threads : 1;
-    return (size_t)threads * gemm_thread_workspace(k, &blk);
+    if (geometry(v, kn, &s) != ANVIL_OK) return 0; /* prepare reports the error */
+    return (size_t)s.threads * gemm_thread_workspace(s.k, &s.blk);
 }
 
 /* ---- run ------------------------------------------------------------------------------------ */
