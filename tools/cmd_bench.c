@@ -39,6 +39,8 @@ void cli_bench_usage(FILE *f) {
         "  --json                     print one JSON object instead of text\n"
         "  --variant NODE_OR_OP=NAME  force an implementation for a node or an op type (repeat;\n"
         "                             --variant Conv=help lists the variants of Conv)\n"
+        "  --opt-level N              graph rewrites: 0 none, 1 (default) fold BatchNorm into\n"
+        "                             Conv and fuse bias/residual/activation epilogues\n"
         "  --profile FILE.json        write per-node timings of all runs as a Chrome trace\n"
         "  -h, --help                 show this help\n");
 }
@@ -51,7 +53,8 @@ enum {
     OPT_THREADS,
     OPT_JSON,
     OPT_PROFILE,
-    OPT_VARIANT
+    OPT_VARIANT,
+    OPT_LEVEL
 };
 
 typedef struct shape_arg {
@@ -62,7 +65,7 @@ typedef struct shape_arg {
 
 typedef struct bench_args {
     const char *model, *profile;
-    long long warmup, iters, threads;
+    long long warmup, iters, threads, opt_level;
     bool json;
     cli_inputs inputs;
     cli_variants variants;
@@ -114,15 +117,12 @@ static bool add_shape(bench_args *a, const char *arg) {
 
 /* Returns -1 when parsing succeeded, else the exit code. */
 static int parse_args(int argc, char **argv, bench_args *a) {
-    static const cli_option opts[] = {{"input", 'i', true, OPT_INPUT},
-                                      {"shape", 0, true, OPT_SHAPE},
-                                      {"warmup", 0, true, OPT_WARMUP},
-                                      {"iters", 0, true, OPT_ITERS},
-                                      {"threads", 0, true, OPT_THREADS},
-                                      {"json", 0, false, OPT_JSON},
-                                      {"profile", 0, true, OPT_PROFILE},
-                                      {"variant", 0, true, OPT_VARIANT},
-                                      {0}};
+    static const cli_option opts[] = {
+        {"input", 'i', true, OPT_INPUT},   {"shape", 0, true, OPT_SHAPE},
+        {"warmup", 0, true, OPT_WARMUP},   {"iters", 0, true, OPT_ITERS},
+        {"threads", 0, true, OPT_THREADS}, {"json", 0, false, OPT_JSON},
+        {"profile", 0, true, OPT_PROFILE}, {"variant", 0, true, OPT_VARIANT},
+        {"opt-level", 0, true, OPT_LEVEL}, {0}};
     cli_parser p;
     cli_parser_init(&p, "bench", argc, argv, opts);
     const char *val;
@@ -162,6 +162,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         case OPT_PROFILE:
             if (!val[0]) return cli_usage_error("bench", "--profile needs a file name");
             a->profile = val;
+            break;
+        case OPT_LEVEL:
+            if (!cli_parse_int("bench", "--opt-level", val, 0, 3, &a->opt_level))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_VARIANT:
             if (!cli_variants_add(&a->variants, "bench", val)) return CLI_EXIT_USAGE;
@@ -370,6 +374,7 @@ static int measure(const bench_args *a, const anvil_model *m, const bench_input 
     r->threads = a->threads > 0 ? (int)a->threads : core_hw_get()->logical_cores;
     if ((s = anvil_options_create(&opts)) != ANVIL_OK ||
         (s = anvil_options_set_threads(opts, r->threads)) != ANVIL_OK ||
+        (s = anvil_options_set_opt_level(opts, (int)a->opt_level)) != ANVIL_OK ||
         (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK) ||
         (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK)
         goto fail;
@@ -500,7 +505,7 @@ static int print_json(const bench_args *a, const bench_input *bi, size_t n_in,
 }
 
 int cli_bench_main(int argc, char **argv) {
-    bench_args a = {.warmup = 5, .iters = 50};
+    bench_args a = {.warmup = 5, .iters = 50, .opt_level = 1};
     int code = parse_args(argc, argv, &a);
     if (code >= 0) {
         args_free(&a);

@@ -28,25 +28,30 @@ void cli_run_usage(FILE *f) {
         "  --threads T                worker threads, 1..1024 (0 or absent: all cores)\n"
         "  --variant NODE_OR_OP=NAME  force an implementation for a node or an op type (repeat;\n"
         "                             --variant Conv=help lists the variants of Conv)\n"
+        "  --opt-level N              graph rewrites: 0 none, 1 (default) fold BatchNorm into\n"
+        "                             Conv and fuse bias/residual/activation epilogues\n"
         "  --profile FILE.json        write per-node timings as a Chrome trace\n"
         "  -h, --help                 show this help\n");
 }
 
-enum { OPT_INPUT = 1, OPT_OUTDIR, OPT_THREADS, OPT_PROFILE, OPT_VARIANT };
+enum { OPT_INPUT = 1, OPT_OUTDIR, OPT_THREADS, OPT_PROFILE, OPT_VARIANT, OPT_LEVEL };
 
 typedef struct run_args {
     const char *model, *outdir, *profile;
-    long long threads;
+    long long threads, opt_level;
     cli_inputs inputs;
     cli_variants variants;
 } run_args;
 
 /* Returns -1 when parsing succeeded, else the exit code. */
 static int parse_args(int argc, char **argv, run_args *a) {
-    static const cli_option opts[] = {
-        {"input", 'i', true, OPT_INPUT},   {"output-dir", 'o', true, OPT_OUTDIR},
-        {"threads", 0, true, OPT_THREADS}, {"profile", 0, true, OPT_PROFILE},
-        {"variant", 0, true, OPT_VARIANT}, {0}};
+    static const cli_option opts[] = {{"input", 'i', true, OPT_INPUT},
+                                      {"output-dir", 'o', true, OPT_OUTDIR},
+                                      {"threads", 0, true, OPT_THREADS},
+                                      {"profile", 0, true, OPT_PROFILE},
+                                      {"variant", 0, true, OPT_VARIANT},
+                                      {"opt-level", 0, true, OPT_LEVEL},
+                                      {0}};
     cli_parser p;
     cli_parser_init(&p, "run", argc, argv, opts);
     const char *val;
@@ -79,6 +84,10 @@ static int parse_args(int argc, char **argv, run_args *a) {
             break;
         case OPT_VARIANT:
             if (!cli_variants_add(&a->variants, "run", val)) return CLI_EXIT_USAGE;
+            break;
+        case OPT_LEVEL:
+            if (!cli_parse_int("run", "--opt-level", val, 0, 3, &a->opt_level))
+                return CLI_EXIT_USAGE;
             break;
         }
     }
@@ -177,6 +186,7 @@ static int run_model(const run_args *a, anvil_model *m) {
 
     if ((s = anvil_options_create(&opts)) != ANVIL_OK ||
         (s = anvil_options_set_threads(opts, (int)a->threads)) != ANVIL_OK ||
+        (s = anvil_options_set_opt_level(opts, (int)a->opt_level)) != ANVIL_OK ||
         (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK) ||
         (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||
         (s = anvil_session_create(m, opts, &sess)) != ANVIL_OK ||
@@ -200,7 +210,7 @@ done:
 }
 
 int cli_run_main(int argc, char **argv) {
-    run_args a = {0};
+    run_args a = {.opt_level = 1};
     int code = parse_args(argc, argv, &a);
     if (code >= 0) {
         cli_inputs_free(&a.inputs);

@@ -240,6 +240,15 @@ static void text_node(FILE *f, const ir_graph *g, int32_t i, int indent, int lev
         }
         fprintf(f, "}");
     }
+    if (n->fusion) {
+        const ir_fusion *u = n->fusion;
+        fprintf(f, " fused[");
+        if (u->bias >= 0) fprintf(f, "+bias(in%d)", u->bias);
+        if (u->residual >= 0) fprintf(f, "%s+residual(in%d)", u->bias >= 0 ? " " : "", u->residual);
+        if (u->act != IR_ACT_NONE)
+            fprintf(f, "%s%s", u->bias >= 0 || u->residual >= 0 ? " " : "", ir_act_name(u->act));
+        fprintf(f, "]");
+    }
     fprintf(f, "\n");
     for (int k = 0; k < n->n_attrs; k++) {
         const ir_attr *a = &n->attrs[k];
@@ -352,6 +361,9 @@ static void dot_node(dot_ctx *c, const ir_graph *g, int gid, int32_t i, int inde
             indent, "", gid, (int)i);
     put_dot(f, n->name ? n->name : "?");
     fprintf(f, "\\n%s", ir_op_name(n->op));
+    if (n->fusion && n->fusion->residual >= 0) fprintf(f, " +residual");
+    if (n->fusion && n->fusion->bias >= 0) fprintf(f, " +bias");
+    if (n->fusion && n->fusion->act != IR_ACT_NONE) fprintf(f, " +%s", ir_act_name(n->fusion->act));
     for (int k = 0; k < n->n_attrs; k++) {
         const ir_attr *a = &n->attrs[k];
         if (a->type == IR_ATTR_GRAPH || a->type == IR_ATTR_GRAPHS) continue;

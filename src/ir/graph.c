@@ -181,6 +181,80 @@ anvil_status ir_graph_add_node(ir_graph *g, ir_op op, const char *name, int n_in
     return ANVIL_OK;
 }
 
+anvil_status ir_graph_clone(const ir_graph *src, ir_graph **out) {
+    *out = NULL;
+    ir_graph *g;
+    CORE_TRY(ir_graph_create(NULL, &g));
+    anvil_status st = ANVIL_OK;
+    g->name = core_arena_strdup(g->arena, src->name);
+    g->opset = src->opset;
+    if (!g->name) goto oom;
+    for (int32_t v = 0; v < src->n_values; v++) {
+        ir_vid nv;
+        if ((st = ir_graph_add_value(g, src->values[v].name, &nv)) != ANVIL_OK) goto fail;
+        const char *name = g->values[nv].name;
+        g->values[nv] = src->values[v];
+        g->values[nv].name = name;
+    }
+    for (int32_t k = 0; k < src->n_nodes; k++) {
+        const ir_node *sn = &src->nodes[k];
+        int32_t idx;
+        if ((st = ir_graph_add_node(g, sn->op, sn->name, sn->n_inputs, sn->n_outputs, 0, &idx)) !=
+            ANVIL_OK)
+            goto fail;
+        ir_node *n = &g->nodes[idx];
+        n->opset = sn->opset;
+        memcpy(n->inputs, sn->inputs, (size_t)sn->n_inputs * sizeof *n->inputs);
+        memcpy(n->outputs, sn->outputs, (size_t)sn->n_outputs * sizeof *n->outputs);
+        /* shared, read-only: attributes (and the subgraphs they hold) and parsed params */
+        n->attrs = sn->attrs;
+        n->n_attrs = sn->n_attrs;
+        n->params = sn->params;
+        n->fusion = sn->fusion;
+    }
+    for (int32_t i = 0; i < src->n_inputs; i++)
+        if ((st = ir_graph_add_input(g, src->inputs[i])) != ANVIL_OK) goto fail;
+    for (int32_t i = 0; i < src->n_outputs; i++)
+        if ((st = ir_graph_add_output(g, src->outputs[i])) != ANVIL_OK) goto fail;
+    for (int32_t i = 0; i < src->n_syms; i++) {
+        int32_t sym;
+        if ((st = ir_graph_add_sym(g, src->syms[i], &sym)) != ANVIL_OK) goto fail;
+    }
+    *out = g;
+    return ANVIL_OK;
+oom:
+    st = ANVIL_ERR_OUT_OF_MEMORY;
+fail:
+    ir_graph_free(g);
+    return st;
+}
+
+const char *ir_act_name(ir_act act) {
+    switch (act) {
+    case IR_ACT_NONE:
+        return "none";
+    case IR_ACT_RELU:
+        return "Relu";
+    case IR_ACT_CLIP:
+        return "Clip";
+    case IR_ACT_LEAKY_RELU:
+        return "LeakyRelu";
+    case IR_ACT_SIGMOID:
+        return "Sigmoid";
+    case IR_ACT_TANH:
+        return "Tanh";
+    case IR_ACT_GELU_ERF:
+        return "Gelu";
+    case IR_ACT_GELU_TANH:
+        return "Gelu(tanh)";
+    case IR_ACT_HARD_SIGMOID:
+        return "HardSigmoid";
+    case IR_ACT_HARD_SWISH:
+        return "HardSwish";
+    }
+    return "?";
+}
+
 anvil_status ir_graph_add_input(ir_graph *g, ir_vid v) {
     CORE_TRY(grow((void **)&g->inputs, g->n_inputs, &g->cap_inputs, sizeof(ir_vid)));
     g->inputs[g->n_inputs++] = v;

@@ -120,6 +120,38 @@ typedef struct ir_attr {
     struct ir_graph **graphs;
 } ir_attr;
 
+/* Activations a graph pass can fold into the node that produces their input. */
+typedef enum ir_act {
+    IR_ACT_NONE = 0,
+    IR_ACT_RELU,
+    IR_ACT_CLIP,       /* min(max(x, lo), hi) */
+    IR_ACT_LEAKY_RELU, /* x < 0 ? alpha*x : x */
+    IR_ACT_SIGMOID,
+    IR_ACT_TANH,
+    IR_ACT_GELU_ERF,
+    IR_ACT_GELU_TANH,
+    IR_ACT_HARD_SIGMOID, /* max(0, min(1, alpha*x + beta)) */
+    IR_ACT_HARD_SWISH,
+} ir_act;
+
+/* An epilogue fused into a node by src/passes: output 0 becomes
+ *   act(op(x) + bias[col] + residual)
+ * where bias (if any) is input `bias` of the node, a vector over output 0's last dim (MatMul,
+ * Gemm; a Conv carries its bias in its own input 2), and residual (if any) is input `residual`,
+ * a tensor of output 0's exact shape. Both are appended after the op's own inputs, so liveness
+ * and memory planning see them as ordinary inputs; the op's own kernels ignore trailing inputs,
+ * and the runtime applies whatever a variant does not (kern_fusion_apply). */
+typedef struct ir_fusion {
+    int bias;     /* input index, or -1 */
+    int residual; /* input index, or -1 */
+    ir_act act;
+    float alpha, beta; /* LeakyRelu alpha; HardSigmoid alpha and beta */
+    float lo, hi;      /* Clip bounds */
+} ir_fusion;
+
+/* "Relu", "Clip", ...: for dumps and traces. Static storage. */
+const char *ir_act_name(ir_act act);
+
 typedef struct ir_node {
     const char *name; /* never NULL: the importer names unnamed nodes "<OpType>_<index>" */
     ir_op op;
@@ -129,6 +161,7 @@ typedef struct ir_node {
     ir_vid *outputs; /* IR_NONE for an omitted optional output */
     ir_attr *attrs;
     void *params; /* op-specific parsed attributes, set by the op's check(); arena-owned */
+    const ir_fusion *fusion; /* NULL, or the epilogue a pass fused in; arena-owned */
 } ir_node;
 
 typedef struct ir_graph {
@@ -173,6 +206,11 @@ anvil_status ir_graph_add_input(ir_graph *g, ir_vid v);
 anvil_status ir_graph_add_output(ir_graph *g, ir_vid v);
 /* Interns a symbolic dim name; returns its index. */
 anvil_status ir_graph_add_sym(ir_graph *g, const char *name, int32_t *out);
+
+/* A copy of src for rewriting: values, nodes, inputs and outputs are new (the copy owns them and
+ * may be mutated freely); attributes, parsed params, subgraphs and constant data are shared with
+ * src, which must outlive the copy and is not changed. *out owned by the caller (ir_graph_free). */
+anvil_status ir_graph_clone(const ir_graph *src, ir_graph **out);
 
 /* ---- attributes (used by ops' check functions) --------------------------------------------- */
 

@@ -53,7 +53,22 @@ typedef struct kern_variant {
     /* Computes the node. workspace: workspace_size bytes, 64-byte aligned, or NULL. */
     anvil_status (*run)(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                         op_tensor *const *out, int n_out, void *workspace, op_ctx *ctx);
+    /* Whether run applies kn->node->fusion (bias, residual and activation, all of it) itself.
+     * NULL or false: the runtime applies it to output 0 after run (kern_fusion_apply). */
+    bool (*fuses)(const kern_node *kn);
 } kern_variant;
+
+/* Whether the runtime must apply n's fused epilogue after v ran it: n has one and v does not
+ * apply it (v->fuses absent or false for kn). */
+bool kern_fusion_pending(const kern_variant *v, const kern_node *kn);
+/* Checks, with the concrete shapes of kn, that n's fused bias and residual fit its output 0
+ * (they were matched on symbolic shapes at load); SHAPE error naming the node otherwise. */
+anvil_status kern_fusion_check(const kern_node *kn);
+/* Applies n->fusion (see ir_fusion) to out in place: out = act(out + bias + residual), with
+ * bias and residual read from in[n->fusion->bias / residual]. fp32 only (passes fuse nothing
+ * else). No-op when n has no fusion. */
+anvil_status kern_fusion_apply(const ir_node *n, const op_tensor *const *in, int n_in,
+                               op_tensor *out, op_ctx *ctx);
 
 /* Optimized families. Each exports a NULL-terminated list of its variants (any ops), best first;
  * the registry builds every op's list as: reference, then the families in the order of its

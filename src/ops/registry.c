@@ -24,9 +24,11 @@ anvil_status op_check_graph(ir_graph *g) {
         ir_node *n = &g->nodes[i];
         const op_impl *impl = op_get(n->op);
         /* trailing omitted optional inputs/outputs do not count against the arity */
-        int nin = n->n_inputs, nout = n->n_outputs;
+        int nin = n->n_inputs, nout = n->n_outputs, nin_all = n->n_inputs;
+        /* inputs a fused epilogue appended (src/passes) are not the op's own */
+        if (n->fusion && nin > impl->max_inputs) nin = nin_all = impl->max_inputs;
         while (nin > 0 && n->inputs[nin - 1] == IR_NONE) nin--;
-        if (nin < impl->min_inputs || n->n_inputs > impl->max_inputs)
+        if (nin < impl->min_inputs || nin_all > impl->max_inputs)
             return core_err(ANVIL_ERR_INVALID_MODEL, "%s has %d inputs; %s takes %d to %d",
                             ir_node_label(n), n->n_inputs, ir_op_name(n->op), impl->min_inputs,
                             impl->max_inputs);

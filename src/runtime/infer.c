@@ -274,6 +274,8 @@ static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opt
         outs[i] = &out_t[i];
     }
     anvil_status st = op_get(n->op)->run(n, ins, n->n_inputs, outs, n->n_outputs, opts->ctx);
+    if (st == ANVIL_OK && n->fusion)
+        st = kern_fusion_apply(n, ins, n->n_inputs, outs[0], opts->ctx);
     if (st != ANVIL_OK) return st;
     for (int i = 0; i < n->n_outputs; i++)
         if (n->outputs[i] != IR_NONE) s->info[n->outputs[i]].value = s->owned[n->outputs[i]];

@@ -102,6 +102,7 @@ anvil_status rt_node_run_dynamic(const ir_graph *g, const ir_node *n, const op_t
         st = op_output_alloc(ctx, out[i], to[i].dtype, to[i].shape.rank, to[i].shape.d);
     }
     if (st == ANVIL_OK) st = impl->run(n, in, n->n_inputs, out, n->n_outputs, ctx);
+    if (st == ANVIL_OK && n->fusion) st = kern_fusion_apply(n, in, n->n_inputs, out[0], ctx);
     if (st != ANVIL_OK)
         for (int i = 0; i < n->n_outputs; i++) op_tensor_release(out[i]);
     return st;
@@ -119,11 +120,15 @@ static anvil_status outer_reads(const ir_graph *g, const ir_graph *h, int level,
     for (ir_vid v = 0; v < h->n_values; v++) {
         if (!(h->values[v].flags & IR_VALUE_OUTER)) continue;
         for (const ir_graph *q = h->parent; q; q = q->parent) {
-            ir_vid p = ir_graph_find_value(q, h->values[v].name);
-            if (q == g) {
+            /* The ancestor at g's depth is g, or the graph g was copied from: a session's
+             * rewritten graph (src/passes) shares the model's subgraphs, whose parent is the
+             * model's graph. Either way names resolve in g. */
+            if (q->depth == g->depth) {
+                ir_vid p = ir_graph_find_value(g, h->values[v].name);
                 if (p != IR_NONE) mark(arg, p);
                 break;
             }
+            ir_vid p = ir_graph_find_value(q, h->values[v].name);
             if (p != IR_NONE && !(q->values[p].flags & IR_VALUE_OUTER)) break;
         }
     }

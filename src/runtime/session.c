@@ -12,6 +12,7 @@
  * run. A plan without dynamic steps allocates nothing per run. */
 #include "runtime.h"
 #include "kernels/kernels.h"
+#include "passes/passes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ typedef struct rt_step {
     size_t workspace;    /* bytes at plan->workspace */
     bool alias;          /* output 0 is input 0's bytes: nothing to run */
     bool dynamic;        /* shapes inferred and outputs allocated while running */
+    bool fusion_after;   /* the node's fused epilogue is applied after the variant ran */
     op_tensor *in, *out; /* [n_inputs], [n_outputs] templates; data bound per run */
 } rt_step;
 
@@ -67,7 +69,13 @@ typedef struct rt_event {
 } rt_event;
 
 struct rt_session {
-    const ir_graph *g;
+    const ir_graph *g;   /* what runs: the passes' rewrite of src, or src at level 0 */
+    const ir_graph *src; /* the model's graph (borrowed) */
+    pass_graph *pg;      /* owns g when passes ran */
+    /* Nodes the passes must leave unfused: a fused residual matched on symbolic shapes that a
+     * plan found to differ (names owned). */
+    char **unfused;
+    int n_unfused;
     rt_session_config cfg; /* cfg.forces points at `forces` below */
     rt_force *forces;      /* owned copies; strings in force_text */
     char *force_text;
@@ -431,9 +439,13 @@ static anvil_status const_materialize(rt_session *s, ir_vid v) {
     return ANVIL_OK;
 }
 
-static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out) {
+/* *unfuse: set to the node whose fused epilogue does not fit the concrete shapes (the caller
+ * rebuilds the graph without that fusion and tries again), else -1. */
+static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out,
+                              int32_t *unfuse) {
     const ir_graph *g = s->g;
     *out = NULL;
+    *unfuse = -1;
     rt_plan *p = core_calloc(1, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     anvil_status st = ANVIL_OK;
@@ -515,7 +527,12 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
         }
         uint32_t copied = 0;
         kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs, s->cfg.threads, &copied};
+        if ((st = kern_fusion_check(&kn)) != ANVIL_OK) {
+            *unfuse = k;
+            goto fail;
+        }
         if ((st = select_variant(s, &kn, &stp->variant)) != ANVIL_OK) goto fail;
+        stp->fusion_after = kern_fusion_pending(stp->variant, &kn);
         if (stp->variant->prepare && (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
             goto fail;
         release_step(s, readers, n, copied);
@@ -705,10 +722,11 @@ static anvil_status copy_forces(rt_session *s, const rt_session_config *cfg) {
         const rt_force *f = &cfg->forces[i];
         ir_op op;
         bool found = false, is_op = ir_op_lookup(f->key, &op);
-        for (int32_t k = 0; k < s->g->n_nodes && !found; k++)
-            if (!strcmp(s->g->nodes[k].name, f->key)) {
+        /* names of the model's nodes, including those a pass fused into another */
+        for (int32_t k = 0; k < s->src->n_nodes && !found; k++)
+            if (!strcmp(s->src->nodes[k].name, f->key)) {
                 found = true;
-                op = s->g->nodes[k].op;
+                op = s->src->nodes[k].op;
                 is_op = false;
             }
         if (!found && !is_op)
@@ -734,26 +752,54 @@ static anvil_status copy_forces(rt_session *s, const rt_session_config *cfg) {
     return ANVIL_OK;
 }
 
+/* What the session derives from the graph it runs: the rewritten graph, which inputs key
+ * plans, and the constants' aligned bytes. */
+static anvil_status graph_setup(rt_session *s) {
+    s->g = s->src;
+    if (s->cfg.opt_level >= 1) {
+        pass_options po = {s->cfg.opt_level, s->cfg.released, s->cfg.released_ctx,
+                           (const char *const *)s->unfused, s->n_unfused};
+        CORE_TRY(pass_pipeline_run(s->src, &po, &s->pg));
+        s->g = s->pg->g;
+    }
+    const ir_graph *g = s->g;
+    CORE_TRY(mark_shape_inputs(s));
+    s->const_ptr = core_calloc((size_t)g->n_values + 1, sizeof *s->const_ptr);
+    s->const_owned = core_calloc((size_t)g->n_values + 1, sizeof *s->const_owned);
+    if (!s->const_ptr || !s->const_owned) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (int32_t v = 0; v < g->n_values; v++)
+        if (g->values[v].flags & IR_VALUE_CONST) CORE_TRY(const_materialize(s, v));
+    return ANVIL_OK;
+}
+
+static void graph_teardown(rt_session *s) {
+    for (int i = 0; i < s->n_plans; i++) plan_free(s->plans[i]);
+    s->n_plans = 0;
+    s->last = NULL;
+    if (s->const_owned)
+        for (int32_t v = 0; v < s->g->n_values; v++) free(s->const_owned[v]);
+    free(s->const_owned);
+    free(s->const_ptr);
+    free(s->shape_input);
+    s->const_owned = NULL;
+    s->const_ptr = NULL;
+    s->shape_input = NULL;
+    pass_graph_free(s->pg);
+    s->pg = NULL;
+    s->g = s->src;
+}
+
 anvil_status rt_session_create(const ir_graph *g, const rt_session_config *cfg, rt_session **out) {
     *out = NULL;
     rt_session *s = core_calloc(1, sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
-    s->g = g;
+    s->g = s->src = g;
     s->cfg = *cfg;
     anvil_status st = copy_forces(s, cfg);
     if (st != ANVIL_OK) goto fail;
     if ((st = rt_pool_create(cfg->threads, &s->pool)) != ANVIL_OK) goto fail;
     s->ctx.pool = s->pool;
-    if ((st = mark_shape_inputs(s)) != ANVIL_OK) goto fail;
-    s->const_ptr = core_calloc((size_t)g->n_values + 1, sizeof *s->const_ptr);
-    s->const_owned = core_calloc((size_t)g->n_values + 1, sizeof *s->const_owned);
-    if (!s->const_ptr || !s->const_owned) {
-        st = ANVIL_ERR_OUT_OF_MEMORY;
-        goto fail;
-    }
-    for (int32_t v = 0; v < g->n_values; v++)
-        if ((g->values[v].flags & IR_VALUE_CONST) && (st = const_materialize(s, v)) != ANVIL_OK)
-            goto fail;
+    if ((st = graph_setup(s)) != ANVIL_OK) goto fail;
     s->t_origin = core_now_ns();
     *out = s;
     return ANVIL_OK;
@@ -764,17 +810,36 @@ fail:
 
 void rt_session_free(rt_session *s) {
     if (!s) return;
-    for (int i = 0; i < s->n_plans; i++) plan_free(s->plans[i]);
-    if (s->const_owned)
-        for (int32_t v = 0; v < s->g->n_values; v++) free(s->const_owned[v]);
-    free(s->const_owned);
-    free(s->const_ptr);
-    free(s->shape_input);
+    graph_teardown(s);
+    for (int i = 0; i < s->n_unfused; i++) free(s->unfused[i]);
+    free(s->unfused);
     free(s->events);
     free(s->forces);
     free(s->force_text);
     rt_pool_free(s->pool);
     free(s);
+}
+
+/* A fusion matched on symbolic shapes did not hold for these inputs: rebuild the session's
+ * graph without fusing that node (plans and trace events of the old graph are dropped). */
+static anvil_status unfuse_node(rt_session *s, int32_t node) {
+    for (int i = 0; i < s->n_unfused; i++)
+        if (!strcmp(s->unfused[i], s->g->nodes[node].name))
+            return core_err(ANVIL_ERR_INTERNAL, "%s: still fused after it was unfused",
+                            ir_node_label(&s->g->nodes[node]));
+    char *name = core_calloc(strlen(s->g->nodes[node].name) + 1, 1);
+    char **list = realloc(s->unfused, ((size_t)s->n_unfused + 1) * sizeof *list);
+    if (!name || !list) {
+        free(name);
+        if (list) s->unfused = list;
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    strcpy(name, s->g->nodes[node].name);
+    s->unfused = list;
+    s->unfused[s->n_unfused++] = name;
+    graph_teardown(s);
+    s->n_events = 0;
+    return graph_setup(s);
 }
 
 static rt_plan *plan_lookup(rt_session *s, const int64_t *sig, size_t sig_len) {
@@ -879,8 +944,14 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
     CORE_TRY(signature(s, inputs, &sig, &sig_len));
     rt_plan *p = plan_lookup(s, sig, sig_len);
     free(sig);
-    if (!p) {
-        CORE_TRY(plan_make(s, inputs, &p));
+    while (!p) {
+        int32_t unfuse;
+        anvil_status st = plan_make(s, inputs, &p, &unfuse);
+        if (st != ANVIL_OK && unfuse >= 0 && s->pg) {
+            CORE_TRY(unfuse_node(s, unfuse));
+            continue;
+        }
+        if (st != ANVIL_OK) return st;
         s->plans_made++;
         if (s->n_plans == RT_MAX_PLANS) {
             int oldest = 0;
@@ -937,6 +1008,8 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
         uint64_t t0 = s->cfg.profiling ? core_now_ns() : 0;
         st = stp->variant->run(n, stp->state, in, n->n_inputs, out, n->n_outputs, p->workspace,
                                &s->ctx);
+        if (st == ANVIL_OK && stp->fusion_after)
+            st = kern_fusion_apply(n, in, n->n_inputs, out[0], &s->ctx);
         if (st != ANVIL_OK) break;
         if (s->cfg.profiling) trace_add(s, stp->node, stp->variant->name, t0, core_now_ns());
         if (p->n_heap)

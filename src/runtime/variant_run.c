@@ -11,6 +11,7 @@ struct rt_variant_exec {
     void *ws;
     rt_pool *pool;
     op_ctx ctx;
+    bool fusion_after; /* the node's fused epilogue is applied here, after the variant ran */
 };
 
 anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn,
@@ -22,6 +23,7 @@ anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn,
     rt_variant_exec *e = core_calloc(1, sizeof *e);
     if (!e) return ANVIL_ERR_OUT_OF_MEMORY;
     e->v = v;
+    e->fusion_after = kern_fusion_pending(v, kn);
     anvil_status st = rt_pool_create(kn->threads > 0 ? kn->threads : 1, &e->pool);
     if (st != ANVIL_OK) goto fail;
     e->ctx.pool = e->pool;
@@ -40,7 +42,9 @@ fail:
 
 anvil_status rt_variant_exec_run(rt_variant_exec *e, const ir_node *n, const op_tensor *const *in,
                                  int n_in, op_tensor *const *out, int n_out) {
-    return e->v->run(n, e->state, in, n_in, out, n_out, e->ws, &e->ctx);
+    anvil_status st = e->v->run(n, e->state, in, n_in, out, n_out, e->ws, &e->ctx);
+    if (st == ANVIL_OK && e->fusion_after) st = kern_fusion_apply(n, in, n_in, out[0], &e->ctx);
+    return st;
 }
 
 void rt_variant_exec_free(rt_variant_exec *e) {

@@ -117,6 +117,75 @@ static void test_gemm_variants(void **state) {
         }
 }
 
+/* A MatMul or Gemm carrying a fused epilogue (ir_fusion, as src/passes leaves it): bias over the
+ * last dim and/or a residual of the output's shape appended after the op's own inputs, then an
+ * activation. Every variant (fusing in its GEMM epilogue, or leaving it to the runtime) must
+ * match the reference followed by the runtime's fallback. */
+static void check_fused(ir_op op, int ra, const int64_t *da, const int64_t *db, bool bias,
+                        bool residual, ir_act act, bool gemm_c) {
+    ir_fusion f = {.bias = -1,
+                   .residual = -1,
+                   .act = act,
+                   .alpha = 0.1f,
+                   .beta = 0.4f,
+                   .lo = -0.5f,
+                   .hi = 0.75f};
+    const int own = op == IR_OP_GEMM ? 3 : 2;
+    int n_in = own + (bias ? 1 : 0) + (residual ? 1 : 0);
+    optest t;
+    optest_begin(&t, op, n_in, 1, 0);
+    int64_t dy[4];
+    for (int i = 0; i < ra - 1; i++) dy[i] = da[i];
+    dy[ra - 1] = db[1];
+    size_t ny = prod(dy, ra);
+    float *a = optest_random_f32(prod(da, ra), 11, -1.0f, 1.0f),
+          *b = optest_random_f32(prod(db, 2), 12, -1.0f, 1.0f),
+          *bv = optest_random_f32((size_t)db[1], 13, -1.0f, 1.0f),
+          *r = optest_random_f32(ny, 14, -1.0f, 1.0f), *c = optest_random_f32(ny, 15, -1.0f, 1.0f);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, ra, da, a, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, db, b, true);
+    if (op == IR_OP_GEMM && gemm_c) optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 2, dy, c, false);
+    int next = own;
+    if (bias) {
+        f.bias = next;
+        optest_input(&t, next++, ANVIL_DTYPE_FLOAT32, 1, &db[1], bv, true);
+    }
+    if (residual) {
+        f.residual = next;
+        optest_input(&t, next++, ANVIL_DTYPE_FLOAT32, ra, dy, r, false);
+    }
+    optest_node(&t)->fusion = &f;
+    int n = optest_check_variants(&t, 1e-4f, 1e-4f);
+    assert_true(n >= expected_variants());
+    optest_end(&t);
+    free(a);
+    free(b);
+    free(bv);
+    free(r);
+    free(c);
+}
+
+static void test_fused_epilogue(void **state) {
+    (void)state;
+    const ir_act acts[] = {
+        IR_ACT_NONE, IR_ACT_RELU,     IR_ACT_CLIP,      IR_ACT_LEAKY_RELU,   IR_ACT_SIGMOID,
+        IR_ACT_TANH, IR_ACT_GELU_ERF, IR_ACT_GELU_TANH, IR_ACT_HARD_SIGMOID, IR_ACT_HARD_SWISH};
+    for (size_t i = 0; i < sizeof acts / sizeof *acts; i++) {
+        /* folded batch (3-D A), edges around the tiles */
+        check_fused(IR_OP_MATMUL, 3, (int64_t[]){2, 15, 19}, (int64_t[]){19, 33}, true, i % 2,
+                    acts[i], false);
+        check_fused(IR_OP_MATMUL, 2, (int64_t[]){17, 8}, (int64_t[]){8, 65}, i % 3 == 0, true,
+                    acts[i], false);
+    }
+    /* Gemm: residual without C (fused in the epilogue) and next to C (applied after) */
+    check_fused(IR_OP_GEMM, 2, (int64_t[]){13, 9}, (int64_t[]){9, 31}, false, true, IR_ACT_RELU,
+                false);
+    check_fused(IR_OP_GEMM, 2, (int64_t[]){13, 9}, (int64_t[]){9, 31}, false, true, IR_ACT_SIGMOID,
+                true);
+    check_fused(IR_OP_GEMM, 2, (int64_t[]){14, 9}, (int64_t[]){9, 32}, false, false, IR_ACT_TANH,
+                true);
+}
+
 /* The epilogue on its own: every activation against a scalar recomputation. */
 static void test_epilogue_activations(void **state) {
     (void)state;
@@ -207,7 +276,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_edges),   cmocka_unit_test(test_matmul_blocking),
         cmocka_unit_test(test_matmul_batched), cmocka_unit_test(test_matmul_zero_size),
         cmocka_unit_test(test_gemm_variants),  cmocka_unit_test(test_epilogue_activations),
-        cmocka_unit_test(test_forced_names),
+        cmocka_unit_test(test_forced_names),   cmocka_unit_test(test_fused_epilogue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

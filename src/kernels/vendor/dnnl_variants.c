@@ -591,18 +591,20 @@ static anvil_status conv_run(const ir_node *n, void *state, const op_tensor *con
 /* ---- the variants ---------------------------------------------------------------------------- */
 
 const kern_variant kern_dnnl_matmul = {
-    "dnnl_matmul",  IR_OP_MATMUL,  0,          matmul_supports, NULL,
-    matmul_prepare, state_release, matmul_run,
+    "dnnl_matmul", IR_OP_MATMUL, 0,    matmul_supports, NULL, matmul_prepare,
+    state_release, matmul_run,   NULL,
 };
 const kern_variant kern_dnnl_gemm = {
-    "dnnl_matmul", IR_OP_GEMM, 0, matmul_supports, NULL, matmul_prepare, state_release, matmul_run,
+    "dnnl_matmul", IR_OP_GEMM, 0,    matmul_supports, NULL, matmul_prepare,
+    state_release, matmul_run, NULL,
 };
 const kern_variant kern_dnnl_conv = {
-    "dnnl_conv", IR_OP_CONV, 0, conv_supports, NULL, conv_prepare_blocked, state_release, conv_run,
+    "dnnl_conv",          IR_OP_CONV,    0,        conv_supports, NULL,
+    conv_prepare_blocked, state_release, conv_run, NULL,
 };
 const kern_variant kern_dnnl_conv_nchw = {
     "dnnl_conv_nchw",  IR_OP_CONV,    0,        conv_supports, NULL,
-    conv_prepare_nchw, state_release, conv_run,
+    conv_prepare_nchw, state_release, conv_run, NULL,
 };
 
 #endif

@@ -34,10 +34,10 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
 }
 
 const kern_variant kern_openblas_matmul = {
-    "openblas_sgemm", IR_OP_MATMUL, 0, supports, NULL, vblas_prepare, vblas_release, run,
+    "openblas_sgemm", IR_OP_MATMUL, 0, supports, NULL, vblas_prepare, vblas_release, run, NULL,
 };
 const kern_variant kern_openblas_gemm = {
-    "openblas_sgemm", IR_OP_GEMM, 0, supports, NULL, vblas_prepare, vblas_release, run,
+    "openblas_sgemm", IR_OP_GEMM, 0, supports, NULL, vblas_prepare, vblas_release, run, NULL,
 };
 
 #endif

@@ -139,7 +139,8 @@ const kern_variant conv_v_depthwise_avx512 = {"conv_depthwise_direct_avx512",
                                               dw_workspace,
                                               dw_prepare,
                                               dw_release,
-                                              dw_run_avx512};
+                                              dw_run_avx512,
+                                              NULL};
 const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
                                             IR_OP_CONV,
                                             KERN_NEEDS_AVX2,
@@ -147,4 +148,5 @@ const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
                                             dw_workspace,
                                             dw_prepare,
                                             dw_release,
-                                            dw_run_avx2};
+                                            dw_run_avx2,
+                                            NULL};

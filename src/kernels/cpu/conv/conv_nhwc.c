@@ -298,4 +298,4 @@ static anvil_status nhwc_variant_run(const ir_node *n, void *state, const op_ten
 
 const kern_variant conv_v_nhwc = {
     "conv_nhwc_im2col_gemm", IR_OP_CONV, 0, nhwc_supports, nhwc_ws, nhwc_prepare, nhwc_release,
-    nhwc_variant_run};
+    nhwc_variant_run,        NULL};

@@ -317,7 +317,8 @@ static anvil_status gemm_variant_run(const ir_node *n, void *state, const op_ten
         return gemm_state_prepare(kn, KIND, state);                                                \
     }                                                                                              \
     const kern_variant conv_v_##ID = {                                                             \
-        NAME, IR_OP_CONV, 0, sup_##ID, ws_##ID, prep_##ID, gemm_state_release, gemm_variant_run};
+        NAME, IR_OP_CONV, 0, sup_##ID, ws_##ID, prep_##ID, gemm_state_release, gemm_variant_run,   \
+        NULL};
 
 CONV_GEMM_VARIANT(1x1, "conv_1x1_gemm", KIND_1X1)
 CONV_GEMM_VARIANT(im2col, "conv_im2col_gemm", KIND_IM2COL)
@@ -444,8 +445,9 @@ static anvil_status auto_run(const ir_node *n, void *state, const op_tensor *con
     return a->v->run(n, a->inner, in, n_in, out, n_out, ws, ctx);
 }
 
-static const kern_variant conv_v_auto = {
-    "conv_f32", IR_OP_CONV, 0, auto_supports, auto_workspace, auto_prepare, auto_release, auto_run};
+static const kern_variant conv_v_auto = {"conv_f32",    IR_OP_CONV,     0,
+                                         auto_supports, auto_workspace, auto_prepare,
+                                         auto_release,  auto_run,       NULL};
 
 const kern_variant *const kern_family_conv[] = {
     &conv_v_auto, &conv_v_depthwise_avx512, &conv_v_depthwise_avx2,

@@ -347,7 +347,7 @@ static anvil_status wino_run(const ir_node *n, void *state, const op_tensor *con
         return wino_prepare(kn, M, state);                                                         \
     }                                                                                              \
     const kern_variant conv_v_winograd_f##M = {                                                    \
-        NAME, IR_OP_CONV, 0, sup_f##M, ws_f##M, prep_f##M, wino_release, wino_run};
+        NAME, IR_OP_CONV, 0, sup_f##M, ws_f##M, prep_f##M, wino_release, wino_run, NULL};
 
 WINO_VARIANT(2, "conv_winograd_f2x2_3x3")
 WINO_VARIANT(4, "conv_winograd_f4x4_3x3")

@@ -870,14 +870,24 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
     static anvil_status prep_##ID##_avx2(const kern_node *kn, void **state) {                      \
         return prepare_common(kn, &elt_isa_avx2, state);                                           \
     }                                                                                              \
-    static const kern_variant v_##ID##_avx512 = {NAME "_avx512",    OP,                            \
-                                                 KERN_NEEDS_AVX512, supports_common,               \
-                                                 workspace_common,  prep_##ID##_avx512,            \
-                                                 release_common,    run_common};                   \
-    static const kern_variant v_##ID##_avx2 = {NAME "_avx2",     OP,                               \
-                                               KERN_NEEDS_AVX2,  supports_common,                  \
-                                               workspace_common, prep_##ID##_avx2,                 \
-                                               release_common,   run_common};
+    static const kern_variant v_##ID##_avx512 = {NAME "_avx512",                                   \
+                                                 OP,                                               \
+                                                 KERN_NEEDS_AVX512,                                \
+                                                 supports_common,                                  \
+                                                 workspace_common,                                 \
+                                                 prep_##ID##_avx512,                               \
+                                                 release_common,                                   \
+                                                 run_common,                                       \
+                                                 NULL};                                            \
+    static const kern_variant v_##ID##_avx2 = {NAME "_avx2",                                       \
+                                               OP,                                                 \
+                                               KERN_NEEDS_AVX2,                                    \
+                                               supports_common,                                    \
+                                               workspace_common,                                   \
+                                               prep_##ID##_avx2,                                   \
+                                               release_common,                                     \
+                                               run_common,                                         \
+                                               NULL};
 
 /* Ops whose kernels need only arithmetic. */
 #define ELT_PLAIN(X)                                                                               \

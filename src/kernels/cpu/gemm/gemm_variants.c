@@ -9,6 +9,7 @@
  * otherwise each batch item is its own GEMM, run in parallel over items when there are enough of
  * them, else one after another with the threads inside each GEMM. */
 #include "gemm.h"
+#include "kernels/fusion.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ typedef struct gemm_state {
     gemm_packed pb; /* constant B packed; data NULL otherwise */
     int threads;
     bool batch_parallel;
+    const ir_fusion *fusion; /* the node's fused epilogue, applied in gemm's (NULL: none) */
 } gemm_state;
 
 static const gemm_kernel *kernel_of(const kern_variant *v, const kern_node *kn) {
@@ -131,6 +133,8 @@ static anvil_status geometry(const kern_variant *v, const kern_node *kn, gemm_st
     return ANVIL_OK;
 }
 
+static bool fuses_common(const kern_node *kn);
+
 static anvil_status prepare_common(const kern_variant *v, const kern_node *kn, void **state) {
     gemm_state *s = core_calloc(1, sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
@@ -147,6 +151,8 @@ static anvil_status prepare_common(const kern_variant *v, const kern_node *kn, v
         return st;
     }
     if (s->pb.data) kern_node_mark_copied(kn, 1);
+    /* where the runtime applies the fusion after run, run must not apply it too */
+    s->fusion = fuses_common(kn) ? kn->node->fusion : NULL;
     *state = s;
     return ANVIL_OK;
 }
@@ -168,13 +174,31 @@ static size_t workspace_common(const kern_variant *v, const kern_node *kn) {
 
 typedef struct {
     const gemm_state *s;
-    const op_tensor *a, *b, *y;
+    const op_tensor *const *in;
+    const op_tensor *y;
     size_t ws_stride;
     char *ws;
 } batch_job;
 
-static void matmul_item(const gemm_state *s, const op_tensor *a, const op_tensor *b,
-                        const op_tensor *y, int64_t idx, void *ws, op_ctx *ctx, bool serial) {
+/* The node's fused epilogue over output rows of n columns: bias per column, residual laid out
+ * like the output (r points at the residual of this GEMM's first row). */
+static gemm_epilogue fused_epilogue(const gemm_state *s, const op_tensor *const *in,
+                                    int64_t offset) {
+    gemm_epilogue ep = kern_fusion_epilogue(s->fusion);
+    if (!s->fusion) return ep;
+    if (s->fusion->bias >= 0) ep.col_bias = in[s->fusion->bias]->data;
+    if (s->fusion->residual >= 0) {
+        ep.r = (const float *)in[s->fusion->residual]->data + offset;
+        ep.rs_r = s->n;
+        ep.cs_r = 1;
+        ep.beta = 1.0f;
+    }
+    return ep;
+}
+
+static void matmul_item(const gemm_state *s, const op_tensor *const *in, const op_tensor *y,
+                        int64_t idx, void *ws, op_ctx *ctx, bool serial) {
+    const op_tensor *a = in[0], *b = in[1];
     int64_t oa, ob;
     batch_offsets(a, b, y, idx, &oa, &ob);
     gemm_problem p = {0};
@@ -189,7 +213,7 @@ static void matmul_item(const gemm_state *s, const op_tensor *a, const op_tensor
     p.cs_b = 1;
     p.c = (float *)y->data + idx * s->m * s->n;
     p.ldc = s->n;
-    p.ep = gemm_epilogue_none();
+    p.ep = fused_epilogue(s, in, idx * s->m * s->n);
     if (serial)
         gemm_run_serial(s->k, &s->blk, &p, ws);
     else
@@ -204,12 +228,13 @@ static void batch_chunk(void *arg, size_t begin, size_t end) {
     for (size_t t = begin; t < end; t++) {
         int64_t b0 = items * (int64_t)t / T, b1 = items * ((int64_t)t + 1) / T;
         void *ws = j->ws + t * j->ws_stride;
-        for (int64_t i = b0; i < b1; i++) matmul_item(j->s, j->a, j->b, j->y, i, ws, NULL, true);
+        for (int64_t i = b0; i < b1; i++) matmul_item(j->s, j->in, j->y, i, ws, NULL, true);
     }
 }
 
-static anvil_status matmul_run(const gemm_state *s, const op_tensor *a, const op_tensor *b,
-                               op_tensor *y, void *ws, op_ctx *ctx) {
+static anvil_status matmul_run(const gemm_state *s, const op_tensor *const *in, op_tensor *y,
+                               void *ws, op_ctx *ctx) {
+    const op_tensor *a = in[0], *b = in[1];
     if (s->fold) {
         gemm_problem p = {0};
         p.m = s->m;
@@ -227,16 +252,16 @@ static anvil_status matmul_run(const gemm_state *s, const op_tensor *a, const op
         }
         p.c = y->data;
         p.ldc = s->n;
-        p.ep = gemm_epilogue_none();
+        p.ep = fused_epilogue(s, in, 0);
         gemm_run(s->k, &s->blk, &p, ws, ctx);
         return ANVIL_OK;
     }
     if (s->batch_parallel) {
-        batch_job j = {s, a, b, y, gemm_thread_workspace(s->k, &s->blk), ws};
+        batch_job j = {s, in, y, gemm_thread_workspace(s->k, &s->blk), ws};
         op_parallel_for(ctx, (size_t)s->threads, batch_chunk, &j);
         return ANVIL_OK;
     }
-    for (int64_t i = 0; i < s->batch; i++) matmul_item(s, a, b, y, i, ws, ctx, false);
+    for (int64_t i = 0; i < s->batch; i++) matmul_item(s, in, y, i, ws, ctx, false);
     return ANVIL_OK;
 }
 
@@ -259,7 +284,7 @@ static anvil_status gemm_op_run(const gemm_state *s, const op_tensor *const *in,
     }
     p.c = y->data;
     p.ldc = s->n;
-    p.ep = gemm_epilogue_none();
+    p.ep = fused_epilogue(s, in, 0);
     p.ep.scale = s->alpha;
     if (c && c->data && s->beta != 0.0f) {
         /* C broadcasts to [M, N]: a dim of 1 (or a missing one) reads with stride 0. */
@@ -270,6 +295,7 @@ static anvil_status gemm_op_run(const gemm_state *s, const op_tensor *const *in,
         p.ep.cs_r = cn == 1 ? 0 : 1;
         p.ep.beta = s->beta;
     }
+    /* (fuses_common refuses a fused residual next to C: the epilogue reads one R) */
     gemm_run(s->k, &s->blk, &p, ws, ctx);
     return ANVIL_OK;
 }
@@ -280,7 +306,18 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
     (void)n_out;
     const gemm_state *s = state;
     if (s->is_gemm) return gemm_op_run(s, in, n_in, out[0], ws, ctx);
-    return matmul_run(s, in[0], in[1], out[0], ws, ctx);
+    return matmul_run(s, in, out[0], ws, ctx);
+}
+
+/* Bias, residual and activation all go into the GEMM epilogue, except a residual on a Gemm
+ * that has its own C (both would be the epilogue's one R): the runtime adds that one after. */
+static bool fuses_common(const kern_node *kn) {
+    const ir_fusion *f = kn->node->fusion;
+    if (!f || !kern_fusion_gemm_ok(f)) return !f;
+    if (kn->node->op != IR_OP_GEMM || f->residual < 0) return true;
+    float beta = 1.0f;
+    bool has_c = kn->n_in > 2 && kn->node->inputs[2] != IR_NONE;
+    return !has_c || (ir_attr_float(kn->node, "beta", 1.0f, &beta) == ANVIL_OK && beta == 0.0f);
 }
 
 /* ---- the variant table ------------------------------------------------------------------------
@@ -297,8 +334,8 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
     static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
         return prepare_common(&v_##ID, kn, state);                                                 \
     }                                                                                              \
-    static const kern_variant v_##ID = {NAME,    OP,        NEEDS,   sup_##ID,                     \
-                                        ws_##ID, prep_##ID, release, run_common};
+    static const kern_variant v_##ID = {NAME,      OP,      NEEDS,      sup_##ID,    ws_##ID,      \
+                                        prep_##ID, release, run_common, fuses_common};
 
 #define TILES(X, OPID, OP)                                                                         \
     X(OPID##_auto, OP, PREFIX, 0)                                                                  \

@@ -1,0 +1,130 @@
+/* Fused epilogues: the mapping to the GEMM epilogue, and the fallback the runtime applies after a
+ * variant that does not fuse. The fallback reuses the GEMM's scalar epilogue over output 0 viewed
+ * as rows of its last dim, so there is one definition of every activation's arithmetic. */
+#include "fusion.h"
+
+static gemm_act act_of(ir_act a) {
+    switch (a) {
+    case IR_ACT_NONE:
+        return GEMM_ACT_NONE;
+    case IR_ACT_RELU:
+        return GEMM_ACT_RELU;
+    case IR_ACT_CLIP:
+        return GEMM_ACT_CLIP;
+    case IR_ACT_LEAKY_RELU:
+        return GEMM_ACT_LEAKY_RELU;
+    case IR_ACT_SIGMOID:
+        return GEMM_ACT_SIGMOID;
+    case IR_ACT_TANH:
+        return GEMM_ACT_TANH;
+    case IR_ACT_GELU_ERF:
+        return GEMM_ACT_GELU_ERF;
+    case IR_ACT_GELU_TANH:
+        return GEMM_ACT_GELU_TANH;
+    case IR_ACT_HARD_SIGMOID:
+        return GEMM_ACT_HARD_SIGMOID;
+    case IR_ACT_HARD_SWISH:
+        return GEMM_ACT_HARD_SWISH;
+    }
+    return GEMM_ACT_NONE;
+}
+
+gemm_epilogue kern_fusion_epilogue(const ir_fusion *f) {
+    gemm_epilogue ep = gemm_epilogue_none();
+    if (!f) return ep;
+    ep.act = act_of(f->act);
+    ep.alpha = f->alpha;
+    ep.beta_act = f->beta;
+    ep.lo = f->lo;
+    ep.hi = f->hi;
+    return ep;
+}
+
+bool kern_fusion_gemm_ok(const ir_fusion *f) {
+    return !f || f->act <= IR_ACT_HARD_SWISH;
+}
+
+bool kern_fusion_pending(const kern_variant *v, const kern_node *kn) {
+    return kn->node->fusion && !(v->fuses && v->fuses(kn));
+}
+
+anvil_status kern_fusion_check(const kern_node *kn) {
+    const ir_fusion *f = kn->node->fusion;
+    if (!f) return ANVIL_OK;
+    char a[160], b[160];
+    const ir_shape *y = &kn->out[0].shape;
+    size_t numel;
+    if (kn->n_out < 1 || kn->out[0].dtype != ANVIL_DTYPE_FLOAT32 || !ir_shape_numel(y, &numel))
+        return core_err(ANVIL_ERR_INTERNAL,
+                        "%s: fused epilogue on an output that is not a "
+                        "static float32 tensor",
+                        ir_node_label(kn->node));
+    if (f->bias >= 0) {
+        size_t bn;
+        if (f->bias >= kn->n_in || !ir_shape_numel(&kn->in[f->bias].shape, &bn) || y->rank < 1 ||
+            (int64_t)bn != y->d[y->rank - 1])
+            return core_err(
+                ANVIL_ERR_SHAPE,
+                "%s: the bias Add fused into it has shape %s, which does not match "
+                "the last dim of its output %s; run with optimization level 0 to "
+                "see the unfused graph's error",
+                ir_node_label(kn->node),
+                f->bias < kn->n_in ? ir_shape_str(NULL, &kn->in[f->bias].shape, a, sizeof a) : "?",
+                ir_shape_str(NULL, y, b, sizeof b));
+    }
+    if (f->residual >= 0 &&
+        (f->residual >= kn->n_in || kn->in[f->residual].dtype != ANVIL_DTYPE_FLOAT32 ||
+         !ir_shape_equal(&kn->in[f->residual].shape, y)))
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: the residual Add fused into it reads a tensor of shape %s, but its "
+                        "output has shape %s (the model's inputs disagree on a shared dim); "
+                        "check the input shapes",
+                        ir_node_label(kn->node),
+                        f->residual < kn->n_in
+                            ? ir_shape_str(NULL, &kn->in[f->residual].shape, a, sizeof a)
+                            : "?",
+                        ir_shape_str(NULL, y, b, sizeof b));
+    return ANVIL_OK;
+}
+
+typedef struct fusion_job {
+    gemm_epilogue ep;
+    float *y;
+    int64_t cols;
+} fusion_job;
+
+static void fusion_rows(void *arg, size_t begin, size_t end) {
+    const fusion_job *j = arg;
+    gemm_epilogue_apply(&j->ep, j->y + (int64_t)begin * j->cols, j->cols, (int64_t)begin, 0,
+                        (int64_t)(end - begin), j->cols);
+}
+
+anvil_status kern_fusion_apply(const ir_node *n, const op_tensor *const *in, int n_in,
+                               op_tensor *out, op_ctx *ctx) {
+    const ir_fusion *f = n->fusion;
+    if (!f) return ANVIL_OK;
+    if (out->dtype != ANVIL_DTYPE_FLOAT32)
+        return core_err(ANVIL_ERR_INTERNAL, "%s: fused epilogue on a non-float32 output",
+                        ir_node_label(n));
+    const int64_t cols = out->rank > 0 ? out->dims[out->rank - 1] : 1;
+    const size_t numel = op_tensor_numel(out);
+    if (numel == 0 || cols == 0) return ANVIL_OK;
+    fusion_job j = {kern_fusion_epilogue(f), out->data, cols};
+    if (f->bias >= 0) {
+        if (f->bias >= n_in || !in[f->bias] || op_tensor_numel(in[f->bias]) != (size_t)cols)
+            return core_err(ANVIL_ERR_INTERNAL, "%s: fused bias does not match the output",
+                            ir_node_label(n));
+        j.ep.col_bias = in[f->bias]->data;
+    }
+    if (f->residual >= 0) {
+        if (f->residual >= n_in || !in[f->residual] || op_tensor_numel(in[f->residual]) != numel)
+            return core_err(ANVIL_ERR_INTERNAL, "%s: fused residual does not match the output",
+                            ir_node_label(n));
+        j.ep.r = in[f->residual]->data;
+        j.ep.rs_r = cols;
+        j.ep.cs_r = 1;
+        j.ep.beta = 1.0f;
+    }
+    op_parallel_for(ctx, numel / (size_t)cols, fusion_rows, &j);
+    return ANVIL_OK;
+}

@@ -1,0 +1,16 @@
+/* A node's fused epilogue (ir_fusion) in the GEMM epilogue's terms, for the variants that apply
+ * it inside their own loops and for the runtime's fallback (kern_fusion_apply). */
+#ifndef ANVIL_KERNELS_FUSION_H
+#define ANVIL_KERNELS_FUSION_H
+
+#include "kernels/cpu/gemm/gemm.h"
+
+/* The activation part of f as a GEMM epilogue (scale 1, no bias, no residual); the identity
+ * epilogue for f == NULL. The caller adds the bias and residual pointers it has. */
+gemm_epilogue kern_fusion_epilogue(const ir_fusion *f);
+
+/* Whether every part of f is something a GEMM epilogue can apply (always true today; kept so a
+ * future activation without a GEMM form is refused in one place). */
+bool kern_fusion_gemm_ok(const ir_fusion *f);
+
+#endif

@@ -1,0 +1,310 @@
+/* Epilogue fusion: a MatMul, Gemm or Conv absorbs the elementwise nodes that follow it, in the
+ * order the epilogue applies them (ir_fusion): a per-column bias Add (MatMul only: Gemm and Conv
+ * carry their own bias), then a residual Add of exactly the output's shape, then one activation.
+ * The output then makes one trip through memory instead of one per absorbed node, and the
+ * absorbed work happens on a tile that is still in L1.
+ *
+ * Gelu arrives in two spellings: the Gelu op (opset 20) and the expression exporters emit,
+ * 0.5*x*(1 + erf(x/sqrt(2))) as Div/Erf/Add/Mul/Mul (or with 0.5 applied to x first, or x times
+ * 1/sqrt(2)); both become IR_ACT_GELU_ERF. The tanh form becomes IR_ACT_GELU_TANH. */
+#include "pass_internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+static bool near(float a, double b) {
+    return fabs((double)a - b) <= 1e-4 * fabs(b) + 1e-6;
+}
+
+/* The input of node n that is not v (n has two inputs, exactly one of them v). */
+static ir_vid other_input(const ir_node *n, ir_vid v) {
+    if (n->n_inputs != 2) return IR_NONE;
+    if (n->inputs[0] == v && n->inputs[1] != v) return n->inputs[1];
+    if (n->inputs[1] == v && n->inputs[0] != v) return n->inputs[0];
+    return IR_NONE;
+}
+
+/* The sole reader of v if it is a two-input `op` whose other input is the scalar constant
+ * `want`; -1 otherwise. */
+static int32_t next_with_const(const pass_ctx *c, ir_vid v, ir_op op, double want) {
+    int32_t r = pass_sole_reader(c, v);
+    if (r < 0 || c->g->nodes[r].op != op) return -1;
+    float k;
+    if (!pass_const_scalar(c, other_input(&c->g->nodes[r], v), &k) || !near(k, want)) return -1;
+    return r;
+}
+
+static int32_t next_of(const pass_ctx *c, ir_vid v, ir_op op) {
+    int32_t r = pass_sole_reader(c, v);
+    return r >= 0 && c->g->nodes[r].op == op && c->g->nodes[r].n_outputs == 1 ? r : -1;
+}
+
+static ir_vid out0(const pass_ctx *c, int32_t k) {
+    return c->g->nodes[k].outputs[0];
+}
+
+/* The live nodes reading v, up to cap; returns how many there are. */
+static int readers_of(const pass_ctx *c, ir_vid v, int32_t *r, int cap) {
+    int n = 0;
+    for (int32_t k = 0; k < c->g->n_nodes; k++) {
+        if (c->dead[k]) continue;
+        const ir_node *nd = &c->g->nodes[k];
+        for (int i = 0; i < nd->n_inputs; i++)
+            if (nd->inputs[i] == v) {
+                if (n < cap) r[n] = k;
+                n++;
+                break;
+            }
+    }
+    return n;
+}
+
+/* Matches Gelu written out over x (two readers: the Div/Mul into Erf, and a Mul). On success
+ * fills kill[] with the nodes to remove and *last with the node whose output is the Gelu. */
+static bool match_gelu_erf(const pass_ctx *c, ir_vid x, int32_t *kill, int *n_kill, int32_t *last) {
+    int32_t r[2];
+    if (c->uses[x] != 2 || readers_of(c, x, r, 2) != 2) return false;
+    for (int t = 0; t < 2; t++) {
+        int32_t d = r[t], m = r[1 - t];
+        const ir_node *dn = &c->g->nodes[d];
+        float k;
+        if (!pass_const_scalar(c, other_input(dn, x), &k) || dn->inputs[0] != x) continue;
+        if (!((dn->op == IR_OP_DIV && near(k, sqrt(2.0))) ||
+              (dn->op == IR_OP_MUL && near(k, 1.0 / sqrt(2.0)))))
+            continue;
+        int32_t e = next_of(c, out0(c, d), IR_OP_ERF);
+        if (e < 0) continue;
+        int32_t a = next_with_const(c, out0(c, e), IR_OP_ADD, 1.0);
+        if (a < 0 || c->g->nodes[m].op != IR_OP_MUL) continue;
+        int32_t after_a = pass_sole_reader(c, out0(c, a));
+        if (after_a == m && other_input(&c->g->nodes[m], x) == out0(c, a)) {
+            /* (x * (1 + erf)) * 0.5 */
+            int32_t h = next_with_const(c, out0(c, m), IR_OP_MUL, 0.5);
+            if (h < 0) continue;
+            kill[0] = d, kill[1] = e, kill[2] = a, kill[3] = m;
+            *n_kill = 4;
+            *last = h;
+            return true;
+        }
+        /* (x * 0.5) * (1 + erf) */
+        float half;
+        if (!pass_const_scalar(c, other_input(&c->g->nodes[m], x), &half) || !near(half, 0.5))
+            continue;
+        int32_t h = pass_sole_reader(c, out0(c, m));
+        if (h < 0 || h != after_a || c->g->nodes[h].op != IR_OP_MUL ||
+            other_input(&c->g->nodes[h], out0(c, m)) != out0(c, a))
+            continue;
+        kill[0] = d, kill[1] = e, kill[2] = a, kill[3] = m;
+        *n_kill = 4;
+        *last = h;
+        return true;
+    }
+    return false;
+}
+
+/* Matches 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))): x read by Pow, Add and Mul(x, 0.5). */
+static bool match_gelu_tanh(const pass_ctx *c, ir_vid x, int32_t *kill, int *n_kill,
+                            int32_t *last) {
+    int32_t r[3], pw = -1, ad = -1, hf = -1;
+    if (c->uses[x] != 3 || readers_of(c, x, r, 3) != 3) return false;
+    for (int i = 0; i < 3; i++) {
+        const ir_node *n = &c->g->nodes[r[i]];
+        float k;
+        if (n->op == IR_OP_POW && n->inputs[0] == x && pass_const_scalar(c, n->inputs[1], &k) &&
+            near(k, 3.0))
+            pw = r[i];
+        else if (n->op == IR_OP_MUL && pass_const_scalar(c, other_input(n, x), &k) && near(k, 0.5))
+            hf = r[i];
+        else if (n->op == IR_OP_ADD)
+            ad = r[i];
+    }
+    if (pw < 0 || ad < 0 || hf < 0) return false;
+    int32_t q = next_with_const(c, out0(c, pw), IR_OP_MUL, 0.044715);
+    if (q < 0 || pass_sole_reader(c, out0(c, q)) != ad ||
+        other_input(&c->g->nodes[ad], x) != out0(c, q))
+        return false;
+    int32_t s = next_with_const(c, out0(c, ad), IR_OP_MUL, 0.79788456080286536);
+    int32_t th = s >= 0 ? next_of(c, out0(c, s), IR_OP_TANH) : -1;
+    int32_t a = th >= 0 ? next_with_const(c, out0(c, th), IR_OP_ADD, 1.0) : -1;
+    if (a < 0) return false;
+    int32_t h = pass_sole_reader(c, out0(c, a));
+    if (h < 0 || h != pass_sole_reader(c, out0(c, hf)) || c->g->nodes[h].op != IR_OP_MUL ||
+        other_input(&c->g->nodes[h], out0(c, a)) != out0(c, hf))
+        return false;
+    int32_t ks[] = {pw, q, ad, s, th, a, hf};
+    memcpy(kill, ks, sizeof ks);
+    *n_kill = 7;
+    *last = h;
+    return true;
+}
+
+/* The activation node k applies, as an epilogue; false if it is not one the epilogue has. */
+static bool act_of_node(const pass_ctx *c, const ir_node *n, ir_fusion *f) {
+    if (n->n_outputs != 1) return false;
+    switch (n->op) {
+    case IR_OP_RELU:
+        f->act = IR_ACT_RELU;
+        return true;
+    case IR_OP_SIGMOID:
+        f->act = IR_ACT_SIGMOID;
+        return true;
+    case IR_OP_TANH:
+        f->act = IR_ACT_TANH;
+        return true;
+    case IR_OP_HARDSWISH:
+        f->act = IR_ACT_HARD_SWISH;
+        return true;
+    case IR_OP_LEAKYRELU:
+        f->act = IR_ACT_LEAKY_RELU;
+        return ir_attr_float(n, "alpha", 0.01f, &f->alpha) == ANVIL_OK;
+    case IR_OP_HARDSIGMOID:
+        f->act = IR_ACT_HARD_SIGMOID;
+        return ir_attr_float(n, "alpha", 0.2f, &f->alpha) == ANVIL_OK &&
+               ir_attr_float(n, "beta", 0.5f, &f->beta) == ANVIL_OK;
+    case IR_OP_GELU: {
+        const char *approx = "none";
+        if (ir_attr_string(n, "approximate", "none", &approx) != ANVIL_OK) return false;
+        f->act = !strcmp(approx, "tanh") ? IR_ACT_GELU_TANH : IR_ACT_GELU_ERF;
+        return !strcmp(approx, "tanh") || !strcmp(approx, "none");
+    }
+    case IR_OP_CLIP: {
+        f->act = IR_ACT_CLIP;
+        f->lo = -FLT_MAX;
+        f->hi = FLT_MAX;
+        if (n->opset < 11) {
+            if (ir_attr_float(n, "min", -FLT_MAX, &f->lo) != ANVIL_OK ||
+                ir_attr_float(n, "max", FLT_MAX, &f->hi) != ANVIL_OK)
+                return false;
+        } else {
+            if (n->n_inputs > 1 && n->inputs[1] != IR_NONE &&
+                !pass_const_scalar(c, n->inputs[1], &f->lo))
+                return false;
+            if (n->n_inputs > 2 && n->inputs[2] != IR_NONE &&
+                !pass_const_scalar(c, n->inputs[2], &f->hi))
+                return false;
+        }
+        /* the epilogue's clip assumes lo <= hi (the op applies lo first, then hi) */
+        return f->lo <= f->hi;
+    }
+    default:
+        return false;
+    }
+}
+
+/* Same rank, and no dim known to differ: known dims equal, named symbols equal. Anonymous unknown
+ * dims pass; the runtime checks them per plan (see passes.h). */
+static bool same_shape(const ir_shape *a, const ir_shape *b) {
+    if (a->rank < 0 || a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++) {
+        if (a->d[i] >= 0 && b->d[i] >= 0) {
+            if (a->d[i] != b->d[i]) return false;
+        } else if (a->d[i] >= 0 || b->d[i] >= 0) {
+            /* a known dim against an unknown one: equal only if the unknown is that value */
+            if ((a->d[i] >= 0 ? a->d[i] : b->d[i]) == 1) return false;
+        } else if (a->sym[i] >= 0 && b->sym[i] >= 0 && a->sym[i] != b->sym[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool unfused(const pass_ctx *c, const char *name) {
+    for (int i = 0; i < c->opts->n_unfused; i++)
+        if (!strcmp(c->opts->unfused[i], name)) return true;
+    return false;
+}
+
+/* A constant that broadcasts over y's last dim only: numel == last dim, all other dims 1. */
+static bool is_col_bias(const pass_ctx *c, ir_vid b, const ir_shape *y) {
+    size_t n;
+    if (!pass_const_f32(c, b, &n) || y->rank < 1 || y->d[y->rank - 1] < 0) return false;
+    const ir_shape *bs = &c->g->values[b].shape;
+    if (bs->rank < 1 || bs->rank > y->rank || (int64_t)n != y->d[y->rank - 1]) return false;
+    for (int i = 0; i + 1 < bs->rank; i++)
+        if (bs->d[i] != 1) return false;
+    return true;
+}
+
+static void kill_node(pass_ctx *c, int32_t k) {
+    const ir_node *n = &c->g->nodes[k];
+    c->dead[k] = true;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] != IR_NONE && c->uses[n->inputs[i]] < INT32_MAX / 2)
+            c->uses[n->inputs[i]]--;
+}
+
+static anvil_status fuse_from(pass_ctx *c, int32_t k) {
+    ir_graph *g = c->g;
+    const ir_op op = g->nodes[k].op;
+    ir_fusion f = {.bias = -1, .residual = -1, .act = IR_ACT_NONE};
+    enum { BIAS, RESIDUAL, ACT, DONE } stage = op == IR_OP_MATMUL ? BIAS : RESIDUAL;
+    bool changed = false;
+    while (stage != DONE) {
+        ir_vid y = out0(c, k);
+        int32_t kill[8], last = -1;
+        int n_kill = 0;
+        if (match_gelu_erf(c, y, kill, &n_kill, &last) ||
+            match_gelu_tanh(c, y, kill, &n_kill, &last)) {
+            f.act = g->nodes[kill[0]].op == IR_OP_POW ? IR_ACT_GELU_TANH : IR_ACT_GELU_ERF;
+            pass_node_absorb(c, k, last);
+            for (int i = 0; i < n_kill; i++) kill_node(c, kill[i]);
+            changed = true;
+            c->pg->fused_act++;
+            break;
+        }
+        int32_t r = pass_sole_reader(c, y);
+        if (r < 0) break;
+        const ir_node *rn = &g->nodes[r];
+        if (rn->n_outputs != 1 || g->values[rn->outputs[0]].dtype != ANVIL_DTYPE_FLOAT32) break;
+        if (rn->op == IR_OP_ADD && stage <= RESIDUAL) {
+            ir_vid o = other_input(rn, y);
+            if (o == IR_NONE) break;
+            const ir_shape *ys = &g->values[y].shape, *as = &g->values[rn->outputs[0]].shape;
+            int idx;
+            /* [.., N] + bias[N] has y's shape whenever y's last dim is N */
+            if (stage == BIAS && is_col_bias(c, o, ys)) {
+                CORE_TRY(pass_node_add_input(c, k, o, &idx));
+                f.bias = idx;
+                stage = RESIDUAL;
+                c->pg->fused_bias++;
+            } else if (g->values[o].dtype == ANVIL_DTYPE_FLOAT32 &&
+                       same_shape(&g->values[o].shape, ys) && same_shape(ys, as)) {
+                CORE_TRY(pass_node_add_input(c, k, o, &idx));
+                f.residual = idx;
+                stage = ACT;
+                c->pg->fused_residual++;
+            } else {
+                break;
+            }
+            pass_node_absorb(c, k, r);
+            changed = true;
+            continue;
+        }
+        ir_fusion a = f;
+        if (!act_of_node(c, rn, &a)) break;
+        f = a;
+        pass_node_absorb(c, k, r);
+        changed = true;
+        c->pg->fused_act++;
+        stage = DONE;
+    }
+    if (!changed) return ANVIL_OK;
+    ir_fusion *keep = core_arena_alloc(g->arena, sizeof *keep);
+    if (!keep) return ANVIL_ERR_OUT_OF_MEMORY;
+    *keep = f;
+    g->nodes[k].fusion = keep;
+    return ANVIL_OK;
+}
+
+anvil_status pass_fuse_epilogue(pass_ctx *c) {
+    ir_graph *g = c->g;
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        const ir_node *n = &g->nodes[k];
+        if (c->dead[k] || n->fusion || n->n_outputs != 1 || n->outputs[0] == IR_NONE) continue;
+        if (n->op != IR_OP_CONV && n->op != IR_OP_MATMUL && n->op != IR_OP_GEMM) continue;
+        if (g->values[n->outputs[0]].dtype != ANVIL_DTYPE_FLOAT32 || unfused(c, n->name)) continue;
+        CORE_TRY(fuse_from(c, k));
+    }
+    return ANVIL_OK;
+}

@@ -1,0 +1,42 @@
+/* What the passes share: the graph being rewritten and its use counts. */
+#ifndef ANVIL_PASS_INTERNAL_H
+#define ANVIL_PASS_INTERNAL_H
+
+#include "passes.h"
+
+typedef struct pass_ctx {
+    pass_graph *pg;
+    ir_graph *g;
+    const ir_graph *src;
+    int32_t *uses;   /* [n_values]: reads by live nodes; INT32_MAX/2 for graph outputs and values
+                      * subgraphs read by name (never removable) */
+    int32_t *reader; /* [n_values]: a live node reading the value (the only one when uses == 1) */
+    bool *dead;      /* [n_nodes]: removed by a rewrite; compacted away at the end */
+    const pass_options *opts;
+} pass_ctx;
+
+/* Recomputes uses/reader from the live nodes. */
+void pass_index(pass_ctx *c);
+/* The node that alone reads v, or -1 (v read more than once, by nothing, or pinned). */
+int32_t pass_sole_reader(const pass_ctx *c, ir_vid v);
+/* v's data as float32 if v is a float32 constant, else NULL. May be unaligned: read with memcpy
+ * (pass_const_f32_at). */
+const void *pass_const_f32(const pass_ctx *c, ir_vid v, size_t *numel);
+float pass_const_f32_at(const void *data, size_t i);
+/* A scalar float32 constant (numel 1): true and *out set. */
+bool pass_const_scalar(const pass_ctx *c, ir_vid v, float *out);
+/* Adds a float32 constant of `dims` whose data (numel floats, malloc'ed) passes to pg. */
+anvil_status pass_add_const(pass_ctx *c, const char *base, int rank, const int64_t *dims,
+                            float *data, ir_vid *out);
+/* Sets input i of node k to v (growing the inputs with IR_NONE if needed; uses updated). */
+anvil_status pass_node_set_input(pass_ctx *c, int32_t k, int i, ir_vid v);
+/* Appends input v to node k after every input the op itself declares (so the op's kernels,
+ * which ignore trailing inputs, never mistake it for one of theirs); *index set. */
+anvil_status pass_node_add_input(pass_ctx *c, int32_t k, ir_vid v, int *index);
+/* Node k takes over output 0 of node dead_k, which is removed (its reads are dropped). */
+void pass_node_absorb(pass_ctx *c, int32_t k, int32_t dead_k);
+
+anvil_status pass_fold_conv_bn(pass_ctx *c);
+anvil_status pass_fuse_epilogue(pass_ctx *c);
+
+#endif

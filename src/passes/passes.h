@@ -1,0 +1,49 @@
+/* passes: graph rewrites that run before planning, on a session's own copy of the model graph.
+ *
+ * Level 0 runs none. Level 1 (the default) runs, in order:
+ *   fold_conv_bn    Conv followed by an inference BatchNormalization with constant statistics
+ *                   becomes one Conv with rescaled weights and a bias;
+ *   fuse_epilogue   a MatMul/Gemm/Conv absorbs what follows it into its epilogue (ir_fusion):
+ *                   a per-column bias Add (MatMul), a residual Add of the output's own shape, and
+ *                   an activation (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish,
+ *                   Gelu, and Gelu written out as Div/Erf/Add/Mul/Mul).
+ * A rewrite only fires where it cannot change what the graph computes beyond float rounding
+ * (single consumer of every value it removes, none of them a graph output or read by a subgraph).
+ * A residual Add is fused when its operands have the same shape as far as load-time inference
+ * knows (equal known dims; unknown dims allowed); the runtime checks the concrete shapes of each
+ * plan and, where a residual turns out to broadcast, rebuilds without that fusion.
+ * The model's own graph is never modified. */
+#ifndef ANVIL_PASSES_H
+#define ANVIL_PASSES_H
+
+#include "ir/ir.h"
+
+/* What a pipeline run produced: the rewritten graph and the constant data it created. */
+typedef struct pass_graph {
+    ir_graph *g;  /* owned; shares attributes, subgraphs and original constants with the source */
+    void **owned; /* constant data created by passes (folded weights), freed with the graph */
+    size_t n_owned, cap_owned;
+    /* What each pass did, for dumps and tests. */
+    int folded_bn;
+    int fused_bias, fused_residual, fused_act;
+} pass_graph;
+
+typedef struct pass_options {
+    int opt_level; /* 0: nothing; >= 1: everything above */
+    /* Optional: called once for each constant of the source graph that no node of the result
+     * reads any more (e.g. weights replaced by folded ones), so the caller can release the pages
+     * the passes may have read. */
+    void (*released)(void *ctx, const void *p, size_t n);
+    void *released_ctx;
+    /* Names of nodes fuse_epilogue must leave alone (borrowed): the runtime found a fusion
+     * matched on symbolic dims not to hold for concrete shapes. */
+    const char *const *unfused;
+    int n_unfused;
+} pass_options;
+
+/* Rewrites a copy of src (borrowed; must outlive *out) at opts->opt_level. *out owned by the
+ * caller (pass_graph_free). */
+anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pass_graph **out);
+void pass_graph_free(pass_graph *pg);
+
+#endif

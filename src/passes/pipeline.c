@@ -1,0 +1,230 @@
+/* The pass pipeline and the bookkeeping every pass shares. Passes mark nodes dead instead of
+ * deleting them, so node indices stay valid while a pass walks the graph; the pipeline compacts
+ * at the end, re-sorts (a fused residual may be produced after the node that now reads it), and
+ * drops constants nothing reads any more so a session never materializes them. */
+#include "pass_internal.h"
+
+#include "ops/ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PINNED (INT32_MAX / 2)
+
+static void pin_outer_reads(const pass_ctx *c, const ir_graph *sub) {
+    for (int32_t v = 0; v < sub->n_values; v++) {
+        if (!(sub->values[v].flags & IR_VALUE_OUTER)) continue;
+        ir_vid o = ir_graph_find_value(c->g, sub->values[v].name);
+        if (o != IR_NONE) c->uses[o] = PINNED;
+    }
+    for (int32_t i = 0; i < sub->n_children; i++) pin_outer_reads(c, sub->children[i]);
+}
+
+void pass_index(pass_ctx *c) {
+    const ir_graph *g = c->g;
+    for (int32_t v = 0; v < g->n_values; v++) {
+        c->uses[v] = 0;
+        c->reader[v] = -1;
+    }
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        if (c->dead[k]) continue;
+        const ir_node *n = &g->nodes[k];
+        for (int i = 0; i < n->n_inputs; i++) {
+            ir_vid v = n->inputs[i];
+            if (v == IR_NONE) continue;
+            c->uses[v]++;
+            c->reader[v] = k;
+        }
+    }
+    for (int32_t i = 0; i < g->n_outputs; i++) c->uses[g->outputs[i]] = PINNED;
+    for (int32_t i = 0; i < c->src->n_children; i++) pin_outer_reads(c, c->src->children[i]);
+}
+
+int32_t pass_sole_reader(const pass_ctx *c, ir_vid v) {
+    if (v == IR_NONE || c->uses[v] != 1) return -1;
+    int32_t k = c->reader[v];
+    /* a node reading v through two of its inputs counts twice, so uses == 1 means one read */
+    return k >= 0 && !c->dead[k] ? k : -1;
+}
+
+const void *pass_const_f32(const pass_ctx *c, ir_vid v, size_t *numel) {
+    if (v == IR_NONE) return NULL;
+    const ir_value *val = &c->g->values[v];
+    if (!(val->flags & IR_VALUE_CONST) || val->dtype != ANVIL_DTYPE_FLOAT32 || !val->data)
+        return NULL;
+    size_t n;
+    if (!ir_shape_numel(&val->shape, &n) || n * sizeof(float) != val->data_bytes) return NULL;
+    *numel = n;
+    return val->data;
+}
+
+float pass_const_f32_at(const void *data, size_t i) {
+    float x;
+    memcpy(&x, (const char *)data + i * sizeof x, sizeof x);
+    return x;
+}
+
+bool pass_const_scalar(const pass_ctx *c, ir_vid v, float *out) {
+    size_t n;
+    const void *d = pass_const_f32(c, v, &n);
+    if (!d || n != 1) return false;
+    *out = pass_const_f32_at(d, 0);
+    return true;
+}
+
+static anvil_status grow_index(pass_ctx *c) {
+    size_t n = (size_t)c->g->n_values + 1;
+    int32_t *u = realloc(c->uses, n * sizeof *u);
+    if (!u) return ANVIL_ERR_OUT_OF_MEMORY;
+    c->uses = u;
+    int32_t *r = realloc(c->reader, n * sizeof *r);
+    if (!r) return ANVIL_ERR_OUT_OF_MEMORY;
+    c->reader = r;
+    c->uses[n - 2] = 0;
+    c->reader[n - 2] = -1;
+    return ANVIL_OK;
+}
+
+anvil_status pass_add_const(pass_ctx *c, const char *base, int rank, const int64_t *dims,
+                            float *data, ir_vid *out) {
+    pass_graph *pg = c->pg;
+    if (pg->n_owned == pg->cap_owned) {
+        size_t cap = pg->cap_owned ? pg->cap_owned * 2 : 16;
+        void **o = realloc(pg->owned, cap * sizeof *o);
+        if (!o) {
+            free(data);
+            return ANVIL_ERR_OUT_OF_MEMORY;
+        }
+        pg->owned = o;
+        pg->cap_owned = cap;
+    }
+    pg->owned[pg->n_owned++] = data;
+    char name[512];
+    snprintf(name, sizeof name, "%s", base);
+    for (int i = 1; ir_graph_find_value(c->g, name) != IR_NONE; i++)
+        snprintf(name, sizeof name, "%s_%d", base, i);
+    CORE_TRY(ir_graph_add_value(c->g, name, out));
+    CORE_TRY(grow_index(c));
+    ir_value *val = &c->g->values[*out];
+    val->dtype = ANVIL_DTYPE_FLOAT32;
+    ir_shape_set(&val->shape, rank, dims);
+    val->flags = IR_VALUE_CONST;
+    val->data = data;
+    size_t n = 1;
+    for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
+    val->data_bytes = n * sizeof(float);
+    return ANVIL_OK;
+}
+
+anvil_status pass_node_set_input(pass_ctx *c, int32_t k, int i, ir_vid v) {
+    ir_node *n = &c->g->nodes[k];
+    if (i >= n->n_inputs) {
+        ir_vid *in = core_arena_array(c->g->arena, (size_t)i + 2, sizeof *in);
+        if (!in) return ANVIL_ERR_OUT_OF_MEMORY;
+        memcpy(in, n->inputs, (size_t)n->n_inputs * sizeof *in);
+        for (int j = n->n_inputs; j <= i; j++) in[j] = IR_NONE;
+        n->inputs = in;
+        n->n_inputs = i + 1;
+    }
+    ir_vid old = n->inputs[i];
+    if (old != IR_NONE && c->uses[old] != PINNED) c->uses[old]--;
+    n->inputs[i] = v;
+    if (v != IR_NONE && c->uses[v] != PINNED) {
+        c->uses[v]++;
+        c->reader[v] = k;
+    }
+    return ANVIL_OK;
+}
+
+anvil_status pass_node_add_input(pass_ctx *c, int32_t k, ir_vid v, int *index) {
+    const ir_node *n = &c->g->nodes[k];
+    int i = n->n_inputs > op_get(n->op)->max_inputs ? n->n_inputs : op_get(n->op)->max_inputs;
+    *index = i;
+    return pass_node_set_input(c, k, i, v);
+}
+
+void pass_node_absorb(pass_ctx *c, int32_t k, int32_t dead_k) {
+    ir_graph *g = c->g;
+    ir_node *d = &g->nodes[dead_k];
+    ir_vid old = g->nodes[k].outputs[0], y = d->outputs[0];
+    g->nodes[k].outputs[0] = y;
+    g->values[y].producer = k;
+    g->values[old].producer = -1;
+    c->dead[dead_k] = true;
+    for (int i = 0; i < d->n_inputs; i++)
+        if (d->inputs[i] != IR_NONE && c->uses[d->inputs[i]] != PINNED) c->uses[d->inputs[i]]--;
+}
+
+/* Drops dead nodes, fixes producers, and clears constants nothing reads. */
+static void compact(pass_ctx *c, const pass_options *opts) {
+    ir_graph *g = c->g;
+    int32_t w = 0;
+    for (int32_t k = 0; k < g->n_nodes; k++)
+        if (!c->dead[k]) g->nodes[w++] = g->nodes[k];
+    g->n_nodes = w;
+    for (int32_t k = 0; k < g->n_nodes; k++) c->dead[k] = false;
+    for (int32_t v = 0; v < g->n_values; v++) g->values[v].producer = -1;
+    for (int32_t k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_outputs; i++)
+            if (g->nodes[k].outputs[i] != IR_NONE) g->values[g->nodes[k].outputs[i]].producer = k;
+    pass_index(c);
+    for (int32_t v = 0; v < g->n_values; v++) {
+        ir_value *val = &g->values[v];
+        if (!(val->flags & IR_VALUE_CONST) || c->uses[v] != 0) continue;
+        bool ours = false;
+        for (size_t i = 0; i < c->pg->n_owned && !ours; i++) ours = c->pg->owned[i] == val->data;
+        if (!ours && opts->released && val->data && val->data_bytes && v < c->src->n_values)
+            opts->released(opts->released_ctx, val->data, val->data_bytes);
+        val->flags &= ~(uint32_t)IR_VALUE_CONST;
+        val->data = NULL;
+        val->data_bytes = 0;
+    }
+}
+
+anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pass_graph **out) {
+    *out = NULL;
+    pass_graph *pg = core_calloc(1, sizeof *pg);
+    if (!pg) return ANVIL_ERR_OUT_OF_MEMORY;
+    anvil_status st = ir_graph_clone(src, &pg->g);
+    if (st != ANVIL_OK) {
+        free(pg);
+        return st;
+    }
+    if (opts->opt_level < 1) {
+        *out = pg;
+        return ANVIL_OK;
+    }
+    pass_ctx c = {pg, pg->g, src, NULL, NULL, NULL, opts};
+    c.uses = core_calloc((size_t)pg->g->n_values + 1, sizeof *c.uses);
+    c.reader = core_calloc((size_t)pg->g->n_values + 1, sizeof *c.reader);
+    c.dead = core_calloc((size_t)pg->g->n_nodes + 1, sizeof *c.dead);
+    if (!c.uses || !c.reader || !c.dead) {
+        st = ANVIL_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    pass_index(&c);
+    if ((st = pass_fold_conv_bn(&c)) != ANVIL_OK) goto done;
+    pass_index(&c);
+    if ((st = pass_fuse_epilogue(&c)) != ANVIL_OK) goto done;
+    compact(&c, opts);
+    st = ir_graph_toposort(pg->g);
+done:
+    free(c.uses);
+    free(c.reader);
+    free(c.dead);
+    if (st != ANVIL_OK) {
+        pass_graph_free(pg);
+        return st;
+    }
+    *out = pg;
+    return ANVIL_OK;
+}
+
+void pass_graph_free(pass_graph *pg) {
+    if (!pg) return;
+    ir_graph_free(pg->g);
+    for (size_t i = 0; i < pg->n_owned; i++) free(pg->owned[i]);
+    free(pg->owned);
+    free(pg);
+}
