@@ -964,6 +964,7 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
     }
     p->last_used = ++s->tick;
     s->last = p;
+    g = s->g; /* unfuse_node may have rebuilt it */
 
     run_frame rf = {{g, NULL, run_lookup}, p, inputs, NULL};
     if (p->n_heap) {

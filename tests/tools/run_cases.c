@@ -2,7 +2,7 @@
  * compares every output with the expected one.
  *
  *   anvil_run_cases [--rtol R] [--atol A] [--atol-scale S] [--filter SUBSTR] [--threads T]
- *                   [--quiet] [--exclude FILE] [--expect-fail FILE] DIR...
+ *                   [--opt-level N] [--quiet] [--exclude FILE] [--expect-fail FILE] DIR...
  *
  * A DIR holding model.onnx is one case; any other DIR is scanned (sorted) for subfolders that
  * hold model.onnx, so the same runner takes tests/ops output, generated models and the official
@@ -57,6 +57,7 @@ typedef struct runner {
     tolerance tol;
     const char *filter;
     int threads;
+    int opt_level; /* graph rewrites (anvil_options_set_opt_level); default 1 */
     bool quiet;
     size_t passed, failed, excluded;
     char **unsupported; /* names, malloc'd */
@@ -425,6 +426,7 @@ static result run_case(const runner *r, const char *dir, char *why, size_t cap) 
     }
     s = anvil_options_create(&opts);
     if (s == ANVIL_OK) s = anvil_options_set_threads(opts, r->threads);
+    if (s == ANVIL_OK) s = anvil_options_set_opt_level(opts, r->opt_level);
     if (s != ANVIL_OK) {
         res = api_failure(s, "options", why, cap);
         goto done;
@@ -522,11 +524,12 @@ static size_t run_dir(runner *r, const char *dir) {
 static void usage(void) {
     fprintf(stderr,
             "usage: anvil_run_cases [--rtol R] [--atol A] [--atol-scale S] [--filter SUBSTR]\n"
-            "                       [--threads T] [--quiet] [--exclude FILE] [--expect-fail FILE]\n"
+            "                       [--threads T] [--opt-level N] [--quiet] [--exclude FILE]\n"
+            "                       [--expect-fail FILE]\n"
             "                       DIR...\n"
             "  DIR: a case folder (model.onnx + test_data_set_*/) or a folder of them\n"
             "  FILE: case names in the first tab-separated column, '#' comments\n"
-            "  defaults: rtol 1e-3, atol 1e-7, threads 0 (all cores)\n");
+            "  defaults: rtol 1e-3, atol 1e-7, threads 0 (all cores), opt-level 1\n");
 }
 
 static bool parse_double(const char *s, double *out) {
@@ -544,7 +547,7 @@ static void runner_free(runner *r) {
 }
 
 int main(int argc, char **argv) {
-    runner r = {.tol = {.rtol = 1e-3, .atol = 1e-7, .atol_scale = 0}};
+    runner r = {.tol = {.rtol = 1e-3, .atol = 1e-7, .atol_scale = 0}, .opt_level = 1};
     int first_dir = argc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -566,6 +569,14 @@ int main(int argc, char **argv) {
                 return 2;
             }
             r.threads = (int)t;
+        } else if (!strcmp(a, "--opt-level") && has_val) {
+            char *end;
+            long t = strtol(argv[++i], &end, 10);
+            if (*end || t < 0 || t > 3) {
+                usage();
+                return 2;
+            }
+            r.opt_level = (int)t;
         } else if (!strcmp(a, "--exclude") && has_val) {
             if (!read_name_set(argv[++i], &r.exclude)) {
                 runner_free(&r);

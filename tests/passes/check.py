@@ -1,0 +1,62 @@
+"""Checks the graph passes on the cases gen_cases.py wrote.
+
+    check.py ANVIL RUN_CASES CASES_DIR
+
+For every case: `ANVIL dump --opt-level 1` must show exactly the nodes of expect.txt (op type and
+fused[...] annotation, in order), and the model must match ONNX Runtime's outputs with the passes
+off (--opt-level 0) and on (--opt-level 1), on 1 and 2 threads. Exit status 0 only if all hold.
+"""
+import os
+import re
+import subprocess
+import sys
+
+NODE = re.compile(r"^  #\d+ \S+ = (\w+)\(")
+FUSED = re.compile(r" fused\[([^\]]*)\]$")
+
+
+def rewritten(anvil, model):
+    out = subprocess.run([anvil, "dump", model, "--opt-level", "1"], check=True,
+                         capture_output=True, text=True).stdout
+    got = []
+    for line in out.splitlines():
+        m = NODE.match(line)
+        if m:
+            f = FUSED.search(line)
+            got.append(f"{m.group(1)} fused[{f.group(1)}]" if f else f"{m.group(1)} -")
+    return got
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    anvil, run_cases, root = sys.argv[1:]
+    bad = 0
+    names = sorted(n for n in os.listdir(root) if os.path.isfile(os.path.join(root, n, "model.onnx")))
+    if not names:
+        sys.exit(f"no cases under {root}")
+    for name in names:
+        before = bad
+        d = os.path.join(root, name)
+        with open(os.path.join(d, "expect.txt")) as f:
+            want = [l.strip() for l in f if l.strip()]
+        got = rewritten(anvil, os.path.join(d, "model.onnx"))
+        if got != want:
+            bad += 1
+            print(f"FAIL {name}: rewrite\n  want {want}\n  got  {got}")
+            continue
+        for level in ("0", "1"):
+            for threads in ("1", "2"):
+                r = subprocess.run([run_cases, "--opt-level", level, "--threads", threads, "--quiet",
+                                    d], capture_output=True, text=True)
+                if r.returncode != 0:
+                    bad += 1
+                    print(f"FAIL {name}: opt-level {level}, {threads} threads vs ONNX Runtime:\n"
+                          f"{r.stdout}{r.stderr}")
+        print(f"{'FAIL' if bad > before else 'PASS'} {name}")
+    print(f"{len(names)} cases, {bad} failures")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""Cases for the graph passes (src/passes): small models, each with the rewrite it must (or must
+not) get and outputs computed by ONNX Runtime.
+
+    gen_cases.py OUT_DIR
+
+Writes OUT_DIR/<case>/model.onnx, test_data_set_0/{input,output}_<i>.pb and expect.txt: one line
+per node anvil's `dump --opt-level 1` must print, as "<OpType> <fused annotation or ->", in
+order, so check.py can tell a rewrite that did not fire (or fired where it must not) from one
+that did. Fixed seeds; no downloads.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+RNG = np.random.default_rng(20261121)
+
+
+class G:
+    def __init__(self):
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def name(self, base):
+        self.n += 1
+        return f"{base}_{self.n}"
+
+    def const(self, arr, base="c"):
+        n = self.name(base)
+        self.inits.append(numpy_helper.from_array(np.asarray(arr, dtype=np.float32), n))
+        return n
+
+    def op(self, t, ins, outs=1, **attrs):
+        o = [self.name(t.lower()) for _ in range(outs)]
+        self.nodes.append(helper.make_node(t, ins, o, name=self.name("n_" + t.lower()), **attrs))
+        return o[0] if outs == 1 else o
+
+    def conv(self, x, cin, cout, k=3, stride=1, bias=True, group=1):
+        w = self.const(RNG.normal(0, 0.3, (cout, cin // group, k, k)), "w")
+        ins = [x, w] + ([self.const(RNG.normal(0, 0.1, cout), "b")] if bias else [])
+        return self.op("Conv", ins, kernel_shape=[k, k], pads=[k // 2] * 4, strides=[stride] * 2,
+                       group=group)
+
+    def bn(self, x, c):
+        return self.op("BatchNormalization",
+                       [x, self.const(RNG.uniform(0.5, 1.5, c)), self.const(RNG.normal(0, 0.1, c)),
+                        self.const(RNG.normal(0, 0.1, c)), self.const(RNG.uniform(0.5, 2.0, c))],
+                       epsilon=1e-3)
+
+    def linear(self, x, k, n, bias=True):
+        y = self.op("MatMul", [x, self.const(RNG.normal(0, 0.2, (k, n)), "w")])
+        return self.op("Add", [y, self.const(RNG.normal(0, 0.1, n), "b")]) if bias else y
+
+
+def save(out, name, g, inputs, feeds, outputs, expect, opset=17):
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    graph = helper.make_graph(g.nodes, name, inputs,
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                               for o in outputs], initializer=g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    res = sess.run(None, feeds)
+    for i, inp in enumerate(inputs):
+        t = numpy_helper.from_array(feeds[inp.name], inp.name)
+        with open(os.path.join(d, "test_data_set_0", f"input_{i}.pb"), "wb") as f:
+            f.write(t.SerializeToString())
+    for i, r in enumerate(res):
+        t = numpy_helper.from_array(r, outputs[i])
+        with open(os.path.join(d, "test_data_set_0", f"output_{i}.pb"), "wb") as f:
+            f.write(t.SerializeToString())
+    with open(os.path.join(d, "expect.txt"), "w") as f:
+        f.write("\n".join(expect) + "\n")
+    with open(os.path.join(d, "tolerance.txt"), "w") as f:
+        f.write("rtol 1e-4\natol 1e-5\n")
+
+
+def image(name, c, hw, n=1):
+    return (helper.make_tensor_value_info(name, TensorProto.FLOAT, [n, c, hw, hw]),
+            RNG.normal(0, 1, (n, c, hw, hw)).astype(np.float32))
+
+
+def cases(out):
+    # Conv(no bias) -> BN -> Relu: BN folds (bias appears), Relu fuses.
+    g = G()
+    x, xv = image("x", 4, 9)
+    y = g.op("Relu", [g.bn(g.conv("x", 4, 8, bias=False), 8)])
+    save(out, "conv_bn_relu", g, [x], {"x": xv}, [y], ["Conv fused[Relu]"])
+
+    # A bottleneck-style residual block: conv-bn-relu, conv-bn, + skip, relu.
+    g = G()
+    x, xv = image("x", 8, 7)
+    a = g.op("Relu", [g.bn(g.conv("x", 8, 8), 8)])
+    b = g.bn(g.conv(a, 8, 8, k=1), 8)
+    y = g.op("Relu", [g.op("Add", [b, "x"])])
+    save(out, "residual_block", g, [x], {"x": xv}, [y],
+         ["Conv fused[Relu]", "Conv fused[+residual(in3) Relu]"])
+
+    # The skip first: Add(skip, conv) with the conv output as the second operand.
+    g = G()
+    x, xv = image("x", 8, 5)
+    y = g.op("Add", ["x", g.conv("x", 8, 8, stride=1)])
+    save(out, "residual_swapped", g, [x], {"x": xv}, [y], ["Conv fused[+residual(in3)]"])
+
+    # A conv whose output is also a graph output: nothing may be folded or fused into it.
+    g = G()
+    x, xv = image("x", 4, 6)
+    c = g.conv("x", 4, 4)
+    y = g.op("Relu", [g.bn(c, 4)])
+    save(out, "shared_output", g, [x], {"x": xv}, [c, y],
+         ["Conv -", "BatchNormalization -", "Relu -"])
+
+    # Every activation the epilogue has, one per conv; depthwise and strided shapes among them.
+    g = G()
+    x, xv = image("x", 6, 10)
+    h = g.op("Clip", [g.conv("x", 6, 6), g.const(0.0), g.const(6.0)])
+    h = g.op("LeakyRelu", [g.conv(h, 6, 6, group=6)], alpha=0.2)
+    h = g.op("HardSigmoid", [g.conv(h, 6, 6, stride=2)], alpha=0.25, beta=0.4)
+    h = g.op("HardSwish", [g.conv(h, 6, 6, k=1)])
+    h = g.op("Sigmoid", [g.conv(h, 6, 6)])
+    h = g.op("Tanh", [g.conv(h, 6, 6, k=1)])
+    y = g.op("Clip", [g.conv(h, 6, 6), "", g.const(0.3)])
+    save(out, "activations", g, [x], {"x": xv}, [y],
+         ["Conv fused[Clip]", "Conv fused[LeakyRelu]", "Conv fused[HardSigmoid]",
+          "Conv fused[HardSwish]", "Conv fused[Sigmoid]", "Conv fused[Tanh]", "Conv fused[Clip]"])
+
+    # Clip with min > max is left alone (the epilogue's clip assumes lo <= hi); an Add of a
+    # per-channel constant broadcasts, so it is not a residual.
+    g = G()
+    x, xv = image("x", 4, 6)
+    h = g.op("Clip", [g.conv("x", 4, 4), g.const(1.0), g.const(-1.0)])
+    y = g.op("Add", [g.conv(h, 4, 4), g.const(RNG.normal(0, 1, (1, 4, 1, 1)))])
+    save(out, "not_fused", g, [x], {"x": xv}, [y], ["Conv -", "Clip -", "Conv -", "Add -"])
+
+    # Opset 6 Clip takes its bounds as attributes.
+    g = G()
+    x, xv = image("x", 3, 5)
+    y = g.op("Clip", [g.conv("x", 3, 5)], min=-0.5, max=0.5)
+    save(out, "clip_opset6", g, [x], {"x": xv}, [y], ["Conv fused[Clip]"], opset=10)
+
+    # A transformer feed-forward block: bias, Gelu written out (both spellings), residual.
+    for form in ("erf_a", "erf_b", "tanh", "op"):
+        g = G()
+        xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", 16])
+        xv = RNG.normal(0, 1, (2, 5, 16)).astype(np.float32)
+        h = g.linear("x", 16, 24)
+        if form == "erf_a":
+            e = g.op("Erf", [g.op("Div", [h, g.const(np.sqrt(2.0))])])
+            h = g.op("Mul", [g.op("Mul", [h, g.op("Add", [e, g.const(1.0)])]), g.const(0.5)])
+        elif form == "erf_b":
+            e = g.op("Erf", [g.op("Mul", [h, g.const(1.0 / np.sqrt(2.0))])])
+            h = g.op("Mul", [g.op("Mul", [h, g.const(0.5)]), g.op("Add", [g.const(1.0), e])])
+        elif form == "tanh":
+            cube = g.op("Pow", [h, g.const(3.0)])
+            inner = g.op("Add", [h, g.op("Mul", [cube, g.const(0.044715)])])
+            t = g.op("Tanh", [g.op("Mul", [inner, g.const(np.sqrt(2.0 / np.pi))])])
+            h = g.op("Mul", [g.op("Mul", [h, g.const(0.5)]), g.op("Add", [t, g.const(1.0)])])
+        else:
+            h = g.op("Gelu", [h], approximate="tanh")
+        y = g.op("Add", ["x", g.linear(h, 24, 16)])
+        act = "Gelu(tanh)" if form in ("tanh", "op") else "Gelu"
+        save(out, f"ffn_gelu_{form}", g, [xi], {"x": xv}, [y],
+             [f"MatMul fused[+bias(in2) {act}]", "MatMul fused[+bias(in2) +residual(in3)]"],
+             opset=20 if form == "op" else 17)
+
+    # Gemm + Relu.
+    g = G()
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 7])
+    xv = RNG.normal(0, 1, (3, 7)).astype(np.float32)
+    y = g.op("Relu", [g.op("Gemm", ["x", g.const(RNG.normal(0, 1, (5, 7))),
+                                    g.const(RNG.normal(0, 1, 5))], transB=1)])
+    save(out, "gemm_relu", g, [xi], {"x": xv}, [y], ["Gemm fused[Relu]"])
+
+    # A residual whose shape is unknown at load (a Reshape to a caller-given shape) is fused on
+    # trust; fed a broadcasting shape, the runtime must notice and rebuild without the fusion.
+    g = G()
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
+    zi = helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])
+    si = helper.make_tensor_value_info("shape", TensorProto.INT64, [2])
+    y = g.op("Add", [g.linear("x", 8, 4, bias=False), g.op("Reshape", ["z", "shape"])])
+    save(out, "residual_broadcast_at_run", g, [xi, zi, si],
+         {"x": RNG.normal(0, 1, (4, 8)).astype(np.float32),
+          "z": RNG.normal(0, 1, 4).astype(np.float32), "shape": np.array([1, 4], np.int64)},
+         [y], ["Reshape -", "MatMul fused[+residual(in2)]"])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    cases(sys.argv[1])
