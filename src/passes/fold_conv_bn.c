@@ -1,14 +1,13 @@
 /* Conv -> BatchNormalization (inference, constant statistics) becomes one Conv:
  *   BN(y) = s*(y - mean) + beta with s = gamma / sqrt(var + eps), per output channel, so
  *   W'[m] = s[m]*W[m] and B'[m] = s[m]*(B[m] - mean[m]) + beta[m].
- * The folded weights are computed in double and stored as new constants; the originals are
- * dropped by the pipeline when nothing else reads them. Saves the BN pass over every activation
- * (ResNet-50: 53 of them). */
+ * The folded weights are computed in double and stored as new constants (recipes the session can
+ * drop and recompute, see pass_const); the originals are dropped by the pipeline when nothing
+ * else reads them. Saves the BN pass over every activation (ResNet-50: 53 of them). */
 #include "pass_internal.h"
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Whether BN node k runs in inference mode with one output. */
@@ -22,56 +21,73 @@ static bool bn_inference(const ir_node *bn) {
     return bn->n_inputs == 5;
 }
 
-static anvil_status fold_one(pass_ctx *c, int32_t ck, int32_t bk) {
-    ir_graph *g = c->g;
-    const ir_node *conv = &g->nodes[ck], *bn = &g->nodes[bk];
-    size_t wn, m = 0, bn_n[4], bias_n = 0;
-    const void *w = pass_const_f32(c, conv->inputs[1], &wn);
-    if (!w || g->values[conv->inputs[1]].shape.rank < 3) return ANVIL_OK;
-    m = (size_t)g->values[conv->inputs[1]].shape.d[0];
-    const void *p[4];
-    for (int i = 0; i < 4; i++) {
-        p[i] = pass_const_f32(c, bn->inputs[i + 1], &bn_n[i]);
-        if (!p[i] || bn_n[i] != m) return ANVIL_OK;
-    }
-    const void *bias = NULL;
-    ir_vid bias_v = conv->n_inputs > 2 ? conv->inputs[2] : IR_NONE;
-    if (bias_v != IR_NONE && (!(bias = pass_const_f32(c, bias_v, &bias_n)) || bias_n != m))
-        return ANVIL_OK;
-    float eps = 1e-5f;
-    if (ir_attr_float(bn, "epsilon", 1e-5f, &eps) != ANVIL_OK) return ANVIL_OK;
-    if (m == 0 || wn % m) return ANVIL_OK;
+/* float32 constant data of v in g (maybe unaligned), or NULL. */
+static const void *f32_data(const ir_graph *g, ir_vid v, size_t *numel) {
+    if (v == IR_NONE) return NULL;
+    const ir_value *val = &g->values[v];
+    size_t n;
+    if (!(val->flags & IR_VALUE_CONST) || val->dtype != ANVIL_DTYPE_FLOAT32 || !val->data ||
+        !ir_shape_numel(&val->shape, &n) || n * sizeof(float) != val->data_bytes)
+        return NULL;
+    *numel = n;
+    return val->data;
+}
 
-    float *w2 = malloc(wn * sizeof *w2), *b2 = malloc(m * sizeof *b2);
-    if (!w2 || !b2) {
-        free(w2);
-        free(b2);
-        return ANVIL_ERR_OUT_OF_MEMORY;
-    }
+/* The recipe: src = {W, B or IR_NONE, gamma, beta, mean, var}, param = eps, which 0: W', 1: B'. */
+static anvil_status bn_fill(const ir_graph *g, const pass_const *pc, float *out) {
+    size_t wn, m, n;
+    const void *w = f32_data(g, pc->src[0], &wn), *b = NULL, *p[4];
+    m = (size_t)g->values[pc->src[0]].shape.d[0];
+    if (pc->src[1] != IR_NONE) b = f32_data(g, pc->src[1], &n);
+    for (int i = 0; i < 4; i++) p[i] = f32_data(g, pc->src[i + 2], &n);
+    if (!w || !p[0] || !p[1] || !p[2] || !p[3] || (pc->src[1] != IR_NONE && !b))
+        return core_err(ANVIL_ERR_INTERNAL, "BatchNorm folding: a constant went missing");
     const size_t per = wn / m;
     for (size_t o = 0; o < m; o++) {
         double gamma = pass_const_f32_at(p[0], o), beta = pass_const_f32_at(p[1], o);
         double mean = pass_const_f32_at(p[2], o), var = pass_const_f32_at(p[3], o);
-        double s = gamma / sqrt(var + (double)eps);
-        for (size_t i = 0; i < per; i++)
-            w2[o * per + i] = (float)(s * pass_const_f32_at(w, o * per + i));
-        double b0 = bias ? pass_const_f32_at(bias, o) : 0.0;
-        b2[o] = (float)(s * (b0 - mean) + beta);
+        double s = gamma / sqrt(var + (double)pc->param);
+        if (pc->which == 0) {
+            for (size_t i = 0; i < per; i++)
+                out[o * per + i] = (float)(s * pass_const_f32_at(w, o * per + i));
+        } else {
+            double b0 = b ? pass_const_f32_at(b, o) : 0.0;
+            out[o] = (float)(s * (b0 - mean) + beta);
+        }
     }
+    return ANVIL_OK;
+}
+
+static anvil_status fold_one(pass_ctx *c, int32_t ck, int32_t bk) {
+    ir_graph *g = c->g;
+    const ir_node *conv = &g->nodes[ck], *bn = &g->nodes[bk];
+    size_t wn, n;
+    if (!pass_const_f32(c, conv->inputs[1], &wn) || g->values[conv->inputs[1]].shape.rank < 3)
+        return ANVIL_OK;
+    const ir_shape wshape = g->values[conv->inputs[1]].shape; /* a copy: adding values moves them */
+    const size_t m = (size_t)wshape.d[0];
+    if (m == 0 || wn % m) return ANVIL_OK;
+    for (int i = 1; i < 5; i++)
+        if (!pass_const_f32(c, bn->inputs[i], &n) || n != m) return ANVIL_OK;
+    ir_vid bias_v = conv->n_inputs > 2 ? conv->inputs[2] : IR_NONE;
+    if (bias_v != IR_NONE && (!pass_const_f32(c, bias_v, &n) || n != m)) return ANVIL_OK;
+    /* the recipe reads the source graph: weights a fold made (a second BN) are not there */
+    if (conv->inputs[1] >= c->src->n_values || bias_v >= c->src->n_values) return ANVIL_OK;
+    float eps = 1e-5f;
+    if (ir_attr_float(bn, "epsilon", 1e-5f, &eps) != ANVIL_OK) return ANVIL_OK;
+
+    pass_const recipe = {.fill = bn_fill,
+                         .src = {conv->inputs[1], bias_v, bn->inputs[1], bn->inputs[2],
+                                 bn->inputs[3], bn->inputs[4]},
+                         .param = eps};
     char base[400];
     ir_vid wv, bv;
-    /* a copy: adding values may move g->values */
-    const ir_shape wshape = g->values[conv->inputs[1]].shape;
     int64_t bdim = (int64_t)m;
     snprintf(base, sizeof base, "%.300s.bn_folded_W", conv->name);
-    anvil_status st = pass_add_const(c, base, wshape.rank, wshape.d, w2, &wv);
-    if (st != ANVIL_OK) {
-        free(b2);
-        return st;
-    }
+    CORE_TRY(pass_add_const(c, base, wshape.rank, wshape.d, &recipe, &wv));
+    recipe.which = 1;
     snprintf(base, sizeof base, "%.300s.bn_folded_B", g->nodes[ck].name);
-    CORE_TRY(pass_add_const(c, base, 1, &bdim, b2, &bv));
-
+    CORE_TRY(pass_add_const(c, base, 1, &bdim, &recipe, &bv));
     CORE_TRY(pass_node_set_input(c, ck, 1, wv));
     CORE_TRY(pass_node_set_input(c, ck, 2, bv));
     pass_node_absorb(c, ck, bk);

@@ -25,9 +25,10 @@ const void *pass_const_f32(const pass_ctx *c, ir_vid v, size_t *numel);
 float pass_const_f32_at(const void *data, size_t i);
 /* A scalar float32 constant (numel 1): true and *out set. */
 bool pass_const_scalar(const pass_ctx *c, ir_vid v, float *out);
-/* Adds a float32 constant of `dims` whose data (numel floats, malloc'ed) passes to pg. */
+/* Adds a float32 constant of `dims` computed by recipe->fill (its fill, src, param and which are
+ * copied; v, data and numel are set here); pg owns it. */
 anvil_status pass_add_const(pass_ctx *c, const char *base, int rank, const int64_t *dims,
-                            float *data, ir_vid *out);
+                            const pass_const *recipe, ir_vid *out);
 /* Sets input i of node k to v (growing the inputs with IR_NONE if needed; uses updated). */
 anvil_status pass_node_set_input(pass_ctx *c, int32_t k, int i, ir_vid v);
 /* Appends input v to node k after every input the op itself declares (so the op's kernels,

@@ -18,11 +18,27 @@
 
 #include "ir/ir.h"
 
+/* A constant a pass computed (e.g. folded weights). Its data may be dropped once every reader
+ * has its own copy (packed weights) and computed again from the source's constants when a new
+ * plan needs it, so the process never holds folded weights next to their packed form. */
+typedef struct pass_const {
+    ir_vid v;    /* the value in pass_graph.g */
+    float *data; /* owned; NULL while dropped */
+    size_t numel;
+    /* the recipe: fill(src, pc, out) writes numel floats computed from the source graph's
+     * constants src[] (value ids are the same in the source and the copy) */
+    anvil_status (*fill)(const ir_graph *src, const struct pass_const *pc, float *out);
+    ir_vid src[6];
+    float param;
+    int which;
+} pass_const;
+
 /* What a pipeline run produced: the rewritten graph and the constant data it created. */
 typedef struct pass_graph {
-    ir_graph *g;  /* owned; shares attributes, subgraphs and original constants with the source */
-    void **owned; /* constant data created by passes (folded weights), freed with the graph */
-    size_t n_owned, cap_owned;
+    ir_graph *g; /* owned; shares attributes, subgraphs and original constants with the source */
+    const ir_graph *src; /* the source graph (borrowed) */
+    pass_const *consts;  /* constants created by passes, freed with the graph */
+    size_t n_consts, cap_consts;
     /* What each pass did, for dumps and tests. */
     int folded_bn;
     int fused_bias, fused_residual, fused_act;
@@ -45,5 +61,12 @@ typedef struct pass_options {
  * caller (pass_graph_free). */
 anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pass_graph **out);
 void pass_graph_free(pass_graph *pg);
+
+/* Whether v's data belongs to pg (a pass computed it). pg may be NULL. */
+bool pass_graph_owns(const pass_graph *pg, ir_vid v);
+/* Frees the data of a constant pg owns (g->values[v].data becomes NULL). */
+void pass_graph_drop(pass_graph *pg, ir_vid v);
+/* Computes a dropped constant again (no-op if present). */
+anvil_status pass_graph_refill(pass_graph *pg, ir_vid v);
 
 #endif

@@ -87,33 +87,76 @@ static anvil_status grow_index(pass_ctx *c) {
 }
 
 anvil_status pass_add_const(pass_ctx *c, const char *base, int rank, const int64_t *dims,
-                            float *data, ir_vid *out) {
+                            const pass_const *recipe, ir_vid *out) {
     pass_graph *pg = c->pg;
-    if (pg->n_owned == pg->cap_owned) {
-        size_t cap = pg->cap_owned ? pg->cap_owned * 2 : 16;
-        void **o = realloc(pg->owned, cap * sizeof *o);
-        if (!o) {
-            free(data);
-            return ANVIL_ERR_OUT_OF_MEMORY;
-        }
-        pg->owned = o;
-        pg->cap_owned = cap;
+    if (pg->n_consts == pg->cap_consts) {
+        size_t cap = pg->cap_consts ? pg->cap_consts * 2 : 16;
+        pass_const *o = realloc(pg->consts, cap * sizeof *o);
+        if (!o) return ANVIL_ERR_OUT_OF_MEMORY;
+        pg->consts = o;
+        pg->cap_consts = cap;
     }
-    pg->owned[pg->n_owned++] = data;
+    size_t n = 1;
+    for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
+    pass_const pc = *recipe;
+    pc.numel = n;
+    pc.data = malloc((n ? n : 1) * sizeof(float));
+    if (!pc.data) return ANVIL_ERR_OUT_OF_MEMORY;
+    anvil_status st = pc.fill(c->src, &pc, pc.data);
+    if (st != ANVIL_OK) {
+        free(pc.data);
+        return st;
+    }
     char name[512];
     snprintf(name, sizeof name, "%s", base);
     for (int i = 1; ir_graph_find_value(c->g, name) != IR_NONE; i++)
         snprintf(name, sizeof name, "%s_%d", base, i);
-    CORE_TRY(ir_graph_add_value(c->g, name, out));
-    CORE_TRY(grow_index(c));
-    ir_value *val = &c->g->values[*out];
+    if ((st = ir_graph_add_value(c->g, name, &pc.v)) != ANVIL_OK ||
+        (st = grow_index(c)) != ANVIL_OK) {
+        free(pc.data);
+        return st;
+    }
+    pg->consts[pg->n_consts++] = pc;
+    ir_value *val = &c->g->values[pc.v];
     val->dtype = ANVIL_DTYPE_FLOAT32;
     ir_shape_set(&val->shape, rank, dims);
     val->flags = IR_VALUE_CONST;
-    val->data = data;
-    size_t n = 1;
-    for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
+    val->data = pc.data;
     val->data_bytes = n * sizeof(float);
+    *out = pc.v;
+    return ANVIL_OK;
+}
+
+static pass_const *find_const(const pass_graph *pg, ir_vid v) {
+    for (size_t i = 0; i < pg->n_consts; i++)
+        if (pg->consts[i].v == v) return &pg->consts[i];
+    return NULL;
+}
+
+bool pass_graph_owns(const pass_graph *pg, ir_vid v) {
+    return pg && find_const(pg, v) != NULL;
+}
+
+void pass_graph_drop(pass_graph *pg, ir_vid v) {
+    pass_const *pc = find_const(pg, v);
+    if (!pc) return;
+    free(pc->data);
+    pc->data = NULL;
+    pg->g->values[v].data = NULL;
+}
+
+anvil_status pass_graph_refill(pass_graph *pg, ir_vid v) {
+    pass_const *pc = find_const(pg, v);
+    if (!pc || pc->data) return ANVIL_OK;
+    float *d = malloc((pc->numel ? pc->numel : 1) * sizeof *d);
+    if (!d) return ANVIL_ERR_OUT_OF_MEMORY;
+    anvil_status st = pc->fill(pg->src, pc, d);
+    if (st != ANVIL_OK) {
+        free(d);
+        return st;
+    }
+    pc->data = d;
+    pg->g->values[v].data = d;
     return ANVIL_OK;
 }
 
@@ -172,8 +215,8 @@ static void compact(pass_ctx *c, const pass_options *opts) {
     for (int32_t v = 0; v < g->n_values; v++) {
         ir_value *val = &g->values[v];
         if (!(val->flags & IR_VALUE_CONST) || c->uses[v] != 0) continue;
-        bool ours = false;
-        for (size_t i = 0; i < c->pg->n_owned && !ours; i++) ours = c->pg->owned[i] == val->data;
+        bool ours = pass_graph_owns(c->pg, v);
+        if (ours) pass_graph_drop(c->pg, v);
         if (!ours && opts->released && val->data && val->data_bytes && v < c->src->n_values)
             opts->released(opts->released_ctx, val->data, val->data_bytes);
         val->flags &= ~(uint32_t)IR_VALUE_CONST;
@@ -186,6 +229,7 @@ anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pa
     *out = NULL;
     pass_graph *pg = core_calloc(1, sizeof *pg);
     if (!pg) return ANVIL_ERR_OUT_OF_MEMORY;
+    pg->src = src;
     anvil_status st = ir_graph_clone(src, &pg->g);
     if (st != ANVIL_OK) {
         free(pg);
@@ -224,7 +268,7 @@ done:
 void pass_graph_free(pass_graph *pg) {
     if (!pg) return;
     ir_graph_free(pg->g);
-    for (size_t i = 0; i < pg->n_owned; i++) free(pg->owned[i]);
-    free(pg->owned);
+    for (size_t i = 0; i < pg->n_consts; i++) free(pg->consts[i].data);
+    free(pg->consts);
     free(pg);
 }

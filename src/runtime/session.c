@@ -413,6 +413,10 @@ static void release_step(rt_session *s, int32_t *readers, const ir_node *n, uint
             free(s->const_owned[v]);
             s->const_owned[v] = NULL;
             s->const_ptr[v] = NULL;
+        } else if (pass_graph_owns(s->pg, v)) {
+            /* folded weights: computed again by const_materialize if a later plan needs them */
+            pass_graph_drop(s->pg, v);
+            s->const_ptr[v] = NULL;
         } else if (s->cfg.released) {
             s->cfg.released(s->cfg.released_ctx, val->data, val->data_bytes);
         }
@@ -423,6 +427,7 @@ static void release_step(rt_session *s, int32_t *readers, const ir_node *n, uint
  * their address suits, else a copy (protobuf gives no alignment guarantee), after which the
  * mapped original is released. */
 static anvil_status const_materialize(rt_session *s, ir_vid v) {
+    if (pass_graph_owns(s->pg, v)) CORE_TRY(pass_graph_refill(s->pg, v));
     const ir_value *val = &s->g->values[v];
     size_t es = anvil_dtype_size(val->dtype);
     if (val->data && es && (uintptr_t)val->data % es == 0) {
