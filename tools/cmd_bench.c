@@ -337,6 +337,7 @@ static bench_stats compute_stats(double *samples, size_t n) {
 typedef struct bench_result {
     double load_ms, first_run_ms;
     bench_stats lat;
+    double *samples; /* every timed run in run order (owned), for tests of significance */
     anvil_session_stats mem;
     int threads;
 } bench_result;
@@ -397,6 +398,12 @@ static int measure(const bench_args *a, const anvil_model *m, const bench_input 
             outs[i] = NULL;
         }
     }
+    r->samples = malloc((size_t)a->iters * sizeof *r->samples);
+    if (!r->samples) {
+        s = ANVIL_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    memcpy(r->samples, samples, (size_t)a->iters * sizeof *samples);
     r->lat = compute_stats(samples, (size_t)a->iters);
     if ((s = anvil_session_stats_get(sess, &r->mem)) != ANVIL_OK) goto fail;
     if (a->profile && (s = anvil_session_write_profile(sess, a->profile)) != ANVIL_OK) goto fail;
@@ -469,7 +476,13 @@ static cJSON *build_json(const bench_args *a, const bench_input *bi, size_t n_in
               cJSON_AddNumberToObject(o, "activation_bytes", (double)r->mem.activation_bytes) &&
               cJSON_AddNumberToObject(o, "plans_made", (double)r->mem.plans_made) &&
               cJSON_AddNumberToObject(o, "nodes_run", (double)r->mem.nodes_run) &&
-              cJSON_AddNumberToObject(o, "nodes_folded", (double)r->mem.nodes_folded);
+              cJSON_AddNumberToObject(o, "nodes_folded", (double)r->mem.nodes_folded) &&
+              cJSON_AddNumberToObject(o, "opt_level", (double)a->opt_level);
+    if (ok) {
+        cJSON *samples = cJSON_CreateDoubleArray(r->samples, (int)a->iters);
+        ok = samples != NULL;
+        if (samples) cJSON_AddItemToObject(lat, "samples", samples);
+    }
     for (size_t i = 0; ok && i < n_in; i++) {
         cJSON *in = cJSON_CreateObject();
         ok = in != NULL;
@@ -541,6 +554,7 @@ int cli_bench_main(int argc, char **argv) {
 done:
     for (size_t i = 0; bi && i < n_in; i++) anvil_tensor_free(bi[i].t);
     free(bi);
+    free(r.samples);
     anvil_model_free(m);
     args_free(&a);
     return code;
