@@ -3,6 +3,8 @@
  * as rows of its last dim, so there is one definition of every activation's arithmetic. */
 #include "fusion.h"
 
+#include "kernels/cpu/eltwise/eltwise.h"
+
 static gemm_act act_of(ir_act a) {
     switch (a) {
     case IR_ACT_NONE:
@@ -29,6 +31,43 @@ static gemm_act act_of(ir_act a) {
     return GEMM_ACT_NONE;
 }
 
+#ifdef ANVIL_HAVE_SLEEF
+/* The eltwise family's table for this CPU (it needs AVX2 at least), or NULL. */
+static const elt_isa *eltwise_table(void) {
+    const core_hw *hw = core_hw_get();
+    if (kern_isa_ok(KERN_NEEDS_AVX512, hw)) return &elt_isa_avx512;
+    if (kern_isa_ok(KERN_NEEDS_AVX2, hw)) return &elt_isa_avx2;
+    return NULL;
+}
+
+static bool elt_kind_of(gemm_act a, elt_unary_kind *k) {
+    switch (a) {
+    case GEMM_ACT_SIGMOID:
+        *k = ELT_SIGMOID;
+        return true;
+    case GEMM_ACT_TANH:
+        *k = ELT_TANH;
+        return true;
+    case GEMM_ACT_GELU_ERF:
+        *k = ELT_GELU;
+        return true;
+    case GEMM_ACT_GELU_TANH:
+        *k = ELT_GELU_TANH;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Same arithmetic as the unfused Gelu/Sigmoid/Tanh nodes run (their eltwise variants), so fusing
+ * does not change the numbers, and 10-20x faster than libm per element (BERT-base: 12 Gelus over
+ * 128x3072). */
+static void act_row_eltwise(const gemm_epilogue *ep, float *row, int64_t n) {
+    elt_unary_kind k;
+    if (elt_kind_of(ep->act, &k)) eltwise_table()->unary(k, 0.0f, 0.0f, row, row, (size_t)n);
+}
+#endif
+
 gemm_epilogue kern_fusion_epilogue(const ir_fusion *f) {
     gemm_epilogue ep = gemm_epilogue_none();
     if (!f) return ep;
@@ -37,6 +76,10 @@ gemm_epilogue kern_fusion_epilogue(const ir_fusion *f) {
     ep.beta_act = f->beta;
     ep.lo = f->lo;
     ep.hi = f->hi;
+#ifdef ANVIL_HAVE_SLEEF
+    elt_unary_kind k;
+    if (elt_kind_of(ep.act, &k) && eltwise_table()) ep.act_row = act_row_eltwise;
+#endif
     return ep;
 }
 
@@ -89,14 +132,15 @@ anvil_status kern_fusion_check(const kern_node *kn) {
 
 typedef struct fusion_job {
     gemm_epilogue ep;
+    gemm_tile_epilogue_fn apply;
     float *y;
     int64_t cols;
 } fusion_job;
 
 static void fusion_rows(void *arg, size_t begin, size_t end) {
     const fusion_job *j = arg;
-    gemm_epilogue_apply(&j->ep, j->y + (int64_t)begin * j->cols, j->cols, (int64_t)begin, 0,
-                        (int64_t)(end - begin), j->cols);
+    j->apply(&j->ep, j->y + (int64_t)begin * j->cols, j->cols, (int64_t)begin, 0,
+             (int64_t)(end - begin), j->cols);
 }
 
 anvil_status kern_fusion_apply(const ir_node *n, const op_tensor *const *in, int n_in,
@@ -109,7 +153,10 @@ anvil_status kern_fusion_apply(const ir_node *n, const op_tensor *const *in, int
     const int64_t cols = out->rank > 0 ? out->dims[out->rank - 1] : 1;
     const size_t numel = op_tensor_numel(out);
     if (numel == 0 || cols == 0) return ANVIL_OK;
-    fusion_job j = {kern_fusion_epilogue(f), out->data, cols};
+    /* the widest ISA's tile epilogue: the same loop compiled for its vectors */
+    const gemm_kernel *k = gemm_kernel_default(1, cols, 0, core_hw_get());
+    fusion_job j = {kern_fusion_epilogue(f), k->epilogue ? k->epilogue : gemm_epilogue_apply,
+                    out->data, cols};
     if (f->bias >= 0) {
         if (f->bias >= n_in || !in[f->bias] || op_tensor_numel(in[f->bias]) != (size_t)cols)
             return core_err(ANVIL_ERR_INTERNAL, "%s: fused bias does not match the output",

@@ -35,12 +35,12 @@ static const void *f32_data(const ir_graph *g, ir_vid v, size_t *numel) {
 
 /* The recipe: src = {W, B or IR_NONE, gamma, beta, mean, var}, param = eps, which 0: W', 1: B'. */
 static anvil_status bn_fill(const ir_graph *g, const pass_const *pc, float *out) {
-    size_t wn, m, n;
+    size_t wn = 0, n = 0;
     const void *w = f32_data(g, pc->src[0], &wn), *b = NULL, *p[4];
-    m = (size_t)g->values[pc->src[0]].shape.d[0];
+    const size_t m = w ? (size_t)g->values[pc->src[0]].shape.d[0] : 0;
     if (pc->src[1] != IR_NONE) b = f32_data(g, pc->src[1], &n);
     for (int i = 0; i < 4; i++) p[i] = f32_data(g, pc->src[i + 2], &n);
-    if (!w || !p[0] || !p[1] || !p[2] || !p[3] || (pc->src[1] != IR_NONE && !b))
+    if (!w || !m || !p[0] || !p[1] || !p[2] || !p[3] || (pc->src[1] != IR_NONE && !b))
         return core_err(ANVIL_ERR_INTERNAL, "BatchNorm folding: a constant went missing");
     const size_t per = wn / m;
     for (size_t o = 0; o < m; o++) {
@@ -61,7 +61,7 @@ static anvil_status bn_fill(const ir_graph *g, const pass_const *pc, float *out)
 static anvil_status fold_one(pass_ctx *c, int32_t ck, int32_t bk) {
     ir_graph *g = c->g;
     const ir_node *conv = &g->nodes[ck], *bn = &g->nodes[bk];
-    size_t wn, n;
+    size_t wn = 0, n = 0;
     if (!pass_const_f32(c, conv->inputs[1], &wn) || g->values[conv->inputs[1]].shape.rank < 3)
         return ANVIL_OK;
     const ir_shape wshape = g->values[conv->inputs[1]].shape; /* a copy: adding values moves them */

@@ -4,10 +4,11 @@
  * vectors, so B is the "streamed" operand and A the one kept in L1):
  *
  *   for ic in M step MC:            A block (MC x KC) packed once per (ic, pc), lives in L3/L2
- *     for pc in K step KC:
+ *     for pc in K step KC:          (a row-major A is not packed: the kernel reads it in place)
  *       for jc in N step NC:        B block (KC x NC) packed, lives in L2
  *         for ir in MC step MR:     A micro-panel (MR x KC) stays in L1
- *           for jr in NC step NR:   B micro-panels stream from L2
+ *           for jr in NC step NR:   B micro-panels stream from L2; the kernels prefetch the
+ *                                   next pre-packed B block into L2 meanwhile
  *             micro-kernel; on the last pc the epilogue runs on the tile while it is in L1
  *
  * Threads never share a C block, so there is no barrier inside a GEMM: the split (rows or
@@ -18,11 +19,21 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+#if defined(MADV_HUGEPAGE)
+#define HAVE_MADV_HUGEPAGE 1
+#else
+#define HAVE_MADV_HUGEPAGE 0
+#endif
 
 /* ---- the portable kernel: always usable, also the oracle for the template's edge handling --- */
 
 static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                            int accumulate) {
+                            int accumulate, const float *pf, int64_t pf_n) {
+    (void)pf;
+    (void)pf_n;
     float acc[4][8];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 8; j++) acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f;
@@ -33,8 +44,8 @@ static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c
         for (int j = 0; j < 8; j++) c[i * ldc + j] = acc[i][j];
 }
 
-static const gemm_kernel kernel_4x8_portable = {"4x8_portable",     4, 8, 0, uk_4x8_portable,
-                                                gemm_epilogue_apply};
+static const gemm_kernel kernel_4x8_portable = {"4x8_portable",      4,   8, 0, uk_4x8_portable,
+                                                gemm_epilogue_apply, NULL};
 
 extern const gemm_kernel gemm_kernel_14x32_avx512, gemm_kernel_12x32_avx512,
     gemm_kernel_8x32_avx512, gemm_kernel_8x48_avx512, gemm_kernel_6x64_avx512,
@@ -61,7 +72,7 @@ bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw) {
 /* Relative speed of each tile on full tiles (1 thread, Zen 4, KC from gemm_blocking_default,
  * anvil_kbench gemm --shape 336x1536x1024: every tile divides it, so no padding): the default
  * picks the tile with the least padded work divided by this. Long-KC tiles with few rows win:
- * their A micro-panel lets KC reach 1024 inside L1. */
+ * their A micro-panel lets KC reach 1024 (now up to 1536) inside L1. */
 static const struct {
     const gemm_kernel *k;
     float speed;
@@ -115,12 +126,21 @@ gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, 
     gemm_blocking b;
     /* KC: the A micro-panel (MR x KC) stays in three quarters of L1 while B panels stream past
      * it; the longer KC, the fewer times each C tile is loaded and stored (measured on Zen 4,
-     * 1024^3 with 6x64: KC 384 -> 89%, 1024 -> 92% of peak). */
+     * 1024^3 with 6x64: KC 384 -> 89%, 1024 -> 92% of peak). K is then cut into even blocks
+     * rather than full ones and a ragged tail. With 4x64 that makes KC 1152 at K = 2304 and 1536
+     * at K = 3072 (was 1024 + 1024 + 256 and 3 x 1024), and NC (below) one panel: +0.9 to +1.5%
+     * at 512x2304x2304, 512x2304x3072, 512x3072x2304, within +-0.4% on the other transformer
+     * shapes and 1024^3, 2048^3 (1 thread, 3 interleaved runs of each). */
     int64_t kc = (int64_t)(l1 * 3 / 4 / sizeof(float)) / k->mr;
     kc = kc / 16 * 16;
     if (kc < 128) kc = 128;
-    if (kc > 1024) kc = 1024;
-    b.kc = kdim < kc ? (kdim > 0 ? kdim : 1) : kc;
+    if (kc > 2048) kc = 2048;
+    if (kdim <= kc) {
+        b.kc = kdim > 0 ? kdim : 1;
+    } else {
+        const int64_t blocks = (kdim + kc - 1) / kc;
+        b.kc = ((kdim + blocks - 1) / blocks + 15) / 16 * 16;
+    }
     /* NC: the B block (KC x NC) takes half of L2, leaving room for C tiles and A. */
     int64_t nc = (int64_t)(l2 / 2 / sizeof(float)) / b.kc;
     nc = nc / k->nr * k->nr;
@@ -182,8 +202,19 @@ static anvil_status packed_alloc(const gemm_kernel *k, int64_t panels, int64_t w
         return core_err(ANVIL_ERR_LIMIT, "packed GEMM operand of %lld panels is too large",
                         (long long)panels);
     out->kernel = k;
-    out->data = core_aligned_alloc(64, bytes ? bytes : 64);
+    /* A packed operand of 2 MiB or more goes on transparent huge pages (where the OS offers
+     * them on request): with 4 KiB pages the B block's lines land in L2 sets by the luck of
+     * physical placement (and cost TLB misses), huge pages place them evenly. Without: 108.3 vs
+     * 112.9 GFLOP/s at 128x3072x3072, 110.9 vs 113.3 at 512x768x3072, 112.1 vs 114.0 at
+     * 512x3072x3072 (1 thread, medians of 3 interleaved runs). Only whole 2 MiB pages of the
+     * buffer are advised, so no memory is added beyond the alignment's untouched lead. */
+    const size_t huge = (size_t)2 << 20;
+    const bool use_huge = HAVE_MADV_HUGEPAGE && bytes >= huge;
+    out->data = core_aligned_alloc(use_huge ? huge : 64, bytes ? bytes : 64);
     if (!out->data) return ANVIL_ERR_OUT_OF_MEMORY;
+#if HAVE_MADV_HUGEPAGE
+    if (use_huge) (void)madvise(out->data, bytes / huge * huge, MADV_HUGEPAGE);
+#endif
     return ANVIL_OK;
 }
 
@@ -248,6 +279,75 @@ void gemm_epilogue_apply(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t
     gemm_epilogue_body(ep, c, ldc, i0, j0, m, n);
 }
 
+/* The most of an MR-row micro-panel's rows that share an L1 set (64-byte lines, 4 KiB per way):
+ * rows lda floats apart that collide (lda*4 a multiple of 4 KiB collides all of them) evict
+ * one another from an 8-way L1 while B streams through it. */
+static int rows_set_conflicts(int mr, int64_t lda) {
+    int most = 0;
+    for (int i = 0; i < mr; i++) {
+        int same = 0;
+        for (int j = 0; j < mr; j++) {
+            int64_t d = (int64_t)(j - i) * lda * (int64_t)sizeof(float) % 4096;
+            if (d < 0) d += 4096;
+            same += d < 64 || d > 4096 - 64;
+        }
+        if (same > most) most = same;
+    }
+    return most;
+}
+
+/* The next pre-packed B block, to be prefetched into L2 by the kernels of the current one: it
+ * is the NR panels' pieces of kc rows ("segments", seg_lines cache lines each, panel_stride
+ * apart), and each of the current block's calls takes `per` lines of it in turn. Without this
+ * the first A panel against a new B block runs at memory speed: B (36 MB at K = N = 3072) is
+ * read once from DRAM, and with M = 128 that first pass is 1/32 of each block's work. Without
+ * it: 111.0 vs 112.9 GFLOP/s at 128x3072x3072, 112.6 vs 113.3 at 512x768x3072, 113.2 vs 114.0
+ * at 512x3072x3072 (1 thread, medians of 3 interleaved runs). A prefetch of the current B
+ * panel into L1 (4 lines per k step, 8 or 16 steps ahead) lost 1-4% instead. */
+typedef struct pf_plan {
+    const float *base;
+    int64_t panel_stride, seg_lines, lines, per;
+} pf_plan;
+
+static pf_plan next_b_block(const gemm_kernel *k, const gemm_blocking *blk, const gemm_problem *p,
+                            int64_t m1, int64_t n0, int64_t n1, int64_t ic, int64_t pc, int64_t kc,
+                            int64_t jc, int64_t mc, int64_t nc) {
+    pf_plan pf = {0};
+    const int64_t nr = k->nr, mr = k->mr;
+    /* The loop order is ic, pc, jc: step jc, else pc, else ic (which starts B over). */
+    int64_t njc = jc + blk->nc, npc = pc, nic = ic;
+    if (njc >= n1) {
+        njc = n0;
+        npc = pc + kc;
+        if (npc >= p->k) {
+            npc = 0;
+            nic = ic + blk->mc;
+        }
+    }
+    if (nic >= m1) return pf;
+    const int64_t nkc = p->k - npc < blk->kc ? p->k - npc : blk->kc;
+    const int64_t nnc = n1 - njc < blk->nc ? n1 - njc : blk->nc;
+    pf.base = p->pb->data + (njc / nr) * p->k * nr + npc * nr;
+    pf.panel_stride = p->k * nr;
+    pf.seg_lines = (nkc * nr + 15) / 16;
+    pf.lines = (nnc + nr - 1) / nr * pf.seg_lines;
+    const int64_t calls = (mc + mr - 1) / mr * ((nc + nr - 1) / nr);
+    pf.per = (pf.lines + calls - 1) / calls;
+    if (pf.per > kc) pf.per = kc; /* at most a line per k step; the rest comes on demand */
+    return pf;
+}
+
+/* Call number `call`'s share of the plan: a run of lines inside one segment (cut at its end).
+ * Returns where it starts and sets *n; with nothing to fetch, n is 0 and the pointer is `none`. */
+static const float *pf_range(const pf_plan *pf, int64_t call, const float *none, int64_t *n) {
+    const int64_t g = call * pf->per;
+    *n = 0;
+    if (!pf->base || g >= pf->lines) return none;
+    const int64_t s = g / pf->seg_lines, o = g % pf->seg_lines;
+    *n = pf->seg_lines - o < pf->per ? pf->seg_lines - o : pf->per;
+    return pf->base + s * pf->panel_stride + o * 16;
+}
+
 /* Rows [m0, m1) and columns [n0, n1) of p, on this thread. */
 static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gemm_problem *p,
                        int64_t m0, int64_t m1, int64_t n0, int64_t n1, void *ws) {
@@ -260,6 +360,15 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     w += align64((size_t)round_up(blk->nc, nr) * (size_t)blk->kc * sizeof(float));
     float *tile = (float *)w;
     const bool ep_none = epilogue_is_none(&p->ep);
+    /* Row-major A is read in place rather than packed: packing cost 6% of the GEMM's time at
+     * 512x768x3072 (perf, 1 thread), and the packed copy was read back from L3 anyway. Packed
+     * instead: 107.9 vs 113.3 GFLOP/s at 512x768x3072, 112.2 vs 112.9 at 128x3072x3072, 112.9
+     * vs 114.0 at 512x3072x3072 (4x64, medians of 3 interleaved runs) ... unless too many of its
+     * rows share an L1 set: at K = 3072 (rows 12 KiB apart, all in one set) 14x32 fell from 107 to
+     * 79 GFLOP/s and 12x32 from 110 to 100 read in place (512x3072x3072); 4 rows per set kept every
+     * tile at its packed speed or better. */
+    const bool direct_a =
+        !p->pa && p->cs_a == 1 && k->ukernel_rows && rows_set_conflicts(mr, p->rs_a) <= 4;
 
     if (kdim == 0) {
         for (int64_t i = m0; i < m1; i++)
@@ -275,10 +384,20 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
             const bool first = pc == 0, last = pc + kc == kdim;
             const float *ap;
             int64_t a_stride; /* between MR panels */
+            /* Full rows of a row-major A (rows up to a_direct) go to the micro-kernel in place;
+             * only a partial last panel is packed (zero-padded) into abuf. */
+            int64_t a_direct = 0;
             if (p->pa) {
                 /* ic is a multiple of MR: row splits and MC are in whole panels. */
                 ap = p->pa->data + (ic / mr) * kdim * mr + pc * mr;
                 a_stride = kdim * mr;
+            } else if (direct_a) {
+                a_direct = mc / mr * mr;
+                if (a_direct < mc)
+                    pack_a_block(k, p->a + (ic + a_direct) * p->rs_a + pc, p->rs_a, 1,
+                                 mc - a_direct, kc, abuf);
+                ap = abuf; /* the panel of rows a_direct.. */
+                a_stride = kc * mr;
             } else {
                 pack_a_block(k, p->a + ic * p->rs_a + pc * p->cs_a, p->rs_a, p->cs_a, mc, kc, abuf);
                 ap = abuf;
@@ -297,22 +416,37 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                     bp = bbuf;
                     b_stride = kc * nr;
                 }
+                pf_plan pf = {0};
+                if (p->pb) pf = next_b_block(k, blk, p, m1, n0, n1, ic, pc, kc, jc, mc, nc);
+                int64_t call = 0;
                 for (int64_t ir = 0; ir < mc; ir += mr) {
                     const int64_t mm = mc - ir < mr ? mc - ir : mr;
-                    const float *a_panel = ap + (ir / mr) * a_stride;
+                    const bool in_place = ir < a_direct;
+                    const float *a_panel = in_place ? p->a + (ic + ir) * p->rs_a + pc
+                                                    : ap + ((ir - a_direct) / mr) * a_stride;
                     for (int64_t jr = 0; jr < nc; jr += nr) {
                         const int64_t nn = nc - jr < nr ? nc - jr : nr;
                         const float *b_panel = bp + (jr / nr) * b_stride;
                         const int64_t gi = ic + ir, gj = jc + jr;
                         float *c = p->c + gi * p->ldc + gj;
-                        if (mm == mr && nn == nr) {
-                            k->ukernel(kc, a_panel, b_panel, c, p->ldc, !first);
-                        } else {
+                        float *ct = c;
+                        int64_t ldt = p->ldc;
+                        if (mm < mr || nn < nr) {
                             /* Edge tile: compute the full tile in scratch, copy the valid part. */
+                            ct = tile;
+                            ldt = nr;
                             if (!first)
                                 for (int64_t i = 0; i < mm; i++)
                                     memcpy(tile + i * nr, c + i * p->ldc, sizeof(float) * nn);
-                            k->ukernel(kc, a_panel, b_panel, tile, nr, !first);
+                        }
+                        int64_t pf_n;
+                        const float *pf_at = pf_range(&pf, call++, b_panel, &pf_n);
+                        if (in_place)
+                            k->ukernel_rows(kc, a_panel, p->rs_a, b_panel, ct, ldt, !first, pf_at,
+                                            pf_n);
+                        else
+                            k->ukernel(kc, a_panel, b_panel, ct, ldt, !first, pf_at, pf_n);
+                        if (ct == tile) {
                             for (int64_t i = 0; i < mm; i++)
                                 memcpy(c + i * p->ldc, tile + i * nr, sizeof(float) * nn);
                         }

@@ -2,8 +2,9 @@
  *
  * One template (gemm_ukernel.h) generates register-tile micro-kernels for each ISA; a kernel is a
  * (MR, NR, ISA) instance, named like "14x32_avx512". The driver (gemm.c) packs A into MR-row
- * panels and B into NR-column panels, blocks for the caches with (MC, KC, NC) chosen at run time,
- * splits C among threads, and applies a fused epilogue to each tile while it is still in L1.
+ * panels (or, row-major, reads it in place) and B into NR-column panels, blocks for the caches
+ * with (MC, KC, NC) chosen at run time, splits C among threads, and applies a fused epilogue to
+ * each tile while it is still in L1.
  *
  * Operands are strided views, so transposed inputs cost nothing extra:
  *   A[i,k] = a[i*rs_a + k*cs_a],  B[k,j] = b[k*rs_b + j*cs_b],  C[i,j] = c[i*ldc + j].
@@ -43,6 +44,10 @@ typedef struct gemm_epilogue {
     float beta;
     gemm_act act;
     float alpha, beta_act, lo, hi; /* parameters of act */
+    /* Optional: applies act to n floats of one row in place with a vectorized kernel (the
+     * eltwise family's, see kern_fusion_epilogue); NULL: the epilogue's own loop, which is
+     * vectorized for Relu/Clip but calls libm per element for the transcendental ones. */
+    void (*act_row)(const struct gemm_epilogue *ep, float *row, int64_t n);
 } gemm_epilogue;
 
 /* The identity epilogue (scale 1, nothing else). */
@@ -54,9 +59,15 @@ void gemm_epilogue_apply(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t
                          int64_t m, int64_t n);
 
 /* Micro-kernel: C tile [MR, NR] (+)= A panel (kc × MR, k-major) · B panel (kc × NR, k-major).
- * accumulate == 0 overwrites the tile. Full tiles only: the driver handles edges. */
+ * accumulate == 0 overwrites the tile. Full tiles only: the driver handles edges. While it runs,
+ * the kernel prefetches pf_n cache lines (pf_n <= kc), pf[16 * q] for q < pf_n, into L2: the
+ * driver's way of bringing in the next B block while this one computes (pf_n 0: none). */
 typedef void (*gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                                int accumulate);
+                                int accumulate, const float *pf, int64_t pf_n);
+/* The same on A read in place, row-major: A[i,p] at a[i*lda + p] (no packing of A). */
+typedef void (*gemm_ukernel_rows_fn)(int64_t kc, const float *a, int64_t lda, const float *b,
+                                     float *c, int64_t ldc, int accumulate, const float *pf,
+                                     int64_t pf_n);
 /* Vectorized epilogue for a whole tile (same contract as gemm_epilogue_apply), or NULL. */
 typedef void (*gemm_tile_epilogue_fn)(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
                                       int64_t j0, int64_t m, int64_t n);
@@ -67,6 +78,7 @@ typedef struct gemm_kernel {
     uint32_t needs; /* KERN_NEEDS_* */
     gemm_ukernel_fn ukernel;
     gemm_tile_epilogue_fn epilogue;
+    gemm_ukernel_rows_fn ukernel_rows; /* NULL: the driver always packs A */
 } gemm_kernel;
 
 /* Cache blocking, in elements: MC rows of A (multiple of MR), KC depth, NC columns of B

@@ -11,6 +11,7 @@ typedef __m256 gemm_v;
 #define GEMM_STORE(p, v) _mm256_storeu_ps((p), (v))
 #define GEMM_BCAST(p) _mm256_broadcast_ss(p)
 #define GEMM_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define GEMM_ADD(a, b) _mm256_add_ps((a), (b))
 #define GEMM_ZERO() _mm256_setzero_ps()
 #include "gemm_epilogue.h"
 #include "gemm_ukernel.h"
@@ -25,9 +26,13 @@ static void tile_epilogue_avx2(const gemm_epilogue *ep, float *c, int64_t ldc, i
 }
 
 #define K(MR, NR)                                                                                  \
-    const gemm_kernel gemm_kernel_##MR##x##NR##_avx2 = {                                           \
-        #MR "x" #NR "_avx2", MR, NR, KERN_NEEDS_AVX2, gemm_uk_##MR##x##NR##_avx2,                  \
-        tile_epilogue_avx2};
+    const gemm_kernel gemm_kernel_##MR##x##NR##_avx2 = {#MR "x" #NR "_avx2",                       \
+                                                        MR,                                        \
+                                                        NR,                                        \
+                                                        KERN_NEEDS_AVX2,                           \
+                                                        gemm_uk_##MR##x##NR##_avx2,                \
+                                                        tile_epilogue_avx2,                        \
+                                                        gemm_ukr_##MR##x##NR##_avx2};
 K(6, 16)
 K(4, 24)
 K(8, 8)

@@ -14,6 +14,7 @@ typedef __m512 gemm_v;
 #define GEMM_STORE(p, v) _mm512_storeu_ps((p), (v))
 #define GEMM_BCAST(p) _mm512_set1_ps(*(p))
 #define GEMM_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define GEMM_ADD(a, b) _mm512_add_ps((a), (b))
 #define GEMM_ZERO() _mm512_setzero_ps()
 #include "gemm_epilogue.h"
 #include "gemm_ukernel.h"
@@ -34,9 +35,13 @@ static void tile_epilogue_avx512(const gemm_epilogue *ep, float *c, int64_t ldc,
 }
 
 #define K(MR, NR)                                                                                  \
-    const gemm_kernel gemm_kernel_##MR##x##NR##_avx512 = {                                         \
-        #MR "x" #NR "_avx512", MR, NR, KERN_NEEDS_AVX512, gemm_uk_##MR##x##NR##_avx512,            \
-        tile_epilogue_avx512};
+    const gemm_kernel gemm_kernel_##MR##x##NR##_avx512 = {#MR "x" #NR "_avx512",                   \
+                                                          MR,                                      \
+                                                          NR,                                      \
+                                                          KERN_NEEDS_AVX512,                       \
+                                                          gemm_uk_##MR##x##NR##_avx512,            \
+                                                          tile_epilogue_avx512,                    \
+                                                          gemm_ukr_##MR##x##NR##_avx512};
 K(14, 32)
 K(12, 32)
 K(8, 32)

@@ -74,7 +74,10 @@ static inline void gemm_epilogue_body(const gemm_epilogue *ep, float *c, int64_t
             break;
         }
         default:
-            for (int64_t j = 0; j < n; j++) row[j] = gemm_act_scalar(ep, row[j]);
+            if (ep->act_row)
+                ep->act_row(ep, row, n);
+            else
+                for (int64_t j = 0; j < n; j++) row[j] = gemm_act_scalar(ep, row[j]);
         }
     }
 }
