@@ -218,6 +218,16 @@ anvil_cli_test(e2e.dump_text 0 ARGS dump ${W}/tiny.onnx FIXTURES cli_models
                OUT "^graph 'tiny' \\(opset 17\\): 1 inputs, 2 outputs, 6 nodes, 4 initializers"
                    "#0 conv1 = Conv\\(x\\[N,3,8,8\\], w\\[4,3,3,3\\], b\\[4\\]\\) -> conv_out: FLOAT\\[N,4,8,8\\] \\{[^\n]*kernel_shape=\\[3,3\\]"
                    "#5 softmax1 = Softmax\\(logits\\[N,10\\]\\) -> probs/out:0: FLOAT\\[N,10\\] \\{axis=-1\\}")
+# the graph a session runs: Relu fused into the conv (which now writes the Relu's output)
+anvil_cli_test(e2e.dump_opt 0 ARGS dump ${W}/tiny.onnx --opt-level 1 FIXTURES cli_models
+               OUT "5 nodes"
+                   "#0 conv1 = Conv\\(x\\[N,3,8,8\\], w\\[4,3,3,3\\], b\\[4\\]\\) -> feat.map: [^\n]* fused\\[Relu\\]\n")
+anvil_cli_test(e2e.dump_opt_bad 2 ARGS dump ${W}/tiny.onnx --opt-level 7 FIXTURES cli_models
+               ERR "--opt-level must be between 0 and 3, got 7")
+anvil_cli_test(e2e.bench_opt0 0 ARGS bench ${W}/tiny.onnx --opt-level 0 --iters 2 --json
+               FIXTURES cli_models OUT "\"opt_level\":0" "\"nodes_run\":5")
+anvil_cli_test(e2e.bench_opt1 0 ARGS bench ${W}/tiny.onnx --iters 2 --json
+               FIXTURES cli_models OUT "\"opt_level\":1" "\"nodes_run\":4")
 anvil_cli_test(e2e.dump_dot_stdout 0 ARGS dump ${W}/tiny.onnx --dot - FIXTURES cli_models
                OUT "^digraph \"tiny\" \\{\n" "shape=note" "\\}\n$")
 anvil_cli_test(e2e.dump_dot 0 ARGS dump ${W}/tiny.onnx --dot ${W}/tiny.dot FIXTURES cli_models
