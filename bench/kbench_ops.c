@@ -278,6 +278,7 @@ typedef struct kb_opts {
     double full_limit; /* full reference check up to this many flops */
     bool big;
     uint64_t seed;
+    int kernel; /* conv: only layers with this kernel size (0: all) */
 } kb_opts;
 
 /* ---- results --------------------------------------------------------------------------------- */
@@ -551,6 +552,7 @@ static int case_list(const kb_opts *o, case_info *infos) {
         if (strcmp(o->set, "all") && strcmp(o->set, sets[s].name)) continue;
         for (size_t i = 0; i < sets[s].n; i++) {
             const conv_layer *l = &sets[s].l[i];
+            if (o->kernel && l->k != o->kernel) continue;
             if (infos) infos[n] = (case_info){"", 0, l->count, {(int64_t)s, (int64_t)i}};
             n++;
         }
@@ -822,12 +824,14 @@ static void ops_usage(const char *cmd) {
             "  --full-check GFLOP  full reference check up to this size, sampled above\n"
             "                      (default 1)\n"
             "  --seed N            data seed (default 1)\n"
-            "  --json FILE         also write every result as JSON\n",
+            "  --json FILE         also write every result as JSON\n"
+            "%s",
             cmd,
             gemm ? "--shapes squares|transformer|all (default all); --big adds 4096^3;\n"
                    "  --shape MxNxK,...   these shapes instead (A is MxK, constant B is KxN)"
                  : "--set resnet50|vgg16|mobilenetv2_dw|all (default all)",
-            gemm ? "dnnl_matmul" : "dnnl_conv");
+            gemm ? "dnnl_matmul" : "dnnl_conv",
+            gemm ? "" : "  --kernel K          only the layers with a KxK kernel (e.g. 3)\n");
 }
 
 static int cmd_ops(const char *cmd, int argc, char **argv) {
@@ -850,6 +854,9 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
             o.set = argv[++i];
         } else if (gemm && !strcmp(a, "--shape") && has) {
             o.custom = argv[++i];
+        } else if (!gemm && !strcmp(a, "--kernel") && has) {
+            o.kernel = atoi(argv[++i]);
+            if (o.kernel < 1) goto bad;
         } else if (gemm && !strcmp(a, "--big")) {
             o.big = true;
         } else if (!strcmp(a, "--threads") && has) {

@@ -3,8 +3,11 @@
  * register tiles, sizes 1/5/7/8/13 around the Winograd tiles and vectors, kernels 1/3/5, strides
  * 1/2, symmetric, asymmetric and auto pads, dilation 2, groups 2 and depthwise, batch 1/3/0, with
  * and without bias); the count of variants checked per case is asserted so a variant that stops
- * applying fails the test. Also: the default cascade's picks, and the NHWC kernels against the
- * NCHW reference with the data transposed. */
+ * applying fails the test. Fused epilogues (ir_fusion: every activation, with and without a
+ * residual) over the same families of shapes, where a variant that claims fuses() but skips part
+ * of the fusion, or applies it without claiming it (so the runtime applies it twice), differs
+ * from the reference. Also: the default cascade's picks, and the NHWC kernels against the NCHW
+ * reference with the data transposed. */
 #include "kernels/cpu/conv/conv.h"
 #include "optest.h"
 
@@ -100,9 +103,10 @@ static int check_all_variants(optest *t) {
 
 /* Builds the one-node graph of case c (weights and bias known, as constants) into t; the data
  * arrays are returned for the caller to free after optest_end. */
-static void build_case(optest *t, const conv_case *c, float **x, float **w, float **b) {
+static void build_case_in(optest *t, const conv_case *c, int n_in, float **x, float **w,
+                          float **b) {
     int nattr = 5 + (c->auto_pad ? 1 : 0);
-    optest_begin(t, IR_OP_CONV, c->bias ? 3 : 2, 1, nattr);
+    optest_begin(t, IR_OP_CONV, n_in, 1, nattr);
     optest_attr_ints(t, 0, "kernel_shape", (int64_t[]){c->kh, c->kw}, 2);
     optest_attr_ints(t, 1, "strides", (int64_t[]){c->sh, c->sw}, 2);
     optest_attr_ints(t, 2, "dilations", (int64_t[]){c->dh, c->dw}, 2);
@@ -120,6 +124,10 @@ static void build_case(optest *t, const conv_case *c, float **x, float **w, floa
     optest_input(t, 0, ANVIL_DTYPE_FLOAT32, 4, xd, *x, false);
     optest_input(t, 1, ANVIL_DTYPE_FLOAT32, 4, wd, *w, true);
     if (c->bias) optest_input(t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){c->m}, *b, true);
+}
+
+static void build_case(optest *t, const conv_case *c, float **x, float **w, float **b) {
+    build_case_in(t, c, c->bias ? 3 : 2, x, w, b);
 }
 
 static void check_case(const conv_case *c) {
@@ -245,6 +253,72 @@ static void test_conv_depthwise(void **state) {
     for (size_t i = 0; i < sizeof more / sizeof *more; i++) check_case(&more[i]);
 }
 
+/* ---- fused epilogues ---------------------------------------------------------------------- */
+
+/* Case c (explicit pads) with a fused activation and, if `residual`, a residual Add (input 3, the
+ * output's shape; input 2 stays IR_NONE without a bias, as the passes leave it). Every conv
+ * variant must still apply and match the reference followed by the runtime's fallback. */
+static void check_fused_case(const conv_case *c, ir_act act, bool residual) {
+    ir_fusion f = {.bias = -1,
+                   .residual = -1,
+                   .act = act,
+                   .alpha = 0.1f,
+                   .beta = 0.4f,
+                   .lo = -0.5f,
+                   .hi = 0.75f};
+    optest t;
+    float *x, *w, *b, *r = NULL;
+    build_case_in(&t, c, residual ? 4 : (c->bias ? 3 : 2), &x, &w, &b);
+    if (residual) {
+        const int64_t oh = (c->h + c->pads[0] + c->pads[2] - ((c->kh - 1) * c->dh + 1)) / c->sh + 1;
+        const int64_t ow = (c->w + c->pads[1] + c->pads[3] - ((c->kw - 1) * c->dw + 1)) / c->sw + 1;
+        int64_t yd[4] = {c->n, c->m, oh, ow};
+        r = optest_random_f32((size_t)(c->n * c->m * oh * ow), 4, -1.0f, 1.0f);
+        optest_input(&t, 3, ANVIL_DTYPE_FLOAT32, 4, yd, r, false);
+        f.residual = 3;
+    }
+    optest_node(&t)->fusion = &f;
+    int n = check_all_variants(&t);
+    int want = expected_variants(c);
+    if (n != want)
+        fprintf(stderr, "fused case c%lld m%lld k%lld s%lld g%lld act %d residual %d: %d of %d\n",
+                (long long)c->c, (long long)c->m, (long long)c->kh, (long long)c->sh,
+                (long long)c->group, (int)act, (int)residual, n, want);
+    assert_int_equal(n, want);
+    optest_end(&t);
+    free(x);
+    free(w);
+    free(b);
+    free(r);
+}
+
+static void test_conv_fused(void **state) {
+    (void)state;
+    static const ir_act acts[] = {
+        IR_ACT_NONE, IR_ACT_RELU,     IR_ACT_CLIP,      IR_ACT_LEAKY_RELU,   IR_ACT_SIGMOID,
+        IR_ACT_TANH, IR_ACT_GELU_ERF, IR_ACT_GELU_TANH, IR_ACT_HARD_SIGMOID, IR_ACT_HARD_SWISH};
+    static const conv_case cases[] = {
+        CASE(1, 13, 7, 8, 15, 1, 1, 1, 1, 0, 1, true),    /* 1x1: conv_1x1_gemm */
+        CASE(3, 14, 5, 7, 34, 1, 1, 1, 1, 0, 2, false),   /* 1x1, groups, batch 3 */
+        CASE(1, 32, 13, 13, 33, 3, 3, 1, 1, 1, 1, true),  /* 3x3: Winograd, both tile sizes */
+        CASE(3, 14, 7, 5, 15, 3, 3, 1, 1, 1, 1, false),   /* 3x3, batch 3 (batch-parallel) */
+        CASE(1, 15, 13, 8, 14, 3, 3, 2, 1, 1, 1, true),   /* strided */
+        CASE(1, 15, 13, 7, 3, 1, 1, 2, 1, 0, 1, true),    /* strided 1x1 */
+        CASE(3, 14, 7, 7, 32, 3, 3, 1, 1, 1, 2, true),    /* groups 2 */
+        CASE(1, 33, 50, 40, 33, 3, 3, 1, 1, 1, 33, true), /* depthwise, 3 bands of rows */
+        CASE(3, 14, 8, 7, 14, 5, 5, 2, 1, 2, 14, false),  /* depthwise 5x5 stride 2 */
+        CASE(1, 256, 5, 6, 256, 3, 3, 1, 1, 1, 1, true),  /* Winograd's shared mode */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+            /* every activation with and without a residual on the small cases; the big one
+             * (slow to check) once per residual setting with a non-trivial activation */
+            if (cases[i].c >= 256 && a != 1 && a != 4) continue;
+            check_fused_case(&cases[i], acts[a], (a + i) % 2 == 0);
+            if (cases[i].c < 256) check_fused_case(&cases[i], acts[a], (a + i) % 2 == 1);
+        }
+}
+
 /* A conv whose weights are not constant: Winograd and NHWC decline (they transform W in
  * prepare), the NCHW GEMM variants read W directly. */
 static void test_conv_runtime_weights(void **state) {
@@ -291,6 +365,7 @@ static void test_conv_default_cascade(void **state) {
     conv_case stem = CASE(1, 3, 64, 64, 64, 7, 7, 2, 1, 3, 1, true);
     conv_case pw_s2 = CASE(1, 64, 28, 28, 128, 1, 1, 2, 1, 0, 1, true);
     conv_case deep_s2 = CASE(1, 256, 28, 28, 256, 3, 3, 2, 1, 1, 1, true);
+    conv_case deep_7x7 = CASE(1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, true); /* 16 F(2x2) tiles */
     if (avx512())
         assert_string_equal(default_pick(&dw, 1), "conv_depthwise_direct_avx512");
     else if (avx2())
@@ -301,6 +376,7 @@ static void test_conv_default_cascade(void **state) {
     assert_string_equal(default_pick(&stem, 2), "conv_implicit_gemm");
     assert_string_equal(default_pick(&pw_s2, 1), "conv_im2col_gemm");
     assert_string_equal(default_pick(&deep_s2, 1), "conv_nhwc_im2col_gemm");
+    assert_string_equal(default_pick(&deep_7x7, 1), "conv_nhwc_im2col_gemm");
     /* Every variant can be forced by name. */
     static const char *names[] = {"conv_f32",
                                   "conv_1x1_gemm",
@@ -383,13 +459,10 @@ static void test_conv_nhwc(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv_1x1),
-        cmocka_unit_test(test_conv_3x3),
-        cmocka_unit_test(test_conv_5x5_and_more),
-        cmocka_unit_test(test_conv_sweep),
-        cmocka_unit_test(test_conv_depthwise),
-        cmocka_unit_test(test_conv_runtime_weights),
-        cmocka_unit_test(test_conv_default_cascade),
+        cmocka_unit_test(test_conv_1x1),          cmocka_unit_test(test_conv_3x3),
+        cmocka_unit_test(test_conv_5x5_and_more), cmocka_unit_test(test_conv_sweep),
+        cmocka_unit_test(test_conv_depthwise),    cmocka_unit_test(test_conv_runtime_weights),
+        cmocka_unit_test(test_conv_fused),        cmocka_unit_test(test_conv_default_cascade),
         cmocka_unit_test(test_conv_nhwc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,24 @@ void conv_pack_b_panels(const conv_shape *s, const gemm_kernel *k, const float *
  * that holds and whose variant applies; NULL when no conv variant can run kn. Static data. */
 const kern_variant *conv_auto_pick(const kern_node *kn);
 
+/* ---- fused epilogues (ir_fusion on a Conv: act(conv + bias + residual)) ----------------------
+ * For a Conv the passes never set fusion->bias (the conv's own bias is input 2) and the residual
+ * is an NCHW tensor of exactly the output's shape. */
+
+/* Whether a conv variant can apply kn's whole fusion itself (the `fuses` callback of the conv
+ * variants that do): true without a fusion, false for anything the GEMM epilogue cannot express
+ * or a column bias (never produced for a Conv, so not worth a path). */
+bool conv_fuses(const kern_node *kn);
+
+/* The fusion's residual tensor (NCHW, the output's shape), or NULL when there is none. */
+const float *conv_fused_residual(const ir_fusion *f, const op_tensor *const *in, int n_in);
+
+/* The vectorized epilogue of this machine's best GEMM tile (gemm_tile_epilogue_fn has
+ * gemm_epilogue_apply's contract for any m x n), or gemm_epilogue_apply where no tile has one:
+ * what the non-GEMM variants (Winograd, depthwise) apply the fusion with while their output is
+ * still in cache. Never NULL. */
+gemm_tile_epilogue_fn conv_epilogue_fn(void);
+
 /* ---- depthwise (conv_depthwise.c, conv_dw_avx512.c, conv_dw_avx2.c) ------------------------- */
 
 /* One output plane of a depthwise conv with a kh x kw kernel (3 or 5), stride sx (1 or 2) along
@@ -111,5 +129,10 @@ size_t conv_nhwc_workspace(const conv_shape *s, const conv_nhwc_weights *pw, int
  * A = the NHWC im2col [oh*ow, kh*kw*cg] (X itself for 1x1 stride-1 unpadded convs). */
 void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
                    const float *bias, float *y, void *ws, op_ctx *ctx);
+/* The same with f's activation (f may be NULL) and its residual res (NULL: none), which is
+ * NCHW [n, m, oh, ow] (the graph's layout) while y is NHWC; f->bias is not used. */
+void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
+                         const float *bias, const ir_fusion *f, const float *res, float *y,
+                         void *ws, op_ctx *ctx);
 
 #endif

@@ -7,6 +7,8 @@
  * node instead of computing something different. */
 #include "conv.h"
 
+#include "kernels/fusion.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +135,12 @@ static void valid_cols(int64_t ow, int64_t sw, int64_t off, int64_t w, int64_t *
     *hi = b;
 }
 
+/* d[j] = s[2j]: with the stride a constant the compiler vectorizes it (even-lane shuffles);
+ * the general strided loop stays scalar. */
+static void copy_stride2(float *restrict d, const float *restrict s, int64_t n) {
+    for (int64_t j = 0; j < n; j++) d[j] = s[2 * j];
+}
+
 void conv_im2col(const conv_shape *s, const float *x, int64_t k0, int64_t k1, int64_t p0,
                  int64_t np, float *col, int64_t ldc) {
     const int64_t khw = s->kh * s->kw, plane = s->h * s->w;
@@ -159,6 +167,8 @@ void conv_im2col(const conv_shape *s, const float *x, int64_t k0, int64_t k1, in
                     const float *src = xc + iy * s->w + a * s->sw + kx * s->dw - s->pl;
                     if (s->sw == 1)
                         memcpy(d + (a - ox0), src, sizeof(float) * (size_t)(b - a));
+                    else if (s->sw == 2)
+                        copy_stride2(d + (a - ox0), src, b - a);
                     else
                         for (int64_t ox = a; ox < b; ox++) d[ox - ox0] = src[(ox - a) * s->sw];
                 }
@@ -212,6 +222,8 @@ void conv_pack_b_panels(const conv_shape *s, const gemm_kernel *k, const float *
                             const float *src = xc + iy * s->w + rix[r] + dx + lo * sw;
                             if (sw == 1)
                                 memcpy(dr + lo, src, sizeof(float) * (size_t)(hi - lo));
+                            else if (sw == 2)
+                                copy_stride2(dr + lo, src, hi - lo);
                             else
                                 for (int64_t j = 0; j < hi - lo; j++) dr[lo + j] = src[j * sw];
                         }
@@ -221,4 +233,21 @@ void conv_pack_b_panels(const conv_shape *s, const gemm_kernel *k, const float *
                 }
         }
     }
+}
+
+bool conv_fuses(const kern_node *kn) {
+    const ir_fusion *f = kn->node->fusion;
+    if (!f) return true;
+    return kern_fusion_gemm_ok(f) && f->bias < 0 && f->residual < kn->n_in;
+}
+
+const float *conv_fused_residual(const ir_fusion *f, const op_tensor *const *in, int n_in) {
+    if (!f || f->residual < 0 || f->residual >= n_in || !in[f->residual]) return NULL;
+    return in[f->residual]->data;
+}
+
+gemm_tile_epilogue_fn conv_epilogue_fn(void) {
+    /* Any shape gets this machine's widest tile, whose epilogue is compiled for its ISA. */
+    const gemm_kernel *k = gemm_kernel_default(1024, 1024, 1024, core_hw_get());
+    return k->epilogue ? k->epilogue : gemm_epilogue_apply;
 }

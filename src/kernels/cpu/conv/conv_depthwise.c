@@ -4,8 +4,13 @@
  * A depthwise conv does kh*kw FMAs per output, far too few for a GEMM to pay for its packing, so
  * it is computed directly from the image. Each thread takes whole channel planes; a plane is first
  * copied into a zero-padded buffer (one pass over the input) so the vector loop along the output
- * width has no bounds tests, then the ISA kernel (conv_dw_tmpl.h) sweeps it. */
+ * width has no bounds tests, then the ISA kernel (conv_dw_tmpl.h) sweeps it. A fused epilogue
+ * (ir_fusion: residual and activation) is applied to each band of a few output rows right after
+ * the kernel stored it, while the band is still in L1, instead of in a separate pass over the
+ * whole output. */
 #include "conv.h"
+
+#include "kernels/fusion.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +19,12 @@ typedef struct dw_plan {
     conv_shape s;
     int64_t ph, ldp; /* padded plane: rows, row stride */
     int threads;
+    /* Set by prepare: the fusion run applies (see conv_winograd.c's wino_state). */
+    bool fused;
+    int residual;
+    int64_t band; /* output rows per fused band (even: the kernel steps by row pairs) */
+    gemm_epilogue fuse_ep;
+    gemm_tile_epilogue_fn fuse_fn;
 } dw_plan;
 
 static bool dw_plan_of(const kern_node *kn, dw_plan *p) {
@@ -56,6 +67,15 @@ static anvil_status dw_prepare(const kern_node *kn, void **state) {
                         "not support",
                         ir_node_label(kn->node));
     }
+    const ir_fusion *f = kn->node->fusion;
+    /* where the runtime applies the fusion after run, run must not apply it too */
+    p->fused = f && conv_fuses(kn);
+    p->residual = p->fused ? f->residual : -1;
+    p->fuse_ep = kern_fusion_epilogue(p->fused ? f : NULL);
+    p->fuse_fn = conv_epilogue_fn();
+    /* Bands of about 4 KB of output, so the epilogue finds them in L1. */
+    p->band = (1024 / (p->s.ow > 0 ? p->s.ow : 1)) & ~(int64_t)1;
+    if (p->band < 2) p->band = 2;
     *state = p;
     return ANVIL_OK;
 }
@@ -90,7 +110,27 @@ typedef struct dw_job {
     const float *x, *w, *b;
     float *y;
     char *ws;
+    const float *res; /* the fused residual (NCHW, like y), or NULL */
 } dw_job;
+
+/* Plane q (image-major: image q / c, channel q % c) with the fused epilogue, band by band. */
+static void dw_plane_fused(const dw_job *j, int64_t q, const float *xp) {
+    const dw_plan *p = j->p;
+    const conv_shape *s = &p->s;
+    const int64_t c = q % s->c, plane = q * s->oh * s->ow;
+    gemm_epilogue ep = p->fuse_ep;
+    for (int64_t r0 = 0; r0 < s->oh; r0 += p->band) {
+        const int64_t nr = s->oh - r0 < p->band ? s->oh - r0 : p->band, off = plane + r0 * s->ow;
+        j->fn(xp + r0 * s->sh * p->ldp, p->ldp, s->sh, s->sw, (int)s->kh, (int)s->kw,
+              j->w + c * s->kh * s->kw, j->b ? j->b[c] : 0.0f, j->y + off, nr, s->ow);
+        if (j->res) {
+            ep.r = j->res + off;
+            ep.cs_r = 1;
+            ep.beta = 1.0f;
+        }
+        p->fuse_fn(&ep, j->y + off, nr * s->ow, 0, 0, 1, nr * s->ow);
+    }
+}
 
 static void dw_chunk(void *arg, size_t begin, size_t end) {
     const dw_job *j = arg;
@@ -102,6 +142,10 @@ static void dw_chunk(void *arg, size_t begin, size_t end) {
         for (int64_t q = planes * (int64_t)t / T; q < planes * ((int64_t)t + 1) / T; q++) {
             const int64_t c = q % s->c;
             pad_plane(p, j->x + q * s->h * s->w, xp);
+            if (p->fused) {
+                dw_plane_fused(j, q, xp);
+                continue;
+            }
             j->fn(xp, p->ldp, s->sh, s->sw, (int)s->kh, (int)s->kw, j->w + c * s->kh * s->kw,
                   j->b ? j->b[c] : 0.0f, j->y + q * s->oh * s->ow, s->oh, s->ow);
         }
@@ -111,7 +155,9 @@ static void dw_chunk(void *arg, size_t begin, size_t end) {
 static anvil_status dw_run(const dw_plan *p, conv_dw_plane_fn fn, const op_tensor *const *in,
                            int n_in, op_tensor *const *out, void *ws, op_ctx *ctx) {
     const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
-    dw_job j = {p, fn, in[0]->data, in[1]->data, b, out[0]->data, ws};
+    const float *res =
+        p->residual >= 0 && p->residual < n_in && in[p->residual] ? in[p->residual]->data : NULL;
+    dw_job j = {p, fn, in[0]->data, in[1]->data, b, out[0]->data, ws, res};
     if (p->s.n * p->s.c == 0) return ANVIL_OK;
     op_parallel_for(ctx, (size_t)p->threads, dw_chunk, &j);
     return ANVIL_OK;
@@ -140,7 +186,7 @@ const kern_variant conv_v_depthwise_avx512 = {"conv_depthwise_direct_avx512",
                                               dw_prepare,
                                               dw_release,
                                               dw_run_avx512,
-                                              NULL};
+                                              conv_fuses};
 const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
                                             IR_OP_CONV,
                                             KERN_NEEDS_AVX2,
@@ -149,4 +195,4 @@ const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
                                             dw_prepare,
                                             dw_release,
                                             dw_run_avx2,
-                                            NULL};
+                                            conv_fuses};

@@ -10,8 +10,14 @@
  * 256 ch 28x28 -> 2.54 ms vs 2.84 (implicit GEMM), 512 ch 14x14 -> 2.77 vs 3.19; but 128 ch
  * 56x56 -> 3.31 vs 2.88, and every 1x1 layer loses to the NCHW GEMM (the transposes cost as much
  * as the GEMM saves). The default cascade (conv_variants.c) takes it only for the first kind;
- * a layout pass that keeps whole chains in NHWC would make the transposes disappear. */
+ * a layout pass that keeps whole chains in NHWC would make the transposes disappear.
+ *
+ * A fused epilogue (ir_fusion) costs nothing extra here: the activation is elementwise, so it is
+ * applied in the GEMM epilogue before the transpose out, and the NCHW residual is read there as
+ * the transposed matrix it is in pixel-major terms (rs_r = 1, cs_r = oh*ow). */
 #include "conv.h"
+
+#include "kernels/fusion.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +111,9 @@ typedef struct nhwc_job {
     float *y;
     char *ws;
     int threads;
-    int64_t img, g; /* the shared item (im2col_chunk) */
+    int64_t img, g;        /* the shared item (im2col_chunk) */
+    const ir_fusion *fuse; /* applied in the epilogue, or NULL */
+    const float *res;      /* its residual, NCHW, or NULL */
 } nhwc_job;
 
 static void item_problem(const nhwc_job *j, int64_t img, int64_t g, const float *col,
@@ -126,8 +134,15 @@ static void item_problem(const nhwc_job *j, int64_t img, int64_t g, const float 
     p->pb = &j->pw->pb[g];
     p->c = j->y + img * p->m * s->m + g * s->mg;
     p->ldc = s->m;
-    p->ep = gemm_epilogue_none();
+    p->ep = kern_fusion_epilogue(j->fuse);
     if (j->bias) p->ep.col_bias = j->bias + g * s->mg;
+    if (j->res) {
+        /* C[pixel, channel] of this item is residual[img][g*mg + channel][pixel] */
+        p->ep.r = j->res + (img * s->m + g * s->mg) * p->m;
+        p->ep.rs_r = 1;
+        p->ep.cs_r = p->m;
+        p->ep.beta = 1.0f;
+    }
 }
 
 static void items_chunk(void *arg, size_t begin, size_t end) {
@@ -161,8 +176,14 @@ static void im2col_chunk(void *arg, size_t begin, size_t end) {
 
 void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
                    const float *bias, float *y, void *ws, op_ctx *ctx) {
+    conv_nhwc_run_fused(s, pw, x, bias, NULL, NULL, y, ws, ctx);
+}
+
+void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
+                         const float *bias, const ir_fusion *f, const float *res, float *y,
+                         void *ws, op_ctx *ctx) {
     const int threads = op_ctx_threads(ctx);
-    nhwc_job j = {s, pw, x, bias, y, ws, threads, 0, 0};
+    nhwc_job j = {s, pw, x, bias, y, ws, threads, 0, 0, f, f ? res : NULL};
     const int64_t items = s->n * s->group;
     if (items == 0 || s->mg == 0 || s->oh * s->ow == 0) return;
     if (threads > 1 && items >= threads) {
@@ -195,6 +216,7 @@ typedef struct nhwc_plan {
 typedef struct nhwc_state {
     nhwc_plan p;
     conv_nhwc_weights w;
+    const ir_fusion *fusion; /* what run applies (NULL: none, or the runtime does) */
 } nhwc_state;
 
 static bool nhwc_plan_of(const kern_node *kn, nhwc_plan *p) {
@@ -243,6 +265,8 @@ static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
         free(st);
         return e;
     }
+    /* where the runtime applies the fusion after run, run must not apply it too */
+    st->fusion = conv_fuses(kn) ? kn->node->fusion : NULL;
     *state = st;
     return ANVIL_OK;
 }
@@ -291,11 +315,12 @@ static anvil_status nhwc_variant_run(const ir_node *n, void *state, const op_ten
     float *xt = ws, *yt = (float *)((char *)ws + st->p.xt_bytes);
     void *run_ws = (char *)ws + st->p.xt_bytes + st->p.yt_bytes;
     transpose(in[0]->data, xt, s->n, s->c, s->h * s->w, ctx);
-    conv_nhwc_run(s, &st->w, xt, bias, yt, run_ws, ctx);
+    conv_nhwc_run_fused(s, &st->w, xt, bias, st->fusion, conv_fused_residual(st->fusion, in, n_in),
+                        yt, run_ws, ctx);
     transpose(yt, out[0]->data, s->n, s->oh * s->ow, s->m, ctx);
     return ANVIL_OK;
 }
 
 const kern_variant conv_v_nhwc = {
     "conv_nhwc_im2col_gemm", IR_OP_CONV, 0, nhwc_supports, nhwc_ws, nhwc_prepare, nhwc_release,
-    nhwc_variant_run,        NULL};
+    nhwc_variant_run,        conv_fuses};

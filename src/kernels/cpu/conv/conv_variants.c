@@ -1,8 +1,10 @@
 /* The conv family: Conv (2-D, fp32, NCHW) on anvil's GEMM, and the family's variant list.
  *
  * Three GEMM formulations, per image and group, all with the weights W [mg, cg*kh*kw] as the A
- * operand (packed once in prepare when W is a constant) and the bias fused as the epilogue's
- * row bias:
+ * operand (packed once in prepare when W is a constant), the bias fused as the epilogue's row
+ * bias, and the node's fused residual and activation (ir_fusion) in the same epilogue while each
+ * tile is in L1 (the residual is NCHW like the output: one item's GEMM reads it as rows of
+ * oh*ow, rs_r = oh*ow, cs_r = 1, from the item's own offset):
  *   conv_1x1_gemm       1x1, stride 1, no padding: X itself is B [cg, h*w], nothing to copy.
  *   conv_im2col_gemm    the whole im2col [cg*kh*kw, oh*ow] built in the workspace, then one GEMM.
  *   conv_implicit_gemm  no im2col buffer: for each block of output pixels the im2col is written
@@ -21,6 +23,8 @@
  * below (data, not code paths; each rule cites the measurement behind it), so the default is
  * deterministic while every variant stays forcible by name. */
 #include "conv.h"
+
+#include "kernels/fusion.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +48,8 @@ typedef struct conv_plan {
 typedef struct conv_gemm_state {
     conv_plan p;
     gemm_packed *pa; /* one per group when W is constant, else NULL */
+    /* The fusion run applies (NULL where the node has none or the runtime applies it). */
+    const ir_fusion *fusion;
 } conv_gemm_state;
 
 static size_t align64(size_t x) {
@@ -138,6 +144,8 @@ static anvil_status gemm_state_prepare(const kern_node *kn, conv_kind kind, void
         }
         kern_node_mark_copied(kn, 1);
     }
+    /* where the runtime applies the fusion after run, run must not apply it too */
+    st->fusion = conv_fuses(kn) ? kn->node->fusion : NULL;
     *state = st;
     return ANVIL_OK;
 }
@@ -149,6 +157,7 @@ typedef struct conv_job {
     const float *x, *w, *bias;
     float *y;
     char *ws;
+    const float *res; /* the fused residual (NCHW, like y), or NULL */
 } conv_job;
 
 /* The GEMM of one (image, group) item with B given by the caller; output pixels [p0, p0+np). */
@@ -167,10 +176,17 @@ static void item_problem(const conv_job *j, int64_t img, int64_t g, int64_t p0, 
         pr->rs_a = kdim;
         pr->cs_a = 1;
     }
-    pr->c = j->y + (img * s->m + g * s->mg) * hw_out + p0;
+    const int64_t off = (img * s->m + g * s->mg) * hw_out + p0;
+    pr->c = j->y + off;
     pr->ldc = hw_out;
-    pr->ep = gemm_epilogue_none();
+    pr->ep = kern_fusion_epilogue(j->st->fusion);
     if (j->bias) pr->ep.row_bias = j->bias + g * s->mg;
+    if (j->res) {
+        pr->ep.r = j->res + off;
+        pr->ep.rs_r = hw_out;
+        pr->ep.cs_r = 1;
+        pr->ep.beta = 1.0f;
+    }
 }
 
 static const float *item_input(const conv_job *j, int64_t img, int64_t g) {
@@ -269,9 +285,13 @@ static anvil_status gemm_variant_run(const ir_node *n, void *state, const op_ten
     const conv_gemm_state *st = state;
     const conv_plan *p = &st->p;
     const conv_shape *s = &p->s;
-    conv_job j = {st,           in[0]->data,
-                  in[1]->data,  (s->has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL,
-                  out[0]->data, ws};
+    conv_job j = {st,
+                  in[0]->data,
+                  in[1]->data,
+                  (s->has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL,
+                  out[0]->data,
+                  ws,
+                  conv_fused_residual(st->fusion, in, n_in)};
     const int64_t items = s->n * s->group, hw_out = s->oh * s->ow;
     if (items == 0 || s->mg == 0 || hw_out == 0) return ANVIL_OK;
     if (p->batch_parallel) {
@@ -316,9 +336,15 @@ static anvil_status gemm_variant_run(const ir_node *n, void *state, const op_ten
     static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
         return gemm_state_prepare(kn, KIND, state);                                                \
     }                                                                                              \
-    const kern_variant conv_v_##ID = {                                                             \
-        NAME, IR_OP_CONV, 0, sup_##ID, ws_##ID, prep_##ID, gemm_state_release, gemm_variant_run,   \
-        NULL};
+    const kern_variant conv_v_##ID = {NAME,                                                        \
+                                      IR_OP_CONV,                                                  \
+                                      0,                                                           \
+                                      sup_##ID,                                                    \
+                                      ws_##ID,                                                     \
+                                      prep_##ID,                                                   \
+                                      gemm_state_release,                                          \
+                                      gemm_variant_run,                                            \
+                                      conv_fuses};
 
 CONV_GEMM_VARIANT(1x1, "conv_1x1_gemm", KIND_1X1)
 CONV_GEMM_VARIANT(im2col, "conv_im2col_gemm", KIND_IM2COL)
@@ -347,9 +373,13 @@ static bool rule_winograd_f4(const conv_shape *s) {
     return (ch >= 128 && side >= 20) || (ch >= 64 && side >= 100);
 }
 
-/* At least 16 tiles, so the channel GEMMs' N fills a vector (ResNet-50's 7x7 layers have 16). */
+/* More than 16 tiles. At 16 (ResNet-50's 512-channel 7x7 layers) each transformed filter is
+ * reused over only 16 tiles, so the 16 channel GEMMs stream 16/9 times the direct conv's weight
+ * bytes with an N of one vector: measured there (1 thread, median ms, two runs) F(2x2) 2.80 /
+ * 2.80 vs conv_nhwc_im2col_gemm 2.41 / 2.34 (dnnl_conv 2.16 / 2.28), so it falls through to the
+ * NHWC rule below; 256ch 14x14 (49 tiles) stays with F(2x2): 1.48 vs 2.36. */
 static bool rule_winograd_f2(const conv_shape *s) {
-    return s->cg >= 32 && s->mg >= 32 && ((s->oh + 1) / 2) * ((s->ow + 1) / 2) >= 16;
+    return s->cg >= 32 && s->mg >= 32 && ((s->oh + 1) / 2) * ((s->ow + 1) / 2) > 16;
 }
 
 /* Few output pixels and many channels: the pixels-as-rows GEMM of conv_nhwc.c, transposes
@@ -445,9 +475,16 @@ static anvil_status auto_run(const ir_node *n, void *state, const op_tensor *con
     return a->v->run(n, a->inner, in, n_in, out, n_out, ws, ctx);
 }
 
+/* conv_f32 fuses exactly when the variant it delegates to does (that variant's run sees the same
+ * node and prepared its own state from the same kn). */
+static bool auto_fuses(const kern_node *kn) {
+    const kern_variant *v = conv_auto_pick(kn);
+    return v && v->fuses && v->fuses(kn);
+}
+
 static const kern_variant conv_v_auto = {"conv_f32",    IR_OP_CONV,     0,
                                          auto_supports, auto_workspace, auto_prepare,
-                                         auto_release,  auto_run,       NULL};
+                                         auto_release,  auto_run,       auto_fuses};
 
 const kern_variant *const kern_family_conv[] = {
     &conv_v_auto, &conv_v_depthwise_avx512, &conv_v_depthwise_avx2,

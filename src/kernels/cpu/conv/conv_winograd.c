@@ -7,14 +7,18 @@
  * t*t tile positions, a GEMM: M[pos] (Cout x tiles) = U[pos] (Cout x Cin) x V[pos] (Cin x tiles).
  * U is transformed and packed once in prepare; per image, blocks of whole tile rows are
  * transformed into V (sized so V and M stay near L2), multiplied with anvil's GEMM (weights
- * pre-packed, 16 or 36 GEMMs per block), and transformed back with the bias added. With at least
- * as many images as threads each thread takes whole (image, block) jobs with its own buffers;
- * otherwise the threads share every block, phase by phase (wino_plan.shared).
+ * pre-packed, 16 or 36 GEMMs per block), and transformed back with the bias added; the node's
+ * fused residual and activation (ir_fusion) are applied to each output row of the transform while
+ * it is still in L1, before it is copied out. With at least as many images as threads each
+ * thread takes whole (image, block) jobs with its own buffers; otherwise the threads share every
+ * block, phase by phase (wino_plan.shared).
  *
  * Accuracy: F(2x2) multiplies by 1/2 at most and is within a few ulps of direct convolution;
  * F(4x4)'s matrices have entries up to 8 and 1/24, which costs about two decimal digits (the test
  * uses rtol 1e-3 for it against 1e-4 for the others). */
 #include "conv.h"
+
+#include "kernels/fusion.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +42,12 @@ typedef struct wino_state {
     wino_plan p;
     gemm_packed *u; /* t*t packed U[pos] */
     const conv_wino_fns *fns;
+    /* The fusion's activation (residual pointer filled per row), applied with `fuse_fn`; unused
+     * unless `fused` (the node has a fusion and this variant applies it). */
+    bool fused;
+    int residual; /* input index of the fused residual, or -1 */
+    gemm_epilogue fuse_ep;
+    gemm_tile_epilogue_fn fuse_fn;
 } wino_state;
 
 static size_t align64(size_t x) {
@@ -167,6 +177,12 @@ static anvil_status wino_prepare(const kern_node *kn, int m, void **state) {
             goto fail;
     free(u);
     kern_node_mark_copied(kn, 1);
+    const ir_fusion *f = kn->node->fusion;
+    /* where the runtime applies the fusion after run, run must not apply it too */
+    st->fused = f && conv_fuses(kn);
+    st->residual = st->fused ? f->residual : -1;
+    st->fuse_ep = kern_fusion_epilogue(st->fused ? f : NULL);
+    st->fuse_fn = conv_epilogue_fn();
     *state = st;
     return ANVIL_OK;
 fail:
@@ -178,6 +194,7 @@ fail:
 typedef struct wino_job {
     const wino_state *st;
     const float *x, *b;
+    const float *res; /* the fused residual (NCHW, like y), or NULL */
     float *y;
     char *ws;
     int64_t img, ty0, nrows; /* the block the threads share (shared mode) */
@@ -255,15 +272,27 @@ static void wino_output(const wino_job *j, int64_t img, int64_t ty0, int64_t nro
     float *outbuf = (float *)(own + p->out_off);
     float *orow[4];
     for (int r = 0; r < m; r++) orow[r] = outbuf + r * p->tiles_x * m;
+    gemm_epilogue ep = j->st->fuse_ep;
     for (int64_t o = o0; o < o1; o++) {
         const float bias = j->b ? j->b[o] : 0.0f;
-        float *yo = j->y + (img * co + o) * s->oh * s->ow;
+        const int64_t plane = (img * co + o) * s->oh * s->ow;
+        float *yo = j->y + plane;
         for (int64_t r = 0; r < nrows; r++) {
             (m == 2 ? j->st->fns->out2 : j->st->fns->out4)(mo + o * ntile + r * p->tiles_x,
                                                            co * ntile, p->tiles_x, bias, orow);
             const int64_t oy0 = (ty0 + r) * m;
-            for (int rr = 0; rr < m && oy0 + rr < s->oh; rr++)
+            for (int rr = 0; rr < m && oy0 + rr < s->oh; rr++) {
+                if (j->st->fused) {
+                    /* one row of ow outputs; the residual row is the output row's twin */
+                    if (j->res) {
+                        ep.r = j->res + plane + (oy0 + rr) * s->ow;
+                        ep.cs_r = 1;
+                        ep.beta = 1.0f;
+                    }
+                    j->st->fuse_fn(&ep, orow[rr], s->ow, 0, 0, 1, s->ow);
+                }
                 memcpy(yo + (oy0 + rr) * s->ow, orow[rr], sizeof(float) * (size_t)s->ow);
+            }
         }
     }
 }
@@ -317,7 +346,10 @@ static anvil_status wino_run(const ir_node *n, void *state, const op_tensor *con
     const wino_state *st = state;
     const wino_plan *p = &st->p;
     const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
-    wino_job j = {st, in[0]->data, b, out[0]->data, ws, 0, 0, 0};
+    const float *res = st->residual >= 0 && st->residual < n_in && in[st->residual]
+                           ? in[st->residual]->data
+                           : NULL;
+    wino_job j = {st, in[0]->data, b, res, out[0]->data, ws, 0, 0, 0};
     if (p->s.n == 0 || p->s.m == 0) return ANVIL_OK;
     if (!p->shared) {
         op_parallel_for(ctx, (size_t)p->threads, private_chunk, &j);
@@ -347,7 +379,7 @@ static anvil_status wino_run(const ir_node *n, void *state, const op_tensor *con
         return wino_prepare(kn, M, state);                                                         \
     }                                                                                              \
     const kern_variant conv_v_winograd_f##M = {                                                    \
-        NAME, IR_OP_CONV, 0, sup_f##M, ws_f##M, prep_f##M, wino_release, wino_run, NULL};
+        NAME, IR_OP_CONV, 0, sup_f##M, ws_f##M, prep_f##M, wino_release, wino_run, conv_fuses};
 
 WINO_VARIANT(2, "conv_winograd_f2x2_3x3")
 WINO_VARIANT(4, "conv_winograd_f4x4_3x3")
