@@ -176,6 +176,10 @@ static void test_fused_epilogue(void **state) {
                     acts[i], false);
         check_fused(IR_OP_MATMUL, 2, (int64_t[]){17, 8}, (int64_t[]){8, 65}, i % 3 == 0, true,
                     acts[i], false);
+        /* whole tiles for every tile shape, so the epilogue runs in the micro-kernel's
+         * registers (bias, residual, Relu/Clip) as well as after the store (the others) */
+        check_fused(IR_OP_MATMUL, 2, (int64_t[]){336, 40}, (int64_t[]){40, 192}, true, true,
+                    acts[i], false);
     }
     /* Gemm: residual without C (fused in the epilogue) and next to C (applied after) */
     check_fused(IR_OP_GEMM, 2, (int64_t[]){13, 9}, (int64_t[]){9, 31}, false, true, IR_ACT_RELU,

@@ -31,7 +31,8 @@
 /* ---- the portable kernel: always usable, also the oracle for the template's edge handling --- */
 
 static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                            int accumulate, const float *pf, int64_t pf_n) {
+                            int accumulate, const float *pf, int64_t pf_n, const gemm_epilogue *ep,
+                            int64_t i0, int64_t j0) {
     (void)pf;
     (void)pf_n;
     float acc[4][8];
@@ -42,10 +43,12 @@ static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c
             for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 8; j++) c[i * ldc + j] = acc[i][j];
+    if (ep) gemm_epilogue_apply(ep, c, ldc, i0, j0, 4, 8);
 }
 
-static const gemm_kernel kernel_4x8_portable = {"4x8_portable",      4,   8, 0, uk_4x8_portable,
-                                                gemm_epilogue_apply, NULL};
+/* applies every activation itself (the scalar epilogue after its store) */
+static const gemm_kernel kernel_4x8_portable = {
+    "4x8_portable", 4, 8, 0, uk_4x8_portable, gemm_epilogue_apply, NULL, 0xffffffffu};
 
 extern const gemm_kernel gemm_kernel_14x32_avx512, gemm_kernel_12x32_avx512,
     gemm_kernel_8x32_avx512, gemm_kernel_8x48_avx512, gemm_kernel_6x64_avx512,
@@ -266,6 +269,10 @@ static bool epilogue_is_none(const gemm_epilogue *ep) {
            ep->act == GEMM_ACT_NONE;
 }
 
+bool gemm_epilogue_in_registers(const gemm_epilogue *ep) {
+    return !ep->r || ep->cs_r == 0 || ep->cs_r == 1;
+}
+
 gemm_epilogue gemm_epilogue_none(void) {
     gemm_epilogue ep;
     memset(&ep, 0, sizeof ep);
@@ -360,6 +367,18 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     w += align64((size_t)round_up(blk->nc, nr) * (size_t)blk->kc * sizeof(float));
     float *tile = (float *)w;
     const bool ep_none = epilogue_is_none(&p->ep);
+    /* Full tiles of the last K block take the epilogue in registers where it can be; an
+     * activation the micro-kernel lacks (Gelu, Sigmoid, ...) then runs alone over the stored
+     * tile (ep_act). Edge tiles take the whole epilogue after the store. */
+    const gemm_epilogue *ep_reg = !ep_none && gemm_epilogue_in_registers(&p->ep) ? &p->ep : NULL;
+    gemm_epilogue ep_act = gemm_epilogue_none();
+    ep_act.act = p->ep.act;
+    ep_act.alpha = p->ep.alpha;
+    ep_act.beta_act = p->ep.beta_act;
+    ep_act.lo = p->ep.lo;
+    ep_act.hi = p->ep.hi;
+    ep_act.act_row = p->ep.act_row;
+    const bool act_after = ep_reg && !(k->acts_in_registers >> p->ep.act & 1u);
     /* Row-major A is read in place rather than packed: packing cost 6% of the GEMM's time at
      * 512x768x3072 (perf, 1 thread), and the packed copy was read back from L3 anyway. Packed
      * instead: 107.9 vs 113.3 GFLOP/s at 512x768x3072, 112.2 vs 112.9 at 128x3072x3072, 112.9
@@ -441,16 +460,21 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                         }
                         int64_t pf_n;
                         const float *pf_at = pf_range(&pf, call++, b_panel, &pf_n);
+                        const gemm_epilogue *ep = last && ct == c ? ep_reg : NULL;
                         if (in_place)
                             k->ukernel_rows(kc, a_panel, p->rs_a, b_panel, ct, ldt, !first, pf_at,
-                                            pf_n);
+                                            pf_n, ep, gi, gj);
                         else
-                            k->ukernel(kc, a_panel, b_panel, ct, ldt, !first, pf_at, pf_n);
+                            k->ukernel(kc, a_panel, b_panel, ct, ldt, !first, pf_at, pf_n, ep, gi,
+                                       gj);
                         if (ct == tile) {
                             for (int64_t i = 0; i < mm; i++)
                                 memcpy(c + i * p->ldc, tile + i * nr, sizeof(float) * nn);
                         }
-                        if (last && !ep_none) k->epilogue(&p->ep, c, p->ldc, gi, gj, mm, nn);
+                        if (last && !ep_none && !ep)
+                            k->epilogue(&p->ep, c, p->ldc, gi, gj, mm, nn);
+                        else if (ep && act_after)
+                            k->epilogue(&ep_act, c, p->ldc, gi, gj, mm, nn);
                     }
                 }
             }

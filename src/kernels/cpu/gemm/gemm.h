@@ -50,6 +50,11 @@ typedef struct gemm_epilogue {
     void (*act_row)(const struct gemm_epilogue *ep, float *row, int64_t n);
 } gemm_epilogue;
 
+/* Whether a micro-kernel can apply ep to its accumulators: scale, biases and a residual with
+ * unit or zero column stride, and the activation if it is ReLU or Clip (any other activation
+ * then runs over the stored tile, alone; gemm_kernel.epilogue). */
+bool gemm_epilogue_in_registers(const gemm_epilogue *ep);
+
 /* The identity epilogue (scale 1, nothing else). */
 gemm_epilogue gemm_epilogue_none(void);
 
@@ -61,13 +66,17 @@ void gemm_epilogue_apply(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t
 /* Micro-kernel: C tile [MR, NR] (+)= A panel (kc × MR, k-major) · B panel (kc × NR, k-major).
  * accumulate == 0 overwrites the tile. Full tiles only: the driver handles edges. While it runs,
  * the kernel prefetches pf_n cache lines (pf_n <= kc), pf[16 * q] for q < pf_n, into L2: the
- * driver's way of bringing in the next B block while this one computes (pf_n 0: none). */
+ * driver's way of bringing in the next B block while this one computes (pf_n 0: none).
+ * ep non-NULL (only where gemm_epilogue_in_registers(ep)): the tile is C[i0.., j0..] and ep is
+ * applied to the accumulators before the one store, so the tile is written once. */
 typedef void (*gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                                int accumulate, const float *pf, int64_t pf_n);
+                                int accumulate, const float *pf, int64_t pf_n,
+                                const struct gemm_epilogue *ep, int64_t i0, int64_t j0);
 /* The same on A read in place, row-major: A[i,p] at a[i*lda + p] (no packing of A). */
 typedef void (*gemm_ukernel_rows_fn)(int64_t kc, const float *a, int64_t lda, const float *b,
                                      float *c, int64_t ldc, int accumulate, const float *pf,
-                                     int64_t pf_n);
+                                     int64_t pf_n, const struct gemm_epilogue *ep, int64_t i0,
+                                     int64_t j0);
 /* Vectorized epilogue for a whole tile (same contract as gemm_epilogue_apply), or NULL. */
 typedef void (*gemm_tile_epilogue_fn)(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
                                       int64_t j0, int64_t m, int64_t n);
@@ -79,6 +88,9 @@ typedef struct gemm_kernel {
     gemm_ukernel_fn ukernel;
     gemm_tile_epilogue_fn epilogue;
     gemm_ukernel_rows_fn ukernel_rows; /* NULL: the driver always packs A */
+    /* Bit a set (1u << gemm_act): the micro-kernels apply activation a to their accumulators
+     * when given an epilogue; other activations run over the stored tile (epilogue). */
+    uint32_t acts_in_registers;
 } gemm_kernel;
 
 /* Cache blocking, in elements: MC rows of A (multiple of MR), KC depth, NC columns of B

@@ -13,6 +13,31 @@ typedef __m256 gemm_v;
 #define GEMM_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define GEMM_ADD(a, b) _mm256_add_ps((a), (b))
 #define GEMM_ZERO() _mm256_setzero_ps()
+#define GEMM_SET1(x) _mm256_set1_ps(x)
+#define GEMM_MUL(a, b) _mm256_mul_ps((a), (b))
+#define GEMM_MAX(a, b) _mm256_max_ps((a), (b))
+#define GEMM_MIN(a, b) _mm256_min_ps((a), (b))
+/* The eltwise vocabulary (eltwise_simd.h) on the same registers, for the activations the
+ * micro-kernel applies to its accumulators (eltwise_act.h). */
+#ifdef ANVIL_HAVE_SLEEF
+#include <sleef.h>
+#define V_EXP(x) Sleef_expf8_u10avx2(x)
+#define V_TANH(x) Sleef_tanhf8_u10avx2(x)
+#define V_LOG1P(x) Sleef_log1pf8_u10avx2(x)
+#endif
+#define V __m256
+#define V_SET1(a) _mm256_set1_ps(a)
+#define V_ADD(a, b) _mm256_add_ps((a), (b))
+#define V_SUB(a, b) _mm256_sub_ps((a), (b))
+#define V_MUL(a, b) _mm256_mul_ps((a), (b))
+#define V_DIV(a, b) _mm256_div_ps((a), (b))
+#define V_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define V_MAX(a, b) _mm256_max_ps((a), (b))
+#define V_MIN(a, b) _mm256_min_ps((a), (b))
+#define V_LT(a, b, x, y) _mm256_blendv_ps((y), (x), _mm256_cmp_ps((a), (b), _CMP_LT_OQ))
+#define V_GE(a, b, x, y) _mm256_blendv_ps((y), (x), _mm256_cmp_ps((a), (b), _CMP_GE_OQ))
+#include "kernels/cpu/eltwise/eltwise_act.h"
+#define GEMM_HAVE_ACT_VEC 1
 #include "gemm_epilogue.h"
 #include "gemm_ukernel.h"
 
@@ -32,7 +57,8 @@ static void tile_epilogue_avx2(const gemm_epilogue *ep, float *c, int64_t ldc, i
                                                         KERN_NEEDS_AVX2,                           \
                                                         gemm_uk_##MR##x##NR##_avx2,                \
                                                         tile_epilogue_avx2,                        \
-                                                        gemm_ukr_##MR##x##NR##_avx2};
+                                                        gemm_ukr_##MR##x##NR##_avx2,               \
+                                                        GEMM_ACTS_IN_REGISTERS};
 K(6, 16)
 K(4, 24)
 K(8, 8)

@@ -1,0 +1,96 @@
+/* The activation functions over one vector, written once over the vector vocabulary of
+ * eltwise_simd.h (V, V_SET1, V_ADD, V_SUB, V_MUL, V_DIV, V_FMA, V_MAX, V_MIN, V_LT, V_GE, and with
+ * ANVIL_HAVE_SLEEF also V_EXP, V_TANH, V_LOG1P). Included by the eltwise ISA files (through
+ * eltwise_simd.h) and by the GEMM ISA files, whose micro-kernels apply a fused activation to their
+ * accumulators with the same arithmetic the unfused node would use. Include once per file, after
+ * defining the vocabulary. */
+#ifndef ANVIL_ELTWISE_ACT_H
+#define ANVIL_ELTWISE_ACT_H
+
+#include <math.h>
+
+#define V_ZERO() V_SET1(0.0f)
+#define V_ABS(x) V_MAX(V_SUB(V_ZERO(), (x)), (x))
+
+/* ---- unary activations ---------------------------------------------------------------------- */
+
+static inline V f_relu(V x) {
+    return V_MAX(V_ZERO(), x);
+}
+static inline V f_leaky(V x, V a) {
+    return V_LT(x, V_ZERO(), V_MUL(a, x), x);
+}
+/* Lower bound first, then upper (as the reference); NaN passes through both. */
+static inline V f_clip(V x, V lo, V hi) {
+    return V_MIN(hi, V_MAX(lo, x));
+}
+static inline V f_hardsigmoid(V x, V a, V b) {
+    return V_MIN(V_SET1(1.0f), V_MAX(V_ZERO(), V_FMA(a, x, b)));
+}
+static inline V f_hardswish(V x) {
+    V t = V_FMA(V_SET1((float)(1.0 / 6.0)), x, V_SET1(0.5f));
+    return V_MUL(x, V_MIN(V_SET1(1.0f), V_MAX(V_ZERO(), t)));
+}
+
+#ifdef ANVIL_HAVE_SLEEF
+/* 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below: e^-|x| never overflows. */
+static inline V f_sigmoid(V x) {
+    V e = V_EXP(V_SUB(V_ZERO(), V_ABS(x)));
+    V r = V_DIV(V_SET1(1.0f), V_ADD(V_SET1(1.0f), e));
+    return V_GE(x, V_ZERO(), r, V_MUL(e, r));
+}
+/* erf in two pieces, each about 1 ulp (SLEEF's u10 erf is ~4x slower, and BERT's Gelu spends
+ * most of its non-GEMM time in it):
+ *   |x| < 1:  x * P(x^2), P a degree-6 fit of erf(x)/x (relative error 7e-8);
+ *   |x| >= 1: 1 - e^(-x^2) * h(x), h = erfc(x) e^(x^2) (smooth, in [0.14, 0.43]) fitted in
+ *             degree 12 on [1, 3.92] (relative 2.4e-8); past 3.92 erf is 1 in float.
+ * NaN stays NaN; +-inf give +-1. */
+static inline V f_erf(V x) {
+    const V t = V_MUL(x, x), ax = V_ABS(x);
+    V p = V_SET1(7.847259257687256e-05f);
+    p = V_FMA(p, t, V_SET1(-0.0008008189033716917f));
+    p = V_FMA(p, t, V_SET1(0.005188099108636379f));
+    p = V_FMA(p, t, V_SET1(-0.026853691786527634f));
+    p = V_FMA(p, t, V_SET1(0.1128358244895935f));
+    p = V_FMA(p, t, V_SET1(-0.3761262595653534f));
+    p = V_FMA(p, t, V_SET1(1.1283791065216064f));
+    const V small = V_MUL(x, p);
+    /* clamped (NaN kept: V_MIN returns its second operand for NaN) so that e^(-x^2) never
+     * goes denormal, which costs microcode assists: past 3.92 the result rounds to 1 anyway */
+    const V xc = V_MIN(V_SET1(3.92f), ax);
+    const V u = V_MUL(V_SUB(xc, V_SET1(2.46f)), V_SET1(1.0f / 1.46f));
+    V h = V_SET1(1.0051507160824258e-05f);
+    h = V_FMA(h, u, V_SET1(-3.011766057170462e-05f));
+    h = V_FMA(h, u, V_SET1(5.0610178732313216e-05f));
+    h = V_FMA(h, u, V_SET1(-0.00012712914030998945f));
+    h = V_FMA(h, u, V_SET1(0.00036322572850622237f));
+    h = V_FMA(h, u, V_SET1(-0.000916590157430619f));
+    h = V_FMA(h, u, V_SET1(0.0022108915727585554f));
+    h = V_FMA(h, u, V_SET1(-0.005213573575019836f));
+    h = V_FMA(h, u, V_SET1(0.011899635195732117f));
+    h = V_FMA(h, u, V_SET1(-0.02616809494793415f));
+    h = V_FMA(h, u, V_SET1(0.05525609105825424f));
+    h = V_FMA(h, u, V_SET1(-0.11151688545942307f));
+    h = V_FMA(h, u, V_SET1(0.213820680975914f));
+    const V big = V_SUB(V_SET1(1.0f), V_MUL(h, V_EXP(V_SUB(V_ZERO(), V_MUL(xc, xc)))));
+    return V_LT(ax, V_SET1(1.0f), small, V_LT(x, V_ZERO(), V_SUB(V_ZERO(), big), big));
+}
+static inline V f_gelu(V x) {
+    V e = f_erf(V_MUL(x, V_SET1(0.7071067811865476f)));
+    return V_MUL(V_MUL(V_SET1(0.5f), x), V_ADD(V_SET1(1.0f), e));
+}
+static inline V f_gelu_tanh(V x) {
+    V x3 = V_MUL(V_MUL(x, x), x);
+    V u = V_MUL(V_SET1(0.7978845608028654f), V_ADD(x, V_MUL(V_SET1(0.044715f), x3)));
+    /* tanh is +-1 in float past 10; clamping keeps SLEEF's exponentials out of the denormal
+     * range (slow). NaN passes both (it is the second operand). */
+    u = V_MIN(V_SET1(10.0f), V_MAX(V_SET1(-10.0f), u));
+    return V_MUL(V_MUL(V_SET1(0.5f), x), V_ADD(V_SET1(1.0f), V_TANH(u)));
+}
+/* log(1 + e^x) = max(x, 0) + log1p(e^-|x|) */
+static inline V f_softplus(V x) {
+    return V_ADD(V_MAX(V_ZERO(), x), V_LOG1P(V_EXP(V_SUB(V_ZERO(), V_ABS(x)))));
+}
+#endif
+
+#endif
