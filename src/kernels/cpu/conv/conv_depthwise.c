@@ -84,23 +84,19 @@ static void dw_release(void *state) {
     free(state);
 }
 
-/* Copies plane x (h x w) into xp (ph x ldp) shifted by the top/left pads, zeros elsewhere. */
-static void pad_plane(const dw_plan *p, const float *x, float *xp) {
+/* Copies plane x (h x w) into the interior of xp (ph x ldp), shifted by the top/left pads. The
+ * border of xp is never written, so it keeps the zeros dw_chunk put there once per run: zeroing it
+ * per plane took a memset per pad per row, and with a memcpy per row these libc calls on rows of
+ * 7..112 floats were 13% of MobileNetV2's time (perf, 1 thread). */
+static void fill_plane(const dw_plan *p, const float *x, float *xp) {
     const conv_shape *s = &p->s;
-    for (int64_t r = 0; r < p->ph; r++) {
-        float *d = xp + r * p->ldp;
-        const int64_t iy = r - s->pt;
-        if (iy < 0 || iy >= s->h) {
-            memset(d, 0, sizeof(float) * (size_t)p->ldp);
-            continue;
-        }
-        /* Padded column q holds input column q - pl. */
-        int64_t q0 = s->pl < p->ldp ? s->pl : p->ldp, q1 = s->pl + s->w;
-        if (q1 > p->ldp) q1 = p->ldp;
-        if (q1 < q0) q1 = q0;
-        memset(d, 0, sizeof(float) * (size_t)q0);
-        memcpy(d + q0, x + iy * s->w, sizeof(float) * (size_t)(q1 - q0));
-        memset(d + q1, 0, sizeof(float) * (size_t)(p->ldp - q1));
+    /* Padded column q holds input column q - pl. */
+    const int64_t q0 = s->pl < p->ldp ? s->pl : p->ldp;
+    const int64_t n = s->pl + s->w > p->ldp ? p->ldp - q0 : s->w;
+    for (int64_t iy = 0; iy < s->h && iy + s->pt < p->ph; iy++) {
+        float *restrict d = xp + (iy + s->pt) * p->ldp + q0;
+        const float *restrict src = x + iy * s->w;
+        for (int64_t i = 0; i < n; i++) d[i] = src[i];
     }
 }
 
@@ -139,9 +135,10 @@ static void dw_chunk(void *arg, size_t begin, size_t end) {
     const int64_t planes = s->n * s->c, T = p->threads;
     for (size_t t = begin; t < end; t++) {
         float *xp = (float *)(j->ws + t * dw_slice(p));
+        memset(xp, 0, sizeof(float) * (size_t)(p->ph * p->ldp));
         for (int64_t q = planes * (int64_t)t / T; q < planes * ((int64_t)t + 1) / T; q++) {
             const int64_t c = q % s->c;
-            pad_plane(p, j->x + q * s->h * s->w, xp);
+            fill_plane(p, j->x + q * s->h * s->w, xp);
             if (p->fused) {
                 dw_plane_fused(j, q, xp);
                 continue;
