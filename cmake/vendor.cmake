@@ -36,8 +36,12 @@ if(NOT ANVIL_OPENBLAS_LIB)
   find_library(ANVIL_OPENBLAS_LIB NAMES openblas PATH_SUFFIXES openblas-pthread)
 endif()
 if(ANVIL_OPENBLAS_INCLUDE AND ANVIL_OPENBLAS_LIB)
-  list(APPEND ANVIL_KERNEL_DEFS ANVIL_HAVE_OPENBLAS)
-  list(APPEND ANVIL_KERNEL_LIBS ${ANVIL_OPENBLAS_LIB})
+  # Loaded with dlopen when an openblas_sgemm variant is first prepared, not linked: the pthread
+  # OpenBLAS starts a worker per core as soon as it is loaded, and that worker spins for about
+  # 100 ms, taking the second core from anvil's own threads in every process (seen with perf).
+  get_filename_component(_openblas_real ${ANVIL_OPENBLAS_LIB} REALPATH)
+  list(APPEND ANVIL_KERNEL_DEFS ANVIL_HAVE_OPENBLAS "ANVIL_OPENBLAS_PATH=\"${_openblas_real}\"")
+  list(APPEND ANVIL_KERNEL_LIBS ${CMAKE_DL_LIBS})
   set_source_files_properties(${_vendor_dir}/openblas_variants.c
     PROPERTIES COMPILE_OPTIONS "-isystem;${ANVIL_OPENBLAS_INCLUDE}")
   message(STATUS "anvil vendor: OpenBLAS found (${ANVIL_OPENBLAS_LIB})")
