@@ -131,7 +131,11 @@ anvil_status anvil_options_create(anvil_options **out);
 void anvil_options_free(anvil_options *opts);
 /* threads: 1..1024, or 0 for the number of cores. */
 anvil_status anvil_options_set_threads(anvil_options *opts, int threads);
-/* level: 0 (no graph rewrites) .. 3 (all). */
+/* Graph rewrites before planning, on the session's own copy of the graph (the model is not
+ * changed): 0 none; 1 (the default) folds inference BatchNormalization into the Conv before it
+ * and fuses bias Adds, residual Adds and activations into the MatMul/Gemm/Conv they follow;
+ * 2 and 3 are accepted and currently the same as 1. Outputs match level 0 within float
+ * rounding. */
 anvil_status anvil_options_set_opt_level(anvil_options *opts, int level);
 /* on: nonzero records per-node timings of every run (see anvil_session_write_profile). */
 anvil_status anvil_options_set_profiling(anvil_options *opts, int on);
