@@ -22,7 +22,8 @@ typedef struct dw_plan {
     /* Set by prepare: the fusion run applies (see conv_winograd.c's wino_state). */
     bool fused;
     int residual;
-    int64_t band; /* output rows per fused band (even: the kernel steps by row pairs) */
+    int64_t band;      /* output rows per band (even: the kernel steps by row pairs) */
+    int64_t band_rows; /* padded input rows a band reads: the workspace slice per thread */
     gemm_epilogue fuse_ep;
     gemm_tile_epilogue_fn fuse_fn;
 } dw_plan;
@@ -39,11 +40,19 @@ static bool dw_plan_of(const kern_node *kn, dw_plan *p) {
     /* The last vector of a row may read CONV_DW_PAD_FLOATS past the last output's taps. */
     p->ldp = ((s->ow - 1) * s->sw + s->kw + CONV_DW_PAD_FLOATS + 15) / 16 * 16;
     p->threads = kn->threads > 0 ? kn->threads : 1;
+    /* Output rows per band: the padded input rows a band reads, (band-1)*sh + kh of ldp floats,
+     * take about 8 KB, so the copy the kernel reads back is still in L1 (whole padded planes of
+     * 52 KB at 112x112 were not), and the fused epilogue finds the band's output there too.
+     * Even: the kernel steps by row pairs. */
+    int64_t band = ((2048 / p->ldp - s->kh) / s->sh + 1) & ~(int64_t)1;
+    p->band = band < 2 ? 2 : band;
+    p->band_rows = (p->band - 1) * s->sh + s->kh;
+    if (p->band_rows > p->ph) p->band_rows = p->ph;
     return true;
 }
 
 static size_t dw_slice(const dw_plan *p) {
-    return ((size_t)p->ph * (size_t)p->ldp * sizeof(float) + 63) & ~(size_t)63;
+    return ((size_t)p->band_rows * (size_t)p->ldp * sizeof(float) + 63) & ~(size_t)63;
 }
 
 static bool dw_supports(const kern_node *kn, const core_hw *hw) {
@@ -73,9 +82,6 @@ static anvil_status dw_prepare(const kern_node *kn, void **state) {
     p->residual = p->fused ? f->residual : -1;
     p->fuse_ep = kern_fusion_epilogue(p->fused ? f : NULL);
     p->fuse_fn = conv_epilogue_fn();
-    /* Bands of about 4 KB of output, so the epilogue finds them in L1. */
-    p->band = (1024 / (p->s.ow > 0 ? p->s.ow : 1)) & ~(int64_t)1;
-    if (p->band < 2) p->band = 2;
     *state = p;
     return ANVIL_OK;
 }
@@ -84,19 +90,26 @@ static void dw_release(void *state) {
     free(state);
 }
 
-/* Copies plane x (h x w) into the interior of xp (ph x ldp), shifted by the top/left pads. The
- * border of xp is never written, so it keeps the zeros dw_chunk put there once per run: zeroing it
- * per plane took a memset per pad per row, and with a memcpy per row these libc calls on rows of
- * 7..112 floats were 13% of MobileNetV2's time (perf, 1 thread). */
-static void fill_plane(const dw_plan *p, const float *x, float *xp) {
+/* Copies the padded input rows output rows [r0, r0 + nr) read, from plane x (h x w), into xb
+ * (rows of ldp floats), shifted by the left pad; rows in the top/bottom padding become zeros.
+ * Only the columns input lands in are written, so the pad columns keep the zeros dw_chunk put
+ * there once per run: a memset per pad per row and a memcpy per row (libc calls on rows of
+ * 7..112 floats) were 13% of MobileNetV2's time (perf, 1 thread). */
+static void fill_band(const dw_plan *p, const float *x, float *xb, int64_t r0, int64_t nr) {
     const conv_shape *s = &p->s;
     /* Padded column q holds input column q - pl. */
     const int64_t q0 = s->pl < p->ldp ? s->pl : p->ldp;
     const int64_t n = s->pl + s->w > p->ldp ? p->ldp - q0 : s->w;
-    for (int64_t iy = 0; iy < s->h && iy + s->pt < p->ph; iy++) {
-        float *restrict d = xp + (iy + s->pt) * p->ldp + q0;
+    const int64_t rows = (nr - 1) * s->sh + s->kh;
+    for (int64_t i = 0; i < rows; i++) {
+        const int64_t iy = r0 * s->sh + i - s->pt;
+        float *restrict d = xb + i * p->ldp + q0;
+        if (iy < 0 || iy >= s->h) {
+            for (int64_t k = 0; k < n; k++) d[k] = 0.0f;
+            continue;
+        }
         const float *restrict src = x + iy * s->w;
-        for (int64_t i = 0; i < n; i++) d[i] = src[i];
+        for (int64_t k = 0; k < n; k++) d[k] = src[k];
     }
 }
 
@@ -109,16 +122,20 @@ typedef struct dw_job {
     const float *res; /* the fused residual (NCHW, like y), or NULL */
 } dw_job;
 
-/* Plane q (image-major: image q / c, channel q % c) with the fused epilogue, band by band. */
-static void dw_plane_fused(const dw_job *j, int64_t q, const float *xp) {
+/* Plane q (image-major: image q / c, channel q % c), band by band, each band's input copied into
+ * xb and, when fused, its output given the epilogue while it is in L1. */
+static void dw_plane(const dw_job *j, int64_t q, float *xb) {
     const dw_plan *p = j->p;
     const conv_shape *s = &p->s;
     const int64_t c = q % s->c, plane = q * s->oh * s->ow;
+    const float *x = j->x + q * s->h * s->w;
     gemm_epilogue ep = p->fuse_ep;
     for (int64_t r0 = 0; r0 < s->oh; r0 += p->band) {
         const int64_t nr = s->oh - r0 < p->band ? s->oh - r0 : p->band, off = plane + r0 * s->ow;
-        j->fn(xp + r0 * s->sh * p->ldp, p->ldp, s->sh, s->sw, (int)s->kh, (int)s->kw,
-              j->w + c * s->kh * s->kw, j->b ? j->b[c] : 0.0f, j->y + off, nr, s->ow);
+        fill_band(p, x, xb, r0, nr);
+        j->fn(xb, p->ldp, s->sh, s->sw, (int)s->kh, (int)s->kw, j->w + c * s->kh * s->kw,
+              j->b ? j->b[c] : 0.0f, j->y + off, nr, s->ow);
+        if (!p->fused) continue;
         if (j->res) {
             ep.r = j->res + off;
             ep.cs_r = 1;
@@ -134,18 +151,10 @@ static void dw_chunk(void *arg, size_t begin, size_t end) {
     const conv_shape *s = &p->s;
     const int64_t planes = s->n * s->c, T = p->threads;
     for (size_t t = begin; t < end; t++) {
-        float *xp = (float *)(j->ws + t * dw_slice(p));
-        memset(xp, 0, sizeof(float) * (size_t)(p->ph * p->ldp));
-        for (int64_t q = planes * (int64_t)t / T; q < planes * ((int64_t)t + 1) / T; q++) {
-            const int64_t c = q % s->c;
-            fill_plane(p, j->x + q * s->h * s->w, xp);
-            if (p->fused) {
-                dw_plane_fused(j, q, xp);
-                continue;
-            }
-            j->fn(xp, p->ldp, s->sh, s->sw, (int)s->kh, (int)s->kw, j->w + c * s->kh * s->kw,
-                  j->b ? j->b[c] : 0.0f, j->y + q * s->oh * s->ow, s->oh, s->ow);
-        }
+        float *xb = (float *)(j->ws + t * dw_slice(p));
+        memset(xb, 0, sizeof(float) * (size_t)(p->band_rows * p->ldp));
+        for (int64_t q = planes * (int64_t)t / T; q < planes * ((int64_t)t + 1) / T; q++)
+            dw_plane(j, q, xb);
     }
 }
 
