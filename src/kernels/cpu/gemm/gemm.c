@@ -48,7 +48,7 @@ static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c
 
 /* applies every activation itself (the scalar epilogue after its store) */
 static const gemm_kernel kernel_4x8_portable = {
-    "4x8_portable", 4, 8, 0, uk_4x8_portable, gemm_epilogue_apply, NULL, 0xffffffffu};
+    "4x8_portable", 4, 8, 0, uk_4x8_portable, gemm_epilogue_apply, NULL, NULL, 0xffffffffu};
 
 extern const gemm_kernel gemm_kernel_14x32_avx512, gemm_kernel_12x32_avx512,
     gemm_kernel_8x32_avx512, gemm_kernel_8x48_avx512, gemm_kernel_6x64_avx512,
@@ -388,6 +388,9 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
      * tile at its packed speed or better. */
     const bool direct_a =
         !p->pa && p->cs_a == 1 && k->ukernel_rows && rows_set_conflicts(mr, p->rs_a) <= 4;
+    /* With A pre-packed (a convolution's weights), a row-major B (the image, pixels in a row)
+     * is read in place too, panel by panel; only a partial last panel is packed. */
+    const bool direct_b = p->pa && !p->pb && p->cs_b == 1 && k->ukernel_bcols;
 
     if (kdim == 0) {
         for (int64_t i = m0; i < m1; i++)
@@ -426,9 +429,17 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                 const int64_t nc = n1 - jc < blk->nc ? n1 - jc : blk->nc;
                 const float *bp;
                 int64_t b_stride;
+                int64_t b_direct = 0; /* columns of this block read in place */
                 if (p->pb) {
                     bp = p->pb->data + (jc / nr) * kdim * nr + pc * nr;
                     b_stride = kdim * nr;
+                } else if (direct_b) {
+                    b_direct = nc / nr * nr;
+                    if (b_direct < nc)
+                        pack_b_block(k, p->b + pc * p->rs_b + (jc + b_direct), p->rs_b, 1, kc,
+                                     nc - b_direct, bbuf);
+                    bp = bbuf; /* the panel of columns b_direct.. */
+                    b_stride = kc * nr;
                 } else {
                     pack_b_block(k, p->b + pc * p->rs_b + jc * p->cs_b, p->rs_b, p->cs_b, kc, nc,
                                  bbuf);
@@ -445,7 +456,9 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                                                     : ap + ((ir - a_direct) / mr) * a_stride;
                     for (int64_t jr = 0; jr < nc; jr += nr) {
                         const int64_t nn = nc - jr < nr ? nc - jr : nr;
-                        const float *b_panel = bp + (jr / nr) * b_stride;
+                        const bool b_in_place = jr < b_direct;
+                        const float *b_panel = b_in_place ? p->b + pc * p->rs_b + jc + jr
+                                                          : bp + ((jr - b_direct) / nr) * b_stride;
                         const int64_t gi = ic + ir, gj = jc + jr;
                         float *c = p->c + gi * p->ldc + gj;
                         float *ct = c;
@@ -461,7 +474,10 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                         int64_t pf_n;
                         const float *pf_at = pf_range(&pf, call++, b_panel, &pf_n);
                         const gemm_epilogue *ep = last && ct == c ? ep_reg : NULL;
-                        if (in_place)
+                        if (b_in_place)
+                            k->ukernel_bcols(kc, a_panel, b_panel, p->rs_b, ct, ldt, !first, pf_at,
+                                             pf_n, ep, gi, gj);
+                        else if (in_place)
                             k->ukernel_rows(kc, a_panel, p->rs_a, b_panel, ct, ldt, !first, pf_at,
                                             pf_n, ep, gi, gj);
                         else

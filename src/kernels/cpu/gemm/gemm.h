@@ -77,6 +77,11 @@ typedef void (*gemm_ukernel_rows_fn)(int64_t kc, const float *a, int64_t lda, co
                                      float *c, int64_t ldc, int accumulate, const float *pf,
                                      int64_t pf_n, const struct gemm_epilogue *ep, int64_t i0,
                                      int64_t j0);
+/* The same on packed A and B read in place, row-major: B[p,j] at b[p*ldb + j]. */
+typedef void (*gemm_ukernel_bcols_fn)(int64_t kc, const float *a, const float *b, int64_t ldb,
+                                      float *c, int64_t ldc, int accumulate, const float *pf,
+                                      int64_t pf_n, const struct gemm_epilogue *ep, int64_t i0,
+                                      int64_t j0);
 /* Vectorized epilogue for a whole tile (same contract as gemm_epilogue_apply), or NULL. */
 typedef void (*gemm_tile_epilogue_fn)(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
                                       int64_t j0, int64_t m, int64_t n);
@@ -87,7 +92,8 @@ typedef struct gemm_kernel {
     uint32_t needs; /* KERN_NEEDS_* */
     gemm_ukernel_fn ukernel;
     gemm_tile_epilogue_fn epilogue;
-    gemm_ukernel_rows_fn ukernel_rows; /* NULL: the driver always packs A */
+    gemm_ukernel_rows_fn ukernel_rows;   /* NULL: the driver always packs A */
+    gemm_ukernel_bcols_fn ukernel_bcols; /* NULL: the driver always packs B */
     /* Bit a set (1u << gemm_act): the micro-kernels apply activation a to their accumulators
      * when given an epilogue; other activations run over the stored tile (epilogue). */
     uint32_t acts_in_registers;

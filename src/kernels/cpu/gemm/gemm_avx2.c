@@ -58,6 +58,7 @@ static void tile_epilogue_avx2(const gemm_epilogue *ep, float *c, int64_t ldc, i
                                                         gemm_uk_##MR##x##NR##_avx2,                \
                                                         tile_epilogue_avx2,                        \
                                                         gemm_ukr_##MR##x##NR##_avx2,               \
+                                                        gemm_ukb_##MR##x##NR##_avx2,               \
                                                         GEMM_ACTS_IN_REGISTERS};
 K(6, 16)
 K(4, 24)

@@ -67,6 +67,7 @@ static void tile_epilogue_avx512(const gemm_epilogue *ep, float *c, int64_t ldc,
                                                           gemm_uk_##MR##x##NR##_avx512,            \
                                                           tile_epilogue_avx512,                    \
                                                           gemm_ukr_##MR##x##NR##_avx512,           \
+                                                          gemm_ukb_##MR##x##NR##_avx512,           \
                                                           GEMM_ACTS_IN_REGISTERS};
 K(14, 32)
 K(12, 32)

@@ -124,9 +124,9 @@ gemm_ukernel_epilogue(gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX], const gemm_epilogue 
 
 static inline __attribute__((always_inline)) void
 gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_ks,
-                  const float *restrict b, float *restrict c, int64_t ldc, int accumulate,
-                  const float *pf, int64_t pf_n, const gemm_epilogue *ep, int64_t i0, int64_t j0,
-                  const int mr, const int nv) {
+                  const float *restrict b, int64_t b_ks, float *restrict c, int64_t ldc,
+                  int accumulate, const float *pf, int64_t pf_n, const gemm_epilogue *ep,
+                  int64_t i0, int64_t j0, const int mr, const int nv) {
     gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX];
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++)
@@ -162,7 +162,7 @@ gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_k
                 for (int j = 0; j < nv; j++) acc[i][j] = GEMM_FMA(av, bv[j], acc[i][j]);
             }
             a += a_ks;
-            b += nv * GEMM_VL;
+            b += b_ks;
         }
         if (phase == 1)
 #pragma GCC unroll 16
@@ -186,19 +186,26 @@ gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_k
 }
 
 /* Defines, for one tile, `static void gemm_uk_<MR>x<NR>_<isa>(...)` on a packed A micro-panel
- * (A[i,p] at a[p*MR + i]) and `gemm_ukr_<MR>x<NR>_<isa>(...)` on A read in place from row-major
- * storage (A[i,p] at a[i*lda + p]), which spares the driver packing A. */
+ * (A[i,p] at a[p*MR + i]), `gemm_ukr_<MR>x<NR>_<isa>(...)` on A read in place from row-major
+ * storage (A[i,p] at a[i*lda + p]), which spares the driver packing A, and
+ * `gemm_ukb_<MR>x<NR>_<isa>(...)` on packed A and B read in place (B[p,j] at b[p*ldb + j]). */
 #define GEMM_UKERNEL_INSTANCE(MR, NV, NR, ISA)                                                     \
     static void gemm_uk_##MR##x##NR##_##ISA(                                                       \
         int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate,         \
         const float *pf, int64_t pf_n, const gemm_epilogue *ep, int64_t i0, int64_t j0) {          \
-        gemm_ukernel_body(kc, a, 1, MR, b, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV);      \
+        gemm_ukernel_body(kc, a, 1, MR, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV);  \
+    }                                                                                              \
+    static void gemm_ukb_##MR##x##NR##_##ISA(int64_t kc, const float *a, const float *b,           \
+                                             int64_t ldb, float *c, int64_t ldc, int accumulate,   \
+                                             const float *pf, int64_t pf_n,                        \
+                                             const gemm_epilogue *ep, int64_t i0, int64_t j0) {    \
+        gemm_ukernel_body(kc, a, 1, MR, b, ldb, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV); \
     }                                                                                              \
     static void gemm_ukr_##MR##x##NR##_##ISA(int64_t kc, const float *a, int64_t lda,              \
                                              const float *b, float *c, int64_t ldc,                \
                                              int accumulate, const float *pf, int64_t pf_n,        \
                                              const gemm_epilogue *ep, int64_t i0, int64_t j0) {    \
-        gemm_ukernel_body(kc, a, lda, 1, b, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV);     \
+        gemm_ukernel_body(kc, a, lda, 1, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV); \
     }
 
 #endif
