@@ -87,6 +87,12 @@ bool kern_fusion_gemm_ok(const ir_fusion *f) {
     return !f || f->act <= IR_ACT_HARD_SWISH;
 }
 
+gemm_tile_epilogue_fn kern_fusion_rows_fn(void) {
+    /* Any shape gets this machine's widest tile, whose epilogue is compiled for its ISA. */
+    const gemm_kernel *k = gemm_kernel_default(1024, 1024, 1024, core_hw_get());
+    return k->epilogue ? k->epilogue : gemm_epilogue_apply;
+}
+
 bool kern_fusion_pending(const kern_variant *v, const kern_node *kn) {
     return kn->node->fusion && !(v->fuses && v->fuses(kn));
 }
@@ -153,10 +159,7 @@ anvil_status kern_fusion_apply(const ir_node *n, const op_tensor *const *in, int
     const int64_t cols = out->rank > 0 ? out->dims[out->rank - 1] : 1;
     const size_t numel = op_tensor_numel(out);
     if (numel == 0 || cols == 0) return ANVIL_OK;
-    /* the widest ISA's tile epilogue: the same loop compiled for its vectors */
-    const gemm_kernel *k = gemm_kernel_default(1, cols, 0, core_hw_get());
-    fusion_job j = {kern_fusion_epilogue(f), k->epilogue ? k->epilogue : gemm_epilogue_apply,
-                    out->data, cols};
+    fusion_job j = {kern_fusion_epilogue(f), kern_fusion_rows_fn(), out->data, cols};
     if (f->bias >= 0) {
         if (f->bias >= n_in || !in[f->bias] || op_tensor_numel(in[f->bias]) != (size_t)cols)
             return core_err(ANVIL_ERR_INTERNAL, "%s: fused bias does not match the output",

@@ -9,6 +9,11 @@
  * epilogue for f == NULL. The caller adds the bias and residual pointers it has. */
 gemm_epilogue kern_fusion_epilogue(const ir_fusion *f);
 
+/* The epilogue loop compiled for this machine's widest ISA (the widest tile's tile epilogue),
+ * for applying a fused epilogue to whole rows outside a GEMM (e.g. Winograd, depthwise, the
+ * runtime's fallback). */
+gemm_tile_epilogue_fn kern_fusion_rows_fn(void);
+
 /* Whether every part of f is something a GEMM epilogue can apply (always true today; kept so a
  * future activation without a GEMM form is refused in one place). */
 bool kern_fusion_gemm_ok(const ir_fusion *f);

@@ -21,25 +21,13 @@ static bool bn_inference(const ir_node *bn) {
     return bn->n_inputs == 5;
 }
 
-/* float32 constant data of v in g (maybe unaligned), or NULL. */
-static const void *f32_data(const ir_graph *g, ir_vid v, size_t *numel) {
-    if (v == IR_NONE) return NULL;
-    const ir_value *val = &g->values[v];
-    size_t n;
-    if (!(val->flags & IR_VALUE_CONST) || val->dtype != ANVIL_DTYPE_FLOAT32 || !val->data ||
-        !ir_shape_numel(&val->shape, &n) || n * sizeof(float) != val->data_bytes)
-        return NULL;
-    *numel = n;
-    return val->data;
-}
-
 /* The recipe: src = {W, B or IR_NONE, gamma, beta, mean, var}, param = eps, which 0: W', 1: B'. */
 static anvil_status bn_fill(const ir_graph *g, const pass_const *pc, float *out) {
     size_t wn = 0, n = 0;
-    const void *w = f32_data(g, pc->src[0], &wn), *b = NULL, *p[4];
+    const void *w = pass_graph_const_f32(g, pc->src[0], &wn), *b = NULL, *p[4];
     const size_t m = w ? (size_t)g->values[pc->src[0]].shape.d[0] : 0;
-    if (pc->src[1] != IR_NONE) b = f32_data(g, pc->src[1], &n);
-    for (int i = 0; i < 4; i++) p[i] = f32_data(g, pc->src[i + 2], &n);
+    if (pc->src[1] != IR_NONE) b = pass_graph_const_f32(g, pc->src[1], &n);
+    for (int i = 0; i < 4; i++) p[i] = pass_graph_const_f32(g, pc->src[i + 2], &n);
     if (!w || !m || !p[0] || !p[1] || !p[2] || !p[3] || (pc->src[1] != IR_NONE && !b))
         return core_err(ANVIL_ERR_INTERNAL, "BatchNorm folding: a constant went missing");
     const size_t per = wn / m;

@@ -226,14 +226,6 @@ static bool is_col_bias(const pass_ctx *c, ir_vid b, const ir_shape *y) {
     return true;
 }
 
-static void kill_node(pass_ctx *c, int32_t k) {
-    const ir_node *n = &c->g->nodes[k];
-    c->dead[k] = true;
-    for (int i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i] != IR_NONE && c->uses[n->inputs[i]] < INT32_MAX / 2)
-            c->uses[n->inputs[i]]--;
-}
-
 static anvil_status fuse_from(pass_ctx *c, int32_t k) {
     ir_graph *g = c->g;
     const ir_op op = g->nodes[k].op;
@@ -248,7 +240,7 @@ static anvil_status fuse_from(pass_ctx *c, int32_t k) {
             match_gelu_tanh(c, y, kill, &n_kill, &last)) {
             f.act = g->nodes[kill[0]].op == IR_OP_POW ? IR_ACT_GELU_TANH : IR_ACT_GELU_ERF;
             pass_node_absorb(c, k, last);
-            for (int i = 0; i < n_kill; i++) kill_node(c, kill[i]);
+            for (int i = 0; i < n_kill; i++) pass_node_kill(c, kill[i]);
             changed = true;
             c->pg->fused_act++;
             break;

@@ -19,6 +19,8 @@ typedef struct pass_ctx {
 void pass_index(pass_ctx *c);
 /* The node that alone reads v, or -1 (v read more than once, by nothing, or pinned). */
 int32_t pass_sole_reader(const pass_ctx *c, ir_vid v);
+/* The same for value v of graph g (e.g. the source graph, which a recipe reads). */
+const void *pass_graph_const_f32(const ir_graph *g, ir_vid v, size_t *numel);
 /* v's data as float32 if v is a float32 constant, else NULL. May be unaligned: read with memcpy
  * (pass_const_f32_at). */
 const void *pass_const_f32(const pass_ctx *c, ir_vid v, size_t *numel);
@@ -34,6 +36,8 @@ anvil_status pass_node_set_input(pass_ctx *c, int32_t k, int i, ir_vid v);
 /* Appends input v to node k after every input the op itself declares (so the op's kernels,
  * which ignore trailing inputs, never mistake it for one of theirs); *index set. */
 anvil_status pass_node_add_input(pass_ctx *c, int32_t k, ir_vid v, int *index);
+/* Removes node k (its reads are dropped from the use counts). */
+void pass_node_kill(pass_ctx *c, int32_t k);
 /* Node k takes over output 0 of node dead_k, which is removed (its reads are dropped). */
 void pass_node_absorb(pass_ctx *c, int32_t k, int32_t dead_k);
 

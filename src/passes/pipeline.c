@@ -48,15 +48,19 @@ int32_t pass_sole_reader(const pass_ctx *c, ir_vid v) {
     return k >= 0 && !c->dead[k] ? k : -1;
 }
 
-const void *pass_const_f32(const pass_ctx *c, ir_vid v, size_t *numel) {
+const void *pass_graph_const_f32(const ir_graph *g, ir_vid v, size_t *numel) {
     if (v == IR_NONE) return NULL;
-    const ir_value *val = &c->g->values[v];
+    const ir_value *val = &g->values[v];
     if (!(val->flags & IR_VALUE_CONST) || val->dtype != ANVIL_DTYPE_FLOAT32 || !val->data)
         return NULL;
     size_t n;
     if (!ir_shape_numel(&val->shape, &n) || n * sizeof(float) != val->data_bytes) return NULL;
     *numel = n;
     return val->data;
+}
+
+const void *pass_const_f32(const pass_ctx *c, ir_vid v, size_t *numel) {
+    return pass_graph_const_f32(c->g, v, numel);
 }
 
 float pass_const_f32_at(const void *data, size_t i) {
@@ -187,16 +191,20 @@ anvil_status pass_node_add_input(pass_ctx *c, int32_t k, ir_vid v, int *index) {
     return pass_node_set_input(c, k, i, v);
 }
 
+void pass_node_kill(pass_ctx *c, int32_t k) {
+    const ir_node *n = &c->g->nodes[k];
+    c->dead[k] = true;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] != IR_NONE && c->uses[n->inputs[i]] != PINNED) c->uses[n->inputs[i]]--;
+}
+
 void pass_node_absorb(pass_ctx *c, int32_t k, int32_t dead_k) {
     ir_graph *g = c->g;
-    ir_node *d = &g->nodes[dead_k];
-    ir_vid old = g->nodes[k].outputs[0], y = d->outputs[0];
+    ir_vid old = g->nodes[k].outputs[0], y = g->nodes[dead_k].outputs[0];
     g->nodes[k].outputs[0] = y;
     g->values[y].producer = k;
     g->values[old].producer = -1;
-    c->dead[dead_k] = true;
-    for (int i = 0; i < d->n_inputs; i++)
-        if (d->inputs[i] != IR_NONE && c->uses[d->inputs[i]] != PINNED) c->uses[d->inputs[i]]--;
+    pass_node_kill(c, dead_k);
 }
 
 /* Drops dead nodes, fixes producers, and clears constants nothing reads. */

@@ -69,12 +69,6 @@ bool conv_fuses(const kern_node *kn);
 /* The fusion's residual tensor (NCHW, the output's shape), or NULL when there is none. */
 const float *conv_fused_residual(const ir_fusion *f, const op_tensor *const *in, int n_in);
 
-/* The vectorized epilogue of this machine's best GEMM tile (gemm_tile_epilogue_fn has
- * gemm_epilogue_apply's contract for any m x n), or gemm_epilogue_apply where no tile has one:
- * what the non-GEMM variants (Winograd, depthwise) apply the fusion with while their output is
- * still in cache. Never NULL. */
-gemm_tile_epilogue_fn conv_epilogue_fn(void);
-
 /* ---- depthwise (conv_depthwise.c, conv_dw_avx512.c, conv_dw_avx2.c) ------------------------- */
 
 /* One output plane of a depthwise conv with a kh x kw kernel (3 or 5), stride sx (1 or 2) along

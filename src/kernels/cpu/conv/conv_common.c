@@ -245,9 +245,3 @@ const float *conv_fused_residual(const ir_fusion *f, const op_tensor *const *in,
     if (!f || f->residual < 0 || f->residual >= n_in || !in[f->residual]) return NULL;
     return in[f->residual]->data;
 }
-
-gemm_tile_epilogue_fn conv_epilogue_fn(void) {
-    /* Any shape gets this machine's widest tile, whose epilogue is compiled for its ISA. */
-    const gemm_kernel *k = gemm_kernel_default(1024, 1024, 1024, core_hw_get());
-    return k->epilogue ? k->epilogue : gemm_epilogue_apply;
-}

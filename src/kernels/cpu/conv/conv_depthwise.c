@@ -81,7 +81,7 @@ static anvil_status dw_prepare(const kern_node *kn, void **state) {
     p->fused = f && conv_fuses(kn);
     p->residual = p->fused ? f->residual : -1;
     p->fuse_ep = kern_fusion_epilogue(p->fused ? f : NULL);
-    p->fuse_fn = conv_epilogue_fn();
+    p->fuse_fn = kern_fusion_rows_fn();
     *state = p;
     return ANVIL_OK;
 }

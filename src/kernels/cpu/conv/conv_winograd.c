@@ -182,7 +182,7 @@ static anvil_status wino_prepare(const kern_node *kn, int m, void **state) {
     st->fused = f && conv_fuses(kn);
     st->residual = st->fused ? f->residual : -1;
     st->fuse_ep = kern_fusion_epilogue(st->fused ? f : NULL);
-    st->fuse_fn = conv_epilogue_fn();
+    st->fuse_fn = kern_fusion_rows_fn();
     *state = st;
     return ANVIL_OK;
 fail:

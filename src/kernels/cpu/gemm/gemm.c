@@ -371,13 +371,9 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
      * activation the micro-kernel lacks (Gelu, Sigmoid, ...) then runs alone over the stored
      * tile (ep_act). Edge tiles take the whole epilogue after the store. */
     const gemm_epilogue *ep_reg = !ep_none && gemm_epilogue_in_registers(&p->ep) ? &p->ep : NULL;
-    gemm_epilogue ep_act = gemm_epilogue_none();
-    ep_act.act = p->ep.act;
-    ep_act.alpha = p->ep.alpha;
-    ep_act.beta_act = p->ep.beta_act;
-    ep_act.lo = p->ep.lo;
-    ep_act.hi = p->ep.hi;
-    ep_act.act_row = p->ep.act_row;
+    gemm_epilogue ep_act = p->ep;
+    ep_act.scale = 1.0f;
+    ep_act.row_bias = ep_act.col_bias = ep_act.r = NULL;
     const bool act_after = ep_reg && !(k->acts_in_registers >> p->ep.act & 1u);
     /* Row-major A is read in place rather than packed: packing cost 6% of the GEMM's time at
      * 512x768x3072 (perf, 1 thread), and the packed copy was read back from L3 anyway. Packed
