@@ -249,6 +249,19 @@ static void test_conv_depthwise(void **state) {
         {1, 15, 13, 5, 15, 5, 5, 1, 1, 1, 1, {0}, 15, true, "SAME_LOWER"},
         {1, 15, 13, 5, 15, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, 15, true, NULL}, /* dilation 2 */
         CASE(0, 13, 7, 7, 13, 3, 3, 1, 1, 1, 13, true),
+        /* the kernel's block shapes by width (conv_dw_tmpl.h): a 4-vector block with its last
+         * vector partial (56 wide), full blocks plus a partial 1-vector tail (70), 2 vectors
+         * (28) and 1 (14, 7, 5) at both strides, row strips with every remainder */
+        CASE(1, 3, 17, 56, 3, 3, 3, 1, 1, 1, 3, true),
+        CASE(1, 3, 9, 112, 3, 3, 3, 2, 1, 1, 3, false),
+        CASE(1, 2, 11, 70, 2, 3, 3, 1, 1, 1, 2, true),
+        CASE(1, 2, 6, 141, 2, 5, 5, 2, 1, 2, 2, true),
+        CASE(1, 2, 30, 28, 2, 3, 3, 1, 1, 1, 2, false),
+        CASE(1, 2, 31, 56, 2, 3, 3, 2, 1, 1, 2, true),
+        CASE(1, 17, 23, 14, 17, 3, 3, 1, 1, 1, 17, true),
+        CASE(1, 17, 29, 15, 17, 3, 3, 2, 1, 1, 17, false),
+        CASE(2, 5, 7, 7, 5, 5, 5, 1, 1, 2, 5, true),
+        CASE(1, 3, 19, 5, 3, 3, 3, 1, 1, 1, 3, false),
     };
     for (size_t i = 0; i < sizeof more / sizeof *more; i++) check_case(&more[i]);
 }

@@ -71,18 +71,33 @@ const float *conv_fused_residual(const ir_fusion *f, const op_tensor *const *in,
 
 /* ---- depthwise (conv_depthwise.c, conv_dw_avx512.c, conv_dw_avx2.c) ------------------------- */
 
-/* One output plane of a depthwise conv with a kh x kw kernel (3 or 5), stride sx (1 or 2) along
- * the width: y[oy][ox] = bias + sum w[ky][kx] * xp[oy*sy + ky][ox*sx + kx], where xp is the
- * zero-padded input plane (row stride ldp, readable for a full vector past the last output's
- * last tap). */
-typedef void (*conv_dw_plane_fn)(const float *xp, int64_t ldp, int64_t sy, int64_t sx, int kh,
-                                 int kw, const float *w, float bias, float *y, int64_t oh,
-                                 int64_t ow);
-void conv_dw_plane_avx512(const float *xp, int64_t ldp, int64_t sy, int64_t sx, int kh, int kw,
-                          const float *w, float bias, float *y, int64_t oh, int64_t ow);
-void conv_dw_plane_avx2(const float *xp, int64_t ldp, int64_t sy, int64_t sx, int kh, int kw,
-                        const float *w, float bias, float *y, int64_t oh, int64_t ow);
-/* Floats per vector of each, so the padded plane is wide enough for the last vector. */
+/* A depthwise conv with a kh x kw kernel (3 or 5) reads its input through padded rows: the input
+ * rows a band of outputs needs, with the zero padding written out, row stride ldp, so that every
+ * tap load is unconditional. At stride 1 padded column q is row[q]. At stride 2 a row is split
+ * into its even columns followed by its odd ones (q at row[q / 2] when q is even, at
+ * row[half + q / 2] when odd), so that the taps of consecutive outputs, columns 2*ox + kx, are
+ * consecutive floats again instead of needing a gather. Its geometry: */
+typedef struct conv_dw_geom {
+    int64_t h, w;   /* input plane */
+    int64_t pt;     /* top padding */
+    int64_t q0, n;  /* input column 0 lands on padded column q0; n input columns are copied */
+    int64_t ldp;    /* padded row stride, a multiple of 16 floats */
+    int64_t half;   /* stride 2: where the odd columns start, a multiple of 16; 0 at stride 1 */
+    int64_t sy, sx; /* strides */
+    int64_t kh, kw; /* kernel: 3 or 5 each */
+    int64_t ow;     /* output width */
+} conv_dw_geom;
+/* Output rows [r0, r0 + nr) of one plane: copies the padded input rows they read from plane x
+ * (h x w) into xb ((nr - 1) * sy + kh rows of ldp floats, whose pad columns the caller zeroed),
+ * then y[oy - r0][ox] = bias + sum w[ky][kx] * xb[(oy - r0) * sy + ky][column ox * sx + kx]. Rows
+ * are read a full vector past the last output's last tap (CONV_DW_PAD_FLOATS). */
+typedef void (*conv_dw_band_fn)(const conv_dw_geom *g, const float *x, float *xb, const float *w,
+                                float bias, float *y, int64_t r0, int64_t nr);
+void conv_dw_band_avx512(const conv_dw_geom *g, const float *x, float *xb, const float *w,
+                         float bias, float *y, int64_t r0, int64_t nr);
+void conv_dw_band_avx2(const conv_dw_geom *g, const float *x, float *xb, const float *w, float bias,
+                       float *y, int64_t r0, int64_t nr);
+/* Floats a padded row must be readable past the last output's last tap (a vector and a margin). */
 #define CONV_DW_PAD_FLOATS 64
 
 /* ---- Winograd F(m x m, 3 x 3) transforms (conv_winograd.c and its ISA files) ---------------- */

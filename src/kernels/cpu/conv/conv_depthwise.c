@@ -2,12 +2,13 @@
  * 1 and 2, no dilation, NCHW: conv_depthwise_direct_avx512 / _avx2.
  *
  * A depthwise conv does kh*kw FMAs per output, far too few for a GEMM to pay for its packing, so
- * it is computed directly from the image. Each thread takes whole channel planes; a plane is first
- * copied into a zero-padded buffer (one pass over the input) so the vector loop along the output
- * width has no bounds tests, then the ISA kernel (conv_dw_tmpl.h) sweeps it. A fused epilogue
- * (ir_fusion: residual and activation) is applied to each band of a few output rows right after
- * the kernel stored it, while the band is still in L1, instead of in a separate pass over the
- * whole output. */
+ * it is computed directly from the image. Each thread takes whole channel planes and sweeps each
+ * in bands of output rows: the input rows a band needs are first copied into zero-padded rows
+ * (conv_dw_geom in conv.h: deinterleaved at stride 2) so the vector loop along the output width
+ * has no bounds tests and no gathers, then the ISA kernel (conv_dw_tmpl.h) computes the band. A
+ * fused epilogue (ir_fusion: residual and activation) is applied to each band right after the
+ * kernel stored it, while the band is still in L1, instead of in a separate pass over the whole
+ * output. */
 #include "conv.h"
 
 #include "kernels/fusion.h"
@@ -17,12 +18,13 @@
 
 typedef struct dw_plan {
     conv_shape s;
-    int64_t ph, ldp; /* padded plane: rows, row stride */
+    int64_t ph;     /* padded plane rows */
+    conv_dw_geom g; /* the padded rows' layout, for the ISA kernel */
     int threads;
     /* Set by prepare: the fusion run applies (see conv_winograd.c's wino_state). */
     bool fused;
     int residual;
-    int64_t band;      /* output rows per band (even: the kernel steps by row pairs) */
+    int64_t band;      /* output rows per band */
     int64_t band_rows; /* padded input rows a band reads: the workspace slice per thread */
     gemm_epilogue fuse_ep;
     gemm_tile_epilogue_fn fuse_fn;
@@ -37,22 +39,42 @@ static bool dw_plan_of(const kern_node *kn, dw_plan *p) {
     if ((s->sh != 1 && s->sh != 2) || (s->sw != 1 && s->sw != 2) || s->dh != 1 || s->dw != 1)
         return false;
     p->ph = (s->oh - 1) * s->sh + s->kh;
-    /* The last vector of a row may read CONV_DW_PAD_FLOATS past the last output's taps. */
-    p->ldp = ((s->ow - 1) * s->sw + s->kw + CONV_DW_PAD_FLOATS + 15) / 16 * 16;
+    conv_dw_geom *g = &p->g;
+    *g = (conv_dw_geom){.h = s->h,
+                        .w = s->w,
+                        .pt = s->pt,
+                        .sy = s->sh,
+                        .sx = s->sw,
+                        .kh = s->kh,
+                        .kw = s->kw,
+                        .ow = s->ow};
+    /* The last vector of a row may read CONV_DW_PAD_FLOATS past the last output's taps; at
+     * stride 2 that is kx/2 <= 2 past the outputs rounded up to whole vectors, in each half. */
+    if (s->sw == 1) {
+        g->ldp = ((s->ow - 1) + s->kw + CONV_DW_PAD_FLOATS + 15) / 16 * 16;
+    } else {
+        g->half = (s->ow + 15) / 16 * 16 + 16;
+        g->ldp = 2 * g->half;
+    }
+    /* Padded column q holds input column q - pl; columns past the row are not copied. */
+    g->q0 = s->pl < g->ldp ? s->pl : g->ldp;
+    g->n = s->pl + s->w > g->ldp ? g->ldp - g->q0 : s->w;
     p->threads = kn->threads > 0 ? kn->threads : 1;
     /* Output rows per band: the padded input rows a band reads, (band-1)*sh + kh of ldp floats,
      * take about 8 KB, so the copy the kernel reads back is still in L1 (whole padded planes of
-     * 52 KB at 112x112 were not), and the fused epilogue finds the band's output there too.
-     * Even: the kernel steps by row pairs. */
-    int64_t band = ((2048 / p->ldp - s->kh) / s->sh + 1) & ~(int64_t)1;
-    p->band = band < 2 ? 2 : band;
+     * 52 KB at 112x112 were not), and the fused epilogue finds the band's output there too. A
+     * whole number of the kernel's row blocks (conv_dw_tmpl.h: 8 rows up to 8 columns, 4 from 17
+     * to 32, else 2). */
+    const int64_t rb = s->ow <= 8 ? 8 : s->ow > 16 && s->ow <= 32 ? 4 : 2;
+    const int64_t band = (2048 / g->ldp - s->kh) / s->sh + 1;
+    p->band = band < rb ? rb : band / rb * rb;
     p->band_rows = (p->band - 1) * s->sh + s->kh;
     if (p->band_rows > p->ph) p->band_rows = p->ph;
     return true;
 }
 
 static size_t dw_slice(const dw_plan *p) {
-    return ((size_t)p->band_rows * (size_t)p->ldp * sizeof(float) + 63) & ~(size_t)63;
+    return ((size_t)p->band_rows * (size_t)p->g.ldp * sizeof(float) + 63) & ~(size_t)63;
 }
 
 static bool dw_supports(const kern_node *kn, const core_hw *hw) {
@@ -90,32 +112,9 @@ static void dw_release(void *state) {
     free(state);
 }
 
-/* Copies the padded input rows output rows [r0, r0 + nr) read, from plane x (h x w), into xb
- * (rows of ldp floats), shifted by the left pad; rows in the top/bottom padding become zeros.
- * Only the columns input lands in are written, so the pad columns keep the zeros dw_chunk put
- * there once per run: a memset per pad per row and a memcpy per row (libc calls on rows of
- * 7..112 floats) were 13% of MobileNetV2's time (perf, 1 thread). */
-static void fill_band(const dw_plan *p, const float *x, float *xb, int64_t r0, int64_t nr) {
-    const conv_shape *s = &p->s;
-    /* Padded column q holds input column q - pl. */
-    const int64_t q0 = s->pl < p->ldp ? s->pl : p->ldp;
-    const int64_t n = s->pl + s->w > p->ldp ? p->ldp - q0 : s->w;
-    const int64_t rows = (nr - 1) * s->sh + s->kh;
-    for (int64_t i = 0; i < rows; i++) {
-        const int64_t iy = r0 * s->sh + i - s->pt;
-        float *restrict d = xb + i * p->ldp + q0;
-        if (iy < 0 || iy >= s->h) {
-            for (int64_t k = 0; k < n; k++) d[k] = 0.0f;
-            continue;
-        }
-        const float *restrict src = x + iy * s->w;
-        for (int64_t k = 0; k < n; k++) d[k] = src[k];
-    }
-}
-
 typedef struct dw_job {
     const dw_plan *p;
-    conv_dw_plane_fn fn;
+    conv_dw_band_fn band;
     const float *x, *w, *b;
     float *y;
     char *ws;
@@ -132,9 +131,7 @@ static void dw_plane(const dw_job *j, int64_t q, float *xb) {
     gemm_epilogue ep = p->fuse_ep;
     for (int64_t r0 = 0; r0 < s->oh; r0 += p->band) {
         const int64_t nr = s->oh - r0 < p->band ? s->oh - r0 : p->band, off = plane + r0 * s->ow;
-        fill_band(p, x, xb, r0, nr);
-        j->fn(xb, p->ldp, s->sh, s->sw, (int)s->kh, (int)s->kw, j->w + c * s->kh * s->kw,
-              j->b ? j->b[c] : 0.0f, j->y + off, nr, s->ow);
+        j->band(&p->g, x, xb, j->w + c * s->kh * s->kw, j->b ? j->b[c] : 0.0f, j->y + off, r0, nr);
         if (!p->fused) continue;
         if (j->res) {
             ep.r = j->res + off;
@@ -152,18 +149,18 @@ static void dw_chunk(void *arg, size_t begin, size_t end) {
     const int64_t planes = s->n * s->c, T = p->threads;
     for (size_t t = begin; t < end; t++) {
         float *xb = (float *)(j->ws + t * dw_slice(p));
-        memset(xb, 0, sizeof(float) * (size_t)(p->band_rows * p->ldp));
+        memset(xb, 0, sizeof(float) * (size_t)(p->band_rows * p->g.ldp));
         for (int64_t q = planes * (int64_t)t / T; q < planes * ((int64_t)t + 1) / T; q++)
             dw_plane(j, q, xb);
     }
 }
 
-static anvil_status dw_run(const dw_plan *p, conv_dw_plane_fn fn, const op_tensor *const *in,
+static anvil_status dw_run(const dw_plan *p, conv_dw_band_fn band, const op_tensor *const *in,
                            int n_in, op_tensor *const *out, void *ws, op_ctx *ctx) {
     const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
     const float *res =
         p->residual >= 0 && p->residual < n_in && in[p->residual] ? in[p->residual]->data : NULL;
-    dw_job j = {p, fn, in[0]->data, in[1]->data, b, out[0]->data, ws, res};
+    dw_job j = {p, band, in[0]->data, in[1]->data, b, out[0]->data, ws, res};
     if (p->s.n * p->s.c == 0) return ANVIL_OK;
     op_parallel_for(ctx, (size_t)p->threads, dw_chunk, &j);
     return ANVIL_OK;
@@ -174,14 +171,14 @@ static anvil_status dw_run_avx512(const ir_node *n, void *state, const op_tensor
                                   op_ctx *ctx) {
     (void)n;
     (void)n_out;
-    return dw_run(state, conv_dw_plane_avx512, in, n_in, out, ws, ctx);
+    return dw_run(state, conv_dw_band_avx512, in, n_in, out, ws, ctx);
 }
 
 static anvil_status dw_run_avx2(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                                 op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
     (void)n;
     (void)n_out;
-    return dw_run(state, conv_dw_plane_avx2, in, n_in, out, ws, ctx);
+    return dw_run(state, conv_dw_band_avx2, in, n_in, out, ws, ctx);
 }
 
 const kern_variant conv_v_depthwise_avx512 = {"conv_depthwise_direct_avx512",
