@@ -48,7 +48,7 @@ static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c
 
 /* applies every activation itself (the scalar epilogue after its store) */
 static const gemm_kernel kernel_4x8_portable = {
-    "4x8_portable", 4, 8, 0, uk_4x8_portable, gemm_epilogue_apply, NULL, NULL, 0xffffffffu};
+    "4x8_portable", 4, 8, 0, uk_4x8_portable, gemm_epilogue_apply, NULL, NULL, NULL, 0xffffffffu};
 
 extern const gemm_kernel gemm_kernel_14x32_avx512, gemm_kernel_12x32_avx512,
     gemm_kernel_8x32_avx512, gemm_kernel_8x48_avx512, gemm_kernel_6x64_avx512,
@@ -89,6 +89,21 @@ static const struct {
 
 static int64_t round_up(int64_t x, int64_t m);
 
+/* Below how many columns an edge tile of t goes to its column kernel (see gemm_block). */
+static int64_t cols_kernel_below(const gemm_kernel *t) {
+    const int64_t vl = t->needs & KERN_NEEDS_AVX512 ? 16 : 8;
+    return t->ukernel_cols ? (int64_t)t->mr * (t->nr / vl) * 3 / 4 : 0;
+}
+
+/* The columns of C that t computes for n, in units of its full tiles' columns: a column kernel's
+ * nn FMAs per k step count as the nn * NR / (MR * NV) tile columns they would buy, plus a third. */
+static double tile_columns(const gemm_kernel *t, int64_t n) {
+    const int64_t edge = n % t->nr;
+    if (edge == 0 || edge >= cols_kernel_below(t)) return (double)round_up(n, t->nr);
+    const int64_t vl = t->needs & KERN_NEEDS_AVX512 ? 16 : 8;
+    return (double)(n - edge) + (double)edge * (double)vl / (double)t->mr * 4.0 / 3.0;
+}
+
 const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
     (void)k;
     const bool avx512 = gemm_kernel_usable(&gemm_kernel_6x64_avx512, hw);
@@ -101,7 +116,7 @@ const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const co
         /* AVX2 tiles only where AVX-512 is missing: they tie on full tiles but the AVX-512
          * ones have the narrower edge handling per vector. */
         if (!gemm_kernel_usable(t, hw) || (avx512 && (t->needs & KERN_NEEDS_AVX2))) continue;
-        double cost = (double)round_up(m, t->mr) * (double)round_up(n, t->nr) / tile_speed[i].speed;
+        double cost = (double)round_up(m, t->mr) * tile_columns(t, n) / tile_speed[i].speed;
         if (best_cost < 0 || cost < best_cost) {
             best_cost = cost;
             best = t;
@@ -387,6 +402,11 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     /* With A pre-packed (a convolution's weights), a row-major B (the image, pixels in a row)
      * is read in place too, panel by panel; only a partial last panel is packed. */
     const bool direct_b = p->pa && !p->pb && p->cs_b == 1 && k->ukernel_bcols;
+    /* An edge tile of fewer columns than this goes to the column kernel: nn FMAs per k step
+     * there against MR x NV for the whole tile, counted at 3/4 as the column kernel's masked
+     * loads and transposed write-back cost a little more per FMA. A 1x1 conv over a 7x7 image
+     * has 49 columns, so 16x16 spent a full tile on the 49th (and 14x32 one on the last 17). */
+    const int64_t cols_below = cols_kernel_below(k);
 
     if (kdim == 0) {
         for (int64_t i = m0; i < m1; i++)
@@ -470,7 +490,10 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                         int64_t pf_n;
                         const float *pf_at = pf_range(&pf, call++, b_panel, &pf_n);
                         const gemm_epilogue *ep = last && ct == c ? ep_reg : NULL;
-                        if (b_in_place)
+                        if (ct == tile && nn < cols_below && !in_place)
+                            k->ukernel_cols(kc, a_panel, mr, b_panel, b_in_place ? p->rs_b : nr, nn,
+                                            tile, nr, !first);
+                        else if (b_in_place)
                             k->ukernel_bcols(kc, a_panel, b_panel, p->rs_b, ct, ldt, !first, pf_at,
                                              pf_n, ep, gi, gj);
                         else if (in_place)

@@ -82,6 +82,13 @@ typedef void (*gemm_ukernel_bcols_fn)(int64_t kc, const float *a, const float *b
                                       float *c, int64_t ldc, int accumulate, const float *pf,
                                       int64_t pf_n, const struct gemm_epilogue *ep, int64_t i0,
                                       int64_t j0);
+/* Column kernel, for an edge tile of nn columns (nn < NR): the same product on a packed A
+ * micro-panel of mr rows (mr <= the vector width) with vectors along the rows, so the edge costs
+ * about nn FMAs per k step instead of a whole MR x NR tile: t[i*ldt + j] (+)= sum_p a[p*mr + i] *
+ * b[p*ldb + j] for i < mr, j < nn. No epilogue (edge tiles take it after they are copied out). */
+typedef void (*gemm_ukernel_cols_fn)(int64_t kc, const float *a, int mr, const float *b,
+                                     int64_t ldb, int64_t nn, float *t, int64_t ldt,
+                                     int accumulate);
 /* Vectorized epilogue for a whole tile (same contract as gemm_epilogue_apply), or NULL. */
 typedef void (*gemm_tile_epilogue_fn)(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
                                       int64_t j0, int64_t m, int64_t n);
@@ -94,6 +101,7 @@ typedef struct gemm_kernel {
     gemm_tile_epilogue_fn epilogue;
     gemm_ukernel_rows_fn ukernel_rows;   /* NULL: the driver always packs A */
     gemm_ukernel_bcols_fn ukernel_bcols; /* NULL: the driver always packs B */
+    gemm_ukernel_cols_fn ukernel_cols;   /* NULL: edge tiles always use ukernel */
     /* Bit a set (1u << gemm_act): the micro-kernels apply activation a to their accumulators
      * when given an epilogue; other activations run over the stored tile (epilogue). */
     uint32_t acts_in_registers;

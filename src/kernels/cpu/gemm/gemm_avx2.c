@@ -13,6 +13,14 @@ typedef __m256 gemm_v;
 #define GEMM_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define GEMM_ADD(a, b) _mm256_add_ps((a), (b))
 #define GEMM_ZERO() _mm256_setzero_ps()
+static inline __m256 gemm_load_n(const float *p, int n) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
+}
+#define GEMM_LOAD_N(p, n) gemm_load_n((p), (n))
+/* Partial sums per column of the column kernel (gemm_ukernel.h): 2, as 4 columns x 4 would not
+ * fit the 16 registers. */
+#define GEMM_UKC_SPLIT 2
 #define GEMM_SET1(x) _mm256_set1_ps(x)
 #define GEMM_MUL(a, b) _mm256_mul_ps((a), (b))
 #define GEMM_MAX(a, b) _mm256_max_ps((a), (b))
@@ -44,6 +52,7 @@ typedef __m256 gemm_v;
 GEMM_UKERNEL_INSTANCE(6, 2, 16, avx2)
 GEMM_UKERNEL_INSTANCE(4, 3, 24, avx2)
 GEMM_UKERNEL_INSTANCE(8, 1, 8, avx2)
+GEMM_UKERNEL_COLS(avx2)
 
 static void tile_epilogue_avx2(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
                                int64_t j0, int64_t m, int64_t n) {
@@ -59,6 +68,7 @@ static void tile_epilogue_avx2(const gemm_epilogue *ep, float *c, int64_t ldc, i
                                                         tile_epilogue_avx2,                        \
                                                         gemm_ukr_##MR##x##NR##_avx2,               \
                                                         gemm_ukb_##MR##x##NR##_avx2,               \
+                                                        gemm_ukc_avx2,                             \
                                                         GEMM_ACTS_IN_REGISTERS};
 K(6, 16)
 K(4, 24)

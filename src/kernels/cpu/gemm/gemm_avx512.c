@@ -16,6 +16,10 @@ typedef __m512 gemm_v;
 #define GEMM_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define GEMM_ADD(a, b) _mm512_add_ps((a), (b))
 #define GEMM_ZERO() _mm512_setzero_ps()
+#define GEMM_LOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), (p))
+/* Partial sums per column of the column kernel (gemm_ukernel.h): 4 hide the FMA latency, and
+ * with 4 columns take 16 of the 32 registers. */
+#define GEMM_UKC_SPLIT 4
 #define GEMM_SET1(x) _mm512_set1_ps(x)
 #define GEMM_MUL(a, b) _mm512_mul_ps((a), (b))
 #define GEMM_MAX(a, b) _mm512_max_ps((a), (b))
@@ -51,6 +55,7 @@ GEMM_UKERNEL_INSTANCE(8, 3, 48, avx512)
 GEMM_UKERNEL_INSTANCE(6, 4, 64, avx512)
 GEMM_UKERNEL_INSTANCE(4, 4, 64, avx512)
 GEMM_UKERNEL_INSTANCE(16, 1, 16, avx512)
+GEMM_UKERNEL_COLS(avx512)
 
 /* The epilogue over a tile, written plainly: with AVX-512 enabled for this file the compiler
  * vectorizes the row loops of the common cases (bias, residual, ReLU/Clip). */
@@ -68,6 +73,7 @@ static void tile_epilogue_avx512(const gemm_epilogue *ep, float *c, int64_t ldc,
                                                           tile_epilogue_avx512,                    \
                                                           gemm_ukr_##MR##x##NR##_avx512,           \
                                                           gemm_ukb_##MR##x##NR##_avx512,           \
+                                                          gemm_ukc_avx512,                         \
                                                           GEMM_ACTS_IN_REGISTERS};
 K(14, 32)
 K(12, 32)

@@ -9,6 +9,9 @@
  *   GEMM_FMA(a, b, c) a*b + c, fused
  *   GEMM_ADD(a, b)    a + b
  *   GEMM_ZERO()       all lanes 0
+ *   GEMM_LOAD_N(p, n) the first n lanes (n <= GEMM_VL), 0 in the others, reading nothing past
+ *                     p[n - 1]
+ *   GEMM_UKC_SPLIT    independent partial sums per column in the column kernel (below)
  *
  * The tile is MR rows by NV vectors of columns (NR = NV * GEMM_VL). mr and nv are compile-time
  * constants at every call site: with the loops fully unrolled, the MR*NV accumulators live in
@@ -189,6 +192,69 @@ gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_k
  * (A[i,p] at a[p*MR + i]), `gemm_ukr_<MR>x<NR>_<isa>(...)` on A read in place from row-major
  * storage (A[i,p] at a[i*lda + p]), which spares the driver packing A, and
  * `gemm_ukb_<MR>x<NR>_<isa>(...)` on packed A and B read in place (B[p,j] at b[p*ldb + j]). */
+/* The column kernel, for an edge tile of few columns: vectors run along the MR rows of the
+ * packed A panel (one masked load per k step, MR <= GEMM_VL) and each column's B value is
+ * broadcast into them, so a column costs one FMA per k step where the register tile would spend
+ * a full MR x NR tile on the edge's few columns. Columns go in groups of up to 4 (ncols, a
+ * compile-time constant), each summed in GEMM_UKC_SPLIT interleaved partial sums so a single
+ * column is not one latency-bound FMA chain. t[i*ldt + j] (+)= sum_p a[p*mr + i] * b[p*ldb + j]
+ * for i < mr, j < ncols. */
+static inline __attribute__((always_inline)) void
+gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restrict b, int64_t ldb,
+               float *restrict t, int64_t ldt, int accumulate, const int ncols) {
+    gemm_v acc[GEMM_UKC_SPLIT][4];
+#pragma GCC unroll 4
+    for (int u = 0; u < GEMM_UKC_SPLIT; u++)
+#pragma GCC unroll 4
+        for (int j = 0; j < ncols; j++) acc[u][j] = GEMM_ZERO();
+    int64_t p = 0;
+    for (; p + GEMM_UKC_SPLIT <= kc; p += GEMM_UKC_SPLIT)
+#pragma GCC unroll 4
+        for (int u = 0; u < GEMM_UKC_SPLIT; u++) {
+            const gemm_v av = GEMM_LOAD_N(a + (p + u) * mr, mr);
+#pragma GCC unroll 4
+            for (int j = 0; j < ncols; j++)
+                acc[u][j] = GEMM_FMA(av, GEMM_BCAST(b + (p + u) * ldb + j), acc[u][j]);
+        }
+    for (; p < kc; p++) {
+        const gemm_v av = GEMM_LOAD_N(a + p * mr, mr);
+#pragma GCC unroll 4
+        for (int j = 0; j < ncols; j++)
+            acc[0][j] = GEMM_FMA(av, GEMM_BCAST(b + p * ldb + j), acc[0][j]);
+    }
+    float col[GEMM_VL];
+#pragma GCC unroll 4
+    for (int j = 0; j < ncols; j++) {
+        gemm_v sum = acc[0][j];
+#pragma GCC unroll 4
+        for (int u = 1; u < GEMM_UKC_SPLIT; u++) sum = GEMM_ADD(sum, acc[u][j]);
+        GEMM_STORE(col, sum);
+        for (int i = 0; i < mr; i++) t[i * ldt + j] = (accumulate ? t[i * ldt + j] : 0.0f) + col[i];
+    }
+}
+
+/* Defines `static void gemm_ukc_<isa>(...)`, the column kernel over nn columns (gemm.h). */
+#define GEMM_UKERNEL_COLS(ISA)                                                                     \
+    static void gemm_ukc_##ISA(int64_t kc, const float *a, int mr, const float *b, int64_t ldb,    \
+                               int64_t nn, float *t, int64_t ldt, int accumulate) {                \
+        int64_t j = 0;                                                                             \
+        for (; j + 4 <= nn; j += 4)                                                                \
+            gemm_ukc_group(kc, a, mr, b + j, ldb, t + j, ldt, accumulate, 4);                      \
+        switch (nn - j) {                                                                          \
+        case 3:                                                                                    \
+            gemm_ukc_group(kc, a, mr, b + j, ldb, t + j, ldt, accumulate, 3);                      \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            gemm_ukc_group(kc, a, mr, b + j, ldb, t + j, ldt, accumulate, 2);                      \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            gemm_ukc_group(kc, a, mr, b + j, ldb, t + j, ldt, accumulate, 1);                      \
+            break;                                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
 #define GEMM_UKERNEL_INSTANCE(MR, NV, NR, ISA)                                                     \
     static void gemm_uk_##MR##x##NR##_##ISA(                                                       \
         int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate,         \
