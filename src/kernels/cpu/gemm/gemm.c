@@ -565,9 +565,16 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
         gemm_run_serial(k, b, p, ws);
         return;
     }
-    /* Choose the grid tm x tn = threads that packs least per thread: a thread packs its rows of
-     * A once (m_t*K, unless pre-packed) and its columns of B once per MC block of its rows
-     * (K*n_t*ceil(m_t/MC)); a small compute term breaks ties toward the more even tiling. */
+    /* Choose the grid tm x tn = threads that moves least per thread: a thread reads its rows of
+     * A (m_t*K) and its columns of B (K*n_t) whatever happens to them, packs its rows of A once
+     * (unless pre-packed or read in place, see gemm_block) and its columns of B once per MC
+     * block of its rows (unless pre-packed or read in place); a small compute term breaks ties
+     * toward the more even tiling. Reading was left out before, so where neither operand is
+     * packed (a 1x1 conv: weights pre-packed, image read in place) a 7x7 image's 49 columns were
+     * split between the threads and both streamed all 960 rows of weights. */
+    const bool pack_a = !p->pa && !(p->cs_a == 1 && k->ukernel_rows &&
+                                    rows_set_conflicts(k->mr, p->rs_a) <= 4);
+    const bool pack_b = !p->pb && !(p->pa && p->cs_b == 1 && k->ukernel_bcols);
     int best_tm = 1;
     double best_cost = -1.0;
     for (int tm = 1; tm <= threads; tm++) {
@@ -575,8 +582,8 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
         int tn = threads / tm;
         if (tm > mu || tn > nu) continue;
         double mt = (double)((mu + tm - 1) / tm * k->mr), nt = (double)((nu + tn - 1) / tn * k->nr);
-        double cost = (p->pa ? 0.0 : mt * (double)p->k) +
-                      (p->pb ? 0.0 : (double)p->k * nt * (double)((int64_t)mt / b->mc + 1)) +
+        double cost = (mt + nt) * (double)p->k + (pack_a ? mt * (double)p->k : 0.0) +
+                      (pack_b ? (double)p->k * nt * (double)((int64_t)mt / b->mc + 1) : 0.0) +
                       mt * nt * (double)p->k / 64.0; /* compute, so idle threads lose */
         if (best_cost < 0 || cost < best_cost) {
             best_cost = cost;
