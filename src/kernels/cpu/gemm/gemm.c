@@ -572,8 +572,8 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
      * toward the more even tiling. Reading was left out before, so where neither operand is
      * packed (a 1x1 conv: weights pre-packed, image read in place) a 7x7 image's 49 columns were
      * split between the threads and both streamed all 960 rows of weights. */
-    const bool pack_a = !p->pa && !(p->cs_a == 1 && k->ukernel_rows &&
-                                    rows_set_conflicts(k->mr, p->rs_a) <= 4);
+    const bool pack_a =
+        !p->pa && !(p->cs_a == 1 && k->ukernel_rows && rows_set_conflicts(k->mr, p->rs_a) <= 4);
     const bool pack_b = !p->pb && !(p->pa && p->cs_b == 1 && k->ukernel_bcols);
     int best_tm = 1;
     double best_cost = -1.0;
