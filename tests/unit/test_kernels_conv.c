@@ -320,6 +320,7 @@ static void test_conv_fused(void **state) {
         CASE(3, 14, 7, 7, 32, 3, 3, 1, 1, 1, 2, true),    /* groups 2 */
         CASE(1, 33, 50, 40, 33, 3, 3, 1, 1, 1, 33, true), /* depthwise, 3 bands of rows */
         CASE(3, 14, 8, 7, 14, 5, 5, 2, 1, 2, 14, false),  /* depthwise 5x5 stride 2 */
+        CASE(2, 37, 9, 9, 37, 3, 3, 1, 1, 1, 37, true),   /* depthwise, channel groups of 16 */
         CASE(1, 256, 5, 6, 256, 3, 3, 1, 1, 1, 1, true),  /* Winograd's shared mode */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)

@@ -97,6 +97,25 @@ void conv_dw_band_avx512(const conv_dw_geom *g, const float *x, float *xb, const
                          float bias, float *y, int64_t r0, int64_t nr);
 void conv_dw_band_avx2(const conv_dw_geom *g, const float *x, float *xb, const float *w, float bias,
                        float *y, int64_t r0, int64_t nr);
+/* Small planes (7x7, 14x14) instead go 16 channels at a time with the channels in the vector
+ * lanes (AVX-512): along a 7-wide row most lanes would idle and every tap load would straddle
+ * cache lines. The 16 planes are transposed into a zero-padded pixel-major buffer, each output
+ * pixel is then kh*kw aligned FMAs on full vectors, and the result is transposed back. Pixel
+ * indices are precomputed, so the kernel needs no shape arithmetic: */
+typedef struct conv_dw_cl_geom {
+    int64_t hw, ohw;       /* input and output pixels per plane */
+    int64_t ntaps;         /* kh * kw, at most 25 */
+    const int32_t *in_at;  /* [hw]: the padded pixel each input pixel goes to */
+    const int32_t *out_at; /* [ohw rounded up to 8, the last repeated]: each output pixel's
+                              first tap, (oy*sh)*pw + ox*sw, in padded pixels */
+    const int32_t *tap_at; /* [ntaps]: tap ky*kw + kx's offset from it, ky*pw + kx */
+} conv_dw_cl_geom;
+/* nc <= 16 channels: planes x (hw floats each, consecutive), weights w (ntaps per channel),
+ * bias (nc, or NULL) -> planes y (ohw floats each). pad: the padded buffer, 16 floats per padded
+ * pixel, 64-byte aligned, its border zeroed by the caller (only in_at pixels are written); out:
+ * 16 floats per output pixel for ohw rounded up to 16, 64-byte aligned. */
+void conv_dw_cl16_avx512(const conv_dw_cl_geom *g, const float *x, const float *w,
+                         const float *bias, int nc, float *pad, float *out, float *y);
 /* Floats a padded row must be readable past the last output's last tap (a vector and a margin). */
 #define CONV_DW_PAD_FLOATS 64
 
