@@ -70,9 +70,8 @@ static bool dw_plan_of(const kern_node *kn, dw_plan *p) {
     /* Output rows per band: the padded input rows a band reads, (band-1)*sh + kh of ldp floats,
      * take about 8 KB, so the copy the kernel reads back is still in L1 (whole padded planes of
      * 52 KB at 112x112 were not), and the fused epilogue finds the band's output there too. A
-     * whole number of the kernel's row blocks (conv_dw_tmpl.h: 8 rows up to 8 columns, 4 from 17
-     * to 32, else 2). */
-    const int64_t rb = s->ow <= 8 ? 8 : s->ow > 16 && s->ow <= 32 ? 4 : 2;
+     * whole number of the kernel's row blocks (conv_dw_tmpl.h: 2 rows). */
+    const int64_t rb = 2;
     const int64_t band = (2048 / g->ldp - s->kh) / s->sh + 1;
     p->band = band < rb ? rb : band / rb * rb;
     p->band_rows = (p->band - 1) * s->sh + s->kh;

@@ -13,11 +13,11 @@
  * every tap load unconditional and, at stride 2, contiguous. A block computes `rows` output rows
  * of `nv` vectors: rows x nv independent FMA chains hide the FMA latency, and with stride 1 the
  * rows share the input rows they load. The block shape follows the width so a narrow plane still
- * gets enough chains: 2 x 4 vectors for wide rows, 4 x 2 up to two vectors, 2 x 1 up to one and
- * up to 8 x 1 up to half a vector (the 7-wide planes at the end of MobileNetV2). Measured per
- * plane on Zen 4 (AVX-512, 3x3, fill included, ns): 28 wide 4x2 380 vs 2x1 450; 14 wide 2x1 120
- * vs 8x1 146 vs 6x1 127; 7 wide 7x1 65 vs 2x1 73. kh, kw, sx, rows and nv are compile-time
- * constants in every instance. */
+ * gets enough chains: 2 x 4 vectors, or 2 x 1 for rows of up to one vector (measured per plane
+ * on Zen 4, AVX-512, 3x3, fill included: 14 wide 2x1 120 ns vs 8x1 146 vs 6x1 127). 4 x 2 for
+ * rows of two vectors was faster still (28 wide: 380 vs 450 ns) but cost more compile time than
+ * it was worth once AVX-512 took planes up to 28 wide to its channel-lanes kernel
+ * (conv_dw_avx512.c). kh, kw, sx, rows and nv are compile-time constants in every instance. */
 
 #define DW_I __attribute__((always_inline)) static inline
 
@@ -57,8 +57,10 @@ DW_I void dw_block(const float *restrict xp, int64_t ldp, int64_t half, int64_t 
         }
 }
 
-/* `rows` output rows from oy: blocks of nv vectors, then what is left of the width as one block
- * of as many vectors as it needs (its last one masked). */
+/* `rows` output rows from oy: blocks of nv vectors, then the rest of the width a vector at a
+ * time (the last one masked). Few block shapes on purpose: each is unrolled for every one of the
+ * 8 kernel cases below, and with a masked nv-vector tail and a 4 x 2 block as well this file
+ * took 2m23s instead of 1m19s to compile under clang's sanitizers (no faster at 56 wide). */
 DW_I void dw_strip(const float *xp, int64_t ldp, int64_t half, int64_t sy, const float *w,
                    float bias, float *y, int64_t oy, int64_t ow, const int kh, const int kw,
                    const int sx, const int rows, const int nv) {
@@ -67,56 +69,19 @@ DW_I void dw_strip(const float *xp, int64_t ldp, int64_t half, int64_t sy, const
     int64_t ox = 0;
     for (; ox + nv * DW_VL <= ow; ox += nv * DW_VL)
         dw_block(x0, ldp, half, sy, w, bias, y0, ow, ox, DW_VL, kh, kw, sx, rows, nv);
-    const int64_t rest = ow - ox, n_last = rest - (rest - 1) / DW_VL * DW_VL;
-    switch (rest <= 0 ? 0 : (rest + DW_VL - 1) / DW_VL) {
-#define DW_TAIL(NV)                                                                                \
-    case NV:                                                                                       \
-        if (NV <= nv)                                                                              \
-            dw_block(x0, ldp, half, sy, w, bias, y0, ow, ox, n_last, kh, kw, sx, rows, NV);        \
-        break;
-        DW_TAIL(1)
-        DW_TAIL(2)
-        DW_TAIL(3)
-        DW_TAIL(4)
-#undef DW_TAIL
-    default:
-        break;
-    }
+    for (; ox < ow; ox += DW_VL)
+        dw_block(x0, ldp, half, sy, w, bias, y0, ow, ox, ow - ox < DW_VL ? ow - ox : DW_VL, kh, kw,
+                 sx, rows, 1);
 }
 
 DW_I void dw_band(const float *xp, int64_t ldp, int64_t half, int64_t sy, const float *w,
                   float bias, float *y, int64_t oh, int64_t ow, const int kh, const int kw,
                   const int sx) {
     int64_t oy = 0;
-    if (ow <= DW_VL / 2) {
-        for (; oy + 8 <= oh; oy += 8)
-            dw_strip(xp, ldp, half, sy, w, bias, y, oy, ow, kh, kw, sx, 8, 1);
-        switch (oh - oy) {
-#define DW_REST(R)                                                                                 \
-    case R:                                                                                        \
-        dw_strip(xp, ldp, half, sy, w, bias, y, oy, ow, kh, kw, sx, R, 1);                         \
-        break;
-            DW_REST(7)
-            DW_REST(6)
-            DW_REST(5)
-            DW_REST(4)
-            DW_REST(3)
-            DW_REST(2)
-            DW_REST(1)
-#undef DW_REST
-        default:
-            break;
-        }
-    } else if (ow <= DW_VL) {
+    if (ow <= DW_VL) {
         for (; oy + 2 <= oh; oy += 2)
             dw_strip(xp, ldp, half, sy, w, bias, y, oy, ow, kh, kw, sx, 2, 1);
         if (oy < oh) dw_strip(xp, ldp, half, sy, w, bias, y, oy, ow, kh, kw, sx, 1, 1);
-    } else if (ow <= 2 * DW_VL) {
-        for (; oy + 4 <= oh; oy += 4)
-            dw_strip(xp, ldp, half, sy, w, bias, y, oy, ow, kh, kw, sx, 4, 2);
-        if (oh - oy == 3) dw_strip(xp, ldp, half, sy, w, bias, y, oy, ow, kh, kw, sx, 3, 2);
-        if (oh - oy == 2) dw_strip(xp, ldp, half, sy, w, bias, y, oy, ow, kh, kw, sx, 2, 2);
-        if (oh - oy == 1) dw_strip(xp, ldp, half, sy, w, bias, y, oy, ow, kh, kw, sx, 1, 2);
     } else {
         for (; oy + 2 <= oh; oy += 2)
             dw_strip(xp, ldp, half, sy, w, bias, y, oy, ow, kh, kw, sx, 2, 4);
