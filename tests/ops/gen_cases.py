@@ -540,7 +540,10 @@ def gen_conv():
     conv("conv_3d", (1, 2, 5, 6, 4), (3, 2, 3, 3, 2), {"pads": [1, 0, 1, 1, 0, 0]})
     conv("conv_3d_strided_groups", (1, 4, 6, 6, 6), (4, 2, 2, 2, 2), {"strides": [2, 2, 2], "group": 2})
     conv("conv_weights_as_input", (1, 3, 5, 5), (2, 3, 3, 3), init=())
-    conv("conv_wide_channels", (1, 64, 6, 6), (32, 64, 3, 3), {"pads": [1, 1, 1, 1]})
+    # 576 products per output: fp32 summed in another order than ORT's differs by ~1e-5, which
+    # outputs near zero cannot meet with atol 1e-7; scaled to the output's range instead.
+    conv("conv_wide_channels", (1, 64, 6, 6), (32, 64, 3, 3), {"pads": [1, 1, 1, 1]},
+         tol={"atol_scale": 1e-6})
     single("conv_dynamic_batch", "Conv",
            [randn("cdb", 3, 2, 5, 5), randn("cdb", 4, 2, 3, 3, salt=1)], init=(1,),
            sym={"x0": ["N", 2, 5, 5]})
