@@ -373,6 +373,7 @@ static const char *default_pick(const conv_case *c, int threads) {
 static void test_conv_default_cascade(void **state) {
     (void)state;
     conv_case dw = CASE(1, 32, 56, 56, 32, 3, 3, 1, 1, 1, 32, true);
+    conv_case dw_small = CASE(1, 32, 14, 14, 32, 3, 3, 1, 1, 1, 32, true);
     conv_case pw = CASE(1, 64, 56, 56, 256, 1, 1, 1, 1, 0, 1, true);
     conv_case wino = CASE(1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, true);
     conv_case small = CASE(1, 3, 56, 56, 8, 3, 3, 1, 1, 1, 1, true);
@@ -380,10 +381,12 @@ static void test_conv_default_cascade(void **state) {
     conv_case pw_s2 = CASE(1, 64, 28, 28, 128, 1, 1, 2, 1, 0, 1, true);
     conv_case deep_s2 = CASE(1, 256, 28, 28, 256, 3, 3, 2, 1, 1, 1, true);
     conv_case deep_7x7 = CASE(1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, true); /* 16 F(2x2) tiles */
+    /* wide planes: the AVX2 row kernel wherever it runs; small ones: AVX-512's channel lanes */
+    if (avx2()) assert_string_equal(default_pick(&dw, 1), "conv_depthwise_direct_avx2");
     if (avx512())
-        assert_string_equal(default_pick(&dw, 1), "conv_depthwise_direct_avx512");
+        assert_string_equal(default_pick(&dw_small, 1), "conv_depthwise_direct_avx512");
     else if (avx2())
-        assert_string_equal(default_pick(&dw, 1), "conv_depthwise_direct_avx2");
+        assert_string_equal(default_pick(&dw_small, 1), "conv_depthwise_direct_avx2");
     assert_string_equal(default_pick(&pw, 1), "conv_1x1_gemm");
     assert_true(!strncmp(default_pick(&wino, 1), "conv_winograd_", 14));
     assert_string_equal(default_pick(&small, 1), "conv_implicit_gemm");

@@ -97,7 +97,7 @@ void conv_dw_band_avx512(const conv_dw_geom *g, const float *x, float *xb, const
                          float bias, float *y, int64_t r0, int64_t nr);
 void conv_dw_band_avx2(const conv_dw_geom *g, const float *x, float *xb, const float *w, float bias,
                        float *y, int64_t r0, int64_t nr);
-/* Small planes (7x7, 14x14) instead go 16 channels at a time with the channels in the vector
+/* Small planes (up to 28x28) instead go 16 channels at a time with the channels in the vector
  * lanes (AVX-512): along a 7-wide row most lanes would idle and every tap load would straddle
  * cache lines. The 16 planes are transposed into a zero-padded pixel-major buffer, each output
  * pixel is then kh*kw aligned FMAs on full vectors, and the result is transposed back. Pixel
@@ -110,6 +110,8 @@ typedef struct conv_dw_cl_geom {
                               first tap, (oy*sh)*pw + ox*sw, in padded pixels */
     const int32_t *tap_at; /* [ntaps]: tap ky*kw + kx's offset from it, ky*pw + kx */
 } conv_dw_cl_geom;
+/* Whether the depthwise variants take s's planes through the channel-lanes kernel (AVX-512). */
+bool conv_dw_channel_lanes(const conv_shape *s);
 /* nc <= 16 channels: planes x (hw floats each, consecutive), weights w (ntaps per channel),
  * bias (nc, or NULL) -> planes y (ohw floats each). pad: the padded buffer, 16 floats per padded
  * pixel, 64-byte aligned, its border zeroed by the caller (only in_at pixels are written); out:

@@ -37,6 +37,16 @@ typedef struct dw_plan {
     int32_t *cl_idx; /* owned: in_at, out_at and tap_at in one block */
 } dw_plan;
 
+/* Planes of at most 28 x 28 outputs: there the 16 lanes along a row were partly idle and
+ * most tap loads split across cache lines. MobileNetV2 per node (1 thread, us, rows ->
+ * channel lanes; ORT's NCHWc kernels in brackets): 960ch 7x7 69 -> 34 [27], 576ch 14x14
+ * stride 2 61 -> 31 [19], 384ch 14x14 51 -> 41 [40], 576ch 14x14 75 -> 63 [58-77], 192ch
+ * 28x28 100 -> 76 [63], 144ch 56x56 stride 2 109 -> 104 [56]. At 56x56 the buffers outgrow
+ * L2's share and it loses (144ch 213 -> 240 us, 96ch stride 2 243 -> 364 us). */
+bool conv_dw_channel_lanes(const conv_shape *s) {
+    return s->ow <= 28 && s->oh <= 28;
+}
+
 static bool dw_plan_of(const kern_node *kn, dw_plan *p) {
     memset(p, 0, sizeof *p);
     conv_shape *s = &p->s;
@@ -76,13 +86,7 @@ static bool dw_plan_of(const kern_node *kn, dw_plan *p) {
     p->band = band < rb ? rb : band / rb * rb;
     p->band_rows = (p->band - 1) * s->sh + s->kh;
     if (p->band_rows > p->ph) p->band_rows = p->ph;
-    /* Planes of at most 28 x 28 outputs: there the 16 lanes along a row were partly idle and
-     * most tap loads split across cache lines. MobileNetV2 per node (1 thread, us, rows ->
-     * channel lanes; ORT's NCHWc kernels in brackets): 960ch 7x7 69 -> 34 [27], 576ch 14x14
-     * stride 2 61 -> 31 [19], 384ch 14x14 51 -> 41 [40], 576ch 14x14 75 -> 63 [58-77], 192ch
-     * 28x28 100 -> 76 [63], 144ch 56x56 stride 2 109 -> 104 [56]. At 56x56 the buffers outgrow
-     * L2's share and it loses (144ch 213 -> 240 us, 96ch stride 2 243 -> 364 us). */
-    p->cl = s->ow <= 28 && s->oh <= 28;
+    p->cl = conv_dw_channel_lanes(s);
     p->cl_pw = (s->ow - 1) * s->sw + s->kw;
     p->cl_ph = (s->oh - 1) * s->sh + s->kh;
     return true;
