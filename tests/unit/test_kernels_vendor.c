@@ -349,6 +349,19 @@ static void test_conv_zero_batch(void **state) {
 
 /* ---- the libraries' runtime ------------------------------------------------------------------ */
 
+/* An n x n MatMul (B constant) in t with random a and b, run by the reference kernel; *got is a
+ * copy of its output tensor with its own buffer (malloc'd, the caller frees it, a and b). */
+static void square_matmul(optest *t, int64_t n, float **a, float **b, op_tensor *got) {
+    *a = rand_buf((size_t)(n * n));
+    *b = rand_buf((size_t)(n * n));
+    optest_begin(t, IR_OP_MATMUL, 2, 1, 0);
+    optest_input(t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){n, n}, *a, false);
+    optest_input(t, 1, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){n, n}, *b, true);
+    assert_int_equal(optest_run(t), ANVIL_OK);
+    *got = t->out[0];
+    got->data = malloc((size_t)(n * n) * sizeof(float));
+}
+
 /* The variants run on exactly the session's thread count: OpenBLAS's global count follows the
  * session each call, and oneDNN leaves the caller's OpenMP setting as it found it. */
 static void test_thread_counts(void **state) {
@@ -358,14 +371,10 @@ static void test_thread_counts(void **state) {
     if (!ob && !dn) skip();
     int (*ob_threads)(void) = NULL;
     int (*omp_threads)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "omp_get_max_threads");
-    float *a = rand_buf(64 * 64), *b = rand_buf(64 * 64);
+    float *a, *b;
     optest t;
-    optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
-    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){64, 64}, a, false);
-    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){64, 64}, b, true);
-    assert_int_equal(optest_run(&t), ANVIL_OK);
-    op_tensor got = t.out[0];
-    got.data = malloc(64 * 64 * sizeof(float));
+    op_tensor got;
+    square_matmul(&t, 64, &a, &b, &got);
     for (int threads = 1; threads <= 3; threads++) {
         if (ob) {
             assert_int_equal(optest_run_variant(&t, ob, threads, &got), ANVIL_OK);
@@ -397,14 +406,10 @@ static void test_openblas_loaded_lazily(void **state) {
     const kern_variant *ob = kern_find(IR_OP_MATMUL, "openblas_sgemm");
     if (!ob) skip();
     assert_null(dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD));
-    float *a = rand_buf(8 * 8), *b = rand_buf(8 * 8);
+    float *a, *b;
     optest t;
-    optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
-    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){8, 8}, a, false);
-    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){8, 8}, b, true);
-    assert_int_equal(optest_run(&t), ANVIL_OK);
-    op_tensor got = t.out[0];
-    got.data = malloc(8 * 8 * sizeof(float));
+    op_tensor got;
+    square_matmul(&t, 8, &a, &b, &got);
     assert_int_equal(optest_run_variant(&t, ob, 1, &got), ANVIL_OK);
     assert_true(optest_compare_f32(got.data, t.out[0].data, 64, 1e-5f, 1e-5f) < 0);
     void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD);

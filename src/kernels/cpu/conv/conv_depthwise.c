@@ -29,10 +29,10 @@ typedef struct dw_plan {
     gemm_epilogue fuse_ep;
     gemm_tile_epilogue_fn fuse_fn;
     /* Small planes: 16 channels at a time with the channels in the vector lanes, where the ISA
-     * has that kernel (conv_dw_cl_geom in conv.h). cl_pw x cl_ph padded pixels, plus one that
+     * has that kernel (conv_dw_cl_geom in conv.h). cl_pw x ph padded pixels, plus one that
      * takes the input pixels no output reads. The index arrays are built by prepare. */
     bool cl;
-    int64_t cl_pw, cl_ph;
+    int64_t cl_pw;
     conv_dw_cl_geom clg;
     int32_t *cl_idx; /* owned: in_at, out_at and tap_at in one block */
 } dw_plan;
@@ -79,23 +79,21 @@ static bool dw_plan_of(const kern_node *kn, dw_plan *p) {
     p->threads = kn->threads > 0 ? kn->threads : 1;
     /* Output rows per band: the padded input rows a band reads, (band-1)*sh + kh of ldp floats,
      * take about 8 KB, so the copy the kernel reads back is still in L1 (whole padded planes of
-     * 52 KB at 112x112 were not), and the fused epilogue finds the band's output there too. A
-     * whole number of the kernel's row blocks (conv_dw_tmpl.h: 2 rows). */
-    const int64_t rb = 2;
-    const int64_t band = (2048 / g->ldp - s->kh) / s->sh + 1;
-    p->band = band < rb ? rb : band / rb * rb;
+     * 52 KB at 112x112 were not), and the fused epilogue finds the band's output there too.
+     * Even: the kernel's row blocks are 2 rows (conv_dw_tmpl.h). */
+    const int64_t band = ((2048 / g->ldp - s->kh) / s->sh + 1) & ~(int64_t)1;
+    p->band = band < 2 ? 2 : band;
     p->band_rows = (p->band - 1) * s->sh + s->kh;
     if (p->band_rows > p->ph) p->band_rows = p->ph;
     p->cl = conv_dw_channel_lanes(s);
     p->cl_pw = (s->ow - 1) * s->sw + s->kw;
-    p->cl_ph = (s->oh - 1) * s->sh + s->kh;
     return true;
 }
 
 /* The channel-lanes path's buffers per thread: the padded pixels (+1) and the output pixels
  * (rounded up to 16), 16 floats each. */
 static size_t dw_cl_pad_bytes(const dw_plan *p) {
-    return ((size_t)(p->cl_pw * p->cl_ph + 1) * 16 * sizeof(float) + 63) & ~(size_t)63;
+    return ((size_t)(p->cl_pw * p->ph + 1) * 16 * sizeof(float) + 63) & ~(size_t)63;
 }
 
 static size_t dw_cl_slice(const dw_plan *p) {
@@ -107,7 +105,7 @@ static size_t dw_cl_slice(const dw_plan *p) {
 static anvil_status dw_cl_build(dw_plan *p) {
     const conv_shape *s = &p->s;
     const int64_t hw = s->h * s->w, ohw = s->oh * s->ow, ohw8 = (ohw + 7) / 8 * 8;
-    const int64_t ntaps = s->kh * s->kw, trash = p->cl_pw * p->cl_ph;
+    const int64_t ntaps = s->kh * s->kw, trash = p->cl_pw * p->ph;
     p->cl_idx = malloc(sizeof(int32_t) * (size_t)(hw + ohw8 + ntaps));
     if (!p->cl_idx) return ANVIL_ERR_OUT_OF_MEMORY;
     int32_t *in_at = p->cl_idx, *out_at = in_at + hw, *tap_at = out_at + ohw8;
@@ -115,7 +113,7 @@ static anvil_status dw_cl_build(dw_plan *p) {
         for (int64_t ix = 0; ix < s->w; ix++) {
             const int64_t py = iy + s->pt, px = ix + s->pl;
             in_at[iy * s->w + ix] =
-                (int32_t)(py < p->cl_ph && px < p->cl_pw ? py * p->cl_pw + px : trash);
+                (int32_t)(py < p->ph && px < p->cl_pw ? py * p->cl_pw + px : trash);
         }
     for (int64_t q = 0; q < ohw8; q++) {
         const int64_t o = q < ohw ? q : ohw - 1;
@@ -180,7 +178,20 @@ typedef struct dw_job {
     float *y;
     char *ws;
     const float *res; /* the fused residual (NCHW, like y), or NULL */
+    bool cl;          /* 16-channel groups through the channel-lanes kernel, else planes */
 } dw_job;
+
+/* The fused epilogue over n consecutive outputs from y + off, while they are in L1. */
+static void dw_epilogue(const dw_job *j, int64_t off, int64_t n) {
+    const dw_plan *p = j->p;
+    gemm_epilogue ep = p->fuse_ep;
+    if (j->res) {
+        ep.r = j->res + off;
+        ep.cs_r = 1;
+        ep.beta = 1.0f;
+    }
+    p->fuse_fn(&ep, j->y + off, n, 0, 0, 1, n);
+}
 
 /* Plane q (image-major: image q / c, channel q % c), band by band, each band's input copied into
  * xb and, when fused, its output given the epilogue while it is in L1. */
@@ -189,17 +200,10 @@ static void dw_plane(const dw_job *j, int64_t q, float *xb) {
     const conv_shape *s = &p->s;
     const int64_t c = q % s->c, plane = q * s->oh * s->ow;
     const float *x = j->x + q * s->h * s->w;
-    gemm_epilogue ep = p->fuse_ep;
     for (int64_t r0 = 0; r0 < s->oh; r0 += p->band) {
         const int64_t nr = s->oh - r0 < p->band ? s->oh - r0 : p->band, off = plane + r0 * s->ow;
         j->band(&p->g, x, xb, j->w + c * s->kh * s->kw, j->b ? j->b[c] : 0.0f, j->y + off, r0, nr);
-        if (!p->fused) continue;
-        if (j->res) {
-            ep.r = j->res + off;
-            ep.cs_r = 1;
-            ep.beta = 1.0f;
-        }
-        p->fuse_fn(&ep, j->y + off, nr * s->ow, 0, 0, 1, nr * s->ow);
+        if (p->fused) dw_epilogue(j, off, nr * s->ow);
     }
 }
 
@@ -211,42 +215,32 @@ static void dw_group(const dw_job *j, int64_t img, int64_t c0, int nc, float *pa
     const int64_t ohw = s->oh * s->ow, off = (img * s->c + c0) * ohw;
     conv_dw_cl16_avx512(&p->clg, j->x + (img * s->c + c0) * s->h * s->w, j->w + c0 * p->clg.ntaps,
                         j->b ? j->b + c0 : NULL, nc, pad, out, j->y + off);
-    if (!p->fused) return;
-    gemm_epilogue ep = p->fuse_ep;
-    if (j->res) {
-        ep.r = j->res + off;
-        ep.cs_r = 1;
-        ep.beta = 1.0f;
-    }
-    p->fuse_fn(&ep, j->y + off, nc * ohw, 0, 0, 1, nc * ohw);
+    if (p->fused) dw_epilogue(j, off, nc * ohw);
 }
 
-static void dw_cl_chunk(void *arg, size_t begin, size_t end) {
-    const dw_job *j = arg;
-    const dw_plan *p = j->p;
-    const conv_shape *s = &p->s;
-    const int64_t groups = (s->c + 15) / 16, items = s->n * groups, T = p->threads;
-    for (size_t t = begin; t < end; t++) {
-        char *slice = j->ws + t * dw_cl_slice(p);
-        float *pad = (float *)slice, *out = (float *)(slice + dw_cl_pad_bytes(p));
-        memset(pad, 0, dw_cl_pad_bytes(p));
-        for (int64_t q = items * (int64_t)t / T; q < items * ((int64_t)t + 1) / T; q++) {
-            const int64_t img = q / groups, c0 = q % groups * 16;
-            dw_group(j, img, c0, (int)(s->c - c0 < 16 ? s->c - c0 : 16), pad, out);
-        }
-    }
-}
-
+/* Thread t's share of the items (planes, or 16-channel groups of an image), with its
+ * workspace slice, whose padding is zeroed once per run. */
 static void dw_chunk(void *arg, size_t begin, size_t end) {
     const dw_job *j = arg;
     const dw_plan *p = j->p;
     const conv_shape *s = &p->s;
-    const int64_t planes = s->n * s->c, T = p->threads;
+    const int64_t groups = (s->c + 15) / 16, T = p->threads;
+    const int64_t items = s->n * (j->cl ? groups : s->c);
+    const size_t stride = j->cl ? dw_cl_slice(p) : dw_slice(p);
+    const size_t zeroed =
+        j->cl ? dw_cl_pad_bytes(p) : sizeof(float) * (size_t)(p->band_rows * p->g.ldp);
     for (size_t t = begin; t < end; t++) {
-        float *xb = (float *)(j->ws + t * dw_slice(p));
-        memset(xb, 0, sizeof(float) * (size_t)(p->band_rows * p->g.ldp));
-        for (int64_t q = planes * (int64_t)t / T; q < planes * ((int64_t)t + 1) / T; q++)
-            dw_plane(j, q, xb);
+        char *slice = j->ws + t * stride;
+        memset(slice, 0, zeroed);
+        for (int64_t q = items * (int64_t)t / T; q < items * ((int64_t)t + 1) / T; q++) {
+            if (!j->cl) {
+                dw_plane(j, q, (float *)slice);
+                continue;
+            }
+            const int64_t c0 = q % groups * 16;
+            dw_group(j, q / groups, c0, (int)(s->c - c0 < 16 ? s->c - c0 : 16), (float *)slice,
+                     (float *)(slice + zeroed));
+        }
     }
 }
 
@@ -256,9 +250,9 @@ static anvil_status dw_run(const dw_plan *p, conv_dw_band_fn band, bool cl,
     const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
     const float *res =
         p->residual >= 0 && p->residual < n_in && in[p->residual] ? in[p->residual]->data : NULL;
-    dw_job j = {p, band, in[0]->data, in[1]->data, b, out[0]->data, ws, res};
+    dw_job j = {p, band, in[0]->data, in[1]->data, b, out[0]->data, ws, res, cl && p->cl};
     if (p->s.n * p->s.c == 0) return ANVIL_OK;
-    op_parallel_for(ctx, (size_t)p->threads, cl && p->cl ? dw_cl_chunk : dw_chunk, &j);
+    op_parallel_for(ctx, (size_t)p->threads, dw_chunk, &j);
     return ANVIL_OK;
 }
 

@@ -89,10 +89,14 @@ static const struct {
 
 static int64_t round_up(int64_t x, int64_t m);
 
+/* Floats per vector of t's ISA. */
+static int64_t kernel_vl(const gemm_kernel *t) {
+    return t->needs & KERN_NEEDS_AVX512 ? 16 : 8;
+}
+
 /* Below how many columns an edge tile of t goes to its column kernel (see gemm_block). */
 static int64_t cols_kernel_below(const gemm_kernel *t) {
-    const int64_t vl = t->needs & KERN_NEEDS_AVX512 ? 16 : 8;
-    return t->ukernel_cols ? (int64_t)t->mr * (t->nr / vl) * 3 / 4 : 0;
+    return t->ukernel_cols ? (int64_t)t->mr * (t->nr / kernel_vl(t)) * 3 / 4 : 0;
 }
 
 /* The columns of C that t computes for n, in units of its full tiles' columns: a column kernel's
@@ -100,8 +104,7 @@ static int64_t cols_kernel_below(const gemm_kernel *t) {
 static double tile_columns(const gemm_kernel *t, int64_t n) {
     const int64_t edge = n % t->nr;
     if (edge == 0 || edge >= cols_kernel_below(t)) return (double)round_up(n, t->nr);
-    const int64_t vl = t->needs & KERN_NEEDS_AVX512 ? 16 : 8;
-    return (double)(n - edge) + (double)edge * (double)vl / (double)t->mr * 4.0 / 3.0;
+    return (double)(n - edge) + (double)edge * (double)kernel_vl(t) / (double)t->mr * 4.0 / 3.0;
 }
 
 const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
@@ -318,6 +321,23 @@ static int rows_set_conflicts(int mr, int64_t lda) {
     return most;
 }
 
+/* Row-major A is read in place rather than packed: packing cost 6% of the GEMM's time at
+ * 512x768x3072 (perf, 1 thread), and the packed copy was read back from L3 anyway. Packed
+ * instead: 107.9 vs 113.3 GFLOP/s at 512x768x3072, 112.2 vs 112.9 at 128x3072x3072, 112.9
+ * vs 114.0 at 512x3072x3072 (4x64, medians of 3 interleaved runs) ... unless too many of its
+ * rows share an L1 set: at K = 3072 (rows 12 KiB apart, all in one set) 14x32 fell from 107 to
+ * 79 GFLOP/s and 12x32 from 110 to 100 read in place (512x3072x3072); 4 rows per set kept every
+ * tile at its packed speed or better. */
+static bool reads_a_in_place(const gemm_kernel *k, const gemm_problem *p) {
+    return !p->pa && p->cs_a == 1 && k->ukernel_rows && rows_set_conflicts(k->mr, p->rs_a) <= 4;
+}
+
+/* With A pre-packed (a convolution's weights), a row-major B (the image, pixels in a row) is
+ * read in place too, panel by panel; only a partial last panel is packed. */
+static bool reads_b_in_place(const gemm_kernel *k, const gemm_problem *p) {
+    return p->pa && !p->pb && p->cs_b == 1 && k->ukernel_bcols;
+}
+
 /* The next pre-packed B block, to be prefetched into L2 by the kernels of the current one: it
  * is the NR panels' pieces of kc rows ("segments", seg_lines cache lines each, panel_stride
  * apart), and each of the current block's calls takes `per` lines of it in turn. Without this
@@ -390,18 +410,7 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     ep_act.scale = 1.0f;
     ep_act.row_bias = ep_act.col_bias = ep_act.r = NULL;
     const bool act_after = ep_reg && !(k->acts_in_registers >> p->ep.act & 1u);
-    /* Row-major A is read in place rather than packed: packing cost 6% of the GEMM's time at
-     * 512x768x3072 (perf, 1 thread), and the packed copy was read back from L3 anyway. Packed
-     * instead: 107.9 vs 113.3 GFLOP/s at 512x768x3072, 112.2 vs 112.9 at 128x3072x3072, 112.9
-     * vs 114.0 at 512x3072x3072 (4x64, medians of 3 interleaved runs) ... unless too many of its
-     * rows share an L1 set: at K = 3072 (rows 12 KiB apart, all in one set) 14x32 fell from 107 to
-     * 79 GFLOP/s and 12x32 from 110 to 100 read in place (512x3072x3072); 4 rows per set kept every
-     * tile at its packed speed or better. */
-    const bool direct_a =
-        !p->pa && p->cs_a == 1 && k->ukernel_rows && rows_set_conflicts(mr, p->rs_a) <= 4;
-    /* With A pre-packed (a convolution's weights), a row-major B (the image, pixels in a row)
-     * is read in place too, panel by panel; only a partial last panel is packed. */
-    const bool direct_b = p->pa && !p->pb && p->cs_b == 1 && k->ukernel_bcols;
+    const bool direct_a = reads_a_in_place(k, p), direct_b = reads_b_in_place(k, p);
     /* An edge tile of fewer columns than this goes to the column kernel: nn FMAs per k step
      * there against MR x NV for the whole tile, counted at 3/4 as the column kernel's masked
      * loads and transposed write-back cost a little more per FMA. A 1x1 conv over a 7x7 image
@@ -572,9 +581,8 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
      * toward the more even tiling. Reading was left out before, so where neither operand is
      * packed (a 1x1 conv: weights pre-packed, image read in place) a 7x7 image's 49 columns were
      * split between the threads and both streamed all 960 rows of weights. */
-    const bool pack_a =
-        !p->pa && !(p->cs_a == 1 && k->ukernel_rows && rows_set_conflicts(k->mr, p->rs_a) <= 4);
-    const bool pack_b = !p->pb && !(p->pa && p->cs_b == 1 && k->ukernel_bcols);
+    const bool pack_a = !p->pa && !reads_a_in_place(k, p);
+    const bool pack_b = !p->pb && !reads_b_in_place(k, p);
     int best_tm = 1;
     double best_cost = -1.0;
     for (int tm = 1; tm <= threads; tm++) {
