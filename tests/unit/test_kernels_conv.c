@@ -47,6 +47,9 @@ static int expected_variants(const conv_case *c) {
                     c->dw == 1;
     (void)same;
     if (dw_shape) n += (int)avx2() + (int)avx512();
+    bool sc_shape = c->group == 1 && c->c <= 4 && c->kh <= 11 && c->kw <= 11 && c->sh <= 2 &&
+                    c->sw <= 2 && c->dh == 1 && c->dw == 1;
+    if (sc_shape) n += (int)avx2() + (int)avx512();
     return n;
 }
 
@@ -266,6 +269,31 @@ static void test_conv_depthwise(void **state) {
     for (size_t i = 0; i < sizeof more / sizeof *more; i++) check_case(&more[i]);
 }
 
+/* The few-input-channels kernel (conv_sc_tmpl.h): output widths around its 3-vector blocks and
+ * single-vector tail on both ISAs (8 and 16 floats: 23/24/25, 47/48/49, 112, 113), channel
+ * blocks with tails (m 1, 5, 13, 33, 64 against blocks of 4 and 8), 1..4 input channels, kernels
+ * 3..11 and non-square, both strides with odd and even pads, several bands of rows, batch 2, and
+ * few blocks for many threads (the row split). */
+static void test_conv_smallc(void **state) {
+    (void)state;
+    static const conv_case cases[] = {
+        CASE(1, 3, 30, 224, 32, 3, 3, 2, 1, 1, 1, true), /* MobileNetV2's stem, 112 wide */
+        CASE(1, 3, 19, 229, 64, 7, 7, 2, 1, 3, 1, true), /* ResNet-50's stem, 115 wide */
+        CASE(2, 3, 9, 48, 13, 3, 3, 1, 1, 1, 1, false),
+        CASE(1, 1, 12, 47, 5, 5, 5, 1, 1, 2, 1, true),
+        CASE(1, 4, 7, 49, 33, 3, 3, 1, 1, 0, 1, true),
+        CASE(1, 2, 11, 113, 1, 11, 11, 1, 1, 5, 1, false),
+        CASE(1, 3, 17, 50, 8, 3, 3, 2, 1, 0, 1, true), /* 24 wide */
+        CASE(1, 3, 17, 46, 9, 3, 3, 2, 1, 1, 1, true), /* 23 wide */
+        CASE(1, 3, 8, 25, 4, 3, 3, 1, 1, 1, 1, false), /* 25 wide */
+        CASE(1, 2, 40, 20, 3, 3, 3, 1, 1, 1, 1, true), /* many bands, one block */
+        {1, 3, 15, 37, 12, 7, 3, 2, 1, 1, 1, {3, 0, 2, 1}, 1, true, NULL},
+        {1, 3, 15, 37, 12, 3, 5, 1, 2, 1, 1, {0, 2, 1, 2}, 1, false, NULL},
+        {2, 3, 16, 33, 6, 3, 3, 2, 2, 1, 1, {0}, 1, true, "SAME_UPPER"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
+}
+
 /* ---- fused epilogues ---------------------------------------------------------------------- */
 
 /* Case c (explicit pads) with a fused activation and, if `residual`, a residual Add (input 3, the
@@ -322,6 +350,7 @@ static void test_conv_fused(void **state) {
         CASE(3, 14, 8, 7, 14, 5, 5, 2, 1, 2, 14, false),  /* depthwise 5x5 stride 2 */
         CASE(2, 37, 9, 9, 37, 3, 3, 1, 1, 1, 37, true),   /* depthwise, channel groups of 16 */
         CASE(1, 256, 5, 6, 256, 3, 3, 1, 1, 1, 1, true),  /* Winograd's shared mode */
+        CASE(1, 3, 11, 70, 13, 3, 3, 2, 1, 1, 1, true),   /* few input channels, 3 bands */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
@@ -378,6 +407,7 @@ static void test_conv_default_cascade(void **state) {
     conv_case wino = CASE(1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, true);
     conv_case small = CASE(1, 3, 56, 56, 8, 3, 3, 1, 1, 1, 1, true);
     conv_case stem = CASE(1, 3, 64, 64, 64, 7, 7, 2, 1, 3, 1, true);
+    conv_case narrow = CASE(1, 3, 56, 12, 8, 3, 3, 1, 1, 1, 1, true); /* rows under a vector */
     conv_case pw_s2 = CASE(1, 64, 28, 28, 128, 1, 1, 2, 1, 0, 1, true);
     conv_case deep_s2 = CASE(1, 256, 28, 28, 256, 3, 3, 2, 1, 1, 1, true);
     conv_case deep_7x7 = CASE(1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, true); /* 16 F(2x2) tiles */
@@ -389,8 +419,13 @@ static void test_conv_default_cascade(void **state) {
         assert_string_equal(default_pick(&dw_small, 1), "conv_depthwise_direct_avx2");
     assert_string_equal(default_pick(&pw, 1), "conv_1x1_gemm");
     assert_true(!strncmp(default_pick(&wino, 1), "conv_winograd_", 14));
-    assert_string_equal(default_pick(&small, 1), "conv_implicit_gemm");
-    assert_string_equal(default_pick(&stem, 2), "conv_implicit_gemm");
+    /* few input channels: the direct kernel of the widest ISA; the implicit GEMM without one */
+    const char *sc = avx512() ? "conv_smallc_direct_avx512"
+                     : avx2() ? "conv_smallc_direct_avx2"
+                              : "conv_implicit_gemm";
+    assert_string_equal(default_pick(&small, 1), sc);
+    assert_string_equal(default_pick(&stem, 2), sc);
+    assert_string_equal(default_pick(&narrow, 1), "conv_implicit_gemm");
     assert_string_equal(default_pick(&pw_s2, 1), "conv_im2col_gemm");
     assert_string_equal(default_pick(&deep_s2, 1), "conv_nhwc_im2col_gemm");
     assert_string_equal(default_pick(&deep_7x7, 1), "conv_nhwc_im2col_gemm");
@@ -402,7 +437,9 @@ static void test_conv_default_cascade(void **state) {
                                   "conv_winograd_f2x2_3x3",
                                   "conv_winograd_f4x4_3x3",
                                   "conv_depthwise_direct_avx512",
-                                  "conv_depthwise_direct_avx2"};
+                                  "conv_depthwise_direct_avx2",
+                                  "conv_smallc_direct_avx512",
+                                  "conv_smallc_direct_avx2"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         assert_non_null(kern_find(IR_OP_CONV, names[i]));
 }
@@ -480,7 +517,7 @@ int main(void) {
         cmocka_unit_test(test_conv_5x5_and_more), cmocka_unit_test(test_conv_sweep),
         cmocka_unit_test(test_conv_depthwise),    cmocka_unit_test(test_conv_runtime_weights),
         cmocka_unit_test(test_conv_fused),        cmocka_unit_test(test_conv_default_cascade),
-        cmocka_unit_test(test_conv_nhwc),
+        cmocka_unit_test(test_conv_nhwc),         cmocka_unit_test(test_conv_smallc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

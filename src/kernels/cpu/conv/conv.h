@@ -5,7 +5,9 @@
  *
  * Files: conv_variants.c (GEMM variants, conv_f32 and the family list), conv_common.c (geometry,
  * im2col, panel packing), conv_depthwise.c + conv_dw_*.c (direct depthwise), conv_winograd.c +
- * conv_wino_*.c (Winograd), conv_nhwc.c (NHWC).
+ * conv_wino_*.c (Winograd), conv_nhwc.c (NHWC), conv_smallc.c + conv_sc_*.c (direct, few input
+ * channels). The ISA files share conv_vec_<isa>.h (vector macros) and conv_rows_tmpl.h (the
+ * padded-row copy of the direct kernels).
  *
  * Every pointer argument is borrowed for the duration of the call unless said otherwise. */
 #ifndef ANVIL_KERNELS_CONV_H
@@ -120,6 +122,37 @@ void conv_dw_cl16_avx512(const conv_dw_cl_geom *g, const float *x, const float *
                          const float *bias, int nc, float *pad, float *out, float *y);
 /* Floats a padded row must be readable past the last output's last tap (a vector and a margin). */
 #define CONV_DW_PAD_FLOATS 64
+
+/* ---- few input channels (conv_smallc.c, conv_sc_avx512.c, conv_sc_avx2.c) -------------------
+ * A network's first conv (3 input channels: RGB) has a GEMM depth of only c*kh*kw = 27..147, so
+ * im2col or panel packing moves about as many bytes as the GEMM computes with. It is computed
+ * directly instead: vectors of output pixels along a row (the input rows copied into padded,
+ * at stride 2 deinterleaved rows as in conv_dw_geom), times blocks of CONV_SC_MB_<isa> output
+ * channels whose weights are broadcast. */
+typedef struct conv_sc_geom {
+    conv_dw_geom g;    /* one channel's padded rows; kh, kw up to CONV_SC_MAX_K */
+    int64_t c;         /* input channels */
+    int64_t band_rows; /* padded rows per channel in the band buffer */
+    int64_t m;         /* output channels */
+    int64_t ohw;       /* output pixels per plane: the distance between output channels */
+} conv_sc_geom;
+#define CONV_SC_MAX_K 11
+#define CONV_SC_MB_AVX512 8
+#define CONV_SC_MB_AVX2 4
+/* Output rows [r0, r0 + nr) of the output channel blocks [b0, b1) of one image: copies the padded
+ * rows they read of x's c planes into xb (channel ci's rows at xb + ci * band_rows * ldp, pad
+ * columns zeroed by the caller), then y[m][oy][ox] = bias[m] + sum over ci, ky, kx of
+ * W[m][ci][ky][kx] * x[ci][oy*sy + ky - pt][ox*sx + kx - pl]. wp: the packed weights, per block
+ * of MB output channels [c][kh][kw][MB] (zero past m); bias: m values or NULL; y: the image's
+ * output, channel j at y + j * ohw. */
+typedef void (*conv_sc_band_fn)(const conv_sc_geom *g, const float *x, float *xb, const float *wp,
+                                const float *bias, float *y, int64_t r0, int64_t nr, int64_t b0,
+                                int64_t b1);
+void conv_sc_band_avx512(const conv_sc_geom *g, const float *x, float *xb, const float *wp,
+                         const float *bias, float *y, int64_t r0, int64_t nr, int64_t b0,
+                         int64_t b1);
+void conv_sc_band_avx2(const conv_sc_geom *g, const float *x, float *xb, const float *wp,
+                       const float *bias, float *y, int64_t r0, int64_t nr, int64_t b0, int64_t b1);
 
 /* ---- Winograd F(m x m, 3 x 3) transforms (conv_winograd.c and its ISA files) ---------------- */
 

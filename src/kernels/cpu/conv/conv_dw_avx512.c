@@ -1,32 +1,11 @@
-/* AVX-512 instance of the depthwise band kernel and row copy (conv_dw_tmpl.h). Called only after
+/* AVX-512 instance of the depthwise band kernel (conv_dw_tmpl.h) and row copy
+ * (conv_rows_tmpl.h). Called only after
  * the variant's KERN_NEEDS_AVX512 matched. */
 #include "conv.h"
 
-#include <immintrin.h>
-
-typedef __m512 dw_v;
-#define DW_VL 16
-#define DW_LOAD(p) _mm512_loadu_ps(p)
-#define DW_BCAST(x) _mm512_set1_ps(x)
-#define DW_ZERO() _mm512_setzero_ps()
-#define DW_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
-#define DW_STORE(p, v) _mm512_storeu_ps((p), (v))
-#define DW_STORE_N(p, v, n) _mm512_mask_storeu_ps((p), (__mmask16)((1u << (n)) - 1u), (v))
-#define DW_LOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), (p))
+#include "conv_vec_avx512.h"
 #define DW_BAND_FN conv_dw_band_avx512
-
-/* The even and the odd lanes of 32 consecutive floats, one two-source permute each. */
-#define DW_SPLIT2(lo, hi, ev, od)                                                                  \
-    do {                                                                                           \
-        const __m512 lo_ = (lo), hi_ = (hi);                                                       \
-        (ev) = _mm512_permutex2var_ps(                                                             \
-            lo_, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),     \
-            hi_);                                                                                  \
-        (od) = _mm512_permutex2var_ps(                                                             \
-            lo_, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31),     \
-            hi_);                                                                                  \
-    } while (0)
-
+#include "conv_rows_tmpl.h"
 #include "conv_dw_tmpl.h"
 
 /* ---- channels in lanes, for small planes (conv_dw_cl_geom in conv.h) ----------------------- */

@@ -1,0 +1,40 @@
+/* The conv kernels' vector vocabulary on AVX2 + FMA (8 floats), for the templates conv_rows_tmpl.h,
+ * conv_dw_tmpl.h and conv_sc_tmpl.h; include it only from files compiled with AVX2 flags. The
+ * meaning of each macro is listed in conv_rows_tmpl.h. */
+#ifndef ANVIL_CONV_VEC_AVX2_H
+#define ANVIL_CONV_VEC_AVX2_H
+
+#include <immintrin.h>
+
+typedef __m256 dw_v;
+#define DW_VL 8
+#define DW_LOAD(p) _mm256_loadu_ps(p)
+#define DW_BCAST(x) _mm256_set1_ps(x)
+#define DW_ZERO() _mm256_setzero_ps()
+#define DW_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define DW_STORE(p, v) _mm256_storeu_ps((p), (v))
+
+static inline void dw_store_n(float *p, dw_v v, int64_t n) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane), v);
+}
+#define DW_STORE_N(p, v, n) dw_store_n((p), (v), (n))
+
+static inline dw_v dw_load_n(const float *p, int64_t n) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane));
+}
+#define DW_LOAD_N(p, n) dw_load_n((p), (n))
+
+/* The even and the odd lanes of 16 consecutive floats: shuffle pairs within the 128-bit halves,
+ * then put the 64-bit pieces in order. */
+#define DW_SPLIT2(lo, hi, ev, od)                                                                  \
+    do {                                                                                           \
+        const __m256 lo_ = (lo), hi_ = (hi);                                                       \
+        (ev) = _mm256_castpd_ps(_mm256_permute4x64_pd(                                             \
+            _mm256_castps_pd(_mm256_shuffle_ps(lo_, hi_, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));        \
+        (od) = _mm256_castpd_ps(_mm256_permute4x64_pd(                                             \
+            _mm256_castps_pd(_mm256_shuffle_ps(lo_, hi_, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));        \
+    } while (0)
+
+#endif
