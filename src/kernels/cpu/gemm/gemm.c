@@ -565,6 +565,13 @@ static void par_chunk(void *arg, size_t begin, size_t end) {
     }
 }
 
+/* The grid cost's exchange rate: output FMAs (per k) per operand float read. Its first value, 64,
+ * let reads decide nearly alone, so a 1x1 conv at 14x14 (N = 196: four 48-column tiles and an
+ * edge of 4) split its columns 144 | 52 instead of its rows in halves. At 8: MobileNetV2, 2
+ * threads, medians of 400 runs alternating, 4.23/4.35/4.23/4.26 -> 4.07/4.16/4.06/4.21 ms (per
+ * node, 384>64 at 14x14 64 -> 51 us, 32>192 at 28x28 72 -> 58 us, 576>96 at 14x14 128 -> 109
+ * us); 4 measured the same as 8, 16 in between; the transformer GEMMs within noise. */
+#define GRID_FMA_PER_READ 8.0
 void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p, void *ws,
               op_ctx *ctx) {
     if (p->m <= 0 || p->n <= 0) return;
@@ -574,11 +581,11 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
         gemm_run_serial(k, b, p, ws);
         return;
     }
-    /* Choose the grid tm x tn = threads that moves least per thread: a thread reads its rows of
+    /* Choose the grid tm x tn = threads whose busiest thread costs least: it reads its rows of
      * A (m_t*K) and its columns of B (K*n_t) whatever happens to them, packs its rows of A once
      * (unless pre-packed or read in place, see gemm_block) and its columns of B once per MC
-     * block of its rows (unless pre-packed or read in place); a small compute term breaks ties
-     * toward the more even tiling. Reading was left out before, so where neither operand is
+     * block of its rows (unless pre-packed or read in place), and computes its outputs, counted
+     * at GRID_FMA_PER_READ per float read. Reading was left out before, so where neither operand is
      * packed (a 1x1 conv: weights pre-packed, image read in place) a 7x7 image's 49 columns were
      * split between the threads and both streamed all 960 rows of weights. */
     const bool pack_a = !p->pa && !reads_a_in_place(k, p);
@@ -590,9 +597,13 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
         int tn = threads / tm;
         if (tm > mu || tn > nu) continue;
         double mt = (double)((mu + tm - 1) / tm * k->mr), nt = (double)((nu + tn - 1) / tn * k->nr);
+        /* the busiest thread's outputs: whole tiles, except that the matrix ends where it ends
+         * (its edge goes to the column kernel, so a 4-column edge tile costs 4 columns) */
+        double rows = mt < (double)p->m ? mt : (double)p->m;
+        double cols = nt < (double)p->n ? nt : (double)p->n;
         double cost = (mt + nt) * (double)p->k + (pack_a ? mt * (double)p->k : 0.0) +
                       (pack_b ? (double)p->k * nt * (double)((int64_t)mt / b->mc + 1) : 0.0) +
-                      mt * nt * (double)p->k / 64.0; /* compute, so idle threads lose */
+                      rows * cols * (double)p->k / GRID_FMA_PER_READ;
         if (best_cost < 0 || cost < best_cost) {
             best_cost = cost;
             best_tm = tm;
