@@ -123,6 +123,19 @@ typedef struct rt_session_config {
     void *released_ctx;
 } rt_session_config;
 
+/* One activation storage of a plan: its bytes, the step range where it is live, and the arena
+ * offset rt_arena_assign gives it. */
+typedef struct rt_arena_buf {
+    int32_t root; /* the value it belongs to (the caller's; not read) */
+    size_t bytes;
+    int32_t first, last; /* steps where the storage is live, inclusive */
+    size_t offset;       /* out */
+} rt_arena_buf;
+/* Assigns every buffer an offset such that buffers live at the same step never overlap (each
+ * at a multiple of 64 bytes); *arena_bytes receives the arena's size. Sorts bufs (biggest first).
+ * Exposed for the planner's tests. */
+anvil_status rt_arena_assign(rt_arena_buf *bufs, int32_t n, size_t *arena_bytes);
+
 /* g is borrowed and must outlive the session. *out owned by the caller (rt_session_free). */
 anvil_status rt_session_create(const ir_graph *g, const rt_session_config *cfg, rt_session **out);
 void rt_session_free(rt_session *s);

@@ -207,6 +207,51 @@ static void test_reuse_respects_liveness(void **state) {
     ir_graph_free(g);
 }
 
+/* Offsets: a buffer takes the slot of the latest same-size buffer that died before it (so the
+ * threads mostly rewrite bytes they wrote before), falls back to the lowest free offset where
+ * that slot is taken, and no two buffers live at the same step ever overlap. */
+static void test_arena_slots(void **state) {
+    (void)state;
+    /* big dies at 1 and p at 2, so at step 3 offset 0 (big's) and p's slot are both free */
+    rt_arena_buf b[4] = {{.root = 0, .bytes = 8192, .first = 0, .last = 1},
+                         {.root = 1, .bytes = 4096, .first = 0, .last = 2},
+                         {.root = 2, .bytes = 4096, .first = 3, .last = 4},
+                         {.root = 3, .bytes = 4096, .first = 3, .last = 4}};
+    size_t top;
+    assert_int_equal(rt_arena_assign(b, 4, &top), ANVIL_OK);
+    size_t off[4];
+    for (int i = 0; i < 4; i++) off[b[i].root] = b[i].offset;
+    assert_int_equal(off[0], 0);
+    assert_int_equal(off[1], 8192);
+    assert_int_equal(off[2], 8192); /* p's slot, not the lowest free offset */
+    assert_int_equal(off[3], 0);    /* p's slot is taken: the lowest free offset */
+    assert_int_equal(top, 12288);
+
+    /* random buffers: live at the same step means disjoint, and every offset 64-aligned */
+    enum { N = 300 };
+    rt_arena_buf r[N];
+    uint32_t seed = 12345;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int32_t first = (int32_t)(seed >> 8) % 200;
+        seed = seed * 1103515245u + 12345u;
+        r[i] = (rt_arena_buf){.root = i,
+                              .bytes = (size_t)((seed >> 8) % 5 + 1) * 1000,
+                              .first = first,
+                              .last = first + (int32_t)((seed >> 20) % 12)};
+    }
+    assert_int_equal(rt_arena_assign(r, N, &top), ANVIL_OK);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(r[i].offset % 64, 0);
+        assert_true(r[i].offset + r[i].bytes <= top);
+        for (int j = 0; j < i; j++) {
+            if (r[i].last < r[j].first || r[j].last < r[i].first) continue;
+            assert_true(r[i].offset + r[i].bytes <= r[j].offset ||
+                        r[j].offset + r[j].bytes <= r[i].offset);
+        }
+    }
+}
+
 /* A symbolic batch: y = Reshape(Relu(x), Concat(Gather(Shape(x), 0), [-1])). The shape chain is
  * folded at plan time, Reshape aliases its input, and each new batch size makes a new plan. */
 static void test_shape_chain_folds_and_plans_per_shape(void **state) {
@@ -367,6 +412,7 @@ int main(void) {
         cmocka_unit_test(test_pool_covers_range_once),
         cmocka_unit_test(test_inplace_chain_uses_one_buffer),
         cmocka_unit_test(test_reuse_respects_liveness),
+        cmocka_unit_test(test_arena_slots),
         cmocka_unit_test(test_shape_chain_folds_and_plans_per_shape),
         cmocka_unit_test(test_shape_input_contents_key_the_plan),
         cmocka_unit_test(test_input_validation),
