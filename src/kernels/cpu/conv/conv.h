@@ -71,6 +71,23 @@ bool conv_fuses(const kern_node *kn);
 /* The fusion's residual tensor (NCHW, the output's shape), or NULL when there is none. */
 const float *conv_fused_residual(const ir_fusion *f, const op_tensor *const *in, int n_in);
 
+/* A fused epilogue that a direct variant (depthwise, few channels, Winograd) applies itself to
+ * runs of output it has just written, while they are in L1. Set by conv_row_fusion_init in
+ * prepare: off where the node has no fusion or the variant does not apply it (the runtime then
+ * does, so run must not). */
+typedef struct conv_row_fusion {
+    bool on;
+    int residual; /* input index of the fused residual, or -1 */
+    gemm_epilogue ep;
+    gemm_tile_epilogue_fn fn;
+} conv_row_fusion;
+void conv_row_fusion_init(const kern_node *kn, conv_row_fusion *f);
+/* The residual tensor of a run (NCHW, the output's shape), or NULL. */
+const float *conv_row_fusion_residual(const conv_row_fusion *f, const op_tensor *const *in,
+                                      int n_in);
+/* Applies f to the n consecutive outputs at y; res: their n residual values, or NULL. */
+void conv_row_fusion_apply(const conv_row_fusion *f, const float *res, float *y, int64_t n);
+
 /* ---- depthwise (conv_depthwise.c, conv_dw_avx512.c, conv_dw_avx2.c) ------------------------- */
 
 /* A depthwise conv with a kh x kw kernel (3 or 5) reads its input through padded rows: the input
@@ -89,6 +106,9 @@ typedef struct conv_dw_geom {
     int64_t kh, kw; /* kernel: 3 or 5 each */
     int64_t ow;     /* output width */
 } conv_dw_geom;
+/* The padded rows' geometry of s (kernel, strides and padding; the buffer's row stride and, at
+ * stride 2, its halves), for a kernel whose taps reach at most 15 floats past a vector. */
+void conv_dw_geom_init(const conv_shape *s, conv_dw_geom *g);
 /* Output rows [r0, r0 + nr) of one plane: copies the padded input rows they read from plane x
  * (h x w) into xb ((nr - 1) * sy + kh rows of ldp floats, whose pad columns the caller zeroed),
  * then y[oy - r0][ox] = bias + sum w[ky][kx] * xb[(oy - r0) * sy + ky][column ox * sx + kx]. Rows

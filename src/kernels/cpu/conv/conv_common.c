@@ -255,3 +255,48 @@ const float *conv_fused_residual(const ir_fusion *f, const op_tensor *const *in,
     if (!f || f->residual < 0 || f->residual >= n_in || !in[f->residual]) return NULL;
     return in[f->residual]->data;
 }
+
+void conv_row_fusion_init(const kern_node *kn, conv_row_fusion *f) {
+    const ir_fusion *fu = kn->node->fusion;
+    f->on = fu && conv_fuses(kn);
+    f->residual = f->on ? fu->residual : -1;
+    f->ep = kern_fusion_epilogue(f->on ? fu : NULL);
+    f->fn = kern_fusion_rows_fn();
+}
+
+const float *conv_row_fusion_residual(const conv_row_fusion *f, const op_tensor *const *in,
+                                      int n_in) {
+    return f->residual >= 0 && f->residual < n_in && in[f->residual] ? in[f->residual]->data : NULL;
+}
+
+void conv_row_fusion_apply(const conv_row_fusion *f, const float *res, float *y, int64_t n) {
+    gemm_epilogue ep = f->ep;
+    if (res) {
+        ep.r = res;
+        ep.cs_r = 1;
+        ep.beta = 1.0f;
+    }
+    f->fn(&ep, y, n, 0, 0, 1, n);
+}
+
+/* The last vector of a row may read CONV_DW_PAD_FLOATS past the last output's taps; at stride 2
+ * that is kx/2 < 16 past the outputs rounded up to whole vectors, in each half. Padded column q
+ * holds input column q - pl; columns past the row are not copied. */
+void conv_dw_geom_init(const conv_shape *s, conv_dw_geom *g) {
+    *g = (conv_dw_geom){.h = s->h,
+                        .w = s->w,
+                        .pt = s->pt,
+                        .sy = s->sh,
+                        .sx = s->sw,
+                        .kh = s->kh,
+                        .kw = s->kw,
+                        .ow = s->ow};
+    if (s->sw == 1) {
+        g->ldp = ((s->ow - 1) + s->kw + CONV_DW_PAD_FLOATS + 15) / 16 * 16;
+    } else {
+        g->half = (s->ow + 15) / 16 * 16 + 16;
+        g->ldp = 2 * g->half;
+    }
+    g->q0 = s->pl < g->ldp ? s->pl : g->ldp;
+    g->n = s->pl + s->w > g->ldp ? g->ldp - g->q0 : s->w;
+}

@@ -11,8 +11,6 @@
  * output. */
 #include "conv.h"
 
-#include "kernels/fusion.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,13 +19,9 @@ typedef struct dw_plan {
     int64_t ph;     /* padded plane rows */
     conv_dw_geom g; /* the padded rows' layout, for the ISA kernel */
     int threads;
-    /* Set by prepare: the fusion run applies (see conv_winograd.c's wino_state). */
-    bool fused;
-    int residual;
-    int64_t band;      /* output rows per band */
-    int64_t band_rows; /* padded input rows a band reads: the workspace slice per thread */
-    gemm_epilogue fuse_ep;
-    gemm_tile_epilogue_fn fuse_fn;
+    conv_row_fusion fuse; /* set by prepare */
+    int64_t band;         /* output rows per band */
+    int64_t band_rows;    /* padded input rows a band reads: the workspace slice per thread */
     /* Small planes: 16 channels at a time with the channels in the vector lanes, where the ISA
      * has that kernel (conv_dw_cl_geom in conv.h). cl_pw x ph padded pixels, plus one that
      * takes the input pixels no output reads. The index arrays are built by prepare. */
@@ -57,25 +51,7 @@ static bool dw_plan_of(const kern_node *kn, dw_plan *p) {
         return false;
     p->ph = (s->oh - 1) * s->sh + s->kh;
     conv_dw_geom *g = &p->g;
-    *g = (conv_dw_geom){.h = s->h,
-                        .w = s->w,
-                        .pt = s->pt,
-                        .sy = s->sh,
-                        .sx = s->sw,
-                        .kh = s->kh,
-                        .kw = s->kw,
-                        .ow = s->ow};
-    /* The last vector of a row may read CONV_DW_PAD_FLOATS past the last output's taps; at
-     * stride 2 that is kx/2 <= 2 past the outputs rounded up to whole vectors, in each half. */
-    if (s->sw == 1) {
-        g->ldp = ((s->ow - 1) + s->kw + CONV_DW_PAD_FLOATS + 15) / 16 * 16;
-    } else {
-        g->half = (s->ow + 15) / 16 * 16 + 16;
-        g->ldp = 2 * g->half;
-    }
-    /* Padded column q holds input column q - pl; columns past the row are not copied. */
-    g->q0 = s->pl < g->ldp ? s->pl : g->ldp;
-    g->n = s->pl + s->w > g->ldp ? g->ldp - g->q0 : s->w;
+    conv_dw_geom_init(s, g);
     p->threads = kn->threads > 0 ? kn->threads : 1;
     /* Output rows per band: the padded input rows a band reads, (band-1)*sh + kh of ldp floats,
      * take about 8 KB, so the copy the kernel reads back is still in L1 (whole padded planes of
@@ -151,12 +127,7 @@ static anvil_status dw_prepare(const kern_node *kn, void **state) {
                         "not support",
                         ir_node_label(kn->node));
     }
-    const ir_fusion *f = kn->node->fusion;
-    /* where the runtime applies the fusion after run, run must not apply it too */
-    p->fused = f && conv_fuses(kn);
-    p->residual = p->fused ? f->residual : -1;
-    p->fuse_ep = kern_fusion_epilogue(p->fused ? f : NULL);
-    p->fuse_fn = kern_fusion_rows_fn();
+    conv_row_fusion_init(kn, &p->fuse);
     if (p->cl && dw_cl_build(p) != ANVIL_OK) {
         free(p);
         return ANVIL_ERR_OUT_OF_MEMORY;
@@ -183,14 +154,7 @@ typedef struct dw_job {
 
 /* The fused epilogue over n consecutive outputs from y + off, while they are in L1. */
 static void dw_epilogue(const dw_job *j, int64_t off, int64_t n) {
-    const dw_plan *p = j->p;
-    gemm_epilogue ep = p->fuse_ep;
-    if (j->res) {
-        ep.r = j->res + off;
-        ep.cs_r = 1;
-        ep.beta = 1.0f;
-    }
-    p->fuse_fn(&ep, j->y + off, n, 0, 0, 1, n);
+    conv_row_fusion_apply(&j->p->fuse, j->res ? j->res + off : NULL, j->y + off, n);
 }
 
 /* Plane q (image-major: image q / c, channel q % c), band by band, each band's input copied into
@@ -203,7 +167,7 @@ static void dw_plane(const dw_job *j, int64_t q, float *xb) {
     for (int64_t r0 = 0; r0 < s->oh; r0 += p->band) {
         const int64_t nr = s->oh - r0 < p->band ? s->oh - r0 : p->band, off = plane + r0 * s->ow;
         j->band(&p->g, x, xb, j->w + c * s->kh * s->kw, j->b ? j->b[c] : 0.0f, j->y + off, r0, nr);
-        if (p->fused) dw_epilogue(j, off, nr * s->ow);
+        if (p->fuse.on) dw_epilogue(j, off, nr * s->ow);
     }
 }
 
@@ -215,7 +179,7 @@ static void dw_group(const dw_job *j, int64_t img, int64_t c0, int nc, float *pa
     const int64_t ohw = s->oh * s->ow, off = (img * s->c + c0) * ohw;
     conv_dw_cl16_avx512(&p->clg, j->x + (img * s->c + c0) * s->h * s->w, j->w + c0 * p->clg.ntaps,
                         j->b ? j->b + c0 : NULL, nc, pad, out, j->y + off);
-    if (p->fused) dw_epilogue(j, off, nc * ohw);
+    if (p->fuse.on) dw_epilogue(j, off, nc * ohw);
 }
 
 /* Thread t's share of the items (planes, or 16-channel groups of an image), with its
@@ -248,8 +212,7 @@ static anvil_status dw_run(const dw_plan *p, conv_dw_band_fn band, bool cl,
                            const op_tensor *const *in, int n_in, op_tensor *const *out, void *ws,
                            op_ctx *ctx) {
     const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
-    const float *res =
-        p->residual >= 0 && p->residual < n_in && in[p->residual] ? in[p->residual]->data : NULL;
+    const float *res = conv_row_fusion_residual(&p->fuse, in, n_in);
     dw_job j = {p, band, in[0]->data, in[1]->data, b, out[0]->data, ws, res, cl && p->cl};
     if (p->s.n * p->s.c == 0) return ANVIL_OK;
     op_parallel_for(ctx, (size_t)p->threads, dw_chunk, &j);

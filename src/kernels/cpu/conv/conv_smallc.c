@@ -13,8 +13,6 @@
  * a pool, split by channel) will read them from the same core's cache. */
 #include "conv.h"
 
-#include "kernels/fusion.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,12 +24,8 @@ typedef struct sc_plan {
     int64_t band;   /* output rows per band */
     int64_t rsplit; /* row ranges per image, when the blocks are fewer than the threads */
     int threads;
-    float *wp; /* owned: packed weights, nblk x [c][kh][kw][mb] */
-    /* Set by prepare: the fusion run applies (see conv_depthwise.c). */
-    bool fused;
-    int residual;
-    gemm_epilogue fuse_ep;
-    gemm_tile_epilogue_fn fuse_fn;
+    float *wp;            /* owned: packed weights, nblk x [c][kh][kw][mb] */
+    conv_row_fusion fuse; /* set by prepare */
 } sc_plan;
 
 /* At most 4 input channels: beyond that the GEMM's depth is enough for it (ResNet-50's and
@@ -44,24 +38,7 @@ static bool sc_plan_of(const kern_node *kn, int mb, sc_plan *p) {
     if (s->kh > CONV_SC_MAX_K || s->kw > CONV_SC_MAX_K || s->dh != 1 || s->dw != 1) return false;
     if ((s->sh != 1 && s->sh != 2) || (s->sw != 1 && s->sw != 2)) return false;
     conv_dw_geom *g = &p->g.g;
-    *g = (conv_dw_geom){.h = s->h,
-                        .w = s->w,
-                        .pt = s->pt,
-                        .sy = s->sh,
-                        .sx = s->sw,
-                        .kh = s->kh,
-                        .kw = s->kw,
-                        .ow = s->ow};
-    /* As conv_depthwise.c: a whole vector of margin past the last tap, and at stride 2 each half
-     * readable kx/2 <= 5 past the outputs rounded up to whole vectors. */
-    if (s->sw == 1) {
-        g->ldp = ((s->ow - 1) + s->kw + CONV_DW_PAD_FLOATS + 15) / 16 * 16;
-    } else {
-        g->half = (s->ow + 15) / 16 * 16 + 16;
-        g->ldp = 2 * g->half;
-    }
-    g->q0 = s->pl < g->ldp ? s->pl : g->ldp;
-    g->n = s->pl + s->w > g->ldp ? g->ldp - g->q0 : s->w;
+    conv_dw_geom_init(s, g);
     p->mb = mb;
     p->nblk = (s->m + mb - 1) / mb;
     p->threads = kn->threads > 0 ? kn->threads : 1;
@@ -127,11 +104,7 @@ static anvil_status sc_prepare(const kern_node *kn, int mb, void **state) {
         for (int64_t t = 0; t < taps; t++)
             p->wp[((m / mb) * taps + t) * mb + m % mb] = w[m * taps + t];
     kern_node_mark_copied(kn, 1);
-    const ir_fusion *f = kn->node->fusion;
-    p->fused = f && conv_fuses(kn);
-    p->residual = p->fused ? f->residual : -1;
-    p->fuse_ep = kern_fusion_epilogue(p->fused ? f : NULL);
-    p->fuse_fn = kern_fusion_rows_fn();
+    conv_row_fusion_init(kn, &p->fuse);
     *state = p;
     return ANVIL_OK;
 }
@@ -163,16 +136,9 @@ typedef struct sc_job {
 static void sc_epilogue(const sc_job *j, int64_t img, int64_t m0, int64_t m1, int64_t r0,
                         int64_t nr) {
     const sc_plan *p = j->p;
-    const int64_t n = nr * p->s.ow;
     for (int64_t m = m0; m < m1; m++) {
         const int64_t off = (img * p->s.m + m) * p->g.ohw + r0 * p->s.ow;
-        gemm_epilogue ep = p->fuse_ep;
-        if (j->res) {
-            ep.r = j->res + off;
-            ep.cs_r = 1;
-            ep.beta = 1.0f;
-        }
-        p->fuse_fn(&ep, j->y + off, n, 0, 0, 1, n);
+        conv_row_fusion_apply(&p->fuse, j->res ? j->res + off : NULL, j->y + off, nr * p->s.ow);
     }
 }
 
@@ -187,7 +153,7 @@ static void sc_range(const sc_job *j, int64_t img, int64_t rs, int64_t b0, int64
     for (int64_t r0 = y0; r0 < y1; r0 += p->band) {
         const int64_t nr = y1 - r0 < p->band ? y1 - r0 : p->band;
         j->band(&p->g, x, xb, p->wp, j->b, y, r0, nr, b0, b1);
-        if (p->fused) sc_epilogue(j, img, m0, m1, r0, nr);
+        if (p->fuse.on) sc_epilogue(j, img, m0, m1, r0, nr);
     }
 }
 
@@ -214,8 +180,7 @@ static void sc_chunk(void *arg, size_t begin, size_t end) {
 static anvil_status sc_run(const sc_plan *p, conv_sc_band_fn band, const op_tensor *const *in,
                            int n_in, op_tensor *const *out, void *ws, op_ctx *ctx) {
     const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
-    const float *res =
-        p->residual >= 0 && p->residual < n_in && in[p->residual] ? in[p->residual]->data : NULL;
+    const float *res = conv_row_fusion_residual(&p->fuse, in, n_in);
     sc_job j = {p, band, in[0]->data, b, res, out[0]->data, ws};
     if (p->s.n * p->g.ohw == 0) return ANVIL_OK;
     op_parallel_for(ctx, (size_t)p->threads, sc_chunk, &j);

@@ -18,8 +18,6 @@
  * uses rtol 1e-3 for it against 1e-4 for the others). */
 #include "conv.h"
 
-#include "kernels/fusion.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,12 +40,7 @@ typedef struct wino_state {
     wino_plan p;
     gemm_packed *u; /* t*t packed U[pos] */
     const conv_wino_fns *fns;
-    /* The fusion's activation (residual pointer filled per row), applied with `fuse_fn`; unused
-     * unless `fused` (the node has a fusion and this variant applies it). */
-    bool fused;
-    int residual; /* input index of the fused residual, or -1 */
-    gemm_epilogue fuse_ep;
-    gemm_tile_epilogue_fn fuse_fn;
+    conv_row_fusion fuse; /* applied to each output row of the transform */
 } wino_state;
 
 static size_t align64(size_t x) {
@@ -177,12 +170,7 @@ static anvil_status wino_prepare(const kern_node *kn, int m, void **state) {
             goto fail;
     free(u);
     kern_node_mark_copied(kn, 1);
-    const ir_fusion *f = kn->node->fusion;
-    /* where the runtime applies the fusion after run, run must not apply it too */
-    st->fused = f && conv_fuses(kn);
-    st->residual = st->fused ? f->residual : -1;
-    st->fuse_ep = kern_fusion_epilogue(st->fused ? f : NULL);
-    st->fuse_fn = kern_fusion_rows_fn();
+    conv_row_fusion_init(kn, &st->fuse);
     *state = st;
     return ANVIL_OK;
 fail:
@@ -272,7 +260,6 @@ static void wino_output(const wino_job *j, int64_t img, int64_t ty0, int64_t nro
     float *outbuf = (float *)(own + p->out_off);
     float *orow[4];
     for (int r = 0; r < m; r++) orow[r] = outbuf + r * p->tiles_x * m;
-    gemm_epilogue ep = j->st->fuse_ep;
     for (int64_t o = o0; o < o1; o++) {
         const float bias = j->b ? j->b[o] : 0.0f;
         const int64_t plane = (img * co + o) * s->oh * s->ow;
@@ -282,15 +269,11 @@ static void wino_output(const wino_job *j, int64_t img, int64_t ty0, int64_t nro
                                                            co * ntile, p->tiles_x, bias, orow);
             const int64_t oy0 = (ty0 + r) * m;
             for (int rr = 0; rr < m && oy0 + rr < s->oh; rr++) {
-                if (j->st->fused) {
-                    /* one row of ow outputs; the residual row is the output row's twin */
-                    if (j->res) {
-                        ep.r = j->res + plane + (oy0 + rr) * s->ow;
-                        ep.cs_r = 1;
-                        ep.beta = 1.0f;
-                    }
-                    j->st->fuse_fn(&ep, orow[rr], s->ow, 0, 0, 1, s->ow);
-                }
+                /* one row of ow outputs; the residual row is the output row's twin */
+                if (j->st->fuse.on)
+                    conv_row_fusion_apply(&j->st->fuse,
+                                          j->res ? j->res + plane + (oy0 + rr) * s->ow : NULL,
+                                          orow[rr], s->ow);
                 memcpy(yo + (oy0 + rr) * s->ow, orow[rr], sizeof(float) * (size_t)s->ow);
             }
         }
@@ -346,9 +329,7 @@ static anvil_status wino_run(const ir_node *n, void *state, const op_tensor *con
     const wino_state *st = state;
     const wino_plan *p = &st->p;
     const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
-    const float *res = st->residual >= 0 && st->residual < n_in && in[st->residual]
-                           ? in[st->residual]->data
-                           : NULL;
+    const float *res = conv_row_fusion_residual(&st->fuse, in, n_in);
     wino_job j = {st, in[0]->data, b, res, out[0]->data, ws, 0, 0, 0};
     if (p->s.n == 0 || p->s.m == 0) return ANVIL_OK;
     if (!p->shared) {
