@@ -411,6 +411,7 @@ static void test_conv_default_cascade(void **state) {
     conv_case pw_s2 = CASE(1, 64, 28, 28, 128, 1, 1, 2, 1, 0, 1, true);
     conv_case deep_s2 = CASE(1, 256, 28, 28, 256, 3, 3, 2, 1, 1, 1, true);
     conv_case deep_7x7 = CASE(1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, true); /* 16 F(2x2) tiles */
+    conv_case deep_5x5 = CASE(1, 512, 5, 5, 512, 3, 3, 1, 1, 1, 1, true); /* 9 */
     /* wide planes: the AVX2 row kernel wherever it runs; small ones: AVX-512's channel lanes */
     if (avx2()) assert_string_equal(default_pick(&dw, 1), "conv_depthwise_direct_avx2");
     if (avx512())
@@ -428,7 +429,8 @@ static void test_conv_default_cascade(void **state) {
     assert_string_equal(default_pick(&narrow, 1), "conv_implicit_gemm");
     assert_string_equal(default_pick(&pw_s2, 1), "conv_im2col_gemm");
     assert_string_equal(default_pick(&deep_s2, 1), "conv_nhwc_im2col_gemm");
-    assert_string_equal(default_pick(&deep_7x7, 1), "conv_nhwc_im2col_gemm");
+    assert_string_equal(default_pick(&deep_5x5, 1), "conv_nhwc_im2col_gemm");
+    assert_string_equal(default_pick(&deep_7x7, 1), "conv_winograd_f2x2_3x3");
     /* Every variant can be forced by name. */
     static const char *names[] = {"conv_f32",
                                   "conv_1x1_gemm",

@@ -185,9 +185,16 @@ typedef void (*conv_wino_in_fn)(const float *const *xr, int64_t tiles_x, float *
 typedef void (*conv_wino_out_fn)(const float *mo, int64_t ldm, int64_t tiles_x, float bias,
                                  float *const *rows);
 
+/* Output transform of one tile for nch (<= 16) consecutive output channels, with M laid out
+ * tiles x channels: mo[pos * ldm + o] is position pos of channel o; bias: nch values or NULL;
+ * out[(r * m + c) * 16 + o] receives output (r, c) of channel o. */
+typedef void (*conv_wino_outc_fn)(const float *mo, int64_t ldm, int64_t nch, const float *bias,
+                                  float *out);
+
 typedef struct conv_wino_fns {
     conv_wino_in_fn in2, in4; /* F(2x2) and F(4x4) */
     conv_wino_out_fn out2, out4;
+    conv_wino_outc_fn out2c, out4c;
 } conv_wino_fns;
 
 extern const conv_wino_fns conv_wino_fns_base, conv_wino_fns_avx2, conv_wino_fns_avx512;

@@ -372,23 +372,22 @@ static bool rule_1x1(const conv_shape *s) {
 
 /* Winograd pays off once the channel GEMMs are big enough to hide the transforms. F(4x4) does
  * 2.25x fewer multiplies per output than F(2x2) (36/16 vs 16/4) but has 2.25x more transform
- * data per tile and 36 transformed filters reused only over one image's tiles. Measured (1
- * thread, min of 20, ms, F(2x2) / F(4x4) / dnnl_conv): ResNet-50 64ch 56x56 1.70/2.07/2.12,
- * 128ch 28x28 1.88/1.08/1.97, 256ch 14x14 1.48/1.83/1.92, 512ch 7x7 2.59/5.40/1.98; VGG-16
- * 64ch 224x224 85/41/54, 64>128ch 112x112 30/23/22, 128ch 112x112 55/23/47, 256ch 56x56
- * 45/31/47, 512ch 28x28 37/24/47, 512ch 14x14 6.8/10.2/12.5. */
+ * data per tile and 36 transformed filters reused only over one image's tiles. Measured with
+ * `anvil_kbench conv --kernel 3 --threads 1` (median ms, F(2x2) / F(4x4) / dnnl_conv):
+ * ResNet-50 64ch 56x56 1.63/1.46/2.31, 128ch 28x28 1.55/1.04/2.06, 256ch 14x14 1.27/1.48/2.03,
+ * 512ch 7x7 1.93/2.14/2.08; VGG-16 64ch 224x224 25.0/23.6/38.2, 64>128ch 112x112 12.7/9.8/18.5,
+ * 512ch 28x28 17.4/11.7/31.8, 512ch 14x14 4.70/4.69/8.24. */
 static bool rule_winograd_f4(const conv_shape *s) {
     int64_t ch = s->cg < s->mg ? s->cg : s->mg, side = s->oh < s->ow ? s->oh : s->ow;
-    return (ch >= 128 && side >= 20) || (ch >= 64 && side >= 100);
+    return ch >= 64 && side >= 20;
 }
 
-/* More than 16 tiles. At 16 (ResNet-50's 512-channel 7x7 layers) each transformed filter is
- * reused over only 16 tiles, so the 16 channel GEMMs stream 16/9 times the direct conv's weight
- * bytes with an N of one vector: measured there (1 thread, median ms, two runs) F(2x2) 2.80 /
- * 2.80 vs conv_nhwc_im2col_gemm 2.41 / 2.34 (dnnl_conv 2.16 / 2.28), so it falls through to the
- * NHWC rule below; 256ch 14x14 (49 tiles) stays with F(2x2): 1.48 vs 2.36. */
+/* At least 16 tiles. At 16 (ResNet-50's 512-channel 7x7 layers) each transformed filter is
+ * reused over only 16 tiles, which the GEMMs then take as their rows (conv_winograd.c): 1.93 ms
+ * against conv_nhwc_im2col_gemm's 2.31 (dnnl_conv 2.08); with fewer the 16/9 times larger
+ * filters than a direct conv's are streamed for too little work. */
 static bool rule_winograd_f2(const conv_shape *s) {
-    return s->cg >= 32 && s->mg >= 32 && ((s->oh + 1) / 2) * ((s->ow + 1) / 2) > 16;
+    return s->cg >= 32 && s->mg >= 32 && ((s->oh + 1) / 2) * ((s->ow + 1) / 2) >= 16;
 }
 
 /* Few output pixels and many channels: the pixels-as-rows GEMM of conv_nhwc.c, transposes

@@ -91,11 +91,36 @@
         }                                                                                          \
     }
 
+/* The same per tile over up to 16 output channels, the channel loop innermost so that it is the
+ * one vectorized. */
+#define WINO_DEFINE_OUTC(NAME, T, M, AT)                                                           \
+    static void NAME(const float *mo, int64_t ldm, int64_t nch, const float *bias, float *out) {   \
+        for (int64_t o = 0; o < nch; o++) {                                                        \
+            float s[T][M], col[T], y[M];                                                           \
+            const float b = bias ? bias[o] : 0.0f;                                                 \
+            _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) {                                  \
+                float r[T];                                                                        \
+                _Pragma("GCC unroll 6") for (int j = 0; j < T; j++) r[j] =                         \
+                    mo[(i * T + j) * ldm + o];                                                     \
+                AT(r, s[i]);                                                                       \
+            }                                                                                      \
+            _Pragma("GCC unroll 4") for (int c = 0; c < M; c++) {                                  \
+                _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) col[i] = s[i][c];              \
+                AT(col, y);                                                                        \
+                _Pragma("GCC unroll 4") for (int r = 0; r < M; r++) out[(r * M + c) * 16 + o] =    \
+                    y[r] + b;                                                                      \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
 WINO_DEFINE_IN(WINO_CAT(wino_in2_, WINO_SUFFIX), 4, 2, WINO_BT4)
 WINO_DEFINE_IN(WINO_CAT(wino_in4_, WINO_SUFFIX), 6, 4, WINO_BT6)
 WINO_DEFINE_OUT(WINO_CAT(wino_out2_, WINO_SUFFIX), 4, 2, WINO_AT4)
 WINO_DEFINE_OUT(WINO_CAT(wino_out4_, WINO_SUFFIX), 6, 4, WINO_AT6)
+WINO_DEFINE_OUTC(WINO_CAT(wino_out2c_, WINO_SUFFIX), 4, 2, WINO_AT4)
+WINO_DEFINE_OUTC(WINO_CAT(wino_out4c_, WINO_SUFFIX), 6, 4, WINO_AT6)
 
 const conv_wino_fns WINO_CAT(conv_wino_fns_, WINO_SUFFIX) = {
-    WINO_CAT(wino_in2_, WINO_SUFFIX), WINO_CAT(wino_in4_, WINO_SUFFIX),
-    WINO_CAT(wino_out2_, WINO_SUFFIX), WINO_CAT(wino_out4_, WINO_SUFFIX)};
+    WINO_CAT(wino_in2_, WINO_SUFFIX),   WINO_CAT(wino_in4_, WINO_SUFFIX),
+    WINO_CAT(wino_out2_, WINO_SUFFIX),  WINO_CAT(wino_out4_, WINO_SUFFIX),
+    WINO_CAT(wino_out2c_, WINO_SUFFIX), WINO_CAT(wino_out4c_, WINO_SUFFIX)};
