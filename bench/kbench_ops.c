@@ -356,7 +356,11 @@ static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_op
     const kern_variant *const *list = kern_variants(case_node(c)->op, &count);
     slot *slots = calloc(count, sizeof *slots);
     float *out = core_aligned_alloc(64, c->out_bytes + 64);
-    if (!slots || !out) {
+    /* One pool for all of anvil's variants: with one each, the idle workers of the variant that
+     * just ran spin beside the next one's and take its CPUs (2 threads ran at 1 thread's speed
+     * in about half the runs). */
+    rt_pool *pool = NULL;
+    if (!slots || !out || rt_pool_create(threads, &pool) != ANVIL_OK) {
         fprintf(stderr, "kbench: out of memory\n");
         exit(1);
     }
@@ -383,7 +387,7 @@ static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_op
         r->is_default = v == def;
         r->is_vendor = is_vendor(v);
         double t0 = kb_now_s();
-        if (rt_variant_exec_create(v, &kn, &s->e) != ANVIL_OK) {
+        if (rt_variant_exec_create(v, &kn, pool, &s->e) != ANVIL_OK) {
             fprintf(stderr, "kbench: %s %s: prepare failed: %s\n", c->label, v->name,
                     anvil_last_error());
             r->status = RES_FAILED;
@@ -451,6 +455,7 @@ static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_op
         free(s->share);
         rt_variant_exec_free(s->e);
     }
+    rt_pool_free(pool);
     free(slots);
     free(out);
 }

@@ -33,9 +33,11 @@ struct op_ctx {
 /* ---- one node through one variant, outside a session (variant_run.c) -------------------------
  * For tests and kernel benchmarks: prepares v for kn (kn->threads threads; kn and the constant
  * values it points to are borrowed and must outlive the exec), then runs it as often as wanted.
- * *out owned by the caller (rt_variant_exec_free). */
+ * pool: borrowed, with kn->threads threads, shared by execs that take turns (a pool's idle workers
+ * spin for a while after each job, and other pools' workers spinning beside a run take its CPUs);
+ * NULL: the exec makes its own. *out owned by the caller (rt_variant_exec_free). */
 typedef struct rt_variant_exec rt_variant_exec;
-anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn,
+anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn, rt_pool *pool,
                                     rt_variant_exec **out);
 anvil_status rt_variant_exec_run(rt_variant_exec *e, const ir_node *n, const op_tensor *const *in,
                                  int n_in, op_tensor *const *out, int n_out);

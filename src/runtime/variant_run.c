@@ -10,11 +10,12 @@ struct rt_variant_exec {
     void *state;
     void *ws;
     rt_pool *pool;
+    bool own_pool;
     op_ctx ctx;
     bool fusion_after; /* the node's fused epilogue is applied here, after the variant ran */
 };
 
-anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn,
+anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn, rt_pool *pool,
                                     rt_variant_exec **out) {
     *out = NULL;
     if (!kern_applies(v, kn, core_hw_get()))
@@ -24,8 +25,13 @@ anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn,
     if (!e) return ANVIL_ERR_OUT_OF_MEMORY;
     e->v = v;
     e->fusion_after = kern_fusion_pending(v, kn);
-    anvil_status st = rt_pool_create(kn->threads > 0 ? kn->threads : 1, &e->pool);
-    if (st != ANVIL_OK) goto fail;
+    anvil_status st = ANVIL_OK;
+    e->pool = pool;
+    if (!pool) {
+        e->own_pool = true;
+        if ((st = rt_pool_create(kn->threads > 0 ? kn->threads : 1, &e->pool)) != ANVIL_OK)
+            goto fail;
+    }
     e->ctx.pool = e->pool;
     if (v->prepare && (st = v->prepare(kn, &e->state)) != ANVIL_OK) goto fail;
     size_t ws = v->workspace_size ? v->workspace_size(kn) : 0;
@@ -51,6 +57,6 @@ void rt_variant_exec_free(rt_variant_exec *e) {
     if (!e) return;
     if (e->state && e->v->release) e->v->release(e->state);
     free(e->ws);
-    rt_pool_free(e->pool);
+    if (e->own_pool) rt_pool_free(e->pool);
     free(e);
 }

@@ -233,7 +233,7 @@ static inline anvil_status optest_run_variant(optest *t, const kern_variant *v, 
     kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, threads, NULL};
     if (!kern_applies(v, &kn, core_hw_get())) return ANVIL_ERR_UNSUPPORTED;
     rt_variant_exec *e;
-    anvil_status s = rt_variant_exec_create(v, &kn, &e);
+    anvil_status s = rt_variant_exec_create(v, &kn, NULL, &e);
     if (s != ANVIL_OK) return s;
     const op_tensor *ins[OPTEST_MAX_IO];
     op_tensor *outs[OPTEST_MAX_IO];

@@ -42,6 +42,9 @@ static int expected_variants(const conv_case *c) {
     if (c->kh == 3 && c->kw == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 &&
         c->group == 1)
         n += 2;
+    if (c->kh == 3 && c->kw == 3 && c->sh == 2 && c->sw == 2 && c->dh == 1 && c->dw == 1 &&
+        c->group == 1)
+        n++; /* conv_winograd_f2x2_3x3_s2 */
     bool dw_shape = c->group == c->c && c->m == c->c && (c->kh == 3 || c->kh == 5) &&
                     (c->kw == 3 || c->kw == 5) && c->sh <= 2 && c->sw <= 2 && c->dh == 1 &&
                     c->dw == 1;
@@ -58,7 +61,7 @@ static void tolerance(const char *name, float *rtol, float *atol) {
     if (!strcmp(name, "conv_winograd_f4x4_3x3")) {
         *rtol = 1e-3f;
         *atol = 2e-3f;
-    } else if (!strcmp(name, "conv_winograd_f2x2_3x3")) {
+    } else if (!strncmp(name, "conv_winograd_f2x2_3x3", 22)) {
         *rtol = 2e-4f;
         *atol = 5e-4f;
     } else {
@@ -180,7 +183,13 @@ static void test_conv_3x3(void **state) {
         CASE(1, 33, 7, 5, 32, 3, 3, 1, 1, 1, 1, false),
         CASE(3, 14, 5, 7, 15, 3, 3, 1, 1, 0, 1, true),
         CASE(1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, true),
-        CASE(1, 15, 13, 8, 14, 3, 3, 2, 1, 1, 1, true),  /* stride 2 */
+        CASE(1, 15, 13, 8, 14, 3, 3, 2, 1, 1, 1, true), /* stride 2 */
+        /* stride-2 Winograd: 64 tiles (Cout as the GEMM rows), odd outputs; no pads; shared
+         * mode with 1 image, private with 3 */
+        CASE(1, 33, 30, 29, 17, 3, 3, 2, 1, 1, 1, true),
+        CASE(1, 14, 12, 12, 15, 3, 3, 2, 1, 0, 1, true),
+        CASE(1, 256, 11, 10, 256, 3, 3, 2, 1, 1, 1, true),
+        CASE(3, 256, 10, 11, 240, 3, 3, 2, 1, 1, 1, false),
         CASE(1, 13, 13, 13, 3, 3, 3, 1, 2, 2, 1, true),  /* dilation 2 */
         CASE(3, 14, 7, 7, 32, 3, 3, 1, 1, 1, 2, true),   /* groups 2 */
         CASE(1, 32, 8, 13, 32, 3, 3, 1, 1, 2, 1, false), /* pad 2 */
@@ -344,6 +353,7 @@ static void test_conv_fused(void **state) {
         CASE(1, 32, 13, 13, 33, 3, 3, 1, 1, 1, 1, true),  /* 3x3: Winograd, both tile sizes */
         CASE(3, 14, 7, 5, 15, 3, 3, 1, 1, 1, 1, false),   /* 3x3, batch 3 (batch-parallel) */
         CASE(1, 15, 13, 8, 14, 3, 3, 2, 1, 1, 1, true),   /* strided */
+        CASE(1, 33, 30, 29, 17, 3, 3, 2, 1, 1, 1, true),  /* strided, 64 Winograd tiles */
         CASE(1, 15, 13, 7, 3, 1, 1, 2, 1, 0, 1, true),    /* strided 1x1 */
         CASE(3, 14, 7, 7, 32, 3, 3, 1, 1, 1, 2, true),    /* groups 2 */
         CASE(1, 33, 50, 40, 33, 3, 3, 1, 1, 1, 33, true), /* depthwise, 3 bands of rows */
@@ -410,8 +420,9 @@ static void test_conv_default_cascade(void **state) {
     conv_case narrow = CASE(1, 3, 56, 12, 8, 3, 3, 1, 1, 1, 1, true); /* rows under a vector */
     conv_case pw_s2 = CASE(1, 64, 28, 28, 128, 1, 1, 2, 1, 0, 1, true);
     conv_case deep_s2 = CASE(1, 256, 28, 28, 256, 3, 3, 2, 1, 1, 1, true);
-    conv_case deep_7x7 = CASE(1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, true); /* 16 F(2x2) tiles */
-    conv_case deep_5x5 = CASE(1, 512, 5, 5, 512, 3, 3, 1, 1, 1, 1, true); /* 9 */
+    conv_case deep_s2_7x7 = CASE(1, 512, 14, 14, 512, 3, 3, 2, 1, 1, 1, true); /* 16 tiles */
+    conv_case deep_7x7 = CASE(1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, true);      /* 16 F(2x2) tiles */
+    conv_case deep_5x5 = CASE(1, 512, 5, 5, 512, 3, 3, 1, 1, 1, 1, true);      /* 9 */
     /* wide planes: the AVX2 row kernel wherever it runs; small ones: AVX-512's channel lanes */
     if (avx2()) assert_string_equal(default_pick(&dw, 1), "conv_depthwise_direct_avx2");
     if (avx512())
@@ -428,7 +439,8 @@ static void test_conv_default_cascade(void **state) {
     assert_string_equal(default_pick(&stem, 2), sc);
     assert_string_equal(default_pick(&narrow, 1), "conv_implicit_gemm");
     assert_string_equal(default_pick(&pw_s2, 1), "conv_im2col_gemm");
-    assert_string_equal(default_pick(&deep_s2, 1), "conv_nhwc_im2col_gemm");
+    assert_string_equal(default_pick(&deep_s2, 1), "conv_winograd_f2x2_3x3_s2");
+    assert_string_equal(default_pick(&deep_s2_7x7, 1), "conv_nhwc_im2col_gemm");
     assert_string_equal(default_pick(&deep_5x5, 1), "conv_nhwc_im2col_gemm");
     assert_string_equal(default_pick(&deep_7x7, 1), "conv_winograd_f2x2_3x3");
     /* Every variant can be forced by name. */
@@ -438,6 +450,7 @@ static void test_conv_default_cascade(void **state) {
                                   "conv_implicit_gemm",
                                   "conv_winograd_f2x2_3x3",
                                   "conv_winograd_f4x4_3x3",
+                                  "conv_winograd_f2x2_3x3_s2",
                                   "conv_depthwise_direct_avx512",
                                   "conv_depthwise_direct_avx2",
                                   "conv_smallc_direct_avx512",

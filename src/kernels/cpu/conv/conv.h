@@ -174,27 +174,37 @@ void conv_sc_band_avx512(const conv_sc_geom *g, const float *x, float *xb, const
 void conv_sc_band_avx2(const conv_sc_geom *g, const float *x, float *xb, const float *wp,
                        const float *bias, float *y, int64_t r0, int64_t nr, int64_t b0, int64_t b1);
 
-/* ---- Winograd F(m x m, 3 x 3) transforms (conv_winograd.c and its ISA files) ---------------- */
+/* ---- Winograd transforms (conv_winograd.c and its ISA files) ------------------------------- */
 
-/* Input transform of one row of tiles of one channel: xr[i] (i < t = m + 2) are the t padded
- * input rows the tile row covers (each readable for tiles_x * m + 2 floats); v[pos * ldv + tx]
- * for pos < t*t receives B^T d B of tile tx. */
-typedef void (*conv_wino_in_fn)(const float *const *xr, int64_t tiles_x, float *v, int64_t ldv);
-/* Output transform of one row of tiles of one output channel: mo[pos * ldm + tx] are the t*t
- * GEMM results per tile; rows[r] (r < m) receive A^T M A + bias for tiles_x * m columns. */
-typedef void (*conv_wino_out_fn)(const float *mo, int64_t ldm, int64_t tiles_x, float bias,
+/* F(2x2,3x3) (m = 2, t = 4), F(4x4,3x3) (m = 4, t = 6), and F(2x2,3x3) at stride 2 (m = 2,
+ * t = 5, input tiles 4 apart). */
+typedef enum conv_wino_kind {
+    CONV_WINO_F2,
+    CONV_WINO_F4,
+    CONV_WINO_S2,
+    CONV_WINO_KINDS
+} conv_wino_kind;
+
+/* Input transform of one row of tiles of one channel: xr[i] (i < t) are the t padded input rows
+ * the tile row covers (each readable for tiles_x * step + t - step floats); v[off[pos] + tx] for
+ * pos < t*t receives position pos of B^T d B of tile tx. */
+typedef void (*conv_wino_in_fn)(const float *const *xr, int64_t tiles_x, float *v,
+                                const int64_t *off);
+/* Output transform of one row of tiles of one output channel: mo[off[pos] + tx] are the t*t
+ * GEMM results of tile tx; rows[r] (r < m) receive A^T M A + bias for tiles_x * m columns. */
+typedef void (*conv_wino_out_fn)(const float *mo, const int64_t *off, int64_t tiles_x, float bias,
                                  float *const *rows);
+/* Output transform of one tile for nch (<= 16) consecutive output channels: mo[off[pos] + o] is
+ * position pos of channel o; bias: nch values or NULL; out[(r * m + c) * 16 + o] receives output
+ * (r, c) of channel o. */
+typedef void (*conv_wino_outc_fn)(const float *mo, const int64_t *off, int64_t nch,
+                                  const float *bias, float *out);
 
-/* Output transform of one tile for nch (<= 16) consecutive output channels, with M laid out
- * tiles x channels: mo[pos * ldm + o] is position pos of channel o; bias: nch values or NULL;
- * out[(r * m + c) * 16 + o] receives output (r, c) of channel o. */
-typedef void (*conv_wino_outc_fn)(const float *mo, int64_t ldm, int64_t nch, const float *bias,
-                                  float *out);
-
+/* Indexed by conv_wino_kind. */
 typedef struct conv_wino_fns {
-    conv_wino_in_fn in2, in4; /* F(2x2) and F(4x4) */
-    conv_wino_out_fn out2, out4;
-    conv_wino_outc_fn out2c, out4c;
+    conv_wino_in_fn in[CONV_WINO_KINDS];
+    conv_wino_out_fn out[CONV_WINO_KINDS];
+    conv_wino_outc_fn outc[CONV_WINO_KINDS];
 } conv_wino_fns;
 
 extern const conv_wino_fns conv_wino_fns_base, conv_wino_fns_avx2, conv_wino_fns_avx512;

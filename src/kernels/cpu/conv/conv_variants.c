@@ -16,8 +16,8 @@
  * each item (im2col rows, then the GEMM's own split; for the implicit GEMM, pixel blocks).
  *
  * The family's other variants live in their own files: conv_depthwise_direct_avx512/_avx2
- * (conv_depthwise.c), conv_winograd_f2x2_3x3/f4x4_3x3 (conv_winograd.c), conv_nhwc_im2col_gemm
- * (conv_nhwc.c) and conv_smallc_direct_avx512/_avx2 (conv_smallc.c).
+ * (conv_depthwise.c), conv_winograd_f2x2_3x3/f4x4_3x3/f2x2_3x3_s2 (conv_winograd.c),
+ * conv_nhwc_im2col_gemm (conv_nhwc.c) and conv_smallc_direct_avx512/_avx2 (conv_smallc.c).
  *
  * "conv_f32" comes first: it picks one of the others per node from the rule table `cascade`
  * below (data, not code paths; each rule cites the measurement behind it), so the default is
@@ -30,7 +30,8 @@
 #include <string.h>
 
 extern const kern_variant conv_v_nhwc, conv_v_depthwise_avx512, conv_v_depthwise_avx2,
-    conv_v_winograd_f2, conv_v_winograd_f4, conv_v_smallc_avx512, conv_v_smallc_avx2;
+    conv_v_winograd_f2, conv_v_winograd_f4, conv_v_winograd_s2, conv_v_smallc_avx512,
+    conv_v_smallc_avx2;
 
 typedef enum conv_kind { KIND_1X1, KIND_IM2COL, KIND_IMPLICIT } conv_kind;
 
@@ -390,6 +391,14 @@ static bool rule_winograd_f2(const conv_shape *s) {
     return s->cg >= 32 && s->mg >= 32 && ((s->oh + 1) / 2) * ((s->ow + 1) / 2) >= 16;
 }
 
+/* Stride 2 with enough tiles to hide its transforms and the 16/9 times larger filters. Measured
+ * (1 thread, median ms, Winograd / conv_im2col_gemm / conv_nhwc_im2col_gemm / dnnl_conv):
+ * ResNet-50 128ch 56->28 2.30/2.46/2.77/2.38, 256ch 28->14 1.92/2.36/2.45/2.23; with 16 tiles,
+ * 512ch 14->7, the tiles' padding (8x8 outputs for 7x7) eats the gain: 2.90/2.68/2.55/2.40. */
+static bool rule_winograd_s2(const conv_shape *s) {
+    return s->cg >= 64 && s->mg >= 64 && ((s->oh + 1) / 2) * ((s->ow + 1) / 2) >= 36;
+}
+
 /* Few output pixels and many channels: the pixels-as-rows GEMM of conv_nhwc.c, transposes
  * included (measurements there). */
 static bool rule_nhwc(const conv_shape *s) {
@@ -434,6 +443,7 @@ static const conv_rule cascade[] = {
     {&conv_v_1x1, rule_1x1},
     {&conv_v_winograd_f4, rule_winograd_f4},
     {&conv_v_winograd_f2, rule_winograd_f2},
+    {&conv_v_winograd_s2, rule_winograd_s2},
     {&conv_v_nhwc, rule_nhwc},
     {&conv_v_im2col, rule_pointwise},
     {&conv_v_implicit, rule_any},
@@ -506,7 +516,17 @@ static const kern_variant conv_v_auto = {"conv_f32",    IR_OP_CONV,     0,
                                          auto_release,  auto_run,       auto_fuses};
 
 const kern_variant *const kern_family_conv[] = {
-    &conv_v_auto,        &conv_v_depthwise_avx512, &conv_v_depthwise_avx2, &conv_v_1x1,
-    &conv_v_winograd_f4, &conv_v_winograd_f2,      &conv_v_nhwc,           &conv_v_implicit,
-    &conv_v_im2col,      &conv_v_smallc_avx512,    &conv_v_smallc_avx2,    NULL,
+    &conv_v_auto,
+    &conv_v_depthwise_avx512,
+    &conv_v_depthwise_avx2,
+    &conv_v_1x1,
+    &conv_v_winograd_f4,
+    &conv_v_winograd_f2,
+    &conv_v_winograd_s2,
+    &conv_v_nhwc,
+    &conv_v_implicit,
+    &conv_v_im2col,
+    &conv_v_smallc_avx512,
+    &conv_v_smallc_avx2,
+    NULL,
 };

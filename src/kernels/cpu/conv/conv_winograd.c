@@ -1,21 +1,30 @@
-/* Winograd convolutions F(2x2,3x3) and F(4x4,3x3): conv_winograd_f2x2_3x3, conv_winograd_f4x4_3x3.
- * 3x3 kernels, stride 1, dilation 1, group 1, any pads.
+/* Winograd convolutions: conv_winograd_f2x2_3x3 and conv_winograd_f4x4_3x3 (3x3, stride 1), and
+ * conv_winograd_f2x2_3x3_s2 (3x3, stride 2); dilation 1, group 1, any pads.
  *
- * An m x m block of outputs (m = 2 or 4) comes from a t x t input tile (t = m + 2) as
+ * An m x m block of outputs comes from a t x t input tile as
  *   Y = A^T [ (G g G^T) .* (B^T d B) ] A,
- * summed over input channels. The elementwise product summed over channels is, for each of the
- * t*t tile positions, a GEMM: M[pos] (Cout x tiles) = U[pos] (Cout x Cin) x V[pos] (Cin x tiles).
- * U is transformed and packed once in prepare; per image, blocks of whole tile rows are
- * transformed into V (sized so V and M stay near L2), multiplied with anvil's GEMM (weights
- * pre-packed, 16 or 36 GEMMs per block), and transformed back with the bias added; the node's
- * fused residual and activation (ir_fusion) are applied to each output row of the transform while
- * it is still in L1, before it is copied out. With at least as many images as threads each
- * thread takes whole (image, block) jobs with its own buffers; otherwise the threads share every
- * block, phase by phase (wino_plan.shared).
+ * summed over input channels: F(2x2) m = 2, t = 4; F(4x4) m = 4, t = 6; and for stride 2 m = 2,
+ * t = 5, from the stride's two phases: the even input columns meet the taps w0 and w2, a 2-tap
+ * filter that F(2,2) computes from 3 points, (x0 - x2) w0, x2 (w0 + w2), (x4 - x2) w2; the odd
+ * ones meet w1 alone, x1 w1 and x3 w1. So 2 outputs take 5 multiplies instead of 6, and a 2x2
+ * block 25 instead of 36 (1.44x fewer), with transforms of additions only.
  *
- * Accuracy: F(2x2) multiplies by 1/2 at most and is within a few ulps of direct convolution;
- * F(4x4)'s matrices have entries up to 8 and 1/24, which costs about two decimal digits (the test
- * uses rtol 1e-3 for it against 1e-4 for the others). */
+ * The elementwise product summed over channels is a GEMM per position of the t x t tile. Positions
+ * whose transformed filters are equal (at stride 2, rows and columns 3 and 4 of G are both w1)
+ * share one filter class and one GEMM, with their tiles side by side: 16 GEMMs over 25 positions,
+ * and 16/9 instead of 25/9 times the filter bytes. Per class:
+ *   M[cls] (Cout x q*tiles) = U[cls] (Cout x Cin) x V[cls] (Cin x q*tiles),
+ * q the class's number of positions; or, where a block has few tiles, with the tiles as the rows
+ * (wino_plan.tile_rows). U is transformed and packed once in prepare; per image, blocks of whole
+ * tile rows are transformed into V (sized so V and M stay near L2), multiplied with anvil's GEMM,
+ * and transformed back with the bias added; the node's fused residual and activation (ir_fusion)
+ * are applied to the outputs while they are still in L1. With at least as many images as threads
+ * each thread takes whole (image, block) jobs with its own buffers; otherwise the threads share
+ * every block, phase by phase (wino_plan.shared).
+ *
+ * Accuracy: F(2x2) multiplies by 1/2 at most and the stride-2 form only adds, both within a few
+ * ulps of direct convolution; F(4x4)'s matrices have entries up to 8 and 1/24, which costs about
+ * two decimal digits (the test uses rtol 1e-3 for it against 1e-4 for the others). */
 #include "conv.h"
 
 #include <stdlib.h>
@@ -24,38 +33,84 @@
 #define WINO_SUFFIX base
 #include "conv_wino_tmpl.h"
 
+#define WINO_MAX_T 6
+#define WINO_MAX_POS (WINO_MAX_T * WINO_MAX_T)
+
+/* The three algorithms' constants. G's rows are the filter classes of one dimension; pos_cls maps
+ * a position of one dimension to its class. */
+typedef struct wino_algo {
+    int m, t, stride;
+    int ncls1; /* classes per dimension (rows of g) */
+    const double (*g)[3];
+    int pos_cls[WINO_MAX_T];
+} wino_algo;
+
+static const double g_f2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+static const double g_f4[6][3] = {{0.25, 0, 0},
+                                  {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                  {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                  {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                  {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                  {0, 0, 1}};
+static const double g_s2[4][3] = {{1, 0, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 0}};
+
+static const wino_algo algos[CONV_WINO_KINDS] = {
+    [CONV_WINO_F2] = {2, 4, 1, 4, g_f2, {0, 1, 2, 3}},
+    [CONV_WINO_F4] = {4, 6, 1, 6, g_f4, {0, 1, 2, 3, 4, 5}},
+    [CONV_WINO_S2] = {2, 5, 2, 4, g_s2, {0, 1, 2, 3, 3}},
+};
+
 typedef struct wino_plan {
     conv_shape s;
-    int m, t;                           /* outputs per tile side, tile side */
+    conv_wino_kind kind;
+    int m, t, step;                     /* outputs per tile side, tile side, input step per tile */
+    int ncls, qmax;                     /* filter classes (GEMMs per block), largest class */
+    int pos_cls[WINO_MAX_POS];          /* class of each position of the t x t tile */
+    int pos_dup[WINO_MAX_POS];          /* which of its class's q positions it is */
+    int cls_q[WINO_MAX_POS];            /* positions per class */
     int64_t tiles_x, tiles_y, rows_blk; /* tile rows per block */
     int64_t wp;                         /* padded input row width */
     const gemm_kernel *k;
     gemm_blocking blk;
     int threads;
     bool shared; /* threads split each block's phases instead of taking whole blocks */
-    /* The GEMMs run with the block's tiles as rows, M[pos] (tiles x Cout) = V[pos]^T U[pos]^T, U
-     * packed as the B operand; otherwise Cout is the rows and the tiles the columns. */
+    /* The GEMMs run with the block's tiles as rows, M[cls] (q*tiles x Cout) = V[cls]^T U[cls]^T,
+     * U packed as the B operand; otherwise Cout is the rows and the tiles the columns. */
     bool tile_rows;
     size_t v_off, mo_off, row_off, out_off, gemm_off, slice; /* per-thread layout, bytes */
 } wino_plan;
 
 typedef struct wino_state {
     wino_plan p;
-    gemm_packed *u; /* t*t packed U[pos] */
+    gemm_packed *u; /* ncls packed U[cls] */
     const conv_wino_fns *fns;
-    conv_row_fusion fuse; /* applied to each output row of the transform */
+    conv_row_fusion fuse;
 } wino_state;
 
 static size_t align64(size_t x) {
     return (x + 63) & ~(size_t)63;
 }
 
-/* Floats between consecutive positions of V and M holding n floats each: an odd number of cache
+/* Floats between consecutive classes of V and M holding n floats each: an odd number of cache
  * lines. The transforms touch all t*t positions of a tile at once, and with a stride of a power
  * of two (512 channels x 16 tiles: 32 KiB) those t*t lines fall in one L1 set, which holds 8:
  * Winograd F(2x2) on a 512-channel 7x7 image spent 384 us per run in its input transform. */
 static int64_t pos_stride(int64_t n) {
     return ((n + 15) / 16 | 1) * 16;
+}
+
+/* Where each class of a block with ntile tiles starts in V (ch = Cin) or M (ch = Cout); returns
+ * the floats all of them take. Class cls holds, for each channel, its q positions' tiles side by
+ * side: position (cls, dup) of channel c and tile i is at base[cls] + (c * q + dup) * ntile + i
+ * in V and in M with Cout as the rows, at base[cls] + (dup * ntile + i) * Cout + o in tile_rows
+ * M. */
+static int64_t class_bases(const wino_plan *p, int64_t ntile, int64_t ch, int64_t *base) {
+    int64_t off = 0;
+    for (int c = 0; c < p->ncls; c++) {
+        base[c] = off;
+        off += pos_stride(p->cls_q[c] * ch * ntile);
+    }
+    return off;
 }
 
 /* Output channels per output transform call in tile_rows mode. */
@@ -70,35 +125,50 @@ static bool wino_tile_rows(int64_t ntile) {
     return ntile <= 32;
 }
 
-static bool wino_plan_of(const kern_node *kn, int m, wino_plan *p) {
+static bool wino_plan_of(const kern_node *kn, conv_wino_kind kind, wino_plan *p) {
     memset(p, 0, sizeof *p);
     conv_shape *s = &p->s;
+    const wino_algo *a = &algos[kind];
     if (!conv_shape_of(kn, s)) return false;
-    if (s->kh != 3 || s->kw != 3 || s->sh != 1 || s->sw != 1 || s->dh != 1 || s->dw != 1 ||
-        s->group != 1)
+    if (s->kh != 3 || s->kw != 3 || s->sh != a->stride || s->sw != a->stride || s->dh != 1 ||
+        s->dw != 1 || s->group != 1)
         return false;
     /* U is built from the weights in prepare. */
     if (!kn->in[1].value) return false;
     const core_hw *hw = core_hw_get();
+    const int m = a->m, t = a->t;
+    p->kind = kind;
     p->m = m;
-    p->t = m + 2;
+    p->t = t;
+    p->step = m * a->stride;
+    p->ncls = a->ncls1 * a->ncls1;
+    for (int i = 0; i < t; i++)
+        for (int j = 0; j < t; j++) {
+            const int ci = a->pos_cls[i], cj = a->pos_cls[j];
+            p->pos_cls[i * t + j] = ci * a->ncls1 + cj;
+            p->cls_q[ci * a->ncls1 + cj]++;
+        }
+    for (int pos = 0, seen[WINO_MAX_POS] = {0}; pos < t * t; pos++)
+        p->pos_dup[pos] = seen[p->pos_cls[pos]]++;
+    for (int c = 0; c < p->ncls; c++)
+        if (p->cls_q[c] > p->qmax) p->qmax = p->cls_q[c];
     p->threads = kn->threads > 0 ? kn->threads : 1;
     p->tiles_x = (s->ow + m - 1) / m;
     p->tiles_y = (s->oh + m - 1) / m;
-    const int64_t tt = (int64_t)p->t * p->t;
+    const int64_t tt = (int64_t)t * t;
     /* V and M of a block together about the size of L2, so they stay there between the phases;
-     * but every block streams all of U, so a block is never smaller than U (c*m/(c+m) tiles):
-     * with deep layers U is the larger stream. */
+     * but every block streams all of U, so a block is never smaller than U (ncls*c*m floats
+     * against tt*(c+m) per tile): with deep layers U is the larger stream. */
     size_t l2 = hw->l2_bytes ? hw->l2_bytes : (size_t)1 << 20;
     int64_t per_tile = tt * (s->c + s->m) * (int64_t)sizeof(float);
     int64_t nb = (int64_t)l2 / (per_tile > 0 ? per_tile : 1);
-    const int64_t nb_u = s->c + s->m > 0 ? s->c * s->m / (s->c + s->m) : 0;
+    const int64_t nb_u = s->c + s->m > 0 ? p->ncls * s->c * s->m / (tt * (s->c + s->m)) : 0;
     const bool u_bound = nb < nb_u;
     if (u_bound) nb = nb_u;
     int64_t rows = (nb + p->tiles_x - 1) / p->tiles_x;
     if (rows < 1) rows = 1;
     /* Fewer images than threads: when U is the larger stream the threads share each block,
-     * splitting the input transform by channels, the GEMMs by position (so each U[pos] is read by
+     * splitting the input transform by channels, the GEMMs by class (so each U[cls] is read by
      * one thread only) and the output transform by output channels, at the cost of three
      * fork-joins per block; otherwise each thread takes whole blocks (no synchronisation), made
      * small enough that every thread gets some. */
@@ -110,26 +180,27 @@ static bool wino_plan_of(const kern_node *kn, int m, wino_plan *p) {
     if (rows > p->tiles_y) rows = p->tiles_y;
     if (rows < 1) rows = 1;
     p->rows_blk = rows;
-    const int64_t ntile = rows * p->tiles_x;
-    p->wp = p->tiles_x * m + 2;
+    const int64_t ntile = rows * p->tiles_x, ncol = p->qmax * ntile;
+    p->wp = p->tiles_x * p->step + (t - p->step);
     p->tile_rows = wino_tile_rows(ntile);
     if (p->tile_rows) {
         p->k = gemm_kernel_default(ntile, s->m, s->c, hw);
         const gemm_kernel *force =
             gemm_kernel_find(getenv("ANVIL_CONV_TILE") ? getenv("ANVIL_CONV_TILE") : "");
         if (force && gemm_kernel_usable(force, hw)) p->k = force;
-        p->blk = gemm_blocking_default(p->k, ntile, s->m, s->c, hw);
+        p->blk = gemm_blocking_default(p->k, ncol, s->m, s->c, hw);
     } else {
         p->k = conv_gemm_kernel(s->m, ntile, s->c, hw);
-        p->blk = gemm_blocking_default(p->k, s->m, ntile, s->c, hw);
+        p->blk = gemm_blocking_default(p->k, s->m, ncol, s->c, hw);
     }
+    int64_t base[WINO_MAX_POS];
     size_t off = 0;
     p->v_off = off;
-    off += align64((size_t)(tt * pos_stride(s->c * ntile)) * sizeof(float));
+    off += align64((size_t)class_bases(p, ntile, s->c, base) * sizeof(float));
     p->mo_off = off;
-    off += align64((size_t)(tt * pos_stride(s->m * ntile)) * sizeof(float));
+    off += align64((size_t)class_bases(p, ntile, s->m, base) * sizeof(float));
     p->row_off = off;
-    off += align64((size_t)((rows * m + 2) * p->wp) * sizeof(float));
+    off += align64((size_t)((rows * p->step + t - p->step) * p->wp) * sizeof(float));
     p->out_off = off;
     off += align64((size_t)(m * m * (p->tiles_x > WINO_OUT_CH ? p->tiles_x : WINO_OUT_CH)) *
                    sizeof(float));
@@ -143,42 +214,36 @@ static void wino_release(void *state) {
     wino_state *st = state;
     if (!st) return;
     if (st->u)
-        for (int i = 0; i < st->p.t * st->p.t; i++) gemm_packed_free(&st->u[i]);
+        for (int i = 0; i < st->p.ncls; i++) gemm_packed_free(&st->u[i]);
     free(st->u);
     free(st);
 }
 
-/* U[pos][o][c] = (G g G^T)[pos] for every filter g = W[o][c], in double. */
+/* U[cls][o][c] = (G g G^T)[cls] for every filter g = W[o][c], in double. */
 static void transform_weights(const wino_plan *p, const float *w, float *u) {
-    static const double g2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-    static const double g4[6][3] = {{0.25, 0, 0},
-                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                    {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                    {0, 0, 1}};
-    const int t = p->t;
-    const double(*g)[3] = t == 4 ? g2 : g4;
+    const wino_algo *a = &algos[p->kind];
+    const double(*g)[3] = a->g;
+    const int n1 = a->ncls1;
     const int64_t co = p->s.m, ci = p->s.c;
     for (int64_t o = 0; o < co; o++)
         for (int64_t c = 0; c < ci; c++) {
             const float *f = w + (o * ci + c) * 9;
-            double gf[6][3];
-            for (int i = 0; i < t; i++)
+            double gf[WINO_MAX_T][3];
+            for (int i = 0; i < n1; i++)
                 for (int j = 0; j < 3; j++)
                     gf[i][j] = g[i][0] * f[j] + g[i][1] * f[3 + j] + g[i][2] * f[6 + j];
-            for (int i = 0; i < t; i++)
-                for (int j = 0; j < t; j++) {
+            for (int i = 0; i < n1; i++)
+                for (int j = 0; j < n1; j++) {
                     double acc = gf[i][0] * g[j][0] + gf[i][1] * g[j][1] + gf[i][2] * g[j][2];
-                    u[((int64_t)(i * t + j) * co + o) * ci + c] = (float)acc;
+                    u[((int64_t)(i * n1 + j) * co + o) * ci + c] = (float)acc;
                 }
         }
 }
 
-static anvil_status wino_prepare(const kern_node *kn, int m, void **state) {
+static anvil_status wino_prepare(const kern_node *kn, conv_wino_kind kind, void **state) {
     wino_state *st = core_calloc(1, sizeof *st);
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!wino_plan_of(kn, m, &st->p)) {
+    if (!wino_plan_of(kn, kind, &st->p)) {
         free(st);
         return core_err(ANVIL_ERR_INTERNAL,
                         "%s: Winograd variant prepared for a node it does not "
@@ -191,14 +256,13 @@ static anvil_status wino_prepare(const kern_node *kn, int m, void **state) {
               : (hw->avx2 && hw->fma) ? &conv_wino_fns_avx2
                                       : &conv_wino_fns_base;
     const wino_plan *p = &st->p;
-    const int tt = p->t * p->t;
     const int64_t per = p->s.m * p->s.c;
     anvil_status e = ANVIL_ERR_OUT_OF_MEMORY;
-    float *u = malloc(sizeof(float) * (size_t)(tt * per > 0 ? tt * per : 1));
-    st->u = core_calloc((size_t)tt, sizeof *st->u);
+    float *u = malloc(sizeof(float) * (size_t)(p->ncls * per > 0 ? p->ncls * per : 1));
+    st->u = core_calloc((size_t)p->ncls, sizeof *st->u);
     if (!u || !st->u) goto fail;
     transform_weights(p, kn->in[1].value, u);
-    for (int i = 0; i < tt; i++) {
+    for (int i = 0; i < p->ncls; i++) {
         e = p->tile_rows ? gemm_pack_b(p->k, p->s.c, p->s.m, u + i * per, 1, p->s.c, &st->u[i])
                          : gemm_pack_a(p->k, p->s.m, p->s.c, u + i * per, p->s.c, 1, &st->u[i]);
         if (e != ANVIL_OK) goto fail;
@@ -227,20 +291,27 @@ static char *slice_of(const wino_job *j, size_t t) {
     return j->ws + t * j->st->p.slice;
 }
 
-/* Input transform of channels [c0, c1) of a block into V[pos][c][tile] (V from `vslice`). Each
- * channel's input rows of the block (nrows * m + 2, overlapping tile rows share theirs) are
- * copied once into a zero-padded band, padded column q holding input column q - pl. */
+/* Input transform of channels [c0, c1) of a block into V (from `vslice`). Each channel's input
+ * rows of the block (overlapping tile rows share theirs) are copied once into a zero-padded band,
+ * padded column q holding input column q - pl. */
 static void wino_input(const wino_job *j, int64_t img, int64_t ty0, int64_t nrows, int64_t c0,
                        int64_t c1, char *vslice, char *own) {
     const wino_plan *p = &j->st->p;
     const conv_shape *s = &p->s;
-    const int m = p->m, t = p->t;
+    const int t = p->t, tt = t * t;
     const int64_t ntile = nrows * p->tiles_x, ci = s->c, wp = p->wp;
     float *v = (float *)(vslice + p->v_off), *band = (float *)(own + p->row_off);
     const int64_t q0 = s->pl < wp ? s->pl : wp;
     const int64_t q1 = s->pl + s->w < wp ? s->pl + s->w : wp;
-    const int64_t nr = nrows * m + 2, iy0 = ty0 * m - s->pt;
-    const conv_wino_in_fn in = t == 4 ? j->st->fns->in2 : j->st->fns->in4;
+    const int64_t nr = nrows * p->step + t - p->step, iy0 = ty0 * p->step - s->pt;
+    const conv_wino_in_fn in = j->st->fns->in[p->kind];
+    int64_t base[WINO_MAX_POS], pbase[WINO_MAX_POS], cstride[WINO_MAX_POS], off[WINO_MAX_POS];
+    class_bases(p, ntile, ci, base);
+    for (int pos = 0; pos < tt; pos++) {
+        const int cl = p->pos_cls[pos];
+        pbase[pos] = base[cl] + p->pos_dup[pos] * ntile;
+        cstride[pos] = p->cls_q[cl] * ntile;
+    }
     for (int64_t c = c0; c < c1; c++) {
         const float *xc = j->x + (img * ci + c) * s->h * s->w;
         for (int64_t i = 0; i < nr; i++) {
@@ -255,64 +326,80 @@ static void wino_input(const wino_job *j, int64_t img, int64_t ty0, int64_t nrow
             for (int64_t q = q1; q < wp; q++) d[q] = 0.0f;
         }
         for (int64_t r = 0; r < nrows; r++) {
-            const float *xr[6];
-            for (int i = 0; i < t; i++) xr[i] = band + (r * m + i) * wp;
-            in(xr, p->tiles_x, v + c * ntile + r * p->tiles_x, pos_stride(ci * ntile));
+            const float *xr[WINO_MAX_T];
+            for (int i = 0; i < t; i++) xr[i] = band + (r * p->step + i) * wp;
+            for (int pos = 0; pos < tt; pos++)
+                off[pos] = pbase[pos] + c * cstride[pos] + r * p->tiles_x;
+            in(xr, p->tiles_x, v, off);
         }
     }
 }
 
-/* The channel GEMMs of positions [pos0, pos1): M[pos] = U[pos] x V[pos]. */
-static void wino_gemms(const wino_job *j, int64_t ntile, int pos0, int pos1, char *vslice,
+/* The channel GEMMs of classes [cls0, cls1): M[cls] = U[cls] x V[cls]. */
+static void wino_gemms(const wino_job *j, int64_t ntile, int cls0, int cls1, char *vslice,
                        char *own) {
     const wino_plan *p = &j->st->p;
     const int64_t ci = p->s.c, co = p->s.m;
     float *v = (float *)(vslice + p->v_off), *mo = (float *)(vslice + p->mo_off);
-    for (int pos = pos0; pos < pos1; pos++) {
+    int64_t vb[WINO_MAX_POS], mb[WINO_MAX_POS];
+    class_bases(p, ntile, ci, vb);
+    class_bases(p, ntile, co, mb);
+    for (int cl = cls0; cl < cls1; cl++) {
+        const int64_t n = p->cls_q[cl] * ntile;
         gemm_problem pr;
         memset(&pr, 0, sizeof pr);
         pr.k = ci;
-        pr.c = mo + pos * pos_stride(co * ntile);
+        pr.c = mo + mb[cl];
         if (p->tile_rows) {
-            pr.m = ntile;
+            pr.m = n;
             pr.n = co;
-            pr.a = v + pos * pos_stride(ci * ntile);
+            pr.a = v + vb[cl];
             pr.rs_a = 1;
-            pr.cs_a = ntile;
-            pr.pb = &j->st->u[pos];
+            pr.cs_a = n;
+            pr.pb = &j->st->u[cl];
             pr.ldc = co;
         } else {
             pr.m = co;
-            pr.n = ntile;
-            pr.pa = &j->st->u[pos];
-            pr.b = v + pos * pos_stride(ci * ntile);
-            pr.rs_b = ntile;
+            pr.n = n;
+            pr.pa = &j->st->u[cl];
+            pr.b = v + vb[cl];
+            pr.rs_b = n;
             pr.cs_b = 1;
-            pr.ldc = ntile;
+            pr.ldc = n;
         }
         pr.ep = gemm_epilogue_none();
         gemm_run_serial(p->k, &p->blk, &pr, own + p->gemm_off);
     }
 }
 
-/* Output transform of output channels [o0, o1), bias, and the valid part of each tile row. */
+/* Output transform of output channels [o0, o1), bias, and the valid part of each tile row; the
+ * fusion runs on each output row while it is in L1. */
 static void wino_output(const wino_job *j, int64_t img, int64_t ty0, int64_t nrows, int64_t o0,
                         int64_t o1, char *vslice, char *own) {
     const wino_plan *p = &j->st->p;
     const conv_shape *s = &p->s;
-    const int m = p->m;
+    const int m = p->m, tt = p->t * p->t;
     const int64_t ntile = nrows * p->tiles_x, co = s->m;
     const float *mo = (const float *)(vslice + p->mo_off);
     float *outbuf = (float *)(own + p->out_off);
     float *orow[4];
     for (int r = 0; r < m; r++) orow[r] = outbuf + r * p->tiles_x * m;
+    const conv_wino_out_fn out = j->st->fns->out[p->kind];
+    int64_t base[WINO_MAX_POS], pbase[WINO_MAX_POS], cstride[WINO_MAX_POS], off[WINO_MAX_POS];
+    class_bases(p, ntile, co, base);
+    for (int pos = 0; pos < tt; pos++) {
+        const int cl = p->pos_cls[pos];
+        pbase[pos] = base[cl] + p->pos_dup[pos] * ntile;
+        cstride[pos] = p->cls_q[cl] * ntile;
+    }
     for (int64_t o = o0; o < o1; o++) {
         const float bias = j->b ? j->b[o] : 0.0f;
         const int64_t plane = (img * co + o) * s->oh * s->ow;
         float *yo = j->y + plane;
         for (int64_t r = 0; r < nrows; r++) {
-            (m == 2 ? j->st->fns->out2 : j->st->fns->out4)(
-                mo + o * ntile + r * p->tiles_x, pos_stride(co * ntile), p->tiles_x, bias, orow);
+            for (int pos = 0; pos < tt; pos++)
+                off[pos] = pbase[pos] + o * cstride[pos] + r * p->tiles_x;
+            out(mo, off, p->tiles_x, bias, orow);
             const int64_t oy0 = (ty0 + r) * m;
             for (int rr = 0; rr < m && oy0 + rr < s->oh; rr++) {
                 /* one row of ow outputs; the residual row is the output row's twin */
@@ -326,25 +413,30 @@ static void wino_output(const wino_job *j, int64_t img, int64_t ty0, int64_t nro
     }
 }
 
-/* wino_output in tile_rows mode, where M[pos] is tiles x Cout: the transform runs over
+/* wino_output in tile_rows mode, where M[cls] is tiles x Cout: the transform runs over
  * WINO_OUT_CH output channels of one tile at a time, vectorized along the channels, and scatters
  * the tile into the channels' planes; the fusion then runs over each plane's rows of the block. */
 static void wino_output_rows(const wino_job *j, int64_t img, int64_t ty0, int64_t nrows, int64_t o0,
                              int64_t o1, char *vslice, char *own) {
     const wino_plan *p = &j->st->p;
     const conv_shape *s = &p->s;
-    const int m = p->m;
+    const int m = p->m, tt = p->t * p->t;
     const int64_t ntile = nrows * p->tiles_x, co = s->m, plane = s->oh * s->ow;
     const float *mo = (const float *)(vslice + p->mo_off);
     float *ob = (float *)(own + p->out_off);
     const int64_t oy_lo = ty0 * m;
     const int64_t oy_hi = (ty0 + nrows) * m < s->oh ? (ty0 + nrows) * m : s->oh;
+    const conv_wino_outc_fn outc = j->st->fns->outc[p->kind];
+    int64_t base[WINO_MAX_POS], pbase[WINO_MAX_POS], off[WINO_MAX_POS];
+    class_bases(p, ntile, co, base);
+    for (int pos = 0; pos < tt; pos++)
+        pbase[pos] = base[p->pos_cls[pos]] + p->pos_dup[pos] * ntile * co;
     for (int64_t c0 = o0; c0 < o1; c0 += WINO_OUT_CH) {
         const int64_t nc = o1 - c0 < WINO_OUT_CH ? o1 - c0 : WINO_OUT_CH;
         float *y0 = j->y + (img * co + c0) * plane;
         for (int64_t tl = 0; tl < ntile; tl++) {
-            (m == 2 ? j->st->fns->out2c : j->st->fns->out4c)(
-                mo + tl * co + c0, pos_stride(ntile * co), nc, j->b ? j->b + c0 : NULL, ob);
+            for (int pos = 0; pos < tt; pos++) off[pos] = pbase[pos] + tl * co + c0;
+            outc(mo, off, nc, j->b ? j->b + c0 : NULL, ob);
             const int64_t oy0 = (ty0 + tl / p->tiles_x) * m, ox0 = tl % p->tiles_x * m;
             for (int r = 0; r < m && oy0 + r < s->oh; r++)
                 for (int c = 0; c < m && ox0 + c < s->ow; c++) {
@@ -379,7 +471,7 @@ static void private_chunk(void *arg, size_t begin, size_t end) {
             const int64_t nrows = p->tiles_y - ty0 < p->rows_blk ? p->tiles_y - ty0 : p->rows_blk;
             char *sl = slice_of(j, t);
             wino_input(j, img, ty0, nrows, 0, p->s.c, sl, sl);
-            wino_gemms(j, nrows * p->tiles_x, 0, p->t * p->t, sl, sl);
+            wino_gemms(j, nrows * p->tiles_x, 0, p->ncls, sl, sl);
             wino_out(j, img, ty0, nrows, 0, p->s.m, sl, sl);
         }
 }
@@ -393,12 +485,21 @@ static void shared_in_chunk(void *arg, size_t begin, size_t end) {
                    slice_of(j, 0), slice_of(j, t));
 }
 
+/* Thread t of T takes the classes that start in the t-th share of the positions: classes differ
+ * in size (at stride 2, 1, 2 or 4 positions). */
 static void shared_gemm_chunk(void *arg, size_t begin, size_t end) {
     const wino_job *j = arg;
-    const int tt = j->st->p.t * j->st->p.t, T = j->st->p.threads;
-    for (size_t t = begin; t < end; t++)
-        wino_gemms(j, j->nrows * j->st->p.tiles_x, tt * (int)t / T, tt * ((int)t + 1) / T,
-                   slice_of(j, 0), slice_of(j, t));
+    const wino_plan *p = &j->st->p;
+    const int T = p->threads, tt = p->t * p->t;
+    for (size_t t = begin; t < end; t++) {
+        int lo = -1, hi = -1;
+        for (int cl = 0, before = 0; cl < p->ncls; before += p->cls_q[cl], cl++)
+            if (before * T / tt == (int)t) {
+                if (lo < 0) lo = cl;
+                hi = cl + 1;
+            }
+        if (lo >= 0) wino_gemms(j, j->nrows * p->tiles_x, lo, hi, slice_of(j, 0), slice_of(j, t));
+    }
 }
 
 static void shared_out_chunk(void *arg, size_t begin, size_t end) {
@@ -433,21 +534,22 @@ static anvil_status wino_run(const ir_node *n, void *state, const op_tensor *con
     return ANVIL_OK;
 }
 
-#define WINO_VARIANT(M, NAME)                                                                      \
-    static bool sup_f##M(const kern_node *kn, const core_hw *hw) {                                 \
+#define WINO_VARIANT(ID, KIND, NAME)                                                               \
+    static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
         (void)hw;                                                                                  \
         wino_plan p;                                                                               \
-        return wino_plan_of(kn, M, &p);                                                            \
+        return wino_plan_of(kn, KIND, &p);                                                         \
     }                                                                                              \
-    static size_t ws_f##M(const kern_node *kn) {                                                   \
+    static size_t ws_##ID(const kern_node *kn) {                                                   \
         wino_plan p;                                                                               \
-        return wino_plan_of(kn, M, &p) ? (size_t)p.threads * p.slice : 0;                          \
+        return wino_plan_of(kn, KIND, &p) ? (size_t)p.threads * p.slice : 0;                       \
     }                                                                                              \
-    static anvil_status prep_f##M(const kern_node *kn, void **state) {                             \
-        return wino_prepare(kn, M, state);                                                         \
+    static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
+        return wino_prepare(kn, KIND, state);                                                      \
     }                                                                                              \
-    const kern_variant conv_v_winograd_f##M = {                                                    \
-        NAME, IR_OP_CONV, 0, sup_f##M, ws_f##M, prep_f##M, wino_release, wino_run, conv_fuses};
+    const kern_variant conv_v_winograd_##ID = {                                                    \
+        NAME, IR_OP_CONV, 0, sup_##ID, ws_##ID, prep_##ID, wino_release, wino_run, conv_fuses};
 
-WINO_VARIANT(2, "conv_winograd_f2x2_3x3")
-WINO_VARIANT(4, "conv_winograd_f4x4_3x3")
+WINO_VARIANT(f2, CONV_WINO_F2, "conv_winograd_f2x2_3x3")
+WINO_VARIANT(f4, CONV_WINO_F4, "conv_winograd_f4x4_3x3")
+WINO_VARIANT(s2, CONV_WINO_S2, "conv_winograd_f2x2_3x3_s2")
