@@ -185,11 +185,17 @@ typedef enum conv_wino_kind {
     CONV_WINO_KINDS
 } conv_wino_kind;
 
-/* Input transform of one row of tiles of one channel: xr[i] (i < t) are the t padded input rows
- * the tile row covers (each readable for tiles_x * step + t - step floats); v[off[pos] + tx] for
- * pos < t*t receives position pos of B^T d B of tile tx. */
-typedef void (*conv_wino_in_fn)(const float *const *xr, int64_t tiles_x, float *v,
+/* Input transform of one row of tiles of one channel. The t padded input rows the tile row covers
+ * come split into their `step` phases: ph[i * step + f][k] is padded column k * step + f of row i
+ * (readable for k <= tiles_x). v[off[pos] + tx] for pos < t*t receives position pos of B^T d B of
+ * tile tx. */
+typedef void (*conv_wino_in_fn)(const float *const *ph, int64_t tiles_x, float *v,
                                 const int64_t *off);
+/* The phases of the first n floats (n a multiple of s * 16; s = 2 or 4) of the zero-padded row
+ * whose column q is x[q - pl] for 0 <= q - pl < w and 0 elsewhere: ph[f * lp + k] is its column
+ * k * s + f. Reads x only within [0, w). */
+typedef void (*conv_wino_split_fn)(const float *x, int64_t w, int64_t pl, int64_t n, int s,
+                                   float *ph, int64_t lp);
 /* Output transform of one row of tiles of one output channel: mo[off[pos] + tx] are the t*t
  * GEMM results of tile tx; rows[r] (r < m) receive A^T M A + bias for tiles_x * m columns. */
 typedef void (*conv_wino_out_fn)(const float *mo, const int64_t *off, int64_t tiles_x, float bias,
@@ -205,6 +211,7 @@ typedef struct conv_wino_fns {
     conv_wino_in_fn in[CONV_WINO_KINDS];
     conv_wino_out_fn out[CONV_WINO_KINDS];
     conv_wino_outc_fn outc[CONV_WINO_KINDS];
+    conv_wino_split_fn split;
 } conv_wino_fns;
 
 extern const conv_wino_fns conv_wino_fns_base, conv_wino_fns_avx2, conv_wino_fns_avx512;

@@ -26,6 +26,15 @@ static inline dw_v dw_load_n(const float *p, int64_t n) {
 }
 #define DW_LOAD_N(p, n) dw_load_n((p), (n))
 
+/* lanes [lo, hi) of p, zero elsewhere (0 <= lo <= hi <= 8); reads only those lanes */
+static inline dw_v dw_load_range(const float *p, int64_t lo, int64_t hi) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)lo), lane),
+                                           _mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), lane));
+    return _mm256_maskload_ps(p, in);
+}
+#define DW_LOAD_RANGE(p, lo, hi) dw_load_range((p), (lo), (hi))
+
 /* The even and the odd lanes of 16 consecutive floats: shuffle pairs within the 128-bit halves,
  * then put the 64-bit pieces in order. */
 #define DW_SPLIT2(lo, hi, ev, od)                                                                  \
@@ -35,6 +44,15 @@ static inline dw_v dw_load_n(const float *p, int64_t n) {
             _mm256_castps_pd(_mm256_shuffle_ps(lo_, hi_, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));        \
         (od) = _mm256_castpd_ps(_mm256_permute4x64_pd(                                             \
             _mm256_castps_pd(_mm256_shuffle_ps(lo_, hi_, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));        \
+    } while (0)
+
+/* The inverse: a and b's lanes alternating, lanes 0..3 of each into lo and 4..7 into hi. */
+#define DW_INTERLEAVE2(a, b, lo, hi)                                                               \
+    do {                                                                                           \
+        const __m256 a_ = (a), b_ = (b);                                                           \
+        const __m256 l_ = _mm256_unpacklo_ps(a_, b_), h_ = _mm256_unpackhi_ps(a_, b_);             \
+        (lo) = _mm256_permute2f128_ps(l_, h_, 0x20);                                               \
+        (hi) = _mm256_permute2f128_ps(l_, h_, 0x31);                                               \
     } while (0)
 
 #endif

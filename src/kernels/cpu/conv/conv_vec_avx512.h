@@ -15,6 +15,9 @@ typedef __m512 dw_v;
 #define DW_STORE(p, v) _mm512_storeu_ps((p), (v))
 #define DW_STORE_N(p, v, n) _mm512_mask_storeu_ps((p), (__mmask16)((1u << (n)) - 1u), (v))
 #define DW_LOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), (p))
+/* lanes [lo, hi) of p, zero elsewhere (0 <= lo <= hi <= 16); reads only those lanes */
+#define DW_LOAD_RANGE(p, lo, hi)                                                                   \
+    _mm512_maskz_loadu_ps((__mmask16)(((1u << (hi)) - 1u) & ~((1u << (lo)) - 1u)), (p))
 
 /* The even and the odd lanes of 32 consecutive floats, one two-source permute each. */
 #define DW_SPLIT2(lo, hi, ev, od)                                                                  \
@@ -26,6 +29,17 @@ typedef __m512 dw_v;
         (od) = _mm512_permutex2var_ps(                                                             \
             lo_, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31),     \
             hi_);                                                                                  \
+    } while (0)
+
+/* The inverse: a and b's lanes alternating, lanes 0..7 of each into lo and 8..15 into hi. */
+#define DW_INTERLEAVE2(a, b, lo, hi)                                                               \
+    do {                                                                                           \
+        const __m512 a_ = (a), b_ = (b);                                                           \
+        (lo) = _mm512_permutex2var_ps(                                                             \
+            a_, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b_);    \
+        (hi) = _mm512_permutex2var_ps(                                                             \
+            a_, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31),   \
+            b_);                                                                                   \
     } while (0)
 
 #endif

@@ -30,8 +30,90 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WINO_SUFFIX base
 #include "conv_wino_tmpl.h"
+
+/* The portable transforms, for machines without AVX2 (contracts in conv.h). One body per
+ * algorithm: T = tile (4, 5 or 6), M = outputs per tile (2 or 4), S = input columns from one tile
+ * to the next (M times the stride). */
+#define WINO_DEFINE_IN(NAME, T, M, S, BT)                                                          \
+    static void NAME(const float *const *ph, int64_t tiles_x, float *v, const int64_t *off) {      \
+        for (int64_t tx = 0; tx < tiles_x; tx++) {                                                 \
+            float d[T][T], e[T][T], col[T], o[T];                                                  \
+            _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) {                                  \
+                _Pragma("GCC unroll 6") for (int j = 0; j < T; j++) d[i][j] =                      \
+                    ph[i * S + j % S][tx + j / S];                                                 \
+                BT(d[i], e[i]);                                                                    \
+            }                                                                                      \
+            _Pragma("GCC unroll 6") for (int j = 0; j < T; j++) {                                  \
+                _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) col[i] = e[i][j];              \
+                BT(col, o);                                                                        \
+                _Pragma("GCC unroll 6") for (int a = 0; a < T; a++) v[off[a * T + j] + tx] = o[a]; \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#define WINO_DEFINE_OUT(NAME, T, M, AT)                                                            \
+    static void NAME(const float *mo, const int64_t *off, int64_t tiles_x, float bias,             \
+                     float *const *rows) {                                                         \
+        for (int64_t tx = 0; tx < tiles_x; tx++) {                                                 \
+            float s[T][M], col[T], o[M];                                                           \
+            _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) {                                  \
+                float r[T];                                                                        \
+                _Pragma("GCC unroll 6") for (int j = 0; j < T; j++) r[j] =                         \
+                    mo[off[i * T + j] + tx];                                                       \
+                AT(r, s[i]);                                                                       \
+            }                                                                                      \
+            _Pragma("GCC unroll 4") for (int c = 0; c < M; c++) {                                  \
+                _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) col[i] = s[i][c];              \
+                AT(col, o);                                                                        \
+                _Pragma("GCC unroll 4") for (int r = 0; r < M; r++) rows[r][tx * M + c] =          \
+                    o[r] + bias;                                                                   \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* The same per tile over up to 16 output channels, the channel loop innermost so that it is the
+ * one vectorized. */
+#define WINO_DEFINE_OUTC(NAME, T, M, AT)                                                           \
+    static void NAME(const float *mo, const int64_t *off, int64_t nch, const float *bias,          \
+                     float *out) {                                                                 \
+        for (int64_t o = 0; o < nch; o++) {                                                        \
+            float s[T][M], col[T], y[M];                                                           \
+            const float b = bias ? bias[o] : 0.0f;                                                 \
+            _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) {                                  \
+                float r[T];                                                                        \
+                _Pragma("GCC unroll 6") for (int j = 0; j < T; j++) r[j] = mo[off[i * T + j] + o]; \
+                AT(r, s[i]);                                                                       \
+            }                                                                                      \
+            _Pragma("GCC unroll 4") for (int c = 0; c < M; c++) {                                  \
+                _Pragma("GCC unroll 6") for (int i = 0; i < T; i++) col[i] = s[i][c];              \
+                AT(col, y);                                                                        \
+                _Pragma("GCC unroll 4") for (int r = 0; r < M; r++) out[(r * M + c) * 16 + o] =    \
+                    y[r] + b;                                                                      \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+static void wino_split_base(const float *x, int64_t w, int64_t pl, int64_t n, int s, float *ph,
+                            int64_t lp) {
+    for (int64_t q = 0; q < n; q++)
+        ph[q % s * lp + q / s] = q - pl >= 0 && q - pl < w ? x[q - pl] : 0.0f;
+}
+
+WINO_DEFINE_IN(wino_in2_base, 4, 2, 2, WINO_BT4)
+WINO_DEFINE_IN(wino_in4_base, 6, 4, 4, WINO_BT6)
+WINO_DEFINE_IN(wino_in2s_base, 5, 2, 4, WINO_BT5)
+WINO_DEFINE_OUT(wino_out2_base, 4, 2, WINO_AT4)
+WINO_DEFINE_OUT(wino_out4_base, 6, 4, WINO_AT6)
+WINO_DEFINE_OUT(wino_out2s_base, 5, 2, WINO_AT5)
+WINO_DEFINE_OUTC(wino_out2c_base, 4, 2, WINO_AT4)
+WINO_DEFINE_OUTC(wino_out4c_base, 6, 4, WINO_AT6)
+WINO_DEFINE_OUTC(wino_out2sc_base, 5, 2, WINO_AT5)
+
+const conv_wino_fns conv_wino_fns_base = {{wino_in2_base, wino_in4_base, wino_in2s_base},
+                                          {wino_out2_base, wino_out4_base, wino_out2s_base},
+                                          {wino_out2c_base, wino_out4c_base, wino_out2sc_base},
+                                          wino_split_base};
 
 #define WINO_MAX_T 6
 #define WINO_MAX_POS (WINO_MAX_T * WINO_MAX_T)
@@ -70,6 +152,7 @@ typedef struct wino_plan {
     int cls_q[WINO_MAX_POS];            /* positions per class */
     int64_t tiles_x, tiles_y, rows_blk; /* tile rows per block */
     int64_t wp;                         /* padded input row width */
+    int64_t wpa, lp; /* the row rounded up to whole split vectors; each of its phases */
     const gemm_kernel *k;
     gemm_blocking blk;
     int threads;
@@ -182,6 +265,8 @@ static bool wino_plan_of(const kern_node *kn, conv_wino_kind kind, wino_plan *p)
     p->rows_blk = rows;
     const int64_t ntile = rows * p->tiles_x, ncol = p->qmax * ntile;
     p->wp = p->tiles_x * p->step + (t - p->step);
+    p->wpa = (p->wp + 16 * p->step - 1) / (16 * p->step) * (16 * p->step);
+    p->lp = p->wpa / p->step;
     p->tile_rows = wino_tile_rows(ntile);
     if (p->tile_rows) {
         p->k = gemm_kernel_default(ntile, s->m, s->c, hw);
@@ -200,7 +285,7 @@ static bool wino_plan_of(const kern_node *kn, conv_wino_kind kind, wino_plan *p)
     p->mo_off = off;
     off += align64((size_t)class_bases(p, ntile, s->m, base) * sizeof(float));
     p->row_off = off;
-    off += align64((size_t)((rows * p->step + t - p->step) * p->wp) * sizeof(float));
+    off += align64((size_t)((rows * p->step + t - p->step) * p->wpa) * sizeof(float));
     p->out_off = off;
     off += align64((size_t)(m * m * (p->tiles_x > WINO_OUT_CH ? p->tiles_x : WINO_OUT_CH)) *
                    sizeof(float));
@@ -291,20 +376,19 @@ static char *slice_of(const wino_job *j, size_t t) {
     return j->ws + t * j->st->p.slice;
 }
 
-/* Input transform of channels [c0, c1) of a block into V (from `vslice`). Each channel's input
- * rows of the block (overlapping tile rows share theirs) are copied once into a zero-padded band,
- * padded column q holding input column q - pl. */
+/* Input transform of channels [c0, c1) of a block into V (from `vslice`). Each of a channel's
+ * input rows of the block (overlapping tile rows share theirs) is split once into the phases of
+ * its zero-padded form in the band. */
 static void wino_input(const wino_job *j, int64_t img, int64_t ty0, int64_t nrows, int64_t c0,
                        int64_t c1, char *vslice, char *own) {
     const wino_plan *p = &j->st->p;
     const conv_shape *s = &p->s;
-    const int t = p->t, tt = t * t;
-    const int64_t ntile = nrows * p->tiles_x, ci = s->c, wp = p->wp;
+    const int t = p->t, tt = t * t, S = p->step;
+    const int64_t ntile = nrows * p->tiles_x, ci = s->c, wpa = p->wpa, lp = p->lp;
     float *v = (float *)(vslice + p->v_off), *band = (float *)(own + p->row_off);
-    const int64_t q0 = s->pl < wp ? s->pl : wp;
-    const int64_t q1 = s->pl + s->w < wp ? s->pl + s->w : wp;
-    const int64_t nr = nrows * p->step + t - p->step, iy0 = ty0 * p->step - s->pt;
+    const int64_t nr = nrows * S + t - S, iy0 = ty0 * S - s->pt;
     const conv_wino_in_fn in = j->st->fns->in[p->kind];
+    const conv_wino_split_fn split = j->st->fns->split;
     int64_t base[WINO_MAX_POS], pbase[WINO_MAX_POS], cstride[WINO_MAX_POS], off[WINO_MAX_POS];
     class_bases(p, ntile, ci, base);
     for (int pos = 0; pos < tt; pos++) {
@@ -315,22 +399,19 @@ static void wino_input(const wino_job *j, int64_t img, int64_t ty0, int64_t nrow
     for (int64_t c = c0; c < c1; c++) {
         const float *xc = j->x + (img * ci + c) * s->h * s->w;
         for (int64_t i = 0; i < nr; i++) {
-            float *d = band + i * wp;
             const int64_t iy = iy0 + i;
-            if (iy < 0 || iy >= s->h || q1 <= q0) {
-                memset(d, 0, sizeof(float) * (size_t)wp);
-                continue;
-            }
-            for (int64_t q = 0; q < q0; q++) d[q] = 0.0f;
-            memcpy(d + q0, xc + iy * s->w, sizeof(float) * (size_t)(q1 - q0));
-            for (int64_t q = q1; q < wp; q++) d[q] = 0.0f;
+            if (iy < 0 || iy >= s->h)
+                memset(band + i * wpa, 0, sizeof(float) * (size_t)wpa);
+            else
+                split(xc + iy * s->w, s->w, s->pl, wpa, S, band + i * wpa, lp);
         }
         for (int64_t r = 0; r < nrows; r++) {
-            const float *xr[WINO_MAX_T];
-            for (int i = 0; i < t; i++) xr[i] = band + (r * p->step + i) * wp;
+            const float *ph[WINO_MAX_T * 4];
+            for (int i = 0; i < t; i++)
+                for (int f = 0; f < S; f++) ph[i * S + f] = band + (r * S + i) * wpa + f * lp;
             for (int pos = 0; pos < tt; pos++)
                 off[pos] = pbase[pos] + c * cstride[pos] + r * p->tiles_x;
-            in(xr, p->tiles_x, v, off);
+            in(ph, p->tiles_x, v, off);
         }
     }
 }
