@@ -98,12 +98,13 @@ int main(int argc, char **argv) {
     /* oneDNN's OpenMP workers spin after each call for GOMP_SPINCOUNT polls, by default 300000
      * (milliseconds here): round-robin timing then runs the next variant with one of its two
      * threads sharing a CPU with a spinning one, and anvil's 2-thread runs read at 1 thread's
-     * speed in about half the repetitions. Bounded to 10000 (tens of microseconds, near anvil's
-     * own pool), every variant starts its runs from sleeping workers alike. libgomp reads the
+     * speed in about half the repetitions (at 10000 the variant right after oneDNN still lost
+     * a tenth). Bounded to 1000 (microseconds), every variant of a round starts from sleeping
+     * workers alike. libgomp reads the
      * variable when it loads, so the process starts again with it set; an explicit setting of it
      * or of OMP_WAIT_POLICY is kept. */
     if (!getenv("GOMP_SPINCOUNT") && !getenv("OMP_WAIT_POLICY") &&
-        setenv("GOMP_SPINCOUNT", "10000", 1) == 0)
+        setenv("GOMP_SPINCOUNT", "1000", 1) == 0)
         execv("/proc/self/exe", argv); /* on failure, go on as we are */
     /* Detection first: it also asks Linux for the AMX tile state, which threads started later
      * inherit. */
