@@ -37,6 +37,9 @@ bool conv_shape_of(const kern_node *kn, conv_shape *s);
 
 /* The GEMM kernel for a conv GEMM C[m, n] = A[m, k] B[k, n] on hw (never NULL). */
 const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_hw *hw);
+/* The kernel ANVIL_CONV_TILE names (e.g. "8x48_avx512"), for experiments, where hw can run it;
+ * else NULL. conv_gemm_kernel returns it first. */
+const gemm_kernel *conv_gemm_kernel_forced(const core_hw *hw);
 
 /* The depth of one group's GEMM: cg * kh * kw. */
 static inline int64_t conv_kdim(const conv_shape *s) {

@@ -103,10 +103,15 @@ bool conv_shape_of(const kern_node *kn, conv_shape *s) {
  * pads M least wins: measured (1 thread, implicit GEMM) 8x32 vs the default 14x32 on ResNet-50's
  * stem 3.20 vs 3.42 ms, 128 ch 3x3 s2 2.64 vs 2.84 ms, 256 ch 3x3 s2 2.67 vs 2.75 ms, and equal
  * where neither pads (M = 512, 2048). ANVIL_CONV_TILE=<kernel name> overrides, for experiments. */
-const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
+const gemm_kernel *conv_gemm_kernel_forced(const core_hw *hw) {
     const char *force = getenv("ANVIL_CONV_TILE");
     const gemm_kernel *f = force ? gemm_kernel_find(force) : NULL;
-    if (f && gemm_kernel_usable(f, hw)) return f;
+    return f && gemm_kernel_usable(f, hw) ? f : NULL;
+}
+
+const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
+    const gemm_kernel *f = conv_gemm_kernel_forced(hw);
+    if (f) return f;
     const gemm_kernel *def = gemm_kernel_default(m, n, k, hw);
     /* The default takes 16x16 where one 16-column tile plus the GEMM's column kernel covers a
      * small image best on paper (49 columns: 3 tiles and 1 column). But 16x16 loads 17 values per

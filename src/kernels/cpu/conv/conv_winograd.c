@@ -196,6 +196,19 @@ static int64_t class_bases(const wino_plan *p, int64_t ntile, int64_t ch, int64_
     return off;
 }
 
+/* Where position pos of channel c starts in V (ch = Cin) or in M with Cout as the rows (ch =
+ * Cout), for a block of ntile tiles: pbase[pos] + c * cstride[pos]; its tiles follow. */
+static void pos_offsets(const wino_plan *p, int64_t ntile, int64_t ch, int64_t *pbase,
+                        int64_t *cstride) {
+    int64_t base[WINO_MAX_POS];
+    class_bases(p, ntile, ch, base);
+    for (int pos = 0; pos < p->t * p->t; pos++) {
+        const int cl = p->pos_cls[pos];
+        pbase[pos] = base[cl] + p->pos_dup[pos] * ntile;
+        cstride[pos] = p->cls_q[cl] * ntile;
+    }
+}
+
 /* Output channels per output transform call in tile_rows mode. */
 #define WINO_OUT_CH 16
 
@@ -275,10 +288,8 @@ static bool wino_plan_of(const kern_node *kn, conv_wino_kind kind, wino_plan *p)
     p->lp = p->wpa / p->step;
     p->tile_rows = wino_tile_rows(ntile);
     if (p->tile_rows) {
-        p->k = gemm_kernel_default(ntile, s->m, s->c, hw);
-        const gemm_kernel *force =
-            gemm_kernel_find(getenv("ANVIL_CONV_TILE") ? getenv("ANVIL_CONV_TILE") : "");
-        if (force && gemm_kernel_usable(force, hw)) p->k = force;
+        p->k = conv_gemm_kernel_forced(hw);
+        if (!p->k) p->k = gemm_kernel_default(ntile, s->m, s->c, hw);
         p->blk = gemm_blocking_default(p->k, ncol, s->m, s->c, hw);
     } else {
         p->k = conv_gemm_kernel(s->m, ntile, s->c, hw);
@@ -395,13 +406,8 @@ static void wino_input(const wino_job *j, int64_t img, int64_t ty0, int64_t nrow
     const int64_t nr = nrows * S + t - S, iy0 = ty0 * S - s->pt;
     const conv_wino_in_fn in = j->st->fns->in[p->kind];
     const conv_wino_split_fn split = j->st->fns->split;
-    int64_t base[WINO_MAX_POS], pbase[WINO_MAX_POS], cstride[WINO_MAX_POS], off[WINO_MAX_POS];
-    class_bases(p, ntile, ci, base);
-    for (int pos = 0; pos < tt; pos++) {
-        const int cl = p->pos_cls[pos];
-        pbase[pos] = base[cl] + p->pos_dup[pos] * ntile;
-        cstride[pos] = p->cls_q[cl] * ntile;
-    }
+    int64_t pbase[WINO_MAX_POS], cstride[WINO_MAX_POS], off[WINO_MAX_POS];
+    pos_offsets(p, ntile, ci, pbase, cstride);
     for (int64_t c = c0; c < c1; c++) {
         const float *xc = j->x + (img * ci + c) * s->h * s->w;
         for (int64_t i = 0; i < nr; i++) {
@@ -472,13 +478,8 @@ static void wino_output(const wino_job *j, int64_t img, int64_t ty0, int64_t nro
     float *orow[4];
     for (int r = 0; r < m; r++) orow[r] = outbuf + r * p->tiles_x * m;
     const conv_wino_out_fn out = j->st->fns->out[p->kind];
-    int64_t base[WINO_MAX_POS], pbase[WINO_MAX_POS], cstride[WINO_MAX_POS], off[WINO_MAX_POS];
-    class_bases(p, ntile, co, base);
-    for (int pos = 0; pos < tt; pos++) {
-        const int cl = p->pos_cls[pos];
-        pbase[pos] = base[cl] + p->pos_dup[pos] * ntile;
-        cstride[pos] = p->cls_q[cl] * ntile;
-    }
+    int64_t pbase[WINO_MAX_POS], cstride[WINO_MAX_POS], off[WINO_MAX_POS];
+    pos_offsets(p, ntile, co, pbase, cstride);
     for (int64_t o = o0; o < o1; o++) {
         const float bias = j->b ? j->b[o] : 0.0f;
         const int64_t plane = (img * co + o) * s->oh * s->ow;
