@@ -106,6 +106,7 @@ uint64_t ir_node_flops_ex(const ir_graph *g, const ir_node *n, bool *approx) {
     if (!g || !n) return 0;
     switch (n->op) {
     case IR_OP_CONV:
+    case IR_OP_CONV_NHWC:
         return conv_flops(g, n, output0(n), ap);
     case IR_OP_CONVTRANSPOSE:
         return conv_flops(g, n, input_at(n, 0), ap);

@@ -17,6 +17,10 @@ const char *ir_op_name(ir_op op) {
     return (unsigned)op < IR_OP_COUNT ? op_names[op] : "?";
 }
 
+bool ir_op_internal(ir_op op) {
+    return !strncmp(ir_op_name(op), "anvil.", 6);
+}
+
 bool ir_op_lookup(const char *onnx_name, ir_op *out) {
     /* rows are sorted by name: binary search */
     int lo = 0, hi = IR_OP_COUNT - 1;

@@ -28,6 +28,8 @@ typedef enum ir_op {
 const char *ir_op_name(ir_op op);
 /* Looks an ONNX op type up in the default domain; false if anvil does not know it. */
 bool ir_op_lookup(const char *onnx_name, ir_op *out);
+/* Whether op is one of anvil's internal ops ("anvil.*"), which only passes create. */
+bool ir_op_internal(ir_op op);
 
 struct ir_graph;
 typedef int32_t ir_vid; /* index into ir_graph.values; IR_NONE for an omitted optional input */

@@ -566,7 +566,8 @@ static anvil_status scan_node_graphs(importer *x, const onnx_NodeProto *np, int 
 }
 
 static bool node_known(const onnx_NodeProto *np, ir_op *op) {
-    return default_domain(np->domain) && ir_op_lookup(np->op_type, op);
+    /* anvil's internal ops are not ONNX: a model naming one is naming an op anvil lacks */
+    return default_domain(np->domain) && ir_op_lookup(np->op_type, op) && !ir_op_internal(*op);
 }
 
 static anvil_status scan_graph(importer *x, const onnx_pb_bytes *span, int depth) {

@@ -469,3 +469,84 @@ const op_impl op_impl_convtranspose = {.min_inputs = 2,
                                        .check = convtranspose_check,
                                        .infer = convtranspose_infer,
                                        .run = convtranspose_run};
+
+/* ---- anvil.ConvNhwc ------------------------------------------------------------------------
+ * Conv on channels-last tensors: X is [N, H, W, C] and Y [N, OH, OW, M]; W, B and every attribute
+ * are Conv's (W stays [M, C/group, kh, kw]). Only the layout pass creates it (passes/layout.c),
+ * for float32 2-D convolutions whose neighbours run channels-last too, so the transposes between
+ * them cancel. Its reference kernel is Conv's, between two transposes. */
+
+/* dims of a rank-4 shape permuted: out.d[i] = in.d[perm[i]] */
+static void permute4(const ir_shape *in, const int perm[4], ir_shape *out) {
+    *out = *in;
+    if (in->rank != 4) return;
+    for (int i = 0; i < 4; i++) {
+        out->d[i] = in->d[perm[i]];
+        out->sym[i] = in->sym[perm[i]];
+    }
+}
+
+static const int to_nchw[4] = {0, 3, 1, 2}, to_nhwc[4] = {0, 2, 3, 1};
+
+static anvil_status conv_nhwc_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                    int n_in, op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_out;
+    if (in[0].dtype != ANVIL_DTYPE_FLOAT32 || (in[0].shape.rank >= 0 && in[0].shape.rank != 4))
+        return core_err(
+            ANVIL_ERR_UNSUPPORTED, "%s: %s takes a float32 [N, H, W, C] input; got %s of rank %d",
+            ir_node_label(n), ir_op_name(n->op), anvil_dtype_name(in[0].dtype), in[0].shape.rank);
+    op_tinfo nchw[3];
+    for (int i = 0; i < n_in && i < 3; i++) nchw[i] = in[i];
+    permute4(&in[0].shape, to_nchw, &nchw[0].shape);
+    CORE_TRY(conv_infer_common(n, nchw, n_in, out, false));
+    ir_shape y = out[0].shape;
+    permute4(&y, to_nhwc, &out[0].shape);
+    return ANVIL_OK;
+}
+
+/* dst = src with its 4 dims permuted: dst's dim i is src's dim perm[i] (sd: src's dims) */
+static void transpose4(const float *src, const int64_t sd[4], const int perm[4], float *dst) {
+    int64_t ss[4] = {sd[1] * sd[2] * sd[3], sd[2] * sd[3], sd[3], 1}, dd[4], st[4];
+    for (int i = 0; i < 4; i++) {
+        dd[i] = sd[perm[i]];
+        st[i] = ss[perm[i]];
+    }
+    for (int64_t a = 0; a < dd[0]; a++)
+        for (int64_t b = 0; b < dd[1]; b++)
+            for (int64_t c = 0; c < dd[2]; c++)
+                for (int64_t d = 0; d < dd[3]; d++)
+                    *dst++ = src[a * st[0] + b * st[1] + c * st[2] + d * st[3]];
+}
+
+static anvil_status conv_nhwc_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                  op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_out;
+    op_tensor x = *in[0], y = *out[0];
+    for (int i = 0; i < 4; i++) {
+        x.dims[i] = in[0]->dims[to_nchw[i]];
+        y.dims[i] = out[0]->dims[to_nchw[i]];
+    }
+    size_t nx = op_tensor_numel(&x), ny = op_tensor_numel(&y);
+    x.data = malloc((nx ? nx : 1) * sizeof(float));
+    y.data = malloc((ny ? ny : 1) * sizeof(float));
+    anvil_status st = ANVIL_ERR_OUT_OF_MEMORY;
+    if (x.data && y.data) {
+        transpose4(in[0]->data, in[0]->dims, to_nchw, x.data);
+        const op_tensor *ins[3] = {&x, in[1], n_in > 2 ? in[2] : NULL};
+        op_tensor *outs[1] = {&y};
+        st = conv_run_common(n, ins, n_in < 3 ? n_in : 3, outs, ctx, false);
+        if (st == ANVIL_OK) transpose4(y.data, y.dims, to_nhwc, out[0]->data);
+    }
+    free(x.data);
+    free(y.data);
+    return st;
+}
+
+const op_impl op_impl_conv_nhwc = {.min_inputs = 2,
+                                   .max_inputs = 3,
+                                   .min_outputs = 1,
+                                   .max_outputs = 1,
+                                   .check = conv_check,
+                                   .infer = conv_nhwc_infer,
+                                   .run = conv_nhwc_run};

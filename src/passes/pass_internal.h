@@ -31,6 +31,13 @@ bool pass_const_scalar(const pass_ctx *c, ir_vid v, float *out);
  * copied; v, data and numel are set here); pg owns it. */
 anvil_status pass_add_const(pass_ctx *c, const char *base, int rank, const int64_t *dims,
                             const pass_const *recipe, ir_vid *out);
+/* Adds a value named after base (made unique) with dtype and shape, no producer and no reads. */
+anvil_status pass_add_value(pass_ctx *c, const char *base, anvil_dtype dtype, const ir_shape *shape,
+                            ir_vid *out);
+/* Adds a node (ir_graph_add_node, with the graph's opset): pointers into g->nodes are
+ * invalidated. Its inputs are not counted as reads until set through pass_node_set_input. */
+anvil_status pass_add_node(pass_ctx *c, ir_op op, const char *name, int n_inputs, int n_outputs,
+                           int n_attrs, int32_t *out);
 /* Sets input i of node k to v (growing the inputs with IR_NONE if needed; uses updated). */
 anvil_status pass_node_set_input(pass_ctx *c, int32_t k, int i, ir_vid v);
 /* Appends input v to node k after every input the op itself declares (so the op's kernels,
@@ -43,5 +50,6 @@ void pass_node_absorb(pass_ctx *c, int32_t k, int32_t dead_k);
 
 anvil_status pass_fold_conv_bn(pass_ctx *c);
 anvil_status pass_fuse_epilogue(pass_ctx *c);
+anvil_status pass_layout(pass_ctx *c);
 
 #endif

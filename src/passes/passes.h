@@ -6,7 +6,9 @@
  *   fuse_epilogue   a MatMul/Gemm/Conv absorbs what follows it into its epilogue (ir_fusion):
  *                   a per-column bias Add (MatMul), a residual Add of the output's own shape, and
  *                   an activation (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish,
- *                   Gelu, and Gelu written out as Div/Erf/Add/Mul/Mul).
+ *                   Gelu, and Gelu written out as Div/Erf/Add/Mul/Mul);
+ *   layout          chains of Conv nodes become anvil.ConvNhwc on channels-last tensors, with a
+ *                   Transpose where a chain meets the rest of the graph (pass_layout_mode).
  * A rewrite only fires where it cannot change what the graph computes beyond float rounding
  * (single consumer of every value it removes, none of them a graph output or read by a subgraph).
  * A residual Add is fused when its operands have the same shape as far as load-time inference
@@ -42,6 +44,7 @@ typedef struct pass_graph {
     /* What each pass did, for dumps and tests. */
     int folded_bn;
     int fused_bias, fused_residual, fused_act;
+    int nhwc_convs, layout_transposes; /* the layout pass: convs made channels-last, transposes */
 } pass_graph;
 
 typedef struct pass_options {
@@ -55,7 +58,29 @@ typedef struct pass_options {
      * matched on symbolic dims not to hold for concrete shapes. */
     const char *const *unfused;
     int n_unfused;
+    /* The layout pass (pass_layout_mode); 0 is PASS_LAYOUT_AUTO, which the environment
+     * variable ANVIL_LAYOUT=auto|nchw|nhwc overrides (for experiments and comparisons). */
+    int layout;
+    /* Nodes the layout pass must leave Conv (borrowed): those a user forced a Conv variant on;
+     * keep_all_conv: Conv itself was forced. */
+    const char *const *keep_conv;
+    int n_keep_conv;
+    bool keep_all_conv;
+    /* Nodes it must turn whenever it can, whatever the mode (borrowed): those a user forced an
+     * anvil.ConvNhwc variant on. */
+    const char *const *nhwc_conv;
+    int n_nhwc_conv;
 } pass_options;
+
+/* Which convolutions the layout pass turns channels-last (anvil.ConvNhwc, with transposes at
+ * the chain's ends). AUTO: the float32 2-D convs of every chain of convs that holds a depthwise
+ * conv, where NCHW costs the most (MobileNetV2, 1 thread: see passes/layout.c); NCHW: none;
+ * NHWC: every float32 2-D conv with constant weights. */
+typedef enum pass_layout_mode {
+    PASS_LAYOUT_AUTO = 0,
+    PASS_LAYOUT_NCHW,
+    PASS_LAYOUT_NHWC,
+} pass_layout_mode;
 
 /* Rewrites a copy of src (borrowed; must outlive *out) at opts->opt_level. *out owned by the
  * caller (pass_graph_free). */

@@ -90,6 +90,29 @@ static anvil_status grow_index(pass_ctx *c) {
     return ANVIL_OK;
 }
 
+anvil_status pass_add_value(pass_ctx *c, const char *base, anvil_dtype dtype, const ir_shape *shape,
+                            ir_vid *out) {
+    char name[512];
+    snprintf(name, sizeof name, "%s", base);
+    for (int i = 1; ir_graph_find_value(c->g, name) != IR_NONE; i++)
+        snprintf(name, sizeof name, "%s_%d", base, i);
+    CORE_TRY(ir_graph_add_value(c->g, name, out));
+    CORE_TRY(grow_index(c));
+    c->g->values[*out].dtype = dtype;
+    c->g->values[*out].shape = *shape;
+    return ANVIL_OK;
+}
+
+anvil_status pass_add_node(pass_ctx *c, ir_op op, const char *name, int n_inputs, int n_outputs,
+                           int n_attrs, int32_t *out) {
+    bool *dead = realloc(c->dead, ((size_t)c->g->n_nodes + 2) * sizeof *dead);
+    if (!dead) return ANVIL_ERR_OUT_OF_MEMORY;
+    c->dead = dead;
+    CORE_TRY(ir_graph_add_node(c->g, op, name, n_inputs, n_outputs, n_attrs, out));
+    c->dead[*out] = false;
+    return ANVIL_OK;
+}
+
 anvil_status pass_add_const(pass_ctx *c, const char *base, int rank, const int64_t *dims,
                             const pass_const *recipe, ir_vid *out) {
     pass_graph *pg = c->pg;
@@ -259,6 +282,8 @@ anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pa
     if ((st = pass_fold_conv_bn(&c)) != ANVIL_OK) goto done;
     pass_index(&c);
     if ((st = pass_fuse_epilogue(&c)) != ANVIL_OK) goto done;
+    pass_index(&c);
+    if ((st = pass_layout(&c)) != ANVIL_OK) goto done;
     compact(&c, opts);
     st = ir_graph_toposort(pg->g);
 done:

@@ -118,6 +118,8 @@ typedef struct rt_session_config {
     const rt_force *forces;
     int n_forces;
     int opt_level; /* 0..3 */
+    /* The layout pass's mode (pass_layout_mode, passes.h); 0 is AUTO. */
+    int layout;
     bool profiling;
     /* Optional: called after the session copied a constant's bytes [p, p + n) into aligned
      * storage of its own, so the owner of the original (the model's file mapping) can drop it. */

@@ -776,7 +776,9 @@ static anvil_status copy_forces(rt_session *s, const rt_session_config *cfg) {
                             "type anvil knows; give a node name (anvil dump lists them) or an op "
                             "type such as Conv",
                             f->variant, f->key);
-        if (!kern_find(op, f->variant)) {
+        /* a Conv node may be forced onto a channels-last variant: the layout pass then turns it */
+        if (!kern_find(op, f->variant) &&
+            !(op == IR_OP_CONV && !is_op && kern_find(IR_OP_CONV_NHWC, f->variant))) {
             char names[512];
             kern_variant_names(op, NULL, names, sizeof names);
             return core_err(ANVIL_ERR_INVALID_ARGUMENT,
@@ -793,14 +795,42 @@ static anvil_status copy_forces(rt_session *s, const rt_session_config *cfg) {
     return ANVIL_OK;
 }
 
+/* The layout pass's mode and the Conv nodes forces pin: a node forced onto a Conv variant stays
+ * Conv, one forced onto an anvil.ConvNhwc variant is turned, and a force on the op type Conv
+ * keeps every Conv. po->keep_conv (which also holds nhwc_conv) is the caller's to free. */
+static anvil_status layout_options(const rt_session *s, pass_options *po) {
+    po->layout = s->cfg.layout;
+    const int nf = s->cfg.n_forces;
+    const char **names = calloc((size_t)nf + 1, 2 * sizeof *names);
+    if (!names) return ANVIL_ERR_OUT_OF_MEMORY;
+    po->keep_conv = names;
+    po->nhwc_conv = names + nf + 1;
+    const char **keep = names, **turn = names + nf + 1;
+    for (int i = 0; i < nf; i++) {
+        const rt_force *f = &s->cfg.forces[i];
+        if (!strcmp(f->key, ir_op_name(IR_OP_CONV))) po->keep_all_conv = true;
+        if (kern_find(IR_OP_CONV, f->variant))
+            keep[po->n_keep_conv++] = f->key;
+        else if (kern_find(IR_OP_CONV_NHWC, f->variant))
+            turn[po->n_nhwc_conv++] = f->key;
+    }
+    return ANVIL_OK;
+}
+
 /* What the session derives from the graph it runs: the rewritten graph, which inputs key
  * plans, and the constants' aligned bytes. */
 static anvil_status graph_setup(rt_session *s) {
     s->g = s->src;
     if (s->cfg.opt_level >= 1) {
-        pass_options po = {s->cfg.opt_level, s->cfg.released, s->cfg.released_ctx,
-                           (const char *const *)s->unfused, s->n_unfused};
-        CORE_TRY(pass_pipeline_run(s->src, &po, &s->pg));
+        pass_options po = {.opt_level = s->cfg.opt_level,
+                           .released = s->cfg.released,
+                           .released_ctx = s->cfg.released_ctx,
+                           .unfused = (const char *const *)s->unfused,
+                           .n_unfused = s->n_unfused};
+        CORE_TRY(layout_options(s, &po));
+        anvil_status st = pass_pipeline_run(s->src, &po, &s->pg);
+        free((void *)po.keep_conv);
+        CORE_TRY(st);
         s->g = s->pg->g;
     }
     const ir_graph *g = s->g;

@@ -210,6 +210,11 @@ def main():
         "unsupported operators: com.microsoft::FusedConv (opset 1, 3 nodes), "
         "SequenceMap (opset 17, 1 node), ai.onnx.ml::TreeEnsembleClassifier (opset 3, 1 node), "
         "ImageDecoder (opset 17, 1 node)")
+    # anvil's internal ops ("anvil.*", which its passes create) are not ONNX operators
+    bad("internal_op.onnx",
+        model([helper.make_node("anvil.ConvNhwc", ["x", "x"], ["y"])], [fvi("x", [1, 1, 1, 1])],
+              [fvi("y", [1, 1, 1, 1])]),
+        "ANVIL_ERR_UNSUPPORTED", "unsupported operators: anvil.ConvNhwc (opset 17, 1 node)")
     m = identity_model()
     m.opset_import[0].version = 28
     bad("future_opset.onnx", m, "ANVIL_ERR_UNSUPPORTED",

@@ -11,7 +11,7 @@ import re
 import subprocess
 import sys
 
-NODE = re.compile(r"^  #\d+ \S+ = (\w+)\(")
+NODE = re.compile(r"^  #\d+ \S+ = ([\w.]+)\(")
 FUSED = re.compile(r" fused\[([^\]]*)\]$")
 
 

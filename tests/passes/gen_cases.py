@@ -124,9 +124,33 @@ def cases(out):
     h = g.op("Sigmoid", [g.conv(h, 6, 6)])
     h = g.op("Tanh", [g.conv(h, 6, 6, k=1)])
     y = g.op("Clip", [g.conv(h, 6, 6), "", g.const(0.3)])
+    # (The chain holds a depthwise conv, so the layout pass turns all of it channels-last.)
     save(out, "activations", g, [x], {"x": xv}, [y],
-         ["Conv fused[Clip]", "Conv fused[LeakyRelu]", "Conv fused[HardSigmoid]",
-          "Conv fused[HardSwish]", "Conv fused[Sigmoid]", "Conv fused[Tanh]", "Conv fused[Clip]"])
+         ["Transpose -", "anvil.ConvNhwc fused[Clip]", "anvil.ConvNhwc fused[LeakyRelu]",
+          "anvil.ConvNhwc fused[HardSigmoid]", "anvil.ConvNhwc fused[HardSwish]",
+          "anvil.ConvNhwc fused[Sigmoid]", "anvil.ConvNhwc fused[Tanh]",
+          "anvil.ConvNhwc fused[Clip]", "Transpose -"])
+
+    # MobileNetV2-style blocks (expand 1x1, depthwise, project 1x1 + residual) on odd sizes and
+    # channel counts that are not a multiple of a vector, 3x3 and 5x5 depthwise at strides 1 and
+    # 2, two images. The layout pass turns the whole chain channels-last: one transpose in (the
+    # graph input, read as input and as residual), none inside, one out before the pooling, and
+    # one for an inner value that is also a graph output.
+    g = G()
+    x, xv = image("x", 20, 13, n=2)
+    h = g.op("Clip", [g.conv("x", 20, 40, k=1), g.const(0.0), g.const(6.0)])
+    h = g.op("Clip", [g.conv(h, 40, 40, group=40), g.const(0.0), g.const(6.0)])
+    b1 = g.op("Add", ["x", g.conv(h, 40, 20, k=1)])
+    h = g.op("Clip", [g.conv(b1, 20, 20, k=5, stride=2, group=20), g.const(0.0), g.const(6.0)])
+    mid = g.conv(h, 20, 36, k=1)
+    h = g.op("Relu", [g.conv(mid, 36, 36, k=3, stride=2, group=36)])
+    h = g.op("Clip", [g.conv(h, 36, 17, k=3), g.const(0.0), g.const(6.0)])
+    y = g.op("GlobalAveragePool", [g.conv(h, 17, 17, k=5, group=17)])
+    save(out, "layout_mobilenet", g, [x], {"x": xv}, [y, mid],
+         ["Transpose -", "anvil.ConvNhwc fused[Clip]", "anvil.ConvNhwc fused[Clip]",
+          "anvil.ConvNhwc fused[+residual(in3)]", "anvil.ConvNhwc fused[Clip]",
+          "anvil.ConvNhwc -", "anvil.ConvNhwc fused[Relu]", "anvil.ConvNhwc fused[Clip]",
+          "anvil.ConvNhwc -", "Transpose -", "Transpose -", "GlobalAveragePool -"])
 
     # Clip with min > max is left alone (the epilogue's clip assumes lo <= hi); an Add of a
     # per-channel constant broadcasts, so it is not a residual.

@@ -70,15 +70,15 @@ static void tolerance(const char *name, float *rtol, float *atol) {
     }
 }
 
-/* Runs every applicable conv_* variant (and any other registered one, at the default
- * tolerance) on 1..3 threads; returns the number of conv_* variants checked or -1. */
-static int check_all_variants(optest *t) {
+/* Runs every applicable variant of op (t's op) on 1..3 threads against the reference; returns the
+ * number of variants named prefix* checked, or -1. */
+static int check_op_variants(optest *t, ir_op op, const char *prefix) {
     if (optest_run(t) != ANVIL_OK) {
         fprintf(stderr, "reference failed: %s\n", anvil_last_error());
         return -1;
     }
     size_t count;
-    const kern_variant *const *list = kern_variants(IR_OP_CONV, &count);
+    const kern_variant *const *list = kern_variants(op, &count);
     size_t bytes;
     if (!core_tensor_bytes(t->out[0].dtype, t->out[0].dims, t->out[0].rank, &bytes)) abort();
     int mine = 0;
@@ -101,18 +101,31 @@ static int check_all_variants(optest *t) {
                         s != ANVIL_OK ? anvil_last_error() : "differs from the reference");
                 return -1;
             }
-            if (threads == 1 && !strncmp(list[vi]->name, "conv_", 5)) mine++;
+            if (threads == 1 && !strncmp(list[vi]->name, prefix, strlen(prefix))) mine++;
         }
     }
     return mine;
 }
 
+/* Every applicable conv_* variant (and any other registered one, at the default tolerance). */
+static int check_all_variants(optest *t) {
+    return check_op_variants(t, IR_OP_CONV, "conv_");
+}
+
 /* Builds the one-node graph of case c (weights and bias known, as constants) into t; the data
  * arrays are returned for the caller to free after optest_end. */
-static void build_case_in(optest *t, const conv_case *c, int n_in, float **x, float **w,
-                          float **b) {
+static void nchw_to_nhwc(const float *x, int64_t n, int64_t c, int64_t hw, float *y) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t p = 0; p < hw; p++) y[(i * hw + p) * c + ch] = x[(i * c + ch) * hw + p];
+}
+
+/* The same for op: IR_OP_CONV_NHWC takes X as [n, h, w, c] (the NCHW data returned in *x is
+ * transposed into *xl, which the caller frees too; NULL for Conv). */
+static void build_case_op(optest *t, const conv_case *c, int n_in, ir_op op, float **x, float **xl,
+                          float **w, float **b) {
     int nattr = 5 + (c->auto_pad ? 1 : 0);
-    optest_begin(t, IR_OP_CONV, n_in, 1, nattr);
+    optest_begin(t, op, n_in, 1, nattr);
     optest_attr_ints(t, 0, "kernel_shape", (int64_t[]){c->kh, c->kw}, 2);
     optest_attr_ints(t, 1, "strides", (int64_t[]){c->sh, c->sw}, 2);
     optest_attr_ints(t, 2, "dilations", (int64_t[]){c->dh, c->dw}, 2);
@@ -127,9 +140,23 @@ static void build_case_in(optest *t, const conv_case *c, int n_in, float **x, fl
     *x = optest_random_f32((size_t)(xd[0] * xd[1] * xd[2] * xd[3]), 1, -1.0f, 1.0f);
     *w = optest_random_f32((size_t)(wd[0] * wd[1] * wd[2] * wd[3]), 2, -1.0f, 1.0f);
     *b = c->bias ? optest_random_f32((size_t)c->m, 3, -1.0f, 1.0f) : NULL;
-    optest_input(t, 0, ANVIL_DTYPE_FLOAT32, 4, xd, *x, false);
+    *xl = NULL;
+    if (op == IR_OP_CONV_NHWC) {
+        const size_t xn = (size_t)(xd[0] * xd[1] * xd[2] * xd[3]);
+        *xl = malloc((xn ? xn : 1) * sizeof(float));
+        nchw_to_nhwc(*x, c->n, c->c, c->h * c->w, *xl);
+        optest_input(t, 0, ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){c->n, c->h, c->w, c->c}, *xl, false);
+    } else {
+        optest_input(t, 0, ANVIL_DTYPE_FLOAT32, 4, xd, *x, false);
+    }
     optest_input(t, 1, ANVIL_DTYPE_FLOAT32, 4, wd, *w, true);
     if (c->bias) optest_input(t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){c->m}, *b, true);
+}
+
+static void build_case_in(optest *t, const conv_case *c, int n_in, float **x, float **w,
+                          float **b) {
+    float *xl;
+    build_case_op(t, c, n_in, IR_OP_CONV, x, &xl, w, b);
 }
 
 static void build_case(optest *t, const conv_case *c, float **x, float **w, float **b) {
@@ -461,12 +488,6 @@ static void test_conv_default_cascade(void **state) {
 
 /* ---- NHWC kernels ------------------------------------------------------------------------ */
 
-static void nchw_to_nhwc(const float *x, int64_t n, int64_t c, int64_t hw, float *y) {
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t ch = 0; ch < c; ch++)
-            for (int64_t p = 0; p < hw; p++) y[(i * hw + p) * c + ch] = x[(i * c + ch) * hw + p];
-}
-
 static void check_nhwc(const conv_case *c, int threads) {
     optest t;
     float *x, *w, *b;
@@ -526,6 +547,99 @@ static void test_conv_nhwc(void **state) {
         for (int threads = 1; threads <= 3; threads += 2) check_nhwc(&cases[i], threads);
 }
 
+/* ---- anvil.ConvNhwc ------------------------------------------------------------------------
+ * Case c as a channels-last node, with a fused activation and (if residual) a channels-last
+ * residual: its reference must equal Conv's reference on the NCHW data, transposed, and every
+ * convnhwc_* variant that must apply (the GEMM one always; the depthwise ones on depthwise 3/5
+ * kernels, strides 1 and 2, no dilation, where the ISA is there) must match its reference. */
+static void check_last_case(const conv_case *c, ir_act act, bool residual) {
+    ir_fusion f = {.bias = -1, .residual = -1, .act = act, .alpha = 0.1f, .lo = -0.5f, .hi = 0.75f};
+    const int n_in = residual ? 4 : (c->bias ? 3 : 2);
+    optest nchw, last;
+    float *x, *xl, *w, *b, *x2, *xl2, *w2, *b2, *r = NULL, *rl = NULL;
+    build_case_op(&nchw, c, n_in, IR_OP_CONV, &x, &xl, &w, &b);
+    build_case_op(&last, c, n_in, IR_OP_CONV_NHWC, &x2, &xl2, &w2, &b2);
+    const bool same = c->auto_pad && !strncmp(c->auto_pad, "SAME", 4);
+    const int64_t oh =
+        same ? (c->h + c->sh - 1) / c->sh
+             : (c->h + c->pads[0] + c->pads[2] - ((c->kh - 1) * c->dh + 1)) / c->sh + 1;
+    const int64_t ow =
+        same ? (c->w + c->sw - 1) / c->sw
+             : (c->w + c->pads[1] + c->pads[3] - ((c->kw - 1) * c->dw + 1)) / c->sw + 1;
+    const size_t yn = (size_t)(c->n * c->m * oh * ow);
+    if (residual) {
+        r = optest_random_f32(yn, 4, -1.0f, 1.0f);
+        rl = malloc((yn ? yn : 1) * sizeof(float));
+        nchw_to_nhwc(r, c->n, c->m, oh * ow, rl);
+        optest_input(&nchw, 3, ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){c->n, c->m, oh, ow}, r, false);
+        optest_input(&last, 3, ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){c->n, oh, ow, c->m}, rl, false);
+        f.residual = 3;
+    }
+    optest_node(&nchw)->fusion = &f;
+    optest_node(&last)->fusion = &f;
+    assert_int_equal(optest_run(&nchw), ANVIL_OK);
+    assert_int_equal(optest_run(&last), ANVIL_OK);
+    float *want = malloc((yn ? yn : 1) * sizeof(float));
+    nchw_to_nhwc(nchw.out[0].data, c->n, c->m, oh * ow, want);
+    assert_true(optest_compare_f32(last.out[0].data, want, yn, 1e-5f, 1e-5f) < 0);
+    const bool dw = c->group == c->c && c->m == c->c && (c->kh == 3 || c->kh == 5) &&
+                    (c->kw == 3 || c->kw == 5) && c->sh <= 2 && c->sw <= 2 && c->dh == 1 &&
+                    c->dw == 1;
+    const int n = check_op_variants(&last, IR_OP_CONV_NHWC, "convnhwc_");
+    const int expect = 1 + (dw ? (int)avx2() + (int)avx512() : 0);
+    if (n != expect)
+        fprintf(stderr, "ConvNhwc case c%lld %lldx%lld m%lld k%lld s%lld g%lld: %d of %d\n",
+                (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->m,
+                (long long)c->kh, (long long)c->sh, (long long)c->group, n, expect);
+    assert_int_equal(n, expect);
+    optest_end(&nchw);
+    optest_end(&last);
+    free(want);
+    free(x);
+    free(w);
+    free(b);
+    free(x2);
+    free(xl2);
+    free(w2);
+    free(b2);
+    free(r);
+    free(rl);
+}
+
+/* Edge shapes for the channels-last kernels: channels around the vectors (1, 3, 8, 15, 16, 17,
+ * 33, 40) for the masked channel tail, widths with no interior column (1, 2), narrower than a
+ * pixel block (5, 7) and with blocks plus a remainder (13, 19, 40), both strides, 3x3, 5x5 and
+ * mixed kernels, asymmetric and auto pads, batch 0 and 3; MobileNetV2's shapes; and the GEMM
+ * variant on 1x1, strided 1x1, 3x3, groups 2, dilation 2 and few input channels. */
+static void test_conv_nhwc_op(void **state) {
+    (void)state;
+    static const conv_case cases[] = {
+        CASE(1, 1, 7, 7, 1, 3, 3, 1, 1, 1, 1, true),
+        CASE(1, 3, 1, 1, 3, 3, 3, 1, 1, 1, 3, true),
+        CASE(1, 8, 2, 5, 8, 5, 5, 1, 1, 2, 8, false),
+        CASE(3, 15, 13, 13, 15, 3, 3, 2, 1, 1, 15, true),
+        CASE(1, 16, 19, 19, 16, 3, 3, 1, 1, 1, 16, true),
+        CASE(1, 17, 40, 40, 17, 3, 3, 2, 1, 1, 17, false),
+        CASE(2, 33, 7, 7, 33, 5, 5, 1, 1, 2, 33, true),
+        CASE(1, 40, 13, 5, 40, 5, 5, 2, 1, 2, 40, true),
+        CASE(0, 16, 7, 7, 16, 3, 3, 1, 1, 1, 16, true),
+        CASE(1, 144, 56, 56, 144, 3, 3, 2, 1, 1, 144, true), /* MobileNetV2's 56 -> 28 */
+        CASE(1, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960, true),
+        {1, 20, 11, 9, 20, 3, 5, 1, 2, 1, 1, {0, 2, 1, 1}, 20, true, NULL},
+        {1, 18, 10, 11, 18, 5, 3, 2, 1, 1, 1, {2, 0, 2, 1}, 18, false, NULL},
+        {2, 16, 8, 9, 16, 3, 3, 2, 2, 1, 1, {0}, 16, true, "SAME_UPPER"},
+        {1, 15, 13, 5, 15, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, 15, true, NULL}, /* dilation 2 */
+        CASE(1, 13, 7, 8, 15, 1, 1, 1, 1, 0, 1, true),
+        CASE(3, 32, 5, 5, 24, 1, 1, 1, 1, 0, 1, false),
+        CASE(1, 15, 13, 7, 3, 1, 1, 2, 1, 0, 1, true),
+        CASE(1, 3, 17, 16, 32, 3, 3, 2, 1, 1, 1, true), /* a network's first conv */
+        CASE(3, 14, 7, 7, 32, 3, 3, 1, 1, 1, 2, true),
+    };
+    static const ir_act acts[] = {IR_ACT_NONE, IR_ACT_CLIP, IR_ACT_RELU, IR_ACT_HARD_SWISH};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int k = 0; k < 2; k++) check_last_case(&cases[i], acts[(i + k) % 4], (i + k) % 2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_1x1),          cmocka_unit_test(test_conv_3x3),
@@ -533,6 +647,7 @@ int main(void) {
         cmocka_unit_test(test_conv_depthwise),    cmocka_unit_test(test_conv_runtime_weights),
         cmocka_unit_test(test_conv_fused),        cmocka_unit_test(test_conv_default_cascade),
         cmocka_unit_test(test_conv_nhwc),         cmocka_unit_test(test_conv_smallc),
+        cmocka_unit_test(test_conv_nhwc_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

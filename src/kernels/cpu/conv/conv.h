@@ -34,6 +34,8 @@ typedef struct conv_shape {
 /* Fills s from a kern_node when it is a 2-D Conv with float32 inputs and static shapes; false
  * otherwise (or on malformed attributes, which the reference reports). */
 bool conv_shape_of(const kern_node *kn, conv_shape *s);
+/* The same for an anvil.ConvNhwc node (X [n, h, w, c], Y [n, oh, ow, m]). */
+bool conv_shape_of_nhwc(const kern_node *kn, conv_shape *s);
 
 /* The GEMM kernel for a conv GEMM C[m, n] = A[m, k] B[k, n] on hw (never NULL). */
 const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_hw *hw);
@@ -146,6 +148,23 @@ void conv_dw_cl16_avx512(const conv_dw_cl_geom *g, const float *x, const float *
 /* Floats a padded row must be readable past the last output's last tap (a vector and a margin). */
 #define CONV_DW_PAD_FLOATS 64
 
+/* Channels-last (anvil.ConvNhwc) depthwise, conv_dw_nhwc.c: X [h, w, c] of one image straight,
+ * weights packed tap-major [kh*kw][cpad] and the bias [cpad] (zeros past c, and where there is
+ * none). Output columns [ox_lo, ox_hi) have every tap inside the input's columns. */
+typedef struct conv_dwn_geom {
+    int64_t h, w, c, cpad;
+    int64_t oh, ow;
+    int64_t kh, kw, sh, sw, pt, pl;
+    int64_t ox_lo, ox_hi;
+} conv_dwn_geom;
+/* Output row oy of one image: y[ox][ch] (y: the row, ow*c floats) for every ox and channel. */
+typedef void (*conv_dwn_row_fn)(const conv_dwn_geom *g, const float *x, const float *wp,
+                                const float *bp, float *y, int64_t oy);
+void conv_dwn_row_avx512(const conv_dwn_geom *g, const float *x, const float *wp, const float *bp,
+                         float *y, int64_t oy);
+void conv_dwn_row_avx2(const conv_dwn_geom *g, const float *x, const float *wp, const float *bp,
+                       float *y, int64_t oy);
+
 /* ---- few input channels (conv_smallc.c, conv_sc_avx512.c, conv_sc_avx2.c) -------------------
  * A network's first conv (3 input channels: RGB) has a GEMM depth of only c*kh*kw = 27..147, so
  * im2col or panel packing moves about as many bytes as the GEMM computes with. It is computed
@@ -240,9 +259,12 @@ size_t conv_nhwc_workspace(const conv_shape *s, const conv_nhwc_weights *pw, int
 void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
                    const float *bias, float *y, void *ws, op_ctx *ctx);
 /* The same with f's activation (f may be NULL) and its residual res (NULL: none), which is
- * NCHW [n, m, oh, ow] (the graph's layout) while y is NHWC; f->bias is not used. */
+ * NHWC like y when res_nhwc, else NCHW [n, m, oh, ow]; f->bias is not used. */
 void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
-                         const float *bias, const ir_fusion *f, const float *res, float *y,
-                         void *ws, op_ctx *ctx);
+                         const float *bias, const ir_fusion *f, const float *res, bool res_nhwc,
+                         float *y, void *ws, op_ctx *ctx);
+
+/* anvil.ConvNhwc's variants (conv_nhwc.c, conv_dw_nhwc.c). */
+extern const kern_variant convnhwc_v_gemm, convnhwc_v_depthwise_avx512, convnhwc_v_depthwise_avx2;
 
 #endif

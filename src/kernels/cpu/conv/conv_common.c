@@ -52,15 +52,20 @@ static bool resolve_dim(const char *auto_pad, int64_t x, int64_t k, int64_t s, i
     return o >= 1;
 }
 
-bool conv_shape_of(const kern_node *kn, conv_shape *s) {
+/* X and Y: [N, C, H, W] and [N, M, OH, OW] for Conv, [N, H, W, C] and [N, OH, OW, M] for
+ * anvil.ConvNhwc; everything else is the same. */
+static bool shape_of(const kern_node *kn, conv_shape *s, ir_op op) {
     memset(s, 0, sizeof *s);
     const ir_node *n = kn->node;
-    if (n->op != IR_OP_CONV || kn->n_in < 2 || kn->n_out < 1) return false;
+    if (n->op != op || kn->n_in < 2 || kn->n_out < 1) return false;
     if (!static_f32(&kn->in[0], 4) || !static_f32(&kn->in[1], 4) || !static_f32(&kn->out[0], 4))
         return false;
     s->has_bias = kn->n_in > 2 && n->n_inputs > 2 && n->inputs[2] != IR_NONE;
     if (s->has_bias && !static_f32(&kn->in[2], 1)) return false;
-    const int64_t *x = kn->in[0].shape.d, *w = kn->in[1].shape.d, *y = kn->out[0].shape.d;
+    const int64_t *xd = kn->in[0].shape.d, *w = kn->in[1].shape.d, *yd = kn->out[0].shape.d;
+    const bool last = op == IR_OP_CONV_NHWC;
+    const int64_t x[4] = {xd[0], xd[last ? 3 : 1], xd[last ? 1 : 2], xd[last ? 2 : 3]};
+    const int64_t y[4] = {yd[0], yd[last ? 3 : 1], yd[last ? 1 : 2], yd[last ? 2 : 3]};
     int64_t kernel[2], strides[2], dil[2], pads[4];
     const char *auto_pad;
     if (!attr_list(n, "kernel_shape", 2, 0, kernel) || !attr_list(n, "strides", 2, 1, strides) ||
@@ -96,6 +101,14 @@ bool conv_shape_of(const kern_node *kn, conv_shape *s) {
     s->cg = s->c / s->group;
     s->mg = s->m / s->group;
     return true;
+}
+
+bool conv_shape_of(const kern_node *kn, conv_shape *s) {
+    return shape_of(kn, s, IR_OP_CONV);
+}
+
+bool conv_shape_of_nhwc(const kern_node *kn, conv_shape *s) {
+    return shape_of(kn, s, IR_OP_CONV_NHWC);
 }
 
 /* Conv GEMMs have M = output channels, typically 64..2048 (multiples of 8 and rarely of 14), and

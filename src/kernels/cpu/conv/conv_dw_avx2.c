@@ -7,3 +7,5 @@
 #define DW_BAND_FN conv_dw_band_avx2
 #include "conv_rows_tmpl.h"
 #include "conv_dw_tmpl.h"
+#define DWN_ROW_FN conv_dwn_row_avx2
+#include "conv_dwn_tmpl.h"

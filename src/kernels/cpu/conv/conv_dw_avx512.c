@@ -7,6 +7,8 @@
 #define DW_BAND_FN conv_dw_band_avx512
 #include "conv_rows_tmpl.h"
 #include "conv_dw_tmpl.h"
+#define DWN_ROW_FN conv_dwn_row_avx512
+#include "conv_dwn_tmpl.h"
 
 /* ---- channels in lanes, for small planes (conv_dw_cl_geom in conv.h) ----------------------- */
 

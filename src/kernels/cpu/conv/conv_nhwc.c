@@ -34,7 +34,8 @@ static bool direct_1x1(const conv_shape *s) {
 /* The GEMM kernel and blocking for s (what conv_nhwc_workspace needs before packing). */
 static void nhwc_kernel(const conv_shape *s, conv_nhwc_weights *out) {
     const int64_t kdim = conv_kdim(s), pix = s->oh * s->ow;
-    out->k = gemm_kernel_default(pix, s->mg, kdim, core_hw_get());
+    const gemm_kernel *forced = conv_gemm_kernel_forced(core_hw_get());
+    out->k = forced ? forced : gemm_kernel_default(pix, s->mg, kdim, core_hw_get());
     out->blk = gemm_blocking_default(out->k, pix, s->mg, kdim, core_hw_get());
 }
 
@@ -83,13 +84,32 @@ size_t conv_nhwc_workspace(const conv_shape *s, const conv_nhwc_weights *pw, int
     return (size_t)(threads > 0 ? threads : 1) * (gemm_bytes(pw) + col_bytes(s));
 }
 
-/* Rows [p0, p1) (output pixels) of the NHWC im2col of group g of one image. */
+static void copy_floats(float *restrict d, const float *restrict s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] = s[i];
+}
+
+/* Rows [p0, p1) (output pixels) of the NHWC im2col of group g of one image. With one group and
+ * no dilation, a kernel row's taps of a pixel whose taps are all inside the image are kw*c
+ * consecutive floats of X: one copy (a network's first conv, 3 channels: 9 floats, where a
+ * memcpy per tap cost more than the GEMM). */
 static void im2col_nhwc(const conv_shape *s, const float *x, int64_t g, int64_t p0, int64_t p1,
                         float *col) {
     const int64_t kdim = conv_kdim(s);
+    const bool rows = s->group == 1 && s->dw == 1;
     for (int64_t p = p0; p < p1; p++) {
         const int64_t oy = p / s->ow, ox = p % s->ow;
         float *d = col + p * kdim;
+        const int64_t ix0 = ox * s->sw - s->pl;
+        if (rows && ix0 >= 0 && ix0 + s->kw <= s->w) {
+            for (int64_t ky = 0; ky < s->kh; ky++, d += s->kw * s->c) {
+                const int64_t iy = oy * s->sh - s->pt + ky * s->dh;
+                if (iy < 0 || iy >= s->h)
+                    memset(d, 0, sizeof(float) * (size_t)(s->kw * s->c));
+                else
+                    copy_floats(d, x + (iy * s->w + ix0) * s->c, s->kw * s->c);
+            }
+            continue;
+        }
         for (int64_t ky = 0; ky < s->kh; ky++) {
             const int64_t iy = oy * s->sh - s->pt + ky * s->dh;
             for (int64_t kx = 0; kx < s->kw; kx++, d += s->cg) {
@@ -113,7 +133,8 @@ typedef struct nhwc_job {
     int threads;
     int64_t img, g;        /* the shared item (im2col_chunk) */
     const ir_fusion *fuse; /* applied in the epilogue, or NULL */
-    const float *res;      /* its residual, NCHW, or NULL */
+    const float *res;      /* its residual, or NULL */
+    bool res_nhwc;         /* res is NHWC like y (else NCHW) */
 } nhwc_job;
 
 static void item_problem(const nhwc_job *j, int64_t img, int64_t g, const float *col,
@@ -136,7 +157,12 @@ static void item_problem(const nhwc_job *j, int64_t img, int64_t g, const float 
     p->ldc = s->m;
     p->ep = kern_fusion_epilogue(j->fuse);
     if (j->bias) p->ep.col_bias = j->bias + g * s->mg;
-    if (j->res) {
+    if (j->res && j->res_nhwc) {
+        p->ep.r = j->res + img * p->m * s->m + g * s->mg;
+        p->ep.rs_r = s->m;
+        p->ep.cs_r = 1;
+        p->ep.beta = 1.0f;
+    } else if (j->res) {
         /* C[pixel, channel] of this item is residual[img][g*mg + channel][pixel] */
         p->ep.r = j->res + (img * s->m + g * s->mg) * p->m;
         p->ep.rs_r = 1;
@@ -176,14 +202,14 @@ static void im2col_chunk(void *arg, size_t begin, size_t end) {
 
 void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
                    const float *bias, float *y, void *ws, op_ctx *ctx) {
-    conv_nhwc_run_fused(s, pw, x, bias, NULL, NULL, y, ws, ctx);
+    conv_nhwc_run_fused(s, pw, x, bias, NULL, NULL, false, y, ws, ctx);
 }
 
 void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
-                         const float *bias, const ir_fusion *f, const float *res, float *y,
-                         void *ws, op_ctx *ctx) {
+                         const float *bias, const ir_fusion *f, const float *res, bool res_nhwc,
+                         float *y, void *ws, op_ctx *ctx) {
     const int threads = op_ctx_threads(ctx);
-    nhwc_job j = {s, pw, x, bias, y, ws, threads, 0, 0, f, f ? res : NULL};
+    nhwc_job j = {s, pw, x, bias, y, ws, threads, 0, 0, f, f ? res : NULL, res_nhwc};
     const int64_t items = s->n * s->group;
     if (items == 0 || s->mg == 0 || s->oh * s->ow == 0) return;
     if (threads > 1 && items >= threads) {
@@ -316,7 +342,7 @@ static anvil_status nhwc_variant_run(const ir_node *n, void *state, const op_ten
     void *run_ws = (char *)ws + st->p.xt_bytes + st->p.yt_bytes;
     transpose(in[0]->data, xt, s->n, s->c, s->h * s->w, ctx);
     conv_nhwc_run_fused(s, &st->w, xt, bias, st->fusion, conv_fused_residual(st->fusion, in, n_in),
-                        yt, run_ws, ctx);
+                        false, yt, run_ws, ctx);
     transpose(yt, out[0]->data, s->n, s->oh * s->ow, s->m, ctx);
     return ANVIL_OK;
 }
@@ -324,3 +350,64 @@ static anvil_status nhwc_variant_run(const ir_node *n, void *state, const op_ten
 const kern_variant conv_v_nhwc = {
     "conv_nhwc_im2col_gemm", IR_OP_CONV, 0, nhwc_supports, nhwc_ws, nhwc_prepare, nhwc_release,
     nhwc_variant_run,        conv_fuses};
+
+/* ---- anvil.ConvNhwc through the same GEMMs, no transposes ------------------------------------ */
+
+static bool last_plan_of(const kern_node *kn, nhwc_plan *p) {
+    memset(p, 0, sizeof *p);
+    if (!conv_shape_of_nhwc(kn, &p->s) || !kn->in[1].value) return false;
+    conv_nhwc_weights sizing;
+    memset(&sizing, 0, sizeof sizing);
+    nhwc_kernel(&p->s, &sizing);
+    p->threads = kn->threads > 0 ? kn->threads : 1;
+    p->run_bytes = conv_nhwc_workspace(&p->s, &sizing, p->threads);
+    return true;
+}
+
+static bool last_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    nhwc_plan p;
+    return last_plan_of(kn, &p);
+}
+
+static size_t last_ws(const kern_node *kn) {
+    nhwc_plan p;
+    return last_plan_of(kn, &p) ? p.run_bytes : 0;
+}
+
+static anvil_status last_prepare(const kern_node *kn, void **state) {
+    nhwc_state *st = core_calloc(1, sizeof *st);
+    if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (!last_plan_of(kn, &st->p)) {
+        free(st);
+        return core_err(ANVIL_ERR_INTERNAL,
+                        "%s: channels-last GEMM conv prepared for a node it does not support",
+                        ir_node_label(kn->node));
+    }
+    anvil_status e = conv_nhwc_weights_pack(&st->p.s, kn->in[1].value, &st->w);
+    if (e != ANVIL_OK) {
+        free(st);
+        return e;
+    }
+    kern_node_mark_copied(kn, 1);
+    st->fusion = conv_fuses(kn) ? kn->node->fusion : NULL;
+    *state = st;
+    return ANVIL_OK;
+}
+
+static anvil_status last_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                             op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+    (void)n;
+    (void)n_out;
+    const nhwc_state *st = state;
+    const conv_shape *s = &st->p.s;
+    const float *bias = (s->has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
+    if (s->n == 0 || s->m == 0) return ANVIL_OK;
+    conv_nhwc_run_fused(s, &st->w, in[0]->data, bias, st->fusion,
+                        conv_fused_residual(st->fusion, in, n_in), true, out[0]->data, ws, ctx);
+    return ANVIL_OK;
+}
+
+const kern_variant convnhwc_v_gemm = {"convnhwc_gemm", IR_OP_CONV_NHWC, 0,
+                                      last_supports,   last_ws,         last_prepare,
+                                      nhwc_release,    last_run,        conv_fuses};

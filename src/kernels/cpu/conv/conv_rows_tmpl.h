@@ -8,6 +8,8 @@
  *   DW_STORE(p, v)     unaligned store            DW_STORE_N(p, v, n) the first n lanes only
  *   DW_LOAD_N(p, n)    the first n lanes, 0 in the others, reading nothing past p[n - 1]
  *   DW_SPLIT2(lo, hi, ev, od)  the even and the odd lanes of the 2*DW_VL floats lo:hi
+ *   dw_m, DW_MASK(n)   a mask of the first n lanes (all for n >= DW_VL)
+ *   DW_LOADM(p, m), DW_STOREM(p, v, m)  load (0 elsewhere) and store of the lanes in mask m
  *
  * The padded rows are those of conv_dw_geom (conv.h). */
 #ifndef ANVIL_CONV_ROWS_TMPL_H

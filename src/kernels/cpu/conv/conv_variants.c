@@ -528,5 +528,8 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_im2col,
     &conv_v_smallc_avx512,
     &conv_v_smallc_avx2,
+    &convnhwc_v_depthwise_avx512,
+    &convnhwc_v_depthwise_avx2,
+    &convnhwc_v_gemm,
     NULL,
 };

@@ -26,6 +26,16 @@ static inline dw_v dw_load_n(const float *p, int64_t n) {
 }
 #define DW_LOAD_N(p, n) dw_load_n((p), (n))
 
+/* A lane mask: the first n lanes (all of them for n >= 8); loads and stores under it. */
+typedef __m256i dw_m;
+static inline dw_m dw_mask(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 8 ? n : 8)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#define DW_MASK(n) dw_mask(n)
+#define DW_LOADM(p, m) _mm256_maskload_ps((p), (m))
+#define DW_STOREM(p, v, m) _mm256_maskstore_ps((p), (m), (v))
+
 /* lanes [lo, hi) of p, zero elsewhere (0 <= lo <= hi <= 8); reads only those lanes */
 static inline dw_v dw_load_range(const float *p, int64_t lo, int64_t hi) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);

@@ -15,6 +15,11 @@ typedef __m512 dw_v;
 #define DW_STORE(p, v) _mm512_storeu_ps((p), (v))
 #define DW_STORE_N(p, v, n) _mm512_mask_storeu_ps((p), (__mmask16)((1u << (n)) - 1u), (v))
 #define DW_LOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), (p))
+/* A lane mask: the first n lanes (all of them for n >= 16); loads and stores under it. */
+typedef __mmask16 dw_m;
+#define DW_MASK(n) ((n) >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n)) - 1u))
+#define DW_LOADM(p, m) _mm512_maskz_loadu_ps((m), (p))
+#define DW_STOREM(p, v, m) _mm512_mask_storeu_ps((p), (m), (v))
 /* lanes [lo, hi) of p, zero elsewhere (0 <= lo <= hi <= 16); reads only those lanes */
 #define DW_LOAD_RANGE(p, lo, hi)                                                                   \
     _mm512_maskz_loadu_ps((__mmask16)(((1u << (hi)) - 1u) & ~((1u << (lo)) - 1u)), (p))

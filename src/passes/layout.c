@@ -1,0 +1,229 @@
+/* The layout pass: chains of convolutions on channels-last tensors.
+ *
+ * Why: NCHW keeps each channel's plane contiguous. That suits a wide conv's GEMM over the pixels,
+ * but a depthwise conv then runs along rows of 7..112 floats (partial vectors, and at stride 2
+ * every other column), and a 1x1 conv with few channels streams one input row per channel.
+ * Channels-last makes a depthwise tap one vector of channels and a 1x1 conv a GEMM over the
+ * pixels that reads X in place, one stream in and one out. The kernels that gain are the ones a
+ * chain holding depthwise convs is made of (MobileNet-style blocks; numbers in the commit that
+ * made AUTO take them); ResNet-style chains keep NCHW, where anvil's NCHW kernels are tuned.
+ *
+ * How: each chosen Conv becomes anvil.ConvNhwc in place (same inputs, attributes and fused
+ * epilogue) writing a new channels-last value. A Transpose (perm 0,3,1,2) turns that back into
+ * the original value for any reader that is not itself a chosen conv, and a Transpose (0,2,3,1)
+ * feeds a chosen conv's input (or fused residual) that no chosen conv produced, one per value.
+ * Chosen convs reading each other take the channels-last values directly, so inside a chain no
+ * transpose runs: the ones left without readers are removed. Numbers are unchanged (the same
+ * arithmetic in a different memory order; the kernels' own tests hold them to the reference). */
+#include "pass_internal.h"
+
+#include "ops/ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int64_t perm_to_nhwc[4] = {0, 2, 3, 1}, perm_to_nchw[4] = {0, 3, 1, 2};
+
+static bool named(const char *const *names, int count, const ir_node *n) {
+    for (int i = 0; i < count; i++)
+        if (!strcmp(names[i], n->name)) return true;
+    return false;
+}
+
+static bool kept(const pass_ctx *c, const ir_node *n) {
+    const pass_options *o = c->opts;
+    return o->keep_all_conv || named(o->keep_conv, o->n_keep_conv, n);
+}
+
+static bool wanted(const pass_ctx *c, const ir_node *n) {
+    return named(c->opts->nhwc_conv, c->opts->n_nhwc_conv, n);
+}
+
+static bool f32_rank4(const ir_graph *g, ir_vid v) {
+    return v != IR_NONE && g->values[v].dtype == ANVIL_DTYPE_FLOAT32 &&
+           g->values[v].shape.rank == 4;
+}
+
+static int residual_of(const ir_node *n) {
+    return n->fusion && n->fusion->residual >= 0 && n->fusion->residual < n->n_inputs
+               ? n->fusion->residual
+               : -1;
+}
+
+/* A Conv the pass can turn: float32 2-D with constant weights (the channels-last kernels pack
+ * them), one output, and a residual (if fused) of the output's rank. */
+static bool candidate(const pass_ctx *c, int32_t k) {
+    const ir_graph *g = c->g;
+    const ir_node *n = &g->nodes[k];
+    if (c->dead[k] || n->op != IR_OP_CONV || n->n_inputs < 2 || n->n_outputs != 1) return false;
+    const ir_vid w = n->inputs[1];
+    if (!f32_rank4(g, n->inputs[0]) || !f32_rank4(g, n->outputs[0]) || !f32_rank4(g, w) ||
+        !(g->values[w].flags & IR_VALUE_CONST))
+        return false;
+    const int r = residual_of(n);
+    if (r >= 0 && !f32_rank4(g, n->inputs[r])) return false;
+    return !kept(c, n);
+}
+
+static bool depthwise(const ir_graph *g, const ir_node *n) {
+    int64_t group = 1;
+    if (ir_attr_int(n, "group", 1, &group) != ANVIL_OK || group < 2) return false;
+    const ir_shape *w = &g->values[n->inputs[1]].shape;
+    return w->d[0] == group && w->d[1] == 1;
+}
+
+static int32_t find(int32_t *parent, int32_t k) {
+    while (parent[k] != k) k = parent[k] = parent[parent[k]];
+    return k;
+}
+
+static void permute_shape(const ir_shape *in, const int64_t perm[4], ir_shape *out) {
+    *out = *in;
+    for (int i = 0; i < 4; i++) {
+        out->d[i] = in->d[perm[i]];
+        out->sym[i] = in->sym[perm[i]];
+    }
+}
+
+/* A Transpose node named `name` from `from` to a new value (or to `to` when it is not IR_NONE);
+ * *node and *out set. */
+static anvil_status add_transpose(pass_ctx *c, const char *name, ir_vid from, ir_vid to,
+                                  const int64_t perm[4], int32_t *node, ir_vid *out) {
+    ir_graph *g = c->g;
+    if (to == IR_NONE) {
+        ir_shape s;
+        permute_shape(&g->values[from].shape, perm, &s);
+        char vname[512];
+        snprintf(vname, sizeof vname, "%s%s", g->values[from].name,
+                 perm == perm_to_nhwc ? "/nhwc" : "/nchw");
+        CORE_TRY(pass_add_value(c, vname, g->values[from].dtype, &s, &to));
+    }
+    int64_t *p = core_arena_array(g->arena, 4, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    memcpy(p, perm, 4 * sizeof *p);
+    CORE_TRY(pass_add_node(c, IR_OP_TRANSPOSE, name, 1, 1, 1, node));
+    ir_node *t = &g->nodes[*node];
+    t->attrs[0] = (ir_attr){.name = "perm", .type = IR_ATTR_INTS, .n = 4, .ints = p};
+    t->outputs[0] = to;
+    g->values[to].producer = *node;
+    CORE_TRY(op_get(IR_OP_TRANSPOSE)->check(g, t));
+    CORE_TRY(pass_node_set_input(c, *node, 0, from));
+    c->pg->layout_transposes++;
+    *out = to;
+    return ANVIL_OK;
+}
+
+/* The mode: the options', or ANVIL_LAYOUT's where they leave it AUTO. */
+static anvil_status layout_mode(const pass_options *o, int *mode) {
+    *mode = o->layout;
+    const char *env = getenv("ANVIL_LAYOUT");
+    if (*mode != PASS_LAYOUT_AUTO || !env || !strcmp(env, "auto")) return ANVIL_OK;
+    if (!strcmp(env, "nchw"))
+        *mode = PASS_LAYOUT_NCHW;
+    else if (!strcmp(env, "nhwc"))
+        *mode = PASS_LAYOUT_NHWC;
+    else
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "ANVIL_LAYOUT is '%s'; it must be auto, nchw or nhwc", env);
+    return ANVIL_OK;
+}
+
+/* Which candidates to turn (chosen[k]), by the mode. */
+static anvil_status choose(pass_ctx *c, bool *chosen) {
+    const ir_graph *g = c->g;
+    const int32_t nn = g->n_nodes;
+    int mode;
+    CORE_TRY(layout_mode(c->opts, &mode));
+    for (int32_t k = 0; k < nn; k++) chosen[k] = candidate(c, k);
+    if (mode == PASS_LAYOUT_NHWC) return ANVIL_OK;
+    if (mode == PASS_LAYOUT_NCHW) {
+        for (int32_t k = 0; k < nn; k++) chosen[k] = chosen[k] && wanted(c, &g->nodes[k]);
+        return ANVIL_OK;
+    }
+    /* AUTO: the chains (convs linked through an input or a residual) that hold a depthwise conv */
+    int32_t *parent = malloc(sizeof *parent * (size_t)(nn + 1));
+    bool *has_dw = calloc((size_t)nn + 1, sizeof *has_dw);
+    if (!parent || !has_dw) {
+        free(parent);
+        free(has_dw);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    for (int32_t k = 0; k < nn; k++) parent[k] = k;
+    for (int32_t k = 0; k < nn; k++) {
+        if (!chosen[k]) continue;
+        const ir_node *n = &g->nodes[k];
+        const int ins[2] = {0, residual_of(n)};
+        for (int i = 0; i < 2; i++) {
+            if (ins[i] < 0) continue;
+            const int32_t p = g->values[n->inputs[ins[i]]].producer;
+            if (p >= 0 && p < nn && chosen[p]) parent[find(parent, k)] = find(parent, p);
+        }
+    }
+    for (int32_t k = 0; k < nn; k++)
+        if (chosen[k] && depthwise(g, &g->nodes[k])) has_dw[find(parent, k)] = true;
+    for (int32_t k = 0; k < nn; k++)
+        if (chosen[k]) chosen[k] = has_dw[find(parent, k)] || wanted(c, &g->nodes[k]);
+    free(parent);
+    free(has_dw);
+    return ANVIL_OK;
+}
+
+anvil_status pass_layout(pass_ctx *c) {
+    const int32_t nn = c->g->n_nodes, nv = c->g->n_values;
+    bool *chosen = calloc((size_t)nn + 1, sizeof *chosen);
+    ir_vid *nhwc = malloc(sizeof *nhwc * (size_t)(nv + 1));  /* channels-last twin of a value */
+    int32_t *back = malloc(sizeof *back * (size_t)(nn + 1)); /* a conv's Transpose back */
+    anvil_status st = ANVIL_ERR_OUT_OF_MEMORY;
+    if (!chosen || !nhwc || !back) goto done;
+    for (ir_vid v = 0; v < nv; v++) nhwc[v] = IR_NONE;
+    if ((st = choose(c, chosen)) != ANVIL_OK) goto done;
+    char name[512];
+    /* outputs first, so a conv can find the twin of any chosen conv's output, in any order */
+    for (int32_t k = 0; k < nn; k++) {
+        back[k] = -1;
+        if (!chosen[k]) continue;
+        const ir_vid y = c->g->nodes[k].outputs[0];
+        ir_shape s;
+        permute_shape(&c->g->values[y].shape, perm_to_nhwc, &s);
+        snprintf(name, sizeof name, "%s/nhwc", c->g->values[y].name);
+        if ((st = pass_add_value(c, name, ANVIL_DTYPE_FLOAT32, &s, &nhwc[y])) != ANVIL_OK)
+            goto done;
+        ir_node *n = &c->g->nodes[k];
+        n->op = IR_OP_CONV_NHWC;
+        n->outputs[0] = nhwc[y];
+        c->g->values[nhwc[y]].producer = k;
+        snprintf(name, sizeof name, "%s/to_nchw", n->name);
+        ir_vid out;
+        if ((st = add_transpose(c, name, nhwc[y], y, perm_to_nchw, &back[k], &out)) != ANVIL_OK)
+            goto done;
+        c->pg->nhwc_convs++;
+    }
+    for (int32_t k = 0; k < nn; k++) {
+        if (!chosen[k]) continue;
+        const int ins[2] = {0, residual_of(&c->g->nodes[k])};
+        for (int i = 0; i < 2; i++) {
+            if (ins[i] < 0) continue;
+            const ir_vid v = c->g->nodes[k].inputs[ins[i]];
+            if (nhwc[v] == IR_NONE) {
+                snprintf(name, sizeof name, "%s/to_nhwc", c->g->values[v].name);
+                int32_t t;
+                if ((st = add_transpose(c, name, v, IR_NONE, perm_to_nhwc, &t, &nhwc[v])) !=
+                    ANVIL_OK)
+                    goto done;
+            }
+            if ((st = pass_node_set_input(c, k, ins[i], nhwc[v])) != ANVIL_OK) goto done;
+        }
+    }
+    for (int32_t k = 0; k < nn; k++)
+        if (back[k] >= 0 && c->uses[c->g->nodes[back[k]].outputs[0]] == 0) {
+            pass_node_kill(c, back[k]);
+            c->pg->layout_transposes--;
+        }
+    st = ANVIL_OK;
+done:
+    free(chosen);
+    free(nhwc);
+    free(back);
+    return st;
+}
