@@ -586,7 +586,9 @@ static void check_last_case(const conv_case *c, ir_act act, bool residual) {
                     (c->kw == 3 || c->kw == 5) && c->sh <= 2 && c->sw <= 2 && c->dh == 1 &&
                     c->dw == 1;
     const int n = check_op_variants(&last, IR_OP_CONV_NHWC, "convnhwc_");
-    const int expect = 1 + (dw ? (int)avx2() + (int)avx512() : 0);
+    const bool sc = c->group == 1 && c->c <= 4 && c->m <= 64 && c->dh == 1 && c->dw == 1 &&
+                    c->kh <= 11 && c->kw <= 11 && c->sh <= 4 && c->sw <= 4;
+    const int expect = 1 + (dw ? (int)avx2() + (int)avx512() : 0) + (sc ? (int)avx512() : 0);
     if (n != expect)
         fprintf(stderr, "ConvNhwc case c%lld %lldx%lld m%lld k%lld s%lld g%lld: %d of %d\n",
                 (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->m,
@@ -609,8 +611,9 @@ static void check_last_case(const conv_case *c, ir_act act, bool residual) {
 /* Edge shapes for the channels-last kernels: channels around the vectors (1, 3, 8, 15, 16, 17,
  * 33, 40) for the masked channel tail, widths with no interior column (1, 2), narrower than a
  * pixel block (5, 7) and with blocks plus a remainder (13, 19, 40), both strides, 3x3, 5x5 and
- * mixed kernels, asymmetric and auto pads, batch 0 and 3; MobileNetV2's shapes; and the GEMM
- * variant on 1x1, strided 1x1, 3x3, groups 2, dilation 2 and few input channels. */
+ * mixed kernels, asymmetric and auto pads, batch 0 and 3; MobileNetV2's shapes; the GEMM
+ * variant on 1x1, strided 1x1, 3x3, groups 2, dilation 2; and the few-input-channels kernel on
+ * 1..4 channels, 1..4 output vectors (the last masked), strides 1..3, 3x3 to 7x7 kernels. */
 static void test_conv_nhwc_op(void **state) {
     (void)state;
     static const conv_case cases[] = {
@@ -633,6 +636,10 @@ static void test_conv_nhwc_op(void **state) {
         CASE(3, 32, 5, 5, 24, 1, 1, 1, 1, 0, 1, false),
         CASE(1, 15, 13, 7, 3, 1, 1, 2, 1, 0, 1, true),
         CASE(1, 3, 17, 16, 32, 3, 3, 2, 1, 1, 1, true), /* a network's first conv */
+        CASE(1, 3, 23, 21, 64, 7, 7, 2, 1, 3, 1, true), /* ResNet-50's stem: 4 vectors */
+        CASE(2, 4, 9, 19, 13, 3, 3, 1, 1, 1, 1, false), /* masked channels, 8-pixel blocks */
+        CASE(1, 2, 5, 3, 40, 5, 5, 3, 1, 2, 1, true),   /* stride 3, no interior column */
+        {1, 1, 12, 30, 33, 5, 3, 2, 1, 1, 1, {2, 1, 0, 2}, 1, true, NULL},
         CASE(3, 14, 7, 7, 32, 3, 3, 1, 1, 1, 2, true),
     };
     static const ir_act acts[] = {IR_ACT_NONE, IR_ACT_CLIP, IR_ACT_RELU, IR_ACT_HARD_SWISH};

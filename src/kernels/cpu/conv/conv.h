@@ -164,6 +164,18 @@ void conv_dwn_row_avx512(const conv_dwn_geom *g, const float *x, const float *wp
                          float *y, int64_t oy);
 void conv_dwn_row_avx2(const conv_dwn_geom *g, const float *x, const float *wp, const float *bp,
                        float *y, int64_t oy);
+/* Channels-last, one group, few input channels (conv_scn_avx512.c): weights packed
+ * [kh][kw][c][mpad] (mpad: m rounded up to 16, zeros past m), bias [mpad]; columns
+ * [ox_lo, ox_hi) have every tap inside the input. */
+typedef struct conv_scn_geom {
+    int64_t h, w, c, m, mpad;
+    int64_t oh, ow;
+    int64_t kh, kw, sh, sw, pt, pl;
+    int64_t ox_lo, ox_hi;
+} conv_scn_geom;
+/* Output row oy of one image: y[ox][o] (the row, ow*m floats) for every ox and channel o. */
+void conv_scn_row_avx512(const conv_scn_geom *g, const float *x, const float *wp, const float *bp,
+                         float *y, int64_t oy);
 
 /* ---- few input channels (conv_smallc.c, conv_sc_avx512.c, conv_sc_avx2.c) -------------------
  * A network's first conv (3 input channels: RGB) has a GEMM depth of only c*kh*kw = 27..147, so
@@ -265,6 +277,7 @@ void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const
                          float *y, void *ws, op_ctx *ctx);
 
 /* anvil.ConvNhwc's variants (conv_nhwc.c, conv_dw_nhwc.c). */
-extern const kern_variant convnhwc_v_gemm, convnhwc_v_depthwise_avx512, convnhwc_v_depthwise_avx2;
+extern const kern_variant convnhwc_v_gemm, convnhwc_v_depthwise_avx512, convnhwc_v_depthwise_avx2,
+    convnhwc_v_smallc_avx512;
 
 #endif

@@ -530,6 +530,7 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_smallc_avx2,
     &convnhwc_v_depthwise_avx512,
     &convnhwc_v_depthwise_avx2,
+    &convnhwc_v_smallc_avx512,
     &convnhwc_v_gemm,
     NULL,
 };
