@@ -42,7 +42,8 @@ static void usage(FILE *f) {
                "  18  runtime failure (e.g. an index out of range)\n"
                "  19  internal error (a bug in anvil; please report it)\n"
                "\n"
-               "environment: ANVIL_LOG=error|warn|info|debug, ANVIL_ISA=avx2|avx512|scalar\n");
+               "environment: ANVIL_LOG=error|warn|info|debug, ANVIL_ISA=avx2|avx512|scalar,\n"
+               "             ANVIL_LAYOUT=auto|nchw|nhwc (the conv layout pass)\n");
 }
 
 int main(int argc, char **argv) {

@@ -4,12 +4,15 @@
 
 For every case: `ANVIL dump --opt-level 1` must show exactly the nodes of expect.txt (op type and
 fused[...] annotation, in order), and the model must match ONNX Runtime's outputs with the passes
-off (--opt-level 0) and on (--opt-level 1), on 1 and 2 threads. Exit status 0 only if all hold.
+off (--opt-level 0) and on (--opt-level 1), on 1 and 2 threads; and for layout_mobilenet, that forced
+variants pin the layout of their node (check_forces). Exit status 0 only if all hold.
 """
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 
 NODE = re.compile(r"^  #\d+ \S+ = ([\w.]+)\(")
 FUSED = re.compile(r" fused\[([^\]]*)\]$")
@@ -25,6 +28,35 @@ def rewritten(anvil, model):
             f = FUSED.search(line)
             got.append(f"{m.group(1)} fused[{f.group(1)}]" if f else f"{m.group(1)} -")
     return got
+
+
+def traced_ops(anvil, model, env, *args):
+    """{node: op} of one profiled run of `anvil bench MODEL ARGS` with environment env added."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "trace.json")
+        subprocess.run([anvil, "bench", model, "--iters", "1", "--warmup", "0", "--profile", trace,
+                        *args], check=True, capture_output=True, env={**os.environ, **env})
+        with open(trace) as f:
+            return {e["name"]: e["args"]["op"] for e in json.load(f)["traceEvents"]
+                    if e.get("cat") == "op"}
+
+
+def check_forces(anvil, model):
+    """The layout pass and forced variants: a node forced onto a Conv variant stays Conv and splits
+    its chain, whose parts are judged apart; one forced onto a channels-last variant is turned even where the
+    pass is off (ANVIL_LAYOUT=nchw). Returns the number of failures."""
+    bad = 0
+    ops = traced_ops(anvil, model, {}, "--variant", "n_conv_12=conv_im2col_gemm")
+    # n_conv_4 is then alone, with no depthwise conv, so it stays Conv; the rest holds two
+    if (ops.get("n_conv_12") != "Conv" or ops.get("n_conv_4") != "Conv" or
+            ops.get("n_conv_20") != "anvil.ConvNhwc"):
+        print(f"FAIL layout_mobilenet: a Conv variant forced on n_conv_12: {ops}")
+        bad += 1
+    ops = traced_ops(anvil, model, {"ANVIL_LAYOUT": "nchw"}, "--variant", "n_conv_12=convnhwc_gemm")
+    if ops.get("n_conv_12") != "anvil.ConvNhwc" or ops.get("n_conv_4") != "Conv":
+        print(f"FAIL layout_mobilenet: convnhwc_gemm forced on n_conv_12 with ANVIL_LAYOUT=nchw: {ops}")
+        bad += 1
+    return bad
 
 
 def main():
@@ -53,6 +85,8 @@ def main():
                     bad += 1
                     print(f"FAIL {name}: opt-level {level}, {threads} threads vs ONNX Runtime:\n"
                           f"{r.stdout}{r.stderr}")
+        if name == "layout_mobilenet":
+            bad += check_forces(anvil, os.path.join(d, "model.onnx"))
         print(f"{'FAIL' if bad > before else 'PASS'} {name}")
     print(f"{len(names)} cases, {bad} failures")
     sys.exit(1 if bad else 0)

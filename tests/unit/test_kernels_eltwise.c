@@ -395,6 +395,8 @@ static void test_transpose(void **state) {
     run_transpose(4, (int64_t[]){2, 4, 12, 64}, (int64_t[]){0, 2, 1, 3}, true);
     run_transpose(4, (int64_t[]){2, 3, 4, 5}, (int64_t[]){0, 2, 3, 1}, true); /* NCHW->NHWC */
     run_transpose(4, (int64_t[]){2, 4, 5, 3}, (int64_t[]){0, 3, 1, 2}, true); /* NHWC->NCHW */
+    /* an RGB image channels-last: 3 rows, columns split into tasks of 4096 (+ a remainder) */
+    run_transpose(4, (int64_t[]){2, 3, 70, 130}, (int64_t[]){0, 2, 3, 1}, true);
     run_transpose(3, (int64_t[]){4, 5, 6}, (int64_t[]){1, 0, 2}, true);
     run_transpose(3, (int64_t[]){4, 1, 6}, (int64_t[]){1, 0, 2}, true);       /* a copy */
     run_transpose(4, (int64_t[]){2, 3, 4, 5}, (int64_t[]){0, 1, 3, 2}, true); /* last two */

@@ -629,6 +629,25 @@ static void tr_swap_chunk(void *arg, size_t begin, size_t end) {
     }
 }
 
+/* A matrix of fewer than TR_ROWS rows (an image's 3 channels turned channels-last) would be one
+ * task per batch item, so its columns are split instead: task t = (b, TR_COLS columns). */
+#define TR_COLS 4096
+
+static void tr_cols_chunk(void *arg, size_t begin, size_t end) {
+    const tr_job *j = arg;
+    const elt_state *s = j->s;
+    const size_t rows = (size_t)s->t0, cols = (size_t)s->t1;
+    const size_t per_b = (cols + TR_COLS - 1) / TR_COLS;
+    for (size_t t = begin; t < end; t++) {
+        size_t b = t / per_b, c0 = (t % per_b) * TR_COLS;
+        size_t nc = cols - c0 < TR_COLS ? cols - c0 : TR_COLS;
+        const float *src = j->x + b * rows * cols + c0;
+        float *dst = j->y + b * rows * cols + c0 * rows;
+        s->isa->transpose4((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, rows, nc,
+                           cols, rows);
+    }
+}
+
 /* Output block (b, i1, i0) of tin elements is input block (b, i0, i1); task t = (b, i1). */
 static void tr_blocks_chunk(void *arg, size_t begin, size_t end) {
     const tr_job *j = arg;
@@ -848,6 +867,9 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
         op_ctx *c = par_ctx(ctx, numel);
         if (s->tform == TR_COPY)
             op_parallel_for(c, (numel + ELT_BLOCK - 1) / ELT_BLOCK, tr_copy_chunk, &j);
+        else if (s->tform == TR_SWAP && s->t0 < TR_ROWS)
+            op_parallel_for(c, (size_t)s->tb * (((size_t)s->t1 + TR_COLS - 1) / TR_COLS),
+                            tr_cols_chunk, &j);
         else if (s->tform == TR_SWAP)
             op_parallel_for(c, (size_t)s->tb * (((size_t)s->t0 + TR_ROWS - 1) / TR_ROWS),
                             tr_swap_chunk, &j);
