@@ -86,19 +86,20 @@ static void permute_shape(const ir_shape *in, const int64_t perm[4], ir_shape *o
     }
 }
 
-/* A Transpose node named `name` from `from` to a new value (or to `to` when it is not IR_NONE);
- * *node and *out set. */
+/* A new value "<v's name>/nhwc": v's dtype, its shape channels-last. */
+static anvil_status add_twin(pass_ctx *c, ir_vid v, ir_vid *out) {
+    const ir_value *val = &c->g->values[v];
+    ir_shape s;
+    permute_shape(&val->shape, perm_to_nhwc, &s);
+    char name[512];
+    snprintf(name, sizeof name, "%s/nhwc", val->name);
+    return pass_add_value(c, name, val->dtype, &s, out);
+}
+
+/* A Transpose node named `name` from `from` to `to` (both existing values); *node set. */
 static anvil_status add_transpose(pass_ctx *c, const char *name, ir_vid from, ir_vid to,
-                                  const int64_t perm[4], int32_t *node, ir_vid *out) {
+                                  const int64_t perm[4], int32_t *node) {
     ir_graph *g = c->g;
-    if (to == IR_NONE) {
-        ir_shape s;
-        permute_shape(&g->values[from].shape, perm, &s);
-        char vname[512];
-        snprintf(vname, sizeof vname, "%s%s", g->values[from].name,
-                 perm == perm_to_nhwc ? "/nhwc" : "/nchw");
-        CORE_TRY(pass_add_value(c, vname, g->values[from].dtype, &s, &to));
-    }
     int64_t *p = core_arena_array(g->arena, 4, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     memcpy(p, perm, 4 * sizeof *p);
@@ -108,10 +109,7 @@ static anvil_status add_transpose(pass_ctx *c, const char *name, ir_vid from, ir
     t->outputs[0] = to;
     g->values[to].producer = *node;
     CORE_TRY(op_get(IR_OP_TRANSPOSE)->check(g, t));
-    CORE_TRY(pass_node_set_input(c, *node, 0, from));
-    c->pg->layout_transposes++;
-    *out = to;
-    return ANVIL_OK;
+    return pass_node_set_input(c, *node, 0, from);
 }
 
 /* The mode: the options', or ANVIL_LAYOUT's where they leave it AUTO. */
@@ -184,18 +182,13 @@ anvil_status pass_layout(pass_ctx *c) {
         back[k] = -1;
         if (!chosen[k]) continue;
         const ir_vid y = c->g->nodes[k].outputs[0];
-        ir_shape s;
-        permute_shape(&c->g->values[y].shape, perm_to_nhwc, &s);
-        snprintf(name, sizeof name, "%s/nhwc", c->g->values[y].name);
-        if ((st = pass_add_value(c, name, ANVIL_DTYPE_FLOAT32, &s, &nhwc[y])) != ANVIL_OK)
-            goto done;
+        if ((st = add_twin(c, y, &nhwc[y])) != ANVIL_OK) goto done;
         ir_node *n = &c->g->nodes[k];
         n->op = IR_OP_CONV_NHWC;
         n->outputs[0] = nhwc[y];
         c->g->values[nhwc[y]].producer = k;
         snprintf(name, sizeof name, "%s/to_nchw", n->name);
-        ir_vid out;
-        if ((st = add_transpose(c, name, nhwc[y], y, perm_to_nchw, &back[k], &out)) != ANVIL_OK)
+        if ((st = add_transpose(c, name, nhwc[y], y, perm_to_nchw, &back[k])) != ANVIL_OK)
             goto done;
         c->pg->nhwc_convs++;
     }
@@ -208,18 +201,21 @@ anvil_status pass_layout(pass_ctx *c) {
             if (nhwc[v] == IR_NONE) {
                 snprintf(name, sizeof name, "%s/to_nhwc", c->g->values[v].name);
                 int32_t t;
-                if ((st = add_transpose(c, name, v, IR_NONE, perm_to_nhwc, &t, &nhwc[v])) !=
-                    ANVIL_OK)
+                if ((st = add_twin(c, v, &nhwc[v])) != ANVIL_OK ||
+                    (st = add_transpose(c, name, v, nhwc[v], perm_to_nhwc, &t)) != ANVIL_OK)
                     goto done;
+                c->pg->layout_transposes++;
             }
             if ((st = pass_node_set_input(c, k, ins[i], nhwc[v])) != ANVIL_OK) goto done;
         }
     }
-    for (int32_t k = 0; k < nn; k++)
-        if (back[k] >= 0 && c->uses[c->g->nodes[back[k]].outputs[0]] == 0) {
+    for (int32_t k = 0; k < nn; k++) {
+        if (back[k] < 0) continue;
+        if (c->uses[c->g->nodes[back[k]].outputs[0]] == 0)
             pass_node_kill(c, back[k]);
-            c->pg->layout_transposes--;
-        }
+        else
+            c->pg->layout_transposes++;
+    }
     st = ANVIL_OK;
 done:
     free(chosen);

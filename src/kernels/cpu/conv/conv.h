@@ -148,33 +148,25 @@ void conv_dw_cl16_avx512(const conv_dw_cl_geom *g, const float *x, const float *
 /* Floats a padded row must be readable past the last output's last tap (a vector and a margin). */
 #define CONV_DW_PAD_FLOATS 64
 
-/* Channels-last (anvil.ConvNhwc) depthwise, conv_dw_nhwc.c: X [h, w, c] of one image straight,
- * weights packed tap-major [kh*kw][cpad] and the bias [cpad] (zeros past c, and where there is
- * none). Output columns [ox_lo, ox_hi) have every tap inside the input's columns. */
-typedef struct conv_dwn_geom {
-    int64_t h, w, c, cpad;
+/* Channels-last (anvil.ConvNhwc) direct kernels (conv_dw_nhwc.c), reading X [h, w, c] of one
+ * image in place: depthwise (conv_dwn_tmpl.h, m == c), with weights packed tap-major
+ * [kh*kw][vpad]; and few input channels (conv_scn_avx512.c), weights packed [kh][kw][c][vpad].
+ * vpad is m rounded up to 16; the bias is [vpad]; both are zero past m. Output columns
+ * [ox_lo, ox_hi) have every tap inside the input's columns. */
+typedef struct conv_last_geom {
+    int64_t h, w, c, m, vpad;
     int64_t oh, ow;
     int64_t kh, kw, sh, sw, pt, pl;
     int64_t ox_lo, ox_hi;
-} conv_dwn_geom;
-/* Output row oy of one image: y[ox][ch] (y: the row, ow*c floats) for every ox and channel. */
-typedef void (*conv_dwn_row_fn)(const conv_dwn_geom *g, const float *x, const float *wp,
-                                const float *bp, float *y, int64_t oy);
-void conv_dwn_row_avx512(const conv_dwn_geom *g, const float *x, const float *wp, const float *bp,
+} conv_last_geom;
+/* Output row oy of one image: y[ox][o] (y: the row, ow*m floats) for every ox and channel o. */
+typedef void (*conv_last_row_fn)(const conv_last_geom *g, const float *x, const float *wp,
+                                 const float *bp, float *y, int64_t oy);
+void conv_dwn_row_avx512(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
                          float *y, int64_t oy);
-void conv_dwn_row_avx2(const conv_dwn_geom *g, const float *x, const float *wp, const float *bp,
+void conv_dwn_row_avx2(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
                        float *y, int64_t oy);
-/* Channels-last, one group, few input channels (conv_scn_avx512.c): weights packed
- * [kh][kw][c][mpad] (mpad: m rounded up to 16, zeros past m), bias [mpad]; columns
- * [ox_lo, ox_hi) have every tap inside the input. */
-typedef struct conv_scn_geom {
-    int64_t h, w, c, m, mpad;
-    int64_t oh, ow;
-    int64_t kh, kw, sh, sw, pt, pl;
-    int64_t ox_lo, ox_hi;
-} conv_scn_geom;
-/* Output row oy of one image: y[ox][o] (the row, ow*m floats) for every ox and channel o. */
-void conv_scn_row_avx512(const conv_scn_geom *g, const float *x, const float *wp, const float *bp,
+void conv_scn_row_avx512(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
                          float *y, int64_t oy);
 
 /* ---- few input channels (conv_smallc.c, conv_sc_avx512.c, conv_sc_avx2.c) -------------------

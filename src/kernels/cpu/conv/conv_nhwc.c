@@ -258,16 +258,22 @@ typedef struct nhwc_state {
     const ir_fusion *fusion; /* what run applies (NULL: none, or the runtime does) */
 } nhwc_state;
 
+/* Both variants' plan: Conv (NCHW, transposed in and out through the workspace) or
+ * anvil.ConvNhwc (channels-last already, no transposes), told apart by the node's op. */
 static bool nhwc_plan_of(const kern_node *kn, nhwc_plan *p) {
     memset(p, 0, sizeof *p);
-    if (!conv_shape_of(kn, &p->s) || !kn->in[1].value) return false;
+    const bool last = kn->node->op == IR_OP_CONV_NHWC;
+    if (!(last ? conv_shape_of_nhwc(kn, &p->s) : conv_shape_of(kn, &p->s)) || !kn->in[1].value)
+        return false;
     const conv_shape *s = &p->s;
     conv_nhwc_weights sizing;
     memset(&sizing, 0, sizeof sizing);
     nhwc_kernel(s, &sizing);
     p->threads = kn->threads > 0 ? kn->threads : 1;
-    p->xt_bytes = align64((size_t)(s->n * s->c * s->h * s->w) * sizeof(float));
-    p->yt_bytes = align64((size_t)(s->n * s->m * s->oh * s->ow) * sizeof(float));
+    if (!last) {
+        p->xt_bytes = align64((size_t)(s->n * s->c * s->h * s->w) * sizeof(float));
+        p->yt_bytes = align64((size_t)(s->n * s->m * s->oh * s->ow) * sizeof(float));
+    }
     p->run_bytes = conv_nhwc_workspace(s, &sizing, p->threads);
     return true;
 }
@@ -296,7 +302,7 @@ static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
     if (!nhwc_plan_of(kn, &st->p)) {
         free(st);
         return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: NHWC conv variant prepared for a node it does not support",
+                        "%s: NHWC GEMM conv variant prepared for a node it does not support",
                         ir_node_label(kn->node));
     }
     anvil_status e = conv_nhwc_weights_pack(&st->p.s, kn->in[1].value, &st->w);
@@ -304,6 +310,7 @@ static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
         free(st);
         return e;
     }
+    kern_node_mark_copied(kn, 1);
     /* where the runtime applies the fusion after run, run must not apply it too */
     st->fusion = conv_fuses(kn) ? kn->node->fusion : NULL;
     *state = st;
@@ -366,48 +373,6 @@ const kern_variant conv_v_nhwc = {
 
 /* ---- anvil.ConvNhwc through the same GEMMs, no transposes ------------------------------------ */
 
-static bool last_plan_of(const kern_node *kn, nhwc_plan *p) {
-    memset(p, 0, sizeof *p);
-    if (!conv_shape_of_nhwc(kn, &p->s) || !kn->in[1].value) return false;
-    conv_nhwc_weights sizing;
-    memset(&sizing, 0, sizeof sizing);
-    nhwc_kernel(&p->s, &sizing);
-    p->threads = kn->threads > 0 ? kn->threads : 1;
-    p->run_bytes = conv_nhwc_workspace(&p->s, &sizing, p->threads);
-    return true;
-}
-
-static bool last_supports(const kern_node *kn, const core_hw *hw) {
-    (void)hw;
-    nhwc_plan p;
-    return last_plan_of(kn, &p);
-}
-
-static size_t last_ws(const kern_node *kn) {
-    nhwc_plan p;
-    return last_plan_of(kn, &p) ? p.run_bytes : 0;
-}
-
-static anvil_status last_prepare(const kern_node *kn, void **state) {
-    nhwc_state *st = core_calloc(1, sizeof *st);
-    if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!last_plan_of(kn, &st->p)) {
-        free(st);
-        return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: channels-last GEMM conv prepared for a node it does not support",
-                        ir_node_label(kn->node));
-    }
-    anvil_status e = conv_nhwc_weights_pack(&st->p.s, kn->in[1].value, &st->w);
-    if (e != ANVIL_OK) {
-        free(st);
-        return e;
-    }
-    kern_node_mark_copied(kn, 1);
-    st->fusion = conv_fuses(kn) ? kn->node->fusion : NULL;
-    *state = st;
-    return ANVIL_OK;
-}
-
 static anvil_status last_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                              op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
     (void)n;
@@ -422,5 +387,5 @@ static anvil_status last_run(const ir_node *n, void *state, const op_tensor *con
 }
 
 const kern_variant convnhwc_v_gemm = {"convnhwc_gemm", IR_OP_CONV_NHWC, 0,
-                                      last_supports,   last_ws,         last_prepare,
+                                      nhwc_supports,   nhwc_ws,         nhwc_prepare,
                                       nhwc_release,    last_run,        conv_fuses};
