@@ -177,6 +177,12 @@ static bool case_matmul(kb_case *c, int64_t m, int64_t n, int64_t k, uint64_t se
            case_input(c, 1, 2, (int64_t[]){k, n}, true, 1.0f, &rng) && case_finish(c, full_limit);
 }
 
+/* "r50 512x14x14>512 k3 s2": the layer's row label in the tables (and what --layer matches). */
+static void conv_label(const conv_layer *l, char *buf, size_t size) {
+    snprintf(buf, size, "%s %dx%dx%d>%d k%d s%d%s", l->net, l->cin, l->h, l->w, l->cout, l->k,
+             l->stride, l->group > 1 ? " dw" : "");
+}
+
 static bool case_conv(kb_case *c, const conv_layer *l, uint64_t seed, double full_limit) {
     memset(c, 0, sizeof *c);
     c->kind = CASE_CONV;
@@ -185,8 +191,7 @@ static bool case_conv(kb_case *c, const conv_layer *l, uint64_t seed, double ful
     c->wo = (l->w + 2 * l->pad - l->k) / l->stride + 1;
     int cin_g = l->cin / l->group;
     c->flops = 2.0 * l->cout * (double)c->ho * (double)c->wo * cin_g * l->k * l->k;
-    snprintf(c->label, sizeof c->label, "%s %dx%dx%d>%d k%d s%d%s", l->net, l->cin, l->h, l->w,
-             l->cout, l->k, l->stride, l->group > 1 ? " dw" : "");
+    conv_label(l, c->label, sizeof c->label);
     uint64_t rng = seed;
     /* Weights scaled by 1/sqrt(fan-in), as initialisations do, so outputs stay O(1). */
     float ws = 1.0f / sqrtf((float)(cin_g * l->k * l->k));
@@ -278,7 +283,8 @@ typedef struct kb_opts {
     double full_limit; /* full reference check up to this many flops */
     bool big;
     uint64_t seed;
-    int kernel; /* conv: only layers with this kernel size (0: all) */
+    int kernel;        /* conv: only layers with this kernel size (0: all) */
+    const char *layer; /* conv: only layers whose label contains this (NULL: all) */
 } kb_opts;
 
 /* ---- results --------------------------------------------------------------------------------- */
@@ -558,6 +564,11 @@ static int case_list(const kb_opts *o, case_info *infos) {
         for (size_t i = 0; i < sets[s].n; i++) {
             const conv_layer *l = &sets[s].l[i];
             if (o->kernel && l->k != o->kernel) continue;
+            if (o->layer) {
+                char label[96];
+                conv_label(l, label, sizeof label);
+                if (!strstr(label, o->layer)) continue;
+            }
             if (infos) infos[n] = (case_info){"", 0, l->count, {(int64_t)s, (int64_t)i}};
             n++;
         }
@@ -836,7 +847,10 @@ static void ops_usage(const char *cmd) {
                    "  --shape MxNxK,...   these shapes instead (A is MxK, constant B is KxN)"
                  : "--set resnet50|vgg16|mobilenetv2_dw|all (default all)",
             gemm ? "dnnl_matmul" : "dnnl_conv",
-            gemm ? "" : "  --kernel K          only the layers with a KxK kernel (e.g. 3)\n");
+            gemm ? ""
+                 : "  --kernel K          only the layers with a KxK kernel (e.g. 3)\n"
+                   "  --layer TEXT        only the layers whose label contains TEXT\n"
+                   "                      (e.g. '512x14x14>512')\n");
 }
 
 static int cmd_ops(const char *cmd, int argc, char **argv) {
@@ -862,6 +876,8 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
         } else if (!gemm && !strcmp(a, "--kernel") && has) {
             o.kernel = atoi(argv[++i]);
             if (o.kernel < 1) goto bad;
+        } else if (!gemm && !strcmp(a, "--layer") && has) {
+            o.layer = argv[++i];
         } else if (gemm && !strcmp(a, "--big")) {
             o.big = true;
         } else if (!strcmp(a, "--threads") && has) {

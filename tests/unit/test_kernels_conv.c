@@ -217,6 +217,10 @@ static void test_conv_3x3(void **state) {
         CASE(1, 14, 12, 12, 15, 3, 3, 2, 1, 0, 1, true),
         CASE(1, 256, 11, 10, 256, 3, 3, 2, 1, 1, 1, true),
         CASE(3, 256, 10, 11, 240, 3, 3, 2, 1, 1, 1, false),
+        /* at least 128 output channels: Winograd's tiles are the GEMM rows even in blocks of
+         * more than 32 tiles (64 at stride 2; 132 and 36 at stride 1), Cout off the tile widths */
+        CASE(1, 130, 30, 29, 129, 3, 3, 2, 1, 1, 1, true),
+        CASE(1, 40, 24, 22, 130, 3, 3, 1, 1, 1, 1, false),
         CASE(1, 13, 13, 13, 3, 3, 3, 1, 2, 2, 1, true),  /* dilation 2 */
         CASE(3, 14, 7, 7, 32, 3, 3, 1, 1, 1, 2, true),   /* groups 2 */
         CASE(1, 32, 8, 13, 32, 3, 3, 1, 1, 2, 1, false), /* pad 2 */

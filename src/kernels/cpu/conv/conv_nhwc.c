@@ -18,6 +18,7 @@
 #include "conv.h"
 
 #include "kernels/fusion.h"
+#include "kernels/cpu/eltwise/eltwise.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -317,8 +318,10 @@ static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
     return ANVIL_OK;
 }
 
-/* Transposes of `mats` row-major [rows, cols] matrices into [cols, rows], split over `threads`
- * by 16-row bands (all matrices together), 16x16 blocks so both sides stay in cache lines. */
+/* Transposes of `mats` row-major [rows, cols] matrices into [cols, rows] (the eltwise family's
+ * 8x8 register blocks), split over `threads` by bands of TR_BAND rows (all matrices together). */
+#define TR_BAND 32
+
 typedef struct transpose_job {
     const float *src;
     float *dst;
@@ -328,18 +331,15 @@ typedef struct transpose_job {
 
 static void transpose_chunk(void *arg, size_t begin, size_t end) {
     const transpose_job *j = arg;
-    const int64_t bands = (j->rows + 15) / 16, total = j->mats * bands, T = j->threads;
+    const int64_t bands = (j->rows + TR_BAND - 1) / TR_BAND, total = j->mats * bands;
+    const int64_t T = j->threads;
     for (size_t t = begin; t < end; t++)
         for (int64_t q = total * (int64_t)t / T; q < total * ((int64_t)t + 1) / T; q++) {
-            const int64_t mat = q / bands, r0 = q % bands * 16;
-            const int64_t r1 = r0 + 16 < j->rows ? r0 + 16 : j->rows;
-            const float *src = j->src + mat * j->rows * j->cols;
-            float *dst = j->dst + mat * j->rows * j->cols;
-            for (int64_t c0 = 0; c0 < j->cols; c0 += 16) {
-                const int64_t c1 = c0 + 16 < j->cols ? c0 + 16 : j->cols;
-                for (int64_t r = r0; r < r1; r++)
-                    for (int64_t c = c0; c < c1; c++) dst[c * j->rows + r] = src[r * j->cols + c];
-            }
+            const int64_t mat = q / bands, r0 = q % bands * TR_BAND;
+            const int64_t nr = r0 + TR_BAND < j->rows ? TR_BAND : j->rows - r0;
+            const int64_t off = mat * j->rows * j->cols;
+            elt_transpose_f32(j->dst + off + r0, j->src + off + r0 * j->cols, (size_t)nr,
+                              (size_t)j->cols, (size_t)j->cols, (size_t)j->rows);
         }
 }
 

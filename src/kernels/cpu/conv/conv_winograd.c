@@ -214,11 +214,17 @@ static void pos_offsets(const wino_plan *p, int64_t ntile, int64_t ch, int64_t *
 
 /* Tiles as the GEMM rows where a block has few: with Cout as the rows, 16 tiles fill a third of
  * an 8x48 tile's columns. ResNet-50's 512-channel 7x7 layer (16 tiles), F(2x2), 1 thread:
- * 2.2 -> 1.6 ms. ANVIL_WINO_ROWS=0/1 forces either, for experiments. */
-static bool wino_tile_rows(int64_t ntile) {
+ * 2.2 -> 1.6 ms. And wherever Cout is at least 128: a block's tiles (whole tile rows, 14 or 28
+ * tiles wide in ResNet-50) then fall on the 7- and 14-row register tiles without padding, where
+ * as columns they padded 42 to 48; and Cout is the columns, a multiple of 32. ResNet-50, ms,
+ * 1 / 2 threads, columns -> rows: 128ch 56->28 stride 2 2.07/1.20 -> 1.99/1.11, 256ch 28->14
+ * 1.75/0.95 -> 1.68/0.87, 512ch 14->7 2.90/1.47 -> 2.47/1.26, 128ch 28x28 F(4x4) 0.78/0.42 ->
+ * 0.74/0.40, 256ch 14x14 F(4x4) 1.15/0.63 -> 1.05/0.45. With 64 channels the rows lose (56x56
+ * F(2x2) 1.26 -> 1.46). ANVIL_WINO_ROWS=0/1 forces either, for experiments. */
+static bool wino_tile_rows(const conv_shape *s, int64_t ntile) {
     const char *e = getenv("ANVIL_WINO_ROWS");
     if (e && *e) return *e == '1';
-    return ntile <= 32;
+    return ntile <= 32 || s->m >= 128;
 }
 
 static bool wino_plan_of(const kern_node *kn, conv_wino_kind kind, wino_plan *p) {
@@ -286,7 +292,7 @@ static bool wino_plan_of(const kern_node *kn, conv_wino_kind kind, wino_plan *p)
     p->wp = p->tiles_x * p->step + (t - p->step);
     p->wpa = (p->wp + 16 * p->step - 1) / (16 * p->step) * (16 * p->step);
     p->lp = p->wpa / p->step;
-    p->tile_rows = wino_tile_rows(ntile);
+    p->tile_rows = wino_tile_rows(s, ntile);
     if (p->tile_rows) {
         p->k = conv_gemm_kernel_forced(hw);
         if (!p->k) p->k = gemm_kernel_default(ntile, s->m, s->c, hw);

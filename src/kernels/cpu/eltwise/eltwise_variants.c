@@ -597,6 +597,21 @@ static bool transpose_supports(const kern_node *kn) {
     return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) && transpose_form(kn, &s);
 }
 
+void elt_transpose_f32(float *dst, const float *src, size_t rows, size_t cols, size_t ldx,
+                       size_t lds) {
+    const core_hw *hw = core_hw_get();
+    const elt_isa *isa = kern_isa_ok(KERN_NEEDS_AVX512, hw) ? &elt_isa_avx512
+                         : kern_isa_ok(KERN_NEEDS_AVX2, hw) ? &elt_isa_avx2
+                                                            : NULL;
+    if (isa) {
+        isa->transpose4((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, rows, cols,
+                        ldx, lds);
+        return;
+    }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) dst[c * lds + r] = src[r * ldx + c];
+}
+
 /* Rows of 64 input rows per task for the swap (each task a set of 8x8 tiles). */
 #define TR_ROWS 64
 

@@ -344,6 +344,8 @@ static bool fuses_common(const kern_node *kn) {
     X(OPID##_8x48_avx512, OP, PREFIX "_8x48_avx512", KERN_NEEDS_AVX512)                            \
     X(OPID##_6x64_avx512, OP, PREFIX "_6x64_avx512", KERN_NEEDS_AVX512)                            \
     X(OPID##_8x32_avx512, OP, PREFIX "_8x32_avx512", KERN_NEEDS_AVX512)                            \
+    X(OPID##_7x48_avx512, OP, PREFIX "_7x48_avx512", KERN_NEEDS_AVX512)                            \
+    X(OPID##_7x32_avx512, OP, PREFIX "_7x32_avx512", KERN_NEEDS_AVX512)                            \
     X(OPID##_4x64_avx512, OP, PREFIX "_4x64_avx512", KERN_NEEDS_AVX512)                            \
     X(OPID##_16x16_avx512, OP, PREFIX "_16x16_avx512", KERN_NEEDS_AVX512)                          \
     X(OPID##_6x16_avx2, OP, PREFIX "_6x16_avx2", KERN_NEEDS_AVX2)                                  \
