@@ -48,7 +48,8 @@ static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c
 
 /* applies every activation itself (the scalar epilogue after its store) */
 static const gemm_kernel kernel_4x8_portable = {
-    "4x8_portable", 4, 8, 0, uk_4x8_portable, gemm_epilogue_apply, NULL, NULL, NULL, 0xffffffffu};
+    "4x8_portable", 4,    8,           0,   uk_4x8_portable, gemm_epilogue_apply, NULL,
+    NULL,           NULL, 0xffffffffu, NULL};
 
 extern const gemm_kernel gemm_kernel_14x32_avx512, gemm_kernel_12x32_avx512,
     gemm_kernel_8x32_avx512, gemm_kernel_8x48_avx512, gemm_kernel_6x64_avx512,
@@ -347,6 +348,21 @@ static bool reads_a_in_place(const gemm_kernel *k, const gemm_problem *p) {
     return !p->pa && p->cs_a == 1 && k->ukernel_rows && rows_set_conflicts(k->mr, p->rs_a) <= 4;
 }
 
+/* A stored by columns (A[i,p] at a[i + p*cs_a]: Winograd's V with the tiles as rows, a Gemm with
+ * transA) is read in place too, MR rows of one column per k step, unless its kc columns crowd
+ * into few L1 sets (a column stride near a multiple of 4 KiB). Packed instead, the copy took a
+ * tenth of ResNet-50's 128-channel stride-2 Winograd, whose GEMMs have only Cout = 128 columns
+ * to reuse each packed value over. */
+static bool reads_a_by_cols(const gemm_kernel *k, const gemm_problem *p, int64_t kc) {
+    if (p->pa || p->rs_a != 1 || p->cs_a < k->mr || !k->ukernel_acols) return false;
+    int count[64] = {0}, most = 0;
+    for (int64_t q = 0; q < kc && q < 512; q++) {
+        const int set = (int)((q * p->cs_a * (int64_t)sizeof(float)) / 64 % 64);
+        if (++count[set] > most) most = count[set];
+    }
+    return most <= (kc + 63) / 64 + 2;
+}
+
 /* With A pre-packed (a convolution's weights), a row-major B (the image, pixels in a row) is
  * read in place too, panel by panel; only a partial last panel is packed. */
 static bool reads_b_in_place(const gemm_kernel *k, const gemm_problem *p) {
@@ -426,6 +442,7 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     ep_act.row_bias = ep_act.col_bias = ep_act.r = NULL;
     const bool act_after = ep_reg && !(k->acts_in_registers >> p->ep.act & 1u);
     const bool direct_a = reads_a_in_place(k, p), direct_b = reads_b_in_place(k, p);
+    const bool direct_at = !direct_a && reads_a_by_cols(k, p, blk->kc);
     /* An edge tile of fewer columns than this goes to the column kernel: nn FMAs per k step
      * there against MR x NV for the whole tile, counted at 3/4 as the column kernel's masked
      * loads and transposed write-back cost a little more per FMA. A 1x1 conv over a 7x7 image
@@ -453,11 +470,11 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                 /* ic is a multiple of MR: row splits and MC are in whole panels. */
                 ap = p->pa->data + (ic / mr) * kdim * mr + pc * mr;
                 a_stride = kdim * mr;
-            } else if (direct_a) {
+            } else if (direct_a || direct_at) {
                 a_direct = mc / mr * mr;
                 if (a_direct < mc)
-                    pack_a_block(k, p->a + (ic + a_direct) * p->rs_a + pc, p->rs_a, 1,
-                                 mc - a_direct, kc, abuf);
+                    pack_a_block(k, p->a + (ic + a_direct) * p->rs_a + pc * p->cs_a, p->rs_a,
+                                 p->cs_a, mc - a_direct, kc, abuf);
                 ap = abuf; /* the panel of rows a_direct.. */
                 a_stride = kc * mr;
             } else {
@@ -492,7 +509,7 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                 for (int64_t ir = 0; ir < mc; ir += mr) {
                     const int64_t mm = mc - ir < mr ? mc - ir : mr;
                     const bool in_place = ir < a_direct;
-                    const float *a_panel = in_place ? p->a + (ic + ir) * p->rs_a + pc
+                    const float *a_panel = in_place ? p->a + (ic + ir) * p->rs_a + pc * p->cs_a
                                                     : ap + ((ir - a_direct) / mr) * a_stride;
                     for (int64_t jr = 0; jr < nc; jr += nr) {
                         const int64_t nn = nc - jr < nr ? nc - jr : nr;
@@ -521,8 +538,9 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                             k->ukernel_bcols(kc, a_panel, b_panel, p->rs_b, ct, ldt, !first, pf_at,
                                              pf_n, ep, gi, gj);
                         else if (in_place)
-                            k->ukernel_rows(kc, a_panel, p->rs_a, b_panel, ct, ldt, !first, pf_at,
-                                            pf_n, ep, gi, gj);
+                            (direct_a ? k->ukernel_rows : k->ukernel_acols)(
+                                kc, a_panel, direct_a ? p->rs_a : p->cs_a, b_panel, ct, ldt, !first,
+                                pf_at, pf_n, ep, gi, gj);
                         else
                             k->ukernel(kc, a_panel, b_panel, ct, ldt, !first, pf_at, pf_n, ep, gi,
                                        gj);
@@ -603,7 +621,7 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
      * at GRID_FMA_PER_READ per float read. Reading was left out before, so where neither operand is
      * packed (a 1x1 conv: weights pre-packed, image read in place) a 7x7 image's 49 columns were
      * split between the threads and both streamed all 960 rows of weights. */
-    const bool pack_a = !p->pa && !reads_a_in_place(k, p);
+    const bool pack_a = !p->pa && !reads_a_in_place(k, p) && !reads_a_by_cols(k, p, b->kc);
     const bool pack_b = !p->pb && !reads_b_in_place(k, p);
     int best_tm = 1;
     double best_cost = -1.0;

@@ -77,6 +77,8 @@ typedef void (*gemm_ukernel_rows_fn)(int64_t kc, const float *a, int64_t lda, co
                                      float *c, int64_t ldc, int accumulate, const float *pf,
                                      int64_t pf_n, const struct gemm_epilogue *ep, int64_t i0,
                                      int64_t j0);
+/* The same on A read in place by columns (A[i,p] at a[p*lda + i]) are gemm_ukernel_rows_fn too,
+ * with lda the distance between columns. */
 /* The same on packed A and B read in place, row-major: B[p,j] at b[p*ldb + j]. */
 typedef void (*gemm_ukernel_bcols_fn)(int64_t kc, const float *a, const float *b, int64_t ldb,
                                       float *c, int64_t ldc, int accumulate, const float *pf,
@@ -105,6 +107,7 @@ typedef struct gemm_kernel {
     /* Bit a set (1u << gemm_act): the micro-kernels apply activation a to their accumulators
      * when given an epilogue; other activations run over the stored tile (epilogue). */
     uint32_t acts_in_registers;
+    gemm_ukernel_rows_fn ukernel_acols; /* A by columns in place; NULL: the driver packs it */
 } gemm_kernel;
 
 /* Cache blocking, in elements: MC rows of A (multiple of MR), KC depth, NC columns of B

@@ -191,7 +191,8 @@ gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_k
 /* Defines, for one tile, `static void gemm_uk_<MR>x<NR>_<isa>(...)` on a packed A micro-panel
  * (A[i,p] at a[p*MR + i]), `gemm_ukr_<MR>x<NR>_<isa>(...)` on A read in place from row-major
  * storage (A[i,p] at a[i*lda + p]), which spares the driver packing A, and
- * `gemm_ukb_<MR>x<NR>_<isa>(...)` on packed A and B read in place (B[p,j] at b[p*ldb + j]). */
+ * `gemm_ukb_<MR>x<NR>_<isa>(...)` on packed A and B read in place (B[p,j] at b[p*ldb + j]) and
+ * `gemm_ukt_<MR>x<NR>_<isa>(...)` on A read in place by columns (A[i,p] at a[p*lda + i]). */
 /* The column kernel, for an edge tile of few columns: vectors run along the MR rows of the
  * packed A panel (one masked load per k step, MR <= GEMM_VL) and each column's B value is
  * broadcast into them, so a column costs one FMA per k step where the register tile would spend
@@ -272,6 +273,12 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                                              int accumulate, const float *pf, int64_t pf_n,        \
                                              const gemm_epilogue *ep, int64_t i0, int64_t j0) {    \
         gemm_ukernel_body(kc, a, lda, 1, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV); \
+    }                                                                                              \
+    static void gemm_ukt_##MR##x##NR##_##ISA(int64_t kc, const float *a, int64_t lda,              \
+                                             const float *b, float *c, int64_t ldc,                \
+                                             int accumulate, const float *pf, int64_t pf_n,        \
+                                             const gemm_epilogue *ep, int64_t i0, int64_t j0) {    \
+        gemm_ukernel_body(kc, a, 1, lda, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV); \
     }
 
 #endif
