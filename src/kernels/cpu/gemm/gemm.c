@@ -360,7 +360,7 @@ static bool reads_a_by_cols(const gemm_kernel *k, const gemm_problem *p, int64_t
         const int set = (int)((q * p->cs_a * (int64_t)sizeof(float)) / 64 % 64);
         if (++count[set] > most) most = count[set];
     }
-    return most <= (kc + 63) / 64 + 2;
+    return most <= (kc + 63) / 64 + 4;
 }
 
 /* With A pre-packed (a convolution's weights), a row-major B (the image, pixels in a row) is
