@@ -32,14 +32,6 @@ static gemm_act act_of(ir_act a) {
 }
 
 #ifdef ANVIL_HAVE_SLEEF
-/* The eltwise family's table for this CPU (it needs AVX2 at least), or NULL. */
-static const elt_isa *eltwise_table(void) {
-    const core_hw *hw = core_hw_get();
-    if (kern_isa_ok(KERN_NEEDS_AVX512, hw)) return &elt_isa_avx512;
-    if (kern_isa_ok(KERN_NEEDS_AVX2, hw)) return &elt_isa_avx2;
-    return NULL;
-}
-
 static bool elt_kind_of(gemm_act a, elt_unary_kind *k) {
     switch (a) {
     case GEMM_ACT_SIGMOID:
@@ -64,7 +56,7 @@ static bool elt_kind_of(gemm_act a, elt_unary_kind *k) {
  * 128x3072). */
 static void act_row_eltwise(const gemm_epilogue *ep, float *row, int64_t n) {
     elt_unary_kind k;
-    if (elt_kind_of(ep->act, &k)) eltwise_table()->unary(k, 0.0f, 0.0f, row, row, (size_t)n);
+    if (elt_kind_of(ep->act, &k)) elt_isa_for_cpu()->unary(k, 0.0f, 0.0f, row, row, (size_t)n);
 }
 #endif
 
@@ -78,7 +70,7 @@ gemm_epilogue kern_fusion_epilogue(const ir_fusion *f) {
     ep.hi = f->hi;
 #ifdef ANVIL_HAVE_SLEEF
     elt_unary_kind k;
-    if (elt_kind_of(ep.act, &k) && eltwise_table()) ep.act_row = act_row_eltwise;
+    if (elt_kind_of(ep.act, &k) && elt_isa_for_cpu()) ep.act_row = act_row_eltwise;
 #endif
     return ep;
 }

@@ -70,7 +70,11 @@ typedef struct elt_isa {
 extern const elt_isa elt_isa_avx512;
 extern const elt_isa elt_isa_avx2;
 
-/* transpose4 on this CPU's best table, or a scalar loop where it has no AVX2: for other kernel
+/* This CPU's best table (it needs AVX2 at least), or NULL: for other kernel families that call
+ * into the tables (fused activations in the GEMM epilogue). Static data. */
+const elt_isa *elt_isa_for_cpu(void);
+
+/* transpose4 on elt_isa_for_cpu's table, or a scalar loop where there is none: for other kernel
  * families that move a matrix between layouts (the conv family's NCHW <-> NHWC). */
 void elt_transpose_f32(float *dst, const float *src, size_t rows, size_t cols, size_t ldx,
                        size_t lds);

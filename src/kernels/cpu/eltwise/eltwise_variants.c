@@ -597,12 +597,16 @@ static bool transpose_supports(const kern_node *kn) {
     return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) && transpose_form(kn, &s);
 }
 
+const elt_isa *elt_isa_for_cpu(void) {
+    const core_hw *hw = core_hw_get();
+    if (kern_isa_ok(KERN_NEEDS_AVX512, hw)) return &elt_isa_avx512;
+    if (kern_isa_ok(KERN_NEEDS_AVX2, hw)) return &elt_isa_avx2;
+    return NULL;
+}
+
 void elt_transpose_f32(float *dst, const float *src, size_t rows, size_t cols, size_t ldx,
                        size_t lds) {
-    const core_hw *hw = core_hw_get();
-    const elt_isa *isa = kern_isa_ok(KERN_NEEDS_AVX512, hw) ? &elt_isa_avx512
-                         : kern_isa_ok(KERN_NEEDS_AVX2, hw) ? &elt_isa_avx2
-                                                            : NULL;
+    const elt_isa *isa = elt_isa_for_cpu();
     if (isa) {
         isa->transpose4((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, rows, cols,
                         ldx, lds);

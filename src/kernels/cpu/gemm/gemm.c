@@ -59,10 +59,10 @@ extern const gemm_kernel gemm_kernel_14x32_avx512, gemm_kernel_12x32_avx512,
 const gemm_kernel *const gemm_kernels[] = {
     &gemm_kernel_14x32_avx512, &gemm_kernel_12x32_avx512,
     &gemm_kernel_8x48_avx512,  &gemm_kernel_6x64_avx512,
-    &gemm_kernel_8x32_avx512,  &gemm_kernel_4x64_avx512,
+    &gemm_kernel_8x32_avx512,  &gemm_kernel_7x48_avx512,
+    &gemm_kernel_7x32_avx512,  &gemm_kernel_4x64_avx512,
     &gemm_kernel_16x16_avx512, &gemm_kernel_6x16_avx2,
     &gemm_kernel_4x24_avx2,    &gemm_kernel_8x8_avx2,
-    &gemm_kernel_7x48_avx512,  &gemm_kernel_7x32_avx512,
     &kernel_4x8_portable,      NULL,
 };
 
@@ -445,6 +445,9 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     const bool act_after = ep_reg && !(k->acts_in_registers >> p->ep.act & 1u);
     const bool direct_a = reads_a_in_place(k, p), direct_b = reads_b_in_place(k, p);
     const bool direct_at = !direct_a && reads_a_by_cols(k, p, blk->kc);
+    /* the kernel for full row panels of an A read in place, and its distance between them */
+    const gemm_ukernel_rows_fn uk_a_in_place = direct_a ? k->ukernel_rows : k->ukernel_acols;
+    const int64_t lda_in_place = direct_a ? p->rs_a : p->cs_a;
     /* An edge tile of fewer columns than this goes to the column kernel: nn FMAs per k step
      * there against MR x NV for the whole tile, counted at 3/4 as the column kernel's masked
      * loads and transposed write-back cost a little more per FMA. A 1x1 conv over a 7x7 image
@@ -540,9 +543,8 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                             k->ukernel_bcols(kc, a_panel, b_panel, p->rs_b, ct, ldt, !first, pf_at,
                                              pf_n, ep, gi, gj);
                         else if (in_place)
-                            (direct_a ? k->ukernel_rows : k->ukernel_acols)(
-                                kc, a_panel, direct_a ? p->rs_a : p->cs_a, b_panel, ct, ldt, !first,
-                                pf_at, pf_n, ep, gi, gj);
+                            uk_a_in_place(kc, a_panel, lda_in_place, b_panel, ct, ldt, !first,
+                                          pf_at, pf_n, ep, gi, gj);
                         else
                             k->ukernel(kc, a_panel, b_panel, ct, ldt, !first, pf_at, pf_n, ep, gi,
                                        gj);
