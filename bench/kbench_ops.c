@@ -907,6 +907,13 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
         }
     }
     int n_cases = case_list(&o, NULL);
+    if (n_cases <= 0 && !gemm && (o.kernel || o.layer)) {
+        fprintf(stderr,
+                "kbench: no layer of --set %s matches --kernel %d --layer '%s' (0: any kernel); "
+                "leave out --kernel / --layer to run every layer\n",
+                o.set, o.kernel, o.layer ? o.layer : "");
+        return 2;
+    }
     if (n_cases <= 0) goto bad;
     case_info *infos = calloc((size_t)n_cases, sizeof *infos);
     kb_run run = {0};
