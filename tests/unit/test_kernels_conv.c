@@ -492,7 +492,10 @@ static void test_conv_default_cascade(void **state) {
 
 /* ---- NHWC kernels ------------------------------------------------------------------------ */
 
-static void check_nhwc(const conv_case *c, int threads) {
+/* Case c through conv_nhwc_run on threads threads, its A formed by im2col (indirect false) or
+ * through the implicit GEMM's pointer table, which must then be what the kernel picks unless
+ * the channels are few (ANVIL_CONV_IM2COL=1 forces the copy). */
+static void check_nhwc(const conv_case *c, int threads, bool indirect) {
     optest t;
     float *x, *w, *b;
     build_case(&t, c, &x, &w, &b);
@@ -507,7 +510,12 @@ static void check_nhwc(const conv_case *c, int threads) {
     conv_shape s;
     assert_true(conv_shape_of(&kn, &s));
     conv_nhwc_weights pw;
+    if (!indirect) setenv("ANVIL_CONV_IM2COL", "1", 1);
     assert_int_equal(conv_nhwc_weights_pack(&s, w, &pw), ANVIL_OK);
+    unsetenv("ANVIL_CONV_IM2COL");
+    const bool one_by_one = s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 &&
+                            s.pl == 0 && s.oh == s.h && s.ow == s.w;
+    assert_int_equal(pw.indirect, indirect && !one_by_one && s.cg >= 64);
     size_t xn = (size_t)(s.n * s.c * s.h * s.w), yn = (size_t)(s.n * s.m * s.oh * s.ow);
     float *xt = malloc((xn ? xn : 1) * sizeof(float)), *yt = malloc((yn ? yn : 1) * sizeof(float));
     float *want = malloc((yn ? yn : 1) * sizeof(float));
@@ -546,9 +554,20 @@ static void test_conv_nhwc(void **state) {
         CASE(1, 33, 13, 8, 14, 5, 5, 2, 1, 2, 1, true),
         {1, 13, 7, 8, 14, 3, 3, 1, 1, 1, 1, {0, 1, 2, 1}, 1, true, NULL},
         CASE(0, 13, 7, 7, 14, 3, 3, 1, 1, 1, 1, true),
+        /* 64 channels and more per group (the implicit GEMM): every tap of a border pixel in the
+         * padding, stride 2, dilation, groups, batches split by image, K blocks cut inside a tap
+         * (cg 600 > KC), an edge row panel (oh*ow not a multiple of MR) */
+        CASE(1, 64, 7, 7, 33, 3, 3, 2, 1, 1, 1, true),
+        CASE(2, 64, 9, 8, 17, 3, 3, 1, 2, 2, 1, false),
+        CASE(1, 128, 6, 5, 32, 3, 3, 1, 1, 1, 2, true),
+        CASE(3, 65, 5, 7, 48, 5, 5, 1, 1, 2, 1, true),
+        CASE(1, 600, 4, 4, 20, 3, 3, 1, 1, 1, 1, true),
+        {1, 64, 7, 8, 14, 3, 3, 2, 1, 1, 1, {0, 1, 2, 1}, 1, true, NULL},
+        {1, 64, 3, 3, 16, 5, 5, 1, 1, 1, 1, {2, 2, 2, 2}, 1, false, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        for (int threads = 1; threads <= 3; threads += 2) check_nhwc(&cases[i], threads);
+        for (int threads = 1; threads <= 3; threads += 2)
+            for (int ind = 0; ind < 2; ind++) check_nhwc(&cases[i], threads, ind);
 }
 
 /* ---- anvil.ConvNhwc ------------------------------------------------------------------------

@@ -252,6 +252,7 @@ typedef struct conv_nhwc_weights {
     gemm_blocking blk;
     int64_t groups;
     gemm_packed *pb; /* one per group */
+    bool indirect;   /* A is an implicit GEMM's pointer table (gemm_problem.a_ind), not an im2col */
 } conv_nhwc_weights;
 
 anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nhwc_weights *out);
@@ -259,7 +260,9 @@ void conv_nhwc_weights_free(conv_nhwc_weights *pw);
 /* Scratch bytes conv_nhwc_run needs (with threads slices). */
 size_t conv_nhwc_workspace(const conv_shape *s, const conv_nhwc_weights *pw, int threads);
 /* Y [n, oh, ow, m] = conv(X [n, h, w, c]) + bias (NULL: none): each image is a GEMM with
- * A = the NHWC im2col [oh*ow, kh*kw*cg] (X itself for 1x1 stride-1 unpadded convs). */
+ * A [oh*ow, kh*kw*cg] = X itself for 1x1 stride-1 unpadded convs, else the NHWC im2col, read
+ * in place through a table of a pointer per pixel and tap where the channels are many
+ * (pw->indirect), copied where they are few. */
 void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
                    const float *bias, float *y, void *ws, op_ctx *ctx);
 /* The same with f's activation (f may be NULL) and its residual res (NULL: none), which is

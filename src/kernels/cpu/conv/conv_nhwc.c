@@ -1,7 +1,13 @@
 /* NHWC convolution kernels: X [n, h, w, c] -> Y [n, oh, ow, m], as one GEMM per image and group
- * with the pixels as rows: Y[pixels, m_g] = A[pixels, kh*kw*cg] x B[kh*kw*cg, m_g], where A is X
- * itself for an unpadded stride-1 1x1 conv (row stride c) and an NHWC im2col otherwise (each tap
- * copies cg contiguous channels), and B is the weights rearranged tap-major and packed once.
+ * with the pixels as rows: Y[pixels, m_g] = A[pixels, kh*kw*cg] x B[kh*kw*cg, m_g], where B is
+ * the weights rearranged tap-major and packed once, and A is
+ *   - X itself for an unpadded stride-1 1x1 conv (row stride c);
+ *   - with 64 channels or more per group, X read in place through a table of a pointer per pixel
+ *     and tap (an implicit GEMM, gemm_problem.a_ind), padding taps pointing at zeros;
+ *   - otherwise an NHWC im2col (each tap copies cg contiguous channels).
+ * The implicit GEMM spares the im2col's copy (oh*ow*kh*kw*cg floats per image, 7 MB at ResNet-50's
+ * 64-channel 56x56 3x3) and, on one image over several threads, its fork-join. The variant keeps
+ * its name, conv_nhwc_im2col_gemm, so forced names and tuning records stay valid.
  *
  * anvil's graph is NCHW, so the variant conv_nhwc_im2col_gemm transposes X in and Y out around
  * them. That pays only where the pixels-as-rows GEMM is much better shaped than the NCHW one:
@@ -46,11 +52,20 @@ static const gemm_kernel *nhwc_tile(const conv_shape *s, int64_t pix, int64_t kd
     return gemm_kernel_default(pix, s->mg, kdim, hw);
 }
 
-/* The GEMM kernel and blocking for s (what conv_nhwc_workspace needs before packing). */
+/* Channels per group from which A is read in place through a pointer table (an implicit GEMM)
+ * rather than copied into an im2col: the GEMM's K blocks then stay inside one tap, cg deep, so
+ * with few channels the C tile would be reloaded every few k steps. ANVIL_CONV_IM2COL=1 copies
+ * always (for comparisons). */
+#define INDIRECT_MIN_CG 64
+
+/* The GEMM kernel and blocking for s, and how A is formed (what conv_nhwc_workspace needs
+ * before packing). */
 static void nhwc_kernel(const conv_shape *s, conv_nhwc_weights *out) {
     const int64_t kdim = conv_kdim(s), pix = s->oh * s->ow;
     out->k = nhwc_tile(s, pix, kdim);
     out->blk = gemm_blocking_default(out->k, pix, s->mg, kdim, core_hw_get());
+    const char *env = getenv("ANVIL_CONV_IM2COL");
+    out->indirect = !direct_1x1(s) && s->cg >= INDIRECT_MIN_CG && !(env && atoi(env) == 1);
 }
 
 anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nhwc_weights *out) {
@@ -86,8 +101,17 @@ void conv_nhwc_weights_free(conv_nhwc_weights *pw) {
     memset(pw, 0, sizeof *pw);
 }
 
-static size_t col_bytes(const conv_shape *s) {
-    return direct_1x1(s) ? 0 : align64((size_t)(s->oh * s->ow * conv_kdim(s)) * sizeof(float));
+/* A's storage per thread: the im2col, or the pointer table (one per pixel and tap). */
+static size_t col_bytes(const conv_shape *s, const conv_nhwc_weights *pw) {
+    const size_t pix = (size_t)(s->oh * s->ow);
+    if (direct_1x1(s)) return 0;
+    if (pw->indirect) return align64(pix * (size_t)(s->kh * s->kw) * sizeof(const float *));
+    return align64(pix * (size_t)conv_kdim(s) * sizeof(float));
+}
+
+/* The segment of zeros every padding tap points at (after the threads' slices). */
+static size_t zeros_bytes(const conv_shape *s, const conv_nhwc_weights *pw) {
+    return pw->indirect ? align64((size_t)s->cg * sizeof(float)) : 0;
 }
 
 static size_t gemm_bytes(const conv_nhwc_weights *pw) {
@@ -95,7 +119,8 @@ static size_t gemm_bytes(const conv_nhwc_weights *pw) {
 }
 
 size_t conv_nhwc_workspace(const conv_shape *s, const conv_nhwc_weights *pw, int threads) {
-    return (size_t)(threads > 0 ? threads : 1) * (gemm_bytes(pw) + col_bytes(s));
+    return (size_t)(threads > 0 ? threads : 1) * (gemm_bytes(pw) + col_bytes(s, pw)) +
+           zeros_bytes(s, pw);
 }
 
 static void copy_floats(float *restrict d, const float *restrict s, int64_t n) {
@@ -138,6 +163,33 @@ static void im2col_nhwc(const conv_shape *s, const float *x, int64_t g, int64_t 
     }
 }
 
+/* The implicit GEMM's table for group g of one image: row p (an output pixel) is its kh*kw taps,
+ * each the tap's cg channels in X or, in the padding, `zeros`. */
+static void pointer_table(const conv_shape *s, const float *x, int64_t g, const float *zeros,
+                          const float **tab) {
+    for (int64_t p = 0; p < s->oh * s->ow; p++) {
+        const int64_t oy = p / s->ow, ox = p % s->ow;
+        for (int64_t ky = 0; ky < s->kh; ky++) {
+            const int64_t iy = oy * s->sh - s->pt + ky * s->dh;
+            for (int64_t kx = 0; kx < s->kw; kx++) {
+                const int64_t ix = ox * s->sw - s->pl + kx * s->dw;
+                *tab++ = iy < 0 || iy >= s->h || ix < 0 || ix >= s->w
+                             ? zeros
+                             : x + (iy * s->w + ix) * s->c + g * s->cg;
+            }
+        }
+    }
+}
+
+/* A for one item into `col` (the thread's slice): the table, or the im2col of all pixels. */
+static void form_a(const conv_shape *s, const conv_nhwc_weights *pw, const float *x_img, int64_t g,
+                   const float *zeros, void *col) {
+    if (pw->indirect)
+        pointer_table(s, x_img, g, zeros, col);
+    else
+        im2col_nhwc(s, x_img, g, 0, s->oh * s->ow, col);
+}
+
 typedef struct nhwc_job {
     const conv_shape *s;
     const conv_nhwc_weights *pw;
@@ -146,19 +198,23 @@ typedef struct nhwc_job {
     char *ws;
     int threads;
     int64_t img, g;        /* the shared item (im2col_chunk) */
+    const float *zeros;    /* the padding taps' segment (indirect A) */
     const ir_fusion *fuse; /* applied in the epilogue, or NULL */
     const float *res;      /* its residual, or NULL */
     bool res_nhwc;         /* res is NHWC like y (else NCHW) */
 } nhwc_job;
 
-static void item_problem(const nhwc_job *j, int64_t img, int64_t g, const float *col,
+static void item_problem(const nhwc_job *j, int64_t img, int64_t g, const void *col,
                          gemm_problem *p) {
     const conv_shape *s = j->s;
     memset(p, 0, sizeof *p);
     p->m = s->oh * s->ow;
     p->n = s->mg;
     p->k = conv_kdim(s);
-    if (col) {
+    if (col && j->pw->indirect) {
+        p->a_ind = col;
+        p->a_seg = s->cg;
+    } else if (col) {
         p->a = col;
         p->rs_a = p->k;
     } else {
@@ -188,15 +244,14 @@ static void item_problem(const nhwc_job *j, int64_t img, int64_t g, const float 
 static void items_chunk(void *arg, size_t begin, size_t end) {
     const nhwc_job *j = arg;
     const conv_shape *s = j->s;
-    const int64_t items = s->n * s->group, T = j->threads, pix = s->oh * s->ow;
+    const int64_t items = s->n * s->group, T = j->threads;
     for (size_t t = begin; t < end; t++) {
         void *gws = j->ws + t * gemm_bytes(j->pw);
-        float *col = direct_1x1(s)
-                         ? NULL
-                         : (float *)(j->ws + (size_t)T * gemm_bytes(j->pw) + t * col_bytes(s));
+        void *col =
+            direct_1x1(s) ? NULL : j->ws + (size_t)T * gemm_bytes(j->pw) + t * col_bytes(s, j->pw);
         for (int64_t i = items * (int64_t)t / T; i < items * ((int64_t)t + 1) / T; i++) {
             const int64_t img = i / s->group, g = i % s->group;
-            if (col) im2col_nhwc(s, j->x + img * s->h * s->w * s->c, g, 0, pix, col);
+            if (col) form_a(s, j->pw, j->x + img * s->h * s->w * s->c, g, j->zeros, col);
             gemm_problem p;
             item_problem(j, img, g, col, &p);
             gemm_run_serial(j->pw->k, &j->pw->blk, &p, gws);
@@ -223,9 +278,12 @@ void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const
                          const float *bias, const ir_fusion *f, const float *res, bool res_nhwc,
                          float *y, void *ws, op_ctx *ctx) {
     const int threads = op_ctx_threads(ctx);
-    nhwc_job j = {s, pw, x, bias, y, ws, threads, 0, 0, f, f ? res : NULL, res_nhwc};
+    const size_t slices = (size_t)threads * (gemm_bytes(pw) + col_bytes(s, pw));
+    float *zeros = pw->indirect ? (float *)((char *)ws + slices) : NULL;
+    nhwc_job j = {s, pw, x, bias, y, ws, threads, 0, 0, zeros, f, f ? res : NULL, res_nhwc};
     const int64_t items = s->n * s->group;
     if (items == 0 || s->mg == 0 || s->oh * s->ow == 0) return;
+    if (zeros) memset(zeros, 0, sizeof(float) * (size_t)s->cg);
     if (threads > 1 && items >= threads) {
         op_parallel_for(ctx, (size_t)threads, items_chunk, &j);
         return;
@@ -233,10 +291,14 @@ void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const
     for (int64_t i = 0; i < items; i++) {
         j.img = i / s->group;
         j.g = i % s->group;
-        float *col = NULL;
-        if (!direct_1x1(s)) {
+        void *col = NULL;
+        if (pw->indirect) {
+            /* a table of oh*ow*kh*kw pointers: not worth a fork-join */
+            col = (char *)ws + (size_t)threads * gemm_bytes(pw);
+            pointer_table(s, x + j.img * s->h * s->w * s->c, j.g, zeros, col);
+        } else if (!direct_1x1(s)) {
             op_parallel_for(ctx, (size_t)threads, im2col_chunk, &j);
-            col = (float *)((char *)ws + (size_t)threads * gemm_bytes(pw));
+            col = (char *)ws + (size_t)threads * gemm_bytes(pw);
         }
         gemm_problem p;
         item_problem(&j, j.img, j.g, col, &p);

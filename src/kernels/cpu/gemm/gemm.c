@@ -48,8 +48,8 @@ static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c
 
 /* applies every activation itself (the scalar epilogue after its store) */
 static const gemm_kernel kernel_4x8_portable = {
-    "4x8_portable", 4,    8,           0,   uk_4x8_portable, gemm_epilogue_apply, NULL,
-    NULL,           NULL, 0xffffffffu, NULL};
+    "4x8_portable", 4,           8,    0,   uk_4x8_portable, gemm_epilogue_apply, NULL, NULL,
+    NULL,           0xffffffffu, NULL, NULL};
 
 extern const gemm_kernel gemm_kernel_14x32_avx512, gemm_kernel_12x32_avx512,
     gemm_kernel_8x32_avx512, gemm_kernel_8x48_avx512, gemm_kernel_6x64_avx512,
@@ -210,6 +210,32 @@ static void pack_a_block(const gemm_kernel *k, const float *a, int64_t rs, int64
     }
 }
 
+/* Rows [i0, i0+m) of an indirect A (gemm_problem.a_ind) at depth [pc, pc+kc), a block inside
+ * one segment, into MR-row panels like pack_a_block. */
+static void pack_a_ind(const gemm_kernel *k, const gemm_problem *p, int64_t i0, int64_t m,
+                       int64_t pc, int64_t kc, float *dst) {
+    const int mr = k->mr;
+    const int64_t segs = p->k / p->a_seg, s = pc / p->a_seg, o = pc % p->a_seg;
+    for (int64_t r0 = 0; r0 < m; r0 += mr, dst += kc * mr) {
+        const int64_t rows = m - r0 < mr ? m - r0 : mr;
+        for (int64_t i = 0; i < mr; i++) {
+            const float *src = i < rows ? p->a_ind[(i0 + r0 + i) * segs + s] + o : NULL;
+            for (int64_t q = 0; q < kc; q++) dst[q * mr + i] = src ? src[q] : 0.0f;
+        }
+    }
+}
+
+/* The depth of the K block starting at pc: KC, except that an indirect A's blocks stay inside
+ * one segment (a micro-kernel call follows one pointer per row), a segment longer than KC being
+ * cut into equal pieces (512 channels at KC 384: 256 + 256, not 384 + 128). */
+static int64_t block_kc(const gemm_blocking *blk, const gemm_problem *p, int64_t pc) {
+    const int64_t left = p->k - pc;
+    if (!p->a_ind) return left < blk->kc ? left : blk->kc;
+    const int64_t seg = p->a_seg, pieces = (seg + blk->kc - 1) / blk->kc;
+    const int64_t piece = (seg + pieces - 1) / pieces, in_seg = seg - pc % seg;
+    return in_seg < piece ? in_seg : piece;
+}
+
 /* B[p0.., j0..] (kc x n) into NR-column panels, k-major, zero columns past n; stride kc*NR. */
 static void pack_b_block(const gemm_kernel *k, const float *b, int64_t rs, int64_t cs, int64_t kc,
                          int64_t n, float *dst) {
@@ -345,7 +371,8 @@ static int rows_set_conflicts(int mr, int64_t lda) {
  * 79 GFLOP/s and 12x32 from 110 to 100 read in place (512x3072x3072); 4 rows per set kept every
  * tile at its packed speed or better. */
 static bool reads_a_in_place(const gemm_kernel *k, const gemm_problem *p) {
-    return !p->pa && p->cs_a == 1 && k->ukernel_rows && rows_set_conflicts(k->mr, p->rs_a) <= 4;
+    return !p->pa && !p->a_ind && p->cs_a == 1 && k->ukernel_rows &&
+           rows_set_conflicts(k->mr, p->rs_a) <= 4;
 }
 
 /* A stored by columns (A[i,p] at a[i + p*cs_a]: Winograd's V with the tiles as rows, a Gemm with
@@ -356,7 +383,7 @@ static bool reads_a_in_place(const gemm_kernel *k, const gemm_problem *p) {
  * 128-channel stride-2 Winograd, whose GEMMs have only Cout = 128 columns to reuse each packed
  * value over. */
 static bool reads_a_by_cols(const gemm_kernel *k, const gemm_problem *p, int64_t kc) {
-    if (p->pa || p->rs_a != 1 || p->cs_a < k->mr || !k->ukernel_acols) return false;
+    if (p->pa || p->a_ind || p->rs_a != 1 || p->cs_a < k->mr || !k->ukernel_acols) return false;
     int count[64] = {0}, most = 0;
     for (int64_t q = 0; q < kc && q < 512; q++) {
         const int set = (int)((q * p->cs_a * (int64_t)sizeof(float)) / 64 % 64);
@@ -400,7 +427,7 @@ static pf_plan next_b_block(const gemm_kernel *k, const gemm_blocking *blk, cons
         }
     }
     if (nic >= m1) return pf;
-    const int64_t nkc = p->k - npc < blk->kc ? p->k - npc : blk->kc;
+    const int64_t nkc = block_kc(blk, p, npc);
     const int64_t nnc = n1 - njc < blk->nc ? n1 - njc : blk->nc;
     pf.base = p->pb->data + (njc / nr) * p->k * nr + npc * nr;
     pf.panel_stride = p->k * nr;
@@ -445,6 +472,8 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     const bool act_after = ep_reg && !(k->acts_in_registers >> p->ep.act & 1u);
     const bool direct_a = reads_a_in_place(k, p), direct_b = reads_b_in_place(k, p);
     const bool direct_at = !direct_a && reads_a_by_cols(k, p, blk->kc);
+    const bool direct_ind = p->a_ind && k->ukernel_aind;
+    const int64_t segs = p->a_ind ? p->k / p->a_seg : 0;
     /* the kernel for full row panels of an A read in place, and its distance between them */
     const gemm_ukernel_rows_fn uk_a_in_place = direct_a ? k->ukernel_rows : k->ukernel_acols;
     const int64_t lda_in_place = direct_a ? p->rs_a : p->cs_a;
@@ -463,8 +492,8 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     }
     for (int64_t ic = m0; ic < m1; ic += blk->mc) {
         const int64_t mc = m1 - ic < blk->mc ? m1 - ic : blk->mc;
-        for (int64_t pc = 0; pc < kdim; pc += blk->kc) {
-            const int64_t kc = kdim - pc < blk->kc ? kdim - pc : blk->kc;
+        for (int64_t pc = 0, kc; pc < kdim; pc += kc) {
+            kc = block_kc(blk, p, pc);
             const bool first = pc == 0, last = pc + kc == kdim;
             const float *ap;
             int64_t a_stride; /* between MR panels */
@@ -475,6 +504,11 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                 /* ic is a multiple of MR: row splits and MC are in whole panels. */
                 ap = p->pa->data + (ic / mr) * kdim * mr + pc * mr;
                 a_stride = kdim * mr;
+            } else if (p->a_ind) {
+                a_direct = direct_ind ? mc / mr * mr : 0;
+                if (a_direct < mc) pack_a_ind(k, p, ic + a_direct, mc - a_direct, pc, kc, abuf);
+                ap = abuf;
+                a_stride = kc * mr;
             } else if (direct_a || direct_at) {
                 a_direct = mc / mr * mr;
                 if (a_direct < mc)
@@ -514,8 +548,14 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                 for (int64_t ir = 0; ir < mc; ir += mr) {
                     const int64_t mm = mc - ir < mr ? mc - ir : mr;
                     const bool in_place = ir < a_direct;
-                    const float *a_panel = in_place ? p->a + (ic + ir) * p->rs_a + pc * p->cs_a
-                                                    : ap + ((ir - a_direct) / mr) * a_stride;
+                    const float *a_panel = !in_place  ? ap + ((ir - a_direct) / mr) * a_stride
+                                           : p->a_ind ? NULL
+                                                      : p->a + (ic + ir) * p->rs_a + pc * p->cs_a;
+                    const float *rows[GEMM_MR_MAX];
+                    if (in_place && p->a_ind)
+                        for (int i = 0; i < mr; i++)
+                            rows[i] =
+                                p->a_ind[(ic + ir + i) * segs + pc / p->a_seg] + pc % p->a_seg;
                     for (int64_t jr = 0; jr < nc; jr += nr) {
                         const int64_t nn = nc - jr < nr ? nc - jr : nr;
                         const bool b_in_place = jr < b_direct;
@@ -542,6 +582,9 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                         else if (b_in_place)
                             k->ukernel_bcols(kc, a_panel, b_panel, p->rs_b, ct, ldt, !first, pf_at,
                                              pf_n, ep, gi, gj);
+                        else if (in_place && p->a_ind)
+                            k->ukernel_aind(kc, rows, b_panel, ct, ldt, !first, pf_at, pf_n, ep, gi,
+                                            gj);
                         else if (in_place)
                             uk_a_in_place(kc, a_panel, lda_in_place, b_panel, ct, ldt, !first,
                                           pf_at, pf_n, ep, gi, gj);
@@ -625,7 +668,8 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
      * at GRID_FMA_PER_READ per float read. Reading was left out before, so where neither operand is
      * packed (a 1x1 conv: weights pre-packed, image read in place) a 7x7 image's 49 columns were
      * split between the threads and both streamed all 960 rows of weights. */
-    const bool pack_a = !p->pa && !reads_a_in_place(k, p) && !reads_a_by_cols(k, p, b->kc);
+    const bool pack_a = !p->pa && !(p->a_ind && k->ukernel_aind) && !reads_a_in_place(k, p) &&
+                        !reads_a_by_cols(k, p, b->kc);
     const bool pack_b = !p->pb && !reads_b_in_place(k, p);
     int best_tm = 1;
     double best_cost = -1.0;

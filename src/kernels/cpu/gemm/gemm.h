@@ -84,6 +84,11 @@ typedef void (*gemm_ukernel_bcols_fn)(int64_t kc, const float *a, const float *b
                                       float *c, int64_t ldc, int accumulate, const float *pf,
                                       int64_t pf_n, const struct gemm_epilogue *ep, int64_t i0,
                                       int64_t j0);
+/* The same on an indirect A (gemm_problem.a_ind): rows[i] points at row i's first float of the
+ * panel, and A[i,p] = rows[i][p] (the rows are anywhere; no packing of A). */
+typedef void (*gemm_ukernel_ind_fn)(int64_t kc, const float *const *rows, const float *b, float *c,
+                                    int64_t ldc, int accumulate, const float *pf, int64_t pf_n,
+                                    const struct gemm_epilogue *ep, int64_t i0, int64_t j0);
 /* Column kernel, for an edge tile of nn columns (nn < NR): the same product on a packed A
  * micro-panel of mr rows (mr <= the vector width) with vectors along the rows, so the edge costs
  * about nn FMAs per k step instead of a whole MR x NR tile: t[i*ldt + j] (+)= sum_p a[p*mr + i] *
@@ -94,6 +99,9 @@ typedef void (*gemm_ukernel_cols_fn)(int64_t kc, const float *a, int mr, const f
 /* Vectorized epilogue for a whole tile (same contract as gemm_epilogue_apply), or NULL. */
 typedef void (*gemm_tile_epilogue_fn)(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
                                       int64_t j0, int64_t m, int64_t n);
+
+/* The most rows a register tile has (the template's limit, gemm_ukernel.h). */
+#define GEMM_MR_MAX 16
 
 typedef struct gemm_kernel {
     const char *name; /* "14x32_avx512" */
@@ -108,6 +116,7 @@ typedef struct gemm_kernel {
      * when given an epilogue; other activations run over the stored tile (epilogue). */
     uint32_t acts_in_registers;
     gemm_ukernel_rows_fn ukernel_acols; /* A by columns in place; NULL: the driver packs it */
+    gemm_ukernel_ind_fn ukernel_aind;   /* indirect A in place; NULL: the driver packs it */
 } gemm_kernel;
 
 /* Cache blocking, in elements: MC rows of A (multiple of MR), KC depth, NC columns of B
@@ -143,12 +152,20 @@ anvil_status gemm_pack_b(const gemm_kernel *k, int64_t kdim, int64_t n, const fl
                          int64_t rs_b, int64_t cs_b, gemm_packed *out);
 void gemm_packed_free(gemm_packed *p);
 
-/* One GEMM problem. a (or pa) and b (or pb): exactly one of each pair is set. */
+/* One GEMM problem. a (or pa, or a_ind) and b (or pb): exactly one of each is set.
+ *
+ * a_ind is an implicit GEMM's A: each row is k / a_seg segments of a_seg consecutive floats that
+ * may lie anywhere, A[i,p] = a_ind[i * (k / a_seg) + p / a_seg][p % a_seg]. A convolution over a
+ * channels-last image has one segment per kernel tap (the pixel's cg channels at that offset, or
+ * a segment of zeros where the tap falls in the padding), so it needs no im2col copy. k must be a
+ * multiple of a_seg; the table and what it points to are borrowed. */
 typedef struct gemm_problem {
     int64_t m, n, k;
     const float *a;
     int64_t rs_a, cs_a;
     const gemm_packed *pa;
+    const float *const *a_ind;
+    int64_t a_seg;
     const float *b;
     int64_t rs_b, cs_b;
     const gemm_packed *pb;

@@ -70,7 +70,8 @@ static void tile_epilogue_avx2(const gemm_epilogue *ep, float *c, int64_t ldc, i
                                                         gemm_ukb_##MR##x##NR##_avx2,               \
                                                         gemm_ukc_avx2,                             \
                                                         GEMM_ACTS_IN_REGISTERS,                    \
-                                                        gemm_ukt_##MR##x##NR##_avx2};
+                                                        gemm_ukt_##MR##x##NR##_avx2,               \
+                                                        gemm_uki_##MR##x##NR##_avx2};
 K(6, 16)
 K(4, 24)
 K(8, 8)

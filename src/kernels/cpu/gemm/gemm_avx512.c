@@ -81,7 +81,8 @@ static void tile_epilogue_avx512(const gemm_epilogue *ep, float *c, int64_t ldc,
                                                           gemm_ukb_##MR##x##NR##_avx512,           \
                                                           gemm_ukc_avx512,                         \
                                                           GEMM_ACTS_IN_REGISTERS,                  \
-                                                          gemm_ukt_##MR##x##NR##_avx512};
+                                                          gemm_ukt_##MR##x##NR##_avx512,           \
+                                                          gemm_uki_##MR##x##NR##_avx512};
 K(14, 32)
 K(12, 32)
 K(8, 32)

@@ -20,7 +20,6 @@
 #ifndef ANVIL_GEMM_UKERNEL_H
 #define ANVIL_GEMM_UKERNEL_H
 
-#define GEMM_MR_MAX 16
 #define GEMM_NV_MAX 4
 /* k steps before the end at which the kernel prefetches its C tile: 8 lost 0.7-1.5% and 96
  * 1.4% at 1024^3 against 32 (128x3072x3072, 512x768x3072, 512x3072x768, 1024^3; 1 thread). */
@@ -127,10 +126,15 @@ gemm_ukernel_epilogue(gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX], const gemm_epilogue 
 
 static inline __attribute__((always_inline)) void
 gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_ks,
-                  const float *restrict b, int64_t b_ks, float *restrict c, int64_t ldc,
-                  int accumulate, const float *pf, int64_t pf_n, const gemm_epilogue *ep,
-                  int64_t i0, int64_t j0, const int mr, const int nv) {
+                  const float *const *rows, const float *restrict b, int64_t b_ks,
+                  float *restrict c, int64_t ldc, int accumulate, const float *pf, int64_t pf_n,
+                  const gemm_epilogue *ep, int64_t i0, int64_t j0, const int mr, const int nv) {
     gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX];
+    /* Indirect A (rows non-NULL, a constant NULL in the other instances): row i at rows[i],
+     * copied out first so the pointers sit in registers rather than being reloaded per step. */
+    const float *row[GEMM_MR_MAX];
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++) row[i] = rows ? rows[i] : NULL;
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
@@ -160,7 +164,7 @@ gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_k
             if (phase == 0 || (phase == 2 && p < pf_n)) __builtin_prefetch(pf + p * 16, 0, 2);
 #pragma GCC unroll 16
             for (int i = 0; i < mr; i++) {
-                gemm_v av = GEMM_BCAST(a + i * a_rs);
+                gemm_v av = rows ? GEMM_BCAST(row[i] + p) : GEMM_BCAST(a + i * a_rs);
 #pragma GCC unroll 4
                 for (int j = 0; j < nv; j++) acc[i][j] = GEMM_FMA(av, bv[j], acc[i][j]);
             }
@@ -192,7 +196,8 @@ gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_k
  * (A[i,p] at a[p*MR + i]), `gemm_ukr_<MR>x<NR>_<isa>(...)` on A read in place from row-major
  * storage (A[i,p] at a[i*lda + p]), which spares the driver packing A, and
  * `gemm_ukb_<MR>x<NR>_<isa>(...)` on packed A and B read in place (B[p,j] at b[p*ldb + j]) and
- * `gemm_ukt_<MR>x<NR>_<isa>(...)` on A read in place by columns (A[i,p] at a[p*lda + i]). */
+ * `gemm_ukt_<MR>x<NR>_<isa>(...)` on A read in place by columns (A[i,p] at a[p*lda + i]) and
+ * `gemm_uki_<MR>x<NR>_<isa>(...)` on an indirect A (A[i,p] at rows[i][p]). */
 /* The column kernel, for an edge tile of few columns: vectors run along the MR rows of the
  * packed A panel (one masked load per k step, MR <= GEMM_VL) and each column's B value is
  * broadcast into them, so a column costs one FMA per k step where the register tile would spend
@@ -260,25 +265,36 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
     static void gemm_uk_##MR##x##NR##_##ISA(                                                       \
         int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate,         \
         const float *pf, int64_t pf_n, const gemm_epilogue *ep, int64_t i0, int64_t j0) {          \
-        gemm_ukernel_body(kc, a, 1, MR, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV);  \
+        gemm_ukernel_body(kc, a, 1, MR, NULL, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, \
+                          NV);                                                                     \
     }                                                                                              \
     static void gemm_ukb_##MR##x##NR##_##ISA(int64_t kc, const float *a, const float *b,           \
                                              int64_t ldb, float *c, int64_t ldc, int accumulate,   \
                                              const float *pf, int64_t pf_n,                        \
                                              const gemm_epilogue *ep, int64_t i0, int64_t j0) {    \
-        gemm_ukernel_body(kc, a, 1, MR, b, ldb, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV); \
+        gemm_ukernel_body(kc, a, 1, MR, NULL, b, ldb, c, ldc, accumulate, pf, pf_n, ep, i0, j0,    \
+                          MR, NV);                                                                 \
     }                                                                                              \
     static void gemm_ukr_##MR##x##NR##_##ISA(int64_t kc, const float *a, int64_t lda,              \
                                              const float *b, float *c, int64_t ldc,                \
                                              int accumulate, const float *pf, int64_t pf_n,        \
                                              const gemm_epilogue *ep, int64_t i0, int64_t j0) {    \
-        gemm_ukernel_body(kc, a, lda, 1, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV); \
+        gemm_ukernel_body(kc, a, lda, 1, NULL, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0,    \
+                          MR, NV);                                                                 \
     }                                                                                              \
     static void gemm_ukt_##MR##x##NR##_##ISA(int64_t kc, const float *a, int64_t lda,              \
                                              const float *b, float *c, int64_t ldc,                \
                                              int accumulate, const float *pf, int64_t pf_n,        \
                                              const gemm_epilogue *ep, int64_t i0, int64_t j0) {    \
-        gemm_ukernel_body(kc, a, 1, lda, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, NV); \
+        gemm_ukernel_body(kc, a, 1, lda, NULL, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0,    \
+                          MR, NV);                                                                 \
+    }                                                                                              \
+    static void gemm_uki_##MR##x##NR##_##ISA(int64_t kc, const float *const *rows, const float *b, \
+                                             float *c, int64_t ldc, int accumulate,                \
+                                             const float *pf, int64_t pf_n,                        \
+                                             const gemm_epilogue *ep, int64_t i0, int64_t j0) {    \
+        gemm_ukernel_body(kc, NULL, 0, 0, rows, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0,   \
+                          MR, NV);                                                                 \
     }
 
 #endif
