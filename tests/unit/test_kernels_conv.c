@@ -229,6 +229,10 @@ static void test_conv_3x3(void **state) {
          * phases) with 1 image, its private mode with 3 */
         CASE(1, 256, 5, 6, 256, 3, 3, 1, 1, 1, 1, true),
         CASE(3, 256, 6, 5, 240, 3, 3, 1, 1, 1, 1, false),
+        /* ... with Cout as the GEMM rows (fewer than 128 output channels, more than 32 tiles),
+         * a class split by output channels between threads, strides 1 and 2 */
+        CASE(1, 512, 18, 18, 96, 3, 3, 1, 1, 1, 1, true),
+        CASE(1, 512, 30, 30, 96, 3, 3, 2, 1, 1, 1, false),
         /* asymmetric pads and auto_pad */
         {1, 13, 7, 8, 14, 3, 3, 1, 1, 1, 1, {0, 1, 2, 1}, 1, true, NULL},
         {1, 15, 5, 13, 33, 3, 3, 1, 1, 1, 1, {2, 0, 0, 1}, 1, false, NULL},

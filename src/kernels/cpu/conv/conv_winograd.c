@@ -434,41 +434,53 @@ static void wino_input(const wino_job *j, int64_t img, int64_t ty0, int64_t nrow
     }
 }
 
-/* The channel GEMMs of classes [cls0, cls1): M[cls] = U[cls] x V[cls]. */
-static void wino_gemms(const wino_job *j, int64_t ntile, int cls0, int cls1, char *vslice,
-                       char *own) {
+/* Output channels [o0, o1) of class cl's channel GEMM, M[cls] = U[cls] x V[cls]; o0 (and o1
+ * unless it is Cout) a multiple of the tile's side along Cout, so the part of U is whole packed
+ * panels. */
+static void wino_class_gemm(const wino_job *j, int64_t ntile, int cl, int64_t o0, int64_t o1,
+                            char *vslice, char *own) {
     const wino_plan *p = &j->st->p;
-    const int64_t ci = p->s.c, co = p->s.m;
+    const int64_t ci = p->s.c, co = p->s.m, n = p->cls_q[cl] * ntile;
     float *v = (float *)(vslice + p->v_off), *mo = (float *)(vslice + p->mo_off);
     int64_t vb[WINO_MAX_POS], mb[WINO_MAX_POS];
     class_bases(p, ntile, ci, vb);
     class_bases(p, ntile, co, mb);
-    for (int cl = cls0; cl < cls1; cl++) {
-        const int64_t n = p->cls_q[cl] * ntile;
-        gemm_problem pr;
-        memset(&pr, 0, sizeof pr);
-        pr.k = ci;
-        pr.c = mo + mb[cl];
-        if (p->tile_rows) {
-            pr.m = n;
-            pr.n = co;
-            pr.a = v + vb[cl];
-            pr.rs_a = 1;
-            pr.cs_a = n;
-            pr.pb = &j->st->u[cl];
-            pr.ldc = co;
-        } else {
-            pr.m = co;
-            pr.n = n;
-            pr.pa = &j->st->u[cl];
-            pr.b = v + vb[cl];
-            pr.rs_b = n;
-            pr.cs_b = 1;
-            pr.ldc = n;
-        }
-        pr.ep = gemm_epilogue_none();
-        gemm_run_serial(p->k, &p->blk, &pr, own + p->gemm_off);
+    gemm_packed u = j->st->u[cl]; /* the panels of [o0, o1) */
+    gemm_problem pr;
+    memset(&pr, 0, sizeof pr);
+    pr.k = ci;
+    if (p->tile_rows) {
+        u.data += o0 / p->k->nr * ci * p->k->nr;
+        u.cols = o1 - o0;
+        pr.m = n;
+        pr.n = o1 - o0;
+        pr.a = v + vb[cl];
+        pr.rs_a = 1;
+        pr.cs_a = n;
+        pr.pb = &u;
+        pr.c = mo + mb[cl] + o0;
+        pr.ldc = co;
+    } else {
+        u.data += o0 / p->k->mr * ci * p->k->mr;
+        u.rows = o1 - o0;
+        pr.m = o1 - o0;
+        pr.n = n;
+        pr.pa = &u;
+        pr.b = v + vb[cl];
+        pr.rs_b = n;
+        pr.cs_b = 1;
+        pr.c = mo + mb[cl] + o0 * n;
+        pr.ldc = n;
     }
+    pr.ep = gemm_epilogue_none();
+    gemm_run_serial(p->k, &p->blk, &pr, own + p->gemm_off);
+}
+
+/* The channel GEMMs of classes [cls0, cls1), whole. */
+static void wino_gemms(const wino_job *j, int64_t ntile, int cls0, int cls1, char *vslice,
+                       char *own) {
+    for (int cl = cls0; cl < cls1; cl++)
+        wino_class_gemm(j, ntile, cl, 0, j->st->p.s.m, vslice, own);
 }
 
 /* Output transform of output channels [o0, o1), bias, and the valid part of each tile row; the
@@ -579,21 +591,32 @@ static void shared_in_chunk(void *arg, size_t begin, size_t end) {
                    slice_of(j, 0), slice_of(j, t));
 }
 
-/* Thread t of T takes the classes that start in the t-th share of the positions: classes differ
- * in size (at stride 2, 1, 2 or 4 positions). */
+/* Where the share of thread t (of T) ends in class cl, as an output channel: the positions, laid
+ * end to end class by class, are cut into T equal shares, and a class a cut falls inside is split
+ * by output channels in proportion, at the tile's side along Cout. Whole classes only (each U[cls]
+ * read by one thread) left ResNet-50's stride-2 layers, 25 positions, at 13 + 12. */
+static int64_t share_end(const wino_plan *p, int cl, int64_t before, int64_t t) {
+    const int64_t T = p->threads, tt = p->t * p->t, q = p->cls_q[cl], co = p->s.m;
+    const int64_t cut = (t + 1) * tt, lo = before * T, hi = (before + q) * T; /* in 1/T positions */
+    if (cut <= lo) return 0;
+    if (cut >= hi) return co;
+    const int64_t unit = p->tile_rows ? p->k->nr : p->k->mr;
+    const int64_t o = (co * (cut - lo) / (hi - lo) + unit / 2) / unit * unit;
+    return o < co ? o : co;
+}
+
+/* Thread t's share of the positions' GEMMs (share_end). */
 static void shared_gemm_chunk(void *arg, size_t begin, size_t end) {
     const wino_job *j = arg;
     const wino_plan *p = &j->st->p;
-    const int T = p->threads, tt = p->t * p->t;
-    for (size_t t = begin; t < end; t++) {
-        int lo = -1, hi = -1;
-        for (int cl = 0, before = 0; cl < p->ncls; before += p->cls_q[cl], cl++)
-            if (before * T / tt == (int)t) {
-                if (lo < 0) lo = cl;
-                hi = cl + 1;
-            }
-        if (lo >= 0) wino_gemms(j, j->nrows * p->tiles_x, lo, hi, slice_of(j, 0), slice_of(j, t));
-    }
+    for (size_t t = begin; t < end; t++)
+        for (int cl = 0, before = 0; cl < p->ncls; before += p->cls_q[cl], cl++) {
+            const int64_t o0 = t ? share_end(p, cl, before, (int64_t)t - 1) : 0;
+            const int64_t o1 = share_end(p, cl, before, (int64_t)t);
+            if (o0 < o1)
+                wino_class_gemm(j, j->nrows * p->tiles_x, cl, o0, o1, slice_of(j, 0),
+                                slice_of(j, t));
+        }
 }
 
 static void shared_out_chunk(void *arg, size_t begin, size_t end) {
