@@ -54,8 +54,11 @@ static const gemm_kernel *nhwc_tile(const conv_shape *s, int64_t pix, int64_t kd
 
 /* Channels per group from which A is read in place through a pointer table (an implicit GEMM)
  * rather than copied into an im2col: the GEMM's K blocks then stay inside one tap, cg deep, so
- * with few channels the C tile would be reloaded every few k steps. ANVIL_CONV_IM2COL=1 copies
- * always (for comparisons). */
+ * with few channels the C tile would be reloaded every few k steps. On ResNet-50 (medians of 3
+ * alternated runs, ms, table vs copy) the 64-channel 56x56 3x3 measured the same within the
+ * noise (1 thread 2.31-2.61 vs 2.41-2.62, 2 threads 1.27-1.28 vs 1.22-1.33), and 512ch 14->7
+ * stride 2 gained 1-4% on 1 thread, where the copy had been 1-4% of the time (`perf`); fewer
+ * channels were not measured. ANVIL_CONV_IM2COL=1 copies always (for comparisons). */
 #define INDIRECT_MIN_CG 64
 
 /* The GEMM kernel and blocking for s, and how A is formed (what conv_nhwc_workspace needs
