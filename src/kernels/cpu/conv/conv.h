@@ -253,6 +253,7 @@ typedef struct conv_nhwc_weights {
     int64_t groups;
     gemm_packed *pb; /* one per group */
     bool indirect;   /* A is an implicit GEMM's pointer table (gemm_problem.a_ind), not an im2col */
+    float *zeros;    /* owned, indirect only: cg zeros, the segment of every tap in the padding */
 } conv_nhwc_weights;
 
 anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nhwc_weights *out);

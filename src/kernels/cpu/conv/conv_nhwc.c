@@ -79,6 +79,7 @@ anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nh
     out->pb = core_calloc((size_t)s->group, sizeof *out->pb);
     float *tmp = malloc(sizeof(float) * (size_t)(kdim * s->mg > 0 ? kdim * s->mg : 1));
     anvil_status st = ANVIL_ERR_OUT_OF_MEMORY;
+    if (out->indirect && !(out->zeros = core_calloc((size_t)s->cg, sizeof(float)))) goto fail;
     if (!out->pb || !tmp) goto fail;
     for (int64_t g = 0; g < s->group; g++) {
         for (int64_t o = 0; o < s->mg; o++)
@@ -101,6 +102,7 @@ void conv_nhwc_weights_free(conv_nhwc_weights *pw) {
     if (pw->pb)
         for (int64_t g = 0; g < pw->groups; g++) gemm_packed_free(&pw->pb[g]);
     free(pw->pb);
+    free(pw->zeros);
     memset(pw, 0, sizeof *pw);
 }
 
@@ -112,18 +114,12 @@ static size_t col_bytes(const conv_shape *s, const conv_nhwc_weights *pw) {
     return align64(pix * (size_t)conv_kdim(s) * sizeof(float));
 }
 
-/* The segment of zeros every padding tap points at (after the threads' slices). */
-static size_t zeros_bytes(const conv_shape *s, const conv_nhwc_weights *pw) {
-    return pw->indirect ? align64((size_t)s->cg * sizeof(float)) : 0;
-}
-
 static size_t gemm_bytes(const conv_nhwc_weights *pw) {
     return align64(gemm_thread_workspace(pw->k, &pw->blk));
 }
 
 size_t conv_nhwc_workspace(const conv_shape *s, const conv_nhwc_weights *pw, int threads) {
-    return (size_t)(threads > 0 ? threads : 1) * (gemm_bytes(pw) + col_bytes(s, pw)) +
-           zeros_bytes(s, pw);
+    return (size_t)(threads > 0 ? threads : 1) * (gemm_bytes(pw) + col_bytes(s, pw));
 }
 
 static void copy_floats(float *restrict d, const float *restrict s, int64_t n) {
@@ -167,7 +163,7 @@ static void im2col_nhwc(const conv_shape *s, const float *x, int64_t g, int64_t 
 }
 
 /* The implicit GEMM's table for group g of one image: row p (an output pixel) is its kh*kw taps,
- * each the tap's cg channels in X or, in the padding, `zeros`. */
+ * each the tap's cg channels in X or, in the padding, `zeros` (cg of them). */
 static void pointer_table(const conv_shape *s, const float *x, int64_t g, const float *zeros,
                           const float **tab) {
     for (int64_t p = 0; p < s->oh * s->ow; p++) {
@@ -186,9 +182,9 @@ static void pointer_table(const conv_shape *s, const float *x, int64_t g, const 
 
 /* A for one item into `col` (the thread's slice): the table, or the im2col of all pixels. */
 static void form_a(const conv_shape *s, const conv_nhwc_weights *pw, const float *x_img, int64_t g,
-                   const float *zeros, void *col) {
+                   void *col) {
     if (pw->indirect)
-        pointer_table(s, x_img, g, zeros, col);
+        pointer_table(s, x_img, g, pw->zeros, col);
     else
         im2col_nhwc(s, x_img, g, 0, s->oh * s->ow, col);
 }
@@ -201,7 +197,6 @@ typedef struct nhwc_job {
     char *ws;
     int threads;
     int64_t img, g;        /* the shared item (im2col_chunk) */
-    const float *zeros;    /* the padding taps' segment (indirect A) */
     const ir_fusion *fuse; /* applied in the epilogue, or NULL */
     const float *res;      /* its residual, or NULL */
     bool res_nhwc;         /* res is NHWC like y (else NCHW) */
@@ -254,7 +249,7 @@ static void items_chunk(void *arg, size_t begin, size_t end) {
             direct_1x1(s) ? NULL : j->ws + (size_t)T * gemm_bytes(j->pw) + t * col_bytes(s, j->pw);
         for (int64_t i = items * (int64_t)t / T; i < items * ((int64_t)t + 1) / T; i++) {
             const int64_t img = i / s->group, g = i % s->group;
-            if (col) form_a(s, j->pw, j->x + img * s->h * s->w * s->c, g, j->zeros, col);
+            if (col) form_a(s, j->pw, j->x + img * s->h * s->w * s->c, g, col);
             gemm_problem p;
             item_problem(j, img, g, col, &p);
             gemm_run_serial(j->pw->k, &j->pw->blk, &p, gws);
@@ -281,12 +276,9 @@ void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const
                          const float *bias, const ir_fusion *f, const float *res, bool res_nhwc,
                          float *y, void *ws, op_ctx *ctx) {
     const int threads = op_ctx_threads(ctx);
-    const size_t slices = (size_t)threads * (gemm_bytes(pw) + col_bytes(s, pw));
-    float *zeros = pw->indirect ? (float *)((char *)ws + slices) : NULL;
-    nhwc_job j = {s, pw, x, bias, y, ws, threads, 0, 0, zeros, f, f ? res : NULL, res_nhwc};
+    nhwc_job j = {s, pw, x, bias, y, ws, threads, 0, 0, f, f ? res : NULL, res_nhwc};
     const int64_t items = s->n * s->group;
     if (items == 0 || s->mg == 0 || s->oh * s->ow == 0) return;
-    if (zeros) memset(zeros, 0, sizeof(float) * (size_t)s->cg);
     if (threads > 1 && items >= threads) {
         op_parallel_for(ctx, (size_t)threads, items_chunk, &j);
         return;
@@ -298,7 +290,7 @@ void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const
         if (pw->indirect) {
             /* a table of oh*ow*kh*kw pointers: not worth a fork-join */
             col = (char *)ws + (size_t)threads * gemm_bytes(pw);
-            pointer_table(s, x + j.img * s->h * s->w * s->c, j.g, zeros, col);
+            pointer_table(s, x + j.img * s->h * s->w * s->c, j.g, pw->zeros, col);
         } else if (!direct_1x1(s)) {
             op_parallel_for(ctx, (size_t)threads, im2col_chunk, &j);
             col = (char *)ws + (size_t)threads * gemm_bytes(pw);

@@ -392,6 +392,12 @@ static bool reads_a_by_cols(const gemm_kernel *k, const gemm_problem *p, int64_t
     return most <= (kc + 63) / 64 + 4;
 }
 
+/* An indirect A (an implicit GEMM's pointer table) is read in place wherever the kernel has the
+ * micro-kernel for it; otherwise its panels are packed (pack_a_ind). */
+static bool reads_a_indirect(const gemm_kernel *k, const gemm_problem *p) {
+    return p->a_ind && k->ukernel_aind;
+}
+
 /* With A pre-packed (a convolution's weights), a row-major B (the image, pixels in a row) is
  * read in place too, panel by panel; only a partial last panel is packed. */
 static bool reads_b_in_place(const gemm_kernel *k, const gemm_problem *p) {
@@ -472,7 +478,7 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     const bool act_after = ep_reg && !(k->acts_in_registers >> p->ep.act & 1u);
     const bool direct_a = reads_a_in_place(k, p), direct_b = reads_b_in_place(k, p);
     const bool direct_at = !direct_a && reads_a_by_cols(k, p, blk->kc);
-    const bool direct_ind = p->a_ind && k->ukernel_aind;
+    const bool direct_ind = reads_a_indirect(k, p);
     const int64_t segs = p->a_ind ? p->k / p->a_seg : 0;
     /* the kernel for full row panels of an A read in place, and its distance between them */
     const gemm_ukernel_rows_fn uk_a_in_place = direct_a ? k->ukernel_rows : k->ukernel_acols;
@@ -668,7 +674,7 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
      * at GRID_FMA_PER_READ per float read. Reading was left out before, so where neither operand is
      * packed (a 1x1 conv: weights pre-packed, image read in place) a 7x7 image's 49 columns were
      * split between the threads and both streamed all 960 rows of weights. */
-    const bool pack_a = !p->pa && !(p->a_ind && k->ukernel_aind) && !reads_a_in_place(k, p) &&
+    const bool pack_a = !p->pa && !reads_a_indirect(k, p) && !reads_a_in_place(k, p) &&
                         !reads_a_by_cols(k, p, b->kc);
     const bool pack_b = !p->pb && !reads_b_in_place(k, p);
     int best_tm = 1;
