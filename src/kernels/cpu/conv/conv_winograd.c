@@ -270,10 +270,10 @@ static bool wino_plan_of(const kern_node *kn, conv_wino_kind kind, wino_plan *p)
     int64_t rows = (nb + p->tiles_x - 1) / p->tiles_x;
     if (rows < 1) rows = 1;
     /* Fewer images than threads: when U is the larger stream the threads share each block,
-     * splitting the input transform by channels, the GEMMs by class (so each U[cls] is read by
-     * one thread only) and the output transform by output channels, at the cost of three
-     * fork-joins per block; otherwise each thread takes whole blocks (no synchronisation), made
-     * small enough that every thread gets some. */
+     * splitting the input transform by channels, the GEMMs into equal shares of the positions
+     * (share_end: each part of U read by one thread) and the output transform by output
+     * channels, at the cost of three fork-joins per block; otherwise each thread takes whole blocks
+     * (no synchronisation), made small enough that every thread gets some. */
     p->shared = p->threads > 1 && s->n < p->threads && u_bound;
     if (p->threads > 1 && s->n < p->threads && !u_bound) {
         /* Equal shares of tile rows: one block per thread where that overfills L2 by at most a
@@ -476,10 +476,9 @@ static void wino_class_gemm(const wino_job *j, int64_t ntile, int cl, int64_t o0
     gemm_run_serial(p->k, &p->blk, &pr, own + p->gemm_off);
 }
 
-/* The channel GEMMs of classes [cls0, cls1), whole. */
-static void wino_gemms(const wino_job *j, int64_t ntile, int cls0, int cls1, char *vslice,
-                       char *own) {
-    for (int cl = cls0; cl < cls1; cl++)
+/* Every class's channel GEMM, whole (private mode). */
+static void wino_gemms(const wino_job *j, int64_t ntile, char *vslice, char *own) {
+    for (int cl = 0; cl < j->st->p.ncls; cl++)
         wino_class_gemm(j, ntile, cl, 0, j->st->p.s.m, vslice, own);
 }
 
@@ -577,7 +576,7 @@ static void private_chunk(void *arg, size_t begin, size_t end) {
             const int64_t nrows = p->tiles_y - ty0 < p->rows_blk ? p->tiles_y - ty0 : p->rows_blk;
             char *sl = slice_of(j, t);
             wino_input(j, img, ty0, nrows, 0, p->s.c, sl, sl);
-            wino_gemms(j, nrows * p->tiles_x, 0, p->ncls, sl, sl);
+            wino_gemms(j, nrows * p->tiles_x, sl, sl);
             wino_out(j, img, ty0, nrows, 0, p->s.m, sl, sl);
         }
 }
