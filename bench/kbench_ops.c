@@ -365,8 +365,8 @@ static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_op
     /* One pool for all of anvil's variants: with one each, the idle workers of the variant that
      * just ran spin beside the next one's and take its CPUs (2 threads ran at 1 thread's speed
      * in about half the runs). */
-    rt_pool *pool = NULL;
-    if (!slots || !out || rt_pool_create(threads, &pool) != ANVIL_OK) {
+    core_pool *pool = NULL;
+    if (!slots || !out || core_pool_create(threads, &pool) != ANVIL_OK) {
         fprintf(stderr, "kbench: out of memory\n");
         exit(1);
     }
@@ -461,7 +461,7 @@ static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_op
         free(s->share);
         rt_variant_exec_free(s->e);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
     free(slots);
     free(out);
 }

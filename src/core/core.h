@@ -1,5 +1,6 @@
 /* core: status and thread-local error messages, dtypes, overflow-checked arithmetic, a bump
- * arena, hardware detection, logging and a monotonic clock. Every other layer builds on this. */
+ * arena, hardware detection, logging, a monotonic clock and the thread pool. Every other layer
+ * builds on this. */
 #ifndef ANVIL_CORE_H
 #define ANVIL_CORE_H
 
@@ -137,5 +138,21 @@ void core_hw_override(const core_hw *hw);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t core_now_ns(void);
+
+/* ---- thread pool (pool.c) ------------------------------------------------------------------ */
+
+/* A fork-join pool: the calling thread is one of its threads, workers spin briefly between jobs
+ * and then sleep. Every layer above reaches it through op_parallel_for (ops/ops.h). */
+typedef struct core_pool core_pool;
+typedef void (*core_range_fn)(void *arg, size_t begin, size_t end);
+/* threads >= 1 (the calling thread counts as one). *out owned by the caller (core_pool_free). */
+anvil_status core_pool_create(int threads, core_pool **out);
+void core_pool_free(core_pool *p);
+/* 1 for a NULL pool. */
+int core_pool_threads(const core_pool *p);
+/* Runs fn(arg, begin, end) over [0, n) split into at most core_pool_threads(p) contiguous chunks;
+ * the caller takes the first. Returns when all are done. p NULL: fn(arg, 0, n) on this thread.
+ * fn must not call core_pool_run on the same pool. */
+void core_pool_run(core_pool *p, size_t n, core_range_fn fn, void *arg);
 
 #endif

@@ -1,22 +1,22 @@
 /* A fork-join thread pool for intra-op parallelism. Kernels split an index range with
- * op_parallel_for; the calling thread takes the first chunk and workers the rest, so a 1-thread
- * pool is exactly the serial loop.
+ * op_parallel_for (ops.h), which hands it to core_pool_run here; the calling thread takes the first
+ * chunk and workers the rest, so a 1-thread pool is exactly the serial loop.
  *
- * Waiting is spin-then-sleep: after a job a worker polls for the next one for RT_SPIN_NS before
- * sleeping on a condition variable, and the caller polls for the workers' completion as long
+ * Waiting is spin-then-sleep: after a job a worker polls for the next one for CORE_POOL_SPIN_NS
+ * before sleeping on a condition variable, and the caller polls for the workers' completion as long
  * before it sleeps. A model runs one node after another, each a job of tens of microseconds to
  * milliseconds; a futex wake-up per node costs ~10-50 us, which on a small model (MobileNetV2:
  * ~100 nodes in ~15 ms) was a tenth of the run. Bounding the spin keeps an idle session from
  * burning a core that another process on a small shared machine needs. */
-#include "runtime.h"
+#include "core.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#define RT_SPIN_NS 100000
-#define RT_YIELD_NS 5000
+#define CORE_POOL_SPIN_NS 100000
+#define CORE_POOL_YIELD_NS 5000
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -24,13 +24,13 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Polls *flag while (*flag == value) == equal, for at most RT_SPIN_NS, yielding the CPU between
- * polls after the first RT_YIELD_NS. The yield is for a worker that the OS started on the CPU of
- * the thread it waits for (new threads start beside their parent, and two threads that take
- * turns to run look balanced to the scheduler): pure spinning there holds the CPU the other
- * needs for a whole time slice. MobileNetV2 at 2 threads ran its first 6-9 inferences in 10-27
- * ms each, with the yield in 8.7-9.6 ms (one thread's speed) until the threads are apart and it
- * runs in 4.3-4.5 ms as before; on separate CPUs, with nothing else to run, the yield returns at
+/* Polls *flag while (*flag == value) == equal, for at most CORE_POOL_SPIN_NS, yielding the CPU
+ * between polls after the first CORE_POOL_YIELD_NS. The yield is for a worker that the OS started
+ * on the CPU of the thread it waits for (new threads start beside their parent, and two threads
+ * that take turns to run look balanced to the scheduler): pure spinning there holds the CPU the
+ * other needs for a whole time slice. MobileNetV2 at 2 threads ran its first 6-9 inferences in
+ * 10-27 ms each, with the yield in 8.7-9.6 ms (one thread's speed) until the threads are apart and
+ * it runs in 4.3-4.5 ms as before; on separate CPUs, with nothing else to run, the yield returns at
  * once. */
 static void spin_while(const _Atomic uint64_t *flag, uint64_t value, bool equal) {
     uint64_t t0 = core_now_ns();
@@ -39,19 +39,19 @@ static void spin_while(const _Atomic uint64_t *flag, uint64_t value, bool equal)
         cpu_relax();
         if (!(i & 63)) {
             const uint64_t dt = core_now_ns() - t0;
-            if (dt > RT_SPIN_NS) return;
-            if (dt > RT_YIELD_NS) sched_yield();
+            if (dt > CORE_POOL_SPIN_NS) return;
+            if (dt > CORE_POOL_YIELD_NS) sched_yield();
         }
     }
 }
 
-struct rt_pool {
+struct core_pool {
     int threads;
     pthread_t *workers;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     /* current job */
-    op_range_fn fn;
+    core_range_fn fn;
     void *arg;
     size_t n;
     int chunks;               /* number of chunks the job is split into (<= threads) */
@@ -61,7 +61,7 @@ struct rt_pool {
 };
 
 typedef struct {
-    rt_pool *pool;
+    core_pool *pool;
     int index; /* 1..threads-1 */
 } worker_arg;
 
@@ -73,7 +73,7 @@ static void chunk_range(size_t n, int chunks, int i, size_t *b, size_t *e) {
 
 static void *worker_main(void *p) {
     worker_arg *wa = p;
-    rt_pool *pool = wa->pool;
+    core_pool *pool = wa->pool;
     int index = wa->index;
     free(wa);
     uint64_t seen = 0;
@@ -88,7 +88,7 @@ static void *worker_main(void *p) {
         }
         seen = atomic_load(&pool->job_id);
         bool mine = index < pool->chunks;
-        op_range_fn fn = pool->fn;
+        core_range_fn fn = pool->fn;
         void *arg = pool->arg;
         size_t b = 0, e = 0;
         if (mine) chunk_range(pool->n, pool->chunks, index, &b, &e);
@@ -104,10 +104,10 @@ static void *worker_main(void *p) {
     }
 }
 
-anvil_status rt_pool_create(int threads, rt_pool **out) {
+anvil_status core_pool_create(int threads, core_pool **out) {
     *out = NULL;
     if (threads < 1) threads = 1;
-    rt_pool *p = core_calloc(1, sizeof *p);
+    core_pool *p = core_calloc(1, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     p->threads = threads;
     pthread_mutex_init(&p->mu, NULL);
@@ -116,7 +116,7 @@ anvil_status rt_pool_create(int threads, rt_pool **out) {
     if (threads > 1) {
         p->workers = core_calloc((size_t)threads - 1, sizeof(pthread_t));
         if (!p->workers) {
-            rt_pool_free(p);
+            core_pool_free(p);
             return ANVIL_ERR_OUT_OF_MEMORY;
         }
         for (int i = 1; i < threads; i++) {
@@ -128,7 +128,7 @@ anvil_status rt_pool_create(int threads, rt_pool **out) {
             if (!wa || pthread_create(&p->workers[i - 1], NULL, worker_main, wa) != 0) {
                 free(wa);
                 p->threads = i; /* only workers 1..i-1 exist */
-                rt_pool_free(p);
+                core_pool_free(p);
                 return core_err(ANVIL_ERR_OUT_OF_MEMORY, "could not start thread %d of %d", i,
                                 threads);
             }
@@ -138,7 +138,7 @@ anvil_status rt_pool_create(int threads, rt_pool **out) {
     return ANVIL_OK;
 }
 
-void rt_pool_free(rt_pool *p) {
+void core_pool_free(core_pool *p) {
     if (!p) return;
     if (p->workers) {
         pthread_mutex_lock(&p->mu);
@@ -155,16 +155,11 @@ void rt_pool_free(rt_pool *p) {
     free(p);
 }
 
-int rt_pool_threads(const rt_pool *p) {
+int core_pool_threads(const core_pool *p) {
     return p ? p->threads : 1;
 }
 
-int op_ctx_threads(const op_ctx *ctx) {
-    return ctx ? rt_pool_threads(ctx->pool) : 1;
-}
-
-void op_parallel_for(op_ctx *ctx, size_t n, op_range_fn fn, void *arg) {
-    rt_pool *p = ctx ? ctx->pool : NULL;
+void core_pool_run(core_pool *p, size_t n, core_range_fn fn, void *arg) {
     if (n == 0) return;
     if (!p || p->threads == 1 || n == 1) {
         fn(arg, 0, n);

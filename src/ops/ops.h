@@ -30,12 +30,16 @@ typedef struct op_tinfo {
     const void *value;
 } op_tinfo;
 
-/* Execution context handed to kernels by the runtime. */
-typedef struct op_ctx op_ctx;
-/* Runs fn(arg, begin, end) over [0, n) split into contiguous chunks across the session's threads;
- * returns when all chunks are done. fn must not call op_parallel_for itself. */
-typedef void (*op_range_fn)(void *arg, size_t begin, size_t end);
+/* Execution context handed to kernels by whoever runs them (the runtime, a test, a benchmark). */
+typedef struct op_ctx {
+    core_pool *pool; /* borrowed; NULL: serial */
+} op_ctx;
+/* Runs fn(arg, begin, end) over [0, n) split into contiguous chunks across the context's threads
+ * (core_pool_run); returns when all chunks are done. fn must not call op_parallel_for itself.
+ * ctx may be NULL (serial). */
+typedef core_range_fn op_range_fn;
 void op_parallel_for(op_ctx *ctx, size_t n, op_range_fn fn, void *arg);
+/* The context's thread count; 1 for NULL. */
 int op_ctx_threads(const op_ctx *ctx);
 
 enum {

@@ -47,6 +47,14 @@ anvil_status op_check_graph(ir_graph *g) {
     return ANVIL_OK;
 }
 
+void op_parallel_for(op_ctx *ctx, size_t n, op_range_fn fn, void *arg) {
+    core_pool_run(ctx ? ctx->pool : NULL, n, fn, arg);
+}
+
+int op_ctx_threads(const op_ctx *ctx) {
+    return ctx ? core_pool_threads(ctx->pool) : 1;
+}
+
 size_t op_tensor_numel(const op_tensor *t) {
     size_t n = 1;
     for (int i = 0; i < t->rank; i++) n *= (size_t)t->dims[i];

@@ -4,7 +4,7 @@
  * The folded weights are computed in double and stored as new constants (recipes the session can
  * drop and recompute, see pass_const); the originals are dropped by the pipeline when nothing
  * else reads them. Saves the BN pass over every activation (ResNet-50: 53 of them). */
-#include "pass_internal.h"
+#include "rewrite.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * Gelu arrives in two spellings: the Gelu op (opset 20) and the expression exporters emit,
  * 0.5*x*(1 + erf(x/sqrt(2))) as Div/Erf/Add/Mul/Mul (or with 0.5 applied to x first, or x times
  * 1/sqrt(2)); both become IR_ACT_GELU_ERF. The tanh form becomes IR_ACT_GELU_TANH. */
-#include "pass_internal.h"
+#include "rewrite.h"
 
 #include <float.h>
 #include <math.h>

@@ -15,7 +15,7 @@
  * Chosen convs reading each other take the channels-last values directly, so inside a chain no
  * transpose runs: the ones left without readers are removed. Numbers are unchanged (the same
  * arithmetic in a different memory order; the kernels' own tests hold them to the reference). */
-#include "pass_internal.h"
+#include "rewrite.h"
 
 #include "ops/ops.h"
 

@@ -1,8 +1,8 @@
-/* The pass pipeline and the bookkeeping every pass shares. Passes mark nodes dead instead of
- * deleting them, so node indices stay valid while a pass walks the graph; the pipeline compacts
- * at the end, re-sorts (a fused residual may be produced after the node that now reads it), and
- * drops constants nothing reads any more so a session never materializes them. */
-#include "pass_internal.h"
+/* The bookkeeping every pass shares: use counts, constants a pass computes, and node edits.
+ * Passes mark nodes dead instead of deleting them, so node indices stay valid while a pass walks
+ * the graph; pass_compact drops them at the end, together with the constants nothing reads any
+ * more, so that a session never materializes them. */
+#include "rewrite.h"
 
 #include "ops/ops.h"
 
@@ -230,8 +230,7 @@ void pass_node_absorb(pass_ctx *c, int32_t k, int32_t dead_k) {
     pass_node_kill(c, dead_k);
 }
 
-/* Drops dead nodes, fixes producers, and clears constants nothing reads. */
-static void compact(pass_ctx *c, const pass_options *opts) {
+void pass_compact(pass_ctx *c, const pass_options *opts) {
     ir_graph *g = c->g;
     int32_t w = 0;
     for (int32_t k = 0; k < g->n_nodes; k++)
@@ -254,54 +253,4 @@ static void compact(pass_ctx *c, const pass_options *opts) {
         val->data = NULL;
         val->data_bytes = 0;
     }
-}
-
-anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pass_graph **out) {
-    *out = NULL;
-    pass_graph *pg = core_calloc(1, sizeof *pg);
-    if (!pg) return ANVIL_ERR_OUT_OF_MEMORY;
-    pg->src = src;
-    anvil_status st = ir_graph_clone(src, &pg->g);
-    if (st != ANVIL_OK) {
-        free(pg);
-        return st;
-    }
-    if (opts->opt_level < 1) {
-        *out = pg;
-        return ANVIL_OK;
-    }
-    pass_ctx c = {pg, pg->g, src, NULL, NULL, NULL, opts};
-    c.uses = core_calloc((size_t)pg->g->n_values + 1, sizeof *c.uses);
-    c.reader = core_calloc((size_t)pg->g->n_values + 1, sizeof *c.reader);
-    c.dead = core_calloc((size_t)pg->g->n_nodes + 1, sizeof *c.dead);
-    if (!c.uses || !c.reader || !c.dead) {
-        st = ANVIL_ERR_OUT_OF_MEMORY;
-        goto done;
-    }
-    pass_index(&c);
-    if ((st = pass_fold_conv_bn(&c)) != ANVIL_OK) goto done;
-    pass_index(&c);
-    if ((st = pass_fuse_epilogue(&c)) != ANVIL_OK) goto done;
-    pass_index(&c);
-    if ((st = pass_layout(&c)) != ANVIL_OK) goto done;
-    compact(&c, opts);
-    st = ir_graph_toposort(pg->g);
-done:
-    free(c.uses);
-    free(c.reader);
-    free(c.dead);
-    if (st != ANVIL_OK) {
-        pass_graph_free(pg);
-        return st;
-    }
-    *out = pg;
-    return ANVIL_OK;
-}
-
-void pass_graph_free(pass_graph *pg) {
-    if (!pg) return;
-    ir_graph_free(pg->g);
-    for (size_t i = 0; i < pg->n_consts; i++) free(pg->consts[i].data);
-    free(pg->consts);
-    free(pg);
 }

@@ -1,6 +1,8 @@
-/* What the passes share: the graph being rewritten and its use counts. */
-#ifndef ANVIL_PASS_INTERNAL_H
-#define ANVIL_PASS_INTERNAL_H
+/* What the passes share (rewrite.c): the graph being rewritten, its use counts, and the edits a
+ * pass makes through them. Only src/passes includes this header; the pipeline (pipeline.c) calls
+ * the passes, the passes call these helpers, and these call no pass. */
+#ifndef ANVIL_PASS_REWRITE_H
+#define ANVIL_PASS_REWRITE_H
 
 #include "passes.h"
 
@@ -47,7 +49,11 @@ anvil_status pass_node_add_input(pass_ctx *c, int32_t k, ir_vid v, int *index);
 void pass_node_kill(pass_ctx *c, int32_t k);
 /* Node k takes over output 0 of node dead_k, which is removed (its reads are dropped). */
 void pass_node_absorb(pass_ctx *c, int32_t k, int32_t dead_k);
+/* Drops dead nodes, fixes producers, and clears constants nothing reads (a source constant is
+ * reported through opts->released). */
+void pass_compact(pass_ctx *c, const pass_options *opts);
 
+/* The passes, which only pipeline.c calls (re-indexing before each). */
 anvil_status pass_fold_conv_bn(pass_ctx *c);
 anvil_status pass_fuse_epilogue(pass_ctx *c);
 anvil_status pass_layout(pass_ctx *c);

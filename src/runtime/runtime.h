@@ -1,4 +1,4 @@
-/* runtime: thread pool, shape inference and plan-time folding over a whole graph, the plan
+/* runtime: shape inference and plan-time folding over a whole graph, the plan
  * (a variant per node, buffers from liveness analysis, one arena), the executor and the profiler
  * trace. */
 #ifndef ANVIL_RUNTIME_H
@@ -6,14 +6,6 @@
 
 #include "kernels/kernels.h"
 #include "ops/ops.h"
-
-/* ---- thread pool --------------------------------------------------------------------------- */
-
-typedef struct rt_pool rt_pool;
-/* threads >= 1 (the calling thread counts as one). *out owned by the caller (rt_pool_free). */
-anvil_status rt_pool_create(int threads, rt_pool **out);
-void rt_pool_free(rt_pool *p);
-int rt_pool_threads(const rt_pool *p);
 
 /* A scope of running values: the graph being executed and how to read one of its values.
  * Subgraphs resolve their IR_VALUE_OUTER values by name through `up`. */
@@ -26,10 +18,6 @@ struct rt_frame {
     anvil_status (*lookup)(const rt_frame *f, ir_vid v, op_tensor *out);
 };
 
-struct op_ctx {
-    rt_pool *pool; /* NULL: serial */
-};
-
 /* ---- one node through one variant, outside a session (variant_run.c) -------------------------
  * For tests and kernel benchmarks: prepares v for kn (kn->threads threads; kn and the constant
  * values it points to are borrowed and must outlive the exec), then runs it as often as wanted.
@@ -37,7 +25,7 @@ struct op_ctx {
  * spin for a while after each job, and other pools' workers spinning beside a run take its CPUs);
  * NULL: the exec makes its own. *out owned by the caller (rt_variant_exec_free). */
 typedef struct rt_variant_exec rt_variant_exec;
-anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn, rt_pool *pool,
+anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn, core_pool *pool,
                                     rt_variant_exec **out);
 anvil_status rt_variant_exec_run(rt_variant_exec *e, const ir_node *n, const op_tensor *const *in,
                                  int n_in, op_tensor *const *out, int n_out);

@@ -79,7 +79,7 @@ struct rt_session {
     rt_session_config cfg; /* cfg.forces points at `forces` below */
     rt_force *forces;      /* owned copies; strings in force_text */
     char *force_text;
-    rt_pool *pool;
+    core_pool *pool;
     op_ctx ctx;
     bool *shape_input;      /* per graph input: its contents decide shapes (plan key) */
     const void **const_ptr; /* per value: aligned constant data */
@@ -868,7 +868,7 @@ anvil_status rt_session_create(const ir_graph *g, const rt_session_config *cfg, 
     s->cfg = *cfg;
     anvil_status st = copy_forces(s, cfg);
     if (st != ANVIL_OK) goto fail;
-    if ((st = rt_pool_create(cfg->threads, &s->pool)) != ANVIL_OK) goto fail;
+    if ((st = core_pool_create(cfg->threads, &s->pool)) != ANVIL_OK) goto fail;
     s->ctx.pool = s->pool;
     if ((st = graph_setup(s)) != ANVIL_OK) goto fail;
     s->t_origin = core_now_ns();
@@ -887,7 +887,7 @@ void rt_session_free(rt_session *s) {
     free(s->events);
     free(s->forces);
     free(s->force_text);
-    rt_pool_free(s->pool);
+    core_pool_free(s->pool);
     free(s);
 }
 

@@ -9,13 +9,13 @@ struct rt_variant_exec {
     const kern_variant *v;
     void *state;
     void *ws;
-    rt_pool *pool;
+    core_pool *pool;
     bool own_pool;
     op_ctx ctx;
     bool fusion_after; /* the node's fused epilogue is applied here, after the variant ran */
 };
 
-anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn, rt_pool *pool,
+anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn, core_pool *pool,
                                     rt_variant_exec **out) {
     *out = NULL;
     if (!kern_applies(v, kn, core_hw_get()))
@@ -29,7 +29,7 @@ anvil_status rt_variant_exec_create(const kern_variant *v, const kern_node *kn, 
     e->pool = pool;
     if (!pool) {
         e->own_pool = true;
-        if ((st = rt_pool_create(kn->threads > 0 ? kn->threads : 1, &e->pool)) != ANVIL_OK)
+        if ((st = core_pool_create(kn->threads > 0 ? kn->threads : 1, &e->pool)) != ANVIL_OK)
             goto fail;
     }
     e->ctx.pool = e->pool;
@@ -57,6 +57,6 @@ void rt_variant_exec_free(rt_variant_exec *e) {
     if (!e) return;
     if (e->state && e->v->release) e->v->release(e->state);
     free(e->ws);
-    if (e->own_pool) rt_pool_free(e->pool);
+    if (e->own_pool) core_pool_free(e->pool);
     free(e);
 }

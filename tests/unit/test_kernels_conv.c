@@ -526,14 +526,14 @@ static void check_nhwc(const conv_case *c, int threads, bool indirect) {
     nchw_to_nhwc(x, s.n, s.c, s.h * s.w, xt);
     nchw_to_nhwc(t.out[0].data, s.n, s.m, s.oh * s.ow, want);
     void *ws = core_aligned_alloc(64, conv_nhwc_workspace(&s, &pw, threads) + 64);
-    rt_pool *pool = NULL;
-    assert_int_equal(rt_pool_create(threads, &pool), ANVIL_OK);
+    core_pool *pool = NULL;
+    assert_int_equal(core_pool_create(threads, &pool), ANVIL_OK);
     op_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.pool = pool;
     conv_nhwc_run(&s, &pw, xt, b, yt, ws, &ctx);
     assert_true(optest_compare_f32(yt, want, yn, 1e-4f, 2e-4f) < 0);
-    rt_pool_free(pool);
+    core_pool_free(pool);
     free(ws);
     conv_nhwc_weights_free(&pw);
     free(xt);

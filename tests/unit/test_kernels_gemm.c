@@ -284,8 +284,8 @@ static void test_indirect_a(void **state) {
     const core_hw *hw = core_hw_get();
     float *pool = optest_random_f32(4096, 11, -1.0f, 1.0f);
     float *zeros = calloc(64, sizeof(float));
-    rt_pool *threads = NULL;
-    assert_int_equal(rt_pool_create(3, &threads), ANVIL_OK);
+    core_pool *threads = NULL;
+    assert_int_equal(core_pool_create(3, &threads), ANVIL_OK);
     for (const gemm_kernel *const *kp = gemm_kernels; *kp; kp++) {
         const gemm_kernel *k = *kp;
         if (!gemm_kernel_usable(k, hw)) continue;
@@ -349,7 +349,7 @@ static void test_indirect_a(void **state) {
                             free(tab);
                         }
     }
-    rt_pool_free(threads);
+    core_pool_free(threads);
     free(zeros);
     free(pool);
 }

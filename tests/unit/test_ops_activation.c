@@ -364,8 +364,8 @@ static void test_inplace_and_threads(void **state) {
     enum { N = 100003 };
     float *x = malloc(N * sizeof *x), *buf = malloc(N * sizeof *buf);
     for (int i = 0; i < N; i++) x[i] = rnd_float(-6, 6);
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     op_ctx ctx = {.pool = pool};
     for (size_t c = 0; c < N_CASES; c++) {
         optest t;
@@ -383,7 +383,7 @@ static void test_inplace_and_threads(void **state) {
         assert_memory_equal(buf, t.out[0].data, N * sizeof(float));
         optest_end(&t);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
     free(x);
     free(buf);
 }

@@ -357,8 +357,8 @@ static void test_cast_threads(void **state) {
     float *x = malloc(N * sizeof *x);
     for (int i = 0; i < N; i++) x[i] = (float)(i - N / 2) * 0.37f;
     uint16_t *serial = malloc(N * sizeof *serial);
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(4, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(4, &pool), ANVIL_OK);
     op_ctx ctx = {.pool = pool};
     optest t;
     cast_begin(&t, ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_FLOAT16, 1, (int64_t[]){N}, x);
@@ -371,7 +371,7 @@ static void test_cast_threads(void **state) {
     assert_int_equal(op_get(IR_OP_CAST)->run(optest_node(&t), ins, 1, outs, 1, &ctx), ANVIL_OK);
     assert_memory_equal(t.out[0].data, serial, N * sizeof(uint16_t));
     optest_end(&t);
-    rt_pool_free(pool);
+    core_pool_free(pool);
     free(x);
     free(serial);
 }

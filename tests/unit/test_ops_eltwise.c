@@ -871,8 +871,8 @@ static void test_inplace(void **state) {
 
 static void test_threaded(void **state) {
     (void)state;
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(4, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(4, &pool), ANVIL_OK);
     op_ctx ctx = {.pool = pool};
     int64_t ad[3] = {64, 33, 17}, bd[2] = {33, 1};
     size_t na = numel(ad, 3), nb = 33;
@@ -915,7 +915,7 @@ static void test_threaded(void **state) {
     free(serial);
     free(a);
     free(b);
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 int main(void) {

@@ -439,8 +439,8 @@ static void test_threads(void **state) {
     }
     for (int i = 0; i < C; i++) x[i] = i;
     for (int i = 0; i < R; i++) y[i] = -1.0 - i;
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     op_ctx ctx = {.pool = pool};
 
     optest t;
@@ -474,7 +474,7 @@ static void test_threads(void **state) {
     free(pb);
     optest_end(&t);
 
-    rt_pool_free(pool);
+    core_pool_free(pool);
     free(c);
     free(x);
     free(y);

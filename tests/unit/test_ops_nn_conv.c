@@ -244,7 +244,7 @@ static conv_cfg random_cfg(bool transpose) {
 
 /* Runs c through the kernel in dtype dt (inputs rounded to that type first) and compares with
  * the naive result. Also reruns multi-threaded and requires bit-identical output. */
-static void check_cfg(const conv_cfg *c, bool transpose, anvil_dtype dt, rt_pool *pool) {
+static void check_cfg(const conv_cfg *c, bool transpose, anvil_dtype dt, core_pool *pool) {
     int rank = c->nsp + 2;
     int64_t xd[5] = {c->N, c->C},
             wd[5] = {transpose ? c->C : c->M, transpose ? c->M / c->group : c->C / c->group};
@@ -367,13 +367,13 @@ static void test_conv_doc_examples(void **state) {
 
 static void test_conv_random(void **state) {
     (void)state;
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     for (int it = 0; it < 150; it++) {
         conv_cfg c = random_cfg(false);
         check_cfg(&c, false, ANVIL_DTYPE_FLOAT32, it % 10 == 0 ? pool : NULL);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 static void test_conv_dtypes(void **state) {
@@ -623,15 +623,15 @@ static void test_convtranspose_doc_examples(void **state) {
 
 static void test_convtranspose_random(void **state) {
     (void)state;
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     for (int it = 0; it < 150; it++) {
         conv_cfg c = random_cfg(true);
         check_cfg(&c, true, ANVIL_DTYPE_FLOAT32, it % 10 == 0 ? pool : NULL);
         if (it % 8 == 0) check_cfg(&c, true, ANVIL_DTYPE_FLOAT64, NULL);
         if (it % 8 == 1) check_cfg(&c, true, ANVIL_DTYPE_FLOAT16, NULL);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 static void test_convtranspose_errors(void **state) {

@@ -66,7 +66,7 @@ static double tol_for(anvil_dtype dt) {
 /* ---- Gemm ------------------------------------------------------------------------------------ */
 
 static void check_gemm(anvil_dtype dt, int64_t M, int64_t K, int64_t N, bool ta, bool tb,
-                       float alpha, float beta, int c_rank, const int64_t *cdims, rt_pool *pool) {
+                       float alpha, float beta, int c_rank, const int64_t *cdims, core_pool *pool) {
     int64_t ad[2] = {ta ? K : M, ta ? M : K}, bd[2] = {tb ? N : K, tb ? K : N};
     double *a = malloc((size_t)(M * K + 1) * sizeof *a),
            *b = malloc((size_t)(K * N + 1) * sizeof *b);
@@ -134,8 +134,8 @@ static void test_gemm_random(void **state) {
     static const anvil_dtype dts[] = {
         ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_FLOAT64, ANVIL_DTYPE_FLOAT16, ANVIL_DTYPE_BFLOAT16,
         ANVIL_DTYPE_INT32,   ANVIL_DTYPE_INT64,   ANVIL_DTYPE_UINT32,  ANVIL_DTYPE_UINT64};
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     for (int it = 0; it < 160; it++) {
         anvil_dtype dt = it < 60 ? ANVIL_DTYPE_FLOAT32 : dts[it % 8];
         int64_t M = 1 + rnd(7), K = 1 + rnd(9), N = 1 + rnd(7);
@@ -156,7 +156,7 @@ static void test_gemm_random(void **state) {
         }
         check_gemm(dt, M, K, N, rnd(2), rnd(2), alpha, beta, cr, cd, it % 10 == 0 ? pool : NULL);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 /* Zero-size K gives beta * C; beta = 0 ignores C entirely (NaN included, as ONNX Runtime). */
@@ -342,8 +342,8 @@ static void test_matmul_random(void **state) {
     (void)state;
     static const anvil_dtype dts[] = {ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_FLOAT64, ANVIL_DTYPE_FLOAT16,
                                       ANVIL_DTYPE_INT32,   ANVIL_DTYPE_INT64,   ANVIL_DTYPE_UINT64};
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     for (int it = 0; it < 200; it++) {
         anvil_dtype dt = it < 80 ? ANVIL_DTYPE_FLOAT32 : dts[it % 6];
         int ra = 1 + (int)rnd(4), rb = 1 + (int)rnd(4);
@@ -400,7 +400,7 @@ static void test_matmul_random(void **state) {
         free(at);
         free(bt);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 static void test_matmul_shapes_and_errors(void **state) {

@@ -43,7 +43,7 @@ static void *values(anvil_dtype dt, size_t n, double lo, double hi, double *as_d
 /* One BatchNormalization of X (dims, rank) in dtype xdt with parameters in pdt (scale/B) and mdt
  * (mean/var); spatial = false gives per-position parameters (opset 7). */
 static void check_bn(int opset, anvil_dtype xdt, anvil_dtype pdt, anvil_dtype mdt, int rank,
-                     const int64_t *dims, bool spatial, float eps, rt_pool *pool) {
+                     const int64_t *dims, bool spatial, float eps, core_pool *pool) {
     size_t nx = 1, per = 1;
     for (int d = 0; d < rank; d++) nx *= (size_t)dims[d];
     for (int d = 2; d < rank; d++) per *= (size_t)dims[d];
@@ -102,8 +102,8 @@ static void check_bn(int opset, anvil_dtype xdt, anvil_dtype pdt, anvil_dtype md
 
 static void test_bn_values(void **state) {
     (void)state;
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     const int64_t shapes[4][5] = {{3, 4}, {2, 3, 5}, {2, 3, 4, 5}, {1, 2, 3, 2, 4}};
     static const int opsets[] = {6, 7, 9, 14, 15};
     for (int r = 2; r <= 5; r++)
@@ -128,7 +128,7 @@ static void test_bn_values(void **state) {
              1e-5f, pool);
     check_bn(7, ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_FLOAT32, 2, shapes[0], false,
              1e-5f, NULL);
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 /* The batchnorm_example of the ONNX operator tests, computed by hand. */

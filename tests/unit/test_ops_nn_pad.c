@@ -167,8 +167,8 @@ static void test_pad_random(void **state) {
     static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
     static const anvil_dtype dts[] = {ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_INT64, ANVIL_DTYPE_BOOL,
                                       ANVIL_DTYPE_FLOAT16, ANVIL_DTYPE_UINT8, ANVIL_DTYPE_FLOAT64};
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     for (int it = 0; it < 300; it++) {
         int mode = (int)rnd(4), rank = 1 + (int)rnd(4);
         anvil_dtype dt = dts[it % 6];
@@ -236,7 +236,7 @@ static void test_pad_random(void **state) {
         free(x);
         free(want);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 /* ---- inference and errors ---------------------------------------------------------------------

@@ -247,7 +247,7 @@ static pool_cfg random_pool(bool max) {
     return c;
 }
 
-static void check_pool(const pool_cfg *c, bool max, anvil_dtype dt, rt_pool *pool) {
+static void check_pool(const pool_cfg *c, bool max, anvil_dtype dt, core_pool *pool) {
     int rank = c->nsp + 2;
     int64_t xd[5] = {c->N, c->C};
     for (int d = 0; d < c->nsp; d++) xd[d + 2] = c->in[d];
@@ -323,8 +323,8 @@ static void check_pool(const pool_cfg *c, bool max, anvil_dtype dt, rt_pool *poo
 
 static void test_maxpool_random(void **state) {
     (void)state;
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     for (int it = 0; it < 200; it++) {
         pool_cfg c = random_pool(true);
         static const anvil_dtype dts[] = {ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_FLOAT64,
@@ -333,13 +333,13 @@ static void test_maxpool_random(void **state) {
         check_pool(&c, true, it < 100 ? ANVIL_DTYPE_FLOAT32 : dts[it % 6],
                    it % 10 == 0 ? pool : NULL);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 static void test_averagepool_random(void **state) {
     (void)state;
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     for (int it = 0; it < 200; it++) {
         pool_cfg c = random_pool(false);
         static const anvil_dtype dts[] = {ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_FLOAT64,
@@ -347,7 +347,7 @@ static void test_averagepool_random(void **state) {
         check_pool(&c, false, it < 100 ? ANVIL_DTYPE_FLOAT32 : dts[it % 4],
                    it % 10 == 0 ? pool : NULL);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 /* ---- GlobalAveragePool ---------------------------------------------------------------------- */

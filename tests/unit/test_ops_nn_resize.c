@@ -398,8 +398,8 @@ static void test_resize_random(void **state) {
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                            "ceil"};
     static const float scale_set[] = {0.5f, 0.6f, 0.75f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f};
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(3, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(3, &pool), ANVIL_OK);
     for (int it = 0; it < 250; it++) {
         int rank = 3 + (int)rnd(2);
         const char *mode = modes[rnd(3)], *coord = coords[rnd(6)], *nm = nearests[rnd(4)];
@@ -528,7 +528,7 @@ static void test_resize_random(void **state) {
         free(want);
         free(xt);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 /* ---- dtypes ---------------------------------------------------------------------------------- */

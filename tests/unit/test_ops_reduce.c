@@ -417,8 +417,8 @@ static void check_threads(optest *t) {
     void *serial = malloc(bytes);
     memcpy(serial, t->out[0].data, bytes);
     memset(t->out[0].data, 0, bytes);
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(4, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(4, &pool), ANVIL_OK);
     op_ctx ctx = {.pool = pool};
     const op_tensor *ins[OPTEST_MAX_IO];
     op_tensor *outs[OPTEST_MAX_IO];
@@ -428,7 +428,7 @@ static void check_threads(optest *t) {
         op_get(optest_node(t)->op)->run(optest_node(t), ins, t->n_in, outs, t->n_out, &ctx),
         ANVIL_OK);
     assert_memory_equal(t->out[0].data, serial, bytes);
-    rt_pool_free(pool);
+    core_pool_free(pool);
     free(serial);
 }
 

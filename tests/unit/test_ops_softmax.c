@@ -257,8 +257,8 @@ static void test_threads(void **state) {
     size_t n = numel(dims, 3);
     float *x = malloc(n * sizeof *x), *serial = malloc(n * sizeof *serial);
     for (size_t i = 0; i < n; i++) x[i] = rnd_float(-10, 10);
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(4, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(4, &pool), ANVIL_OK);
     op_ctx ctx = {.pool = pool};
     for (int64_t axis = 0; axis < 3; axis++) {
         optest t;
@@ -275,7 +275,7 @@ static void test_threads(void **state) {
         assert_memory_equal(t.out[0].data, serial, n * sizeof(float));
         optest_end(&t);
     }
-    rt_pool_free(pool);
+    core_pool_free(pool);
     free(x);
     free(serial);
 }

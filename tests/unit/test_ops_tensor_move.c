@@ -978,8 +978,8 @@ static void test_gather_errors(void **state) {
 /* The kernels split rows across threads; with a real pool the bytes must match the serial run. */
 static void test_threaded(void **state) {
     (void)state;
-    rt_pool *pool;
-    assert_int_equal(rt_pool_create(4, &pool), ANVIL_OK);
+    core_pool *pool;
+    assert_int_equal(core_pool_create(4, &pool), ANVIL_OK);
     op_ctx ctx = {.pool = pool};
     int64_t xd[3] = {37, 19, 23};
     size_t n = numel(xd, 3);
@@ -1031,7 +1031,7 @@ static void test_threaded(void **state) {
 
     free(serial);
     free(x);
-    rt_pool_free(pool);
+    core_pool_free(pool);
 }
 
 /* The registry must dispatch to this family's implementations. Naming them here also makes the

@@ -27,8 +27,8 @@ static void mark(void *arg, size_t b, size_t e) {
 static void test_pool_covers_range_once(void **state) {
     (void)state;
     for (int threads = 1; threads <= 4; threads++) {
-        rt_pool *p;
-        assert_int_equal(rt_pool_create(threads, &p), ANVIL_OK);
+        core_pool *p;
+        assert_int_equal(core_pool_create(threads, &p), ANVIL_OK);
         op_ctx ctx = {p};
         size_t sizes[] = {0, 1, 2, 3, 7, 64, 1001};
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
@@ -40,7 +40,7 @@ static void test_pool_covers_range_once(void **state) {
                 free(hits);
             }
         }
-        rt_pool_free(p);
+        core_pool_free(p);
     }
 }
 

@@ -2,7 +2,7 @@
  * interpreter (op_subgraph_run), which also binds the outer-scope values a body reads. Output
  * shapes depend on which branch runs or how many iterations happen, so all three are
  * OP_DATA_DEPENDENT and allocate their outputs (op_output_alloc) once they know them. */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <stdlib.h>
 #include <string.h>

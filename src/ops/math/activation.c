@@ -1,9 +1,10 @@
-/* Activations: Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Clip. All are unary and
- * elementwise, so they reuse the unary driver and dtype lists of eltwise_common.h; each op is one
- * expression. NaN inputs give NaN outputs throughout (numpy's np.maximum/np.clip semantics,
+/* Activations: Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Clip; then PRelu, Elu, Selu,
+ * Celu, Softplus, Softsign, Mish, Gelu, Swish, Shrink and ThresholdedRelu. All but PRelu are unary
+ * and elementwise, so they reuse the unary driver and dtype lists of eltwise_common.h; each op is
+ * one expression. NaN inputs give NaN outputs throughout (numpy's np.maximum/np.clip semantics,
  * which the ONNX reference implementation and ONNX Runtime share): the comparisons below are
  * written so that a NaN fails them and passes through unchanged. */
-#include "eltwise_common.h"
+#include "ops/eltwise_common.h"
 
 #include <float.h>
 #include <math.h>
@@ -247,3 +248,315 @@ const op_impl op_impl_clip = {.min_inputs = 1,
                               .check = act_check_clip,
                               .infer = act_infer_clip,
                               .run = act_run_clip};
+
+/* ==== PRelu, Elu, Selu, Celu, Softplus, Softsign, Mish, Gelu, Swish, Shrink, ThresholdedRelu ===
+ * PRelu is binary (the slope broadcasts to X); the rest are unary and follow the pattern above:
+ * attributes parsed once into an op_elt_param, one
+ * expression per op, run by the unary driver of eltwise_common.h. Expressions are written so that
+ * NaN inputs give NaN outputs (numpy's behaviour, which the ONNX reference shares), and use
+ * expm1/log1p where e^x - 1 or log(1 + y) would lose precision near zero. */
+
+/* ---- scalar helpers, one per float type (picked with _Generic) ----------------------------- */
+
+/* Softplus log(1 + e^x) without overflowing e^x for large x. */
+static inline float act2_softplus_f(float x) {
+    return x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
+static inline double act2_softplus_d(double x) {
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+#define ACT2_SOFTPLUS(v) _Generic((v), double : act2_softplus_d, default : act2_softplus_f)(v)
+
+/* Celu max(0, x) + min(0, alpha * (e^(x/alpha) - 1)); NaN stays NaN. */
+static inline float act2_celu_f(float x, float a) {
+    float neg = a * expm1f(x / a);
+    return (x > 0 ? x : 0.0f) + (neg < 0 ? neg : (neg >= 0 ? 0.0f : neg));
+}
+static inline double act2_celu_d(double x, double a) {
+    double neg = a * expm1(x / a);
+    return (x > 0 ? x : 0.0) + (neg < 0 ? neg : (neg >= 0 ? 0.0 : neg));
+}
+#define ACT2_CELU(v, a) _Generic((v), double : act2_celu_d, default : act2_celu_f)((v), (a))
+
+/* Gelu: exact with erf, or the tanh approximation. */
+static inline float act2_gelu_f(float x, bool tanh_approx) {
+    if (tanh_approx) {
+        const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+        return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+    }
+    return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+}
+static inline double act2_gelu_d(double x, bool tanh_approx) {
+    if (tanh_approx) {
+        const double k = 0.7978845608028654; /* sqrt(2 / pi) */
+        return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+}
+#define ACT2_GELU(v, t) _Generic((v), double : act2_gelu_d, default : act2_gelu_f)((v), (t))
+
+/* ---- expressions: p->alpha, p->beta and p->has_lo carry each op's attributes --------------- */
+
+#define ELU_E(C, v, p) ((v) < 0 ? (C)(p)->alpha * ELT_MATH(expm1, (v)) : (v))
+/* alpha = Selu's alpha, beta = its gamma */
+#define SELU_E(C, v, p)                                                                            \
+    ((v) > 0 ? (C)(p)->beta * (v) : (C)(p)->beta * ((C)(p)->alpha * ELT_MATH(expm1, (v))))
+#define CELU_E(C, v, p) ACT2_CELU((v), (C)(p)->alpha)
+#define SOFTPLUS_E(C, v, p) ACT2_SOFTPLUS(v)
+#define SOFTSIGN_E(C, v, p) ((v) / ((C)1 + ELT_MATH(fabs, (v))))
+#define MISH_E(C, v, p) ((v)*ELT_MATH(tanh, ACT2_SOFTPLUS(v)))
+/* has_lo: approximate = "tanh" */
+#define GELU_E(C, v, p) ACT2_GELU((v), (p)->has_lo)
+#define SWISH_E(C, v, p) ((v)*OP_ELT_SIGMOID((C)(p)->alpha * (v)))
+/* alpha = lambd, beta = bias */
+#define SHRINK_E(C, v, p)                                                                          \
+    ((v) < -(C)(p)->alpha ? (v) + (C)(p)->beta : ((v) > (C)(p)->alpha ? (v) - (C)(p)->beta : (C)0))
+#define THRELU_E(C, v, p) ((v) > (C)(p)->alpha ? (v) : ((v) <= (C)(p)->alpha ? (C)0 : (v)))
+
+ELT_FLOAT_TYPES(ELT_DEF_ROW1, elu, ELU_E)
+ELT_FLOAT_TYPES(ELT_DEF_ROW1, selu, SELU_E)
+ELT_FLOAT_TYPES(ELT_DEF_ROW1, celu, CELU_E)
+ELT_FLOAT_TYPES(ELT_DEF_ROW1, softplus, SOFTPLUS_E)
+ELT_FLOAT_TYPES(ELT_DEF_ROW1, softsign, SOFTSIGN_E)
+ELT_FLOAT_TYPES(ELT_DEF_ROW1, mish, MISH_E)
+ELT_FLOAT_TYPES(ELT_DEF_ROW1, gelu, GELU_E)
+ELT_FLOAT_TYPES(ELT_DEF_ROW1, swish, SWISH_E)
+ELT_FLOAT_TYPES(ELT_DEF_ROW1, shrink, SHRINK_E)
+ELT_FLOAT_TYPES(ELT_DEF_ROW1, thresholdedrelu, THRELU_E)
+
+/* Shrink on integers computes in double (lambd and bias are floats) and converts back with
+ * truncation toward zero, the defined float -> integer conversion of eltwise_common.h. */
+#define ACT2_SHRINK_INT(op, EXPR, tag, DT, T, C, LD, ST)                                           \
+    static inline T shrink_store_##tag(double v) {                                                 \
+        return (T)(ST(v));                                                                         \
+    }                                                                                              \
+    ELT_DEF_ROW1(op, EXPR, tag, DT, T, double, ELT_ID, shrink_store_##tag)
+#define ACT2_INT_TYPES_D(X, op, EXPR)                                                              \
+    X(op, EXPR, i8, INT8, int8_t, double, ELT_ID, op_elt_f2i64)                                    \
+    X(op, EXPR, i16, INT16, int16_t, double, ELT_ID, op_elt_f2i64)                                 \
+    X(op, EXPR, i32, INT32, int32_t, double, ELT_ID, op_elt_f2i64)                                 \
+    X(op, EXPR, i64, INT64, int64_t, double, ELT_ID, op_elt_f2i64)                                 \
+    X(op, EXPR, u8, UINT8, uint8_t, double, ELT_ID, op_elt_f2u64)                                  \
+    X(op, EXPR, u16, UINT16, uint16_t, double, ELT_ID, op_elt_f2u64)                               \
+    X(op, EXPR, u32, UINT32, uint32_t, double, ELT_ID, op_elt_f2u64)                               \
+    X(op, EXPR, u64, UINT64, uint64_t, double, ELT_ID, op_elt_f2u64)
+ACT2_INT_TYPES_D(ACT2_SHRINK_INT, shrink, SHRINK_E)
+
+#define ACT2_TABLE(op)                                                                             \
+    static const op_elt_row1 op##_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, op, _)};
+ACT2_TABLE(elu)
+ACT2_TABLE(selu)
+ACT2_TABLE(celu)
+ACT2_TABLE(softplus)
+ACT2_TABLE(softsign)
+ACT2_TABLE(mish)
+ACT2_TABLE(gelu)
+ACT2_TABLE(swish)
+ACT2_TABLE(thresholdedrelu)
+/* Shrink's schema has no bfloat16; anvil accepts it anyway, computed like float16. */
+static const op_elt_row1 shrink_rows[ELT_DTYPE_SLOTS] = {
+    ELT_FLOAT_TYPES(ELT_ROW_ENTRY, shrink, _) ACT2_INT_TYPES_D(ELT_ROW_ENTRY, shrink, _)};
+
+/* ---- the unary ops ------------------------------------------------------------------------- */
+
+static const op_elt_row1 *act2_rows(ir_op op, uint32_t *mask) {
+    *mask = ELT_MASK_FLOAT;
+    switch (op) {
+    case IR_OP_ELU:
+        return elu_rows;
+    case IR_OP_SELU:
+        return selu_rows;
+    case IR_OP_CELU:
+        return celu_rows;
+    case IR_OP_SOFTPLUS:
+        return softplus_rows;
+    case IR_OP_SOFTSIGN:
+        return softsign_rows;
+    case IR_OP_MISH:
+        return mish_rows;
+    case IR_OP_GELU:
+        return gelu_rows;
+    case IR_OP_SWISH:
+        return swish_rows;
+    case IR_OP_SHRINK:
+        *mask = ELT_MASK_NUMERIC;
+        return shrink_rows;
+    case IR_OP_THRESHOLDEDRELU:
+        return thresholdedrelu_rows;
+    default:
+        *mask = 0;
+        return NULL;
+    }
+}
+
+/* A float attribute that must be finite. */
+static anvil_status act2_float(const ir_node *n, const char *name, float dflt, double *out) {
+    float v;
+    CORE_TRY(ir_attr_float(n, name, dflt, &v));
+    if (!isfinite(v))
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute '%s' is %g but must be a finite number", ir_node_label(n),
+                        name, (double)v);
+    *out = v;
+    return ANVIL_OK;
+}
+
+static anvil_status act2_check(ir_graph *g, ir_node *n) {
+    op_elt_param *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    switch (n->op) {
+    case IR_OP_ELU:
+        CORE_TRY(act2_float(n, "alpha", 1.0f, &p->alpha));
+        break;
+    case IR_OP_SELU:
+        CORE_TRY(act2_float(n, "alpha", 1.67326319217681884765625f, &p->alpha));
+        CORE_TRY(act2_float(n, "gamma", 1.05070102214813232421875f, &p->beta));
+        break;
+    case IR_OP_CELU:
+        CORE_TRY(op_elt_require_opset(n, 12));
+        CORE_TRY(act2_float(n, "alpha", 1.0f, &p->alpha));
+        if (p->alpha == 0)
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: attribute 'alpha' is 0, but Celu divides by it; use a nonzero "
+                            "alpha (default 1.0)",
+                            ir_node_label(n));
+        break;
+    case IR_OP_MISH:
+        CORE_TRY(op_elt_require_opset(n, 18));
+        break;
+    case IR_OP_GELU: {
+        CORE_TRY(op_elt_require_opset(n, 20));
+        const char *approx;
+        CORE_TRY(ir_attr_string(n, "approximate", "none", &approx));
+        if (strcmp(approx, "tanh") == 0)
+            p->has_lo = true;
+        else if (strcmp(approx, "none") != 0)
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: attribute 'approximate' is \"%.64s\" but must be \"none\" or "
+                            "\"tanh\"",
+                            ir_node_label(n), approx);
+        break;
+    }
+    case IR_OP_SWISH:
+        CORE_TRY(op_elt_require_opset(n, 24));
+        CORE_TRY(act2_float(n, "alpha", 1.0f, &p->alpha));
+        break;
+    case IR_OP_SHRINK:
+        CORE_TRY(op_elt_require_opset(n, 9));
+        CORE_TRY(act2_float(n, "lambd", 0.5f, &p->alpha));
+        CORE_TRY(act2_float(n, "bias", 0.0f, &p->beta));
+        break;
+    case IR_OP_THRESHOLDEDRELU:
+        CORE_TRY(op_elt_require_opset(n, 10));
+        CORE_TRY(act2_float(n, "alpha", 1.0f, &p->alpha));
+        break;
+    default:
+        break;
+    }
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status act2_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                               op_tinfo *out, int n_out) {
+    (void)g;
+    uint32_t mask;
+    act2_rows(n->op, &mask);
+    return op_elt_unary_infer(n, in, n_in, out, n_out, mask);
+}
+
+static anvil_status act2_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                             op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    uint32_t mask;
+    const op_elt_row1 *rows = act2_rows(n->op, &mask);
+    op_elt_row1 fn = rows && (unsigned)in[0]->dtype < ELT_DTYPE_SLOTS ? rows[in[0]->dtype] : NULL;
+    return op_elt_unary_run(n, in[0], out[0], fn, n->params, ctx);
+}
+
+#define ACT2_IMPL(op)                                                                              \
+    const op_impl op_impl_##op = {.min_inputs = 1,                                                 \
+                                  .max_inputs = 1,                                                 \
+                                  .min_outputs = 1,                                                \
+                                  .max_outputs = 1,                                                \
+                                  .flags = OP_INPLACE_0,                                           \
+                                  .check = act2_check,                                             \
+                                  .infer = act2_infer,                                             \
+                                  .run = act2_run};
+
+ACT2_IMPL(elu)
+ACT2_IMPL(selu)
+ACT2_IMPL(celu)
+ACT2_IMPL(softplus)
+ACT2_IMPL(softsign)
+ACT2_IMPL(mish)
+ACT2_IMPL(gelu)
+ACT2_IMPL(swish)
+ACT2_IMPL(shrink)
+ACT2_IMPL(thresholdedrelu)
+
+/* ---- PRelu ---------------------------------------------------------------------------------
+ *
+ * y = x < 0 ? slope * x : x, where slope broadcasts to X's shape in one direction (opset 7 on): the
+ * output always has X's shape. Integer products wrap (computed in uint64_t) instead of overflowing;
+ * on unsigned types nothing is negative, so PRelu is the identity there. */
+
+#define PRELU_F(C, u, v) ((u) < 0 ? (v) * (u) : (u))
+#define PRELU_S(C, u, v) ((u) < 0 ? (C)((uint64_t)(v) * (uint64_t)(u)) : (u))
+#define PRELU_U(C, u, v) ((void)(v), (u))
+#define PRELU_DEF(op, EXPR, tag, DT, T, C, LD, ST)                                                 \
+    ELT_DEF_ROW2_TO(prelu_row_##tag, EXPR, T, C, LD, T, ST)
+#define PRELU_ENTRY(op, EXPR, tag, DT, T, C, LD, ST) [ANVIL_DTYPE_##DT] = prelu_row_##tag,
+ELT_FLOAT_TYPES(PRELU_DEF, prelu, PRELU_F)
+PRELU_DEF(prelu, PRELU_S, i32, INT32, int32_t, int32_t, ELT_ID, ELT_ID)
+PRELU_DEF(prelu, PRELU_S, i64, INT64, int64_t, int64_t, ELT_ID, ELT_ID)
+PRELU_DEF(prelu, PRELU_U, u32, UINT32, uint32_t, uint32_t, ELT_ID, ELT_ID)
+PRELU_DEF(prelu, PRELU_U, u64, UINT64, uint64_t, uint64_t, ELT_ID, ELT_ID)
+static const op_elt_row2 prelu_rows[ELT_DTYPE_SLOTS] = {
+    ELT_FLOAT_TYPES(PRELU_ENTRY, prelu, _)[ANVIL_DTYPE_INT32] = prelu_row_i32,
+    [ANVIL_DTYPE_INT64] = prelu_row_i64, [ANVIL_DTYPE_UINT32] = prelu_row_u32,
+    [ANVIL_DTYPE_UINT64] = prelu_row_u64};
+#define ACT2_MASK_PRELU                                                                            \
+    (ELT_MASK_FLOAT | (1u << ANVIL_DTYPE_INT32) | (1u << ANVIL_DTYPE_INT64) |                      \
+     (1u << ANVIL_DTYPE_UINT32) | (1u << ANVIL_DTYPE_UINT64))
+
+static anvil_status act2_infer_prelu(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                     int n_in, op_tinfo *out, int n_out) {
+    ir_shape b;
+    CORE_TRY(op_elt_binary_infer(n, in, n_in, out, n_out, ACT2_MASK_PRELU, ANVIL_DTYPE_UNDEFINED));
+    b = out[0].shape;
+    const ir_shape *x = &in[0].shape, *s = &in[1].shape;
+    bool ok = x->rank < 0 || b.rank < 0 || b.rank == x->rank;
+    for (int d = 0; ok && x->rank >= 0 && b.rank == x->rank && d < x->rank; d++)
+        if (x->d[d] >= 0 && b.d[d] >= 0 && x->d[d] != b.d[d]) ok = false;
+    if (!ok) {
+        char bx[128], bs[128];
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: input 1 (slope) has shape %s, which does not broadcast to X's "
+                        "shape "
+                        "%s (PRelu broadcasts the slope to X in one direction only)",
+                        ir_node_label(n), ir_shape_str(g, s, bs, sizeof bs),
+                        ir_shape_str(g, x, bx, sizeof bx));
+    }
+    out[0].shape = *x;
+    return ANVIL_OK;
+}
+
+static anvil_status act2_run_prelu(const ir_node *n, const op_tensor *const *in, int n_in,
+                                   op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    anvil_dtype dt = in[0]->dtype;
+    op_elt_row2 fn = (unsigned)dt < ELT_DTYPE_SLOTS && in[1]->dtype == dt ? prelu_rows[dt] : NULL;
+    return op_elt_binary_run(n, in[0], in[1], out[0], fn, ctx);
+}
+
+const op_impl op_impl_prelu = {.min_inputs = 2,
+                               .max_inputs = 2,
+                               .min_outputs = 1,
+                               .max_outputs = 1,
+                               .flags = OP_INPLACE_0,
+                               .check = op_elt_check_none,
+                               .infer = act2_infer_prelu,
+                               .run = act2_run_prelu};

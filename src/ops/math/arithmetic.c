@@ -7,7 +7,7 @@
  * so the per-dtype kernels are one tight loop each and the equal-shape and scalar cases need no
  * special code outside the row functions. The kernels themselves are generated from the dtype
  * lists in eltwise_common.h with one expression per op, so adding a dtype touches one line. */
-#include "eltwise_common.h"
+#include "ops/eltwise_common.h"
 
 #include <math.h>
 #include <stdio.h>

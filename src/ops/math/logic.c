@@ -6,7 +6,7 @@
  * write BOOL (one byte, 0 or 1) whatever the input dtype, so their row functions are generated with
  * the output type apart from the operands' type. Where has three operands and elements of any size,
  * so it has its own small broadcasting walker. CastLike reuses Cast's kernel. */
-#include "eltwise_common.h"
+#include "ops/eltwise_common.h"
 
 #include <math.h>
 #include <string.h>

@@ -10,7 +10,7 @@
  * accumulator of its output position: no transposes, and any set of axes works the same way.
  * Floats accumulate in double; integer sums, products, extrema and squares accumulate in 64-bit
  * integers (wrapping as the storage type would), so integer results are exact. */
-#include "reduce_common.h"
+#include "ops/reduce_common.h"
 
 #include <float.h>
 #include <stdlib.h>

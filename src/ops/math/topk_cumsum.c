@@ -9,7 +9,7 @@
  * CumSum (opset 11, 14) and CumProd (26): the axis is a 0-D or one-element 1-D INT32/INT64 input;
  * `exclusive` shifts the scan by one (the first output is the identity), `reverse` scans from the
  * end. Floats accumulate in double, integers in wrapping 64-bit arithmetic. */
-#include "reduce_common.h"
+#include "ops/reduce_common.h"
 
 #include <stdlib.h>
 #include <string.h>

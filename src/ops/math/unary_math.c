@@ -5,7 +5,7 @@
  * Everything runs on the drivers of eltwise_common.h: a unary op is one expression per dtype, a
  * binary op one row function per dtype. f16 and bf16 compute in float, as ONNX Runtime does. The
  * libm functions are used as they are; faster vectorised variants belong in kernels/. */
-#include "eltwise_common.h"
+#include "ops/eltwise_common.h"
 
 #include <math.h>
 #include <string.h>

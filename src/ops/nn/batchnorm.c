@@ -10,7 +10,7 @@
  * opset <= 7 has `spatial` (0: one parameter per channel *and* spatial position), opset 9 drops
  * it, 14 adds training_mode and lets mean/var have their own float type, 15 lets scale/B have
  * theirs. */
-#include "nn_common.h"
+#include "ops/nn_common.h"
 
 typedef struct bn_params {
     float epsilon;

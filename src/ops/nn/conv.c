@@ -8,7 +8,7 @@
  * materialised, and the same loop serves 1-D to 6-D and both ops. Work is split by output plane
  * (batch x output channel): each plane is written by exactly one task, so the scatter of the
  * transposed convolution needs no synchronisation. */
-#include "nn_common.h"
+#include "ops/nn_common.h"
 
 typedef struct conv_params {
     nn_window win;

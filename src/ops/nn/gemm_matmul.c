@@ -10,7 +10,7 @@
  * Integer types accumulate in unsigned arithmetic of the same width, which gives the two's
  * complement wrap-around ONNX Runtime produces without the undefined behaviour of signed overflow.
  * Gemm on integers accepts only integral alpha/beta. */
-#include "nn_common.h"
+#include "ops/nn_common.h"
 
 typedef struct gemm_params {
     bool trans_a, trans_b;

@@ -8,7 +8,7 @@
  * function bodies define it. SoftmaxCrossEntropyLoss first takes log-softmax over the class axis
  * (subtracting each line's maximum first) and can return it as its second output. Sums are in
  * double. */
-#include "reduce_common.h"
+#include "ops/reduce_common.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
  *   - Group: rows are (n, g), a row is C/G channels of spatial blocks. Opset 18 has one scale per
  *     group; opset 21 changed that to one per channel.
  * Statistics are computed in double whatever stash_type says: at least as precise as asked. */
-#include "reduce_common.h"
+#include "ops/reduce_common.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,7 +10,7 @@
  * index to its source index (or -1 for the constant), built once per run; rows are then filled
  * with one memcpy for the copied middle and per-element moves for the padded ends. Work is split
  * by output row (all dims but the last). */
-#include "nn_common.h"
+#include "ops/nn_common.h"
 
 typedef enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
 

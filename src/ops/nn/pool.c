@@ -1,5 +1,5 @@
-/* MaxPool, AveragePool and GlobalAveragePool: attribute checking, shape inference and the
- * reference kernels.
+/* MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, LpPool and MaxUnpool: attribute checking,
+ * shape inference and the reference kernels.
  *
  * Windows are never padded in memory. For each output position the taps that fall inside the
  * input form a box (per dim a contiguous run of kernel indices, found with nn_valid_range), so the
@@ -9,7 +9,11 @@
  * reference). NaN inputs are skipped by MaxPool's comparison (as ONNX Runtime does); a window with
  * no real element (possible only with dilation and large pads) yields -inf and the index of its
  * first tap. Work is split by (batch, channel) plane. */
-#include "nn_common.h"
+#include "ops/nn_common.h"
+#include "ops/reduce_common.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 typedef struct pool_params {
     nn_window win;
@@ -382,3 +386,322 @@ const op_impl op_impl_globalaveragepool = {.min_inputs = 1,
                                            .check = globalaveragepool_check,
                                            .infer = globalaveragepool_infer,
                                            .run = globalaveragepool_run};
+
+/* ==== GlobalMaxPool, LpPool and MaxUnpool =====================================================
+ * LpPool reuses the window geometry of nn_common.h (kernel, strides, pads, auto_pad, and
+ * from opset 18 dilations and ceil_mode). Padding contributes zeros, which leave an Lp sum
+ * unchanged, so only taps inside the input are visited. MaxUnpool scatters each input value to
+ * the flat output position its index names (the indices MaxPool produced, which count over the
+ * whole N x C x spatial tensor); everything else is zero. */
+
+/* ---- GlobalMaxPool --------------------------------------------------------------------------- */
+
+static anvil_status gmp_check(ir_graph *g, ir_node *n) {
+    (void)g;
+    (void)n;
+    return ANVIL_OK;
+}
+
+static anvil_status gmp_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                              op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    CORE_TRY(red_require(n, 0, in[0].dtype, RED_MASK_FLOAT));
+    const ir_shape *x = &in[0].shape;
+    out[0].dtype = in[0].dtype;
+    out[0].shape = *x;
+    if (x->rank < 0) return ANVIL_OK;
+    if (x->rank < 2)
+        return core_err(ANVIL_ERR_SHAPE, "%s: input 0 must have rank >= 2 (N, C, ...), got %d",
+                        ir_node_label(n), x->rank);
+    for (int d = 2; d < x->rank; d++) {
+        if (x->d[d] == 0)
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: spatial dim %d of input 0 is 0; the maximum of an empty window "
+                            "does not exist",
+                            ir_node_label(n), d);
+        out[0].shape.d[d] = 1;
+        out[0].shape.sym[d] = -1;
+    }
+    return ANVIL_OK;
+}
+
+static anvil_status gmp_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n;
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    const op_tensor *x = in[0];
+    size_t planes = (size_t)x->dims[0] * (size_t)x->dims[1];
+    size_t sp = planes ? op_tensor_numel(x) / planes : 0;
+    for (size_t pl = 0; pl < planes; pl++) {
+        size_t best = pl * sp;
+        for (size_t e = 1; e < sp; e++)
+            if (red_cmp(x->dtype, x->data, pl * sp + e, best) > 0) best = pl * sp + e;
+        core_store_f64(x->dtype, out[0]->data, pl, core_load_f64(x->dtype, x->data, best));
+    }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_globalmaxpool = {.min_inputs = 1,
+                                       .max_inputs = 1,
+                                       .min_outputs = 1,
+                                       .max_outputs = 1,
+                                       .check = gmp_check,
+                                       .infer = gmp_infer,
+                                       .run = gmp_run};
+
+/* ---- LpPool ---------------------------------------------------------------------------------- */
+
+typedef struct lpp_params {
+    nn_window win;
+    int64_t p;
+} lpp_params;
+
+static anvil_status lpp_check(ir_graph *g, ir_node *n) {
+    lpp_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    CORE_TRY(nn_window_parse(n, true, n->opset >= 18, n->opset >= 18, &p->win));
+    CORE_TRY(ir_attr_int(n, "p", 2, &p->p));
+    if (p->p < 1 || p->p > 64)
+        return core_err(ANVIL_ERR_UNSUPPORTED, "%s: attribute 'p' is %lld; anvil supports 1..64",
+                        ir_node_label(n), (long long)p->p);
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status lpp_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                              op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    const lpp_params *p = n->params;
+    CORE_TRY(red_require(n, 0, in[0].dtype, RED_MASK_FLOAT));
+    const ir_shape *x = &in[0].shape;
+    out[0].dtype = in[0].dtype;
+    ir_shape_unknown(&out[0].shape);
+    if (x->rank < 0) return ANVIL_OK;
+    nn_geom geo;
+    CORE_TRY(nn_window_resolve(n, &p->win, x->rank - 2, &x->d[2], p->win.kernel, true, &geo));
+    ir_shape *o = &out[0].shape;
+    nn_shape_unknown_dims(o, x->rank);
+    for (int d = 0; d < 2; d++) {
+        o->d[d] = x->d[d];
+        o->sym[d] = x->sym[d];
+    }
+    for (int d = 0; d < geo.nsp; d++) o->d[d + 2] = geo.out[d];
+    return ANVIL_OK;
+}
+
+static anvil_status lpp_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    const lpp_params *p = n->params;
+    const op_tensor *x = in[0];
+    op_tensor *y = out[0];
+    anvil_dtype dt = x->dtype;
+    int nsp = x->rank - 2;
+    nn_geom g;
+    CORE_TRY(nn_window_resolve(n, &p->win, nsp, &x->dims[2], p->win.kernel, true, &g));
+    size_t planes = (size_t)x->dims[0] * (size_t)x->dims[1];
+    size_t in_sp = (size_t)nn_prod(nsp, g.in), out_sp = (size_t)nn_prod(nsp, g.out);
+    size_t taps = (size_t)nn_prod(nsp, g.kernel);
+    int64_t istr[NN_MAX_SPATIAL];
+    nn_strides(nsp, g.in, istr);
+    double pw = (double)p->p;
+    for (size_t pl = 0; pl < planes; pl++) {
+        for (size_t o = 0; o < out_sp; o++) {
+            int64_t oc[NN_MAX_SPATIAL];
+            size_t rem = o;
+            for (int d = nsp - 1; d >= 0; d--) {
+                oc[d] = (int64_t)(rem % (size_t)g.out[d]);
+                rem /= (size_t)g.out[d];
+            }
+            double s = 0;
+            for (size_t t = 0; t < taps; t++) {
+                size_t trem = t;
+                int64_t off = 0;
+                bool inside = true;
+                for (int d = nsp - 1; d >= 0; d--) {
+                    int64_t k = (int64_t)(trem % (size_t)g.kernel[d]);
+                    trem /= (size_t)g.kernel[d];
+                    int64_t q = oc[d] * g.stride[d] - g.pad_begin[d] + k * g.dil[d];
+                    if (q < 0 || q >= g.in[d]) inside = false;
+                    off += q * istr[d];
+                }
+                if (!inside) continue;
+                double v = fabs(core_load_f64(dt, x->data, pl * in_sp + (size_t)off));
+                s += p->p == 1 ? v : p->p == 2 ? v * v : pow(v, pw);
+            }
+            double r = p->p == 1 ? s : p->p == 2 ? sqrt(s) : pow(s, 1.0 / pw);
+            core_store_f64(dt, y->data, pl * out_sp + o, r);
+        }
+    }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_lppool = {.min_inputs = 1,
+                                .max_inputs = 1,
+                                .min_outputs = 1,
+                                .max_outputs = 1,
+                                .check = lpp_check,
+                                .infer = lpp_infer,
+                                .run = lpp_run};
+
+/* ---- MaxUnpool ------------------------------------------------------------------------------- */
+
+typedef struct unp_params {
+    nn_window win;
+} unp_params;
+
+static anvil_status unp_check(ir_graph *g, ir_node *n) {
+    if (n->opset < 9)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: MaxUnpool exists from opset 9, the model imports opset %d; raise the "
+                        "model's opset",
+                        ir_node_label(n), n->opset);
+    unp_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    CORE_TRY(nn_window_parse(n, true, false, false, &p->win));
+    if (p->win.auto_pad != NN_PAD_NOTSET)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: MaxUnpool has no 'auto_pad' attribute; give explicit 'pads'",
+                        ir_node_label(n));
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status unp_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                              op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_out;
+    const unp_params *p = n->params;
+    CORE_TRY(red_require(n, 0, in[0].dtype, RED_MASK_FLOAT));
+    if (in[1].dtype != ANVIL_DTYPE_INT64)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: input 1 (I) must be INT64 but is %s",
+                        ir_node_label(n), anvil_dtype_name(in[1].dtype));
+    const ir_shape *x = &in[0].shape;
+    out[0].dtype = in[0].dtype;
+    ir_shape_unknown(&out[0].shape);
+    if (x->rank >= 0 && in[1].shape.rank >= 0 && !ir_shape_equal(x, &in[1].shape) &&
+        ir_shape_is_static(x) && ir_shape_is_static(&in[1].shape))
+        return core_err(ANVIL_ERR_SHAPE, "%s: input 1 (I) must have the shape of input 0 (X)",
+                        ir_node_label(n));
+    bool has_shape = n_in > 2 && n->inputs[2] != IR_NONE;
+    if (has_shape) {
+        if (!in[2].value) return ANVIL_OK;
+        int64_t dims[IR_MAX_RANK];
+        size_t count = 0;
+        CORE_TRY(op_value_ints(n, 2, &in[2], dims, IR_MAX_RANK, &count));
+        if (x->rank >= 0 && (int)count != x->rank)
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: input 2 (output_shape) has %zu values but input 0 has rank %d",
+                            ir_node_label(n), count, x->rank);
+        for (size_t i = 0; i < count; i++)
+            if (dims[i] < 0)
+                return core_err(ANVIL_ERR_SHAPE, "%s: output_shape[%zu] is %lld; it must be >= 0",
+                                ir_node_label(n), i, (long long)dims[i]);
+        ir_shape_set(&out[0].shape, (int)count, dims);
+        return ANVIL_OK;
+    }
+    if (x->rank < 0) return ANVIL_OK;
+    int nsp = x->rank - 2, wn = nn_window_nsp(&p->win);
+    if (nsp < 1 || wn != nsp)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: input 0 has %d spatial dims but kernel_shape describes %d",
+                        ir_node_label(n), nsp, wn);
+    ir_shape *o = &out[0].shape;
+    *o = *x;
+    for (int d = 0; d < nsp; d++) {
+        int64_t xd = x->d[d + 2];
+        o->sym[d + 2] = -1;
+        if (xd < 0) {
+            o->d[d + 2] = IR_DIM_UNKNOWN;
+            continue;
+        }
+        int64_t s = p->win.n_strides ? p->win.strides[d] : 1;
+        int64_t pb = p->win.n_pads ? p->win.pads[d] : 0,
+                pe = p->win.n_pads ? p->win.pads[nsp + d] : 0;
+        int64_t v;
+        if (!core_mul_i64(xd - 1, s, &v) || !core_add_i64(v, p->win.kernel[d] - pb - pe, &v) ||
+            v < 0)
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: spatial dim %d: (in - 1) * stride + kernel - pads is out of range",
+                            ir_node_label(n), d);
+        o->d[d + 2] = v;
+    }
+    return ANVIL_OK;
+}
+
+static anvil_status unp_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    const op_tensor *x = in[0], *idx = in[1];
+    op_tensor *y = out[0];
+    size_t nx = op_tensor_numel(x), ny = op_tensor_numel(y);
+    if (op_tensor_numel(idx) != nx)
+        return core_err(ANVIL_ERR_RUNTIME, "%s: input 1 (I) has %zu elements, input 0 has %zu",
+                        ir_node_label(n), op_tensor_numel(idx), nx);
+    /* The indices count over the shape MaxPool saw: the default output shape. An explicit
+     * output_shape places that block at the start of every dim (the rest stays zero). */
+    const unp_params *p = n->params;
+    int nsp = x->rank - 2;
+    if (nsp < 1 || nn_window_nsp(&p->win) != nsp)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: input 0 has %d spatial dims but kernel_shape describes %d",
+                        ir_node_label(n), nsp, nn_window_nsp(&p->win));
+    int64_t inf[IR_MAX_RANK];
+    inf[0] = x->dims[0];
+    inf[1] = x->dims[1];
+    for (int d = 0; d < nsp; d++) {
+        int64_t s = p->win.n_strides ? p->win.strides[d] : 1;
+        int64_t pb = p->win.n_pads ? p->win.pads[d] : 0;
+        int64_t pe = p->win.n_pads ? p->win.pads[nsp + d] : 0;
+        inf[d + 2] = (x->dims[d + 2] - 1) * s + p->win.kernel[d] - pb - pe;
+    }
+    if (y->rank != x->rank)
+        return core_err(ANVIL_ERR_RUNTIME, "%s: output rank %d differs from input rank %d",
+                        ir_node_label(n), y->rank, x->rank);
+    for (int d = 0; d < y->rank; d++)
+        if (inf[d] > y->dims[d])
+            return core_err(ANVIL_ERR_RUNTIME,
+                            "%s: output_shape dim %d is %lld, smaller than the unpooled size "
+                            "%lld; give an output_shape at least (in - 1) * stride + kernel - pads",
+                            ir_node_label(n), d, (long long)y->dims[d], (long long)inf[d]);
+    size_t ninf;
+    if (!core_numel(inf, x->rank, &ninf))
+        return core_err(ANVIL_ERR_RUNTIME, "%s: unpooled size overflows", ir_node_label(n));
+    size_t es = anvil_dtype_size(y->dtype);
+    if (ny) memset(y->data, 0, ny * es);
+    const int64_t *ip = idx->data;
+    for (size_t i = 0; i < nx; i++) {
+        if (ip[i] < 0 || (uint64_t)ip[i] >= ninf)
+            return core_err(ANVIL_ERR_RUNTIME,
+                            "%s: index %lld at position %zu of input 1 is outside the unpooled "
+                            "tensor (%zu elements)",
+                            ir_node_label(n), (long long)ip[i], i, ninf);
+        size_t rem = (size_t)ip[i], off = 0, st = 1;
+        for (int d = x->rank - 1; d >= 0; d--) {
+            off += (rem % (size_t)inf[d]) * st;
+            rem /= (size_t)inf[d];
+            st *= (size_t)y->dims[d];
+        }
+        memcpy((char *)y->data + off * es, (const char *)x->data + i * es, es);
+    }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_maxunpool = {.min_inputs = 2,
+                                   .max_inputs = 3,
+                                   .min_outputs = 1,
+                                   .max_outputs = 1,
+                                   .value_inputs = 1u << 2,
+                                   .check = unp_check,
+                                   .infer = unp_infer,
+                                   .run = unp_run};

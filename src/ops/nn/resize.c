@@ -19,7 +19,7 @@
  * scale * in), so rounding decisions of the nearest modes agree with its test data. Opset 10 has
  * no coordinate or nearest-mode attributes: it behaves as asymmetric coordinates with ONNX
  * Runtime's legacy nearest rule (floor when upsampling an axis, ceil when downsampling it). */
-#include "nn_common.h"
+#include "ops/nn_common.h"
 
 typedef enum { RS_NEAREST, RS_LINEAR, RS_CUBIC } rs_mode;
 

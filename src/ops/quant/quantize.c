@@ -14,7 +14,7 @@
  * points while widening the operands to int32 once per run, then accumulate in uint32 so that the
  * two's complement wrap-around of an overflowing int32 sum is defined behaviour. The QLinear ops
  * requantize the int32 sums in double precision, rounding half to even like QuantizeLinear. */
-#include "nn_common.h"
+#include "ops/nn_common.h"
 
 #include <limits.h>
 

@@ -7,7 +7,7 @@
  * through. The cache row is picked by position_ids[b, s] when given, otherwise the caches are
  * indexed by (b, s) directly. The kernel computes in float and reads and writes through the element
  * loaders, so FLOAT, FLOAT16 and BFLOAT16 (the schema's types) share one path. */
-#include "nn_common.h"
+#include "ops/nn_common.h"
 
 /* ---- RotaryEmbedding ------------------------------------------------------------------------- */
 

@@ -12,7 +12,7 @@
  * past_state's dtype (or the query's when there is no past state). chunk_size
  * only tunes chunked implementations and does not change results, so it is
  * validated and otherwise ignored by this sequential reference kernel. */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <math.h>
 #include <stdlib.h>

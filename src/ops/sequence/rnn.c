@@ -11,7 +11,7 @@
  * split across threads. Steps beyond an entry's sequence length write zeros to Y and leave its
  * state alone, so Y_h / Y_c hold the state after its last real step (for the reverse direction, the
  * state after step 0). */
-#include "nn_common.h"
+#include "ops/nn_common.h"
 
 typedef enum { RNN_VANILLA, RNN_GRU, RNN_LSTM } rnn_kind;
 

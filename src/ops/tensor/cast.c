@@ -16,7 +16,7 @@
  *
  * Identity and Dropout alias their output to their input (OP_ALIAS_0): the runtime never calls
  * their kernels for data, but the kernels still copy so the ops are correct on their own. */
-#include "eltwise_common.h"
+#include "ops/eltwise_common.h"
 
 #include <string.h>
 

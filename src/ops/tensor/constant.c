@@ -2,7 +2,7 @@
  * and ConstantOfShape (one value repeated over a shape given as input). Attribute tensors point
  * into the model file, where protobuf gives no alignment, so their bytes are only ever read with
  * memcpy. */
-#include "tensor_common.h"
+#include "ops/tensor_common.h"
 
 #include <stdio.h>
 

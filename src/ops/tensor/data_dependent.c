@@ -2,7 +2,7 @@
  * NonMaxSuppression. Their outputs cannot be preallocated, so each has a run_alloc kernel that
  * computes first and then asks the runtime for exactly-sized outputs (op_output_alloc). Shape
  * inference reports the rank and dtype and leaves the data-dependent dims unknown. */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <math.h>
 #include <stdlib.h>

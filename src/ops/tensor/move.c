@@ -2,7 +2,7 @@
  * Every kernel is dtype-agnostic (it copies elements of anvil_dtype_size bytes), so one kernel
  * serves every dtype anvil can hold. Transpose and Slice are both "dense output read through
  * strides" and share tensor_strided_run; Concat and Gather copy contiguous runs with memcpy. */
-#include "tensor_common.h"
+#include "ops/tensor_common.h"
 
 #include <stdio.h>
 

@@ -2,7 +2,7 @@
  * and Shape, which reads only the shape. The first four are OP_ALIAS_0: the runtime reuses input
  * 0's buffer, so nearly all the work here is shape inference; their kernels are plain copies so
  * each op is still correct when run on its own (tests, plan-time folding). */
-#include "tensor_common.h"
+#include "ops/tensor_common.h"
 
 #include <stdio.h>
 
