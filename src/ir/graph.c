@@ -8,7 +8,7 @@
 #include <string.h>
 
 static const char *const op_names[IR_OP_COUNT] = {
-#define OP(id, name, impl) [IR_OP_##id] = name,
+#define OP(id, name, impl, file) [IR_OP_##id] = name,
 #include "ir/ops.def"
 #undef OP
 };

@@ -18,7 +18,7 @@
 #define IR_MAX_GRAPH_DEPTH 32
 
 typedef enum ir_op {
-#define OP(id, name, impl) IR_OP_##id,
+#define OP(id, name, impl, file) IR_OP_##id,
 #include "ir/ops.def"
 #undef OP
     IR_OP_COUNT
@@ -230,6 +230,15 @@ anvil_status ir_attr_ints(const ir_node *n, const char *name, const int64_t **ou
 anvil_status ir_attr_floats(const ir_node *n, const char *name, const float **out, size_t *count);
 anvil_status ir_attr_tensor(const ir_node *n, const char *name, const ir_tensor **out);
 const char *ir_attr_type_name(ir_attr_type t);
+/* How many subgraphs attribute a holds: 1 for GRAPH, its n for GRAPHS, 0 for any other type. */
+static inline size_t ir_attr_graph_count(const ir_attr *a) {
+    return a->type == IR_ATTR_GRAPH ? 1 : a->type == IR_ATTR_GRAPHS ? a->n : 0;
+}
+/* Subgraph j (< ir_attr_graph_count(a)) of attribute a; NULL where it is missing. */
+static inline struct ir_graph *ir_attr_graph_at(const ir_attr *a, size_t j) {
+    if (a->type == IR_ATTR_GRAPH) return a->g;
+    return a->graphs ? a->graphs[j] : NULL;
+}
 
 /* "node 'conv1' (Conv)": for messages. Static thread-local buffer, valid until the next call. */
 const char *ir_node_label(const ir_node *n);

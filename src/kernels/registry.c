@@ -16,7 +16,7 @@ static anvil_status reference_run(const ir_node *n, void *state, const op_tensor
 }
 
 static const kern_variant reference_variants[IR_OP_COUNT] = {
-#define OP(id, name, impl)                                                                         \
+#define OP(id, name, impl, file)                                                                   \
     [IR_OP_##id] = {"reference", IR_OP_##id, 0, NULL, NULL, NULL, NULL, reference_run, NULL},
 #include "ir/ops.def"
 #undef OP

@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define OP(id, name, impl) extern const op_impl op_impl_##impl;
+#define OP(id, name, impl, file) extern const op_impl op_impl_##impl;
 #include "ir/ops.def"
 #undef OP
 
 static const op_impl *const op_table[IR_OP_COUNT] = {
-#define OP(id, name, impl) [IR_OP_##id] = &op_impl_##impl,
+#define OP(id, name, impl, file) [IR_OP_##id] = &op_impl_##impl,
 #include "ir/ops.def"
 #undef OP
 };
