@@ -58,7 +58,8 @@ double kb_measure_ghz(void);
 /* The `peak` command. */
 int kb_cmd_peak(int argc, char **argv);
 
-/* ---- shared helpers (kbench.c) -----------------------------------------------------------------
+/* ---- shared helpers (kbench_util.c)
+ * -----------------------------------------------------------------
  */
 
 /* Parses "1,2,4" into out (at most cap values, each in [lo, hi]); returns the count or -1. */
@@ -72,6 +73,61 @@ double kb_thread_cpu_s(void);
 double kb_process_cpu_s(void);
 /* The 1/5/15-minute load averages from /proc/loadavg ("?" if unreadable). Static storage. */
 const char *kb_loadavg(void);
+
+/* ---- the cases: one node, its data and its check (kbench_cases.c) ------------------------------
+ */
+
+#define KB_MAX_IN 3
+
+typedef enum kb_case_kind { KB_CASE_MATMUL, KB_CASE_CONV } kb_case_kind;
+
+/* One conv layer (batch 1, square kernel/stride/pad, dilation 1). count: how often the network
+ * has it. */
+typedef struct kb_conv_layer {
+    const char *net;
+    int cin, h, w, cout, k, stride, pad, group, count;
+} kb_conv_layer;
+
+/* One benchmark case: a graph holding the one node, its inputs (owned) and what the check needs. */
+typedef struct kb_case {
+    kb_case_kind kind;
+    char label[96];
+    int64_t m, n, k; /* MatMul: [m,k] x [k,n] */
+    kb_conv_layer conv;
+    int64_t ho, wo;
+    double flops;
+    ir_graph *g;
+    int32_t node;
+    int n_in;
+    op_tensor in[KB_MAX_IN];
+    op_tinfo tin[KB_MAX_IN];
+    op_tinfo tout;
+    size_t out_bytes;
+    float *ref; /* the reference kernel's output, or NULL: checks are sampled */
+} kb_case;
+
+/* A named set of conv layers (a network's distinct layers). */
+typedef struct kb_conv_set {
+    const char *name;
+    const kb_conv_layer *layers;
+    size_t n;
+} kb_conv_set;
+extern const kb_conv_set kb_conv_sets[]; /* resnet50, vgg16, mobilenetv2_dw */
+extern const int kb_conv_set_count;
+
+/* Builds c (its old contents are overwritten, not freed) as [m,k] x [k,n] / as layer l, inputs
+ * drawn from seed; the whole reference output is computed when the case has at most full_limit
+ * flops. False on failure (a check or reference failure is said on stderr). Either way the caller
+ * releases c with kb_case_free. */
+bool kb_case_matmul(kb_case *c, int64_t m, int64_t n, int64_t k, uint64_t seed, double full_limit);
+bool kb_case_conv(kb_case *c, const kb_conv_layer *l, uint64_t seed, double full_limit);
+void kb_case_free(kb_case *c);
+/* The case's node (inside c->g). */
+ir_node *kb_case_node(kb_case *c);
+/* Largest error of got (the case's output) relative to max|ref|; infinity for any NaN. */
+double kb_case_error(const kb_case *c, const float *got);
+/* "256x28x28>256 k3 s2"-style label of a layer. */
+void kb_conv_label(const kb_conv_layer *l, char *buf, size_t size);
 
 /* ---- the GEMM / Conv benchmark (kbench_ops.c) ---------------------------------------------------
  */
