@@ -389,4 +389,25 @@ static inline anvil_status nn_window_resolve(const ir_node *n, const nn_window *
     return ANVIL_OK;
 }
 
+/* ---- shared by the sampling ops (sampling.c, deform_conv.c) --------------------------------- */
+
+/* The sampling ops compute in double for every float dtype and refuse the other dtypes. */
+static inline anvil_status nn_check_float(const ir_node *n, int input, const char *what,
+                                          anvil_dtype dt) {
+    if (core_dtype_is_float(dt)) return ANVIL_OK;
+    return core_err(ANVIL_ERR_UNSUPPORTED,
+                    "%s: input %d (%s) is %s; anvil implements this op for float16, bfloat16, "
+                    "float32 and float64",
+                    ir_node_label(n), input, what, anvil_dtype_name(dt));
+}
+
+/* Zeroed params of `size` bytes from the graph's arena. */
+static inline anvil_status nn_alloc_params(ir_graph *g, size_t size, void **out) {
+    void *p = core_arena_alloc(g->arena, size);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    memset(p, 0, size);
+    *out = p;
+    return ANVIL_OK;
+}
+
 #endif

@@ -1,4 +1,4 @@
-/* Cast, Identity and (inference-mode) Dropout: ops that move elements without arithmetic.
+/* Cast, Identity, (inference-mode) Dropout and BitCast: ops that move elements without arithmetic.
  *
  * Cast converts between every pair of dtypes anvil holds (bool, the eight integer types, f16,
  * bf16, f32, f64). Each pair gets its own loop, generated from one type list, because Cast sits
@@ -15,7 +15,12 @@
  * Cast 21 / 23 / 24 / 25 only add such types, so every version from 7 to 25 runs the same code.
  *
  * Identity and Dropout alias their output to their input (OP_ALIAS_0): the runtime never calls
- * their kernels for data, but the kernels still copy so the ops are correct on their own. */
+ * their kernels for data, but the kernels still copy so the ops are correct on their own.
+ *
+ * BitCast (opset 26) copies bytes: both dtypes must have the same element size,
+ * so the output has the input's shape and the bytes are already in the
+ * little-endian layout ONNX prescribes (anvil runs on little-endian hosts
+ * only). Sub-byte and string dtypes have no byte size and are refused. */
 #include "ops/eltwise_common.h"
 
 #include <string.h>
@@ -392,3 +397,77 @@ const op_impl op_impl_dropout = {.min_inputs = 1,
                                  .check = dropout_check,
                                  .infer = dropout_infer,
                                  .run = dropout_run};
+
+/* ---- BitCast --------------------------------------------------------------------------------- */
+
+typedef struct bitcast_params {
+    anvil_dtype to;
+} bitcast_params;
+
+static anvil_status bitcast_check(ir_graph *g, ir_node *n) {
+    if (n->opset < 26)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "node '%s' (BitCast): the op exists from default-domain opset 26, but the "
+                        "model imports opset %d; raise the model's opset import",
+                        ir_node_label(n), n->opset);
+    int64_t to = 0;
+    CORE_TRY(ir_attr_int(n, "to", -1, &to));
+    if (to < 0)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "node '%s' (BitCast): required attribute 'to' is missing; set it to the "
+                        "target TensorProto data type",
+                        ir_node_label(n));
+    if (to > ANVIL_DTYPE_FLOAT8E8M0 || anvil_dtype_size((anvil_dtype)to) == 0)
+        return core_err(
+            ANVIL_ERR_UNSUPPORTED,
+            "node '%s' (BitCast): attribute 'to' = %lld (%s) is not a whole-byte numeric dtype "
+            "anvil can hold; use a fixed-size type of 1, 2, 4, 8 or 16 bytes",
+            ir_node_label(n), (long long)to, anvil_dtype_name((anvil_dtype)to));
+    bitcast_params *p = core_arena_alloc(g->arena, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    p->to = (anvil_dtype)to;
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status bitcast_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                                  op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
+    const bitcast_params *p = n->params;
+    size_t from = anvil_dtype_size(in[0].dtype), to = anvil_dtype_size(p->to);
+    if (from == 0)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "node '%s' (BitCast): input dtype %s has no whole-byte element size; only "
+                        "fixed-size numeric and bool inputs are supported",
+                        ir_node_label(n), anvil_dtype_name(in[0].dtype));
+    if (from != to)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "node '%s' (BitCast): input dtype %s is %zu bytes but 'to' = %s is %zu "
+                        "bytes; BitCast needs types of the same bit width",
+                        ir_node_label(n), anvil_dtype_name(in[0].dtype), from,
+                        anvil_dtype_name(p->to), to);
+    out[0].dtype = p->to;
+    out[0].shape = in[0].shape;
+    return ANVIL_OK;
+}
+
+static anvil_status bitcast_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n;
+    (void)n_in;
+    (void)n_out;
+    (void)ctx;
+    size_t bytes = op_tensor_numel(in[0]) * anvil_dtype_size(in[0]->dtype);
+    if (bytes) memcpy(out[0]->data, in[0]->data, bytes);
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_bitcast = {.min_inputs = 1,
+                                 .max_inputs = 1,
+                                 .min_outputs = 1,
+                                 .max_outputs = 1,
+                                 .check = bitcast_check,
+                                 .infer = bitcast_infer,
+                                 .run = bitcast_run};
