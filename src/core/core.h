@@ -47,6 +47,9 @@ void core_log(core_log_level lvl, const char *fmt, ...) __attribute__((format(pr
 bool core_dtype_supported(anvil_dtype dt);
 bool core_dtype_is_float(anvil_dtype dt); /* f16, bf16, f32, f64 */
 bool core_dtype_is_int(anvil_dtype dt);   /* signed or unsigned integer, not bool */
+/* The smallest and largest value of an integer or bool dtype (UINT64's largest is cut to
+ * INT64_MAX); false, leaving *lo and *hi alone, for any other dtype. */
+bool core_dtype_int_range(anvil_dtype dt, int64_t *lo, int64_t *hi);
 /* Conversions for f16/bf16 storage. */
 float core_f16_to_f32(uint16_t h);
 uint16_t core_f32_to_f16(float f);

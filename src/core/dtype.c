@@ -6,84 +6,61 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a dtype holds, for the predicates below. */
+typedef enum { DT_OTHER, DT_FLOAT, DT_INT, DT_BOOL } dtype_kind;
+
+/* One row per element type: its name, its size (0: anvil cannot hold it), its kind and, for
+ * integers and bool, the smallest and largest value (UINT64's largest cut to INT64_MAX). */
+typedef struct dtype_row {
+    const char *name;
+    size_t size;
+    dtype_kind kind;
+    int64_t lo, hi;
+} dtype_row;
+
+static const dtype_row dtype_rows[] = {
+    [ANVIL_DTYPE_UNDEFINED] = {"UNDEFINED", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_FLOAT32] = {"FLOAT", 4, DT_FLOAT, 0, 0},
+    [ANVIL_DTYPE_UINT8] = {"UINT8", 1, DT_INT, 0, UINT8_MAX},
+    [ANVIL_DTYPE_INT8] = {"INT8", 1, DT_INT, INT8_MIN, INT8_MAX},
+    [ANVIL_DTYPE_UINT16] = {"UINT16", 2, DT_INT, 0, UINT16_MAX},
+    [ANVIL_DTYPE_INT16] = {"INT16", 2, DT_INT, INT16_MIN, INT16_MAX},
+    [ANVIL_DTYPE_INT32] = {"INT32", 4, DT_INT, INT32_MIN, INT32_MAX},
+    [ANVIL_DTYPE_INT64] = {"INT64", 8, DT_INT, INT64_MIN, INT64_MAX},
+    [ANVIL_DTYPE_STRING] = {"STRING", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_BOOL] = {"BOOL", 1, DT_BOOL, 0, 1},
+    [ANVIL_DTYPE_FLOAT16] = {"FLOAT16", 2, DT_FLOAT, 0, 0},
+    [ANVIL_DTYPE_FLOAT64] = {"DOUBLE", 8, DT_FLOAT, 0, 0},
+    [ANVIL_DTYPE_UINT32] = {"UINT32", 4, DT_INT, 0, UINT32_MAX},
+    [ANVIL_DTYPE_UINT64] = {"UINT64", 8, DT_INT, 0, INT64_MAX},
+    [ANVIL_DTYPE_COMPLEX64] = {"COMPLEX64", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_COMPLEX128] = {"COMPLEX128", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_BFLOAT16] = {"BFLOAT16", 2, DT_FLOAT, 0, 0},
+    [ANVIL_DTYPE_FLOAT8E4M3FN] = {"FLOAT8E4M3FN", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_FLOAT8E4M3FNUZ] = {"FLOAT8E4M3FNUZ", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_FLOAT8E5M2] = {"FLOAT8E5M2", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_FLOAT8E5M2FNUZ] = {"FLOAT8E5M2FNUZ", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_UINT4] = {"UINT4", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_INT4] = {"INT4", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_FLOAT4E2M1] = {"FLOAT4E2M1", 0, DT_OTHER, 0, 0},
+    [ANVIL_DTYPE_FLOAT8E8M0] = {"FLOAT8E8M0", 0, DT_OTHER, 0, 0},
+};
+_Static_assert(sizeof dtype_rows / sizeof dtype_rows[0] == ANVIL_DTYPE_FLOAT8E8M0 + 1,
+               "dtype_rows has one row per anvil_dtype");
+
+/* dt's row, or NULL for a value outside anvil_dtype. */
+static const dtype_row *dtype_row_of(anvil_dtype dt) {
+    return (unsigned)dt < sizeof dtype_rows / sizeof dtype_rows[0] ? &dtype_rows[dt] : NULL;
+}
+
 const char *anvil_dtype_name(anvil_dtype dt) {
-    switch (dt) {
-    case ANVIL_DTYPE_UNDEFINED:
-        return "UNDEFINED";
-    case ANVIL_DTYPE_FLOAT32:
-        return "FLOAT";
-    case ANVIL_DTYPE_UINT8:
-        return "UINT8";
-    case ANVIL_DTYPE_INT8:
-        return "INT8";
-    case ANVIL_DTYPE_UINT16:
-        return "UINT16";
-    case ANVIL_DTYPE_INT16:
-        return "INT16";
-    case ANVIL_DTYPE_INT32:
-        return "INT32";
-    case ANVIL_DTYPE_INT64:
-        return "INT64";
-    case ANVIL_DTYPE_STRING:
-        return "STRING";
-    case ANVIL_DTYPE_BOOL:
-        return "BOOL";
-    case ANVIL_DTYPE_FLOAT16:
-        return "FLOAT16";
-    case ANVIL_DTYPE_FLOAT64:
-        return "DOUBLE";
-    case ANVIL_DTYPE_UINT32:
-        return "UINT32";
-    case ANVIL_DTYPE_UINT64:
-        return "UINT64";
-    case ANVIL_DTYPE_COMPLEX64:
-        return "COMPLEX64";
-    case ANVIL_DTYPE_COMPLEX128:
-        return "COMPLEX128";
-    case ANVIL_DTYPE_BFLOAT16:
-        return "BFLOAT16";
-    case ANVIL_DTYPE_FLOAT8E4M3FN:
-        return "FLOAT8E4M3FN";
-    case ANVIL_DTYPE_FLOAT8E4M3FNUZ:
-        return "FLOAT8E4M3FNUZ";
-    case ANVIL_DTYPE_FLOAT8E5M2:
-        return "FLOAT8E5M2";
-    case ANVIL_DTYPE_FLOAT8E5M2FNUZ:
-        return "FLOAT8E5M2FNUZ";
-    case ANVIL_DTYPE_UINT4:
-        return "UINT4";
-    case ANVIL_DTYPE_INT4:
-        return "INT4";
-    case ANVIL_DTYPE_FLOAT4E2M1:
-        return "FLOAT4E2M1";
-    case ANVIL_DTYPE_FLOAT8E8M0:
-        return "FLOAT8E8M0";
-    }
-    return "UNKNOWN";
+    const dtype_row *r = dtype_row_of(dt);
+    return r ? r->name : "UNKNOWN";
 }
 
 size_t anvil_dtype_size(anvil_dtype dt) {
-    switch (dt) {
-    case ANVIL_DTYPE_BOOL:
-    case ANVIL_DTYPE_UINT8:
-    case ANVIL_DTYPE_INT8:
-        return 1;
-    case ANVIL_DTYPE_UINT16:
-    case ANVIL_DTYPE_INT16:
-    case ANVIL_DTYPE_FLOAT16:
-    case ANVIL_DTYPE_BFLOAT16:
-        return 2;
-    case ANVIL_DTYPE_INT32:
-    case ANVIL_DTYPE_UINT32:
-    case ANVIL_DTYPE_FLOAT32:
-        return 4;
-    case ANVIL_DTYPE_INT64:
-    case ANVIL_DTYPE_UINT64:
-    case ANVIL_DTYPE_FLOAT64:
-        return 8;
-    default:
-        return 0;
-    }
+    const dtype_row *r = dtype_row_of(dt);
+    return r ? r->size : 0;
 }
 
 bool core_dtype_supported(anvil_dtype dt) {
@@ -91,24 +68,21 @@ bool core_dtype_supported(anvil_dtype dt) {
 }
 
 bool core_dtype_is_float(anvil_dtype dt) {
-    return dt == ANVIL_DTYPE_FLOAT32 || dt == ANVIL_DTYPE_FLOAT64 || dt == ANVIL_DTYPE_FLOAT16 ||
-           dt == ANVIL_DTYPE_BFLOAT16;
+    const dtype_row *r = dtype_row_of(dt);
+    return r && r->kind == DT_FLOAT;
 }
 
 bool core_dtype_is_int(anvil_dtype dt) {
-    switch (dt) {
-    case ANVIL_DTYPE_UINT8:
-    case ANVIL_DTYPE_INT8:
-    case ANVIL_DTYPE_UINT16:
-    case ANVIL_DTYPE_INT16:
-    case ANVIL_DTYPE_INT32:
-    case ANVIL_DTYPE_INT64:
-    case ANVIL_DTYPE_UINT32:
-    case ANVIL_DTYPE_UINT64:
-        return true;
-    default:
-        return false;
-    }
+    const dtype_row *r = dtype_row_of(dt);
+    return r && r->kind == DT_INT;
+}
+
+bool core_dtype_int_range(anvil_dtype dt, int64_t *lo, int64_t *hi) {
+    const dtype_row *r = dtype_row_of(dt);
+    if (!r || (r->kind != DT_INT && r->kind != DT_BOOL)) return false;
+    *lo = r->lo;
+    *hi = r->hi;
+    return true;
 }
 
 float core_f16_to_f32(uint16_t h) {
@@ -180,7 +154,52 @@ uint16_t core_f32_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
+/* Reads element i of an integer or bool buffer into *out (UINT64 wraps); false for any other
+ * dtype. */
+static bool load_int(anvil_dtype dt, const void *p, size_t i, int64_t *out) {
+    switch (dt) {
+    case ANVIL_DTYPE_BOOL:
+        *out = ((const uint8_t *)p)[i] != 0;
+        return true;
+    case ANVIL_DTYPE_UINT8:
+        *out = ((const uint8_t *)p)[i];
+        return true;
+    case ANVIL_DTYPE_INT8:
+        *out = ((const int8_t *)p)[i];
+        return true;
+    case ANVIL_DTYPE_UINT16:
+        *out = ((const uint16_t *)p)[i];
+        return true;
+    case ANVIL_DTYPE_INT16:
+        *out = ((const int16_t *)p)[i];
+        return true;
+    case ANVIL_DTYPE_INT32:
+        *out = ((const int32_t *)p)[i];
+        return true;
+    case ANVIL_DTYPE_INT64:
+        *out = ((const int64_t *)p)[i];
+        return true;
+    case ANVIL_DTYPE_UINT32:
+        *out = ((const uint32_t *)p)[i];
+        return true;
+    case ANVIL_DTYPE_UINT64:
+        *out = (int64_t)((const uint64_t *)p)[i];
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* d truncated toward zero, with NaN as 0 and out-of-range values saturated (no UB). */
+static int64_t f64_to_i64_sat(double d) {
+    if (!(d == d)) return 0;
+    if (d >= 9.2233720368547758e18) return INT64_MAX;
+    if (d <= -9.2233720368547758e18) return INT64_MIN;
+    return (int64_t)d;
+}
+
 double core_load_f64(anvil_dtype dt, const void *p, size_t i) {
+    int64_t x;
     switch (dt) {
     case ANVIL_DTYPE_FLOAT32:
         return ((const float *)p)[i];
@@ -190,57 +209,17 @@ double core_load_f64(anvil_dtype dt, const void *p, size_t i) {
         return core_f16_to_f32(((const uint16_t *)p)[i]);
     case ANVIL_DTYPE_BFLOAT16:
         return core_bf16_to_f32(((const uint16_t *)p)[i]);
-    case ANVIL_DTYPE_BOOL:
-        return ((const uint8_t *)p)[i] != 0;
-    case ANVIL_DTYPE_UINT8:
-        return ((const uint8_t *)p)[i];
-    case ANVIL_DTYPE_INT8:
-        return ((const int8_t *)p)[i];
-    case ANVIL_DTYPE_UINT16:
-        return ((const uint16_t *)p)[i];
-    case ANVIL_DTYPE_INT16:
-        return ((const int16_t *)p)[i];
-    case ANVIL_DTYPE_INT32:
-        return ((const int32_t *)p)[i];
-    case ANVIL_DTYPE_INT64:
-        return (double)((const int64_t *)p)[i];
-    case ANVIL_DTYPE_UINT32:
-        return ((const uint32_t *)p)[i];
-    case ANVIL_DTYPE_UINT64:
+    case ANVIL_DTYPE_UINT64: /* load_int would wrap values above INT64_MAX */
         return (double)((const uint64_t *)p)[i];
     default:
-        return 0.0;
+        return load_int(dt, p, i, &x) ? (double)x : 0.0;
     }
 }
 
 int64_t core_load_i64(anvil_dtype dt, const void *p, size_t i) {
-    switch (dt) {
-    case ANVIL_DTYPE_BOOL:
-        return ((const uint8_t *)p)[i] != 0;
-    case ANVIL_DTYPE_UINT8:
-        return ((const uint8_t *)p)[i];
-    case ANVIL_DTYPE_INT8:
-        return ((const int8_t *)p)[i];
-    case ANVIL_DTYPE_UINT16:
-        return ((const uint16_t *)p)[i];
-    case ANVIL_DTYPE_INT16:
-        return ((const int16_t *)p)[i];
-    case ANVIL_DTYPE_INT32:
-        return ((const int32_t *)p)[i];
-    case ANVIL_DTYPE_INT64:
-        return ((const int64_t *)p)[i];
-    case ANVIL_DTYPE_UINT32:
-        return ((const uint32_t *)p)[i];
-    case ANVIL_DTYPE_UINT64:
-        return (int64_t)((const uint64_t *)p)[i];
-    default: {
-        double d = core_load_f64(dt, p, i);
-        if (!(d == d)) return 0;
-        if (d >= 9.2233720368547758e18) return INT64_MAX;
-        if (d <= -9.2233720368547758e18) return INT64_MIN;
-        return (int64_t)d;
-    }
-    }
+    int64_t x;
+    if (load_int(dt, p, i, &x)) return x;
+    return f64_to_i64_sat(core_load_f64(dt, p, i));
 }
 
 void core_store_f64(anvil_dtype dt, void *p, size_t i, double v) {
@@ -260,19 +239,8 @@ void core_store_f64(anvil_dtype dt, void *p, size_t i, double v) {
     case ANVIL_DTYPE_BOOL:
         ((uint8_t *)p)[i] = v != 0.0;
         break;
-    default: {
-        /* float -> int: truncate toward zero, saturating NaN/out of range to avoid UB */
-        int64_t x;
-        if (!(v == v))
-            x = 0;
-        else if (v >= 9.2233720368547758e18)
-            x = INT64_MAX;
-        else if (v <= -9.2233720368547758e18)
-            x = INT64_MIN;
-        else
-            x = (int64_t)v;
-        core_store_i64(dt, p, i, x);
-    }
+    default: /* float -> int truncates toward zero */
+        core_store_i64(dt, p, i, f64_to_i64_sat(v));
     }
 }
 

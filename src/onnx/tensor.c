@@ -101,23 +101,8 @@ static anvil_status narrow(const void *src, onnx_pb_kind kind, size_t n, anvil_d
             continue;
         }
         v = ((const int32_t *)src)[i];
-        switch (dt) {
-        case ANVIL_DTYPE_BOOL:
-            lo = 0, hi = 1;
-            break;
-        case ANVIL_DTYPE_INT8:
-            lo = INT8_MIN, hi = INT8_MAX;
-            break;
-        case ANVIL_DTYPE_UINT8:
-            lo = 0, hi = UINT8_MAX;
-            break;
-        case ANVIL_DTYPE_INT16:
-            lo = INT16_MIN, hi = INT16_MAX;
-            break;
-        default:
-            lo = 0, hi = UINT16_MAX;
-            break; /* UINT16, FLOAT16 and BFLOAT16 bits */
-        }
+        if (!core_dtype_int_range(dt, &lo, &hi))
+            lo = 0, hi = UINT16_MAX; /* FLOAT16, BFLOAT16 bits */
         if (v < lo || v > hi)
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s: int32_data[%zu] = %" PRId64 " does not fit %s (%" PRId64
