@@ -117,22 +117,25 @@ static void value_info(const ir_graph *g, ir_vid v, anvil_value_info *out) {
     }
 }
 
-anvil_status anvil_model_input_info(const anvil_model *m, size_t index, anvil_value_info *out) {
-    API_CHECK(m && out, "anvil_model_input_info: model or out is NULL");
+/* Describes the main graph's input (output false) or output (output true) number index. */
+static anvil_status io_info(const anvil_model *m, bool output, size_t index,
+                            anvil_value_info *out) {
+    const char *kind = output ? "output" : "input";
+    API_CHECK(m && out, "anvil_model_%s_info: model or out is NULL", kind);
     const ir_graph *g = m->onnx->graph;
-    API_CHECK(index < (size_t)g->n_inputs, "input index %zu is out of range (the model has %d)",
-              index, g->n_inputs);
-    value_info(g, g->inputs[index], out);
+    int32_t count = output ? g->n_outputs : g->n_inputs;
+    API_CHECK(index < (size_t)count, "%s index %zu is out of range (the model has %d)", kind, index,
+              (int)count);
+    value_info(g, output ? g->outputs[index] : g->inputs[index], out);
     return ANVIL_OK;
 }
 
+anvil_status anvil_model_input_info(const anvil_model *m, size_t index, anvil_value_info *out) {
+    return io_info(m, false, index, out);
+}
+
 anvil_status anvil_model_output_info(const anvil_model *m, size_t index, anvil_value_info *out) {
-    API_CHECK(m && out, "anvil_model_output_info: model or out is NULL");
-    const ir_graph *g = m->onnx->graph;
-    API_CHECK(index < (size_t)g->n_outputs, "output index %zu is out of range (the model has %d)",
-              index, g->n_outputs);
-    value_info(g, g->outputs[index], out);
-    return ANVIL_OK;
+    return io_info(m, true, index, out);
 }
 
 /* ---- options ------------------------------------------------------------------------------- */

@@ -252,10 +252,8 @@ static void text_node(FILE *f, const ir_graph *g, int32_t i, int indent, int lev
     fprintf(f, "\n");
     for (int k = 0; k < n->n_attrs; k++) {
         const ir_attr *a = &n->attrs[k];
-        size_t count = a->type == IR_ATTR_GRAPH ? 1 : a->type == IR_ATTR_GRAPHS ? a->n : 0;
-        for (size_t j = 0; j < count; j++) {
-            const ir_graph *sub =
-                a->type == IR_ATTR_GRAPH ? a->g : (a->graphs ? a->graphs[j] : NULL);
+        for (size_t j = 0; j < ir_attr_graph_count(a); j++) {
+            const ir_graph *sub = ir_attr_graph_at(a, j);
             if (!sub) continue;
             fprintf(f, "%*s  %s", indent, "", a->name ? a->name : "?");
             if (a->type == IR_ATTR_GRAPHS) fprintf(f, "[%zu]", j);
@@ -389,10 +387,8 @@ static void dot_node(dot_ctx *c, const ir_graph *g, int gid, int32_t i, int inde
     }
     for (int k = 0; k < n->n_attrs; k++) {
         const ir_attr *a = &n->attrs[k];
-        size_t count = a->type == IR_ATTR_GRAPH ? 1 : a->type == IR_ATTR_GRAPHS ? a->n : 0;
-        for (size_t j = 0; j < count; j++) {
-            const ir_graph *sub =
-                a->type == IR_ATTR_GRAPH ? a->g : (a->graphs ? a->graphs[j] : NULL);
+        for (size_t j = 0; j < ir_attr_graph_count(a); j++) {
+            const ir_graph *sub = ir_attr_graph_at(a, j);
             if (!sub) continue;
             int sid = c->next_graph++;
             fprintf(f, "%*ssubgraph cluster_g%d {\n", indent, "", sid);

@@ -212,10 +212,8 @@ static anvil_status verify_node(const ir_graph *g, int32_t i, int32_t *def, cons
 
     for (int k = 0; k < n->n_attrs; k++) {
         const ir_attr *a = &n->attrs[k];
-        size_t count = a->type == IR_ATTR_GRAPH ? 1 : a->type == IR_ATTR_GRAPHS ? a->n : 0;
-        for (size_t j = 0; j < count; j++) {
-            const ir_graph *sub =
-                a->type == IR_ATTR_GRAPH ? a->g : (a->graphs ? a->graphs[j] : NULL);
+        for (size_t j = 0; j < ir_attr_graph_count(a); j++) {
+            const ir_graph *sub = ir_attr_graph_at(a, j);
             if (!sub || sub->parent != g)
                 return core_err(ANVIL_ERR_INTERNAL,
                                 "%s: subgraph attribute '%s' is %s; this is a bug in anvil, "
@@ -493,11 +491,10 @@ static anvil_status topo_collect(topo_ctx *t) {
         }
         for (int k = 0; k < n->n_attrs; k++) {
             const ir_attr *a = &n->attrs[k];
-            if (a->type == IR_ATTR_GRAPH && a->g)
-                CORE_TRY(topo_outer_deps(t, a->g, i, g->depth + 1));
-            if (a->type == IR_ATTR_GRAPHS && a->graphs)
-                for (size_t j = 0; j < a->n; j++)
-                    if (a->graphs[j]) CORE_TRY(topo_outer_deps(t, a->graphs[j], i, g->depth + 1));
+            for (size_t j = 0; j < ir_attr_graph_count(a); j++) {
+                const ir_graph *sub = ir_attr_graph_at(a, j);
+                if (sub) CORE_TRY(topo_outer_deps(t, sub, i, g->depth + 1));
+            }
         }
     }
     return ANVIL_OK;

@@ -249,15 +249,23 @@ static anvil_status import_initializer(importer *x, ir_graph *g, const onnx_Tens
     return ANVIL_OK;
 }
 
-static anvil_status import_input(ir_graph *g, const onnx_ValueInfoProto *vi, size_t index) {
+/* Checks graph input or output (kind "input" or "output") number index has a name, writes
+ * "graph <kind> '<name>'" into what[cap] and reads its declared type into dt and shape. */
+static anvil_status graph_io_type(ir_graph *g, const onnx_ValueInfoProto *vi, const char *kind,
+                                  size_t index, char *what, size_t cap, anvil_dtype *dt,
+                                  ir_shape *shape) {
     if (!vi->name || !*vi->name)
-        return core_err(ANVIL_ERR_INVALID_MODEL, "input %zu of graph '%s' has no name", index,
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s %zu of graph '%s' has no name", kind, index,
                         g->name);
+    snprintf(what, cap, "graph %s '%.200s'", kind, vi->name);
+    return value_type(g, vi, what, dt, shape);
+}
+
+static anvil_status import_input(ir_graph *g, const onnx_ValueInfoProto *vi, size_t index) {
     char what[256];
-    snprintf(what, sizeof what, "graph input '%.200s'", vi->name);
     anvil_dtype dt;
     ir_shape shape;
-    CORE_TRY(value_type(g, vi, what, &dt, &shape));
+    CORE_TRY(graph_io_type(g, vi, "input", index, what, sizeof what, &dt, &shape));
     ir_vid v = ir_graph_find_value(g, vi->name);
     if (v != IR_NONE) {
         const ir_value *val = &g->values[v];
@@ -281,14 +289,10 @@ static anvil_status import_input(ir_graph *g, const onnx_ValueInfoProto *vi, siz
 }
 
 static anvil_status import_output(ir_graph *g, const onnx_ValueInfoProto *vi, size_t index) {
-    if (!vi->name || !*vi->name)
-        return core_err(ANVIL_ERR_INVALID_MODEL, "output %zu of graph '%s' has no name", index,
-                        g->name);
     char what[256];
-    snprintf(what, sizeof what, "graph output '%.200s'", vi->name);
     anvil_dtype dt;
     ir_shape shape;
-    CORE_TRY(value_type(g, vi, what, &dt, &shape));
+    CORE_TRY(graph_io_type(g, vi, "output", index, what, sizeof what, &dt, &shape));
     ir_vid v;
     CORE_TRY(resolve(g, vi->name, &v));
     if (v == IR_NONE)

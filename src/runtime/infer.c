@@ -77,45 +77,61 @@ static void merge_declared(const ir_value *v, op_tinfo *t) {
     }
 }
 
+/* Makes *view describe info's dtype and shape over data. */
+static void tensor_view(op_tensor *view, const op_tinfo *info, void *data) {
+    view->dtype = info->dtype;
+    view->rank = info->shape.rank;
+    memcpy(view->dims, info->shape.d, sizeof view->dims);
+    view->data = data;
+}
+
+/* The operands of one folded node: in_t/out_t hold the views, ins/outs point at them (NULL for
+ * an omitted operand), as op_impl's run and run_alloc take them. */
+typedef struct fold_io {
+    op_tensor in_t[128], out_t[128];
+    const op_tensor *ins[128];
+    op_tensor *outs[128];
+} fold_io;
+
+/* Points io->ins[i] at a view of node input i's known value; NULL if the input is omitted. */
+static void fold_inputs(const ir_node *n, const rt_shapes *s, fold_io *io) {
+    for (int i = 0; i < n->n_inputs; i++) {
+        ir_vid v = n->inputs[i];
+        io->ins[i] = NULL;
+        if (v == IR_NONE) continue;
+        tensor_view(&io->in_t[i], &s->info[v], (void *)s->info[v].value);
+        io->ins[i] = &io->in_t[i];
+    }
+}
+
 /* A data-dependent op with every input known is evaluated like any other fold; its kernel
  * allocates the outputs, whose storage moves into s (so e.g. NonZero of a constant becomes a
  * constant and what it feeds plans statically). */
 static anvil_status fold_alloc_node(const ir_node *n, rt_shapes *s, const rt_infer_opts *opts,
                                     int32_t node_index) {
-    const op_tensor *ins[128];
-    op_tensor in_t[128], out_t[128];
-    op_tensor *outs[128];
-    for (int i = 0; i < n->n_inputs; i++) {
-        ir_vid v = n->inputs[i];
-        ins[i] = NULL;
-        if (v == IR_NONE) continue;
-        const op_tinfo *t = &s->info[v];
-        in_t[i].dtype = t->dtype;
-        in_t[i].rank = t->shape.rank;
-        memcpy(in_t[i].dims, t->shape.d, sizeof in_t[i].dims);
-        in_t[i].data = (void *)t->value;
-        ins[i] = &in_t[i];
-    }
+    fold_io io;
+    fold_inputs(n, s, &io);
     for (int i = 0; i < n->n_outputs; i++) {
-        memset(&out_t[i], 0, sizeof out_t[i]);
-        outs[i] = n->outputs[i] == IR_NONE ? NULL : &out_t[i];
+        memset(&io.out_t[i], 0, sizeof io.out_t[i]);
+        io.outs[i] = n->outputs[i] == IR_NONE ? NULL : &io.out_t[i];
     }
-    anvil_status st = op_get(n->op)->run_alloc(n, ins, n->n_inputs, outs, n->n_outputs, opts->ctx);
+    anvil_status st =
+        op_get(n->op)->run_alloc(n, io.ins, n->n_inputs, io.outs, n->n_outputs, opts->ctx);
     for (int i = 0; i < n->n_outputs; i++) {
         ir_vid v = n->outputs[i];
         if (v == IR_NONE) continue;
-        if (st != ANVIL_OK || !out_t[i].data) {
-            op_tensor_release(&out_t[i]);
+        if (st != ANVIL_OK || !io.out_t[i].data) {
+            op_tensor_release(&io.out_t[i]);
             if (st == ANVIL_OK)
                 st = core_err(ANVIL_ERR_INTERNAL, "%s did not produce output %d", ir_node_label(n),
                               i);
             continue;
         }
         free(s->owned[v]);
-        s->owned[v] = out_t[i].data;
-        s->info[v].dtype = out_t[i].dtype;
-        ir_shape_set(&s->info[v].shape, out_t[i].rank, out_t[i].dims);
-        s->info[v].value = out_t[i].data;
+        s->owned[v] = io.out_t[i].data;
+        s->info[v].dtype = io.out_t[i].dtype;
+        ir_shape_set(&s->info[v].shape, io.out_t[i].rank, io.out_t[i].dims);
+        s->info[v].value = io.out_t[i].data;
     }
     if (st != ANVIL_OK) return st;
     s->folded[node_index] = true;
@@ -210,9 +226,8 @@ static void type_scan_body(ir_graph *body, const rt_shapes *s, const ir_node *n)
 static anvil_status infer_subgraphs(const ir_graph *g, const rt_shapes *s, const ir_node *n) {
     for (int k = 0; k < n->n_attrs; k++) {
         const ir_attr *a = &n->attrs[k];
-        size_t count = a->type == IR_ATTR_GRAPH ? 1 : a->type == IR_ATTR_GRAPHS ? a->n : 0;
-        for (size_t j = 0; j < count; j++) {
-            ir_graph *sub = a->type == IR_ATTR_GRAPH ? a->g : a->graphs[j];
+        for (size_t j = 0; j < ir_attr_graph_count(a); j++) {
+            ir_graph *sub = ir_attr_graph_at(a, j);
             if (!sub) continue;
             if (n->op == IR_OP_LOOP && a->type == IR_ATTR_GRAPH) type_loop_body(sub, s, n);
             if (n->op == IR_OP_SCAN && a->type == IR_ATTR_GRAPH) type_scan_body(sub, s, n);
@@ -237,26 +252,12 @@ static anvil_status infer_subgraphs(const ir_graph *g, const rt_shapes *s, const
 
 static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opts *opts,
                               int32_t node_index) {
-    const op_tensor *ins[128];
-    op_tensor in_t[128], out_t[128];
-    op_tensor *outs[128];
-    for (int i = 0; i < n->n_inputs; i++) {
-        ir_vid v = n->inputs[i];
-        if (v == IR_NONE) {
-            ins[i] = NULL;
-            continue;
-        }
-        const op_tinfo *t = &s->info[v];
-        in_t[i].dtype = t->dtype;
-        in_t[i].rank = t->shape.rank;
-        memcpy(in_t[i].dims, t->shape.d, sizeof in_t[i].dims);
-        in_t[i].data = (void *)t->value;
-        ins[i] = &in_t[i];
-    }
+    fold_io io;
+    fold_inputs(n, s, &io);
     for (int i = 0; i < n->n_outputs; i++) {
         ir_vid v = n->outputs[i];
         if (v == IR_NONE) {
-            outs[i] = NULL;
+            io.outs[i] = NULL;
             continue;
         }
         op_tinfo *t = &s->info[v];
@@ -267,15 +268,12 @@ static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opt
         memset(buf, 0, bytes);
         free(s->owned[v]);
         s->owned[v] = buf;
-        out_t[i].dtype = t->dtype;
-        out_t[i].rank = t->shape.rank;
-        memcpy(out_t[i].dims, t->shape.d, sizeof out_t[i].dims);
-        out_t[i].data = buf;
-        outs[i] = &out_t[i];
+        tensor_view(&io.out_t[i], t, buf);
+        io.outs[i] = &io.out_t[i];
     }
-    anvil_status st = op_get(n->op)->run(n, ins, n->n_inputs, outs, n->n_outputs, opts->ctx);
+    anvil_status st = op_get(n->op)->run(n, io.ins, n->n_inputs, io.outs, n->n_outputs, opts->ctx);
     if (st == ANVIL_OK && n->fusion)
-        st = kern_fusion_apply(n, ins, n->n_inputs, outs[0], opts->ctx);
+        st = kern_fusion_apply(n, io.ins, n->n_inputs, io.outs[0], opts->ctx);
     if (st != ANVIL_OK) return st;
     for (int i = 0; i < n->n_outputs; i++)
         if (n->outputs[i] != IR_NONE) s->info[n->outputs[i]].value = s->owned[n->outputs[i]];

@@ -141,10 +141,10 @@ anvil_status rt_node_outer_reads(const ir_graph *g, const ir_node *n,
                                  void (*mark)(void *arg, ir_vid v), void *arg) {
     for (int k = 0; k < n->n_attrs; k++) {
         const ir_attr *a = &n->attrs[k];
-        if (a->type == IR_ATTR_GRAPH && a->g) CORE_TRY(outer_reads(g, a->g, 1, mark, arg));
-        if (a->type == IR_ATTR_GRAPHS)
-            for (size_t j = 0; j < a->n; j++)
-                if (a->graphs[j]) CORE_TRY(outer_reads(g, a->graphs[j], 1, mark, arg));
+        for (size_t j = 0; j < ir_attr_graph_count(a); j++) {
+            const ir_graph *sub = ir_attr_graph_at(a, j);
+            if (sub) CORE_TRY(outer_reads(g, sub, 1, mark, arg));
+        }
     }
     return ANVIL_OK;
 }
