@@ -52,6 +52,21 @@ typedef struct elt_state {
     int64_t tb, t0, t1, tin; /* batch, the two swapped dims, contiguous inner block */
 } elt_state;
 
+/* A run's work as its chunk functions see it: every op reads x (input 0) and writes y, the other
+ * fields are per op. */
+typedef struct elt_job {
+    const elt_state *s;
+    const float *x;
+    float *y;
+    const float *in1, *in2; /* binary: B; layernorm: scale, bias; batchnorm: the folded a, b */
+    size_t n;               /* elements; GlobalAveragePool: elements per plane; pooling: planes */
+    float a, b;             /* unary: the op's parameters (Clip's bounds may be inputs) */
+    size_t br, bc;          /* transpose swap: rows and columns per task */
+    bool avg;               /* pooling: AveragePool */
+    char *ws;               /* pooling: the threads' rows */
+    int nthreads;           /* pooling */
+} elt_job;
+
 static bool f32_static(const op_tinfo *t) {
     return t->dtype == ANVIL_DTYPE_FLOAT32 && ir_shape_is_static(&t->shape);
 }
@@ -72,6 +87,59 @@ static bool has_output(const kern_node *kn, int i) {
 
 static op_ctx *par_ctx(op_ctx *ctx, size_t work) {
     return work >= ELT_PAR_MIN ? ctx : NULL;
+}
+
+static size_t ceil_div(size_t a, size_t b) {
+    return (a + b - 1) / b;
+}
+
+/* Runs fn over the ELT_BLOCK-element blocks of n elements (in parallel when n is large). */
+static void parallel_blocks(op_ctx *ctx, size_t n, op_range_fn fn, void *job) {
+    op_parallel_for(par_ctx(ctx, n), ceil_div(n, ELT_BLOCK), fn, job);
+}
+
+/* The elements [*lo, *hi) of blocks [begin, end) of parallel_blocks over n elements. */
+static inline void block_span(size_t begin, size_t end, size_t n, size_t *lo, size_t *hi) {
+    *lo = begin * ELT_BLOCK;
+    *hi = end * ELT_BLOCK < n ? end * ELT_BLOCK : n;
+}
+
+/* The ops as this file groups them: each kind has one supports, prepare and run path. */
+typedef enum elt_kind {
+    K_UNARY,
+    K_BINARY,
+    K_SOFTMAX,
+    K_LAYERNORM,
+    K_BATCHNORM,
+    K_POOL,
+    K_GAP,
+    K_TRANSPOSE
+} elt_kind;
+
+static elt_kind kind_of(ir_op op) {
+    switch (op) {
+    case IR_OP_ADD:
+    case IR_OP_SUB:
+    case IR_OP_MUL:
+    case IR_OP_DIV:
+        return K_BINARY;
+    case IR_OP_SOFTMAX:
+    case IR_OP_LOGSOFTMAX:
+        return K_SOFTMAX;
+    case IR_OP_LAYERNORMALIZATION:
+        return K_LAYERNORM;
+    case IR_OP_BATCHNORMALIZATION:
+        return K_BATCHNORM;
+    case IR_OP_MAXPOOL:
+    case IR_OP_AVERAGEPOOL:
+        return K_POOL;
+    case IR_OP_GLOBALAVERAGEPOOL:
+        return K_GAP;
+    case IR_OP_TRANSPOSE:
+        return K_TRANSPOSE;
+    default:
+        return K_UNARY;
+    }
 }
 
 /* ---- unary -------------------------------------------------------------------------------- */
@@ -153,24 +221,18 @@ static anvil_status unary_prepare(const kern_node *kn, elt_state *s) {
     }
 }
 
-typedef struct unary_job {
-    const elt_state *s;
-    float a, b;
-    const float *x;
-    float *y;
-    size_t n;
-} unary_job;
-
 static void unary_chunk(void *arg, size_t begin, size_t end) {
-    const unary_job *j = arg;
-    size_t lo = begin * ELT_BLOCK, hi = end * ELT_BLOCK;
-    if (hi > j->n) hi = j->n;
+    const elt_job *j = arg;
+    size_t lo, hi;
+    block_span(begin, end, j->n, &lo, &hi);
     j->s->isa->unary(j->s->uk, j->a, j->b, j->y + lo, j->x + lo, hi - lo);
 }
 
-static anvil_status unary_run(const ir_node *n, const elt_state *s, const op_tensor *const *in,
-                              int n_in, op_tensor *const *out, op_ctx *ctx) {
-    unary_job j = {s, s->a, s->b, in[0]->data, out[0]->data, op_tensor_numel(in[0])};
+/* j: the job with s, x, y and n set. */
+static anvil_status unary_run(const ir_node *n, elt_job j, const op_tensor *const *in, int n_in,
+                              op_ctx *ctx) {
+    j.a = j.s->a;
+    j.b = j.s->b;
     if (n->op == IR_OP_CLIP && n->opset >= 11) {
         for (int i = 1; i < n_in && i < 3; i++) {
             if (!in[i]) continue;
@@ -182,7 +244,7 @@ static anvil_status unary_run(const ir_node *n, const elt_state *s, const op_ten
         }
     }
     if (j.n == 0) return ANVIL_OK;
-    op_parallel_for(par_ctx(ctx, j.n), (j.n + ELT_BLOCK - 1) / ELT_BLOCK, unary_chunk, &j);
+    parallel_blocks(ctx, j.n, unary_chunk, &j);
     return ANVIL_OK;
 }
 
@@ -237,21 +299,14 @@ static bool binary_supports(const kern_node *kn) {
            f32_static(&kn->out[0]) && binary_fold(&kn->in[0], &kn->in[1], &kn->out[0], &s);
 }
 
-typedef struct binary_job {
-    const elt_state *s;
-    const float *a, *b;
-    float *y;
-    size_t n;
-} binary_job;
-
 /* Output elements of blocks [begin, end): an odometer over the folded dims, one kernel call per
  * (partial) innermost row. */
 static void binary_chunk(void *arg, size_t begin, size_t end) {
-    const binary_job *j = arg;
+    const elt_job *j = arg;
     const elt_state *s = j->s;
     const int r = s->rank;
-    size_t pos = begin * ELT_BLOCK, stop = end * ELT_BLOCK;
-    if (stop > j->n) stop = j->n;
+    size_t pos, stop;
+    block_span(begin, end, j->n, &pos, &stop);
     int64_t idx[IR_MAX_RANK], oa = 0, ob = 0;
     size_t rem = pos;
     for (int d = r - 1; d >= 0; d--) {
@@ -264,7 +319,7 @@ static void binary_chunk(void *arg, size_t begin, size_t end) {
     while (pos < stop) {
         size_t cnt = (size_t)(inner - idx[r - 1]);
         if (cnt > stop - pos) cnt = stop - pos;
-        s->isa->binary(s->bk, j->y + pos, j->a + oa, j->b + ob, (int)s->sa[r - 1],
+        s->isa->binary(s->bk, j->y + pos, j->x + oa, j->in1 + ob, (int)s->sa[r - 1],
                        (int)s->sb[r - 1], cnt);
         pos += cnt;
         idx[r - 1] += (int64_t)cnt;
@@ -281,47 +336,34 @@ static void binary_chunk(void *arg, size_t begin, size_t end) {
     }
 }
 
-static anvil_status binary_run(const elt_state *s, const op_tensor *const *in,
-                               op_tensor *const *out, op_ctx *ctx) {
-    binary_job j = {s, in[0]->data, in[1]->data, out[0]->data, op_tensor_numel(out[0])};
-    if (j.n == 0) return ANVIL_OK;
-    op_parallel_for(par_ctx(ctx, j.n), (j.n + ELT_BLOCK - 1) / ELT_BLOCK, binary_chunk, &j);
-    return ANVIL_OK;
-}
-
 /* ---- softmax / logsoftmax ------------------------------------------------------------------ */
+
+/* X as rows of its dims from the "axis" attribute on (default dflt, negative counts from the
+ * end): rows = prod(dims[:axis]), len = prod(dims[axis:]); false on a bad attribute or axis. */
+static bool rows_at_axis(const kern_node *kn, int64_t dflt, int64_t *axis, size_t *rows,
+                         size_t *len) {
+    const ir_shape *x = &kn->in[0].shape;
+    if (ir_attr_int(kn->node, "axis", dflt, axis) != ANVIL_OK) return false;
+    if (*axis < 0) *axis += x->rank;
+    if (*axis < 0 || *axis >= x->rank) return false;
+    *rows = 1;
+    *len = 1;
+    for (int d = 0; d < x->rank; d++) *(d < *axis ? rows : len) *= (size_t)x->d[d];
+    return true;
+}
 
 /* Rows of the op: before opset 13 the input is [prod(dims[:axis]), prod(dims[axis:])]; from 13
  * only axis == last makes the lines contiguous. */
 static bool softmax_rows(const kern_node *kn, size_t *rows, size_t *len) {
     const ir_node *n = kn->node;
-    if (!f32_static(&kn->in[0]) || !f32_static(&kn->out[0])) return false;
-    int r = kn->in[0].shape.rank;
     int64_t axis;
-    if (ir_attr_int(n, "axis", n->opset < 13 ? 1 : -1, &axis) != ANVIL_OK) return false;
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis >= r) return false;
-    if (n->opset >= 13 && axis != r - 1) return false;
-    size_t outer = 1, inner = 1;
-    for (int d = 0; d < r; d++) {
-        if (d < axis)
-            outer *= (size_t)kn->in[0].shape.d[d];
-        else
-            inner *= (size_t)kn->in[0].shape.d[d];
-    }
-    *rows = outer;
-    *len = inner;
-    return true;
+    return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) &&
+           rows_at_axis(kn, n->opset < 13 ? 1 : -1, &axis, rows, len) &&
+           (n->opset < 13 || axis == kn->in[0].shape.rank - 1);
 }
 
-typedef struct rows_job {
-    const elt_state *s;
-    const float *x, *scale, *bias;
-    float *y;
-} rows_job;
-
 static void softmax_chunk(void *arg, size_t begin, size_t end) {
-    const rows_job *j = arg;
+    const elt_job *j = arg;
     const size_t len = j->s->len;
     for (size_t r = begin; r < end; r++)
         j->s->isa->softmax_row(j->y + r * len, j->x + r * len, len, j->s->logsm);
@@ -332,37 +374,22 @@ static void softmax_chunk(void *arg, size_t begin, size_t end) {
 /* Rows over axis..rank-1, with scale and bias holding exactly one element per row element (what
  * inference allows is a broadcast onto X[axis:]; the common case is the full shape). */
 static bool layernorm_rows(const kern_node *kn, size_t *rows, size_t *len) {
-    const ir_node *n = kn->node;
     if (!f32_static(&kn->in[0]) || !f32_static(&kn->out[0]) || kn->n_in < 2 ||
         !f32_static(&kn->in[1]))
         return false;
     for (int i = 1; i < 3; i++)
         if (has_output(kn, i)) return false; /* Mean / InvStdDev outputs: reference */
-    int r = kn->in[0].shape.rank;
     int64_t axis;
-    if (ir_attr_int(n, "axis", -1, &axis) != ANVIL_OK) return false;
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis >= r) return false;
-    size_t outer = 1, inner = 1;
-    for (int d = 0; d < r; d++) {
-        if (d < axis)
-            outer *= (size_t)kn->in[0].shape.d[d];
-        else
-            inner *= (size_t)kn->in[0].shape.d[d];
-    }
-    if (numel_of(&kn->in[1]) != inner) return false;
-    if (has_input(kn, 2) && (!f32_static(&kn->in[2]) || numel_of(&kn->in[2]) != inner))
-        return false;
-    *rows = outer;
-    *len = inner;
-    return true;
+    if (!rows_at_axis(kn, -1, &axis, rows, len)) return false;
+    return numel_of(&kn->in[1]) == *len &&
+           (!has_input(kn, 2) || (f32_static(&kn->in[2]) && numel_of(&kn->in[2]) == *len));
 }
 
 static void layernorm_chunk(void *arg, size_t begin, size_t end) {
-    const rows_job *j = arg;
+    const elt_job *j = arg;
     const size_t len = j->s->len;
     for (size_t r = begin; r < end; r++)
-        j->s->isa->layernorm_row(j->y + r * len, j->x + r * len, len, j->scale, j->bias, j->s->eps);
+        j->s->isa->layernorm_row(j->y + r * len, j->x + r * len, len, j->in1, j->in2, j->s->eps);
 }
 
 /* ---- batchnorm ---------------------------------------------------------------------------- */
@@ -392,20 +419,14 @@ static void batchnorm_fold(float *ab, int64_t c, const float *scale, const float
     }
 }
 
-typedef struct bn_job {
-    const elt_state *s;
-    const float *x, *ab;
-    float *y;
-} bn_job;
-
 static void batchnorm_chunk(void *arg, size_t begin, size_t end) {
-    const bn_job *j = arg;
+    const elt_job *j = arg;
     const int64_t C = j->s->channels, P = j->s->plane;
     for (size_t q = begin; q < end; q++) {
         int64_t c = (int64_t)q % C;
         const float *x = j->x + (int64_t)q * P;
         float *y = j->y + (int64_t)q * P;
-        j->s->isa->affine(y, x, (size_t)P, j->ab[c], j->ab[C + c]);
+        j->s->isa->affine(y, x, (size_t)P, j->in1[c], j->in1[C + c]);
     }
 }
 
@@ -466,42 +487,25 @@ static float *pool_counts(int64_t out, int64_t k, int64_t s, int64_t pb, int64_t
     return cnt;
 }
 
-typedef struct pool_job {
-    const elt_state *s;
-    bool avg;
-    const float *x;
-    float *y;
-    char *ws;
-    size_t planes;
-    int nthreads;
-} pool_job;
-
 /* Exactly one index per thread: index t owns workspace row t. */
 static void pool_chunk(void *arg, size_t begin, size_t end) {
-    const pool_job *j = arg;
+    const elt_job *j = arg;
     const elt_state *s = j->s;
     const int64_t in_sz = s->pool.ih * s->pool.iw, out_sz = s->pool.oh * s->pool.ow;
     for (size_t t = begin; t < end; t++) {
         float *row = (float *)(void *)(j->ws + t * s->row_stride * sizeof(float));
-        size_t p0 = j->planes * t / (size_t)j->nthreads;
-        size_t p1 = j->planes * (t + 1) / (size_t)j->nthreads;
+        size_t p0 = j->n * t / (size_t)j->nthreads;
+        size_t p1 = j->n * (t + 1) / (size_t)j->nthreads;
         for (size_t p = p0; p < p1; p++)
             s->isa->pool2d(&s->pool, j->avg, s->cnt_h, s->cnt_w, j->y + (int64_t)p * out_sz,
                            j->x + (int64_t)p * in_sz, row);
     }
 }
 
-typedef struct gap_job {
-    const elt_state *s;
-    const float *x;
-    float *y;
-    size_t plane;
-} gap_job;
-
 static void gap_chunk(void *arg, size_t begin, size_t end) {
-    const gap_job *j = arg;
+    const elt_job *j = arg;
     for (size_t p = begin; p < end; p++)
-        j->y[p] = j->s->isa->sum(j->x + p * j->plane, j->plane) / (float)j->plane;
+        j->y[p] = j->s->isa->sum(j->x + p * j->n, j->n) / (float)j->n;
 }
 
 /* ---- transpose ---------------------------------------------------------------------------- */
@@ -561,35 +565,17 @@ static bool transpose_form(const kern_node *kn, elt_state *s) {
         s->tform = TR_COPY;
         return true;
     }
-    if (ng == 2 && cp[0] == 1 && cp[1] == 0) {
-        s->tform = TR_SWAP;
-        s->t0 = cd[0];
-        s->t1 = cd[1];
-        return true;
-    }
-    if (ng == 3 && cp[0] == 0 && cp[1] == 2 && cp[2] == 1) {
-        s->tform = TR_SWAP;
-        s->tb = cd[0];
-        s->t0 = cd[1];
-        s->t1 = cd[2];
-        return true;
-    }
-    if (ng == 3 && cp[0] == 1 && cp[1] == 0 && cp[2] == 2) {
-        s->tform = TR_BLOCKS;
-        s->t0 = cd[0];
-        s->t1 = cd[1];
-        s->tin = cd[2];
-        return true;
-    }
-    if (ng == 4 && cp[0] == 0 && cp[1] == 2 && cp[2] == 1 && cp[3] == 3) {
-        s->tform = TR_BLOCKS;
-        s->tb = cd[0];
-        s->t0 = cd[1];
-        s->t1 = cd[2];
-        s->tin = cd[3];
-        return true;
-    }
-    return false;
+    /* neighbours in the output are never neighbours in the input (they would have merged), so
+     * the forms above are: a batch group kept first (optional), two groups that swap, and a
+     * block kept last (optional) */
+    const int lo = cp[0] == 0, hi = cp[ng - 1] == ng - 1 ? ng - 1 : ng;
+    if (hi - lo != 2 || cp[lo] != lo + 1 || cp[lo + 1] != lo) return false;
+    s->tform = hi < ng ? TR_BLOCKS : TR_SWAP;
+    if (lo) s->tb = cd[0];
+    s->t0 = cd[lo];
+    s->t1 = cd[lo + 1];
+    if (hi < ng) s->tin = cd[ng - 1];
+    return true;
 }
 
 static bool transpose_supports(const kern_node *kn) {
@@ -616,60 +602,38 @@ void elt_transpose_f32(float *dst, const float *src, size_t rows, size_t cols, s
         for (size_t c = 0; c < cols; c++) dst[c * lds + r] = src[r * ldx + c];
 }
 
-/* Rows of 64 input rows per task for the swap (each task a set of 8x8 tiles). */
+/* The swap's tasks are (batch item, block of rows, block of columns), each block a set of 8x8
+ * tiles: blocks of TR_ROWS whole rows, or, for a matrix of fewer than TR_ROWS rows (an image's 3
+ * channels turned channels-last), which would be one task per batch item, blocks of TR_COLS
+ * columns of all its rows. */
 #define TR_ROWS 64
-
-typedef struct tr_job {
-    const elt_state *s;
-    const float *x;
-    float *y;
-    size_t n;
-} tr_job;
+#define TR_COLS 4096
 
 static void tr_copy_chunk(void *arg, size_t begin, size_t end) {
-    const tr_job *j = arg;
-    size_t lo = begin * ELT_BLOCK, hi = end * ELT_BLOCK;
-    if (hi > j->n) hi = j->n;
+    const elt_job *j = arg;
+    size_t lo, hi;
+    block_span(begin, end, j->n, &lo, &hi);
     memcpy(j->y + lo, j->x + lo, (hi - lo) * sizeof(float));
 }
 
 static void tr_swap_chunk(void *arg, size_t begin, size_t end) {
-    const tr_job *j = arg;
+    const elt_job *j = arg;
     const elt_state *s = j->s;
-    const size_t rows = (size_t)s->t0, cols = (size_t)s->t1;
-    const size_t per_b = (rows + TR_ROWS - 1) / TR_ROWS;
+    const size_t rows = (size_t)s->t0, cols = (size_t)s->t1, br = j->br, bc = j->bc;
+    const size_t nrb = ceil_div(rows, br), ncb = ceil_div(cols, bc);
     for (size_t t = begin; t < end; t++) {
-        size_t b = t / per_b, r0 = (t % per_b) * TR_ROWS;
-        size_t nr = rows - r0 < TR_ROWS ? rows - r0 : TR_ROWS;
-        const float *src = j->x + b * rows * cols + r0 * cols;
-        float *dst = j->y + b * rows * cols + r0;
-        s->isa->transpose4((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, nr, cols,
-                           cols, rows);
-    }
-}
-
-/* A matrix of fewer than TR_ROWS rows (an image's 3 channels turned channels-last) would be one
- * task per batch item, so its columns are split instead: task t = (b, TR_COLS columns). */
-#define TR_COLS 4096
-
-static void tr_cols_chunk(void *arg, size_t begin, size_t end) {
-    const tr_job *j = arg;
-    const elt_state *s = j->s;
-    const size_t rows = (size_t)s->t0, cols = (size_t)s->t1;
-    const size_t per_b = (cols + TR_COLS - 1) / TR_COLS;
-    for (size_t t = begin; t < end; t++) {
-        size_t b = t / per_b, c0 = (t % per_b) * TR_COLS;
-        size_t nc = cols - c0 < TR_COLS ? cols - c0 : TR_COLS;
-        const float *src = j->x + b * rows * cols + c0;
-        float *dst = j->y + b * rows * cols + c0 * rows;
-        s->isa->transpose4((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, rows, nc,
+        size_t b = t / (nrb * ncb), r0 = t / ncb % nrb * br, c0 = t % ncb * bc;
+        size_t nr = rows - r0 < br ? rows - r0 : br, nc = cols - c0 < bc ? cols - c0 : bc;
+        const float *src = j->x + b * rows * cols + r0 * cols + c0;
+        float *dst = j->y + b * rows * cols + c0 * rows + r0;
+        s->isa->transpose4((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, nr, nc,
                            cols, rows);
     }
 }
 
 /* Output block (b, i1, i0) of tin elements is input block (b, i0, i1); task t = (b, i1). */
 static void tr_blocks_chunk(void *arg, size_t begin, size_t end) {
-    const tr_job *j = arg;
+    const elt_job *j = arg;
     const elt_state *s = j->s;
     const size_t d0 = (size_t)s->t0, d1 = (size_t)s->t1, in = (size_t)s->tin;
     for (size_t t = begin; t < end; t++) {
@@ -687,25 +651,20 @@ static bool supports_common(const kern_node *kn, const core_hw *hw) {
     size_t rows, len;
     elt_pool2d g;
     bool cip;
-    switch (kn->node->op) {
-    case IR_OP_ADD:
-    case IR_OP_SUB:
-    case IR_OP_MUL:
-    case IR_OP_DIV:
+    switch (kind_of(kn->node->op)) {
+    case K_BINARY:
         return binary_supports(kn);
-    case IR_OP_SOFTMAX:
-    case IR_OP_LOGSOFTMAX:
+    case K_SOFTMAX:
         return softmax_rows(kn, &rows, &len);
-    case IR_OP_LAYERNORMALIZATION:
+    case K_LAYERNORM:
         return layernorm_rows(kn, &rows, &len);
-    case IR_OP_BATCHNORMALIZATION:
+    case K_BATCHNORM:
         return batchnorm_supports(kn);
-    case IR_OP_MAXPOOL:
-    case IR_OP_AVERAGEPOOL:
+    case K_POOL:
         return pool_geometry(kn, &g, &cip);
-    case IR_OP_GLOBALAVERAGEPOOL:
+    case K_GAP:
         return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) && kn->in[0].shape.rank >= 3;
-    case IR_OP_TRANSPOSE:
+    case K_TRANSPOSE:
         return transpose_supports(kn);
     default:
         return unary_supports(kn);
@@ -718,15 +677,15 @@ static size_t pool_row_stride(const elt_pool2d *g) {
 }
 
 static size_t workspace_common(const kern_node *kn) {
-    const ir_op op = kn->node->op;
+    const elt_kind kind = kind_of(kn->node->op);
     int threads = kn->threads > 0 ? kn->threads : 1;
-    if (op == IR_OP_MAXPOOL || op == IR_OP_AVERAGEPOOL) {
+    if (kind == K_POOL) {
         elt_pool2d g;
         bool cip;
         if (!pool_geometry(kn, &g, &cip)) return 0;
         return (size_t)threads * pool_row_stride(&g) * sizeof(float);
     }
-    if (op == IR_OP_BATCHNORMALIZATION) return 2 * (size_t)kn->in[0].shape.d[1] * sizeof(float);
+    if (kind == K_BATCHNORM) return 2 * (size_t)kn->in[0].shape.d[1] * sizeof(float);
     return 0;
 }
 
@@ -747,27 +706,23 @@ static anvil_status prepare_common(const kern_node *kn, const elt_isa *isa, void
     const ir_node *n = kn->node;
     anvil_status st = ANVIL_OK;
     bool cip = false;
-    switch (n->op) {
-    case IR_OP_ADD:
-    case IR_OP_SUB:
-    case IR_OP_MUL:
-    case IR_OP_DIV:
+    switch (kind_of(n->op)) {
+    case K_BINARY:
         s->bk = n->op == IR_OP_ADD   ? ELT_ADD
                 : n->op == IR_OP_SUB ? ELT_SUB
                 : n->op == IR_OP_MUL ? ELT_MUL
                                      : ELT_DIV;
         binary_fold(&kn->in[0], &kn->in[1], &kn->out[0], s);
         break;
-    case IR_OP_SOFTMAX:
-    case IR_OP_LOGSOFTMAX:
+    case K_SOFTMAX:
         s->logsm = n->op == IR_OP_LOGSOFTMAX;
         softmax_rows(kn, &s->rows, &s->len);
         break;
-    case IR_OP_LAYERNORMALIZATION:
+    case K_LAYERNORM:
         layernorm_rows(kn, &s->rows, &s->len);
         st = ir_attr_float(n, "epsilon", 1e-5f, &s->eps);
         break;
-    case IR_OP_BATCHNORMALIZATION:
+    case K_BATCHNORM:
         s->channels = kn->in[0].shape.d[1];
         s->plane = 1;
         for (int d = 2; d < kn->in[0].shape.rank; d++) s->plane *= kn->in[0].shape.d[d];
@@ -784,8 +739,7 @@ static anvil_status prepare_common(const kern_node *kn, const elt_isa *isa, void
                            kn->in[4].value, s->bn_eps);
         }
         break;
-    case IR_OP_MAXPOOL:
-    case IR_OP_AVERAGEPOOL:
+    case K_POOL:
         pool_geometry(kn, &s->pool, &cip);
         s->row_stride = pool_row_stride(&s->pool);
         if (n->op == IR_OP_AVERAGEPOOL) {
@@ -804,9 +758,9 @@ static anvil_status prepare_common(const kern_node *kn, const elt_isa *isa, void
                               ir_node_label(n));
         }
         break;
-    case IR_OP_GLOBALAVERAGEPOOL:
+    case K_GAP:
         break;
-    case IR_OP_TRANSPOSE:
+    case K_TRANSPOSE:
         transpose_form(kn, s);
         break;
     default:
@@ -828,137 +782,126 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
     const op_tensor *x = in[0];
     op_tensor *y = out[0];
     size_t numel = op_tensor_numel(x);
-    switch (n->op) {
-    case IR_OP_ADD:
-    case IR_OP_SUB:
-    case IR_OP_MUL:
-    case IR_OP_DIV:
-        return binary_run(s, in, out, ctx);
-    case IR_OP_SOFTMAX:
-    case IR_OP_LOGSOFTMAX: {
-        if (s->rows == 0 || s->len == 0) return ANVIL_OK;
-        rows_job j = {s, x->data, NULL, NULL, y->data};
-        op_parallel_for(par_ctx(ctx, numel / 2), s->rows, softmax_chunk, &j);
+    elt_job j = {.s = s, .x = x->data, .y = y->data, .n = numel};
+    switch (kind_of(n->op)) {
+    case K_BINARY:
+        j.in1 = in[1]->data;
+        j.n = op_tensor_numel(y);
+        if (j.n > 0) parallel_blocks(ctx, j.n, binary_chunk, &j);
         return ANVIL_OK;
-    }
-    case IR_OP_LAYERNORMALIZATION: {
-        if (s->rows == 0 || s->len == 0) return ANVIL_OK;
-        rows_job j = {s, x->data, in[1]->data, n_in > 2 && in[2] ? in[2]->data : NULL, y->data};
-        op_parallel_for(par_ctx(ctx, numel), s->rows, layernorm_chunk, &j);
+    case K_SOFTMAX:
+        if (s->rows > 0 && s->len > 0)
+            op_parallel_for(par_ctx(ctx, numel / 2), s->rows, softmax_chunk, &j);
         return ANVIL_OK;
-    }
-    case IR_OP_BATCHNORMALIZATION: {
+    case K_LAYERNORM:
+        j.in1 = in[1]->data;
+        j.in2 = n_in > 2 && in[2] ? in[2]->data : NULL;
+        if (s->rows > 0 && s->len > 0)
+            op_parallel_for(par_ctx(ctx, numel), s->rows, layernorm_chunk, &j);
+        return ANVIL_OK;
+    case K_BATCHNORM: {
         size_t planes = (size_t)(x->dims[0] * s->channels);
         if (planes == 0 || s->plane == 0) return ANVIL_OK;
-        const float *ab = s->ab;
-        if (!ab) {
+        j.in1 = s->ab;
+        if (!s->ab) {
             batchnorm_fold(ws, s->channels, in[1]->data, in[2]->data, in[3]->data, in[4]->data,
                            s->bn_eps);
-            ab = ws;
+            j.in1 = ws;
         }
-        bn_job j = {s, x->data, ab, y->data};
         op_parallel_for(par_ctx(ctx, numel), planes, batchnorm_chunk, &j);
         return ANVIL_OK;
     }
-    case IR_OP_MAXPOOL:
-    case IR_OP_AVERAGEPOOL: {
+    case K_POOL: {
         size_t planes = (size_t)(x->dims[0] * x->dims[1]);
         if (planes == 0 || op_tensor_numel(y) == 0) return ANVIL_OK;
         int T = op_ctx_threads(ctx);
         if (T > s->threads) T = s->threads;
         if ((size_t)T > planes) T = (int)planes;
         if (numel < ELT_PAR_MIN || T < 1) T = 1;
-        pool_job j = {s, n->op == IR_OP_AVERAGEPOOL, x->data, y->data, ws, planes, T};
+        j.n = planes;
+        j.avg = n->op == IR_OP_AVERAGEPOOL;
+        j.ws = ws;
+        j.nthreads = T;
         op_parallel_for(T > 1 ? ctx : NULL, (size_t)T, pool_chunk, &j);
         return ANVIL_OK;
     }
-    case IR_OP_GLOBALAVERAGEPOOL: {
+    case K_GAP: {
         size_t planes = (size_t)(x->dims[0] * x->dims[1]);
-        if (planes == 0) return ANVIL_OK;
-        gap_job j = {s, x->data, y->data, numel / planes};
-        if (j.plane == 0) return ANVIL_OK;
+        if (planes == 0 || numel / planes == 0) return ANVIL_OK;
+        j.n = numel / planes;
         op_parallel_for(par_ctx(ctx, numel), planes, gap_chunk, &j);
         return ANVIL_OK;
     }
-    case IR_OP_TRANSPOSE: {
+    case K_TRANSPOSE: {
         if (numel == 0) return ANVIL_OK;
-        tr_job j = {s, x->data, y->data, numel};
+        const size_t rows = (size_t)s->t0, cols = (size_t)s->t1;
+        j.br = rows < TR_ROWS ? rows : TR_ROWS;
+        j.bc = rows < TR_ROWS ? TR_COLS : cols;
         op_ctx *c = par_ctx(ctx, numel);
         if (s->tform == TR_COPY)
-            op_parallel_for(c, (numel + ELT_BLOCK - 1) / ELT_BLOCK, tr_copy_chunk, &j);
-        else if (s->tform == TR_SWAP && s->t0 < TR_ROWS)
-            op_parallel_for(c, (size_t)s->tb * (((size_t)s->t1 + TR_COLS - 1) / TR_COLS),
-                            tr_cols_chunk, &j);
+            parallel_blocks(ctx, numel, tr_copy_chunk, &j);
         else if (s->tform == TR_SWAP)
-            op_parallel_for(c, (size_t)s->tb * (((size_t)s->t0 + TR_ROWS - 1) / TR_ROWS),
+            op_parallel_for(c, (size_t)s->tb * ceil_div(rows, j.br) * ceil_div(cols, j.bc),
                             tr_swap_chunk, &j);
         else
-            op_parallel_for(c, (size_t)(s->tb * s->t1), tr_blocks_chunk, &j);
+            op_parallel_for(c, (size_t)s->tb * cols, tr_blocks_chunk, &j);
         return ANVIL_OK;
     }
     default:
-        return unary_run(n, s, in, n_in, out, ctx);
+        return unary_run(n, j, in, n_in, ctx);
     }
 }
 
 /* ---- the variant table ---------------------------------------------------------------------
  * Per (op, ISA) one variant; only prepare differs (it records the ISA table in the state). */
 
-#define ELT_VARIANT(ID, OP, NAME)                                                                  \
-    static anvil_status prep_##ID##_avx512(const kern_node *kn, void **state) {                    \
-        return prepare_common(kn, &elt_isa_avx512, state);                                         \
+/* The variant of op OP on the ISA table elt_isa_<ISA>, named "<ID>_<ISA>". */
+#define ELT_VARIANT_ISA(ID, OP, ISA, NEEDS)                                                        \
+    static anvil_status prep_##ID##_##ISA(const kern_node *kn, void **state) {                     \
+        return prepare_common(kn, &elt_isa_##ISA, state);                                          \
     }                                                                                              \
-    static anvil_status prep_##ID##_avx2(const kern_node *kn, void **state) {                      \
-        return prepare_common(kn, &elt_isa_avx2, state);                                           \
-    }                                                                                              \
-    static const kern_variant v_##ID##_avx512 = {NAME "_avx512",                                   \
-                                                 OP,                                               \
-                                                 KERN_NEEDS_AVX512,                                \
-                                                 supports_common,                                  \
-                                                 workspace_common,                                 \
-                                                 prep_##ID##_avx512,                               \
-                                                 release_common,                                   \
-                                                 run_common,                                       \
-                                                 NULL};                                            \
-    static const kern_variant v_##ID##_avx2 = {NAME "_avx2",                                       \
-                                               OP,                                                 \
-                                               KERN_NEEDS_AVX2,                                    \
-                                               supports_common,                                    \
-                                               workspace_common,                                   \
-                                               prep_##ID##_avx2,                                   \
-                                               release_common,                                     \
-                                               run_common,                                         \
-                                               NULL};
+    static const kern_variant v_##ID##_##ISA = {.name = #ID "_" #ISA,                              \
+                                                .op = OP,                                          \
+                                                .needs = NEEDS,                                    \
+                                                .supports = supports_common,                       \
+                                                .workspace_size = workspace_common,                \
+                                                .prepare = prep_##ID##_##ISA,                      \
+                                                .release = release_common,                         \
+                                                .run = run_common};
+
+#define ELT_VARIANT(ID, OP)                                                                        \
+    ELT_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)                                             \
+    ELT_VARIANT_ISA(ID, OP, avx2, KERN_NEEDS_AVX2)
 
 /* Ops whose kernels need only arithmetic. */
 #define ELT_PLAIN(X)                                                                               \
-    X(relu, IR_OP_RELU, "relu")                                                                    \
-    X(leakyrelu, IR_OP_LEAKYRELU, "leakyrelu")                                                     \
-    X(clip, IR_OP_CLIP, "clip")                                                                    \
-    X(hardsigmoid, IR_OP_HARDSIGMOID, "hardsigmoid")                                               \
-    X(hardswish, IR_OP_HARDSWISH, "hardswish")                                                     \
-    X(add, IR_OP_ADD, "add")                                                                       \
-    X(sub, IR_OP_SUB, "sub")                                                                       \
-    X(mul, IR_OP_MUL, "mul")                                                                       \
-    X(div, IR_OP_DIV, "div")                                                                       \
-    X(layernorm, IR_OP_LAYERNORMALIZATION, "layernorm")                                            \
-    X(batchnorm, IR_OP_BATCHNORMALIZATION, "batchnorm")                                            \
-    X(maxpool, IR_OP_MAXPOOL, "maxpool")                                                           \
-    X(averagepool, IR_OP_AVERAGEPOOL, "averagepool")                                               \
-    X(globalaveragepool, IR_OP_GLOBALAVERAGEPOOL, "globalaveragepool")                             \
-    X(transpose, IR_OP_TRANSPOSE, "transpose")
+    X(relu, IR_OP_RELU)                                                                            \
+    X(leakyrelu, IR_OP_LEAKYRELU)                                                                  \
+    X(clip, IR_OP_CLIP)                                                                            \
+    X(hardsigmoid, IR_OP_HARDSIGMOID)                                                              \
+    X(hardswish, IR_OP_HARDSWISH)                                                                  \
+    X(add, IR_OP_ADD)                                                                              \
+    X(sub, IR_OP_SUB)                                                                              \
+    X(mul, IR_OP_MUL)                                                                              \
+    X(div, IR_OP_DIV)                                                                              \
+    X(layernorm, IR_OP_LAYERNORMALIZATION)                                                         \
+    X(batchnorm, IR_OP_BATCHNORMALIZATION)                                                         \
+    X(maxpool, IR_OP_MAXPOOL)                                                                      \
+    X(averagepool, IR_OP_AVERAGEPOOL)                                                              \
+    X(globalaveragepool, IR_OP_GLOBALAVERAGEPOOL)                                                  \
+    X(transpose, IR_OP_TRANSPOSE)
 
 /* Ops that need SLEEF's vector exp / tanh / erf / log1p. */
 #ifdef ANVIL_HAVE_SLEEF
 #define ELT_SLEEF(X)                                                                               \
-    X(sigmoid, IR_OP_SIGMOID, "sigmoid")                                                           \
-    X(tanh, IR_OP_TANH, "tanh")                                                                    \
-    X(erf, IR_OP_ERF, "erf")                                                                       \
-    X(exp, IR_OP_EXP, "exp")                                                                       \
-    X(gelu, IR_OP_GELU, "gelu")                                                                    \
-    X(softplus, IR_OP_SOFTPLUS, "softplus")                                                        \
-    X(softmax, IR_OP_SOFTMAX, "softmax")                                                           \
-    X(logsoftmax, IR_OP_LOGSOFTMAX, "logsoftmax")
+    X(sigmoid, IR_OP_SIGMOID)                                                                      \
+    X(tanh, IR_OP_TANH)                                                                            \
+    X(erf, IR_OP_ERF)                                                                              \
+    X(exp, IR_OP_EXP)                                                                              \
+    X(gelu, IR_OP_GELU)                                                                            \
+    X(softplus, IR_OP_SOFTPLUS)                                                                    \
+    X(softmax, IR_OP_SOFTMAX)                                                                      \
+    X(logsoftmax, IR_OP_LOGSOFTMAX)
 #else
 #define ELT_SLEEF(X)
 #endif
@@ -967,7 +910,7 @@ ELT_PLAIN(ELT_VARIANT)
 ELT_SLEEF(ELT_VARIANT)
 
 /* For each op the AVX-512 variant first: the first applicable variant is the default. */
-#define ELT_REF(ID, OP, NAME) &v_##ID##_avx512, &v_##ID##_avx2,
+#define ELT_REF(ID, OP) &v_##ID##_avx512, &v_##ID##_avx2,
 const kern_variant *const kern_family_eltwise[] = {
     ELT_PLAIN(ELT_REF) ELT_SLEEF(ELT_REF) NULL,
 };
