@@ -33,6 +33,10 @@ static inline V f_hardswish(V x) {
 }
 
 #ifdef ANVIL_HAVE_SLEEF
+/* Three steps of Horner's rule: ((p x + c0) x + c1) x + c2. */
+static inline V v_horner3(V p, V x, float c0, float c1, float c2) {
+    return V_FMA(V_FMA(V_FMA(p, x, V_SET1(c0)), x, V_SET1(c1)), x, V_SET1(c2));
+}
 /* 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below: e^-|x| never overflows. */
 static inline V f_sigmoid(V x) {
     V e = V_EXP(V_SUB(V_ZERO(), V_ABS(x)));
@@ -48,30 +52,18 @@ static inline V f_sigmoid(V x) {
 static inline V f_erf(V x) {
     const V t = V_MUL(x, x), ax = V_ABS(x);
     V p = V_SET1(7.847259257687256e-05f);
-    p = V_FMA(p, t, V_SET1(-0.0008008189033716917f));
-    p = V_FMA(p, t, V_SET1(0.005188099108636379f));
-    p = V_FMA(p, t, V_SET1(-0.026853691786527634f));
-    p = V_FMA(p, t, V_SET1(0.1128358244895935f));
-    p = V_FMA(p, t, V_SET1(-0.3761262595653534f));
-    p = V_FMA(p, t, V_SET1(1.1283791065216064f));
+    p = v_horner3(p, t, -0.0008008189033716917f, 0.005188099108636379f, -0.026853691786527634f);
+    p = v_horner3(p, t, 0.1128358244895935f, -0.3761262595653534f, 1.1283791065216064f);
     const V small = V_MUL(x, p);
     /* clamped (NaN kept: V_MIN returns its second operand for NaN) so that e^(-x^2) never
      * goes denormal, which costs microcode assists: past 3.92 the result rounds to 1 anyway */
     const V xc = V_MIN(V_SET1(3.92f), ax);
     const V u = V_MUL(V_SUB(xc, V_SET1(2.46f)), V_SET1(1.0f / 1.46f));
     V h = V_SET1(1.0051507160824258e-05f);
-    h = V_FMA(h, u, V_SET1(-3.011766057170462e-05f));
-    h = V_FMA(h, u, V_SET1(5.0610178732313216e-05f));
-    h = V_FMA(h, u, V_SET1(-0.00012712914030998945f));
-    h = V_FMA(h, u, V_SET1(0.00036322572850622237f));
-    h = V_FMA(h, u, V_SET1(-0.000916590157430619f));
-    h = V_FMA(h, u, V_SET1(0.0022108915727585554f));
-    h = V_FMA(h, u, V_SET1(-0.005213573575019836f));
-    h = V_FMA(h, u, V_SET1(0.011899635195732117f));
-    h = V_FMA(h, u, V_SET1(-0.02616809494793415f));
-    h = V_FMA(h, u, V_SET1(0.05525609105825424f));
-    h = V_FMA(h, u, V_SET1(-0.11151688545942307f));
-    h = V_FMA(h, u, V_SET1(0.213820680975914f));
+    h = v_horner3(h, u, -3.011766057170462e-05f, 5.0610178732313216e-05f, -0.00012712914030998945f);
+    h = v_horner3(h, u, 0.00036322572850622237f, -0.000916590157430619f, 0.0022108915727585554f);
+    h = v_horner3(h, u, -0.005213573575019836f, 0.011899635195732117f, -0.02616809494793415f);
+    h = v_horner3(h, u, 0.05525609105825424f, -0.11151688545942307f, 0.213820680975914f);
     const V big = V_SUB(V_SET1(1.0f), V_MUL(h, V_EXP(V_SUB(V_ZERO(), V_MUL(xc, xc)))));
     return V_LT(ax, V_SET1(1.0f), small, V_LT(x, V_ZERO(), V_SUB(V_ZERO(), big), big));
 }

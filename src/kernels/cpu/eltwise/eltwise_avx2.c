@@ -1,9 +1,6 @@
 /* The eltwise kernels for AVX2 + FMA (8 float lanes; tails through vector masks and
  * vmaskmov, which never touches the masked-off lanes' memory). */
-#include <immintrin.h>
-#ifdef ANVIL_HAVE_SLEEF
-#include <sleef.h>
-#endif
+#include "eltwise_vec_avx2.h"
 
 static inline __m256 avx2_hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -27,7 +24,6 @@ static inline __m256 avx2_mload(const float *p, __m256i m, __m256 fill) {
     return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
 }
 
-#define V __m256
 #define VW 8
 #define M __m256i
 #define V_LOADU(p) _mm256_loadu_ps(p)
@@ -41,21 +37,8 @@ static inline __m256 avx2_mload(const float *p, __m256i m, __m256 fill) {
 #define V_GATHER(base, idx, m, full, fill)                                                         \
     _mm256_mask_i32gather_ps((fill), (base), _mm256_castps_si256(idx),                             \
                              _mm256_castsi256_ps((full) ? _mm256_set1_epi32(-1) : (m)), 4)
-#define V_SET1(a) _mm256_set1_ps(a)
-#define V_ADD(a, b) _mm256_add_ps((a), (b))
-#define V_SUB(a, b) _mm256_sub_ps((a), (b))
-#define V_MUL(a, b) _mm256_mul_ps((a), (b))
-#define V_DIV(a, b) _mm256_div_ps((a), (b))
-#define V_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
-#define V_MAX(a, b) _mm256_max_ps((a), (b))
-#define V_MIN(a, b) _mm256_min_ps((a), (b))
-#define V_LT(a, b, x, y) _mm256_blendv_ps((y), (x), _mm256_cmp_ps((a), (b), _CMP_LT_OQ))
-#define V_GE(a, b, x, y) _mm256_blendv_ps((y), (x), _mm256_cmp_ps((a), (b), _CMP_GE_OQ))
 #define V_HSUM(v) _mm256_cvtss_f32(avx2_hsum(v))
 #define V_HMAX(v) _mm256_cvtss_f32(avx2_hmax(v))
-#define V_EXP(x) Sleef_expf8_u10avx2(x)
-#define V_TANH(x) Sleef_tanhf8_u10avx2(x)
-#define V_LOG1P(x) Sleef_log1pf8_u10avx2(x)
 #define ELT_ISA_NAME elt_isa_avx2
 
 #include "eltwise_simd.h"

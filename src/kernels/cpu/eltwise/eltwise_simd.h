@@ -1,6 +1,7 @@
 /* The eltwise kernels written once over a small vector vocabulary, instantiated by
  * eltwise_avx512.c (16 lanes, mask registers) and eltwise_avx2.c (8 lanes, vector masks). Include
- * only from those files, after defining:
+ * only from those files, after defining (V, the arithmetic V_SET1 .. V_GE and the SLEEF functions
+ * come from eltwise_vec_<isa>.h, which the GEMM ISA files share):
  *
  *   V, VW, M                 vector type, lanes, tail-mask type
  *   V_LOADU(p) V_STOREU(p,v) unaligned full loads/stores

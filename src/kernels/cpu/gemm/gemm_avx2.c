@@ -27,23 +27,7 @@ static inline __m256 gemm_load_n(const float *p, int n) {
 #define GEMM_MIN(a, b) _mm256_min_ps((a), (b))
 /* The eltwise vocabulary (eltwise_simd.h) on the same registers, for the activations the
  * micro-kernel applies to its accumulators (eltwise_act.h). */
-#ifdef ANVIL_HAVE_SLEEF
-#include <sleef.h>
-#define V_EXP(x) Sleef_expf8_u10avx2(x)
-#define V_TANH(x) Sleef_tanhf8_u10avx2(x)
-#define V_LOG1P(x) Sleef_log1pf8_u10avx2(x)
-#endif
-#define V __m256
-#define V_SET1(a) _mm256_set1_ps(a)
-#define V_ADD(a, b) _mm256_add_ps((a), (b))
-#define V_SUB(a, b) _mm256_sub_ps((a), (b))
-#define V_MUL(a, b) _mm256_mul_ps((a), (b))
-#define V_DIV(a, b) _mm256_div_ps((a), (b))
-#define V_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
-#define V_MAX(a, b) _mm256_max_ps((a), (b))
-#define V_MIN(a, b) _mm256_min_ps((a), (b))
-#define V_LT(a, b, x, y) _mm256_blendv_ps((y), (x), _mm256_cmp_ps((a), (b), _CMP_LT_OQ))
-#define V_GE(a, b, x, y) _mm256_blendv_ps((y), (x), _mm256_cmp_ps((a), (b), _CMP_GE_OQ))
+#include "kernels/cpu/eltwise/eltwise_vec_avx2.h"
 #include "kernels/cpu/eltwise/eltwise_act.h"
 #define GEMM_HAVE_ACT_VEC 1
 #include "gemm_epilogue.h"

@@ -30,23 +30,7 @@ typedef __m512 gemm_v;
 #define GEMM_MIN(a, b) _mm512_min_ps((a), (b))
 /* The eltwise vocabulary (eltwise_simd.h) on the same registers, for the activations the
  * micro-kernel applies to its accumulators (eltwise_act.h). */
-#ifdef ANVIL_HAVE_SLEEF
-#include <sleef.h>
-#define V_EXP(x) Sleef_expf16_u10avx512f(x)
-#define V_TANH(x) Sleef_tanhf16_u10avx512f(x)
-#define V_LOG1P(x) Sleef_log1pf16_u10avx512f(x)
-#endif
-#define V __m512
-#define V_SET1(a) _mm512_set1_ps(a)
-#define V_ADD(a, b) _mm512_add_ps((a), (b))
-#define V_SUB(a, b) _mm512_sub_ps((a), (b))
-#define V_MUL(a, b) _mm512_mul_ps((a), (b))
-#define V_DIV(a, b) _mm512_div_ps((a), (b))
-#define V_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
-#define V_MAX(a, b) _mm512_max_ps((a), (b))
-#define V_MIN(a, b) _mm512_min_ps((a), (b))
-#define V_LT(a, b, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask((a), (b), _CMP_LT_OQ), (y), (x))
-#define V_GE(a, b, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask((a), (b), _CMP_GE_OQ), (y), (x))
+#include "kernels/cpu/eltwise/eltwise_vec_avx512.h"
 #include "kernels/cpu/eltwise/eltwise_act.h"
 #define GEMM_HAVE_ACT_VEC 1
 #include "gemm_epilogue.h"
