@@ -43,6 +43,25 @@ const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_
  * else NULL. conv_gemm_kernel returns it first. */
 const gemm_kernel *conv_gemm_kernel_forced(const core_hw *hw);
 
+/* The bias input B of a run (m floats), or NULL when the conv has none. */
+static inline const float *conv_bias(const conv_shape *s, const op_tensor *const *in, int n_in) {
+    return s->has_bias && n_in > 2 && in[2] ? in[2]->data : NULL;
+}
+
+/* The error of a variant's prepare for a node its supports() refuses; `what` names the variant
+ * ("Winograd variant"). */
+anvil_status conv_prepare_unsupported(const kern_node *kn, const char *what);
+
+/* Defines a kern_variant run NAME that returns CALL, an expression over NAME's parameters (state,
+ * in, n_in, out, ws, ctx): the entry points of variants that differ only in their ISA kernel. */
+#define CONV_RUN_ENTRY(NAME, CALL)                                                                 \
+    static anvil_status NAME(const ir_node *n, void *state, const op_tensor *const *in, int n_in,  \
+                             op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {            \
+        (void)n;                                                                                   \
+        (void)n_out;                                                                               \
+        return CALL;                                                                               \
+    }
+
 /* The depth of one group's GEMM: cg * kh * kw. */
 static inline int64_t conv_kdim(const conv_shape *s) {
     return s->cg * s->kh * s->kw;
@@ -94,6 +113,18 @@ const float *conv_row_fusion_residual(const conv_row_fusion *f, const op_tensor 
 void conv_row_fusion_apply(const conv_row_fusion *f, const float *res, float *y, int64_t n);
 
 /* ---- depthwise (conv_depthwise.c, conv_dw_avx512.c, conv_dw_avx2.c) ------------------------- */
+
+/* Whether s is a depthwise conv the direct kernels take, NCHW and NHWC alike: group == C == M,
+ * kernels 3 or 5 along each axis, strides 1 or 2, no dilation. */
+static inline bool conv_dw_shape(const conv_shape *s) {
+    return s->group == s->c && s->m == s->c && (s->kh == 3 || s->kh == 5) &&
+           (s->kw == 3 || s->kw == 5) && (s->sh == 1 || s->sh == 2) && (s->sw == 1 || s->sw == 2) &&
+           s->dh == 1 && s->dw == 1;
+}
+/* Those kernels' compile-time instances, X(KH, KW, SX) (SX the stride along a row): each
+ * instance file dispatches on this list. */
+#define CONV_DW_INSTANCES(X)                                                                       \
+    X(3, 3, 1) X(3, 3, 2) X(5, 5, 1) X(5, 5, 2) X(3, 5, 1) X(3, 5, 2) X(5, 3, 1) X(5, 3, 2)
 
 /* A depthwise conv with a kh x kw kernel (3 or 5) reads its input through padded rows: the input
  * rows a band of outputs needs, with the zero padding written out, row stride ldp, so that every

@@ -274,6 +274,11 @@ const float *conv_fused_residual(const ir_fusion *f, const op_tensor *const *in,
     return in[f->residual]->data;
 }
 
+anvil_status conv_prepare_unsupported(const kern_node *kn, const char *what) {
+    return core_err(ANVIL_ERR_INTERNAL, "%s: %s prepared for a node it does not support",
+                    ir_node_label(kn->node), what);
+}
+
 void conv_row_fusion_init(const kern_node *kn, conv_row_fusion *f) {
     const ir_fusion *fu = kn->node->fusion;
     f->on = fu && conv_fuses(kn);

@@ -44,11 +44,7 @@ bool conv_dw_channel_lanes(const conv_shape *s) {
 static bool dw_plan_of(const kern_node *kn, dw_plan *p) {
     memset(p, 0, sizeof *p);
     conv_shape *s = &p->s;
-    if (!conv_shape_of(kn, s)) return false;
-    if (s->group != s->c || s->m != s->c) return false;
-    if ((s->kh != 3 && s->kh != 5) || (s->kw != 3 && s->kw != 5)) return false;
-    if ((s->sh != 1 && s->sh != 2) || (s->sw != 1 && s->sw != 2) || s->dh != 1 || s->dw != 1)
-        return false;
+    if (!conv_shape_of(kn, s) || !conv_dw_shape(s)) return false;
     p->ph = (s->oh - 1) * s->sh + s->kh;
     conv_dw_geom *g = &p->g;
     conv_dw_geom_init(s, g);
@@ -122,10 +118,7 @@ static anvil_status dw_prepare(const kern_node *kn, void **state) {
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     if (!dw_plan_of(kn, p)) {
         free(p);
-        return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: depthwise variant prepared for a node it does "
-                        "not support",
-                        ir_node_label(kn->node));
+        return conv_prepare_unsupported(kn, "depthwise variant");
     }
     conv_row_fusion_init(kn, &p->fuse);
     if (p->cl && dw_cl_build(p) != ANVIL_OK) {
@@ -211,7 +204,7 @@ static void dw_chunk(void *arg, size_t begin, size_t end) {
 static anvil_status dw_run(const dw_plan *p, conv_dw_band_fn band, bool cl,
                            const op_tensor *const *in, int n_in, op_tensor *const *out, void *ws,
                            op_ctx *ctx) {
-    const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
+    const float *b = conv_bias(&p->s, in, n_in);
     const float *res = conv_row_fusion_residual(&p->fuse, in, n_in);
     dw_job j = {p, band, in[0]->data, in[1]->data, b, out[0]->data, ws, res, cl && p->cl};
     if (p->s.n * p->s.c == 0) return ANVIL_OK;
@@ -219,20 +212,9 @@ static anvil_status dw_run(const dw_plan *p, conv_dw_band_fn band, bool cl,
     return ANVIL_OK;
 }
 
-static anvil_status dw_run_avx512(const ir_node *n, void *state, const op_tensor *const *in,
-                                  int n_in, op_tensor *const *out, int n_out, void *ws,
-                                  op_ctx *ctx) {
-    (void)n;
-    (void)n_out;
-    return dw_run(state, conv_dw_band_avx512, true, in, n_in, out, ws, ctx);
-}
+CONV_RUN_ENTRY(dw_run_avx512, dw_run(state, conv_dw_band_avx512, true, in, n_in, out, ws, ctx))
 
-static anvil_status dw_run_avx2(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
-                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
-    (void)n;
-    (void)n_out;
-    return dw_run(state, conv_dw_band_avx2, false, in, n_in, out, ws, ctx);
-}
+CONV_RUN_ENTRY(dw_run_avx2, dw_run(state, conv_dw_band_avx2, false, in, n_in, out, ws, ctx))
 
 const kern_variant conv_v_depthwise_avx512 = {"conv_depthwise_direct_avx512",
                                               IR_OP_CONV,

@@ -26,15 +26,10 @@ static bool depthwise(const conv_shape *s) {
     return s->group == s->c && s->m == s->c && s->group > 1;
 }
 
-/* The shapes the two kernels take. A 1-channel conv is both; it goes to the depthwise one. */
-static bool dw_shape(const conv_shape *s) {
-    return s->group == s->c && s->m == s->c && (s->kh == 3 || s->kh == 5) &&
-           (s->kw == 3 || s->kw == 5) && (s->sh == 1 || s->sh == 2) && (s->sw == 1 || s->sw == 2) &&
-           s->dh == 1 && s->dw == 1;
-}
-
-/* One group, at most 4 input channels (conv_smallc.c's rule) and 64 output channels (4 vectors),
- * no dilation, kernels up to 11 and strides up to 4. */
+/* The shapes the two kernels take: the depthwise one conv_dw_shape (conv.h); this one a single
+ * group, at most 4 input channels (conv_smallc.c's rule) and 64 output channels (4 vectors), no
+ * dilation, kernels up to 11 and strides up to 4. A 1-channel conv is both; it goes to the
+ * depthwise kernel. */
 static bool sc_shape(const conv_shape *s) {
     return s->group == 1 && s->c <= 4 && s->m <= 64 && s->dh == 1 && s->dw == 1 && s->kh <= 11 &&
            s->kw <= 11 && s->sh <= 4 && s->sw <= 4;
@@ -73,7 +68,7 @@ static bool plan_of(const kern_node *kn, bool (*rule)(const conv_shape *), last_
 static bool dw_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
     last_plan p;
-    return plan_of(kn, dw_shape, &p);
+    return plan_of(kn, conv_dw_shape, &p);
 }
 
 static bool sc_supports(const kern_node *kn, const core_hw *hw) {
@@ -85,8 +80,9 @@ static bool sc_supports(const kern_node *kn, const core_hw *hw) {
 /* The bias, zero-padded to vpad, per run. */
 static size_t last_workspace(const kern_node *kn) {
     last_plan p;
-    return plan_of(kn, dw_shape, &p) || plan_of(kn, sc_shape, &p) ? sizeof(float) * (size_t)p.g.vpad
-                                                                  : 0;
+    return plan_of(kn, conv_dw_shape, &p) || plan_of(kn, sc_shape, &p)
+               ? sizeof(float) * (size_t)p.g.vpad
+               : 0;
 }
 
 /* Packs W [m][c/group][kh][kw] as the kernel reads it: depthwise [kh*kw][vpad], else
@@ -102,11 +98,9 @@ static void pack(const conv_shape *s, const float *w, int64_t vpad, float *wp) {
 static anvil_status last_prepare(const kern_node *kn, void **state) {
     last_plan *p = core_calloc(1, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!plan_of(kn, dw_shape, p) && !plan_of(kn, sc_shape, p)) {
+    if (!plan_of(kn, conv_dw_shape, p) && !plan_of(kn, sc_shape, p)) {
         free(p);
-        return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: channels-last direct conv prepared for a node it does not support",
-                        ir_node_label(kn->node));
+        return conv_prepare_unsupported(kn, "channels-last direct conv");
     }
     const conv_shape *s = &p->s;
     const size_t n = (size_t)((depthwise(s) ? 1 : s->c) * s->kh * s->kw * p->g.vpad);
@@ -160,35 +154,19 @@ static anvil_status last_run(const last_plan *p, conv_last_row_fn row, const op_
     if (s->n * s->oh * s->ow * s->m == 0) return ANVIL_OK;
     float *bias = ws;
     memset(bias, 0, sizeof(float) * (size_t)p->g.vpad);
-    if (s->has_bias && n_in > 2 && in[2]) memcpy(bias, in[2]->data, sizeof(float) * (size_t)s->m);
+    const float *b = conv_bias(s, in, n_in);
+    if (b) memcpy(bias, b, sizeof(float) * (size_t)s->m);
     last_job j = {p,           row, in[0]->data, bias, conv_row_fusion_residual(&p->fuse, in, n_in),
                   out[0]->data};
     op_parallel_for(ctx, (size_t)p->threads, last_chunk, &j);
     return ANVIL_OK;
 }
 
-static anvil_status dw_run_avx512(const ir_node *n, void *state, const op_tensor *const *in,
-                                  int n_in, op_tensor *const *out, int n_out, void *ws,
-                                  op_ctx *ctx) {
-    (void)n;
-    (void)n_out;
-    return last_run(state, conv_dwn_row_avx512, in, n_in, out, ws, ctx);
-}
+CONV_RUN_ENTRY(dw_run_avx512, last_run(state, conv_dwn_row_avx512, in, n_in, out, ws, ctx))
 
-static anvil_status dw_run_avx2(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
-                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
-    (void)n;
-    (void)n_out;
-    return last_run(state, conv_dwn_row_avx2, in, n_in, out, ws, ctx);
-}
+CONV_RUN_ENTRY(dw_run_avx2, last_run(state, conv_dwn_row_avx2, in, n_in, out, ws, ctx))
 
-static anvil_status sc_run_avx512(const ir_node *n, void *state, const op_tensor *const *in,
-                                  int n_in, op_tensor *const *out, int n_out, void *ws,
-                                  op_ctx *ctx) {
-    (void)n;
-    (void)n_out;
-    return last_run(state, conv_scn_row_avx512, in, n_in, out, ws, ctx);
-}
+CONV_RUN_ENTRY(sc_run_avx512, last_run(state, conv_scn_row_avx512, in, n_in, out, ws, ctx))
 
 const kern_variant convnhwc_v_depthwise_avx512 = {"convnhwc_depthwise_avx512",
                                                   IR_OP_CONV_NHWC,

@@ -100,14 +100,7 @@ void DW_BAND_FN(const conv_dw_geom *g, const float *x, float *xb, const float *w
         dw_band(xb, g->ldp, g->half, g->sy, w, bias, y, nr, g->ow, KH, KW, SX);                    \
         return;                                                                                    \
     }
-    DW_CASE(3, 3, 1)
-    DW_CASE(3, 3, 2)
-    DW_CASE(5, 5, 1)
-    DW_CASE(5, 5, 2)
-    DW_CASE(3, 5, 1)
-    DW_CASE(3, 5, 2)
-    DW_CASE(5, 3, 1)
-    DW_CASE(5, 3, 2)
+    CONV_DW_INSTANCES(DW_CASE)
 #undef DW_CASE
 }
 

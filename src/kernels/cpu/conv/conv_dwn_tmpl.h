@@ -81,14 +81,7 @@ void DWN_ROW_FN(const conv_last_geom *g, const float *x, const float *wp, const 
         dwn_row(g, x, wp, bp, y, oy, KH, KW, SX);                                                  \
         return;                                                                                    \
     }
-    DWN_CASE(3, 3, 1)
-    DWN_CASE(3, 3, 2)
-    DWN_CASE(5, 5, 1)
-    DWN_CASE(5, 5, 2)
-    DWN_CASE(3, 5, 1)
-    DWN_CASE(3, 5, 2)
-    DWN_CASE(5, 3, 1)
-    DWN_CASE(5, 3, 2)
+    CONV_DW_INSTANCES(DWN_CASE)
 #undef DWN_CASE
 }
 

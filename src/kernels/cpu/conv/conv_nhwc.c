@@ -306,6 +306,7 @@ void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const
 
 typedef struct nhwc_plan {
     conv_shape s;
+    bool last; /* anvil.ConvNhwc: X and Y are channels-last already */
     int threads;
     size_t xt_bytes, yt_bytes, run_bytes;
 } nhwc_plan;
@@ -323,6 +324,7 @@ static bool nhwc_plan_of(const kern_node *kn, nhwc_plan *p) {
     const bool last = kn->node->op == IR_OP_CONV_NHWC;
     if (!(last ? conv_shape_of_nhwc(kn, &p->s) : conv_shape_of(kn, &p->s)) || !kn->in[1].value)
         return false;
+    p->last = last;
     const conv_shape *s = &p->s;
     conv_nhwc_weights sizing;
     memset(&sizing, 0, sizeof sizing);
@@ -359,9 +361,7 @@ static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
     if (!nhwc_plan_of(kn, &st->p)) {
         free(st);
-        return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: NHWC GEMM conv variant prepared for a node it does not support",
-                        ir_node_label(kn->node));
+        return conv_prepare_unsupported(kn, "NHWC GEMM conv variant");
     }
     anvil_status e = conv_nhwc_weights_pack(&st->p.s, kn->in[1].value, &st->w);
     if (e != ANVIL_OK) {
@@ -406,43 +406,40 @@ static void transpose(const float *src, float *dst, int64_t mats, int64_t rows, 
     op_parallel_for(ctx, (size_t)j.threads, transpose_chunk, &j);
 }
 
-static anvil_status nhwc_variant_run(const ir_node *n, void *state, const op_tensor *const *in,
-                                     int n_in, op_tensor *const *out, int n_out, void *ws,
-                                     op_ctx *ctx) {
-    (void)n;
-    (void)n_out;
-    const nhwc_state *st = state;
-    const conv_shape *s = &st->p.s;
-    const float *bias = (s->has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
-    if (s->n == 0 || s->m == 0) return ANVIL_OK;
-    float *xt = ws, *yt = (float *)((char *)ws + st->p.xt_bytes);
-    void *run_ws = (char *)ws + st->p.xt_bytes + st->p.yt_bytes;
-    transpose(in[0]->data, xt, s->n, s->c, s->h * s->w, ctx);
-    conv_nhwc_run_fused(s, &st->w, xt, bias, st->fusion, conv_fused_residual(st->fusion, in, n_in),
-                        false, yt, run_ws, ctx);
-    transpose(yt, out[0]->data, s->n, s->oh * s->ow, s->m, ctx);
-    return ANVIL_OK;
-}
-
-const kern_variant conv_v_nhwc = {
-    "conv_nhwc_im2col_gemm", IR_OP_CONV, 0, nhwc_supports, nhwc_ws, nhwc_prepare, nhwc_release,
-    nhwc_variant_run,        conv_fuses};
-
-/* ---- anvil.ConvNhwc through the same GEMMs, no transposes ------------------------------------ */
-
-static anvil_status last_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+/* Conv: X transposed to NHWC through the workspace, the GEMMs, Y transposed back to NCHW;
+ * anvil.ConvNhwc (p.last): the GEMMs alone, on X and Y where they lie. */
+static anvil_status nhwc_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                              op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
     (void)n;
     (void)n_out;
     const nhwc_state *st = state;
     const conv_shape *s = &st->p.s;
-    const float *bias = (s->has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
+    const float *bias = conv_bias(s, in, n_in), *res = conv_fused_residual(st->fusion, in, n_in);
     if (s->n == 0 || s->m == 0) return ANVIL_OK;
-    conv_nhwc_run_fused(s, &st->w, in[0]->data, bias, st->fusion,
-                        conv_fused_residual(st->fusion, in, n_in), true, out[0]->data, ws, ctx);
+    if (st->p.last) {
+        conv_nhwc_run_fused(s, &st->w, in[0]->data, bias, st->fusion, res, true, out[0]->data, ws,
+                            ctx);
+        return ANVIL_OK;
+    }
+    float *xt = ws, *yt = (float *)((char *)ws + st->p.xt_bytes);
+    void *run_ws = (char *)ws + st->p.xt_bytes + st->p.yt_bytes;
+    transpose(in[0]->data, xt, s->n, s->c, s->h * s->w, ctx);
+    conv_nhwc_run_fused(s, &st->w, xt, bias, st->fusion, res, false, yt, run_ws, ctx);
+    transpose(yt, out[0]->data, s->n, s->oh * s->ow, s->m, ctx);
     return ANVIL_OK;
 }
 
+const kern_variant conv_v_nhwc = {"conv_nhwc_im2col_gemm",
+                                  IR_OP_CONV,
+                                  0,
+                                  nhwc_supports,
+                                  nhwc_ws,
+                                  nhwc_prepare,
+                                  nhwc_release,
+                                  nhwc_run,
+                                  conv_fuses};
+
+/* anvil.ConvNhwc through the same GEMMs, no transposes. */
 const kern_variant convnhwc_v_gemm = {"convnhwc_gemm", IR_OP_CONV_NHWC, 0,
                                       nhwc_supports,   nhwc_ws,         nhwc_prepare,
-                                      nhwc_release,    last_run,        conv_fuses};
+                                      nhwc_release,    nhwc_run,        conv_fuses};

@@ -88,9 +88,7 @@ static anvil_status sc_prepare(const kern_node *kn, int mb, void **state) {
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     if (!sc_plan_of(kn, mb, p)) {
         free(p);
-        return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: few-channel conv variant prepared for a node it does not support",
-                        ir_node_label(kn->node));
+        return conv_prepare_unsupported(kn, "few-channel conv variant");
     }
     const conv_shape *s = &p->s;
     const int64_t taps = s->c * s->kh * s->kw;
@@ -179,7 +177,7 @@ static void sc_chunk(void *arg, size_t begin, size_t end) {
 
 static anvil_status sc_run(const sc_plan *p, conv_sc_band_fn band, const op_tensor *const *in,
                            int n_in, op_tensor *const *out, void *ws, op_ctx *ctx) {
-    const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
+    const float *b = conv_bias(&p->s, in, n_in);
     const float *res = conv_row_fusion_residual(&p->fuse, in, n_in);
     sc_job j = {p, band, in[0]->data, b, res, out[0]->data, ws};
     if (p->s.n * p->g.ohw == 0) return ANVIL_OK;
@@ -187,20 +185,9 @@ static anvil_status sc_run(const sc_plan *p, conv_sc_band_fn band, const op_tens
     return ANVIL_OK;
 }
 
-static anvil_status sc_run_avx512(const ir_node *n, void *state, const op_tensor *const *in,
-                                  int n_in, op_tensor *const *out, int n_out, void *ws,
-                                  op_ctx *ctx) {
-    (void)n;
-    (void)n_out;
-    return sc_run(state, conv_sc_band_avx512, in, n_in, out, ws, ctx);
-}
+CONV_RUN_ENTRY(sc_run_avx512, sc_run(state, conv_sc_band_avx512, in, n_in, out, ws, ctx))
 
-static anvil_status sc_run_avx2(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
-                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
-    (void)n;
-    (void)n_out;
-    return sc_run(state, conv_sc_band_avx2, in, n_in, out, ws, ctx);
-}
+CONV_RUN_ENTRY(sc_run_avx2, sc_run(state, conv_sc_band_avx2, in, n_in, out, ws, ctx))
 
 const kern_variant conv_v_smallc_avx512 = {
     "conv_smallc_direct_avx512", IR_OP_CONV, KERN_NEEDS_AVX512, sc_supports_avx512, sc_workspace,

@@ -122,9 +122,7 @@ static anvil_status gemm_state_prepare(const kern_node *kn, conv_kind kind, void
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
     if (!plan_of(kn, kind, &st->p)) {
         free(st);
-        return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: conv variant prepared for a node it does not support",
-                        ir_node_label(kn->node));
+        return conv_prepare_unsupported(kn, "conv variant");
     }
     const conv_shape *s = &st->p.s;
     const float *w = kn->in[1].value;
@@ -289,7 +287,7 @@ static anvil_status gemm_variant_run(const ir_node *n, void *state, const op_ten
     conv_job j = {st,
                   in[0]->data,
                   in[1]->data,
-                  (s->has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL,
+                  conv_bias(s, in, n_in),
                   out[0]->data,
                   ws,
                   conv_fused_residual(st->fusion, in, n_in)};

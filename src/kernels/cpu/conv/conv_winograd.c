@@ -353,10 +353,7 @@ static anvil_status wino_prepare(const kern_node *kn, conv_wino_kind kind, void 
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
     if (!wino_plan_of(kn, kind, &st->p)) {
         free(st);
-        return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: Winograd variant prepared for a node it does not "
-                        "support",
-                        ir_node_label(kn->node));
+        return conv_prepare_unsupported(kn, "Winograd variant");
     }
     const core_hw *hw = core_hw_get();
     st->fns = (hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512)
@@ -632,7 +629,7 @@ static anvil_status wino_run(const ir_node *n, void *state, const op_tensor *con
     (void)n_out;
     const wino_state *st = state;
     const wino_plan *p = &st->p;
-    const float *b = (p->s.has_bias && n_in > 2 && in[2]) ? in[2]->data : NULL;
+    const float *b = conv_bias(&p->s, in, n_in);
     const float *res = conv_row_fusion_residual(&st->fuse, in, n_in);
     wino_job j = {st, in[0]->data, b, res, out[0]->data, ws, 0, 0, 0};
     if (p->s.n == 0 || p->s.m == 0) return ANVIL_OK;
