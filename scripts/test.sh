@@ -6,7 +6,7 @@
 #   format   scripts/check_format.sh (always; differences fail the run unless ANVIL_FORMAT=warn)
 #   release  build-release, full ctest
 #   asan     build-asan (AddressSanitizer + UBSan), full ctest
-#   fuzz     build-fuzz (clang + libFuzzer), only the fuzz tests (ctest -R '^fuzz\.')
+#   fuzz     build-fuzz (clang + libFuzzer): only the fuzz target, only the fuzz tests (ctest -R '^fuzz\.')
 #
 # Every step runs even after an earlier one failed, and a summary closes the output. Run
 # scripts/setup.sh first (it installs the dependencies and the Python environment the tests use).
@@ -39,19 +39,22 @@ fi
 for cfg in "${CONFIGS[@]}"; do
     echo
     echo "==================== $cfg ===================="
+    # The fuzz configuration runs only the fuzz tests, so it builds only their target.
     case "$cfg" in
-    release | asan) filter=() ;;
-    fuzz) filter=(-R '^fuzz\.') ;;
+    release | asan) filter=() targets=() ;;
+    fuzz) filter=(-R '^fuzz\.') targets=(fuzz_load) ;;
     *)
         echo "test.sh: unknown configuration '$cfg'" >&2
         exit 2
         ;;
     esac
-    if ! "$ROOT/scripts/build.sh" "$cfg"; then
+    t0=$SECONDS
+    if ! "$ROOT/scripts/build.sh" "$cfg" "${targets[@]}"; then
         step_failed "$cfg" "build"
         total_fail=$((total_fail + 1))
         continue
     fi
+    t1=$SECONDS
     log="$ROOT/build-$cfg/ctest.log"
     # A per-test time limit (tests may set their own) so that a hang fails instead of eating CI.
     ctest --test-dir "$ROOT/build-$cfg" --output-on-failure --no-tests=error -j "$JOBS" --timeout 300 \
@@ -65,11 +68,12 @@ for cfg in "${CONFIGS[@]}"; do
         total_pass=$((total_pass + t - f))
         total_fail=$((total_fail + f))
     fi
+    times="build $((t1 - t0)) s, tests $((SECONDS - t1)) s"
     if [ "$rc" -eq 0 ]; then
-        summary+=("$cfg: ok (${line:-no summary})")
+        summary+=("$cfg: ok (${line:-no summary}; $times)")
     else
         [ -n "$line" ] || total_fail=$((total_fail + 1))
-        step_failed "$cfg" "${line:-ctest exit $rc}"
+        step_failed "$cfg" "${line:-ctest exit $rc}; $times"
     fi
 done
 
