@@ -1,6 +1,6 @@
-/* Private helpers shared by the neural-network op family (nn_conv.c, nn_pool.c, nn_norm.c,
- * nn_gemm.c, nn_resize.c, nn_pad.c). Not part of the ops layer contract: nothing outside these
- * files includes it. Everything is static inline so each file takes only what it uses.
+/* Private helpers shared by the neural-network op family (src/ops/nn/) and the sequence ops
+ * (src/ops/sequence/). Not part of the ops layer contract: nothing outside src/ops includes it.
+ * Everything is static inline so each file takes only what it uses.
  *
  * The centre piece is the sliding-window geometry that convolution and pooling share: the
  * kernel_shape / strides / dilations / pads / auto_pad (/ ceil_mode) attributes are parsed once at
@@ -35,6 +35,27 @@ static inline bool nn_has_input(const ir_node *n, int i) {
 /* True when output i of n exists and was not omitted. */
 static inline bool nn_has_output(const ir_node *n, int i) {
     return i < n->n_outputs && n->outputs[i] != IR_NONE;
+}
+
+/* Refuses a model whose opset predates the op `name` (from opset `since`) as UNSUPPORTED. */
+static inline anvil_status nn_check_since(const ir_node *n, const char *name, int since) {
+    if (n->opset < since)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: %s exists from opset %d, the model imports opset %d; raise the "
+                        "model's opset",
+                        ir_node_label(n), name, since, n->opset);
+    return ANVIL_OK;
+}
+
+/* Refuses a model whose opset predates the op `name` (from opset `since`) as INVALID_MODEL: the
+ * wording of the recent ops (RotaryEmbedding, Attention, LinearAttention). */
+static inline anvil_status nn_check_arrived(const ir_node *n, const char *name, int since) {
+    if (n->opset < since)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: %s does not exist at opset %d (it arrived in opset %d); import opset "
+                        ">= %d",
+                        ir_node_label(n), name, n->opset, since, since);
+    return ANVIL_OK;
 }
 
 /* Sets s to `rank` anonymous unknown dims (rank < 0: unknown rank). */
@@ -275,13 +296,7 @@ static inline anvil_status nn_window_parse(const ir_node *n, bool kernel_require
                         "SAME_LOWER or VALID",
                         ir_node_label(n), ap);
     if (ceil_ok) {
-        int64_t c;
-        CORE_TRY(ir_attr_int(n, "ceil_mode", 0, &c));
-        if (c != 0 && c != 1)
-            return core_err(ANVIL_ERR_INVALID_MODEL,
-                            "%s: attribute 'ceil_mode' is %lld; expected 0 or 1", ir_node_label(n),
-                            (long long)c);
-        w->ceil_mode = c == 1;
+        CORE_TRY(ir_attr_flag(n, "ceil_mode", false, &w->ceil_mode));
     } else if (ir_node_attr(n, "ceil_mode")) {
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute 'ceil_mode' does not exist at opset %d; import opset >= "
@@ -299,6 +314,17 @@ static inline int nn_window_nsp(const nn_window *w) {
                                   : w->n_pads / 2);
 }
 
+/* The input's spatial rank must be the one the window attributes describe (when they fix one). */
+static inline anvil_status nn_window_check_nsp(const ir_node *n, const nn_window *w, int nsp) {
+    int wn = nn_window_nsp(w);
+    if (wn != 0 && wn != nsp)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: the window attributes describe %d spatial dims but the input has %d "
+                        "(input rank %d); they must agree",
+                        ir_node_label(n), wn, nsp, nsp + 2);
+    return ANVIL_OK;
+}
+
 /* Fills g for `nsp` spatial dims of sizes in[] (IR_DIM_UNKNOWN allowed) and kernel sizes
  * kernel[] (known). pool: pooling rules (ceil_mode; the last window must start inside the input
  * or its left padding); otherwise convolution rules. Every output dim must come out >= 1. Errors
@@ -306,12 +332,7 @@ static inline int nn_window_nsp(const nn_window *w) {
 static inline anvil_status nn_window_resolve(const ir_node *n, const nn_window *w, int nsp,
                                              const int64_t *in, const int64_t *kernel, bool pool,
                                              nn_geom *g) {
-    int wn = nn_window_nsp(w);
-    if (wn != 0 && wn != nsp)
-        return core_err(ANVIL_ERR_SHAPE,
-                        "%s: the window attributes describe %d spatial dims but the input has %d "
-                        "(input rank %d); they must agree",
-                        ir_node_label(n), wn, nsp, nsp + 2);
+    CORE_TRY(nn_window_check_nsp(n, w, nsp));
     if (nsp < 1 || nsp > NN_MAX_SPATIAL)
         return core_err(ANVIL_ERR_SHAPE,
                         "%s: input rank %d gives %d spatial dims; expected 1 to %d (input layout "

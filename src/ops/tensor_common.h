@@ -1,7 +1,7 @@
-/* Private helpers shared by the tensor/shape op family (tensor_shape.c, tensor_move.c,
- * tensor_const.c, tensor_split.c, tensor_index.c, tensor_misc.c, tensor_spatial.c, einsum.c). Not
- * part of the ops layer contract: nothing outside src/ops includes it. All helpers are static
- * inline so each file takes only what it uses.
+/* Private helpers shared by the tensor/shape op family (src/ops/tensor/) and the ops elsewhere
+ * that move or index elements (einsum, upsample/col2im, If/Loop/Scan, ...). Not part of the ops
+ * layer contract: nothing outside src/ops includes it. All helpers are static inline so each file
+ * takes only what it uses.
  *
  * Pointers passed to these helpers are borrowed for the call; nothing here allocates. */
 #ifndef ANVIL_OPS_TENSOR_COMMON_H
@@ -17,7 +17,7 @@ static inline bool tensor_has_input(const ir_node *n, int i) {
     return i < n->n_inputs && n->inputs[i] != IR_NONE;
 }
 
-/* Sets s to `rank` anonymous unknown dims. */
+/* Sets s to `rank` anonymous unknown dims (rank -1: an unknown rank, as ir_shape_unknown). */
 static inline void tensor_shape_unknown_dims(ir_shape *s, int rank) {
     memset(s, 0, sizeof *s);
     s->rank = rank;
@@ -85,6 +85,49 @@ static inline anvil_status tensor_read_ints(const ir_node *n, int input, const o
                         ir_node_label(n), input, num, cap);
     for (size_t i = 0; i < num; i++) out[i] = core_load_i64(t->dtype, t->data, i);
     *count = num;
+    return ANVIL_OK;
+}
+
+/* Inference of a shape given as a 1-D INT64 list input (Reshape's shape, ConstantOfShape's input).
+ * With its values known they go to want (*k of them) and *known is true; otherwise y gets the
+ * list's length as its rank (or an unknown rank) and *known is false. */
+static inline anvil_status tensor_infer_shape_list(const ir_node *n, int input, const op_tinfo *t,
+                                                   int64_t *want, size_t *k, ir_shape *y,
+                                                   bool *known) {
+    *known = false;
+    CORE_TRY(tensor_check_index_dtype(n, input, "shape", t->dtype, false));
+    int64_t len;
+    CORE_TRY(tensor_list_length(n, input, "shape", t, &len));
+    if (len >= 0) CORE_TRY(tensor_check_rank(n, "the output", len));
+    if (!t->value || len < 0) {
+        /* the shape is computed at run time: only its length (the rank) may be known */
+        if (len >= 0)
+            tensor_shape_unknown_dims(y, (int)len);
+        else
+            ir_shape_unknown(y);
+        return ANVIL_OK;
+    }
+    CORE_TRY(op_value_ints(n, input, t, want, IR_MAX_RANK, k));
+    *known = true;
+    return ANVIL_OK;
+}
+
+/* Reads the INT attribute 'axis' (dflt when absent); negative axes are refused before opset 11. */
+static inline anvil_status tensor_attr_axis(const ir_node *n, int64_t dflt, int64_t *axis) {
+    CORE_TRY(ir_attr_int(n, "axis", dflt, axis));
+    if (*axis < 0 && n->opset < 11)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute 'axis' is %lld; negative axes are allowed from opset 11 "
+                        "(model opset %d)",
+                        ir_node_label(n), (long long)*axis, n->opset);
+    return ANVIL_OK;
+}
+
+/* A kernel's index tensor (Gather, GatherElements) must be INT32 or INT64. */
+static inline anvil_status tensor_check_run_indices(const ir_node *n, const op_tensor *ix) {
+    if (ix->dtype != ANVIL_DTYPE_INT32 && ix->dtype != ANVIL_DTYPE_INT64)
+        return core_err(ANVIL_ERR_RUNTIME, "%s: indices must be INT32 or INT64 but are %s",
+                        ir_node_label(n), anvil_dtype_name(ix->dtype));
     return ANVIL_OK;
 }
 

@@ -2,7 +2,7 @@
  * interpreter (op_subgraph_run), which also binds the outer-scope values a body reads. Output
  * shapes depend on which branch runs or how many iterations happen, so all three are
  * OP_DATA_DEPENDENT and allocate their outputs (op_output_alloc) once they know them. */
-#include "ops/ops.h"
+#include "ops/tensor_common.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +21,7 @@ static anvil_dtype body_out_dtype(const ir_graph *b, int j) {
     return b->values[b->outputs[j]].dtype;
 }
 
-static void shape_rank_only(ir_shape *s, int rank) {
-    ir_shape_unknown(s);
-    if (rank < 0) return;
-    s->rank = rank;
-    for (int i = 0; i < rank; i++) {
-        s->d[i] = IR_DIM_UNKNOWN;
-        s->sym[i] = -1;
-    }
-}
-
-static size_t tensor_bytes(const op_tensor *t) {
+static size_t data_bytes(const op_tensor *t) {
     size_t b = 0;
     core_tensor_bytes(t->dtype, t->dims, t->rank, &b);
     return b;
@@ -53,7 +43,7 @@ static const char *dims_str(const op_tensor *t, char *buf, size_t cap) {
 /* Gives out a copy of t (t's storage is borrowed and stays with its owner). */
 static anvil_status copy_out(op_ctx *ctx, op_tensor *out, const op_tensor *t) {
     CORE_TRY(op_output_alloc(ctx, out, t->dtype, t->rank, t->dims));
-    size_t b = tensor_bytes(t);
+    size_t b = data_bytes(t);
     if (b) memcpy(out->data, t->data, b);
     return ANVIL_OK;
 }
@@ -107,7 +97,7 @@ static anvil_status if_infer(const ir_graph *g, const ir_node *n, const op_tinfo
         out[j].dtype = a->dtype != ANVIL_DTYPE_UNDEFINED ? a->dtype : b->dtype;
         /* the branches may differ in shape (from opset 11): keep only what both agree on */
         if (a->shape.rank >= 0 && a->shape.rank == b->shape.rank) {
-            shape_rank_only(&out[j].shape, a->shape.rank);
+            tensor_shape_unknown_dims(&out[j].shape, a->shape.rank);
             for (int d = 0; d < a->shape.rank; d++)
                 if (a->shape.d[d] >= 0 && a->shape.d[d] == b->shape.d[d])
                     out[j].shape.d[d] = a->shape.d[d];
@@ -191,13 +181,13 @@ static anvil_status loop_infer(const ir_graph *g, const ir_node *n, const op_tin
     for (int j = 0; j < p->n_carried; j++) {
         out[j].dtype = in[2 + j].dtype;
         if (out[j].dtype == ANVIL_DTYPE_UNDEFINED) out[j].dtype = body_out_dtype(p->body, 1 + j);
-        shape_rank_only(&out[j].shape, in[2 + j].shape.rank);
+        tensor_shape_unknown_dims(&out[j].shape, in[2 + j].shape.rank);
     }
     for (int k = 0; k < p->n_scan; k++) {
         const ir_value *v = &p->body->values[p->body->outputs[1 + p->n_carried + k]];
         out[p->n_carried + k].dtype = v->dtype;
         if (v->shape.rank >= 0 && v->shape.rank < IR_MAX_RANK)
-            shape_rank_only(&out[p->n_carried + k].shape, v->shape.rank + 1);
+            tensor_shape_unknown_dims(&out[p->n_carried + k].shape, v->shape.rank + 1);
     }
     return ANVIL_OK;
 }
@@ -223,7 +213,7 @@ static anvil_status acc_append(const ir_node *n, int k, scan_acc *a, const op_te
                         dims_str(&a->first, x, sizeof x), anvil_dtype_name(t->dtype),
                         dims_str(t, y, sizeof y), (long long)a->count);
     }
-    size_t b = tensor_bytes(t);
+    size_t b = data_bytes(t);
     if (a->bytes + b > a->cap) {
         size_t cap = a->cap ? a->cap : 256;
         while (cap < a->bytes + b) {
@@ -458,17 +448,9 @@ static anvil_status scan_infer(const ir_graph *g, const ir_node *n, const op_tin
         const ir_value *v = &p->body->values[p->body->outputs[p->n_state + k]];
         out[p->n_state + k].dtype = v->dtype;
         if (v->shape.rank >= 0 && v->shape.rank < IR_MAX_RANK)
-            shape_rank_only(&out[p->n_state + k].shape, v->shape.rank + 1);
+            tensor_shape_unknown_dims(&out[p->n_state + k].shape, v->shape.rank + 1);
     }
     return ANVIL_OK;
-}
-
-/* outer * len * inner decomposition of t around axis. */
-static void split_axis(const op_tensor *t, int axis, size_t *outer, size_t *inner) {
-    *outer = 1;
-    *inner = 1;
-    for (int d = 0; d < axis; d++) *outer *= (size_t)t->dims[d];
-    for (int d = axis + 1; d < t->rank; d++) *inner *= (size_t)t->dims[d];
 }
 
 static anvil_status scan_run(const ir_node *n, const op_tensor *const *in, int n_in,
@@ -520,8 +502,9 @@ static anvil_status scan_run(const ir_node *n, const op_tensor *const *in, int n
         for (int i = 0; i < M; i++) {
             const op_tensor *x = in[S + i];
             int64_t pos = p->in_dirs && p->in_dirs[i] ? len - 1 - t : t;
-            size_t outer, inner, es = anvil_dtype_size(x->dtype);
-            split_axis(x, in_axis[i], &outer, &inner);
+            size_t es = anvil_dtype_size(x->dtype);
+            size_t outer = tensor_dims_prod(x->dims, 0, in_axis[i]);
+            size_t inner = tensor_dims_prod(x->dims, in_axis[i] + 1, x->rank);
             for (size_t o = 0; o < outer; o++)
                 memcpy((unsigned char *)slice[i].data + o * inner * es,
                        (const unsigned char *)x->data +
@@ -572,8 +555,9 @@ static anvil_status scan_run(const ir_node *n, const op_tensor *const *in, int n
                 }
             }
             int64_t pos = p->out_dirs && p->out_dirs[k] ? len - 1 - t : t;
-            size_t outer, inner, es = anvil_dtype_size(y->dtype);
-            split_axis(o, out_axis[k], &outer, &inner);
+            size_t es = anvil_dtype_size(y->dtype);
+            size_t outer = tensor_dims_prod(o->dims, 0, out_axis[k]);
+            size_t inner = tensor_dims_prod(o->dims, out_axis[k] + 1, o->rank);
             for (size_t q = 0; q < outer; q++)
                 memcpy((unsigned char *)o->data + (q * (size_t)len + (size_t)pos) * inner * es,
                        (const unsigned char *)y->data + q * inner * es, inner * es);

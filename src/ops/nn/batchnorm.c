@@ -25,26 +25,18 @@ static anvil_status bn_check(ir_graph *g, ir_node *n) {
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute 'epsilon' is %g; it must be a finite value >= 0",
                         ir_node_label(n), (double)p->epsilon);
-    int64_t spatial = 1;
+    p->spatial = true;
     if (n->opset < 9)
-        CORE_TRY(ir_attr_int(n, "spatial", 1, &spatial));
+        CORE_TRY(ir_attr_flag(n, "spatial", true, &p->spatial));
     else if (ir_node_attr(n, "spatial"))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute 'spatial' was removed in opset 9 (the model imports opset "
                         "%d); drop it, or flatten the input for per-position statistics",
                         ir_node_label(n), n->opset);
-    if (spatial != 0 && spatial != 1)
-        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute 'spatial' is %lld; expected 0 or 1",
-                        ir_node_label(n), (long long)spatial);
-    p->spatial = spatial == 1;
     if (n->opset >= 14) {
-        int64_t tm;
-        CORE_TRY(ir_attr_int(n, "training_mode", 0, &tm));
-        if (tm != 0 && tm != 1)
-            return core_err(ANVIL_ERR_INVALID_MODEL,
-                            "%s: attribute 'training_mode' is %lld; expected 0 or 1",
-                            ir_node_label(n), (long long)tm);
-        if (tm == 1)
+        bool training;
+        CORE_TRY(ir_attr_flag(n, "training_mode", false, &training));
+        if (training)
             return core_err(ANVIL_ERR_UNSUPPORTED,
                             "%s: training_mode=1 (batch statistics and running-mean updates) is "
                             "not supported; anvil runs BatchNormalization in inference mode. "

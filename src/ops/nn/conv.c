@@ -74,12 +74,7 @@ static anvil_status convtranspose_check(ir_graph *g, ir_node *n) {
 static anvil_status convt_resolve(const ir_node *n, const conv_params *p, int nsp,
                                   const int64_t *in, const int64_t *kernel, nn_geom *g) {
     const nn_window *w = &p->win;
-    int wn = nn_window_nsp(w);
-    if (wn != 0 && wn != nsp)
-        return core_err(ANVIL_ERR_SHAPE,
-                        "%s: the window attributes describe %d spatial dims but the input has %d "
-                        "(input rank %d); they must agree",
-                        ir_node_label(n), wn, nsp, nsp + 2);
+    CORE_TRY(nn_window_check_nsp(n, w, nsp));
     if (nsp < 1 || nsp > NN_MAX_SPATIAL)
         return core_err(ANVIL_ERR_SHAPE,
                         "%s: input rank %d gives %d spatial dims; expected 1 to %d",

@@ -8,6 +8,7 @@
  * function bodies define it. SoftmaxCrossEntropyLoss first takes log-softmax over the class axis
  * (subtracting each line's maximum first) and can return it as its second output. Sums are in
  * double. */
+#include "ops/nn_common.h"
 #include "ops/reduce_common.h"
 
 #include <stdlib.h>
@@ -25,11 +26,7 @@ static anvil_status loss_check(ir_graph *g, ir_node *n, bool softmax) {
     loss_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     const char *name = softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss";
-    if (n->opset < 12)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: %s exists from opset 12, the model imports opset %d; raise the "
-                        "model's opset",
-                        ir_node_label(n), name, n->opset);
+    CORE_TRY(nn_check_since(n, name, 12));
     p->softmax = softmax;
     const char *r;
     CORE_TRY(ir_attr_string(n, "reduction", "mean", &r));

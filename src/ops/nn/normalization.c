@@ -11,6 +11,7 @@
  *   - Group: rows are (n, g), a row is C/G channels of spatial blocks. Opset 18 has one scale per
  *     group; opset 21 changed that to one per channel.
  * Statistics are computed in double whatever stash_type says: at least as precise as asked. */
+#include "ops/nn_common.h"
 #include "ops/reduce_common.h"
 
 #include <stdlib.h>
@@ -27,11 +28,7 @@ typedef struct norm_params {
 static anvil_status norm_check_common(ir_graph *g, ir_node *n, norm_kind kind, int since) {
     static const char *const names[] = {"LayerNormalization", "RMSNormalization",
                                         "InstanceNormalization", "GroupNormalization"};
-    if (n->opset < since)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: %s exists from opset %d, the model imports opset %d; raise the "
-                        "model's opset",
-                        ir_node_label(n), names[kind], since, n->opset);
+    CORE_TRY(nn_check_since(n, names[kind], since));
     norm_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     p->kind = kind;
@@ -433,11 +430,7 @@ typedef struct mvn_params {
 static const int64_t mvn_default_axes[] = {0, 2, 3};
 
 static anvil_status mvn_check(ir_graph *g, ir_node *n) {
-    if (n->opset < 9)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: MeanVarianceNormalization exists from opset 9, the model imports "
-                        "opset %d; raise the model's opset",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(nn_check_since(n, "MeanVarianceNormalization", 9));
     mvn_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     CORE_TRY(ir_attr_ints(n, "axes", &p->axes, &p->n_axes));

@@ -54,13 +54,7 @@ static anvil_status averagepool_check(ir_graph *g, ir_node *n) {
     pool_params *p;
     CORE_TRY(pool_alloc(g, n, &p));
     CORE_TRY(nn_window_parse(n, true, n->opset >= 19, n->opset >= 10, &p->win));
-    int64_t cip;
-    CORE_TRY(ir_attr_int(n, "count_include_pad", 0, &cip));
-    if (cip != 0 && cip != 1)
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: attribute 'count_include_pad' is %lld; expected 0 or 1",
-                        ir_node_label(n), (long long)cip);
-    p->count_include_pad = cip == 1;
+    CORE_TRY(ir_attr_flag(n, "count_include_pad", false, &p->count_include_pad));
     return ANVIL_OK;
 }
 
@@ -559,11 +553,7 @@ typedef struct unp_params {
 } unp_params;
 
 static anvil_status unp_check(ir_graph *g, ir_node *n) {
-    if (n->opset < 9)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: MaxUnpool exists from opset 9, the model imports opset %d; raise the "
-                        "model's opset",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(nn_check_since(n, "MaxUnpool", 9));
     unp_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     CORE_TRY(nn_window_parse(n, true, false, false, &p->win));

@@ -18,11 +18,7 @@ typedef struct rope_params {
 } rope_params;
 
 static anvil_status rope_check(ir_graph *g, ir_node *n) {
-    if (n->opset < 23)
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: RotaryEmbedding does not exist at opset %d (it arrived in opset 23); "
-                        "import opset >= 23",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(nn_check_arrived(n, "RotaryEmbedding", 23));
     rope_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     CORE_TRY(ir_attr_int(n, "num_heads", 0, &p->num_heads));
@@ -238,11 +234,7 @@ typedef struct attn_params {
 enum { ATT_Q, ATT_K, ATT_V, ATT_MASK, ATT_PAST_K, ATT_PAST_V, ATT_NONPAD };
 
 static anvil_status attn_check(ir_graph *g, ir_node *n) {
-    if (n->opset < 23)
-        return core_err(
-            ANVIL_ERR_INVALID_MODEL,
-            "%s: Attention does not exist at opset %d (it arrived in opset 23); import opset >= 23",
-            ir_node_label(n), n->opset);
+    CORE_TRY(nn_check_arrived(n, "Attention", 23));
     if (n->opset < 24 && nn_has_input(n, ATT_NONPAD))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: input nonpad_kv_seqlen arrived in opset 24 (the model imports opset "
@@ -468,6 +460,20 @@ static size_t attn_at(const op_tensor *t, int64_t heads, int64_t b, int64_t h, i
     return (size_t)((b * t->dims[1] + s) * t->dims[2] + h * hs + e);
 }
 
+/* Fills head (b, h) of a present K or V cache (B x Hk x T x width, in double): the past rows
+ * first, then the current tensor's. */
+static void attn_cache_fill(double *cache, const op_tensor *past, const op_tensor *cur,
+                            const attn_dims *a, int64_t width, int64_t b, int64_t h) {
+    int64_t T = a->total;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t e = 0; e < width; e++)
+            cache[((b * a->hk + h) * T + t) * width + e] =
+                t < a->past ? core_load_f64(past->dtype, past->data,
+                                            (size_t)(((b * a->hk + h) * a->past + t) * width + e))
+                            : core_load_f64(cur->dtype, cur->data,
+                                            attn_at(cur, a->hk, b, h, t - a->past, e));
+}
+
 static anvil_status attn_run(const ir_node *n, const op_tensor *const *in, int n_in,
                              op_tensor *const *out, int n_out, op_ctx *ctx) {
     (void)ctx;
@@ -498,22 +504,10 @@ static anvil_status attn_run(const ir_node *n, const op_tensor *const *in, int n
                         ir_node_label(n));
     }
     for (int64_t b = 0; b < a.b; b++)
-        for (int64_t h = 0; h < a.hk; h++)
-            for (int64_t t = 0; t < T; t++) {
-                bool past = t < a.past;
-                for (int64_t e = 0; e < a.d; e++)
-                    kc[((b * a.hk + h) * T + t) * a.d + e] =
-                        past ? core_load_f64(pk->dtype, pk->data,
-                                             (size_t)(((b * a.hk + h) * a.past + t) * a.d + e))
-                             : core_load_f64(k->dtype, k->data,
-                                             attn_at(k, a.hk, b, h, t - a.past, e));
-                for (int64_t e = 0; e < a.dv; e++)
-                    vc[((b * a.hk + h) * T + t) * a.dv + e] =
-                        past ? core_load_f64(pv->dtype, pv->data,
-                                             (size_t)(((b * a.hk + h) * a.past + t) * a.dv + e))
-                             : core_load_f64(v->dtype, v->data,
-                                             attn_at(v, a.hk, b, h, t - a.past, e));
-            }
+        for (int64_t h = 0; h < a.hk; h++) {
+            attn_cache_fill(kc, pk, k, &a, a.d, b, h);
+            attn_cache_fill(vc, pv, v, &a, a.dv, b, h);
+        }
     /* mask strides over (B, Hq, Sq, T'), 0 for broadcast dims */
     int64_t mstr[4] = {0, 0, 0, 0}, mlast = 0;
     if (mask) {

@@ -12,7 +12,7 @@
  * past_state's dtype (or the query's when there is no past state). chunk_size
  * only tunes chunked implementations and does not change results, so it is
  * validated and otherwise ignored by this sequential reference kernel. */
-#include "ops/ops.h"
+#include "ops/nn_common.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -26,17 +26,8 @@ typedef struct la_params {
     bool gating, delta;
 } la_params;
 
-static bool la_has(const ir_node *n, int i) {
-    return i < n->n_inputs && n->inputs[i] != IR_NONE;
-}
-
 static anvil_status la_check(ir_graph *g, ir_node *n) {
-    if (n->opset < 27)
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: LinearAttention does not exist at opset %d (it "
-                        "arrived in opset 27); "
-                        "import opset >= 27",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(nn_check_arrived(n, "LinearAttention", 27));
     la_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     if (!ir_node_attr(n, "q_num_heads") || !ir_node_attr(n, "kv_num_heads"))
@@ -72,10 +63,10 @@ static anvil_status la_check(ir_graph *g, ir_node *n) {
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: update_rule '%s' is not one of linear, gated, delta, gated_delta",
                         ir_node_label(n), rule);
-    if (p->gating != la_has(n, LA_DECAY))
+    if (p->gating != nn_has_input(n, LA_DECAY))
         return core_err(ANVIL_ERR_INVALID_MODEL, "%s: update_rule '%s' %s the decay input (4)",
                         ir_node_label(n), rule, p->gating ? "requires" : "forbids");
-    if (p->delta != la_has(n, LA_BETA))
+    if (p->delta != nn_has_input(n, LA_BETA))
         return core_err(ANVIL_ERR_INVALID_MODEL, "%s: update_rule '%s' %s the beta input (5)",
                         ir_node_label(n), rule, p->delta ? "requires" : "forbids");
     n->params = p;
@@ -103,7 +94,7 @@ static anvil_status la_infer(const ir_graph *g, const ir_node *n, const op_tinfo
     const la_params *p = n->params;
     anvil_dtype t = in[LA_Q].dtype;
     for (int i = 0; i < n_in && i <= LA_BETA; i++) {
-        if (!la_has(n, i)) continue;
+        if (!nn_has_input(n, i)) continue;
         if (!la_float_type(in[i].dtype))
             return core_err(ANVIL_ERR_UNSUPPORTED,
                             "%s: %s (input %d) has dtype %s; LinearAttention takes FLOAT, "
@@ -137,7 +128,7 @@ static anvil_status la_infer(const ir_graph *g, const ir_node *n, const op_tinfo
         dv = vs->d[2] / p->kv_heads;
     }
     for (int i = LA_K; i <= LA_BETA; i++) {
-        if (!la_has(n, i) || in[i].shape.rank < 0) continue;
+        if (!nn_has_input(n, i) || in[i].shape.rank < 0) continue;
         const ir_shape *s = &in[i].shape;
         if (i == LA_PAST) {
             CORE_TRY(la_dim(n, i, 0, s->d[0], b, "query's batch"));
@@ -174,7 +165,7 @@ static anvil_status la_infer(const ir_graph *g, const ir_node *n, const op_tinfo
         out[0].shape.sym[d] = d < 2 && qs->rank == 3 ? qs->sym[d] : -1;
     }
     if (n_out > 1) {
-        out[1].dtype = la_has(n, LA_PAST) ? in[LA_PAST].dtype : t;
+        out[1].dtype = nn_has_input(n, LA_PAST) ? in[LA_PAST].dtype : t;
         int64_t dims[4] = {b, p->kv_heads, dk, dv};
         out[1].shape.rank = 4;
         for (int d = 0; d < 4; d++) {

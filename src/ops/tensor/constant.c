@@ -48,6 +48,17 @@ static anvil_status constant_tensor(const ir_node *n, const ir_tensor *t, consta
     return ANVIL_OK;
 }
 
+/* Constant's value from a value_float/value_int (rank 0) or value_floats/value_ints (rank 1)
+ * attribute: `count` elements of dtype dt at data. */
+static void constant_values(constant_params *p, anvil_dtype dt, int rank, const void *data,
+                            size_t count) {
+    p->dtype = dt;
+    p->rank = rank;
+    if (rank == 1) p->dims[0] = (int64_t)count;
+    p->data = data;
+    p->bytes = count * anvil_dtype_size(dt);
+}
+
 static anvil_status constant_check(ir_graph *g, ir_node *n) {
     constant_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
@@ -79,32 +90,20 @@ static anvil_status constant_check(ir_graph *g, ir_node *n) {
         CORE_TRY(constant_tensor(n, t, p));
     } else if (!strcmp(which, "value_float")) {
         CORE_TRY(ir_attr_float(n, which, 0.0f, &p->scalar.f));
-        p->dtype = ANVIL_DTYPE_FLOAT32;
-        p->data = &p->scalar.f;
-        p->bytes = sizeof(float);
+        constant_values(p, ANVIL_DTYPE_FLOAT32, 0, &p->scalar.f, 1);
     } else if (!strcmp(which, "value_int")) {
         CORE_TRY(ir_attr_int(n, which, 0, &p->scalar.i));
-        p->dtype = ANVIL_DTYPE_INT64;
-        p->data = &p->scalar.i;
-        p->bytes = sizeof(int64_t);
+        constant_values(p, ANVIL_DTYPE_INT64, 0, &p->scalar.i, 1);
     } else if (!strcmp(which, "value_floats")) {
         const float *v;
         size_t cnt;
         CORE_TRY(ir_attr_floats(n, which, &v, &cnt));
-        p->dtype = ANVIL_DTYPE_FLOAT32;
-        p->rank = 1;
-        p->dims[0] = (int64_t)cnt;
-        p->data = v;
-        p->bytes = cnt * sizeof(float);
+        constant_values(p, ANVIL_DTYPE_FLOAT32, 1, v, cnt);
     } else {
         const int64_t *v;
         size_t cnt;
         CORE_TRY(ir_attr_ints(n, which, &v, &cnt));
-        p->dtype = ANVIL_DTYPE_INT64;
-        p->rank = 1;
-        p->dims[0] = (int64_t)cnt;
-        p->data = v;
-        p->bytes = cnt * sizeof(int64_t);
+        constant_values(p, ANVIL_DTYPE_INT64, 1, v, cnt);
     }
     n->params = p;
     return ANVIL_OK;
@@ -190,20 +189,11 @@ static anvil_status constantofshape_infer(const ir_graph *g, const ir_node *n, c
     (void)n_out;
     const constantofshape_params *p = n->params;
     out[0].dtype = p->dtype;
-    CORE_TRY(tensor_check_index_dtype(n, 0, "shape", in[0].dtype, false));
-    int64_t len;
-    CORE_TRY(tensor_list_length(n, 0, "shape", &in[0], &len));
-    if (len >= 0) CORE_TRY(tensor_check_rank(n, "the output", len));
-    if (!in[0].value || len < 0) {
-        if (len >= 0)
-            tensor_shape_unknown_dims(&out[0].shape, (int)len);
-        else
-            ir_shape_unknown(&out[0].shape);
-        return ANVIL_OK;
-    }
     int64_t dims[IR_MAX_RANK];
     size_t k;
-    CORE_TRY(op_value_ints(n, 0, &in[0], dims, IR_MAX_RANK, &k));
+    bool known;
+    CORE_TRY(tensor_infer_shape_list(n, 0, &in[0], dims, &k, &out[0].shape, &known));
+    if (!known) return ANVIL_OK;
     ir_shape_set(&out[0].shape, (int)k, dims);
     char ys[200];
     for (size_t i = 0; i < k; i++)

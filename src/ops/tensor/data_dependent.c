@@ -2,7 +2,7 @@
  * NonMaxSuppression. Their outputs cannot be preallocated, so each has a run_alloc kernel that
  * computes first and then asks the runtime for exactly-sized outputs (op_output_alloc). Shape
  * inference reports the rank and dtype and leaves the data-dependent dims unknown. */
-#include "ops/ops.h"
+#include "ops/tensor_common.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -52,6 +52,56 @@ static int elem_cmp(anvil_dtype dt, const void *a, size_t i, const void *b, size
 static bool elem_nonzero(anvil_dtype dt, const void *p, size_t i) {
     if (core_dtype_is_float(dt)) return core_load_f64(dt, p, i) != 0.0;
     return core_load_i64(dt, p, i) != 0;
+}
+
+/* ---- items along an optional axis (Compress, Unique) --------------------------------------- */
+
+/* Inferred shape of the items kept: x's shape with the axis dim unknown, or 1-D of unknown length
+ * when the op has no axis (it then works on the flattened input). */
+static anvil_status axis_kept_shape(const ir_node *n, bool has_axis, int64_t axis_attr,
+                                    const ir_shape *x, ir_shape *y) {
+    if (!has_axis) {
+        shape_partial(y, 1, NULL);
+        return ANVIL_OK;
+    }
+    if (x->rank < 0) return ANVIL_OK;
+    int axis;
+    CORE_TRY(op_norm_axis(n, "axis", axis_attr, x->rank, &axis));
+    *y = *x;
+    y->d[axis] = IR_DIM_UNKNOWN;
+    y->sym[axis] = -1;
+    return ANVIL_OK;
+}
+
+/* x as outer x len x inner around the axis (its items are the len slices), or as 1 x numel x 1
+ * (its items are the elements) without an axis. */
+typedef struct axis_view {
+    int axis;
+    size_t outer, len, inner;
+} axis_view;
+
+static anvil_status axis_view_of(const ir_node *n, bool has_axis, int64_t axis_attr,
+                                 const op_tensor *x, axis_view *v) {
+    *v = (axis_view){0, 1, op_tensor_numel(x), 1};
+    if (!has_axis) return ANVIL_OK;
+    CORE_TRY(op_norm_axis(n, "axis", axis_attr, x->rank, &v->axis));
+    v->outer = tensor_dims_prod(x->dims, 0, v->axis);
+    v->len = (size_t)x->dims[v->axis];
+    v->inner = tensor_dims_prod(x->dims, v->axis + 1, x->rank);
+    return ANVIL_OK;
+}
+
+/* Dims of an output holding `count` of x's items: x's dims with the axis dim replaced, or one dim
+ * without an axis. Returns the rank. */
+static int axis_view_dims(const axis_view *v, bool has_axis, const op_tensor *x, size_t count,
+                          int64_t *dims) {
+    if (!has_axis) {
+        dims[0] = (int64_t)count;
+        return 1;
+    }
+    memcpy(dims, x->dims, sizeof x->dims);
+    dims[v->axis] = (int64_t)count;
+    return x->rank;
 }
 
 anvil_status op_run_via_alloc(const ir_node *n, const op_tensor *const *in, int n_in,
@@ -175,17 +225,7 @@ static anvil_status compress_infer(const ir_graph *g, const ir_node *n, const op
         return core_err(ANVIL_ERR_SHAPE, "%s: input 1 (condition) must be 1-D but has rank %d",
                         ir_node_label(n), in[1].shape.rank);
     out[0].dtype = in[0].dtype;
-    if (!p->has_axis) {
-        shape_partial(&out[0].shape, 1, NULL);
-        return ANVIL_OK;
-    }
-    if (in[0].shape.rank < 0) return ANVIL_OK;
-    int axis;
-    CORE_TRY(op_norm_axis(n, "axis", p->axis, in[0].shape.rank, &axis));
-    out[0].shape = in[0].shape;
-    out[0].shape.d[axis] = IR_DIM_UNKNOWN;
-    out[0].shape.sym[axis] = -1;
-    return ANVIL_OK;
+    return axis_kept_shape(n, p->has_axis, p->axis, &in[0].shape, &out[0].shape);
 }
 
 static anvil_status compress_run(const ir_node *n, const op_tensor *const *in, int n_in,
@@ -197,41 +237,28 @@ static anvil_status compress_run(const ir_node *n, const op_tensor *const *in, i
         return core_err(ANVIL_ERR_SHAPE, "%s: input 1 (condition) must be a 1-D bool tensor",
                         ir_node_label(n));
     size_t es = anvil_dtype_size(x->dtype);
-    int axis = 0;
-    size_t outer = 1, len = op_tensor_numel(x), inner = 1;
-    if (p->has_axis) {
-        CORE_TRY(op_norm_axis(n, "axis", p->axis, x->rank, &axis));
-        for (int d = 0; d < axis; d++) outer *= (size_t)x->dims[d];
-        len = (size_t)x->dims[axis];
-        for (int d = axis + 1; d < x->rank; d++) inner *= (size_t)x->dims[d];
-    }
+    axis_view v;
+    CORE_TRY(axis_view_of(n, p->has_axis, p->axis, x, &v));
     size_t clen = (size_t)c->dims[0];
-    if (clen > len)
+    if (clen > v.len)
         return core_err(ANVIL_ERR_RUNTIME,
                         "%s: condition has %zu entries but the input has only %zu %s; it may be "
                         "shorter, not longer",
-                        ir_node_label(n), clen, len,
+                        ir_node_label(n), clen, v.len,
                         p->has_axis ? "slices on the axis" : "elements");
     const bool *cond = c->data;
     size_t kept = 0;
     for (size_t i = 0; i < clen; i++) kept += cond[i];
     int64_t dims[IR_MAX_RANK];
-    int rank = 1;
-    if (p->has_axis) {
-        rank = x->rank;
-        memcpy(dims, x->dims, sizeof dims);
-        dims[axis] = (int64_t)kept;
-    } else {
-        dims[0] = (int64_t)kept;
-    }
+    int rank = axis_view_dims(&v, p->has_axis, x, kept, dims);
     CORE_TRY(op_output_alloc(ctx, out[0], x->dtype, rank, dims));
     const unsigned char *src = x->data;
     unsigned char *dst = out[0]->data;
-    size_t row = inner * es;
-    for (size_t o = 0; o < outer; o++)
+    size_t row = v.inner * es;
+    for (size_t o = 0; o < v.outer; o++)
         for (size_t i = 0; i < clen; i++) {
             if (!cond[i]) continue;
-            memcpy(dst, src + (o * len + i) * row, row);
+            memcpy(dst, src + (o * v.len + i) * row, row);
             dst += row;
         }
     return ANVIL_OK;
@@ -272,15 +299,7 @@ static anvil_status unique_infer(const ir_graph *g, const ir_node *n, const op_t
     (void)g, (void)n_in;
     const unique_params *p = n->params;
     out[0].dtype = in[0].dtype;
-    if (!p->has_axis) {
-        shape_partial(&out[0].shape, 1, NULL);
-    } else if (in[0].shape.rank >= 0) {
-        int axis;
-        CORE_TRY(op_norm_axis(n, "axis", p->axis, in[0].shape.rank, &axis));
-        out[0].shape = in[0].shape;
-        out[0].shape.d[axis] = IR_DIM_UNKNOWN;
-        out[0].shape.sym[axis] = -1;
-    }
+    CORE_TRY(axis_kept_shape(n, p->has_axis, p->axis, &in[0].shape, &out[0].shape));
     for (int i = 1; i < n_out; i++) {
         out[i].dtype = ANVIL_DTYPE_INT64;
         shape_partial(&out[i].shape, 1, NULL);
@@ -342,15 +361,9 @@ static anvil_status unique_run(const ir_node *n, const op_tensor *const *in, int
     (void)n_in;
     const unique_params *p = n->params;
     const op_tensor *x = in[0];
-    unique_items u = {x, 1, op_tensor_numel(x), 1};
-    int axis = 0;
-    if (p->has_axis) {
-        CORE_TRY(op_norm_axis(n, "axis", p->axis, x->rank, &axis));
-        u.outer = 1;
-        for (int d = 0; d < axis; d++) u.outer *= (size_t)x->dims[d];
-        u.len = (size_t)x->dims[axis];
-        for (int d = axis + 1; d < x->rank; d++) u.inner *= (size_t)x->dims[d];
-    }
+    axis_view v;
+    CORE_TRY(axis_view_of(n, p->has_axis, p->axis, x, &v));
+    unique_items u = {x, v.outer, v.len, v.inner};
     size_t len = u.len;
     int64_t *idx = core_calloc(len + 1, sizeof *idx), *tmp = core_calloc(len + 1, sizeof *tmp);
     int64_t *group = core_calloc(len + 1, sizeof *group); /* per item: its unique's rank */
@@ -382,14 +395,7 @@ static anvil_status unique_run(const ir_node *n, const op_tensor *const *in, int
         for (size_t k = 0; k < nu; k++) pos[tmp[k] % (int64_t)(len + 1)] = (int64_t)k;
     }
     int64_t dims[IR_MAX_RANK];
-    int rank = 1;
-    if (p->has_axis) {
-        rank = x->rank;
-        memcpy(dims, x->dims, sizeof dims);
-        dims[axis] = (int64_t)nu;
-    } else {
-        dims[0] = (int64_t)nu;
-    }
+    int rank = axis_view_dims(&v, p->has_axis, x, nu, dims);
     if ((st = op_output_alloc(ctx, out[0], x->dtype, rank, dims)) != ANVIL_OK) goto done;
     size_t es = anvil_dtype_size(x->dtype), row = u.inner * es;
     for (size_t k = 0; k < nu; k++)

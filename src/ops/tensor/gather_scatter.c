@@ -102,6 +102,26 @@ static anvil_status idx_check_reduction_dtype(const ir_node *n, idx_red red, anv
     return ANVIL_OK;
 }
 
+/* Dtype rules of the scatters: data holdable, indices INT64 (or INT32 where allowed), the
+ * reduction defined for data's dtype and updates (input 2) of data's dtype. */
+static anvil_status idx_scatter_dtypes(const ir_node *n, const op_tinfo *in, idx_red red,
+                                       bool allow_int32) {
+    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
+    CORE_TRY(tensor_check_index_dtype(n, 1, "indices", in[1].dtype, allow_int32));
+    CORE_TRY(idx_check_reduction_dtype(n, red, in[0].dtype));
+    if (in[2].dtype != in[0].dtype)
+        return core_err(ANVIL_ERR_SHAPE, "%s: updates are %s but data is %s; they must match",
+                        ir_node_label(n), anvil_dtype_name(in[2].dtype),
+                        anvil_dtype_name(in[0].dtype));
+    return ANVIL_OK;
+}
+
+/* A scatter's output starts as a copy of data (nothing to copy when it runs in place). */
+static void idx_copy_data(const op_tensor *x, op_tensor *y) {
+    size_t cnt = op_tensor_numel(x);
+    if (y->data != x->data && cnt) memcpy(y->data, x->data, cnt * anvil_dtype_size(x->dtype));
+}
+
 /* Writes src over dst or reduces it into dst. */
 static inline void idx_apply(anvil_dtype dt, idx_red red, size_t es, char *dst, const char *src) {
     if (red == IDX_RED_NONE)
@@ -134,12 +154,7 @@ static anvil_status elem_parse(ir_graph *g, ir_node *n, int since, int until, bo
     elem_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     p->red = IDX_RED_NONE;
-    CORE_TRY(ir_attr_int(n, "axis", 0, &p->axis));
-    if (p->axis < 0 && n->opset < 11)
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: attribute 'axis' is %lld; negative axes are allowed from opset 11 "
-                        "(model opset %d)",
-                        ir_node_label(n), (long long)p->axis, n->opset);
+    CORE_TRY(tensor_attr_axis(n, 0, &p->axis));
     if (reduction) CORE_TRY(idx_parse_reduction(n, &p->red));
     n->params = p;
     return ANVIL_OK;
@@ -213,9 +228,7 @@ static anvil_status elem_run_checks(const ir_node *n, const op_tensor *x, const 
     ir_shape_set(&xs, x->rank, x->dims);
     ir_shape_set(&is, ix->rank, ix->dims);
     CORE_TRY(elem_shapes(n, &xs, &is, p->axis, axis));
-    if (ix->dtype != ANVIL_DTYPE_INT32 && ix->dtype != ANVIL_DTYPE_INT64)
-        return core_err(ANVIL_ERR_RUNTIME, "%s: indices must be INT32 or INT64 but are %s",
-                        ir_node_label(n), anvil_dtype_name(ix->dtype));
+    CORE_TRY(tensor_check_run_indices(n, ix));
     return idx_check_all(n, "the indices", ix, x->dims[*axis]);
 }
 
@@ -246,13 +259,7 @@ static anvil_status scatter_elements_infer(const ir_graph *g, const ir_node *n, 
     (void)n_in;
     (void)n_out;
     const elem_params *p = n->params;
-    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
-    CORE_TRY(tensor_check_index_dtype(n, 1, "indices", in[1].dtype, true));
-    CORE_TRY(idx_check_reduction_dtype(n, p->red, in[0].dtype));
-    if (in[2].dtype != in[0].dtype)
-        return core_err(ANVIL_ERR_SHAPE, "%s: updates are %s but data is %s; they must match",
-                        ir_node_label(n), anvil_dtype_name(in[2].dtype),
-                        anvil_dtype_name(in[0].dtype));
+    CORE_TRY(idx_scatter_dtypes(n, in, p->red, true));
     int axis = 0;
     CORE_TRY(elem_shapes(n, &in[0].shape, &in[1].shape, p->axis, &axis));
     const ir_shape *ix = &in[1].shape, *u = &in[2].shape;
@@ -284,8 +291,8 @@ static anvil_status scatter_elements_run(const ir_node *n, const op_tensor *cons
         return core_err(ANVIL_ERR_RUNTIME, "%s: updates have %zu elements, indices %zu",
                         ir_node_label(n), op_tensor_numel(u), op_tensor_numel(ix));
     size_t es = anvil_dtype_size(x->dtype), cnt = op_tensor_numel(ix);
+    idx_copy_data(x, out[0]);
     char *y = out[0]->data;
-    if (y != x->data && op_tensor_numel(x)) memcpy(y, x->data, op_tensor_numel(x) * es);
     int64_t xs[IR_MAX_RANK];
     tensor_strides(x->dims, x->rank, xs);
     int64_t s = x->dims[axis];
@@ -490,13 +497,7 @@ static anvil_status scatter_nd_infer(const ir_graph *g, const ir_node *n, const 
     (void)n_in;
     (void)n_out;
     const nd_params *p = n->params;
-    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
-    CORE_TRY(tensor_check_index_dtype(n, 1, "indices", in[1].dtype, false));
-    CORE_TRY(idx_check_reduction_dtype(n, p->red, in[0].dtype));
-    if (in[2].dtype != in[0].dtype)
-        return core_err(ANVIL_ERR_SHAPE, "%s: updates are %s but data is %s; they must match",
-                        ir_node_label(n), anvil_dtype_name(in[2].dtype),
-                        anvil_dtype_name(in[0].dtype));
+    CORE_TRY(idx_scatter_dtypes(n, in, p->red, false));
     const ir_shape *x = &in[0].shape, *ix = &in[1].shape, *u = &in[2].shape;
     int64_t k = -1;
     CORE_TRY(nd_shapes(n, x, ix, 0, &k));
@@ -532,8 +533,8 @@ static anvil_status scatter_nd_run(const ir_node *n, const op_tensor *const *in,
         return core_err(ANVIL_ERR_RUNTIME, "%s: updates have %zu elements; expected %zu",
                         ir_node_label(n), op_tensor_numel(u), g.tuples * g.slice);
     size_t es = anvil_dtype_size(x->dtype);
+    idx_copy_data(x, out[0]);
     char *y = out[0]->data;
-    if (y != x->data && op_tensor_numel(x)) memcpy(y, x->data, op_tensor_numel(x) * es);
     for (size_t t = 0; t < g.tuples; t++) {
         char *dst = y + nd_tuple_offset(&g, x, ix, t) * es;
         const char *src = (const char *)u->data + t * g.slice * es;

@@ -4,18 +4,6 @@
  * strides" and share tensor_strided_run; Concat and Gather copy contiguous runs with memcpy. */
 #include "ops/tensor_common.h"
 
-#include <stdio.h>
-
-/* Row-major element strides of dims. */
-static void dense_strides(const int64_t *dims, int rank, int64_t *stride) {
-    int64_t s = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        stride[i] = s;
-        s *= dims[i];
-    }
-}
-
-/* Product of dims [from, to) of a concrete tensor (checked at plan time not to overflow). */
 /* ---- Transpose --------------------------------------------------------------------------- */
 
 typedef struct transpose_params {
@@ -93,7 +81,7 @@ static anvil_status transpose_run(const ir_node *n, const op_tensor *const *in, 
     int perm[IR_MAX_RANK];
     transpose_perm(n->params, x->rank, perm);
     int64_t xstride[IR_MAX_RANK];
-    dense_strides(x->dims, x->rank, xstride);
+    tensor_strides(x->dims, x->rank, xstride);
     tensor_strided s = {
         .esize = anvil_dtype_size(x->dtype), .rank = x->rank, .src = x->data, .dst = y->data};
     for (int i = 0; i < x->rank; i++) {
@@ -132,12 +120,7 @@ static anvil_status concat_check(ir_graph *g, ir_node *n) {
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute 'axis' is required from opset 4 (model opset %d)",
                         ir_node_label(n), n->opset);
-    CORE_TRY(ir_attr_int(n, "axis", 1, &p->axis));
-    if (p->axis < 0 && n->opset < 11)
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: attribute 'axis' is %lld; negative axes are allowed from opset 11 "
-                        "(model opset %d)",
-                        ir_node_label(n), (long long)p->axis, n->opset);
+    CORE_TRY(tensor_attr_axis(n, 1, &p->axis));
     for (int i = 0; i < n->n_inputs; i++)
         if (n->inputs[i] == IR_NONE)
             return core_err(ANVIL_ERR_INVALID_MODEL,
@@ -532,7 +515,7 @@ static anvil_status slice_run(const ir_node *n, const op_tensor *const *in, int 
         return core_err(ANVIL_ERR_INTERNAL, "%s: output buffer rank/dtype mismatch",
                         ir_node_label(n));
     int64_t xstride[IR_MAX_RANK];
-    dense_strides(x->dims, x->rank, xstride);
+    tensor_strides(x->dims, x->rank, xstride);
     tensor_strided s = {.esize = anvil_dtype_size(x->dtype), .rank = x->rank, .dst = y->data};
     int64_t off = 0;
     for (int i = 0; i < x->rank; i++) {
@@ -636,9 +619,7 @@ static anvil_status gather_run(const ir_node *n, const op_tensor *const *in, int
     const op_tensor *x = in[0], *ix = in[1];
     int axis;
     CORE_TRY(op_norm_axis(n, "attribute 'axis'", p->axis, x->rank, &axis));
-    if (ix->dtype != ANVIL_DTYPE_INT32 && ix->dtype != ANVIL_DTYPE_INT64)
-        return core_err(ANVIL_ERR_RUNTIME, "%s: indices must be INT32 or INT64 but are %s",
-                        ir_node_label(n), anvil_dtype_name(ix->dtype));
+    CORE_TRY(tensor_check_run_indices(n, ix));
     int64_t s = x->dims[axis];
     size_t q = op_tensor_numel(ix);
     /* every index is checked before any byte moves, so a bad one leaves no partial output */
@@ -646,22 +627,12 @@ static anvil_status gather_run(const ir_node *n, const op_tensor *const *in, int
         int64_t v = core_load_i64(ix->dtype, ix->data, t);
         if (v >= -s && v < s) continue;
         char pos[160];
-        size_t len = 0, rem = t;
-        int64_t idx[IR_MAX_RANK];
-        for (int d = ix->rank - 1; d >= 0; d--) {
-            idx[d] = (int64_t)(rem % (size_t)ix->dims[d]);
-            rem /= (size_t)ix->dims[d];
-        }
-        len += (size_t)snprintf(pos, sizeof pos, "[");
-        for (int d = 0; d < ix->rank && len < sizeof pos; d++)
-            len += (size_t)snprintf(pos + len, sizeof pos - len, "%s%lld", d ? "," : "",
-                                    (long long)idx[d]);
-        if (len < sizeof pos) snprintf(pos + len, sizeof pos - len, "]");
         return core_err(ANVIL_ERR_RUNTIME,
                         "%s: index %lld at position %s of the indices is out of range for axis "
                         "%d of size %lld (valid: %lld..%lld); fix the indices input",
-                        ir_node_label(n), (long long)v, pos, axis, (long long)s, (long long)-s,
-                        (long long)s - 1);
+                        ir_node_label(n), (long long)v,
+                        tensor_pos_str(ix->dims, ix->rank, t, pos, sizeof pos), axis, (long long)s,
+                        (long long)-s, (long long)s - 1);
     }
     op_tensor *y = out[0];
     gather_job job = {.src = x->data, .dst = y->data, .indices = ix, .q = q, .axis_dim = s};

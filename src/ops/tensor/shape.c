@@ -198,19 +198,9 @@ static anvil_status reshape_infer(const ir_graph *g, const ir_node *n, const op_
         k = p->attr_n;
         if (k) memcpy(want, p->attr_shape, k * sizeof *want);
     } else {
-        CORE_TRY(tensor_check_index_dtype(n, 1, "shape", in[1].dtype, false));
-        int64_t len;
-        CORE_TRY(tensor_list_length(n, 1, "shape", &in[1], &len));
-        if (len >= 0) CORE_TRY(tensor_check_rank(n, "the output", len));
-        if (!in[1].value || len < 0) {
-            /* the shape is computed at run time: only its length (the rank) may be known */
-            if (len >= 0)
-                tensor_shape_unknown_dims(&out[0].shape, (int)len);
-            else
-                ir_shape_unknown(&out[0].shape);
-            return ANVIL_OK;
-        }
-        CORE_TRY(op_value_ints(n, 1, &in[1], want, IR_MAX_RANK, &k));
+        bool known;
+        CORE_TRY(tensor_infer_shape_list(n, 1, &in[1], want, &k, &out[0].shape, &known));
+        if (!known) return ANVIL_OK;
     }
     return reshape_resolve(g, n, p->allowzero, &in[0].shape, want, (int)k, &out[0].shape);
 }
@@ -244,12 +234,7 @@ typedef struct flatten_params {
 static anvil_status flatten_check(ir_graph *g, ir_node *n) {
     flatten_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    CORE_TRY(ir_attr_int(n, "axis", 1, &p->axis));
-    if (p->axis < 0 && n->opset < 11)
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: attribute 'axis' is %lld; negative axes are allowed from opset 11 "
-                        "(model opset %d)",
-                        ir_node_label(n), (long long)p->axis, n->opset);
+    CORE_TRY(tensor_attr_axis(n, 1, &p->axis));
     n->params = p;
     return ANVIL_OK;
 }
@@ -337,25 +322,31 @@ static anvil_status axes_check(ir_graph *g, ir_node *n, bool required) {
 /* What inference knows of the axes: their values, only their count, or nothing at all. */
 typedef enum { AXES_NONE, AXES_KNOWN, AXES_COUNT_ONLY, AXES_UNKNOWN } axes_state;
 
-static anvil_status axes_get(const ir_node *n, const op_tinfo *in, int64_t *axes, size_t *k,
-                             axes_state *state) {
+/* The axes as inference sees them: k values in v (AXES_KNOWN), or only their count k. */
+typedef struct axes_info {
+    int64_t v[IR_MAX_RANK];
+    size_t k;
+    axes_state st;
+} axes_info;
+
+static anvil_status axes_get(const ir_node *n, const op_tinfo *in, axes_info *a) {
     const axes_params *p = n->params;
-    *k = 0;
+    a->k = 0;
     if (n->opset < 13) {
         if (!p->has_attr) {
-            *state = AXES_NONE;
+            a->st = AXES_NONE;
             return ANVIL_OK;
         }
         if (p->attr_n > IR_MAX_RANK)
             return core_err(ANVIL_ERR_SHAPE, "%s: 'axes' lists %zu axes; at most %d are possible",
                             ir_node_label(n), p->attr_n, IR_MAX_RANK);
-        if (p->attr_n) memcpy(axes, p->attr_axes, p->attr_n * sizeof *axes);
-        *k = p->attr_n;
-        *state = AXES_KNOWN;
+        if (p->attr_n) memcpy(a->v, p->attr_axes, p->attr_n * sizeof *a->v);
+        a->k = p->attr_n;
+        a->st = AXES_KNOWN;
         return ANVIL_OK;
     }
     if (!tensor_has_input(n, 1)) {
-        *state = AXES_NONE;
+        a->st = AXES_NONE;
         return ANVIL_OK;
     }
     CORE_TRY(tensor_check_index_dtype(n, 1, "axes", in[1].dtype, false));
@@ -369,12 +360,25 @@ static anvil_status axes_get(const ir_node *n, const op_tinfo *in, int64_t *axes
                         "possible",
                         ir_node_label(n), (long long)len, IR_MAX_RANK);
     if (in[1].value && len >= 0) {
-        CORE_TRY(op_value_ints(n, 1, &in[1], axes, IR_MAX_RANK, k));
-        *state = AXES_KNOWN;
+        CORE_TRY(op_value_ints(n, 1, &in[1], a->v, IR_MAX_RANK, &a->k));
+        a->st = AXES_KNOWN;
     } else {
-        *k = len >= 0 ? (size_t)len : 0;
-        *state = len >= 0 ? AXES_COUNT_ONLY : AXES_UNKNOWN;
+        a->k = len >= 0 ? (size_t)len : 0;
+        a->st = len >= 0 ? AXES_COUNT_ONLY : AXES_UNKNOWN;
     }
+    return ANVIL_OK;
+}
+
+/* Start of Squeeze/Unsqueeze inference: the output takes the data's dtype and the axes are read
+ * into a. *known is false, with the output shape left unknown, when the input's rank or the
+ * axes are unknown. */
+static anvil_status axes_infer_start(const ir_node *n, const op_tinfo *in, op_tinfo *out,
+                                     axes_info *a, bool *known) {
+    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
+    out[0].dtype = in[0].dtype;
+    CORE_TRY(axes_get(n, in, a));
+    *known = in[0].shape.rank >= 0 && a->st != AXES_UNKNOWN;
+    if (!*known) ir_shape_unknown(&out[0].shape);
     return ANVIL_OK;
 }
 
@@ -402,30 +406,24 @@ static anvil_status squeeze_infer(const ir_graph *g, const ir_node *n, const op_
                                   op_tinfo *out, int n_out) {
     (void)n_in;
     (void)n_out;
-    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
-    out[0].dtype = in[0].dtype;
-    int64_t axes[IR_MAX_RANK];
-    size_t k;
-    axes_state st;
-    CORE_TRY(axes_get(n, in, axes, &k, &st));
+    axes_info a;
+    bool known;
+    CORE_TRY(axes_infer_start(n, in, out, &a, &known));
+    if (!known) return ANVIL_OK;
+    /* an empty axes list means the same as no list: drop every size-1 dim */
+    if ((a.st == AXES_KNOWN || a.st == AXES_COUNT_ONLY) && a.k == 0) a.st = AXES_NONE;
+    char xs[160];
     const ir_shape *x = &in[0].shape;
     ir_shape *y = &out[0].shape;
-    char xs[160];
-    /* an empty axes list means the same as no list: drop every size-1 dim */
-    if ((st == AXES_KNOWN || st == AXES_COUNT_ONLY) && k == 0) st = AXES_NONE;
-    if (x->rank < 0 || st == AXES_UNKNOWN) {
-        ir_shape_unknown(y);
-        return ANVIL_OK;
-    }
-    if (st == AXES_COUNT_ONLY) {
-        if ((int64_t)k > x->rank)
+    if (a.st == AXES_COUNT_ONLY) {
+        if ((int64_t)a.k > x->rank)
             return core_err(ANVIL_ERR_SHAPE, "%s: cannot squeeze %zu axes from input %s",
-                            ir_node_label(n), k, ir_shape_str(g, x, xs, sizeof xs));
-        tensor_shape_unknown_dims(y, x->rank - (int)k);
+                            ir_node_label(n), a.k, ir_shape_str(g, x, xs, sizeof xs));
+        tensor_shape_unknown_dims(y, x->rank - (int)a.k);
         return ANVIL_OK;
     }
     bool drop[IR_MAX_RANK] = {false};
-    if (st == AXES_NONE) {
+    if (a.st == AXES_NONE) {
         for (int i = 0; i < x->rank; i++) {
             if (x->d[i] < 0) {
                 /* an unknown dim may or may not be 1: the output rank is unknown */
@@ -435,7 +433,7 @@ static anvil_status squeeze_infer(const ir_graph *g, const ir_node *n, const op_
             drop[i] = x->d[i] == 1;
         }
     } else {
-        CORE_TRY(axes_mark(n, axes, k, x->rank, drop));
+        CORE_TRY(axes_mark(n, a.v, a.k, x->rank, drop));
         for (int i = 0; i < x->rank; i++)
             if (drop[i] && x->d[i] >= 0 && x->d[i] != 1)
                 return core_err(ANVIL_ERR_SHAPE,
@@ -472,26 +470,20 @@ static anvil_status unsqueeze_infer(const ir_graph *g, const ir_node *n, const o
     (void)g;
     (void)n_in;
     (void)n_out;
-    CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
-    out[0].dtype = in[0].dtype;
-    int64_t axes[IR_MAX_RANK];
-    size_t k;
-    axes_state st;
-    CORE_TRY(axes_get(n, in, axes, &k, &st));
+    axes_info a;
+    bool known;
+    CORE_TRY(axes_infer_start(n, in, out, &a, &known));
+    if (!known) return ANVIL_OK;
     const ir_shape *x = &in[0].shape;
     ir_shape *y = &out[0].shape;
-    if (x->rank < 0 || st == AXES_UNKNOWN) {
-        ir_shape_unknown(y);
-        return ANVIL_OK;
-    }
-    int64_t r = (int64_t)x->rank + (int64_t)k;
+    int64_t r = (int64_t)x->rank + (int64_t)a.k;
     CORE_TRY(tensor_check_rank(n, "the output", r));
-    if (st == AXES_COUNT_ONLY) {
+    if (a.st == AXES_COUNT_ONLY) {
         tensor_shape_unknown_dims(y, (int)r);
         return ANVIL_OK;
     }
     bool add[IR_MAX_RANK];
-    CORE_TRY(axes_mark(n, axes, k, (int)r, add));
+    CORE_TRY(axes_mark(n, a.v, a.k, (int)r, add));
     tensor_shape_unknown_dims(y, (int)r);
     for (int i = 0, src = 0; i < (int)r; i++) {
         if (add[i])
