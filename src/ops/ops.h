@@ -30,10 +30,17 @@ typedef struct op_tinfo {
     const void *value;
 } op_tinfo;
 
-/* Execution context handed to kernels by whoever runs them (the runtime, a test, a benchmark). */
-typedef struct op_ctx {
-    core_pool *pool; /* borrowed; NULL: serial */
-} op_ctx;
+/* Execution context handed to kernels by whoever runs them (the runtime, a test, a benchmark).
+ * The ops layer only reads it (ctx.c); nothing in it calls up into the runtime directly. */
+typedef struct op_ctx op_ctx;
+/* Runs a subgraph for op_subgraph_run (below), same contract. */
+typedef anvil_status (*op_subgraph_fn)(op_ctx *ctx, const ir_graph *body,
+                                       const op_tensor *const *in, int n_in, op_tensor *out,
+                                       int n_out);
+struct op_ctx {
+    core_pool *pool;         /* borrowed; NULL: serial */
+    op_subgraph_fn subgraph; /* the runtime's interpreter sets it; NULL: no subgraph can run */
+};
 /* Runs fn(arg, begin, end) over [0, n) split into contiguous chunks across the context's threads
  * (core_pool_run); returns when all chunks are done. fn must not call op_parallel_for itself.
  * ctx may be NULL (serial). */

@@ -12,37 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-anvil_status op_output_alloc(op_ctx *ctx, op_tensor *t, anvil_dtype dt, int rank,
-                             const int64_t *dims) {
-    (void)ctx;
-    if (rank < 0 || rank > IR_MAX_RANK)
-        return core_err(ANVIL_ERR_INTERNAL, "output rank %d is outside 0..%d", rank, IR_MAX_RANK);
-    size_t bytes;
-    if (!core_dtype_supported(dt))
-        return core_err(ANVIL_ERR_UNSUPPORTED, "outputs of dtype %s are not supported",
-                        anvil_dtype_name(dt));
-    if (!core_tensor_bytes(dt, dims, rank, &bytes) || bytes > core_max_tensor_bytes())
-        return core_err(ANVIL_ERR_LIMIT,
-                        "an output of %s would exceed the %zu-byte limit per tensor "
-                        "(ANVIL_MAX_TENSOR_BYTES)",
-                        anvil_dtype_name(dt), core_max_tensor_bytes());
-    void *p = core_aligned_alloc(64, bytes ? bytes : 64);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    memset(p, 0, bytes ? bytes : 64);
-    t->dtype = dt;
-    t->rank = rank;
-    memset(t->dims, 0, sizeof t->dims);
-    for (int i = 0; i < rank; i++) t->dims[i] = dims[i];
-    t->data = p;
-    return ANVIL_OK;
-}
-
-void op_tensor_release(op_tensor *t) {
-    if (!t) return;
-    free(t->data);
-    t->data = NULL;
-}
-
 static void tinfo_from(op_tinfo *ti, const op_tensor *t) {
     memset(ti, 0, sizeof *ti);
     if (!t) {
@@ -56,6 +25,10 @@ static void tinfo_from(op_tinfo *ti, const op_tensor *t) {
 
 static _Thread_local const rt_frame *cur_frame;
 
+/* op_subgraph_run's implementation (op_ctx.subgraph), defined with the sub-frames below. */
+static anvil_status rt_subgraph_run(op_ctx *ctx, const ir_graph *body, const op_tensor *const *in,
+                                    int n_in, op_tensor *out, int n_out);
+
 const rt_frame *rt_frame_enter(const rt_frame *f) {
     const rt_frame *prev = cur_frame;
     cur_frame = f;
@@ -65,6 +38,11 @@ const rt_frame *rt_frame_enter(const rt_frame *f) {
 anvil_status rt_node_run_dynamic(const ir_graph *g, const ir_node *n, const op_tensor *const *in,
                                  op_tensor *const *out, op_ctx *ctx, const rt_frame *frame) {
     const op_impl *impl = op_get(n->op);
+    /* The kernels of If, Loop and Scan run their bodies through ctx->subgraph: whatever context
+     * the caller had, the interpreter is the one that runs them. */
+    op_ctx with_subgraphs = ctx ? *ctx : (op_ctx){0};
+    with_subgraphs.subgraph = rt_subgraph_run;
+    ctx = &with_subgraphs;
     if (n->n_inputs > 128 || n->n_outputs > 128)
         return core_err(ANVIL_ERR_LIMIT, "%s has more than 128 inputs or outputs",
                         ir_node_label(n));
@@ -220,9 +198,8 @@ static anvil_status bind_value(sub_frame *f, const ir_graph *g, ir_vid v) {
     return ANVIL_OK;
 }
 
-anvil_status op_subgraph_run(op_ctx *ctx, const ir_graph *body, const op_tensor *const *in,
-                             int n_in, op_tensor *out, int n_out) {
-    for (int j = 0; j < n_out; j++) out[j].data = NULL;
+static anvil_status rt_subgraph_run(op_ctx *ctx, const ir_graph *body, const op_tensor *const *in,
+                                    int n_in, op_tensor *out, int n_out) {
     if (!cur_frame)
         return core_err(ANVIL_ERR_INTERNAL, "a subgraph can only run inside a running node");
     if (n_in != body->n_inputs || n_out != body->n_outputs)

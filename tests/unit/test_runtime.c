@@ -29,7 +29,7 @@ static void test_pool_covers_range_once(void **state) {
     for (int threads = 1; threads <= 4; threads++) {
         core_pool *p;
         assert_int_equal(core_pool_create(threads, &p), ANVIL_OK);
-        op_ctx ctx = {p};
+        op_ctx ctx = {.pool = p};
         size_t sizes[] = {0, 1, 2, 3, 7, 64, 1001};
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
             for (int rep = 0; rep < 20; rep++) {
