@@ -1,8 +1,8 @@
-/* Private to the elementwise op families (src/ops/eltwise.c, eltwise_math.c, eltwise_logic.c,
- * activation.c, activation2.c, softmax.c, cast.c): the dtype lists their kernels are generated
- * over, the broadcasting iterator, the unary driver, dtype checks, and float -> integer
- * conversions with defined results. Nothing outside src/ops includes this header. Everything
- * declared here (non-inline) is defined in eltwise.c. */
+/* Private to the elementwise op families (src/ops/math/arithmetic.c, unary_math.c, logic.c,
+ * activation.c, softmax.c; tensor/cast.c): the dtype lists their kernels are generated over, the
+ * broadcasting iterator, the unary driver, dtype checks, the op_impl shapes they share, and float
+ * -> integer conversions with defined results. Nothing outside src/ops includes this header.
+ * Everything declared here (non-inline) is defined in math/arithmetic.c. */
 #ifndef ANVIL_OPS_ELTWISE_COMMON_H
 #define ANVIL_OPS_ELTWISE_COMMON_H
 
@@ -29,17 +29,18 @@
     X(op, EXPR, f16, FLOAT16, uint16_t, float, core_f16_to_f32, core_f32_to_f16)                   \
     X(op, EXPR, bf16, BFLOAT16, uint16_t, float, core_bf16_to_f32, core_f32_to_bf16)
 
+/* An integer dtype computes in its own storage type T and loads and stores unchanged. */
+#define ELT_INT(X, op, EXPR, tag, DT, T) X(op, EXPR, tag, DT, T, T, ELT_ID, ELT_ID)
+
 #define ELT_SINT_TYPES(X, op, EXPR)                                                                \
-    X(op, EXPR, i8, INT8, int8_t, int8_t, ELT_ID, ELT_ID)                                          \
-    X(op, EXPR, i16, INT16, int16_t, int16_t, ELT_ID, ELT_ID)                                      \
-    X(op, EXPR, i32, INT32, int32_t, int32_t, ELT_ID, ELT_ID)                                      \
-    X(op, EXPR, i64, INT64, int64_t, int64_t, ELT_ID, ELT_ID)
+    ELT_INT(X, op, EXPR, i8, INT8, int8_t)                                                         \
+    ELT_INT(X, op, EXPR, i16, INT16, int16_t)                                                      \
+    ELT_INT(X, op, EXPR, i32, INT32, int32_t) ELT_INT(X, op, EXPR, i64, INT64, int64_t)
 
 #define ELT_UINT_TYPES(X, op, EXPR)                                                                \
-    X(op, EXPR, u8, UINT8, uint8_t, uint8_t, ELT_ID, ELT_ID)                                       \
-    X(op, EXPR, u16, UINT16, uint16_t, uint16_t, ELT_ID, ELT_ID)                                   \
-    X(op, EXPR, u32, UINT32, uint32_t, uint32_t, ELT_ID, ELT_ID)                                   \
-    X(op, EXPR, u64, UINT64, uint64_t, uint64_t, ELT_ID, ELT_ID)
+    ELT_INT(X, op, EXPR, u8, UINT8, uint8_t)                                                       \
+    ELT_INT(X, op, EXPR, u16, UINT16, uint16_t)                                                    \
+    ELT_INT(X, op, EXPR, u32, UINT32, uint32_t) ELT_INT(X, op, EXPR, u64, UINT64, uint64_t)
 
 #define ELT_NUMERIC_TYPES(X, op, EXPR)                                                             \
     ELT_FLOAT_TYPES(X, op, EXPR) ELT_SINT_TYPES(X, op, EXPR) ELT_UINT_TYPES(X, op, EXPR)
@@ -53,6 +54,15 @@
 
 /* Per-dtype kernel tables are indexed by anvil_dtype; every dtype value is below this. */
 #define ELT_DTYPE_SLOTS 32
+
+/* Below this many elements a kernel runs on the calling thread: waking the pool for a small
+ * tensor costs more than the work. */
+#define ELT_PARALLEL_MIN ((size_t)1 << 15)
+
+/* ctx for a kernel over numel elements: NULL (serial) below ELT_PARALLEL_MIN. */
+static inline op_ctx *op_elt_par_ctx(op_ctx *ctx, size_t numel) {
+    return numel >= ELT_PARALLEL_MIN ? ctx : NULL;
+}
 
 /* ---- kernels' row functions ---------------------------------------------------------------- */
 
@@ -73,27 +83,47 @@ typedef struct op_elt_param {
     _Alignas(8) unsigned char hi[8];
 } op_elt_param;
 
+/* Kernel tables' entry for dt; NULL when rows is NULL, dt is out of range or has no kernel. */
+static inline op_elt_row1 op_elt_row1_for(const op_elt_row1 *rows, anvil_dtype dt) {
+    return rows && (unsigned)dt < ELT_DTYPE_SLOTS ? rows[dt] : NULL;
+}
+static inline op_elt_row2 op_elt_row2_for(const op_elt_row2 *rows, anvil_dtype dt) {
+    return rows && (unsigned)dt < ELT_DTYPE_SLOTS ? rows[dt] : NULL;
+}
+
 /* Chooses the libm function by the argument's type: ELT_MATH(exp, x) is expf(x) for float and
  * exp(x) for double. */
 #define ELT_MATH(fn, x) _Generic((x), double : fn, default : fn##f)(x)
 #define ELT_MATH2(fn, x, y) _Generic((x), double : fn, default : fn##f)((x), (y))
 
-/* Defines `static void <op>_row_<tag>` (an op_elt_row1) computing EXPR(C, v, p) per element,
+/* Defines `static void name` (an op_elt_row1) reading elements of storage type T, loaded through
+ * LD into the compute type C, and writing storage type TO through OST: o[i] = OST(EXPR(C, v, p)),
  * where v is the element in the compute type and p the const op_elt_param * handed in. */
-#define ELT_DEF_ROW1(op, EXPR, tag, DT, T, C, LD, ST)                                              \
-    static void op##_row_##tag(void *out, const void *in, size_t n, const void *param) {           \
-        T *o = out;                                                                                \
+#define ELT_DEF_ROW1_TO(name, EXPR, T, C, LD, TO, OST)                                             \
+    static void name(void *out, const void *in, size_t n, const void *param) {                     \
+        TO *o = out;                                                                               \
         const T *x = in;                                                                           \
         const op_elt_param *p = param;                                                             \
         (void)p;                                                                                   \
         for (size_t i = 0; i < n; i++) {                                                           \
             C v = (C)LD(x[i]);                                                                     \
-            o[i] = ST(EXPR(C, v, p));                                                              \
+            o[i] = OST(EXPR(C, v, p));                                                             \
         }                                                                                          \
     }
 
+/* Defines `static void <op>_row_<tag>` (an op_elt_row1 whose output has the input's dtype). */
+#define ELT_DEF_ROW1(op, EXPR, tag, DT, T, C, LD, ST)                                              \
+    ELT_DEF_ROW1_TO(op##_row_##tag, EXPR, T, C, LD, T, ST)
+
 /* A table entry `[ANVIL_DTYPE_<DT>] = <op>_row_<tag>,` for a designated-initializer table. */
 #define ELT_ROW_ENTRY(op, EXPR, tag, DT, T, C, LD, ST) [ANVIL_DTYPE_##DT] = op##_row_##tag,
+
+/* `static const` <op>_rows, the table of <op>_row_<tag> over the dtype list TYPES (e.g.
+ * ELT_FLOAT_TYPES), of unary (ROW1) or binary (ROW2) row functions. */
+#define ELT_ROW1_TABLE(op, TYPES)                                                                  \
+    static const op_elt_row1 op##_rows[ELT_DTYPE_SLOTS] = {TYPES(ELT_ROW_ENTRY, op, _)};
+#define ELT_ROW2_TABLE(op, TYPES)                                                                  \
+    static const op_elt_row2 op##_rows[ELT_DTYPE_SLOTS] = {TYPES(ELT_ROW_ENTRY, op, _)};
 
 /* ---- drivers ------------------------------------------------------------------------------- */
 
@@ -102,6 +132,11 @@ typedef struct op_elt_param {
 anvil_status op_elt_unary_run(const ir_node *n, const op_tensor *in, op_tensor *out, op_elt_row1 fn,
                               const void *param, op_ctx *ctx);
 
+/* The loop of op_elt_unary_run without its checks: fn over the elements of in into out, which
+ * holds as many elements of a dtype that may differ from in's (fn knows both). */
+void op_elt_map(const op_tensor *in, op_tensor *out, op_elt_row1 fn, const void *param,
+                op_ctx *ctx);
+
 /* Numpy broadcasting: out's dims must be the broadcast of a's and b's dims (as inference
  * computed them). Collapses the problem to the fewest dims, then walks the output in rows whose
  * operands are contiguous or broadcast scalars, calling fn once per row; large outputs are split
@@ -109,6 +144,18 @@ anvil_status op_elt_unary_run(const ir_node *n, const op_tensor *in, op_tensor *
  * shapes are equal. All tensors borrowed. */
 anvil_status op_elt_binary_run(const ir_node *n, const op_tensor *a, const op_tensor *b,
                                op_tensor *out, op_elt_row2 fn, op_ctx *ctx);
+
+/* Dense element strides of t (input `which` of n) aligned to out's rank, 0 along the dims where t
+ * has size 1 or that t lacks. INTERNAL error unless t broadcasts to out: kernels index by these
+ * strides, so a mismatch would read out of bounds. */
+anvil_status op_elt_bcast_strides(const ir_node *n, int which, const op_tensor *t,
+                                  const op_tensor *out, int64_t *s);
+
+/* Variadic ops (Max, Min, Sum, Mean): INTERNAL error unless fn exists and every input is present
+ * with input 0's dtype; then folds the inputs pairwise into out: out = f(x0, x1), then
+ * out = f(out, xk). A single input gives f(x0, x0). */
+anvil_status op_elt_variadic_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                 op_tensor *out, op_elt_row2 fn, op_ctx *ctx);
 
 /* OK if dt's bit is in mask; otherwise UNSUPPORTED naming the node, the input, the dtype and the
  * dtypes the op accepts. */
@@ -121,6 +168,70 @@ anvil_status op_elt_unary_infer(const ir_node *n, const op_tinfo *in, int n_in, 
 
 /* A check() for ops without attributes. */
 anvil_status op_elt_check_none(ir_graph *g, ir_node *n);
+
+/* A check() for variadic ops without attributes: every input is required (none omitted). */
+anvil_status op_elt_check_all_inputs(ir_graph *g, ir_node *n);
+
+/* SHAPE error unless input i has input 0's dtype. */
+anvil_status op_elt_same_dtype(const ir_node *n, const op_tinfo *in, int i);
+
+/* Shape inference of a variadic op: input 0's dtype must be in mask and every input must have it;
+ * output 0 gets that dtype and the broadcast of all shapes. With `equal` (Sum and Mean before
+ * opset 8) known shapes must be equal, and a SHAPE error says so. */
+anvil_status op_elt_variadic_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                   int n_in, op_tinfo *out, uint32_t mask, bool equal);
+
+/* ---- unary ops described by a table ----------------------------------------------------------
+ *
+ * A family's unary ops share one infer and one run: a lookup maps the node's op to its kernels
+ * and the dtypes it accepts. */
+
+/* One unary elementwise op: its kernels by dtype (NULL: not such an op), the dtypes it accepts
+ * and the first opset whose schema has it (0 where the family's check() sees to it). */
+typedef struct op_elt_unary {
+    const op_elt_row1 *rows;
+    uint32_t mask;
+    int since;
+} op_elt_unary;
+
+/* Defines `static` <prefix>_infer and <prefix>_run for the unary ops whose op_elt_unary is
+ * LOOKUP(op) (a function of ir_op); run hands n->params to the row functions. */
+#define ELT_DEF_UNARY_FNS(prefix, LOOKUP)                                                          \
+    static anvil_status prefix##_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,    \
+                                       int n_in, op_tinfo *out, int n_out) {                       \
+        (void)g;                                                                                   \
+        return op_elt_unary_infer(n, in, n_in, out, n_out, LOOKUP(n->op).mask);                    \
+    }                                                                                              \
+    static anvil_status prefix##_run(const ir_node *n, const op_tensor *const *in, int n_in,       \
+                                     op_tensor *const *out, int n_out, op_ctx *ctx) {              \
+        (void)n_in;                                                                                \
+        (void)n_out;                                                                               \
+        op_elt_row1 fn = op_elt_row1_for(LOOKUP(n->op).rows, in[0]->dtype);                        \
+        return op_elt_unary_run(n, in[0], out[0], fn, n->params, ctx);                             \
+    }
+
+/* ---- op_impl definitions --------------------------------------------------------------------- */
+
+/* `const op_impl op_impl_<op>`: min_in to max_in inputs, one output, the given flags. */
+#define ELT_IMPL(op, min_in, max_in, fl, checkfn, inferfn, runfn)                                  \
+    const op_impl op_impl_##op = {.min_inputs = min_in,                                            \
+                                  .max_inputs = max_in,                                            \
+                                  .min_outputs = 1,                                                \
+                                  .max_outputs = 1,                                                \
+                                  .flags = fl,                                                     \
+                                  .check = checkfn,                                                \
+                                  .infer = inferfn,                                                \
+                                  .run = runfn};
+
+/* One input, one output that may overwrite it. */
+#define ELT_UNARY_IMPL(op, checkfn, inferfn, runfn)                                                \
+    ELT_IMPL(op, 1, 1, OP_INPLACE_0, checkfn, inferfn, runfn)
+/* Two inputs, one output, the given flags. */
+#define ELT_BINARY_IMPL(op, fl, checkfn, inferfn, runfn)                                           \
+    ELT_IMPL(op, 2, 2, fl, checkfn, inferfn, runfn)
+/* 1 to 127 inputs, one output that may overwrite input 0. */
+#define ELT_VARIADIC_IMPL(op, checkfn, inferfn, runfn)                                             \
+    ELT_IMPL(op, 1, 127, OP_INPLACE_0, checkfn, inferfn, runfn)
 
 /* ---- float -> integer conversion ------------------------------------------------------------
  *
@@ -147,9 +258,7 @@ static inline uint64_t op_elt_f2u64(double v) {
     return (uint64_t)op_elt_f2i64(v);
 }
 
-/* ---- helpers for the op families of eltwise_math.c, eltwise_logic.c and activation2.c --------
- *
- * (Header-only so that those families need nothing new from eltwise.c.) */
+/* ---- header-only helpers for the binary ops ------------------------------------------------- */
 
 /* Defines `static void name` (an op_elt_row2) whose operands have storage type T, loaded through
  * LD into the compute type C, and whose output has storage type TO, stored through OST:
@@ -166,6 +275,17 @@ static inline uint64_t op_elt_f2u64(double v) {
             o[i] = OST(EXPR(C, u, v));                                                             \
         }                                                                                          \
     }
+
+/* Defines `static void <op>_row_<tag>` (an op_elt_row2 whose output has the operands' dtype). */
+#define ELT_DEF_ROW2_SAME(op, EXPR, tag, DT, T, C, LD, ST)                                         \
+    ELT_DEF_ROW2_TO(op##_row_##tag, EXPR, T, C, LD, T, ST)
+
+/* Defines `static void <op>_row_<tag>` for an integer T computing in int64_t (I64) or uint64_t
+ * (U64) and truncating to T on store. */
+#define ELT_DEF_ROW2_I64(op, EXPR, tag, DT, T, C, LD, ST)                                          \
+    ELT_DEF_ROW2_TO(op##_row_##tag, EXPR, T, int64_t, ELT_ID, T, (T))
+#define ELT_DEF_ROW2_U64(op, EXPR, tag, DT, T, C, LD, ST)                                          \
+    ELT_DEF_ROW2_TO(op##_row_##tag, EXPR, T, uint64_t, ELT_ID, T, (T))
 
 /* INVALID_MODEL unless the node's opset has the op: `since` is the first opset whose schema
  * defines it. */

@@ -137,5 +137,34 @@ anvil_status op_norm_axis(const ir_node *n, const char *what, int64_t axis, int 
 /* Reads a known value_input as int64 list (INT32 or INT64 dtype); count is its numel. */
 anvil_status op_value_ints(const ir_node *n, int input, const op_tinfo *t, int64_t *out, size_t cap,
                            size_t *count);
+/* True when input i of n exists and was not omitted. */
+bool op_has_input(const ir_node *n, int i);
+/* True when the first `count` dims of a and b agree wherever both are known (an unknown dim
+ * matches anything); both ranks must be at least count. */
+bool op_dims_may_equal(const ir_shape *a, const ir_shape *b, int count);
+
+#include <string.h>
+
+/* Copies one element of `size` bytes. Fixed-size memcpy calls compile to single moves, and memcpy
+ * keeps the copy free of alignment and aliasing assumptions. */
+static inline void op_elem_copy(char *dst, const char *src, size_t size) {
+    switch (size) {
+    case 1:
+        *dst = *src;
+        break;
+    case 2:
+        memcpy(dst, src, 2);
+        break;
+    case 4:
+        memcpy(dst, src, 4);
+        break;
+    case 8:
+        memcpy(dst, src, 8);
+        break;
+    default:
+        memcpy(dst, src, size);
+        break;
+    }
+}
 
 #endif

@@ -1,6 +1,7 @@
-/* Private to the reduction-like op families (src/ops/reduce.c, topk_cumsum.c, norm.c, loss.c):
- * element ordering by dtype, dtype masks, and the (outer, len, inner) view of one axis.
- * Header-only: every helper is static inline. */
+/* Private to the reduction-like op families (src/ops/math/reduce.c, topk_cumsum.c, softmax.c;
+ * nn/normalization.c, loss.c, pool.c): element ordering by dtype, dtype masks, the (outer, len,
+ * inner) view of one axis and the shape a reduction leaves. Header-only: every helper is static
+ * inline. */
 #ifndef ANVIL_OPS_REDUCE_COMMON_H
 #define ANVIL_OPS_REDUCE_COMMON_H
 
@@ -54,6 +55,59 @@ static inline void red_split(const op_tensor *t, int axis, size_t *outer, size_t
     *outer = o;
     *len = (size_t)t->dims[axis];
     *inner = in;
+}
+
+/* Offset of the first element of line k in the (outer, len, inner) view: lines run outer index
+ * k / inner, inner index k % inner, and a line's elements are `inner` apart. */
+static inline size_t red_line_base(size_t k, size_t len, size_t inner) {
+    return (k / inner) * len * inner + k % inner;
+}
+
+/* A kernel over every line of an (outer, len, inner) view, split across threads by
+ * red_lines_run: line(j, k, base) handles line k, whose first element is at offset base. */
+typedef struct red_line_job red_line_job;
+struct red_line_job {
+    void (*line)(const red_line_job *j, size_t k, size_t base);
+    const void *x;
+    void *y;
+    size_t len, inner;
+    int what; /* the kernel's own selector (a dtype, a reduction kind) */
+};
+
+static inline void red_line_chunk(void *arg, size_t begin, size_t end) {
+    const red_line_job *j = arg;
+    for (size_t k = begin; k < end; k++) j->line(j, k, red_line_base(k, j->len, j->inner));
+}
+
+/* Runs j->line over lines [0, lines) in contiguous chunks across ctx's threads (NULL: serial). */
+static inline void red_lines_run(op_ctx *ctx, size_t lines, red_line_job *j) {
+    op_parallel_for(ctx, lines, red_line_chunk, j);
+}
+
+/* The shape x leaves when the dims marked in red[] are reduced: dropped, or kept as 1 with
+ * keepdims. The kept dims keep their symbols. */
+static inline void red_reduced_shape(const ir_shape *x, const bool *red, bool keepdims,
+                                     ir_shape *o) {
+    o->rank = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (!red[d]) {
+            o->d[o->rank] = x->d[d];
+            o->sym[o->rank++] = x->sym[d];
+        } else if (keepdims) {
+            o->d[o->rank] = 1;
+            o->sym[o->rank++] = -1;
+        }
+    }
+}
+
+/* UNSUPPORTED when the node sets attribute `name` although its opset predates `since`, the first
+ * opset that has the attribute. */
+static inline anvil_status red_attr_since(const ir_node *n, const char *name, int since) {
+    if (n->opset >= since || !ir_node_attr(n, name)) return ANVIL_OK;
+    return core_err(ANVIL_ERR_UNSUPPORTED,
+                    "%s: attribute '%s' exists from opset %d, the model imports opset %d; raise "
+                    "the model's opset or drop the attribute",
+                    ir_node_label(n), name, since, n->opset);
 }
 
 /* Requires dt in mask for input `input`; UNSUPPORTED naming node, input and dtype otherwise. */

@@ -37,14 +37,10 @@ ELT_FLOAT_TYPES(ELT_DEF_ROW1, hardswish, HARDSWISH_E)
 
 static const op_elt_row1 relu_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, relu, _)
                                                            ELT_SINT_TYPES(ELT_ROW_ENTRY, relu, _)};
-static const op_elt_row1 leakyrelu_rows[ELT_DTYPE_SLOTS] = {
-    ELT_FLOAT_TYPES(ELT_ROW_ENTRY, leakyrelu, _)};
-static const op_elt_row1 sigmoid_rows[ELT_DTYPE_SLOTS] = {
-    ELT_FLOAT_TYPES(ELT_ROW_ENTRY, sigmoid, _)};
-static const op_elt_row1 hardsigmoid_rows[ELT_DTYPE_SLOTS] = {
-    ELT_FLOAT_TYPES(ELT_ROW_ENTRY, hardsigmoid, _)};
-static const op_elt_row1 hardswish_rows[ELT_DTYPE_SLOTS] = {
-    ELT_FLOAT_TYPES(ELT_ROW_ENTRY, hardswish, _)};
+ELT_ROW1_TABLE(leakyrelu, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(sigmoid, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(hardsigmoid, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(hardswish, ELT_FLOAT_TYPES)
 
 /* Clip: bounds arrive as raw elements of the tensor's dtype; an absent bound is no bound. */
 #define ACT_DEF_CLIP(op, EXPR, tag, DT, T, C, LD, ST)                                              \
@@ -66,50 +62,9 @@ static const op_elt_row1 hardswish_rows[ELT_DTYPE_SLOTS] = {
     }
 
 ELT_NUMERIC_TYPES(ACT_DEF_CLIP, clip, _)
-static const op_elt_row1 clip_rows[ELT_DTYPE_SLOTS] = {ELT_NUMERIC_TYPES(ELT_ROW_ENTRY, clip, _)};
+ELT_ROW1_TABLE(clip, ELT_NUMERIC_TYPES)
 
-/* ---- the ops without attributes ------------------------------------------------------------ */
-
-static const op_elt_row1 *act_rows(ir_op op, uint32_t *mask) {
-    switch (op) {
-    case IR_OP_RELU:
-        *mask = ELT_MASK_FLOAT | ELT_MASK_SINT;
-        return relu_rows;
-    case IR_OP_LEAKYRELU:
-        *mask = ELT_MASK_FLOAT;
-        return leakyrelu_rows;
-    case IR_OP_SIGMOID:
-        *mask = ELT_MASK_FLOAT;
-        return sigmoid_rows;
-    case IR_OP_HARDSIGMOID:
-        *mask = ELT_MASK_FLOAT;
-        return hardsigmoid_rows;
-    case IR_OP_HARDSWISH:
-        *mask = ELT_MASK_FLOAT;
-        return hardswish_rows;
-    default:
-        *mask = 0;
-        return NULL;
-    }
-}
-
-static anvil_status act_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
-                              op_tinfo *out, int n_out) {
-    (void)g;
-    uint32_t mask;
-    act_rows(n->op, &mask);
-    return op_elt_unary_infer(n, in, n_in, out, n_out, mask);
-}
-
-static anvil_status act_run(const ir_node *n, const op_tensor *const *in, int n_in,
-                            op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_in;
-    (void)n_out;
-    uint32_t mask;
-    const op_elt_row1 *rows = act_rows(n->op, &mask);
-    op_elt_row1 fn = (unsigned)in[0]->dtype < ELT_DTYPE_SLOTS ? rows[in[0]->dtype] : NULL;
-    return op_elt_unary_run(n, in[0], out[0], fn, n->params, ctx);
-}
+/* ---- LeakyRelu and HardSigmoid attributes ------------------------------------------------- */
 
 /* LeakyRelu and HardSigmoid keep their attributes in an op_elt_param, which is what the row
  * functions read. */
@@ -138,22 +93,6 @@ static anvil_status act_check_hardsigmoid(ir_graph *g, ir_node *n) {
     return act_check_alpha_beta(g, n, 0.2f, 0.5f, true);
 }
 
-#define ACT_IMPL(op, checkfn)                                                                      \
-    const op_impl op_impl_##op = {.min_inputs = 1,                                                 \
-                                  .max_inputs = 1,                                                 \
-                                  .min_outputs = 1,                                                \
-                                  .max_outputs = 1,                                                \
-                                  .flags = OP_INPLACE_0,                                           \
-                                  .check = checkfn,                                                \
-                                  .infer = act_infer,                                              \
-                                  .run = act_run};
-
-ACT_IMPL(relu, op_elt_check_none)
-ACT_IMPL(sigmoid, op_elt_check_none)
-ACT_IMPL(hardswish, op_elt_check_none)
-ACT_IMPL(leakyrelu, act_check_leakyrelu)
-ACT_IMPL(hardsigmoid, act_check_hardsigmoid)
-
 /* ---- Clip ------------------------------------------------------------------------------------
  *
  * Before opset 11 the bounds are float attributes `min` and `max` (defaulting to the lowest and
@@ -166,13 +105,9 @@ typedef struct act_clip_attrs {
     float lo, hi;
 } act_clip_attrs;
 
-static bool act_has_input(const ir_node *n, int i) {
-    return i < n->n_inputs && n->inputs[i] != IR_NONE;
-}
-
 static anvil_status act_check_clip(ir_graph *g, ir_node *n) {
     if (n->opset >= 11) return ANVIL_OK;
-    if (act_has_input(n, 1) || act_has_input(n, 2))
+    if (op_has_input(n, 1) || op_has_input(n, 2))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: opset %d takes min/max as attributes, but the node has %d inputs; "
                         "import the model with opset >= 11 to pass them as inputs",
@@ -194,7 +129,7 @@ static anvil_status act_infer_clip(const ir_graph *g, const ir_node *n, const op
     CORE_TRY(op_elt_unary_infer(n, in, n_in, out, n_out,
                                 n->opset < 11 ? ELT_MASK_FLOAT : ELT_MASK_NUMERIC));
     for (int i = 1; i < n_in && i < 3; i++) {
-        if (!act_has_input(n, i)) continue;
+        if (!op_has_input(n, i)) continue;
         const char *what = i == 1 ? "min" : "max";
         if (in[i].dtype != in[0].dtype)
             return core_err(ANVIL_ERR_SHAPE,
@@ -236,18 +171,10 @@ static anvil_status act_run_clip(const ir_node *n, const op_tensor *const *in, i
             *(i == 1 ? &p.has_lo : &p.has_hi) = true;
         }
     }
-    op_elt_row1 fn = (unsigned)dt < ELT_DTYPE_SLOTS ? clip_rows[dt] : NULL;
-    return op_elt_unary_run(n, in[0], out[0], fn, &p, ctx);
+    return op_elt_unary_run(n, in[0], out[0], op_elt_row1_for(clip_rows, dt), &p, ctx);
 }
 
-const op_impl op_impl_clip = {.min_inputs = 1,
-                              .max_inputs = 3,
-                              .min_outputs = 1,
-                              .max_outputs = 1,
-                              .flags = OP_INPLACE_0,
-                              .check = act_check_clip,
-                              .infer = act_infer_clip,
-                              .run = act_run_clip};
+ELT_IMPL(clip, 1, 3, OP_INPLACE_0, act_check_clip, act_infer_clip, act_run_clip)
 
 /* ==== PRelu, Elu, Selu, Celu, Softplus, Softsign, Mish, Gelu, Swish, Shrink, ThresholdedRelu ===
  * PRelu is binary (the slope broadcasts to X); the rest are unary and follow the pattern above:
@@ -342,52 +269,61 @@ ELT_FLOAT_TYPES(ELT_DEF_ROW1, thresholdedrelu, THRELU_E)
     X(op, EXPR, u64, UINT64, uint64_t, double, ELT_ID, op_elt_f2u64)
 ACT2_INT_TYPES_D(ACT2_SHRINK_INT, shrink, SHRINK_E)
 
-#define ACT2_TABLE(op)                                                                             \
-    static const op_elt_row1 op##_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, op, _)};
-ACT2_TABLE(elu)
-ACT2_TABLE(selu)
-ACT2_TABLE(celu)
-ACT2_TABLE(softplus)
-ACT2_TABLE(softsign)
-ACT2_TABLE(mish)
-ACT2_TABLE(gelu)
-ACT2_TABLE(swish)
-ACT2_TABLE(thresholdedrelu)
+ELT_ROW1_TABLE(elu, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(selu, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(celu, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(softplus, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(softsign, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(mish, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(gelu, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(swish, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(thresholdedrelu, ELT_FLOAT_TYPES)
 /* Shrink's schema has no bfloat16; anvil accepts it anyway, computed like float16. */
 static const op_elt_row1 shrink_rows[ELT_DTYPE_SLOTS] = {
     ELT_FLOAT_TYPES(ELT_ROW_ENTRY, shrink, _) ACT2_INT_TYPES_D(ELT_ROW_ENTRY, shrink, _)};
 
-/* ---- the unary ops ------------------------------------------------------------------------- */
+/* ---- the unary ops (all but Clip) ---------------------------------------------------------- */
 
-static const op_elt_row1 *act2_rows(ir_op op, uint32_t *mask) {
-    *mask = ELT_MASK_FLOAT;
+/* The kernels and dtypes of every unary activation but Clip (which has its own run). */
+static op_elt_unary act_unary_of(ir_op op) {
+    const uint32_t f = ELT_MASK_FLOAT;
     switch (op) {
+    case IR_OP_RELU:
+        return (op_elt_unary){relu_rows, f | ELT_MASK_SINT, 0};
+    case IR_OP_LEAKYRELU:
+        return (op_elt_unary){leakyrelu_rows, f, 0};
+    case IR_OP_SIGMOID:
+        return (op_elt_unary){sigmoid_rows, f, 0};
+    case IR_OP_HARDSIGMOID:
+        return (op_elt_unary){hardsigmoid_rows, f, 0};
+    case IR_OP_HARDSWISH:
+        return (op_elt_unary){hardswish_rows, f, 0};
     case IR_OP_ELU:
-        return elu_rows;
+        return (op_elt_unary){elu_rows, f, 0};
     case IR_OP_SELU:
-        return selu_rows;
+        return (op_elt_unary){selu_rows, f, 0};
     case IR_OP_CELU:
-        return celu_rows;
+        return (op_elt_unary){celu_rows, f, 0};
     case IR_OP_SOFTPLUS:
-        return softplus_rows;
+        return (op_elt_unary){softplus_rows, f, 0};
     case IR_OP_SOFTSIGN:
-        return softsign_rows;
+        return (op_elt_unary){softsign_rows, f, 0};
     case IR_OP_MISH:
-        return mish_rows;
+        return (op_elt_unary){mish_rows, f, 0};
     case IR_OP_GELU:
-        return gelu_rows;
+        return (op_elt_unary){gelu_rows, f, 0};
     case IR_OP_SWISH:
-        return swish_rows;
+        return (op_elt_unary){swish_rows, f, 0};
     case IR_OP_SHRINK:
-        *mask = ELT_MASK_NUMERIC;
-        return shrink_rows;
+        return (op_elt_unary){shrink_rows, ELT_MASK_NUMERIC, 0};
     case IR_OP_THRESHOLDEDRELU:
-        return thresholdedrelu_rows;
+        return (op_elt_unary){thresholdedrelu_rows, f, 0};
     default:
-        *mask = 0;
-        return NULL;
+        return (op_elt_unary){NULL, 0, 0};
     }
 }
+
+ELT_DEF_UNARY_FNS(act_unary, act_unary_of)
 
 /* A float attribute that must be finite. */
 static anvil_status act2_float(const ir_node *n, const char *name, float dflt, double *out) {
@@ -457,44 +393,24 @@ static anvil_status act2_check(ir_graph *g, ir_node *n) {
     return ANVIL_OK;
 }
 
-static anvil_status act2_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
-                               op_tinfo *out, int n_out) {
-    (void)g;
-    uint32_t mask;
-    act2_rows(n->op, &mask);
-    return op_elt_unary_infer(n, in, n_in, out, n_out, mask);
-}
+/* Every unary activation but Clip runs on the lookup act_unary_of. */
+#define ACT_IMPL(op, checkfn) ELT_UNARY_IMPL(op, checkfn, act_unary_infer, act_unary_run)
 
-static anvil_status act2_run(const ir_node *n, const op_tensor *const *in, int n_in,
-                             op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_in;
-    (void)n_out;
-    uint32_t mask;
-    const op_elt_row1 *rows = act2_rows(n->op, &mask);
-    op_elt_row1 fn = rows && (unsigned)in[0]->dtype < ELT_DTYPE_SLOTS ? rows[in[0]->dtype] : NULL;
-    return op_elt_unary_run(n, in[0], out[0], fn, n->params, ctx);
-}
-
-#define ACT2_IMPL(op)                                                                              \
-    const op_impl op_impl_##op = {.min_inputs = 1,                                                 \
-                                  .max_inputs = 1,                                                 \
-                                  .min_outputs = 1,                                                \
-                                  .max_outputs = 1,                                                \
-                                  .flags = OP_INPLACE_0,                                           \
-                                  .check = act2_check,                                             \
-                                  .infer = act2_infer,                                             \
-                                  .run = act2_run};
-
-ACT2_IMPL(elu)
-ACT2_IMPL(selu)
-ACT2_IMPL(celu)
-ACT2_IMPL(softplus)
-ACT2_IMPL(softsign)
-ACT2_IMPL(mish)
-ACT2_IMPL(gelu)
-ACT2_IMPL(swish)
-ACT2_IMPL(shrink)
-ACT2_IMPL(thresholdedrelu)
+ACT_IMPL(relu, op_elt_check_none)
+ACT_IMPL(sigmoid, op_elt_check_none)
+ACT_IMPL(hardswish, op_elt_check_none)
+ACT_IMPL(leakyrelu, act_check_leakyrelu)
+ACT_IMPL(hardsigmoid, act_check_hardsigmoid)
+ACT_IMPL(elu, act2_check)
+ACT_IMPL(selu, act2_check)
+ACT_IMPL(celu, act2_check)
+ACT_IMPL(softplus, act2_check)
+ACT_IMPL(softsign, act2_check)
+ACT_IMPL(mish, act2_check)
+ACT_IMPL(gelu, act2_check)
+ACT_IMPL(swish, act2_check)
+ACT_IMPL(shrink, act2_check)
+ACT_IMPL(thresholdedrelu, act2_check)
 
 /* ---- PRelu ---------------------------------------------------------------------------------
  *
@@ -505,16 +421,13 @@ ACT2_IMPL(thresholdedrelu)
 #define PRELU_F(C, u, v) ((u) < 0 ? (v) * (u) : (u))
 #define PRELU_S(C, u, v) ((u) < 0 ? (C)((uint64_t)(v) * (uint64_t)(u)) : (u))
 #define PRELU_U(C, u, v) ((void)(v), (u))
-#define PRELU_DEF(op, EXPR, tag, DT, T, C, LD, ST)                                                 \
-    ELT_DEF_ROW2_TO(prelu_row_##tag, EXPR, T, C, LD, T, ST)
-#define PRELU_ENTRY(op, EXPR, tag, DT, T, C, LD, ST) [ANVIL_DTYPE_##DT] = prelu_row_##tag,
-ELT_FLOAT_TYPES(PRELU_DEF, prelu, PRELU_F)
-PRELU_DEF(prelu, PRELU_S, i32, INT32, int32_t, int32_t, ELT_ID, ELT_ID)
-PRELU_DEF(prelu, PRELU_S, i64, INT64, int64_t, int64_t, ELT_ID, ELT_ID)
-PRELU_DEF(prelu, PRELU_U, u32, UINT32, uint32_t, uint32_t, ELT_ID, ELT_ID)
-PRELU_DEF(prelu, PRELU_U, u64, UINT64, uint64_t, uint64_t, ELT_ID, ELT_ID)
+ELT_FLOAT_TYPES(ELT_DEF_ROW2_SAME, prelu, PRELU_F)
+ELT_INT(ELT_DEF_ROW2_SAME, prelu, PRELU_S, i32, INT32, int32_t)
+ELT_INT(ELT_DEF_ROW2_SAME, prelu, PRELU_S, i64, INT64, int64_t)
+ELT_INT(ELT_DEF_ROW2_SAME, prelu, PRELU_U, u32, UINT32, uint32_t)
+ELT_INT(ELT_DEF_ROW2_SAME, prelu, PRELU_U, u64, UINT64, uint64_t)
 static const op_elt_row2 prelu_rows[ELT_DTYPE_SLOTS] = {
-    ELT_FLOAT_TYPES(PRELU_ENTRY, prelu, _)[ANVIL_DTYPE_INT32] = prelu_row_i32,
+    ELT_FLOAT_TYPES(ELT_ROW_ENTRY, prelu, _)[ANVIL_DTYPE_INT32] = prelu_row_i32,
     [ANVIL_DTYPE_INT64] = prelu_row_i64, [ANVIL_DTYPE_UINT32] = prelu_row_u32,
     [ANVIL_DTYPE_UINT64] = prelu_row_u64};
 #define ACT2_MASK_PRELU                                                                            \
@@ -527,10 +440,7 @@ static anvil_status act2_infer_prelu(const ir_graph *g, const ir_node *n, const 
     CORE_TRY(op_elt_binary_infer(n, in, n_in, out, n_out, ACT2_MASK_PRELU, ANVIL_DTYPE_UNDEFINED));
     b = out[0].shape;
     const ir_shape *x = &in[0].shape, *s = &in[1].shape;
-    bool ok = x->rank < 0 || b.rank < 0 || b.rank == x->rank;
-    for (int d = 0; ok && x->rank >= 0 && b.rank == x->rank && d < x->rank; d++)
-        if (x->d[d] >= 0 && b.d[d] >= 0 && x->d[d] != b.d[d]) ok = false;
-    if (!ok) {
+    if (x->rank >= 0 && b.rank >= 0 && (b.rank != x->rank || !op_dims_may_equal(x, &b, x->rank))) {
         char bx[128], bs[128];
         return core_err(ANVIL_ERR_SHAPE,
                         "%s: input 1 (slope) has shape %s, which does not broadcast to X's "
@@ -548,15 +458,8 @@ static anvil_status act2_run_prelu(const ir_node *n, const op_tensor *const *in,
     (void)n_in;
     (void)n_out;
     anvil_dtype dt = in[0]->dtype;
-    op_elt_row2 fn = (unsigned)dt < ELT_DTYPE_SLOTS && in[1]->dtype == dt ? prelu_rows[dt] : NULL;
+    op_elt_row2 fn = in[1]->dtype == dt ? op_elt_row2_for(prelu_rows, dt) : NULL;
     return op_elt_binary_run(n, in[0], in[1], out[0], fn, ctx);
 }
 
-const op_impl op_impl_prelu = {.min_inputs = 2,
-                               .max_inputs = 2,
-                               .min_outputs = 1,
-                               .max_outputs = 1,
-                               .flags = OP_INPLACE_0,
-                               .check = op_elt_check_none,
-                               .infer = act2_infer_prelu,
-                               .run = act2_run_prelu};
+ELT_BINARY_IMPL(prelu, OP_INPLACE_0, op_elt_check_none, act2_infer_prelu, act2_run_prelu)

@@ -14,19 +14,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Below this many elements a kernel runs on the calling thread: waking the pool for a small
- * tensor costs more than the work. */
-#define ELT_PARALLEL_MIN ((size_t)1 << 15)
-
-static op_ctx *elt_par_ctx(op_ctx *ctx, size_t numel) {
-    return numel >= ELT_PARALLEL_MIN ? ctx : NULL;
-}
-
 /* ---- shared helpers ------------------------------------------------------------------------ */
 
 anvil_status op_elt_check_none(ir_graph *g, ir_node *n) {
     (void)g;
     (void)n;
+    return ANVIL_OK;
+}
+
+anvil_status op_elt_check_all_inputs(ir_graph *g, ir_node *n) {
+    (void)g;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] == IR_NONE)
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: input %d is omitted, but every input of %s is required",
+                            ir_node_label(n), i, ir_op_name(n->op));
+    return ANVIL_OK;
+}
+
+anvil_status op_elt_same_dtype(const ir_node *n, const op_tinfo *in, int i) {
+    if (in[i].dtype == in[0].dtype) return ANVIL_OK;
+    return core_err(ANVIL_ERR_SHAPE,
+                    "%s: input %d has dtype %s but input 0 has %s; all inputs must have the same "
+                    "dtype (insert a Cast)",
+                    ir_node_label(n), i, anvil_dtype_name(in[i].dtype),
+                    anvil_dtype_name(in[0].dtype));
+}
+
+anvil_status op_elt_variadic_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                   int n_in, op_tinfo *out, uint32_t mask, bool equal) {
+    CORE_TRY(op_elt_require(n, 0, in[0].dtype, mask));
+    for (int i = 1; i < n_in; i++) CORE_TRY(op_elt_same_dtype(n, in, i));
+    ir_shape s = in[0].shape;
+    for (int i = 1; i < n_in; i++) {
+        const ir_shape *si = &in[i].shape;
+        if (equal && si->rank >= 0 && s.rank >= 0 &&
+            (si->rank != s.rank || !op_dims_may_equal(&s, si, s.rank))) {
+            char b0[128], b1[128];
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: input %d has shape %s but input 0 has %s; before opset 8 %s does "
+                            "not broadcast and all shapes must be equal (use opset >= 8)",
+                            ir_node_label(n), i, ir_shape_str(g, si, b1, sizeof b1),
+                            ir_shape_str(g, &s, b0, sizeof b0), ir_op_name(n->op));
+        }
+        CORE_TRY(op_broadcast_shape(n, &s, si, &s));
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape = s;
+    out[0].value = NULL;
     return ANVIL_OK;
 }
 
@@ -66,13 +101,22 @@ typedef struct elt_unary_job {
     op_elt_row1 fn;
     const char *in;
     char *out;
-    size_t es;
+    size_t es_in, es_out;
     const void *param;
 } elt_unary_job;
 
 static void elt_unary_chunk(void *arg, size_t begin, size_t end) {
     const elt_unary_job *j = arg;
-    j->fn(j->out + begin * j->es, j->in + begin * j->es, end - begin, j->param);
+    j->fn(j->out + begin * j->es_out, j->in + begin * j->es_in, end - begin, j->param);
+}
+
+void op_elt_map(const op_tensor *in, op_tensor *out, op_elt_row1 fn, const void *param,
+                op_ctx *ctx) {
+    size_t numel = op_tensor_numel(in);
+    if (numel == 0) return;
+    elt_unary_job job = {
+        fn, in->data, out->data, anvil_dtype_size(in->dtype), anvil_dtype_size(out->dtype), param};
+    op_parallel_for(op_elt_par_ctx(ctx, numel), numel, elt_unary_chunk, &job);
 }
 
 anvil_status op_elt_unary_run(const ir_node *n, const op_tensor *in, op_tensor *out, op_elt_row1 fn,
@@ -84,9 +128,7 @@ anvil_status op_elt_unary_run(const ir_node *n, const op_tensor *in, op_tensor *
                         "elements) or no kernel for the dtype",
                         ir_node_label(n), anvil_dtype_name(out->dtype), op_tensor_numel(out),
                         anvil_dtype_name(in->dtype), numel);
-    if (numel == 0) return ANVIL_OK;
-    elt_unary_job job = {fn, in->data, out->data, es, param};
-    op_parallel_for(elt_par_ctx(ctx, numel), numel, elt_unary_chunk, &job);
+    op_elt_map(in, out, fn, param, ctx);
     return ANVIL_OK;
 }
 
@@ -101,11 +143,8 @@ typedef struct elt_bcast {
     size_t es_o, es_a, es_b;
 } elt_bcast;
 
-/* Dense strides of t aligned to the output's rank r, 0 along dims where t has size 1. Checks
- * that t broadcasts to out: the kernels index by these strides, so a mismatch would read out of
- * bounds. */
-static anvil_status elt_bcast_strides(const ir_node *n, int which, const op_tensor *t,
-                                      const op_tensor *out, int64_t *s) {
+anvil_status op_elt_bcast_strides(const ir_node *n, int which, const op_tensor *t,
+                                  const op_tensor *out, int64_t *s) {
     int r = out->rank, pad = r - t->rank;
     if (pad < 0)
         return core_err(ANVIL_ERR_INTERNAL,
@@ -129,8 +168,8 @@ static anvil_status elt_bcast_strides(const ir_node *n, int which, const op_tens
 static anvil_status elt_bcast_init(const ir_node *n, elt_bcast *bc, const op_tensor *a,
                                    const op_tensor *b, const op_tensor *out) {
     int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-    CORE_TRY(elt_bcast_strides(n, 0, a, out, sa));
-    CORE_TRY(elt_bcast_strides(n, 1, b, out, sb));
+    CORE_TRY(op_elt_bcast_strides(n, 0, a, out, sa));
+    CORE_TRY(op_elt_bcast_strides(n, 1, b, out, sb));
     /* Drop size-1 dims, then merge each dim into the previous one whenever both operands
      * continue their previous dim's stride pattern (contiguous runs, or broadcast runs). */
     int k = 0;
@@ -212,7 +251,18 @@ anvil_status op_elt_binary_run(const ir_node *n, const op_tensor *a, const op_te
     size_t numel = op_tensor_numel(out);
     if (numel == 0) return ANVIL_OK;
     elt_binary_job job = {&bc, fn, out->data, a->data, b->data};
-    op_parallel_for(elt_par_ctx(ctx, numel), numel, elt_binary_chunk, &job);
+    op_parallel_for(op_elt_par_ctx(ctx, numel), numel, elt_binary_chunk, &job);
+    return ANVIL_OK;
+}
+
+anvil_status op_elt_variadic_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                 op_tensor *out, op_elt_row2 fn, op_ctx *ctx) {
+    for (int i = 0; i < n_in; i++)
+        if (!fn || !in[i] || in[i]->dtype != in[0]->dtype)
+            return core_err(ANVIL_ERR_INTERNAL, "%s: input %d missing or of the wrong dtype",
+                            ir_node_label(n), i);
+    CORE_TRY(op_elt_binary_run(n, in[0], n_in > 1 ? in[1] : in[0], out, fn, ctx));
+    for (int i = 2; i < n_in; i++) CORE_TRY(op_elt_binary_run(n, out, in[i], out, fn, ctx));
     return ANVIL_OK;
 }
 
@@ -273,8 +323,6 @@ anvil_status op_elt_binary_run(const ir_node *n, const op_tensor *a, const op_te
     ELT_FLOAT_TYPES(ELT_DEF_ROW2, op, EF)                                                          \
     ELT_SINT_TYPES(ELT_DEF_ROW2, op, EI)                                                           \
     ELT_UINT_TYPES(ELT_DEF_ROW2, op, EI)
-#define ELT_TABLE_ALL(op)                                                                          \
-    static const op_elt_row2 op##_rows[ELT_DTYPE_SLOTS] = {ELT_NUMERIC_TYPES(ELT_ROW_ENTRY, op, _)};
 
 ELT_DEF_ALL(add, ADD_F, ADD_I)
 ELT_DEF_ALL(sub, SUB_F, SUB_I)
@@ -290,13 +338,13 @@ ELT_SINT_TYPES(ELT_DEF_ROW2, min, MIN_I)
 ELT_UINT_TYPES(ELT_DEF_ROW2, min, MIN_I)
 ELT_FLOAT_TYPES(ELT_DEF_ROW2, pow, POW_F)
 
-ELT_TABLE_ALL(add)
-ELT_TABLE_ALL(sub)
-ELT_TABLE_ALL(mul)
-ELT_TABLE_ALL(div)
-ELT_TABLE_ALL(max)
-ELT_TABLE_ALL(min)
-static const op_elt_row2 pow_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, pow, _)};
+ELT_ROW2_TABLE(add, ELT_NUMERIC_TYPES)
+ELT_ROW2_TABLE(sub, ELT_NUMERIC_TYPES)
+ELT_ROW2_TABLE(mul, ELT_NUMERIC_TYPES)
+ELT_ROW2_TABLE(div, ELT_NUMERIC_TYPES)
+ELT_ROW2_TABLE(max, ELT_NUMERIC_TYPES)
+ELT_ROW2_TABLE(min, ELT_NUMERIC_TYPES)
+ELT_ROW2_TABLE(pow, ELT_FLOAT_TYPES)
 
 static const op_elt_row2 *elt_binary_rows(ir_op op) {
     switch (op) {
@@ -315,10 +363,6 @@ static const op_elt_row2 *elt_binary_rows(ir_op op) {
     default:
         return NULL;
     }
-}
-
-static op_elt_row2 elt_row_for(const op_elt_row2 *rows, anvil_dtype dt) {
-    return rows && (unsigned)dt < ELT_DTYPE_SLOTS ? rows[dt] : NULL;
 }
 
 /* ---- opset < 7 broadcasting ----------------------------------------------------------------
@@ -355,10 +399,7 @@ static anvil_status elt_legacy_shape(const ir_node *n, const elt_legacy *p, cons
     *out = *b;
     if (a->rank < 0 || b->rank < 0) return ANVIL_OK;
     if (!p->broadcast) {
-        bool same = a->rank == b->rank;
-        for (int d = 0; same && d < a->rank; d++)
-            if (a->d[d] >= 0 && b->d[d] >= 0 && a->d[d] != b->d[d]) same = false;
-        if (!same)
+        if (a->rank != b->rank || !op_dims_may_equal(a, b, a->rank))
             return core_err(ANVIL_ERR_SHAPE,
                             "%s: input shapes %s and %s differ, and with opset %d and "
                             "broadcast=0 they must be equal; set broadcast=1 or use opset >= 7",
@@ -405,15 +446,14 @@ static anvil_status elt_legacy_tensor(const ir_node *n, const op_tensor *a, op_t
 
 /* ---- Add, Sub, Mul, Div -------------------------------------------------------------------- */
 
-static anvil_status elt_infer_same_dtypes(const ir_node *n, const op_tinfo *in, int n_in) {
-    for (int i = 1; i < n_in; i++)
-        if (in[i].dtype != in[0].dtype)
-            return core_err(ANVIL_ERR_SHAPE,
-                            "%s: input %d has dtype %s but input 0 has %s; all inputs must have "
-                            "the same dtype (insert a Cast)",
-                            ir_node_label(n), i, anvil_dtype_name(in[i].dtype),
-                            anvil_dtype_name(in[0].dtype));
-    return ANVIL_OK;
+/* Output 0 of Add, Sub, Mul, Div and Pow: input 0's dtype and the broadcast of the two shapes
+ * (under the legacy rules before opset 7). */
+static anvil_status elt_infer_broadcast(const ir_node *n, const op_tinfo *in, op_tinfo *out) {
+    ir_shape b = in[1].shape;
+    if (n->params) CORE_TRY(elt_legacy_shape(n, n->params, &in[0].shape, &in[1].shape, &b));
+    out[0].dtype = in[0].dtype;
+    out[0].value = NULL;
+    return op_broadcast_shape(n, &in[0].shape, &b, &out[0].shape);
 }
 
 static anvil_status elt_infer_binary(const ir_graph *g, const ir_node *n, const op_tinfo *in,
@@ -421,12 +461,8 @@ static anvil_status elt_infer_binary(const ir_graph *g, const ir_node *n, const 
     (void)g;
     (void)n_out;
     CORE_TRY(op_elt_require(n, 0, in[0].dtype, ELT_MASK_NUMERIC));
-    CORE_TRY(elt_infer_same_dtypes(n, in, n_in));
-    ir_shape b = in[1].shape;
-    if (n->params) CORE_TRY(elt_legacy_shape(n, n->params, &in[0].shape, &in[1].shape, &b));
-    out[0].dtype = in[0].dtype;
-    out[0].value = NULL;
-    return op_broadcast_shape(n, &in[0].shape, &b, &out[0].shape);
+    for (int i = 1; i < n_in; i++) CORE_TRY(op_elt_same_dtype(n, in, i));
+    return elt_infer_broadcast(n, in, out);
 }
 
 /* Integer division by zero has no defined result (and traps on x86), so the divisor is scanned
@@ -452,7 +488,7 @@ static anvil_status elt_run_binary(const ir_node *n, const op_tensor *const *in,
                                    op_tensor *const *out, int n_out, op_ctx *ctx) {
     (void)n_in;
     (void)n_out;
-    op_elt_row2 fn = elt_row_for(elt_binary_rows(n->op), in[0]->dtype);
+    op_elt_row2 fn = op_elt_row2_for(elt_binary_rows(n->op), in[0]->dtype);
     if (!fn || in[1]->dtype != in[0]->dtype)
         return core_err(ANVIL_ERR_INTERNAL, "%s: no kernel for dtypes %s and %s", ir_node_label(n),
                         anvil_dtype_name(in[0]->dtype), anvil_dtype_name(in[1]->dtype));
@@ -463,76 +499,34 @@ static anvil_status elt_run_binary(const ir_node *n, const op_tensor *const *in,
     return op_elt_binary_run(n, in[0], &b, out[0], fn, ctx);
 }
 
-#define ELT_BINARY_IMPL(op)                                                                        \
-    const op_impl op_impl_##op = {.min_inputs = 2,                                                 \
-                                  .max_inputs = 2,                                                 \
-                                  .min_outputs = 1,                                                \
-                                  .max_outputs = 1,                                                \
-                                  .flags = OP_INPLACE_0,                                           \
-                                  .check = elt_check_binary,                                       \
-                                  .infer = elt_infer_binary,                                       \
-                                  .run = elt_run_binary};
-
-ELT_BINARY_IMPL(add)
-ELT_BINARY_IMPL(sub)
-ELT_BINARY_IMPL(mul)
-ELT_BINARY_IMPL(div)
+#define ELT_ARITH_IMPL(op)                                                                         \
+    ELT_BINARY_IMPL(op, OP_INPLACE_0, elt_check_binary, elt_infer_binary, elt_run_binary)
+ELT_ARITH_IMPL(add)
+ELT_ARITH_IMPL(sub)
+ELT_ARITH_IMPL(mul)
+ELT_ARITH_IMPL(div)
 
 /* ---- Max, Min (variadic) ------------------------------------------------------------------- */
 
-static anvil_status elt_check_variadic(ir_graph *g, ir_node *n) {
-    (void)g;
-    for (int i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i] == IR_NONE)
-            return core_err(ANVIL_ERR_INVALID_MODEL,
-                            "%s: input %d is omitted, but every input of %s is required",
-                            ir_node_label(n), i, ir_op_name(n->op));
-    return ANVIL_OK;
-}
-
 static anvil_status elt_infer_variadic(const ir_graph *g, const ir_node *n, const op_tinfo *in,
                                        int n_in, op_tinfo *out, int n_out) {
-    (void)g;
     (void)n_out;
-    CORE_TRY(op_elt_require(n, 0, in[0].dtype, ELT_MASK_NUMERIC));
-    CORE_TRY(elt_infer_same_dtypes(n, in, n_in));
-    ir_shape s = in[0].shape;
-    for (int i = 1; i < n_in; i++) CORE_TRY(op_broadcast_shape(n, &s, &in[i].shape, &s));
-    out[0].dtype = in[0].dtype;
-    out[0].shape = s;
-    out[0].value = NULL;
-    return ANVIL_OK;
+    return op_elt_variadic_infer(g, n, in, n_in, out, ELT_MASK_NUMERIC, false);
 }
 
-/* Folds the inputs pairwise into the output: out = f(x0, x1), then out = f(out, xk). The output
- * already has the broadcast of all shapes, so it can be an operand of every later step. A
- * single input is f(x0, x0) = x0, which also copies it. Max and min are associative and
- * commutative (NaN included), so the order does not change the result. */
+/* Folds the inputs pairwise into the output (op_elt_variadic_run). The output already has the
+ * broadcast of all shapes, so it can be an operand of every later step. A single input is
+ * f(x0, x0) = x0, which also copies it. Max and min are associative and commutative (NaN
+ * included), so the order does not change the result. */
 static anvil_status elt_run_variadic(const ir_node *n, const op_tensor *const *in, int n_in,
                                      op_tensor *const *out, int n_out, op_ctx *ctx) {
     (void)n_out;
-    op_elt_row2 fn = elt_row_for(elt_binary_rows(n->op), in[0]->dtype);
-    for (int i = 0; i < n_in; i++)
-        if (!fn || !in[i] || in[i]->dtype != in[0]->dtype)
-            return core_err(ANVIL_ERR_INTERNAL, "%s: input %d missing or of the wrong dtype",
-                            ir_node_label(n), i);
-    CORE_TRY(op_elt_binary_run(n, in[0], n_in > 1 ? in[1] : in[0], out[0], fn, ctx));
-    for (int i = 2; i < n_in; i++) CORE_TRY(op_elt_binary_run(n, out[0], in[i], out[0], fn, ctx));
-    return ANVIL_OK;
+    op_elt_row2 fn = op_elt_row2_for(elt_binary_rows(n->op), in[0]->dtype);
+    return op_elt_variadic_run(n, in, n_in, out[0], fn, ctx);
 }
 
-#define ELT_VARIADIC_IMPL(op)                                                                      \
-    const op_impl op_impl_##op = {.min_inputs = 1,                                                 \
-                                  .max_inputs = 127,                                               \
-                                  .min_outputs = 1,                                                \
-                                  .max_outputs = 1,                                                \
-                                  .flags = OP_INPLACE_0,                                           \
-                                  .check = elt_check_variadic,                                     \
-                                  .infer = elt_infer_variadic,                                     \
-                                  .run = elt_run_variadic};
-
-ELT_VARIADIC_IMPL(max)
-ELT_VARIADIC_IMPL(min)
+ELT_VARIADIC_IMPL(max, op_elt_check_all_inputs, elt_infer_variadic, elt_run_variadic)
+ELT_VARIADIC_IMPL(min, op_elt_check_all_inputs, elt_infer_variadic, elt_run_variadic)
 
 /* ---- Pow ----------------------------------------------------------------------------------
  *
@@ -620,11 +614,7 @@ static anvil_status elt_infer_pow(const ir_graph *g, const ir_node *n, const op_
     (void)n_out;
     CORE_TRY(op_elt_require(n, 0, in[0].dtype, POW_BASE_MASK));
     CORE_TRY(op_elt_require(n, 1, in[1].dtype, ELT_MASK_NUMERIC));
-    ir_shape b = in[1].shape;
-    if (n->params) CORE_TRY(elt_legacy_shape(n, n->params, &in[0].shape, &in[1].shape, &b));
-    out[0].dtype = in[0].dtype;
-    out[0].value = NULL;
-    return op_broadcast_shape(n, &in[0].shape, &b, &out[0].shape);
+    return elt_infer_broadcast(n, in, out);
 }
 
 /* Converts the exponent to `to` (FLOAT64 or INT64) into a malloc'd buffer (*owned). */
@@ -667,7 +657,7 @@ static anvil_status elt_run_pow(const ir_node *n, const op_tensor *const *in, in
     CORE_TRY(elt_legacy_tensor(n, x, &y));
     bool xf = core_dtype_is_float(x->dtype), yf = core_dtype_is_float(y.dtype);
     if (xf && x->dtype == y.dtype)
-        return op_elt_binary_run(n, x, &y, out[0], elt_row_for(pow_rows, x->dtype), ctx);
+        return op_elt_binary_run(n, x, &y, out[0], op_elt_row2_for(pow_rows, x->dtype), ctx);
     anvil_dtype to = (xf || yf) ? ANVIL_DTYPE_FLOAT64 : ANVIL_DTYPE_INT64;
     if (!core_dtype_supported(y.dtype))
         return core_err(ANVIL_ERR_INTERNAL, "%s: exponent dtype %s", ir_node_label(n),
@@ -675,20 +665,13 @@ static anvil_status elt_run_pow(const ir_node *n, const op_tensor *const *in, in
     op_tensor e;
     void *owned;
     CORE_TRY(elt_pow_exponent(n, &y, to, &e, &owned));
-    op_elt_row2 fn = elt_row_for(to == ANVIL_DTYPE_FLOAT64 ? powd_rows : powi_rows, x->dtype);
+    op_elt_row2 fn = op_elt_row2_for(to == ANVIL_DTYPE_FLOAT64 ? powd_rows : powi_rows, x->dtype);
     anvil_status s = op_elt_binary_run(n, x, &e, out[0], fn, ctx);
     free(owned);
     return s;
 }
 
-const op_impl op_impl_pow = {.min_inputs = 2,
-                             .max_inputs = 2,
-                             .min_outputs = 1,
-                             .max_outputs = 1,
-                             .flags = OP_INPLACE_0,
-                             .check = elt_check_binary,
-                             .infer = elt_infer_pow,
-                             .run = elt_run_pow};
+ELT_BINARY_IMPL(pow, OP_INPLACE_0, elt_check_binary, elt_infer_pow, elt_run_pow)
 
 /* ---- Sqrt, Exp, Log, Neg, Abs -------------------------------------------------------------- */
 
@@ -710,66 +693,35 @@ ELT_FLOAT_TYPES(ELT_DEF_ROW1, abs, ABS_F)
 ELT_SINT_TYPES(ELT_DEF_ROW1, abs, ABS_S)
 ELT_UINT_TYPES(ELT_DEF_ROW1, abs, ABS_U)
 
-static const op_elt_row1 sqrt_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, sqrt, _)};
-static const op_elt_row1 exp_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, exp, _)};
-static const op_elt_row1 log_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, log, _)};
+ELT_ROW1_TABLE(sqrt, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(exp, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(log, ELT_FLOAT_TYPES)
 static const op_elt_row1 neg_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, neg, _)
                                                           ELT_SINT_TYPES(ELT_ROW_ENTRY, neg, _)};
-static const op_elt_row1 abs_rows[ELT_DTYPE_SLOTS] = {ELT_NUMERIC_TYPES(ELT_ROW_ENTRY, abs, _)};
+ELT_ROW1_TABLE(abs, ELT_NUMERIC_TYPES)
 
-static const op_elt_row1 *elt_unary_rows(ir_op op, uint32_t *mask) {
+static op_elt_unary elt_unary_of(ir_op op) {
     switch (op) {
     case IR_OP_SQRT:
-        *mask = ELT_MASK_FLOAT;
-        return sqrt_rows;
+        return (op_elt_unary){sqrt_rows, ELT_MASK_FLOAT, 0};
     case IR_OP_EXP:
-        *mask = ELT_MASK_FLOAT;
-        return exp_rows;
+        return (op_elt_unary){exp_rows, ELT_MASK_FLOAT, 0};
     case IR_OP_LOG:
-        *mask = ELT_MASK_FLOAT;
-        return log_rows;
+        return (op_elt_unary){log_rows, ELT_MASK_FLOAT, 0};
     case IR_OP_NEG:
-        *mask = ELT_MASK_FLOAT | ELT_MASK_SINT;
-        return neg_rows;
+        return (op_elt_unary){neg_rows, ELT_MASK_FLOAT | ELT_MASK_SINT, 0};
     case IR_OP_ABS:
-        *mask = ELT_MASK_NUMERIC;
-        return abs_rows;
+        return (op_elt_unary){abs_rows, ELT_MASK_NUMERIC, 0};
     default:
-        *mask = 0;
-        return NULL;
+        return (op_elt_unary){NULL, 0, 0};
     }
 }
 
-static anvil_status elt_infer_unary(const ir_graph *g, const ir_node *n, const op_tinfo *in,
-                                    int n_in, op_tinfo *out, int n_out) {
-    (void)g;
-    uint32_t mask;
-    elt_unary_rows(n->op, &mask);
-    return op_elt_unary_infer(n, in, n_in, out, n_out, mask);
-}
+ELT_DEF_UNARY_FNS(elt_unary, elt_unary_of)
 
-static anvil_status elt_run_unary(const ir_node *n, const op_tensor *const *in, int n_in,
-                                  op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_in;
-    (void)n_out;
-    uint32_t mask;
-    const op_elt_row1 *rows = elt_unary_rows(n->op, &mask);
-    op_elt_row1 fn = rows && (unsigned)in[0]->dtype < ELT_DTYPE_SLOTS ? rows[in[0]->dtype] : NULL;
-    return op_elt_unary_run(n, in[0], out[0], fn, NULL, ctx);
-}
-
-#define ELT_UNARY_IMPL(op)                                                                         \
-    const op_impl op_impl_##op = {.min_inputs = 1,                                                 \
-                                  .max_inputs = 1,                                                 \
-                                  .min_outputs = 1,                                                \
-                                  .max_outputs = 1,                                                \
-                                  .flags = OP_INPLACE_0,                                           \
-                                  .check = op_elt_check_none,                                      \
-                                  .infer = elt_infer_unary,                                        \
-                                  .run = elt_run_unary};
-
-ELT_UNARY_IMPL(sqrt)
-ELT_UNARY_IMPL(exp)
-ELT_UNARY_IMPL(log)
-ELT_UNARY_IMPL(neg)
-ELT_UNARY_IMPL(abs)
+#define ELT_MATH_IMPL(op) ELT_UNARY_IMPL(op, op_elt_check_none, elt_unary_infer, elt_unary_run)
+ELT_MATH_IMPL(sqrt)
+ELT_MATH_IMPL(exp)
+ELT_MATH_IMPL(log)
+ELT_MATH_IMPL(neg)
+ELT_MATH_IMPL(abs)

@@ -11,17 +11,6 @@
 #include <math.h>
 #include <string.h>
 
-/* Below this many elements a kernel runs on the calling thread (as in eltwise.c). */
-#define LOGIC_PARALLEL_MIN ((size_t)1 << 15)
-
-static op_ctx *logic_par_ctx(op_ctx *ctx, size_t numel) {
-    return numel >= LOGIC_PARALLEL_MIN ? ctx : NULL;
-}
-
-static bool logic_has_input(const ir_node *n, int i) {
-    return i < n->n_inputs && n->inputs[i] != IR_NONE;
-}
-
 static const uint32_t logic_mask_bool = 1u << ANVIL_DTYPE_BOOL;
 #define LOGIC_MASK_INT (ELT_MASK_SINT | ELT_MASK_UINT)
 
@@ -57,65 +46,28 @@ static anvil_status logic_check_none(ir_graph *g, ir_node *n) {
 
 /* ---- unary: IsNaN, IsInf (-> BOOL), Not, BitwiseNot ---------------------------------------- */
 
+/* Any nonzero value is true: BOOL 1; zero is BOOL 0. */
+#define LOGIC_AS_BOOL(x) ((uint8_t)((x) != 0))
+
 /* Defines `static void <op>_row_<tag>` (an op_elt_row1 writing BOOL) computing EXPR(C, v, p). */
 #define LOGIC_DEF_TEST(op, EXPR, tag, DT, T, C, LD, ST)                                            \
-    static void op##_row_##tag(void *out, const void *in, size_t n, const void *param) {           \
-        uint8_t *o = out;                                                                          \
-        const T *x = in;                                                                           \
-        const op_elt_param *p = param;                                                             \
-        (void)p;                                                                                   \
-        for (size_t i = 0; i < n; i++) {                                                           \
-            C v = (C)LD(x[i]);                                                                     \
-            o[i] = (uint8_t)((EXPR(C, v, p)) ? 1 : 0);                                             \
-        }                                                                                          \
-    }
+    ELT_DEF_ROW1_TO(op##_row_##tag, EXPR, T, C, LD, uint8_t, LOGIC_AS_BOOL)
 
 #define ISNAN_E(C, v, p) isnan(v)
 /* IsInf's detect_negative / detect_positive travel in has_lo / has_hi. */
 #define ISINF_E(C, v, p) (isinf(v) && ((v) > 0 ? (p)->has_hi : (p)->has_lo))
 ELT_FLOAT_TYPES(LOGIC_DEF_TEST, isnan, ISNAN_E)
 ELT_FLOAT_TYPES(LOGIC_DEF_TEST, isinf, ISINF_E)
-static const op_elt_row1 isnan_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, isnan, _)};
-static const op_elt_row1 isinf_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, isinf, _)};
+ELT_ROW1_TABLE(isnan, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(isinf, ELT_FLOAT_TYPES)
 
 #define NOT_E(C, v, p) ((uint8_t)((v) == 0))
 #define BITNOT_E(C, v, p) ((C) ~(v))
 ELT_DEF_ROW1(not, NOT_E, bool, BOOL, uint8_t, uint8_t, ELT_ID, ELT_ID)
 ELT_SINT_TYPES(ELT_DEF_ROW1, bitnot, BITNOT_E)
 ELT_UINT_TYPES(ELT_DEF_ROW1, bitnot, BITNOT_E)
-static const op_elt_row1 bitnot_rows[ELT_DTYPE_SLOTS] = {
-    ELT_SINT_TYPES(ELT_ROW_ENTRY, bitnot, _) ELT_UINT_TYPES(ELT_ROW_ENTRY, bitnot, _)};
-
-typedef struct logic_test_job {
-    op_elt_row1 fn;
-    const char *in;
-    uint8_t *out;
-    size_t es;
-    const void *param;
-} logic_test_job;
-
-static void logic_test_chunk(void *arg, size_t begin, size_t end) {
-    const logic_test_job *j = arg;
-    j->fn(j->out + begin, j->in + begin * j->es, end - begin, j->param);
-}
-
-/* The unary driver for tests whose output is BOOL while the input is not. */
-static anvil_status logic_test_run(const ir_node *n, const op_tensor *in, op_tensor *out,
-                                   const op_elt_row1 *rows, const void *param, op_ctx *ctx) {
-    size_t cnt = op_tensor_numel(in);
-    op_elt_row1 fn = (unsigned)in->dtype < ELT_DTYPE_SLOTS ? rows[in->dtype] : NULL;
-    if (!fn || out->dtype != ANVIL_DTYPE_BOOL || op_tensor_numel(out) != cnt)
-        return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: no kernel for %s, or the output buffer (%s, %zu "
-                        "elements) does not "
-                        "match",
-                        ir_node_label(n), anvil_dtype_name(in->dtype), anvil_dtype_name(out->dtype),
-                        op_tensor_numel(out));
-    if (cnt == 0) return ANVIL_OK;
-    logic_test_job job = {fn, in->data, out->data, anvil_dtype_size(in->dtype), param};
-    op_parallel_for(logic_par_ctx(ctx, cnt), cnt, logic_test_chunk, &job);
-    return ANVIL_OK;
-}
+#define LOGIC_INT_TYPES(X, op, EXPR) ELT_SINT_TYPES(X, op, EXPR) ELT_UINT_TYPES(X, op, EXPR)
+ELT_ROW1_TABLE(bitnot, LOGIC_INT_TYPES)
 
 static anvil_status logic_infer_test(const ir_graph *g, const ir_node *n, const op_tinfo *in,
                                      int n_in, op_tinfo *out, int n_out) {
@@ -125,11 +77,22 @@ static anvil_status logic_infer_test(const ir_graph *g, const ir_node *n, const 
     return ANVIL_OK;
 }
 
-static anvil_status logic_run_isnan(const ir_node *n, const op_tensor *const *in, int n_in,
-                                    op_tensor *const *out, int n_out, op_ctx *ctx) {
+/* IsNaN and IsInf: the unary driver for tests whose output is BOOL while the input is not. */
+static anvil_status logic_run_test(const ir_node *n, const op_tensor *const *in, int n_in,
+                                   op_tensor *const *out, int n_out, op_ctx *ctx) {
     (void)n_in;
     (void)n_out;
-    return logic_test_run(n, in[0], out[0], isnan_rows, NULL, ctx);
+    const op_tensor *x = in[0];
+    op_tensor *y = out[0];
+    op_elt_row1 fn = op_elt_row1_for(n->op == IR_OP_ISINF ? isinf_rows : isnan_rows, x->dtype);
+    if (!fn || y->dtype != ANVIL_DTYPE_BOOL || op_tensor_numel(y) != op_tensor_numel(x))
+        return core_err(ANVIL_ERR_INTERNAL,
+                        "%s: no kernel for %s, or the output buffer (%s, %zu elements) does not "
+                        "match",
+                        ir_node_label(n), anvil_dtype_name(x->dtype), anvil_dtype_name(y->dtype),
+                        op_tensor_numel(y));
+    op_elt_map(x, y, fn, n->params, ctx);
+    return ANVIL_OK;
 }
 
 static anvil_status logic_check_isinf(ir_graph *g, ir_node *n) {
@@ -142,28 +105,8 @@ static anvil_status logic_check_isinf(ir_graph *g, ir_node *n) {
     return ANVIL_OK;
 }
 
-static anvil_status logic_run_isinf(const ir_node *n, const op_tensor *const *in, int n_in,
-                                    op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_in;
-    (void)n_out;
-    return logic_test_run(n, in[0], out[0], isinf_rows, n->params, ctx);
-}
-
-const op_impl op_impl_isnan = {.min_inputs = 1,
-                               .max_inputs = 1,
-                               .min_outputs = 1,
-                               .max_outputs = 1,
-                               .check = logic_check_none,
-                               .infer = logic_infer_test,
-                               .run = logic_run_isnan};
-
-const op_impl op_impl_isinf = {.min_inputs = 1,
-                               .max_inputs = 1,
-                               .min_outputs = 1,
-                               .max_outputs = 1,
-                               .check = logic_check_isinf,
-                               .infer = logic_infer_test,
-                               .run = logic_run_isinf};
+ELT_IMPL(isnan, 1, 1, 0, logic_check_none, logic_infer_test, logic_run_test)
+ELT_IMPL(isinf, 1, 1, 0, logic_check_isinf, logic_infer_test, logic_run_test)
 
 static anvil_status logic_infer_not(const ir_graph *g, const ir_node *n, const op_tinfo *in,
                                     int n_in, op_tinfo *out, int n_out) {
@@ -179,31 +122,15 @@ static anvil_status logic_run_not(const ir_node *n, const op_tensor *const *in, 
     anvil_dtype dt = in[0]->dtype;
     op_elt_row1 fn = NULL;
     if (n->op == IR_OP_NOT && dt == ANVIL_DTYPE_BOOL) fn = not_row_bool;
-    if (n->op == IR_OP_BITWISENOT && (unsigned)dt < ELT_DTYPE_SLOTS) fn = bitnot_rows[dt];
+    if (n->op == IR_OP_BITWISENOT) fn = op_elt_row1_for(bitnot_rows, dt);
     return op_elt_unary_run(n, in[0], out[0], fn, NULL, ctx);
 }
 
-const op_impl op_impl_not = {.min_inputs = 1,
-                             .max_inputs = 1,
-                             .min_outputs = 1,
-                             .max_outputs = 1,
-                             .flags = OP_INPLACE_0,
-                             .check = logic_check_none,
-                             .infer = logic_infer_not,
-                             .run = logic_run_not};
-
-const op_impl op_impl_bitwisenot = {.min_inputs = 1,
-                                    .max_inputs = 1,
-                                    .min_outputs = 1,
-                                    .max_outputs = 1,
-                                    .flags = OP_INPLACE_0,
-                                    .check = logic_check_none,
-                                    .infer = logic_infer_not,
-                                    .run = logic_run_not};
+ELT_UNARY_IMPL(not, logic_check_none, logic_infer_not, logic_run_not)
+ELT_UNARY_IMPL(bitwisenot, logic_check_none, logic_infer_not, logic_run_not)
 
 /* ---- binary: And, Or, Xor, Bitwise{And,Or,Xor}, BitShift, comparisons ---------------------- */
 
-#define LOGIC_AS_BOOL(x) ((uint8_t)((x) != 0))
 #define AND_E(C, u, v) ((u) & (v))
 #define OR_E(C, u, v) ((u) | (v))
 #define XOR_E(C, u, v) ((u) ^ (v))
@@ -222,21 +149,14 @@ ELT_DEF_ROW2_TO(and_row_bool, AND_E, uint8_t, uint8_t, LOGIC_AS_BOOL, uint8_t, E
 ELT_DEF_ROW2_TO(or_row_bool, OR_E, uint8_t, uint8_t, LOGIC_AS_BOOL, uint8_t, ELT_ID)
 ELT_DEF_ROW2_TO(xor_row_bool, XOR_E, uint8_t, uint8_t, LOGIC_AS_BOOL, uint8_t, ELT_ID)
 
-/* Same-type arithmetic rows: out type T. */
-#define LOGIC_DEF_SAME(op, EXPR, tag, DT, T, C, LD, ST)                                            \
-    ELT_DEF_ROW2_TO(op##_row_##tag, EXPR, T, C, LD, T, ST)
-#define LOGIC_DEF_SHIFT(op, EXPR, tag, DT, T, C, LD, ST)                                           \
-    ELT_DEF_ROW2_TO(op##_row_##tag, EXPR, T, uint64_t, ELT_ID, T, (T))
 #define LOGIC_DEF_CMP(op, EXPR, tag, DT, T, C, LD, ST)                                             \
     ELT_DEF_ROW2_TO(op##_row_##tag, EXPR, T, C, LD, uint8_t, (uint8_t))
-#define LOGIC_ENTRY(op, EXPR, tag, DT, T, C, LD, ST) [ANVIL_DTYPE_##DT] = op##_row_##tag,
 
-#define LOGIC_INT_TYPES(X, op, EXPR) ELT_SINT_TYPES(X, op, EXPR) ELT_UINT_TYPES(X, op, EXPR)
-LOGIC_INT_TYPES(LOGIC_DEF_SAME, bitand, AND_E)
-LOGIC_INT_TYPES(LOGIC_DEF_SAME, bitor, OR_E)
-LOGIC_INT_TYPES(LOGIC_DEF_SAME, bitxor, XOR_E)
-ELT_UINT_TYPES(LOGIC_DEF_SHIFT, shl, SHL_E)
-ELT_UINT_TYPES(LOGIC_DEF_SHIFT, shr, SHR_E)
+LOGIC_INT_TYPES(ELT_DEF_ROW2_SAME, bitand, AND_E)
+LOGIC_INT_TYPES(ELT_DEF_ROW2_SAME, bitor, OR_E)
+LOGIC_INT_TYPES(ELT_DEF_ROW2_SAME, bitxor, XOR_E)
+ELT_UINT_TYPES(ELT_DEF_ROW2_U64, shl, SHL_E)
+ELT_UINT_TYPES(ELT_DEF_ROW2_U64, shr, SHR_E)
 
 /* Comparisons over every numeric type, plus BOOL for Equal. */
 ELT_NUMERIC_TYPES(LOGIC_DEF_CMP, eq, EQ_E)
@@ -249,17 +169,17 @@ ELT_DEF_ROW2_TO(eq_row_bool, EQ_E, uint8_t, uint8_t, LOGIC_AS_BOOL, uint8_t, (ui
 static const op_elt_row2 and_rows[ELT_DTYPE_SLOTS] = {[ANVIL_DTYPE_BOOL] = and_row_bool};
 static const op_elt_row2 or_rows[ELT_DTYPE_SLOTS] = {[ANVIL_DTYPE_BOOL] = or_row_bool};
 static const op_elt_row2 xor_rows[ELT_DTYPE_SLOTS] = {[ANVIL_DTYPE_BOOL] = xor_row_bool};
-static const op_elt_row2 bitand_rows[ELT_DTYPE_SLOTS] = {LOGIC_INT_TYPES(LOGIC_ENTRY, bitand, _)};
-static const op_elt_row2 bitor_rows[ELT_DTYPE_SLOTS] = {LOGIC_INT_TYPES(LOGIC_ENTRY, bitor, _)};
-static const op_elt_row2 bitxor_rows[ELT_DTYPE_SLOTS] = {LOGIC_INT_TYPES(LOGIC_ENTRY, bitxor, _)};
-static const op_elt_row2 shl_rows[ELT_DTYPE_SLOTS] = {ELT_UINT_TYPES(LOGIC_ENTRY, shl, _)};
-static const op_elt_row2 shr_rows[ELT_DTYPE_SLOTS] = {ELT_UINT_TYPES(LOGIC_ENTRY, shr, _)};
+ELT_ROW2_TABLE(bitand, LOGIC_INT_TYPES)
+ELT_ROW2_TABLE(bitor, LOGIC_INT_TYPES)
+ELT_ROW2_TABLE(bitxor, LOGIC_INT_TYPES)
+ELT_ROW2_TABLE(shl, ELT_UINT_TYPES)
+ELT_ROW2_TABLE(shr, ELT_UINT_TYPES)
 static const op_elt_row2 eq_rows[ELT_DTYPE_SLOTS] = {
-    ELT_NUMERIC_TYPES(LOGIC_ENTRY, eq, _)[ANVIL_DTYPE_BOOL] = eq_row_bool};
-static const op_elt_row2 gt_rows[ELT_DTYPE_SLOTS] = {ELT_NUMERIC_TYPES(LOGIC_ENTRY, gt, _)};
-static const op_elt_row2 ge_rows[ELT_DTYPE_SLOTS] = {ELT_NUMERIC_TYPES(LOGIC_ENTRY, ge, _)};
-static const op_elt_row2 lt_rows[ELT_DTYPE_SLOTS] = {ELT_NUMERIC_TYPES(LOGIC_ENTRY, lt, _)};
-static const op_elt_row2 le_rows[ELT_DTYPE_SLOTS] = {ELT_NUMERIC_TYPES(LOGIC_ENTRY, le, _)};
+    ELT_NUMERIC_TYPES(ELT_ROW_ENTRY, eq, _)[ANVIL_DTYPE_BOOL] = eq_row_bool};
+ELT_ROW2_TABLE(gt, ELT_NUMERIC_TYPES)
+ELT_ROW2_TABLE(ge, ELT_NUMERIC_TYPES)
+ELT_ROW2_TABLE(lt, ELT_NUMERIC_TYPES)
+ELT_ROW2_TABLE(le, ELT_NUMERIC_TYPES)
 
 /* One binary op: its kernels, the input dtypes it takes, and whether it writes BOOL. */
 typedef struct logic_binary {
@@ -340,7 +260,7 @@ static anvil_status logic_run_binary(const ir_node *n, const op_tensor *const *i
     (void)n_out;
     logic_binary b = logic_binary_of(n);
     anvil_dtype dt = in[0]->dtype;
-    op_elt_row2 fn = b.rows && (unsigned)dt < ELT_DTYPE_SLOTS ? b.rows[dt] : NULL;
+    op_elt_row2 fn = op_elt_row2_for(b.rows, dt);
     if (!fn || in[1]->dtype != dt || out[0]->dtype != (b.to_bool ? ANVIL_DTYPE_BOOL : dt))
         return core_err(ANVIL_ERR_INTERNAL, "%s: no kernel for dtypes %s, %s -> %s",
                         ir_node_label(n), anvil_dtype_name(dt), anvil_dtype_name(in[1]->dtype),
@@ -351,14 +271,7 @@ static anvil_status logic_run_binary(const ir_node *n, const op_tensor *const *i
 /* Ops writing their operands' dtype may write over input 0; the comparisons change the element size
  * (except on BOOL/INT8/UINT8 inputs), so they never do. */
 #define LOGIC_BINARY_IMPL(op, checkfn, fl)                                                         \
-    const op_impl op_impl_##op = {.min_inputs = 2,                                                 \
-                                  .max_inputs = 2,                                                 \
-                                  .min_outputs = 1,                                                \
-                                  .max_outputs = 1,                                                \
-                                  .flags = fl,                                                     \
-                                  .check = checkfn,                                                \
-                                  .infer = logic_infer_binary,                                     \
-                                  .run = logic_run_binary};
+    ELT_BINARY_IMPL(op, fl, checkfn, logic_infer_binary, logic_run_binary)
 
 LOGIC_BINARY_IMPL(and, logic_check_none, OP_INPLACE_0)
 LOGIC_BINARY_IMPL(or, logic_check_none, OP_INPLACE_0)
@@ -389,47 +302,6 @@ typedef struct logic_where_job {
     size_t es;
 } logic_where_job;
 
-static anvil_status logic_where_strides(const ir_node *n, int which, const op_tensor *t,
-                                        const op_tensor *out, int64_t *s) {
-    int r = out->rank, pad = r - t->rank;
-    if (pad < 0)
-        return core_err(ANVIL_ERR_INTERNAL, "%s: input %d has rank %d, above the output's %d",
-                        ir_node_label(n), which, t->rank, r);
-    int64_t stride = 1;
-    for (int d = r - 1; d >= 0; d--) {
-        int64_t td = d >= pad ? t->dims[d - pad] : 1;
-        if (td != 1 && td != out->dims[d])
-            return core_err(ANVIL_ERR_INTERNAL,
-                            "%s: input %d dim %d is %lld and does not broadcast to the output's "
-                            "%lld",
-                            ir_node_label(n), which, d - pad, (long long)td,
-                            (long long)out->dims[d]);
-        s[d] = td == 1 ? 0 : stride;
-        stride *= td;
-    }
-    return ANVIL_OK;
-}
-
-static inline void logic_copy_elem(char *dst, const char *src, size_t es) {
-    switch (es) {
-    case 1:
-        *dst = *src;
-        break;
-    case 2:
-        memcpy(dst, src, 2);
-        break;
-    case 4:
-        memcpy(dst, src, 4);
-        break;
-    case 8:
-        memcpy(dst, src, 8);
-        break;
-    default:
-        memcpy(dst, src, es);
-        break;
-    }
-}
-
 static void logic_where_chunk(void *arg, size_t begin, size_t end) {
     const logic_where_job *j = arg;
     int r = j->rank;
@@ -444,7 +316,7 @@ static void logic_where_chunk(void *arg, size_t begin, size_t end) {
     for (size_t pos = begin; pos < end; pos++) {
         const char *src =
             j->c[off[0]] ? j->x + (size_t)off[1] * j->es : j->y + (size_t)off[2] * j->es;
-        logic_copy_elem(j->out + pos * j->es, src, j->es);
+        op_elem_copy(j->out + pos * j->es, src, j->es);
         for (int d = r - 1; d >= 0; d--) {
             idx[d]++;
             for (int k = 0; k < 3; k++) off[k] += j->st[k][d];
@@ -495,7 +367,7 @@ static anvil_status logic_run_where(const ir_node *n, const op_tensor *const *in
                         ir_node_label(n));
     logic_where_job job;
     memset(&job, 0, sizeof job);
-    for (int k = 0; k < 3; k++) CORE_TRY(logic_where_strides(n, k, in[k], y, job.st[k]));
+    for (int k = 0; k < 3; k++) CORE_TRY(op_elt_bcast_strides(n, k, in[k], y, job.st[k]));
     size_t cnt = op_tensor_numel(y);
     if (cnt == 0) return ANVIL_OK;
     job.rank = y->rank;
@@ -505,17 +377,11 @@ static anvil_status logic_run_where(const ir_node *n, const op_tensor *const *in
     job.y = in[2]->data;
     job.out = y->data;
     job.es = anvil_dtype_size(y->dtype);
-    op_parallel_for(logic_par_ctx(ctx, cnt), cnt, logic_where_chunk, &job);
+    op_parallel_for(op_elt_par_ctx(ctx, cnt), cnt, logic_where_chunk, &job);
     return ANVIL_OK;
 }
 
-const op_impl op_impl_where = {.min_inputs = 3,
-                               .max_inputs = 3,
-                               .min_outputs = 1,
-                               .max_outputs = 1,
-                               .check = logic_check_none,
-                               .infer = logic_infer_where,
-                               .run = logic_run_where};
+ELT_IMPL(where, 3, 3, 0, logic_check_none, logic_infer_where, logic_run_where)
 
 /* ---- CastLike ------------------------------------------------------------------------------
  *
@@ -561,16 +427,10 @@ static anvil_status logic_infer_castlike(const ir_graph *g, const ir_node *n, co
 static anvil_status logic_run_castlike(const ir_node *n, const op_tensor *const *in, int n_in,
                                        op_tensor *const *out, int n_out, op_ctx *ctx) {
     (void)n_in;
-    if (!logic_has_input(n, 1) || !in[1] || out[0]->dtype != in[1]->dtype)
+    if (!op_has_input(n, 1) || !in[1] || out[0]->dtype != in[1]->dtype)
         return core_err(ANVIL_ERR_INTERNAL, "%s: output dtype does not match input 1",
                         ir_node_label(n));
     return op_get(IR_OP_CAST)->run(n, in, 1, out, n_out, ctx);
 }
 
-const op_impl op_impl_castlike = {.min_inputs = 2,
-                                  .max_inputs = 2,
-                                  .min_outputs = 1,
-                                  .max_outputs = 1,
-                                  .check = logic_check_castlike,
-                                  .infer = logic_infer_castlike,
-                                  .run = logic_run_castlike};
+ELT_BINARY_IMPL(castlike, 0, logic_check_castlike, logic_infer_castlike, logic_run_castlike)

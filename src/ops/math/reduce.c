@@ -57,11 +57,7 @@ static anvil_status red_check(ir_graph *g, ir_node *n, red_kind kind, int input_
                             "%s: before opset %d the axes are an attribute, but the node has a "
                             "second input (opset %d); use the 'axes' attribute",
                             ir_node_label(n), input_since, n->opset);
-        if (ir_node_attr(n, "noop_with_empty_axes"))
-            return core_err(ANVIL_ERR_UNSUPPORTED,
-                            "%s: attribute 'noop_with_empty_axes' exists from opset %d, the model "
-                            "imports opset %d; raise the model's opset or drop the attribute",
-                            ir_node_label(n), input_since, n->opset);
+        CORE_TRY(red_attr_since(n, "noop_with_empty_axes", input_since));
     }
     n->params = p;
     return ANVIL_OK;
@@ -144,16 +140,7 @@ static anvil_status red_infer(const ir_graph *g, const ir_node *n, const op_tinf
         }
         return ANVIL_OK;
     }
-    o->rank = 0;
-    for (int d = 0; d < x->rank; d++) {
-        if (!red[d]) {
-            o->d[o->rank] = x->d[d];
-            o->sym[o->rank++] = x->sym[d];
-        } else if (p->keepdims) {
-            o->d[o->rank] = 1;
-            o->sym[o->rank++] = -1;
-        }
-    }
+    red_reduced_shape(x, red, p->keepdims, o);
     return ANVIL_OK;
 }
 
@@ -309,22 +296,14 @@ static double red_f_final(red_kind k, double acc, double aux, size_t count) {
 /* float32 with one contiguous run of reduced axes (the common case: the last axis, or the
  * spatial block) is a set of lines of `len` elements `inner` apart, like Softmax: no multi-index
  * walk, no per-element dtype dispatch, and the lines split across threads. */
-typedef struct red_f32_job {
-    red_kind kind;
-    const float *x;
-    float *y;
-    size_t len, inner;
-} red_f32_job;
-
-static void red_f32_chunk(void *arg, size_t begin, size_t end) {
-    const red_f32_job *j = arg;
-    for (size_t k = begin; k < end; k++) {
-        const float *x = j->x + (k / j->inner) * j->len * j->inner + k % j->inner;
-        double acc = red_f_identity(j->kind == RED_LOGSUMEXP ? RED_SUM : j->kind);
-        double aux = -INFINITY;
-        for (size_t t = 0; t < j->len; t++) red_f_step(j->kind, &acc, &aux, x[t * j->inner]);
-        j->y[k] = (float)red_f_final(j->kind, acc, aux, j->len);
-    }
+/* One line of the job (j->what: the red_kind) into output element k. */
+static void red_f32_line(const red_line_job *j, size_t k, size_t base) {
+    red_kind kind = (red_kind)j->what;
+    const float *x = (const float *)j->x + base;
+    double acc = red_f_identity(kind == RED_LOGSUMEXP ? RED_SUM : kind);
+    double aux = -INFINITY;
+    for (size_t t = 0; t < j->len; t++) red_f_step(kind, &acc, &aux, x[t * j->inner]);
+    ((float *)j->y)[k] = (float)red_f_final(kind, acc, aux, j->len);
 }
 
 /* true (and the line geometry) when the reduced axes are one non-empty contiguous run */
@@ -376,8 +355,8 @@ static anvil_status red_run(const ir_node *n, const op_tensor *const *in, int n_
     if (ny == 0) return ANVIL_OK;
     size_t outer, len, inner;
     if (x->dtype == ANVIL_DTYPE_FLOAT32 && red_contiguous(x, red, &outer, &len, &inner)) {
-        red_f32_job job = {p->kind, x->data, y->data, len, inner};
-        op_parallel_for(nx >= ((size_t)1 << 15) ? ctx : NULL, outer * inner, red_f32_chunk, &job);
+        red_line_job job = {red_f32_line, x->data, y->data, len, inner, (int)p->kind};
+        red_lines_run(nx >= ((size_t)1 << 15) ? ctx : NULL, outer * inner, &job);
         return ANVIL_OK;
     }
     /* Output stride of each input dim (0 for a reduced dim) and how many inputs meet per output. */
@@ -477,11 +456,7 @@ static anvil_status arg_check(ir_graph *g, ir_node *n, bool is_max) {
     CORE_TRY(ir_attr_int(n, "axis", 0, &p->axis));
     CORE_TRY(ir_attr_flag(n, "keepdims", true, &p->keepdims));
     CORE_TRY(ir_attr_flag(n, "select_last_index", false, &p->last));
-    if (n->opset < 12 && ir_node_attr(n, "select_last_index"))
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: attribute 'select_last_index' exists from opset 12, the model "
-                        "imports opset %d; raise the model's opset or drop the attribute",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(red_attr_since(n, "select_last_index", 12));
     n->params = p;
     return ANVIL_OK;
 }
@@ -511,17 +486,9 @@ static anvil_status arg_infer(const ir_graph *g, const ir_node *n, const op_tinf
                         "%s: the reduced axis %d of input 0 has size 0; an index of the extreme "
                         "of an empty set does not exist",
                         ir_node_label(n), axis);
-    ir_shape *o = &out[0].shape;
-    o->rank = 0;
-    for (int d = 0; d < x->rank; d++) {
-        if (d != axis) {
-            o->d[o->rank] = x->d[d];
-            o->sym[o->rank++] = x->sym[d];
-        } else if (p->keepdims) {
-            o->d[o->rank] = 1;
-            o->sym[o->rank++] = -1;
-        }
-    }
+    bool red[IR_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) red[d] = d == axis;
+    red_reduced_shape(x, red, p->keepdims, &out[0].shape);
     return ANVIL_OK;
 }
 
@@ -537,16 +504,14 @@ static anvil_status arg_run(const ir_node *n, const op_tensor *const *in, int n_
     size_t outer, len, inner;
     red_split(x, axis, &outer, &len, &inner);
     int64_t *y = out[0]->data;
-    for (size_t a = 0; a < outer; a++) {
-        for (size_t b = 0; b < inner; b++) {
-            size_t base = a * len * inner + b, best = 0;
-            for (size_t j = 1; j < len; j++) {
-                int c = red_cmp(x->dtype, x->data, base + j * inner, base + best * inner);
-                if (!p->is_max) c = -c;
-                if (c > 0 || (c == 0 && p->last)) best = j;
-            }
-            y[a * inner + b] = (int64_t)best;
+    for (size_t k = 0; k < outer * inner; k++) {
+        size_t base = red_line_base(k, len, inner), best = 0;
+        for (size_t j = 1; j < len; j++) {
+            int c = red_cmp(x->dtype, x->data, base + j * inner, base + best * inner);
+            if (!p->is_max) c = -c;
+            if (c > 0 || (c == 0 && p->last)) best = j;
         }
+        y[k] = (int64_t)best;
     }
     return ANVIL_OK;
 }

@@ -170,17 +170,15 @@ static anvil_status topk_run(const ir_node *n, const op_tensor *const *in, int n
     if (!idx) return ANVIL_ERR_OUT_OF_MEMORY;
     size_t es = anvil_dtype_size(x->dtype);
     int64_t *oi = n_out > 1 && out[1] ? out[1]->data : NULL;
-    for (size_t a = 0; a < outer; a++) {
-        for (size_t b = 0; b < inner; b++) {
-            topk_line l = {x->dtype, x->data, a * len * inner + b, inner, p->largest};
-            for (size_t j = 0; j < len; j++) idx[j] = j;
-            topk_sort(&l, idx, idx + len, len);
-            for (size_t j = 0; j < k; j++) {
-                size_t dst = a * k * inner + j * inner + b;
-                memcpy((char *)out[0]->data + dst * es,
-                       (const char *)x->data + (l.base + idx[j] * inner) * es, es);
-                if (oi) oi[dst] = (int64_t)idx[j];
-            }
+    for (size_t line = 0; line < outer * inner; line++) {
+        topk_line l = {x->dtype, x->data, red_line_base(line, len, inner), inner, p->largest};
+        for (size_t j = 0; j < len; j++) idx[j] = j;
+        topk_sort(&l, idx, idx + len, len);
+        for (size_t j = 0; j < k; j++) {
+            size_t dst = red_line_base(line, k, inner) + j * inner;
+            memcpy((char *)out[0]->data + dst * es,
+                   (const char *)x->data + (l.base + idx[j] * inner) * es, es);
+            if (oi) oi[dst] = (int64_t)idx[j];
         }
     }
     free(idx);
@@ -270,33 +268,31 @@ static anvil_status scan_run(const ir_node *n, const op_tensor *const *in, int n
     anvil_dtype dt = x->dtype;
     bool flt = core_dtype_is_float(dt);
     void *y = out[0]->data;
-    for (size_t a = 0; a < outer; a++) {
-        for (size_t b = 0; b < inner; b++) {
-            size_t base = a * len * inner + b;
-            double fa = p->prod ? 1.0 : 0.0;
-            uint64_t ia = p->prod ? 1u : 0u;
-            for (size_t t = 0; t < len; t++) {
-                size_t j = p->reverse ? len - 1 - t : t;
-                size_t at = base + j * inner;
-                if (p->exclusive) {
-                    if (flt)
-                        core_store_f64(dt, y, at, fa);
-                    else
-                        core_store_i64(dt, y, at, (int64_t)ia);
-                }
-                if (flt) {
-                    double v = core_load_f64(dt, x->data, at);
-                    fa = p->prod ? fa * v : fa + v;
-                } else {
-                    uint64_t v = (uint64_t)core_load_i64(dt, x->data, at);
-                    ia = p->prod ? ia * v : ia + v;
-                }
-                if (!p->exclusive) {
-                    if (flt)
-                        core_store_f64(dt, y, at, fa);
-                    else
-                        core_store_i64(dt, y, at, (int64_t)ia);
-                }
+    for (size_t line = 0; line < outer * inner; line++) {
+        size_t base = red_line_base(line, len, inner);
+        double fa = p->prod ? 1.0 : 0.0;
+        uint64_t ia = p->prod ? 1u : 0u;
+        for (size_t t = 0; t < len; t++) {
+            size_t j = p->reverse ? len - 1 - t : t;
+            size_t at = base + j * inner;
+            if (p->exclusive) {
+                if (flt)
+                    core_store_f64(dt, y, at, fa);
+                else
+                    core_store_i64(dt, y, at, (int64_t)ia);
+            }
+            if (flt) {
+                double v = core_load_f64(dt, x->data, at);
+                fa = p->prod ? fa * v : fa + v;
+            } else {
+                uint64_t v = (uint64_t)core_load_i64(dt, x->data, at);
+                ia = p->prod ? ia * v : ia + v;
+            }
+            if (!p->exclusive) {
+                if (flt)
+                    core_store_f64(dt, y, at, fa);
+                else
+                    core_store_i64(dt, y, at, (int64_t)ia);
             }
         }
     }

@@ -57,110 +57,79 @@ ELT_FLOAT_TYPES(ELT_DEF_ROW1, sign, SIGN_F)
 ELT_SINT_TYPES(ELT_DEF_ROW1, sign, SIGN_S)
 ELT_UINT_TYPES(ELT_DEF_ROW1, sign, SIGN_U)
 
-#define MATH_FLOAT_TABLE(op)                                                                       \
-    static const op_elt_row1 op##_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, op, _)};
-MATH_FLOAT_TABLE(sin)
-MATH_FLOAT_TABLE(cos)
-MATH_FLOAT_TABLE(tan)
-MATH_FLOAT_TABLE(asin)
-MATH_FLOAT_TABLE(acos)
-MATH_FLOAT_TABLE(atan)
-MATH_FLOAT_TABLE(sinh)
-MATH_FLOAT_TABLE(cosh)
-MATH_FLOAT_TABLE(tanh)
-MATH_FLOAT_TABLE(asinh)
-MATH_FLOAT_TABLE(acosh)
-MATH_FLOAT_TABLE(atanh)
-MATH_FLOAT_TABLE(erf)
-MATH_FLOAT_TABLE(ceil)
-MATH_FLOAT_TABLE(floor)
-MATH_FLOAT_TABLE(round)
-MATH_FLOAT_TABLE(reciprocal)
-static const op_elt_row1 sign_rows[ELT_DTYPE_SLOTS] = {ELT_NUMERIC_TYPES(ELT_ROW_ENTRY, sign, _)};
+ELT_ROW1_TABLE(sin, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(cos, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(tan, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(asin, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(acos, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(atan, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(sinh, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(cosh, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(tanh, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(asinh, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(acosh, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(atanh, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(erf, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(ceil, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(floor, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(round, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(reciprocal, ELT_FLOAT_TYPES)
+ELT_ROW1_TABLE(sign, ELT_NUMERIC_TYPES)
 
-/* One unary op: its kernels, the dtypes it accepts and the first opset that has it. */
-typedef struct math_unary {
-    const op_elt_row1 *rows;
-    uint32_t mask;
-    int since;
-} math_unary;
-
-static math_unary math_unary_of(ir_op op) {
+static op_elt_unary math_unary_of(ir_op op) {
     const uint32_t f = ELT_MASK_FLOAT;
     switch (op) {
     case IR_OP_SIN:
-        return (math_unary){sin_rows, f, 7};
+        return (op_elt_unary){sin_rows, f, 7};
     case IR_OP_COS:
-        return (math_unary){cos_rows, f, 7};
+        return (op_elt_unary){cos_rows, f, 7};
     case IR_OP_TAN:
-        return (math_unary){tan_rows, f, 7};
+        return (op_elt_unary){tan_rows, f, 7};
     case IR_OP_ASIN:
-        return (math_unary){asin_rows, f, 7};
+        return (op_elt_unary){asin_rows, f, 7};
     case IR_OP_ACOS:
-        return (math_unary){acos_rows, f, 7};
+        return (op_elt_unary){acos_rows, f, 7};
     case IR_OP_ATAN:
-        return (math_unary){atan_rows, f, 7};
+        return (op_elt_unary){atan_rows, f, 7};
     case IR_OP_SINH:
-        return (math_unary){sinh_rows, f, 9};
+        return (op_elt_unary){sinh_rows, f, 9};
     case IR_OP_COSH:
-        return (math_unary){cosh_rows, f, 9};
+        return (op_elt_unary){cosh_rows, f, 9};
     case IR_OP_TANH:
-        return (math_unary){tanh_rows, f, 1};
+        return (op_elt_unary){tanh_rows, f, 1};
     case IR_OP_ASINH:
-        return (math_unary){asinh_rows, f, 9};
+        return (op_elt_unary){asinh_rows, f, 9};
     case IR_OP_ACOSH:
-        return (math_unary){acosh_rows, f, 9};
+        return (op_elt_unary){acosh_rows, f, 9};
     case IR_OP_ATANH:
-        return (math_unary){atanh_rows, f, 9};
+        return (op_elt_unary){atanh_rows, f, 9};
     case IR_OP_ERF:
-        return (math_unary){erf_rows, f, 9};
+        return (op_elt_unary){erf_rows, f, 9};
     case IR_OP_CEIL:
-        return (math_unary){ceil_rows, f, 1};
+        return (op_elt_unary){ceil_rows, f, 1};
     case IR_OP_FLOOR:
-        return (math_unary){floor_rows, f, 1};
+        return (op_elt_unary){floor_rows, f, 1};
     case IR_OP_ROUND:
-        return (math_unary){round_rows, f, 11};
+        return (op_elt_unary){round_rows, f, 11};
     case IR_OP_RECIPROCAL:
-        return (math_unary){reciprocal_rows, f, 1};
+        return (op_elt_unary){reciprocal_rows, f, 1};
     case IR_OP_SIGN:
-        return (math_unary){sign_rows, ELT_MASK_NUMERIC, 9};
+        return (op_elt_unary){sign_rows, ELT_MASK_NUMERIC, 9};
     default:
-        return (math_unary){NULL, 0, 0};
+        return (op_elt_unary){NULL, 0, 0};
     }
 }
 
 static anvil_status math_check_unary(ir_graph *g, ir_node *n) {
     (void)g;
-    math_unary u = math_unary_of(n->op);
+    op_elt_unary u = math_unary_of(n->op);
     if (!u.rows) return core_err(ANVIL_ERR_INTERNAL, "%s: not a unary math op", ir_node_label(n));
     return op_elt_require_opset(n, u.since);
 }
 
-static anvil_status math_infer_unary(const ir_graph *g, const ir_node *n, const op_tinfo *in,
-                                     int n_in, op_tinfo *out, int n_out) {
-    (void)g;
-    return op_elt_unary_infer(n, in, n_in, out, n_out, math_unary_of(n->op).mask);
-}
+ELT_DEF_UNARY_FNS(math_unary, math_unary_of)
 
-static anvil_status math_run_unary(const ir_node *n, const op_tensor *const *in, int n_in,
-                                   op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_in;
-    (void)n_out;
-    math_unary u = math_unary_of(n->op);
-    op_elt_row1 fn =
-        u.rows && (unsigned)in[0]->dtype < ELT_DTYPE_SLOTS ? u.rows[in[0]->dtype] : NULL;
-    return op_elt_unary_run(n, in[0], out[0], fn, NULL, ctx);
-}
-
-#define MATH_UNARY_IMPL(op)                                                                        \
-    const op_impl op_impl_##op = {.min_inputs = 1,                                                 \
-                                  .max_inputs = 1,                                                 \
-                                  .min_outputs = 1,                                                \
-                                  .max_outputs = 1,                                                \
-                                  .flags = OP_INPLACE_0,                                           \
-                                  .check = math_check_unary,                                       \
-                                  .infer = math_infer_unary,                                       \
-                                  .run = math_run_unary};
+#define MATH_UNARY_IMPL(op) ELT_UNARY_IMPL(op, math_check_unary, math_unary_infer, math_unary_run)
 
 MATH_UNARY_IMPL(sin)
 MATH_UNARY_IMPL(cos)
@@ -206,25 +175,18 @@ static inline int64_t math_mod_floor_s(int64_t u, int64_t v) {
 #define MOD_U(C, u, v) ((u) % (v))
 
 /* Floats compute in float/double; signed integers in int64_t; unsigned in uint64_t. */
-#define MOD_DEF_F(op, EXPR, tag, DT, T, C, LD, ST)                                                 \
-    ELT_DEF_ROW2_TO(mod_row_##tag, EXPR, T, C, LD, T, ST)
-#define MOD_DEF_S(op, EXPR, tag, DT, T, C, LD, ST)                                                 \
-    ELT_DEF_ROW2_TO(op##_row_##tag, EXPR, T, int64_t, ELT_ID, T, (T))
-#define MOD_DEF_U(op, EXPR, tag, DT, T, C, LD, ST)                                                 \
-    ELT_DEF_ROW2_TO(mod_row_##tag, EXPR, T, uint64_t, ELT_ID, T, (T))
+ELT_FLOAT_TYPES(ELT_DEF_ROW2_SAME, mod, MOD_FMOD_F)
+ELT_SINT_TYPES(ELT_DEF_ROW2_I64, modt, MOD_TRUNC_S)
+ELT_SINT_TYPES(ELT_DEF_ROW2_I64, modf, MOD_FLOOR_S)
+ELT_UINT_TYPES(ELT_DEF_ROW2_U64, mod, MOD_U)
 
-ELT_FLOAT_TYPES(MOD_DEF_F, mod, MOD_FMOD_F)
-ELT_SINT_TYPES(MOD_DEF_S, modt, MOD_TRUNC_S)
-ELT_SINT_TYPES(MOD_DEF_S, modf, MOD_FLOOR_S)
-ELT_UINT_TYPES(MOD_DEF_U, mod, MOD_U)
-
-#define MOD_ENTRY(op, EXPR, tag, DT, T, C, LD, ST) [ANVIL_DTYPE_##DT] = op##_row_##tag,
 /* fmod = 1 (unsigned and float kernels serve both modes: the two agree there) */
-static const op_elt_row2 mod_trunc_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(
-    MOD_ENTRY, mod, _) ELT_SINT_TYPES(MOD_ENTRY, modt, _) ELT_UINT_TYPES(MOD_ENTRY, mod, _)};
+static const op_elt_row2 mod_trunc_rows[ELT_DTYPE_SLOTS] = {
+    ELT_FLOAT_TYPES(ELT_ROW_ENTRY, mod, _) ELT_SINT_TYPES(ELT_ROW_ENTRY, modt, _)
+        ELT_UINT_TYPES(ELT_ROW_ENTRY, mod, _)};
 /* fmod = 0 */
-static const op_elt_row2 mod_floor_rows[ELT_DTYPE_SLOTS] = {ELT_SINT_TYPES(MOD_ENTRY, modf, _)
-                                                                ELT_UINT_TYPES(MOD_ENTRY, mod, _)};
+static const op_elt_row2 mod_floor_rows[ELT_DTYPE_SLOTS] = {
+    ELT_SINT_TYPES(ELT_ROW_ENTRY, modf, _) ELT_UINT_TYPES(ELT_ROW_ENTRY, mod, _)};
 
 static anvil_status math_check_mod(ir_graph *g, ir_node *n) {
     CORE_TRY(op_elt_require_opset(n, 10));
@@ -254,8 +216,8 @@ static anvil_status math_run_mod(const ir_node *n, const op_tensor *const *in, i
     const math_mod_params *p = n->params;
     const op_tensor *a = in[0], *b = in[1];
     anvil_dtype dt = a->dtype;
-    const op_elt_row2 *rows = p->fmod ? mod_trunc_rows : mod_floor_rows;
-    op_elt_row2 fn = (unsigned)dt < ELT_DTYPE_SLOTS && b->dtype == dt ? rows[dt] : NULL;
+    op_elt_row2 fn = op_elt_row2_for(p->fmod ? mod_trunc_rows : mod_floor_rows, dt);
+    if (b->dtype != dt) fn = NULL;
     if (!fn)
         return core_err(ANVIL_ERR_INTERNAL, "%s: no kernel for dtypes %s and %s", ir_node_label(n),
                         anvil_dtype_name(dt), anvil_dtype_name(b->dtype));
@@ -272,14 +234,7 @@ static anvil_status math_run_mod(const ir_node *n, const op_tensor *const *in, i
     return op_elt_binary_run(n, a, b, out[0], fn, ctx);
 }
 
-const op_impl op_impl_mod = {.min_inputs = 2,
-                             .max_inputs = 2,
-                             .min_outputs = 1,
-                             .max_outputs = 1,
-                             .flags = OP_INPLACE_0,
-                             .check = math_check_mod,
-                             .infer = math_infer_mod,
-                             .run = math_run_mod};
+ELT_BINARY_IMPL(mod, OP_INPLACE_0, math_check_mod, math_infer_mod, math_run_mod)
 
 /* ---- Sum, Mean -----------------------------------------------------------------------------
  *
@@ -289,82 +244,34 @@ const op_impl op_impl_mod = {.min_inputs = 2,
  * by the input count. */
 
 #define SUM_ADD(C, u, v) ((u) + (v))
-#define SUM_DEF(op, EXPR, tag, DT, T, C, LD, ST)                                                   \
-    ELT_DEF_ROW2_TO(sum_row_##tag, EXPR, T, C, LD, T, ST)
-ELT_FLOAT_TYPES(SUM_DEF, sum, SUM_ADD)
-static const op_elt_row2 sum_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(MOD_ENTRY, sum, _)};
+ELT_FLOAT_TYPES(ELT_DEF_ROW2_SAME, sum, SUM_ADD)
+ELT_ROW2_TABLE(sum, ELT_FLOAT_TYPES)
 
 /* p->alpha is the input count. */
 #define MEAN_DIV(C, v, p) ((v) / (C)(p)->alpha)
 ELT_FLOAT_TYPES(ELT_DEF_ROW1, meandiv, MEAN_DIV)
-static const op_elt_row1 meandiv_rows[ELT_DTYPE_SLOTS] = {
-    ELT_FLOAT_TYPES(ELT_ROW_ENTRY, meandiv, _)};
-
-static anvil_status math_check_sum(ir_graph *g, ir_node *n) {
-    (void)g;
-    for (int i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i] == IR_NONE)
-            return core_err(ANVIL_ERR_INVALID_MODEL,
-                            "%s: input %d is omitted, but every input of %s is required",
-                            ir_node_label(n), i, ir_op_name(n->op));
-    return ANVIL_OK;
-}
+ELT_ROW1_TABLE(meandiv, ELT_FLOAT_TYPES)
 
 static anvil_status math_infer_sum(const ir_graph *g, const ir_node *n, const op_tinfo *in,
                                    int n_in, op_tinfo *out, int n_out) {
     (void)n_out;
-    CORE_TRY(op_elt_require(n, 0, in[0].dtype, ELT_MASK_FLOAT));
-    ir_shape s = in[0].shape;
-    for (int i = 1; i < n_in; i++) {
-        if (in[i].dtype != in[0].dtype)
-            return core_err(ANVIL_ERR_SHAPE,
-                            "%s: input %d has dtype %s but input 0 has %s; all inputs must have "
-                            "the same dtype (insert a Cast)",
-                            ir_node_label(n), i, anvil_dtype_name(in[i].dtype),
-                            anvil_dtype_name(in[0].dtype));
-        if (n->opset < 8 && in[i].shape.rank >= 0 && s.rank >= 0) {
-            bool same = in[i].shape.rank == s.rank;
-            for (int d = 0; same && d < s.rank; d++)
-                if (s.d[d] >= 0 && in[i].shape.d[d] >= 0 && s.d[d] != in[i].shape.d[d])
-                    same = false;
-            if (!same) {
-                char b0[128], b1[128];
-                return core_err(ANVIL_ERR_SHAPE,
-                                "%s: input %d has shape %s but input 0 has %s; before opset 8 "
-                                "%s does not broadcast and all shapes must be equal (use "
-                                "opset >= 8)",
-                                ir_node_label(n), i, ir_shape_str(g, &in[i].shape, b1, sizeof b1),
-                                ir_shape_str(g, &s, b0, sizeof b0), ir_op_name(n->op));
-            }
-        }
-        CORE_TRY(op_broadcast_shape(n, &s, &in[i].shape, &s));
-    }
-    out[0].dtype = in[0].dtype;
-    out[0].shape = s;
-    out[0].value = NULL;
-    return ANVIL_OK;
+    return op_elt_variadic_infer(g, n, in, n_in, out, ELT_MASK_FLOAT, n->opset < 8);
 }
 
 static anvil_status math_run_sum(const ir_node *n, const op_tensor *const *in, int n_in,
                                  op_tensor *const *out, int n_out, op_ctx *ctx) {
     (void)n_out;
     anvil_dtype dt = in[0]->dtype;
-    op_elt_row2 fn = (unsigned)dt < ELT_DTYPE_SLOTS ? sum_rows[dt] : NULL;
-    for (int i = 0; i < n_in; i++)
-        if (!fn || !in[i] || in[i]->dtype != dt)
-            return core_err(ANVIL_ERR_INTERNAL, "%s: input %d missing or of the wrong dtype",
-                            ir_node_label(n), i);
     op_tensor *y = out[0];
     size_t cnt = op_tensor_numel(y);
-    if (cnt == 0) return ANVIL_OK;
-    if (n_in == 1) {
-        if (y->dtype != dt || op_tensor_numel(in[0]) != cnt)
+    if (n_in > 1) {
+        CORE_TRY(op_elt_variadic_run(n, in, n_in, y, op_elt_row2_for(sum_rows, dt), ctx));
+    } else if (cnt > 0) {
+        /* one input: a copy (the fold would add it to itself) */
+        if (!op_elt_row2_for(sum_rows, dt) || y->dtype != dt || op_tensor_numel(in[0]) != cnt)
             return core_err(ANVIL_ERR_INTERNAL, "%s: output buffer does not match the input",
                             ir_node_label(n));
         if (y->data != in[0]->data) memcpy(y->data, in[0]->data, cnt * anvil_dtype_size(dt));
-    } else {
-        CORE_TRY(op_elt_binary_run(n, in[0], in[1], y, fn, ctx));
-        for (int i = 2; i < n_in; i++) CORE_TRY(op_elt_binary_run(n, y, in[i], y, fn, ctx));
     }
     if (n->op != IR_OP_MEAN || n_in == 1) return ANVIL_OK;
     op_elt_param p;
@@ -373,15 +280,5 @@ static anvil_status math_run_sum(const ir_node *n, const op_tensor *const *in, i
     return op_elt_unary_run(n, y, y, meandiv_rows[dt], &p, ctx);
 }
 
-#define MATH_SUM_IMPL(op)                                                                          \
-    const op_impl op_impl_##op = {.min_inputs = 1,                                                 \
-                                  .max_inputs = 127,                                               \
-                                  .min_outputs = 1,                                                \
-                                  .max_outputs = 1,                                                \
-                                  .flags = OP_INPLACE_0,                                           \
-                                  .check = math_check_sum,                                         \
-                                  .infer = math_infer_sum,                                         \
-                                  .run = math_run_sum};
-
-MATH_SUM_IMPL(sum)
-MATH_SUM_IMPL(mean)
+ELT_VARIADIC_IMPL(sum, op_elt_check_all_inputs, math_infer_sum, math_run_sum)
+ELT_VARIADIC_IMPL(mean, op_elt_check_all_inputs, math_infer_sum, math_run_sum)
