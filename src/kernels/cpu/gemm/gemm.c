@@ -47,24 +47,17 @@ static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c
 }
 
 /* applies every activation itself (the scalar epilogue after its store) */
-static const gemm_kernel kernel_4x8_portable = {
+static const gemm_kernel gemm_kernel_4x8_portable = {
     "4x8_portable", 4,           8,    0,   uk_4x8_portable, gemm_epilogue_apply, NULL, NULL,
     NULL,           0xffffffffu, NULL, NULL};
 
-extern const gemm_kernel gemm_kernel_14x32_avx512, gemm_kernel_12x32_avx512,
-    gemm_kernel_8x32_avx512, gemm_kernel_8x48_avx512, gemm_kernel_6x64_avx512,
-    gemm_kernel_4x64_avx512, gemm_kernel_16x16_avx512, gemm_kernel_6x16_avx2, gemm_kernel_4x24_avx2,
-    gemm_kernel_8x8_avx2, gemm_kernel_7x48_avx512, gemm_kernel_7x32_avx512;
+/* The ISA files' kernels (gemm_avx512.c, gemm_avx2.c). */
+#define KERNEL_DECL(MR, NV, NR, ISA) extern const gemm_kernel gemm_kernel_##MR##x##NR##_##ISA;
+GEMM_TILES_AVX512(KERNEL_DECL)
+GEMM_TILES_AVX2(KERNEL_DECL)
 
-const gemm_kernel *const gemm_kernels[] = {
-    &gemm_kernel_14x32_avx512, &gemm_kernel_12x32_avx512,
-    &gemm_kernel_8x48_avx512,  &gemm_kernel_6x64_avx512,
-    &gemm_kernel_8x32_avx512,  &gemm_kernel_7x48_avx512,
-    &gemm_kernel_7x32_avx512,  &gemm_kernel_4x64_avx512,
-    &gemm_kernel_16x16_avx512, &gemm_kernel_6x16_avx2,
-    &gemm_kernel_4x24_avx2,    &gemm_kernel_8x8_avx2,
-    &kernel_4x8_portable,      NULL,
-};
+#define KERNEL_REF(MR, NV, NR, ISA) &gemm_kernel_##MR##x##NR##_##ISA,
+const gemm_kernel *const gemm_kernels[] = {GEMM_TILES(KERNEL_REF) NULL};
 
 const gemm_kernel *gemm_kernel_find(const char *name) {
     for (const gemm_kernel *const *k = gemm_kernels; *k; k++)
@@ -115,7 +108,7 @@ static double tile_columns(const gemm_kernel *t, int64_t n) {
 const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
     (void)k;
     const bool avx512 = gemm_kernel_usable(&gemm_kernel_6x64_avx512, hw);
-    const gemm_kernel *best = &kernel_4x8_portable;
+    const gemm_kernel *best = &gemm_kernel_4x8_portable;
     double best_cost = -1.0;
     if (m < 1) m = 1;
     if (n < 1) n = 1;
@@ -258,6 +251,7 @@ static void pack_b_block(const gemm_kernel *k, const float *b, int64_t rs, int64
 
 static anvil_status packed_alloc(const gemm_kernel *k, int64_t panels, int64_t width, int64_t kdim,
                                  gemm_packed *out) {
+    memset(out, 0, sizeof *out);
     size_t elems, bytes;
     if (!core_mul_size((size_t)panels, (size_t)width, &elems) ||
         !core_mul_size(elems, (size_t)(kdim > 0 ? kdim : 1), &elems) ||
@@ -281,28 +275,30 @@ static anvil_status packed_alloc(const gemm_kernel *k, int64_t panels, int64_t w
     return ANVIL_OK;
 }
 
+/* gemm_pack_a (is_a: src is A [rows, cols], in MR-row panels) and gemm_pack_b (src is B
+ * [rows, cols], in NR-column panels). */
+static anvil_status pack_operand(const gemm_kernel *k, bool is_a, int64_t rows, int64_t cols,
+                                 const float *src, int64_t rs, int64_t cs, gemm_packed *out) {
+    const int64_t width = is_a ? k->mr : k->nr, across = is_a ? rows : cols;
+    anvil_status st = packed_alloc(k, (across + width - 1) / width, width, is_a ? cols : rows, out);
+    if (st != ANVIL_OK) return st;
+    out->rows = rows;
+    out->cols = cols;
+    if (is_a)
+        pack_a_block(k, src, rs, cs, rows, cols, out->data);
+    else
+        pack_b_block(k, src, rs, cs, rows, cols, out->data);
+    return ANVIL_OK;
+}
+
 anvil_status gemm_pack_a(const gemm_kernel *k, int64_t m, int64_t kdim, const float *a,
                          int64_t rs_a, int64_t cs_a, gemm_packed *out) {
-    memset(out, 0, sizeof *out);
-    int64_t panels = (m + k->mr - 1) / k->mr;
-    anvil_status st = packed_alloc(k, panels, k->mr, kdim, out);
-    if (st != ANVIL_OK) return st;
-    out->rows = m;
-    out->cols = kdim;
-    pack_a_block(k, a, rs_a, cs_a, m, kdim, out->data);
-    return ANVIL_OK;
+    return pack_operand(k, true, m, kdim, a, rs_a, cs_a, out);
 }
 
 anvil_status gemm_pack_b(const gemm_kernel *k, int64_t kdim, int64_t n, const float *b,
                          int64_t rs_b, int64_t cs_b, gemm_packed *out) {
-    memset(out, 0, sizeof *out);
-    int64_t panels = (n + k->nr - 1) / k->nr;
-    anvil_status st = packed_alloc(k, panels, k->nr, kdim, out);
-    if (st != ANVIL_OK) return st;
-    out->rows = kdim;
-    out->cols = n;
-    pack_b_block(k, b, rs_b, cs_b, kdim, n, out->data);
-    return ANVIL_OK;
+    return pack_operand(k, false, kdim, n, b, rs_b, cs_b, out);
 }
 
 void gemm_packed_free(gemm_packed *p) {

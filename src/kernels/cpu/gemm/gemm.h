@@ -119,6 +119,26 @@ typedef struct gemm_kernel {
     gemm_ukernel_ind_fn ukernel_aind;   /* indirect A in place; NULL: the driver packs it */
 } gemm_kernel;
 
+/* The register tiles, as X(MR, NV, NR, ISA) (NV vectors, NR columns), in the order gemm_kernels
+ * lists them: those of the ISA files, then gemm.c's portable one. Each is the gemm_kernel
+ * gemm_kernel_<MR>x<NR>_<ISA>. */
+#define GEMM_TILES_AVX512(X)                                                                       \
+    X(14, 2, 32, avx512)                                                                           \
+    X(12, 2, 32, avx512)                                                                           \
+    X(8, 3, 48, avx512)                                                                            \
+    X(6, 4, 64, avx512)                                                                            \
+    X(8, 2, 32, avx512)                                                                            \
+    X(7, 3, 48, avx512)                                                                            \
+    X(7, 2, 32, avx512)                                                                            \
+    X(4, 4, 64, avx512)                                                                            \
+    X(16, 1, 16, avx512)
+#define GEMM_TILES_AVX2(X) X(6, 2, 16, avx2) X(4, 3, 24, avx2) X(8, 1, 8, avx2)
+#define GEMM_TILES(X) GEMM_TILES_AVX512(X) GEMM_TILES_AVX2(X) X(4, 1, 8, portable)
+/* The KERN_NEEDS_* of a tile's ISA. */
+#define GEMM_NEEDS_avx512 KERN_NEEDS_AVX512
+#define GEMM_NEEDS_avx2 KERN_NEEDS_AVX2
+#define GEMM_NEEDS_portable 0u
+
 /* Cache blocking, in elements: MC rows of A (multiple of MR), KC depth, NC columns of B
  * (multiple of NR). */
 typedef struct gemm_blocking {

@@ -1,6 +1,7 @@
 /* AVX2+FMA instances of the GEMM template (compiled with AVX2 flags; called only where the CPU
- * has AVX2 and FMA). 16 ymm registers: 6x16 (12 accumulators + 2 B + 1 broadcast) is the
- * classic shape; 4x24 loads more B per broadcast; 8x8 suits narrow N. */
+ * has AVX2 and FMA). Tiles (GEMM_TILES_AVX2 in gemm.h), for 16 ymm registers: 6x16 (12 accumulators
+ * + 2 B + 1 broadcast) is the classic shape; 4x24 loads more B per broadcast; 8x8 suits narrow N.
+ */
 #include "gemm.h"
 
 #include <immintrin.h>
@@ -33,30 +34,7 @@ static inline __m256 gemm_load_n(const float *p, int n) {
 #include "gemm_epilogue.h"
 #include "gemm_ukernel.h"
 
-GEMM_UKERNEL_INSTANCE(6, 2, 16, avx2)
-GEMM_UKERNEL_INSTANCE(4, 3, 24, avx2)
-GEMM_UKERNEL_INSTANCE(8, 1, 8, avx2)
+GEMM_TILES_AVX2(GEMM_UKERNEL_INSTANCE)
 GEMM_UKERNEL_COLS(avx2)
-
-static void tile_epilogue_avx2(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
-                               int64_t j0, int64_t m, int64_t n) {
-    gemm_epilogue_body(ep, c, ldc, i0, j0, m, n);
-}
-
-#define K(MR, NR)                                                                                  \
-    const gemm_kernel gemm_kernel_##MR##x##NR##_avx2 = {#MR "x" #NR "_avx2",                       \
-                                                        MR,                                        \
-                                                        NR,                                        \
-                                                        KERN_NEEDS_AVX2,                           \
-                                                        gemm_uk_##MR##x##NR##_avx2,                \
-                                                        tile_epilogue_avx2,                        \
-                                                        gemm_ukr_##MR##x##NR##_avx2,               \
-                                                        gemm_ukb_##MR##x##NR##_avx2,               \
-                                                        gemm_ukc_avx2,                             \
-                                                        GEMM_ACTS_IN_REGISTERS,                    \
-                                                        gemm_ukt_##MR##x##NR##_avx2,               \
-                                                        gemm_uki_##MR##x##NR##_avx2};
-K(6, 16)
-K(4, 24)
-K(8, 8)
-#undef K
+GEMM_TILE_EPILOGUE(avx2)
+GEMM_TILES_AVX2(GEMM_KERNEL_DEF)

@@ -1,13 +1,14 @@
 /* AVX-512 instances of the GEMM template (this file is compiled with AVX-512 flags; the driver
  * calls it only on machines that have AVX-512, see cmake/kernels.cmake).
  *
- * Tiles: 32 zmm registers hold MR*NV accumulators + NV B vectors + 1 broadcast. 14x32 (28 acc)
- * maximises FMAs per load; 8x48 and 6x64 trade broadcasts for wider B loads; 12x32/8x32/16x16/
- * 4x64 serve narrower or shorter problems where a big tile would mostly be padding. 7x32 and 7x48
- * fit the 49 pixels of a 7x7 image (channels-last convs, whose GEMM rows are pixels) without a
- * padded row: ResNet-50's 512ch 14->7 stride-2 3x3 through conv_nhwc_im2col_gemm, medians of
- * 3 alternated runs, ms, 1 / 2 threads: 6x64 2.70 / -, 4x64 2.35 / 1.25, 7x48 2.44 / 1.31
- * (6 + 5 column panels between 2 threads), 7x32 2.27 / 1.18. 7x64 would need 33 registers. */
+ * Tiles (GEMM_TILES_AVX512 in gemm.h): 32 zmm registers hold MR*NV accumulators + NV B vectors + 1
+ * broadcast. 14x32 (28 acc) maximises FMAs per load; 8x48 and 6x64 trade broadcasts for wider B
+ * loads; 12x32/8x32/16x16/ 4x64 serve narrower or shorter problems where a big tile would mostly be
+ * padding. 7x32 and 7x48 fit the 49 pixels of a 7x7 image (channels-last convs, whose GEMM rows are
+ * pixels) without a padded row: ResNet-50's 512ch 14->7 stride-2 3x3 through conv_nhwc_im2col_gemm,
+ * medians of 3 alternated runs, ms, 1 / 2 threads: 6x64 2.70 / -, 4x64 2.35 / 1.25, 7x48 2.44
+ * / 1.31 (6 + 5 column panels between 2 threads), 7x32 2.27 / 1.18. 7x64 would need 33 registers.
+ */
 #include "gemm.h"
 
 #include <immintrin.h>
@@ -36,44 +37,7 @@ typedef __m512 gemm_v;
 #include "gemm_epilogue.h"
 #include "gemm_ukernel.h"
 
-GEMM_UKERNEL_INSTANCE(14, 2, 32, avx512)
-GEMM_UKERNEL_INSTANCE(12, 2, 32, avx512)
-GEMM_UKERNEL_INSTANCE(8, 2, 32, avx512)
-GEMM_UKERNEL_INSTANCE(8, 3, 48, avx512)
-GEMM_UKERNEL_INSTANCE(7, 3, 48, avx512)
-GEMM_UKERNEL_INSTANCE(7, 2, 32, avx512)
-GEMM_UKERNEL_INSTANCE(6, 4, 64, avx512)
-GEMM_UKERNEL_INSTANCE(4, 4, 64, avx512)
-GEMM_UKERNEL_INSTANCE(16, 1, 16, avx512)
+GEMM_TILES_AVX512(GEMM_UKERNEL_INSTANCE)
 GEMM_UKERNEL_COLS(avx512)
-
-/* The epilogue over a tile, written plainly: with AVX-512 enabled for this file the compiler
- * vectorizes the row loops of the common cases (bias, residual, ReLU/Clip). */
-static void tile_epilogue_avx512(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,
-                                 int64_t j0, int64_t m, int64_t n) {
-    gemm_epilogue_body(ep, c, ldc, i0, j0, m, n);
-}
-
-#define K(MR, NR)                                                                                  \
-    const gemm_kernel gemm_kernel_##MR##x##NR##_avx512 = {#MR "x" #NR "_avx512",                   \
-                                                          MR,                                      \
-                                                          NR,                                      \
-                                                          KERN_NEEDS_AVX512,                       \
-                                                          gemm_uk_##MR##x##NR##_avx512,            \
-                                                          tile_epilogue_avx512,                    \
-                                                          gemm_ukr_##MR##x##NR##_avx512,           \
-                                                          gemm_ukb_##MR##x##NR##_avx512,           \
-                                                          gemm_ukc_avx512,                         \
-                                                          GEMM_ACTS_IN_REGISTERS,                  \
-                                                          gemm_ukt_##MR##x##NR##_avx512,           \
-                                                          gemm_uki_##MR##x##NR##_avx512};
-K(14, 32)
-K(12, 32)
-K(8, 32)
-K(8, 48)
-K(7, 48)
-K(7, 32)
-K(6, 64)
-K(4, 64)
-K(16, 16)
-#undef K
+GEMM_TILE_EPILOGUE(avx512)
+GEMM_TILES_AVX512(GEMM_KERNEL_DEF)

@@ -261,6 +261,16 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
         }                                                                                          \
     }
 
+/* Defines NAME, a gemm_ukernel_rows_fn on A read in place: A[i,p] at a[i*A_RS + p*A_KS], A_RS
+ * and A_KS each lda or 1. */
+#define GEMM_UKERNEL_LDA(NAME, MR, NV, NR, A_RS, A_KS)                                             \
+    static void NAME(int64_t kc, const float *a, int64_t lda, const float *b, float *c,            \
+                     int64_t ldc, int accumulate, const float *pf, int64_t pf_n,                   \
+                     const gemm_epilogue *ep, int64_t i0, int64_t j0) {                            \
+        gemm_ukernel_body(kc, a, A_RS, A_KS, NULL, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0,    \
+                          j0, MR, NV);                                                             \
+    }
+
 #define GEMM_UKERNEL_INSTANCE(MR, NV, NR, ISA)                                                     \
     static void gemm_uk_##MR##x##NR##_##ISA(                                                       \
         int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate,         \
@@ -275,20 +285,8 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
         gemm_ukernel_body(kc, a, 1, MR, NULL, b, ldb, c, ldc, accumulate, pf, pf_n, ep, i0, j0,    \
                           MR, NV);                                                                 \
     }                                                                                              \
-    static void gemm_ukr_##MR##x##NR##_##ISA(int64_t kc, const float *a, int64_t lda,              \
-                                             const float *b, float *c, int64_t ldc,                \
-                                             int accumulate, const float *pf, int64_t pf_n,        \
-                                             const gemm_epilogue *ep, int64_t i0, int64_t j0) {    \
-        gemm_ukernel_body(kc, a, lda, 1, NULL, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0,    \
-                          MR, NV);                                                                 \
-    }                                                                                              \
-    static void gemm_ukt_##MR##x##NR##_##ISA(int64_t kc, const float *a, int64_t lda,              \
-                                             const float *b, float *c, int64_t ldc,                \
-                                             int accumulate, const float *pf, int64_t pf_n,        \
-                                             const gemm_epilogue *ep, int64_t i0, int64_t j0) {    \
-        gemm_ukernel_body(kc, a, 1, lda, NULL, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0,    \
-                          MR, NV);                                                                 \
-    }                                                                                              \
+    GEMM_UKERNEL_LDA(gemm_ukr_##MR##x##NR##_##ISA, MR, NV, NR, lda, 1)                             \
+    GEMM_UKERNEL_LDA(gemm_ukt_##MR##x##NR##_##ISA, MR, NV, NR, 1, lda)                             \
     static void gemm_uki_##MR##x##NR##_##ISA(int64_t kc, const float *const *rows, const float *b, \
                                              float *c, int64_t ldc, int accumulate,                \
                                              const float *pf, int64_t pf_n,                        \
@@ -296,5 +294,30 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
         gemm_ukernel_body(kc, NULL, 0, 0, rows, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0,   \
                           MR, NV);                                                                 \
     }
+
+/* Defines `static void tile_epilogue_<isa>(...)`, the gemm_tile_epilogue_fn of the ISA's kernels:
+ * gemm_epilogue_body written plainly, which the compiler vectorizes for the file's ISA (the row
+ * loops of the common cases: bias, residual, ReLU/Clip). */
+#define GEMM_TILE_EPILOGUE(ISA)                                                                    \
+    static void tile_epilogue_##ISA(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,    \
+                                    int64_t j0, int64_t m, int64_t n) {                            \
+        gemm_epilogue_body(ep, c, ldc, i0, j0, m, n);                                              \
+    }
+
+/* Defines the gemm_kernel gemm_kernel_<MR>x<NR>_<isa> ("<MR>x<NR>_<isa>") of a tile instantiated
+ * above, for the tile lists of gemm.h (GEMM_TILES_AVX512, ...). */
+#define GEMM_KERNEL_DEF(MR, NV, NR, ISA)                                                           \
+    const gemm_kernel gemm_kernel_##MR##x##NR##_##ISA = {#MR "x" #NR "_" #ISA,                     \
+                                                         MR,                                       \
+                                                         NR,                                       \
+                                                         GEMM_NEEDS_##ISA,                         \
+                                                         gemm_uk_##MR##x##NR##_##ISA,              \
+                                                         tile_epilogue_##ISA,                      \
+                                                         gemm_ukr_##MR##x##NR##_##ISA,             \
+                                                         gemm_ukb_##MR##x##NR##_##ISA,             \
+                                                         gemm_ukc_##ISA,                           \
+                                                         GEMM_ACTS_IN_REGISTERS,                   \
+                                                         gemm_ukt_##MR##x##NR##_##ISA,             \
+                                                         gemm_uki_##MR##x##NR##_##ISA};
 
 #endif

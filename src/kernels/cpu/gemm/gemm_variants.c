@@ -337,26 +337,21 @@ static bool fuses_common(const kern_node *kn) {
     static const kern_variant v_##ID = {NAME,      OP,      NEEDS,      sup_##ID,    ws_##ID,      \
                                         prep_##ID, release, run_common, fuses_common};
 
-#define TILES(X, OPID, OP)                                                                         \
-    X(OPID##_auto, OP, PREFIX, 0)                                                                  \
-    X(OPID##_14x32_avx512, OP, PREFIX "_14x32_avx512", KERN_NEEDS_AVX512)                          \
-    X(OPID##_12x32_avx512, OP, PREFIX "_12x32_avx512", KERN_NEEDS_AVX512)                          \
-    X(OPID##_8x48_avx512, OP, PREFIX "_8x48_avx512", KERN_NEEDS_AVX512)                            \
-    X(OPID##_6x64_avx512, OP, PREFIX "_6x64_avx512", KERN_NEEDS_AVX512)                            \
-    X(OPID##_8x32_avx512, OP, PREFIX "_8x32_avx512", KERN_NEEDS_AVX512)                            \
-    X(OPID##_7x48_avx512, OP, PREFIX "_7x48_avx512", KERN_NEEDS_AVX512)                            \
-    X(OPID##_7x32_avx512, OP, PREFIX "_7x32_avx512", KERN_NEEDS_AVX512)                            \
-    X(OPID##_4x64_avx512, OP, PREFIX "_4x64_avx512", KERN_NEEDS_AVX512)                            \
-    X(OPID##_16x16_avx512, OP, PREFIX "_16x16_avx512", KERN_NEEDS_AVX512)                          \
-    X(OPID##_6x16_avx2, OP, PREFIX "_6x16_avx2", KERN_NEEDS_AVX2)                                  \
-    X(OPID##_4x24_avx2, OP, PREFIX "_4x24_avx2", KERN_NEEDS_AVX2)                                  \
-    X(OPID##_8x8_avx2, OP, PREFIX "_8x8_avx2", KERN_NEEDS_AVX2)                                    \
-    X(OPID##_4x8_portable, OP, PREFIX "_4x8_portable", 0)
+/* Per tile of gemm.h, the MatMul and the Gemm variant, named PREFIX "_<MR>x<NR>_<isa>". */
+#define TILE_VARIANTS(MR, NV, NR, ISA)                                                             \
+    GEMM_VARIANT(mm_##MR##x##NR##_##ISA, IR_OP_MATMUL, PREFIX "_" #MR "x" #NR "_" #ISA,            \
+                 GEMM_NEEDS_##ISA)                                                                 \
+    GEMM_VARIANT(gm_##MR##x##NR##_##ISA, IR_OP_GEMM, PREFIX "_" #MR "x" #NR "_" #ISA,              \
+                 GEMM_NEEDS_##ISA)
 
-TILES(GEMM_VARIANT, mm, IR_OP_MATMUL)
-TILES(GEMM_VARIANT, gm, IR_OP_GEMM)
+GEMM_VARIANT(mm_auto, IR_OP_MATMUL, PREFIX, 0)
+GEMM_VARIANT(gm_auto, IR_OP_GEMM, PREFIX, 0)
+GEMM_TILES(TILE_VARIANTS)
 
-#define GEMM_REF(ID, OP, NAME, NEEDS) &v_##ID,
+/* Per op its "gemm_f32" first, then its tiles in gemm_kernels' order. */
+#define AUTO_REF(OPID) &v_##OPID##_auto,
+#define MM_REF(MR, NV, NR, ISA) &v_mm_##MR##x##NR##_##ISA,
+#define GM_REF(MR, NV, NR, ISA) &v_gm_##MR##x##NR##_##ISA,
 const kern_variant *const kern_family_gemm[] = {
-    TILES(GEMM_REF, mm, IR_OP_MATMUL) TILES(GEMM_REF, gm, IR_OP_GEMM) NULL,
+    AUTO_REF(mm) GEMM_TILES(MM_REF) AUTO_REF(gm) GEMM_TILES(GM_REF) NULL,
 };
