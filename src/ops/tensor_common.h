@@ -283,4 +283,34 @@ static inline anvil_status tensor_index_error(const ir_node *n, const char *what
                     (long long)hi);
 }
 
+/* ---- shared by BitCast, TensorScatter, CausalConvWithState and TfIdfVectorizer ------------- */
+
+/* UNSUPPORTED unless the model's default-domain opset has the op, which exists from opset `since`
+ * (unlike tensor_check_opset, whose INVALID_MODEL the older tensor ops report). */
+static inline anvil_status tensor_need_opset(const ir_node *n, int since) {
+    if (n->opset >= since) return ANVIL_OK;
+    return core_err(ANVIL_ERR_UNSUPPORTED,
+                    "node '%s' (%s): the op exists from default-domain opset %d, but the model "
+                    "imports opset %d; raise the model's opset import",
+                    ir_node_label(n), ir_op_name(n->op), since, n->opset);
+}
+
+/* Reads the string attribute `name` (dflt when absent) and stores its position in the
+ * NULL-terminated list `names` in *choice. Any other value fails with `status`; `expected` spells
+ * the accepted values for the message (e.g. "'linear' or 'circular'"). */
+static inline anvil_status tensor_attr_choice(const ir_node *n, const char *name, const char *dflt,
+                                              const char *const *names, anvil_status status,
+                                              const char *expected, int *choice) {
+    const char *s = NULL;
+    CORE_TRY(ir_attr_string(n, name, dflt, &s));
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *choice = i;
+            return ANVIL_OK;
+        }
+    }
+    return core_err(status, "node '%s' (%s): attribute '%s' is '%s'; expected %s", ir_node_label(n),
+                    ir_op_name(n->op), name, s, expected);
+}
+
 #endif

@@ -3,8 +3,9 @@
  *
  * These ops subtract the zero points while widening the operands to int32 once per run, then
  * accumulate in uint32 so that the two's complement wrap-around of an overflowing int32 sum is
- * defined behaviour. The QLinear ops requantize the int32 sums in double precision, rounding half
- * to even like QuantizeLinear. */
+ * defined behaviour. The QLinear ops requantize the int32 sums: each is multiplied in float by the
+ * combined scale (input scales over the output scale) and rounded half to even like
+ * QuantizeLinear. */
 #include "ops/quant/quant_common.h"
 
 /* ---- integer products: shared pieces --------------------------------------------------------- */
@@ -315,24 +316,10 @@ static anvil_status matmulinteger_run(const ir_node *n, const op_tensor *const *
     return qmm_accumulate(n, in, n_in, &qmm_io_integer, out[0], out[0]->data);
 }
 
-/* Requantizes int32 sums: y = saturate(round(acc * sa * sb / sy) + zy). The per-row scale of A
- * and the per-column scale of B are looked up by the output's row and column. */
-static anvil_status qlinearmatmul_run(const ir_node *n, const op_tensor *const *in, int n_in,
-                                      op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_out;
-    (void)ctx;
-    op_tensor *y = out[0];
+/* Requantizes QLinearMatMul's int32 sums: y = saturate(round(acc * sa * sb / sy) + zy). The
+ * per-row scale of A and the per-column scale of B are looked up by the output's row and column. */
+static void qmm_requantize(const op_tensor *const *in, op_tensor *y, const int32_t *acc) {
     size_t num = op_tensor_numel(y);
-    if (num == 0) return ANVIL_OK;
-    int32_t *acc = malloc(num * sizeof *acc);
-    if (!acc)
-        return core_err(ANVIL_ERR_OUT_OF_MEMORY, "%s: no memory for %zu int32 sums",
-                        ir_node_label(n), num);
-    anvil_status s = qmm_accumulate(n, in, n_in, &qmm_io_qlinear, y, acc);
-    if (s != ANVIL_OK) {
-        free(acc);
-        return s;
-    }
     const op_tensor *as = in[1], *bs = in[4], *ys = in[6], *yz = in[7];
     const op_tensor *ta = in[0], *tb = in[3];
     int64_t N = tb->rank >= 2 ? tb->dims[tb->rank - 1] : 1;
@@ -348,8 +335,6 @@ static anvil_status qlinearmatmul_run(const ir_node *n, const op_tensor *const *
         double v = (double)(float)((float)acc[i] * (float)(m / sy));
         core_store_i64(y->dtype, y->data, i, q_saturate(nearbyint(v) + zy, y->dtype));
     }
-    free(acc);
-    return ANVIL_OK;
 }
 
 /* ---- ConvInteger / QLinearConv --------------------------------------------------------------- */
@@ -612,21 +597,11 @@ static anvil_status convinteger_run(const ir_node *n, const op_tensor *const *in
     return qconv_accumulate(n, in, n_in, &qconv_io_integer, out[0]->data, ctx);
 }
 
-static anvil_status qlinearconv_run(const ir_node *n, const op_tensor *const *in, int n_in,
-                                    op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_out;
-    op_tensor *y = out[0];
+/* Requantizes QLinearConv's int32 sums (plus the bias, in wrapping int32) with the per-tensor
+ * scale of x and the per-tensor or per-output-channel scale of w. */
+static void qconv_requantize(const op_tensor *const *in, int n_in, op_tensor *y,
+                             const int32_t *acc) {
     size_t num = op_tensor_numel(y);
-    if (num == 0) return ANVIL_OK;
-    int32_t *acc = malloc(num * sizeof *acc);
-    if (!acc)
-        return core_err(ANVIL_ERR_OUT_OF_MEMORY, "%s: no memory for %zu int32 sums",
-                        ir_node_label(n), num);
-    anvil_status s = qconv_accumulate(n, in, n_in, &qconv_io_qlinear, acc, ctx);
-    if (s != ANVIL_OK) {
-        free(acc);
-        return s;
-    }
     const op_tensor *xs = in[1], *ws = in[4], *ys = in[6], *yz = in[7];
     const op_tensor *bias = q_has(in, n_in, 8) ? in[8] : NULL;
     int64_t M = y->dims[1];
@@ -642,8 +617,28 @@ static anvil_status qlinearconv_run(const ir_node *n, const op_tensor *const *in
         float v = (float)a * (sx * sw / sy);
         core_store_i64(y->dtype, y->data, i, q_saturate(nearbyintf(v) + zy, y->dtype));
     }
+}
+
+/* ---- QLinearMatMul / QLinearConv: the shared kernel ------------------------------------------ */
+
+/* The integer product's int32 sums go to a scratch buffer and are requantized from there into y. */
+static anvil_status qlinear_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_out;
+    op_tensor *y = out[0];
+    size_t num = op_tensor_numel(y);
+    if (num == 0) return ANVIL_OK;
+    int32_t *acc = malloc(num * sizeof *acc);
+    if (!acc)
+        return core_err(ANVIL_ERR_OUT_OF_MEMORY, "%s: no memory for %zu int32 sums",
+                        ir_node_label(n), num);
+    bool mm = n->op == IR_OP_QLINEARMATMUL;
+    anvil_status s = mm ? qmm_accumulate(n, in, n_in, &qmm_io_qlinear, y, acc)
+                        : qconv_accumulate(n, in, n_in, &qconv_io_qlinear, acc, ctx);
+    if (s == ANVIL_OK && mm) qmm_requantize(in, y, acc);
+    if (s == ANVIL_OK && !mm) qconv_requantize(in, n_in, y, acc);
     free(acc);
-    return ANVIL_OK;
+    return s;
 }
 
 /* ---- op table entries ------------------------------------------------------------------------ */
@@ -662,7 +657,7 @@ const op_impl op_impl_qlinearmatmul = {.min_inputs = 8,
                                        .max_outputs = 1,
                                        .check = qmm_check,
                                        .infer = qlinearmatmul_infer,
-                                       .run = qlinearmatmul_run};
+                                       .run = qlinear_run};
 
 const op_impl op_impl_convinteger = {.min_inputs = 2,
                                      .max_inputs = 4,
@@ -678,4 +673,4 @@ const op_impl op_impl_qlinearconv = {.min_inputs = 8,
                                      .max_outputs = 1,
                                      .check = qconv_check,
                                      .infer = qlinearconv_infer,
-                                     .run = qlinearconv_run};
+                                     .run = qlinear_run};

@@ -13,19 +13,10 @@
  * so output position l sees padded[l .. l+k-1]. The conv result is rounded to
  * the tensor dtype before the optional SiLU, as the reference does, and
  * present_state is the last k-1 positions of the padded sequence. */
-#include "ops/ops.h"
+#include "ops/tensor_common.h"
 
 #include <math.h>
 #include <string.h>
-
-static anvil_status misc_need_opset(const ir_node *n, const char *op, int since) {
-    if (n->opset < since)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "node '%s' (%s): the op exists from default-domain opset %d, but the model "
-                        "imports opset %d; raise the model's opset import",
-                        ir_node_label(n), op, since, n->opset);
-    return ANVIL_OK;
-}
 
 static anvil_status misc_need_rank(const ir_graph *g, const ir_node *n, const char *op,
                                    const char *what, const ir_shape *s, int rank) {
@@ -54,21 +45,14 @@ typedef struct tscat_params {
 } tscat_params;
 
 static anvil_status tscat_check(ir_graph *g, ir_node *n) {
-    CORE_TRY(misc_need_opset(n, "TensorScatter", 24));
+    static const char *const modes[] = {"linear", "circular", NULL};
+    CORE_TRY(tensor_need_opset(n, 24));
     tscat_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    const char *mode = NULL;
-    CORE_TRY(ir_attr_string(n, "mode", "linear", &mode));
-    if (strcmp(mode, "linear") == 0) {
-        p->circular = false;
-    } else if (strcmp(mode, "circular") == 0) {
-        p->circular = true;
-    } else {
-        return core_err(
-            ANVIL_ERR_INVALID_MODEL,
-            "node '%s' (TensorScatter): attribute 'mode' is '%s'; expected 'linear' or 'circular'",
-            ir_node_label(n), mode);
-    }
+    int mode = 0;
+    CORE_TRY(tensor_attr_choice(n, "mode", "linear", modes, ANVIL_ERR_INVALID_MODEL,
+                                "'linear' or 'circular'", &mode));
+    p->circular = mode == 1;
     CORE_TRY(ir_attr_int(n, "axis", -2, &p->axis));
     n->params = p;
     return ANVIL_OK;
@@ -210,21 +194,14 @@ typedef struct ccws_params {
 } ccws_params;
 
 static anvil_status ccws_check(ir_graph *g, ir_node *n) {
-    CORE_TRY(misc_need_opset(n, "CausalConvWithState", 27));
+    static const char *const acts[] = {"none", "silu", "swish", NULL}; /* swish is SiLU */
+    CORE_TRY(tensor_need_opset(n, 27));
     ccws_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    const char *act = NULL;
-    CORE_TRY(ir_attr_string(n, "activation", "none", &act));
-    if (strcmp(act, "none") == 0) {
-        p->silu = false;
-    } else if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) {
-        p->silu = true;
-    } else {
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "node '%s' (CausalConvWithState): attribute 'activation' is '%s'; expected "
-                        "'none', 'silu' or 'swish'",
-                        ir_node_label(n), act);
-    }
+    int act = 0;
+    CORE_TRY(tensor_attr_choice(n, "activation", "none", acts, ANVIL_ERR_UNSUPPORTED,
+                                "'none', 'silu' or 'swish'", &act));
+    p->silu = act != 0;
     n->params = p;
     return ANVIL_OK;
 }
@@ -313,6 +290,14 @@ static float ccws_round(anvil_dtype dt, double v) {
     return (float)v;
 }
 
+/* padded[t] of one (batch, channel) row: the past state for t < k-1 (zeros without one), the
+ * input after that. */
+static double ccws_padded(anvil_dtype dt, const op_tensor *x, const op_tensor *past, size_t row,
+                          size_t len, size_t hist, size_t t) {
+    if (t >= hist) return core_load_f64(dt, x->data, row * len + t - hist);
+    return past ? core_load_f64(dt, past->data, row * hist + t) : 0.0;
+}
+
 static anvil_status ccws_run(const ir_node *n, const op_tensor *const *in, int n_in,
                              op_tensor *const *out, int n_out, op_ctx *ctx) {
     (void)ctx;
@@ -326,32 +311,19 @@ static anvil_status ccws_run(const ir_node *n, const op_tensor *const *in, int n
     for (size_t b = 0; b < bn; b++) {
         for (size_t c = 0; c < cn; c++) {
             size_t row = b * cn + c;
-            /* padded[t]: the past state for t < k-1, the input after that. */
             for (size_t l = 0; l < len; l++) {
                 double acc = bias ? core_load_f64(dt, bias->data, c) : 0.0;
-                for (size_t j = 0; j < k; j++) {
-                    size_t t = l + j;
-                    double v = 0.0;
-                    if (t >= hist)
-                        v = core_load_f64(dt, x->data, row * len + t - hist);
-                    else if (past)
-                        v = core_load_f64(dt, past->data, row * hist + t);
-                    acc += core_load_f64(dt, w->data, c * k + j) * v;
-                }
+                for (size_t j = 0; j < k; j++)
+                    acc += core_load_f64(dt, w->data, c * k + j) *
+                           ccws_padded(dt, x, past, row, len, hist, l + j);
                 float y = ccws_round(dt, acc);
                 if (p->silu) y = y / (1.0f + expf(-y));
                 core_store_f64(dt, out[0]->data, row * len + l, y);
             }
             if (!present) continue;
-            for (size_t i = 0; i < hist; i++) {
-                size_t t = len + i;
-                double v = 0.0;
-                if (t >= hist)
-                    v = core_load_f64(dt, x->data, row * len + t - hist);
-                else if (past)
-                    v = core_load_f64(dt, past->data, row * hist + t);
-                core_store_f64(dt, present->data, row * hist + i, v);
-            }
+            for (size_t i = 0; i < hist; i++)
+                core_store_f64(dt, present->data, row * hist + i,
+                               ccws_padded(dt, x, past, row, len, hist, len + i));
         }
     }
     return ANVIL_OK;

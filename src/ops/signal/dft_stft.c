@@ -59,6 +59,57 @@ static void sig_dft_line(const double *tw, size_t len, const double *seq, size_t
     }
 }
 
+/* Scratch for transforming one line at a time: the twiddle table of the DFT length, the input
+ * sequence (seq) and the result (res), both complex. */
+typedef struct sig_line {
+    double *tw, *seq, *res;
+} sig_line;
+
+/* Allocates the scratch for a length-len DFT reading n_seq values and writing n_bins; on failure
+ * nothing stays allocated (error set). */
+static anvil_status sig_line_alloc(const ir_node *n, size_t len, size_t n_seq, size_t n_bins,
+                                   sig_line *l) {
+    size_t bytes;
+    if (!core_add_size(n_seq, n_bins, &bytes) || !core_mul_size(bytes, 2 * sizeof(double), &bytes))
+        return core_err(ANVIL_ERR_LIMIT, "%s: %s scratch size overflows", ir_node_label(n),
+                        ir_op_name(n->op));
+    l->tw = sig_twiddles(n, len);
+    if (!l->tw) return ANVIL_ERR_OUT_OF_MEMORY;
+    l->seq = core_alloc(bytes);
+    if (!l->seq) {
+        free(l->tw);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    l->res = l->seq + 2 * n_seq;
+    return ANVIL_OK;
+}
+
+static void sig_line_free(sig_line *l) {
+    free(l->seq);
+    free(l->tw);
+}
+
+/* Reads count values of x into seq: value t from element src + t * stride (real and imaginary
+ * part when in_c is 2, else a real value), multiplied by win[t] when a window is given. */
+static void sig_line_load(const sig_line *l, const op_tensor *x, size_t src, size_t stride,
+                          size_t in_c, size_t count, const op_tensor *win) {
+    for (size_t t = 0; t < count; t++, src += stride) {
+        double w = win ? core_load_f64(win->dtype, win->data, t) : 1.0;
+        l->seq[2 * t] = w * core_load_f64(x->dtype, x->data, src);
+        l->seq[2 * t + 1] = in_c == 2 ? w * core_load_f64(x->dtype, x->data, src + 1) : 0.0;
+    }
+}
+
+/* Writes the n_bins results in res times scale to y: bin k at element dst + k * stride, its
+ * imaginary part only when out_c is 2. */
+static void sig_line_store(const sig_line *l, const op_tensor *y, size_t dst, size_t stride,
+                           size_t out_c, size_t n_bins, double scale) {
+    for (size_t k = 0; k < n_bins; k++, dst += stride) {
+        core_store_f64(y->dtype, y->data, dst, l->res[2 * k] * scale);
+        if (out_c == 2) core_store_f64(y->dtype, y->data, dst + 1, l->res[2 * k + 1] * scale);
+    }
+}
+
 /* ---- DFT ------------------------------------------------------------------------------------- */
 
 typedef struct dft_params {
@@ -69,11 +120,7 @@ typedef struct dft_params {
 static anvil_status dft_check(ir_graph *g, ir_node *n) {
     dft_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (n->opset < 17)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: DFT exists from opset 17, the model imports opset %d; raise the "
-                        "model's opset",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(sig_need_opset(n, "DFT exists", 17));
     CORE_TRY(ir_attr_flag(n, "inverse", false, &p->inverse));
     CORE_TRY(ir_attr_flag(n, "onesided", false, &p->onesided));
     if (n->opset < 20) {
@@ -238,25 +285,13 @@ static anvil_status dft_run(const ir_node *n, const op_tensor *const *in, int n_
     size_t n_seq =
         irfft ? (len / 2 + 1 < in_len ? len / 2 + 1 : in_len) : (len < in_len ? len : in_len);
     size_t full = irfft ? len : n_seq;
-    size_t bytes;
-    if (!core_add_size(full, n_bins, &bytes) || !core_mul_size(bytes, 2 * sizeof(double), &bytes))
-        return core_err(ANVIL_ERR_LIMIT, "%s: DFT scratch size overflows", ir_node_label(n));
-    double *tw = sig_twiddles(n, len);
-    if (!tw) return ANVIL_ERR_OUT_OF_MEMORY;
-    double *seq = core_alloc(bytes);
-    if (!seq) {
-        free(tw);
-        return ANVIL_ERR_OUT_OF_MEMORY;
-    }
-    double *res = seq + 2 * full;
+    sig_line l;
+    CORE_TRY(sig_line_alloc(n, len, full, n_bins, &l));
+    double *seq = l.seq;
     double scale = p->inverse ? 1.0 / (double)len : 1.0;
     for (size_t o = 0; o < outer; o++) {
         for (size_t i = 0; i < inner; i++) {
-            for (size_t t = 0; t < n_seq; t++) {
-                size_t src = ((o * in_len + t) * inner + i) * in_c;
-                seq[2 * t] = core_load_f64(x->dtype, x->data, src);
-                seq[2 * t + 1] = in_c == 2 ? core_load_f64(x->dtype, x->data, src + 1) : 0.0;
-            }
+            sig_line_load(&l, x, (o * in_len * inner + i) * in_c, inner * in_c, in_c, n_seq, NULL);
             size_t used = n_seq;
             if (irfft) {
                 /* Rebuild the full Hermitian spectrum: X[len-k] = conj(X[k]). The
@@ -273,16 +308,12 @@ static anvil_status dft_run(const ir_node *n, const op_tensor *const *in, int n_
                 }
                 used = len;
             }
-            sig_dft_line(tw, len, seq, used, n_bins, p->inverse ? 1.0 : -1.0, res);
-            for (size_t k = 0; k < n_bins; k++) {
-                size_t dst = ((o * n_bins + k) * inner + i) * out_c;
-                core_store_f64(y->dtype, y->data, dst, res[2 * k] * scale);
-                if (out_c == 2) core_store_f64(y->dtype, y->data, dst + 1, res[2 * k + 1] * scale);
-            }
+            sig_dft_line(l.tw, len, seq, used, n_bins, p->inverse ? 1.0 : -1.0, l.res);
+            sig_line_store(&l, y, (o * n_bins * inner + i) * out_c, inner * out_c, out_c, n_bins,
+                           scale);
         }
     }
-    free(seq);
-    free(tw);
+    sig_line_free(&l);
     return ANVIL_OK;
 }
 
@@ -304,11 +335,7 @@ typedef struct stft_params {
 static anvil_status stft_check(ir_graph *g, ir_node *n) {
     stft_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (n->opset < 17)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: STFT exists from opset 17, the model imports opset %d; raise the "
-                        "model's opset",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(sig_need_opset(n, "STFT exists", 17));
     CORE_TRY(ir_attr_flag(n, "onesided", true, &p->onesided));
     n->params = p;
     return ANVIL_OK;
@@ -435,35 +462,16 @@ static anvil_status stft_run(const ir_node *n, const op_tensor *const *in, int n
     size_t batch = (size_t)x->dims[0], len = (size_t)x->dims[1], in_c = (size_t)x->dims[2];
     size_t flen = (size_t)geo.frame_len, frames = (size_t)geo.frames, bins = (size_t)geo.bins;
     if (batch == 0 || frames == 0) return ANVIL_OK;
-    size_t bytes;
-    if (!core_add_size(flen, bins, &bytes) || !core_mul_size(bytes, 2 * sizeof(double), &bytes))
-        return core_err(ANVIL_ERR_LIMIT, "%s: STFT scratch size overflows", ir_node_label(n));
-    double *tw = sig_twiddles(n, flen);
-    if (!tw) return ANVIL_ERR_OUT_OF_MEMORY;
-    double *seq = core_alloc(bytes);
-    if (!seq) {
-        free(tw);
-        return ANVIL_ERR_OUT_OF_MEMORY;
-    }
-    double *res = seq + 2 * flen;
+    sig_line l;
+    CORE_TRY(sig_line_alloc(n, flen, flen, bins, &l));
     for (size_t b = 0; b < batch; b++) {
         for (size_t f = 0; f < frames; f++) {
-            for (size_t t = 0; t < flen; t++) {
-                size_t src = (b * len + f * (size_t)geo.step + t) * in_c;
-                double w = win ? core_load_f64(win->dtype, win->data, t) : 1.0;
-                seq[2 * t] = w * core_load_f64(x->dtype, x->data, src);
-                seq[2 * t + 1] = in_c == 2 ? w * core_load_f64(x->dtype, x->data, src + 1) : 0.0;
-            }
-            sig_dft_line(tw, flen, seq, flen, bins, -1.0, res);
-            for (size_t k = 0; k < bins; k++) {
-                size_t dst = ((b * frames + f) * bins + k) * 2;
-                core_store_f64(y->dtype, y->data, dst, res[2 * k]);
-                core_store_f64(y->dtype, y->data, dst + 1, res[2 * k + 1]);
-            }
+            sig_line_load(&l, x, (b * len + f * (size_t)geo.step) * in_c, in_c, in_c, flen, win);
+            sig_dft_line(l.tw, flen, l.seq, flen, bins, -1.0, l.res);
+            sig_line_store(&l, y, (b * frames + f) * bins * 2, 2, 2, bins, 1.0);
         }
     }
-    free(seq);
-    free(tw);
+    sig_line_free(&l);
     return ANVIL_OK;
 }
 

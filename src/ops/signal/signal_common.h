@@ -12,6 +12,15 @@
 #include <string.h>
 
 #define SIG_PI 3.14159265358979323846
+
+/* UNSUPPORTED unless the node's opset has the op; `what` names the op with its verb ("DFT exists",
+ * "the window functions exist"). */
+static inline anvil_status sig_need_opset(const ir_node *n, const char *what, int since) {
+    if (n->opset >= since) return ANVIL_OK;
+    return core_err(ANVIL_ERR_UNSUPPORTED,
+                    "%s: %s from opset %d, the model imports opset %d; raise the model's opset",
+                    ir_node_label(n), what, since, n->opset);
+}
 static inline bool sig_is_float(anvil_dtype dt, bool bf16_ok) {
     return dt == ANVIL_DTYPE_FLOAT16 || dt == ANVIL_DTYPE_FLOAT32 || dt == ANVIL_DTYPE_FLOAT64 ||
            (bf16_ok && dt == ANVIL_DTYPE_BFLOAT16);

@@ -34,11 +34,7 @@ typedef struct window_params {
 static anvil_status window_check(ir_graph *g, ir_node *n) {
     window_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (n->opset < 17)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: the window functions exist from opset 17, the model imports opset "
-                        "%d; raise the model's opset",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(sig_need_opset(n, "the window functions exist", 17));
     CORE_TRY(sig_out_dtype(n, &p->out_dt));
     CORE_TRY(ir_attr_flag(n, "periodic", true, &p->periodic));
     n->params = p;
@@ -132,11 +128,7 @@ typedef struct mel_params {
 static anvil_status mel_check(ir_graph *g, ir_node *n) {
     mel_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (n->opset < 17)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: MelWeightMatrix exists from opset 17, the model imports opset %d; "
-                        "raise the model's opset",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(sig_need_opset(n, "MelWeightMatrix exists", 17));
     CORE_TRY(sig_out_dtype(n, &p->out_dt));
     n->params = p;
     return ANVIL_OK;

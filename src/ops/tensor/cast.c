@@ -22,6 +22,7 @@
  * little-endian layout ONNX prescribes (anvil runs on little-endian hosts
  * only). Sub-byte and string dtypes have no byte size and are refused. */
 #include "ops/eltwise_common.h"
+#include "ops/tensor_common.h"
 
 #include <string.h>
 
@@ -405,11 +406,7 @@ typedef struct bitcast_params {
 } bitcast_params;
 
 static anvil_status bitcast_check(ir_graph *g, ir_node *n) {
-    if (n->opset < 26)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "node '%s' (BitCast): the op exists from default-domain opset 26, but the "
-                        "model imports opset %d; raise the model's opset import",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(tensor_need_opset(n, 26));
     int64_t to = 0;
     CORE_TRY(ir_attr_int(n, "to", -1, &to));
     if (to < 0)

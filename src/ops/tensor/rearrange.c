@@ -9,7 +9,8 @@ typedef struct d2s_params {
     bool crd; /* DepthToSpace mode CRD (column, row, depth) instead of DCR */
 } d2s_params;
 
-static anvil_status d2s_parse(ir_graph *g, ir_node *n, bool has_mode) {
+/* Checks both ops; only DepthToSpace has the mode attribute. */
+static anvil_status d2s_check(ir_graph *g, ir_node *n) {
     d2s_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
     p->crd = false;
@@ -21,7 +22,7 @@ static anvil_status d2s_parse(ir_graph *g, ir_node *n, bool has_mode) {
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute 'blocksize' is %lld; it must be in 1..%d", ir_node_label(n),
                         (long long)p->block, 1 << 20);
-    if (has_mode) {
+    if (n->op == IR_OP_DEPTHTOSPACE) {
         const char *mode;
         CORE_TRY(ir_attr_string(n, "mode", "DCR", &mode));
         if (ir_node_attr(n, "mode") && n->opset < 11)
@@ -39,18 +40,14 @@ static anvil_status d2s_parse(ir_graph *g, ir_node *n, bool has_mode) {
     return ANVIL_OK;
 }
 
-static anvil_status d2s_check(ir_graph *g, ir_node *n) {
-    return d2s_parse(g, n, true);
-}
-
-static anvil_status s2d_check(ir_graph *g, ir_node *n) {
-    return d2s_parse(g, n, false);
-}
-
-/* Infers either direction; to_space selects DepthToSpace. */
-static anvil_status d2s_infer_dir(const ir_node *n, const op_tinfo *in, op_tinfo *out,
-                                  bool to_space) {
+/* Infers either direction: DepthToSpace moves channels into space, SpaceToDepth back. */
+static anvil_status d2s_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                              op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    (void)n_out;
     const d2s_params *p = n->params;
+    bool to_space = n->op == IR_OP_DEPTHTOSPACE;
     CORE_TRY(tensor_check_dtype(n, 0, in[0].dtype));
     const ir_shape *x = &in[0].shape;
     out[0].dtype = in[0].dtype;
@@ -95,22 +92,6 @@ static anvil_status d2s_infer_dir(const ir_node *n, const op_tinfo *in, op_tinfo
     return ANVIL_OK;
 }
 
-static anvil_status d2s_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
-                              op_tinfo *out, int n_out) {
-    (void)g;
-    (void)n_in;
-    (void)n_out;
-    return d2s_infer_dir(n, in, out, true);
-}
-
-static anvil_status s2d_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
-                              op_tinfo *out, int n_out) {
-    (void)g;
-    (void)n_in;
-    (void)n_out;
-    return d2s_infer_dir(n, in, out, false);
-}
-
 /* Both are a 6-D transpose: the output is walked as a 6-D view and each view dim gets the input
  * stride that moves to the matching source element. */
 static anvil_status d2s_run(const ir_node *n, const op_tensor *const *in, int n_in,
@@ -120,46 +101,25 @@ static anvil_status d2s_run(const ir_node *n, const op_tensor *const *in, int n_
     const d2s_params *p = n->params;
     const op_tensor *x = in[0];
     int64_t b = p->block, N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    int64_t c2 = C / (b * b);
     int64_t sC = H * W, sN = C * sC;
     tensor_strided s = {
         .esize = anvil_dtype_size(x->dtype), .rank = 6, .src = x->data, .dst = out[0]->data};
-    /* output viewed as [N, C/b^2, H, b, W, b] */
-    int64_t dims[6] = {N, c2, H, b, W, b};
-    int64_t st[6];
-    st[0] = sN;
-    st[2] = W;
-    st[4] = 1;
-    if (p->crd) { /* channel = c * b^2 + b1 * b + b2 */
-        st[1] = b * b * sC;
-        st[3] = b * sC;
-        st[5] = sC;
-    } else { /* channel = (b1 * b + b2) * C' + c */
-        st[1] = sC;
-        st[3] = b * c2 * sC;
-        st[5] = c2 * sC;
+    if (n->op == IR_OP_DEPTHTOSPACE) {
+        /* output viewed as [N, C/b^2, H, b, W, b]; channel c * b^2 + b1 * b + b2 in CRD mode,
+         * (b1 * b + b2) * C' + c in DCR mode */
+        int64_t c2 = C / (b * b);
+        const int64_t dims[6] = {N, c2, H, b, W, b};
+        const int64_t crd[6] = {sN, b * b * sC, W, b * sC, 1, sC};
+        const int64_t dcr[6] = {sN, sC, W, b * c2 * sC, 1, c2 * sC};
+        memcpy(s.dims, dims, sizeof dims);
+        memcpy(s.stride, p->crd ? crd : dcr, sizeof crd);
+    } else {
+        /* output viewed as [N, b, b, C, H/b, W/b]: channel (b1 * b + b2) * C + c */
+        const int64_t dims[6] = {N, b, b, C, H / b, W / b};
+        const int64_t st[6] = {sN, W, 1, sC, b * W, b};
+        memcpy(s.dims, dims, sizeof dims);
+        memcpy(s.stride, st, sizeof st);
     }
-    memcpy(s.dims, dims, sizeof dims);
-    memcpy(s.stride, st, sizeof st);
-    tensor_strided_run(ctx, &s, op_tensor_numel(out[0]));
-    return ANVIL_OK;
-}
-
-static anvil_status s2d_run(const ir_node *n, const op_tensor *const *in, int n_in,
-                            op_tensor *const *out, int n_out, op_ctx *ctx) {
-    (void)n_in;
-    (void)n_out;
-    const d2s_params *p = n->params;
-    const op_tensor *x = in[0];
-    int64_t b = p->block, N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    int64_t sC = H * W, sN = C * sC;
-    tensor_strided s = {
-        .esize = anvil_dtype_size(x->dtype), .rank = 6, .src = x->data, .dst = out[0]->data};
-    /* output viewed as [N, b, b, C, H/b, W/b]: channel (b1 * b + b2) * C + c */
-    int64_t dims[6] = {N, b, b, C, H / b, W / b};
-    int64_t st[6] = {sN, W, 1, sC, b * W, b};
-    memcpy(s.dims, dims, sizeof dims);
-    memcpy(s.stride, st, sizeof st);
     tensor_strided_run(ctx, &s, op_tensor_numel(out[0]));
     return ANVIL_OK;
 }
@@ -179,9 +139,9 @@ const op_impl op_impl_spacetodepth = {
     .max_inputs = 1,
     .min_outputs = 1,
     .max_outputs = 1,
-    .check = s2d_check,
-    .infer = s2d_infer,
-    .run = s2d_run,
+    .check = d2s_check,
+    .infer = d2s_infer,
+    .run = d2s_run,
 };
 
 /* ---- ReverseSequence ----------------------------------------------------------------------- */

@@ -7,11 +7,12 @@
  * n-gram twice the later entry wins, matching the ONNX reference's trie, whose
  * node id is overwritten. String inputs (pool_strings) are not supported: anvil
  * holds no string tensors. */
-#include "ops/ops.h"
+#include "ops/tensor_common.h"
 
 #include <string.h>
 
-enum { TFIDF_TF, TFIDF_IDF, TFIDF_TFIDF };
+enum { TFIDF_TF, TFIDF_IDF, TFIDF_TFIDF }; /* in the order of tfidf_modes */
+static const char *const tfidf_modes[] = {"TF", "IDF", "TFIDF", NULL};
 
 /* One pool n-gram that can match: its items are pool[start .. start+len). */
 typedef struct tfidf_gram {
@@ -39,26 +40,11 @@ static bool tfidf_same(const int64_t *pool, const tfidf_gram *a, const tfidf_gra
 }
 
 static anvil_status tfidf_check(ir_graph *g, ir_node *n) {
-    if (n->opset < 9)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "node '%s' (TfIdfVectorizer): the op exists from default-domain opset 9, "
-                        "but the model imports opset %d; raise the model's opset import",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(tensor_need_opset(n, 9));
     tfidf_params *p = core_arena_alloc(g->arena, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    const char *mode = NULL;
-    CORE_TRY(ir_attr_string(n, "mode", "", &mode));
-    if (strcmp(mode, "TF") == 0)
-        p->mode = TFIDF_TF;
-    else if (strcmp(mode, "IDF") == 0)
-        p->mode = TFIDF_IDF;
-    else if (strcmp(mode, "TFIDF") == 0)
-        p->mode = TFIDF_TFIDF;
-    else
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "node '%s' (TfIdfVectorizer): attribute 'mode' is '%s'; expected 'TF', "
-                        "'IDF' or 'TFIDF'",
-                        ir_node_label(n), mode);
+    CORE_TRY(tensor_attr_choice(n, "mode", "", tfidf_modes, ANVIL_ERR_INVALID_MODEL,
+                                "'TF', 'IDF' or 'TFIDF'", &p->mode));
     for (int i = 0; i < n->n_attrs; i++)
         if (strcmp(n->attrs[i].name, "pool_strings") == 0)
             return core_err(
