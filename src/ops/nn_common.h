@@ -27,11 +27,6 @@
 
 /* ---- small utilities ------------------------------------------------------------------------ */
 
-/* True when input i of n exists and was not omitted. */
-static inline bool nn_has_input(const ir_node *n, int i) {
-    return i < n->n_inputs && n->inputs[i] != IR_NONE;
-}
-
 /* True when output i of n exists and was not omitted. */
 static inline bool nn_has_output(const ir_node *n, int i) {
     return i < n->n_outputs && n->outputs[i] != IR_NONE;
@@ -420,15 +415,6 @@ static inline anvil_status nn_check_float(const ir_node *n, int input, const cha
                     "%s: input %d (%s) is %s; anvil implements this op for float16, bfloat16, "
                     "float32 and float64",
                     ir_node_label(n), input, what, anvil_dtype_name(dt));
-}
-
-/* Zeroed params of `size` bytes from the graph's arena. */
-static inline anvil_status nn_alloc_params(ir_graph *g, size_t size, void **out) {
-    void *p = core_arena_alloc(g->arena, size);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    memset(p, 0, size);
-    *out = p;
-    return ANVIL_OK;
 }
 
 #endif

@@ -9,6 +9,8 @@
 
 #include "ir/ir.h"
 
+#include <string.h>
+
 /* A concrete tensor as kernels see it: dense row-major, dims all known. data is aligned to the
  * element size. For inputs it is read-only (cast away only by in-place kernels that declared
  * OP_INPLACE_0). A zero-size tensor may have data == NULL. */
@@ -138,12 +140,19 @@ anvil_status op_norm_axis(const ir_node *n, const char *what, int64_t axis, int 
 anvil_status op_value_ints(const ir_node *n, int input, const op_tinfo *t, int64_t *out, size_t cap,
                            size_t *count);
 /* True when input i of n exists and was not omitted. */
-bool op_has_input(const ir_node *n, int i);
+static inline bool op_has_input(const ir_node *n, int i) {
+    return i < n->n_inputs && n->inputs[i] != IR_NONE;
+}
+
+/* In a check function: declares `type *var`, zeroed storage for the node's params from g's
+ * arena, and returns ANVIL_ERR_OUT_OF_MEMORY from the check when there is none. The check fills
+ * it and sets n->params. */
+#define OP_PARAMS_NEW(g, type, var)                                                                \
+    type *var = core_arena_alloc((g)->arena, sizeof(type));                                        \
+    if (!var) return ANVIL_ERR_OUT_OF_MEMORY
 /* True when the first `count` dims of a and b agree wherever both are known (an unknown dim
  * matches anything); both ranks must be at least count. */
 bool op_dims_may_equal(const ir_shape *a, const ir_shape *b, int count);
-
-#include <string.h>
 
 /* Copies one element of `size` bytes. Fixed-size memcpy calls compile to single moves, and memcpy
  * keeps the copy free of alignment and aliasing assumptions. */

@@ -134,10 +134,6 @@ anvil_status op_value_ints(const ir_node *n, int input, const op_tinfo *t, int64
     return ANVIL_OK;
 }
 
-bool op_has_input(const ir_node *n, int i) {
-    return i < n->n_inputs && n->inputs[i] != IR_NONE;
-}
-
 bool op_dims_may_equal(const ir_shape *a, const ir_shape *b, int count) {
     for (int d = 0; d < count; d++)
         if (a->d[d] >= 0 && b->d[d] >= 0 && a->d[d] != b->d[d]) return false;

@@ -12,11 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* True when input i of n exists and was not omitted. */
-static inline bool tensor_has_input(const ir_node *n, int i) {
-    return i < n->n_inputs && n->inputs[i] != IR_NONE;
-}
-
 /* Sets s to `rank` anonymous unknown dims (rank -1: an unknown rank, as ir_shape_unknown). */
 static inline void tensor_shape_unknown_dims(ir_shape *s, int rank) {
     memset(s, 0, sizeof *s);
@@ -131,28 +126,6 @@ static inline anvil_status tensor_check_run_indices(const ir_node *n, const op_t
     return ANVIL_OK;
 }
 
-/* Copies one element of `size` bytes. Fixed-size memcpy calls compile to single moves, and
- * memcpy keeps the copy free of alignment and aliasing assumptions. */
-static inline void tensor_elem_copy(char *dst, const char *src, size_t size) {
-    switch (size) {
-    case 1:
-        *dst = *src;
-        break;
-    case 2:
-        memcpy(dst, src, 2);
-        break;
-    case 4:
-        memcpy(dst, src, 4);
-        break;
-    case 8:
-        memcpy(dst, src, 8);
-        break;
-    default:
-        memcpy(dst, src, size);
-        break;
-    }
-}
-
 /* Kernels of ops whose output holds input 0's bytes unchanged (Reshape, Flatten, Squeeze,
  * Unsqueeze). The runtime aliases these buffers; the copy keeps the kernel correct when it is
  * run on its own. */
@@ -202,7 +175,7 @@ static inline void tensor_strided_rows(void *arg, size_t begin, size_t end) {
         }
         int64_t step = s->stride[last] * es;
         for (size_t i = 0; i < inner; i++)
-            tensor_elem_copy(dst + i * s->esize, src + (int64_t)i * step, s->esize);
+            op_elem_copy(dst + i * s->esize, src + (int64_t)i * step, s->esize);
     }
 }
 

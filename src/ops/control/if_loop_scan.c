@@ -59,8 +59,7 @@ typedef struct if_params {
 } if_params;
 
 static anvil_status if_check(ir_graph *g, ir_node *n) {
-    if_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, if_params, p);
     CORE_TRY(graph_attr(n, "then_branch", &p->then_g));
     CORE_TRY(graph_attr(n, "else_branch", &p->else_g));
     const ir_graph *br[2] = {p->then_g, p->else_g};
@@ -148,8 +147,7 @@ typedef struct loop_params {
 } loop_params;
 
 static anvil_status loop_check(ir_graph *g, ir_node *n) {
-    loop_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, loop_params, p);
     CORE_TRY(graph_attr(n, "body", &p->body));
     p->n_carried = n->n_inputs - 2;
     p->n_scan = n->n_outputs - p->n_carried;
@@ -392,8 +390,7 @@ static anvil_status scan_check(ir_graph *g, ir_node *n) {
                         "%s: Scan-8 (batched, with sequence_lens) is not supported (model opset "
                         "%d); re-export the model with opset 9 or later",
                         ir_node_label(n), n->opset);
-    scan_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, scan_params, p);
     CORE_TRY(graph_attr(n, "body", &p->body));
     int64_t m;
     if (!ir_node_attr(n, "num_scan_inputs"))

@@ -70,8 +70,7 @@ ELT_ROW1_TABLE(clip, ELT_NUMERIC_TYPES)
  * functions read. */
 static anvil_status act_check_alpha_beta(ir_graph *g, ir_node *n, float alpha_dflt, float beta_dflt,
                                          bool has_beta) {
-    op_elt_param *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, op_elt_param, p);
     float alpha, beta = beta_dflt;
     CORE_TRY(ir_attr_float(n, "alpha", alpha_dflt, &alpha));
     if (has_beta) CORE_TRY(ir_attr_float(n, "beta", beta_dflt, &beta));
@@ -112,8 +111,7 @@ static anvil_status act_check_clip(ir_graph *g, ir_node *n) {
                         "%s: opset %d takes min/max as attributes, but the node has %d inputs; "
                         "import the model with opset >= 11 to pass them as inputs",
                         ir_node_label(n), n->opset, n->n_inputs);
-    act_clip_attrs *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, act_clip_attrs, p);
     CORE_TRY(ir_attr_float(n, "min", -FLT_MAX, &p->lo));
     CORE_TRY(ir_attr_float(n, "max", FLT_MAX, &p->hi));
     if (isnan(p->lo) || isnan(p->hi))
@@ -338,8 +336,7 @@ static anvil_status act2_float(const ir_node *n, const char *name, float dflt, d
 }
 
 static anvil_status act2_check(ir_graph *g, ir_node *n) {
-    op_elt_param *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, op_elt_param, p);
     switch (n->op) {
     case IR_OP_ELU:
         CORE_TRY(act2_float(n, "alpha", 1.0f, &p->alpha));

@@ -379,8 +379,7 @@ typedef struct elt_legacy {
 
 static anvil_status elt_check_binary(ir_graph *g, ir_node *n) {
     if (n->opset >= 7) return ANVIL_OK;
-    elt_legacy *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, elt_legacy, p);
     CORE_TRY(ir_attr_int(n, "broadcast", 0, &p->broadcast));
     if (p->broadcast != 0 && p->broadcast != 1)
         return core_err(ANVIL_ERR_INVALID_MODEL,

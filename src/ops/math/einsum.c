@@ -81,8 +81,7 @@ static anvil_status einsum_check(ir_graph *g, ir_node *n) {
     if (n->n_inputs > EIN_MAX_INPUTS)
         return core_err(ANVIL_ERR_LIMIT, "%s: %d operands; anvil's Einsum takes at most %d",
                         ir_node_label(n), n->n_inputs, EIN_MAX_INPUTS);
-    ein_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, ein_params, p);
     memset(p, 0, sizeof *p);
     size_t pos = 0;
     for (;;) {

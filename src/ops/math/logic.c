@@ -97,8 +97,7 @@ static anvil_status logic_run_test(const ir_node *n, const op_tensor *const *in,
 
 static anvil_status logic_check_isinf(ir_graph *g, ir_node *n) {
     CORE_TRY(op_elt_require_opset(n, 10));
-    op_elt_param *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, op_elt_param, p);
     CORE_TRY(ir_attr_flag(n, "detect_negative", true, &p->has_lo));
     CORE_TRY(ir_attr_flag(n, "detect_positive", true, &p->has_hi));
     n->params = p;
@@ -231,8 +230,7 @@ static anvil_status logic_check_bitshift(ir_graph *g, ir_node *n) {
                         "\"RIGHT\"",
                         ir_node_label(n));
     CORE_TRY(ir_attr_string(n, "direction", "", &dir));
-    bool *left = core_arena_alloc(g->arena, sizeof *left);
-    if (!left) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, bool, left);
     if (strcmp(dir, "LEFT") == 0)
         *left = true;
     else if (strcmp(dir, "RIGHT") == 0)

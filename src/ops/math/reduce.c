@@ -38,8 +38,7 @@ typedef struct red_params {
 } red_params;
 
 static anvil_status red_check(ir_graph *g, ir_node *n, red_kind kind, int input_since) {
-    red_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, red_params, p);
     p->kind = kind;
     p->axes_from_input = n->opset >= input_since;
     CORE_TRY(ir_attr_flag(n, "keepdims", true, &p->keepdims));
@@ -450,8 +449,7 @@ typedef struct arg_params {
 } arg_params;
 
 static anvil_status arg_check(ir_graph *g, ir_node *n, bool is_max) {
-    arg_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, arg_params, p);
     p->is_max = is_max;
     CORE_TRY(ir_attr_int(n, "axis", 0, &p->axis));
     CORE_TRY(ir_attr_flag(n, "keepdims", true, &p->keepdims));

@@ -19,8 +19,7 @@ typedef struct smx_params {
 } smx_params;
 
 static anvil_status smx_check(ir_graph *g, ir_node *n) {
-    smx_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, smx_params, p);
     CORE_TRY(ir_attr_int(n, "axis", n->opset < 13 ? 1 : -1, &p->axis));
     n->params = p;
     return ANVIL_OK;

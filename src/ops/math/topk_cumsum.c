@@ -22,8 +22,7 @@ typedef struct topk_params {
 } topk_params;
 
 static anvil_status topk_check(ir_graph *g, ir_node *n) {
-    topk_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, topk_params, p);
     CORE_TRY(ir_attr_int(n, "axis", -1, &p->axis));
     CORE_TRY(ir_attr_flag(n, "largest", true, &p->largest));
     CORE_TRY(ir_attr_flag(n, "sorted", true, &p->sorted));
@@ -201,8 +200,7 @@ typedef struct scan_params {
 } scan_params;
 
 static anvil_status scan_check(ir_graph *g, ir_node *n, bool prod) {
-    scan_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, scan_params, p);
     p->prod = prod;
     if (!prod && n->opset < 11)
         return core_err(ANVIL_ERR_UNSUPPORTED,

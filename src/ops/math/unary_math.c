@@ -190,8 +190,7 @@ static const op_elt_row2 mod_floor_rows[ELT_DTYPE_SLOTS] = {
 
 static anvil_status math_check_mod(ir_graph *g, ir_node *n) {
     CORE_TRY(op_elt_require_opset(n, 10));
-    math_mod_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, math_mod_params, p);
     CORE_TRY(ir_attr_flag(n, "fmod", false, &p->fmod));
     n->params = p;
     return ANVIL_OK;

@@ -18,8 +18,7 @@ typedef struct bn_params {
 } bn_params;
 
 static anvil_status bn_check(ir_graph *g, ir_node *n) {
-    bn_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, bn_params, p);
     CORE_TRY(ir_attr_float(n, "epsilon", 1e-5f, &p->epsilon));
     if (!(p->epsilon >= 0) || isinf(p->epsilon))
         return core_err(ANVIL_ERR_INVALID_MODEL,

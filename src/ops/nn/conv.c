@@ -21,8 +21,7 @@ typedef struct conv_params {
 /* ---- check ------------------------------------------------------------------------------- */
 
 static anvil_status conv_check_common(ir_graph *g, ir_node *n, bool transpose) {
-    conv_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, conv_params, p);
     CORE_TRY(nn_window_parse(n, false, true, false, &p->win));
     CORE_TRY(ir_attr_int(n, "group", 1, &p->group));
     if (p->group < 1 || p->group > NN_MAX_ATTR)
@@ -163,7 +162,7 @@ static anvil_status conv_infer_common(const ir_node *n, const op_tinfo *in, int 
                                       bool transpose) {
     const conv_params *p = n->params;
     const op_tinfo *x = &in[0], *w = &in[1];
-    bool has_b = n_in > 2 && nn_has_input(n, 2);
+    bool has_b = n_in > 2 && op_has_input(n, 2);
     if (!conv_dtype_ok(x->dtype))
         return core_err(ANVIL_ERR_UNSUPPORTED,
                         "%s: input X has dtype %s; %s takes FLOAT, DOUBLE, FLOAT16 or BFLOAT16",

@@ -16,8 +16,7 @@ typedef struct deform_params {
 
 static anvil_status deform_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 19, 0));
-    deform_params *p;
-    CORE_TRY(nn_alloc_params(g, sizeof *p, (void **)&p));
+    OP_PARAMS_NEW(g, deform_params, p);
     if (ir_node_attr(n, "auto_pad") || ir_node_attr(n, "ceil_mode"))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: DeformConv has no attribute '%s'; give explicit 'pads'",
@@ -42,7 +41,7 @@ static anvil_status deform_infer(const ir_graph *g, const ir_node *n, const op_t
     const deform_params *p = n->params;
     static const char *const names[] = {"X", "W", "offset", "B", "mask"};
     for (int i = 0; i < n_in && i < 5; i++) {
-        if (!nn_has_input(n, i)) continue;
+        if (!op_has_input(n, i)) continue;
         CORE_TRY(nn_check_float(n, i, names[i], in[i].dtype));
         if (in[i].dtype != in[0].dtype)
             return core_err(ANVIL_ERR_SHAPE, "%s: input %d (%s) is %s but X is %s; they must match",
@@ -102,13 +101,13 @@ static anvil_status deform_infer(const ir_graph *g, const ir_node *n, const op_t
                         "spatial dims = %lld",
                         ir_node_label(n), (long long)off->d[1],
                         (long long)(p->offset_group * kprod * nsp));
-    const ir_shape *m = n_in > 4 && nn_has_input(n, 4) ? &in[4].shape : NULL;
+    const ir_shape *m = n_in > 4 && op_has_input(n, 4) ? &in[4].shape : NULL;
     if (m && m->rank >= 0 &&
         (m->rank != rank || (m->d[1] >= 0 && m->d[1] != p->offset_group * kprod)))
         return core_err(ANVIL_ERR_SHAPE,
                         "%s: mask must be (N, %lld, out spatial...) with rank %d; got rank %d",
                         ir_node_label(n), (long long)(p->offset_group * kprod), rank, m->rank);
-    const ir_shape *b = n_in > 3 && nn_has_input(n, 3) ? &in[3].shape : NULL;
+    const ir_shape *b = n_in > 3 && op_has_input(n, 3) ? &in[3].shape : NULL;
     if (b && b->rank >= 0 &&
         (b->rank != 1 || (w->rank >= 0 && b->d[0] >= 0 && w->d[0] >= 0 && b->d[0] != w->d[0])))
         return core_err(ANVIL_ERR_SHAPE,

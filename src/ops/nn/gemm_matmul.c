@@ -21,8 +21,7 @@ typedef struct gemm_params {
 /* ---- check ------------------------------------------------------------------------------- */
 
 static anvil_status gemm_check(ir_graph *g, ir_node *n) {
-    gemm_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, gemm_params, p);
     CORE_TRY(ir_attr_flag(n, "transA", false, &p->trans_a));
     CORE_TRY(ir_attr_flag(n, "transB", false, &p->trans_b));
     CORE_TRY(ir_attr_float(n, "alpha", 1.0f, &p->alpha));
@@ -37,7 +36,7 @@ static anvil_status gemm_check(ir_graph *g, ir_node *n) {
                         "opset %d); C always broadcasts now, drop the attribute",
                         ir_node_label(n), n->opset);
     }
-    if (n->opset < 11 && !nn_has_input(n, 2))
+    if (n->opset < 11 && !op_has_input(n, 2))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: input C is required before opset 11 (the model imports opset %d); "
                         "add a zero C or import opset >= 11",
@@ -98,7 +97,7 @@ static anvil_status gemm_infer(const ir_graph *g, const ir_node *n, const op_tin
     (void)g;
     (void)n_out;
     const gemm_params *p = n->params;
-    bool has_c = n_in > 2 && nn_has_input(n, 2);
+    bool has_c = n_in > 2 && op_has_input(n, 2);
     CORE_TRY(gemm_dtypes(n, in, has_c ? 3 : 2));
     anvil_dtype dt = in[0].dtype;
     if (core_dtype_is_int(dt) && (p->alpha != floorf(p->alpha) || p->beta != floorf(p->beta)))

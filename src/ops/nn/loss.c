@@ -23,8 +23,7 @@ typedef struct loss_params {
 } loss_params;
 
 static anvil_status loss_check(ir_graph *g, ir_node *n, bool softmax) {
-    loss_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, loss_params, p);
     const char *name = softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss";
     CORE_TRY(nn_check_since(n, name, 12));
     p->softmax = softmax;

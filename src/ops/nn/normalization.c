@@ -29,8 +29,7 @@ static anvil_status norm_check_common(ir_graph *g, ir_node *n, norm_kind kind, i
     static const char *const names[] = {"LayerNormalization", "RMSNormalization",
                                         "InstanceNormalization", "GroupNormalization"};
     CORE_TRY(nn_check_since(n, names[kind], since));
-    norm_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, norm_params, p);
     p->kind = kind;
     CORE_TRY(ir_attr_float(n, "epsilon", 1e-5f, &p->eps));
     CORE_TRY(ir_attr_int(n, "axis", -1, &p->axis));
@@ -352,8 +351,7 @@ typedef struct lpn_params {
 } lpn_params;
 
 static anvil_status lpn_check(ir_graph *g, ir_node *n) {
-    lpn_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, lpn_params, p);
     CORE_TRY(ir_attr_int(n, "axis", -1, &p->axis));
     CORE_TRY(ir_attr_int(n, "p", 2, &p->p));
     if (p->p != 1 && p->p != 2)
@@ -431,8 +429,7 @@ static const int64_t mvn_default_axes[] = {0, 2, 3};
 
 static anvil_status mvn_check(ir_graph *g, ir_node *n) {
     CORE_TRY(nn_check_since(n, "MeanVarianceNormalization", 9));
-    mvn_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, mvn_params, p);
     CORE_TRY(ir_attr_ints(n, "axes", &p->axes, &p->n_axes));
     if (!p->axes) {
         p->axes = mvn_default_axes;
@@ -539,8 +536,7 @@ typedef struct lrn_params {
 } lrn_params;
 
 static anvil_status lrn_check(ir_graph *g, ir_node *n) {
-    lrn_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, lrn_params, p);
     CORE_TRY(ir_attr_float(n, "alpha", 1e-4f, &p->alpha));
     CORE_TRY(ir_attr_float(n, "beta", 0.75f, &p->beta));
     CORE_TRY(ir_attr_float(n, "bias", 1.0f, &p->bias));

@@ -23,8 +23,7 @@ typedef struct pad_params {
 } pad_params;
 
 static anvil_status pad_check(ir_graph *g, ir_node *n) {
-    pad_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, pad_params, p);
     const char *mode;
     CORE_TRY(ir_attr_string(n, "mode", "constant", &mode));
     if (strcmp(mode, "constant") == 0)
@@ -55,7 +54,7 @@ static anvil_status pad_check(ir_graph *g, ir_node *n) {
                             "only data, with pads as an attribute",
                             ir_node_label(n), n->n_inputs, n->opset);
     } else {
-        if (!nn_has_input(n, 1))
+        if (!op_has_input(n, 1))
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s: input 'pads' is required from opset 11 (the model imports %d)",
                             ir_node_label(n), n->opset);
@@ -133,8 +132,8 @@ static anvil_status pad_infer(const ir_graph *g, const ir_node *n, const op_tinf
         return core_err(ANVIL_ERR_UNSUPPORTED, "%s: data has dtype %s, which anvil cannot hold",
                         ir_node_label(n), anvil_dtype_name(x->dtype));
     out[0].dtype = x->dtype;
-    bool has_value = n->opset >= 11 && n_in > 2 && nn_has_input(n, 2);
-    bool has_axes = n->opset >= 18 && n_in > 3 && nn_has_input(n, 3);
+    bool has_value = n->opset >= 11 && n_in > 2 && op_has_input(n, 2);
+    bool has_axes = n->opset >= 18 && n_in > 3 && op_has_input(n, 3);
     if (has_value) {
         size_t num;
         if (in[2].dtype != x->dtype)

@@ -24,8 +24,7 @@ typedef struct pool_params {
 /* ---- check ------------------------------------------------------------------------------- */
 
 static anvil_status pool_alloc(ir_graph *g, ir_node *n, pool_params **out) {
-    pool_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, pool_params, p);
     n->params = p;
     *out = p;
     return ANVIL_OK;
@@ -455,8 +454,7 @@ typedef struct lpp_params {
 } lpp_params;
 
 static anvil_status lpp_check(ir_graph *g, ir_node *n) {
-    lpp_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, lpp_params, p);
     CORE_TRY(nn_window_parse(n, true, n->opset >= 18, n->opset >= 18, &p->win));
     CORE_TRY(ir_attr_int(n, "p", 2, &p->p));
     if (p->p < 1 || p->p > 64)
@@ -554,8 +552,7 @@ typedef struct unp_params {
 
 static anvil_status unp_check(ir_graph *g, ir_node *n) {
     CORE_TRY(nn_check_since(n, "MaxUnpool", 9));
-    unp_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, unp_params, p);
     CORE_TRY(nn_window_parse(n, true, false, false, &p->win));
     if (p->win.auto_pad != NN_PAD_NOTSET)
         return core_err(ANVIL_ERR_INVALID_MODEL,

@@ -91,8 +91,7 @@ static anvil_status rs_lookup(const ir_node *n, const char *attr, const char *df
 }
 
 static anvil_status resize_check(ir_graph *g, ir_node *n) {
-    resize_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, resize_params, p);
     static const rs_name modes[] = {
         {"nearest", RS_NEAREST, 0, 0}, {"linear", RS_LINEAR, 0, 0}, {"cubic", RS_CUBIC, 11, 0}};
     static const rs_name coords[] = {{"half_pixel", RS_HALF_PIXEL, 11, 0},
@@ -117,7 +116,7 @@ static anvil_status resize_check(ir_graph *g, ir_node *n) {
         p->coord = RS_ASYMMETRIC;
         p->nearest = RS_LEGACY;
         p->scales_in = 1;
-        if (n->n_inputs != 2 || !nn_has_input(n, 1))
+        if (n->n_inputs != 2 || !op_has_input(n, 1))
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s has %d inputs; at opset %d Resize takes exactly X and scales",
                             ir_node_label(n), n->n_inputs, n->opset);
@@ -162,8 +161,8 @@ typedef struct rs_axis {
 static anvil_status rs_pick(const ir_node *n, const resize_params *p, const op_tinfo *in, int n_in,
                             int *which) {
     size_t num;
-    bool sc = p->scales_in > 0 && p->scales_in < n_in && nn_has_input(n, p->scales_in);
-    bool sz = p->sizes_in > 0 && p->sizes_in < n_in && nn_has_input(n, p->sizes_in);
+    bool sc = p->scales_in > 0 && p->scales_in < n_in && op_has_input(n, p->scales_in);
+    bool sz = p->sizes_in > 0 && p->sizes_in < n_in && op_has_input(n, p->sizes_in);
     /* an empty tensor stands for "not given" (opset 11 requires the scales input to exist) */
     if (sc && ir_shape_numel(&in[p->scales_in].shape, &num) && num == 0) sc = false;
     if (sz && ir_shape_numel(&in[p->sizes_in].shape, &num) && num == 0) sz = false;
@@ -303,7 +302,7 @@ static anvil_status resize_infer(const ir_graph *g, const ir_node *n, const op_t
         return core_err(ANVIL_ERR_SHAPE, "%s: %s has dtype %s; it must be %s", ir_node_label(n),
                         is_scales ? "scales" : "sizes", anvil_dtype_name(v->dtype),
                         is_scales ? "FLOAT" : "INT64");
-    if (p->roi_in > 0 && p->roi_in < n_in && nn_has_input(n, p->roi_in) &&
+    if (p->roi_in > 0 && p->roi_in < n_in && op_has_input(n, p->roi_in) &&
         !core_dtype_is_float(in[p->roi_in].dtype))
         return core_err(ANVIL_ERR_SHAPE, "%s: roi has dtype %s; it must be a float type",
                         ir_node_label(n), anvil_dtype_name(in[p->roi_in].dtype));
@@ -323,7 +322,7 @@ static anvil_status resize_infer(const ir_graph *g, const ir_node *n, const op_t
                         ir_node_label(n), is_scales ? "scales" : "sizes", num, count,
                         p->axes ? "listed axis" : "input dim");
     if (p->coord == RS_TF_CROP_AND_RESIZE) {
-        bool has_roi = p->roi_in < n_in && nn_has_input(n, p->roi_in);
+        bool has_roi = p->roi_in < n_in && op_has_input(n, p->roi_in);
         if (!has_roi || (ir_shape_numel(&in[p->roi_in].shape, &num) && num != 2 * (size_t)count))
             return core_err(ANVIL_ERR_SHAPE,
                             "%s: tf_crop_and_resize needs roi with %d values (starts then ends)",

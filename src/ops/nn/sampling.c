@@ -28,8 +28,7 @@ typedef struct grid_params {
 
 static anvil_status grid_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 16, 0));
-    grid_params *p;
-    CORE_TRY(nn_alloc_params(g, sizeof *p, (void **)&p));
+    OP_PARAMS_NEW(g, grid_params, p);
     const char *mode, *pad;
     /* opset 16 spells the modes bilinear/bicubic; opset 20 renamed them
      * linear/cubic */
@@ -263,8 +262,7 @@ const op_impl op_impl_gridsample = {
 
 static anvil_status affine_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 20, 0));
-    bool *align;
-    CORE_TRY(nn_alloc_params(g, sizeof *align, (void **)&align));
+    OP_PARAMS_NEW(g, bool, align);
     CORE_TRY(ir_attr_flag(n, "align_corners", false, align));
     n->params = align;
     return ANVIL_OK;
@@ -390,8 +388,7 @@ typedef struct roi_params {
 
 static anvil_status roi_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 10, 0));
-    roi_params *p;
-    CORE_TRY(nn_alloc_params(g, sizeof *p, (void **)&p));
+    OP_PARAMS_NEW(g, roi_params, p);
     const char *mode, *ctm;
     CORE_TRY(ir_attr_string(n, "mode", "avg", &mode));
     if (strcmp(mode, "max") == 0)

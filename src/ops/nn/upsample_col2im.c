@@ -17,8 +17,7 @@ typedef struct upsample_params {
 
 static anvil_status upsample_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 7, 10));
-    upsample_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, upsample_params, p);
     memset(p, 0, sizeof *p);
     const char *mode;
     CORE_TRY(ir_attr_string(n, "mode", "nearest", &mode));
@@ -155,8 +154,7 @@ static anvil_status upsample_run(const ir_node *n, const op_tensor *const *in, i
         if (!p->linear) {
             int64_t off = 0;
             for (int i = 0; i < r; i++) off += lo[i] * xs[i];
-            tensor_elem_copy((char *)y->data + e * es, (const char *)x->data + off * (int64_t)es,
-                             es);
+            op_elem_copy((char *)y->data + e * es, (const char *)x->data + off * (int64_t)es, es);
             continue;
         }
         /* every corner of the cell around the point, weighted; axes with weight 0 on the far
@@ -200,8 +198,7 @@ typedef struct col2im_params {
 
 static anvil_status col2im_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 18, 0));
-    col2im_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, col2im_params, p);
     CORE_TRY(ir_attr_ints(n, "dilations", &p->dilations, &p->n_dil));
     CORE_TRY(ir_attr_ints(n, "pads", &p->pads, &p->n_pads));
     CORE_TRY(ir_attr_ints(n, "strides", &p->strides, &p->n_strides));

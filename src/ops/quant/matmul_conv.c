@@ -139,7 +139,7 @@ static anvil_status qmm_infer_common(const ir_node *n, const op_tinfo *in, int n
               {io->a_scale, "A's scale", a, true, false},
               {io->b_scale, "B's scale", b, false, false}};
     for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
-        if (ps[k].idx < 0 || ps[k].idx >= n_in || !nn_has_input(n, ps[k].idx)) continue;
+        if (ps[k].idx < 0 || ps[k].idx >= n_in || !op_has_input(n, ps[k].idx)) continue;
         const op_tinfo *t = &in[ps[k].idx];
         if (ps[k].is_zp && t->dtype != ps[k].x->dtype)
             return core_err(ANVIL_ERR_SHAPE, "%s: %s is %s but its operand is %s; they must match",
@@ -354,8 +354,7 @@ static const qconv_io qconv_io_qlinear = {0, 1, 2, 3, 4, 5, 6, 7, 8};
 
 static anvil_status qconv_check(ir_graph *g, ir_node *n) {
     CORE_TRY(q_since(n, 10));
-    qconv_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, qconv_params, p);
     CORE_TRY(nn_window_parse(n, false, true, false, &p->win));
     CORE_TRY(ir_attr_int(n, "group", 1, &p->group));
     if (p->group < 1 || p->group > NN_MAX_ATTR)
@@ -436,7 +435,7 @@ static anvil_status qconv_infer_common(const ir_node *n, const op_tinfo *in, int
     const op_tinfo *x = &in[io->x], *w = &in[io->w];
     CORE_TRY(q_require(n, "input x", x->dtype, q_mm_type(x->dtype), "INT8 or UINT8"));
     CORE_TRY(q_require(n, "input w", w->dtype, q_mm_type(w->dtype), "INT8 or UINT8"));
-    if (io->x_zp < n_in && nn_has_input(n, io->x_zp)) {
+    if (io->x_zp < n_in && op_has_input(n, io->x_zp)) {
         const op_tinfo *z = &in[io->x_zp];
         if (z->dtype != x->dtype)
             return core_err(ANVIL_ERR_SHAPE, "%s: x's zero point is %s but x is %s",
@@ -444,7 +443,7 @@ static anvil_status qconv_infer_common(const ir_node *n, const op_tinfo *in, int
                             anvil_dtype_name(x->dtype));
         CORE_TRY(q_scalar_param(n, "x's zero point", z));
     }
-    if (io->w_zp < n_in && nn_has_input(n, io->w_zp)) {
+    if (io->w_zp < n_in && op_has_input(n, io->w_zp)) {
         const op_tinfo *z = &in[io->w_zp];
         if (z->dtype != w->dtype)
             return core_err(ANVIL_ERR_SHAPE, "%s: w's zero point is %s but w is %s",
@@ -478,7 +477,7 @@ static anvil_status qlinearconv_infer(const ir_graph *g, const ir_node *n, const
     CORE_TRY(q_scalar_param(n, "y_zero_point", &in[7]));
     CORE_TRY(qconv_channel_param(n, "w_scale", &in[4].shape, &in[3].shape));
     CORE_TRY(q_require(n, "y_zero_point", in[7].dtype, q_mm_type(in[7].dtype), "INT8 or UINT8"));
-    if (n_in > 8 && nn_has_input(n, 8)) {
+    if (n_in > 8 && op_has_input(n, 8)) {
         CORE_TRY(q_require(n, "bias B", in[8].dtype, in[8].dtype == ANVIL_DTYPE_INT32, "INT32"));
         const ir_shape *b = &in[8].shape, *w = &in[3].shape;
         if (b->rank >= 0 && (b->rank != 1 || (b->d[0] >= 0 && w->rank >= 1 && w->d[0] >= 0 &&

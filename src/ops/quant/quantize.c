@@ -145,8 +145,7 @@ static anvil_status q_dtype_attr(const ir_node *n, const char *name, anvil_dtype
 
 static anvil_status q_check_common(ir_graph *g, ir_node *n, bool quantize) {
     CORE_TRY(q_since(n, 10));
-    q_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, q_params, p);
     CORE_TRY(q_attr_since(n, "axis", 13));
     CORE_TRY(q_attr_since(n, "block_size", 21));
     CORE_TRY(q_attr_since(n, "output_dtype", quantize ? 21 : 23));
@@ -204,7 +203,7 @@ static anvil_status quantizelinear_infer(const ir_graph *g, const ir_node *n, co
     (void)g;
     (void)n_out;
     const q_params *p = n->params;
-    bool has_zp = n_in > 2 && nn_has_input(n, 2);
+    bool has_zp = n_in > 2 && op_has_input(n, 2);
     CORE_TRY(q_require(n, "input x", in[0].dtype,
                        q_float_type(in[0].dtype) || in[0].dtype == ANVIL_DTYPE_INT32,
                        "FLOAT, FLOAT16, BFLOAT16, DOUBLE or INT32"));
@@ -236,7 +235,7 @@ static anvil_status dequantizelinear_infer(const ir_graph *g, const ir_node *n, 
     (void)g;
     (void)n_out;
     const q_params *p = n->params;
-    bool has_zp = n_in > 2 && nn_has_input(n, 2);
+    bool has_zp = n_in > 2 && op_has_input(n, 2);
     anvil_dtype xdt = in[0].dtype;
     CORE_TRY(q_require(n, "input x", xdt, q_int_type(xdt) || xdt == ANVIL_DTYPE_INT32,
                        "INT8, UINT8, INT16, UINT16 or INT32"));

@@ -19,8 +19,7 @@ typedef struct rope_params {
 
 static anvil_status rope_check(ir_graph *g, ir_node *n) {
     CORE_TRY(nn_check_arrived(n, "RotaryEmbedding", 23));
-    rope_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, rope_params, p);
     CORE_TRY(ir_attr_int(n, "num_heads", 0, &p->num_heads));
     CORE_TRY(ir_attr_int(n, "rotary_embedding_dim", 0, &p->rotary_dim));
     CORE_TRY(ir_attr_flag(n, "interleaved", false, &p->interleaved));
@@ -103,7 +102,7 @@ static anvil_status rope_infer(const ir_graph *g, const ir_node *n, const op_tin
                             anvil_dtype_name(in[i].dtype), anvil_dtype_name(dt));
     rope_geom gm;
     CORE_TRY(rope_geometry(n, &in[0].shape, &gm));
-    bool has_pos = n_in > 3 && nn_has_input(n, 3);
+    bool has_pos = n_in > 3 && op_has_input(n, 3);
     int want_rank = has_pos ? 2 : 3;
     for (int i = 1; i <= 2; i++) {
         const ir_shape *c = &in[i].shape;
@@ -235,13 +234,12 @@ enum { ATT_Q, ATT_K, ATT_V, ATT_MASK, ATT_PAST_K, ATT_PAST_V, ATT_NONPAD };
 
 static anvil_status attn_check(ir_graph *g, ir_node *n) {
     CORE_TRY(nn_check_arrived(n, "Attention", 23));
-    if (n->opset < 24 && nn_has_input(n, ATT_NONPAD))
+    if (n->opset < 24 && op_has_input(n, ATT_NONPAD))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: input nonpad_kv_seqlen arrived in opset 24 (the model imports opset "
                         "%d); drop it or import opset >= 24",
                         ir_node_label(n), n->opset);
-    attn_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, attn_params, p);
     p->has_scale = ir_node_attr(n, "scale") != NULL;
     CORE_TRY(ir_attr_float(n, "scale", 1.0f, &p->scale));
     CORE_TRY(ir_attr_flag(n, "is_causal", false, &p->causal));
@@ -269,7 +267,7 @@ static anvil_status attn_check(ir_graph *g, ir_node *n) {
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute 'softcap' is %g; it must be >= 0 (0: no softcap)",
                         ir_node_label(n), (double)p->softcap);
-    if (nn_has_input(n, ATT_PAST_K) != nn_has_input(n, ATT_PAST_V))
+    if (op_has_input(n, ATT_PAST_K) != op_has_input(n, ATT_PAST_V))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: past_key and past_value must be given together (or neither)",
                         ir_node_label(n));
@@ -391,19 +389,19 @@ static anvil_status attn_infer(const ir_graph *g, const ir_node *n, const op_tin
                         ir_node_label(n), anvil_dtype_name(dt));
     static const char *const names[] = {"Q", "K", "V", "attn_mask", "past_key", "past_value"};
     for (int i = 1; i < 6 && i < n_in; i++) {
-        if (!nn_has_input(n, i)) continue;
+        if (!op_has_input(n, i)) continue;
         if (i == ATT_MASK && in[i].dtype == ANVIL_DTYPE_BOOL) continue;
         if (in[i].dtype != dt)
             return core_err(ANVIL_ERR_SHAPE, "%s: %s is %s but Q is %s; they must match%s",
                             ir_node_label(n), names[i], anvil_dtype_name(in[i].dtype),
                             anvil_dtype_name(dt), i == ATT_MASK ? " (or be BOOL)" : "");
     }
-    bool has_past = n_in > ATT_PAST_K && nn_has_input(n, ATT_PAST_K);
+    bool has_past = n_in > ATT_PAST_K && op_has_input(n, ATT_PAST_K);
     attn_dims a;
     CORE_TRY(attn_dims_of(n, &in[ATT_Q].shape, &in[ATT_K].shape, &in[ATT_V].shape,
                           has_past ? &in[ATT_PAST_K].shape : NULL,
                           has_past && n_in > ATT_PAST_V ? &in[ATT_PAST_V].shape : NULL, &a));
-    if (n_in > ATT_MASK && nn_has_input(n, ATT_MASK)) {
+    if (n_in > ATT_MASK && op_has_input(n, ATT_MASK)) {
         const ir_shape *m = &in[ATT_MASK].shape;
         if (m->rank >= 0) {
             int64_t want[4] = {a.b, a.hq, a.sq, a.total};
@@ -424,7 +422,7 @@ static anvil_status attn_infer(const ir_graph *g, const ir_node *n, const op_tin
             }
         }
     }
-    if (n_in > ATT_NONPAD && nn_has_input(n, ATT_NONPAD)) {
+    if (n_in > ATT_NONPAD && op_has_input(n, ATT_NONPAD)) {
         if (in[ATT_NONPAD].dtype != ANVIL_DTYPE_INT64)
             return core_err(ANVIL_ERR_SHAPE, "%s: nonpad_kv_seqlen is %s; expected INT64",
                             ir_node_label(n), anvil_dtype_name(in[ATT_NONPAD].dtype));

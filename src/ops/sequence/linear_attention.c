@@ -28,8 +28,7 @@ typedef struct la_params {
 
 static anvil_status la_check(ir_graph *g, ir_node *n) {
     CORE_TRY(nn_check_arrived(n, "LinearAttention", 27));
-    la_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, la_params, p);
     if (!ir_node_attr(n, "q_num_heads") || !ir_node_attr(n, "kv_num_heads"))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attributes 'q_num_heads' and 'kv_num_heads' are required",
@@ -63,10 +62,10 @@ static anvil_status la_check(ir_graph *g, ir_node *n) {
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: update_rule '%s' is not one of linear, gated, delta, gated_delta",
                         ir_node_label(n), rule);
-    if (p->gating != nn_has_input(n, LA_DECAY))
+    if (p->gating != op_has_input(n, LA_DECAY))
         return core_err(ANVIL_ERR_INVALID_MODEL, "%s: update_rule '%s' %s the decay input (4)",
                         ir_node_label(n), rule, p->gating ? "requires" : "forbids");
-    if (p->delta != nn_has_input(n, LA_BETA))
+    if (p->delta != op_has_input(n, LA_BETA))
         return core_err(ANVIL_ERR_INVALID_MODEL, "%s: update_rule '%s' %s the beta input (5)",
                         ir_node_label(n), rule, p->delta ? "requires" : "forbids");
     n->params = p;
@@ -94,7 +93,7 @@ static anvil_status la_infer(const ir_graph *g, const ir_node *n, const op_tinfo
     const la_params *p = n->params;
     anvil_dtype t = in[LA_Q].dtype;
     for (int i = 0; i < n_in && i <= LA_BETA; i++) {
-        if (!nn_has_input(n, i)) continue;
+        if (!op_has_input(n, i)) continue;
         if (!la_float_type(in[i].dtype))
             return core_err(ANVIL_ERR_UNSUPPORTED,
                             "%s: %s (input %d) has dtype %s; LinearAttention takes FLOAT, "
@@ -128,7 +127,7 @@ static anvil_status la_infer(const ir_graph *g, const ir_node *n, const op_tinfo
         dv = vs->d[2] / p->kv_heads;
     }
     for (int i = LA_K; i <= LA_BETA; i++) {
-        if (!nn_has_input(n, i) || in[i].shape.rank < 0) continue;
+        if (!op_has_input(n, i) || in[i].shape.rank < 0) continue;
         const ir_shape *s = &in[i].shape;
         if (i == LA_PAST) {
             CORE_TRY(la_dim(n, i, 0, s->d[0], b, "query's batch"));
@@ -165,7 +164,7 @@ static anvil_status la_infer(const ir_graph *g, const ir_node *n, const op_tinfo
         out[0].shape.sym[d] = d < 2 && qs->rank == 3 ? qs->sym[d] : -1;
     }
     if (n_out > 1) {
-        out[1].dtype = nn_has_input(n, LA_PAST) ? in[LA_PAST].dtype : t;
+        out[1].dtype = op_has_input(n, LA_PAST) ? in[LA_PAST].dtype : t;
         int64_t dims[4] = {b, p->kv_heads, dk, dv};
         out[1].shape.rank = 4;
         for (int d = 0; d < 4; d++) {

@@ -119,8 +119,7 @@ static anvil_status rnn_check_common(ir_graph *g, ir_node *n, rnn_kind kind) {
                         "%s: %s before opset 7 (with 'output_sequence') is not supported; "
                         "re-export with opset >= 7",
                         ir_node_label(n), ir_op_name(n->op));
-    rnn_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, rnn_params, p);
     p->kind = kind;
     p->gates = kind == RNN_VANILLA ? 1 : kind == RNN_GRU ? 3 : 4;
     p->nact = kind == RNN_VANILLA ? 1 : kind == RNN_GRU ? 2 : 3;
@@ -236,7 +235,7 @@ static anvil_status rnn_infer(const ir_graph *g, const ir_node *n, const op_tinf
     static const char *const names[] = {"X",         "W",         "R", "B", "sequence_lens",
                                         "initial_h", "initial_c", "P"};
     for (int i = 1; i < n_in; i++) {
-        if (!nn_has_input(n, i) || i == 4) continue;
+        if (!op_has_input(n, i) || i == 4) continue;
         if (in[i].dtype != dt)
             return core_err(ANVIL_ERR_SHAPE, "%s: input %s is %s but X is %s; they must match",
                             ir_node_label(n), names[i], anvil_dtype_name(in[i].dtype),
@@ -260,12 +259,12 @@ static anvil_status rnn_infer(const ir_graph *g, const ir_node *n, const op_tinf
     CORE_TRY(rnn_dim(n, "R", r, 0, D, "the number of directions"));
     CORE_TRY(rnn_dim(n, "R", r, 1, GH, "gates x hidden_size"));
     CORE_TRY(rnn_dim(n, "R", r, 2, H, "hidden_size"));
-    if (n_in > 3 && nn_has_input(n, 3)) {
+    if (n_in > 3 && op_has_input(n, 3)) {
         CORE_TRY(rnn_rank(n, "B", &in[3].shape, 2));
         CORE_TRY(rnn_dim(n, "B", &in[3].shape, 0, D, "the number of directions"));
         CORE_TRY(rnn_dim(n, "B", &in[3].shape, 1, GH < 0 ? -1 : 2 * GH, "2 x gates x hidden_size"));
     }
-    if (n_in > 4 && nn_has_input(n, 4)) {
+    if (n_in > 4 && op_has_input(n, 4)) {
         anvil_dtype sdt = in[4].dtype;
         if (sdt != ANVIL_DTYPE_INT32 && sdt != ANVIL_DTYPE_INT64)
             return core_err(ANVIL_ERR_UNSUPPORTED, "%s: sequence_lens has dtype %s; expected INT32",
@@ -274,7 +273,7 @@ static anvil_status rnn_infer(const ir_graph *g, const ir_node *n, const op_tinf
         CORE_TRY(rnn_dim(n, "sequence_lens", &in[4].shape, 0, batch, "the batch size"));
     }
     for (int i = 5; i <= 6 && i < n_in; i++) {
-        if (!nn_has_input(n, i)) continue;
+        if (!op_has_input(n, i)) continue;
         CORE_TRY(rnn_rank(n, names[i], &in[i].shape, 3));
         CORE_TRY(rnn_dim(n, names[i], &in[i].shape, p->layout_batch_first ? 1 : 0, D,
                          "the number of directions"));
@@ -282,7 +281,7 @@ static anvil_status rnn_infer(const ir_graph *g, const ir_node *n, const op_tinf
                          "the batch size"));
         CORE_TRY(rnn_dim(n, names[i], &in[i].shape, 2, H, "hidden_size"));
     }
-    if (n_in > 7 && nn_has_input(n, 7)) {
+    if (n_in > 7 && op_has_input(n, 7)) {
         CORE_TRY(rnn_rank(n, "P", &in[7].shape, 2));
         CORE_TRY(rnn_dim(n, "P", &in[7].shape, 0, D, "the number of directions"));
         CORE_TRY(rnn_dim(n, "P", &in[7].shape, 1, H < 0 ? -1 : 3 * H, "3 x hidden_size"));

@@ -47,8 +47,7 @@ typedef struct tscat_params {
 static anvil_status tscat_check(ir_graph *g, ir_node *n) {
     static const char *const modes[] = {"linear", "circular", NULL};
     CORE_TRY(tensor_need_opset(n, 24));
-    tscat_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, tscat_params, p);
     int mode = 0;
     CORE_TRY(tensor_attr_choice(n, "mode", "linear", modes, ANVIL_ERR_INVALID_MODEL,
                                 "'linear' or 'circular'", &mode));
@@ -196,8 +195,7 @@ typedef struct ccws_params {
 static anvil_status ccws_check(ir_graph *g, ir_node *n) {
     static const char *const acts[] = {"none", "silu", "swish", NULL}; /* swish is SiLU */
     CORE_TRY(tensor_need_opset(n, 27));
-    ccws_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, ccws_params, p);
     int act = 0;
     CORE_TRY(tensor_attr_choice(n, "activation", "none", acts, ANVIL_ERR_UNSUPPORTED,
                                 "'none', 'silu' or 'swish'", &act));

@@ -13,10 +13,6 @@
 
 /* ---- shared helpers -------------------------------------------------------------------------- */
 
-static bool sig_has_input(const ir_node *n, int i) {
-    return n->n_inputs > i && n->inputs[i] != IR_NONE;
-}
-
 /* cos/sin of 2*pi*j/len for j < len; NULL on failure (error set). Caller frees.
  */
 static double *sig_twiddles(const ir_node *n, size_t len) {
@@ -118,14 +114,13 @@ typedef struct dft_params {
 } dft_params;
 
 static anvil_status dft_check(ir_graph *g, ir_node *n) {
-    dft_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, dft_params, p);
     CORE_TRY(sig_need_opset(n, "DFT exists", 17));
     CORE_TRY(ir_attr_flag(n, "inverse", false, &p->inverse));
     CORE_TRY(ir_attr_flag(n, "onesided", false, &p->onesided));
     if (n->opset < 20) {
         CORE_TRY(ir_attr_int(n, "axis", 1, &p->axis_attr));
-        if (sig_has_input(n, 2))
+        if (op_has_input(n, 2))
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s: before opset 20 DFT's axis is an attribute, but the node has a "
                             "third input; use the attribute 'axis'",
@@ -211,7 +206,7 @@ static anvil_status dft_axis_info(const ir_node *n, const op_tinfo *in, int n_in
         return ANVIL_OK;
     }
     *axis = -2;
-    if (n_in > 2 && sig_has_input(n, 2)) return sig_scalar_int(n, 2, "axis", &in[2], axis, known);
+    if (n_in > 2 && op_has_input(n, 2)) return sig_scalar_int(n, 2, "axis", &in[2], axis, known);
     return ANVIL_OK;
 }
 
@@ -225,7 +220,7 @@ static anvil_status dft_infer(const ir_graph *g, const ir_node *n, const op_tinf
     int64_t axis_v = 0, len_v = 0;
     bool axis_known = true, len_known = false;
     CORE_TRY(dft_axis_info(n, in, n_in, &axis_v, &axis_known));
-    if (n_in > 1 && sig_has_input(n, 1))
+    if (n_in > 1 && op_has_input(n, 1))
         CORE_TRY(sig_scalar_int(n, 1, "dft_length", &in[1], &len_v, &len_known));
     const ir_shape *x = &in[0].shape;
     if (x->rank < 0 || !axis_known) return ANVIL_OK;
@@ -233,7 +228,7 @@ static anvil_status dft_infer(const ir_graph *g, const ir_node *n, const op_tinf
         return core_err(ANVIL_ERR_SHAPE,
                         "%s: input 0 must have rank >= 2 ([..., n, 1 or 2]), got rank %d",
                         ir_node_label(n), x->rank);
-    bool len_input = n_in > 1 && sig_has_input(n, 1);
+    bool len_input = n_in > 1 && op_has_input(n, 1);
     if (len_input && !len_known) len_v = -1;
     dft_geom geo;
     int axis;
@@ -333,8 +328,7 @@ typedef struct stft_params {
 } stft_params;
 
 static anvil_status stft_check(ir_graph *g, ir_node *n) {
-    stft_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, stft_params, p);
     CORE_TRY(sig_need_opset(n, "STFT exists", 17));
     CORE_TRY(ir_attr_flag(n, "onesided", true, &p->onesided));
     n->params = p;
@@ -410,7 +404,7 @@ static anvil_status stft_infer(const ir_graph *g, const ir_node *n, const op_tin
     bool known = false;
     CORE_TRY(sig_scalar_int(n, 1, "frame_step", &in[1], &step, &known));
     if (!known) step = -1;
-    if (n_in > 2 && sig_has_input(n, 2)) {
+    if (n_in > 2 && op_has_input(n, 2)) {
         if (in[2].dtype != in[0].dtype)
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s: the window (input 2) is %s but the signal is %s; "
@@ -422,7 +416,7 @@ static anvil_status stft_infer(const ir_graph *g, const ir_node *n, const op_tin
                             ir_node_label(n), in[2].shape.rank);
         if (in[2].shape.rank == 1 && in[2].shape.d[0] >= 0) win_len = in[2].shape.d[0];
     }
-    bool fl_input = n_in > 3 && sig_has_input(n, 3);
+    bool fl_input = n_in > 3 && op_has_input(n, 3);
     if (fl_input) {
         CORE_TRY(sig_scalar_int(n, 3, "frame_length", &in[3], &fl, &known));
         if (!known) fl = -1;
@@ -430,7 +424,7 @@ static anvil_status stft_infer(const ir_graph *g, const ir_node *n, const op_tin
     if (s->rank < 0) return ANVIL_OK;
     int64_t sig_len = s->d[1];
     /* Without frame_length or window, one frame spans the whole signal. */
-    if (!fl_input && win_len < 0 && !(n_in > 2 && sig_has_input(n, 2)))
+    if (!fl_input && win_len < 0 && !(n_in > 2 && op_has_input(n, 2)))
         fl = sig_len < 0 ? -1 : sig_len;
     stft_geom geo;
     CORE_TRY(stft_geometry(n, sig_len, s->d[2], step, win_len, fl, &geo));

@@ -32,8 +32,7 @@ typedef struct window_params {
 } window_params;
 
 static anvil_status window_check(ir_graph *g, ir_node *n) {
-    window_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, window_params, p);
     CORE_TRY(sig_need_opset(n, "the window functions exist", 17));
     CORE_TRY(sig_out_dtype(n, &p->out_dt));
     CORE_TRY(ir_attr_flag(n, "periodic", true, &p->periodic));
@@ -126,8 +125,7 @@ typedef struct mel_params {
 } mel_params;
 
 static anvil_status mel_check(ir_graph *g, ir_node *n) {
-    mel_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, mel_params, p);
     CORE_TRY(sig_need_opset(n, "MelWeightMatrix exists", 17));
     CORE_TRY(sig_out_dtype(n, &p->out_dt));
     n->params = p;

@@ -148,8 +148,7 @@ static anvil_status cast_check(ir_graph *g, ir_node *n) {
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute 'round_mode' is \"%.32s\"; expected up, down or nearest",
                         ir_node_label(n), round_mode);
-    cast_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, cast_params, p);
     p->to = (anvil_dtype)to;
     n->params = p;
     return ANVIL_OK;
@@ -288,8 +287,7 @@ static anvil_status dropout_ratio_ok(const ir_node *n, anvil_status status, doub
 }
 
 static anvil_status dropout_check(ir_graph *g, ir_node *n) {
-    dropout_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, dropout_params, p);
     p->ratio = 0.5f;
     if (n->opset < 12) {
         if (dropout_has(n, 1) || dropout_has(n, 2))
@@ -420,8 +418,7 @@ static anvil_status bitcast_check(ir_graph *g, ir_node *n) {
             "node '%s' (BitCast): attribute 'to' = %lld (%s) is not a whole-byte numeric dtype "
             "anvil can hold; use a fixed-size type of 1, 2, 4, 8 or 16 bytes",
             ir_node_label(n), (long long)to, anvil_dtype_name((anvil_dtype)to));
-    bitcast_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, bitcast_params, p);
     p->to = (anvil_dtype)to;
     n->params = p;
     return ANVIL_OK;

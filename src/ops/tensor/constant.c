@@ -60,8 +60,7 @@ static void constant_values(constant_params *p, anvil_dtype dt, int rank, const 
 }
 
 static anvil_status constant_check(ir_graph *g, ir_node *n) {
-    constant_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, constant_params, p);
     static const char *const refused[] = {"value_string", "value_strings", "sparse_value"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
         if (ir_node_attr(n, refused[i]))
@@ -155,8 +154,7 @@ typedef struct constantofshape_params {
 } constantofshape_params;
 
 static anvil_status constantofshape_check(ir_graph *g, ir_node *n) {
-    constantofshape_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, constantofshape_params, p);
     const ir_tensor *t;
     CORE_TRY(ir_attr_tensor(n, "value", &t));
     p->dtype = ANVIL_DTYPE_FLOAT32; /* the default: float 0 (value[] is zeroed) */

@@ -203,8 +203,7 @@ typedef struct compress_params {
 
 static anvil_status compress_check(ir_graph *g, ir_node *n) {
     CORE_TRY(need_opset(n, 9));
-    compress_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, compress_params, p);
     p->has_axis = ir_node_attr(n, "axis") != NULL;
     CORE_TRY(ir_attr_int(n, "axis", 0, &p->axis));
     if (n->opset < 11 && p->axis < 0)
@@ -285,8 +284,7 @@ typedef struct unique_params {
 
 static anvil_status unique_check(ir_graph *g, ir_node *n) {
     CORE_TRY(need_opset(n, 11));
-    unique_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, unique_params, p);
     CORE_TRY(ir_attr_flag(n, "sorted", true, &p->sorted));
     p->has_axis = ir_node_attr(n, "axis") != NULL;
     CORE_TRY(ir_attr_int(n, "axis", 0, &p->axis));
@@ -446,8 +444,7 @@ typedef struct nms_params {
 
 static anvil_status nms_check(ir_graph *g, ir_node *n) {
     CORE_TRY(need_opset(n, 10));
-    nms_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, nms_params, p);
     CORE_TRY(ir_attr_flag(n, "center_point_box", false, &p->center_point_box));
     n->params = p;
     return ANVIL_OK;

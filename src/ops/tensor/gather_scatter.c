@@ -125,7 +125,7 @@ static void idx_copy_data(const op_tensor *x, op_tensor *y) {
 /* Writes src over dst or reduces it into dst. */
 static inline void idx_apply(anvil_dtype dt, idx_red red, size_t es, char *dst, const char *src) {
     if (red == IDX_RED_NONE)
-        tensor_elem_copy(dst, src, es);
+        op_elem_copy(dst, src, es);
     else
         idx_reduce_elem(dt, red, dst, src);
 }
@@ -151,8 +151,7 @@ typedef struct elem_params {
 
 static anvil_status elem_parse(ir_graph *g, ir_node *n, int since, int until, bool reduction) {
     CORE_TRY(tensor_check_opset(n, since, until));
-    elem_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, elem_params, p);
     p->red = IDX_RED_NONE;
     CORE_TRY(tensor_attr_axis(n, 0, &p->axis));
     if (reduction) CORE_TRY(idx_parse_reduction(n, &p->red));
@@ -247,8 +246,8 @@ static anvil_status gather_elements_run(const ir_node *n, const op_tensor *const
     for (size_t e = 0; e < cnt; e++) {
         int64_t v = core_load_i64(ix->dtype, ix->data, e);
         if (v < 0) v += s;
-        tensor_elem_copy((char *)out[0]->data + e * es,
-                         (const char *)x->data + elem_offset(ix, xs, axis, e, v) * es, es);
+        op_elem_copy((char *)out[0]->data + e * es,
+                     (const char *)x->data + elem_offset(ix, xs, axis, e, v) * es, es);
     }
     return ANVIL_OK;
 }
@@ -347,8 +346,7 @@ typedef struct nd_params {
 
 static anvil_status gather_nd_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 11, 0));
-    nd_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, nd_params, p);
     p->red = IDX_RED_NONE;
     if (n->opset < 12 && ir_node_attr(n, "batch_dims"))
         return core_err(ANVIL_ERR_INVALID_MODEL,
@@ -365,8 +363,7 @@ static anvil_status gather_nd_check(ir_graph *g, ir_node *n) {
 
 static anvil_status scatter_nd_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 11, 0));
-    nd_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, nd_params, p);
     p->batch_dims = 0;
     CORE_TRY(idx_parse_reduction(n, &p->red));
     n->params = p;
@@ -577,8 +574,7 @@ typedef struct onehot_params {
 
 static anvil_status onehot_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 9, 0));
-    onehot_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, onehot_params, p);
     CORE_TRY(ir_attr_int(n, "axis", -1, &p->axis));
     n->params = p;
     return ANVIL_OK;
@@ -663,7 +659,7 @@ static anvil_status onehot_run(const ir_node *n, const op_tensor *const *in, int
                 double v = core_load_f64(ix->dtype, ix->data, o * inner + i);
                 int64_t k = (v > -9.0e15 && v < 9.0e15) ? (int64_t)v : INT64_MIN;
                 if (k < 0 && k >= -depth) k += depth;
-                tensor_elem_copy(dst, k == d ? on : off, es);
+                op_elem_copy(dst, k == d ? on : off, es);
                 dst += es;
             }
     return ANVIL_OK;

@@ -13,8 +13,7 @@ typedef struct transpose_params {
 } transpose_params;
 
 static anvil_status transpose_check(ir_graph *g, ir_node *n) {
-    transpose_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, transpose_params, p);
     CORE_TRY(ir_attr_ints(n, "perm", &p->perm, &p->n));
     p->has_perm = ir_node_attr(n, "perm") != NULL;
     if (p->has_perm) {
@@ -113,8 +112,7 @@ typedef struct concat_params {
 } concat_params;
 
 static anvil_status concat_check(ir_graph *g, ir_node *n) {
-    concat_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, concat_params, p);
     /* Concat-1 defaulted the axis to 1; from opset 4 it is required */
     if (n->opset >= 4 && !ir_node_attr(n, "axis"))
         return core_err(ANVIL_ERR_INVALID_MODEL,
@@ -280,8 +278,7 @@ typedef struct slice_params {
 } slice_params;
 
 static anvil_status slice_check(ir_graph *g, ir_node *n) {
-    slice_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, slice_params, p);
     bool has_attrs =
         ir_node_attr(n, "starts") || ir_node_attr(n, "ends") || ir_node_attr(n, "axes");
     if (n->opset >= 10) {
@@ -290,7 +287,7 @@ static anvil_status slice_check(ir_graph *g, ir_node *n) {
                             "%s: from opset 10 starts/ends/axes are inputs, not attributes "
                             "(model opset %d); move them to inputs 1..3",
                             ir_node_label(n), n->opset);
-        if (!tensor_has_input(n, 1) || !tensor_has_input(n, 2))
+        if (!op_has_input(n, 1) || !op_has_input(n, 2))
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s: inputs 1 (starts) and 2 (ends) are required from opset 10",
                             ir_node_label(n));
@@ -424,7 +421,7 @@ static anvil_status slice_infer(const ir_graph *g, const ir_node *n, const op_ti
         len_known = (int64_t)l.k;
     } else {
         for (int i = 1; i < n_in && i <= 4; i++) {
-            if (!tensor_has_input(n, i)) continue;
+            if (!op_has_input(n, i)) continue;
             CORE_TRY(tensor_check_index_dtype(n, i, slice_input_names[i], in[i].dtype, true));
             if (in[i].dtype != in[1].dtype)
                 return core_err(ANVIL_ERR_SHAPE,
@@ -447,9 +444,9 @@ static anvil_status slice_infer(const ir_graph *g, const ir_node *n, const op_ti
             CORE_TRY(op_value_ints(n, 1, &in[1], l.starts, IR_MAX_RANK, &l.k));
             size_t k2 = 0;
             CORE_TRY(op_value_ints(n, 2, &in[2], l.ends, IR_MAX_RANK, &k2));
-            l.has_axes = tensor_has_input(n, 3);
+            l.has_axes = op_has_input(n, 3);
             if (l.has_axes) CORE_TRY(op_value_ints(n, 3, &in[3], l.axes, IR_MAX_RANK, &k2));
-            l.has_steps = tensor_has_input(n, 4);
+            l.has_steps = op_has_input(n, 4);
             if (l.has_steps) CORE_TRY(op_value_ints(n, 4, &in[4], l.steps, IR_MAX_RANK, &k2));
         }
     }
@@ -462,7 +459,7 @@ static anvil_status slice_infer(const ir_graph *g, const ir_node *n, const op_ti
     if (!known) {
         /* Without the values a dim keeps its size only if no list can name it: with axes
          * omitted and the lists' length known, that is every dim past that length. */
-        bool axes_default = n->opset >= 10 && !tensor_has_input(n, 3);
+        bool axes_default = n->opset >= 10 && !op_has_input(n, 3);
         int cut = axes_default && len_known >= 0 && len_known <= x->rank ? (int)len_known : x->rank;
         for (int i = 0; i < cut; i++) {
             y->d[i] = IR_DIM_UNKNOWN;
@@ -553,8 +550,7 @@ typedef struct gather_params {
 } gather_params;
 
 static anvil_status gather_check(ir_graph *g, ir_node *n) {
-    gather_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, gather_params, p);
     CORE_TRY(ir_attr_int(n, "axis", 0, &p->axis));
     n->params = p;
     return ANVIL_OK;

@@ -23,8 +23,7 @@ typedef struct range_params {
 
 static anvil_status range_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 11, 0));
-    range_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, range_params, p);
     if (n->opset < 27 && ir_node_attr(n, "stash_type"))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute 'stash_type' exists from opset 27 (model opset %d)",
@@ -222,8 +221,7 @@ typedef struct trilu_params {
 
 static anvil_status trilu_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 14, 0));
-    trilu_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, trilu_params, p);
     CORE_TRY(ir_attr_flag(n, "upper", true, &p->upper));
     n->params = p;
     return ANVIL_OK;
@@ -237,7 +235,7 @@ static anvil_status trilu_infer(const ir_graph *g, const ir_node *n, const op_ti
     if (in[0].shape.rank >= 0 && in[0].shape.rank < 2)
         return core_err(ANVIL_ERR_SHAPE, "%s: input 0 has rank %d; Trilu needs rank >= 2",
                         ir_node_label(n), in[0].shape.rank);
-    if (n_in > 1 && tensor_has_input(n, 1)) {
+    if (n_in > 1 && op_has_input(n, 1)) {
         CORE_TRY(tensor_check_index_dtype(n, 1, "k", in[1].dtype, false));
         CORE_TRY(misc_check_scalar(n, 1, "k", &in[1].shape));
     }
@@ -272,7 +270,7 @@ static anvil_status trilu_run(const ir_node *n, const op_tensor *const *in, int 
                 bool keep = p->upper ? j - i >= k : j - i <= k;
                 size_t off = base + (size_t)j * es;
                 if (keep)
-                    tensor_elem_copy(dst + off, src + off, es);
+                    op_elem_copy(dst + off, src + off, es);
                 else
                     memset(dst + off, 0, es);
             }
@@ -300,8 +298,7 @@ typedef struct eyelike_params {
 
 static anvil_status eyelike_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 9, 0));
-    eyelike_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, eyelike_params, p);
     CORE_TRY(ir_attr_int(n, "dtype", -1, &p->dtype));
     CORE_TRY(ir_attr_int(n, "k", 0, &p->k));
     if (p->dtype != -1 &&

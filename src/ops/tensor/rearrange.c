@@ -11,8 +11,7 @@ typedef struct d2s_params {
 
 /* Checks both ops; only DepthToSpace has the mode attribute. */
 static anvil_status d2s_check(ir_graph *g, ir_node *n) {
-    d2s_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, d2s_params, p);
     p->crd = false;
     if (!ir_node_attr(n, "blocksize"))
         return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute 'blocksize' is required",
@@ -152,8 +151,7 @@ typedef struct revseq_params {
 
 static anvil_status revseq_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 10, 0));
-    revseq_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, revseq_params, p);
     CORE_TRY(ir_attr_int(n, "batch_axis", 1, &p->batch_axis));
     CORE_TRY(ir_attr_int(n, "time_axis", 0, &p->time_axis));
     if ((p->batch_axis != 0 && p->batch_axis != 1) || (p->time_axis != 0 && p->time_axis != 1) ||
@@ -240,8 +238,7 @@ typedef struct ccp_params {
 
 static anvil_status ccp_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 18, 0));
-    ccp_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, ccp_params, p);
     CORE_TRY(ir_attr_ints(n, "axes", &p->axes, &p->n_axes));
     if (p->n_axes > IR_MAX_RANK)
         return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute 'axes' has %zu entries",
@@ -345,8 +342,8 @@ static anvil_status ccp_run(const ir_node *n, const op_tensor *const *in, int n_
             xo += (k + x0[i]) * xs[i];
             yo += (k + y0[i]) * ys[i];
         }
-        tensor_elem_copy((char *)y->data + (size_t)yo * es, (const char *)x->data + (size_t)xo * es,
-                         es);
+        op_elem_copy((char *)y->data + (size_t)yo * es, (const char *)x->data + (size_t)xo * es,
+                     es);
     }
     return ANVIL_OK;
 }

@@ -55,8 +55,7 @@ typedef struct reshape_params {
 } reshape_params;
 
 static anvil_status reshape_check(ir_graph *g, ir_node *n) {
-    reshape_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, reshape_params, p);
     if (n->opset < 14 && ir_node_attr(n, "allowzero"))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute 'allowzero' exists from opset 14 but the model imports "
@@ -71,7 +70,7 @@ static anvil_status reshape_check(ir_graph *g, ir_node *n) {
     p->allowzero = allowzero == 1;
     if (n->opset < 5) {
         /* Reshape-1 took the new shape as an attribute; the input arrived in opset 5 */
-        if (tensor_has_input(n, 1))
+        if (op_has_input(n, 1))
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s: before opset 5 Reshape takes the shape as attribute 'shape', "
                             "not as input 1 (model opset %d); raise the opset to 5 or later",
@@ -82,7 +81,7 @@ static anvil_status reshape_check(ir_graph *g, ir_node *n) {
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s: attribute 'shape' is required before opset 5 (model opset %d)",
                             ir_node_label(n), n->opset);
-    } else if (!tensor_has_input(n, 1)) {
+    } else if (!op_has_input(n, 1)) {
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: input 1 (shape) is required from opset 5 (model opset %d)",
                         ir_node_label(n), n->opset);
@@ -232,8 +231,7 @@ typedef struct flatten_params {
 } flatten_params;
 
 static anvil_status flatten_check(ir_graph *g, ir_node *n) {
-    flatten_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, flatten_params, p);
     CORE_TRY(tensor_attr_axis(n, 1, &p->axis));
     n->params = p;
     return ANVIL_OK;
@@ -284,10 +282,9 @@ typedef struct axes_params {
 } axes_params;
 
 static anvil_status axes_check(ir_graph *g, ir_node *n, bool required) {
-    axes_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, axes_params, p);
     if (n->opset < 13) {
-        if (tensor_has_input(n, 1))
+        if (op_has_input(n, 1))
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s: before opset 13 the axes are attribute 'axes', not input 1 "
                             "(model opset %d); raise the model's opset to 13 or later",
@@ -310,7 +307,7 @@ static anvil_status axes_check(ir_graph *g, ir_node *n, bool required) {
                             "%s: from opset 13 the axes are input 1, not attribute 'axes' "
                             "(model opset %d); move them to an input",
                             ir_node_label(n), n->opset);
-        if (required && !tensor_has_input(n, 1))
+        if (required && !op_has_input(n, 1))
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s: input 1 (axes) is required from opset 13 (model opset %d)",
                             ir_node_label(n), n->opset);
@@ -345,7 +342,7 @@ static anvil_status axes_get(const ir_node *n, const op_tinfo *in, axes_info *a)
         a->st = AXES_KNOWN;
         return ANVIL_OK;
     }
-    if (!tensor_has_input(n, 1)) {
+    if (!op_has_input(n, 1)) {
         a->st = AXES_NONE;
         return ANVIL_OK;
     }
@@ -513,8 +510,7 @@ typedef struct shape_params {
 } shape_params;
 
 static anvil_status shape_check(ir_graph *g, ir_node *n) {
-    shape_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, shape_params, p);
     if (n->opset < 15 && (ir_node_attr(n, "start") || ir_node_attr(n, "end")))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attributes 'start' and 'end' exist from opset 15 but the model "

@@ -14,8 +14,7 @@ typedef struct split_params {
 } split_params;
 
 static anvil_status split_check(ir_graph *g, ir_node *n) {
-    split_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, split_params, p);
     memset(p, 0, sizeof *p);
     CORE_TRY(ir_attr_int(n, "axis", 0, &p->axis));
     if (p->axis < 0 && n->opset < 11)
@@ -39,7 +38,7 @@ static anvil_status split_check(ir_graph *g, ir_node *n) {
     }
     if (n->opset >= 18) {
         CORE_TRY(ir_attr_int(n, "num_outputs", 0, &p->num_outputs));
-        bool has_split = tensor_has_input(n, 1);
+        bool has_split = op_has_input(n, 1);
         if (ir_node_attr(n, "num_outputs") && has_split)
             return core_err(ANVIL_ERR_INVALID_MODEL,
                             "%s: give either input 'split' or attribute 'num_outputs', not both",
@@ -75,7 +74,7 @@ static anvil_status split_sizes(const ir_node *n, const op_tinfo *in, int n_in, 
     *known = false;
     if (p->split) {
         for (int i = 0; i < n_out; i++) sizes[i] = p->split[i];
-    } else if (n_in > 1 && tensor_has_input(n, 1)) {
+    } else if (n_in > 1 && op_has_input(n, 1)) {
         CORE_TRY(tensor_check_index_dtype(n, 1, "split", in[1].dtype, false));
         int64_t len;
         CORE_TRY(tensor_list_length(n, 1, "split", &in[1], &len));

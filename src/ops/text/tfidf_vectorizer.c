@@ -41,8 +41,7 @@ static bool tfidf_same(const int64_t *pool, const tfidf_gram *a, const tfidf_gra
 
 static anvil_status tfidf_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_need_opset(n, 9));
-    tfidf_params *p = core_arena_alloc(g->arena, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    OP_PARAMS_NEW(g, tfidf_params, p);
     CORE_TRY(tensor_attr_choice(n, "mode", "", tfidf_modes, ANVIL_ERR_INVALID_MODEL,
                                 "'TF', 'IDF' or 'TFIDF'", &p->mode));
     for (int i = 0; i < n->n_attrs; i++)
