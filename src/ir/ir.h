@@ -122,7 +122,8 @@ typedef struct ir_attr {
     struct ir_graph **graphs;
 } ir_attr;
 
-/* Activations a graph pass can fold into the node that produces their input. */
+/* Activations a graph pass can fold into the node that produces their input; the GEMM epilogue
+ * (kernels/cpu/gemm/gemm.h) applies them as they are. */
 typedef enum ir_act {
     IR_ACT_NONE = 0,
     IR_ACT_RELU,

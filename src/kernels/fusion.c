@@ -5,45 +5,19 @@
 
 #include "kernels/cpu/eltwise/eltwise.h"
 
-static gemm_act act_of(ir_act a) {
-    switch (a) {
-    case IR_ACT_NONE:
-        return GEMM_ACT_NONE;
-    case IR_ACT_RELU:
-        return GEMM_ACT_RELU;
-    case IR_ACT_CLIP:
-        return GEMM_ACT_CLIP;
-    case IR_ACT_LEAKY_RELU:
-        return GEMM_ACT_LEAKY_RELU;
-    case IR_ACT_SIGMOID:
-        return GEMM_ACT_SIGMOID;
-    case IR_ACT_TANH:
-        return GEMM_ACT_TANH;
-    case IR_ACT_GELU_ERF:
-        return GEMM_ACT_GELU_ERF;
-    case IR_ACT_GELU_TANH:
-        return GEMM_ACT_GELU_TANH;
-    case IR_ACT_HARD_SIGMOID:
-        return GEMM_ACT_HARD_SIGMOID;
-    case IR_ACT_HARD_SWISH:
-        return GEMM_ACT_HARD_SWISH;
-    }
-    return GEMM_ACT_NONE;
-}
-
 #ifdef ANVIL_HAVE_SLEEF
-static bool elt_kind_of(gemm_act a, elt_unary_kind *k) {
+static bool elt_kind_of(ir_act a, elt_unary_kind *k) {
     switch (a) {
-    case GEMM_ACT_SIGMOID:
+    case IR_ACT_SIGMOID:
         *k = ELT_SIGMOID;
         return true;
-    case GEMM_ACT_TANH:
+    case IR_ACT_TANH:
         *k = ELT_TANH;
         return true;
-    case GEMM_ACT_GELU_ERF:
+    case IR_ACT_GELU_ERF:
         *k = ELT_GELU;
         return true;
-    case GEMM_ACT_GELU_TANH:
+    case IR_ACT_GELU_TANH:
         *k = ELT_GELU_TANH;
         return true;
     default:
@@ -63,7 +37,7 @@ static void act_row_eltwise(const gemm_epilogue *ep, float *row, int64_t n) {
 gemm_epilogue kern_fusion_epilogue(const ir_fusion *f) {
     gemm_epilogue ep = gemm_epilogue_none();
     if (!f) return ep;
-    ep.act = act_of(f->act);
+    ep.act = f->act;
     ep.alpha = f->alpha;
     ep.beta_act = f->beta;
     ep.lo = f->lo;

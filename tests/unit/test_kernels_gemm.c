@@ -193,10 +193,9 @@ static void test_fused_epilogue(void **state) {
 /* The epilogue on its own: every activation against a scalar recomputation. */
 static void test_epilogue_activations(void **state) {
     (void)state;
-    const gemm_act acts[] = {GEMM_ACT_NONE,       GEMM_ACT_RELU,      GEMM_ACT_CLIP,
-                             GEMM_ACT_LEAKY_RELU, GEMM_ACT_SIGMOID,   GEMM_ACT_TANH,
-                             GEMM_ACT_GELU_ERF,   GEMM_ACT_GELU_TANH, GEMM_ACT_HARD_SIGMOID,
-                             GEMM_ACT_HARD_SWISH};
+    const ir_act acts[] = {
+        IR_ACT_NONE, IR_ACT_RELU,     IR_ACT_CLIP,      IR_ACT_LEAKY_RELU,   IR_ACT_SIGMOID,
+        IR_ACT_TANH, IR_ACT_GELU_ERF, IR_ACT_GELU_TANH, IR_ACT_HARD_SIGMOID, IR_ACT_HARD_SWISH};
     float rb[3] = {0.5f, -1.0f, 2.0f}, cb[4] = {1.0f, 0.0f, -0.5f, 0.25f};
     for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
         float c[12], want[12];
@@ -215,32 +214,32 @@ static void test_epilogue_activations(void **state) {
                 float x = 2.0f * c[i * 4 + j] + rb[i] + cb[j];
                 float y;
                 switch (acts[a]) {
-                case GEMM_ACT_RELU:
+                case IR_ACT_RELU:
                     y = x > 0 ? x : 0;
                     break;
-                case GEMM_ACT_CLIP:
+                case IR_ACT_CLIP:
                     y = x < -1 ? -1 : (x > 1.5f ? 1.5f : x);
                     break;
-                case GEMM_ACT_LEAKY_RELU:
+                case IR_ACT_LEAKY_RELU:
                     y = x < 0 ? 0.2f * x : x;
                     break;
-                case GEMM_ACT_SIGMOID:
+                case IR_ACT_SIGMOID:
                     y = 1 / (1 + expf(-x));
                     break;
-                case GEMM_ACT_TANH:
+                case IR_ACT_TANH:
                     y = tanhf(x);
                     break;
-                case GEMM_ACT_GELU_ERF:
+                case IR_ACT_GELU_ERF:
                     y = 0.5f * x * (1 + erff(x / sqrtf(2)));
                     break;
-                case GEMM_ACT_GELU_TANH:
+                case IR_ACT_GELU_TANH:
                     y = 0.5f * x *
                         (1 + tanhf(sqrtf(2 / 3.14159265f) * (x + 0.044715f * x * x * x)));
                     break;
-                case GEMM_ACT_HARD_SIGMOID:
+                case IR_ACT_HARD_SIGMOID:
                     y = fmaxf(0, fminf(1, 0.2f * x + 0.5f));
                     break;
-                case GEMM_ACT_HARD_SWISH:
+                case IR_ACT_HARD_SWISH:
                     y = x * fmaxf(0, fminf(1, x / 6 + 0.5f));
                     break;
                 default:

@@ -321,8 +321,7 @@ size_t gemm_thread_workspace(const gemm_kernel *k, const gemm_blocking *b) {
 }
 
 static bool epilogue_is_none(const gemm_epilogue *ep) {
-    return ep->scale == 1.0f && !ep->row_bias && !ep->col_bias && !ep->r &&
-           ep->act == GEMM_ACT_NONE;
+    return ep->scale == 1.0f && !ep->row_bias && !ep->col_bias && !ep->r && ep->act == IR_ACT_NONE;
 }
 
 bool gemm_epilogue_in_registers(const gemm_epilogue *ep) {

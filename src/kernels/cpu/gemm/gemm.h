@@ -18,20 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Activation applied last in the epilogue. */
-typedef enum gemm_act {
-    GEMM_ACT_NONE,
-    GEMM_ACT_RELU,
-    GEMM_ACT_CLIP,       /* min(max(x, lo), hi) */
-    GEMM_ACT_LEAKY_RELU, /* x < 0 ? alpha*x : x */
-    GEMM_ACT_SIGMOID,
-    GEMM_ACT_TANH,
-    GEMM_ACT_GELU_ERF,
-    GEMM_ACT_GELU_TANH,
-    GEMM_ACT_HARD_SIGMOID, /* max(0, min(1, alpha*x + beta)) */
-    GEMM_ACT_HARD_SWISH,
-} gemm_act;
-
 /* C[i,j] = act(scale*acc[i,j] + row_bias[i] + col_bias[j] + beta*R[i*rs_r + j*cs_r]).
  * Every part is optional (NULL pointers; scale 1; beta ignored without R). R's strides may be 0
  * to broadcast (a Gemm's C of shape [N], [M,1] or scalar). All pointers borrowed. */
@@ -42,7 +28,7 @@ typedef struct gemm_epilogue {
     const float *r;
     int64_t rs_r, cs_r;
     float beta;
-    gemm_act act;
+    ir_act act;                    /* the fused activation (ir.h), applied last */
     float alpha, beta_act, lo, hi; /* parameters of act */
     /* Optional: applies act to n floats of one row in place with a vectorized kernel (the
      * eltwise family's, see kern_fusion_epilogue); NULL: the epilogue's own loop, which is
@@ -112,7 +98,7 @@ typedef struct gemm_kernel {
     gemm_ukernel_rows_fn ukernel_rows;   /* NULL: the driver always packs A */
     gemm_ukernel_bcols_fn ukernel_bcols; /* NULL: the driver always packs B */
     gemm_ukernel_cols_fn ukernel_cols;   /* NULL: edge tiles always use ukernel */
-    /* Bit a set (1u << gemm_act): the micro-kernels apply activation a to their accumulators
+    /* Bit a set (1u << ir_act): the micro-kernels apply activation a to their accumulators
      * when given an epilogue; other activations run over the stored tile (epilogue). */
     uint32_t acts_in_registers;
     gemm_ukernel_rows_fn ukernel_acols; /* A by columns in place; NULL: the driver packs it */

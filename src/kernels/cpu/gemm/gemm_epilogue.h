@@ -9,27 +9,27 @@
 
 static inline float gemm_act_scalar(const gemm_epilogue *ep, float x) {
     switch (ep->act) {
-    case GEMM_ACT_NONE:
+    case IR_ACT_NONE:
         return x;
-    case GEMM_ACT_RELU:
+    case IR_ACT_RELU:
         return x > 0.0f ? x : 0.0f;
-    case GEMM_ACT_CLIP:
+    case IR_ACT_CLIP:
         return x < ep->lo ? ep->lo : (x > ep->hi ? ep->hi : x);
-    case GEMM_ACT_LEAKY_RELU:
+    case IR_ACT_LEAKY_RELU:
         return x < 0.0f ? ep->alpha * x : x;
-    case GEMM_ACT_SIGMOID:
+    case IR_ACT_SIGMOID:
         return 1.0f / (1.0f + expf(-x));
-    case GEMM_ACT_TANH:
+    case IR_ACT_TANH:
         return tanhf(x);
-    case GEMM_ACT_GELU_ERF:
+    case IR_ACT_GELU_ERF:
         return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case GEMM_ACT_GELU_TANH:
+    case IR_ACT_GELU_TANH:
         return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case GEMM_ACT_HARD_SIGMOID: {
+    case IR_ACT_HARD_SIGMOID: {
         float y = ep->alpha * x + ep->beta_act;
         return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
     }
-    case GEMM_ACT_HARD_SWISH: {
+    case IR_ACT_HARD_SWISH: {
         float y = x / 6.0f + 0.5f;
         return x * (y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y));
     }
@@ -60,12 +60,12 @@ static inline void gemm_epilogue_body(const gemm_epilogue *ep, float *c, int64_t
                 for (int64_t j = 0; j < n; j++) row[j] += beta * r[j * ep->cs_r];
         }
         switch (ep->act) {
-        case GEMM_ACT_NONE:
+        case IR_ACT_NONE:
             break;
-        case GEMM_ACT_RELU:
+        case IR_ACT_RELU:
             for (int64_t j = 0; j < n; j++) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
             break;
-        case GEMM_ACT_CLIP: {
+        case IR_ACT_CLIP: {
             const float lo = ep->lo, hi = ep->hi;
             for (int64_t j = 0; j < n; j++) {
                 float x = row[j] < lo ? lo : row[j];

@@ -61,8 +61,8 @@ gemm_ukernel_epilogue(gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX], const gemm_epilogue 
                                      acc[i][j]);
         }
     }
-    if (ep->act == GEMM_ACT_RELU || ep->act == GEMM_ACT_CLIP) {
-        const bool clip = ep->act == GEMM_ACT_CLIP;
+    if (ep->act == IR_ACT_RELU || ep->act == IR_ACT_CLIP) {
+        const bool clip = ep->act == IR_ACT_CLIP;
         const gemm_v lo = GEMM_SET1(clip ? ep->lo : 0.0f), hi = GEMM_SET1(ep->hi);
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++)
@@ -74,7 +74,7 @@ gemm_ukernel_epilogue(gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX], const gemm_epilogue 
     }
 #ifdef GEMM_HAVE_ACT_VEC
     /* The eltwise family's functions (eltwise_act.h): the numbers the unfused node gives. */
-#define GEMM_ACT_ALL(EXPR)                                                                         \
+#define IR_ACT_ALL(EXPR)                                                                           \
     _Pragma("GCC unroll 16") for (int i = 0; i < mr; i++)                                          \
         _Pragma("GCC unroll 4") for (int j = 0; j < nv; j++) {                                     \
         const gemm_v x = acc[i][j];                                                                \
@@ -82,44 +82,44 @@ gemm_ukernel_epilogue(gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX], const gemm_epilogue 
     }
     const gemm_v alpha = GEMM_SET1(ep->alpha), beta_act = GEMM_SET1(ep->beta_act);
     switch (ep->act) {
-    case GEMM_ACT_LEAKY_RELU:
-        GEMM_ACT_ALL(f_leaky(x, alpha));
+    case IR_ACT_LEAKY_RELU:
+        IR_ACT_ALL(f_leaky(x, alpha));
         break;
-    case GEMM_ACT_HARD_SIGMOID:
-        GEMM_ACT_ALL(f_hardsigmoid(x, alpha, beta_act));
+    case IR_ACT_HARD_SIGMOID:
+        IR_ACT_ALL(f_hardsigmoid(x, alpha, beta_act));
         break;
-    case GEMM_ACT_HARD_SWISH:
-        GEMM_ACT_ALL(f_hardswish(x));
+    case IR_ACT_HARD_SWISH:
+        IR_ACT_ALL(f_hardswish(x));
         break;
 #ifdef ANVIL_HAVE_SLEEF
-    case GEMM_ACT_SIGMOID:
-        GEMM_ACT_ALL(f_sigmoid(x));
+    case IR_ACT_SIGMOID:
+        IR_ACT_ALL(f_sigmoid(x));
         break;
-    case GEMM_ACT_TANH:
-        GEMM_ACT_ALL(V_TANH(x));
+    case IR_ACT_TANH:
+        IR_ACT_ALL(V_TANH(x));
         break;
-    case GEMM_ACT_GELU_ERF:
-        GEMM_ACT_ALL(f_gelu(x));
+    case IR_ACT_GELU_ERF:
+        IR_ACT_ALL(f_gelu(x));
         break;
-    case GEMM_ACT_GELU_TANH:
-        GEMM_ACT_ALL(f_gelu_tanh(x));
+    case IR_ACT_GELU_TANH:
+        IR_ACT_ALL(f_gelu_tanh(x));
         break;
 #endif
     default:
         break;
     }
-#undef GEMM_ACT_ALL
+#undef IR_ACT_ALL
 #endif
 }
 
 /* Which activations the instances of this file apply in registers (gemm_kernel's field). */
-#define GEMM_ACTS_RELU_CLIP ((1u << GEMM_ACT_NONE) | (1u << GEMM_ACT_RELU) | (1u << GEMM_ACT_CLIP))
+#define GEMM_ACTS_RELU_CLIP ((1u << IR_ACT_NONE) | (1u << IR_ACT_RELU) | (1u << IR_ACT_CLIP))
 #if defined(GEMM_HAVE_ACT_VEC) && defined(ANVIL_HAVE_SLEEF)
 #define GEMM_ACTS_IN_REGISTERS 0xffffffffu
 #elif defined(GEMM_HAVE_ACT_VEC)
 #define GEMM_ACTS_IN_REGISTERS                                                                     \
-    (GEMM_ACTS_RELU_CLIP | (1u << GEMM_ACT_LEAKY_RELU) | (1u << GEMM_ACT_HARD_SIGMOID) |           \
-     (1u << GEMM_ACT_HARD_SWISH))
+    (GEMM_ACTS_RELU_CLIP | (1u << IR_ACT_LEAKY_RELU) | (1u << IR_ACT_HARD_SIGMOID) |               \
+     (1u << IR_ACT_HARD_SWISH))
 #else
 #define GEMM_ACTS_IN_REGISTERS GEMM_ACTS_RELU_CLIP
 #endif
