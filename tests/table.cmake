@@ -5,5 +5,5 @@ find_program(ANVIL_NM nm)
 if(Python3_Interpreter_FOUND AND ANVIL_NM)
   add_test(NAME ops.table_files
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/ops/check_table_files.py
-                   ${PROJECT_SOURCE_DIR}/src/ir/ops.def $<TARGET_OBJECTS:anvil_static>)
+                   ${PROJECT_SOURCE_DIR}/src/ir/ops.def $<TARGET_OBJECTS:anvil_loader>)
 endif()

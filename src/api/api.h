@@ -5,6 +5,20 @@
 #include "anvil.h"
 #include "ir/ir.h"
 
+struct onnx_model;
+
+/* A loaded model: the imported ONNX file (its mapping, graph and metadata), owned. */
+struct anvil_model {
+    struct onnx_model *onnx;
+};
+
+/* Refuses an API call's bad argument: returns INVALID_ARGUMENT with the message from the
+ * calling function. */
+#define API_CHECK(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond)) return core_err(ANVIL_ERR_INVALID_ARGUMENT, __VA_ARGS__);                     \
+    } while (0)
+
 /* The model's main graph after import, op checks, verification and load-time shape inference
  * (shapes may hold symbolic dims). Owned by the model. */
 const ir_graph *api_model_graph(const anvil_model *m);
@@ -23,5 +37,9 @@ void api_model_meta_get(const anvil_model *m, api_model_meta *out);
 anvil_status npy_read(const char *path, anvil_tensor **out);
 /* npy_write: writes t (borrowed) to path (created or truncated). */
 anvil_status npy_write(const char *path, const anvil_tensor *t);
+
+/* A serialized ONNX TensorProto file (the ONNX test suites' .pb files, onnx_tensor_read_pb) as a
+ * new tensor owned by the caller. path borrowed. */
+anvil_status api_tensor_read_pb(const char *path, anvil_tensor **out);
 
 #endif

@@ -8,6 +8,7 @@
  * before allocating, so a corrupt file can never make us allocate more than the file holds. */
 #include "api/api.h"
 #include "core/core.h"
+#include "onnx/onnx.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -349,4 +350,16 @@ anvil_status npy_write(const char *path, const anvil_tensor *t) {
     }
     if (!ok) return core_err(ANVIL_ERR_IO, "cannot write '%s': %s", path, strerror(saved));
     return ANVIL_OK;
+}
+
+anvil_status api_tensor_read_pb(const char *path, anvil_tensor **out) {
+    if (!out) return core_err(ANVIL_ERR_INVALID_ARGUMENT, "api_tensor_read_pb: out is NULL");
+    *out = NULL;
+    ir_tensor t;
+    void *data;
+    CORE_TRY(onnx_tensor_read_pb(path, &t, &data));
+    anvil_status s = anvil_tensor_create(t.dtype, t.rank, t.dims, out);
+    if (s == ANVIL_OK && t.bytes) memcpy(anvil_tensor_data(*out), t.data, t.bytes);
+    free(data);
+    return s;
 }

@@ -86,9 +86,11 @@ void onnx_model_free(onnx_model *m);
 void onnx_model_release_pages(const onnx_model *m, const void *p, size_t n);
 
 /* Reads a file holding one serialized TensorProto (the .pb files of the ONNX test suites) into
- * a new dense tensor, which *out owns and the caller frees with anvil_tensor_free. path is
- * borrowed. The tensor passes the same checks as a model's initializers (external data is read
- * from the file's folder under the same rules); dtypes anvil cannot hold are refused. */
-anvil_status onnx_tensor_read_pb(const char *path, anvil_tensor **out);
+ * *out: dtype, dims, and out->bytes of dense data in a new buffer *owned, which the caller frees
+ * with free() (out->data points to it). path is borrowed. The tensor passes the same checks as
+ * a model's initializers (external data is read from the file's folder under the same rules);
+ * dtypes anvil cannot hold are refused. api_tensor_read_pb (api/api.h) makes an anvil_tensor of
+ * it. */
+anvil_status onnx_tensor_read_pb(const char *path, ir_tensor *out, void **owned);
 
 #endif

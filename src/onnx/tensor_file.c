@@ -1,6 +1,6 @@
 /* A file holding one serialized TensorProto (the input_N.pb / output_N.pb files of the ONNX test
- * suites) -> a new dense anvil_tensor. The TensorProto goes through the same checks as a model's
- * initializers; the bytes are then copied once into storage the tensor owns, because the file
+ * suites) -> a dense tensor. The TensorProto goes through the same checks as a model's
+ * initializers; the bytes are then copied once into storage the caller owns, because the file
  * mapping is released before returning. */
 #include "onnx_internal.h"
 
@@ -9,9 +9,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
-anvil_status onnx_tensor_read_pb(const char *path, anvil_tensor **out) {
-    if (!out) return core_err(ANVIL_ERR_INVALID_ARGUMENT, "onnx_tensor_read_pb: out is NULL");
-    *out = NULL;
+anvil_status onnx_tensor_read_pb(const char *path, ir_tensor *out, void **owned) {
+    if (!out || !owned)
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT, "onnx_tensor_read_pb: out or owned is NULL");
+    memset(out, 0, sizeof *out);
+    *owned = NULL;
     if (!path || !*path)
         return core_err(ANVIL_ERR_INVALID_ARGUMENT, "no tensor file path given (NULL or empty)");
     onnx_store *st = core_calloc(1, sizeof *st);
@@ -36,11 +38,13 @@ anvil_status onnx_tensor_read_pb(const char *path, anvil_tensor **out) {
         snprintf(what, sizeof what, "tensor '%.100s' in '%.180s'", tp.name ? tp.name : "", path);
         ir_tensor t;
         s = onnx_tensor_convert(&im, &tp, what, &t);
-        anvil_tensor *res = NULL;
-        if (s == ANVIL_OK) s = anvil_tensor_create(t.dtype, t.rank, t.dims, &res);
+        void *copy = s == ANVIL_OK ? malloc(t.bytes ? t.bytes : 1) : NULL;
+        if (s == ANVIL_OK && !copy) s = ANVIL_ERR_OUT_OF_MEMORY;
         if (s == ANVIL_OK) {
-            if (t.bytes) memcpy(anvil_tensor_data(res), t.data, t.bytes);
-            *out = res;
+            if (t.bytes) memcpy(copy, t.data, t.bytes);
+            t.data = copy;
+            *out = t;
+            *owned = copy;
         }
         pb_release(onnx_TensorProto_fields, &tp);
     }

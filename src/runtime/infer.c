@@ -5,7 +5,7 @@
  * whose inputs are all known values is evaluated on the spot with its reference kernel: that is
  * how Shape -> Gather -> Concat -> Reshape chains resolve into static shapes without a separate
  * constant-folding pass, and why Shape folds as soon as its input's shape is static. */
-#include "runtime.h"
+#include "runtime/infer.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -273,7 +273,7 @@ static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opt
     }
     anvil_status st = op_get(n->op)->run(n, io.ins, n->n_inputs, io.outs, n->n_outputs, opts->ctx);
     if (st == ANVIL_OK && n->fusion)
-        st = kern_fusion_apply(n, io.ins, n->n_inputs, io.outs[0], opts->ctx);
+        st = opts->apply_fusion(n, io.ins, n->n_inputs, io.outs[0], opts->ctx);
     if (st != ANVIL_OK) return st;
     for (int i = 0; i < n->n_outputs; i++)
         if (n->outputs[i] != IR_NONE) s->info[n->outputs[i]].value = s->owned[n->outputs[i]];
@@ -388,7 +388,8 @@ anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opt
         }
         bool shape_only = n->op == IR_OP_SHAPE && n->inputs[0] != IR_NONE &&
                           ir_shape_is_static(&s->info[n->inputs[0]].shape);
-        if (all_static && (all_known || shape_only) && impl->run && !sub &&
+        bool fusion_ok = !n->fusion || opts->apply_fusion;
+        if (all_static && (all_known || shape_only) && impl->run && !sub && fusion_ok &&
             out_bytes <= opts->fold_limit_bytes)
             CORE_TRY(fold_node(n, s, opts, k));
     }

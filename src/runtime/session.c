@@ -522,7 +522,8 @@ static anvil_status plan_make(rt_session *s, const anvil_tensor *const *inputs, 
     rt_infer_opts io = {.fold_limit_bytes = SIZE_MAX,
                         .require_static = true,
                         .allow_dynamic = true,
-                        .ctx = &s->ctx};
+                        .ctx = &s->ctx,
+                        .apply_fusion = kern_fusion_apply};
     if ((st = rt_shapes_infer(g, sh, &io)) != ANVIL_OK) goto fail;
 
     /* 2. steps: every node not folded; pick its variant */

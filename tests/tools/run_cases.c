@@ -30,7 +30,7 @@
  * expected one); 2 on a usage error or when no case was found. */
 #include "anvil.h"
 #include "core/core.h"
-#include "onnx/onnx.h"
+#include "api/api.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -362,7 +362,7 @@ static result run_data_set(anvil_model *model, anvil_session *sess, const char *
         join(p, sizeof p, ds, name);
         anvil_value_info info;
         anvil_status s = anvil_model_input_info(model, loaded_in, &info);
-        if (s == ANVIL_OK) s = onnx_tensor_read_pb(p, &inputs[loaded_in]);
+        if (s == ANVIL_OK) s = api_tensor_read_pb(p, &inputs[loaded_in]);
         if (s != ANVIL_OK) {
             api_failure(s, name, why, cap);
             goto done;
@@ -373,7 +373,7 @@ static result run_data_set(anvil_model *model, anvil_session *sess, const char *
         char name[64], p[4096];
         snprintf(name, sizeof name, "output_%zu.pb", loaded_want);
         join(p, sizeof p, ds, name);
-        anvil_status s = onnx_tensor_read_pb(p, &want[loaded_want]);
+        anvil_status s = api_tensor_read_pb(p, &want[loaded_want]);
         if (s != ANVIL_OK) {
             api_failure(s, name, why, cap);
             goto done;

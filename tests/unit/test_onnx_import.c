@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "onnx/onnx_internal.h"
+#include "api/api.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -767,7 +768,7 @@ static void test_tensor_forms(void **state) {
 static void test_tensor_files(void **state) {
     (void)state;
     anvil_tensor *t;
-    assert_int_equal(onnx_tensor_read_pb(data_path("unit/data/onnx_tensor_f32.pb"), &t), ANVIL_OK);
+    assert_int_equal(api_tensor_read_pb(data_path("unit/data/onnx_tensor_f32.pb"), &t), ANVIL_OK);
     assert_int_equal(anvil_tensor_dtype(t), ANVIL_DTYPE_FLOAT32);
     assert_int_equal(anvil_tensor_rank(t), 2);
     assert_int_equal(anvil_tensor_dims(t)[0], 2);
@@ -776,16 +777,16 @@ static void test_tensor_files(void **state) {
     for (int i = 0; i < 6; i++) assert_true(f[i] == (float)i * 1.5f);
     anvil_tensor_free(t);
 
-    assert_int_equal(onnx_tensor_read_pb(data_path("unit/data/onnx_tensor_i8.pb"), &t), ANVIL_OK);
+    assert_int_equal(api_tensor_read_pb(data_path("unit/data/onnx_tensor_i8.pb"), &t), ANVIL_OK);
     assert_int_equal(anvil_tensor_dtype(t), ANVIL_DTYPE_INT8);
     const int8_t want[] = {-1, 5, 7};
     assert_memory_equal(anvil_tensor_data(t), want, 3);
     anvil_tensor_free(t);
 
     /* a model is no tensor (its fields clash with TensorProto's wire types) */
-    assert_int_not_equal(onnx_tensor_read_pb(data_path("unit/data/onnx_small.onnx"), &t), ANVIL_OK);
+    assert_int_not_equal(api_tensor_read_pb(data_path("unit/data/onnx_small.onnx"), &t), ANVIL_OK);
     assert_null(t);
-    assert_int_equal(onnx_tensor_read_pb(data_path("unit/data/missing.pb"), &t), ANVIL_ERR_IO);
+    assert_int_equal(api_tensor_read_pb(data_path("unit/data/missing.pb"), &t), ANVIL_ERR_IO);
 }
 
 int main(void) {
