@@ -125,6 +125,24 @@ static inline op_elt_row2 op_elt_row2_for(const op_elt_row2 *rows, anvil_dtype d
 #define ELT_ROW2_TABLE(op, TYPES)                                                                  \
     static const op_elt_row2 op##_rows[ELT_DTYPE_SLOTS] = {TYPES(ELT_ROW_ENTRY, op, _)};
 
+/* A unary op defined for the float dtypes only: its row functions (ELT_DEF_ROW1) and <op>_rows. */
+#define ELT_FLOAT_UNARY(op, EXPR)                                                                  \
+    ELT_FLOAT_TYPES(ELT_DEF_ROW1, op, EXPR)                                                        \
+    ELT_ROW1_TABLE(op, ELT_FLOAT_TYPES)
+/* A unary op over the float (EF) and signed integer (ES) dtypes: row functions and <op>_rows. */
+#define ELT_SIGNED_UNARY(op, EF, ES)                                                               \
+    ELT_FLOAT_TYPES(ELT_DEF_ROW1, op, EF)                                                          \
+    ELT_SINT_TYPES(ELT_DEF_ROW1, op, ES)                                                           \
+    static const op_elt_row1 op##_rows[ELT_DTYPE_SLOTS] = {                                        \
+        ELT_FLOAT_TYPES(ELT_ROW_ENTRY, op, _) ELT_SINT_TYPES(ELT_ROW_ENTRY, op, _)};
+/* A unary op over every numeric dtype (float EF, signed ES, unsigned EU): row functions and
+ * <op>_rows. */
+#define ELT_NUMERIC_UNARY(op, EF, ES, EU)                                                          \
+    ELT_FLOAT_TYPES(ELT_DEF_ROW1, op, EF)                                                          \
+    ELT_SINT_TYPES(ELT_DEF_ROW1, op, ES)                                                           \
+    ELT_UINT_TYPES(ELT_DEF_ROW1, op, EU)                                                           \
+    ELT_ROW1_TABLE(op, ELT_NUMERIC_TYPES)
+
 /* ---- drivers ------------------------------------------------------------------------------- */
 
 /* Runs fn over all elements of in into out (same dtype and element count; out may be in),

@@ -67,6 +67,34 @@ static inline void nn_shape_unknown_dims(ir_shape *s, int rank) {
     }
 }
 
+/* numpy-matmul output shape of a and b, both of known rank >= 1: their batch dims (all but the
+ * last two) broadcast, then a's row dim when a has rank >= 2 and b's column dim when b has. */
+static inline anvil_status nn_matmul_shape(const ir_node *n, const ir_shape *a, const ir_shape *b,
+                                           ir_shape *o) {
+    ir_shape ab, bb;
+    int ra = a->rank >= 2 ? a->rank - 2 : 0, rb = b->rank >= 2 ? b->rank - 2 : 0;
+    nn_shape_unknown_dims(&ab, ra);
+    nn_shape_unknown_dims(&bb, rb);
+    for (int d = 0; d < ra; d++) {
+        ab.d[d] = a->d[d];
+        ab.sym[d] = a->sym[d];
+    }
+    for (int d = 0; d < rb; d++) {
+        bb.d[d] = b->d[d];
+        bb.sym[d] = b->sym[d];
+    }
+    CORE_TRY(op_broadcast_shape(n, &ab, &bb, o));
+    if (a->rank >= 2) {
+        o->d[o->rank] = a->d[a->rank - 2];
+        o->sym[o->rank++] = a->sym[a->rank - 2];
+    }
+    if (b->rank >= 2) {
+        o->d[o->rank] = b->d[b->rank - 1];
+        o->sym[o->rank++] = b->sym[b->rank - 1];
+    }
+    return ANVIL_OK;
+}
+
 /* Floor and ceiling of a / b for b > 0 and any sign of a (C division truncates toward zero). */
 static inline int64_t nn_floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;

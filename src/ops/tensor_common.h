@@ -118,6 +118,15 @@ static inline anvil_status tensor_attr_axis(const ir_node *n, int64_t dflt, int6
     return ANVIL_OK;
 }
 
+/* INVALID_MODEL when the node sets attribute `name`, which exists from opset `since`, at an
+ * older opset. */
+static inline anvil_status tensor_attr_since(const ir_node *n, const char *name, int since) {
+    if (n->opset >= since || !ir_node_attr(n, name)) return ANVIL_OK;
+    return core_err(ANVIL_ERR_INVALID_MODEL,
+                    "%s: attribute '%s' exists from opset %d (model opset %d)", ir_node_label(n),
+                    name, since, n->opset);
+}
+
 /* A kernel's index tensor (Gather, GatherElements) must be INT32 or INT64. */
 static inline anvil_status tensor_check_run_indices(const ir_node *n, const op_tensor *ix) {
     if (ix->dtype != ANVIL_DTYPE_INT32 && ix->dtype != ANVIL_DTYPE_INT64)
@@ -189,6 +198,20 @@ static inline void tensor_strided_run(op_ctx *ctx, tensor_strided *s, size_t num
     }
     op_parallel_for(ctx, numel / (size_t)s->dims[s->rank - 1], tensor_strided_rows, s);
 }
+
+/* Defines op_impl_<op> for an OP_DATA_DEPENDENT op: its kernel `allocfn` allocates its own
+ * outputs (run_alloc), and op_run_via_alloc serves as its plain run. */
+#define TENSOR_DATA_DEPENDENT_IMPL(op, min_in, max_in, min_out, max_out, checkfn, inferfn,         \
+                                   allocfn)                                                        \
+    const op_impl op_impl_##op = {.min_inputs = min_in,                                            \
+                                  .max_inputs = max_in,                                            \
+                                  .min_outputs = min_out,                                          \
+                                  .max_outputs = max_out,                                          \
+                                  .flags = OP_DATA_DEPENDENT,                                      \
+                                  .check = checkfn,                                                \
+                                  .infer = inferfn,                                                \
+                                  .run = op_run_via_alloc,                                         \
+                                  .run_alloc = allocfn};
 
 /* ---- shared by the tensor ops of issue 3 (tensor_split.c, tensor_index.c, tensor_misc.c) ---- */
 

@@ -127,17 +127,7 @@ static anvil_status if_run(const ir_node *n, const op_tensor *const *in, int n_i
     return ANVIL_OK;
 }
 
-const op_impl op_impl_if = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 127,
-    .flags = OP_DATA_DEPENDENT,
-    .check = if_check,
-    .infer = if_infer,
-    .run = op_run_via_alloc,
-    .run_alloc = if_run,
-};
+TENSOR_DATA_DEPENDENT_IMPL(if, 1, 1, 1, 127, if_check, if_infer, if_run)
 
 /* ---- Loop ---------------------------------------------------------------------------------- */
 
@@ -347,12 +337,8 @@ static anvil_status loop_run(const ir_node *n, const op_tensor *const *in, int n
     return st;
 }
 
-const op_impl op_impl_loop = {
-    /* M and cond (inputs 0 and 1) are optional but positional: loop_check wants both slots */
-    .min_inputs = 0,     .max_inputs = 127,          .min_outputs = 0,
-    .max_outputs = 126,  .flags = OP_DATA_DEPENDENT, .check = loop_check,
-    .infer = loop_infer, .run = op_run_via_alloc,    .run_alloc = loop_run,
-};
+/* M and cond (inputs 0 and 1) are optional but positional: loop_check wants both slots */
+TENSOR_DATA_DEPENDENT_IMPL(loop, 0, 127, 0, 126, loop_check, loop_infer, loop_run)
 
 /* ---- Scan ---------------------------------------------------------------------------------- */
 
@@ -592,9 +578,5 @@ static anvil_status scan_run(const ir_node *n, const op_tensor *const *in, int n
     return st;
 }
 
-const op_impl op_impl_scan = {
-    /* Scan-8's first input (sequence_lens) is optional; scan_check decides per opset */
-    .min_inputs = 0,     .max_inputs = 127,          .min_outputs = 1,
-    .max_outputs = 127,  .flags = OP_DATA_DEPENDENT, .check = scan_check,
-    .infer = scan_infer, .run = op_run_via_alloc,    .run_alloc = scan_run,
-};
+/* Scan-8's first input (sequence_lens) is optional; scan_check decides per opset */
+TENSOR_DATA_DEPENDENT_IMPL(scan, 0, 127, 1, 127, scan_check, scan_infer, scan_run)

@@ -28,19 +28,11 @@ static inline double act_clamp01_d(double v) {
 /* HardSwish is x * HardSigmoid(x) with alpha = 1/6, beta = 0.5 (the ONNX definition). */
 #define HARDSWISH_E(C, v, p) ((v)*ACT_CLAMP01((C)(1.0 / 6.0) * (v) + (C)0.5))
 
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, relu, RELU_E)
-ELT_SINT_TYPES(ELT_DEF_ROW1, relu, RELU_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, leakyrelu, LEAKY_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, sigmoid, SIGMOID_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, hardsigmoid, HARDSIGMOID_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, hardswish, HARDSWISH_E)
-
-static const op_elt_row1 relu_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, relu, _)
-                                                           ELT_SINT_TYPES(ELT_ROW_ENTRY, relu, _)};
-ELT_ROW1_TABLE(leakyrelu, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(sigmoid, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(hardsigmoid, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(hardswish, ELT_FLOAT_TYPES)
+ELT_SIGNED_UNARY(relu, RELU_E, RELU_E)
+ELT_FLOAT_UNARY(leakyrelu, LEAKY_E)
+ELT_FLOAT_UNARY(sigmoid, SIGMOID_E)
+ELT_FLOAT_UNARY(hardsigmoid, HARDSIGMOID_E)
+ELT_FLOAT_UNARY(hardswish, HARDSWISH_E)
 
 /* Clip: bounds arrive as raw elements of the tensor's dtype; an absent bound is no bound. */
 #define ACT_DEF_CLIP(op, EXPR, tag, DT, T, C, LD, ST)                                              \
@@ -238,16 +230,16 @@ static inline double act2_gelu_d(double x, bool tanh_approx) {
     ((v) < -(C)(p)->alpha ? (v) + (C)(p)->beta : ((v) > (C)(p)->alpha ? (v) - (C)(p)->beta : (C)0))
 #define THRELU_E(C, v, p) ((v) > (C)(p)->alpha ? (v) : ((v) <= (C)(p)->alpha ? (C)0 : (v)))
 
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, elu, ELU_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, selu, SELU_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, celu, CELU_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, softplus, SOFTPLUS_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, softsign, SOFTSIGN_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, mish, MISH_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, gelu, GELU_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, swish, SWISH_E)
+ELT_FLOAT_UNARY(elu, ELU_E)
+ELT_FLOAT_UNARY(selu, SELU_E)
+ELT_FLOAT_UNARY(celu, CELU_E)
+ELT_FLOAT_UNARY(softplus, SOFTPLUS_E)
+ELT_FLOAT_UNARY(softsign, SOFTSIGN_E)
+ELT_FLOAT_UNARY(mish, MISH_E)
+ELT_FLOAT_UNARY(gelu, GELU_E)
+ELT_FLOAT_UNARY(swish, SWISH_E)
 ELT_FLOAT_TYPES(ELT_DEF_ROW1, shrink, SHRINK_E)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, thresholdedrelu, THRELU_E)
+ELT_FLOAT_UNARY(thresholdedrelu, THRELU_E)
 
 /* Shrink on integers computes in double (lambd and bias are floats) and converts back with
  * truncation toward zero, the defined float -> integer conversion of eltwise_common.h. */
@@ -267,15 +259,6 @@ ELT_FLOAT_TYPES(ELT_DEF_ROW1, thresholdedrelu, THRELU_E)
     X(op, EXPR, u64, UINT64, uint64_t, double, ELT_ID, op_elt_f2u64)
 ACT2_INT_TYPES_D(ACT2_SHRINK_INT, shrink, SHRINK_E)
 
-ELT_ROW1_TABLE(elu, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(selu, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(celu, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(softplus, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(softsign, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(mish, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(gelu, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(swish, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(thresholdedrelu, ELT_FLOAT_TYPES)
 /* Shrink's schema has no bfloat16; anvil accepts it anyway, computed like float16. */
 static const op_elt_row1 shrink_rows[ELT_DTYPE_SLOTS] = {
     ELT_FLOAT_TYPES(ELT_ROW_ENTRY, shrink, _) ACT2_INT_TYPES_D(ELT_ROW_ENTRY, shrink, _)};

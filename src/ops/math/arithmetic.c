@@ -319,31 +319,21 @@ anvil_status op_elt_variadic_run(const ir_node *n, const op_tensor *const *in, i
 #define MIN_I(C, u, v) ((u) < (v) ? (u) : (v))
 #define POW_F(C, u, v) ELT_MATH2(pow, (u), (v))
 
-#define ELT_DEF_ALL(op, EF, EI)                                                                    \
+/* A binary op over every numeric dtype (float EF, signed ES, unsigned EU): row functions and
+ * <op>_rows. */
+#define ELT_DEF_ALL(op, EF, ES, EU)                                                                \
     ELT_FLOAT_TYPES(ELT_DEF_ROW2, op, EF)                                                          \
-    ELT_SINT_TYPES(ELT_DEF_ROW2, op, EI)                                                           \
-    ELT_UINT_TYPES(ELT_DEF_ROW2, op, EI)
+    ELT_SINT_TYPES(ELT_DEF_ROW2, op, ES)                                                           \
+    ELT_UINT_TYPES(ELT_DEF_ROW2, op, EU)                                                           \
+    ELT_ROW2_TABLE(op, ELT_NUMERIC_TYPES)
 
-ELT_DEF_ALL(add, ADD_F, ADD_I)
-ELT_DEF_ALL(sub, SUB_F, SUB_I)
-ELT_DEF_ALL(mul, MUL_F, MUL_I)
-ELT_FLOAT_TYPES(ELT_DEF_ROW2, div, DIV_F)
-ELT_SINT_TYPES(ELT_DEF_ROW2, div, DIV_S)
-ELT_UINT_TYPES(ELT_DEF_ROW2, div, DIV_U)
-ELT_FLOAT_TYPES(ELT_DEF_ROW2, max, MAX_F)
-ELT_SINT_TYPES(ELT_DEF_ROW2, max, MAX_I)
-ELT_UINT_TYPES(ELT_DEF_ROW2, max, MAX_I)
-ELT_FLOAT_TYPES(ELT_DEF_ROW2, min, MIN_F)
-ELT_SINT_TYPES(ELT_DEF_ROW2, min, MIN_I)
-ELT_UINT_TYPES(ELT_DEF_ROW2, min, MIN_I)
+ELT_DEF_ALL(add, ADD_F, ADD_I, ADD_I)
+ELT_DEF_ALL(sub, SUB_F, SUB_I, SUB_I)
+ELT_DEF_ALL(mul, MUL_F, MUL_I, MUL_I)
+ELT_DEF_ALL(div, DIV_F, DIV_S, DIV_U)
+ELT_DEF_ALL(max, MAX_F, MAX_I, MAX_I)
+ELT_DEF_ALL(min, MIN_F, MIN_I, MIN_I)
 ELT_FLOAT_TYPES(ELT_DEF_ROW2, pow, POW_F)
-
-ELT_ROW2_TABLE(add, ELT_NUMERIC_TYPES)
-ELT_ROW2_TABLE(sub, ELT_NUMERIC_TYPES)
-ELT_ROW2_TABLE(mul, ELT_NUMERIC_TYPES)
-ELT_ROW2_TABLE(div, ELT_NUMERIC_TYPES)
-ELT_ROW2_TABLE(max, ELT_NUMERIC_TYPES)
-ELT_ROW2_TABLE(min, ELT_NUMERIC_TYPES)
 ELT_ROW2_TABLE(pow, ELT_FLOAT_TYPES)
 
 static const op_elt_row2 *elt_binary_rows(ir_op op) {
@@ -683,21 +673,11 @@ ELT_BINARY_IMPL(pow, OP_INPLACE_0, elt_check_binary, elt_infer_pow, elt_run_pow)
 #define ABS_S(C, v, p) ((v) < 0 ? (C)(0u - (uint64_t)(v)) : (v))
 #define ABS_U(C, v, p) (v)
 
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, sqrt, SQRT_F)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, exp, EXP_F)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, log, LOG_F)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, neg, NEG_F)
-ELT_SINT_TYPES(ELT_DEF_ROW1, neg, NEG_S)
-ELT_FLOAT_TYPES(ELT_DEF_ROW1, abs, ABS_F)
-ELT_SINT_TYPES(ELT_DEF_ROW1, abs, ABS_S)
-ELT_UINT_TYPES(ELT_DEF_ROW1, abs, ABS_U)
-
-ELT_ROW1_TABLE(sqrt, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(exp, ELT_FLOAT_TYPES)
-ELT_ROW1_TABLE(log, ELT_FLOAT_TYPES)
-static const op_elt_row1 neg_rows[ELT_DTYPE_SLOTS] = {ELT_FLOAT_TYPES(ELT_ROW_ENTRY, neg, _)
-                                                          ELT_SINT_TYPES(ELT_ROW_ENTRY, neg, _)};
-ELT_ROW1_TABLE(abs, ELT_NUMERIC_TYPES)
+ELT_FLOAT_UNARY(sqrt, SQRT_F)
+ELT_FLOAT_UNARY(exp, EXP_F)
+ELT_FLOAT_UNARY(log, LOG_F)
+ELT_SIGNED_UNARY(neg, NEG_F, NEG_S)
+ELT_NUMERIC_UNARY(abs, ABS_F, ABS_S, ABS_U)
 
 static op_elt_unary elt_unary_of(ir_op op) {
     switch (op) {

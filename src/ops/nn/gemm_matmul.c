@@ -159,30 +159,7 @@ static anvil_status matmul_infer(const ir_graph *g, const ir_node *n, const op_t
     }
     int64_t ka = a->d[a->rank - 1], kb = b->d[b->rank >= 2 ? b->rank - 2 : 0];
     CORE_TRY(gemm_same_dim(n, "A's last dim vs B's second-to-last", ka, kb));
-    ir_shape ab, bb, batch;
-    int ra = a->rank >= 2 ? a->rank - 2 : 0, rb = b->rank >= 2 ? b->rank - 2 : 0;
-    nn_shape_unknown_dims(&ab, ra);
-    nn_shape_unknown_dims(&bb, rb);
-    for (int d = 0; d < ra; d++) {
-        ab.d[d] = a->d[d];
-        ab.sym[d] = a->sym[d];
-    }
-    for (int d = 0; d < rb; d++) {
-        bb.d[d] = b->d[d];
-        bb.sym[d] = b->sym[d];
-    }
-    CORE_TRY(op_broadcast_shape(n, &ab, &bb, &batch));
-    ir_shape *o = &out[0].shape;
-    *o = batch;
-    if (a->rank >= 2) {
-        o->d[o->rank] = a->d[a->rank - 2];
-        o->sym[o->rank++] = a->sym[a->rank - 2];
-    }
-    if (b->rank >= 2) {
-        o->d[o->rank] = b->d[b->rank - 1];
-        o->sym[o->rank++] = b->sym[b->rank - 1];
-    }
-    return ANVIL_OK;
+    return nn_matmul_shape(n, a, b, &out[0].shape);
 }
 
 /* ---- kernels ------------------------------------------------------------------------------- */

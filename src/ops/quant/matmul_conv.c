@@ -72,28 +72,7 @@ static anvil_status qmm_shape(const ir_node *n, const ir_shape *a, const ir_shap
                         "%s: A's last dim is %lld but B's second-to-last is %lld; they must be "
                         "equal",
                         ir_node_label(n), (long long)ka, (long long)kb);
-    ir_shape ab, bb;
-    int ra = a->rank >= 2 ? a->rank - 2 : 0, rb = b->rank >= 2 ? b->rank - 2 : 0;
-    nn_shape_unknown_dims(&ab, ra);
-    nn_shape_unknown_dims(&bb, rb);
-    for (int d = 0; d < ra; d++) {
-        ab.d[d] = a->d[d];
-        ab.sym[d] = a->sym[d];
-    }
-    for (int d = 0; d < rb; d++) {
-        bb.d[d] = b->d[d];
-        bb.sym[d] = b->sym[d];
-    }
-    CORE_TRY(op_broadcast_shape(n, &ab, &bb, o));
-    if (a->rank >= 2) {
-        o->d[o->rank] = a->d[a->rank - 2];
-        o->sym[o->rank++] = a->sym[a->rank - 2];
-    }
-    if (b->rank >= 2) {
-        o->d[o->rank] = b->d[b->rank - 1];
-        o->sym[o->rank++] = b->sym[b->rank - 1];
-    }
-    return ANVIL_OK;
+    return nn_matmul_shape(n, a, b, o);
 }
 
 /* Per-row parameters of A are a 1-D [M] list or an [..., M, 1] tensor (one per row of every

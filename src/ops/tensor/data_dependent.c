@@ -182,17 +182,7 @@ static anvil_status nonzero_run(const ir_node *n, const op_tensor *const *in, in
     return ANVIL_OK;
 }
 
-const op_impl op_impl_nonzero = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .flags = OP_DATA_DEPENDENT,
-    .check = nonzero_check,
-    .infer = nonzero_infer,
-    .run = op_run_via_alloc,
-    .run_alloc = nonzero_run,
-};
+TENSOR_DATA_DEPENDENT_IMPL(nonzero, 1, 1, 1, 1, nonzero_check, nonzero_infer, nonzero_run)
 
 /* ---- Compress ------------------------------------------------------------------------------ */
 
@@ -263,17 +253,7 @@ static anvil_status compress_run(const ir_node *n, const op_tensor *const *in, i
     return ANVIL_OK;
 }
 
-const op_impl op_impl_compress = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .flags = OP_DATA_DEPENDENT,
-    .check = compress_check,
-    .infer = compress_infer,
-    .run = op_run_via_alloc,
-    .run_alloc = compress_run,
-};
+TENSOR_DATA_DEPENDENT_IMPL(compress, 2, 2, 1, 1, compress_check, compress_infer, compress_run)
 
 /* ---- Unique -------------------------------------------------------------------------------- */
 
@@ -424,17 +404,7 @@ done:
     return st;
 }
 
-const op_impl op_impl_unique = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 4,
-    .flags = OP_DATA_DEPENDENT,
-    .check = unique_check,
-    .infer = unique_infer,
-    .run = op_run_via_alloc,
-    .run_alloc = unique_run,
-};
+TENSOR_DATA_DEPENDENT_IMPL(unique, 1, 1, 1, 4, unique_check, unique_infer, unique_run)
 
 /* ---- NonMaxSuppression --------------------------------------------------------------------- */
 
@@ -600,14 +570,4 @@ done:
     return st;
 }
 
-const op_impl op_impl_nonmaxsuppression = {
-    .min_inputs = 2,
-    .max_inputs = 5,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .flags = OP_DATA_DEPENDENT,
-    .check = nms_check,
-    .infer = nms_infer,
-    .run = op_run_via_alloc,
-    .run_alloc = nms_run,
-};
+TENSOR_DATA_DEPENDENT_IMPL(nonmaxsuppression, 2, 5, 1, 1, nms_check, nms_infer, nms_run)

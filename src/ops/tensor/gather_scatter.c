@@ -17,10 +17,7 @@ static anvil_status idx_parse_reduction(const ir_node *n, idx_red *out) {
     *out = IDX_RED_NONE;
     const char *s;
     CORE_TRY(ir_attr_string(n, "reduction", "none", &s));
-    if (ir_node_attr(n, "reduction") && n->opset < 16)
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: attribute 'reduction' exists from opset 16 (model opset %d)",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(tensor_attr_since(n, "reduction", 16));
     int top = n->opset >= 18 ? 4 : 2;
     for (int i = 0; i <= top; i++)
         if (strcmp(s, idx_red_names[i]) == 0) {
@@ -348,10 +345,7 @@ static anvil_status gather_nd_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 11, 0));
     OP_PARAMS_NEW(g, nd_params, p);
     p->red = IDX_RED_NONE;
-    if (n->opset < 12 && ir_node_attr(n, "batch_dims"))
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: attribute 'batch_dims' exists from opset 12 (model opset %d)",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(tensor_attr_since(n, "batch_dims", 12));
     CORE_TRY(ir_attr_int(n, "batch_dims", 0, &p->batch_dims));
     if (p->batch_dims < 0 || p->batch_dims >= IR_MAX_RANK)
         return core_err(ANVIL_ERR_INVALID_MODEL,

@@ -24,10 +24,7 @@ typedef struct range_params {
 static anvil_status range_check(ir_graph *g, ir_node *n) {
     CORE_TRY(tensor_check_opset(n, 11, 0));
     OP_PARAMS_NEW(g, range_params, p);
-    if (n->opset < 27 && ir_node_attr(n, "stash_type"))
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: attribute 'stash_type' exists from opset 27 (model opset %d)",
-                        ir_node_label(n), n->opset);
+    CORE_TRY(tensor_attr_since(n, "stash_type", 27));
     CORE_TRY(ir_attr_int(n, "stash_type", 1, &p->stash_type));
     if (p->stash_type != 0 && p->stash_type != 1)
         return core_err(ANVIL_ERR_UNSUPPORTED,

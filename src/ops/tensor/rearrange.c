@@ -24,10 +24,7 @@ static anvil_status d2s_check(ir_graph *g, ir_node *n) {
     if (n->op == IR_OP_DEPTHTOSPACE) {
         const char *mode;
         CORE_TRY(ir_attr_string(n, "mode", "DCR", &mode));
-        if (ir_node_attr(n, "mode") && n->opset < 11)
-            return core_err(ANVIL_ERR_INVALID_MODEL,
-                            "%s: attribute 'mode' exists from opset 11 (model opset %d)",
-                            ir_node_label(n), n->opset);
+        CORE_TRY(tensor_attr_since(n, "mode", 11));
         if (strcmp(mode, "CRD") == 0)
             p->crd = true;
         else if (strcmp(mode, "DCR") != 0)

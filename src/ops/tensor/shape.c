@@ -212,17 +212,21 @@ static anvil_status alias_run(const ir_node *n, const op_tensor *const *in, int 
     return tensor_run_copy(n, in[0], out[0]);
 }
 
-const op_impl op_impl_reshape = {
-    .min_inputs = 1, /* 2 from opset 5; check() enforces it per opset */
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .flags = OP_ALIAS_0,
-    .value_inputs = 1u << 1,
-    .check = reshape_check,
-    .infer = reshape_infer,
-    .run = alias_run,
-};
+/* Defines op_impl_<op> for one of the aliasing ops here: input 0 and, with max_in 2, an optional
+ * input 1 (the shape or axes list) whose value inference reads; one output aliasing input 0. */
+#define ALIAS_IMPL(op, max_in, checkfn, inferfn)                                                   \
+    const op_impl op_impl_##op = {.min_inputs = 1,                                                 \
+                                  .max_inputs = max_in,                                            \
+                                  .min_outputs = 1,                                                \
+                                  .max_outputs = 1,                                                \
+                                  .flags = OP_ALIAS_0,                                             \
+                                  .value_inputs = (max_in) > 1 ? 1u << 1 : 0u,                     \
+                                  .check = checkfn,                                                \
+                                  .infer = inferfn,                                                \
+                                  .run = alias_run};
+
+/* input 1 is required from opset 5; reshape_check enforces it per opset */
+ALIAS_IMPL(reshape, 2, reshape_check, reshape_infer)
 
 /* ---- Flatten ----------------------------------------------------------------------------- */
 
@@ -261,16 +265,7 @@ static anvil_status flatten_infer(const ir_graph *g, const ir_node *n, const op_
     return ANVIL_OK;
 }
 
-const op_impl op_impl_flatten = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .flags = OP_ALIAS_0,
-    .check = flatten_check,
-    .infer = flatten_infer,
-    .run = alias_run,
-};
+ALIAS_IMPL(flatten, 1, flatten_check, flatten_infer)
 
 /* ---- Squeeze and Unsqueeze --------------------------------------------------------------- */
 
@@ -446,17 +441,7 @@ static anvil_status squeeze_infer(const ir_graph *g, const ir_node *n, const op_
     return ANVIL_OK;
 }
 
-const op_impl op_impl_squeeze = {
-    .min_inputs = 1,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .flags = OP_ALIAS_0,
-    .value_inputs = 1u << 1,
-    .check = squeeze_check,
-    .infer = squeeze_infer,
-    .run = alias_run,
-};
+ALIAS_IMPL(squeeze, 2, squeeze_check, squeeze_infer)
 
 static anvil_status unsqueeze_check(ir_graph *g, ir_node *n) {
     return axes_check(g, n, true);
@@ -491,17 +476,8 @@ static anvil_status unsqueeze_infer(const ir_graph *g, const ir_node *n, const o
     return ANVIL_OK;
 }
 
-const op_impl op_impl_unsqueeze = {
-    .min_inputs = 1, /* 2 from opset 13; check() enforces it per opset */
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .flags = OP_ALIAS_0,
-    .value_inputs = 1u << 1,
-    .check = unsqueeze_check,
-    .infer = unsqueeze_infer,
-    .run = alias_run,
-};
+/* input 1 is required from opset 13; unsqueeze_check enforces it per opset */
+ALIAS_IMPL(unsqueeze, 2, unsqueeze_check, unsqueeze_infer)
 
 /* ---- Shape ------------------------------------------------------------------------------- */
 

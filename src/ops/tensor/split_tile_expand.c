@@ -36,6 +36,7 @@ static anvil_status split_check(ir_graph *g, ir_node *n) {
                         "%d); pass the sizes as input 1",
                         ir_node_label(n), n->opset);
     }
+    CORE_TRY(tensor_attr_since(n, "num_outputs", 18));
     if (n->opset >= 18) {
         CORE_TRY(ir_attr_int(n, "num_outputs", 0, &p->num_outputs));
         bool has_split = op_has_input(n, 1);
@@ -48,10 +49,6 @@ static anvil_status split_check(ir_graph *g, ir_node *n) {
                             "%s: attribute 'num_outputs' is %lld but the node has %d outputs; "
                             "they must match",
                             ir_node_label(n), (long long)p->num_outputs, n->n_outputs);
-    } else if (ir_node_attr(n, "num_outputs")) {
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: attribute 'num_outputs' exists from opset 18 (model opset %d)",
-                        ir_node_label(n), n->opset);
     }
     if (p->split && p->n_split != (size_t)n->n_outputs)
         return core_err(ANVIL_ERR_INVALID_MODEL,
