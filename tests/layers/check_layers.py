@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Checks that calls between anvil's layers only go down (ARCHITECTURE.md, "what each may call").
+
+    check_layers.py OBJECT_FILE...
+
+The objects are the libraries' own (CMake's $<TARGET_OBJECTS:...>). Each belongs to the layer
+named by its folder under src/ (the generated ONNX parser counts as onnx). For every symbol an
+object uses, `nm` says which object defines it; a use of a layer the user may not call is printed
+as `user.o -> symbol (defined in layer/file)`. Exits 1 if there is any.
+"""
+import os
+import re
+import subprocess
+import sys
+
+MAY_CALL = {
+    "core": {"core"},
+    "ir": {"ir", "core"},
+    "ops": {"ops", "ir", "core"},
+    "onnx": {"onnx", "ir", "core"},
+    "kernels": {"kernels", "ops", "ir", "core"},
+    "passes": {"passes", "ops", "ir", "core"},
+    "runtime": {"runtime", "kernels", "passes", "ops", "ir", "core"},
+    "api": {"api", "runtime", "kernels", "passes", "onnx", "ops", "ir", "core"},
+}
+
+
+def layer_of(obj):
+    path = obj.replace(os.sep, "/")
+    if "/onnx_proto/" in path:
+        return "onnx", os.path.basename(path)
+    m = re.search(r"/src/([a-z]+)/(.+?)\.o(bj)?$", path)
+    return (m.group(1), m.group(2)) if m else (None, None)
+
+
+def symbols(obj):
+    out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
+    defined, used = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "U":
+            used.add(parts[1])
+        elif len(parts) == 3 and parts[1] in "TDRBCV":
+            defined.add(parts[2])
+    return defined, used
+
+
+def main(argv):
+    # CMake may hand an object list as one ';'-separated argument
+    objects = [o for a in argv[1:] for o in a.split(";") if o]
+    if not objects:
+        sys.exit(__doc__)
+    owner, uses = {}, {}
+    for obj in objects:
+        layer, name = layer_of(obj)
+        if layer is None:
+            continue
+        if layer not in MAY_CALL:
+            print(f"{obj}: folder src/{layer}/ has no row in check_layers.py's MAY_CALL")
+            return 1
+        defined, used = symbols(obj)
+        for s in defined:
+            owner[s] = (layer, name)
+        uses[(layer, name)] = used
+    bad = 0
+    for (layer, name), used in sorted(uses.items()):
+        for s in sorted(used):
+            if s in owner and owner[s][0] not in MAY_CALL[layer]:
+                print(f"{layer}/{name} -> {s} (defined in {owner[s][0]}/{owner[s][1]})")
+                bad += 1
+    print(f"{len(uses)} objects, {bad} calls against the layering")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
