@@ -16,17 +16,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The reduction kinds are the ops' own ids: a node's kind is its op. */
 typedef enum red_kind {
-    RED_L1,
-    RED_L2,
-    RED_LOGSUM,
-    RED_LOGSUMEXP,
-    RED_MAX,
-    RED_MEAN,
-    RED_MIN,
-    RED_PROD,
-    RED_SUM,
-    RED_SUMSQUARE
+    RED_L1 = IR_OP_REDUCEL1,
+    RED_L2 = IR_OP_REDUCEL2,
+    RED_LOGSUM = IR_OP_REDUCELOGSUM,
+    RED_LOGSUMEXP = IR_OP_REDUCELOGSUMEXP,
+    RED_MAX = IR_OP_REDUCEMAX,
+    RED_MEAN = IR_OP_REDUCEMEAN,
+    RED_MIN = IR_OP_REDUCEMIN,
+    RED_PROD = IR_OP_REDUCEPROD,
+    RED_SUM = IR_OP_REDUCESUM,
+    RED_SUMSQUARE = IR_OP_REDUCESUMSQUARE
 } red_kind;
 
 typedef struct red_params {
@@ -37,9 +38,10 @@ typedef struct red_params {
     const int64_t *axes;
 } red_params;
 
-static anvil_status red_check(ir_graph *g, ir_node *n, red_kind kind, int input_since) {
+static anvil_status red_check(ir_graph *g, ir_node *n) {
+    int input_since = n->op == IR_OP_REDUCESUM ? 13 : 18; /* the opset that moved axes to input 1 */
     OP_PARAMS_NEW(g, red_params, p);
-    p->kind = kind;
+    p->kind = (red_kind)n->op;
     p->axes_from_input = n->opset >= input_since;
     CORE_TRY(ir_attr_flag(n, "keepdims", true, &p->keepdims));
     CORE_TRY(ir_attr_flag(n, "noop_with_empty_axes", false, &p->noop_empty));
@@ -417,29 +419,26 @@ static anvil_status red_run(const ir_node *n, const op_tensor *const *in, int n_
     return ANVIL_OK;
 }
 
-#define RED_DEFINE(lname, KIND, SINCE)                                                             \
-    static anvil_status lname##_check(ir_graph *g, ir_node *n) {                                   \
-        return red_check(g, n, KIND, SINCE);                                                       \
-    }                                                                                              \
+#define RED_DEFINE(lname)                                                                          \
     const op_impl op_impl_##lname = {.min_inputs = 1,                                              \
                                      .max_inputs = 2,                                              \
                                      .min_outputs = 1,                                             \
                                      .max_outputs = 1,                                             \
                                      .value_inputs = 1u << 1,                                      \
-                                     .check = lname##_check,                                       \
+                                     .check = red_check,                                           \
                                      .infer = red_infer,                                           \
                                      .run = red_run};
 
-RED_DEFINE(reducel1, RED_L1, 18)
-RED_DEFINE(reducel2, RED_L2, 18)
-RED_DEFINE(reducelogsum, RED_LOGSUM, 18)
-RED_DEFINE(reducelogsumexp, RED_LOGSUMEXP, 18)
-RED_DEFINE(reducemax, RED_MAX, 18)
-RED_DEFINE(reducemean, RED_MEAN, 18)
-RED_DEFINE(reducemin, RED_MIN, 18)
-RED_DEFINE(reduceprod, RED_PROD, 18)
-RED_DEFINE(reducesum, RED_SUM, 13)
-RED_DEFINE(reducesumsquare, RED_SUMSQUARE, 18)
+RED_DEFINE(reducel1)
+RED_DEFINE(reducel2)
+RED_DEFINE(reducelogsum)
+RED_DEFINE(reducelogsumexp)
+RED_DEFINE(reducemax)
+RED_DEFINE(reducemean)
+RED_DEFINE(reducemin)
+RED_DEFINE(reduceprod)
+RED_DEFINE(reducesum)
+RED_DEFINE(reducesumsquare)
 
 /* ---- ArgMax / ArgMin ------------------------------------------------------------------------ */
 
@@ -448,22 +447,15 @@ typedef struct arg_params {
     bool keepdims, last, is_max;
 } arg_params;
 
-static anvil_status arg_check(ir_graph *g, ir_node *n, bool is_max) {
+static anvil_status arg_check(ir_graph *g, ir_node *n) {
     OP_PARAMS_NEW(g, arg_params, p);
-    p->is_max = is_max;
+    p->is_max = n->op == IR_OP_ARGMAX;
     CORE_TRY(ir_attr_int(n, "axis", 0, &p->axis));
     CORE_TRY(ir_attr_flag(n, "keepdims", true, &p->keepdims));
     CORE_TRY(ir_attr_flag(n, "select_last_index", false, &p->last));
     CORE_TRY(red_attr_since(n, "select_last_index", 12));
     n->params = p;
     return ANVIL_OK;
-}
-
-static anvil_status argmax_check(ir_graph *g, ir_node *n) {
-    return arg_check(g, n, true);
-}
-static anvil_status argmin_check(ir_graph *g, ir_node *n) {
-    return arg_check(g, n, false);
 }
 
 static anvil_status arg_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
@@ -514,18 +506,15 @@ static anvil_status arg_run(const ir_node *n, const op_tensor *const *in, int n_
     return ANVIL_OK;
 }
 
-const op_impl op_impl_argmax = {.min_inputs = 1,
-                                .max_inputs = 1,
-                                .min_outputs = 1,
-                                .max_outputs = 1,
-                                .check = argmax_check,
-                                .infer = arg_infer,
-                                .run = arg_run};
+/* `const op_impl op_impl_<lname>` for ArgMax and ArgMin, which arg_check tells apart by the op. */
+#define ARG_DEFINE(lname)                                                                          \
+    const op_impl op_impl_##lname = {.min_inputs = 1,                                              \
+                                     .max_inputs = 1,                                              \
+                                     .min_outputs = 1,                                             \
+                                     .max_outputs = 1,                                             \
+                                     .check = arg_check,                                           \
+                                     .infer = arg_infer,                                           \
+                                     .run = arg_run};
 
-const op_impl op_impl_argmin = {.min_inputs = 1,
-                                .max_inputs = 1,
-                                .min_outputs = 1,
-                                .max_outputs = 1,
-                                .check = argmin_check,
-                                .infer = arg_infer,
-                                .run = arg_run};
+ARG_DEFINE(argmax)
+ARG_DEFINE(argmin)

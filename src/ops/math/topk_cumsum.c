@@ -199,30 +199,19 @@ typedef struct scan_params {
     bool exclusive, reverse, prod;
 } scan_params;
 
-static anvil_status scan_check(ir_graph *g, ir_node *n, bool prod) {
+static anvil_status scan_check(ir_graph *g, ir_node *n) {
     OP_PARAMS_NEW(g, scan_params, p);
-    p->prod = prod;
-    if (!prod && n->opset < 11)
+    p->prod = n->op == IR_OP_CUMPROD;
+    int since = p->prod ? 26 : 11;
+    if (n->opset < since)
         return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: CumSum exists from opset 11, the model imports opset %d; raise the "
+                        "%s: %s exists from opset %d, the model imports opset %d; raise the "
                         "model's opset",
-                        ir_node_label(n), n->opset);
-    if (prod && n->opset < 26)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: CumProd exists from opset 26, the model imports opset %d; raise the "
-                        "model's opset",
-                        ir_node_label(n), n->opset);
+                        ir_node_label(n), ir_op_name(n->op), since, n->opset);
     CORE_TRY(ir_attr_flag(n, "exclusive", false, &p->exclusive));
     CORE_TRY(ir_attr_flag(n, "reverse", false, &p->reverse));
     n->params = p;
     return ANVIL_OK;
-}
-
-static anvil_status cumsum_check(ir_graph *g, ir_node *n) {
-    return scan_check(g, n, false);
-}
-static anvil_status cumprod_check(ir_graph *g, ir_node *n) {
-    return scan_check(g, n, true);
 }
 
 static anvil_status scan_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
@@ -297,18 +286,16 @@ static anvil_status scan_run(const ir_node *n, const op_tensor *const *in, int n
     return ANVIL_OK;
 }
 
-const op_impl op_impl_cumsum = {.min_inputs = 2,
-                                .max_inputs = 2,
-                                .min_outputs = 1,
-                                .max_outputs = 1,
-                                .check = cumsum_check,
-                                .infer = scan_infer,
-                                .run = scan_run};
+/* `const op_impl op_impl_<lname>` for CumSum and CumProd, which scan_check tells apart by the op.
+ */
+#define SCAN_DEFINE(lname)                                                                         \
+    const op_impl op_impl_##lname = {.min_inputs = 2,                                              \
+                                     .max_inputs = 2,                                              \
+                                     .min_outputs = 1,                                             \
+                                     .max_outputs = 1,                                             \
+                                     .check = scan_check,                                          \
+                                     .infer = scan_infer,                                          \
+                                     .run = scan_run};
 
-const op_impl op_impl_cumprod = {.min_inputs = 2,
-                                 .max_inputs = 2,
-                                 .min_outputs = 1,
-                                 .max_outputs = 1,
-                                 .check = cumprod_check,
-                                 .infer = scan_infer,
-                                 .run = scan_run};
+SCAN_DEFINE(cumsum)
+SCAN_DEFINE(cumprod)

@@ -20,7 +20,8 @@ typedef struct conv_params {
 
 /* ---- check ------------------------------------------------------------------------------- */
 
-static anvil_status conv_check_common(ir_graph *g, ir_node *n, bool transpose) {
+static anvil_status conv_check(ir_graph *g, ir_node *n) {
+    bool transpose = n->op == IR_OP_CONVTRANSPOSE;
     OP_PARAMS_NEW(g, conv_params, p);
     CORE_TRY(nn_window_parse(n, false, true, false, &p->win));
     CORE_TRY(ir_attr_int(n, "group", 1, &p->group));
@@ -54,14 +55,6 @@ static anvil_status conv_check_common(ir_graph *g, ir_node *n, bool transpose) {
     }
     n->params = p;
     return ANVIL_OK;
-}
-
-static anvil_status conv_check(ir_graph *g, ir_node *n) {
-    return conv_check_common(g, n, false);
-}
-
-static anvil_status convtranspose_check(ir_graph *g, ir_node *n) {
-    return conv_check_common(g, n, true);
 }
 
 /* ---- geometry ----------------------------------------------------------------------------- */
@@ -460,7 +453,7 @@ const op_impl op_impl_convtranspose = {.min_inputs = 2,
                                        .max_inputs = 3,
                                        .min_outputs = 1,
                                        .max_outputs = 1,
-                                       .check = convtranspose_check,
+                                       .check = conv_check,
                                        .infer = convtranspose_infer,
                                        .run = convtranspose_run};
 

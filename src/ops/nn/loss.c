@@ -22,11 +22,10 @@ typedef struct loss_params {
     int64_t ignore;
 } loss_params;
 
-static anvil_status loss_check(ir_graph *g, ir_node *n, bool softmax) {
+static anvil_status loss_check(ir_graph *g, ir_node *n) {
     OP_PARAMS_NEW(g, loss_params, p);
-    const char *name = softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss";
-    CORE_TRY(nn_check_since(n, name, 12));
-    p->softmax = softmax;
+    CORE_TRY(nn_check_since(n, ir_op_name(n->op), 12));
+    p->softmax = n->op == IR_OP_SOFTMAXCROSSENTROPYLOSS;
     const char *r;
     CORE_TRY(ir_attr_string(n, "reduction", "mean", &r));
     if (strcmp(r, "none") == 0)
@@ -43,13 +42,6 @@ static anvil_status loss_check(ir_graph *g, ir_node *n, bool softmax) {
     CORE_TRY(ir_attr_int(n, "ignore_index", 0, &p->ignore));
     n->params = p;
     return ANVIL_OK;
-}
-
-static anvil_status nll_check(ir_graph *g, ir_node *n) {
-    return loss_check(g, n, false);
-}
-static anvil_status sce_check(ir_graph *g, ir_node *n) {
-    return loss_check(g, n, true);
 }
 
 static anvil_status loss_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
@@ -180,7 +172,7 @@ const op_impl op_impl_negativeloglikelihoodloss = {.min_inputs = 2,
                                                    .max_inputs = 3,
                                                    .min_outputs = 1,
                                                    .max_outputs = 1,
-                                                   .check = nll_check,
+                                                   .check = loss_check,
                                                    .infer = loss_infer,
                                                    .run = loss_run};
 
@@ -188,6 +180,6 @@ const op_impl op_impl_softmaxcrossentropyloss = {.min_inputs = 2,
                                                  .max_inputs = 3,
                                                  .min_outputs = 1,
                                                  .max_outputs = 2,
-                                                 .check = sce_check,
+                                                 .check = loss_check,
                                                  .infer = loss_infer,
                                                  .run = loss_run};

@@ -143,7 +143,8 @@ static anvil_status q_dtype_attr(const ir_node *n, const char *name, anvil_dtype
     return ANVIL_OK;
 }
 
-static anvil_status q_check_common(ir_graph *g, ir_node *n, bool quantize) {
+static anvil_status q_check(ir_graph *g, ir_node *n) {
+    bool quantize = n->op == IR_OP_QUANTIZELINEAR;
     CORE_TRY(q_since(n, 10));
     OP_PARAMS_NEW(g, q_params, p);
     CORE_TRY(q_attr_since(n, "axis", 13));
@@ -179,14 +180,6 @@ static anvil_status q_check_common(ir_graph *g, ir_node *n, bool quantize) {
                            "FLOAT, FLOAT16, BFLOAT16 or DOUBLE"));
     n->params = p;
     return ANVIL_OK;
-}
-
-static anvil_status quantizelinear_check(ir_graph *g, ir_node *n) {
-    return q_check_common(g, n, true);
-}
-
-static anvil_status dequantizelinear_check(ir_graph *g, ir_node *n) {
-    return q_check_common(g, n, false);
 }
 
 /* ---- QuantizeLinear / DequantizeLinear: inference -------------------------------------------- */
@@ -371,7 +364,7 @@ const op_impl op_impl_quantizelinear = {.min_inputs = 2,
                                         .max_inputs = 3,
                                         .min_outputs = 1,
                                         .max_outputs = 1,
-                                        .check = quantizelinear_check,
+                                        .check = q_check,
                                         .infer = quantizelinear_infer,
                                         .run = quantizelinear_run};
 
@@ -379,7 +372,7 @@ const op_impl op_impl_dequantizelinear = {.min_inputs = 2,
                                           .max_inputs = 3,
                                           .min_outputs = 1,
                                           .max_outputs = 1,
-                                          .check = dequantizelinear_check,
+                                          .check = q_check,
                                           .infer = dequantizelinear_infer,
                                           .run = dequantizelinear_run};
 

@@ -113,7 +113,18 @@ static anvil_status rnn_parse_acts(const ir_node *n, rnn_params *p) {
     return ANVIL_OK;
 }
 
-static anvil_status rnn_check_common(ir_graph *g, ir_node *n, rnn_kind kind) {
+/* Reads flag attribute `name`, which only the op `owner` has (owned: n is that op); on the other
+ * ops the attribute is an error. */
+static anvil_status rnn_own_flag(const ir_node *n, const char *name, const char *owner, bool owned,
+                                 bool *out) {
+    if (owned) return ir_attr_flag(n, name, false, out);
+    if (!ir_node_attr(n, name)) return ANVIL_OK;
+    return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute '%s' belongs to %s only; drop it",
+                    ir_node_label(n), name, owner);
+}
+
+static anvil_status rnn_check(ir_graph *g, ir_node *n) {
+    rnn_kind kind = n->op == IR_OP_GRU ? RNN_GRU : n->op == IR_OP_LSTM ? RNN_LSTM : RNN_VANILLA;
     if (n->opset < 7)
         return core_err(ANVIL_ERR_UNSUPPORTED,
                         "%s: %s before opset 7 (with 'output_sequence') is not supported; "
@@ -159,20 +170,9 @@ static anvil_status rnn_check_common(ir_graph *g, ir_node *n, rnn_kind kind) {
         p->has_clip = true;
         p->clip = c;
     }
-    if (kind == RNN_GRU) {
-        CORE_TRY(ir_attr_flag(n, "linear_before_reset", false, &p->linear_before_reset));
-    } else if (ir_node_attr(n, "linear_before_reset")) {
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: attribute 'linear_before_reset' belongs to GRU only; drop it",
-                        ir_node_label(n));
-    }
-    if (kind == RNN_LSTM) {
-        CORE_TRY(ir_attr_flag(n, "input_forget", false, &p->input_forget));
-    } else if (ir_node_attr(n, "input_forget")) {
-        return core_err(ANVIL_ERR_INVALID_MODEL,
-                        "%s: attribute 'input_forget' belongs to LSTM only; drop it",
-                        ir_node_label(n));
-    }
+    CORE_TRY(
+        rnn_own_flag(n, "linear_before_reset", "GRU", kind == RNN_GRU, &p->linear_before_reset));
+    CORE_TRY(rnn_own_flag(n, "input_forget", "LSTM", kind == RNN_LSTM, &p->input_forget));
     if (ir_node_attr(n, "output_sequence"))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attribute 'output_sequence' was removed in opset 7; drop it",
@@ -180,18 +180,6 @@ static anvil_status rnn_check_common(ir_graph *g, ir_node *n, rnn_kind kind) {
     CORE_TRY(rnn_parse_acts(n, p));
     n->params = p;
     return ANVIL_OK;
-}
-
-static anvil_status rnn_check(ir_graph *g, ir_node *n) {
-    return rnn_check_common(g, n, RNN_VANILLA);
-}
-
-static anvil_status gru_check(ir_graph *g, ir_node *n) {
-    return rnn_check_common(g, n, RNN_GRU);
-}
-
-static anvil_status lstm_check(ir_graph *g, ir_node *n) {
-    return rnn_check_common(g, n, RNN_LSTM);
 }
 
 /* ---- inference ------------------------------------------------------------------------------ */
@@ -563,26 +551,17 @@ static anvil_status rnn_run(const ir_node *n, const op_tensor *const *in, int n_
     return s;
 }
 
-const op_impl op_impl_rnn = {.min_inputs = 3,
-                             .max_inputs = 6,
-                             .min_outputs = 0,
-                             .max_outputs = 2,
-                             .check = rnn_check,
-                             .infer = rnn_infer,
-                             .run = rnn_run};
+/* `const op_impl op_impl_<lname>` for RNN, GRU and LSTM, which rnn_check tells apart by the op;
+ * LSTM has more inputs (initial cell, peepholes) and outputs (final cell). */
+#define RNN_DEFINE(lname, max_in, max_out)                                                         \
+    const op_impl op_impl_##lname = {.min_inputs = 3,                                              \
+                                     .max_inputs = max_in,                                         \
+                                     .min_outputs = 0,                                             \
+                                     .max_outputs = max_out,                                       \
+                                     .check = rnn_check,                                           \
+                                     .infer = rnn_infer,                                           \
+                                     .run = rnn_run};
 
-const op_impl op_impl_gru = {.min_inputs = 3,
-                             .max_inputs = 6,
-                             .min_outputs = 0,
-                             .max_outputs = 2,
-                             .check = gru_check,
-                             .infer = rnn_infer,
-                             .run = rnn_run};
-
-const op_impl op_impl_lstm = {.min_inputs = 3,
-                              .max_inputs = 8,
-                              .min_outputs = 0,
-                              .max_outputs = 3,
-                              .check = lstm_check,
-                              .infer = rnn_infer,
-                              .run = rnn_run};
+RNN_DEFINE(rnn, 6, 2)
+RNN_DEFINE(gru, 6, 2)
+RNN_DEFINE(lstm, 8, 3)
