@@ -120,25 +120,18 @@ static anvil_status d2s_run(const ir_node *n, const op_tensor *const *in, int n_
     return ANVIL_OK;
 }
 
-const op_impl op_impl_depthtospace = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .check = d2s_check,
-    .infer = d2s_infer,
-    .run = d2s_run,
-};
+/* The op table of DepthToSpace and SpaceToDepth, whose d2s functions tell them apart by n->op. */
+#define D2S_IMPL(op)                                                                               \
+    const op_impl op_impl_##op = {.min_inputs = 1,                                                 \
+                                  .max_inputs = 1,                                                 \
+                                  .min_outputs = 1,                                                \
+                                  .max_outputs = 1,                                                \
+                                  .check = d2s_check,                                              \
+                                  .infer = d2s_infer,                                              \
+                                  .run = d2s_run};
 
-const op_impl op_impl_spacetodepth = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .check = d2s_check,
-    .infer = d2s_infer,
-    .run = d2s_run,
-};
+D2S_IMPL(depthtospace)
+D2S_IMPL(spacetodepth)
 
 /* ---- ReverseSequence ----------------------------------------------------------------------- */
 
