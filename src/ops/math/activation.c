@@ -58,14 +58,14 @@ ELT_ROW1_TABLE(clip, ELT_NUMERIC_TYPES)
 
 /* ---- LeakyRelu and HardSigmoid attributes ------------------------------------------------- */
 
-/* LeakyRelu and HardSigmoid keep their attributes in an op_elt_param, which is what the row
- * functions read. */
-static anvil_status act_check_alpha_beta(ir_graph *g, ir_node *n, float alpha_dflt, float beta_dflt,
-                                         bool has_beta) {
+/* LeakyRelu (alpha only) and HardSigmoid (alpha and beta) keep their attributes in an
+ * op_elt_param, which is what the row functions read. */
+static anvil_status act_check_alpha_beta(ir_graph *g, ir_node *n) {
+    bool hardsigmoid = n->op == IR_OP_HARDSIGMOID;
     OP_PARAMS_NEW(g, op_elt_param, p);
-    float alpha, beta = beta_dflt;
-    CORE_TRY(ir_attr_float(n, "alpha", alpha_dflt, &alpha));
-    if (has_beta) CORE_TRY(ir_attr_float(n, "beta", beta_dflt, &beta));
+    float alpha, beta = hardsigmoid ? 0.5f : 0.0f;
+    CORE_TRY(ir_attr_float(n, "alpha", hardsigmoid ? 0.2f : 0.01f, &alpha));
+    if (hardsigmoid) CORE_TRY(ir_attr_float(n, "beta", 0.5f, &beta));
     if (!isfinite(alpha) || !isfinite(beta))
         return core_err(ANVIL_ERR_INVALID_MODEL,
                         "%s: attributes alpha (%g) and beta (%g) must be finite numbers",
@@ -74,14 +74,6 @@ static anvil_status act_check_alpha_beta(ir_graph *g, ir_node *n, float alpha_df
     p->beta = beta;
     n->params = p;
     return ANVIL_OK;
-}
-
-static anvil_status act_check_leakyrelu(ir_graph *g, ir_node *n) {
-    return act_check_alpha_beta(g, n, 0.01f, 0.0f, false);
-}
-
-static anvil_status act_check_hardsigmoid(ir_graph *g, ir_node *n) {
-    return act_check_alpha_beta(g, n, 0.2f, 0.5f, true);
 }
 
 /* ---- Clip ------------------------------------------------------------------------------------
@@ -379,8 +371,8 @@ static anvil_status act2_check(ir_graph *g, ir_node *n) {
 ACT_IMPL(relu, op_elt_check_none)
 ACT_IMPL(sigmoid, op_elt_check_none)
 ACT_IMPL(hardswish, op_elt_check_none)
-ACT_IMPL(leakyrelu, act_check_leakyrelu)
-ACT_IMPL(hardsigmoid, act_check_hardsigmoid)
+ACT_IMPL(leakyrelu, act_check_alpha_beta)
+ACT_IMPL(hardsigmoid, act_check_alpha_beta)
 ACT_IMPL(elu, act2_check)
 ACT_IMPL(selu, act2_check)
 ACT_IMPL(celu, act2_check)

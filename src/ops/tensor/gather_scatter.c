@@ -139,6 +139,29 @@ static anvil_status idx_check_all(const ir_node *n, const char *what, const op_t
     return ANVIL_OK;
 }
 
+/* ---- op tables ------------------------------------------------------------------------------ */
+
+/* A gather reads data and indices into a new output. */
+#define GATHER_IMPL(op, checkfn, inferfn, runfn)                                                   \
+    const op_impl op_impl_##op = {.min_inputs = 2,                                                 \
+                                  .max_inputs = 2,                                                 \
+                                  .min_outputs = 1,                                                \
+                                  .max_outputs = 1,                                                \
+                                  .check = checkfn,                                                \
+                                  .infer = inferfn,                                                \
+                                  .run = runfn};
+/* A scatter writes updates (input 2) into a copy of data at indices; the copy may be data itself.
+ */
+#define SCATTER_IMPL(op, checkfn, inferfn, runfn)                                                  \
+    const op_impl op_impl_##op = {.min_inputs = 3,                                                 \
+                                  .max_inputs = 3,                                                 \
+                                  .min_outputs = 1,                                                \
+                                  .max_outputs = 1,                                                \
+                                  .flags = OP_INPLACE_0,                                           \
+                                  .check = checkfn,                                                \
+                                  .infer = inferfn,                                                \
+                                  .run = runfn};
+
 /* ---- GatherElements / ScatterElements / Scatter -------------------------------------------- */
 
 typedef struct elem_params {
@@ -146,26 +169,17 @@ typedef struct elem_params {
     idx_red red;
 } elem_params;
 
-static anvil_status elem_parse(ir_graph *g, ir_node *n, int since, int until, bool reduction) {
-    CORE_TRY(tensor_check_opset(n, since, until));
+/* GatherElements and ScatterElements exist from opset 11; Scatter is ScatterElements' name for
+ * opsets 9 and 10. Only ScatterElements has the reduction attribute. */
+static anvil_status elem_check(ir_graph *g, ir_node *n) {
+    bool scatter = n->op == IR_OP_SCATTER;
+    CORE_TRY(tensor_check_opset(n, scatter ? 9 : 11, scatter ? 11 : 0));
     OP_PARAMS_NEW(g, elem_params, p);
     p->red = IDX_RED_NONE;
     CORE_TRY(tensor_attr_axis(n, 0, &p->axis));
-    if (reduction) CORE_TRY(idx_parse_reduction(n, &p->red));
+    if (n->op == IR_OP_SCATTERELEMENTS) CORE_TRY(idx_parse_reduction(n, &p->red));
     n->params = p;
     return ANVIL_OK;
-}
-
-static anvil_status gather_elements_check(ir_graph *g, ir_node *n) {
-    return elem_parse(g, n, 11, 0, false);
-}
-
-static anvil_status scatter_elements_check(ir_graph *g, ir_node *n) {
-    return elem_parse(g, n, 11, 0, true);
-}
-
-static anvil_status scatter_check(ir_graph *g, ir_node *n) {
-    return elem_parse(g, n, 9, 11, false);
 }
 
 /* data and indices have equal ranks; along every axis but `axis` the indices may not reach past
@@ -302,37 +316,9 @@ static anvil_status scatter_elements_run(const ir_node *n, const op_tensor *cons
     return ANVIL_OK;
 }
 
-const op_impl op_impl_gatherelements = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .check = gather_elements_check,
-    .infer = gather_elements_infer,
-    .run = gather_elements_run,
-};
-
-const op_impl op_impl_scatterelements = {
-    .min_inputs = 3,
-    .max_inputs = 3,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .flags = OP_INPLACE_0,
-    .check = scatter_elements_check,
-    .infer = scatter_elements_infer,
-    .run = scatter_elements_run,
-};
-
-const op_impl op_impl_scatter = {
-    .min_inputs = 3,
-    .max_inputs = 3,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .flags = OP_INPLACE_0,
-    .check = scatter_check,
-    .infer = scatter_elements_infer,
-    .run = scatter_elements_run,
-};
+GATHER_IMPL(gatherelements, elem_check, gather_elements_infer, gather_elements_run)
+SCATTER_IMPL(scatterelements, elem_check, scatter_elements_infer, scatter_elements_run)
+SCATTER_IMPL(scatter, elem_check, scatter_elements_infer, scatter_elements_run)
 
 /* ---- GatherND / ScatterND ------------------------------------------------------------------ */
 
@@ -539,26 +525,8 @@ static anvil_status scatter_nd_run(const ir_node *n, const op_tensor *const *in,
     return ANVIL_OK;
 }
 
-const op_impl op_impl_gathernd = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .check = gather_nd_check,
-    .infer = gather_nd_infer,
-    .run = gather_nd_run,
-};
-
-const op_impl op_impl_scatternd = {
-    .min_inputs = 3,
-    .max_inputs = 3,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .flags = OP_INPLACE_0,
-    .check = scatter_nd_check,
-    .infer = scatter_nd_infer,
-    .run = scatter_nd_run,
-};
+GATHER_IMPL(gathernd, gather_nd_check, gather_nd_infer, gather_nd_run)
+SCATTER_IMPL(scatternd, scatter_nd_check, scatter_nd_infer, scatter_nd_run)
 
 /* ---- OneHot -------------------------------------------------------------------------------- */
 
