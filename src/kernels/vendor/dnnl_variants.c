@@ -212,7 +212,7 @@ typedef struct exec_arg {
 static anvil_status execute(const ir_node *n, dnnl_stream_t stream, dnnl_primitive_t prim,
                             const exec_arg *a, int na) {
     dnnl_memory_t mem[4] = {0};
-    dnnl_exec_arg_t args[4];
+    dnnl_exec_arg_t args[4] = {{0}};
     dnnl_status_t ds = dnnl_success;
     for (int i = 0; i < na && ds == dnnl_success; i++) {
         ds = dnnl_memory_create(&mem[i], a[i].md, engine, (void *)a[i].data);
