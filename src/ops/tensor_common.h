@@ -213,7 +213,7 @@ static inline void tensor_strided_run(op_ctx *ctx, tensor_strided *s, size_t num
                                   .run = op_run_via_alloc,                                         \
                                   .run_alloc = allocfn};
 
-/* ---- shared by the tensor ops of issue 3 (tensor_split.c, tensor_index.c, tensor_misc.c) ---- */
+/* ---- shared by the tensor ops (split_tile_expand.c, gather_scatter.c, rearrange.c, ...) ------ */
 
 /* An op that exists in the default domain only for opsets [since, until) (until 0: still
  * current). Models importing another opset are refused, naming the op's range. */

@@ -418,7 +418,7 @@ const op_impl op_impl_lpnormalization = {.min_inputs = 1,
  *
  * y = (x - mean) / (sqrt(E[x^2] - mean^2) + 1e-9) over `axes` (default [0, 2, 3]), as the op's
  * ONNX function body defines it. Statistics accumulate per output position of the reduction,
- * walking the input once in memory order (as src/ops/reduce.c does). */
+ * walking the input once in memory order (as src/ops/math/reduce.c does). */
 
 typedef struct mvn_params {
     const int64_t *axes;
