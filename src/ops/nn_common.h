@@ -1,5 +1,6 @@
 /* Private helpers shared by the neural-network op family (src/ops/nn/) and the sequence ops
- * (src/ops/sequence/). Not part of the ops layer contract: nothing outside src/ops includes it.
+ * (src/ops/sequence/). Not part of the ops layer contract: outside src/ops only the pooling
+ * kernels (kernels/cpu/eltwise) include it, for the window geometry they must agree on.
  * Everything is static inline so each file takes only what it uses.
  *
  * The centre piece is the sliding-window geometry that convolution and pooling share: the
