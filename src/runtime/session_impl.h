@@ -1,0 +1,107 @@
+/* runtime/session_impl.h: what a session is made of, shared by the files that build and run it
+ * (plan.c makes plans, session.c holds sessions and runs them). Private to src/runtime. */
+#ifndef ANVIL_RUNTIME_SESSION_IMPL_H
+#define ANVIL_RUNTIME_SESSION_IMPL_H
+
+#include "runtime/runtime.h"
+#include "passes/passes.h"
+
+#define RT_MAX_PLANS 8
+#define RT_ARENA_ALIGN 64
+#define RT_TRACE_MAX_EVENTS (1u << 20)
+
+/* LOC_HEAP: produced by a dynamic step; storage allocated per run, freed after its last reader */
+typedef enum { LOC_NONE = 0, LOC_ARENA, LOC_INPUT, LOC_CONST, LOC_HEAP } loc_kind;
+
+typedef struct rt_loc {
+    loc_kind kind;
+    int32_t input;   /* LOC_INPUT: graph input index */
+    size_t offset;   /* LOC_ARENA */
+    const void *ptr; /* LOC_CONST */
+} rt_loc;
+
+typedef struct rt_step {
+    int32_t node;
+    const kern_variant *variant;
+    void *state;         /* variant's prepared state */
+    size_t workspace;    /* bytes at plan->workspace */
+    bool alias;          /* output 0 is input 0's bytes: nothing to run */
+    bool dynamic;        /* shapes inferred and outputs allocated while running */
+    bool fusion_after;   /* the node's fused epilogue is applied after the variant ran */
+    op_tensor *in, *out; /* [n_inputs], [n_outputs] templates; data bound per run */
+} rt_step;
+
+typedef struct rt_plan {
+    int64_t *sig;
+    size_t sig_len;
+    rt_shapes shapes; /* owns folded values */
+    rt_loc *loc;      /* per value */
+    rt_step *steps;
+    int32_t n_steps;
+    unsigned char *arena;
+    size_t arena_bytes, activation_bytes;
+    void *workspace;
+    size_t workspace_bytes;
+    uint64_t last_used;
+    /* dynamic steps: the values they produce and the step after which each can go */
+    ir_vid *heap_vals;
+    int32_t *heap_last;
+    int32_t n_heap;
+} rt_plan;
+
+typedef struct rt_event {
+    int32_t node; /* -1: a whole run */
+    uint32_t run;
+    uint64_t t0, t1;
+    const char *variant;
+} rt_event;
+
+struct rt_session {
+    const ir_graph *g;   /* what runs: the passes' rewrite of src, or src at level 0 */
+    const ir_graph *src; /* the model's graph (borrowed) */
+    pass_graph *pg;      /* owns g when passes ran */
+    /* Nodes the passes must leave unfused: a fused residual matched on symbolic shapes that a
+     * plan found to differ (names owned). */
+    char **unfused;
+    int n_unfused;
+    rt_session_config cfg; /* cfg.forces points at `forces` below */
+    rt_force *forces;      /* owned copies; strings in force_text */
+    char *force_text;
+    core_pool *pool;
+    op_ctx ctx;
+    bool *shape_input;      /* per graph input: its contents decide shapes (plan key) */
+    const void **const_ptr; /* per value: aligned constant data */
+    void **const_owned;     /* per value: realigned copies owned here */
+    rt_plan *plans[RT_MAX_PLANS];
+    int n_plans;
+    rt_plan *last;
+    uint64_t tick;
+    size_t plans_made;
+    rt_event *events;
+    size_t n_events, cap_events, dropped_events;
+    uint32_t runs;
+    uint64_t t_origin;
+};
+
+/* ---- plans (plan.c) --------------------------------------------------------------------------
+ */
+
+/* Frees p and everything it owns (the variants' states, folded values, arena, workspace). */
+void rt_plan_free(rt_plan *p);
+/* Checks the caller's inputs against the graph's declared inputs (dtype, rank, known dims). */
+anvil_status rt_check_inputs(const rt_session *s, const anvil_tensor *const *inputs);
+/* The plan cache key of these inputs: rank and dims of every input, then the contents of the
+ * inputs that decide shapes. *out owned by the caller (free). */
+anvil_status rt_plan_signature(const rt_session *s, const anvil_tensor *const *inputs,
+                               int64_t **out, size_t *len);
+/* Marks the graph inputs whose contents decide shapes (s->shape_input). */
+anvil_status rt_mark_shape_inputs(rt_session *s);
+/* Points s->const_ptr[v] at constant v's bytes, aligned for its dtype. */
+anvil_status rt_const_materialize(rt_session *s, ir_vid v);
+/* Makes the plan for these inputs (*out owned by the caller, rt_plan_free). *unfuse: the node
+ * whose fused epilogue does not fit the concrete shapes (the caller rebuilds the graph without
+ * that fusion and tries again), else -1. */
+anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out,
+                          int32_t *unfuse);
+
+#endif
