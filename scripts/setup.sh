@@ -31,6 +31,8 @@ APT_PACKAGES=(
     build-essential cmake pkg-config git
     nanopb libnanopb-dev protobuf-compiler python3-protobuf
     libcmocka-dev libcjson-dev
+    # the tuning database (src/tune)
+    libsqlite3-dev
     clang clang-format libclang-rt-14-dev
     python3 python3-venv
     libsleef-dev

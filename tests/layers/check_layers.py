@@ -20,8 +20,9 @@ MAY_CALL = {
     "onnx": {"onnx", "ir", "core"},
     "kernels": {"kernels", "ops", "ir", "core"},
     "passes": {"passes", "ops", "ir", "core"},
-    "runtime": {"runtime", "kernels", "passes", "ops", "ir", "core"},
-    "api": {"api", "runtime", "kernels", "passes", "onnx", "ops", "ir", "core"},
+    "tune": {"tune", "kernels", "ops", "ir", "core"},
+    "runtime": {"runtime", "tune", "kernels", "passes", "ops", "ir", "core"},
+    "api": {"api", "runtime", "tune", "kernels", "passes", "onnx", "ops", "ir", "core"},
 }
 
 
