@@ -37,10 +37,10 @@ set_tests_properties(cli.setup PROPERTIES FIXTURES_SETUP cli_workdir)
 # ---- version, help, usage errors ------------------------------------------------------------
 anvil_cli_test(version 0 ARGS --version OUT "^anvil [0-9]+\\.[0-9]+\\.[0-9]+\n$")
 anvil_cli_test(help 0 ARGS -h OUT "usage: anvil COMMAND" "exit codes:" "  2  usage error"
-               "  info " "  run " "  bench " "  dump " "  sysinfo ")
+               "  info " "  run " "  bench " "  dump " "  db " "  sysinfo ")
 anvil_cli_test(help_topic 0 ARGS help bench OUT "^usage: anvil bench")
 anvil_cli_test(no_args 2 ERR "usage: anvil COMMAND")
-foreach(sub info run bench dump sysinfo)
+foreach(sub info run bench dump db sysinfo)
   anvil_cli_test(help.${sub} 0 ARGS ${sub} -h OUT "^usage: anvil ${sub}")
   anvil_cli_test(help_long.${sub} 0 ARGS ${sub} --help OUT "^usage: anvil ${sub}")
 endforeach()
@@ -70,6 +70,31 @@ anvil_cli_test(bad.run_no_outdir 2 ARGS run m.onnx -i x=a.npy ERR "missing -o DI
 anvil_cli_test(bad.sysinfo_arg 2 ARGS sysinfo extra ERR "unexpected argument 'extra'")
 anvil_cli_test(missing_model_file nonzero ARGS info ${ANVIL_CLI_WORK}/does_not_exist.onnx
                ERR "^anvil: error: ANVIL_ERR_[A-Z_]+: ")
+
+# ---- db: the tuning database (files in the work folder) ------------------------------------
+anvil_cli_test(db.check 0 ARGS db check --db tune_check.db
+               OUT "^tune_check.db: ok, [0-9]+ records\n$")
+anvil_cli_test(db.show 0 ARGS db show --db tune_show.db
+               OUT "^database: tune_show.db\n" "\nthis machine: cpu=[^\n]+kern=[0-9a-f]+\n"
+                   "\nrecords: [0-9]+ \\([0-9]+ of this machine\\)\n$")
+anvil_cli_test(db.export 0 ARGS db export --json --db tune_export.db
+               OUT "\"schema_version\":[ \t]*1" "\"records\":")
+anvil_cli_test(db.prune 0 ARGS db prune --db tune_prune.db OUT "removed [0-9]+ records of other")
+anvil_cli_test(db.merge_self 0 ARGS db merge tune_self.db --db tune_self.db
+               OUT "^merged tune_self.db into tune_self.db: 0 records")
+anvil_cli_test(db.merge_missing 16 ARGS db merge absent.db --db tune_merge.db
+               ERR "ANVIL_ERR_IO: tuning database to merge 'absent.db'")
+anvil_cli_test(db.not_a_database 16 ARGS db check --db ${CMAKE_BINARY_DIR}/CMakeCache.txt
+               ERR "ANVIL_ERR_IO: tuning database '[^']*CMakeCache.txt' is not an SQLite database")
+anvil_cli_test(bad.db_no_action 2 ARGS db ERR "name an action")
+anvil_cli_test(bad.db_action 2 ARGS db frob ERR "unknown action 'frob'")
+anvil_cli_test(bad.db_export_no_json 2 ARGS db export ERR "pass --json")
+anvil_cli_test(bad.db_merge_no_file 2 ARGS db merge ERR "merge needs the file")
+add_test(NAME cli.db.env_path
+         COMMAND ${CMAKE_COMMAND} -E env ANVIL_TUNING_DB=${ANVIL_CLI_WORK}/tune_env.db
+                 ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|db|check" -DEXPECT_RC=0
+                 "-DOUT1=tune_env.db: ok, 0 records" -P ${ANVIL_CLI_DIR}/expect.cmake)
+set_tests_properties(cli.db.env_path PROPERTIES FIXTURES_REQUIRED cli_workdir)
 
 # ---- sysinfo -----------------------------------------------------------------------------
 string(CONCAT isa_re "\nAVX2 = [01]\nFMA = [01]\nF16C = [01]\nAVX512F = [01]\nAVX512BW = [01]"

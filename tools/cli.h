@@ -32,6 +32,8 @@ int cli_bench_main(int argc, char **argv);
 void cli_bench_usage(FILE *f);
 int cli_dump_main(int argc, char **argv);
 void cli_dump_usage(FILE *f);
+int cli_db_main(int argc, char **argv);
+void cli_db_usage(FILE *f);
 int cli_sysinfo_main(int argc, char **argv);
 void cli_sysinfo_usage(FILE *f);
 

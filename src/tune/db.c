@@ -606,37 +606,49 @@ static cJSON *tune_record_json(const tune_record *r) {
     return o;
 }
 
-anvil_status tune_db_export_json(tune_db *db, FILE *f) {
-    CORE_TRY(tune_check_db(db, "tune_db_export_json"));
-    if (!f) return core_err(ANVIL_ERR_INVALID_ARGUMENT, "tune_db_export_json: no file");
-    cJSON *root = cJSON_CreateObject();
-    cJSON *arr = root ? cJSON_AddArrayToObject(root, "records") : NULL;
-    if (!arr || !cJSON_AddNumberToObject(root, "schema_version", TUNE_SCHEMA_VERSION)) {
-        cJSON_Delete(root);
-        return core_err(ANVIL_ERR_OUT_OF_MEMORY, "exporting the tuning database: out of memory");
-    }
+anvil_status tune_db_foreach(tune_db *db, tune_record_fn fn, void *arg) {
+    CORE_TRY(tune_check_db(db, "tune_db_foreach"));
+    if (!fn) return core_err(ANVIL_ERR_INVALID_ARGUMENT, "tune_db_foreach: no function");
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db->h,
                            "SELECT " TUNE_COLS " FROM tune_records ORDER BY key, fingerprint", -1,
-                           &st, NULL) != SQLITE_OK) {
-        cJSON_Delete(root);
+                           &st, NULL) != SQLITE_OK)
         return tune_sql_err(ANVIL_ERR_IO, db->path, db->h, "reading records");
-    }
     tune_record *r = core_alloc(sizeof *r);
     anvil_status s = r ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
     int rc = SQLITE_DONE;
     while (s == ANVIL_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         s = tune_row_read(st, db->path, r);
-        cJSON *o = s == ANVIL_OK ? tune_record_json(r) : NULL;
-        if (s == ANVIL_OK && (!o || !cJSON_AddItemToArray(arr, o))) {
-            cJSON_Delete(o);
-            s = core_err(ANVIL_ERR_OUT_OF_MEMORY, "exporting the tuning database: out of memory");
-        }
+        if (s == ANVIL_OK) s = fn(r, arg);
     }
     if (s == ANVIL_OK && rc != SQLITE_DONE)
         s = tune_sql_err(ANVIL_ERR_IO, db->path, db->h, "reading records");
     free(r);
     sqlite3_finalize(st);
+    return s;
+}
+
+/* Adds one record to the export's array. */
+static anvil_status tune_export_one(const tune_record *r, void *arg) {
+    cJSON *o = tune_record_json(r);
+    if (!o || !cJSON_AddItemToArray((cJSON *)arg, o)) {
+        cJSON_Delete(o);
+        return core_err(ANVIL_ERR_OUT_OF_MEMORY, "exporting the tuning database: out of memory");
+    }
+    return ANVIL_OK;
+}
+
+anvil_status tune_db_export_json(tune_db *db, FILE *f) {
+    CORE_TRY(tune_check_db(db, "tune_db_export_json"));
+    if (!f) return core_err(ANVIL_ERR_INVALID_ARGUMENT, "tune_db_export_json: no file");
+    cJSON *root = cJSON_CreateObject();
+    cJSON *ver = root ? cJSON_AddNumberToObject(root, "schema_version", TUNE_SCHEMA_VERSION) : NULL;
+    cJSON *arr = ver ? cJSON_AddArrayToObject(root, "records") : NULL;
+    if (!arr) {
+        cJSON_Delete(root);
+        return core_err(ANVIL_ERR_OUT_OF_MEMORY, "exporting the tuning database: out of memory");
+    }
+    anvil_status s = tune_db_foreach(db, tune_export_one, arr);
     char *text = s == ANVIL_OK ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (s == ANVIL_OK && !text)

@@ -93,6 +93,10 @@ anvil_status tune_db_prune(tune_db *db, const char *fingerprint, size_t *removed
 /* PRAGMA integrity_check, then the application id, schema version, table columns and the rows'
  * shape fields. ANVIL_ERR_IO naming the first problem otherwise. */
 anvil_status tune_db_check(tune_db *db);
+/* Calls fn(rec, arg) for every record, ordered by key then fingerprint; rec is valid only during
+ * the call. Stops at the first status fn returns other than ANVIL_OK and returns it. */
+typedef anvil_status (*tune_record_fn)(const tune_record *rec, void *arg);
+anvil_status tune_db_foreach(tune_db *db, tune_record_fn fn, void *arg);
 /* Number of records. */
 anvil_status tune_db_count(tune_db *db, size_t *out);
 /* Writes every record as JSON to f: {"schema_version": N, "records": [{...}, ...]}, records

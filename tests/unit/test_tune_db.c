@@ -357,6 +357,15 @@ static void test_kill9_keeps_commits(void **state) {
     tune_db_close(db);
 }
 
+/* Counts records; returns ANVIL_ERR_RUNTIME at the second when *arg starts negative. */
+static anvil_status count_each(const tune_record *r, void *arg) {
+    int *n = arg;
+    assert_true(r->key[0] != 0);
+    if (*n == -2) return ANVIL_ERR_RUNTIME;
+    *n += *n < 0 ? -1 : 1;
+    return ANVIL_OK;
+}
+
 static void test_export_json(void **state) {
     (void)state;
     tune_db *db = open_ok(tmp_path("json.db"));
@@ -365,6 +374,13 @@ static void test_export_json(void **state) {
     tune_record b = make_rec("Add|[2,3,4]", "Add", "fp", 3, dims, "add_avx2", 1.5);
     assert_int_equal(tune_db_put(db, &a), ANVIL_OK);
     assert_int_equal(tune_db_put(db, &b), ANVIL_OK);
+
+    int n = 0;
+    assert_int_equal(tune_db_foreach(db, count_each, &n), ANVIL_OK);
+    assert_int_equal(n, 2);
+    n = -1; /* stops at the second record with the callback's status */
+    assert_int_equal(tune_db_foreach(db, count_each, &n), ANVIL_ERR_RUNTIME);
+    assert_int_equal(n, -2);
 
     char *text = NULL;
     size_t len = 0;

@@ -1,0 +1,156 @@
+/* anvil db: looks after the tuning database (src/tune) from the shell: what it holds, a JSON
+ * export, an integrity check, merging another machine's or run's file, and pruning records of
+ * other machines. The CLI reaches src/tune directly because the public API does not expose the
+ * database yet. */
+#include "cli.h"
+
+#include "tune/tune.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_db_usage(FILE *f) {
+    fprintf(f,
+            "usage: anvil db show [--db FILE]\n"
+            "       anvil db export --json [--db FILE]\n"
+            "       anvil db check [--db FILE]\n"
+            "       anvil db merge OTHER_FILE [--db FILE]\n"
+            "       anvil db prune [--db FILE]\n"
+            "\n"
+            "The tuning database keeps the kernel variants measured fastest per problem and\n"
+            "machine. show: its path, this machine's fingerprint and one line per record\n"
+            "(variant, median time, key; '*' marks records of this machine). export --json:\n"
+            "every record as JSON on stdout. check: SQLite's integrity check and anvil's schema.\n"
+            "merge: copies OTHER_FILE's records in, keeping the faster on a clash. prune:\n"
+            "deletes the records of every other fingerprint.\n"
+            "\n"
+            "The file is --db FILE, else $ANVIL_TUNING_DB, else $XDG_CACHE_HOME/anvil/tuning.db\n"
+            "(~/.cache/anvil/tuning.db); it is created when absent.\n");
+}
+
+/* The default path; its folder is created. 0 or an exit code. */
+static int db_default_path(char *buf, size_t cap) {
+    const char *env = getenv("ANVIL_TUNING_DB");
+    if (env && env[0]) {
+        if ((size_t)snprintf(buf, cap, "%s", env) >= cap)
+            return cli_fail(ANVIL_ERR_LIMIT, "$ANVIL_TUNING_DB is too long");
+        return 0;
+    }
+    char dir[PATH_MAX];
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+    if (xdg && xdg[0])
+        n = snprintf(dir, sizeof dir, "%s/anvil", xdg);
+    else if (home && home[0])
+        n = snprintf(dir, sizeof dir, "%s/.cache/anvil", home);
+    else
+        return cli_fail(ANVIL_ERR_INVALID_ARGUMENT, "neither $XDG_CACHE_HOME nor $HOME is set: "
+                                                    "name the database with --db FILE");
+    if (n < 0 || (size_t)n >= sizeof dir || (size_t)snprintf(buf, cap, "%s/tuning.db", dir) >= cap)
+        return cli_fail(ANVIL_ERR_LIMIT, "the default tuning database path is too long");
+    return cli_mkdirs(dir);
+}
+
+typedef struct db_show_ctx {
+    const char *fingerprint;
+    size_t total, mine;
+} db_show_ctx;
+
+static anvil_status db_show_one(const tune_record *r, void *arg) {
+    db_show_ctx *c = arg;
+    bool mine = strcmp(r->fingerprint, c->fingerprint) == 0;
+    c->total++;
+    c->mine += mine;
+    printf("%c %-32s %12.0f ns  %s\n", mine ? '*' : ' ', r->variant, r->median_ns, r->key);
+    return ANVIL_OK;
+}
+
+static int db_show(tune_db *db) {
+    char fp[TUNE_FINGERPRINT_MAX];
+    anvil_status s = tune_fingerprint(fp, sizeof fp);
+    if (s != ANVIL_OK) return cli_fail_status(s);
+    printf("database: %s\nschema version: %d\nthis machine: %s\n", tune_db_path(db),
+           TUNE_SCHEMA_VERSION, fp);
+    db_show_ctx c = {fp, 0, 0};
+    s = tune_db_foreach(db, db_show_one, &c);
+    if (s != ANVIL_OK) return cli_fail_status(s);
+    printf("records: %zu (%zu of this machine)\n", c.total, c.mine);
+    return CLI_EXIT_OK;
+}
+
+enum { OPT_DB = 1, OPT_JSON };
+
+int cli_db_main(int argc, char **argv) {
+    static const cli_option opts[] = {{"db", 0, true, OPT_DB}, {"json", 0, false, OPT_JSON}, {0}};
+    cli_parser p;
+    cli_parser_init(&p, "db", argc, argv, opts);
+    const char *val, *action = NULL, *other = NULL, *db_path = NULL;
+    bool json = false;
+    for (int id; (id = cli_parser_next(&p, &val)) != CLI_ARG_END;) {
+        if (id == CLI_ARG_HELP) {
+            cli_db_usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        if (id == CLI_ARG_ERROR) return CLI_EXIT_USAGE;
+        if (id == OPT_DB)
+            db_path = val;
+        else if (id == OPT_JSON)
+            json = true;
+        else if (!action)
+            action = val;
+        else if (!other && strcmp(action, "merge") == 0)
+            other = val;
+        else
+            return cli_usage_error("db", "unexpected argument '%s'", val);
+    }
+    if (!action) return cli_usage_error("db", "name an action: show, export, check, merge, prune");
+    bool known = !strcmp(action, "show") || !strcmp(action, "export") || !strcmp(action, "check") ||
+                 !strcmp(action, "merge") || !strcmp(action, "prune");
+    if (!known)
+        return cli_usage_error("db", "unknown action '%s' (show, export, check, merge, prune)",
+                               action);
+    if (!strcmp(action, "export") && !json)
+        return cli_usage_error("db", "export writes JSON only: pass --json");
+    if (json && strcmp(action, "export") != 0)
+        return cli_usage_error("db", "--json belongs to export");
+    if (!strcmp(action, "merge") && !other)
+        return cli_usage_error("db", "merge needs the file to merge from");
+
+    char path[PATH_MAX];
+    if (db_path) {
+        if ((size_t)snprintf(path, sizeof path, "%s", db_path) >= sizeof path)
+            return cli_fail(ANVIL_ERR_LIMIT, "--db path is too long");
+    } else {
+        int rc = db_default_path(path, sizeof path);
+        if (rc != 0) return rc;
+    }
+    tune_db *db = NULL;
+    anvil_status s = tune_db_open(path, &db);
+    if (s != ANVIL_OK) return cli_fail_status(s);
+    int rc = CLI_EXIT_OK;
+    if (!strcmp(action, "show")) {
+        rc = db_show(db);
+    } else if (!strcmp(action, "export")) {
+        s = tune_db_export_json(db, stdout);
+    } else if (!strcmp(action, "check")) {
+        size_t n = 0;
+        s = tune_db_check(db);
+        if (s == ANVIL_OK) s = tune_db_count(db, &n);
+        if (s == ANVIL_OK) printf("%s: ok, %zu records\n", path, n);
+    } else if (!strcmp(action, "merge")) {
+        size_t changed = 0;
+        s = tune_db_merge(db, other, &changed);
+        if (s == ANVIL_OK)
+            printf("merged %s into %s: %zu records added or replaced\n", other, path, changed);
+    } else {
+        char fp[TUNE_FINGERPRINT_MAX];
+        size_t removed = 0;
+        s = tune_fingerprint(fp, sizeof fp);
+        if (s == ANVIL_OK) s = tune_db_prune(db, fp, &removed);
+        if (s == ANVIL_OK) printf("%s: removed %zu records of other machines\n", path, removed);
+    }
+    if (s != ANVIL_OK) rc = cli_fail_status(s);
+    tune_db_close(db);
+    return rc;
+}
