@@ -357,6 +357,41 @@ static void test_kill9_keeps_commits(void **state) {
     tune_db_close(db);
 }
 
+/* Four processes open one new file at once and each puts 100 records: the busy timeout makes
+ * them wait for each other, so every put succeeds and every record is there. */
+static void test_concurrent_writers(void **state) {
+    (void)state;
+    const char *path = tmp_path("shared.db");
+    enum { PROCS = 4, PUTS = 100 };
+    pid_t pids[PROCS];
+    for (int p = 0; p < PROCS; p++) {
+        pids[p] = fork();
+        assert_true(pids[p] >= 0);
+        if (pids[p] == 0) {
+            tune_db *db = NULL;
+            if (tune_db_open(path, &db) != ANVIL_OK) _exit(2);
+            for (int i = 0; i < PUTS; i++) {
+                char key[32];
+                snprintf(key, sizeof key, "p%d_k%d", p, i);
+                tune_record r = make_rec(key, "f", "fp", 0, NULL, "v", 1.0 + i);
+                if (tune_db_put(db, &r) != ANVIL_OK) _exit(3);
+            }
+            tune_db_close(db);
+            _exit(0);
+        }
+    }
+    for (int p = 0; p < PROCS; p++) {
+        int status = -1;
+        assert_int_equal(waitpid(pids[p], &status, 0), pids[p]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    tune_db *db = open_ok(path);
+    assert_int_equal(count_of(db), PROCS * PUTS);
+    assert_int_equal(tune_db_check(db), ANVIL_OK);
+    tune_db_close(db);
+}
+
 /* Counts records; returns ANVIL_ERR_RUNTIME at the second when *arg starts negative. */
 static anvil_status count_each(const tune_record *r, void *arg) {
     int *n = arg;
@@ -451,6 +486,7 @@ int main(void) {
         cmocka_unit_test(test_corrupt_file_refused),
         cmocka_unit_test(test_foreign_and_newer_refused),
         cmocka_unit_test(test_kill9_keeps_commits),
+        cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_export_json),
         cmocka_unit_test(test_fingerprint_text),
     };
