@@ -124,9 +124,14 @@ static anvil_status tune_check_columns(sqlite3 *h, const char *path) {
  * tables and no ids (new); otherwise it must be anvil's, of a schema this anvil reads. */
 static anvil_status tune_inspect(sqlite3 *h, const char *path, bool *empty) {
     int64_t app = 0, ver = 0, tables = 0;
-    int rc = tune_query_int(h, "PRAGMA application_id", &app);
+    /* One read transaction (unless the caller holds one), so that the three reads see one state:
+     * read one by one, they could see another process's new schema without its ids. */
+    bool own = sqlite3_get_autocommit(h) != 0;
+    int rc = own ? sqlite3_exec(h, "BEGIN", NULL, NULL, NULL) : SQLITE_OK;
+    if (rc == SQLITE_OK) rc = tune_query_int(h, "PRAGMA application_id", &app);
     if (rc == SQLITE_OK) rc = tune_query_int(h, "PRAGMA user_version", &ver);
     if (rc == SQLITE_OK) rc = tune_query_int(h, "SELECT count(*) FROM sqlite_master", &tables);
+    if (own && !sqlite3_get_autocommit(h)) sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
     if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT) return tune_err_corrupt(path, h);
     if (rc != SQLITE_OK) return tune_sql_err(ANVIL_ERR_IO, path, h, "reading the header");
     *empty = app == 0 && ver == 0 && tables == 0;
@@ -208,9 +213,18 @@ anvil_status tune_db_open(const char *path, tune_db **out) {
     if (s == ANVIL_OK) s = tune_inspect(db->h, path, &empty);
     if (s == ANVIL_OK && empty) s = tune_init(db->h, path);
     if (s == ANVIL_OK) {
+        /* Switching to WAL needs the file to itself and answers BUSY at once, without the busy
+         * handler, while another process has it open (a new file opened by several at once):
+         * retry for as long as the busy timeout. Once the file is in WAL mode it stays so. */
         sqlite3_stmt *jm = NULL;
         int rc = sqlite3_prepare_v2(db->h, "PRAGMA journal_mode = WAL", -1, &jm, NULL);
         if (rc == SQLITE_OK) rc = sqlite3_step(jm);
+        for (int waited = 0; (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && waited < TUNE_BUSY_MS;
+             waited += 10) {
+            sqlite3_reset(jm);
+            sqlite3_sleep(10);
+            rc = sqlite3_step(jm);
+        }
         if (rc == SQLITE_ROW) {
             const char *mode = (const char *)sqlite3_column_text(jm, 0);
             if (!mode || strcmp(mode, "wal") != 0)

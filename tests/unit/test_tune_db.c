@@ -369,7 +369,10 @@ static void test_concurrent_writers(void **state) {
         assert_true(pids[p] >= 0);
         if (pids[p] == 0) {
             tune_db *db = NULL;
-            if (tune_db_open(path, &db) != ANVIL_OK) _exit(2);
+            if (tune_db_open(path, &db) != ANVIL_OK) {
+                fprintf(stderr, "child open: %s\n", anvil_last_error());
+                _exit(2);
+            }
             for (int i = 0; i < PUTS; i++) {
                 char key[32];
                 snprintf(key, sizeof key, "p%d_k%d", p, i);
