@@ -103,4 +103,33 @@ anvil_status tune_db_count(tune_db *db, size_t *out);
  * ordered by key then fingerprint. */
 anvil_status tune_db_export_json(tune_db *db, FILE *f);
 
+/* ---- the problem key (key.c) ------------------------------------------------------------------
+ */
+
+struct kern_node;
+
+/* The problem a node poses to the tuner, as the database keys it. Text forms, for a ResNet 3x3
+ * conv with its bias and a fused Relu on 4 threads:
+ *   family  Conv|dilations=1,1;group=1;kernel_shape=3,3;pads=1,1,1,1;strides=1,1|fuse=Relu
+ *           |const=0,1,1|in=f32/4,f32/4,f32/1|out=f32/4
+ *   key     <family>|shapes=[1,64,56,56],[64,64,3,3],[64]>[1,64,56,56]|t=4
+ * (one line each). The family holds the op, every attribute sorted by name, the fused epilogue,
+ * which inputs are constants and each input's and output's dtype and rank; the key adds every
+ * dim and the thread count. Node names and the opset never enter either, so equal nodes share
+ * one key. An omitted optional input or output is written "-". */
+typedef struct tune_problem {
+    char key[TUNE_KEY_MAX];       /* family + every input and output's dtype and shape + threads */
+    char family[TUNE_FAMILY_MAX]; /* op, attributes, fused epilogue, constness of inputs */
+    int n_dims;
+    /* The input shapes' dims one after the other (omitted inputs skipped): what nearest-shape
+     * fallback compares. Only the first TUNE_MAX_DIMS are kept when there are more. */
+    int64_t dims[TUNE_MAX_DIMS];
+} tune_problem;
+
+/* Fills *out (caller-owned) with kn's problem. ANVIL_ERR_UNSUPPORTED when the node is not
+ * tunable: an attribute holds a graph or a tensor (control flow, constants), or a shape is not
+ * fully known yet. ANVIL_ERR_LIMIT when a text does not fit its buffer. Every message names the
+ * node; on failure *out is zeroed. */
+anvil_status tune_problem_of(const struct kern_node *kn, tune_problem *out);
+
 #endif
