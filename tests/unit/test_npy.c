@@ -15,26 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char tmpdir[64];
-
-static int setup_dir(void **state) {
-    (void)state;
-    strcpy(tmpdir, "/tmp/anvil_npy_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int remove_dir(void **state) {
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static const char *tmp_path(const char *name) {
-    static char buf[160];
-    snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
-    return buf;
-}
+#include "test_tmpdir.h"
 
 static void write_bytes(const char *path, const void *data, size_t n) {
     FILE *f = fopen(path, "wb");
@@ -292,5 +273,5 @@ int main(void) {
         cmocka_unit_test(test_matches_numpy_bytes), cmocka_unit_test(test_versions_and_spelling),
         cmocka_unit_test(test_malformed),           cmocka_unit_test(test_write_errors),
     };
-    return cmocka_run_group_tests(tests, setup_dir, remove_dir);
+    return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_remove);
 }

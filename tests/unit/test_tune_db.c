@@ -20,29 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char tmpdir[64];
-
-static int setup_dir(void **state) {
-    (void)state;
-    strcpy(tmpdir, "/tmp/anvil_tune_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int remove_dir(void **state) {
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-/* A path in the test's folder; each call returns its own buffer (up to four live at once). */
-static const char *tmp_path(const char *name) {
-    static char bufs[4][160];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-    return b;
-}
+#include "test_tmpdir.h"
 
 static tune_record make_rec(const char *key, const char *family, const char *fp, int n,
                             const int64_t *dims, const char *variant, double median) {
@@ -493,5 +471,5 @@ int main(void) {
         cmocka_unit_test(test_export_json),
         cmocka_unit_test(test_fingerprint_text),
     };
-    return cmocka_run_group_tests(tests, setup_dir, remove_dir);
+    return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_remove);
 }
