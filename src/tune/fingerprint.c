@@ -42,23 +42,32 @@ anvil_status tune_fingerprint(char *buf, size_t cap) {
         return core_err(ANVIL_ERR_INVALID_ARGUMENT, "tune_fingerprint: no buffer");
     const core_hw *hw = core_hw_get();
     char isa[256] = "";
-    tune_flag(isa, sizeof isa, hw->sse42, "sse42");
-    tune_flag(isa, sizeof isa, hw->avx, "avx");
-    tune_flag(isa, sizeof isa, hw->avx2, "avx2");
-    tune_flag(isa, sizeof isa, hw->fma, "fma");
-    tune_flag(isa, sizeof isa, hw->f16c, "f16c");
-    tune_flag(isa, sizeof isa, hw->avx512f && hw->os_avx512, "avx512f");
-    tune_flag(isa, sizeof isa, hw->avx512bw && hw->os_avx512, "bw");
-    tune_flag(isa, sizeof isa, hw->avx512vl && hw->os_avx512, "vl");
-    tune_flag(isa, sizeof isa, hw->avx512dq && hw->os_avx512, "dq");
-    tune_flag(isa, sizeof isa, hw->avx512cd && hw->os_avx512, "cd");
-    tune_flag(isa, sizeof isa, hw->avx512_vnni && hw->os_avx512, "vnni");
-    tune_flag(isa, sizeof isa, hw->avx512_bf16 && hw->os_avx512, "bf16");
-    tune_flag(isa, sizeof isa, hw->avx512_fp16 && hw->os_avx512, "fp16");
-    tune_flag(isa, sizeof isa, hw->amx_tile && hw->os_amx, "amx");
-    tune_flag(isa, sizeof isa, hw->amx_bf16 && hw->os_amx, "amxbf16");
-    tune_flag(isa, sizeof isa, hw->amx_int8 && hw->os_amx, "amxint8");
-    tune_flag(isa, sizeof isa, hw->amx_fp16 && hw->os_amx, "amxfp16");
+    /* AVX-512 and AMX count only where the OS saves their state. */
+    const bool z = hw->os_avx512, t = hw->os_amx;
+    const struct {
+        bool on;
+        const char *name;
+    } flags[] = {
+        {hw->sse42, "sse42"},
+        {hw->avx, "avx"},
+        {hw->avx2, "avx2"},
+        {hw->fma, "fma"},
+        {hw->f16c, "f16c"},
+        {hw->avx512f && z, "avx512f"},
+        {hw->avx512bw && z, "bw"},
+        {hw->avx512vl && z, "vl"},
+        {hw->avx512dq && z, "dq"},
+        {hw->avx512cd && z, "cd"},
+        {hw->avx512_vnni && z, "vnni"},
+        {hw->avx512_bf16 && z, "bf16"},
+        {hw->avx512_fp16 && z, "fp16"},
+        {hw->amx_tile && t, "amx"},
+        {hw->amx_bf16 && t, "amxbf16"},
+        {hw->amx_int8 && t, "amxint8"},
+        {hw->amx_fp16 && t, "amxfp16"},
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+        tune_flag(isa, sizeof isa, flags[i].on, flags[i].name);
     if (!isa[0]) snprintf(isa, sizeof isa, "scalar");
 
     int n = snprintf(
