@@ -16,7 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "test_tmpdir.h"
 
 /* One Conv as a session would see it, and what decides its key. */
 typedef struct conv_spec {
@@ -351,10 +352,7 @@ static void test_dims_capped(void **state) {
 
 static void test_database_round_trip(void **state) {
     (void)state;
-    char dir[] = "/tmp/anvil_tune_key_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char path[64];
-    snprintf(path, sizeof path, "%s/tuning.db", dir);
+    const char *path = tmp_path("tuning.db");
     tune_db *db = NULL;
     assert_int_equal(tune_db_open(path, &db), ANVIL_OK);
 
@@ -392,13 +390,6 @@ static void test_database_round_trip(void **state) {
     assert_string_equal(got.key, p.key);
 
     tune_db_close(db);
-    assert_int_equal(unlink(path), 0);
-    char side[80];
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
-    assert_int_equal(rmdir(dir), 0);
 }
 
 int main(void) {
@@ -414,5 +405,5 @@ int main(void) {
         cmocka_unit_test(test_dims_capped),
         cmocka_unit_test(test_database_round_trip),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_remove);
 }
