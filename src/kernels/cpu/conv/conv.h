@@ -43,6 +43,50 @@ const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_
  * else NULL. conv_gemm_kernel returns it first. */
 const gemm_kernel *conv_gemm_kernel_forced(const core_hw *hw);
 
+/* ---- the tuner's parameters of the GEMM-based variants (conv_space.c) -----------------------
+ * Each has a kern_space of "tile" (1 + an index into gemm_kernels, labelled with the tile's name;
+ * 0: the variant's own choice) and "kc" (gemm_blocking_config's KC; 0: the default). With no
+ * configuration, or an all-zero one, every variant runs exactly as it does untuned. */
+enum { CONV_P_TILE, CONV_P_KC };
+
+/* The tile kn's configuration names where hw can run it; NULL: the variant's default. */
+const gemm_kernel *conv_config_tile(const kern_node *kn, const core_hw *hw);
+/* The configured KC (0: the default). */
+static inline int64_t conv_config_kc(const kern_node *kn) {
+    return kern_param(kn, CONV_P_KC);
+}
+
+/* What a variant's GEMMs are under a configuration: the tile, the blocking, their depth K and,
+ * for an indirect A, its segment (gemm_problem.a_seg; 0: none). */
+typedef struct conv_gemm_view {
+    const gemm_kernel *k;
+    gemm_blocking blk;
+    int64_t kdim, a_seg;
+} conv_gemm_view;
+/* A variant's view of kn under c (NULL: the default configuration); false where it does not
+ * apply to kn. */
+typedef bool (*conv_view_fn)(const kern_node *kn, const kern_config *c, conv_gemm_view *out);
+
+/* kern_space.values, label and the rule "A panel fits L1" over a variant's view. */
+int conv_space_values(conv_view_fn view, const kern_node *kn, const core_hw *hw, int i,
+                      int32_t *vals, int cap);
+const char *conv_space_label(int i, int32_t v);
+bool conv_rule_a_panel(conv_view_fn view, const kern_node *kn, const core_hw *hw,
+                       const kern_config *c);
+
+/* Defines `static const kern_space NAME` over the view function VIEW. */
+#define CONV_SPACE(NAME, VIEW)                                                                     \
+    static int NAME##_values(const kern_node *kn, const core_hw *hw, int i, int32_t *vals,         \
+                             int cap) {                                                            \
+        return conv_space_values(VIEW, kn, hw, i, vals, cap);                                      \
+    }                                                                                              \
+    static bool NAME##_a_panel(const kern_node *kn, const core_hw *hw, const kern_config *c) {     \
+        return conv_rule_a_panel(VIEW, kn, hw, c);                                                 \
+    }                                                                                              \
+    static const kern_rule NAME##_rules[] = {{"A panel fits L1", NAME##_a_panel}};                 \
+    static const kern_space NAME = {                                                               \
+        2, {"tile", "kc"}, NAME##_values, conv_space_label, NAME##_rules, 1}
+
 /* The bias input B of a run (m floats), or NULL when the conv has none. */
 static inline const float *conv_bias(const conv_shape *s, const op_tensor *const *in, int n_in) {
     return s->has_bias && n_in > 2 && in[2] ? in[2]->data : NULL;

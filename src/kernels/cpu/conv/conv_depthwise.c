@@ -224,7 +224,8 @@ const kern_variant conv_v_depthwise_avx512 = {"conv_depthwise_direct_avx512",
                                               dw_prepare,
                                               dw_release,
                                               dw_run_avx512,
-                                              conv_fuses};
+                                              conv_fuses,
+                                              NULL};
 const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
                                             IR_OP_CONV,
                                             KERN_NEEDS_AVX2,
@@ -233,4 +234,5 @@ const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
                                             dw_prepare,
                                             dw_release,
                                             dw_run_avx2,
-                                            conv_fuses};
+                                            conv_fuses,
+                                            NULL};

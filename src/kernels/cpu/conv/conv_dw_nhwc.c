@@ -176,7 +176,8 @@ const kern_variant convnhwc_v_depthwise_avx512 = {"convnhwc_depthwise_avx512",
                                                   last_prepare,
                                                   last_release,
                                                   dw_run_avx512,
-                                                  conv_fuses};
+                                                  conv_fuses,
+                                                  NULL};
 const kern_variant convnhwc_v_depthwise_avx2 = {"convnhwc_depthwise_avx2",
                                                 IR_OP_CONV_NHWC,
                                                 KERN_NEEDS_AVX2,
@@ -185,7 +186,8 @@ const kern_variant convnhwc_v_depthwise_avx2 = {"convnhwc_depthwise_avx2",
                                                 last_prepare,
                                                 last_release,
                                                 dw_run_avx2,
-                                                conv_fuses};
+                                                conv_fuses,
+                                                NULL};
 const kern_variant convnhwc_v_smallc_avx512 = {"convnhwc_smallc_direct_avx512",
                                                IR_OP_CONV_NHWC,
                                                KERN_NEEDS_AVX512,
@@ -194,4 +196,5 @@ const kern_variant convnhwc_v_smallc_avx512 = {"convnhwc_smallc_direct_avx512",
                                                last_prepare,
                                                last_release,
                                                sc_run_avx512,
-                                               conv_fuses};
+                                               conv_fuses,
+                                               NULL};

@@ -62,19 +62,23 @@ static const gemm_kernel *nhwc_tile(const conv_shape *s, int64_t pix, int64_t kd
 #define INDIRECT_MIN_CG 64
 
 /* The GEMM kernel and blocking for s, and how A is formed (what conv_nhwc_workspace needs
- * before packing). */
-static void nhwc_kernel(const conv_shape *s, conv_nhwc_weights *out) {
+ * before packing); kn (NULL: none) may carry the tuner's tile and KC. */
+static void nhwc_kernel(const conv_shape *s, const kern_node *kn, conv_nhwc_weights *out) {
     const int64_t kdim = conv_kdim(s), pix = s->oh * s->ow;
-    out->k = nhwc_tile(s, pix, kdim);
-    out->blk = gemm_blocking_default(out->k, pix, s->mg, kdim, core_hw_get());
+    const core_hw *hw = core_hw_get();
+    const gemm_kernel *tile = kn ? conv_config_tile(kn, hw) : NULL;
+    out->k = tile ? tile : nhwc_tile(s, pix, kdim);
+    out->blk =
+        gemm_blocking_config(out->k, pix, s->mg, kdim, hw, kn ? conv_config_kc(kn) : 0, 0, 0);
     const char *env = getenv("ANVIL_CONV_IM2COL");
     out->indirect = !direct_1x1(s) && s->cg >= INDIRECT_MIN_CG && !(env && atoi(env) == 1);
 }
 
-anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nhwc_weights *out) {
+static anvil_status weights_pack(const conv_shape *s, const kern_node *kn, const float *w,
+                                 conv_nhwc_weights *out) {
     memset(out, 0, sizeof *out);
     const int64_t khw = s->kh * s->kw, kdim = conv_kdim(s);
-    nhwc_kernel(s, out);
+    nhwc_kernel(s, kn, out);
     out->groups = s->group;
     out->pb = core_calloc((size_t)s->group, sizeof *out->pb);
     float *tmp = malloc(sizeof(float) * (size_t)(kdim * s->mg > 0 ? kdim * s->mg : 1));
@@ -95,6 +99,10 @@ fail:
     free(tmp);
     conv_nhwc_weights_free(out);
     return st;
+}
+
+anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nhwc_weights *out) {
+    return weights_pack(s, NULL, w, out);
 }
 
 void conv_nhwc_weights_free(conv_nhwc_weights *pw) {
@@ -328,7 +336,7 @@ static bool nhwc_plan_of(const kern_node *kn, nhwc_plan *p) {
     const conv_shape *s = &p->s;
     conv_nhwc_weights sizing;
     memset(&sizing, 0, sizeof sizing);
-    nhwc_kernel(s, &sizing);
+    nhwc_kernel(s, kn, &sizing);
     p->threads = kn->threads > 0 ? kn->threads : 1;
     if (!last) {
         p->xt_bytes = align64((size_t)(s->n * s->c * s->h * s->w) * sizeof(float));
@@ -363,7 +371,7 @@ static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
         free(st);
         return conv_prepare_unsupported(kn, "NHWC GEMM conv variant");
     }
-    anvil_status e = conv_nhwc_weights_pack(&st->p.s, kn->in[1].value, &st->w);
+    anvil_status e = weights_pack(&st->p.s, kn, kn->in[1].value, &st->w);
     if (e != ANVIL_OK) {
         free(st);
         return e;
@@ -429,6 +437,24 @@ static anvil_status nhwc_run(const ir_node *n, void *state, const op_tensor *con
     return ANVIL_OK;
 }
 
+/* The GEMMs the variant runs for kn under configuration c (its space's view). */
+static bool nhwc_view(const kern_node *kn, const kern_config *c, conv_gemm_view *v) {
+    kern_node k2 = *kn;
+    k2.config = c;
+    nhwc_plan p;
+    if (!nhwc_plan_of(&k2, &p)) return false;
+    conv_nhwc_weights w;
+    memset(&w, 0, sizeof w);
+    nhwc_kernel(&p.s, &k2, &w);
+    v->k = w.k;
+    v->blk = w.blk;
+    v->kdim = conv_kdim(&p.s);
+    v->a_seg = w.indirect ? p.s.cg : 0;
+    return true;
+}
+
+CONV_SPACE(nhwc_space, nhwc_view);
+
 const kern_variant conv_v_nhwc = {"conv_nhwc_im2col_gemm",
                                   IR_OP_CONV,
                                   0,
@@ -437,9 +463,10 @@ const kern_variant conv_v_nhwc = {"conv_nhwc_im2col_gemm",
                                   nhwc_prepare,
                                   nhwc_release,
                                   nhwc_run,
-                                  conv_fuses};
+                                  conv_fuses,
+                                  &nhwc_space};
 
 /* anvil.ConvNhwc through the same GEMMs, no transposes. */
-const kern_variant convnhwc_v_gemm = {"convnhwc_gemm", IR_OP_CONV_NHWC, 0,
-                                      nhwc_supports,   nhwc_ws,         nhwc_prepare,
-                                      nhwc_release,    nhwc_run,        conv_fuses};
+const kern_variant convnhwc_v_gemm = {
+    "convnhwc_gemm", IR_OP_CONV_NHWC, 0,        nhwc_supports, nhwc_ws,
+    nhwc_prepare,    nhwc_release,    nhwc_run, conv_fuses,    NULL};

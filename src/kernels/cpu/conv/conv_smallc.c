@@ -191,7 +191,7 @@ CONV_RUN_ENTRY(sc_run_avx2, sc_run(state, conv_sc_band_avx2, in, n_in, out, ws, 
 
 const kern_variant conv_v_smallc_avx512 = {
     "conv_smallc_direct_avx512", IR_OP_CONV, KERN_NEEDS_AVX512, sc_supports_avx512, sc_workspace,
-    sc_prepare_avx512,           sc_release, sc_run_avx512,     conv_fuses};
+    sc_prepare_avx512,           sc_release, sc_run_avx512,     conv_fuses,         NULL};
 const kern_variant conv_v_smallc_avx2 = {
     "conv_smallc_direct_avx2", IR_OP_CONV, KERN_NEEDS_AVX2, sc_supports_avx2, sc_workspace,
-    sc_prepare_avx2,           sc_release, sc_run_avx2,     conv_fuses};
+    sc_prepare_avx2,           sc_release, sc_run_avx2,     conv_fuses,       NULL};

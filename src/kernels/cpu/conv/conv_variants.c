@@ -71,7 +71,8 @@ static bool plan_of(const kern_node *kn, conv_kind kind, conv_plan *p) {
     const int64_t kdim = conv_kdim(s), hw_out = s->oh * s->ow;
     p->kind = kind;
     p->threads = kn->threads > 0 ? kn->threads : 1;
-    p->k = conv_gemm_kernel(s->mg, hw_out, kdim, hw);
+    const gemm_kernel *tile = conv_config_tile(kn, hw); /* the tuner's, where it sets one */
+    p->k = tile ? tile : conv_gemm_kernel(s->mg, hw_out, kdim, hw);
     p->batch_parallel = p->threads > 1 && s->n * s->group >= p->threads;
     int64_t ncols = hw_out;
     if (kind == KIND_IMPLICIT) {
@@ -94,7 +95,7 @@ static bool plan_of(const kern_node *kn, conv_kind kind, conv_plan *p) {
     } else if (kind == KIND_IM2COL) {
         p->col_ws = align64((size_t)kdim * (size_t)hw_out * sizeof(float));
     }
-    p->blk = gemm_blocking_default(p->k, s->mg, ncols, kdim, hw);
+    p->blk = gemm_blocking_config(p->k, s->mg, ncols, kdim, hw, conv_config_kc(kn), 0, 0);
     p->gemm_ws = align64(gemm_thread_workspace(p->k, &p->blk));
     return true;
 }
@@ -322,6 +323,19 @@ static anvil_status gemm_variant_run(const ir_node *n, void *state, const op_ten
     return ANVIL_OK;
 }
 
+/* The GEMMs a variant of this file runs for kn under configuration c (its space's view). */
+static bool view_of(const kern_node *kn, const kern_config *c, conv_kind kind, conv_gemm_view *v) {
+    kern_node k2 = *kn;
+    k2.config = c;
+    conv_plan p;
+    if (!plan_of(&k2, kind, &p)) return false;
+    v->k = p.k;
+    v->blk = p.blk;
+    v->kdim = conv_kdim(&p.s);
+    v->a_seg = 0;
+    return true;
+}
+
 #define CONV_GEMM_VARIANT(ID, NAME, KIND)                                                          \
     static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
         (void)hw;                                                                                  \
@@ -335,6 +349,10 @@ static anvil_status gemm_variant_run(const ir_node *n, void *state, const op_ten
     static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
         return gemm_state_prepare(kn, KIND, state);                                                \
     }                                                                                              \
+    static bool view_##ID(const kern_node *kn, const kern_config *c, conv_gemm_view *v) {          \
+        return view_of(kn, c, KIND, v);                                                            \
+    }                                                                                              \
+    CONV_SPACE(space_##ID, view_##ID);                                                             \
     const kern_variant conv_v_##ID = {NAME,                                                        \
                                       IR_OP_CONV,                                                  \
                                       0,                                                           \
@@ -343,7 +361,8 @@ static anvil_status gemm_variant_run(const ir_node *n, void *state, const op_ten
                                       prep_##ID,                                                   \
                                       gemm_state_release,                                          \
                                       gemm_variant_run,                                            \
-                                      conv_fuses};
+                                      conv_fuses,                                                  \
+                                      &space_##ID};
 
 CONV_GEMM_VARIANT(1x1, "conv_1x1_gemm", KIND_1X1)
 CONV_GEMM_VARIANT(im2col, "conv_im2col_gemm", KIND_IM2COL)
@@ -509,9 +528,9 @@ static bool auto_fuses(const kern_node *kn) {
     return v && v->fuses && v->fuses(kn);
 }
 
-static const kern_variant conv_v_auto = {"conv_f32",    IR_OP_CONV,     0,
-                                         auto_supports, auto_workspace, auto_prepare,
-                                         auto_release,  auto_run,       auto_fuses};
+static const kern_variant conv_v_auto = {
+    "conv_f32",   IR_OP_CONV,   0,        auto_supports, auto_workspace,
+    auto_prepare, auto_release, auto_run, auto_fuses,    NULL};
 
 const kern_variant *const kern_family_conv[] = {
     &conv_v_auto,

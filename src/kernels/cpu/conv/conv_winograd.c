@@ -293,13 +293,16 @@ static bool wino_plan_of(const kern_node *kn, conv_wino_kind kind, wino_plan *p)
     p->wpa = (p->wp + 16 * p->step - 1) / (16 * p->step) * (16 * p->step);
     p->lp = p->wpa / p->step;
     p->tile_rows = wino_tile_rows(s, ntile);
+    /* the tuner's tile and KC, where it sets them */
+    const gemm_kernel *tile = conv_config_tile(kn, hw);
+    const int64_t kc = conv_config_kc(kn);
     if (p->tile_rows) {
-        p->k = conv_gemm_kernel_forced(hw);
+        p->k = tile ? tile : conv_gemm_kernel_forced(hw);
         if (!p->k) p->k = gemm_kernel_default(ntile, s->m, s->c, hw);
-        p->blk = gemm_blocking_default(p->k, ncol, s->m, s->c, hw);
+        p->blk = gemm_blocking_config(p->k, ncol, s->m, s->c, hw, kc, 0, 0);
     } else {
-        p->k = conv_gemm_kernel(s->m, ntile, s->c, hw);
-        p->blk = gemm_blocking_default(p->k, s->m, ncol, s->c, hw);
+        p->k = tile ? tile : conv_gemm_kernel(s->m, ntile, s->c, hw);
+        p->blk = gemm_blocking_config(p->k, s->m, ncol, s->c, hw, kc, 0, 0);
     }
     int64_t base[WINO_MAX_POS];
     size_t off = 0;
@@ -647,6 +650,20 @@ static anvil_status wino_run(const ir_node *n, void *state, const op_tensor *con
     return ANVIL_OK;
 }
 
+/* The channel GEMMs of a Winograd variant for kn under configuration c (its space's view). */
+static bool wino_view(const kern_node *kn, const kern_config *c, conv_wino_kind kind,
+                      conv_gemm_view *v) {
+    kern_node k2 = *kn;
+    k2.config = c;
+    wino_plan p;
+    if (!wino_plan_of(&k2, kind, &p)) return false;
+    v->k = p.k;
+    v->blk = p.blk;
+    v->kdim = p.s.c;
+    v->a_seg = 0;
+    return true;
+}
+
 #define WINO_VARIANT(ID, KIND, NAME)                                                               \
     static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
         (void)hw;                                                                                  \
@@ -660,8 +677,13 @@ static anvil_status wino_run(const ir_node *n, void *state, const op_tensor *con
     static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
         return wino_prepare(kn, KIND, state);                                                      \
     }                                                                                              \
+    static bool view_##ID(const kern_node *kn, const kern_config *c, conv_gemm_view *v) {          \
+        return wino_view(kn, c, KIND, v);                                                          \
+    }                                                                                              \
+    CONV_SPACE(space_##ID, view_##ID);                                                             \
     const kern_variant conv_v_winograd_##ID = {                                                    \
-        NAME, IR_OP_CONV, 0, sup_##ID, ws_##ID, prep_##ID, wino_release, wino_run, conv_fuses};
+        NAME,      IR_OP_CONV,   0,        sup_##ID,   ws_##ID,                                    \
+        prep_##ID, wino_release, wino_run, conv_fuses, &space_##ID};
 
 WINO_VARIANT(f2, CONV_WINO_F2, "conv_winograd_f2x2_3x3")
 WINO_VARIANT(f4, CONV_WINO_F4, "conv_winograd_f4x4_3x3")

@@ -138,8 +138,11 @@ static int64_t env_int(const char *name, int64_t fallback) {
     return (*end || v <= 0 || v > (1 << 20)) ? fallback : (int64_t)v;
 }
 
-gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
-                                    const core_hw *hw) {
+/* The blocking for k; kc_set, mc_set, nc_set > 0 replace the computed KC, MC, NC (a tuner's
+ * configuration: gemm_blocking_config), and the values derived from them follow: NC from the
+ * configured KC. Explicit values win over the ANVIL_GEMM_* variables; all zero is the default. */
+static gemm_blocking blocking(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
+                              const core_hw *hw, int64_t kc_set, int64_t mc_set, int64_t nc_set) {
     size_t l1 = hw->l1d_bytes ? hw->l1d_bytes : 32u << 10;
     size_t l2 = hw->l2_bytes ? hw->l2_bytes : 1u << 20;
     gemm_blocking b;
@@ -149,12 +152,15 @@ gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, 
      * rather than full ones and a ragged tail. With 4x64 that makes KC 1152 at K = 2304 and 1536
      * at K = 3072 (was 1024 + 1024 + 256 and 3 x 1024), and NC (below) one panel: +0.9 to +1.5%
      * at 512x2304x2304, 512x2304x3072, 512x3072x2304, within +-0.4% on the other transformer
-     * shapes and 1024^3, 2048^3 (1 thread, 3 interleaved runs of each). */
+     * shapes and 1024^3, 2048^3 (1 thread, 3 interleaved runs of each). A configured KC is taken
+     * as it is (clipped to K), so the tuner times exactly the blocks it names. */
     int64_t kc = (int64_t)(l1 * 3 / 4 / sizeof(float)) / k->mr;
     kc = kc / 16 * 16;
     if (kc < 128) kc = 128;
     if (kc > 2048) kc = 2048;
-    if (kdim <= kc) {
+    if (kc_set > 0) {
+        b.kc = kc_set < kdim ? kc_set : (kdim > 0 ? kdim : 1);
+    } else if (kdim <= kc) {
         b.kc = kdim > 0 ? kdim : 1;
     } else {
         const int64_t blocks = (kdim + kc - 1) / kc;
@@ -164,14 +170,34 @@ gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, 
     int64_t nc = (int64_t)(l2 / 2 / sizeof(float)) / b.kc;
     nc = nc / k->nr * k->nr;
     if (nc < k->nr) nc = k->nr;
-    b.nc = n < nc ? round_up(n > 0 ? n : 1, k->nr) : nc;
+    const int64_t n_all = round_up(n > 0 ? n : 1, k->nr);
+    b.nc = n < nc ? n_all : nc;
+    if (nc_set > 0) {
+        b.nc = round_up(nc_set, k->nr);
+        if (b.nc > n_all) b.nc = n_all;
+    }
     /* MC: large, so B is repacked rarely; bounded to keep the A block in L3. */
     int64_t mc = 960 / k->mr * k->mr;
-    b.mc = m < mc ? round_up(m > 0 ? m : 1, k->mr) : mc;
-    b.mc = round_up(env_int("ANVIL_GEMM_MC", b.mc), k->mr);
-    b.kc = env_int("ANVIL_GEMM_KC", b.kc);
-    b.nc = round_up(env_int("ANVIL_GEMM_NC", b.nc), k->nr);
+    const int64_t m_all = round_up(m > 0 ? m : 1, k->mr);
+    b.mc = m < mc ? m_all : mc;
+    if (mc_set > 0) {
+        b.mc = round_up(mc_set, k->mr);
+        if (b.mc > m_all) b.mc = m_all;
+    }
+    if (mc_set <= 0) b.mc = round_up(env_int("ANVIL_GEMM_MC", b.mc), k->mr);
+    if (kc_set <= 0) b.kc = env_int("ANVIL_GEMM_KC", b.kc);
+    if (nc_set <= 0) b.nc = round_up(env_int("ANVIL_GEMM_NC", b.nc), k->nr);
     return b;
+}
+
+gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
+                                    const core_hw *hw) {
+    return blocking(k, m, n, kdim, hw, 0, 0, 0);
+}
+
+gemm_blocking gemm_blocking_config(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
+                                   const core_hw *hw, int64_t kc, int64_t mc, int64_t nc) {
+    return blocking(k, m, n, kdim, hw, kc, mc, nc);
 }
 
 /* ---- packing ------------------------------------------------------------------------------ */
@@ -227,6 +253,13 @@ static int64_t block_kc(const gemm_blocking *blk, const gemm_problem *p, int64_t
     const int64_t seg = p->a_seg, pieces = (seg + blk->kc - 1) / blk->kc;
     const int64_t piece = (seg + pieces - 1) / pieces, in_seg = seg - pc % seg;
     return in_seg < piece ? in_seg : piece;
+}
+
+int64_t gemm_kc_max(const gemm_blocking *b, int64_t kdim, int64_t a_seg) {
+    if (kdim <= 0) return 0;
+    if (a_seg <= 0) return kdim < b->kc ? kdim : b->kc;
+    const int64_t pieces = (a_seg + b->kc - 1) / b->kc;
+    return (a_seg + pieces - 1) / pieces;
 }
 
 /* B[p0.., j0..] (kc x n) into NR-column panels, k-major, zero columns past n; stride kc*NR. */
@@ -653,15 +686,11 @@ static void par_chunk(void *arg, size_t begin, size_t end) {
  * node, 384>64 at 14x14 64 -> 51 us, 32>192 at 28x28 72 -> 58 us, 576>96 at 14x14 128 -> 109
  * us); 4 measured the same as 8, 16 in between; the transformer GEMMs within noise. */
 #define GRID_FMA_PER_READ 8.0
-void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p, void *ws,
-              op_ctx *ctx) {
-    if (p->m <= 0 || p->n <= 0) return;
-    int threads = op_ctx_threads(ctx);
+void gemm_thread_grid(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p,
+                      int threads, int *tm, int *tn) {
     int64_t mu = (p->m + k->mr - 1) / k->mr, nu = (p->n + k->nr - 1) / k->nr;
-    if (threads <= 1 || mu * nu < 2) {
-        gemm_run_serial(k, b, p, ws);
-        return;
-    }
+    *tm = *tn = 1;
+    if (threads <= 1 || mu * nu < 2) return;
     /* Choose the grid tm x tn = threads whose busiest thread costs least: it reads its rows of
      * A (m_t*K) and its columns of B (K*n_t) whatever happens to them, packs its rows of A once
      * (unless pre-packed or read in place, see gemm_block) and its columns of B once per MC
@@ -693,6 +722,21 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
     }
     /* No grid fits both dims (e.g. 3 threads, 1x2 tiles): split columns; empty parts idle. */
     if (best_cost < 0) best_tm = 1;
-    par_job j = {k, b, p, ws, gemm_thread_workspace(k, b), best_tm, threads / best_tm};
+    *tm = best_tm;
+    *tn = threads / best_tm;
+}
+
+void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p, void *ws,
+              op_ctx *ctx) {
+    if (p->m <= 0 || p->n <= 0) return;
+    int threads = op_ctx_threads(ctx);
+    int64_t mu = (p->m + k->mr - 1) / k->mr, nu = (p->n + k->nr - 1) / k->nr;
+    if (threads <= 1 || mu * nu < 2) {
+        gemm_run_serial(k, b, p, ws);
+        return;
+    }
+    int tm, tn;
+    gemm_thread_grid(k, b, p, threads, &tm, &tn);
+    par_job j = {k, b, p, ws, gemm_thread_workspace(k, b), tm, tn};
     op_parallel_for(ctx, (size_t)(j.tm * j.tn), par_chunk, &j);
 }

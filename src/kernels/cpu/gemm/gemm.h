@@ -144,6 +144,13 @@ const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const co
 gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
                                     const core_hw *hw);
 
+/* gemm_blocking_default with the ones of kc, mc, nc that are > 0 in place of its KC, MC, NC (a
+ * tuner's configuration, kernels.h's kern_config; 0 keeps the default, and NC's default then
+ * follows the configured KC). Any positive value is valid: mc is rounded up to a multiple of MR
+ * and nc of NR, and each is clipped to the problem (kc to K, mc to M and nc to N rounded up). */
+gemm_blocking gemm_blocking_config(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
+                                   const core_hw *hw, int64_t kc, int64_t mc, int64_t nc);
+
 /* A packed operand: A as ceil(M/MR) panels of K × MR, or B as ceil(N/NR) panels of K × NR,
  * zero-padded. Owned by whoever called gemm_pack_*; free with gemm_packed_free. */
 typedef struct gemm_packed {
@@ -187,9 +194,48 @@ size_t gemm_thread_workspace(const gemm_kernel *k, const gemm_blocking *b);
  * from inside an op_parallel_for chunk (e.g. one GEMM per batch item per thread). */
 void gemm_run_serial(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p, void *ws);
 
+/* The thread grid gemm_run splits p into on `threads` threads: C cut into *tm row parts x *tn
+ * column parts of whole tiles (1 x 1 where it runs serially), each part then blocked by b. */
+void gemm_thread_grid(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p,
+                      int threads, int *tm, int *tn);
+
 /* Runs p split across ctx's threads (C divided into disjoint blocks, no synchronisation inside).
  * ws: threads * gemm_thread_workspace bytes. */
 void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p, void *ws,
               op_ctx *ctx);
+
+/* ---- parameter spaces (gemm_space.c): what the GEMM and the GEMM-based convolutions offer a
+ * tuner (kernels.h's kern_space), shared so that they list and check values alike. ---------- */
+
+/* The deepest K block the driver runs with b on depth kdim, i.e. the A micro-panel's depth in
+ * L1 (a_seg: an indirect A's segment, gemm_problem.a_seg, whose blocks stay inside one segment;
+ * 0: none). */
+int64_t gemm_kc_max(const gemm_blocking *b, int64_t kdim, int64_t a_seg);
+/* KC candidates for depth kdim (a_seg as above) into vals (at most cap; returns how many):
+ * ascending, positive, and no two that the driver would run alike (values at or past K, or past
+ * the segment, collapse into one). */
+int gemm_kc_values(int64_t kdim, int64_t a_seg, int32_t *vals, int cap);
+/* MC (multiples of MR, clipped to M) or NC (multiples of NR, clipped to N) candidates for k:
+ * ascending, distinct; `part` (the rows or columns of one thread's part of C, 0: none) is added,
+ * so that one block per thread is always a candidate. */
+int gemm_mc_values(const gemm_kernel *k, int64_t m, int64_t part, int32_t *vals, int cap);
+int gemm_nc_values(const gemm_kernel *k, int64_t n, int64_t part, int32_t *vals, int cap);
+
+/* A tile parameter's values are 1 + an index into gemm_kernels (0: the variant's default). The
+ * kernel value v names when hw can run it, else NULL (0, out of range, or not usable: the
+ * caller then keeps its default, so no value fails). */
+const gemm_kernel *gemm_kernel_of_param(int32_t v, const core_hw *hw);
+/* The values of every tile hw can run, in gemm_kernels' order; returns how many (<= cap). */
+int gemm_tile_values(const core_hw *hw, int32_t *vals, int cap);
+/* The tile's name ("8x32_avx512") for value v, or NULL. Static. */
+const char *gemm_tile_label(int32_t v);
+
+/* L1d, L2 and L3 bytes of hw, with the driver's guesses where hw does not know them (32 KiB,
+ * 1 MiB, and 2 MiB per core for L3). */
+size_t gemm_l1_bytes(const core_hw *hw);
+size_t gemm_l2_bytes(const core_hw *hw);
+size_t gemm_l3_bytes(const core_hw *hw);
+/* The rule "A panel fits L1": k's A micro-panel (MR x kc_max floats) fits hw's L1d. */
+bool gemm_a_panel_fits_l1(const gemm_kernel *k, int64_t kc_max, const core_hw *hw);
 
 #endif

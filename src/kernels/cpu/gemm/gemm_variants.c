@@ -127,7 +127,9 @@ static anvil_status geometry(const kern_variant *v, const kern_node *kn, gemm_st
     } else {
         matmul_geometry(kn, s);
     }
-    s->blk = gemm_blocking_default(s->k, s->m, s->n, s->kdim, core_hw_get());
+    /* the tuner's configuration, where it sets one: KC, MC, NC (0 keeps each default) */
+    s->blk = gemm_blocking_config(s->k, s->m, s->n, s->kdim, core_hw_get(), kern_param(kn, 0),
+                                  kern_param(kn, 1), kern_param(kn, 2));
     /* Many small items (attention heads): one item per thread beats splitting each tiny GEMM. */
     s->batch_parallel = s->batch >= s->threads && s->threads > 1;
     return ANVIL_OK;
@@ -320,6 +322,121 @@ static bool fuses_common(const kern_node *kn) {
     return !has_c || (ir_attr_float(kn->node, "beta", 1.0f, &beta) == ANVIL_OK && beta == 0.0f);
 }
 
+/* ---- the parameter space ------------------------------------------------------------------
+ * "kc", "mc", "nc": the cache blocking (gemm_blocking_config). The driver (gemm.c) first splits C
+ * among the threads (gemm_thread_grid) and then blocks each thread's part: the A micro-panel
+ * (MR x KC) stays in L1 while the B block (KC x NC) is reused from L2 by every A panel of the
+ * block, and the A block (MC x KC) is read again once per B block. The rules follow that. */
+
+enum { P_KC, P_MC, P_NC };
+
+/* The rows and columns of the largest thread part of C that the driver blocks for s with its
+ * blocking (whole items when the batch is split by items). */
+static void thread_part(const gemm_state *s, const kern_node *kn, int64_t *rows, int64_t *cols) {
+    *rows = s->m;
+    *cols = s->n;
+    if (!s->fold && s->batch_parallel) return;
+    /* the operands' layout as the run passes it (gemm_run's grid looks at strides and at which
+     * operands are pre-packed, never at the data) */
+    static const float dummy[1];
+    static const gemm_packed packed = {0};
+    gemm_problem p = {0};
+    p.m = s->m;
+    p.n = s->n;
+    p.k = s->kdim;
+    p.a = dummy;
+    p.rs_a = s->trans_a ? 1 : s->kdim;
+    p.cs_a = s->trans_a ? s->m : 1;
+    if (kn->in[1].value && s->fold) {
+        p.pb = &packed;
+    } else {
+        p.b = dummy;
+        p.rs_b = s->trans_b ? 1 : s->n;
+        p.cs_b = s->trans_b ? s->kdim : 1;
+    }
+    int tm, tn;
+    gemm_thread_grid(s->k, &s->blk, &p, s->threads, &tm, &tn);
+    const int64_t mu = (s->m + s->k->mr - 1) / s->k->mr, nu = (s->n + s->k->nr - 1) / s->k->nr;
+    const int64_t r = (mu + tm - 1) / tm * s->k->mr, c = (nu + tn - 1) / tn * s->k->nr;
+    if (r < *rows) *rows = r;
+    if (c < *cols) *cols = c;
+}
+
+/* s for kn under configuration c (NULL: the default), and its thread part. */
+static bool config_geometry(const kern_variant *v, const kern_node *kn, const kern_config *c,
+                            gemm_state *s, int64_t *rows, int64_t *cols) {
+    kern_node k2 = *kn;
+    k2.config = c;
+    memset(s, 0, sizeof *s);
+    if (geometry(v, &k2, s) != ANVIL_OK || !s->k) return false;
+    thread_part(s, kn, rows, cols);
+    return true;
+}
+
+static int values_common(const kern_variant *v, const kern_node *kn, const core_hw *hw, int i,
+                         int32_t *vals, int cap) {
+    (void)hw;
+    gemm_state s;
+    int64_t rows, cols;
+    if (!config_geometry(v, kn, NULL, &s, &rows, &cols)) return 0;
+    if (i == P_KC) return gemm_kc_values(s.kdim, 0, vals, cap);
+    if (i == P_MC) return gemm_mc_values(s.k, s.m, rows, vals, cap);
+    if (i == P_NC) return gemm_nc_values(s.k, s.n, cols, vals, cap);
+    return 0;
+}
+
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+/* The A micro-panel stays in L1 across the block's NC / NR micro-kernel calls. */
+static bool rule_a_panel(const kern_variant *v, const kern_node *kn, const core_hw *hw,
+                         const kern_config *c) {
+    gemm_state s;
+    int64_t rows, cols;
+    if (!config_geometry(v, kn, c, &s, &rows, &cols)) return true;
+    return gemm_a_panel_fits_l1(s.k, gemm_kc_max(&s.blk, s.kdim, 0), hw);
+}
+
+/* The B block is what every A panel of the A block reads again (MC / MR times), so it belongs in
+ * L2. The budget is the whole of L2: the default takes half, leaving room for the A panels and C
+ * tiles passing through, and between the two is worth timing; past L2 each of those reads comes
+ * from L3 (shared, and several times slower), which no blocking gains back. */
+static bool rule_b_block(const kern_variant *v, const kern_node *kn, const core_hw *hw,
+                         const kern_config *c) {
+    gemm_state s;
+    int64_t rows, cols;
+    if (!config_geometry(v, kn, c, &s, &rows, &cols)) return true;
+    const int64_t nc = min64(s.blk.nc, cols);
+    return (size_t)gemm_kc_max(&s.blk, s.kdim, 0) * (size_t)nc * sizeof(float) <= gemm_l2_bytes(hw);
+}
+
+/* The A block is read again once per B block of the thread's columns, and L2 holds B: so A
+ * lives in L3, where each running thread has its share. Read only once (one B block), it may
+ * be of any size. (Not "fits L2": with B there, the default's 960-row A blocks never would.) */
+static bool rule_a_block(const kern_variant *v, const kern_node *kn, const core_hw *hw,
+                         const kern_config *c) {
+    gemm_state s;
+    int64_t rows, cols;
+    if (!config_geometry(v, kn, c, &s, &rows, &cols)) return true;
+    if (s.blk.nc >= cols) return true;
+    const size_t a =
+        (size_t)min64(s.blk.mc, rows) * (size_t)gemm_kc_max(&s.blk, s.kdim, 0) * sizeof(float);
+    return a <= gemm_l3_bytes(hw) / (size_t)s.threads;
+}
+
+/* Each thread's part of C holds at least one whole block: a larger MC or NC is cut to the part
+ * by the driver, so it would run exactly like the part itself, which values() lists. */
+static bool rule_block_per_thread(const kern_variant *v, const kern_node *kn, const core_hw *hw,
+                                  const kern_config *c) {
+    (void)hw;
+    gemm_state s;
+    int64_t rows, cols;
+    if (!config_geometry(v, kn, c, &s, &rows, &cols)) return true;
+    return s.blk.mc <= (rows + s.k->mr - 1) / s.k->mr * s.k->mr &&
+           s.blk.nc <= (cols + s.k->nr - 1) / s.k->nr * s.k->nr;
+}
+
 /* ---- the variant table ------------------------------------------------------------------------
  * C has no closures, so each variant gets thin wrappers that pass its own descriptor. */
 
@@ -334,8 +451,29 @@ static bool fuses_common(const kern_node *kn) {
     static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
         return prepare_common(&v_##ID, kn, state);                                                 \
     }                                                                                              \
-    static const kern_variant v_##ID = {NAME,      OP,      NEEDS,      sup_##ID,    ws_##ID,      \
-                                        prep_##ID, release, run_common, fuses_common};
+    static int vals_##ID(const kern_node *kn, const core_hw *hw, int i, int32_t *vals, int cap) {  \
+        return values_common(&v_##ID, kn, hw, i, vals, cap);                                       \
+    }                                                                                              \
+    static bool r1_##ID(const kern_node *kn, const core_hw *hw, const kern_config *c) {            \
+        return rule_a_panel(&v_##ID, kn, hw, c);                                                   \
+    }                                                                                              \
+    static bool r2_##ID(const kern_node *kn, const core_hw *hw, const kern_config *c) {            \
+        return rule_b_block(&v_##ID, kn, hw, c);                                                   \
+    }                                                                                              \
+    static bool r3_##ID(const kern_node *kn, const core_hw *hw, const kern_config *c) {            \
+        return rule_a_block(&v_##ID, kn, hw, c);                                                   \
+    }                                                                                              \
+    static bool r4_##ID(const kern_node *kn, const core_hw *hw, const kern_config *c) {            \
+        return rule_block_per_thread(&v_##ID, kn, hw, c);                                          \
+    }                                                                                              \
+    static const kern_rule rules_##ID[] = {{"A panel fits L1", r1_##ID},                           \
+                                           {"B block fits L2", r2_##ID},                           \
+                                           {"A block fits L3 share", r3_##ID},                     \
+                                           {"a block per thread", r4_##ID}};                       \
+    static const kern_space space_##ID = {3, {"kc", "mc", "nc"}, vals_##ID, NULL, rules_##ID, 4};  \
+    static const kern_variant v_##ID = {                                                           \
+        NAME,      OP,      NEEDS,      sup_##ID,     ws_##ID,                                     \
+        prep_##ID, release, run_common, fuses_common, &space_##ID};
 
 /* Per tile of gemm.h, the MatMul and the Gemm variant, named PREFIX "_<MR>x<NR>_<isa>". */
 #define TILE_VARIANTS(MR, NV, NR, ISA)                                                             \
