@@ -149,6 +149,15 @@ anvil_status anvil_options_set_profiling(anvil_options *opts, int on);
 anvil_status anvil_options_set_variant(anvil_options *opts, const char *node_or_op,
                                        const char *variant);
 
+/* The tuning database the session's plans read (`anvil tune` fills it): for every node whose
+ * problem was measured on this machine the measured winner runs, for a problem never measured the
+ * winner of the nearest tuned shape of the same op, and otherwise the built-in default rules.
+ * path NULL (the default): $ANVIL_TUNING_DB, else $XDG_CACHE_HOME/anvil/tuning.db (else
+ * ~/.cache/anvil/tuning.db), used only if that file exists; an unreadable default file is
+ * skipped with a warning. path "": no database. A named path must open: anvil_session_create
+ * fails otherwise (a corrupt or foreign file is never overwritten). The string is copied. */
+anvil_status anvil_options_set_tuning_db(anvil_options *opts, const char *path);
+
 /* ---- sessions ----------------------------------------------------------------------------- */
 
 /* Creates a session that runs `model`. model is borrowed: it must outlive the session.
@@ -156,6 +165,23 @@ anvil_status anvil_options_set_variant(anvil_options *opts, const char *node_or_
 anvil_status anvil_session_create(const anvil_model *model, const anvil_options *opts,
                                   anvil_session **out);
 void anvil_session_free(anvil_session *session);
+
+/* Why a node runs what it runs: what `anvil bench --explain` prints. */
+typedef struct anvil_node_choice {
+    const char *node;    /* node name (after the graph rewrites) */
+    const char *op;      /* ONNX op type, or anvil's internal name of a fused op */
+    const char *variant; /* the implementation; "dynamic" for nodes run by the interpreter */
+    const char *params;  /* its tuned parameters ("kc=256;threads=1"), "" for its defaults */
+    /* "database" (measured on this machine for this problem), "nearest" (measured for the
+     * nearest shape), "cascade" (nothing measured: the built-in rules), "forced" (the
+     * options named it), "dynamic" (shapes known only while running). */
+    const char *source;
+} anvil_node_choice;
+/* The nodes of the plan the last run used, in execution order: *choices points at *count
+ * entries owned by the session, valid until the next explain, run or free. INVALID_ARGUMENT if
+ * the session has not run yet. */
+anvil_status anvil_session_explain(anvil_session *session, size_t *count,
+                                   const anvil_node_choice **choices);
 
 /* Runs the model.
  *  input_names[i] / inputs[i] (borrowed for the call): one tensor per model input, by name.

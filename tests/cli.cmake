@@ -37,10 +37,10 @@ set_tests_properties(cli.setup PROPERTIES FIXTURES_SETUP cli_workdir)
 # ---- version, help, usage errors ------------------------------------------------------------
 anvil_cli_test(version 0 ARGS --version OUT "^anvil [0-9]+\\.[0-9]+\\.[0-9]+\n$")
 anvil_cli_test(help 0 ARGS -h OUT "usage: anvil COMMAND" "exit codes:" "  2  usage error"
-               "  info " "  run " "  bench " "  dump " "  db " "  sysinfo ")
+               "  info " "  run " "  bench " "  dump " "  tune " "  db " "  sysinfo ")
 anvil_cli_test(help_topic 0 ARGS help bench OUT "^usage: anvil bench")
 anvil_cli_test(no_args 2 ERR "usage: anvil COMMAND")
-foreach(sub info run bench dump db sysinfo)
+foreach(sub info run bench dump tune db sysinfo)
   anvil_cli_test(help.${sub} 0 ARGS ${sub} -h OUT "^usage: anvil ${sub}")
   anvil_cli_test(help_long.${sub} 0 ARGS ${sub} --help OUT "^usage: anvil ${sub}")
 endforeach()
@@ -86,6 +86,11 @@ anvil_cli_test(db.merge_missing 16 ARGS db merge absent.db --db tune_merge.db
                ERR "ANVIL_ERR_IO: tuning database to merge 'absent.db'")
 anvil_cli_test(db.not_a_database 16 ARGS db check --db ${CMAKE_BINARY_DIR}/CMakeCache.txt
                ERR "ANVIL_ERR_IO: tuning database '[^']*CMakeCache.txt' is not an SQLite database")
+anvil_cli_test(tune.not_a_database 16 ARGS tune m.onnx --db ${CMAKE_BINARY_DIR}/CMakeCache.txt
+               ERR "ANVIL_ERR_IO: ")
+anvil_cli_test(bad.tune_budget 2 ARGS tune m.onnx --budget 0 ERR "--budget must be between 1")
+anvil_cli_test(bad.tune_no_model 2 ARGS tune ERR "missing the model file")
+anvil_cli_test(bad.bench_db_empty 2 ARGS bench m.onnx --db= ERR "--db needs a file name")
 anvil_cli_test(bad.db_no_action 2 ARGS db ERR "name an action")
 anvil_cli_test(bad.db_action 2 ARGS db frob ERR "unknown action 'frob'")
 anvil_cli_test(bad.db_export_no_json 2 ARGS db export ERR "pass --json")
@@ -262,3 +267,8 @@ anvil_cli_check(dump_dot_valid dot ${W}/tiny.dot)
 set_tests_properties(cli.e2e.dump_dot_valid PROPERTIES FIXTURES_REQUIRED "cli_models;cli_dot")
 anvil_cli_test(e2e.dump_dot_bad_path 16 ARGS dump ${W}/tiny.onnx --dot ${W}/no/such/dir/x.dot
                FIXTURES cli_models ERR "ANVIL_ERR_IO: cannot open '[^']*x\\.dot' for writing")
+
+# ---- tune: the offline tuner and sessions reading its database ----------------------------
+add_test(NAME cli.e2e.tune COMMAND ${ANVIL_CLI_PYTHON} ${ANVIL_CLI_DIR}/check_tune.py
+                                   $<TARGET_FILE:anvil> ${W}/tune)
+set_tests_properties(cli.e2e.tune PROPERTIES FIXTURES_REQUIRED cli_workdir TIMEOUT 900)

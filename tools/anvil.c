@@ -12,6 +12,8 @@ static const cli_command commands[] = {
     {"bench", "measure load time, first-run time and latency of a model", cli_bench_main,
      cli_bench_usage},
     {"dump", "print a model's graph as text or Graphviz dot", cli_dump_main, cli_dump_usage},
+    {"tune", "measure the fastest implementation of each of a model's problems", cli_tune_main,
+     cli_tune_usage},
     {"db", "show, export, check, merge or prune the tuning database", cli_db_main, cli_db_usage},
     {"sysinfo", "show the CPU, its ISA features and the backends built in", cli_sysinfo_main,
      cli_sysinfo_usage},

@@ -34,6 +34,8 @@ int cli_dump_main(int argc, char **argv);
 void cli_dump_usage(FILE *f);
 int cli_db_main(int argc, char **argv);
 void cli_db_usage(FILE *f);
+int cli_tune_main(int argc, char **argv);
+void cli_tune_usage(FILE *f);
 int cli_sysinfo_main(int argc, char **argv);
 void cli_sysinfo_usage(FILE *f);
 
@@ -142,6 +144,36 @@ int cli_inputs_resolve(const anvil_model *model, cli_inputs *in);
 /* Reads every input's .npy file into tensors[i] (owned by the caller, freed with
  * anvil_tensor_free; NULL where none). Returns 0 or the exit code after an error. */
 int cli_inputs_read(const cli_inputs *in, anvil_tensor **tensors);
+
+/* --shape NAME=DIMS arguments: the dims of a generated input. */
+typedef struct cli_shape {
+    char *name; /* owned */
+    int rank;
+    int64_t dims[ANVIL_MAX_RANK];
+} cli_shape;
+typedef struct cli_shapes {
+    cli_shape *items; /* owned */
+    size_t n;
+} cli_shapes;
+/* Records "NAME=DIMS" (usage error naming cmd if malformed or NAME given twice). */
+bool cli_shapes_add(cli_shapes *s, const char *cmd, const char *arg);
+void cli_shapes_free(cli_shapes *s);
+
+/* Per model input: the tensor fed and where it came from. */
+typedef struct cli_model_input {
+    const char *name; /* owned by the model */
+    anvil_tensor *t;  /* owned */
+    bool from_file;
+} cli_model_input;
+
+/* Fills bi[0..n) (n = the model's input count, bi zeroed by the caller) with the files of
+ * `files` (resolved with cli_inputs_resolve) and, for the other inputs, seeded random data of
+ * the --shape dims or the declared ones (symbolic dims 1, with a note): floats uniform in
+ * [-1,1], integers in [0,3], booleans random. Returns 0 or the exit code after an error. */
+int cli_model_inputs(const cli_inputs *files, const cli_shapes *shapes, const anvil_model *m,
+                     cli_model_input *bi, size_t n);
+/* Frees the tensors and bi itself. */
+void cli_model_inputs_free(cli_model_input *bi, size_t n);
 
 /* File name for an output: every character outside [A-Za-z0-9_-] becomes '_' ("" -> "output").
  * Writes at most cap-1 characters. */

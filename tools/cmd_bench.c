@@ -42,6 +42,11 @@ void cli_bench_usage(FILE *f) {
         "  --opt-level N              graph rewrites: 0 none, 1 (default) fold BatchNorm into\n"
         "                             Conv and fuse bias/residual/activation epilogues\n"
         "  --profile FILE.json        write per-node timings of all runs as a Chrome trace\n"
+        "  --explain                  list per node the implementation that ran and why\n"
+        "                             (database, nearest, cascade, forced, dynamic)\n"
+        "  --db FILE                  the tuning database (default: $ANVIL_TUNING_DB, else\n"
+        "                             $XDG_CACHE_HOME/anvil/tuning.db when it exists)\n"
+        "  --no-db                    no tuning database: the built-in rules only\n"
         "  -h, --help                 show this help\n");
 }
 
@@ -54,31 +59,21 @@ enum {
     OPT_JSON,
     OPT_PROFILE,
     OPT_VARIANT,
-    OPT_LEVEL
+    OPT_LEVEL,
+    OPT_EXPLAIN,
+    OPT_DB,
+    OPT_NO_DB,
 };
-
-typedef struct shape_arg {
-    char *name; /* owned */
-    int rank;
-    int64_t dims[ANVIL_MAX_RANK];
-} shape_arg;
 
 typedef struct bench_args {
     const char *model, *profile;
     long long warmup, iters, threads, opt_level;
-    bool json;
+    bool json, explain, no_db;
+    const char *db;
     cli_inputs inputs;
     cli_variants variants;
-    shape_arg *shapes; /* owned */
-    size_t n_shapes;
+    cli_shapes shapes;
 } bench_args;
-
-/* Per model input: the tensor fed and where it came from. */
-typedef struct bench_input {
-    const char *name; /* owned by the model */
-    anvil_tensor *t;  /* owned */
-    bool from_file;
-} bench_input;
 
 typedef struct bench_stats {
     double min, median, mean, p90, p99, max, stddev;
@@ -87,42 +82,24 @@ typedef struct bench_stats {
 static void args_free(bench_args *a) {
     cli_inputs_free(&a->inputs);
     cli_variants_free(&a->variants);
-    for (size_t i = 0; i < a->n_shapes; i++) free(a->shapes[i].name);
-    free(a->shapes);
-}
-
-static bool add_shape(bench_args *a, const char *arg) {
-    char *name;
-    const char *dims;
-    if (!cli_split_assign("bench", "--shape", arg, &name, &dims)) return false;
-    for (size_t i = 0; i < a->n_shapes; i++) {
-        if (!strcmp(a->shapes[i].name, name)) {
-            cli_usage_error("bench", "--shape for '%s' is given twice", name);
-            free(name);
-            return false;
-        }
-    }
-    shape_arg *s = realloc(a->shapes, (a->n_shapes + 1) * sizeof *s);
-    if (!s) {
-        free(name);
-        cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
-        return false;
-    }
-    a->shapes = s;
-    shape_arg *sh = &a->shapes[a->n_shapes];
-    sh->name = name;
-    a->n_shapes++;
-    return cli_parse_shape("bench", dims, &sh->rank, sh->dims);
+    cli_shapes_free(&a->shapes);
 }
 
 /* Returns -1 when parsing succeeded, else the exit code. */
 static int parse_args(int argc, char **argv, bench_args *a) {
-    static const cli_option opts[] = {
-        {"input", 'i', true, OPT_INPUT},   {"shape", 0, true, OPT_SHAPE},
-        {"warmup", 0, true, OPT_WARMUP},   {"iters", 0, true, OPT_ITERS},
-        {"threads", 0, true, OPT_THREADS}, {"json", 0, false, OPT_JSON},
-        {"profile", 0, true, OPT_PROFILE}, {"variant", 0, true, OPT_VARIANT},
-        {"opt-level", 0, true, OPT_LEVEL}, {0}};
+    static const cli_option opts[] = {{"input", 'i', true, OPT_INPUT},
+                                      {"shape", 0, true, OPT_SHAPE},
+                                      {"warmup", 0, true, OPT_WARMUP},
+                                      {"iters", 0, true, OPT_ITERS},
+                                      {"threads", 0, true, OPT_THREADS},
+                                      {"json", 0, false, OPT_JSON},
+                                      {"profile", 0, true, OPT_PROFILE},
+                                      {"variant", 0, true, OPT_VARIANT},
+                                      {"opt-level", 0, true, OPT_LEVEL},
+                                      {"explain", 0, false, OPT_EXPLAIN},
+                                      {"db", 0, true, OPT_DB},
+                                      {"no-db", 0, false, OPT_NO_DB},
+                                      {0}};
     cli_parser p;
     cli_parser_init(&p, "bench", argc, argv, opts);
     const char *val;
@@ -142,7 +119,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             if (!cli_inputs_add(&a->inputs, "bench", val)) return CLI_EXIT_USAGE;
             break;
         case OPT_SHAPE:
-            if (!add_shape(a, val)) return CLI_EXIT_USAGE;
+            if (!cli_shapes_add(&a->shapes, "bench", val)) return CLI_EXIT_USAGE;
             break;
         case OPT_WARMUP:
             if (!cli_parse_int("bench", "--warmup", val, 0, 1000000, &a->warmup))
@@ -170,137 +147,20 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         case OPT_VARIANT:
             if (!cli_variants_add(&a->variants, "bench", val)) return CLI_EXIT_USAGE;
             break;
+        case OPT_EXPLAIN:
+            a->explain = true;
+            break;
+        case OPT_DB:
+            if (!val[0]) return cli_usage_error("bench", "--db needs a file name");
+            a->db = val;
+            break;
+        case OPT_NO_DB:
+            a->no_db = true;
+            break;
         }
     }
     if (!a->model) return cli_usage_error("bench", "missing the model file");
     return -1;
-}
-
-/* splitmix64: tiny, fast and good enough for filling tensors reproducibly. */
-static uint64_t next_random(uint64_t *state) {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static void fill_random(anvil_tensor *t, uint64_t seed) {
-    anvil_dtype dt = anvil_tensor_dtype(t);
-    size_t n = anvil_tensor_element_count(t);
-    void *data = anvil_tensor_data(t);
-    uint64_t state = seed;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t r = next_random(&state);
-        if (core_dtype_is_float(dt)) {
-            double u = (double)(r >> 11) * (1.0 / 9007199254740992.0); /* [0,1) */
-            core_store_f64(dt, data, i, 2.0 * u - 1.0);
-        } else if (dt == ANVIL_DTYPE_BOOL) {
-            core_store_i64(dt, data, i, (int64_t)(r & 1));
-        } else {
-            core_store_i64(dt, data, i, (int64_t)(r % 4));
-        }
-    }
-}
-
-static const shape_arg *find_shape(const bench_args *a, const char *name) {
-    for (size_t i = 0; i < a->n_shapes; i++)
-        if (!strcmp(a->shapes[i].name, name)) return &a->shapes[i];
-    return NULL;
-}
-
-/* Works out the dims of a generated input from --shape or the declaration. */
-static int generated_dims(const anvil_value_info *vi, const shape_arg *sh, int *rank,
-                          int64_t *dims) {
-    char sb[256], gb[256];
-    if (sh) {
-        if (vi->rank >= 0 && sh->rank != vi->rank)
-            return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
-                            "--shape %s=%s has rank %d but the model declares %s (rank %d)",
-                            vi->name, cli_dims_str(sh->rank, sh->dims, gb, sizeof gb), sh->rank,
-                            cli_value_shape(vi, sb, sizeof sb), vi->rank);
-        for (int d = 0; vi->rank >= 0 && d < vi->rank; d++)
-            if (vi->dims[d] >= 0 && vi->dims[d] != sh->dims[d])
-                return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
-                                "--shape %s=%s: dimension %d is fixed to %lld by the model (%s)",
-                                vi->name, cli_dims_str(sh->rank, sh->dims, gb, sizeof gb), d,
-                                (long long)vi->dims[d], cli_value_shape(vi, sb, sizeof sb));
-        *rank = sh->rank;
-        memcpy(dims, sh->dims, sizeof(int64_t) * (size_t)sh->rank);
-        return CLI_EXIT_OK;
-    }
-    if (vi->rank < 0)
-        return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
-                        "input '%s' has no declared rank; give its shape with --shape %s=DIMS or "
-                        "a file with -i %s=FILE.npy",
-                        vi->name, vi->name, vi->name);
-    *rank = vi->rank;
-    for (int d = 0; d < vi->rank; d++) {
-        dims[d] = vi->dims[d] >= 0 ? vi->dims[d] : 1;
-        if (vi->dims[d] < 0)
-            cli_note("input '%s' dimension %d (%s) is symbolic; using 1 (set it with --shape "
-                     "%s=DIMS)",
-                     vi->name, d, vi->dim_names[d] && vi->dim_names[d][0] ? vi->dim_names[d] : "?",
-                     vi->name);
-    }
-    return CLI_EXIT_OK;
-}
-
-static int make_inputs(const bench_args *a, const anvil_model *m, bench_input *bi, size_t n) {
-    anvil_tensor **files = calloc(a->inputs.n + 1, sizeof *files);
-    if (!files) return cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
-    int code = cli_inputs_read(&a->inputs, files);
-    for (size_t i = 0; i < n && !code; i++) {
-        anvil_value_info vi;
-        anvil_status s = anvil_model_input_info(m, i, &vi);
-        if (s != ANVIL_OK) {
-            code = cli_fail_status(s);
-            break;
-        }
-        bi[i].name = vi.name;
-        for (size_t k = 0; k < a->inputs.n; k++) {
-            if (strcmp(a->inputs.items[k].name, vi.name) != 0) continue;
-            bi[i].t = files[k];
-            bi[i].from_file = true;
-            files[k] = NULL;
-        }
-        const shape_arg *sh = find_shape(a, vi.name);
-        if (bi[i].from_file) {
-            if (sh)
-                code = cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
-                                "input '%s' is given both as a file and with --shape; the file "
-                                "fixes its shape, drop --shape",
-                                vi.name);
-            continue;
-        }
-        if (!core_dtype_supported(vi.dtype)) {
-            code = cli_fail(ANVIL_ERR_UNSUPPORTED,
-                            "input '%s' has dtype %s, which bench cannot generate; give it "
-                            "with -i",
-                            vi.name, anvil_dtype_name(vi.dtype));
-            break;
-        }
-        int rank = 0;
-        int64_t dims[ANVIL_MAX_RANK];
-        code = generated_dims(&vi, sh, &rank, dims);
-        if (code) break;
-        s = anvil_tensor_create(vi.dtype, rank, dims, &bi[i].t);
-        if (s != ANVIL_OK) {
-            code = cli_fail_status(s);
-            break;
-        }
-        fill_random(bi[i].t, 0x616e76696cull + i);
-    }
-    for (size_t k = 0; k < a->inputs.n; k++) anvil_tensor_free(files[k]);
-    free(files);
-    for (size_t k = 0; k < a->n_shapes && !code; k++) {
-        bool known = false;
-        for (size_t i = 0; i < n && !known; i++) known = !strcmp(bi[i].name, a->shapes[k].name);
-        if (!known)
-            code = cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
-                            "--shape names '%s', which is not an input of the model",
-                            a->shapes[k].name);
-    }
-    return code;
 }
 
 static int cmp_double(const void *x, const void *y) {
@@ -340,6 +200,7 @@ typedef struct bench_result {
     double *samples; /* every timed run in run order (owned), for tests of significance */
     anvil_session_stats mem;
     int threads;
+    cJSON *explain; /* --explain: one object per node (owned) */
 } bench_result;
 
 static anvil_status run_once(anvil_session *sess, size_t n_in, const char **names,
@@ -353,8 +214,48 @@ static anvil_status run_once(anvil_session *sess, size_t n_in, const char **name
     return s;
 }
 
-static int measure(const bench_args *a, const anvil_model *m, const bench_input *bi, size_t n_in,
-                   bench_result *r) {
+/* Keeps what --explain reports: per node the variant, its parameters and where the choice came
+ * from. */
+static anvil_status explain(anvil_session *sess, bench_result *r) {
+    size_t n;
+    const anvil_node_choice *c;
+    CORE_TRY(anvil_session_explain(sess, &n, &c));
+    r->explain = cJSON_CreateArray();
+    if (!r->explain) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddStringToObject(o, "node", c[i].node) ||
+            !cJSON_AddStringToObject(o, "op", c[i].op) ||
+            !cJSON_AddStringToObject(o, "variant", c[i].variant) ||
+            !cJSON_AddStringToObject(o, "params", c[i].params) ||
+            !cJSON_AddStringToObject(o, "source", c[i].source)) {
+            cJSON_Delete(o);
+            return ANVIL_ERR_OUT_OF_MEMORY;
+        }
+        cJSON_AddItemToArray(r->explain, o);
+    }
+    return ANVIL_OK;
+}
+
+static void print_explain(const cJSON *list) {
+    static const char *const sources[] = {"database", "nearest", "cascade", "forced", "dynamic"};
+    int counts[5] = {0};
+    printf("\n%-32s %-20s %-36s %-9s %s\n", "node", "op", "variant", "source", "params");
+    const cJSON *o;
+    cJSON_ArrayForEach(o, list) {
+        const char *src = cJSON_GetObjectItem(o, "source")->valuestring;
+        for (int k = 0; k < 5; k++) counts[k] += !strcmp(src, sources[k]);
+        printf("%-32.32s %-20.20s %-36.36s %-9s %s\n", cJSON_GetObjectItem(o, "node")->valuestring,
+               cJSON_GetObjectItem(o, "op")->valuestring,
+               cJSON_GetObjectItem(o, "variant")->valuestring, src,
+               cJSON_GetObjectItem(o, "params")->valuestring);
+    }
+    printf("nodes: %d from the database, %d nearest shape, %d cascade, %d forced, %d dynamic\n",
+           counts[0], counts[1], counts[2], counts[3], counts[4]);
+}
+
+static int measure(const bench_args *a, const anvil_model *m, const cli_model_input *bi,
+                   size_t n_in, bench_result *r) {
     size_t n_out = anvil_model_output_count(m);
     const char **names = calloc(n_in + 1, sizeof *names);
     const anvil_tensor **ins = calloc(n_in + 1, sizeof *ins);
@@ -377,7 +278,9 @@ static int measure(const bench_args *a, const anvil_model *m, const bench_input 
         (s = anvil_options_set_threads(opts, r->threads)) != ANVIL_OK ||
         (s = anvil_options_set_opt_level(opts, (int)a->opt_level)) != ANVIL_OK ||
         (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK) ||
-        (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK)
+        (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||
+        ((a->db || a->no_db) &&
+         (s = anvil_options_set_tuning_db(opts, a->no_db ? "" : a->db)) != ANVIL_OK))
         goto fail;
 
     uint64_t t0 = core_now_ns();
@@ -407,6 +310,7 @@ static int measure(const bench_args *a, const anvil_model *m, const bench_input 
     r->lat = compute_stats(samples, (size_t)a->iters);
     if ((s = anvil_session_stats_get(sess, &r->mem)) != ANVIL_OK) goto fail;
     if (a->profile && (s = anvil_session_write_profile(sess, a->profile)) != ANVIL_OK) goto fail;
+    if (a->explain && (s = explain(sess, r)) != ANVIL_OK) goto fail;
     goto done;
 fail:
     code = cli_fail_status(s);
@@ -420,7 +324,7 @@ done:
     return code;
 }
 
-static void print_text(const bench_args *a, const bench_input *bi, size_t n_in,
+static void print_text(const bench_args *a, const cli_model_input *bi, size_t n_in,
                        const bench_result *r) {
     char db[256], ab[32], vb[32];
     printf("model: %s\n", a->model);
@@ -447,10 +351,11 @@ static void print_text(const bench_args *a, const bench_input *bi, size_t n_in,
     printf("\n");
     printf("plan: %zu plans made, %zu nodes run, %zu folded at plan time\n", r->mem.plans_made,
            r->mem.nodes_run, r->mem.nodes_folded);
+    if (r->explain) print_explain(r->explain);
 }
 
 /* Builds the JSON report; NULL on allocation failure. */
-static cJSON *build_json(const bench_args *a, const bench_input *bi, size_t n_in,
+static cJSON *build_json(const bench_args *a, const cli_model_input *bi, size_t n_in,
                          const bench_result *r) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
@@ -506,9 +411,10 @@ static cJSON *build_json(const bench_args *a, const bench_input *bi, size_t n_in
     return o;
 }
 
-static int print_json(const bench_args *a, const bench_input *bi, size_t n_in,
+static int print_json(const bench_args *a, const cli_model_input *bi, size_t n_in,
                       const bench_result *r) {
     cJSON *o = build_json(a, bi, n_in, r);
+    if (o && r->explain) cJSON_AddItemReferenceToObject(o, "nodes", r->explain);
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (!text) return cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory building the JSON report");
@@ -526,7 +432,7 @@ int cli_bench_main(int argc, char **argv) {
     }
     bench_result r = {0};
     anvil_model *m = NULL;
-    bench_input *bi = NULL;
+    cli_model_input *bi = NULL;
     size_t n_in = 0;
     uint64_t t0 = core_now_ns();
     anvil_status s = anvil_model_load(a.model, &m);
@@ -543,7 +449,7 @@ int cli_bench_main(int argc, char **argv) {
         code = cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
-    code = make_inputs(&a, m, bi, n_in);
+    code = cli_model_inputs(&a.inputs, &a.shapes, m, bi, n_in);
     if (!code) code = measure(&a, m, bi, n_in, &r);
     if (!code) {
         if (a.json)
@@ -555,6 +461,7 @@ done:
     for (size_t i = 0; bi && i < n_in; i++) anvil_tensor_free(bi[i].t);
     free(bi);
     free(r.samples);
+    cJSON_Delete(r.explain);
     anvil_model_free(m);
     args_free(&a);
     return code;

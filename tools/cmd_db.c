@@ -26,30 +26,18 @@ void cli_db_usage(FILE *f) {
             "deletes the records of every other fingerprint.\n"
             "\n"
             "The file is --db FILE, else $ANVIL_TUNING_DB, else $XDG_CACHE_HOME/anvil/tuning.db\n"
-            "(~/.cache/anvil/tuning.db); it is created when absent.\n");
+            "(~/.cache/anvil/tuning.db); it is created when absent. ANVIL_TUNING_DB=off turns\n"
+            "the database off for sessions.\n");
 }
 
 /* The default path; its folder is created. 0 or an exit code. */
 static int db_default_path(char *buf, size_t cap) {
-    const char *env = getenv("ANVIL_TUNING_DB");
-    if (env && env[0]) {
-        if ((size_t)snprintf(buf, cap, "%s", env) >= cap)
-            return cli_fail(ANVIL_ERR_LIMIT, "$ANVIL_TUNING_DB is too long");
-        return 0;
-    }
-    char dir[PATH_MAX];
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    int n;
-    if (xdg && xdg[0])
-        n = snprintf(dir, sizeof dir, "%s/anvil", xdg);
-    else if (home && home[0])
-        n = snprintf(dir, sizeof dir, "%s/.cache/anvil", home);
-    else
-        return cli_fail(ANVIL_ERR_INVALID_ARGUMENT, "neither $XDG_CACHE_HOME nor $HOME is set: "
-                                                    "name the database with --db FILE");
-    if (n < 0 || (size_t)n >= sizeof dir || (size_t)snprintf(buf, cap, "%s/tuning.db", dir) >= cap)
-        return cli_fail(ANVIL_ERR_LIMIT, "the default tuning database path is too long");
-    return cli_mkdirs(dir);
+    anvil_status s = tune_db_default_path(buf, cap, true);
+    if (s != ANVIL_OK) return cli_fail_status(s);
+    if (!buf[0])
+        return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
+                        "$ANVIL_TUNING_DB is 'off': name the database with --db FILE");
+    return 0;
 }
 
 typedef struct db_show_ctx {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct anvil_options {
     int threads;
@@ -15,11 +16,20 @@ struct anvil_options {
     bool profiling;
     rt_force *forces; /* keys and variants strdup'd, owned */
     int n_forces;
+    bool db_set; /* db_path was given (NULL: the default file) */
+    char *db_path;
 };
 
 struct anvil_session {
     const anvil_model *model;
     rt_session *rt;
+    tune_db *db; /* owned; NULL: none */
+    char fingerprint[TUNE_FINGERPRINT_MAX];
+    /* anvil_session_explain's answer: choices[i].params points into params[i] */
+    anvil_node_choice *choices;
+    char (*params)[TUNE_PARAMS_MAX];
+    size_t n_choices, cap_choices;
+    bool explain_oom;
 };
 
 /* ---- options ------------------------------------------------------------------------------- */
@@ -41,7 +51,42 @@ void anvil_options_free(anvil_options *o) {
         free((char *)o->forces[i].variant);
     }
     free(o->forces);
+    free(o->db_path);
     free(o);
+}
+
+anvil_status anvil_options_set_tuning_db(anvil_options *o, const char *path) {
+    API_CHECK(o, "anvil_options_set_tuning_db: options is NULL");
+    char *copy = NULL;
+    if (path && !(copy = strdup(path))) return ANVIL_ERR_OUT_OF_MEMORY;
+    free(o->db_path);
+    o->db_path = copy;
+    o->db_set = path != NULL;
+    return ANVIL_OK;
+}
+
+/* Opens the session's tuning database (see anvil_options_set_tuning_db). A named file must open;
+ * the default one is optional, so a session on a machine that never tuned, or whose cache file
+ * is damaged, still runs (on the default rules, with a warning for the damaged file). */
+static anvil_status open_tuning_db(const anvil_options *o, anvil_session *s) {
+    char path[4096];
+    if (o && o->db_set) {
+        if (!o->db_path[0]) return ANVIL_OK;
+        CORE_TRY(tune_fingerprint(s->fingerprint, sizeof s->fingerprint));
+        return tune_db_open(o->db_path, &s->db);
+    }
+    if (tune_db_default_path(path, sizeof path, false) != ANVIL_OK || !path[0] ||
+        access(path, F_OK) != 0) {
+        core_err_clear();
+        return ANVIL_OK;
+    }
+    CORE_TRY(tune_fingerprint(s->fingerprint, sizeof s->fingerprint));
+    if (tune_db_open(path, &s->db) != ANVIL_OK) {
+        core_log(CORE_LOG_WARN, "ignoring the tuning database: %s", core_err_message());
+        core_err_clear();
+        s->db = NULL;
+    }
+    return ANVIL_OK;
 }
 
 #define API_MAX_FORCES 4096
@@ -131,8 +176,14 @@ anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opt
     anvil_session *s = core_calloc(1, sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
     s->model = m;
-    anvil_status st = rt_session_create(m->onnx->graph, &cfg, &s->rt);
+    anvil_status st = open_tuning_db(opts, s);
+    if (st == ANVIL_OK && s->db) {
+        cfg.db = s->db;
+        cfg.fingerprint = s->fingerprint;
+    }
+    if (st == ANVIL_OK) st = rt_session_create(m->onnx->graph, &cfg, &s->rt);
     if (st != ANVIL_OK) {
+        tune_db_close(s->db);
         free(s);
         return st;
     }
@@ -143,7 +194,51 @@ anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opt
 void anvil_session_free(anvil_session *s) {
     if (!s) return;
     rt_session_free(s->rt);
+    tune_db_close(s->db);
+    free(s->choices);
+    free(s->params);
     free(s);
+}
+
+static void explain_one(void *arg, const rt_step_info *info) {
+    anvil_session *s = arg;
+    if (s->n_choices == s->cap_choices) {
+        size_t cap = s->cap_choices ? s->cap_choices * 2 : 64;
+        anvil_node_choice *c = realloc(s->choices, cap * sizeof *c);
+        if (c) s->choices = c;
+        char(*p)[TUNE_PARAMS_MAX] = realloc(s->params, cap * sizeof *p);
+        if (p) s->params = p;
+        if (!c || !p) {
+            s->explain_oom = true;
+            return;
+        }
+        s->cap_choices = cap;
+    }
+    size_t i = s->n_choices++;
+    snprintf(s->params[i], sizeof s->params[i], "%s", info->params);
+    s->choices[i] = (anvil_node_choice){
+        .node = info->node,
+        .op = info->op,
+        .variant = info->variant,
+        .params = s->params[i],
+        .source = info->dynamic ? "dynamic" : tune_why_name(info->why),
+    };
+}
+
+anvil_status anvil_session_explain(anvil_session *s, size_t *count,
+                                   const anvil_node_choice **choices) {
+    API_CHECK(s && count && choices, "anvil_session_explain: an argument is NULL");
+    s->n_choices = 0;
+    CORE_TRY(rt_session_explain(s->rt, explain_one, s));
+    if (s->explain_oom) {
+        s->explain_oom = false;
+        return core_err(ANVIL_ERR_OUT_OF_MEMORY, "anvil_session_explain: out of memory");
+    }
+    /* params may have moved while it grew: point every choice at its slot again */
+    for (size_t i = 0; i < s->n_choices; i++) s->choices[i].params = s->params[i];
+    *count = s->n_choices;
+    *choices = s->choices;
+    return ANVIL_OK;
 }
 
 static int32_t find_io(const ir_graph *g, const ir_vid *list, int32_t n, const char *name) {

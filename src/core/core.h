@@ -157,5 +157,9 @@ int core_pool_threads(const core_pool *p);
  * the caller takes the first. Returns when all are done. p NULL: fn(arg, 0, n) on this thread.
  * fn must not call core_pool_run on the same pool. */
 void core_pool_run(core_pool *p, size_t n, core_range_fn fn, void *arg);
+/* The same on at most max_threads of p's threads (<= 0: all of them); the others stay idle. The
+ * tuner times a node on fewer threads than the session has this way (small nodes often run
+ * faster on one thread than split across two). */
+void core_pool_run_upto(core_pool *p, int max_threads, size_t n, core_range_fn fn, void *arg);
 
 #endif

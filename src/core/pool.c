@@ -160,12 +160,18 @@ int core_pool_threads(const core_pool *p) {
 }
 
 void core_pool_run(core_pool *p, size_t n, core_range_fn fn, void *arg) {
+    core_pool_run_upto(p, 0, n, fn, arg);
+}
+
+void core_pool_run_upto(core_pool *p, int max_threads, size_t n, core_range_fn fn, void *arg) {
     if (n == 0) return;
-    if (!p || p->threads == 1 || n == 1) {
+    int threads = p ? p->threads : 1;
+    if (max_threads > 0 && max_threads < threads) threads = max_threads;
+    if (threads == 1 || n == 1) {
         fn(arg, 0, n);
         return;
     }
-    int chunks = (size_t)p->threads < n ? p->threads : (int)n;
+    int chunks = (size_t)threads < n ? threads : (int)n;
     pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->arg = arg;

@@ -16,7 +16,48 @@ enum {
     KERN_NEEDS_AVX512_FP16 = 1u << 2,
     KERN_NEEDS_AVX512_BF16 = 1u << 3,
     KERN_NEEDS_AMX = 1u << 4,
+    /* Not a requirement but a property: the variant runs a thread pool of its own beside anvil's
+     * (a vendor library's OpenMP). Its idle threads keep spinning after it returns and take the
+     * CPUs of the nodes that run next, a cost that timing the variant alone cannot see (on Zen 4,
+     * one oneDNN MatMul at the end of ResNet-18 on 2 threads made the whole run 1.6x slower). The
+     * tuner offers such variants only to single-threaded sessions. */
+    KERN_OWN_THREADS = 1u << 5,
 };
+
+/* ---- tunable parameters ---------------------------------------------------------------------
+ * A variant may expose template parameters for the tuner to time (GEMM: KC, MC, NC; a GEMM-based
+ * convolution: also its register tile). A configuration fixes each parameter; the value 0 means
+ * "the variant's own default for this node", so the all-zero configuration is what the variant
+ * does untuned, and it is always a candidate. */
+#define KERN_MAX_PARAMS 4
+typedef struct kern_config {
+    int32_t v[KERN_MAX_PARAMS]; /* in the order of the variant's kern_space.names */
+} kern_config;
+
+struct kern_node;
+
+/* A hardware rule: a configuration that breaks it is not worth timing (its accumulators do not
+ * fit the registers, its A micro-panel does not fit L1, ...). The tuner counts, per rule, the
+ * candidates it removed, for its report. */
+typedef struct kern_rule {
+    const char *name; /* short, for the report: "A panel fits L1" */
+    bool (*ok)(const struct kern_node *kn, const core_hw *hw, const kern_config *c);
+} kern_rule;
+
+/* A variant's parameter space, as data: the parameters' names and, per node, the values each may
+ * take (the cross product is the raw space), then the rules that prune it. */
+typedef struct kern_space {
+    int n_params; /* 1..KERN_MAX_PARAMS */
+    const char *names[KERN_MAX_PARAMS];
+    /* Writes the values parameter i may take for kn on hw into vals (at most cap of them, never
+     * 0: the default is added by the tuner) and returns how many. */
+    int (*values)(const struct kern_node *kn, const core_hw *hw, int i, int32_t *vals, int cap);
+    /* Optional: the text of value v of parameter i ("14x32_avx512" for a tile index); NULL or a
+     * NULL return: the number. The string is static. */
+    const char *(*label)(int i, int32_t v);
+    const kern_rule *rules;
+    int n_rules;
+} kern_space;
 
 /* What a variant sees of a node when it is asked whether it applies and when it prepares: the
  * node, and the static dtypes/shapes of inputs and outputs (with the values of constant inputs,
@@ -32,7 +73,15 @@ typedef struct kern_node {
      * its own copy of constant input i, e.g. packed weights, and run never reads the original;
      * the session then lets the model's mapped pages of that constant go. */
     uint32_t *copied;
+    /* Optional (NULL: every parameter at its default): the configuration of the variant's
+     * kern_space that workspace_size and prepare must use. Only read during those calls. */
+    const kern_config *config;
 } kern_node;
+
+/* Parameter i of kn's configuration, or 0 (the default) when kn has none. */
+static inline int32_t kern_param(const kern_node *kn, int i) {
+    return kn->config && i >= 0 && i < KERN_MAX_PARAMS ? kn->config->v[i] : 0;
+}
 
 static inline void kern_node_mark_copied(const kern_node *kn, int input) {
     if (kn->copied && input >= 0 && input < 32) *kn->copied |= 1u << input;
@@ -56,6 +105,8 @@ typedef struct kern_variant {
     /* Whether run applies kn->node->fusion (bias, residual and activation, all of it) itself.
      * NULL or false: the runtime applies it to output 0 after run (kern_fusion_apply). */
     bool (*fuses)(const kern_node *kn);
+    /* Its template parameters, for the tuner (NULL: none; the variant is one candidate). */
+    const kern_space *space;
 } kern_variant;
 
 /* Whether the runtime must apply n's fused epilogue after v ran it: n has one and v does not

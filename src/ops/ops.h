@@ -42,13 +42,14 @@ typedef anvil_status (*op_subgraph_fn)(op_ctx *ctx, const ir_graph *body,
 struct op_ctx {
     core_pool *pool;         /* borrowed; NULL: serial */
     op_subgraph_fn subgraph; /* the runtime's interpreter sets it; NULL: no subgraph can run */
+    int threads; /* at most this many of pool's threads (a tuned node's choice); 0: all */
 };
 /* Runs fn(arg, begin, end) over [0, n) split into contiguous chunks across the context's threads
  * (core_pool_run); returns when all chunks are done. fn must not call op_parallel_for itself.
  * ctx may be NULL (serial). */
 typedef core_range_fn op_range_fn;
 void op_parallel_for(op_ctx *ctx, size_t n, op_range_fn fn, void *arg);
-/* The context's thread count; 1 for NULL. */
+/* The context's thread count (its pool's, capped by ctx->threads); 1 for NULL. */
 int op_ctx_threads(const op_ctx *ctx);
 
 enum {

@@ -48,11 +48,17 @@ anvil_status op_check_graph(ir_graph *g) {
 }
 
 void op_parallel_for(op_ctx *ctx, size_t n, op_range_fn fn, void *arg) {
-    core_pool_run(ctx ? ctx->pool : NULL, n, fn, arg);
+    if (!ctx) {
+        core_pool_run(NULL, n, fn, arg);
+        return;
+    }
+    core_pool_run_upto(ctx->pool, ctx->threads, n, fn, arg);
 }
 
 int op_ctx_threads(const op_ctx *ctx) {
-    return ctx ? core_pool_threads(ctx->pool) : 1;
+    if (!ctx) return 1;
+    int t = core_pool_threads(ctx->pool);
+    return ctx->threads > 0 && ctx->threads < t ? ctx->threads : t;
 }
 
 size_t op_tensor_numel(const op_tensor *t) {

@@ -292,24 +292,34 @@ static void last_mark(void *arg, ir_vid v) {
     if (c->last[v] < c->step) c->last[v] = c->step;
 }
 
-/* The variant for a node: a force by node name is strict, one by op type applies where it can. */
-static anvil_status select_variant(const rt_session *s, const kern_node *kn,
-                                   const kern_variant **out) {
+/* The variant for a node: a force by node name is strict, one by op type applies where it can;
+ * then the tuning database (exact key, then nearest shape); then the cascade. */
+static anvil_status select_variant(const rt_session *s, const kern_node *kn, tune_choice *out) {
     const ir_node *n = kn->node;
     const char *by_op = NULL;
+    memset(out, 0, sizeof *out);
+    out->why = TUNE_WHY_FORCED;
     for (int i = 0; i < s->cfg.n_forces; i++) {
         const rt_force *f = &s->cfg.forces[i];
-        if (!strcmp(f->key, n->name)) return kern_select(kn, f->variant, out);
+        if (!strcmp(f->key, n->name)) return kern_select(kn, f->variant, &out->v);
         if (!strcmp(f->key, ir_op_name(n->op))) by_op = f->variant;
     }
     if (by_op) {
         const kern_variant *v = kern_find(n->op, by_op);
         if (v && kern_applies(v, kn, core_hw_get())) {
-            *out = v;
+            out->v = v;
             return ANVIL_OK;
         }
     }
-    return kern_select(kn, NULL, out);
+    if (s->cfg.db) {
+        bool found = false;
+        anvil_status st = tune_lookup(s->cfg.db, s->cfg.fingerprint, kn, out, &found);
+        if (st != ANVIL_OK) return st;
+        if (found) return ANVIL_OK;
+        memset(out, 0, sizeof *out);
+    }
+    out->why = TUNE_WHY_CASCADE;
+    return kern_select(kn, NULL, &out->v);
 }
 
 static void mark_kept(void *arg, ir_vid v) {
@@ -484,12 +494,20 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
             }
         }
         uint32_t copied = 0;
-        kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs, s->cfg.threads, &copied};
+        kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs, s->cfg.threads, &copied, NULL};
         if ((st = kern_fusion_check(&kn)) != ANVIL_OK) {
             *unfuse = k;
             goto fail;
         }
-        if ((st = select_variant(s, &kn, &stp->variant)) != ANVIL_OK) goto fail;
+        if (s->cfg.on_node && (st = s->cfg.on_node(s->cfg.on_node_arg, &kn)) != ANVIL_OK) goto fail;
+        tune_choice ch;
+        if ((st = select_variant(s, &kn, &ch)) != ANVIL_OK) goto fail;
+        stp->variant = ch.v;
+        stp->config = ch.cfg;
+        stp->threads = ch.threads;
+        stp->why = ch.why;
+        kn.config = &stp->config;
+        if (stp->threads > 0) kn.threads = stp->threads;
         stp->fusion_after = kern_fusion_pending(stp->variant, &kn);
         if (stp->variant->prepare && (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
             goto fail;

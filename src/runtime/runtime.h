@@ -7,6 +7,7 @@
 #include "kernels/kernels.h"
 #include "ops/ops.h"
 #include "runtime/infer.h"
+#include "tune/tune.h"
 
 /* A scope of running values: the graph being executed and how to read one of its values.
  * Subgraphs resolve their IR_VALUE_OUTER values by name through `up`. */
@@ -73,6 +74,15 @@ typedef struct rt_session_config {
     /* The layout pass's mode (pass_layout_mode, passes.h); 0 is AUTO. */
     int layout;
     bool profiling;
+    /* Optional (borrowed; must outlive the session): the tuning database whose winners the plan
+     * runs, looked up under `fingerprint` (tune_fingerprint, borrowed). NULL: the cascade. */
+    tune_db *db;
+    const char *fingerprint;
+    /* Optional: called while a plan is made, for each node the plan runs through a variant,
+     * before its variant is chosen (kn borrowed for the call; its constant values are valid
+     * then). The offline tuner measures here, so the choice that follows reads its record. */
+    anvil_status (*on_node)(void *arg, const kern_node *kn);
+    void *on_node_arg;
     /* Optional: called after the session copied a constant's bytes [p, p + n) into aligned
      * storage of its own, so the owner of the original (the model's file mapping) can drop it. */
     void (*released)(void *ctx, const void *p, size_t n);
@@ -103,6 +113,70 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
                             anvil_tensor **outputs);
 anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out);
 anvil_status rt_session_write_trace(const rt_session *s, const char *path);
+
+/* One step of the latest plan, for --explain. Strings borrowed from the session. */
+typedef struct rt_step_info {
+    const char *node, *op;
+    const char *variant;          /* "dynamic" for steps run by the interpreter */
+    char params[TUNE_PARAMS_MAX]; /* tune_params_format of its configuration and threads */
+    tune_why why;
+    bool dynamic;
+} rt_step_info;
+/* Calls fn for every step of the plan the last run used, in order. INVALID_ARGUMENT if the
+ * session has not run yet. */
+anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const rt_step_info *),
+                                void *arg);
+
+/* ---- offline tuning (autotune.c) ---------------------------------------------------------------
+ * Tunes every distinct problem of a graph for the given inputs' shapes: the nodes are found by
+ * planning a session (so they are the nodes it will really run, after the graph passes), each new
+ * problem's candidates are profiled and the winner is written to the database at once, so an
+ * interrupted tune keeps everything measured so far and a rerun resumes where it stopped. */
+
+/* One distinct problem. */
+typedef struct rt_tune_item {
+    tune_problem problem;
+    char node[128]; /* the first node that poses it */
+    const char *op; /* its ONNX op type (static) */
+    int nodes;      /* nodes sharing the problem */
+    bool cached;    /* already in the database: not measured again */
+    bool skipped;   /* not measured: the budget ran out or the tune was stopped */
+    bool failed;    /* measuring it failed (message in error) */
+    char error[256];
+    tune_space_stats stats;
+    tune_candidate *cands; /* [n_cands], owned by the run (NULL for cached/skipped) */
+    int n_cands;
+    int winner, cascade; /* indices into cands, -1 if none */
+    tune_record record;  /* what the database now holds for it (cached or new) */
+    double seconds;      /* spent measuring it */
+} rt_tune_item;
+
+typedef struct rt_tune_run {
+    /* in */
+    tune_db *db;             /* borrowed */
+    const char *fingerprint; /* borrowed */
+    bool retune;             /* measure problems the database already has, too */
+    double budget_seconds;   /* whole run; <= 0: no limit */
+    tune_profile_opts prof;  /* pool is set by rt_tune_graph */
+    volatile int *stop;      /* optional: set (e.g. by SIGINT) to stop after the current problem */
+    /* Optional: after each problem is settled (measured, cached or skipped). */
+    void (*progress)(void *arg, const struct rt_tune_run *run, int item);
+    /* Optional: during a problem's rounds (item i of n_items, live candidates, best so far). */
+    void (*round)(void *arg, const struct rt_tune_run *run, int item, int alive, double best_ns);
+    void *arg;
+    /* out */
+    rt_tune_item *items; /* [n_items] in the order the plan meets them */
+    int n_items, cap_items;
+    int done; /* items settled so far */
+    uint64_t t0;
+    bool stopped;
+} rt_tune_run;
+
+/* Tunes g (cfg as for a session: threads, opt level, layout; cfg->db is ignored) for inputs.
+ * run->items is filled even on failure; free with rt_tune_run_free. */
+anvil_status rt_tune_graph(const ir_graph *g, const rt_session_config *cfg,
+                           const anvil_tensor *const *inputs, rt_tune_run *run);
+void rt_tune_run_free(rt_tune_run *run);
 
 /* ---- tensors (the public anvil_tensor, shared with the API layer) ------------------------------
  */

@@ -343,10 +343,12 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
             out[k] = &stp->out[k];
         }
         uint64_t t0 = s->cfg.profiling ? core_now_ns() : 0;
+        s->ctx.threads = stp->threads;
         st = stp->variant->run(n, stp->state, in, n->n_inputs, out, n->n_outputs, p->workspace,
                                &s->ctx);
         if (st == ANVIL_OK && stp->fusion_after)
             st = kern_fusion_apply(n, in, n->n_inputs, out[0], &s->ctx);
+        s->ctx.threads = 0;
         if (st != ANVIL_OK) break;
         if (s->cfg.profiling) trace_add(s, stp->node, stp->variant->name, t0, core_now_ns());
         if (p->n_heap)
@@ -455,5 +457,28 @@ anvil_status rt_session_write_trace(const rt_session *s, const char *path) {
     }
     fputs("\n]}\n", f);
     if (fclose(f) != 0) return core_err(ANVIL_ERR_IO, "writing '%s' failed", path);
+    return ANVIL_OK;
+}
+
+anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const rt_step_info *),
+                                void *arg) {
+    const rt_plan *p = s->last;
+    if (!p)
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "the session has not run yet: there is no plan to explain");
+    for (int32_t i = 0; i < p->n_steps; i++) {
+        const rt_step *stp = &p->steps[i];
+        const ir_node *n = &s->g->nodes[stp->node];
+        rt_step_info info = {.node = n->name,
+                             .op = ir_op_name(n->op),
+                             .variant = stp->dynamic ? "dynamic" : stp->variant->name,
+                             .why = stp->why,
+                             .dynamic = stp->dynamic};
+        if (!stp->dynamic && !stp->alias)
+            tune_params_format(stp->variant, &stp->config, stp->threads, info.params,
+                               sizeof info.params);
+        if (stp->alias) info.variant = "alias";
+        fn(arg, &info);
+    }
     return ANVIL_OK;
 }

@@ -23,6 +23,9 @@ typedef struct rt_loc {
 typedef struct rt_step {
     int32_t node;
     const kern_variant *variant;
+    kern_config config;  /* the variant's parameters (all 0: its defaults) */
+    int threads;         /* threads the node runs on; 0: all of the session's */
+    tune_why why;        /* where the choice came from, for --explain */
     void *state;         /* variant's prepared state */
     size_t workspace;    /* bytes at plan->workspace */
     bool alias;          /* output 0 is input 0's bytes: nothing to run */

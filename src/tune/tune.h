@@ -15,6 +15,7 @@
 #define ANVIL_TUNE_H
 
 #include "core/core.h"
+#include "kernels/kernels.h"
 
 #include <stdio.h>
 
@@ -66,6 +67,10 @@ typedef struct tune_db tune_db;
  * SQLite file of another application, and one with a newer schema; the message names the path,
  * what is wrong and what to do. *out is owned by the caller (tune_db_close). */
 anvil_status tune_db_open(const char *path, tune_db **out);
+/* The database to use when none is named (path.c): $ANVIL_TUNING_DB, else
+ * $XDG_CACHE_HOME/anvil/tuning.db, else ~/.cache/anvil/tuning.db; "" when $ANVIL_TUNING_DB is
+ * "off". create: make the folder if it is missing. */
+anvil_status tune_db_default_path(char *buf, size_t cap, bool create);
 /* Closes db and frees it. NULL is a no-op. */
 void tune_db_close(tune_db *db);
 /* The path db was opened with. Owned by db. */
@@ -106,8 +111,6 @@ anvil_status tune_db_export_json(tune_db *db, FILE *f);
 /* ---- the problem key (key.c) ------------------------------------------------------------------
  */
 
-struct kern_node;
-
 /* The problem a node poses to the tuner, as the database keys it. Text forms, for a ResNet 3x3
  * conv with its bias and a fused Relu on 4 threads:
  *   family  Conv|dilations=1,1;group=1;kernel_shape=3,3;pads=1,1,1,1;strides=1,1|fuse=Relu
@@ -130,6 +133,151 @@ typedef struct tune_problem {
  * tunable: an attribute holds a graph or a tensor (control flow, constants), or a shape is not
  * fully known yet. ANVIL_ERR_LIMIT when a text does not fit its buffer. Every message names the
  * node; on failure *out is zeroed. */
-anvil_status tune_problem_of(const struct kern_node *kn, tune_problem *out);
+anvil_status tune_problem_of(const kern_node *kn, tune_problem *out);
+
+/* ---- candidates (candidates.c) ---------------------------------------------------------------
+ * What the tuner times for one node: every variant of its op that applies on this machine (the
+ * reference kernel only when nothing else does: it is the oracle, not a contender), each at every
+ * configuration of its kern_space that the hardware rules keep, each on 1..T of the session's T
+ * threads. The cascade's choice (kern_select, default configuration, all threads) is always one
+ * of them, whatever the rules say. */
+
+typedef enum tune_cand_state {
+    TUNE_CAND_ALIVE = 0, /* still in the race (or the winner) */
+    TUNE_CAND_FAILED,    /* prepare or run returned an error */
+    TUNE_CAND_WRONG,     /* its output differs from the reference kernel's */
+    TUNE_CAND_SLOW,      /* pruned: slower than the best by more than the prune factor */
+    TUNE_CAND_UNTIMED,   /* tune_search did not reach it */
+} tune_cand_state;
+
+typedef struct tune_candidate {
+    const kern_variant *v;
+    kern_config cfg;
+    int threads;  /* threads the node runs on */
+    bool cascade; /* the zero-knowledge default */
+    tune_cand_state state;
+    double median_ns; /* of the timed runs (0 before any) */
+    double spread;    /* p90 / median */
+    int reps;         /* timed runs */
+    double max_err;   /* largest |out - reference| over the output's largest |reference| */
+    int round;        /* SLOW: the round after which it was dropped */
+} tune_candidate;
+
+#define TUNE_MAX_RULES 32
+typedef struct tune_space_stats {
+    int raw;  /* configurations before the rules (all variants and thread counts) */
+    int kept; /* candidates after them */
+    int n_rules;
+    struct {
+        const char *name; /* the kern_rule's (static) */
+        int removed;      /* configurations it was the first to reject */
+    } rules[TUNE_MAX_RULES];
+} tune_space_stats;
+
+/* Lists kn's candidates for up to max_threads threads into *out (owned by the caller, free) and
+ * their count into *n; stats (may be NULL) receives the raw count and what each rule removed.
+ * Every candidate is applicable (kern_applies). ANVIL_ERR_UNSUPPORTED if no variant applies. */
+anvil_status tune_candidates(const kern_node *kn, int max_threads, tune_candidate **out, int *n,
+                             tune_space_stats *stats);
+
+/* The parameter text a record keeps for a candidate: "name=value;..." for the non-default
+ * parameters of v's space, then "threads=N" when threads > 0; "" when all are defaults. */
+void tune_params_format(const kern_variant *v, const kern_config *cfg, int threads, char *buf,
+                        size_t cap);
+/* Reads that text back for v: unknown names or bad numbers give ANVIL_ERR_INVALID_ARGUMENT
+ * (a record written by another build). *threads 0 when the text has none. */
+anvil_status tune_params_parse(const kern_variant *v, const char *text, kern_config *cfg,
+                               int *threads);
+
+/* ---- the profiler (profile.c) ----------------------------------------------------------------
+ * Times candidates of one node on its real shapes: the constant inputs (weights) are the model's,
+ * the others random data in a scratch buffer. Every candidate's first output is compared with the
+ * reference kernel's before it is timed, and one that differs can never win. Then rounds: each
+ * live candidate runs a few more times per round, interleaved with the others so that a noisy
+ * moment hurts them all alike; after round prune_after those slower than the best by more than
+ * prune_factor drop out (BestOf's measured pruning); rounds go on until every live candidate's
+ * median is known within target_rse, or the caps are reached. */
+typedef struct tune_profile_opts {
+    core_pool *pool;      /* borrowed; at least the candidates' largest thread count */
+    int max_reps;         /* timed runs per candidate at most (default 60) */
+    double target_rse;    /* median's relative standard error to reach (default 0.02) */
+    double prune_factor;  /* F (default 1.3) */
+    int prune_after;      /* P (default 1) */
+    double round_seconds; /* time one round gives a candidate (default 0.004) */
+    double max_seconds;   /* whole node, checks included (default 4) */
+    double tolerance;     /* max_err a candidate may have (default 1e-3) */
+    /* Optional: called after every round with the live candidates and the best median so far. */
+    void (*progress)(void *arg, int round, int alive, double best_ns);
+    void *progress_arg;
+} tune_profile_opts;
+
+/* Fills in o's defaults where its fields are 0. */
+void tune_profile_defaults(tune_profile_opts *o);
+
+/* Profiles c[0..n) for kn (state, median_ns, spread, reps, max_err, round filled in) and sets
+ * *winner to the fastest live candidate, or -1 when none is live. Errors only for what stops
+ * the whole node (out of memory, the reference failing); a candidate's own failure is its
+ * state. */
+anvil_status tune_profile(const kern_node *kn, tune_candidate *c, int n, const tune_profile_opts *o,
+                          int *winner);
+
+/* The same in steps that share one reference run and one time limit (o->max_seconds from
+ * creation): create runs the reference kernel, each run profiles a set of candidates.
+ * kn is borrowed until free; *out owned by the caller. */
+typedef struct tune_profiler tune_profiler;
+anvil_status tune_profiler_create(const kern_node *kn, const tune_profile_opts *o,
+                                  tune_profiler **out);
+anvil_status tune_profiler_run(tune_profiler *t, tune_candidate *c, int n, int *winner);
+/* Whether the time limit has passed (later runs then time only their first candidates). */
+bool tune_profiler_expired(const tune_profiler *t);
+void tune_profiler_free(tune_profiler *t);
+
+/* ---- the search (search.c) --------------------------------------------------------------------
+ * Times a node's candidates without timing all of them: the cross product of a GEMM-based
+ * convolution's parameters is hundreds of configurations, most of them hopeless. Nested, the
+ * parent first: (1) every variant at its default parameters, on each thread count; variants
+ * slower than the best by more than the prune factor stop there. (2) For each variant left, its
+ * parameters one at a time (coordinate descent from its best default): all values of one
+ * parameter with the others fixed, keep the best, go to the next. (3) The finalists, each
+ * variant at its best configuration with the cascade, timed again side by side for the verdict.
+ * c[0..n) is tune_candidates' list; every candidate timed in any step keeps its numbers, the
+ * others are left TUNE_CAND_UNTIMED. */
+anvil_status tune_search(const kern_node *kn, tune_candidate *c, int n, const tune_profile_opts *o,
+                         int *winner);
+
+/* ---- choosing from the database (select.c) ---------------------------------------------------
+ */
+
+/* Why a node runs the variant it runs: what --explain prints. */
+typedef enum tune_why {
+    TUNE_WHY_CASCADE = 0, /* nothing known: the default rules (kern_select) */
+    TUNE_WHY_DB,          /* measured on this machine for exactly this problem */
+    TUNE_WHY_NEAREST,     /* measured for the nearest shape of the same op and attributes */
+    TUNE_WHY_FORCED,      /* the user named the variant */
+    TUNE_WHY_ONLINE,      /* being measured by the online tuner, or locked by it this session */
+} tune_why;
+
+/* "cascade", "database", "nearest", "forced", "online". */
+const char *tune_why_name(tune_why w);
+
+/* What runs a node. */
+typedef struct tune_choice {
+    const kern_variant *v;
+    kern_config cfg;
+    int threads; /* 0: all of the session's */
+    tune_why why;
+    double median_ns; /* the record's, for DB and NEAREST */
+} tune_choice;
+
+/* Looks kn's problem up in db under fingerprint: the exact key, else the nearest shape of its
+ * family. *found false (and *out untouched) when neither exists or the record names a variant
+ * that this build lacks or that cannot run kn (a stale record is skipped, not an error). */
+anvil_status tune_lookup(tune_db *db, const char *fingerprint, const kern_node *kn,
+                         tune_choice *out, bool *found);
+
+/* Fills rec (caller-owned) from a profiled winner: key, family and dims from problem, this
+ * fingerprint, the candidate's variant, parameters and measurements, source and the time now. */
+void tune_record_of(const tune_problem *problem, const char *fingerprint,
+                    const tune_candidate *winner, const char *source, tune_record *rec);
 
 #endif

@@ -230,7 +230,7 @@ static inline anvil_status optest_run_variant(optest *t, const kern_variant *v, 
                                               op_tensor *got) {
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, threads, NULL};
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, threads, NULL, NULL};
     if (!kern_applies(v, &kn, core_hw_get())) return ANVIL_ERR_UNSUPPORTED;
     rt_variant_exec *e;
     anvil_status s = rt_variant_exec_create(v, &kn, NULL, &e);

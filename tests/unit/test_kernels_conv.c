@@ -432,7 +432,7 @@ static const char *default_pick(const conv_case *c, int threads) {
     assert_int_equal(optest_infer(&t), ANVIL_OK);
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(&t, in);
-    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads, NULL};
+    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads, NULL, NULL};
     const kern_variant *v = conv_auto_pick(&kn);
     const kern_variant *sel = NULL;
     assert_int_equal(kern_select(&kn, NULL, &sel), ANVIL_OK);
@@ -510,7 +510,7 @@ static void check_nhwc(const conv_case *c, int threads, bool indirect) {
         in[i].dtype = ANVIL_DTYPE_FLOAT32;
         ir_shape_set(&in[i].shape, t.in[i].rank, t.in[i].dims);
     }
-    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads, NULL};
+    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads, NULL, NULL};
     conv_shape s;
     assert_true(conv_shape_of(&kn, &s));
     conv_nhwc_weights pw;

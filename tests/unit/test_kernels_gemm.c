@@ -263,7 +263,7 @@ static void test_forced_names(void **state) {
     assert_int_equal(optest_infer(&t), ANVIL_OK);
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(&t, in);
-    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL};
+    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL, NULL};
     const kern_variant *v = NULL;
     assert_int_equal(kern_select(&kn, "gemm_f32_4x8_portable", &v), ANVIL_OK);
     assert_string_equal(v->name, "gemm_f32_4x8_portable");

@@ -591,20 +591,22 @@ static anvil_status conv_run(const ir_node *n, void *state, const op_tensor *con
 /* ---- the variants ---------------------------------------------------------------------------- */
 
 const kern_variant kern_dnnl_matmul = {
-    "dnnl_matmul", IR_OP_MATMUL, 0,    matmul_supports, NULL, matmul_prepare,
-    state_release, matmul_run,   NULL,
+    "dnnl_matmul", IR_OP_MATMUL,   KERN_OWN_THREADS, matmul_supports,
+    NULL,          matmul_prepare, state_release,    matmul_run,
+    NULL,          NULL,
 };
 const kern_variant kern_dnnl_gemm = {
-    "dnnl_matmul", IR_OP_GEMM, 0,    matmul_supports, NULL, matmul_prepare,
-    state_release, matmul_run, NULL,
+    "dnnl_matmul", IR_OP_GEMM,     KERN_OWN_THREADS, matmul_supports,
+    NULL,          matmul_prepare, state_release,    matmul_run,
+    NULL,          NULL,
 };
 const kern_variant kern_dnnl_conv = {
-    "dnnl_conv",          IR_OP_CONV,    0,        conv_supports, NULL,
-    conv_prepare_blocked, state_release, conv_run, NULL,
+    "dnnl_conv",          IR_OP_CONV,    KERN_OWN_THREADS, conv_supports, NULL,
+    conv_prepare_blocked, state_release, conv_run,         NULL,          NULL,
 };
 const kern_variant kern_dnnl_conv_nchw = {
-    "dnnl_conv_nchw",  IR_OP_CONV,    0,        conv_supports, NULL,
-    conv_prepare_nchw, state_release, conv_run, NULL,
+    "dnnl_conv_nchw",  IR_OP_CONV,    KERN_OWN_THREADS, conv_supports, NULL,
+    conv_prepare_nchw, state_release, conv_run,         NULL,          NULL,
 };
 
 #endif

@@ -81,10 +81,28 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
 }
 
 const kern_variant kern_openblas_matmul = {
-    "openblas_sgemm", IR_OP_MATMUL, 0, supports, NULL, prepare, vblas_release, run, NULL,
+    "openblas_sgemm",
+    IR_OP_MATMUL,
+    KERN_OWN_THREADS,
+    supports,
+    NULL,
+    prepare,
+    vblas_release,
+    run,
+    NULL,
+    NULL,
 };
 const kern_variant kern_openblas_gemm = {
-    "openblas_sgemm", IR_OP_GEMM, 0, supports, NULL, prepare, vblas_release, run, NULL,
+    "openblas_sgemm",
+    IR_OP_GEMM,
+    KERN_OWN_THREADS,
+    supports,
+    NULL,
+    prepare,
+    vblas_release,
+    run,
+    NULL,
+    NULL,
 };
 
 #endif

@@ -1,0 +1,170 @@
+/* Offline tuning of a whole graph (`anvil tune`).
+ *
+ * The nodes to tune are found by planning a real session over the graph: after the graph passes,
+ * with the concrete shapes of these inputs, exactly the nodes and problems a session will run.
+ * The plan calls on_node for each node before choosing its variant; that is where a new problem
+ * is measured and its winner written, so the choice right after already reads the new record.
+ * Two plans are made: the first only lists the distinct problems (so progress can say i of N
+ * and the budget can be spread), the second measures them. */
+#include "runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct tune_ctx {
+    rt_tune_run *run;
+    bool measure; /* false: the listing plan */
+    core_pool *pool;
+    int threads;
+} tune_ctx;
+
+static int find_item(const rt_tune_run *r, const char *key) {
+    for (int i = 0; i < r->n_items; i++)
+        if (!strcmp(r->items[i].problem.key, key)) return i;
+    return -1;
+}
+
+static anvil_status add_item(rt_tune_run *r, const kern_node *kn, const tune_problem *pr) {
+    if (r->n_items == r->cap_items) {
+        int cap = r->cap_items ? r->cap_items * 2 : 32;
+        rt_tune_item *g = realloc(r->items, sizeof *g * (size_t)cap);
+        if (!g) return ANVIL_ERR_OUT_OF_MEMORY;
+        r->items = g;
+        r->cap_items = cap;
+    }
+    rt_tune_item *it = &r->items[r->n_items++];
+    memset(it, 0, sizeof *it);
+    it->problem = *pr;
+    snprintf(it->node, sizeof it->node, "%s", kn->node->name);
+    it->op = ir_op_name(kn->node->op);
+    it->nodes = 1;
+    it->winner = it->cascade = -1;
+    return ANVIL_OK;
+}
+
+static void on_round(void *arg, int round, int alive, double best_ns) {
+    (void)round;
+    tune_ctx *c = arg;
+    rt_tune_run *r = c->run;
+    if (r->round) r->round(r->arg, r, r->done, alive, best_ns);
+}
+
+/* Measures item i for kn and writes its winner. A failure of this one problem is kept in the
+ * item (the cascade then runs it) rather than ending the whole tune. */
+static anvil_status measure(tune_ctx *c, int i, const kern_node *kn) {
+    rt_tune_run *r = c->run;
+    rt_tune_item *it = &r->items[i];
+    uint64_t t0 = core_now_ns();
+    anvil_status s = tune_candidates(kn, c->threads, &it->cands, &it->n_cands, &it->stats);
+    tune_profile_opts o = r->prof;
+    o.pool = c->pool;
+    o.progress = on_round;
+    o.progress_arg = c;
+    if (r->budget_seconds > 0) {
+        /* An even share of what is left for the problems still to come. */
+        double left = r->budget_seconds - (double)(core_now_ns() - r->t0) / 1e9;
+        int todo = r->n_items - r->done;
+        double share = left / (todo > 0 ? todo : 1);
+        if (o.max_seconds <= 0 || share < o.max_seconds)
+            o.max_seconds = share > 0.05 ? share : 0.05;
+    }
+    if (s == ANVIL_OK) s = tune_search(kn, it->cands, it->n_cands, &o, &it->winner);
+    for (int k = 0; k < it->n_cands; k++)
+        if (it->cands[k].cascade) it->cascade = k;
+    if (s == ANVIL_OK && it->winner >= 0) {
+        tune_record_of(&it->problem, r->fingerprint, &it->cands[it->winner], "offline",
+                       &it->record);
+        s = tune_db_put(r->db, &it->record);
+        if (s != ANVIL_OK) return s; /* the database failing is the whole tune failing */
+    }
+    if (s != ANVIL_OK || it->winner < 0) {
+        it->failed = true;
+        snprintf(it->error, sizeof it->error, "%s",
+                 s != ANVIL_OK ? core_err_message() : "no candidate passed the reference check");
+        core_err_clear();
+    }
+    it->seconds = (double)(core_now_ns() - t0) / 1e9;
+    return ANVIL_OK;
+}
+
+static anvil_status on_node(void *arg, const kern_node *kn) {
+    tune_ctx *c = arg;
+    rt_tune_run *r = c->run;
+    tune_problem pr;
+    if (tune_problem_of(kn, &pr) != ANVIL_OK) {
+        core_err_clear(); /* not tunable (control flow, unknown shapes): the cascade runs it */
+        return ANVIL_OK;
+    }
+    int i = find_item(r, pr.key);
+    if (!c->measure) {
+        if (i >= 0) {
+            r->items[i].nodes++;
+            return ANVIL_OK;
+        }
+        return add_item(r, kn, &pr);
+    }
+    if (i < 0 || i != r->done) return ANVIL_OK; /* already settled (a repeated block) */
+    rt_tune_item *it = &r->items[i];
+    bool found = false;
+    anvil_status s = ANVIL_OK;
+    if (!r->retune) s = tune_db_get(r->db, pr.key, r->fingerprint, &it->record, &found);
+    if (s != ANVIL_OK) return s;
+    if (found) {
+        it->cached = true;
+    } else if ((r->stop && *r->stop) ||
+               (r->budget_seconds > 0 &&
+                (double)(core_now_ns() - r->t0) / 1e9 >= r->budget_seconds)) {
+        it->skipped = true;
+        r->stopped = r->stop && *r->stop;
+    } else if ((s = measure(c, i, kn)) != ANVIL_OK) {
+        return s;
+    }
+    r->done++;
+    if (r->progress) r->progress(r->arg, r, i);
+    return ANVIL_OK;
+}
+
+/* Makes one plan of g with the hook installed (a session that runs once and is freed). */
+static anvil_status plan_once(const ir_graph *g, const rt_session_config *cfg,
+                              const anvil_tensor *const *inputs, tune_ctx *c) {
+    rt_session_config sc = *cfg;
+    sc.db = c->measure ? c->run->db : NULL;
+    sc.fingerprint = c->run->fingerprint;
+    sc.on_node = on_node;
+    sc.on_node_arg = c;
+    sc.profiling = false;
+    rt_session *s = NULL;
+    anvil_status st = rt_session_create(g, &sc, &s);
+    if (st != ANVIL_OK) return st;
+    size_t n_out = (size_t)g->n_outputs;
+    anvil_tensor **outs = core_calloc(n_out + 1, sizeof *outs);
+    bool *want = core_calloc(n_out + 1, sizeof *want);
+    if (!outs || !want) st = ANVIL_ERR_OUT_OF_MEMORY;
+    if (st == ANVIL_OK) st = rt_session_run(s, inputs, want, outs);
+    free(outs);
+    free(want);
+    rt_session_free(s);
+    return st;
+}
+
+anvil_status rt_tune_graph(const ir_graph *g, const rt_session_config *cfg,
+                           const anvil_tensor *const *inputs, rt_tune_run *run) {
+    run->t0 = core_now_ns();
+    run->done = 0;
+    tune_ctx c = {.run = run, .threads = cfg->threads > 0 ? cfg->threads : 1};
+    anvil_status st = plan_once(g, cfg, inputs, &c);
+    if (st != ANVIL_OK) return st;
+    if ((st = core_pool_create(c.threads, &c.pool)) != ANVIL_OK) return st;
+    c.measure = true;
+    st = plan_once(g, cfg, inputs, &c);
+    core_pool_free(c.pool);
+    return st;
+}
+
+void rt_tune_run_free(rt_tune_run *run) {
+    for (int i = 0; i < run->n_items; i++) free(run->items[i].cands);
+    free(run->items);
+    run->items = NULL;
+    run->n_items = run->cap_items = 0;
+}

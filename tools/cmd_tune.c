@@ -1,0 +1,466 @@
+/* anvil tune MODEL: measures, on this machine, which implementation of each of the model's
+ * distinct problems is fastest, and keeps the winners in the tuning database that every session
+ * reads (src/tune, src/runtime/autotune.c).
+ *
+ * Like `anvil db`, the tool reaches the runtime and src/tune directly: the public API exposes
+ * sessions that use the database, not the tuner's report. */
+#include "cli.h"
+
+#include "api/api.h"
+#include "runtime/runtime.h"
+
+#include <cjson/cJSON.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void cli_tune_usage(FILE *f) {
+    fprintf(f,
+            "usage: anvil tune MODEL.onnx [options]\n"
+            "\n"
+            "Finds the fastest implementation of every distinct problem (op, attributes,\n"
+            "shapes, threads) of the model on this machine: every applicable kernel variant at\n"
+            "every parameter setting the hardware rules keep, each checked against the reference\n"
+            "kernel before it is timed. Winners go to the tuning database as they are found, so\n"
+            "Ctrl-C keeps what was measured and a rerun resumes; problems already in the\n"
+            "database are not measured again. Then it times the model with the cascade (no\n"
+            "database) and tuned, alternating, and reports both.\n"
+            "\n"
+            "options:\n"
+            "  -i, --input NAME=FILE.npy  use this tensor for input NAME (repeatable)\n"
+            "  --shape NAME=DIMS          shape of a generated input, e.g. x=1x3x224x224\n"
+            "  --threads T                threads the sessions will use (default: all cores)\n"
+            "  --budget SECONDS           stop measuring after this long (default: none)\n"
+            "  --db FILE                  the database (default $ANVIL_TUNING_DB, else\n"
+            "                             $XDG_CACHE_HOME/anvil/tuning.db)\n"
+            "  --retune                   measure problems the database already has, too\n"
+            "  --opt-level N              graph rewrites before tuning (default 1)\n"
+            "  --runs N                   timed runs of each session for the before/after\n"
+            "                             latency (default 20; 0 skips it)\n"
+            "  --json                     print the report as one JSON object\n"
+            "  -v, --verbose              list every candidate of every problem\n"
+            "  -q, --quiet                no progress line\n"
+            "  -h, --help                 show this help\n");
+}
+
+enum {
+    OPT_INPUT = 1,
+    OPT_SHAPE,
+    OPT_THREADS,
+    OPT_BUDGET,
+    OPT_DB,
+    OPT_RETUNE,
+    OPT_LEVEL,
+    OPT_RUNS,
+    OPT_JSON,
+    OPT_VERBOSE,
+    OPT_QUIET,
+};
+
+typedef struct tune_args {
+    const char *model, *db;
+    long long threads, opt_level, runs, budget;
+    bool retune, json, verbose, quiet;
+    cli_inputs inputs;
+    cli_shapes shapes;
+} tune_args;
+
+static volatile int g_stop;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static int parse_args(int argc, char **argv, tune_args *a) {
+    static const cli_option opts[] = {
+        {"input", 'i', true, OPT_INPUT},   {"shape", 0, true, OPT_SHAPE},
+        {"threads", 0, true, OPT_THREADS}, {"budget", 0, true, OPT_BUDGET},
+        {"db", 0, true, OPT_DB},           {"retune", 0, false, OPT_RETUNE},
+        {"opt-level", 0, true, OPT_LEVEL}, {"runs", 0, true, OPT_RUNS},
+        {"json", 0, false, OPT_JSON},      {"verbose", 'v', false, OPT_VERBOSE},
+        {"quiet", 'q', false, OPT_QUIET},  {0}};
+    cli_parser p;
+    cli_parser_init(&p, "tune", argc, argv, opts);
+    const char *val;
+    for (int id; (id = cli_parser_next(&p, &val)) != CLI_ARG_END;) {
+        switch (id) {
+        case CLI_ARG_HELP:
+            cli_tune_usage(stdout);
+            return CLI_EXIT_OK;
+        case CLI_ARG_ERROR:
+            return CLI_EXIT_USAGE;
+        case CLI_ARG_POSITIONAL:
+            if (a->model)
+                return cli_usage_error("tune", "unexpected argument '%s' (one model only)", val);
+            a->model = val;
+            break;
+        case OPT_INPUT:
+            if (!cli_inputs_add(&a->inputs, "tune", val)) return CLI_EXIT_USAGE;
+            break;
+        case OPT_SHAPE:
+            if (!cli_shapes_add(&a->shapes, "tune", val)) return CLI_EXIT_USAGE;
+            break;
+        case OPT_THREADS:
+            if (!cli_parse_int("tune", "--threads", val, 0, 1024, &a->threads))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_BUDGET:
+            if (!cli_parse_int("tune", "--budget", val, 1, 1000000, &a->budget))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_DB:
+            if (!val[0]) return cli_usage_error("tune", "--db needs a file name");
+            a->db = val;
+            break;
+        case OPT_RETUNE:
+            a->retune = true;
+            break;
+        case OPT_LEVEL:
+            if (!cli_parse_int("tune", "--opt-level", val, 0, 3, &a->opt_level))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_RUNS:
+            if (!cli_parse_int("tune", "--runs", val, 0, 100000, &a->runs)) return CLI_EXIT_USAGE;
+            break;
+        case OPT_JSON:
+            a->json = true;
+            break;
+        case OPT_VERBOSE:
+            a->verbose = true;
+            break;
+        case OPT_QUIET:
+            a->quiet = true;
+            break;
+        }
+    }
+    if (!a->model) return cli_usage_error("tune", "missing the model file");
+    return -1;
+}
+
+/* ---- progress ------------------------------------------------------------------------------- */
+
+typedef struct progress_ctx {
+    bool on;
+    int measured; /* problems measured so far (cached ones take no time) */
+    double measured_s;
+} progress_ctx;
+
+static double elapsed(const rt_tune_run *r) {
+    return (double)(core_now_ns() - r->t0) / 1e9;
+}
+
+/* ETA from the measured problems' average; cached ones are nearly free. */
+static double eta(const rt_tune_run *r, const progress_ctx *p) {
+    int left = r->n_items - r->done;
+    double per = p->measured ? p->measured_s / p->measured : 1.0;
+    double e = per * left;
+    if (r->budget_seconds > 0 && e > r->budget_seconds - elapsed(r))
+        e = r->budget_seconds - elapsed(r);
+    return e > 0 ? e : 0;
+}
+
+static void show_line(const rt_tune_run *r, const progress_ctx *p, int item, int alive,
+                      double best_ns) {
+    const rt_tune_item *it = &r->items[item];
+    char best[32] = "-";
+    if (best_ns > 0) snprintf(best, sizeof best, "%.3f ms", best_ns / 1e6);
+    fprintf(stderr, "\r\033[K[%d/%d] %-14.14s %-24.24s %3d left  best %-11s %5.0fs  ETA %4.0fs",
+            item + 1, r->n_items, it->op, it->node, alive, best, elapsed(r), eta(r, p));
+    fflush(stderr);
+}
+
+static void on_progress(void *arg, const rt_tune_run *r, int item) {
+    progress_ctx *p = arg;
+    const rt_tune_item *it = &r->items[item];
+    if (!it->cached && !it->skipped) {
+        p->measured++;
+        p->measured_s += it->seconds;
+    }
+    if (p->on) show_line(r, p, item, 0, it->winner >= 0 ? it->cands[it->winner].median_ns : 0);
+}
+
+static void on_round(void *arg, const rt_tune_run *r, int item, int alive, double best_ns) {
+    progress_ctx *p = arg;
+    if (p->on) show_line(r, p, item, alive, best_ns);
+}
+
+/* ---- before / after --------------------------------------------------------------------------
+ */
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Median latency of the cascade and of the tuned session, runs alternating between them so the
+ * machine's noise falls on both alike. */
+static anvil_status before_after(const ir_graph *g, const rt_session_config *cfg, tune_db *db,
+                                 const char *fp, const anvil_tensor *const *inputs, int runs,
+                                 double *cascade_ms, double *tuned_ms) {
+    rt_session_config c0 = *cfg, c1 = *cfg;
+    c1.db = db;
+    c1.fingerprint = fp;
+    rt_session *s[2] = {NULL, NULL};
+    double *t[2] = {calloc((size_t)runs + 1, sizeof(double)),
+                    calloc((size_t)runs + 1, sizeof(double))};
+    size_t n_out = (size_t)g->n_outputs;
+    anvil_tensor **outs = calloc(n_out + 1, sizeof *outs);
+    bool *want = calloc(n_out + 1, sizeof *want);
+    anvil_status st = (!t[0] || !t[1] || !outs || !want) ? ANVIL_ERR_OUT_OF_MEMORY : ANVIL_OK;
+    if (st == ANVIL_OK) st = rt_session_create(g, &c0, &s[0]);
+    if (st == ANVIL_OK) st = rt_session_create(g, &c1, &s[1]);
+    for (int k = 0; k < 2 && st == ANVIL_OK; k++)
+        for (int w = 0; w < 3 && st == ANVIL_OK; w++) st = rt_session_run(s[k], inputs, want, outs);
+    for (int i = 0; i < runs && st == ANVIL_OK; i++) {
+        for (int k = 0; k < 2 && st == ANVIL_OK; k++) {
+            uint64_t t0 = core_now_ns();
+            st = rt_session_run(s[k], inputs, want, outs);
+            t[k][i] = (double)(core_now_ns() - t0) / 1e6;
+        }
+    }
+    if (st == ANVIL_OK) {
+        qsort(t[0], (size_t)runs, sizeof(double), cmp_double);
+        qsort(t[1], (size_t)runs, sizeof(double), cmp_double);
+        *cascade_ms = t[0][runs / 2];
+        *tuned_ms = t[1][runs / 2];
+    }
+    rt_session_free(s[0]);
+    rt_session_free(s[1]);
+    free(t[0]);
+    free(t[1]);
+    free(outs);
+    free(want);
+    return st;
+}
+
+/* ---- report ----------------------------------------------------------------------------------
+ */
+
+static const char *state_name(tune_cand_state s) {
+    switch (s) {
+    case TUNE_CAND_ALIVE:
+        return "timed";
+    case TUNE_CAND_FAILED:
+        return "failed";
+    case TUNE_CAND_WRONG:
+        return "wrong";
+    case TUNE_CAND_SLOW:
+        return "pruned";
+    case TUNE_CAND_UNTIMED:
+        return "untimed";
+    }
+    return "?";
+}
+
+static const char *item_status(const rt_tune_item *it) {
+    return it->cached ? "cached" : it->skipped ? "skipped" : it->failed ? "failed" : "tuned";
+}
+
+static double item_speedup(const rt_tune_item *it) {
+    if (it->winner < 0 || it->cascade < 0) return 0;
+    const tune_candidate *w = &it->cands[it->winner], *c = &it->cands[it->cascade];
+    return w->median_ns > 0 && c->reps ? c->median_ns / w->median_ns : 0;
+}
+
+static void print_text(const tune_args *a, const rt_tune_run *r, const char *db_path,
+                       double t_cascade, double t_tuned) {
+    int tuned = 0, cached = 0, skipped = 0, failed = 0, changed = 0;
+    printf("%-4s %-12s %-22s %5s %11s %-46s %10s %8s\n", "#", "op", "first node", "nodes",
+           "candidates", "winner", "median", "vs casc.");
+    for (int i = 0; i < r->n_items; i++) {
+        const rt_tune_item *it = &r->items[i];
+        char cands[32] = "-", winner[TUNE_VARIANT_MAX + TUNE_PARAMS_MAX + 8] = "-", med[24] = "-",
+             sp[16] = "-";
+        if (it->n_cands) snprintf(cands, sizeof cands, "%d/%d", it->stats.kept, it->stats.raw);
+        if (it->cached || it->winner >= 0) {
+            snprintf(winner, sizeof winner, "%s%s%s%s", it->record.variant,
+                     it->record.params[0] ? " [" : "", it->record.params,
+                     it->record.params[0] ? "]" : "");
+            snprintf(med, sizeof med, "%.3f ms", it->record.median_ns / 1e6);
+        }
+        double s = item_speedup(it);
+        if (s > 0) snprintf(sp, sizeof sp, "%.2fx", s);
+        if (it->skipped)
+            snprintf(winner, sizeof winner, "(skipped: %s)", r->stopped ? "stopped" : "budget");
+        if (it->failed) snprintf(winner, sizeof winner, "(failed: %.120s)", it->error);
+        printf("%-4d %-12.12s %-22.22s %5d %11s %-46.46s %10s %8s\n", i + 1, it->op, it->node,
+               it->nodes, cands, winner, med, sp);
+        tuned += !it->cached && !it->skipped && !it->failed;
+        cached += it->cached;
+        skipped += it->skipped;
+        failed += it->failed;
+        changed += it->winner >= 0 && it->winner != it->cascade;
+        if (!a->verbose || !it->n_cands) continue;
+        for (int k = 0; k < it->stats.n_rules; k++)
+            printf("       rule '%s' removed %d\n", it->stats.rules[k].name,
+                   it->stats.rules[k].removed);
+        for (int k = 0; k < it->n_cands; k++) {
+            const tune_candidate *c = &it->cands[k];
+            char params[TUNE_PARAMS_MAX];
+            tune_params_format(c->v, &c->cfg, c->threads, params, sizeof params);
+            printf("       %c %-34s %-28s %-7s %10.3f ms  err %.1e%s\n",
+                   k == it->winner ? '*' : ' ', c->v->name, params, state_name(c->state),
+                   c->median_ns / 1e6, c->max_err, c->cascade ? "  (cascade)" : "");
+        }
+    }
+    printf("\nproblems: %d (%d tuned, %d from the database, %d skipped, %d failed); "
+           "%d run a different variant than the cascade\n",
+           r->n_items, tuned, cached, skipped, failed, changed);
+    printf("tuning time: %.1f s   database: %s\n", (double)(core_now_ns() - r->t0) / 1e9, db_path);
+    if (t_cascade > 0)
+        printf("model latency (median of %lld, alternating): cascade %.3f ms, tuned %.3f ms "
+               "(%.2fx)\n",
+               a->runs, t_cascade, t_tuned, t_cascade / t_tuned);
+    if (r->stopped) printf("stopped: rerun the same command to resume\n");
+}
+
+static cJSON *item_json(const rt_tune_item *it) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "op", it->op);
+    cJSON_AddStringToObject(o, "node", it->node);
+    cJSON_AddNumberToObject(o, "nodes", it->nodes);
+    cJSON_AddStringToObject(o, "key", it->problem.key);
+    cJSON_AddStringToObject(o, "status", item_status(it));
+    if (it->failed) cJSON_AddStringToObject(o, "error", it->error);
+    if (it->cached || it->winner >= 0) {
+        cJSON_AddStringToObject(o, "winner", it->record.variant);
+        cJSON_AddStringToObject(o, "params", it->record.params);
+        cJSON_AddNumberToObject(o, "median_ns", it->record.median_ns);
+        cJSON_AddNumberToObject(o, "max_err", it->record.max_err);
+    }
+    double s = item_speedup(it);
+    if (s > 0) cJSON_AddNumberToObject(o, "speedup_vs_cascade", s);
+    if (!it->n_cands) return o;
+    cJSON_AddNumberToObject(o, "raw_configurations", it->stats.raw);
+    cJSON *rules = cJSON_AddObjectToObject(o, "removed_by_rule");
+    for (int k = 0; k < it->stats.n_rules; k++)
+        cJSON_AddNumberToObject(rules, it->stats.rules[k].name, it->stats.rules[k].removed);
+    cJSON *cs = cJSON_AddArrayToObject(o, "candidates");
+    for (int k = 0; k < it->n_cands; k++) {
+        const tune_candidate *c = &it->cands[k];
+        char params[TUNE_PARAMS_MAX];
+        tune_params_format(c->v, &c->cfg, c->threads, params, sizeof params);
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "variant", c->v->name);
+        cJSON_AddStringToObject(j, "params", params);
+        cJSON_AddStringToObject(j, "state", state_name(c->state));
+        if (c->state == TUNE_CAND_SLOW) cJSON_AddNumberToObject(j, "pruned_after_round", c->round);
+        cJSON_AddNumberToObject(j, "median_ns", c->median_ns);
+        cJSON_AddNumberToObject(j, "spread", c->spread);
+        cJSON_AddNumberToObject(j, "reps", c->reps);
+        cJSON_AddNumberToObject(j, "max_err", c->max_err);
+        cJSON_AddBoolToObject(j, "cascade", c->cascade);
+        cJSON_AddBoolToObject(j, "winner", k == it->winner);
+        cJSON_AddItemToArray(cs, j);
+    }
+    return o;
+}
+
+static int print_json(const tune_args *a, const rt_tune_run *r, const char *db_path, const char *fp,
+                      double t_cascade, double t_tuned) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", a->model);
+    cJSON_AddStringToObject(root, "database", db_path);
+    cJSON_AddStringToObject(root, "fingerprint", fp);
+    cJSON_AddNumberToObject(root, "threads", (double)a->threads);
+    cJSON_AddNumberToObject(root, "seconds", (double)(core_now_ns() - r->t0) / 1e9);
+    cJSON_AddBoolToObject(root, "stopped", r->stopped);
+    if (t_cascade > 0) {
+        cJSON_AddNumberToObject(root, "cascade_ms", t_cascade);
+        cJSON_AddNumberToObject(root, "tuned_ms", t_tuned);
+    }
+    cJSON *items = cJSON_AddArrayToObject(root, "problems");
+    for (int i = 0; i < r->n_items; i++) cJSON_AddItemToArray(items, item_json(&r->items[i]));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
+    puts(text);
+    free(text);
+    return CLI_EXIT_OK;
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+int cli_tune_main(int argc, char **argv) {
+    tune_args a = {.opt_level = 1, .runs = 20};
+    int code = parse_args(argc, argv, &a);
+    anvil_model *m = NULL;
+    cli_model_input *bi = NULL;
+    const anvil_tensor **in = NULL;
+    tune_db *db = NULL;
+    rt_tune_run run = {0};
+    char db_path[4096], fp[TUNE_FINGERPRINT_MAX];
+    if (code >= 0) goto done;
+    code = CLI_EXIT_OK;
+    anvil_status s;
+    if (a.db)
+        snprintf(db_path, sizeof db_path, "%s", a.db);
+    else if ((s = tune_db_default_path(db_path, sizeof db_path, true)) != ANVIL_OK) {
+        code = cli_fail_status(s);
+        goto done;
+    } else if (!db_path[0]) {
+        code = cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
+                        "$ANVIL_TUNING_DB is 'off': name the database with --db FILE");
+        goto done;
+    }
+    if ((s = anvil_model_load(a.model, &m)) != ANVIL_OK ||
+        (s = tune_fingerprint(fp, sizeof fp)) != ANVIL_OK ||
+        (s = tune_db_open(db_path, &db)) != ANVIL_OK) {
+        code = cli_fail_status(s);
+        goto done;
+    }
+    if ((code = cli_inputs_resolve(m, &a.inputs)) != 0) goto done;
+    size_t n_in = anvil_model_input_count(m);
+    bi = calloc(n_in + 1, sizeof *bi);
+    in = calloc(n_in + 1, sizeof *in);
+    if (!bi || !in) {
+        code = cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    if ((code = cli_model_inputs(&a.inputs, &a.shapes, m, bi, n_in)) != 0) goto done;
+    for (size_t i = 0; i < n_in; i++) in[i] = bi[i].t;
+    if (a.threads <= 0)
+        a.threads = core_hw_get()->logical_cores > 0 ? core_hw_get()->logical_cores : 1;
+    const ir_graph *g = api_model_graph(m);
+    rt_session_config cfg = {.threads = (int)a.threads, .opt_level = (int)a.opt_level};
+    progress_ctx pc = {.on = !a.quiet && isatty(STDERR_FILENO)};
+    run.db = db;
+    run.fingerprint = fp;
+    run.retune = a.retune;
+    run.budget_seconds = (double)a.budget;
+    run.stop = &g_stop;
+    run.progress = on_progress;
+    run.round = on_round;
+    run.arg = &pc;
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, &old);
+    s = rt_tune_graph(g, &cfg, in, &run);
+    sigaction(SIGINT, &old, NULL);
+    if (pc.on) fprintf(stderr, "\r\033[K");
+    if (s != ANVIL_OK) {
+        code = cli_fail_status(s);
+        goto done;
+    }
+    double t_cascade = 0, t_tuned = 0;
+    if (a.runs > 0 && !run.stopped &&
+        (s = before_after(g, &cfg, db, fp, in, (int)a.runs, &t_cascade, &t_tuned)) != ANVIL_OK) {
+        code = cli_fail_status(s);
+        goto done;
+    }
+    if (a.json)
+        code = print_json(&a, &run, db_path, fp, t_cascade, t_tuned);
+    else
+        print_text(&a, &run, db_path, t_cascade, t_tuned);
+done:
+    rt_tune_run_free(&run);
+    tune_db_close(db);
+    free(in);
+    cli_model_inputs_free(bi, bi ? anvil_model_input_count(m) : 0);
+    anvil_model_free(m);
+    cli_inputs_free(&a.inputs);
+    cli_shapes_free(&a.shapes);
+    return code;
+}
