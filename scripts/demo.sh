@@ -46,3 +46,25 @@ small) HW=112 ;;
 esac
 banner "anvil bench $MODEL --iters $ITERS --warmup 1 --shape input=1x3x${HW}x${HW}"
 "$BIN" bench "$MODEL" --iters "$ITERS" --warmup 1 --shape "input=1x3x${HW}x${HW}"
+
+banner "anvil tune $MODEL (measures every problem's alternatives on this machine; a rerun is instant)"
+"$BIN" tune "$MODEL" --shape "input=1x3x${HW}x${HW}" --runs 20
+
+banner "ONNX Runtime on the same model and input shape, for comparison"
+"$PY" - "$MODEL" "$HW" <<'PY' || echo "(ONNX Runtime not available in .venv)"
+import sys, time
+import numpy as np
+import onnxruntime as ort
+model, hw = sys.argv[1], int(sys.argv[2])
+sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+name = sess.get_inputs()[0].name
+x = np.random.default_rng(0).uniform(-1, 1, (1, 3, hw, hw)).astype(np.float32)
+for _ in range(3):
+    sess.run(None, {name: x})
+t = []
+for _ in range(20):
+    t0 = time.perf_counter()
+    sess.run(None, {name: x})
+    t.append((time.perf_counter() - t0) * 1e3)
+print(f"onnxruntime {ort.__version__}: median of 20 runs {sorted(t)[10]:.3f} ms")
+PY
