@@ -1,15 +1,25 @@
 #!/usr/bin/env python3
-"""Peer benchmark: anvil against ONNX Runtime (and PyTorch when it can) on the model zoo.
+"""Peer benchmark: anvil tuned and cascade vs ONNX Runtime (and PyTorch when it can) on the zoo.
 
 Usage: peer.py [--models a,b,...] [--size full|ci] [--threads 1,2] [--runs N] [--rounds R]
-               [--warmup W] [--anvil PATH] [--zoo DIR] [--json out.json] [--md out.md]
+               [--warmup W] [--anvil PATH] [--zoo DIR] [--tune-db FILE] [--tune-budget S]
+               [--no-tune] [--json out.json] [--md out.md]
 
 For every model (the generated zoo of tests/models/gen_zoo.py and the real models of
-tests/models/fetch_real.py whose packages are installed) and every thread count, the engines run
-in alternation, A B A B ..., R rounds; each round is a fresh child process per engine that loads
-the model, runs it once (first run, includes planning), runs W untimed warmup iterations and N
-timed ones on the same inputs (the model's test_data_set_0, so both engines see identical data):
-  - anvil: `anvil bench MODEL --json -i NAME=FILE.npy ... --threads T` (build-release by default);
+tests/models/fetch_real.py whose packages are installed) and every thread count T:
+  1. Tuning: `anvil tune MODEL --db TUNE_DB --threads T -i ... --runs 0 --json` measures every
+     distinct problem of the model on this machine with the same inputs the timed runs use and
+     stores the winners in TUNE_DB (default build-release/peer_zoo/tuning.db). Problems already
+     in the database are not measured again, so a rerun is quick. Its wall time and the number
+     of problems measured now ("tuned") and found in the database ("cached") are reported.
+     --no-tune skips this step and the tuned engine.
+  2. Timing: the engines run in alternation, R rounds of cascade, tuned, ORT, torch; each round
+     is a fresh child process per engine that loads the model, runs it once (first run, includes
+     planning), runs W untimed warmup iterations and N timed ones on the same inputs (the model's
+     test_data_set_0, so all engines see identical data):
+  - anvil cascade: `anvil bench MODEL --json -i NAME=FILE.npy ... --threads T --no-db`, the
+    built-in selection rules only (no database, whatever $ANVIL_TUNING_DB says);
+  - anvil tuned: the same with `--db TUNE_DB`, the kernels tuning chose;
   - ONNX Runtime: this script in child mode, intra-op threads T, inter-op 1, sequential
     execution, its default graph optimisations;
   - PyTorch (when torch and onnx2torch are installed: ANVIL_TORCH=1 scripts/setup.sh): the
@@ -19,18 +29,26 @@ timed ones on the same inputs (the model's test_data_set_0, so both engines see 
     be built or does not match is never timed and its reason goes to the notes. Each round's
     child loads the saved twin and runs it under torch.inference_mode() with
     torch.set_num_threads(T) and torch.set_num_interop_threads(1).
+  3. What changed: one more untimed `anvil bench --iters 1 --warmup 0 --explain` of each anvil
+     configuration lists the variant and parameters every node ran; "nodes changed" counts the
+     nodes where they differ (a record's threads=T equal to the session's counts as the
+     cascade's default), the notes name the first five and the JSON all of them.
 Latency per engine is the median over rounds of each round's median (and likewise p90), so all
-engines are summarised the same way. Peak RSS is each child's maximum resident set (wait4's
-ru_maxrss, the largest over rounds); for ONNX Runtime and PyTorch that includes the Python
-interpreter and the onnxruntime / torch import, reported separately as "base". ratio = anvil
-median / ORT (or torch) median (lower is better for anvil). Models are generated on first use
-into --zoo (default build-release/peer_zoo/<size>). Not a test: it never fails on a number; an
-engine that cannot run a model gets its error in the notes column.
+engines are summarised the same way. Ratios are of those medians: tuned/cascade, tuned/ORT and
+cascade/ORT (below 1: the first is faster), with their geometric means over the models under the
+table; anvil/torch uses tuned anvil (the cascade with --no-tune). When several thread counts run,
+a second table gives each engine's speedup from the smallest to each larger count. Peak RSS is
+each child's maximum resident set (wait4's ru_maxrss, the largest over rounds); for ONNX Runtime
+and PyTorch that includes the Python interpreter and the onnxruntime / torch import, reported
+separately as "base". Models are generated on first use into --zoo (default
+build-release/peer_zoo/<size>). Not a test: it never fails on a number; an engine that cannot
+run a model gets its error in the notes column and the others go on.
 """
 
 import argparse
 import importlib.util
 import json
+import math
 import os
 import re
 import statistics
@@ -239,16 +257,19 @@ def ensure_models(names, size, zoo, python):
     return cases
 
 
-def short_error(engine, text, rc):
+def error_line(text, rc):
     """The last line of a child's stderr, shortened to what matters in a table cell."""
-    msg = (text.strip().splitlines() or [f"exit status {rc}"])[-1]
+    lines = [ln for ln in text.strip().splitlines() if not re.match(r"run '.*' for usage", ln)]
+    msg = (lines or [f"exit status {rc}"])[-1]
     if "unsupported operators:" in msg:
         ops = msg.split("unsupported operators:", 1)[1].split(";", 1)[0]
-        return f"{engine}: unsupported {', '.join(re.findall(r'([A-Za-z0-9_]+) [(]opset', ops))}"
-    for prefix in ("anvil: error: ", "anvil: "):
-        if msg.startswith(prefix):
-            msg = msg[len(prefix):]
-    return f"{engine}: {msg[:160]}"
+        return f"unsupported {', '.join(re.findall(r'([A-Za-z0-9_]+) [(]opset', ops))}"
+    # "anvil: error: ", "anvil tune: ": the note names the engine itself.
+    return re.sub(r"^anvil( [a-z]+)?: (error: )?", "", msg)[:160]
+
+
+def short_error(engine, text, rc):
+    return f"{engine}: {error_line(text, rc)}"
 
 
 def summarise(rounds):
@@ -262,6 +283,103 @@ def summarise(rounds):
             "rounds": len(rounds)}
 
 
+def anvil_round(out, rss):
+    """One `anvil bench --json` child's output as a round (the shape the Python children print)."""
+    j = json.loads(out)
+    lat = j["latency_ms"]
+    return {"median": lat["median"], "p90": lat["p90"], "min": lat["min"],
+            "first_run_ms": j["first_run_ms"], "rss_kib": rss}
+
+
+def peer_round(out, rss):
+    """One ORT or torch child's output (this script in child mode) as a round."""
+    j = json.loads(out)
+    j["rss_kib"] = rss
+    return j
+
+
+def tune_model(model, input_args, threads, args):
+    """Runs `anvil tune` on model at threads into args.tune_db; returns what the table needs.
+
+    Problems already in the database are not measured again, so a rerun costs a model load and a
+    look-up per problem. --runs 0: tune's own cascade-vs-tuned timing is skipped, this script
+    times both itself."""
+    cmd = [args.anvil, "tune", model, "--db", args.tune_db, "--threads", str(threads), "-q",
+           "--runs", "0", "--json"] + input_args
+    if args.tune_budget:
+        cmd += ["--budget", str(args.tune_budget)]
+    t0 = time.monotonic()
+    rc, out, err, _ = run_child(cmd, args.timeout)
+    info = {"seconds": time.monotonic() - t0}
+    if rc != 0:
+        info["error"] = error_line(err, rc)
+        return info
+    try:
+        j = json.loads(out)
+        status = [p["status"] for p in j["problems"]]
+    except (ValueError, KeyError, TypeError) as e:
+        info["error"] = f"unreadable tune output ({type(e).__name__}: {str(e)[:80]})"
+        return info
+    info.update({"problems": len(status), "stopped": j["stopped"],
+                 **{k: status.count(k) for k in ("tuned", "cached", "skipped", "failed")}})
+    return info
+
+
+def explain(cmd, timeout):
+    """{node: {op, variant, params, source}} from one untimed `anvil bench --explain` run."""
+    rc, out, err, _ = run_child(cmd, timeout)
+    if rc != 0:
+        return None, error_line(err, rc)
+    try:
+        return {n["node"]: n for n in json.loads(out)["nodes"]}, None
+    except (ValueError, KeyError, TypeError) as e:
+        return None, f"unreadable explain output ({type(e).__name__}: {str(e)[:80]})"
+
+
+def norm_params(params, threads):
+    """params without 'threads=T' when T is the session's: the cascade prints '' for
+    "default configuration, all the session's threads", a database record spells the threads."""
+    keep = [p for p in params.split(";") if p and p != f"threads={threads}"]
+    return ";".join(keep)
+
+
+def changed_nodes(cascade, tuned, threads):
+    """The nodes whose variant or parameters differ between the two explains, in graph order."""
+    changed = []
+    for node, c in cascade.items():
+        t = tuned.get(node)
+        if t is None:
+            continue
+        cp, tp = norm_params(c["params"], threads), norm_params(t["params"], threads)
+        if c["variant"] != t["variant"] or cp != tp:
+            changed.append({"node": node, "op": c["op"], "cascade": c["variant"],
+                            "cascade_params": cp, "tuned": t["variant"], "tuned_params": tp,
+                            "source": t["source"]})
+    return changed
+
+
+def describe_change(c):
+    params = f" [{c['tuned_params']}]" if c["tuned_params"] else ""
+    before = c["cascade"] + (f" [{c['cascade_params']}]" if c["cascade_params"] else "")
+    return f"{c['node']}: {before} -> {c['tuned']}{params}"
+
+
+def anvil_notes(failures):
+    """Notes for the anvil side ({step: message}), one per distinct message: an operator anvil
+    lacks makes tune, cascade and tuned fail alike, and that is one note, not three."""
+    notes = []
+    for msg in dict.fromkeys(failures.values()):
+        steps = [k for k, v in failures.items() if v == msg]
+        who = "anvil" if len(steps) == len(failures) and len(steps) > 1 else \
+            "anvil " + "/".join(steps)
+        notes.append(f"{who}: {msg}")
+    return notes
+
+
+def ratio(a, b):
+    return a["median_ms"] / b["median_ms"] if a and b else None
+
+
 def bench_model(name, case, threads, args, python, tmp):
     import numpy as np
     model = os.path.join(case, "model.onnx")
@@ -273,14 +391,36 @@ def bench_model(name, case, threads, args, python, tmp):
     feeds = load_inputs(case)
     npz = os.path.join(tmp, f"{name}.npz")
     np.savez(npz, **feeds)
-    anvil_cmd = [args.anvil, "bench", model, "--json", "--threads", str(threads), "--warmup",
-                 str(args.warmup), "--iters", str(args.runs)]
+    input_args = []
     for n, arr in feeds.items():
         path = os.path.join(tmp, f"{name}.{n}.npy")
         np.save(path, arr)
-        anvil_cmd += ["-i", f"{n}={path}"]
-    ort_cmd = [python, os.path.abspath(__file__), "--child-ort", model, npz, str(threads),
-               str(args.warmup), str(args.runs)]
+        input_args += ["-i", f"{n}={path}"]
+    anvil_base = [args.anvil, "bench", model, "--json", "--threads", str(threads)] + input_args
+    timed = ["--warmup", str(args.warmup), "--iters", str(args.runs)]
+    db_flags = {"cascade": ["--no-db"], "tuned": ["--db", args.tune_db]}
+    anvil_failures = {}
+
+    # 1. Tune first, so the tuned engine reads a database that has this model at these threads.
+    engines = ["cascade"]
+    if not args.no_tune:
+        tune = tune_model(model, input_args, threads, args)
+        result["tune"] = tune
+        if "error" in tune:
+            anvil_failures["tune"] = tune["error"]
+        else:
+            engines.append("tuned")
+            left = [f"{tune[k]} problems {k}" for k in ("skipped", "failed") if tune[k]]
+            left += ["stopped"] if tune["stopped"] else []
+            if left:
+                result["notes"].append(f"tune: {', '.join(left)} (nodes without a record run "
+                                       "the cascade)")
+    cmds = {e: anvil_base + timed + db_flags[e] for e in engines}
+    parse = {e: anvil_round for e in engines}
+
+    cmds["ort"] = [python, os.path.abspath(__file__), "--child-ort", model, npz, str(threads),
+                   str(args.warmup), str(args.runs)]
+    parse["ort"] = peer_round
     twin_path = os.path.join(tmp, f"{name}.twin.pt")
     torch_ok = args.torch_note is None
     if torch_ok and not os.path.exists(twin_path):
@@ -291,50 +431,65 @@ def bench_model(name, case, threads, args, python, tmp):
             torch_ok = False
     elif not torch_ok:
         result["notes"].append(f"torch: {args.torch_note}")
-    torch_cmd = [python, os.path.abspath(__file__), "--child-torch", twin_path, npz,
-                 str(threads), str(args.warmup), str(args.runs)]
-    anvil_rounds, ort_rounds, torch_rounds = [], [], []
-    anvil_ok = ort_ok = True
+    if torch_ok:
+        cmds["torch"] = [python, os.path.abspath(__file__), "--child-torch", twin_path, npz,
+                         str(threads), str(args.warmup), str(args.runs)]
+        parse["torch"] = peer_round
+
+    # 2. Rounds: cascade, tuned, ORT, torch, cascade, tuned, ... each a fresh child, so drift in
+    # machine load hits all engines alike. An engine that fails once is dropped for this model.
+    rounds = {e: [] for e in cmds}
+    failed = set(anvil_failures)
     for _ in range(args.rounds):
-        # A B C A B C: the engines take turns so drift in machine load hits all alike.
-        if anvil_ok:
-            rc, out, err, rss = run_child(anvil_cmd, args.timeout)
+        for e, cmd in cmds.items():
+            if e in failed:
+                continue
+            rc, out, err, rss = run_child(cmd, args.timeout)
             if rc == 0:
-                j = json.loads(out)
-                lat = j["latency_ms"]
-                anvil_rounds.append({"median": lat["median"], "p90": lat["p90"],
-                                     "min": lat["min"], "first_run_ms": j["first_run_ms"],
-                                     "rss_kib": rss})
+                try:
+                    rounds[e].append(parse[e](out, rss))
+                    if e in ("ort", "torch"):
+                        result[f"{e}_base_rss_mib"] = rounds[e][-1]["base_rss_kib"] / MIB
+                    continue
+                except (ValueError, KeyError, TypeError) as ex:
+                    # Not what the child should print: reported as that engine's failure.
+                    err, rc = f"unreadable output ({type(ex).__name__}: {str(ex)[:80]})", -1
+            failed.add(e)
+            if e in ("cascade", "tuned"):
+                anvil_failures[e] = error_line(err, rc)
             else:
-                anvil_ok = False
-                result["notes"].append(short_error("anvil", err, rc))
-        if ort_ok:
-            rc, out, err, rss = run_child(ort_cmd, args.timeout)
-            if rc == 0:
-                j = json.loads(out)
-                j["rss_kib"] = rss
-                ort_rounds.append(j)
-                result["ort_base_rss_mib"] = j["base_rss_kib"] / MIB
-            else:
-                ort_ok = False
-                result["notes"].append(short_error("ORT", err, rc))
-        if torch_ok:
-            rc, out, err, rss = run_child(torch_cmd, args.timeout)
-            if rc == 0:
-                j = json.loads(out)
-                j["rss_kib"] = rss
-                torch_rounds.append(j)
-                result["torch_base_rss_mib"] = j["base_rss_kib"] / MIB
-            else:
-                torch_ok = False
-                result["notes"].append(short_error("torch", err, rc))
-    result["anvil"] = summarise(anvil_rounds)
-    result["ort"] = summarise(ort_rounds)
-    result["torch"] = summarise(torch_rounds)
-    if result["anvil"] and result["ort"]:
-        result["ratio"] = result["anvil"]["median_ms"] / result["ort"]["median_ms"]
-    if result["anvil"] and result["torch"]:
-        result["ratio_torch"] = result["anvil"]["median_ms"] / result["torch"]["median_ms"]
+                result["notes"].append(short_error("ORT" if e == "ort" else e, err, rc))
+    for e in ("cascade", "tuned", "ort", "torch"):
+        result[e] = summarise(rounds.get(e))
+    result["notes"] = anvil_notes(anvil_failures) + result["notes"]
+
+    # 3. Which nodes the database changed: one untimed explain run of each configuration.
+    if result["cascade"] and result["tuned"]:
+        plans = {e: explain(anvil_base + ["--iters", "1", "--warmup", "0", "--explain"] +
+                            db_flags[e], args.timeout) for e in ("cascade", "tuned")}
+        errors = [f"explain {e}: {plans[e][1]}" for e in plans if plans[e][1]]
+        if errors:
+            result["notes"] += errors
+        else:
+            changed = changed_nodes(plans["cascade"][0], plans["tuned"][0], threads)
+            result["changed"] = len(changed)
+            result["changed_nodes"] = changed
+            sources = [n["source"] for n in plans["tuned"][0].values()]
+            result["tuned_sources"] = {k: sources.count(k) for k in dict.fromkeys(sources)}
+            if changed:
+                more = f"; +{len(changed) - 5} more" if len(changed) > 5 else ""
+                result["notes"].append("changed: " + "; ".join(
+                    describe_change(c) for c in changed[:5]) + more)
+
+    c, t, o, pt = (result[e] for e in ("cascade", "tuned", "ort", "torch"))
+    result["tuned_vs_cascade"] = ratio(t, c)
+    result["tuned_vs_ort"] = ratio(t, o)
+    result["cascade_vs_ort"] = ratio(c, o)
+    # "anvil" is anvil as a user runs it after tuning (the cascade with --no-tune); kept so
+    # readers of earlier JSON still find anvil, ratio (anvil / ORT) and ratio_torch.
+    result["anvil"] = t or c
+    result["ratio"] = ratio(result["anvil"], o)
+    result["ratio_torch"] = ratio(result["anvil"], pt)
     return result
 
 
@@ -342,31 +497,103 @@ def fmt(v, spec=".2f"):
     return "—" if v is None else format(v, spec)
 
 
-def markdown(results, meta):
-    lines = [f"Peer benchmark, size `{meta['size']}`, {meta['rounds']} rounds x "
-             f"{meta['runs']} runs (warmup {meta['warmup']}), {meta['cpu']}.", "",
-             "| model | size | thr | anvil median ms | anvil p90 | ORT median ms | ORT p90 | "
-             "anvil/ORT | torch median ms | torch p90 | anvil/torch | anvil peak RSS MiB | "
-             "ORT peak RSS MiB (base) | torch peak RSS MiB (base) | notes |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+def ms(v):
+    """A latency with about three significant digits: the ci models run in tens of microseconds."""
+    return format(v, ".0f" if v >= 100 else ".1f" if v >= 10 else ".2f" if v >= 1 else
+                  ".3f" if v >= 0.1 else ".4f")
+
+
+def med_p90(s):
+    return "—" if not s else f"{ms(s['median_ms'])} ({ms(s['p90_ms'])})"
+
+
+def geomean(values):
+    values = [v for v in values if v]
+    return (math.exp(sum(math.log(v) for v in values) / len(values)), len(values)) \
+        if values else (None, 0)
+
+
+def scaling(results):
+    """Per model, the speedup from the smallest thread count run to each larger one:
+    median at the smallest / median at the larger, for tuned anvil, the cascade and ORT."""
+    rows = []
+    by_model = {}
     for r in results:
-        a, o, t = r.get("anvil"), r.get("ort"), r.get("torch")
+        by_model.setdefault(r["model"], {})[r["threads"]] = r
+    for model, runs in by_model.items():
+        lo = min(runs)
+        for t in sorted(runs):
+            if t == lo:
+                continue
+            row = {"model": model, "from_threads": lo, "to_threads": t}
+            for e in ("tuned", "cascade", "ort"):
+                a, b = runs[lo].get(e), runs[t].get(e)
+                row[e] = a["median_ms"] / b["median_ms"] if a and b else None
+            rows.append(row)
+    return rows
+
+
+def markdown(results, meta):
+    tuned = not meta["no_tune"]
+    lines = [f"Peer benchmark, size `{meta['size']}`, {meta['rounds']} rounds x "
+             f"{meta['runs']} runs (warmup {meta['warmup']}), {meta['cpu']}; "
+             + (f"tuning database `{meta['tune_db']}`." if tuned else
+                "no tuning (--no-tune): anvil is the cascade only."), "",
+             "Latencies are medians in ms with the p90 in parentheses; a ratio below 1 means the "
+             "first engine is faster.", "",
+             "| model | size | thr | anvil cascade ms | anvil tuned ms | ORT ms | tuned/cascade | "
+             "tuned/ORT | cascade/ORT | torch ms | anvil/torch | tune s | problems tuned/cached "
+             "| nodes changed | anvil peak RSS MiB cascade/tuned | ORT peak RSS MiB (base) | "
+             "torch peak RSS MiB (base) | notes |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+             "|---|"]
+    for r in results:
+        c, t, o, pt = (r.get(e) for e in ("cascade", "tuned", "ort", "torch"))
+        tune = r.get("tune") or {}
+        counts = f"{tune['tuned']}/{tune['cached']}" if "problems" in tune else "—"
         # A torch note repeated on every row would drown the table; it is printed once below.
         notes = "; ".join(n for n in r["notes"] if n != f"torch: {meta['torch_note']}")
         lines.append(
-            f"| {r['model']} | {r['size']} | {r['threads']} | "
-            f"{fmt(a and a['median_ms'])} | {fmt(a and a['p90_ms'])} | "
-            f"{fmt(o and o['median_ms'])} | {fmt(o and o['p90_ms'])} | "
-            f"{fmt(r.get('ratio'))} | {fmt(t and t['median_ms'])} | {fmt(t and t['p90_ms'])} | "
-            f"{fmt(r.get('ratio_torch'))} | {fmt(a and a['peak_rss_mib'], '.0f')} | "
+            f"| {r['model']} | {r['size']} | {r['threads']} | {med_p90(c)} | {med_p90(t)} | "
+            f"{med_p90(o)} | {fmt(r.get('tuned_vs_cascade'))} | {fmt(r.get('tuned_vs_ort'))} | "
+            f"{fmt(r.get('cascade_vs_ort'))} | {med_p90(pt)} | {fmt(r.get('ratio_torch'))} | "
+            f"{fmt(tune.get('seconds'))} | {counts} | {fmt(r.get('changed'), 'd')} | "
+            f"{fmt(c and c['peak_rss_mib'], '.0f')}/{fmt(t and t['peak_rss_mib'], '.0f')} | "
             f"{fmt(o and o['peak_rss_mib'], '.0f')} ({fmt(r.get('ort_base_rss_mib'), '.0f')}) | "
-            f"{fmt(t and t['peak_rss_mib'], '.0f')} ({fmt(r.get('torch_base_rss_mib'), '.0f')}) | "
-            f"{notes.replace('|', '/')} |")
+            f"{fmt(pt and pt['peak_rss_mib'], '.0f')} "
+            f"({fmt(r.get('torch_base_rss_mib'), '.0f')}) | {notes.replace('|', '/')} |")
+    lines.append("")
+    for label, key in meta["geomeans"].items():
+        if not any(g["n"] for g in key.values()):
+            continue
+        lines.append(f"Geometric mean {label}: " + ", ".join(
+            f"{fmt(g['value'], '.3f')} at {thr} (n={g['n']})" for thr, g in key.items()) + ".")
+    if meta["scaling"]:
+        lines += ["", "| model | threads | tuned speedup | cascade speedup | ORT speedup |",
+                  "|---|---|---:|---:|---:|"]
+        for s in meta["scaling"]:
+            lines.append(f"| {s['model']} | {s['from_threads']} -> {s['to_threads']} | "
+                         f"{fmt(s['tuned'])} | {fmt(s['cascade'])} | {fmt(s['ort'])} |")
     lines += ["", f"PyTorch: {meta['torch_note'] or meta['torch_versions']}.",
               "", f"Peak RSS floor: a child that runs nothing reports "
               f"{fmt(meta['rss_floor_mib'], '.0f')} MiB (wait4 counts the image a child was "
               "forked from, i.e. this script's process), so smaller peaks read as that."]
     return "\n".join(lines) + "\n"
+
+
+def geomeans(results, threads):
+    """{label: {"T threads" | "all": {value, n}}} of the three anvil ratios."""
+    out = {}
+    for label, key in (("tuned/ORT", "tuned_vs_ort"), ("tuned/cascade", "tuned_vs_cascade"),
+                       ("cascade/ORT", "cascade_vs_ort")):
+        per = {}
+        for t in threads + [None]:
+            v, n = geomean([r.get(key) for r in results if t is None or r["threads"] == t])
+            per["all" if t is None else f"{t} thr"] = {"value": v, "n": n}
+        if len(threads) == 1:
+            per.pop("all")
+        out[label] = per
+    return out
 
 
 def cpu_name():
@@ -394,11 +621,21 @@ def main():
     ap.add_argument("--size", choices=["full", "ci"], default="ci")
     ap.add_argument("--threads", default="1", help="comma-separated thread counts (default 1)")
     ap.add_argument("--runs", type=int, default=10, help="timed runs per round (default 10)")
-    ap.add_argument("--rounds", type=int, default=2, help="A B rounds (default 2)")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="rounds of alternating engines (default 2)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs per round (default 2)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per child (default 1800)")
     ap.add_argument("--anvil", default=os.path.join(ROOT, "build-release", "anvil"))
     ap.add_argument("--zoo", help="model folder (default build-release/peer_zoo/<size>)")
+    ap.add_argument("--tune-db", default=os.path.join(ROOT, "build-release", "peer_zoo",
+                                                      "tuning.db"),
+                    help="tuning database anvil tune fills and tuned anvil reads "
+                         "(default build-release/peer_zoo/tuning.db)")
+    ap.add_argument("--tune-budget", type=int,
+                    help="seconds anvil tune may measure per model and thread count "
+                         "(default: no limit; problems left out run the cascade)")
+    ap.add_argument("--no-tune", action="store_true",
+                    help="no tuning: time anvil's cascade (built-in rules, --no-db) only")
     ap.add_argument("--json", help="write the results as JSON here")
     ap.add_argument("--md", help="write the markdown table here")
     args = ap.parse_args()
@@ -412,6 +649,8 @@ def main():
         ap.error(f"{args.anvil} is not an executable; build it with scripts/build.sh release "
                  "or pass --anvil")
     python = sys.executable
+    args.tune_db = os.path.abspath(args.tune_db)
+    os.makedirs(os.path.dirname(args.tune_db), exist_ok=True)
     zoo = args.zoo or os.path.join(ROOT, "build-release", "peer_zoo", args.size)
     names = [n for n in args.models.split(",") if n] if args.models else None
     cases = ensure_models(names, args.size, zoo, python)
@@ -429,14 +668,19 @@ def main():
             for t in threads:
                 r = bench_model(name, case, t, args, python, tmp)
                 results.append(r)
-                a, o, pt = r.get("anvil"), r.get("ort"), r.get("torch")
-                print(f"{name} threads={t}: anvil {fmt(a and a['median_ms'])} ms, "
-                      f"ORT {fmt(o and o['median_ms'])} ms, "
-                      f"torch {fmt(pt and pt['median_ms'])} ms", file=sys.stderr)
+                lat = {e: ms(r[e]["median_ms"]) if r.get(e) else "—"
+                       for e in ("cascade", "tuned", "ort", "torch")}
+                tune = r.get("tune") or {}
+                print(f"{name} threads={t}: cascade {lat['cascade']} ms, tuned {lat['tuned']} ms "
+                      f"(tune {fmt(tune.get('seconds'))} s, "
+                      f"{fmt(r.get('changed'), 'd')} nodes changed), ORT {lat['ort']} ms, "
+                      f"torch {lat['torch']} ms", file=sys.stderr)
     # /bin/true's peak is this process's resident size at the fork: the least any child reports.
     meta = {"size": args.size, "rounds": args.rounds, "runs": args.runs,
             "warmup": args.warmup, "cpu": cpu_name(), "torch_note": args.torch_note,
             "torch_versions": torch_versions, "anvil": args.anvil,
+            "no_tune": args.no_tune, "tune_db": None if args.no_tune else args.tune_db,
+            "geomeans": geomeans(results, threads), "scaling": scaling(results),
             "rss_floor_mib": run_child(["true"], 60)[3] / MIB}
     md = markdown(results, meta)
     print(md, end="")
