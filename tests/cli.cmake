@@ -95,6 +95,52 @@ anvil_cli_test(bad.db_no_action 2 ARGS db ERR "name an action")
 anvil_cli_test(bad.db_action 2 ARGS db frob ERR "unknown action 'frob'")
 anvil_cli_test(bad.db_export_no_json 2 ARGS db export ERR "pass --json")
 anvil_cli_test(bad.db_merge_no_file 2 ARGS db merge ERR "merge needs the file")
+anvil_cli_test(bad.db_import_no_file 2 ARGS db import ERR "import needs the JSON file")
+anvil_cli_test(bad.db_import_two_files 2 ARGS db import a.json b.json
+               ERR "unexpected argument 'b.json'")
+# import: a hand-written export with two records goes in, is exported by the CLI, and that
+# export goes into a second database and must export the same text; importing it again keeps
+# every record (equal medians are not faster). The chain starts from fresh files each run.
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/cli_db_records.json [=[{"schema_version": 1, "records": [
+ {"key": "Gemm|[8,16]|t=1", "fingerprint": "fpA", "family": "Gemm", "dims": [8, 16],
+  "variant": "gemm_f32", "params": "mr=4;threads=1", "median_ns": 1234.5678901234567,
+  "spread": 1.0625, "reps": 30, "max_err": 1e-7, "source": "offline", "unix_time": 1764000000},
+ {"key": "Relu|[4]|t=1", "fingerprint": "fpA", "family": "Relu", "dims": [4],
+  "variant": "relu_f32", "params": "", "median_ns": 0.30000000000000004, "spread": 1,
+  "reps": 5, "max_err": 0, "source": "online", "unix_time": 1764000001}]}
+]=])
+add_test(NAME cli.db.import_clean COMMAND sh -c "rm -f tune_imp_*"
+         WORKING_DIRECTORY ${ANVIL_CLI_WORK})
+set_tests_properties(cli.db.import_clean PROPERTIES FIXTURES_SETUP cli_db_clean
+                                                    FIXTURES_REQUIRED cli_workdir)
+anvil_cli_test(db.import_records 0 ARGS db import ${CMAKE_CURRENT_BINARY_DIR}/cli_db_records.json
+               --db tune_imp_a.db FIXTURES cli_db_clean
+               OUT "^imported [^\n]*cli_db_records.json into tune_imp_a.db"
+                   ": 2 records inserted or replaced, 0 kept\n$")
+set_tests_properties(cli.db.import_records PROPERTIES FIXTURES_SETUP cli_db_imported)
+set(db_export "'$<TARGET_FILE:anvil>' db export --json --db")
+add_test(NAME cli.db.import_export COMMAND sh -c "${db_export} tune_imp_a.db > tune_imp_a.json"
+         WORKING_DIRECTORY ${ANVIL_CLI_WORK})
+set_tests_properties(cli.db.import_export PROPERTIES FIXTURES_SETUP cli_db_exported
+                     FIXTURES_REQUIRED "cli_workdir;cli_db_imported")
+anvil_cli_test(db.import 0 ARGS db import tune_imp_a.json --db tune_imp_b.db
+               FIXTURES cli_db_exported
+               OUT "^imported tune_imp_a.json into tune_imp_b.db: 2 records inserted or "
+                   "replaced, 0 kept\n$")
+set_tests_properties(cli.db.import PROPERTIES FIXTURES_SETUP cli_db_reimported)
+add_test(NAME cli.db.import_round_trip
+         COMMAND sh -c "${db_export} tune_imp_b.db > tune_imp_b.json && cmp tune_imp_[ab].json"
+         WORKING_DIRECTORY ${ANVIL_CLI_WORK})
+set_tests_properties(cli.db.import_round_trip PROPERTIES
+                     FIXTURES_REQUIRED "cli_workdir;cli_db_exported;cli_db_reimported")
+anvil_cli_test(db.import_again 0 ARGS db import tune_imp_a.json --db tune_imp_b.db
+               FIXTURES "cli_db_exported;cli_db_reimported"
+               OUT ": 0 records inserted or replaced, 2 kept\n$")
+anvil_cli_test(db.import_not_json 11 ARGS db import ${CMAKE_BINARY_DIR}/CMakeCache.txt
+               --db tune_imp_c.db FIXTURES cli_db_clean
+               ERR "ANVIL_ERR_INVALID_ARGUMENT: importing '[^']*CMakeCache.txt': not JSON")
+anvil_cli_test(db.import_missing 16 ARGS db import absent.json --db tune_imp_c.db
+               FIXTURES cli_db_clean ERR "ANVIL_ERR_IO: importing 'absent.json': cannot open it")
 add_test(NAME cli.db.env_path
          COMMAND ${CMAKE_COMMAND} -E env ANVIL_TUNING_DB=${ANVIL_CLI_WORK}/tune_env.db
                  ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|db|check" -DEXPECT_RC=0

@@ -1,7 +1,7 @@
 /* anvil db: looks after the tuning database (src/tune) from the shell: what it holds, a JSON
- * export, an integrity check, merging another machine's or run's file, and pruning records of
- * other machines. The CLI reaches src/tune directly because the public API does not expose the
- * database yet. */
+ * export and its import, an integrity check, merging another machine's or run's file, and
+ * pruning records of other machines. The CLI reaches src/tune directly because the public API
+ * does not expose the database yet. */
 #include "cli.h"
 
 #include "tune/tune.h"
@@ -14,6 +14,7 @@ void cli_db_usage(FILE *f) {
     fprintf(f,
             "usage: anvil db show [--db FILE]\n"
             "       anvil db export --json [--db FILE]\n"
+            "       anvil db import FILE.json [--db FILE]\n"
             "       anvil db check [--db FILE]\n"
             "       anvil db merge OTHER_FILE [--db FILE]\n"
             "       anvil db prune [--db FILE]\n"
@@ -21,9 +22,11 @@ void cli_db_usage(FILE *f) {
             "The tuning database keeps the kernel variants measured fastest per problem and\n"
             "machine. show: its path, this machine's fingerprint and one line per record\n"
             "(variant, median time, key; '*' marks records of this machine). export --json:\n"
-            "every record as JSON on stdout. check: SQLite's integrity check and anvil's schema.\n"
-            "merge: copies OTHER_FILE's records in, keeping the faster on a clash. prune:\n"
-            "deletes the records of every other fingerprint.\n"
+            "every record as JSON on stdout. import: puts the records of such a JSON file in,\n"
+            "all or none; on a clash the faster stays ('kept': the database's was faster).\n"
+            "check: SQLite's integrity check and anvil's schema. merge: copies OTHER_FILE's\n"
+            "records in, keeping the faster on a clash. prune: deletes the records of every\n"
+            "other fingerprint.\n"
             "\n"
             "The file is --db FILE, else $ANVIL_TUNING_DB, else $XDG_CACHE_HOME/anvil/tuning.db\n"
             "(~/.cache/anvil/tuning.db); it is created when absent. ANVIL_TUNING_DB=off turns\n"
@@ -87,23 +90,27 @@ int cli_db_main(int argc, char **argv) {
             json = true;
         else if (!action)
             action = val;
-        else if (!other && strcmp(action, "merge") == 0)
+        else if (!other && (!strcmp(action, "merge") || !strcmp(action, "import")))
             other = val;
         else
             return cli_usage_error("db", "unexpected argument '%s'", val);
     }
-    if (!action) return cli_usage_error("db", "name an action: show, export, check, merge, prune");
-    bool known = !strcmp(action, "show") || !strcmp(action, "export") || !strcmp(action, "check") ||
+    if (!action)
+        return cli_usage_error("db", "name an action: show, export, import, check, merge, prune");
+    bool known = !strcmp(action, "show") || !strcmp(action, "export") ||
+                 !strcmp(action, "import") || !strcmp(action, "check") ||
                  !strcmp(action, "merge") || !strcmp(action, "prune");
     if (!known)
-        return cli_usage_error("db", "unknown action '%s' (show, export, check, merge, prune)",
-                               action);
+        return cli_usage_error(
+            "db", "unknown action '%s' (show, export, import, check, merge, prune)", action);
     if (!strcmp(action, "export") && !json)
         return cli_usage_error("db", "export writes JSON only: pass --json");
     if (json && strcmp(action, "export") != 0)
         return cli_usage_error("db", "--json belongs to export");
     if (!strcmp(action, "merge") && !other)
         return cli_usage_error("db", "merge needs the file to merge from");
+    if (!strcmp(action, "import") && !other)
+        return cli_usage_error("db", "import needs the JSON file to import (from export --json)");
 
     char path[PATH_MAX];
     if (db_path) {
@@ -126,6 +133,12 @@ int cli_db_main(int argc, char **argv) {
         s = tune_db_check(db);
         if (s == ANVIL_OK) s = tune_db_count(db, &n);
         if (s == ANVIL_OK) printf("%s: ok, %zu records\n", path, n);
+    } else if (!strcmp(action, "import")) {
+        size_t changed = 0, kept = 0;
+        s = tune_db_import_json(db, other, &changed, &kept);
+        if (s == ANVIL_OK)
+            printf("imported %s into %s: %zu records inserted or replaced, %zu kept\n", other, path,
+                   changed, kept);
     } else if (!strcmp(action, "merge")) {
         size_t changed = 0;
         s = tune_db_merge(db, other, &changed);

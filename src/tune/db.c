@@ -468,6 +468,55 @@ anvil_status tune_db_nearest(tune_db *db, const char *family, const char *finger
 
 /* ---- merge, prune, check, count, export ----------------------------------------------------- */
 
+anvil_status tune_db_merge_records(tune_db *db, tune_record_next_fn next, void *arg,
+                                   size_t *changed) {
+    CORE_TRY(tune_check_db(db, "tune_db_merge_records"));
+    if (!next) return core_err(ANVIL_ERR_INVALID_ARGUMENT, "tune_db_merge_records: no source");
+    if (changed) *changed = 0;
+    /* The WHERE on the upsert's UPDATE leaves a clash's stored record in place unless the new
+     * one is faster; sqlite3_changes then reports 0 rows, which is how kept records are told
+     * from written ones. */
+    sqlite3_stmt *wr = NULL;
+    if (sqlite3_prepare_v2(db->h, TUNE_UPSERT " WHERE excluded.median_ns < tune_records.median_ns",
+                           -1, &wr, NULL) != SQLITE_OK)
+        return tune_sql_err(ANVIL_ERR_IO, db->path, db->h, "preparing a merge");
+    tune_record *r = core_alloc(sizeof *r);
+    anvil_status s = r ? tune_exec(db->h, db->path, "BEGIN IMMEDIATE") : ANVIL_ERR_OUT_OF_MEMORY;
+    if (s == ANVIL_OK) {
+        size_t n = 0;
+        for (bool end = false; s == ANVIL_OK;) {
+            s = next(arg, r, &end);
+            if (s != ANVIL_OK || end) break;
+            s = tune_record_check(r);
+            if (s == ANVIL_OK) s = tune_upsert(db, wr, r, &n);
+        }
+        if (s == ANVIL_OK) s = tune_exec(db->h, db->path, "COMMIT");
+        /* All or nothing: a failure part way (a bad record, a full disk) undoes the records
+         * already written, so the caller can fix the input and run it again. */
+        if (s != ANVIL_OK) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+        if (s == ANVIL_OK && changed) *changed = n;
+    }
+    free(r);
+    sqlite3_finalize(wr);
+    return s;
+}
+
+/* The rows of another database, as a tune_record_next_fn for tune_db_merge_records. */
+typedef struct tune_merge_src {
+    sqlite3 *h;
+    sqlite3_stmt *rd;
+    const char *path;
+} tune_merge_src;
+
+static anvil_status tune_merge_next(void *arg, tune_record *out, bool *end) {
+    tune_merge_src *m = arg;
+    int rc = sqlite3_step(m->rd);
+    *end = rc == SQLITE_DONE;
+    if (rc == SQLITE_ROW) return tune_row_read(m->rd, m->path, out);
+    if (rc == SQLITE_DONE) return ANVIL_OK;
+    return tune_sql_err(ANVIL_ERR_IO, m->path, m->h, "reading records");
+}
+
 anvil_status tune_db_merge(tune_db *db, const char *other_path, size_t *changed) {
     CORE_TRY(tune_check_db(db, "tune_db_merge"));
     if (!other_path) return core_err(ANVIL_ERR_INVALID_ARGUMENT, "tune_db_merge: no path");
@@ -483,37 +532,13 @@ anvil_status tune_db_merge(tune_db *db, const char *other_path, size_t *changed)
     if (s == ANVIL_OK && empty)
         s = core_err(ANVIL_ERR_INVALID_ARGUMENT,
                      "tuning database to merge '%s' is empty: it has no anvil schema", other_path);
-    sqlite3_stmt *rd = NULL, *wr = NULL;
+    tune_merge_src src = {o, NULL, other_path};
     if (s == ANVIL_OK &&
         sqlite3_prepare_v2(o, "SELECT " TUNE_COLS " FROM tune_records ORDER BY key, fingerprint",
-                           -1, &rd, NULL) != SQLITE_OK)
+                           -1, &src.rd, NULL) != SQLITE_OK)
         s = tune_sql_err(ANVIL_ERR_IO, other_path, o, "reading records");
-    if (s == ANVIL_OK &&
-        sqlite3_prepare_v2(db->h, TUNE_UPSERT " WHERE excluded.median_ns < tune_records.median_ns",
-                           -1, &wr, NULL) != SQLITE_OK)
-        s = tune_sql_err(ANVIL_ERR_IO, db->path, db->h, "preparing a merge");
-    if (s == ANVIL_OK) s = tune_exec(db->h, db->path, "BEGIN IMMEDIATE");
-    if (s == ANVIL_OK) {
-        tune_record *r = core_alloc(sizeof *r);
-        size_t n = 0;
-        int rc = SQLITE_DONE;
-        if (!r) s = ANVIL_ERR_OUT_OF_MEMORY;
-        while (s == ANVIL_OK && (rc = sqlite3_step(rd)) == SQLITE_ROW) {
-            s = tune_row_read(rd, other_path, r);
-            if (s == ANVIL_OK) s = tune_record_check(r);
-            if (s == ANVIL_OK) s = tune_upsert(db, wr, r, &n);
-        }
-        if (s == ANVIL_OK && rc != SQLITE_DONE)
-            s = tune_sql_err(ANVIL_ERR_IO, other_path, o, "reading records");
-        free(r);
-        sqlite3_finalize(wr);
-        wr = NULL;
-        if (s == ANVIL_OK) s = tune_exec(db->h, db->path, "COMMIT");
-        if (s != ANVIL_OK) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-        if (s == ANVIL_OK && changed) *changed = n;
-    }
-    sqlite3_finalize(wr);
-    sqlite3_finalize(rd);
+    if (s == ANVIL_OK) s = tune_db_merge_records(db, tune_merge_next, &src, changed);
+    sqlite3_finalize(src.rd);
     sqlite3_close(o);
     return s;
 }
@@ -585,6 +610,35 @@ anvil_status tune_db_count(tune_db *db, size_t *out) {
     return ANVIL_OK;
 }
 
+/* A number as JSON text that reads back as the same double. cJSON prints 15 significant digits,
+ * enough to look right but not to round-trip (0.1 + 0.2 comes back as 0.3, 2^53 as
+ * 9.00719925474099e+15), and tune_db_import_json must reproduce a record bit for bit: the
+ * shortest of %.15g, %.16g, %.17g that strtod reads back exactly (17 always does). NaN and the
+ * infinities, which JSON cannot spell, become null as cJSON writes them. */
+static cJSON *tune_json_real(double v) {
+    if (!isfinite(v)) return cJSON_CreateNull();
+    char buf[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return cJSON_CreateRaw(buf);
+}
+
+/* An integer as exact JSON text (cJSON would go through a double and 15 digits). */
+static cJSON *tune_json_int(int64_t v) {
+    char buf[24];
+    snprintf(buf, sizeof buf, "%" PRId64, v);
+    return cJSON_CreateRaw(buf);
+}
+
+/* Adds item (may be NULL: out of memory) to o as name; false and item freed on failure. */
+static bool tune_json_add(cJSON *o, const char *name, cJSON *item) {
+    if (item && cJSON_AddItemToObject(o, name, item)) return true;
+    cJSON_Delete(item);
+    return false;
+}
+
 /* One record as a JSON object; NULL when out of memory. */
 static cJSON *tune_record_json(const tune_record *r) {
     cJSON *o = cJSON_CreateObject();
@@ -598,21 +652,19 @@ static cJSON *tune_record_json(const tune_record *r) {
               cJSON_AddStringToObject(o, "fingerprint", r->fingerprint) &&
               cJSON_AddStringToObject(o, "family", r->family);
     for (int i = 0; ok && i < r->n_dims; i++) {
-        cJSON *d = cJSON_CreateNumber((double)r->dims[i]);
+        cJSON *d = tune_json_int(r->dims[i]);
         ok = d && cJSON_AddItemToArray(dims, d);
+        if (!ok) cJSON_Delete(d);
     }
-    if (!cJSON_AddItemToObject(o, "dims", dims)) {
-        cJSON_Delete(dims);
-        ok = false;
-    }
+    ok = tune_json_add(o, "dims", dims) && ok;
     ok = ok && cJSON_AddStringToObject(o, "variant", r->variant) &&
          cJSON_AddStringToObject(o, "params", r->params) &&
-         cJSON_AddNumberToObject(o, "median_ns", r->median_ns) &&
-         cJSON_AddNumberToObject(o, "spread", r->spread) &&
-         cJSON_AddNumberToObject(o, "reps", r->reps) &&
-         cJSON_AddNumberToObject(o, "max_err", r->max_err) &&
+         tune_json_add(o, "median_ns", tune_json_real(r->median_ns)) &&
+         tune_json_add(o, "spread", tune_json_real(r->spread)) &&
+         tune_json_add(o, "reps", tune_json_int(r->reps)) &&
+         tune_json_add(o, "max_err", tune_json_real(r->max_err)) &&
          cJSON_AddStringToObject(o, "source", r->source) &&
-         cJSON_AddNumberToObject(o, "unix_time", (double)r->unix_time);
+         tune_json_add(o, "unix_time", tune_json_int(r->unix_time));
     if (!ok) {
         cJSON_Delete(o);
         return NULL;

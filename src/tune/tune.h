@@ -107,6 +107,29 @@ anvil_status tune_db_count(tune_db *db, size_t *out);
 /* Writes every record as JSON to f: {"schema_version": N, "records": [{...}, ...]}, records
  * ordered by key then fingerprint. */
 anvil_status tune_db_export_json(tune_db *db, FILE *f);
+/* Largest file tune_db_import_json reads. */
+#define TUNE_IMPORT_MAX_BYTES ((size_t)256 << 20)
+/* Puts the records of the JSON file at path, in tune_db_export_json's form, into db in one
+ * transaction; on a (key, fingerprint) clash the record with the smaller median_ns stays, as in
+ * tune_db_merge. The whole file is checked before anything is written, and db is left unchanged
+ * when it is refused: ANVIL_ERR_IO when it cannot be read, ANVIL_ERR_INVALID_ARGUMENT when it is
+ * larger than TUNE_IMPORT_MAX_BYTES, not JSON, not {"schema_version": N, "records": [...]}, of a
+ * schema newer than TUNE_SCHEMA_VERSION, or has a record that lacks a field, has one of the wrong
+ * type, a text empty where the record needs one or longer than its TUNE_*_MAX bound, more than
+ * TUNE_MAX_DIMS dims, dims, reps or unix_time that are not whole numbers, or a median_ns, spread
+ * or max_err that is negative or not finite. Fields the record does not know are ignored. The
+ * message names path, the record (records[i], from 0) and the field. *changed and *kept (each
+ * may be NULL): records inserted or replaced, and records not written because db's were
+ * faster. */
+anvil_status tune_db_import_json(tune_db *db, const char *path, size_t *changed, size_t *kept);
+/* Gives tune_db_merge_records the next record: fills *out, or sets *end when there is none. */
+typedef anvil_status (*tune_record_next_fn)(void *arg, tune_record *out, bool *end);
+/* Puts every record next yields into db in one transaction, keeping on a (key, fingerprint)
+ * clash the record with the smaller median_ns (what merge and import share). All or nothing:
+ * the first status other than ANVIL_OK, next's or a write's, rolls back and is returned.
+ * *changed (may be NULL): records inserted or replaced. */
+anvil_status tune_db_merge_records(tune_db *db, tune_record_next_fn next, void *arg,
+                                   size_t *changed);
 
 /* ---- the problem key (key.c) ------------------------------------------------------------------
  */

@@ -1,7 +1,8 @@
 /* The tuning database (src/tune): round trips and upserts, fingerprints and pruning, the
  * nearest-shape fallback, merging, refusal of corrupt, foreign and newer files (left byte for byte
  * as they were), durability of committed puts when the writer is killed with SIGKILL, the JSON
- * export, and the fingerprint text. */
+ * export and its import (exact round trip, the faster kept on a clash, malformed files refused
+ * with the database unchanged), and the fingerprint text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -440,6 +442,394 @@ static void test_export_json(void **state) {
     free(text);
 }
 
+/* ---- import ------------------------------------------------------------------------------- */
+
+static void expect_same_record(const tune_record *a, const tune_record *b) {
+    assert_string_equal(a->key, b->key);
+    assert_string_equal(a->family, b->family);
+    assert_string_equal(a->fingerprint, b->fingerprint);
+    assert_int_equal(a->n_dims, b->n_dims);
+    for (int i = 0; i < a->n_dims; i++) assert_int_equal(a->dims[i], b->dims[i]);
+    assert_string_equal(a->variant, b->variant);
+    assert_string_equal(a->params, b->params);
+    /* bit for bit: the export must print doubles so that they read back exactly */
+    assert_memory_equal(&a->median_ns, &b->median_ns, sizeof(double));
+    assert_memory_equal(&a->spread, &b->spread, sizeof(double));
+    assert_int_equal(a->reps, b->reps);
+    assert_memory_equal(&a->max_err, &b->max_err, sizeof(double));
+    assert_string_equal(a->source, b->source);
+    assert_int_equal(a->unix_time, b->unix_time);
+}
+
+static void export_to(tune_db *db, const char *path) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(tune_db_export_json(db, f), ANVIL_OK);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Compares every record of src with its copy in dst. */
+typedef struct same_ctx {
+    tune_db *dst;
+    int n;
+} same_ctx;
+
+static anvil_status same_in_dst(const tune_record *r, void *arg) {
+    same_ctx *c = arg;
+    tune_record g;
+    bool found = false;
+    assert_int_equal(tune_db_get(c->dst, r->key, r->fingerprint, &g, &found), ANVIL_OK);
+    assert_true(found);
+    expect_same_record(r, &g);
+    c->n++;
+    return ANVIL_OK;
+}
+
+static void test_import_round_trip(void **state) {
+    (void)state;
+    char src_path[160], dst_path[160], json[160];
+    snprintf(src_path, sizeof src_path, "%s", tmp_path("imp_src.db"));
+    snprintf(dst_path, sizeof dst_path, "%s", tmp_path("imp_dst.db"));
+    snprintf(json, sizeof json, "%s", tmp_path("imp.json"));
+    tune_db *src = open_ok(src_path);
+
+    /* texts at their longest, quotes, backslashes, control and non-ASCII characters */
+    int64_t dims16[TUNE_MAX_DIMS];
+    for (int i = 0; i < TUNE_MAX_DIMS; i++) dims16[i] = (int64_t)1 << (i * 3); /* up to 2^45 */
+    tune_record a = make_rec("", "", "", TUNE_MAX_DIMS, dims16, "", 0.1 + 0.2);
+    memset(a.key, 'k', sizeof a.key - 1);
+    const char *odd = "Conv|\"q\"\\\t\x01\xc3\xa9|";
+    memcpy(a.key, odd, strlen(odd));
+    memset(a.family, 'f', sizeof a.family - 1);
+    memset(a.fingerprint, 'p', sizeof a.fingerprint - 1);
+    memset(a.variant, 'v', sizeof a.variant - 1);
+    memset(a.params, 'm', sizeof a.params - 1);
+    memset(a.source, 's', sizeof a.source - 1);
+    a.spread = 1.0 / 3.0;
+    a.max_err = 5e-324; /* the smallest denormal */
+    a.reps = 2147483647;
+    a.unix_time = 9007199254740992; /* 2^53 */
+    int64_t dims3[3] = {-1, 0, 7};
+    tune_record b =
+        make_rec("Gemm|[-1,0,7]", "Gemm", "fpB", 3, dims3, "gemm_f32", 1.7976931348623157e308);
+    snprintf(b.params, sizeof b.params, "mr=8;nr=12;threads=2");
+    b.spread = 0;
+    b.max_err = 0;
+    b.reps = 0;
+    b.unix_time = -86400;
+    tune_record c = make_rec("Relu|[]", "Relu", "fpB", 0, NULL, "relu", 123456789.123456789);
+    snprintf(c.source, sizeof c.source, "online");
+    assert_int_equal(tune_db_put(src, &a), ANVIL_OK);
+    assert_int_equal(tune_db_put(src, &b), ANVIL_OK);
+    assert_int_equal(tune_db_put(src, &c), ANVIL_OK);
+    export_to(src, json);
+
+    tune_db *dst = open_ok(dst_path);
+    size_t changed = 99, kept = 99;
+    anvil_status s = tune_db_import_json(dst, json, &changed, &kept);
+    if (s != ANVIL_OK) fprintf(stderr, "import: %s\n", core_err_message());
+    assert_int_equal(s, ANVIL_OK);
+    assert_int_equal(changed, 3);
+    assert_int_equal(kept, 0);
+    assert_int_equal(count_of(dst), 3);
+    same_ctx ctx = {dst, 0};
+    assert_int_equal(tune_db_foreach(src, same_in_dst, &ctx), ANVIL_OK);
+    assert_int_equal(ctx.n, 3);
+    assert_int_equal(tune_db_check(dst), ANVIL_OK);
+
+    /* the same file again: equal medians are not faster, so every record is kept */
+    assert_int_equal(tune_db_import_json(dst, json, &changed, &kept), ANVIL_OK);
+    assert_int_equal(changed, 0);
+    assert_int_equal(kept, 3);
+    assert_int_equal(count_of(dst), 3);
+
+    /* an export of an empty database imports nothing; NULL counts are allowed */
+    tune_db *empty = open_ok(tmp_path("imp_empty.db"));
+    export_to(empty, json);
+    tune_db_close(empty);
+    assert_int_equal(tune_db_import_json(dst, json, NULL, NULL), ANVIL_OK);
+    assert_int_equal(count_of(dst), 3);
+    tune_db_close(dst);
+    tune_db_close(src);
+}
+
+static void test_import_keeps_faster(void **state) {
+    (void)state;
+    char json[160];
+    snprintf(json, sizeof json, "%s", tmp_path("imp_faster.json"));
+    tune_db *other = open_ok(tmp_path("imp_other.db"));
+    tune_db *db = open_ok(tmp_path("imp_mine.db"));
+    int64_t dims[1] = {8};
+    tune_record a1 = make_rec("k1", "f", "fp", 1, dims, "a", 100.0);
+    tune_record a2 = make_rec("k2", "f", "fp", 1, dims, "a", 200.0);
+    tune_record b1 = make_rec("k1", "f", "fp", 1, dims, "b", 50.0);
+    tune_record b2 = make_rec("k2", "f", "fp", 1, dims, "b", 300.0);
+    tune_record b3 = make_rec("k3", "f", "fp", 1, dims, "b", 10.0);
+    tune_record b4 = make_rec("k1", "f", "fp2", 1, dims, "b", 999.0); /* another machine */
+    assert_int_equal(tune_db_put(db, &a1), ANVIL_OK);
+    assert_int_equal(tune_db_put(db, &a2), ANVIL_OK);
+    tune_record *theirs[] = {&b1, &b2, &b3, &b4};
+    for (size_t i = 0; i < 4; i++) assert_int_equal(tune_db_put(other, theirs[i]), ANVIL_OK);
+    export_to(other, json);
+    tune_db_close(other);
+
+    size_t changed = 0, kept = 0;
+    assert_int_equal(tune_db_import_json(db, json, &changed, &kept), ANVIL_OK);
+    assert_int_equal(changed, 3); /* k1 replaced, k3 and k1@fp2 added */
+    assert_int_equal(kept, 1);    /* k2: ours is faster */
+    assert_int_equal(count_of(db), 4);
+    tune_record g;
+    bool found = false;
+    assert_int_equal(tune_db_get(db, "k1", "fp", &g, &found), ANVIL_OK);
+    assert_true(found);
+    expect_same_record(&g, &b1);
+    assert_int_equal(tune_db_get(db, "k2", "fp", &g, &found), ANVIL_OK);
+    assert_true(found);
+    expect_same_record(&g, &a2);
+    assert_int_equal(tune_db_get(db, "k3", "fp", &g, &found), ANVIL_OK);
+    assert_true(found);
+    expect_same_record(&g, &b3);
+    assert_int_equal(tune_db_get(db, "k1", "fp2", &g, &found), ANVIL_OK);
+    assert_true(found);
+    expect_same_record(&g, &b4);
+    tune_db_close(db);
+}
+
+/* A valid record as the export writes it: key "k0" on "fp", faster than the database's. */
+static cJSON *good_record_json(void) {
+    cJSON *o = cJSON_CreateObject();
+    assert_non_null(o);
+    cJSON_AddStringToObject(o, "key", "k0");
+    cJSON_AddStringToObject(o, "fingerprint", "fp");
+    cJSON_AddStringToObject(o, "family", "f");
+    cJSON *d = cJSON_AddArrayToObject(o, "dims");
+    cJSON_AddItemToArray(d, cJSON_CreateNumber(1));
+    cJSON_AddItemToArray(d, cJSON_CreateNumber(64));
+    cJSON_AddStringToObject(o, "variant", "fast");
+    cJSON_AddStringToObject(o, "params", "");
+    cJSON_AddNumberToObject(o, "median_ns", 1.0);
+    cJSON_AddNumberToObject(o, "spread", 1.1);
+    cJSON_AddNumberToObject(o, "reps", 10);
+    cJSON_AddNumberToObject(o, "max_err", 0.0);
+    cJSON_AddStringToObject(o, "source", "offline");
+    cJSON_AddNumberToObject(o, "unix_time", 1764000000);
+    return o;
+}
+
+/* {"schema_version": 1, "records": [good, bad]} as text (free); bad NULL: only the good one. */
+static char *file_with(cJSON *bad) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "schema_version", TUNE_SCHEMA_VERSION);
+    cJSON *recs = cJSON_AddArrayToObject(root, "records");
+    cJSON_AddItemToArray(recs, good_record_json());
+    if (bad) cJSON_AddItemToArray(recs, bad);
+    char *text = cJSON_Print(root);
+    assert_non_null(text);
+    cJSON_Delete(root);
+    return text;
+}
+
+/* records[1] is the good record with field replaced by value (NULL: removed). */
+static char *bad_field(const char *field, cJSON *value) {
+    cJSON *o = good_record_json();
+    cJSON_ReplaceItemInObjectCaseSensitive(o, "key", cJSON_CreateString("k1")); /* not k0 */
+    if (value) {
+        if (cJSON_GetObjectItemCaseSensitive(o, field))
+            cJSON_ReplaceItemInObjectCaseSensitive(o, field, value);
+        else
+            cJSON_AddItemToObject(o, field, value);
+    } else {
+        cJSON_DeleteItemFromObjectCaseSensitive(o, field);
+    }
+    return file_with(o);
+}
+
+static cJSON *long_string(size_t n) {
+    char *s = malloc(n + 1);
+    assert_non_null(s);
+    memset(s, 'x', n);
+    s[n] = 0;
+    cJSON *v = cJSON_CreateString(s);
+    free(s);
+    return v;
+}
+
+static cJSON *number_array(int n, double v) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v));
+    return a;
+}
+
+/* Importing path into db must fail with want, name the file and each of the texts, and leave
+ * db as it was: one record, k0 on fp, of variant "slow". */
+static void expect_import_refused(tune_db *db, const char *path, anvil_status want,
+                                  const char *what1, const char *what2) {
+    size_t changed = 7, kept = 7;
+    anvil_status s = tune_db_import_json(db, path, &changed, &kept);
+    const char *msg = core_err_message();
+    if (s != want || !strstr(msg, path) || (what1 && !strstr(msg, what1)) ||
+        (what2 && !strstr(msg, what2)))
+        fprintf(stderr, "import of %s: status %d, message: %s\n", path, (int)s, msg);
+    assert_int_equal(s, want);
+    assert_non_null(strstr(msg, path));
+    if (what1) assert_non_null(strstr(msg, what1));
+    if (what2) assert_non_null(strstr(msg, what2));
+    assert_int_equal(changed, 0);
+    assert_int_equal(kept, 0);
+    assert_int_equal(count_of(db), 1);
+    tune_record g;
+    bool found = false;
+    assert_int_equal(tune_db_get(db, "k0", "fp", &g, &found), ANVIL_OK);
+    assert_true(found);
+    assert_string_equal(g.variant, "slow");
+    assert_true(g.median_ns == 100.0);
+}
+
+static void refuse_text(tune_db *db, const char *path, char *text, const char *what1,
+                        const char *what2) {
+    write_text(path, text);
+    free(text);
+    expect_import_refused(db, path, ANVIL_ERR_INVALID_ARGUMENT, what1, what2);
+}
+
+static char *dup_text(const char *s) {
+    char *d = strdup(s);
+    assert_non_null(d);
+    return d;
+}
+
+static void test_import_refuses_malformed(void **state) {
+    (void)state;
+    char path[160];
+    snprintf(path, sizeof path, "%s", tmp_path("bad.json"));
+    tune_db *db = open_ok(tmp_path("imp_bad.db"));
+    int64_t dims[2] = {1, 64};
+    tune_record mine = make_rec("k0", "f", "fp", 2, dims, "slow", 100.0);
+    assert_int_equal(tune_db_put(db, &mine), ANVIL_OK);
+
+    /* the good file imports (so each refusal below is the bad part's doing); then put back */
+    char *good = file_with(NULL);
+    write_text(path, good);
+    free(good);
+    size_t changed = 0;
+    assert_int_equal(tune_db_import_json(db, path, &changed, NULL), ANVIL_OK);
+    assert_int_equal(changed, 1);
+    assert_int_equal(tune_db_put(db, &mine), ANVIL_OK);
+
+    /* not JSON, or not an export */
+    refuse_text(db, path, dup_text(""), "empty", NULL);
+    refuse_text(db, path, dup_text("SQLite format 3"), "not JSON", "line 1, column 1");
+    refuse_text(db, path, dup_text("{\"schema_version\": 1,\n \"records\": [}"), "not JSON",
+                "line 2");
+    refuse_text(db, path, dup_text("{\"schema_version\": 1, \"records\": []} {}"), "not JSON",
+                NULL);
+    refuse_text(db, path, dup_text("{\"schema_version\": NaN, \"records\": []}"), "not JSON", NULL);
+    refuse_text(db, path, dup_text("[1, 2]"), "not an object", NULL);
+    refuse_text(db, path, dup_text("{\"records\": []}"), "schema_version", "missing");
+    refuse_text(db, path, dup_text("{\"schema_version\": \"1\", \"records\": []}"),
+                "schema_version", "not a number");
+    refuse_text(db, path, dup_text("{\"schema_version\": 2, \"records\": []}"), "newer", NULL);
+    refuse_text(db, path, dup_text("{\"schema_version\": 0, \"records\": []}"), "schema version",
+                NULL);
+    refuse_text(db, path, dup_text("{\"schema_version\": 1}"), "records", "missing");
+    refuse_text(db, path, dup_text("{\"schema_version\": 1, \"records\": {}}"), "records",
+                "not an array");
+    write_text(path, "{\"records\": []}");
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 3, SEEK_SET), 0);
+    assert_int_equal(fputc(0, f), 0);
+    fclose(f);
+    expect_import_refused(db, path, ANVIL_ERR_INVALID_ARGUMENT, "NUL", NULL);
+
+    /* a record that is not an object, lacks a field or has one of the wrong type */
+    refuse_text(db, path, file_with(cJSON_CreateNumber(5)), "records[1] is not an object", NULL);
+    static const char *const fields[] = {"key",     "fingerprint", "family",  "dims",
+                                         "variant", "params",      "source",  "median_ns",
+                                         "spread",  "reps",        "max_err", "unix_time"};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "'%s' is missing", fields[i]);
+        refuse_text(db, path, bad_field(fields[i], NULL), "records[1]", want);
+        bool text = strcmp(fields[i], "dims") != 0 && strcmp(fields[i], "median_ns") != 0 &&
+                    strcmp(fields[i], "spread") != 0 && strcmp(fields[i], "reps") != 0 &&
+                    strcmp(fields[i], "max_err") != 0 && strcmp(fields[i], "unix_time") != 0;
+        snprintf(want, sizeof want, "'%s' is not", fields[i]);
+        refuse_text(db, path,
+                    bad_field(fields[i], text ? cJSON_CreateNumber(1) : cJSON_CreateString("1")),
+                    "records[1]", want);
+    }
+    refuse_text(db, path, bad_field("median_ns", cJSON_CreateNull()), "'median_ns' is not a number",
+                NULL);
+    refuse_text(db, path, bad_field("dims", cJSON_CreateObject()), "'dims' is not an array", NULL);
+    refuse_text(db, path, bad_field("n_dims", cJSON_CreateNumber(3)), "'n_dims' differs", NULL);
+
+    /* texts empty or longer than their bounds (the message names the key once it is read) */
+    refuse_text(db, path, bad_field("key", cJSON_CreateString("")), "'key' is empty", NULL);
+    refuse_text(db, path, bad_field("variant", cJSON_CreateString("")), "'variant' is empty", NULL);
+    refuse_text(db, path, bad_field("key", long_string(TUNE_KEY_MAX)), "'key' has 1024 bytes",
+                "1023");
+    refuse_text(db, path, bad_field("family", long_string(TUNE_FAMILY_MAX)), "(key 'k1')",
+                "'family' has 512 bytes");
+    refuse_text(db, path, bad_field("fingerprint", long_string(TUNE_FINGERPRINT_MAX)),
+                "'fingerprint' has", NULL);
+    refuse_text(db, path, bad_field("variant", long_string(TUNE_VARIANT_MAX)), "'variant' has",
+                NULL);
+    refuse_text(db, path, bad_field("params", long_string(TUNE_PARAMS_MAX)), "'params' has", NULL);
+    refuse_text(db, path, bad_field("source", long_string(TUNE_SOURCE_MAX)), "'source' has 16",
+                NULL);
+
+    /* shape numbers: too many, not whole, not exact in a double */
+    refuse_text(db, path, bad_field("dims", number_array(TUNE_MAX_DIMS + 1, 2)), "'dims' has 17",
+                "more than 16");
+    refuse_text(db, path, bad_field("dims", number_array(2, 1.5)), "'dims[0]' is 1.5", NULL);
+    refuse_text(db, path, bad_field("dims", number_array(1, 1e300)), "'dims[0]'", "whole number");
+    cJSON *mixed = number_array(2, 3);
+    cJSON_AddItemToArray(mixed, cJSON_CreateString("4"));
+    refuse_text(db, path, bad_field("dims", mixed), "'dims[2]' is not a number", NULL);
+    refuse_text(db, path, bad_field("n_dims", cJSON_CreateNumber(TUNE_MAX_DIMS + 1)), "'n_dims'",
+                NULL);
+
+    /* medians and the other measurements: negative, infinite, NaN (which JSON cannot spell, so a
+     * file with it is not JSON; cJSON reads 1e999 as infinity) */
+    refuse_text(db, path, bad_field("median_ns", cJSON_CreateNumber(-1)), "'median_ns' is -1",
+                "finite number >= 0");
+    refuse_text(db, path,
+                dup_text("{\"schema_version\": 1, \"records\": [{\"key\": \"k1\", "
+                         "\"fingerprint\": \"fp\", \"family\": \"f\", \"dims\": [], "
+                         "\"variant\": \"v\", \"params\": \"\", \"median_ns\": 1e999, "
+                         "\"spread\": 1, \"reps\": 1, \"max_err\": 0, \"source\": \"\", "
+                         "\"unix_time\": 0}]}"),
+                "records[0] (key 'k1')", "'median_ns' is inf");
+    refuse_text(db, path, bad_field("spread", cJSON_CreateNumber(-0.5)), "'spread'", NULL);
+    refuse_text(db, path, bad_field("max_err", cJSON_CreateNumber(-1e-9)), "'max_err'", NULL);
+    refuse_text(db, path, bad_field("reps", cJSON_CreateNumber(-1)), "'reps' is -1", NULL);
+    refuse_text(db, path, bad_field("reps", cJSON_CreateNumber(2.5)), "'reps'", NULL);
+    refuse_text(db, path, bad_field("reps", cJSON_CreateNumber(3e9)), "'reps'", NULL);
+    refuse_text(db, path, bad_field("unix_time", cJSON_CreateNumber(1e17)), "'unix_time'", NULL);
+
+    /* a file that cannot be read, a folder, and one over the size cap (sparse: no disk used) */
+    expect_import_refused(db, tmp_path("absent.json"), ANVIL_ERR_IO, "cannot open", NULL);
+    expect_import_refused(db, tmpdir, ANVIL_ERR_IO, "folder", NULL);
+    const char *huge = tmp_path("huge.json");
+    f = fopen(huge, "wb");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)TUNE_IMPORT_MAX_BYTES + 1), 0);
+    fclose(f);
+    expect_import_refused(db, huge, ANVIL_ERR_INVALID_ARGUMENT, "more than the 256 MiB", NULL);
+    unlink(huge);
+
+    assert_int_equal(tune_db_check(db), ANVIL_OK);
+    tune_db_close(db);
+}
+
 static void test_fingerprint_text(void **state) {
     (void)state;
     char fp[TUNE_FINGERPRINT_MAX], fp2[TUNE_FINGERPRINT_MAX];
@@ -469,6 +859,9 @@ int main(void) {
         cmocka_unit_test(test_kill9_keeps_commits),
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_export_json),
+        cmocka_unit_test(test_import_round_trip),
+        cmocka_unit_test(test_import_keeps_faster),
+        cmocka_unit_test(test_import_refuses_malformed),
         cmocka_unit_test(test_fingerprint_text),
     };
     return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_remove);
