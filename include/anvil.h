@@ -157,6 +157,14 @@ anvil_status anvil_options_set_variant(anvil_options *opts, const char *node_or_
  * skipped with a warning. path "": no database. A named path must open: anvil_session_create
  * fails otherwise (a corrupt or foreign file is never overwritten). The string is copied. */
 anvil_status anvil_options_set_tuning_db(anvil_options *opts, const char *path);
+/* Online tuning (BestOf): rounds > 0 makes the session, for every node whose problem the tuning
+ * database lacks, cycle through the node's candidate implementations over its real runs (each
+ * checked against the default first, so outputs stay correct), dropping after round
+ * prune_after those slower than the best by more than prune_factor, and lock the fastest after
+ * `rounds` rounds, writing it to the database (the default one is created if missing). 0 (the
+ * default) turns it off. prune_factor > 1 (0: 1.3), prune_after >= 1 (0: 1). */
+anvil_status anvil_options_set_online_tuning(anvil_options *opts, int rounds, double prune_factor,
+                                             int prune_after);
 
 /* ---- sessions ----------------------------------------------------------------------------- */
 
@@ -204,6 +212,7 @@ typedef struct anvil_session_stats {
     size_t plans_made;       /* plans made so far (one per distinct input-shape signature) */
     size_t nodes_run;        /* nodes executed per run (after plan-time folding) */
     size_t nodes_folded;     /* nodes evaluated once at plan time (shape arithmetic, constants) */
+    size_t nodes_tuning;     /* nodes the online tuner is still trying candidates on */
 } anvil_session_stats;
 /* out: caller-provided. Fails if the session has not run yet. */
 anvil_status anvil_session_stats_get(const anvil_session *session, anvil_session_stats *out);

@@ -435,3 +435,38 @@ const char *cli_human_bytes(double bytes, char *buf, size_t cap) {
 double cli_ms(uint64_t t0, uint64_t t1) {
     return (double)(t1 - t0) / 1e6;
 }
+
+int cli_tuning_option(cli_tuning *t, const char *cmd, int id, const char *val) {
+    switch (id) {
+    case CLI_OPT_DB:
+        if (!val[0]) {
+            cli_usage_error(cmd, "--db needs a file name");
+            return -1;
+        }
+        t->db = val;
+        return 1;
+    case CLI_OPT_NO_DB:
+        t->no_db = true;
+        return 1;
+    case CLI_OPT_TUNE:
+        if (strcmp(val, "online") && strcmp(val, "off")) {
+            cli_usage_error(cmd,
+                            "--tune takes 'online' or 'off', got '%s' (offline tuning is "
+                            "`anvil tune MODEL`)",
+                            val);
+            return -1;
+        }
+        t->online = !strcmp(val, "online");
+        return 1;
+    case CLI_OPT_TUNE_ROUNDS:
+        return cli_parse_int(cmd, "--tune-rounds", val, 1, 1000, &t->rounds) ? 1 : -1;
+    }
+    return 0;
+}
+
+anvil_status cli_tuning_apply(const cli_tuning *t, anvil_options *opts) {
+    if (t->db || t->no_db) CORE_TRY(anvil_options_set_tuning_db(opts, t->no_db ? "" : t->db));
+    if (t->online)
+        CORE_TRY(anvil_options_set_online_tuning(opts, t->rounds > 0 ? (int)t->rounds : 3, 0, 0));
+    return ANVIL_OK;
+}

@@ -108,6 +108,33 @@ bool cli_variants_add(cli_variants *v, const char *cmd, const char *arg);
 anvil_status cli_variants_apply(const cli_variants *v, anvil_options *opts);
 void cli_variants_free(cli_variants *v);
 
+/* The tuning options run and bench share: --db FILE, --no-db, --tune online|off,
+ * --tune-rounds N. */
+typedef struct cli_tuning {
+    const char *db; /* points into argv; NULL: the default */
+    bool no_db;
+    bool online;
+    long long rounds; /* online rounds (default 3) */
+} cli_tuning;
+enum { CLI_OPT_DB = 1000, CLI_OPT_NO_DB, CLI_OPT_TUNE, CLI_OPT_TUNE_ROUNDS };
+#define CLI_TUNING_OPTIONS                                                                         \
+    {"db", 0, true, CLI_OPT_DB}, {"no-db", 0, false, CLI_OPT_NO_DB},                               \
+        {"tune", 0, true, CLI_OPT_TUNE}, {                                                         \
+        "tune-rounds", 0, true, CLI_OPT_TUNE_ROUNDS                                                \
+    }
+#define CLI_TUNING_HELP                                                                            \
+    "  --db FILE                  the tuning database (default: $ANVIL_TUNING_DB, else\n"          \
+    "                             $XDG_CACHE_HOME/anvil/tuning.db when it exists)\n"               \
+    "  --no-db                    no tuning database: the built-in rules only\n"                   \
+    "  --tune online|off          online: nodes the database lacks try their candidates over\n"    \
+    "                             the runs, lock the fastest and write it to the database\n"       \
+    "  --tune-rounds N            rounds of online tuning before locking (default 3)\n"
+/* Handles option id if it is one of CLI_TUNING_OPTIONS: returns 1 when taken, 0 when id is not
+ * a tuning option, -1 after a usage error. */
+int cli_tuning_option(cli_tuning *t, const char *cmd, int id, const char *val);
+/* Applies them to opts. */
+anvil_status cli_tuning_apply(const cli_tuning *t, anvil_options *opts);
+
 /* Parses "1x3x224x224" (or "1,3,224,224"; "" or "scalar" for rank 0) into dims. */
 bool cli_parse_shape(const char *cmd, const char *s, int *rank, int64_t dims[ANVIL_MAX_RANK]);
 

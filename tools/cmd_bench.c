@@ -43,11 +43,8 @@ void cli_bench_usage(FILE *f) {
         "                             Conv and fuse bias/residual/activation epilogues\n"
         "  --profile FILE.json        write per-node timings of all runs as a Chrome trace\n"
         "  --explain                  list per node the implementation that ran and why\n"
-        "                             (database, nearest, cascade, forced, dynamic)\n"
-        "  --db FILE                  the tuning database (default: $ANVIL_TUNING_DB, else\n"
-        "                             $XDG_CACHE_HOME/anvil/tuning.db when it exists)\n"
-        "  --no-db                    no tuning database: the built-in rules only\n"
-        "  -h, --help                 show this help\n");
+        "                             (database, nearest, cascade, forced, "
+        "dynamic)\n" CLI_TUNING_HELP "  -h, --help                 show this help\n");
 }
 
 enum {
@@ -61,15 +58,13 @@ enum {
     OPT_VARIANT,
     OPT_LEVEL,
     OPT_EXPLAIN,
-    OPT_DB,
-    OPT_NO_DB,
 };
 
 typedef struct bench_args {
     const char *model, *profile;
     long long warmup, iters, threads, opt_level;
-    bool json, explain, no_db;
-    const char *db;
+    bool json, explain;
+    cli_tuning tuning;
     cli_inputs inputs;
     cli_variants variants;
     cli_shapes shapes;
@@ -97,8 +92,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
                                       {"variant", 0, true, OPT_VARIANT},
                                       {"opt-level", 0, true, OPT_LEVEL},
                                       {"explain", 0, false, OPT_EXPLAIN},
-                                      {"db", 0, true, OPT_DB},
-                                      {"no-db", 0, false, OPT_NO_DB},
+                                      CLI_TUNING_OPTIONS,
                                       {0}};
     cli_parser p;
     cli_parser_init(&p, "bench", argc, argv, opts);
@@ -150,12 +144,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         case OPT_EXPLAIN:
             a->explain = true;
             break;
-        case OPT_DB:
-            if (!val[0]) return cli_usage_error("bench", "--db needs a file name");
-            a->db = val;
-            break;
-        case OPT_NO_DB:
-            a->no_db = true;
+        default:
+            if (cli_tuning_option(&a->tuning, "bench", id, val) < 0) return CLI_EXIT_USAGE;
             break;
         }
     }
@@ -201,6 +191,10 @@ typedef struct bench_result {
     anvil_session_stats mem;
     int threads;
     cJSON *explain; /* --explain: one object per node (owned) */
+    /* --tune online: the timed run after which no node was tuning any more (1-based; 0: still
+     * tuning at the end, -1: nothing was tuning), and the median of the runs after it */
+    long long locked_after;
+    double locked_median;
 } bench_result;
 
 static anvil_status run_once(anvil_session *sess, size_t n_in, const char **names,
@@ -238,20 +232,32 @@ static anvil_status explain(anvil_session *sess, bench_result *r) {
 }
 
 static void print_explain(const cJSON *list) {
-    static const char *const sources[] = {"database", "nearest", "cascade", "forced", "dynamic"};
-    int counts[5] = {0};
+    static const char *const sources[] = {"database", "nearest", "cascade",
+                                          "forced",   "online",  "dynamic"};
+    int counts[6] = {0};
     printf("\n%-32s %-20s %-36s %-9s %s\n", "node", "op", "variant", "source", "params");
     const cJSON *o;
     cJSON_ArrayForEach(o, list) {
         const char *src = cJSON_GetObjectItem(o, "source")->valuestring;
-        for (int k = 0; k < 5; k++) counts[k] += !strcmp(src, sources[k]);
+        for (int k = 0; k < 6; k++) counts[k] += !strcmp(src, sources[k]);
         printf("%-32.32s %-20.20s %-36.36s %-9s %s\n", cJSON_GetObjectItem(o, "node")->valuestring,
                cJSON_GetObjectItem(o, "op")->valuestring,
                cJSON_GetObjectItem(o, "variant")->valuestring, src,
                cJSON_GetObjectItem(o, "params")->valuestring);
     }
-    printf("nodes: %d from the database, %d nearest shape, %d cascade, %d forced, %d dynamic\n",
-           counts[0], counts[1], counts[2], counts[3], counts[4]);
+    printf("nodes: %d from the database, %d nearest shape, %d cascade, %d forced, %d online, "
+           "%d dynamic\n",
+           counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]);
+}
+
+/* --tune online: records run (1-based, the first run included) as the one after which no node
+ * is tuning any more, if it is the first such. */
+static anvil_status note_lock(anvil_session *sess, bench_result *r, long long run) {
+    if (r->locked_after > 0) return ANVIL_OK;
+    anvil_session_stats st;
+    CORE_TRY(anvil_session_stats_get(sess, &st));
+    r->locked_after = st.nodes_tuning == 0 ? run : 0;
+    return ANVIL_OK;
 }
 
 static int measure(const bench_args *a, const anvil_model *m, const cli_model_input *bi,
@@ -279,8 +285,7 @@ static int measure(const bench_args *a, const anvil_model *m, const cli_model_in
         (s = anvil_options_set_opt_level(opts, (int)a->opt_level)) != ANVIL_OK ||
         (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK) ||
         (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||
-        ((a->db || a->no_db) &&
-         (s = anvil_options_set_tuning_db(opts, a->no_db ? "" : a->db)) != ANVIL_OK))
+        (s = cli_tuning_apply(&a->tuning, opts)) != ANVIL_OK)
         goto fail;
 
     uint64_t t0 = core_now_ns();
@@ -288,14 +293,18 @@ static int measure(const bench_args *a, const anvil_model *m, const cli_model_in
         (s = run_once(sess, n_in, names, ins, n_out, outs)) != ANVIL_OK)
         goto fail;
     r->first_run_ms = cli_ms(t0, core_now_ns());
-    for (long long k = 0; k < a->warmup; k++)
+    if (a->tuning.online && (s = note_lock(sess, r, 1)) != ANVIL_OK) goto fail;
+    for (long long k = 0; k < a->warmup; k++) {
         if ((s = run_once(sess, n_in, names, ins, n_out, outs)) != ANVIL_OK) goto fail;
+        if (a->tuning.online && (s = note_lock(sess, r, 2 + k)) != ANVIL_OK) goto fail;
+    }
     for (long long k = 0; k < a->iters; k++) {
         uint64_t t = core_now_ns();
         s = anvil_session_run(sess, n_in, names, ins, n_out, NULL, outs);
         uint64_t t_end = core_now_ns();
         if (s != ANVIL_OK) goto fail;
         samples[k] = cli_ms(t, t_end);
+        if (a->tuning.online && (s = note_lock(sess, r, 2 + a->warmup + k)) != ANVIL_OK) goto fail;
         for (size_t i = 0; i < n_out; i++) {
             anvil_tensor_free(outs[i]);
             outs[i] = NULL;
@@ -307,6 +316,14 @@ static int measure(const bench_args *a, const anvil_model *m, const cli_model_in
         goto fail;
     }
     memcpy(r->samples, samples, (size_t)a->iters * sizeof *samples);
+    /* before the whole set is sorted: the runs after the lock, in run order */
+    long long first_locked = r->locked_after - 1 - a->warmup; /* timed runs before the lock */
+    if (r->locked_after > 0 && first_locked < a->iters) {
+        if (first_locked < 0) first_locked = 0;
+        bench_stats after =
+            compute_stats(samples + first_locked, (size_t)(a->iters - first_locked));
+        r->locked_median = after.median;
+    }
     r->lat = compute_stats(samples, (size_t)a->iters);
     if ((s = anvil_session_stats_get(sess, &r->mem)) != ANVIL_OK) goto fail;
     if (a->profile && (s = anvil_session_write_profile(sess, a->profile)) != ANVIL_OK) goto fail;
@@ -351,6 +368,12 @@ static void print_text(const bench_args *a, const cli_model_input *bi, size_t n_
     printf("\n");
     printf("plan: %zu plans made, %zu nodes run, %zu folded at plan time\n", r->mem.plans_made,
            r->mem.nodes_run, r->mem.nodes_folded);
+    if (r->locked_after > 0)
+        printf("online tuning: every node locked after run %lld (the first run counts as 1); "
+               "median of the timed runs from then on %.3f ms\n",
+               r->locked_after, r->locked_median);
+    else if (r->locked_after == 0)
+        printf("online tuning: still tuning after the last run (give more --iters)\n");
     if (r->explain) print_explain(r->explain);
 }
 
@@ -415,6 +438,10 @@ static int print_json(const bench_args *a, const cli_model_input *bi, size_t n_i
                       const bench_result *r) {
     cJSON *o = build_json(a, bi, n_in, r);
     if (o && r->explain) cJSON_AddItemReferenceToObject(o, "nodes", r->explain);
+    if (o && r->locked_after >= 0) {
+        cJSON_AddNumberToObject(o, "online_locked_after_run", (double)r->locked_after);
+        cJSON_AddNumberToObject(o, "online_locked_median_ms", r->locked_median);
+    }
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (!text) return cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory building the JSON report");
@@ -430,7 +457,7 @@ int cli_bench_main(int argc, char **argv) {
         args_free(&a);
         return code;
     }
-    bench_result r = {0};
+    bench_result r = {.locked_after = -1};
     anvil_model *m = NULL;
     cli_model_input *bi = NULL;
     size_t n_in = 0;

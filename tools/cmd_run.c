@@ -30,7 +30,7 @@ void cli_run_usage(FILE *f) {
         "                             --variant Conv=help lists the variants of Conv)\n"
         "  --opt-level N              graph rewrites: 0 none, 1 (default) fold BatchNorm into\n"
         "                             Conv and fuse bias/residual/activation epilogues\n"
-        "  --profile FILE.json        write per-node timings as a Chrome trace\n"
+        "  --profile FILE.json        write per-node timings as a Chrome trace\n" CLI_TUNING_HELP
         "  -h, --help                 show this help\n");
 }
 
@@ -39,6 +39,7 @@ enum { OPT_INPUT = 1, OPT_OUTDIR, OPT_THREADS, OPT_PROFILE, OPT_VARIANT, OPT_LEV
 typedef struct run_args {
     const char *model, *outdir, *profile;
     long long threads, opt_level;
+    cli_tuning tuning;
     cli_inputs inputs;
     cli_variants variants;
 } run_args;
@@ -51,6 +52,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
                                       {"profile", 0, true, OPT_PROFILE},
                                       {"variant", 0, true, OPT_VARIANT},
                                       {"opt-level", 0, true, OPT_LEVEL},
+                                      CLI_TUNING_OPTIONS,
                                       {0}};
     cli_parser p;
     cli_parser_init(&p, "run", argc, argv, opts);
@@ -88,6 +90,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
         case OPT_LEVEL:
             if (!cli_parse_int("run", "--opt-level", val, 0, 3, &a->opt_level))
                 return CLI_EXIT_USAGE;
+            break;
+        default:
+            if (cli_tuning_option(&a->tuning, "run", id, val) < 0) return CLI_EXIT_USAGE;
             break;
         }
     }
@@ -188,6 +193,7 @@ static int run_model(const run_args *a, anvil_model *m) {
         (s = anvil_options_set_threads(opts, (int)a->threads)) != ANVIL_OK ||
         (s = anvil_options_set_opt_level(opts, (int)a->opt_level)) != ANVIL_OK ||
         (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK) ||
+        (s = cli_tuning_apply(&a->tuning, opts)) != ANVIL_OK ||
         (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||
         (s = anvil_session_create(m, opts, &sess)) != ANVIL_OK ||
         (s = anvil_session_run(sess, n_in, names, (const anvil_tensor *const *)ins, n_out, NULL,

@@ -18,6 +18,8 @@ struct anvil_options {
     int n_forces;
     bool db_set; /* db_path was given (NULL: the default file) */
     char *db_path;
+    int online_rounds, online_prune_after;
+    double online_prune_factor;
 };
 
 struct anvil_session {
@@ -65,6 +67,22 @@ anvil_status anvil_options_set_tuning_db(anvil_options *o, const char *path) {
     return ANVIL_OK;
 }
 
+anvil_status anvil_options_set_online_tuning(anvil_options *o, int rounds, double prune_factor,
+                                             int prune_after) {
+    API_CHECK(o, "anvil_options_set_online_tuning: options is NULL");
+    API_CHECK(rounds >= 0 && rounds <= 1000, "online tuning rounds must be 0..1000, got %d",
+              rounds);
+    API_CHECK(prune_factor == 0 || (prune_factor > 1 && prune_factor <= 100),
+              "online tuning prune factor must be above 1 (or 0 for the default), got %g",
+              prune_factor);
+    API_CHECK(prune_after >= 0 && prune_after <= 1000,
+              "online tuning prune-after round must be 0..1000, got %d", prune_after);
+    o->online_rounds = rounds;
+    o->online_prune_factor = prune_factor;
+    o->online_prune_after = prune_after;
+    return ANVIL_OK;
+}
+
 /* Opens the session's tuning database (see anvil_options_set_tuning_db). A named file must open;
  * the default one is optional, so a session on a machine that never tuned, or whose cache file
  * is damaged, still runs (on the default rules, with a warning for the damaged file). */
@@ -75,8 +93,11 @@ static anvil_status open_tuning_db(const anvil_options *o, anvil_session *s) {
         CORE_TRY(tune_fingerprint(s->fingerprint, sizeof s->fingerprint));
         return tune_db_open(o->db_path, &s->db);
     }
-    if (tune_db_default_path(path, sizeof path, false) != ANVIL_OK || !path[0] ||
-        access(path, F_OK) != 0) {
+    /* Online tuning writes its winners, so it creates the default file; otherwise a session
+     * only reads one that exists. */
+    bool online = o && o->online_rounds > 0;
+    if (tune_db_default_path(path, sizeof path, online) != ANVIL_OK || !path[0] ||
+        (!online && access(path, F_OK) != 0)) {
         core_err_clear();
         return ANVIL_OK;
     }
@@ -169,6 +190,9 @@ anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opt
         cfg.profiling = opts->profiling;
         cfg.forces = opts->forces;
         cfg.n_forces = opts->n_forces;
+        cfg.online_rounds = opts->online_rounds;
+        cfg.online_prune_factor = opts->online_prune_factor;
+        cfg.online_prune_after = opts->online_prune_after;
     }
     if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
     cfg.released = release_model_pages;

@@ -52,6 +52,7 @@ void rt_plan_free(rt_plan *p) {
     for (int32_t i = 0; i < p->n_steps; i++) {
         rt_step *st = &p->steps[i];
         if (st->state && st->variant->release) st->variant->release(st->state);
+        rt_online_free(st->online);
         free(st->in);
         free(st->out);
     }
@@ -506,13 +507,18 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
         stp->config = ch.cfg;
         stp->threads = ch.threads;
         stp->why = ch.why;
+        if (s->cfg.online_rounds > 0 && ch.why != TUNE_WHY_FORCED && ch.why != TUNE_WHY_DB &&
+            (st = rt_online_setup(s, p, &kn, stp)) != ANVIL_OK)
+            goto fail;
         kn.config = &stp->config;
         if (stp->threads > 0) kn.threads = stp->threads;
-        stp->fusion_after = kern_fusion_pending(stp->variant, &kn);
-        if (stp->variant->prepare && (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
-            goto fail;
+        if (!stp->online) {
+            stp->fusion_after = kern_fusion_pending(stp->variant, &kn);
+            if (stp->variant->prepare && (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
+                goto fail;
+            stp->workspace = stp->variant->workspace_size ? stp->variant->workspace_size(&kn) : 0;
+        }
         release_step(s, readers, n, copied);
-        stp->workspace = stp->variant->workspace_size ? stp->variant->workspace_size(&kn) : 0;
         if (stp->workspace > p->workspace_bytes) p->workspace_bytes = stp->workspace;
         stp->in = core_calloc((size_t)n->n_inputs + 1, sizeof *stp->in);
         stp->out = core_calloc((size_t)n->n_outputs + 1, sizeof *stp->out);
@@ -662,6 +668,7 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
             p->heap_last[h++] = last[v] >= def[v] ? last[v] : def[v];
         }
     }
+    p->tuning = rt_online_pending(p) > 0;
     goto done;
 oom:
     st = ANVIL_ERR_OUT_OF_MEMORY;

@@ -78,6 +78,12 @@ typedef struct rt_session_config {
      * runs, looked up under `fingerprint` (tune_fingerprint, borrowed). NULL: the cascade. */
     tune_db *db;
     const char *fingerprint;
+    /* Online tuning (online.c): > 0 makes every step whose problem db lacks try its
+     * candidates over this many rounds of real runs, then lock the fastest (and write it to db
+     * when set). prune_factor (> 1, default 1.3) and prune_after (default 1) are BestOf's. */
+    int online_rounds;
+    double online_prune_factor;
+    int online_prune_after;
     /* Optional: called while a plan is made, for each node the plan runs through a variant,
      * before its variant is chosen (kn borrowed for the call; its constant values are valid
      * then). The offline tuner measures here, so the choice that follows reads its record. */
@@ -121,6 +127,7 @@ typedef struct rt_step_info {
     char params[TUNE_PARAMS_MAX]; /* tune_params_format of its configuration and threads */
     tune_why why;
     bool dynamic;
+    bool tuning; /* the online tuner is still trying candidates here (why is ONLINE) */
 } rt_step_info;
 /* Calls fn for every step of the plan the last run used, in order. INVALID_ARGUMENT if the
  * session has not run yet. */

@@ -342,15 +342,21 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
             stp->out[k].data = loc_ptr(p, &p->loc[n->outputs[k]], inputs);
             out[k] = &stp->out[k];
         }
-        uint64_t t0 = s->cfg.profiling ? core_now_ns() : 0;
-        s->ctx.threads = stp->threads;
-        st = stp->variant->run(n, stp->state, in, n->n_inputs, out, n->n_outputs, p->workspace,
-                               &s->ctx);
-        if (st == ANVIL_OK && stp->fusion_after)
+        const kern_variant *v = stp->variant;
+        void *state = stp->state;
+        bool fusion_after = stp->fusion_after;
+        int threads = stp->threads;
+        if (stp->online) rt_online_current(stp->online, &v, &state, &fusion_after, &threads);
+        uint64_t t0 = s->cfg.profiling || stp->online ? core_now_ns() : 0;
+        s->ctx.threads = threads;
+        st = v->run(n, state, in, n->n_inputs, out, n->n_outputs, p->workspace, &s->ctx);
+        if (st == ANVIL_OK && fusion_after)
             st = kern_fusion_apply(n, in, n->n_inputs, out[0], &s->ctx);
         s->ctx.threads = 0;
         if (st != ANVIL_OK) break;
-        if (s->cfg.profiling) trace_add(s, stp->node, stp->variant->name, t0, core_now_ns());
+        uint64_t t1 = s->cfg.profiling || stp->online ? core_now_ns() : 0;
+        if (stp->online) rt_online_sample(stp->online, t1 - t0);
+        if (s->cfg.profiling) trace_add(s, stp->node, v->name, t0, t1);
         if (p->n_heap)
             for (int32_t h = 0; h < p->n_heap; h++)
                 if (p->heap_last[h] == i) op_tensor_release(&rf.heap[p->heap_vals[h]]);
@@ -363,6 +369,14 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
     uint64_t run_t1 = core_now_ns();
     if (s->cfg.profiling) trace_add(s, -1, "", run_t0, run_t1);
     s->runs++;
+    if (p->tuning) {
+        /* A winner the database could not take is still locked in for this session. */
+        if (rt_online_after_run(s, p) != ANVIL_OK) {
+            core_log(CORE_LOG_WARN, "online tuning: %s", core_err_message());
+            core_err_clear();
+        }
+        p->tuning = rt_online_pending(p) > 0;
+    }
 
     for (int32_t j = 0; j < g->n_outputs; j++) {
         if (want && !want[j]) continue;
@@ -405,6 +419,7 @@ anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out) {
     for (int32_t i = 0; i < s->last->n_steps; i++) run += !s->last->steps[i].alias;
     out->nodes_run = run;
     out->nodes_folded = s->last->shapes.folded_count;
+    out->nodes_tuning = (size_t)rt_online_pending(s->last);
     return ANVIL_OK;
 }
 
@@ -473,7 +488,8 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
                              .op = ir_op_name(n->op),
                              .variant = stp->dynamic ? "dynamic" : stp->variant->name,
                              .why = stp->why,
-                             .dynamic = stp->dynamic};
+                             .dynamic = stp->dynamic,
+                             .tuning = stp->online != NULL};
         if (!stp->dynamic && !stp->alias)
             tune_params_format(stp->variant, &stp->config, stp->threads, info.params,
                                sizeof info.params);

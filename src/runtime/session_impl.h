@@ -20,12 +20,15 @@ typedef struct rt_loc {
     const void *ptr; /* LOC_CONST */
 } rt_loc;
 
+typedef struct rt_online rt_online;
+
 typedef struct rt_step {
     int32_t node;
     const kern_variant *variant;
     kern_config config;  /* the variant's parameters (all 0: its defaults) */
     int threads;         /* threads the node runs on; 0: all of the session's */
     tune_why why;        /* where the choice came from, for --explain */
+    rt_online *online;   /* non-NULL while the online tuner is still choosing (online.c) */
     void *state;         /* variant's prepared state */
     size_t workspace;    /* bytes at plan->workspace */
     bool alias;          /* output 0 is input 0's bytes: nothing to run */
@@ -46,6 +49,7 @@ typedef struct rt_plan {
     void *workspace;
     size_t workspace_bytes;
     uint64_t last_used;
+    bool tuning; /* some step is still tuning online */
     /* dynamic steps: the values they produce and the step after which each can go */
     ir_vid *heap_vals;
     int32_t *heap_last;
@@ -106,5 +110,27 @@ anvil_status rt_const_materialize(rt_session *s, ir_vid v);
  * that fusion and tries again), else -1. */
 anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out,
                           int32_t *unfuse);
+
+/* ---- online tuning (online.c) ------------------------------------------------------------
+ */
+
+/* At plan time, for a step whose problem the database lacks (p: the plan being made, whose
+ * earlier steps with the same problem it joins): candidates checked against the
+ * cascade and prepared; sets stp->online (or leaves it NULL when there is nothing to choose
+ * between) and raises stp->workspace to the largest candidate's. kn as for prepare; its copied
+ * bits become those every candidate copied. */
+anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_node *kn,
+                             rt_step *stp);
+/* The candidate the step runs this time. */
+void rt_online_current(const rt_online *on, const kern_variant **v, void **state,
+                       bool *fusion_after, int *threads);
+/* Records that candidate's time in this run. */
+void rt_online_sample(rt_online *on, uint64_t ns);
+/* After a successful run: moves every tuning step to its next candidate, prunes at round ends
+ * and locks the winners (writing them to s->cfg.db when set). */
+anvil_status rt_online_after_run(const rt_session *s, rt_plan *p);
+/* Steps of p still tuning. */
+int rt_online_pending(const rt_plan *p);
+void rt_online_free(rt_online *on);
 
 #endif

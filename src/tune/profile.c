@@ -328,7 +328,8 @@ static anvil_status prof_init(prof *p) {
         p->outp[j] = &p->ref[j];
     }
     /* The oracle: the reference kernel on all threads, into ref. */
-    tune_candidate r = {.v = kern_reference(n->op), .threads = kn->threads > 0 ? kn->threads : 1};
+    tune_candidate r = {.v = p->o->oracle ? p->o->oracle : kern_reference(n->op),
+                        .threads = kn->threads > 0 ? kn->threads : 1};
     prof_exec e;
     anvil_status s = exec_prepare(p, &r, &e);
     if (s == ANVIL_OK) s = exec_run(p, &r, &e);
@@ -368,6 +369,35 @@ void tune_profiler_free(tune_profiler *t) {
     if (!t) return;
     prof_free(&t->p);
     free(t);
+}
+
+anvil_status tune_profiler_check(tune_profiler *t, tune_candidate *c) {
+    prof_exec e;
+    c->state = TUNE_CAND_ALIVE;
+    c->max_err = 0;
+    if (exec_prepare(&t->p, c, &e) != ANVIL_OK) {
+        core_err_clear();
+        c->state = TUNE_CAND_FAILED;
+        return ANVIL_OK;
+    }
+    if (exec_run(&t->p, c, &e) != ANVIL_OK) {
+        core_err_clear();
+        c->state = TUNE_CAND_FAILED;
+    } else {
+        c->max_err = max_error(&t->p);
+        if (!(c->max_err <= t->o.tolerance)) c->state = TUNE_CAND_WRONG;
+    }
+    /* One more, warm, run: a first estimate of its time. */
+    if (c->state == TUNE_CAND_ALIVE) {
+        uint64_t t0 = core_now_ns();
+        if (exec_run(&t->p, c, &e) != ANVIL_OK) {
+            core_err_clear();
+            c->state = TUNE_CAND_FAILED;
+        }
+        c->median_ns = (double)(core_now_ns() - t0);
+    }
+    exec_release(c->v, &e);
+    return ANVIL_OK;
 }
 
 bool tune_profiler_expired(const tune_profiler *t) {

@@ -229,6 +229,10 @@ typedef struct tune_profile_opts {
     double round_seconds; /* time one round gives a candidate (default 0.004) */
     double max_seconds;   /* whole node, checks included (default 4) */
     double tolerance;     /* max_err a candidate may have (default 1e-3) */
+    /* The variant whose output is the truth (NULL: the reference kernel). The online tuner
+     * checks against the cascade's choice, which is fast and itself tested against the
+     * reference, so that checking does not cost a naive convolution per node. */
+    const kern_variant *oracle;
     /* Optional: called after every round with the live candidates and the best median so far. */
     void (*progress)(void *arg, int round, int alive, double best_ns);
     void *progress_arg;
@@ -251,6 +255,10 @@ typedef struct tune_profiler tune_profiler;
 anvil_status tune_profiler_create(const kern_node *kn, const tune_profile_opts *o,
                                   tune_profiler **out);
 anvil_status tune_profiler_run(tune_profiler *t, tune_candidate *c, int n, int *winner);
+/* Only the numeric check of c (prepare, one run, compare with the oracle, one warm run, release):
+ * sets c->state to ALIVE, WRONG or FAILED, c->max_err, and c->median_ns to the warm run's time
+ * (one sample: a first estimate, with reps left 0). */
+anvil_status tune_profiler_check(tune_profiler *t, tune_candidate *c);
 /* Whether the time limit has passed (later runs then time only their first candidates). */
 bool tune_profiler_expired(const tune_profiler *t);
 void tune_profiler_free(tune_profiler *t);
