@@ -185,9 +185,11 @@ typedef struct anvil_node_choice {
      * options named it), "dynamic" (shapes known only while running). */
     const char *source;
 } anvil_node_choice;
-/* The nodes of the plan the last run used, in execution order: *choices points at *count
- * entries owned by the session, valid until the next explain, run or free. INVALID_ARGUMENT if
- * the session has not run yet. */
+/* The nodes of the plan the last run used, in execution order, then the graph rewrites whose
+ * groups were decided by measurement (op "layout": a chain of convolutions run channels-last,
+ * variant "nhwc", or left "nchw"; node: the chain's first conv; params "nodes=N;group=KEY"):
+ * *choices points at *count entries owned by the session, valid until the next explain, run or
+ * free. INVALID_ARGUMENT if the session has not run yet. */
 anvil_status anvil_session_explain(anvil_session *session, size_t *count,
                                    const anvil_node_choice **choices);
 

@@ -258,7 +258,20 @@ static const char *item_status(const rt_tune_item *it) {
     return it->cached ? "cached" : it->skipped ? "skipped" : it->failed ? "failed" : "tuned";
 }
 
+/* The group's chosen choice: the one its record names. */
+static int group_choice(const rt_tune_item *it) {
+    for (int k = 0; k < it->n_choices; k++)
+        if (!strcmp(it->record.variant, it->choice_names[k])) return k;
+    return -1;
+}
+
 static double item_speedup(const rt_tune_item *it) {
+    if (it->group) {
+        int w = group_choice(it);
+        return w >= 0 && it->choice_ms[w] > 0 && it->choice_ms[it->rule] > 0
+                   ? it->choice_ms[it->rule] / it->choice_ms[w]
+                   : 0;
+    }
     if (it->winner < 0 || it->cascade < 0) return 0;
     const tune_candidate *w = &it->cands[it->winner], *c = &it->cands[it->cascade];
     return w->median_ns > 0 && c->reps ? c->median_ns / w->median_ns : 0;
@@ -274,7 +287,8 @@ static void print_text(const tune_args *a, const rt_tune_run *r, const char *db_
         char cands[32] = "-", winner[TUNE_VARIANT_MAX + TUNE_PARAMS_MAX + 8] = "-", med[24] = "-",
              sp[16] = "-";
         if (it->n_cands) snprintf(cands, sizeof cands, "%d/%d", it->stats.kept, it->stats.raw);
-        if (it->cached || it->winner >= 0) {
+        if (it->group) snprintf(cands, sizeof cands, "%d choices", it->n_choices);
+        if (it->cached || it->winner >= 0 || (it->group && it->record.variant[0])) {
             snprintf(winner, sizeof winner, "%s%s%s%s", it->record.variant,
                      it->record.params[0] ? " [" : "", it->record.params,
                      it->record.params[0] ? "]" : "");
@@ -292,6 +306,13 @@ static void print_text(const tune_args *a, const rt_tune_run *r, const char *db_
         skipped += it->skipped;
         failed += it->failed;
         changed += it->winner >= 0 && it->winner != it->cascade;
+        changed +=
+            it->group && !it->cached && group_choice(it) >= 0 && group_choice(it) != it->rule;
+        if (a->verbose && it->group && !it->cached)
+            for (int k = 0; k < it->n_choices; k++)
+                printf("       %c %-34s whole model %10.3f ms%s\n",
+                       !strcmp(it->record.variant, it->choice_names[k]) ? '*' : ' ',
+                       it->choice_names[k], it->choice_ms[k], k == it->rule ? "  (rule)" : "");
         if (!a->verbose || !it->n_cands) continue;
         for (int k = 0; k < it->stats.n_rules; k++)
             printf("       rule '%s' removed %d\n", it->stats.rules[k].name,
@@ -306,9 +327,9 @@ static void print_text(const tune_args *a, const rt_tune_run *r, const char *db_
         }
     }
     printf("\nproblems: %d (%d tuned, %d from the database, %d skipped, %d failed); "
-           "%d run a different variant than the cascade\n",
+           "%d differ from the cascade\n",
            r->n_items, tuned, cached, skipped, failed, changed);
-    printf("tuning time: %.1f s   database: %s\n", (double)(core_now_ns() - r->t0) / 1e9, db_path);
+    printf("tuning time: %.1f s   database: %s\n", r->seconds, db_path);
     if (t_cascade > 0)
         printf("model latency (median of %lld, alternating): cascade %.3f ms, tuned %.3f ms "
                "(%.2fx)\n",
@@ -332,6 +353,13 @@ static cJSON *item_json(const rt_tune_item *it) {
     }
     double s = item_speedup(it);
     if (s > 0) cJSON_AddNumberToObject(o, "speedup_vs_cascade", s);
+    if (it->group) {
+        cJSON_AddBoolToObject(o, "group", true);
+        cJSON_AddStringToObject(o, "rule", it->choice_names[it->rule]);
+        cJSON *ch = cJSON_AddObjectToObject(o, "model_ms_by_choice");
+        for (int k = 0; k < it->n_choices && !it->cached; k++)
+            cJSON_AddNumberToObject(ch, it->choice_names[k], it->choice_ms[k]);
+    }
     if (!it->n_cands) return o;
     cJSON_AddNumberToObject(o, "raw_configurations", it->stats.raw);
     cJSON *rules = cJSON_AddObjectToObject(o, "removed_by_rule");
@@ -365,7 +393,7 @@ static int print_json(const tune_args *a, const rt_tune_run *r, const char *db_p
     cJSON_AddStringToObject(root, "database", db_path);
     cJSON_AddStringToObject(root, "fingerprint", fp);
     cJSON_AddNumberToObject(root, "threads", (double)a->threads);
-    cJSON_AddNumberToObject(root, "seconds", (double)(core_now_ns() - r->t0) / 1e9);
+    cJSON_AddNumberToObject(root, "seconds", r->seconds);
     cJSON_AddBoolToObject(root, "stopped", r->stopped);
     if (t_cascade > 0) {
         cJSON_AddNumberToObject(root, "cascade_ms", t_cascade);

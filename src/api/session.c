@@ -254,6 +254,20 @@ anvil_status anvil_session_explain(anvil_session *s, size_t *count,
     API_CHECK(s && count && choices, "anvil_session_explain: an argument is NULL");
     s->n_choices = 0;
     CORE_TRY(rt_session_explain(s->rt, explain_one, s));
+    /* The measured rewrites' group decisions, as entries of their own: the op is the rewrite
+     * ("layout"), the node its group's first, the variant the choice. */
+    const rt_group *groups;
+    int n_groups;
+    rt_session_groups(s->rt, &groups, &n_groups);
+    for (int i = 0; i < n_groups; i++) {
+        rt_step_info info = {.node = groups[i].first,
+                             .op = groups[i].rewrite,
+                             .variant = groups[i].choice_names[groups[i].chosen],
+                             .why = groups[i].why};
+        snprintf(info.params, sizeof info.params, "nodes=%d;group=%.400s", groups[i].n_nodes,
+                 groups[i].key);
+        explain_one(s, &info);
+    }
     if (s->explain_oom) {
         s->explain_oom = false;
         return core_err(ANVIL_ERR_OUT_OF_MEMORY, "anvil_session_explain: out of memory");

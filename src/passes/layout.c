@@ -127,6 +127,54 @@ static anvil_status layout_mode(const pass_options *o, int *mode) {
     return ANVIL_OK;
 }
 
+/* FNV-1a over bytes, for a chain's key. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Asks opts->decide about the chain rooted at root: its key hashes, conv by conv in graph order,
+ * what decides the cost of either layout (weight shape, strides, pads, dilations, group, the
+ * fused epilogue, the input's shape) and not the names, so equal chains share a decision. */
+static int decide_chain(pass_ctx *c, int32_t *parent, const bool *chosen, int32_t root, int rule) {
+    const ir_graph *g = c->g;
+    uint64_t h = 0xcbf29ce484222325ull;
+    int n = 0;
+    const char *first = NULL;
+    static const char *const attrs[] = {"strides", "pads", "dilations", "group"};
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        if (!chosen[k] || find(parent, k) != root) continue;
+        const ir_node *nd = &g->nodes[k];
+        if (!first) first = nd->name;
+        n++;
+        const ir_shape *w = &g->values[nd->inputs[1]].shape, *x = &g->values[nd->inputs[0]].shape;
+        h = fnv(h, w->d, sizeof(int64_t) * (size_t)w->rank);
+        h = fnv(h, x->d, sizeof(int64_t) * (size_t)x->rank);
+        for (size_t a = 0; a < sizeof attrs / sizeof *attrs; a++) {
+            const ir_attr *at = ir_node_attr(nd, attrs[a]);
+            if (!at) continue;
+            if (at->type == IR_ATTR_INT) h = fnv(h, &at->i, sizeof at->i);
+            if (at->type == IR_ATTR_INTS) h = fnv(h, at->ints, sizeof(int64_t) * at->n);
+        }
+        int fused[3] = {nd->fusion ? (int)nd->fusion->act : -1,
+                        nd->fusion ? nd->fusion->bias >= 0 : 0, residual_of(nd) >= 0};
+        h = fnv(h, fused, sizeof fused);
+    }
+    char key[64];
+    snprintf(key, sizeof key, "convs=%d;h=%016llx", n, (unsigned long long)h);
+    static const char *const names[] = {"nchw", "nhwc"};
+    pass_decision q = {.rewrite = "layout",
+                       .group = key,
+                       .first = first,
+                       .n_nodes = n,
+                       .n_choices = 2,
+                       .choice_names = names,
+                       .rule = rule};
+    int ch = c->opts->decide(c->opts->decide_arg, &q);
+    return ch == 0 || ch == 1 ? ch : rule;
+}
+
 /* Which candidates to turn (chosen[k]), by the mode. */
 static anvil_status choose(pass_ctx *c, bool *chosen) {
     const ir_graph *g = c->g;
@@ -139,12 +187,15 @@ static anvil_status choose(pass_ctx *c, bool *chosen) {
         for (int32_t k = 0; k < nn; k++) chosen[k] = chosen[k] && wanted(c, &g->nodes[k]);
         return ANVIL_OK;
     }
-    /* AUTO: the chains (convs linked through an input or a residual) that hold a depthwise conv */
+    /* AUTO: the chains (convs linked through an input or a residual); by rule those that hold
+     * a depthwise conv, or what opts->decide says for the chain. */
     int32_t *parent = malloc(sizeof *parent * (size_t)(nn + 1));
     bool *has_dw = calloc((size_t)nn + 1, sizeof *has_dw);
-    if (!parent || !has_dw) {
+    int *choice = malloc(sizeof *choice * (size_t)(nn + 1));
+    if (!parent || !has_dw || !choice) {
         free(parent);
         free(has_dw);
+        free(choice);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
     for (int32_t k = 0; k < nn; k++) parent[k] = k;
@@ -160,10 +211,18 @@ static anvil_status choose(pass_ctx *c, bool *chosen) {
     }
     for (int32_t k = 0; k < nn; k++)
         if (chosen[k] && depthwise(g, &g->nodes[k])) has_dw[find(parent, k)] = true;
+    for (int32_t k = 0; k < nn; k++) choice[k] = -1;
+    for (int32_t k = 0; k < nn; k++) {
+        if (!chosen[k] || choice[find(parent, k)] >= 0) continue;
+        int32_t root = find(parent, k);
+        choice[root] = has_dw[root] ? 1 : 0;
+        if (c->opts->decide) choice[root] = decide_chain(c, parent, chosen, root, choice[root]);
+    }
     for (int32_t k = 0; k < nn; k++)
-        if (chosen[k]) chosen[k] = has_dw[find(parent, k)] || wanted(c, &g->nodes[k]);
+        if (chosen[k]) chosen[k] = choice[find(parent, k)] == 1 || wanted(c, &g->nodes[k]);
     free(parent);
     free(has_dw);
+    free(choice);
     return ANVIL_OK;
 }
 

@@ -47,6 +47,25 @@ typedef struct pass_graph {
     int nhwc_convs, layout_transposes; /* the layout pass: convs made channels-last, transposes */
 } pass_graph;
 
+/* ---- rewrites that may or may not pay ---------------------------------------------------------
+ * A rewrite whose benefit depends on the machine (the layout pass's channels-last chains today;
+ * fusions later) does not decide by rule alone: for every group of nodes it would change
+ * together it asks pass_options.decide, which may answer from measurements (the tuning database)
+ * or force a choice (the tuner, timing each). The group key names what the rewrite would change
+ * without node names, so the same structure in another model shares the decision. */
+typedef struct pass_decision {
+    const char *rewrite;             /* "layout"; static */
+    const char *group;               /* the group's key (text, stable across runs and models) */
+    const char *first;               /* the group's first node, for reports */
+    int n_nodes;                     /* nodes the choice changes */
+    int n_choices;                   /* 2..4 */
+    const char *const *choice_names; /* [n_choices], e.g. {"nchw", "nhwc"}; static */
+    int rule;                        /* what the rewrite's own rule would choose */
+} pass_decision;
+/* Returns the choice (0..n_choices-1); anything else means the rule's. q, group and first are
+ * valid only during the call; rewrite and choice_names are static. */
+typedef int (*pass_decide_fn)(void *arg, const pass_decision *q);
+
 typedef struct pass_options {
     int opt_level; /* 0: nothing; >= 1: everything above */
     /* Optional: called once for each constant of the source graph that no node of the result
@@ -70,6 +89,10 @@ typedef struct pass_options {
      * anvil.ConvNhwc variant on. */
     const char *const *nhwc_conv;
     int n_nhwc_conv;
+    /* Optional: the choice for each group of a measured rewrite (see pass_decision); NULL:
+     * the rules. Only consulted in the AUTO layout mode. */
+    pass_decide_fn decide;
+    void *decide_arg;
 } pass_options;
 
 /* Which convolutions the layout pass turns channels-last (anvil.ConvNhwc, with transposes at

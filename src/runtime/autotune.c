@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct tune_ctx {
     rt_tune_run *run;
@@ -41,6 +42,12 @@ static anvil_status add_item(rt_tune_run *r, const kern_node *kn, const tune_pro
     it->nodes = 1;
     it->winner = it->cascade = -1;
     return ANVIL_OK;
+}
+
+/* Whether the tune must stop measuring: interrupted, or past its budget. */
+static bool over(const rt_tune_run *r) {
+    return (r->stop && *r->stop) ||
+           (r->budget_seconds > 0 && (double)(core_now_ns() - r->t0) / 1e9 >= r->budget_seconds);
 }
 
 static void on_round(void *arg, int round, int alive, double best_ns) {
@@ -104,22 +111,25 @@ static anvil_status on_node(void *arg, const kern_node *kn) {
         }
         return add_item(r, kn, &pr);
     }
-    if (i < 0 || i != r->done) return ANVIL_OK; /* already settled (a repeated block) */
+    if (i < 0) { /* a problem only an alternative rewrite of the graph poses */
+        CORE_TRY(add_item(r, kn, &pr));
+        i = r->n_items - 1;
+    }
     rt_tune_item *it = &r->items[i];
+    if (it->settled) return ANVIL_OK; /* a repeated block */
     bool found = false;
     anvil_status s = ANVIL_OK;
     if (!r->retune) s = tune_db_get(r->db, pr.key, r->fingerprint, &it->record, &found);
     if (s != ANVIL_OK) return s;
     if (found) {
         it->cached = true;
-    } else if ((r->stop && *r->stop) ||
-               (r->budget_seconds > 0 &&
-                (double)(core_now_ns() - r->t0) / 1e9 >= r->budget_seconds)) {
+    } else if (over(r)) {
         it->skipped = true;
         r->stopped = r->stop && *r->stop;
     } else if ((s = measure(c, i, kn)) != ANVIL_OK) {
         return s;
     }
+    it->settled = true;
     r->done++;
     if (r->progress) r->progress(r->arg, r, i);
     return ANVIL_OK;
@@ -148,6 +158,147 @@ static anvil_status plan_once(const ir_graph *g, const rt_session_config *cfg,
     return st;
 }
 
+/* ---- groups of measured rewrites -------------------------------------------------------------
+ */
+
+typedef struct force_ctx {
+    const char *rewrite, *group;
+    int choice;
+} force_ctx;
+
+static int force_decide(void *arg, const pass_decision *q) {
+    const force_ctx *f = arg;
+    return !strcmp(q->rewrite, f->rewrite) && !strcmp(q->group, f->group) ? f->choice : -1;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Times every choice of group item it on the whole model, sessions alternating run by run, and
+ * writes the fastest (the rule's unless beaten by more than 1%). Each choice's own node
+ * problems are tuned first, so the choices compete at their best. */
+static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_config *cfg,
+                               const anvil_tensor *const *inputs, int i) {
+    rt_tune_run *r = c->run;
+    uint64_t t0 = core_now_ns();
+    const int n = r->items[i].n_choices;
+    const int runs = r->group_runs > 0 ? r->group_runs : 9;
+    force_ctx f[4];
+    rt_session *s[4] = {NULL, NULL, NULL, NULL};
+    double *t = core_calloc((size_t)(n * runs) + 1, sizeof *t);
+    size_t n_out = (size_t)g->n_outputs;
+    anvil_tensor **outs = core_calloc(n_out + 1, sizeof *outs);
+    bool *want = core_calloc(n_out + 1, sizeof *want);
+    anvil_status st = t && outs && want ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
+    for (int k = 0; k < n && st == ANVIL_OK; k++) {
+        f[k] = (force_ctx){r->items[i].op, r->items[i].group_key, k};
+        rt_session_config sc = *cfg;
+        sc.decide = force_decide;
+        sc.decide_arg = &f[k];
+        /* the choice's own problems first (ConvNhwc nodes for "nhwc") */
+        st = plan_once(g, &sc, inputs, c);
+        sc.db = r->db;
+        sc.fingerprint = r->fingerprint;
+        sc.on_node = NULL;
+        if (st == ANVIL_OK) st = rt_session_create(g, &sc, &s[k]);
+        for (int w = 0; w < 2 && st == ANVIL_OK; w++) st = rt_session_run(s[k], inputs, want, outs);
+    }
+    for (int j = 0; j < runs && st == ANVIL_OK; j++) {
+        for (int k = 0; k < n && st == ANVIL_OK; k++) {
+            uint64_t a = core_now_ns();
+            st = rt_session_run(s[k], inputs, want, outs);
+            t[k * runs + j] = (double)(core_now_ns() - a) / 1e6;
+        }
+    }
+    rt_tune_item *it = &r->items[i];
+    int best = -1;
+    for (int k = 0; k < n && st == ANVIL_OK; k++) {
+        qsort(t + k * runs, (size_t)runs, sizeof *t, cmp_double);
+        it->choice_ms[k] = t[k * runs + runs / 2];
+        if (best < 0 || it->choice_ms[k] < it->choice_ms[best]) best = k;
+    }
+    if (st == ANVIL_OK && it->choice_ms[it->rule] <= it->choice_ms[best] * 1.01) best = it->rule;
+    if (st == ANVIL_OK) {
+        tune_record *rec = &it->record;
+        memset(rec, 0, sizeof *rec);
+        rt_group_key(it->op, it->group_key, cfg->threads, rec->key, sizeof rec->key, rec->family,
+                     sizeof rec->family);
+        snprintf(rec->fingerprint, sizeof rec->fingerprint, "%s", r->fingerprint);
+        snprintf(rec->variant, sizeof rec->variant, "%s", it->choice_names[best]);
+        rec->median_ns = it->choice_ms[best] * 1e6;
+        rec->reps = runs;
+        snprintf(rec->source, sizeof rec->source, "offline");
+        rec->unix_time = (int64_t)time(NULL);
+        st = tune_db_put(r->db, rec);
+    }
+    for (int k = 0; k < n; k++) rt_session_free(s[k]);
+    free(t);
+    free(outs);
+    free(want);
+    it->seconds = (double)(core_now_ns() - t0) / 1e9;
+    return st;
+}
+
+/* The measured rewrites' groups of g as a session would take them, as items; then each one not
+ * in the database is timed. */
+static anvil_status tune_groups(tune_ctx *c, const ir_graph *g, const rt_session_config *cfg,
+                                const anvil_tensor *const *inputs) {
+    rt_tune_run *r = c->run;
+    rt_session *s = NULL;
+    CORE_TRY(rt_session_create(g, cfg, &s));
+    const rt_group *groups;
+    int n_groups;
+    rt_session_groups(s, &groups, &n_groups);
+    int first = r->n_items;
+    anvil_status st = ANVIL_OK;
+    for (int k = 0; k < n_groups && st == ANVIL_OK; k++) {
+        if (groups[k].n_choices < 2 || groups[k].n_choices > 4) continue;
+        if (r->n_items == r->cap_items) {
+            int cap = r->cap_items ? r->cap_items * 2 : 32;
+            rt_tune_item *gr = realloc(r->items, sizeof *gr * (size_t)cap);
+            if (!gr) {
+                st = ANVIL_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            r->items = gr;
+            r->cap_items = cap;
+        }
+        rt_tune_item *it = &r->items[r->n_items++];
+        memset(it, 0, sizeof *it);
+        it->group = true;
+        snprintf(it->group_key, sizeof it->group_key, "%s", groups[k].key);
+        it->op = groups[k].rewrite;
+        snprintf(it->node, sizeof it->node, "%s", groups[k].first);
+        it->nodes = groups[k].n_nodes;
+        it->n_choices = groups[k].n_choices;
+        it->choice_names = groups[k].choice_names;
+        it->rule = groups[k].rule;
+        it->winner = it->cascade = -1;
+        rt_group_key(groups[k].rewrite, groups[k].key, cfg->threads, it->problem.key,
+                     sizeof it->problem.key, it->problem.family, sizeof it->problem.family);
+    }
+    rt_session_free(s);
+    for (int i = first; i < r->n_items && st == ANVIL_OK; i++) {
+        rt_tune_item *it = &r->items[i];
+        bool found = false;
+        if (!r->retune)
+            st = tune_db_get(r->db, it->problem.key, r->fingerprint, &it->record, &found);
+        if (st != ANVIL_OK) break;
+        if (found)
+            it->cached = true;
+        else if (over(r))
+            it->skipped = true;
+        else
+            st = time_group(c, g, cfg, inputs, i);
+        it->settled = true;
+        r->done++;
+        if (r->progress) r->progress(r->arg, r, i);
+    }
+    return st;
+}
+
 anvil_status rt_tune_graph(const ir_graph *g, const rt_session_config *cfg,
                            const anvil_tensor *const *inputs, rt_tune_run *run) {
     run->t0 = core_now_ns();
@@ -158,7 +309,14 @@ anvil_status rt_tune_graph(const ir_graph *g, const rt_session_config *cfg,
     if ((st = core_pool_create(c.threads, &c.pool)) != ANVIL_OK) return st;
     c.measure = true;
     st = plan_once(g, cfg, inputs, &c);
+    if (st == ANVIL_OK) {
+        rt_session_config gc = *cfg;
+        gc.db = run->db;
+        gc.fingerprint = run->fingerprint;
+        st = tune_groups(&c, g, &gc, inputs);
+    }
     core_pool_free(c.pool);
+    run->seconds = (double)(core_now_ns() - run->t0) / 1e9;
     return st;
 }
 

@@ -6,6 +6,7 @@
 
 #include "kernels/kernels.h"
 #include "ops/ops.h"
+#include "passes/passes.h"
 #include "runtime/infer.h"
 #include "tune/tune.h"
 
@@ -84,6 +85,11 @@ typedef struct rt_session_config {
     int online_rounds;
     double online_prune_factor;
     int online_prune_after;
+    /* Optional: answers the graph's measured rewrites (pass_decision) before the database and
+     * the rules do; a return outside 0..n_choices-1 passes. The tuner forces each choice of a
+     * group this way to time it. */
+    pass_decide_fn decide;
+    void *decide_arg;
     /* Optional: called while a plan is made, for each node the plan runs through a variant,
      * before its variant is chosen (kn borrowed for the call; its constant values are valid
      * then). The offline tuner measures here, so the choice that follows reads its record. */
@@ -119,6 +125,25 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
                             anvil_tensor **outputs);
 anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out);
 anvil_status rt_session_write_trace(const rt_session *s, const char *path);
+
+/* One group decision of a measured rewrite (pass_decision) as the session's graph took it.
+ * key and first owned by the session. */
+typedef struct rt_group {
+    const char *rewrite; /* static: the pass's own string */
+    char key[TUNE_KEY_MAX];
+    char first[128];
+    int n_nodes;
+    int n_choices;
+    const char *const *choice_names; /* static */
+    int rule, chosen;
+    tune_why why; /* FORCED (the decide callback), DB or CASCADE (the rule) */
+} rt_group;
+/* The session's group decisions, in the order the passes asked. *groups borrowed from s. */
+void rt_session_groups(const rt_session *s, const rt_group **groups, int *n);
+/* The database key of a group decision made with `threads` threads:
+ * "rewrite|<rewrite>|<group>|t=<threads>"; its family is "rewrite|<rewrite>". */
+void rt_group_key(const char *rewrite, const char *group, int threads, char *key, size_t cap,
+                  char *family, size_t family_cap);
 
 /* One step of the latest plan, for --explain. Strings borrowed from the session. */
 typedef struct rt_step_info {
@@ -156,6 +181,15 @@ typedef struct rt_tune_item {
     int winner, cascade; /* indices into cands, -1 if none */
     tune_record record;  /* what the database now holds for it (cached or new) */
     double seconds;      /* spent measuring it */
+    bool settled;        /* measured, cached or skipped */
+    /* A measured rewrite's group (pass_decision) instead of a node's problem: each choice timed
+     * on the whole model (its transposes and the other nodes' reaction included). op is the
+     * rewrite's name, node the group's first node, nodes its size. */
+    bool group;
+    char group_key[TUNE_KEY_MAX]; /* pass_decision.group */
+    int n_choices, rule;
+    const char *const *choice_names; /* static */
+    double choice_ms[4];             /* whole-model median per choice; 0 if not timed */
 } rt_tune_item;
 
 typedef struct rt_tune_run {
@@ -174,8 +208,10 @@ typedef struct rt_tune_run {
     /* out */
     rt_tune_item *items; /* [n_items] in the order the plan meets them */
     int n_items, cap_items;
-    int done; /* items settled so far */
+    int done;       /* items settled so far */
+    int group_runs; /* timed runs per choice of a group (0: 9) */
     uint64_t t0;
+    double seconds; /* the whole tune, set when rt_tune_graph returns */
     bool stopped;
 } rt_tune_run;
 

@@ -91,7 +91,10 @@ static anvil_status graph_setup(rt_session *s) {
                            .released = s->cfg.released,
                            .released_ctx = s->cfg.released_ctx,
                            .unfused = (const char *const *)s->unfused,
-                           .n_unfused = s->n_unfused};
+                           .n_unfused = s->n_unfused,
+                           .decide = rt_decide,
+                           .decide_arg = s};
+        rt_groups_clear(s);
         CORE_TRY(layout_options(s, &po));
         anvil_status st = pass_pipeline_run(s->src, &po, &s->pg);
         free((void *)po.keep_conv);
@@ -152,6 +155,7 @@ void rt_session_free(rt_session *s) {
     free(s->events);
     free(s->forces);
     free(s->force_text);
+    rt_groups_clear(s);
     core_pool_free(s->pool);
     free(s);
 }

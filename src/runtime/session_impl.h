@@ -88,6 +88,8 @@ struct rt_session {
     size_t n_events, cap_events, dropped_events;
     uint32_t runs;
     uint64_t t_origin;
+    rt_group *groups; /* the measured rewrites' decisions (decide.c) */
+    int n_groups, cap_groups;
 };
 
 /* ---- plans (plan.c) --------------------------------------------------------------------------
@@ -110,6 +112,15 @@ anvil_status rt_const_materialize(rt_session *s, ir_vid v);
  * that fusion and tries again), else -1. */
 anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out,
                           int32_t *unfuse);
+
+/* ---- measured rewrites (decide.c) --------------------------------------------------------
+ */
+
+/* pass_options.decide for s's passes: cfg.decide, then the database, then the rule; records
+ * each decision in s->groups. */
+int rt_decide(void *s, const pass_decision *q);
+/* Forgets the decisions (before the graph is rewritten again). */
+void rt_groups_clear(rt_session *s);
 
 /* ---- online tuning (online.c) ------------------------------------------------------------
  */

@@ -12,14 +12,17 @@
 
 /* Profiles c[idx[0..k)] together; results go back into c; *winner is an index into c or -1. */
 static anvil_status run_subset(tune_profiler *t, tune_candidate *c, const int *idx, int k,
-                               int *winner) {
+                               int stage, int *winner) {
     *winner = -1;
     tune_candidate *sub = malloc(sizeof *sub * (size_t)(k > 0 ? k : 1));
     if (!sub) return ANVIL_ERR_OUT_OF_MEMORY;
     for (int j = 0; j < k; j++) sub[j] = c[idx[j]];
     int w = -1;
     anvil_status s = tune_profiler_run(t, sub, k, &w);
-    for (int j = 0; j < k && s == ANVIL_OK; j++) c[idx[j]] = sub[j];
+    for (int j = 0; j < k && s == ANVIL_OK; j++) {
+        c[idx[j]] = sub[j];
+        c[idx[j]].stage = stage;
+    }
     if (s == ANVIL_OK && w >= 0) *winner = idx[w];
     free(sub);
     return s;
@@ -50,7 +53,7 @@ static anvil_status descend(tune_profiler *t, tune_candidate *c, int n, int *idx
         }
         if (k < 2) continue;
         int w;
-        CORE_TRY(run_subset(t, c, idx, k, &w));
+        CORE_TRY(run_subset(t, c, idx, k, 2, &w));
         if (w >= 0) cur = w;
     }
     *best = cur;
@@ -79,7 +82,7 @@ anvil_status tune_search(const kern_node *kn, tune_candidate *c, int n, const tu
         if (c[i].cascade) cascade = i;
         if (is_default(&c[i].cfg)) idx[k++] = i;
     }
-    if (s == ANVIL_OK) s = run_subset(t, c, idx, k, &w);
+    if (s == ANVIL_OK) s = run_subset(t, c, idx, k, 1, &w);
 
     /* 2. the parameters of each variant still in the race */
     int finalists = 0;
@@ -106,7 +109,7 @@ anvil_status tune_search(const kern_node *kn, tune_candidate *c, int n, const tu
             has_cascade |= best[f] == cascade;
         }
         if (!has_cascade && cascade >= 0) idx[k++] = cascade;
-        if (k > 1) s = run_subset(t, c, idx, k, &w);
+        if (k > 1) s = run_subset(t, c, idx, k, 3, &w);
     }
     if (s == ANVIL_OK) *winner = w;
     free(idx);

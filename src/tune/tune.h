@@ -184,6 +184,7 @@ typedef struct tune_candidate {
     int reps;         /* timed runs */
     double max_err;   /* largest |out - reference| over the output's largest |reference| */
     int round;        /* SLOW: the round after which it was dropped */
+    int stage;        /* tune_search's step that timed it last (1..3); 0: none */
 } tune_candidate;
 
 #define TUNE_MAX_RULES 32

@@ -10,7 +10,8 @@ On a small CNN made here (six distinct Conv/MatMul problems, fixed seed):
   3. SIGINT in the middle stops cleanly (exit 0, "stopped" in the report);
   4. a warm database measures nothing ("cached" for every problem);
   5. `anvil bench --explain` says "database" for the tuned Conv/MatMul nodes, "cascade" with
-     --no-db;
+     --no-db; the conv chain's layout is a group decision, both choices timed on the whole model
+     and the winner read back from the database;
   6. the tuned session's outputs equal the cascade's and ONNX Runtime's.
 """
 
@@ -100,7 +101,8 @@ def explain(anvil, model, *db_args):
                         "--explain", "--json", *db_args], capture_output=True, text=True)
     if r.returncode != 0:
         fail(f"bench --explain: {r.stderr}")
-    return {n["node"]: n for n in json.loads(r.stdout)["nodes"]}
+    return {(n["op"] if n["op"] == "layout" else "") + n["node"]: n
+            for n in json.loads(r.stdout)["nodes"]}
 
 
 def main():
@@ -131,8 +133,13 @@ def main():
         fail(f"resume after kill: {kept} records were kept, statuses {status}")
     if len(status) < 6:
         fail(f"expected at least 6 distinct problems, got {status}")
+    groups = [p for p in rep["problems"] if p.get("group")]
+    if len(groups) != 1 or groups[0]["op"] != "layout":
+        fail(f"expected one layout group decision, got {groups}")
+    if groups[0]["status"] == "tuned" and sorted(groups[0]["model_ms_by_choice"]) != ["nchw", "nhwc"]:
+        fail(f"layout group: both choices must be timed: {groups[0]}")
     for p in rep["problems"]:
-        if p["status"] == "tuned":
+        if p["status"] == "tuned" and not p.get("group"):
             winners = [c for c in p["candidates"] if c["winner"]]
             if len(winners) != 1 or winners[0]["max_err"] > 1e-3:
                 fail(f"{p['node']}: winner {winners}")
@@ -154,7 +161,7 @@ def main():
 
     tuned = explain(anvil, model, "--db", db)
     cascade = explain(anvil, model, "--no-db")
-    for name in ("c1", "c2", "c3", "c4", "c5", "fc"):
+    for name in ("c1", "c2", "c3", "c4", "c5", "fc", "layoutc1"):
         if tuned[name]["source"] != "database":
             fail(f"{name}: tuned session says {tuned[name]}")
         if cascade[name]["source"] != "cascade":

@@ -174,6 +174,60 @@ static void test_slow_and_wrong_never_win(void **state) {
     mm_free(&c);
 }
 
+/* ---- the nested search ------------------------------------------------------------------- */
+
+/* A 3x3 convolution with many algorithms (im2col, implicit GEMM, Winograd, ...), each with a
+ * register tile and KC to tune: the search settles each surviving algorithm's parameters before
+ * the algorithms are compared at their best, and never times the parameters of an algorithm
+ * that lost at its defaults. */
+static void test_search_nested(void **state) {
+    (void)state;
+    optest t;
+    float *x = optest_random_f32(32 * 20 * 20, 3, -1, 1),
+          *w = optest_random_f32(32 * 32 * 9, 4, -1, 1);
+    optest_begin(&t, IR_OP_CONV, 2, 1, 2);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){3, 3}, 2);
+    optest_attr_ints(&t, 1, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){1, 32, 20, 20}, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){32, 32, 3, 3}, w, true);
+    assert_int_equal(optest_infer(&t), ANVIL_OK);
+    op_tinfo in[OPTEST_MAX_IO];
+    optest_input_info(&t, in);
+    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 2, NULL, NULL};
+    tune_candidate *c;
+    int n, win;
+    assert_int_equal(tune_candidates(&kn, 2, &c, &n, NULL), ANVIL_OK);
+    core_pool *p = pool2();
+    tune_profile_opts o = {.pool = p, .max_seconds = 5};
+    assert_int_equal(tune_search(&kn, c, n, &o, &win), ANVIL_OK);
+    assert_true(win >= 0);
+    assert_int_equal(c[win].state, TUNE_CAND_ALIVE);
+    assert_true(c[win].max_err <= 1e-3);
+    int timed = 0, spaces = 0;
+    for (int i = 0; i < n; i++) {
+        timed += c[i].state != TUNE_CAND_UNTIMED;
+        bool deflt = !memcmp(&c[i].cfg, &(kern_config){{0}}, sizeof c[i].cfg);
+        if (deflt || c[i].state == TUNE_CAND_UNTIMED) continue;
+        /* a non-default configuration was timed: its variant survived the defaults round */
+        bool parent_survived = false;
+        for (int j = 0; j < n; j++)
+            parent_survived |= c[j].v == c[i].v && c[j].threads == c[i].threads &&
+                               !memcmp(&c[j].cfg, &(kern_config){{0}}, sizeof c[j].cfg) &&
+                               c[j].stage >= 1 &&
+                               !(c[j].stage == 1 && c[j].state == TUNE_CAND_SLOW);
+        assert_true(parent_survived);
+        assert_true(c[i].stage >= 2);
+        spaces++;
+    }
+    assert_true(spaces > 0); /* some parameters were tuned */
+    assert_true(timed < n);  /* and not the whole space */
+    free(c);
+    core_pool_free(p);
+    optest_end(&t);
+    free(x);
+    free(w);
+}
+
 /* ---- parameter text ------------------------------------------------------------------------ */
 
 static void test_params_text(void **state) {
@@ -285,6 +339,7 @@ int main(void) {
         cmocka_unit_test(test_candidates),
         cmocka_unit_test(test_profile_real),
         cmocka_unit_test(test_slow_and_wrong_never_win),
+        cmocka_unit_test(test_search_nested),
         cmocka_unit_test(test_params_text),
         cmocka_unit_test(test_lookup),
     };
