@@ -152,6 +152,7 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
     if (!leader) {
         double limit = best_ns * ONLINE_FIRST_CUT;
         if (cascade_ns > 0 && 2 * cascade_ns < limit) limit = 2 * cascade_ns;
+        if (s->cfg.online_keep_all) limit = 0;
         n_pick = 0;
         for (int i = 0; pick && i < n_all; i++)
             if (all[i].state == TUNE_CAND_ALIVE && !(limit > 0 && all[i].median_ns > limit))

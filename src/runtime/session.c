@@ -190,7 +190,8 @@ static rt_plan *plan_lookup(rt_session *s, const int64_t *sig, size_t sig_len) {
     return NULL;
 }
 
-static void trace_add(rt_session *s, int32_t node, const char *variant, uint64_t t0, uint64_t t1) {
+static void trace_add(rt_session *s, int32_t node, const char *variant, tune_why why, uint64_t t0,
+                      uint64_t t1) {
     if (s->n_events == s->cap_events) {
         if (s->cap_events >= RT_TRACE_MAX_EVENTS) {
             s->dropped_events++;
@@ -205,7 +206,7 @@ static void trace_add(rt_session *s, int32_t node, const char *variant, uint64_t
         s->events = e;
         s->cap_events = cap;
     }
-    s->events[s->n_events++] = (rt_event){node, s->runs, t0, t1, variant};
+    s->events[s->n_events++] = (rt_event){node, s->runs, t0, t1, variant, why};
 }
 
 static void *loc_ptr(const rt_plan *p, const rt_loc *l, const anvil_tensor *const *inputs) {
@@ -321,7 +322,7 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
             uint64_t t0 = s->cfg.profiling ? core_now_ns() : 0;
             st = run_dynamic_step(s, &rf, stp);
             if (st == ANVIL_OK && s->cfg.profiling)
-                trace_add(s, stp->node, "dynamic", t0, core_now_ns());
+                trace_add(s, stp->node, "dynamic", TUNE_WHY_CASCADE, t0, core_now_ns());
             for (int32_t h = 0; h < p->n_heap; h++)
                 if (p->heap_last[h] <= i) op_tensor_release(&rf.heap[p->heap_vals[h]]);
             continue;
@@ -360,7 +361,7 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
         if (st != ANVIL_OK) break;
         uint64_t t1 = s->cfg.profiling || stp->online ? core_now_ns() : 0;
         if (stp->online) rt_online_sample(stp->online, t1 - t0);
-        if (s->cfg.profiling) trace_add(s, stp->node, v->name, t0, t1);
+        if (s->cfg.profiling) trace_add(s, stp->node, v->name, stp->why, t0, t1);
         if (p->n_heap)
             for (int32_t h = 0; h < p->n_heap; h++)
                 if (p->heap_last[h] == i) op_tensor_release(&rf.heap[p->heap_vals[h]]);
@@ -371,7 +372,7 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
         return st;
     }
     uint64_t run_t1 = core_now_ns();
-    if (s->cfg.profiling) trace_add(s, -1, "", run_t0, run_t1);
+    if (s->cfg.profiling) trace_add(s, -1, "", TUNE_WHY_CASCADE, run_t0, run_t1);
     s->runs++;
     if (p->tuning) {
         /* A winner the database could not take is still locked in for this session. */
@@ -468,7 +469,7 @@ anvil_status rt_session_write_trace(const rt_session *s, const char *path) {
                 ",\"cat\":\"op\",\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":\"%s\",\"variant\":", ts,
                 dur, ir_op_name(n->op));
         json_string(f, e->variant);
-        fprintf(f, ",\"run\":%u", e->run);
+        fprintf(f, ",\"source\":\"%s\",\"run\":%u", tune_why_name(e->why), e->run);
         if (n->n_outputs > 0 && n->outputs[0] != IR_NONE)
             fprintf(f, ",\"shape\":\"%s\"",
                     ir_shape_str(s->g, &s->g->values[n->outputs[0]].shape, shape, sizeof shape));

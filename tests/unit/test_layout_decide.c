@@ -80,7 +80,7 @@ typedef struct answer {
     int give; /* what decide returns */
     int asked;
     pass_decision last;
-    char group[128];
+    char group[128], first[128]; /* copies: the decision's strings die with the call */
 } answer;
 
 static int decide(void *arg, const pass_decision *q) {
@@ -88,7 +88,9 @@ static int decide(void *arg, const pass_decision *q) {
     a->asked++;
     a->last = *q;
     snprintf(a->group, sizeof a->group, "%s", q->group);
+    snprintf(a->first, sizeof a->first, "%s", q->first);
     a->last.group = a->group;
+    a->last.first = a->first;
     return a->give;
 }
 
