@@ -49,6 +49,23 @@ foreach(name IN LISTS zoo_models)
   endif()
 endforeach()
 
+# Tuned: `anvil tune` on each model (its own database, 2 threads, at most 60 s), then the same
+# cases through that database: tuning must not crash on a real model's graph, and what it chose
+# must give the expected outputs.
+foreach(name IN LISTS zoo_models)
+  if(NOT name IN_LIST zoo_pending)
+    set(db ${ANVIL_ZOO_DIR}/${name}.tuning.db)
+    add_test(NAME zoo.tuned.${name}
+             COMMAND sh -c "rm -f '${db}' '${db}-wal' '${db}-shm' && \
+                            '$<TARGET_FILE:anvil>' tune '${ANVIL_ZOO_DIR}/${name}/model.onnx' \
+                              --db '${db}' --threads 2 --budget 60 --runs 0 -q > /dev/null && \
+                            ANVIL_TUNING_DB='${db}' '$<TARGET_FILE:anvil_run_cases>' \
+                              '${ANVIL_ZOO_DIR}/${name}'")
+    set_tests_properties(zoo.tuned.${name} PROPERTIES FIXTURES_REQUIRED zoo_models TIMEOUT 600
+                                                      LABELS zoo)
+  endif()
+endforeach()
+
 add_test(NAME zoo.pending
          COMMAND ${ANVIL_ZOO_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/models/zoo_pending.py
                  $<TARGET_FILE:anvil_run_cases> ${ANVIL_ZOO_DIR} ${ANVIL_ZOO_PENDING})

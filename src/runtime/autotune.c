@@ -28,7 +28,7 @@ static int find_item(const rt_tune_run *r, const char *key) {
 
 static anvil_status add_item(rt_tune_run *r, const kern_node *kn, const tune_problem *pr) {
     if (r->n_items == r->cap_items) {
-        int cap = r->cap_items ? r->cap_items * 2 : 32;
+        int cap = r->cap_items ? r->cap_items * 2 : 8;
         rt_tune_item *g = realloc(r->items, sizeof *g * (size_t)cap);
         if (!g) return ANVIL_ERR_OUT_OF_MEMORY;
         r->items = g;
@@ -161,8 +161,11 @@ static anvil_status plan_once(const ir_graph *g, const rt_session_config *cfg,
 /* ---- groups of measured rewrites -------------------------------------------------------------
  */
 
+/* A copy, not pointers into run->items: tuning a choice's own problems adds items, and the
+ * array moves. */
 typedef struct force_ctx {
-    const char *rewrite, *group;
+    const char *rewrite; /* static */
+    char group[TUNE_KEY_MAX];
     int choice;
 } force_ctx;
 
@@ -193,7 +196,9 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
     bool *want = core_calloc(n_out + 1, sizeof *want);
     anvil_status st = t && outs && want ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
     for (int k = 0; k < n && st == ANVIL_OK; k++) {
-        f[k] = (force_ctx){r->items[i].op, r->items[i].group_key, k};
+        f[k].rewrite = r->items[i].op;
+        snprintf(f[k].group, sizeof f[k].group, "%s", r->items[i].group_key);
+        f[k].choice = k;
         rt_session_config sc = *cfg;
         sc.decide = force_decide;
         sc.decide_arg = &f[k];
@@ -256,7 +261,7 @@ static anvil_status tune_groups(tune_ctx *c, const ir_graph *g, const rt_session
     for (int k = 0; k < n_groups && st == ANVIL_OK; k++) {
         if (groups[k].n_choices < 2 || groups[k].n_choices > 4) continue;
         if (r->n_items == r->cap_items) {
-            int cap = r->cap_items ? r->cap_items * 2 : 32;
+            int cap = r->cap_items ? r->cap_items * 2 : 8;
             rt_tune_item *gr = realloc(r->items, sizeof *gr * (size_t)cap);
             if (!gr) {
                 st = ANVIL_ERR_OUT_OF_MEMORY;
@@ -280,19 +285,20 @@ static anvil_status tune_groups(tune_ctx *c, const ir_graph *g, const rt_session
                      sizeof it->problem.key, it->problem.family, sizeof it->problem.family);
     }
     rt_session_free(s);
-    for (int i = first; i < r->n_items && st == ANVIL_OK; i++) {
-        rt_tune_item *it = &r->items[i];
+    int last = r->n_items; /* time_group adds the items of each choice's own problems */
+    for (int i = first; i < last && st == ANVIL_OK; i++) {
         bool found = false;
         if (!r->retune)
-            st = tune_db_get(r->db, it->problem.key, r->fingerprint, &it->record, &found);
+            st = tune_db_get(r->db, r->items[i].problem.key, r->fingerprint, &r->items[i].record,
+                             &found);
         if (st != ANVIL_OK) break;
         if (found)
-            it->cached = true;
+            r->items[i].cached = true;
         else if (over(r))
-            it->skipped = true;
+            r->items[i].skipped = true;
         else
             st = time_group(c, g, cfg, inputs, i);
-        it->settled = true;
+        r->items[i].settled = true;
         r->done++;
         if (r->progress) r->progress(r->arg, r, i);
     }
