@@ -299,6 +299,7 @@ static void print_text(const tune_args *a, const rt_tune_run *r, const char *db_
         if (it->skipped)
             snprintf(winner, sizeof winner, "(skipped: %s)", r->stopped ? "stopped" : "budget");
         if (it->failed) snprintf(winner, sizeof winner, "(failed: %.120s)", it->error);
+        if (it->reverted) snprintf(sp, sizeof sp, "kept");
         printf("%-4d %-12.12s %-22.22s %5d %11s %-46.46s %10s %8s\n", i + 1, it->op, it->node,
                it->nodes, cands, winner, med, sp);
         tuned += !it->cached && !it->skipped && !it->failed;
@@ -329,6 +330,10 @@ static void print_text(const tune_args *a, const rt_tune_run *r, const char *db_
     printf("\nproblems: %d (%d tuned, %d from the database, %d skipped, %d failed); "
            "%d differ from the cascade\n",
            r->n_items, tuned, cached, skipped, failed, changed);
+    if (r->reverted)
+        printf("checked in the model: %d problem(s) whose winner ran slower in place than the "
+               "cascade keep the cascade ('kept')\n",
+               r->reverted);
     printf("tuning time: %.1f s   database: %s\n", r->seconds, db_path);
     if (t_cascade > 0)
         printf("model latency (median of %lld, alternating): cascade %.3f ms, tuned %.3f ms "
@@ -353,6 +358,11 @@ static cJSON *item_json(const rt_tune_item *it) {
     }
     double s = item_speedup(it);
     if (s > 0) cJSON_AddNumberToObject(o, "speedup_vs_cascade", s);
+    if (it->reverted) {
+        cJSON_AddBoolToObject(o, "kept_cascade_in_model", true);
+        cJSON_AddNumberToObject(o, "in_model_tuned_ns", it->in_model_tuned_ns);
+        cJSON_AddNumberToObject(o, "in_model_cascade_ns", it->in_model_cascade_ns);
+    }
     if (it->group) {
         cJSON_AddBoolToObject(o, "group", true);
         cJSON_AddStringToObject(o, "rule", it->choice_names[it->rule]);

@@ -6,7 +6,7 @@
  * is measured and its winner written, so the choice right after already reads the new record.
  * Two plans are made: the first only lists the distinct problems (so progress can say i of N
  * and the budget can be spread), the second measures them. */
-#include "runtime.h"
+#include "session_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,6 +322,7 @@ anvil_status rt_tune_graph(const ir_graph *g, const rt_session_config *cfg,
         st = tune_groups(&c, g, &gc, inputs);
     }
     core_pool_free(c.pool);
+    if (st == ANVIL_OK && !run->stopped) st = rt_tune_verify(g, cfg, inputs, run);
     run->seconds = (double)(core_now_ns() - run->t0) / 1e9;
     return st;
 }

@@ -193,6 +193,10 @@ typedef struct rt_tune_item {
     int n_choices, rule;
     const char *const *choice_names; /* static */
     double choice_ms[4];             /* whole-model median per choice; 0 if not timed */
+    /* Checked in the model (verify.c): its winner took longer in place than the cascade, which
+     * is now its record; the two in-place times, summed over its nodes. */
+    bool reverted;
+    double in_model_tuned_ns, in_model_cascade_ns;
 } rt_tune_item;
 
 typedef struct rt_tune_run {
@@ -215,6 +219,7 @@ typedef struct rt_tune_run {
     int group_runs; /* timed runs per choice of a group (0: 9) */
     uint64_t t0;
     double seconds; /* the whole tune, set when rt_tune_graph returns */
+    int reverted;   /* problems whose winner lost to the cascade inside the model */
     bool stopped;
 } rt_tune_run;
 

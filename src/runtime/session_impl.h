@@ -123,6 +123,14 @@ int rt_decide(void *s, const pass_decision *q);
 /* Forgets the decisions (before the graph is rewritten again). */
 void rt_groups_clear(rt_session *s);
 
+/* ---- checking tuned winners inside the model (verify.c) ----------------------------------
+ */
+
+/* Runs g with the cascade and with run->db alternating, timing every node in place, and writes
+ * the cascade's choice back for each problem whose tuned nodes were slower there. */
+anvil_status rt_tune_verify(const ir_graph *g, const rt_session_config *cfg,
+                            const anvil_tensor *const *inputs, rt_tune_run *run);
+
 /* ---- online tuning (online.c) ------------------------------------------------------------
  */
 

@@ -200,9 +200,62 @@ static void test_online_tunes_and_stays_correct(void **state) {
     cnn_free(&c);
 }
 
+/* anvil tune's last step (verify.c): a record whose variant runs slower inside the model than the
+ * cascade (here the naive reference convolution, planted by hand) is replaced by the cascade's
+ * choice. */
+static void test_verify_reverts_slow_record(void **state) {
+    (void)state;
+    cnn c;
+    cnn_build(&c);
+    char fp[TUNE_FINGERPRINT_MAX];
+    assert_int_equal(tune_fingerprint(fp, sizeof fp), ANVIL_OK);
+    tune_db *db;
+    assert_int_equal(tune_db_open(tmp_path("verify.db"), &db), ANVIL_OK);
+    anvil_tensor *x;
+    assert_int_equal(rt_tensor_new(ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){1, 8, 24, 24}, &x),
+                     ANVIL_OK);
+    memset(x->data, 0, x->bytes);
+    const anvil_tensor *ins[1] = {x};
+    /* NCHW throughout, so that c3 stays a Conv whatever the layout measurement would say */
+    rt_session_config cfg = {.threads = 2, .opt_level = 1, .layout = PASS_LAYOUT_NCHW};
+    rt_tune_run run = {.db = db, .fingerprint = fp, .prof = {.max_seconds = 0.5}};
+    assert_int_equal(rt_tune_graph(c.g, &cfg, ins, &run), ANVIL_OK);
+    char key[TUNE_KEY_MAX] = "";
+    for (int i = 0; i < run.n_items; i++)
+        if (!strcmp(run.items[i].node, "c3"))
+            snprintf(key, sizeof key, "%s", run.items[i].problem.key);
+    assert_true(key[0]);
+    rt_tune_run_free(&run);
+
+    tune_record rec;
+    bool found;
+    assert_int_equal(tune_db_get(db, key, fp, &rec, &found), ANVIL_OK);
+    assert_true(found);
+    snprintf(rec.variant, sizeof rec.variant, "reference");
+    rec.params[0] = '\0';
+    rec.median_ns = 1;
+    assert_int_equal(tune_db_put(db, &rec), ANVIL_OK);
+
+    rt_tune_run again = {.db = db, .fingerprint = fp};
+    assert_int_equal(rt_tune_graph(c.g, &cfg, ins, &again), ANVIL_OK);
+    assert_true(again.reverted >= 1);
+    bool marked = false;
+    for (int i = 0; i < again.n_items; i++)
+        marked |= !strcmp(again.items[i].problem.key, key) && again.items[i].reverted;
+    assert_true(marked);
+    rt_tune_run_free(&again);
+    assert_int_equal(tune_db_get(db, key, fp, &rec, &found), ANVIL_OK);
+    assert_true(found);
+    assert_string_not_equal(rec.variant, "reference");
+    anvil_tensor_free(x);
+    tune_db_close(db);
+    cnn_free(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_online_tunes_and_stays_correct),
+        cmocka_unit_test(test_verify_reverts_slow_record),
     };
     return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_remove);
 }

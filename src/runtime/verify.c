@@ -1,0 +1,191 @@
+/* The last step of `anvil tune`: every winner checked where it will run, inside the model.
+ *
+ * A node timed alone runs with its weights hot in the caches, run after run; inside a model each
+ * layer's weights arrive cold behind the previous layer's, and a blocking that wins hot can lose
+ * cold (GPT-2's MatMuls on 2 threads: a narrow B block measured faster alone made the model 13%
+ * slower). So the model runs with the cascade and tuned, alternating, with per-node timings, and
+ * a problem whose tuned nodes take longer in place than the cascade's do (summed over the nodes
+ * that share it, past noise) gets the cascade's choice written back as its record. */
+#include "session_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define VERIFY_ROUNDS 7
+/* Slower in place by more than this fraction, and by more than VERIFY_MIN_NS in total, counts. */
+#define VERIFY_MARGIN 0.05
+#define VERIFY_MIN_NS 2000.0
+
+/* Node name -> problem key of the tuned session's nodes, filled by its plan's on_node hook. */
+typedef struct key_map {
+    char **name, **key;
+    int n, cap;
+    bool oom;
+} key_map;
+
+static anvil_status record_key(void *arg, const kern_node *kn) {
+    key_map *m = arg;
+    tune_problem pr;
+    if (tune_problem_of(kn, &pr) != ANVIL_OK) {
+        core_err_clear();
+        return ANVIL_OK;
+    }
+    if (m->n == m->cap) {
+        int cap = m->cap ? m->cap * 2 : 64;
+        char **a = realloc(m->name, sizeof *a * (size_t)cap), **b;
+        if (a) m->name = a;
+        b = realloc(m->key, sizeof *b * (size_t)cap);
+        if (b) m->key = b;
+        if (!a || !b) return ANVIL_ERR_OUT_OF_MEMORY;
+        m->cap = cap;
+    }
+    m->name[m->n] = strdup(kn->node->name);
+    m->key[m->n] = strdup(pr.key);
+    if (!m->name[m->n] || !m->key[m->n]) {
+        free(m->name[m->n]);
+        free(m->key[m->n]);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    m->n++;
+    return ANVIL_OK;
+}
+
+static void key_map_free(key_map *m) {
+    for (int i = 0; i < m->n; i++) {
+        free(m->name[i]);
+        free(m->key[i]);
+    }
+    free(m->name);
+    free(m->key);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Per node of s's graph: the median of its durations over the runs from `from_run` on; 0 for
+ * nodes that never ran. out has g->n_nodes entries. */
+static anvil_status node_medians(const rt_session *s, uint32_t from_run, double *out) {
+    const int32_t nn = s->g->n_nodes;
+    double *buf = core_calloc((size_t)s->n_events + 1, sizeof *buf);
+    int32_t *count = core_calloc((size_t)nn + 1, sizeof *count);
+    if (!buf || !count) {
+        free(buf);
+        free(count);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    for (int32_t k = 0; k < nn; k++) {
+        int c = 0;
+        for (size_t e = 0; e < s->n_events; e++) {
+            const rt_event *ev = &s->events[e];
+            if (ev->node == k && ev->run >= from_run) buf[c++] = (double)(ev->t1 - ev->t0);
+        }
+        qsort(buf, (size_t)c, sizeof *buf, cmp_double);
+        out[k] = c ? buf[c / 2] : 0;
+    }
+    free(buf);
+    free(count);
+    return ANVIL_OK;
+}
+
+static int32_t node_named(const ir_graph *g, const char *name) {
+    for (int32_t k = 0; k < g->n_nodes; k++)
+        if (g->nodes[k].name && !strcmp(g->nodes[k].name, name)) return k;
+    return -1;
+}
+
+/* The step of s's last plan that runs node k, or NULL. */
+static const rt_step *step_of(const rt_session *s, int32_t k) {
+    for (int32_t i = 0; s->last && i < s->last->n_steps; i++)
+        if (s->last->steps[i].node == k) return &s->last->steps[i];
+    return NULL;
+}
+
+anvil_status rt_tune_verify(const ir_graph *g, const rt_session_config *cfg,
+                            const anvil_tensor *const *inputs, rt_tune_run *run) {
+    key_map map = {0};
+    rt_session_config ca = *cfg, cb = *cfg;
+    ca.db = NULL;
+    ca.profiling = cb.profiling = true;
+    ca.on_node = NULL;
+    cb.db = run->db;
+    cb.fingerprint = run->fingerprint;
+    cb.on_node = record_key;
+    cb.on_node_arg = &map;
+    rt_session *a = NULL, *b = NULL;
+    size_t n_out = (size_t)g->n_outputs;
+    anvil_tensor **outs = core_calloc(n_out + 1, sizeof *outs);
+    bool *want = core_calloc(n_out + 1, sizeof *want);
+    double *ma = NULL, *mb = NULL;
+    anvil_status st = outs && want ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
+    if (st == ANVIL_OK) st = rt_session_create(g, &ca, &a);
+    if (st == ANVIL_OK) st = rt_session_create(g, &cb, &b);
+    /* two warm-up runs each (the first makes the plan), then rounds alternating */
+    for (int r = 0; r < 2 + VERIFY_ROUNDS && st == ANVIL_OK; r++) {
+        st = rt_session_run(a, inputs, want, outs);
+        if (st == ANVIL_OK) st = rt_session_run(b, inputs, want, outs);
+    }
+    if (st == ANVIL_OK) {
+        ma = core_calloc((size_t)a->g->n_nodes + 1, sizeof *ma);
+        mb = core_calloc((size_t)b->g->n_nodes + 1, sizeof *mb);
+        if (!ma || !mb) st = ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    if (st == ANVIL_OK) st = node_medians(a, 2, ma);
+    if (st == ANVIL_OK) st = node_medians(b, 2, mb);
+    /* Per problem: the tuned nodes' time in place against the same nodes' under the cascade. */
+    bool *done = core_calloc((size_t)map.n + 1, sizeof *done);
+    if (st == ANVIL_OK && !done) st = ANVIL_ERR_OUT_OF_MEMORY;
+    for (int i = 0; st == ANVIL_OK && i < map.n; i++) {
+        if (done[i]) continue;
+        double tuned = 0, cascade = 0;
+        const rt_step *cstep = NULL;
+        bool from_db = false;
+        for (int j = i; j < map.n; j++) {
+            if (strcmp(map.key[j], map.key[i])) continue;
+            done[j] = true;
+            int32_t kb = node_named(b->g, map.name[j]), ka = node_named(a->g, map.name[j]);
+            const rt_step *sb = kb >= 0 ? step_of(b, kb) : NULL;
+            const rt_step *sa = ka >= 0 ? step_of(a, ka) : NULL;
+            if (!sb || !sa || sb->dynamic || sa->dynamic ||
+                a->g->nodes[ka].op != b->g->nodes[kb].op)
+                continue;
+            from_db |= sb->why == TUNE_WHY_DB;
+            tuned += mb[kb];
+            cascade += ma[ka];
+            if (!cstep) cstep = sa;
+        }
+        if (!from_db || !cstep || cascade <= 0) continue;
+        if (tuned <= cascade * (1 + VERIFY_MARGIN) || tuned - cascade <= VERIFY_MIN_NS) continue;
+        tune_record rec;
+        bool found = false;
+        st = tune_db_get(run->db, map.key[i], run->fingerprint, &rec, &found);
+        if (st != ANVIL_OK || !found) continue;
+        snprintf(rec.variant, sizeof rec.variant, "%s", cstep->variant->name);
+        rec.params[0] = '\0';
+        rec.median_ns = cascade;
+        rec.spread = 1;
+        rec.reps = VERIFY_ROUNDS;
+        rec.max_err = 0;
+        rec.unix_time = (int64_t)time(NULL);
+        if ((st = tune_db_put(run->db, &rec)) != ANVIL_OK) break;
+        run->reverted++;
+        for (int k = 0; k < run->n_items; k++) {
+            if (strcmp(run->items[k].problem.key, map.key[i])) continue;
+            run->items[k].reverted = true;
+            run->items[k].in_model_tuned_ns = tuned;
+            run->items[k].in_model_cascade_ns = cascade;
+            run->items[k].record = rec;
+        }
+    }
+    free(done);
+    free(ma);
+    free(mb);
+    rt_session_free(a);
+    rt_session_free(b);
+    free(outs);
+    free(want);
+    key_map_free(&map);
+    return st;
+}
