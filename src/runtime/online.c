@@ -22,6 +22,8 @@
 #define ONLINE_MAX_SAMPLES 64
 /* Candidates whose check run took more than this times the best's are not tried online. */
 #define ONLINE_FIRST_CUT 1.5
+/* The most candidates a node tries online. */
+#define ONLINE_MAX_CANDIDATES 6
 
 struct rt_online {
     tune_problem problem;
@@ -157,6 +159,26 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
         for (int i = 0; pick && i < n_all; i++)
             if (all[i].state == TUNE_CAND_ALIVE && !(limit > 0 && all[i].median_ns > limit))
                 pick[n_pick++] = i;
+        /* At most ONLINE_MAX_CANDIDATES, the fastest by their check run, the cascade always
+         * among them: a MatMul's dozen register tiles are all within the cut, and round 1
+         * alone would take a run each. */
+        if (!s->cfg.online_keep_all && n_pick > ONLINE_MAX_CANDIDATES) {
+            for (int q = 1; q < n_pick; q++)
+                for (int r = q; r > 0 && all[pick[r]].median_ns < all[pick[r - 1]].median_ns; r--) {
+                    int tmp = pick[r];
+                    pick[r] = pick[r - 1];
+                    pick[r - 1] = tmp;
+                }
+            bool has_cascade = false;
+            for (int q = 0; q < ONLINE_MAX_CANDIDATES; q++) has_cascade |= all[pick[q]].cascade;
+            int keep = ONLINE_MAX_CANDIDATES;
+            for (int q = keep; q < n_pick && !has_cascade; q++)
+                if (all[pick[q]].cascade) {
+                    pick[keep - 1] = pick[q];
+                    has_cascade = true;
+                }
+            n_pick = keep;
+        }
     }
     uint32_t copied_all = ~0u;
     for (int q = 0; st == ANVIL_OK && q < n_pick; q++) {
