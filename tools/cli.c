@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include "api/api.h"
+#include "tune/tune.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -469,4 +470,18 @@ anvil_status cli_tuning_apply(const cli_tuning *t, anvil_options *opts) {
     if (t->online)
         CORE_TRY(anvil_options_set_online_tuning(opts, t->rounds > 0 ? (int)t->rounds : 3, 0, 0));
     return ANVIL_OK;
+}
+
+int cli_tuning_db_path(const char *given, char *buf, size_t cap) {
+    if (given) {
+        if ((size_t)snprintf(buf, cap, "%s", given) >= cap)
+            return cli_fail(ANVIL_ERR_LIMIT, "--db path is too long");
+        return 0;
+    }
+    anvil_status s = tune_db_default_path(buf, cap, true);
+    if (s != ANVIL_OK) return cli_fail_status(s);
+    if (!buf[0])
+        return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
+                        "$ANVIL_TUNING_DB is 'off': name the database with --db FILE");
+    return 0;
 }

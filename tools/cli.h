@@ -129,6 +129,10 @@ enum { CLI_OPT_DB = 1000, CLI_OPT_NO_DB, CLI_OPT_TUNE, CLI_OPT_TUNE_ROUNDS };
     "  --tune online|off          online: nodes the database lacks try their candidates over\n"    \
     "                             the runs, lock the fastest and write it to the database\n"       \
     "  --tune-rounds N            rounds of online tuning before locking (default 3)\n"
+/* The tuning database a command that writes one uses: `given` (--db FILE) when non-NULL, else
+ * the default (tune_db_default_path, its folder created). An error when the path is too long
+ * or $ANVIL_TUNING_DB is "off" (such a command needs a file). 0 or the exit code. */
+int cli_tuning_db_path(const char *given, char *buf, size_t cap);
 /* Handles option id if it is one of CLI_TUNING_OPTIONS: returns 1 when taken, 0 when id is not
  * a tuning option, -1 after a usage error. */
 int cli_tuning_option(cli_tuning *t, const char *cmd, int id, const char *val);

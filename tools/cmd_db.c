@@ -33,16 +33,6 @@ void cli_db_usage(FILE *f) {
             "the database off for sessions.\n");
 }
 
-/* The default path; its folder is created. 0 or an exit code. */
-static int db_default_path(char *buf, size_t cap) {
-    anvil_status s = tune_db_default_path(buf, cap, true);
-    if (s != ANVIL_OK) return cli_fail_status(s);
-    if (!buf[0])
-        return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
-                        "$ANVIL_TUNING_DB is 'off': name the database with --db FILE");
-    return 0;
-}
-
 typedef struct db_show_ctx {
     const char *fingerprint;
     size_t total, mine;
@@ -113,13 +103,8 @@ int cli_db_main(int argc, char **argv) {
         return cli_usage_error("db", "import needs the JSON file to import (from export --json)");
 
     char path[PATH_MAX];
-    if (db_path) {
-        if ((size_t)snprintf(path, sizeof path, "%s", db_path) >= sizeof path)
-            return cli_fail(ANVIL_ERR_LIMIT, "--db path is too long");
-    } else {
-        int rc = db_default_path(path, sizeof path);
-        if (rc != 0) return rc;
-    }
+    int prc = cli_tuning_db_path(db_path, path, sizeof path);
+    if (prc != 0) return prc;
     tune_db *db = NULL;
     anvil_status s = tune_db_open(path, &db);
     if (s != ANVIL_OK) return cli_fail_status(s);

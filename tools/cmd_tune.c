@@ -189,11 +189,6 @@ static void on_round(void *arg, const rt_tune_run *r, int item, int alive, doubl
 /* ---- before / after --------------------------------------------------------------------------
  */
 
-static int cmp_double(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* Median latency of the cascade and of the tuned session, runs alternating between them so the
  * machine's noise falls on both alike. */
 static anvil_status before_after(const ir_graph *g, const rt_session_config *cfg, tune_db *db,
@@ -203,35 +198,14 @@ static anvil_status before_after(const ir_graph *g, const rt_session_config *cfg
     c1.db = db;
     c1.fingerprint = fp;
     rt_session *s[2] = {NULL, NULL};
-    double *t[2] = {calloc((size_t)runs + 1, sizeof(double)),
-                    calloc((size_t)runs + 1, sizeof(double))};
-    size_t n_out = (size_t)g->n_outputs;
-    anvil_tensor **outs = calloc(n_out + 1, sizeof *outs);
-    bool *want = calloc(n_out + 1, sizeof *want);
-    anvil_status st = (!t[0] || !t[1] || !outs || !want) ? ANVIL_ERR_OUT_OF_MEMORY : ANVIL_OK;
-    if (st == ANVIL_OK) st = rt_session_create(g, &c0, &s[0]);
+    double ms[2] = {0, 0};
+    anvil_status st = rt_session_create(g, &c0, &s[0]);
     if (st == ANVIL_OK) st = rt_session_create(g, &c1, &s[1]);
-    for (int k = 0; k < 2 && st == ANVIL_OK; k++)
-        for (int w = 0; w < 3 && st == ANVIL_OK; w++) st = rt_session_run(s[k], inputs, want, outs);
-    for (int i = 0; i < runs && st == ANVIL_OK; i++) {
-        for (int k = 0; k < 2 && st == ANVIL_OK; k++) {
-            uint64_t t0 = core_now_ns();
-            st = rt_session_run(s[k], inputs, want, outs);
-            t[k][i] = (double)(core_now_ns() - t0) / 1e6;
-        }
-    }
-    if (st == ANVIL_OK) {
-        qsort(t[0], (size_t)runs, sizeof(double), cmp_double);
-        qsort(t[1], (size_t)runs, sizeof(double), cmp_double);
-        *cascade_ms = t[0][runs / 2];
-        *tuned_ms = t[1][runs / 2];
-    }
+    if (st == ANVIL_OK) st = rt_sessions_alternate(s, 2, inputs, 3, runs, ms);
+    *cascade_ms = ms[0];
+    *tuned_ms = ms[1];
     rt_session_free(s[0]);
     rt_session_free(s[1]);
-    free(t[0]);
-    free(t[1]);
-    free(outs);
-    free(want);
     return st;
 }
 
@@ -433,16 +407,7 @@ int cli_tune_main(int argc, char **argv) {
     if (code >= 0) goto done;
     code = CLI_EXIT_OK;
     anvil_status s;
-    if (a.db)
-        snprintf(db_path, sizeof db_path, "%s", a.db);
-    else if ((s = tune_db_default_path(db_path, sizeof db_path, true)) != ANVIL_OK) {
-        code = cli_fail_status(s);
-        goto done;
-    } else if (!db_path[0]) {
-        code = cli_fail(ANVIL_ERR_INVALID_ARGUMENT,
-                        "$ANVIL_TUNING_DB is 'off': name the database with --db FILE");
-        goto done;
-    }
+    if ((code = cli_tuning_db_path(a.db, db_path, sizeof db_path)) != 0) goto done;
     if ((s = anvil_model_load(a.model, &m)) != ANVIL_OK ||
         (s = tune_fingerprint(fp, sizeof fp)) != ANVIL_OK ||
         (s = tune_db_open(db_path, &db)) != ANVIL_OK) {

@@ -78,6 +78,13 @@ typedef struct kern_node {
     const kern_config *config;
 } kern_node;
 
+/* Whether every parameter of c is at the variant's default (0). */
+static inline bool kern_config_is_default(const kern_config *c) {
+    for (int i = 0; i < KERN_MAX_PARAMS; i++)
+        if (c->v[i]) return false;
+    return true;
+}
+
 /* Parameter i of kn's configuration, or 0 (the default) when kn has none. */
 static inline int32_t kern_param(const kern_node *kn, int i) {
     return kn->config && i >= 0 && i < KERN_MAX_PARAMS ? kn->config->v[i] : 0;

@@ -174,14 +174,34 @@ static int force_decide(void *arg, const pass_decision *q) {
     return !strcmp(q->rewrite, f->rewrite) && !strcmp(q->group, f->group) ? f->choice : -1;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Times every choice of group item it on the whole model, sessions alternating run by run, and
  * writes the fastest (the rule's unless beaten by more than 1%). Each choice's own node
  * problems are tuned first, so the choices compete at their best. */
+anvil_status rt_sessions_alternate(rt_session *const *s, int n, const anvil_tensor *const *inputs,
+                                   int warmup, int runs, double *median_ms) {
+    size_t n_out = n > 0 ? (size_t)s[0]->src->n_outputs : 0;
+    anvil_tensor **outs = core_calloc(n_out + 1, sizeof *outs);
+    bool *want = core_calloc(n_out + 1, sizeof *want); /* all false: no output is copied out */
+    double *t = core_calloc((size_t)n * (size_t)runs + 1, sizeof *t);
+    anvil_status st = outs && want && t ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
+    for (int k = 0; k < n && st == ANVIL_OK; k++)
+        for (int w = 0; w < warmup && st == ANVIL_OK; w++)
+            st = rt_session_run(s[k], inputs, want, outs);
+    for (int j = 0; j < runs && st == ANVIL_OK; j++) {
+        for (int k = 0; k < n && st == ANVIL_OK; k++) {
+            uint64_t a = core_now_ns();
+            st = rt_session_run(s[k], inputs, want, outs);
+            t[k * runs + j] = (double)(core_now_ns() - a) / 1e6;
+        }
+    }
+    for (int k = 0; k < n && st == ANVIL_OK && median_ms; k++)
+        tune_summarize(t + k * runs, runs, &median_ms[k], NULL, NULL);
+    free(t);
+    free(outs);
+    free(want);
+    return st;
+}
+
 static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_config *cfg,
                                const anvil_tensor *const *inputs, int i) {
     rt_tune_run *r = c->run;
@@ -190,11 +210,7 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
     const int runs = r->group_runs > 0 ? r->group_runs : 9;
     force_ctx f[4];
     rt_session *s[4] = {NULL, NULL, NULL, NULL};
-    double *t = core_calloc((size_t)(n * runs) + 1, sizeof *t);
-    size_t n_out = (size_t)g->n_outputs;
-    anvil_tensor **outs = core_calloc(n_out + 1, sizeof *outs);
-    bool *want = core_calloc(n_out + 1, sizeof *want);
-    anvil_status st = t && outs && want ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
+    anvil_status st = ANVIL_OK;
     for (int k = 0; k < n && st == ANVIL_OK; k++) {
         f[k].rewrite = r->items[i].op;
         snprintf(f[k].group, sizeof f[k].group, "%s", r->items[i].group_key);
@@ -208,20 +224,13 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
         sc.fingerprint = r->fingerprint;
         sc.on_node = NULL;
         if (st == ANVIL_OK) st = rt_session_create(g, &sc, &s[k]);
-        for (int w = 0; w < 2 && st == ANVIL_OK; w++) st = rt_session_run(s[k], inputs, want, outs);
     }
-    for (int j = 0; j < runs && st == ANVIL_OK; j++) {
-        for (int k = 0; k < n && st == ANVIL_OK; k++) {
-            uint64_t a = core_now_ns();
-            st = rt_session_run(s[k], inputs, want, outs);
-            t[k * runs + j] = (double)(core_now_ns() - a) / 1e6;
-        }
-    }
+    double ms[4] = {0};
+    if (st == ANVIL_OK) st = rt_sessions_alternate(s, n, inputs, 2, runs, ms);
     rt_tune_item *it = &r->items[i];
     int best = -1;
     for (int k = 0; k < n && st == ANVIL_OK; k++) {
-        qsort(t + k * runs, (size_t)runs, sizeof *t, cmp_double);
-        it->choice_ms[k] = t[k * runs + runs / 2];
+        it->choice_ms[k] = ms[k];
         if (best < 0 || it->choice_ms[k] < it->choice_ms[best]) best = k;
     }
     if (st == ANVIL_OK && it->choice_ms[it->rule] <= it->choice_ms[best] * 1.01) best = it->rule;
@@ -239,9 +248,6 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
         st = tune_db_put(r->db, rec);
     }
     for (int k = 0; k < n; k++) rt_session_free(s[k]);
-    free(t);
-    free(outs);
-    free(want);
     it->seconds = (double)(core_now_ns() - t0) / 1e9;
     return st;
 }

@@ -73,13 +73,16 @@ static int next_alive(const rt_online *on, int i) {
     return -1;
 }
 
+/* Whether a and b are the same candidate: variant, configuration and threads. */
+static bool same_candidate(const tune_candidate *a, const tune_candidate *b) {
+    return a->v == b->v && a->threads == b->threads && !memcmp(&a->cfg, &b->cfg, sizeof a->cfg);
+}
+
 /* Whether a and b offer the same candidates in the same order. */
 static bool same_candidates(const rt_online *a, const rt_online *b) {
     if (a->n != b->n || strcmp(a->problem.key, b->problem.key)) return false;
     for (int i = 0; i < a->n; i++)
-        if (a->c[i].v != b->c[i].v || a->c[i].threads != b->c[i].threads ||
-            memcmp(&a->c[i].cfg, &b->c[i].cfg, sizeof a->c[i].cfg))
-            return false;
+        if (!same_candidate(&a->c[i], &b->c[i])) return false;
     return true;
 }
 
@@ -116,10 +119,8 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
      * for real. A constant may only be let go if every candidate copied it. */
     double cascade_ns = 0, best_ns = 0;
     for (int i = 0; st == ANVIL_OK && i < n_all; i++) {
-        bool deflt = true;
-        for (int k = 0; k < KERN_MAX_PARAMS; k++) deflt &= all[i].cfg.v[k] == 0;
         all[i].state = TUNE_CAND_UNTIMED;
-        if (!deflt) continue;
+        if (!kern_config_is_default(&all[i].cfg)) continue;
         if ((st = tune_profiler_check(chk, &all[i])) != ANVIL_OK) break;
         if (all[i].cascade) cascade_ns = all[i].median_ns;
         if (all[i].state == TUNE_CAND_ALIVE && (best_ns == 0 || all[i].median_ns < best_ns))
@@ -138,10 +139,7 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
         for (int k = 0; k < o->n; k++) {
             int found = -1;
             for (int i = 0; i < n_all && found < 0; i++)
-                if (all[i].state == TUNE_CAND_ALIVE && all[i].v == o->c[k].v &&
-                    all[i].threads == o->c[k].threads &&
-                    !memcmp(&all[i].cfg, &o->c[k].cfg, sizeof all[i].cfg))
-                    found = i;
+                if (all[i].state == TUNE_CAND_ALIVE && same_candidate(&all[i], &o->c[k])) found = i;
             if (found < 0) break;
             pick[n_pick++] = found;
         }
@@ -230,19 +228,12 @@ void rt_online_current(const rt_online *on, const kern_variant **v, void **state
     *threads = c->threads;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void summarize(rt_online *on, int i) {
     tune_candidate *c = &on->c[i];
     int n = c->reps < ONLINE_MAX_SAMPLES ? c->reps : ONLINE_MAX_SAMPLES;
     double s[ONLINE_MAX_SAMPLES];
     memcpy(s, on->times + (size_t)i * ONLINE_MAX_SAMPLES, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    c->median_ns = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    c->spread = c->median_ns > 0 ? s[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1] / c->median_ns : 1;
+    tune_summarize(s, n, &c->median_ns, &c->spread, NULL);
 }
 
 void rt_online_sample(rt_online *on, uint64_t ns) {

@@ -223,6 +223,12 @@ typedef struct rt_tune_run {
     bool stopped;
 } rt_tune_run;
 
+/* Runs sessions s[0..n) on the same inputs: `warmup` untimed runs each, then `runs` rounds in
+ * which each runs once in turn, so the machine's noise falls on all alike. median_ms (may be
+ * NULL): per session, the median of its timed runs in milliseconds. */
+anvil_status rt_sessions_alternate(rt_session *const *s, int n, const anvil_tensor *const *inputs,
+                                   int warmup, int runs, double *median_ms);
+
 /* Tunes g (cfg as for a session: threads, opt level, layout; cfg->db is ignored) for inputs.
  * run->items is filled even on failure; free with rt_tune_run_free. */
 anvil_status rt_tune_graph(const ir_graph *g, const rt_session_config *cfg,

@@ -60,33 +60,33 @@ static void key_map_free(key_map *m) {
     free(m->key);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Per node of s's graph: the median of its durations over the runs from `from_run` on; 0 for
- * nodes that never ran. out has g->n_nodes entries. */
+ * nodes that never ran. out has g->n_nodes entries. The events are grouped by node in one pass
+ * (counted, then placed), not scanned once per node. */
 static anvil_status node_medians(const rt_session *s, uint32_t from_run, double *out) {
     const int32_t nn = s->g->n_nodes;
     double *buf = core_calloc((size_t)s->n_events + 1, sizeof *buf);
-    int32_t *count = core_calloc((size_t)nn + 1, sizeof *count);
-    if (!buf || !count) {
+    size_t *start = core_calloc((size_t)nn + 2, sizeof *start);
+    if (!buf || !start) {
         free(buf);
-        free(count);
+        free(start);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
-    for (int32_t k = 0; k < nn; k++) {
-        int c = 0;
-        for (size_t e = 0; e < s->n_events; e++) {
-            const rt_event *ev = &s->events[e];
-            if (ev->node == k && ev->run >= from_run) buf[c++] = (double)(ev->t1 - ev->t0);
-        }
-        qsort(buf, (size_t)c, sizeof *buf, cmp_double);
-        out[k] = c ? buf[c / 2] : 0;
+    for (size_t e = 0; e < s->n_events; e++) {
+        const rt_event *ev = &s->events[e];
+        if (ev->node >= 0 && ev->node < nn && ev->run >= from_run) start[ev->node + 2]++;
     }
+    for (int32_t k = 0; k < nn; k++) start[k + 2] += start[k + 1];
+    /* start[k + 1] is now node k's first slot; it advances while filling */
+    for (size_t e = 0; e < s->n_events; e++) {
+        const rt_event *ev = &s->events[e];
+        if (ev->node >= 0 && ev->node < nn && ev->run >= from_run)
+            buf[start[ev->node + 1]++] = (double)(ev->t1 - ev->t0);
+    }
+    for (int32_t k = 0; k < nn; k++)
+        tune_summarize(buf + start[k], (int)(start[k + 1] - start[k]), &out[k], NULL, NULL);
     free(buf);
-    free(count);
+    free(start);
     return ANVIL_OK;
 }
 
@@ -114,19 +114,14 @@ anvil_status rt_tune_verify(const ir_graph *g, const rt_session_config *cfg,
     cb.fingerprint = run->fingerprint;
     cb.on_node = record_key;
     cb.on_node_arg = &map;
-    rt_session *a = NULL, *b = NULL;
-    size_t n_out = (size_t)g->n_outputs;
-    anvil_tensor **outs = core_calloc(n_out + 1, sizeof *outs);
-    bool *want = core_calloc(n_out + 1, sizeof *want);
+    rt_session *ab[2] = {NULL, NULL};
     double *ma = NULL, *mb = NULL;
-    anvil_status st = outs && want ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
-    if (st == ANVIL_OK) st = rt_session_create(g, &ca, &a);
-    if (st == ANVIL_OK) st = rt_session_create(g, &cb, &b);
-    /* two warm-up runs each (the first makes the plan), then rounds alternating */
-    for (int r = 0; r < 2 + VERIFY_ROUNDS && st == ANVIL_OK; r++) {
-        st = rt_session_run(a, inputs, want, outs);
-        if (st == ANVIL_OK) st = rt_session_run(b, inputs, want, outs);
-    }
+    anvil_status st = rt_session_create(g, &ca, &ab[0]);
+    if (st == ANVIL_OK) st = rt_session_create(g, &cb, &ab[1]);
+    rt_session *a = ab[0], *b = ab[1];
+    /* two warm-up runs each (the first makes the plan; node_medians skips both), then rounds
+     * alternating */
+    if (st == ANVIL_OK) st = rt_sessions_alternate(ab, 2, inputs, 2, VERIFY_ROUNDS, NULL);
     if (st == ANVIL_OK) {
         ma = core_calloc((size_t)a->g->n_nodes + 1, sizeof *ma);
         mb = core_calloc((size_t)b->g->n_nodes + 1, sizeof *mb);
@@ -184,8 +179,6 @@ anvil_status rt_tune_verify(const ir_graph *g, const rt_session_config *cfg,
     free(mb);
     rt_session_free(a);
     rt_session_free(b);
-    free(outs);
-    free(want);
     key_map_free(&map);
     return st;
 }

@@ -133,8 +133,7 @@ anvil_status tune_candidates(const kern_node *kn, int max_threads, tune_candidat
     bool have_cascade = false;
     for (int i = 0; i < l.n; i++) {
         const tune_candidate *c = &l.c[i];
-        bool deflt = !memcmp(&c->cfg, &(kern_config){{0}}, sizeof c->cfg);
-        if (c->v == cascade && deflt && c->threads == max_threads) {
+        if (c->v == cascade && kern_config_is_default(&c->cfg) && c->threads == max_threads) {
             l.c[i].cascade = true;
             have_cascade = true;
         }

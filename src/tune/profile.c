@@ -162,18 +162,26 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Median, p90/median and the median's relative standard error (from the interquartile range,
- * which one preempted run does not move). */
+void tune_summarize(double *t, int n, double *median, double *spread, double *rse) {
+    double med = 0, sp = 1, r = INFINITY;
+    if (n > 0) {
+        qsort(t, (size_t)n, sizeof *t, cmp_double);
+        med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+        if (med > 0) sp = t[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1] / med;
+        double iqr = t[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1] - t[n / 4];
+        if (n >= 5 && med > 0) r = 1.2533 * (iqr / 1.349) / sqrt((double)n) / med;
+    }
+    if (median) *median = med;
+    if (spread) *spread = sp;
+    if (rse) *rse = r;
+}
+
+/* c's statistics from its timings (kept in run order for the rounds still to come). */
 static void summarize(tune_candidate *c, const double *times, double *rse) {
     int n = c->reps;
     double s[n > 0 ? n : 1];
     memcpy(s, times, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    double med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    c->median_ns = med;
-    c->spread = med > 0 ? s[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1] / med : 1;
-    double iqr = s[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1] - s[n / 4];
-    *rse = n >= 5 && med > 0 ? 1.2533 * (iqr / 1.349) / sqrt((double)n) / med : INFINITY;
+    tune_summarize(s, n, &c->median_ns, &c->spread, rse);
 }
 
 /* Times c for one round: enough runs to fill round_seconds (at least one), appended to times. */

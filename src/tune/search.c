@@ -34,12 +34,6 @@ static bool same_except(const kern_config *a, const kern_config *b, int p) {
     return true;
 }
 
-static bool is_default(const kern_config *a) {
-    for (int i = 0; i < KERN_MAX_PARAMS; i++)
-        if (a->v[i]) return false;
-    return true;
-}
-
 /* Step 2 for variant v from its best default candidate cur; returns the best index found. */
 static anvil_status descend(tune_profiler *t, tune_candidate *c, int n, int *idx, int cur,
                             int *best) {
@@ -80,18 +74,19 @@ anvil_status tune_search(const kern_node *kn, tune_candidate *c, int n, const tu
     int k = 0, w = -1, cascade = -1;
     for (int i = 0; i < n; i++) {
         if (c[i].cascade) cascade = i;
-        if (is_default(&c[i].cfg)) idx[k++] = i;
+        if (kern_config_is_default(&c[i].cfg)) idx[k++] = i;
     }
     if (s == ANVIL_OK) s = run_subset(t, c, idx, k, 1, &w);
 
     /* 2. the parameters of each variant still in the race */
     int finalists = 0;
     for (int i = 0; s == ANVIL_OK && i < n; i++) {
-        if (c[i].state != TUNE_CAND_ALIVE || !is_default(&c[i].cfg) || !c[i].reps) continue;
+        if (c[i].state != TUNE_CAND_ALIVE || !kern_config_is_default(&c[i].cfg) || !c[i].reps)
+            continue;
         bool first = true; /* the variant's best default, on its best thread count */
         for (int j = 0; j < n && first; j++)
             if (j != i && c[j].v == c[i].v && c[j].state == TUNE_CAND_ALIVE && c[j].reps &&
-                is_default(&c[j].cfg) &&
+                kern_config_is_default(&c[j].cfg) &&
                 (c[j].median_ns < c[i].median_ns || (c[j].median_ns == c[i].median_ns && j < i)))
                 first = false;
         if (!first) continue;

@@ -239,6 +239,11 @@ typedef struct tune_profile_opts {
     void *progress_arg;
 } tune_profile_opts;
 
+/* The statistics of n timings (sorts t in place): the median, p90 / median, and the median's
+ * relative standard error from the interquartile range (infinity below 5 samples), which one
+ * preempted run does not move. Any output may be NULL; n == 0 gives a median of 0. */
+void tune_summarize(double *t, int n, double *median, double *spread, double *rse);
+
 /* Fills in o's defaults where its fields are 0. */
 void tune_profile_defaults(tune_profile_opts *o);
 

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_graph.h"
+
 static float weights[2][16 * 8 * 9];
 
 static ir_vid value(ir_graph *g, const char *name, int rank, const int64_t *dims) {
@@ -24,16 +26,6 @@ static ir_vid value(ir_graph *g, const char *name, int rank, const int64_t *dims
     g->values[v].dtype = ANVIL_DTYPE_FLOAT32;
     ir_shape_set(&g->values[v].shape, rank, dims);
     return v;
-}
-
-static void ints(ir_graph *g, ir_attr *a, const char *name, const int64_t *v, size_t n) {
-    a->name = core_arena_strdup(g->arena, name);
-    a->type = IR_ATTR_INTS;
-    int64_t *copy = core_arena_array(g->arena, n, sizeof *copy);
-    assert_non_null(copy);
-    memcpy(copy, v, n * sizeof *v);
-    a->ints = copy;
-    a->n = n;
 }
 
 /* x[1,8,16,16] -> conv a (depthwise 3x3 if dw, else 8->8 3x3) -> conv b (1x1, 8->cout) -> y */
@@ -58,9 +50,9 @@ static ir_graph *chain(const char *prefix, bool dw, int64_t cout) {
         assert_int_equal(ir_graph_add_node(g, IR_OP_CONV, name, 2, 1, 3, &n), ANVIL_OK);
         g->nodes[n].inputs[0] = in;
         g->nodes[n].inputs[1] = w;
-        ints(g, &g->nodes[n].attrs[0], "kernel_shape", (int64_t[]){k, k}, 2);
+        test_attr_ints(g, &g->nodes[n].attrs[0], "kernel_shape", (int64_t[]){k, k}, 2);
         int64_t p = k / 2;
-        ints(g, &g->nodes[n].attrs[1], "pads", (int64_t[]){p, p, p, p}, 4);
+        test_attr_ints(g, &g->nodes[n].attrs[1], "pads", (int64_t[]){p, p, p, p}, 4);
         g->nodes[n].attrs[2].name = core_arena_strdup(g->arena, "group");
         g->nodes[n].attrs[2].type = IR_ATTR_INT;
         g->nodes[n].attrs[2].i = c == 0 && dw ? 8 : 1;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_graph.h"
 #include "test_tmpdir.h"
 
 typedef struct cnn {
@@ -48,16 +49,6 @@ static ir_vid weight(cnn *c, int slot, const char *name, int rank, const int64_t
     return v;
 }
 
-static void ints(ir_graph *g, ir_attr *a, const char *name, const int64_t *v, size_t n) {
-    a->name = core_arena_strdup(g->arena, name);
-    a->type = IR_ATTR_INTS;
-    int64_t *copy = core_arena_array(g->arena, n, sizeof *copy);
-    assert_non_null(copy);
-    memcpy(copy, v, n * sizeof *v);
-    a->ints = copy;
-    a->n = n;
-}
-
 static ir_vid conv(cnn *c, int slot, const char *name, ir_vid x, int64_t cin, int64_t cout) {
     char wn[32];
     snprintf(wn, sizeof wn, "%s.w", name);
@@ -67,8 +58,8 @@ static ir_vid conv(cnn *c, int slot, const char *name, ir_vid x, int64_t cin, in
     ir_node *n = &c->g->nodes[k];
     n->inputs[0] = x;
     n->inputs[1] = w;
-    ints(c->g, &n->attrs[0], "kernel_shape", (int64_t[]){3, 3}, 2);
-    ints(c->g, &n->attrs[1], "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    test_attr_ints(c->g, &n->attrs[0], "kernel_shape", (int64_t[]){3, 3}, 2);
+    test_attr_ints(c->g, &n->attrs[1], "pads", (int64_t[]){1, 1, 1, 1}, 4);
     ir_vid y = value(c->g, name);
     c->g->nodes[k].outputs[0] = y;
     c->g->values[y].producer = k;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_graph.h"
 #include "test_tmpdir.h"
 
 /* One Conv as a session would see it, and what decides its key. */
@@ -53,16 +54,6 @@ typedef struct conv_case {
 
 static const float dummy_values[1];
 
-static void set_attr_ints(ir_graph *g, ir_attr *a, const char *name, const int64_t *v, size_t n) {
-    a->name = core_arena_strdup(g->arena, name);
-    a->type = IR_ATTR_INTS;
-    int64_t *copy = core_arena_array(g->arena, n, sizeof *copy);
-    assert_non_null(copy);
-    memcpy(copy, v, n * sizeof *v);
-    a->ints = copy;
-    a->n = n;
-}
-
 /* Gives every input and output of node k a value of its own, as a loaded graph would. */
 static void wire_node(ir_graph *g, int32_t k) {
     for (int i = 0; i < g->nodes[k].n_inputs + g->nodes[k].n_outputs; i++) {
@@ -97,10 +88,10 @@ static void conv_build(conv_case *c, const conv_spec *s) {
     int k[5] = {0, 1, 2, 3, 4};
     if (s->reversed)
         for (int i = 0; i < 5; i++) k[i] = 4 - i;
-    set_attr_ints(c->g, &a[k[0]], "kernel_shape", (int64_t[]){3, 3}, 2);
-    set_attr_ints(c->g, &a[k[1]], "strides", (int64_t[]){s->stride, s->stride}, 2);
-    set_attr_ints(c->g, &a[k[2]], "pads", (int64_t[]){s->pad, s->pad, s->pad, s->pad}, 4);
-    set_attr_ints(c->g, &a[k[3]], "dilations", (int64_t[]){1, 1}, 2);
+    test_attr_ints(c->g, &a[k[0]], "kernel_shape", (int64_t[]){3, 3}, 2);
+    test_attr_ints(c->g, &a[k[1]], "strides", (int64_t[]){s->stride, s->stride}, 2);
+    test_attr_ints(c->g, &a[k[2]], "pads", (int64_t[]){s->pad, s->pad, s->pad, s->pad}, 4);
+    test_attr_ints(c->g, &a[k[3]], "dilations", (int64_t[]){1, 1}, 2);
     a[k[4]].name = core_arena_strdup(c->g->arena, "group");
     a[k[4]].type = IR_ATTR_INT;
     a[k[4]].i = s->group;
@@ -313,7 +304,7 @@ static void test_overlong_family_is_limit(void **state) {
     for (int i = 0; i < N_ATTRS; i++) {
         char name[32];
         snprintf(name, sizeof name, "attribute_%03d", i);
-        set_attr_ints(g, &g->nodes[k].attrs[i], name, (int64_t[]){1, 2, 3, 4}, 4);
+        test_attr_ints(g, &g->nodes[k].attrs[i], name, (int64_t[]){1, 2, 3, 4}, 4);
     }
     op_tinfo in = {ANVIL_DTYPE_FLOAT32, {0}, NULL}, out = in;
     ir_shape_set(&in.shape, 1, (int64_t[]){8});
