@@ -229,7 +229,11 @@ static const char *state_name(tune_cand_state s) {
 }
 
 static const char *item_status(const rt_tune_item *it) {
-    return it->cached ? "cached" : it->skipped ? "skipped" : it->failed ? "failed" : "tuned";
+    return !it->settled  ? "unused"
+           : it->cached  ? "cached"
+           : it->skipped ? "skipped"
+           : it->failed  ? "failed"
+                         : "tuned";
 }
 
 /* The group's chosen choice: the one its record names. */
@@ -276,7 +280,7 @@ static void print_text(const tune_args *a, const rt_tune_run *r, const char *db_
         if (it->reverted) snprintf(sp, sizeof sp, "kept");
         printf("%-4d %-12.12s %-22.22s %5d %11s %-46.46s %10s %8s\n", i + 1, it->op, it->node,
                it->nodes, cands, winner, med, sp);
-        tuned += !it->cached && !it->skipped && !it->failed;
+        tuned += it->settled && !it->cached && !it->skipped && !it->failed;
         cached += it->cached;
         skipped += it->skipped;
         failed += it->failed;

@@ -139,7 +139,10 @@ static anvil_status on_node(void *arg, const kern_node *kn) {
 static anvil_status plan_once(const ir_graph *g, const rt_session_config *cfg,
                               const anvil_tensor *const *inputs, tune_ctx *c) {
     rt_session_config sc = *cfg;
-    sc.db = c->measure ? c->run->db : NULL;
+    /* The listing plan reads the database too: its measured rewrites (the layout of a chain)
+     * decide which nodes the graph has, and the listing must meet the graph the measuring plan
+     * will meet. */
+    sc.db = c->run->db;
     sc.fingerprint = c->run->fingerprint;
     sc.on_node = on_node;
     sc.on_node_arg = c;

@@ -149,7 +149,8 @@ def main():
     r = tune(anvil, model, db, "--json", "--runs", "0")
     rep = json.loads(r.stdout)
     if any(p["status"] != "cached" for p in rep["problems"]):
-        fail(f"warm database still measured: {[p['status'] for p in rep['problems']]}")
+        fail("warm database still measured: " + "; ".join(
+            f"{p['status']} {p['op']} {p['node']} {p['key'][:200]}" for p in rep["problems"]))
 
     fresh = os.path.join(work, "tune_sigint.db")
     for suffix in ("", "-wal", "-shm"):
