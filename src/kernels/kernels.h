@@ -135,6 +135,11 @@ anvil_status kern_fusion_apply(const ir_node *n, const op_tensor *const *in, int
 extern const kern_variant *const kern_family_gemm[];    /* cpu/gemm: MatMul, Gemm */
 extern const kern_variant *const kern_family_conv[];    /* cpu/conv: Conv */
 extern const kern_variant *const kern_family_eltwise[]; /* cpu/eltwise: activations, norms, ... */
+extern const kern_variant *const kern_family_deconv[];  /* cpu/deconv: ConvTranspose */
+extern const kern_variant *const kern_family_rnn[];     /* cpu/rnn: LSTM, GRU, RNN */
+extern const kern_variant *const kern_family_data[];    /* cpu/data: Resize, Pad, copies */
+extern const kern_variant *const kern_family_math[];    /* cpu/math: Pow, Where, Cast, ... */
+extern const kern_variant *const kern_family_reduce[];  /* cpu/reduce: Reduce*, norms, TopK */
 extern const kern_variant *const kern_family_vendor[];  /* vendor: oneDNN, OpenBLAS, BLIS */
 
 /* Upper bound on the variants of one op (reference included). */
