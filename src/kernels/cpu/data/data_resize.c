@@ -1,0 +1,599 @@
+/* Resize and Upsample on the last one or two axes: nearest for any dtype (a copy), linear for
+ * fp32.
+ *
+ * The geometry is decided once in prepare, where shapes and the scales / sizes values are known:
+ * per output row the source row(s) and weights, per output column the source column(s) and
+ * weights. A run is then a loop over the output rows of every plane (all leading dims), which is
+ * also the unit of parallel work.
+ *
+ * The reference (src/ops/nn/resize.c) keeps its geometry helpers private, so this file repeats
+ * them formula for formula, in double, in the same order: a nearest variant must pick the same
+ * source index as the reference at every rounding tie, and the test compares both on every
+ * coordinate and nearest mode. Linear blends vertically first, then horizontally, as the
+ * reference's axis passes do, but in float instead of double.
+ *
+ * Declined (the reference runs them): cubic, antialias, tf_crop_and_resize (roi and
+ * extrapolation), a resized axis other than the last two, scales / sizes unknown at plan time,
+ * linear on anything but fp32. Upsample (opsets 7-9) is asymmetric coordinates with floor for
+ * nearest, which the same machinery computes. */
+#include "data.h"
+
+#include <math.h>
+
+typedef enum { RZ_NEAREST, RZ_LINEAR } rz_mode;
+
+typedef enum {
+    RZ_HALF_PIXEL,
+    RZ_HALF_PIXEL_SYMMETRIC,
+    RZ_PYTORCH_HALF_PIXEL,
+    RZ_ALIGN_CORNERS,
+    RZ_ASYMMETRIC,
+    RZ_TF_HALF_PIXEL_FOR_NN,
+    RZ_TF_CROP_AND_RESIZE
+} rz_coord;
+
+typedef enum { RZ_ROUND_PREFER_FLOOR, RZ_ROUND_PREFER_CEIL, RZ_FLOOR, RZ_CEIL, RZ_LEGACY } rz_round;
+
+typedef enum { RZ_STRETCH, RZ_NOT_LARGER, RZ_NOT_SMALLER } rz_policy;
+
+/* The node's attributes as the reference reads them (its params struct is private). */
+typedef struct rz_attrs {
+    rz_mode mode;
+    rz_coord coord;
+    rz_round round;
+    rz_policy policy;
+    bool exclude_outside;
+    const int64_t *axes; /* NULL: every axis */
+    size_t n_axes;
+    int scales_in, sizes_in;  /* input index, -1: none */
+    const float *attr_scales; /* Upsample before opset 9 */
+    size_t n_attr_scales;
+} rz_attrs;
+
+typedef struct rz_axis {
+    int64_t in, out;
+    double scale, width;
+    bool resized;
+} rz_axis;
+
+/* Index of s in names (NULL-terminated), or -1. */
+static int rz_pick_name(const char *s, const char *const *names) {
+    for (int i = 0; names[i]; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+static bool rz_parse(const ir_node *n, rz_attrs *a) {
+    memset(a, 0, sizeof *a);
+    a->scales_in = a->sizes_in = -1;
+    a->coord = RZ_ASYMMETRIC;
+    a->round = RZ_FLOOR;
+    const char *s;
+    if (n->op == IR_OP_UPSAMPLE) {
+        if (ir_attr_string(n, "mode", "nearest", &s) != ANVIL_OK) return false;
+        static const char *const modes[] = {"nearest", "linear", "bilinear", NULL};
+        int m = rz_pick_name(s, modes);
+        if (m < 0) return false;
+        a->mode = m == 0 ? RZ_NEAREST : RZ_LINEAR;
+        if (n->opset < 9)
+            return ir_attr_floats(n, "scales", &a->attr_scales, &a->n_attr_scales) == ANVIL_OK &&
+                   a->attr_scales;
+        a->scales_in = 1;
+        return true;
+    }
+    static const char *const modes[] = {"nearest", "linear", NULL};
+    if (ir_attr_string(n, "mode", "nearest", &s) != ANVIL_OK) return false;
+    int m = rz_pick_name(s, modes);
+    if (m < 0) return false;
+    a->mode = (rz_mode)m;
+    if (n->opset < 11) {
+        a->round = RZ_LEGACY;
+        a->scales_in = 1;
+    } else {
+        static const char *const coords[] = {
+            "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+            "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize", NULL};
+        static const char *const rounds[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                             "ceil", NULL};
+        if (ir_attr_string(n, "coordinate_transformation_mode", "half_pixel", &s) != ANVIL_OK)
+            return false;
+        int c = rz_pick_name(s, coords);
+        if (c < 0 || c == RZ_TF_CROP_AND_RESIZE) return false;
+        a->coord = (rz_coord)c;
+        if (ir_attr_string(n, "nearest_mode", "round_prefer_floor", &s) != ANVIL_OK) return false;
+        int r = rz_pick_name(s, rounds);
+        if (r < 0) return false;
+        a->round = (rz_round)r;
+        if (ir_attr_flag(n, "exclude_outside", false, &a->exclude_outside) != ANVIL_OK)
+            return false;
+        a->scales_in = 2;
+        a->sizes_in = 3;
+    }
+    if (n->opset >= 18) {
+        static const char *const policies[] = {"stretch", "not_larger", "not_smaller", NULL};
+        bool antialias;
+        if (ir_attr_flag(n, "antialias", false, &antialias) != ANVIL_OK || antialias) return false;
+        if (ir_attr_string(n, "keep_aspect_ratio_policy", "stretch", &s) != ANVIL_OK) return false;
+        int p = rz_pick_name(s, policies);
+        if (p < 0) return false;
+        a->policy = (rz_policy)p;
+        if (ir_attr_ints(n, "axes", &a->axes, &a->n_axes) != ANVIL_OK) return false;
+        if (a->axes && a->n_axes == 0) a->axes = NULL;
+    }
+    return true;
+}
+
+/* Whether input i holds a non-empty value list (the reference treats an empty one as absent). */
+static bool rz_given(const kern_node *kn, int i) {
+    size_t num;
+    return i > 0 && data_has_input(kn, i) && ir_shape_numel(&kn->in[i].shape, &num) && num > 0;
+}
+
+/* The per-axis geometry of kn, as the reference's rs_pick / rs_axes / rs_geometry (or
+ * upsample_scales) compute it; false where anything is unknown or invalid. */
+static bool rz_geometry(const kern_node *kn, const rz_attrs *a, rz_axis *ax) {
+    const op_tinfo *x = &kn->in[0];
+    int rank = x->shape.rank;
+    double scales[IR_MAX_RANK];
+    int64_t sizes[IR_MAX_RANK];
+    int marks[IR_MAX_RANK], count = rank;
+    bool use_scales = true;
+    for (int d = 0; d < rank; d++) marks[d] = d;
+    if (a->attr_scales) {
+        if (a->n_attr_scales != (size_t)rank) return false;
+        for (int i = 0; i < rank; i++) scales[i] = a->attr_scales[i];
+    } else {
+        bool sc = rz_given(kn, a->scales_in), sz = rz_given(kn, a->sizes_in);
+        if (sc == sz) return false;
+        use_scales = sc;
+        const op_tinfo *v = &kn->in[sc ? a->scales_in : a->sizes_in];
+        if (!v->value || v->dtype != (use_scales ? ANVIL_DTYPE_FLOAT32 : ANVIL_DTYPE_INT64))
+            return false;
+        if (a->axes) {
+            if (a->n_axes > (size_t)rank) return false;
+            for (int d = 0; d < rank; d++) marks[d] = -1;
+            for (size_t i = 0; i < a->n_axes; i++) {
+                int64_t q = a->axes[i] < 0 ? a->axes[i] + rank : a->axes[i];
+                if (q < 0 || q >= rank || marks[q] >= 0) return false;
+                marks[q] = (int)i;
+            }
+            count = (int)a->n_axes;
+        }
+        size_t num;
+        if (!ir_shape_numel(&v->shape, &num) || num != (size_t)count) return false;
+        for (int i = 0; i < count; i++) {
+            if (use_scales)
+                scales[i] = ((const float *)v->value)[i];
+            else
+                sizes[i] = ((const int64_t *)v->value)[i];
+        }
+    }
+    double policy_scale = 0;
+    for (int d = 0; d < rank; d++) {
+        rz_axis *g = &ax[d];
+        g->in = x->shape.d[d];
+        g->out = g->in;
+        g->scale = 1;
+        int i = marks[d];
+        if (i < 0) continue;
+        if (use_scales) {
+            double s = scales[i];
+            if (!(s > 0) || !isfinite(s)) return false;
+            g->scale = s;
+            g->out = (int64_t)floor(s * (double)g->in);
+        } else {
+            int64_t sz = sizes[i];
+            if (sz < 0 || (g->in == 0 && sz != 0)) return false;
+            g->out = sz;
+            if (g->in > 0) {
+                double r = (double)sz / (double)g->in;
+                if (policy_scale == 0 || (a->policy == RZ_NOT_LARGER && r < policy_scale) ||
+                    (a->policy == RZ_NOT_SMALLER && r > policy_scale))
+                    policy_scale = r;
+                g->scale = r;
+            }
+        }
+    }
+    if (!use_scales && a->policy != RZ_STRETCH)
+        for (int d = 0; d < rank; d++) {
+            rz_axis *g = &ax[d];
+            if (marks[d] < 0 || g->in == 0) continue;
+            g->scale = policy_scale;
+            g->out = (int64_t)(policy_scale * (double)g->in + 0.5);
+        }
+    for (int d = 0; d < rank; d++) {
+        rz_axis *g = &ax[d];
+        g->width =
+            (!use_scales && a->policy == RZ_STRETCH) ? (double)g->out : g->scale * (double)g->in;
+        g->resized = g->in > 0 && (g->out != g->in || g->scale != 1);
+        if (g->in == 0) g->scale = 1;
+    }
+    return true;
+}
+
+/* Input coordinate of output index y (the reference's rs_coordinate). */
+static double rz_coordinate(const rz_attrs *p, const rz_axis *a, int64_t y) {
+    double yy = (double)y, s = a->scale, len = (double)a->in;
+    switch (p->coord) {
+    case RZ_HALF_PIXEL:
+        return (yy + 0.5) / s - 0.5;
+    case RZ_HALF_PIXEL_SYMMETRIC: {
+        double adjustment = (double)a->out / a->width, center = len / 2;
+        return center * (1 - adjustment) + (yy + 0.5) / s - 0.5;
+    }
+    case RZ_PYTORCH_HALF_PIXEL:
+        return a->out > 1 ? (yy + 0.5) / s - 0.5 : 0.0;
+    case RZ_ALIGN_CORNERS:
+        return a->width == 1 ? 0.0 : yy * (len - 1) / (a->width - 1);
+    case RZ_ASYMMETRIC:
+        return yy / s;
+    case RZ_TF_HALF_PIXEL_FOR_NN:
+        return (yy + 0.5) / s;
+    case RZ_TF_CROP_AND_RESIZE:
+        break;
+    }
+    return 0;
+}
+
+/* Nearest input index of coordinate x, clamped (the reference's rs_nearest_index). */
+static int64_t rz_nearest_index(const rz_attrs *p, const rz_axis *a, double x) {
+    double f = floor(x), r;
+    switch (p->round) {
+    case RZ_ROUND_PREFER_FLOOR:
+        r = (x - f == 0.5) ? f : floor(x + 0.5);
+        break;
+    case RZ_ROUND_PREFER_CEIL:
+        r = floor(x + 0.5);
+        break;
+    case RZ_FLOOR:
+        r = f;
+        break;
+    case RZ_CEIL:
+        r = ceil(x);
+        break;
+    default:
+        r = a->scale < 1 ? ceil(x) : f;
+        break;
+    }
+    if (r < 0) return 0;
+    if (r > (double)(a->in - 1)) return a->in - 1;
+    return (int64_t)r;
+}
+
+/* ---- state ------------------------------------------------------------------------------- */
+
+typedef struct rz_state {
+    size_t es;
+    int threads;
+    int64_t planes, ih, iw, oh, ow;
+    int64_t in_dims[IR_MAX_RANK], out_dims[IR_MAX_RANK];
+    int rank;
+    /* nearest: source row per output row, source column per output column */
+    int64_t *mh, *mw;
+    int factor;      /* > 0: mw[o] == o / factor for every o (integer upsampling) */
+    bool w_identity; /* mw[o] == o and ow == iw */
+    /* linear: two taps per output row and column */
+    int64_t *y0, *y1, *x0, *x1;
+    float *wy0, *wy1, *wx0, *wx1;
+    bool w_resized;
+    size_t ws_stride; /* floats of workspace per thread (linear) */
+    void *block;      /* the single allocation behind the tables */
+} rz_state;
+
+static void rz_release(void *state) {
+    rz_state *s = state;
+    if (!s) return;
+    free(s->block);
+    free(s);
+}
+
+static bool rz_supports_common(const kern_node *kn, rz_mode mode) {
+    if (kn->n_out < 1 || !data_static(&kn->in[0]) || !data_static(&kn->out[0])) return false;
+    const op_tinfo *x = &kn->in[0], *y = &kn->out[0];
+    int rank = x->shape.rank;
+    if (rank < 1 || y->shape.rank != rank || y->dtype != x->dtype) return false;
+    rz_attrs a;
+    if (!rz_parse(kn->node, &a) || a.mode != mode) return false;
+    if (mode == RZ_LINEAR && x->dtype != ANVIL_DTYPE_FLOAT32) return false;
+    rz_axis ax[IR_MAX_RANK];
+    if (!rz_geometry(kn, &a, ax)) return false;
+    for (int d = 0; d < rank; d++) {
+        if (ax[d].out != y->shape.d[d]) return false;
+        if (d < rank - 2 && ax[d].resized) return false;
+        /* every index and table length stays far inside int64 and size_t */
+        if (ax[d].in > ((int64_t)1 << 40) || ax[d].out > ((int64_t)1 << 40)) return false;
+    }
+    return true;
+}
+
+static bool rz_supports_nearest(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    return rz_supports_common(kn, RZ_NEAREST);
+}
+
+static bool rz_supports_linear(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    return rz_supports_common(kn, RZ_LINEAR);
+}
+
+/* The two linear taps of every output index of one axis (the reference's rs_axis_taps for
+ * linear without antialias: offsets 0 and 1 from floor(x), weights 1 - r and r, clamped
+ * indices, renormalised when exclude_outside drops one). */
+static void rz_taps(const rz_attrs *p, const rz_axis *a, int64_t *i0, int64_t *i1, float *w0,
+                    float *w1) {
+    for (int64_t y = 0; y < a->out; y++) {
+        if (!a->resized) {
+            i0[y] = i1[y] = y;
+            w0[y] = 1;
+            w1[y] = 0;
+            continue;
+        }
+        double x = rz_coordinate(p, a, y), base = floor(x), r = x - base, sum = 0, w[2];
+        int64_t idx[2];
+        if (!isfinite(x)) {
+            base = 0;
+            r = 0;
+        }
+        for (int t = 0; t < 2; t++) {
+            int64_t i = (int64_t)base + t;
+            double wt = fmax(0.0, 1 - fabs((double)t - r));
+            if (p->exclude_outside && (i < 0 || i >= a->in)) wt = 0;
+            idx[t] = i < 0 ? 0 : i >= a->in ? a->in - 1 : i;
+            w[t] = wt;
+            sum += wt;
+        }
+        if (p->exclude_outside && sum != 0) {
+            w[0] /= sum;
+            w[1] /= sum;
+        }
+        i0[y] = idx[0];
+        i1[y] = idx[1];
+        w0[y] = (float)w[0];
+        w1[y] = (float)w[1];
+    }
+}
+
+static anvil_status rz_prepare(const kern_node *kn, void **state) {
+    rz_attrs a;
+    rz_axis ax[IR_MAX_RANK];
+    if (!rz_parse(kn->node, &a) || !rz_geometry(kn, &a, ax))
+        return core_err(ANVIL_ERR_INTERNAL, "%s: resize geometry unavailable in prepare",
+                        ir_node_label(kn->node));
+    rz_state *s = calloc(1, sizeof *s);
+    if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
+    const op_tinfo *x = &kn->in[0];
+    int rank = x->shape.rank;
+    s->rank = rank;
+    for (int d = 0; d < rank; d++) {
+        s->in_dims[d] = ax[d].in;
+        s->out_dims[d] = ax[d].out;
+    }
+    s->es = anvil_dtype_size(x->dtype);
+    s->threads = kn->threads > 0 ? kn->threads : 1;
+    s->planes = (int64_t)data_prod(s->in_dims, 0, rank >= 2 ? rank - 2 : 0);
+    const rz_axis one = {.in = 1, .out = 1, .scale = 1, .width = 1};
+    const rz_axis *ah = rank >= 2 ? &ax[rank - 2] : &one, *aw = &ax[rank - 1];
+    s->ih = ah->in;
+    s->oh = ah->out;
+    s->iw = aw->in;
+    s->ow = aw->out;
+    s->w_resized = aw->resized;
+    size_t oh = (size_t)s->oh, ow = (size_t)s->ow;
+    if (a.mode == RZ_NEAREST) {
+        s->block = malloc((oh + ow + 1) * sizeof(int64_t));
+        if (!s->block) {
+            rz_release(s);
+            return ANVIL_ERR_OUT_OF_MEMORY;
+        }
+        s->mh = s->block;
+        s->mw = s->mh + oh;
+        const rz_axis *axes2[2] = {ah, aw};
+        int64_t *maps[2] = {s->mh, s->mw};
+        for (int k = 0; k < 2; k++)
+            for (int64_t o = 0; o < axes2[k]->out; o++)
+                maps[k][o] = axes2[k]->resized
+                                 ? rz_nearest_index(&a, axes2[k], rz_coordinate(&a, axes2[k], o))
+                                 : o;
+        s->w_identity = s->ow == s->iw;
+        for (int64_t o = 0; o < s->ow && s->w_identity; o++) s->w_identity = s->mw[o] == o;
+        if (!s->w_identity && s->iw > 0 && s->ow % s->iw == 0 && s->ow / s->iw <= 64) {
+            int64_t f = s->ow / s->iw;
+            bool ok = true;
+            for (int64_t o = 0; o < s->ow && ok; o++) ok = s->mw[o] == o / f;
+            if (ok) s->factor = (int)f;
+        }
+    } else {
+        size_t ints = 2 * (oh + ow), floats = 2 * (oh + ow);
+        s->block = malloc(ints * sizeof(int64_t) + floats * sizeof(float) + 8);
+        if (!s->block) {
+            rz_release(s);
+            return ANVIL_ERR_OUT_OF_MEMORY;
+        }
+        s->y0 = s->block;
+        s->y1 = s->y0 + oh;
+        s->x0 = s->y1 + oh;
+        s->x1 = s->x0 + ow;
+        s->wy0 = (float *)(s->x1 + ow);
+        s->wy1 = s->wy0 + oh;
+        s->wx0 = s->wy1 + oh;
+        s->wx1 = s->wx0 + ow;
+        rz_taps(&a, ah, s->y0, s->y1, s->wy0, s->wy1);
+        rz_taps(&a, aw, s->x0, s->x1, s->wx0, s->wx1);
+        s->ws_stride = ((size_t)s->iw + 15) & ~(size_t)15;
+    }
+    *state = s;
+    return ANVIL_OK;
+}
+
+static size_t rz_workspace(const kern_node *kn) {
+    const op_tinfo *x = &kn->in[0];
+    size_t iw = (size_t)x->shape.d[x->shape.rank - 1];
+    size_t t = kn->threads > 0 ? (size_t)kn->threads : 1;
+    return t * ((iw + 15) & ~(size_t)15) * sizeof(float);
+}
+
+/* ---- run --------------------------------------------------------------------------------- */
+
+typedef struct rz_job {
+    const rz_state *s;
+    const char *x;
+    char *y;
+    float *ws;
+    size_t rows, parts;
+} rz_job;
+
+/* One output row of nearest: dst[o] = src[mw[o]]. */
+static void rz_nearest_row(const rz_state *s, char *dst, const char *src) {
+    const size_t ow = (size_t)s->ow, es = s->es;
+    const int64_t *mw = s->mw;
+    if (s->w_identity) {
+        memcpy(dst, src, ow * es);
+        return;
+    }
+    if (s->factor == 2 && es == 4) {
+        const uint32_t *in = (const uint32_t *)src;
+        uint32_t *out = (uint32_t *)dst;
+        for (size_t i = 0; i < ow / 2; i++) {
+            uint32_t v = in[i];
+            out[2 * i] = v;
+            out[2 * i + 1] = v;
+        }
+        return;
+    }
+    switch (es) {
+    case 1:
+        for (size_t o = 0; o < ow; o++) dst[o] = src[mw[o]];
+        break;
+    case 2:
+        for (size_t o = 0; o < ow; o++) ((uint16_t *)dst)[o] = ((const uint16_t *)src)[mw[o]];
+        break;
+    case 4:
+        for (size_t o = 0; o < ow; o++) ((uint32_t *)dst)[o] = ((const uint32_t *)src)[mw[o]];
+        break;
+    case 8:
+        for (size_t o = 0; o < ow; o++) ((uint64_t *)dst)[o] = ((const uint64_t *)src)[mw[o]];
+        break;
+    default:
+        for (size_t o = 0; o < ow; o++) memcpy(dst + o * es, src + (size_t)mw[o] * es, es);
+        break;
+    }
+}
+
+/* Output rows [begin, end) of all planes (row r: plane r / oh, output row r % oh). A row whose
+ * source is the previous row's copies that output row instead of gathering again. */
+static void rz_nearest_rows(void *arg, size_t begin, size_t end) {
+    const rz_job *j = arg;
+    const rz_state *s = j->s;
+    const size_t oh = (size_t)s->oh, row_out = (size_t)s->ow * s->es;
+    const size_t row_in = (size_t)s->iw * s->es, plane_in = (size_t)s->ih * row_in;
+    for (size_t r = begin; r < end; r++) {
+        size_t p = r / oh, oy = r % oh;
+        char *dst = j->y + r * row_out;
+        if (r > begin && oy > 0 && s->mh[oy] == s->mh[oy - 1]) {
+            memcpy(dst, dst - row_out, row_out);
+            continue;
+        }
+        rz_nearest_row(s, dst, j->x + p * plane_in + (size_t)s->mh[oy] * row_in);
+    }
+}
+
+/* Part t of the output rows with its own row of workspace: blend the two source rows, then
+ * gather the columns. */
+static void rz_linear_parts(void *arg, size_t begin, size_t end) {
+    const rz_job *j = arg;
+    const rz_state *s = j->s;
+    const size_t oh = (size_t)s->oh, iw = (size_t)s->iw, ow = (size_t)s->ow;
+    const float *x = (const float *)j->x;
+    float *y = (float *)j->y;
+    for (size_t t = begin; t < end; t++) {
+        float *tmp = j->ws + t * s->ws_stride;
+        size_t lo = j->rows * t / j->parts, hi = j->rows * (t + 1) / j->parts;
+        for (size_t r = lo; r < hi; r++) {
+            size_t p = r / oh, oy = r % oh;
+            const float *plane = x + p * (size_t)s->ih * iw;
+            const float *r0 = plane + (size_t)s->y0[oy] * iw, *r1 = plane + (size_t)s->y1[oy] * iw;
+            float *dst = y + r * ow, *row = s->w_resized ? tmp : dst;
+            const float a = s->wy0[oy], b = s->wy1[oy];
+            if (b == 0) {
+                if (a == 1 && s->w_resized)
+                    row = (float *)r0;
+                else
+                    for (size_t i = 0; i < iw; i++) row[i] = a * r0[i];
+            } else {
+                for (size_t i = 0; i < iw; i++) row[i] = a * r0[i] + b * r1[i];
+            }
+            if (!s->w_resized) continue;
+            const int64_t *x0 = s->x0, *x1 = s->x1;
+            const float *w0 = s->wx0, *w1 = s->wx1;
+            for (size_t o = 0; o < ow; o++) dst[o] = w0[o] * row[x0[o]] + w1[o] * row[x1[o]];
+        }
+    }
+}
+
+/* Whether the run's tensors have the shapes prepare saw (the plan is per shape signature, so
+ * anything else is a runtime inconsistency). */
+static anvil_status rz_check_shapes(const ir_node *n, const rz_state *s, const op_tensor *x,
+                                    const op_tensor *y) {
+    bool ok = x->rank == s->rank && y->rank == s->rank;
+    for (int d = 0; ok && d < s->rank; d++)
+        ok = x->dims[d] == s->in_dims[d] && y->dims[d] == s->out_dims[d];
+    if (!ok)
+        return core_err(ANVIL_ERR_RUNTIME,
+                        "%s: the tensors' shapes differ from those the resize was prepared for",
+                        ir_node_label(n));
+    return ANVIL_OK;
+}
+
+static anvil_status rz_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                           op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    const rz_state *s = state;
+    CORE_TRY(rz_check_shapes(n, s, in[0], out[0]));
+    size_t rows = (size_t)s->planes * (size_t)s->oh;
+    size_t bytes = rows * (size_t)s->ow * s->es;
+    if (bytes == 0) return ANVIL_OK;
+    rz_job j = {.s = s, .x = in[0]->data, .y = out[0]->data, .ws = ws, .rows = rows};
+    op_ctx *c = data_par(ctx, bytes);
+    if (s->mh) {
+        op_parallel_for(c, rows, rz_nearest_rows, &j);
+        return ANVIL_OK;
+    }
+    int T = op_ctx_threads(c);
+    if (T > s->threads) T = s->threads;
+    if ((size_t)T > rows) T = (int)rows;
+    if (T < 1) T = 1;
+    j.parts = (size_t)T;
+    op_parallel_for(T > 1 ? c : NULL, j.parts, rz_linear_parts, &j);
+    return ANVIL_OK;
+}
+
+const kern_variant data_resize_nearest = {.name = "resize_nearest",
+                                          .op = IR_OP_RESIZE,
+                                          .supports = rz_supports_nearest,
+                                          .prepare = rz_prepare,
+                                          .release = rz_release,
+                                          .run = rz_run};
+
+const kern_variant data_resize_linear_f32 = {.name = "resize_linear_f32",
+                                             .op = IR_OP_RESIZE,
+                                             .supports = rz_supports_linear,
+                                             .workspace_size = rz_workspace,
+                                             .prepare = rz_prepare,
+                                             .release = rz_release,
+                                             .run = rz_run};
+
+const kern_variant data_upsample_nearest = {.name = "upsample_nearest",
+                                            .op = IR_OP_UPSAMPLE,
+                                            .supports = rz_supports_nearest,
+                                            .prepare = rz_prepare,
+                                            .release = rz_release,
+                                            .run = rz_run};
+
+const kern_variant data_upsample_linear_f32 = {.name = "upsample_linear_f32",
+                                               .op = IR_OP_UPSAMPLE,
+                                               .supports = rz_supports_linear,
+                                               .workspace_size = rz_workspace,
+                                               .prepare = rz_prepare,
+                                               .release = rz_release,
+                                               .run = rz_run};

@@ -1,0 +1,308 @@
+/* The data family's variants (src/kernels/cpu/data) against the reference kernels: Resize and
+ * Upsample in every coordinate and nearest mode, up and down, integer and odd scales, scales and
+ * sizes, axes and aspect-ratio policies; Pad; Concat, Split, Slice, Gather, Expand and Tile with
+ * odd shapes, broadcasting, negative axes and zero-size tensors, on several dtypes. Each check
+ * names the family variant that must apply (so one that silently stops applying fails) and runs
+ * every applicable variant on 1, 2 and 3 threads. Outputs are compared byte for byte, except
+ * fp32 results of arithmetic (linear resize), which get a tolerance. */
+#include "kernels/kernels.h"
+#include "optest.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+static size_t prod(const int64_t *d, int r) {
+    size_t n = 1;
+    for (int i = 0; i < r; i++) n *= (size_t)d[i];
+    return n;
+}
+
+/* n elements of dt with distinct-ish deterministic contents (malloc'd; caller frees). */
+static void *random_data(anvil_dtype dt, size_t n, unsigned seed) {
+    size_t es = anvil_dtype_size(dt);
+    if (dt == ANVIL_DTYPE_FLOAT32) return optest_random_f32(n, seed, -4, 4);
+    unsigned char *p = malloc(n * es + 1);
+    if (!p) abort();
+    unsigned s = seed * 2654435761u + 7;
+    for (size_t i = 0; i < n * es; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (unsigned char)(s >> 24);
+    }
+    if (dt == ANVIL_DTYPE_BOOL)
+        for (size_t i = 0; i < n; i++) p[i] &= 1;
+    return p;
+}
+
+/* Whether the variant `name` of the node's op accepts the node (after inference). */
+static bool applies(optest *t, const char *name) {
+    if (optest_infer(t) != ANVIL_OK) {
+        fprintf(stderr, "inference failed: %s\n", anvil_last_error());
+        return false;
+    }
+    op_tinfo in[OPTEST_MAX_IO];
+    optest_input_info(t, in);
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 3, NULL, NULL};
+    const kern_variant *v = kern_find(optest_node(t)->op, name);
+    assert_non_null(v);
+    return kern_applies(v, &kn, core_hw_get());
+}
+
+/* Runs the reference, then every applicable variant of the op on 1, 2 and 3 threads, comparing
+ * every output: fp32 within rtol/atol when tol is set, everything else byte for byte. Asserts
+ * that `name` is among the variants that ran (NULL: asserts instead that it declines). */
+static void check(optest *t, const char *name, bool tol, float rtol, float atol) {
+    bool want = name != NULL;
+    if (want) {
+        if (!applies(t, name)) fprintf(stderr, "variant %s does not apply\n", name);
+        assert_true(applies(t, name));
+    }
+    if (optest_run(t) != ANVIL_OK) {
+        fprintf(stderr, "the reference failed: %s\n", anvil_last_error());
+        fail();
+    }
+    size_t count;
+    const kern_variant *const *list = kern_variants(optest_node(t)->op, &count);
+    bool ran = false;
+    for (size_t vi = 1; vi < count; vi++) {
+        for (int threads = 1; threads <= 3; threads++) {
+            op_tensor got[OPTEST_MAX_IO];
+            size_t bytes[OPTEST_MAX_IO];
+            for (int i = 0; i < t->n_out; i++) {
+                got[i] = t->out[i];
+                assert_true(core_tensor_bytes(got[i].dtype, got[i].dims, got[i].rank, &bytes[i]));
+                got[i].data = malloc(bytes[i] ? bytes[i] : 1);
+                memset(got[i].data, 0xff, bytes[i]);
+            }
+            anvil_status s = optest_run_variant(t, list[vi], threads, got);
+            bool skip = s == ANVIL_ERR_UNSUPPORTED;
+            if (!skip && s != ANVIL_OK)
+                fprintf(stderr, "variant %s (%d threads) failed: %s\n", list[vi]->name, threads,
+                        anvil_last_error());
+            assert_true(skip || s == ANVIL_OK);
+            for (int i = 0; i < t->n_out && !skip; i++) {
+                bool same;
+                if (tol && got[i].dtype == ANVIL_DTYPE_FLOAT32)
+                    same = optest_compare_f32(got[i].data, t->out[i].data, bytes[i] / 4, rtol,
+                                              atol) < 0;
+                else
+                    same = memcmp(got[i].data, t->out[i].data, bytes[i]) == 0;
+                if (!same)
+                    fprintf(stderr, "variant %s (%d threads): output %d differs\n", list[vi]->name,
+                            threads, i);
+                assert_true(same);
+            }
+            for (int i = 0; i < t->n_out; i++) free(got[i].data);
+            if (skip) break;
+            if (name && strcmp(list[vi]->name, name) == 0) ran = true;
+        }
+    }
+    if (want) assert_true(ran);
+}
+
+/* ---- Resize ------------------------------------------------------------------------------ */
+
+typedef struct rz_case {
+    int opset;
+    const char *mode, *coord, *nearest, *policy;
+    int exclude, antialias; /* -1: absent */
+    const int64_t *axes;
+    int n_axes;
+} rz_case;
+
+/* Builds Resize(X, roi, scales | sizes) (opset 10: X, scales) and checks it. scales or sizes
+ * (count n_v values) gives the target; want: the variant that must apply, or NULL. */
+static void run_resize(const rz_case *c, anvil_dtype dt, int rank, const int64_t *dims,
+                       const float *scales, const int64_t *sizes, int n_v, const char *want) {
+    optest t;
+    int n_in = c->opset < 11 ? 2 : sizes ? 4 : 3;
+    optest_begin_opset(&t, IR_OP_RESIZE, n_in, 1, 8, c->opset);
+    int k = 0;
+    if (c->mode) optest_attr_string(&t, k++, "mode", c->mode);
+    if (c->coord) optest_attr_string(&t, k++, "coordinate_transformation_mode", c->coord);
+    if (c->nearest) optest_attr_string(&t, k++, "nearest_mode", c->nearest);
+    if (c->policy) optest_attr_string(&t, k++, "keep_aspect_ratio_policy", c->policy);
+    if (c->exclude >= 0) optest_attr_int(&t, k++, "exclude_outside", c->exclude);
+    if (c->antialias >= 0) optest_attr_int(&t, k++, "antialias", c->antialias);
+    if (c->axes) optest_attr_ints(&t, k++, "axes", c->axes, (size_t)c->n_axes);
+    optest_node(&t)->n_attrs = k;
+    void *x = random_data(dt, prod(dims, rank), (unsigned)(rank * 31 + dims[rank - 1]));
+    optest_input(&t, 0, dt, rank, dims, x, false);
+    static const float empty_roi[1] = {0};
+    if (c->opset >= 11)
+        optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){0}, empty_roi, true);
+    if (sizes) {
+        optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){0}, empty_roi, true);
+        optest_input(&t, 3, ANVIL_DTYPE_INT64, 1, (int64_t[]){n_v}, sizes, true);
+    } else {
+        optest_input(&t, c->opset < 11 ? 1 : 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){n_v}, scales,
+                     true);
+    }
+    check(&t, want, true, 1e-5f, 1e-5f);
+    optest_end(&t);
+    free(x);
+}
+
+static const char *const coords[] = {"half_pixel",         "half_pixel_symmetric",
+                                     "pytorch_half_pixel", "align_corners",
+                                     "asymmetric",         "tf_half_pixel_for_nn"};
+static const char *const roundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+
+/* 4-D targets: upsampling, downsampling, integer and odd scales, one axis at a time. */
+static const float scale_sets[][4] = {{1, 1, 2, 2},     {1, 1, 0.5f, 0.5f}, {1, 1, 1.7f, 0.33f},
+                                      {1, 1, 3, 1},     {1, 1, 1, 2.5f},    {1, 1, 0.6f, 2.2f},
+                                      {1, 1, 1.01f, 4}, {1, 1, 1.3f, 1}};
+
+static void test_resize_modes(void **state) {
+    (void)state;
+    const int64_t dims[4] = {2, 3, 5, 7};
+    for (size_t ci = 0; ci < sizeof coords / sizeof *coords; ci++) {
+        /* tf_half_pixel_for_nn exists in opsets 11-12, half_pixel_symmetric from 19 */
+        int opset = ci == 5 ? 11 : 19;
+        for (size_t si = 0; si < sizeof scale_sets / sizeof *scale_sets; si++) {
+            for (size_t ri = 0; ri < 4; ri++) {
+                rz_case c = {opset, "nearest", coords[ci], roundings[ri], NULL, -1, -1, NULL, 0};
+                run_resize(&c, ANVIL_DTYPE_FLOAT32, 4, dims, scale_sets[si], NULL, 4,
+                           "resize_nearest");
+            }
+            rz_case l = {opset, "linear", coords[ci], NULL, NULL, -1, -1, NULL, 0};
+            run_resize(&l, ANVIL_DTYPE_FLOAT32, 4, dims, scale_sets[si], NULL, 4,
+                       "resize_linear_f32");
+            rz_case e = {opset, "linear", coords[ci], NULL, NULL, 1, -1, NULL, 0};
+            run_resize(&e, ANVIL_DTYPE_FLOAT32, 4, dims, scale_sets[si], NULL, 4,
+                       "resize_linear_f32");
+        }
+        /* sizes instead of scales: the scale is out / in */
+        static const int64_t size_sets[][4] = {
+            {2, 3, 10, 14}, {2, 3, 3, 4}, {2, 3, 1, 1}, {2, 3, 9, 7}, {2, 3, 5, 20}};
+        for (size_t si = 0; si < sizeof size_sets / sizeof *size_sets; si++) {
+            rz_case n = {opset, "nearest", coords[ci], "round_prefer_ceil", NULL, -1, -1, NULL, 0};
+            run_resize(&n, ANVIL_DTYPE_FLOAT32, 4, dims, NULL, size_sets[si], 4, "resize_nearest");
+            rz_case l = {opset, "linear", coords[ci], NULL, NULL, -1, -1, NULL, 0};
+            run_resize(&l, ANVIL_DTYPE_FLOAT32, 4, dims, NULL, size_sets[si], 4,
+                       "resize_linear_f32");
+        }
+    }
+    /* opset 10: asymmetric with the legacy rounding (floor up, ceil down) */
+    for (size_t si = 0; si < sizeof scale_sets / sizeof *scale_sets; si++) {
+        rz_case n = {10, "nearest", NULL, NULL, NULL, -1, -1, NULL, 0};
+        run_resize(&n, ANVIL_DTYPE_FLOAT32, 4, dims, scale_sets[si], NULL, 4, "resize_nearest");
+        rz_case l = {10, "linear", NULL, NULL, NULL, -1, -1, NULL, 0};
+        run_resize(&l, ANVIL_DTYPE_FLOAT32, 4, dims, scale_sets[si], NULL, 4, "resize_linear_f32");
+    }
+}
+
+static void test_resize_shapes(void **state) {
+    (void)state;
+    rz_case n = {13, "nearest", "asymmetric", "floor", NULL, -1, -1, NULL, 0};
+    rz_case l = {13, "linear", "half_pixel", NULL, NULL, -1, -1, NULL, 0};
+    rz_case ac = {13, "linear", "align_corners", NULL, NULL, -1, -1, NULL, 0};
+    /* big enough for the thread pool; x2 takes the integer-factor nearest path */
+    const int64_t big[4] = {1, 16, 48, 40};
+    const float x2[4] = {1, 1, 2, 2}, x3[4] = {1, 1, 3, 3}, down[4] = {1, 1, 0.5f, 0.75f};
+    run_resize(&n, ANVIL_DTYPE_FLOAT32, 4, big, x2, NULL, 4, "resize_nearest");
+    run_resize(&n, ANVIL_DTYPE_FLOAT32, 4, big, x3, NULL, 4, "resize_nearest");
+    run_resize(&l, ANVIL_DTYPE_FLOAT32, 4, big, x2, NULL, 4, "resize_linear_f32");
+    run_resize(&l, ANVIL_DTYPE_FLOAT32, 4, big, down, NULL, 4, "resize_linear_f32");
+    run_resize(&ac, ANVIL_DTYPE_FLOAT32, 4, big, x3, NULL, 4, "resize_linear_f32");
+    /* other element sizes: nearest is a copy */
+    const anvil_dtype dts[] = {ANVIL_DTYPE_UINT8, ANVIL_DTYPE_INT16, ANVIL_DTYPE_INT64,
+                               ANVIL_DTYPE_BOOL, ANVIL_DTYPE_FLOAT16};
+    const int64_t small[4] = {2, 3, 5, 6};
+    for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
+        run_resize(&n, dts[i], 4, small, x2, NULL, 4, "resize_nearest");
+        run_resize(&n, dts[i], 4, small, down, NULL, 4, "resize_nearest");
+    }
+    /* linear on integers stays with the reference */
+    run_resize(&l, ANVIL_DTYPE_UINT8, 4, small, x2, NULL, 4, NULL);
+    /* 3-D (N, C, W) and (C, H, W) and 1-D / 2-D */
+    const int64_t d3[3] = {3, 5, 11}, d1[1] = {13}, d2[2] = {6, 9};
+    const float s3[3] = {1, 1, 2.5f}, s3b[3] = {1, 0.7f, 1.9f}, s1[1] = {1.6f}, s2[2] = {2, 0.5f};
+    run_resize(&n, ANVIL_DTYPE_FLOAT32, 3, d3, s3, NULL, 3, "resize_nearest");
+    run_resize(&l, ANVIL_DTYPE_FLOAT32, 3, d3, s3, NULL, 3, "resize_linear_f32");
+    run_resize(&l, ANVIL_DTYPE_FLOAT32, 3, d3, s3b, NULL, 3, "resize_linear_f32");
+    run_resize(&n, ANVIL_DTYPE_FLOAT32, 1, d1, s1, NULL, 1, "resize_nearest");
+    run_resize(&l, ANVIL_DTYPE_FLOAT32, 1, d1, s1, NULL, 1, "resize_linear_f32");
+    run_resize(&l, ANVIL_DTYPE_FLOAT32, 2, d2, s2, NULL, 2, "resize_linear_f32");
+    /* zero-size: an empty batch, and a resize to nothing */
+    const int64_t zero[4] = {0, 3, 4, 4};
+    run_resize(&n, ANVIL_DTYPE_FLOAT32, 4, zero, x2, NULL, 4, "resize_nearest");
+    run_resize(&l, ANVIL_DTYPE_FLOAT32, 4, zero, x2, NULL, 4, "resize_linear_f32");
+    const float tiny[4] = {1, 1, 0.1f, 1};
+    run_resize(&l, ANVIL_DTYPE_FLOAT32, 4, small, tiny, NULL, 4, "resize_linear_f32");
+    /* a resized channel axis stays with the reference */
+    const float chan[4] = {1, 2, 1, 1}, chan_h[4] = {1, 2, 2, 2};
+    run_resize(&n, ANVIL_DTYPE_FLOAT32, 4, small, chan, NULL, 4, NULL);
+    run_resize(&l, ANVIL_DTYPE_FLOAT32, 4, small, chan_h, NULL, 4, NULL);
+}
+
+static void test_resize_opset18(void **state) {
+    (void)state;
+    const int64_t dims[4] = {2, 3, 5, 7};
+    /* axes: the listed axes take the scales / sizes */
+    const int64_t hw[2] = {2, 3}, neg[2] = {-2, -1}, w_only[1] = {-1}, chan[1] = {1};
+    const float s2[2] = {1.5f, 0.7f}, s1[1] = {2.2f};
+    rz_case a = {18, "linear", "pytorch_half_pixel", NULL, NULL, -1, 0, hw, 2};
+    run_resize(&a, ANVIL_DTYPE_FLOAT32, 4, dims, s2, NULL, 2, "resize_linear_f32");
+    a.axes = neg;
+    run_resize(&a, ANVIL_DTYPE_FLOAT32, 4, dims, s2, NULL, 2, "resize_linear_f32");
+    a.axes = w_only;
+    a.n_axes = 1;
+    run_resize(&a, ANVIL_DTYPE_FLOAT32, 4, dims, s1, NULL, 1, "resize_linear_f32");
+    a.axes = chan;
+    run_resize(&a, ANVIL_DTYPE_FLOAT32, 4, dims, s1, NULL, 1, NULL);
+    /* keep_aspect_ratio_policy with sizes */
+    const int64_t sz[2] = {9, 9};
+    const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
+    for (int i = 0; i < 3; i++) {
+        rz_case p = {19, "nearest", "half_pixel", "round_prefer_floor", policies[i], -1, -1, hw, 2};
+        run_resize(&p, ANVIL_DTYPE_FLOAT32, 4, dims, NULL, sz, 2, "resize_nearest");
+        rz_case q = {19, "linear", "half_pixel_symmetric", NULL, policies[i], -1, -1, hw, 2};
+        run_resize(&q, ANVIL_DTYPE_FLOAT32, 4, dims, NULL, sz, 2, "resize_linear_f32");
+    }
+    /* antialias and cubic stay with the reference */
+    const float down[4] = {1, 1, 0.5f, 0.6f};
+    rz_case aa = {18, "linear", "half_pixel", NULL, NULL, -1, 1, NULL, 0};
+    run_resize(&aa, ANVIL_DTYPE_FLOAT32, 4, dims, down, NULL, 4, NULL);
+    rz_case cu = {18, "cubic", "half_pixel", NULL, NULL, -1, -1, NULL, 0};
+    run_resize(&cu, ANVIL_DTYPE_FLOAT32, 4, dims, down, NULL, 4, NULL);
+}
+
+/* Upsample (opset 7: scales attribute; opset 9: scales input). */
+static void run_upsample(int opset, const char *mode, int rank, const int64_t *dims,
+                         const float *scales, const char *want) {
+    optest t;
+    optest_begin_opset(&t, IR_OP_UPSAMPLE, opset < 9 ? 1 : 2, 1, opset < 9 ? 2 : 1, opset);
+    optest_attr_string(&t, 0, "mode", mode);
+    if (opset < 9) optest_attr_floats(&t, 1, "scales", scales, (size_t)rank);
+    float *x = optest_random_f32(prod(dims, rank), 3, -2, 2);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, rank, dims, x, false);
+    if (opset >= 9) optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){rank}, scales, true);
+    check(&t, want, true, 1e-5f, 1e-5f);
+    optest_end(&t);
+    free(x);
+}
+
+static void test_upsample(void **state) {
+    (void)state;
+    const int64_t dims[4] = {2, 3, 5, 7};
+    const float x2[4] = {1, 1, 2, 2}, odd[4] = {1, 1, 1.5f, 2.7f}, chan[4] = {1, 2, 2, 2};
+    for (int opset = 7; opset <= 9; opset += 2) {
+        run_upsample(opset, "nearest", 4, dims, x2, "upsample_nearest");
+        run_upsample(opset, "nearest", 4, dims, odd, "upsample_nearest");
+        run_upsample(opset, "linear", 4, dims, x2, "upsample_linear_f32");
+        run_upsample(opset, "bilinear", 4, dims, odd, "upsample_linear_f32");
+        run_upsample(opset, "nearest", 4, dims, chan, NULL);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resize_modes),
+        cmocka_unit_test(test_resize_shapes),
+        cmocka_unit_test(test_resize_opset18),
+        cmocka_unit_test(test_upsample),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
