@@ -9,7 +9,7 @@
  * fused epilogue (ir_fusion: residual and activation) is applied to each band right after the
  * kernel stored it, while the band is still in L1, instead of in a separate pass over the whole
  * output. */
-#include "conv.h"
+#include "conv_dwx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,29 +73,6 @@ static size_t dw_cl_slice(const dw_plan *p) {
     return p->cl ? dw_cl_pad_bytes(p) + ohw * 16 * sizeof(float) : 0;
 }
 
-/* The index arrays of conv_dw_cl_geom, in one block owned by p. */
-static anvil_status dw_cl_build(dw_plan *p) {
-    const conv_shape *s = &p->s;
-    const int64_t hw = s->h * s->w, ohw = s->oh * s->ow, ohw8 = (ohw + 7) / 8 * 8;
-    const int64_t ntaps = s->kh * s->kw, trash = p->cl_pw * p->ph;
-    p->cl_idx = malloc(sizeof(int32_t) * (size_t)(hw + ohw8 + ntaps));
-    if (!p->cl_idx) return ANVIL_ERR_OUT_OF_MEMORY;
-    int32_t *in_at = p->cl_idx, *out_at = in_at + hw, *tap_at = out_at + ohw8;
-    for (int64_t iy = 0; iy < s->h; iy++)
-        for (int64_t ix = 0; ix < s->w; ix++) {
-            const int64_t py = iy + s->pt, px = ix + s->pl;
-            in_at[iy * s->w + ix] =
-                (int32_t)(py < p->ph && px < p->cl_pw ? py * p->cl_pw + px : trash);
-        }
-    for (int64_t q = 0; q < ohw8; q++) {
-        const int64_t o = q < ohw ? q : ohw - 1;
-        out_at[q] = (int32_t)(o / s->ow * s->sh * p->cl_pw + o % s->ow * s->sw);
-    }
-    for (int64_t t = 0; t < ntaps; t++) tap_at[t] = (int32_t)(t / s->kw * p->cl_pw + t % s->kw);
-    p->clg = (conv_dw_cl_geom){hw, ohw, ntaps, in_at, out_at, tap_at};
-    return ANVIL_OK;
-}
-
 static size_t dw_slice(const dw_plan *p) {
     return ((size_t)p->band_rows * (size_t)p->g.ldp * sizeof(float) + 63) & ~(size_t)63;
 }
@@ -121,7 +98,7 @@ static anvil_status dw_prepare(const kern_node *kn, void **state) {
         return conv_prepare_unsupported(kn, "depthwise variant");
     }
     conv_row_fusion_init(kn, &p->fuse);
-    if (p->cl && dw_cl_build(p) != ANVIL_OK) {
+    if (p->cl && conv_dwx_cl_build(&p->s, p->cl_pw, p->ph, &p->cl_idx, &p->clg) != ANVIL_OK) {
         free(p);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }

@@ -1,7 +1,7 @@
 /* AVX-512 instance of the depthwise band kernel (conv_dw_tmpl.h) and row copy
  * (conv_rows_tmpl.h). Called only after
  * the variant's KERN_NEEDS_AVX512 matched. */
-#include "conv.h"
+#include "conv_dwx.h"
 
 #include "conv_vec_avx512.h"
 #define DW_BAND_FN conv_dw_band_avx512
@@ -60,8 +60,9 @@ void conv_dw_cl16_avx512(const conv_dw_cl_geom *g, const float *x, const float *
         const int64_t np = g->hw - p0 < 16 ? g->hw - p0 : 16;
         for (int64_t i = 0; i < np; i++) _mm512_store_ps(pad + g->in_at[p0 + i] * 16, r[i]);
     }
-    /* the taps' weights, one vector of channels per tap */
-    __m512 wt[25];
+    /* the taps' weights, one vector of channels per tap (up to 25 taps for conv_depthwise.c,
+     * CONV_DWX_CL_MAX_TAPS for conv_dwx.c) */
+    __m512 wt[CONV_DWX_CL_MAX_TAPS];
     for (int64_t t = 0; t < g->ntaps; t++) {
         float v[16] = {0};
         for (int c = 0; c < nc; c++) v[c] = w[c * g->ntaps + t];

@@ -22,7 +22,7 @@
  * "conv_f32" comes first: it picks one of the others per node from the rule table `cascade`
  * below (data, not code paths; each rule cites the measurement behind it), so the default is
  * deterministic while every variant stays forcible by name. */
-#include "conv.h"
+#include "conv_dwx.h"
 
 #include "kernels/fusion.h"
 
@@ -384,6 +384,11 @@ static bool rule_depthwise_rows(const conv_shape *s) {
     return rule_depthwise(s) && !conv_dw_channel_lanes(s);
 }
 
+/* Depthwise with a channel multiplier (M = C * k, k > 1): only the general kernel takes it. */
+static bool rule_depthwise_mult(const conv_shape *s) {
+    return s->group == s->c && s->c > 1 && s->m > s->c;
+}
+
 static bool rule_1x1(const conv_shape *s) {
     return is_1x1(s);
 }
@@ -455,6 +460,11 @@ static const conv_rule cascade[] = {
     {&conv_v_depthwise_avx2, rule_depthwise_rows},
     {&conv_v_depthwise_avx512, rule_depthwise},
     {&conv_v_depthwise_avx2, rule_depthwise},
+    {&conv_v_dwx_avx2, rule_depthwise_rows},
+    {&conv_v_dwx_avx512, rule_depthwise},
+    {&conv_v_dwx_avx2, rule_depthwise},
+    {&conv_v_dwx_avx512, rule_depthwise_mult},
+    {&conv_v_dwx_avx2, rule_depthwise_mult},
     {&conv_v_smallc_avx512, rule_smallc},
     {&conv_v_smallc_avx2, rule_smallc},
     {&conv_v_1x1, rule_1x1},
@@ -536,6 +546,8 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_auto,
     &conv_v_depthwise_avx512,
     &conv_v_depthwise_avx2,
+    &conv_v_dwx_avx512,
+    &conv_v_dwx_avx2,
     &conv_v_1x1,
     &conv_v_winograd_f4,
     &conv_v_winograd_f2,
@@ -547,6 +559,8 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_smallc_avx2,
     &convnhwc_v_depthwise_avx512,
     &convnhwc_v_depthwise_avx2,
+    &convnhwc_v_dwx_avx512,
+    &convnhwc_v_dwx_avx2,
     &convnhwc_v_smallc_avx512,
     &convnhwc_v_gemm,
     NULL,

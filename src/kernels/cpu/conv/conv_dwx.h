@@ -1,0 +1,80 @@
+/* Depthwise convs of any kernel size, stride, dilation and padding (conv_dwx.c, the kernels in
+ * conv_dwx_tmpl.h instantiated by conv_dwx_avx512.c and conv_dwx_avx2.c): the geometry the
+ * variants compute once in prepare and the ISA kernels' entry points. The 3x3 / 5x5, stride 1-2,
+ * undilated kernels of conv_depthwise.c and conv_dw_nhwc.c unroll their taps at compile time;
+ * these take the taps from a table instead, so one instance per ISA serves every shape.
+ *
+ * Every pointer argument is borrowed for the duration of the call. */
+#ifndef ANVIL_CONV_DWX_H
+#define ANVIL_CONV_DWX_H
+
+#include "conv.h"
+
+/* The largest kernel side, stride and dilation the variants take (far beyond real models; they
+ * bound the tap table and the padded rows). */
+#define CONV_DWX_MAX_K 16
+#define CONV_DWX_MAX_STRIDE 16
+#define CONV_DWX_MAX_DILATION 256
+
+/* NCHW: a plane is computed in bands of output rows from padded rows, as in conv_dw_geom
+ * (conv.h), generalised to any stride s along a row: a padded row is split into its s phases,
+ * padded column q at row[(q % s) * lp + q / s], so the taps of consecutive outputs, columns
+ * ox * s + kx * dw, are consecutive floats of one phase. Rows and columns in the padding are
+ * zeros; phases are readable a vector past the last output's last tap. */
+typedef struct conv_dwx_rows {
+    int64_t h, w;       /* input plane */
+    int64_t pt;         /* top padding */
+    int64_t q0, n;      /* input column 0 lands on padded column q0; n input columns are copied */
+    int64_t sy, sx;     /* strides; sx phases per padded row */
+    int64_t lp;         /* floats per phase, a multiple of 16 */
+    int64_t ldp;        /* padded row stride: sx * lp */
+    int64_t ext;        /* padded rows one output row reads: (kh - 1) * dh + 1 */
+    int64_t ow;         /* output width */
+    int64_t ntaps;      /* kh * kw */
+    const int64_t *off; /* [ntaps]: tap ky*kw + kx's offset from its output's first padded float,
+                           ky*dh*ldp + (kx*dw % sx)*lp + kx*dw / sx */
+} conv_dwx_rows;
+
+/* Output rows [r0, r0 + nr) of one plane: copies the (nr - 1) * sy + ext padded rows they read
+ * from plane x (h x w) into xb (rows of ldp floats, whose pad columns the caller zeroed), then
+ * y[oy - r0][ox] = bias + sum over taps t of w[t] * xb[(oy - r0) * sy * ldp + ox + off[t]]. */
+typedef void (*conv_dwx_band_fn)(const conv_dwx_rows *g, const float *x, float *xb, const float *w,
+                                 float bias, float *y, int64_t r0, int64_t nr);
+void conv_dwx_band_avx512(const conv_dwx_rows *g, const float *x, float *xb, const float *w,
+                          float bias, float *y, int64_t r0, int64_t nr);
+void conv_dwx_band_avx2(const conv_dwx_rows *g, const float *x, float *xb, const float *w,
+                        float bias, float *y, int64_t r0, int64_t nr);
+
+/* NHWC: X [h, w, c] of one image read in place, weights packed tap-major [kh*kw][vpad] (vpad:
+ * c rounded up to 16, zeros past c), bias [vpad]. Output columns [ox_lo, ox_hi) have every tap
+ * inside the input's columns; the others take only their taps inside. */
+typedef struct conv_dwx_last {
+    int64_t h, w, c, vpad;
+    int64_t ow;
+    int64_t kh, kw, sh, sw, dh, dw, pt, pl;
+    int64_t ox_lo, ox_hi;
+} conv_dwx_last;
+
+/* Output row oy of one image: y[ox][o] (y: the row, ow * c floats) for every ox and channel. */
+typedef void (*conv_dwx_row_fn)(const conv_dwx_last *g, const float *x, const float *wp,
+                                const float *bp, float *y, int64_t oy);
+void conv_dwx_row_avx512(const conv_dwx_last *g, const float *x, const float *wp, const float *bp,
+                         float *y, int64_t oy);
+void conv_dwx_row_avx2(const conv_dwx_last *g, const float *x, const float *wp, const float *bp,
+                       float *y, int64_t oy);
+
+/* The largest kh * kw that conv_dw_cl16_avx512 (conv.h) takes in this build: the NCHW variant
+ * sends small planes of any stride and dilation through it (its index arrays carry both). */
+#define CONV_DWX_CL_MAX_TAPS 121
+
+/* The channel-lanes kernel's index tables for s (any stride and dilation) over a padded plane of
+ * pw x ph pixels (+1: the pixel that takes the input pixels no output reads): one malloc'd block,
+ * returned in *idx for the caller to free, that g's arrays point into. */
+anvil_status conv_dwx_cl_build(const conv_shape *s, int64_t pw, int64_t ph, int32_t **idx,
+                               conv_dw_cl_geom *g);
+
+/* The variants (conv_dwx.c). */
+extern const kern_variant conv_v_dwx_avx512, conv_v_dwx_avx2, convnhwc_v_dwx_avx512,
+    convnhwc_v_dwx_avx2;
+
+#endif
