@@ -3,6 +3,13 @@
  * (the planner runs the first that applies). */
 #include "data.h"
 
+/* One entry per line (clang-format off keeps it so, for readable diffs). */
+// clang-format off
 const kern_variant *const kern_family_data[] = {
-    &data_resize_nearest,      &data_resize_linear_f32, &data_upsample_nearest,
+    &data_resize_nearest,
+    &data_resize_linear_f32,
+    &data_upsample_nearest,
+    &data_upsample_linear_f32,
+    NULL,
 };
+// clang-format on
