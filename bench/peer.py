@@ -1,27 +1,32 @@
 #!/usr/bin/env python3
-"""Peer benchmark: anvil tuned and cascade vs ONNX Runtime (and PyTorch when it can) on the zoo.
+"""Peer benchmark: anvil tuned and cascade vs ONNX Runtime, OpenVINO and PyTorch on the zoo.
 
-Usage: peer.py [--models a,b,...] [--size full|ci] [--threads 1,2] [--runs N] [--rounds R]
-               [--warmup W] [--anvil PATH] [--zoo DIR] [--tune-db FILE] [--tune-budget S]
-               [--no-tune] [--json out.json] [--md out.md]
+Usage: peer.py [--models a,b,...] [--corpus] [--corpus-dir DIR] [--size full|ci] [--threads 1,2]
+               [--runs N] [--rounds R] [--warmup W] [--anvil PATH] [--zoo DIR] [--tune-db FILE]
+               [--tune-budget S] [--no-tune] [--no-openvino] [--json out.json] [--md out.md]
 
 For every model (the generated zoo of tests/models/gen_zoo.py and the real models of
-tests/models/fetch_real.py whose packages are installed) and every thread count T:
+tests/models/fetch_real.py whose packages are installed; with --corpus instead the PyTorch
+exports of scripts/gen_corpus.py, generated into --corpus-dir on first use when torch is
+installed; --models may name models of either) and every thread count T:
   1. Tuning: `anvil tune MODEL --db TUNE_DB --threads T -i ... --runs 0 --json` measures every
      distinct problem of the model on this machine with the same inputs the timed runs use and
      stores the winners in TUNE_DB (default build-release/peer_zoo/tuning.db). Problems already
      in the database are not measured again, so a rerun is quick. Its wall time and the number
      of problems measured now ("tuned") and found in the database ("cached") are reported.
      --no-tune skips this step and the tuned engine.
-  2. Timing: the engines run in alternation, R rounds of cascade, tuned, ORT, torch; each round
-     is a fresh child process per engine that loads the model, runs it once (first run, includes
-     planning), runs W untimed warmup iterations and N timed ones on the same inputs (the model's
-     test_data_set_0, so all engines see identical data):
+  2. Timing: the engines run in alternation, R rounds of cascade, tuned, ORT, OpenVINO, torch;
+     each round is a fresh child process per engine that loads the model, runs it once (first
+     run, includes planning), runs W untimed warmup iterations and N timed ones on the same
+     inputs (the model's test_data_set_0, so all engines see identical data):
   - anvil cascade: `anvil bench MODEL --json -i NAME=FILE.npy ... --threads T --no-db`, the
     built-in selection rules only (no database, whatever $ANVIL_TUNING_DB says);
   - anvil tuned: the same with `--db TUNE_DB`, the kernels tuning chose;
   - ONNX Runtime: this script in child mode, intra-op threads T, inter-op 1, sequential
     execution, its default graph optimisations;
+  - OpenVINO (when installed: ANVIL_CORPUS=1 scripts/setup.sh; --no-openvino leaves it out):
+    this script in child mode, the CPU plugin with INFERENCE_PRECISION_HINT=f32,
+    INFERENCE_NUM_THREADS=T, PERFORMANCE_HINT=LATENCY, one stream, no CPU pinning;
   - PyTorch (when torch and onnx2torch are installed: ANVIL_TORCH=1 scripts/setup.sh): the
     model's torch twin (bench/torch_twin.py: the ONNX graph as a torch.fx module holding the
     model's own initializers), built once by this process and accepted only if it reproduces
@@ -29,14 +34,17 @@ tests/models/fetch_real.py whose packages are installed) and every thread count 
     be built or does not match is never timed and its reason goes to the notes. Each round's
     child loads the saved twin and runs it under torch.inference_mode() with
     torch.set_num_threads(T) and torch.set_num_interop_threads(1).
-  3. What changed: one more untimed `anvil bench --iters 1 --warmup 0 --explain` of each anvil
+  3. Outputs: one untimed `anvil run` of each anvil configuration, and OpenVINO's first run, are
+     compared with ORT's outputs of test_data_set_0 (rtol 1e-3, atol 1e-4 * max|y| per output);
+     the "outputs vs ORT" column says which engines differ and the notes by how much.
+  4. What changed: one more untimed `anvil bench --iters 1 --warmup 0 --explain` of each anvil
      configuration lists the variant and parameters every node ran; "nodes changed" counts the
      nodes where they differ (a record's threads=T equal to the session's counts as the
      cascade's default), the notes name the first five and the JSON all of them.
 Latency per engine is the median over rounds of each round's median (and likewise p90), so all
 engines are summarised the same way. Ratios are of those medians: tuned/cascade, tuned/ORT and
 cascade/ORT (below 1: the first is faster), with their geometric means over the models under the
-table; anvil/torch uses tuned anvil (the cascade with --no-tune). When several thread counts run,
+table; anvil/OpenVINO and anvil/torch use tuned anvil (the cascade with --no-tune). When several thread counts run,
 a second table gives each engine's speedup from the smallest to each larger count. Peak RSS is
 each child's maximum resident set (wait4's ru_maxrss, the largest over rounds); for ONNX Runtime
 and PyTorch that includes the Python interpreter and the onnxruntime / torch import, reported
@@ -61,6 +69,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 GEN_ZOO = os.path.join(ROOT, "tests", "models", "gen_zoo.py")
 FETCH_REAL = os.path.join(ROOT, "tests", "models", "fetch_real.py")
+GEN_CORPUS = os.path.join(ROOT, "scripts", "gen_corpus.py")
+DEFAULT_CORPUS = os.path.join(ROOT, "models", "corpus")
+# The zoo's tolerance (tests/models/gen_zoo.py writes it as tolerance.txt): |y - ORT| <= RTOL *
+# |ORT| + ATOL_SCALE * max|ORT|, per output.
+RTOL, ATOL_SCALE = 1e-3, 1e-4
 MIB = 1024.0
 
 
@@ -109,6 +122,50 @@ def ort_child(model, inputs_npz, threads, warmup, runs):
                       "min": min(times), "load_ms": load_ms, "first_run_ms": first_ms,
                       "base_rss_kib": base}))
     return 0
+
+
+def ov_child(model, inputs_npz, threads, warmup, runs, outputs_npz):
+    """One OpenVINO measurement: CPU plugin, fp32, T threads, latency mode; like ort_child.
+
+    The outputs of the first run go to outputs_npz (as out_0, out_1, ... in graph order) unless
+    that file exists already, for the parent's comparison with ORT."""
+    import numpy as np
+    import openvino as ov
+    base = vm_hwm_kib()
+    feeds = dict(np.load(inputs_npz))
+    # f32: on CPUs with AVX512-BF16 or AMX the plugin's default precision is bf16. No pinning:
+    # neither anvil nor ORT (with its thread count set) pins threads, and on a shared machine a
+    # thread pinned to a busy core cannot move away from the noise.
+    config = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": str(threads),
+              "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1", "ENABLE_CPU_PINNING": "NO"}
+    t0 = time.perf_counter()
+    compiled = ov.Core().compile_model(model, "CPU", config)
+    req = compiled.create_infer_request()
+    load_ms = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    req.infer(feeds)
+    first_ms = (time.perf_counter() - t0) * 1e3
+    if not os.path.exists(outputs_npz):
+        np.savez(outputs_npz, **{f"out_{i}": np.array(req.get_output_tensor(i).data)
+                                 for i in range(len(compiled.outputs))})
+    for _ in range(warmup):
+        req.infer(feeds)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        req.infer(feeds)
+        times.append((time.perf_counter() - t0) * 1e3)
+    print(json.dumps({"median": statistics.median(times), "p90": percentile(times, 0.9),
+                      "min": min(times), "load_ms": load_ms, "first_run_ms": first_ms,
+                      "base_rss_kib": base}))
+    return 0
+
+
+def ov_status():
+    """None when OpenVINO can run here, else why not (for the table)."""
+    if importlib.util.find_spec("openvino") is None:
+        return "openvino not installed (ANVIL_CORPUS=1 scripts/setup.sh): skipped"
+    return None
 
 
 def torch_child(twin_path, inputs_npz, threads, warmup, runs):
@@ -229,19 +286,112 @@ def load_inputs(case):
     return feeds
 
 
-def ensure_models(names, size, zoo, python):
-    """Generates the zoo models and copies the real ones into zoo; returns {name: case dir}."""
+def load_outputs(case):
+    """The expected outputs of test_data_set_0 (ORT's) as [(name, array)], in graph order."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    ddir = os.path.join(case, "test_data_set_0")
+    outs = []
+    while os.path.exists(os.path.join(ddir, f"output_{len(outs)}.pb")):
+        t = onnx.TensorProto()
+        with open(os.path.join(ddir, f"output_{len(outs)}.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        outs.append((t.name, np.asarray(numpy_helper.to_array(t))))
+    return outs
+
+
+def mismatch(expected, got):
+    """None when every output in got matches ORT's (expected) within the zoo tolerance, else
+    what differs first: a count, a shape, or how many elements are off and by how much."""
+    import numpy as np
+    if len(got) != len(expected):
+        return f"{len(got)} outputs, ORT has {len(expected)}"
+    for (name, e), g in zip(expected, got):
+        g = np.asarray(g)
+        if g.shape != e.shape:
+            return f"{name}: shape {list(g.shape)}, ORT {list(e.shape)}"
+        if e.dtype.kind not in "fc":
+            bad = int(np.count_nonzero(g != e))
+            if bad:
+                return f"{name}: {bad} of {e.size} values differ"
+            continue
+        e64, g64 = e.astype(np.float64), g.astype(np.float64)
+        scale = float(np.max(np.abs(e64))) if e.size else 0.0
+        err = np.abs(g64 - e64)
+        bad = ~(err <= RTOL * np.abs(e64) + ATOL_SCALE * scale)  # NaN is bad too
+        if bad.any():
+            nan = int(np.count_nonzero(np.isnan(g64)))
+            worst = float(np.nanmax(err)) if nan < err.size else float("nan")
+            return (f"{name}: {int(bad.sum())} of {e.size} off, max|err| {worst:.2g} = "
+                    f"{worst / (scale or 1.0):.1e} of max|y| {scale:.3g}"
+                    + (f", {nan} NaN" if nan else ""))
+    return None
+
+
+def anvil_outputs(cmd, timeout):
+    """Runs `anvil run ... -o DIR` (cmd) and reads back the outputs it lists on stdout
+    ('NAME -> PATH DTYPE [DIMS]', in graph order); returns (arrays, error)."""
+    import numpy as np
+    rc, out, err, _ = run_child(cmd, timeout)
+    if rc != 0:
+        return None, error_line(err, rc)
+    paths = [m.group(1) for m in (re.match(r".* -> (\S+\.npy) ", ln) for ln in out.splitlines())
+             if m]
+    try:
+        return [np.load(p) for p in paths], None
+    except (OSError, ValueError) as e:
+        return None, f"unreadable output ({type(e).__name__}: {str(e)[:80]})"
+
+
+def ensure_corpus(names, corpus_dir, python):
+    """Generates the corpus models named (scripts/gen_corpus.py; it skips those up to date) when
+    torch is installed, else uses what corpus_dir has; returns ({name: case dir}, {name: why a
+    model is missing})."""
+    gen_error = None
+    if importlib.util.find_spec("torch") is not None:
+        # Its progress goes to stderr with the rest of this script's; a model it cannot export
+        # is in the manifest's "failed" and gets a note. (Its stderr is the exporter's warnings.)
+        gen = subprocess.run([python, GEN_CORPUS, corpus_dir, "--models", ",".join(names)],
+                             stdout=sys.stderr, stderr=subprocess.PIPE, text=True)
+        if gen.returncode != 0:
+            gen_error = error_line(gen.stderr, gen.returncode)
+    failed = {}
+    try:
+        with open(os.path.join(corpus_dir, "manifest.json")) as f:
+            failed = json.load(f).get("failed", {})
+    except (OSError, ValueError):
+        pass
+    why = {}
+    for n in names:
+        if not os.path.isfile(os.path.join(corpus_dir, n, "model.onnx")):
+            why[n] = (f"gen_corpus.py failed: {failed[n]}" if n in failed else
+                      f"gen_corpus.py failed: {gen_error}" if gen_error else
+                      "not generated (needs torch: ANVIL_CORPUS=1 scripts/setup.sh, then "
+                      "scripts/gen_corpus.py)")
+    return {n: os.path.join(corpus_dir, n) for n in names}, why
+
+
+def ensure_models(names, size, zoo, python, corpus_dir=None):
+    """Generates the zoo models and copies the real ones into zoo, and with corpus_dir makes the
+    corpus (all of it when names is empty); returns ({name: case dir}, {name: kind}, {name: why
+    it is missing})."""
     gen = subprocess.run([python, GEN_ZOO, "list"], capture_output=True, text=True, check=True)
     generated = gen.stdout.split()
     real = subprocess.run([python, FETCH_REAL, "--list"], capture_output=True, text=True,
                           check=True)
     real_names = [line.split("\t")[0] for line in real.stdout.splitlines() if line]
-    wanted = names or generated + real_names
-    unknown = [n for n in wanted if n not in generated and n not in real_names]
+    corpus = subprocess.run([python, GEN_CORPUS, "--list"], capture_output=True, text=True,
+                            check=True)
+    corpus_names = [line.split("\t")[0] for line in corpus.stdout.splitlines() if line]
+    wanted = names or (corpus_names if corpus_dir else generated + real_names)
+    known = generated + real_names + corpus_names
+    unknown = [n for n in wanted if n not in known]
     if unknown:
-        sys.exit(f"peer.py: unknown model(s) {', '.join(unknown)}; known: "
-                 f"{', '.join(generated + real_names)}")
-    cases = {}
+        sys.exit(f"peer.py: unknown model(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    kinds = {n: "real" if n in real_names else "corpus" if n in corpus_names else size
+             for n in wanted}
+    cases, missing = {}, {}
     for n in wanted:
         if n in generated:
             subprocess.run([python, GEN_ZOO, n, os.path.join(zoo, n), "--size", size],
@@ -254,7 +404,11 @@ def ensure_models(names, size, zoo, python):
         for n in wanted:
             if n in real_names:
                 cases[n] = os.path.join(real_dir, n)
-    return cases
+    from_corpus = [n for n in wanted if n in corpus_names]
+    if from_corpus:
+        found, missing = ensure_corpus(from_corpus, corpus_dir or DEFAULT_CORPUS, python)
+        cases.update(found)
+    return {n: cases[n] for n in wanted}, kinds, missing
 
 
 def error_line(text, rc):
@@ -383,10 +537,10 @@ def ratio(a, b):
 def bench_model(name, case, threads, args, python, tmp):
     import numpy as np
     model = os.path.join(case, "model.onnx")
-    result = {"model": name, "size": args.size if "/real/" not in case else "real",
-              "threads": threads, "notes": []}
+    result = {"model": name, "size": args.kinds.get(name, args.size), "threads": threads,
+              "notes": []}
     if not os.path.isfile(model):
-        result["notes"].append(f"not available ({model} missing)")
+        result["notes"].append(args.missing.get(name) or f"not available ({model} missing)")
         return result
     feeds = load_inputs(case)
     npz = os.path.join(tmp, f"{name}.npz")
@@ -421,6 +575,11 @@ def bench_model(name, case, threads, args, python, tmp):
     cmds["ort"] = [python, os.path.abspath(__file__), "--child-ort", model, npz, str(threads),
                    str(args.warmup), str(args.runs)]
     parse["ort"] = peer_round
+    ov_outputs = os.path.join(tmp, f"{name}.t{threads}.ov_outputs.npz")
+    if args.ov_note is None:
+        cmds["ov"] = [python, os.path.abspath(__file__), "--child-ov", model, npz, str(threads),
+                      str(args.warmup), str(args.runs), ov_outputs]
+        parse["ov"] = peer_round
     twin_path = os.path.join(tmp, f"{name}.twin.pt")
     torch_ok = args.torch_note is None
     if torch_ok and not os.path.exists(twin_path):
@@ -448,7 +607,7 @@ def bench_model(name, case, threads, args, python, tmp):
             if rc == 0:
                 try:
                     rounds[e].append(parse[e](out, rss))
-                    if e in ("ort", "torch"):
+                    if e in ("ort", "ov", "torch"):
                         result[f"{e}_base_rss_mib"] = rounds[e][-1]["base_rss_kib"] / MIB
                     continue
                 except (ValueError, KeyError, TypeError) as ex:
@@ -458,12 +617,31 @@ def bench_model(name, case, threads, args, python, tmp):
             if e in ("cascade", "tuned"):
                 anvil_failures[e] = error_line(err, rc)
             else:
-                result["notes"].append(short_error("ORT" if e == "ort" else e, err, rc))
-    for e in ("cascade", "tuned", "ort", "torch"):
+                result["notes"].append(short_error(ENGINE_NAMES.get(e, e), err, rc))
+    for e in ("cascade", "tuned", "ort", "ov", "torch"):
         result[e] = summarise(rounds.get(e))
     result["notes"] = anvil_notes(anvil_failures) + result["notes"]
 
-    # 3. Which nodes the database changed: one untimed explain run of each configuration.
+    # 3. Outputs against ORT's (test_data_set_0): one untimed `anvil run` per anvil configuration
+    # that ran, and OpenVINO's first run as its child saved it.
+    expected = load_outputs(case)
+    got = {}
+    for e in ("cascade", "tuned"):
+        if result[e]:
+            outdir = os.path.join(tmp, f"{name}.t{threads}.{e}")
+            got[e] = anvil_outputs([args.anvil, "run", model, "--threads", str(threads), "-o",
+                                    outdir] + input_args + db_flags[e], args.timeout)
+    if result["ov"]:
+        with np.load(ov_outputs) as z:
+            got["ov"] = [z[f"out_{i}"] for i in range(len(z.files))], None
+    checks = {}
+    for e, (arrays, error) in got.items():
+        checks[e] = f"run failed: {error}" if error else mismatch(expected, arrays)
+        if checks[e]:
+            result["notes"].append(f"{ENGINE_NAMES[e]} output mismatch: {checks[e]}")
+    result["outputs_vs_ort"] = checks
+
+    # 4. Which nodes the database changed: one untimed explain run of each configuration.
     if result["cascade"] and result["tuned"]:
         plans = {e: explain(anvil_base + ["--iters", "1", "--warmup", "0", "--explain"] +
                             db_flags[e], args.timeout) for e in ("cascade", "tuned")}
@@ -490,7 +668,13 @@ def bench_model(name, case, threads, args, python, tmp):
     result["anvil"] = t or c
     result["ratio"] = ratio(result["anvil"], o)
     result["ratio_torch"] = ratio(result["anvil"], pt)
+    result["ratio_ov"] = ratio(result["anvil"], result["ov"])
+    result["ov_vs_ort"] = ratio(result["ov"], o)
     return result
+
+
+ENGINE_NAMES = {"cascade": "anvil cascade", "tuned": "anvil tuned", "ort": "ORT",
+                "ov": "OpenVINO", "torch": "torch"}
 
 
 def fmt(v, spec=".2f"):
@@ -515,7 +699,8 @@ def geomean(values):
 
 def scaling(results):
     """Per model, the speedup from the smallest thread count run to each larger one:
-    median at the smallest / median at the larger, for tuned anvil, the cascade and ORT."""
+    median at the smallest / median at the larger, for tuned anvil, the cascade, ORT and
+    OpenVINO."""
     rows = []
     by_model = {}
     for r in results:
@@ -526,7 +711,7 @@ def scaling(results):
             if t == lo:
                 continue
             row = {"model": model, "from_threads": lo, "to_threads": t}
-            for e in ("tuned", "cascade", "ort"):
+            for e in ("tuned", "cascade", "ort", "ov"):
                 a, b = runs[lo].get(e), runs[t].get(e)
                 row[e] = a["median_ms"] / b["median_ms"] if a and b else None
             rows.append(row)
@@ -535,28 +720,33 @@ def scaling(results):
 
 def markdown(results, meta):
     tuned = not meta["no_tune"]
-    lines = [f"Peer benchmark, size `{meta['size']}`, {meta['rounds']} rounds x "
+    what = "the corpus" if meta.get("corpus") else f"size `{meta['size']}`"
+    lines = [f"Peer benchmark, {what}, {meta['rounds']} rounds x "
              f"{meta['runs']} runs (warmup {meta['warmup']}), {meta['cpu']}; "
              + (f"tuning database `{meta['tune_db']}`." if tuned else
                 "no tuning (--no-tune): anvil is the cascade only."), "",
              "Latencies are medians in ms with the p90 in parentheses; a ratio below 1 means the "
              "first engine is faster.", "",
              "| model | size | thr | anvil cascade ms | anvil tuned ms | ORT ms | tuned/cascade | "
-             "tuned/ORT | cascade/ORT | torch ms | anvil/torch | tune s | problems tuned/cached "
-             "| nodes changed | anvil peak RSS MiB cascade/tuned | ORT peak RSS MiB (base) | "
-             "torch peak RSS MiB (base) | notes |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
-             "|---|"]
+             "tuned/ORT | cascade/ORT | OpenVINO ms | anvil/OpenVINO | torch ms | anvil/torch | "
+             "outputs vs ORT | tune s | problems tuned/cached | nodes changed | anvil peak RSS "
+             "MiB cascade/tuned | ORT peak RSS MiB (base) | torch peak RSS MiB (base) | notes |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:"
+             "|---:|---:|---:|---|"]
     for r in results:
         c, t, o, pt = (r.get(e) for e in ("cascade", "tuned", "ort", "torch"))
         tune = r.get("tune") or {}
         counts = f"{tune['tuned']}/{tune['cached']}" if "problems" in tune else "—"
         # A torch note repeated on every row would drown the table; it is printed once below.
         notes = "; ".join(n for n in r["notes"] if n != f"torch: {meta['torch_note']}")
+        checks = r.get("outputs_vs_ort") or {}
+        bad = [ENGINE_NAMES[e] for e, why in checks.items() if why]
+        check = "—" if not checks else f"differ: {', '.join(bad)}" if bad else "match"
         lines.append(
             f"| {r['model']} | {r['size']} | {r['threads']} | {med_p90(c)} | {med_p90(t)} | "
             f"{med_p90(o)} | {fmt(r.get('tuned_vs_cascade'))} | {fmt(r.get('tuned_vs_ort'))} | "
-            f"{fmt(r.get('cascade_vs_ort'))} | {med_p90(pt)} | {fmt(r.get('ratio_torch'))} | "
+            f"{fmt(r.get('cascade_vs_ort'))} | {med_p90(r.get('ov'))} | "
+            f"{fmt(r.get('ratio_ov'))} | {med_p90(pt)} | {fmt(r.get('ratio_torch'))} | {check} | "
             f"{fmt(tune.get('seconds'))} | {counts} | {fmt(r.get('changed'), 'd')} | "
             f"{fmt(c and c['peak_rss_mib'], '.0f')}/{fmt(t and t['peak_rss_mib'], '.0f')} | "
             f"{fmt(o and o['peak_rss_mib'], '.0f')} ({fmt(r.get('ort_base_rss_mib'), '.0f')}) | "
@@ -569,12 +759,14 @@ def markdown(results, meta):
         lines.append(f"Geometric mean {label}: " + ", ".join(
             f"{fmt(g['value'], '.3f')} at {thr} (n={g['n']})" for thr, g in key.items()) + ".")
     if meta["scaling"]:
-        lines += ["", "| model | threads | tuned speedup | cascade speedup | ORT speedup |",
-                  "|---|---|---:|---:|---:|"]
+        lines += ["", "| model | threads | tuned speedup | cascade speedup | ORT speedup | "
+                  "OpenVINO speedup |", "|---|---|---:|---:|---:|---:|"]
         for s in meta["scaling"]:
             lines.append(f"| {s['model']} | {s['from_threads']} -> {s['to_threads']} | "
-                         f"{fmt(s['tuned'])} | {fmt(s['cascade'])} | {fmt(s['ort'])} |")
-    lines += ["", f"PyTorch: {meta['torch_note'] or meta['torch_versions']}.",
+                         f"{fmt(s['tuned'])} | {fmt(s['cascade'])} | {fmt(s['ort'])} | "
+                         f"{fmt(s.get('ov'))} |")
+    lines += ["", f"OpenVINO: {meta['ov_note'] or meta['ov_version']}.",
+              "", f"PyTorch: {meta['torch_note'] or meta['torch_versions']}.",
               "", f"Peak RSS floor: a child that runs nothing reports "
               f"{fmt(meta['rss_floor_mib'], '.0f')} MiB (wait4 counts the image a child was "
               "forked from, i.e. this script's process), so smaller peaks read as that."]
@@ -582,10 +774,11 @@ def markdown(results, meta):
 
 
 def geomeans(results, threads):
-    """{label: {"T threads" | "all": {value, n}}} of the three anvil ratios."""
+    """{label: {"T threads" | "all": {value, n}}} of the anvil ratios (and OpenVINO/ORT)."""
     out = {}
     for label, key in (("tuned/ORT", "tuned_vs_ort"), ("tuned/cascade", "tuned_vs_cascade"),
-                       ("cascade/ORT", "cascade_vs_ort")):
+                       ("cascade/ORT", "cascade_vs_ort"), ("anvil/OpenVINO", "ratio_ov"),
+                       ("OpenVINO/ORT", "ov_vs_ort")):
         per = {}
         for t in threads + [None]:
             v, n = geomean([r.get(key) for r in results if t is None or r["threads"] == t])
@@ -611,13 +804,24 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child-ort":
         model, npz, threads, warmup, runs = sys.argv[2:7]
         return ort_child(model, npz, int(threads), int(warmup), int(runs))
+    if len(sys.argv) > 1 and sys.argv[1] == "--child-ov":
+        model, npz, threads, warmup, runs, outputs = sys.argv[2:8]
+        return ov_child(model, npz, int(threads), int(warmup), int(runs), outputs)
     if len(sys.argv) > 1 and sys.argv[1] == "--child-twin":
         return twin_child(sys.argv[2], sys.argv[3])
     if len(sys.argv) > 1 and sys.argv[1] == "--child-torch":
         twin, npz, threads, warmup, runs = sys.argv[2:7]
         return torch_child(twin, npz, int(threads), int(warmup), int(runs))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", help="comma-separated model names (default: all)")
+    ap.add_argument("--models", help="comma-separated model names, from the zoo and the corpus "
+                    "(default: all of the zoo, or of the corpus with --corpus)")
+    ap.add_argument("--corpus", action="store_true",
+                    help="run the corpus of PyTorch exports (scripts/gen_corpus.py, generated on "
+                         "first use when torch is installed) instead of the zoo")
+    ap.add_argument("--corpus-dir", default=DEFAULT_CORPUS,
+                    help="the corpus folder (default models/corpus)")
+    ap.add_argument("--no-openvino", action="store_true",
+                    help="leave out the OpenVINO engine even when it is installed")
     ap.add_argument("--size", choices=["full", "ci"], default="ci")
     ap.add_argument("--threads", default="1", help="comma-separated thread counts (default 1)")
     ap.add_argument("--runs", type=int, default=10, help="timed runs per round (default 10)")
@@ -653,7 +857,15 @@ def main():
     os.makedirs(os.path.dirname(args.tune_db), exist_ok=True)
     zoo = args.zoo or os.path.join(ROOT, "build-release", "peer_zoo", args.size)
     names = [n for n in args.models.split(",") if n] if args.models else None
-    cases = ensure_models(names, args.size, zoo, python)
+    cases, args.kinds, args.missing = ensure_models(
+        names, args.size, zoo, python, os.path.abspath(args.corpus_dir) if args.corpus else None)
+    args.ov_note = "left out (--no-openvino)" if args.no_openvino else ov_status()
+    ov_version = None
+    if args.ov_note is None:
+        from importlib import metadata
+        ov_version = (f"openvino {metadata.version('openvino')}, CPU plugin, "
+                      "INFERENCE_PRECISION_HINT=f32, INFERENCE_NUM_THREADS=T, "
+                      "PERFORMANCE_HINT=LATENCY, one stream, no CPU pinning")
     args.torch_note = torch_status()
     args.twin_notes = {}
     torch_versions = None
@@ -669,16 +881,17 @@ def main():
                 r = bench_model(name, case, t, args, python, tmp)
                 results.append(r)
                 lat = {e: ms(r[e]["median_ms"]) if r.get(e) else "—"
-                       for e in ("cascade", "tuned", "ort", "torch")}
+                       for e in ("cascade", "tuned", "ort", "ov", "torch")}
                 tune = r.get("tune") or {}
                 print(f"{name} threads={t}: cascade {lat['cascade']} ms, tuned {lat['tuned']} ms "
                       f"(tune {fmt(tune.get('seconds'))} s, "
                       f"{fmt(r.get('changed'), 'd')} nodes changed), ORT {lat['ort']} ms, "
-                      f"torch {lat['torch']} ms", file=sys.stderr)
+                      f"OpenVINO {lat['ov']} ms, torch {lat['torch']} ms", file=sys.stderr)
     # /bin/true's peak is this process's resident size at the fork: the least any child reports.
     meta = {"size": args.size, "rounds": args.rounds, "runs": args.runs,
             "warmup": args.warmup, "cpu": cpu_name(), "torch_note": args.torch_note,
-            "torch_versions": torch_versions, "anvil": args.anvil,
+            "torch_versions": torch_versions, "ov_note": args.ov_note,
+            "ov_version": ov_version, "anvil": args.anvil, "corpus": args.corpus,
             "no_tune": args.no_tune, "tune_db": None if args.no_tune else args.tune_db,
             "geomeans": geomeans(results, threads), "scaling": scaling(results),
             "rss_floor_mib": run_child(["true"], 60)[3] / MIB}

@@ -129,6 +129,24 @@ if [ "${ANVIL_TORCH:-0}" = 1 ]; then
     fi
 fi
 
+# Optional: PyTorch, torchvision, transformers and OpenVINO for the model corpus
+# (scripts/gen_corpus.py) and the OpenVINO column of bench/peer.py. Several GB, so only when
+# ANVIL_CORPUS=1; skipped when the pins hold.
+if [ "${ANVIL_CORPUS:-0}" = 1 ]; then
+    if REQ="$ROOT/scripts/requirements-corpus.txt" pins_ok; then
+        log "corpus packages: pins in scripts/requirements-corpus.txt satisfied"
+    else
+        log "installing corpus packages from scripts/requirements-corpus.txt"
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+            -r "$ROOT/scripts/requirements-corpus.txt"
+        REQ="$ROOT/scripts/requirements-corpus.txt" pins_ok || {
+            echo "setup.sh: pip finished but the pins in scripts/requirements-corpus.txt are" \
+                "still not met" >&2
+            exit 1
+        }
+    fi
+fi
+
 if [ "$BUILD" -eq 1 ]; then
     "$ROOT/scripts/build.sh" release
 fi
