@@ -10,9 +10,10 @@ come, with the exporter's own node patterns. The packages are the optional group
 scripts/requirements-corpus.txt (ANVIL_CORPUS=1 scripts/setup.sh); not needed by CI.
 
 Every model has random weights from a fixed seed: torchvision constructors get weights=None and
-weights_backbone=None, transformers models are built from config objects. Nothing is downloaded:
-torch.hub's download function is replaced by one that raises and the Hugging Face hub is put
-offline, so a model that wanted to fetch anything fails to generate instead.
+weights_backbone=None, transformers models are built from config objects, YOLOv8n from the yaml
+ultralytics ships. Nothing is downloaded: torch.hub's download functions raise, the Hugging Face
+hub and ultralytics are put offline, and any socket connection to another host raises, so a
+model that wanted to fetch anything fails to generate instead.
 
 Export: opset 17, static shapes, batch 1, eval mode, the TorchScript exporter (dynamo=False,
 which needs no extra packages). Each model is then loaded by ONNX Runtime, run on seeded inputs,
@@ -49,7 +50,11 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 
 def no_downloads():
-    """Makes every torch.hub download raise: a constructor that would fetch weights fails."""
+    """Makes every download fail: torch.hub's functions raise, and so does any socket connection
+    to a non-local address (ultralytics, transformers and the rest fetch through sockets), so a
+    model that wanted weights, a config or a font from the network fails to generate."""
+    import socket
+
     import torch.hub
 
     def refuse(url, *args, **kwargs):
@@ -57,6 +62,16 @@ def no_downloads():
 
     torch.hub.load_state_dict_from_url = refuse
     torch.hub.download_url_to_file = refuse
+    connect = socket.socket.connect
+
+    def local_only(self, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and (host.startswith("127.") or host in ("::1", "localhost")
+                                      or self.family == socket.AF_UNIX):
+            return connect(self, address)
+        raise RuntimeError(f"gen_corpus.py downloads nothing (a connection to {address})")
+
+    socket.socket.connect = local_only
 
 
 # ---- the models: each builder returns (module, {input name: array}, output names) ----------
@@ -126,6 +141,20 @@ def ssdlite_head(rng):
     model = det.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None,
                                               num_classes=91)
     return Raw(model), image(rng, 320), ["bbox_regression", "cls_logits"]
+
+
+def yolov8n(rng):
+    # Ultralytics YOLOv8n built from the yolov8n.yaml that ships in the package (no weights file:
+    # DetectionModel from a yaml never downloads), with the Detect head in export mode as
+    # ultralytics' own ONNX export sets it: one (1, 84, 8400) tensor of boxes and class scores.
+    os.environ.setdefault("YOLO_OFFLINE", "1")
+    from ultralytics.nn.tasks import DetectionModel
+    model = DetectionModel("yolov8n.yaml", ch=3, nc=80, verbose=False)
+    for m in model.modules():
+        if hasattr(m, "export"):
+            m.export, m.format = True, "onnx"
+    return model, {"images": rng.uniform(0.0, 1.0, (1, 3, 640, 640)).astype("float32")}, \
+        ["output0"]
 
 
 class HfOutputs:
@@ -225,6 +254,8 @@ MODELS = {
                  "ViT-S/16 (torchvision VisionTransformer, 12 layers, 384 wide), 224x224"),
     "ssdlite320_head": (ssdlite_head, "torchvision",
                         "SSDlite320-MobileNetV3-Large backbone + detection heads, no NMS"),
+    "yolov8n": (yolov8n, "ultralytics",
+                "YOLOv8n detector from its yaml (C2f, SPPF, DFL head in export mode), 640x640"),
     "bert_small": (bert_small, "transformers",
                    "BERT L4/H512/A8 (BertModel from a config), sequence 128"),
     "gpt2_6l": (gpt2_6l, "transformers",
@@ -241,7 +272,7 @@ MODELS = {
 def versions():
     from importlib import metadata
     out = {}
-    for p in ("torch", "torchvision", "transformers", "onnx", "onnxruntime"):
+    for p in ("torch", "torchvision", "transformers", "ultralytics", "onnx", "onnxruntime"):
         try:
             out[p] = metadata.version(p)
         except metadata.PackageNotFoundError:
@@ -373,6 +404,9 @@ def main():
     except ImportError as e:
         sys.exit(f"gen_corpus.py: {e.name} is not installed (ANVIL_CORPUS=1 scripts/setup.sh)")
     no_downloads()
+    # Ultralytics keeps a settings file; in the corpus folder, not the user's ~/.config.
+    os.environ.setdefault("YOLO_CONFIG_DIR", os.path.join(os.path.abspath(args.outdir),
+                                                          ".ultralytics"))
     # nn.MultiheadAttention's inference fast path is one fused aten op the exporter lacks.
     torch.backends.mha.set_fastpath_enabled(False)
     torch.set_num_threads(os.cpu_count() or 1)
