@@ -1,4 +1,418 @@
-/* The reduce family (being written): no variant yet, so its ops run the reference kernel. */
-#include "kernels/kernels.h"
+/* The reduce family: vectorized fp32 ReduceL1 ... ReduceSumSquare, ArgMax / ArgMin and
+ * GlobalMaxPool here, Instance/Group/RMS/LpNormalization in norm_variants.c, TopK in topk.c; each
+ * as "<op>_avx512" and "<op>_avx2" variants (TopK: one baseline variant).
+ *
+ * A reduction is resolved in prepare to a canonical form: size-1 dims dropped, neighbouring dims
+ * that are both reduced or both kept merged, which leaves alternating kept and reduced groups.
+ * Each reduced group is one pass over an (outer, len, inner) view, the innermost group first:
+ * inner == 1 reduces contiguous rows, otherwise whole rows of `inner` columns accumulate into
+ * vector registers (reduce_simd.h). Later passes combine the partial results of earlier ones
+ * (sums add, maxima take the maximum, LogSumExp of LogSumExps is the LogSumExp of the union), so
+ * any set of axes works; the partial results live in the workspace. A reduction over no element
+ * of size > 1 (size-1 axes, or noop_with_empty_axes) still applies the op to each element (|x|
+ * for ReduceL1, log for ReduceLogSum), as the reference does: it is one pass with len 1.
+ *
+ * Only float32 with static shapes and known axes is taken; other dtypes and axes computed at run
+ * time stay with the reference. ReduceLogSumExp needs SLEEF's vector exp. */
+#include "reduce.h"
 
-const kern_variant *const kern_family_reduce[] = {NULL};
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Below this many input elements a node runs on the calling thread: waking the pool costs
+ * more. */
+#define RED_PAR_MIN ((size_t)1 << 15)
+/* Columns per task of a pass whose inner dim is > 1. */
+#define COL_BLOCK ((size_t)256)
+
+static bool f32_static(const op_tinfo *t) {
+    return t->dtype == ANVIL_DTYPE_FLOAT32 && ir_shape_is_static(&t->shape);
+}
+
+static bool has_input(const kern_node *kn, int i) {
+    return i < kn->n_in && i < kn->node->n_inputs && kn->node->inputs[i] != IR_NONE;
+}
+
+static size_t numel_of(const ir_shape *s) {
+    size_t n = 1;
+    for (int i = 0; i < s->rank; i++) n *= (size_t)s->d[i];
+    return n;
+}
+
+typedef struct red_pass {
+    size_t outer, len, inner;
+} red_pass;
+
+typedef enum red_fin { FIN_NONE, FIN_MEAN, FIN_SQRT, FIN_LOG } red_fin;
+
+typedef struct red_state {
+    const red_isa *isa;
+    int npass;
+    red_pass pass[IR_MAX_RANK];
+    red_op first, rest; /* the op of pass 0 and of the passes combining partial results */
+    red_fin fin;
+    size_t count;      /* input elements per output element */
+    size_t buf[2];     /* floats of the two workspace buffers the passes alternate between */
+    bool is_max, last; /* ArgMax / ArgMin */
+} red_state;
+
+typedef enum red_family_kind { K_REDUCE, K_ARG, K_GMP } red_family_kind;
+
+static red_family_kind kind_of(ir_op op) {
+    switch (op) {
+    case IR_OP_ARGMAX:
+    case IR_OP_ARGMIN:
+        return K_ARG;
+    case IR_OP_GLOBALMAXPOOL:
+        return K_GMP;
+    default:
+        return K_REDUCE;
+    }
+}
+
+/* ---- Reduce* -------------------------------------------------------------------------------- */
+
+/* The reduced dims of kn as the reference's red_axes reads them (attribute up to opset 17,
+ * ReduceSum 12; the second input from then on, which must be known here); false for anything the
+ * reference would reject or that is not known before running. */
+static bool reduce_axes(const kern_node *kn, bool *red) {
+    const ir_node *n = kn->node;
+    const int rank = kn->in[0].shape.rank;
+    const int since = n->op == IR_OP_REDUCESUM ? 13 : 18;
+    bool noop = false;
+    if (ir_attr_flag(n, "noop_with_empty_axes", false, &noop) != ANVIL_OK) return false;
+    int64_t buf[IR_MAX_RANK];
+    const int64_t *axes = NULL;
+    size_t count = 0;
+    if (n->opset >= since) {
+        if (has_input(kn, 1)) {
+            const op_tinfo *a = &kn->in[1];
+            if (!a->value || a->dtype != ANVIL_DTYPE_INT64 || a->shape.rank != 1 ||
+                a->shape.d[0] > IR_MAX_RANK)
+                return false;
+            if (op_value_ints(n, 1, a, buf, IR_MAX_RANK, &count) != ANVIL_OK) return false;
+            axes = buf;
+        }
+    } else {
+        if (has_input(kn, 1)) return false;
+        if (ir_attr_ints(n, "axes", &axes, &count) != ANVIL_OK) return false;
+    }
+    for (int d = 0; d < rank; d++) red[d] = count == 0 && !noop;
+    for (size_t k = 0; k < count; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
+        if (a < 0 || a >= rank || red[a]) return false;
+        red[a] = true;
+    }
+    return true;
+}
+
+/* Fills s's passes from x's shape and the reduced dims. */
+static void reduce_form(const ir_shape *x, const bool *red, red_state *s) {
+    size_t gsz[IR_MAX_RANK];
+    bool gred[IR_MAX_RANK];
+    int ng = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (x->d[d] == 1) continue;
+        if (ng > 0 && gred[ng - 1] == red[d]) {
+            gsz[ng - 1] *= (size_t)x->d[d];
+            continue;
+        }
+        gsz[ng] = (size_t)x->d[d];
+        gred[ng++] = red[d];
+    }
+    s->npass = 0;
+    s->count = 1;
+    for (int g = ng - 1; g >= 0; g--) {
+        if (!gred[g]) continue;
+        red_pass *p = &s->pass[s->npass++];
+        p->outer = 1;
+        p->inner = 1;
+        p->len = gsz[g];
+        for (int h = 0; h < g; h++) p->outer *= gsz[h];
+        for (int h = g + 1; h < ng; h++)
+            if (!gred[h]) p->inner *= gsz[h];
+        s->count *= gsz[g];
+    }
+    if (s->npass == 0) {
+        s->pass[0] = (red_pass){numel_of(x), 1, 1};
+        s->npass = 1;
+    }
+    s->buf[0] = s->npass > 1 ? s->pass[0].outer * s->pass[0].inner : 0;
+    s->buf[1] = s->npass > 2 ? s->pass[1].outer * s->pass[1].inner : 0;
+}
+
+static void reduce_ops(ir_op op, red_state *s) {
+    s->rest = RED_OP_SUM;
+    s->fin = FIN_NONE;
+    switch (op) {
+    case IR_OP_REDUCEL1:
+        s->first = RED_OP_ASUM;
+        break;
+    case IR_OP_REDUCEL2:
+        s->first = RED_OP_SQSUM;
+        s->fin = FIN_SQRT;
+        break;
+    case IR_OP_REDUCESUMSQUARE:
+        s->first = RED_OP_SQSUM;
+        break;
+    case IR_OP_REDUCELOGSUM:
+        s->first = RED_OP_SUM;
+        s->fin = FIN_LOG;
+        break;
+    case IR_OP_REDUCEMEAN:
+        s->first = RED_OP_SUM;
+        s->fin = FIN_MEAN;
+        break;
+    case IR_OP_REDUCEMAX:
+        s->first = s->rest = RED_OP_MAX;
+        break;
+    case IR_OP_REDUCEMIN:
+        s->first = s->rest = RED_OP_MIN;
+        break;
+    case IR_OP_REDUCEPROD:
+        s->first = s->rest = RED_OP_PROD;
+        break;
+    case IR_OP_REDUCELOGSUMEXP:
+        s->first = s->rest = RED_OP_LSE;
+        break;
+    default:
+        s->first = RED_OP_SUM;
+        break;
+    }
+}
+
+static bool reduce_supports(const kern_node *kn) {
+    bool red[IR_MAX_RANK];
+#ifndef ANVIL_HAVE_SLEEF
+    if (kn->node->op == IR_OP_REDUCELOGSUMEXP) return false;
+#endif
+    return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) && reduce_axes(kn, red);
+}
+
+/* ---- ArgMax / ArgMin --------------------------------------------------------------------------
+ */
+
+/* The (outer, len, inner) view of the reduced axis; false where the reference fails (an empty
+ * axis) or the column kernel's float indices would not be exact. */
+static bool arg_form(const kern_node *kn, red_state *s) {
+    const ir_node *n = kn->node;
+    const ir_shape *x = &kn->in[0].shape;
+    int64_t axis;
+    if (!f32_static(&kn->in[0]) || kn->out[0].dtype != ANVIL_DTYPE_INT64 ||
+        !ir_shape_is_static(&kn->out[0].shape) || x->rank < 1)
+        return false;
+    if (ir_attr_int(n, "axis", 0, &axis) != ANVIL_OK ||
+        ir_attr_flag(n, "select_last_index", false, &s->last) != ANVIL_OK)
+        return false;
+    if (axis < 0) axis += x->rank;
+    if (axis < 0 || axis >= x->rank) return false;
+    red_pass *p = &s->pass[0];
+    p->outer = p->inner = 1;
+    for (int d = 0; d < x->rank; d++)
+        if (d < axis)
+            p->outer *= (size_t)x->d[d];
+        else if (d > axis)
+            p->inner *= (size_t)x->d[d];
+    p->len = (size_t)x->d[axis];
+    s->npass = 1;
+    s->is_max = n->op == IR_OP_ARGMAX;
+    return p->len >= 1 && (p->inner == 1 || p->len <= ((size_t)1 << 24));
+}
+
+/* ---- the common variant entry points ------------------------------------------------------ */
+
+static bool supports_common(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    red_state s;
+    switch (kind_of(kn->node->op)) {
+    case K_ARG:
+        return arg_form(kn, &s);
+    case K_GMP:
+        return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) && kn->in[0].shape.rank >= 2;
+    default:
+        return reduce_supports(kn);
+    }
+}
+
+static void form_common(const kern_node *kn, red_state *s) {
+    bool red[IR_MAX_RANK];
+    const ir_shape *x = &kn->in[0].shape;
+    switch (kind_of(kn->node->op)) {
+    case K_ARG:
+        arg_form(kn, s);
+        break;
+    case K_GMP: {
+        size_t planes = (size_t)x->d[0] * (size_t)x->d[1];
+        s->pass[0] = (red_pass){planes, planes ? numel_of(x) / planes : 1, 1};
+        s->npass = 1;
+        s->first = s->rest = RED_OP_MAX;
+        s->fin = FIN_NONE;
+        s->count = s->pass[0].len;
+        break;
+    }
+    default:
+        reduce_axes(kn, red);
+        reduce_form(x, red, s);
+        reduce_ops(kn->node->op, s);
+        break;
+    }
+}
+
+static size_t workspace_common(const kern_node *kn) {
+    red_state s = {0};
+    form_common(kn, &s);
+    return (s.buf[0] + s.buf[1]) * sizeof(float);
+}
+
+static anvil_status prepare_common(const kern_node *kn, const red_isa *isa, void **state) {
+    red_state *s = core_calloc(1, sizeof *s);
+    if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
+    s->isa = isa;
+    form_common(kn, s);
+    *state = s;
+    return ANVIL_OK;
+}
+
+static void release_common(void *state) {
+    free(state);
+}
+
+/* One pass (or ArgMax) as its chunk functions see it. */
+typedef struct red_job {
+    const red_state *s;
+    red_op op;
+    red_pass p;
+    const float *x;
+    float *y;
+    int64_t *iy; /* ArgMax / ArgMin */
+    size_t nblk; /* column blocks per outer index */
+} red_job;
+
+static void rows_chunk(void *arg, size_t begin, size_t end) {
+    const red_job *j = arg;
+    const size_t len = j->p.len;
+    if (j->iy)
+        j->s->isa->arg_rows(j->s->is_max, j->s->last, j->x + begin * len, len, end - begin,
+                            j->iy + begin);
+    else
+        j->s->isa->rows(j->op, j->x + begin * len, len, end - begin, j->y + begin);
+}
+
+static void cols_chunk(void *arg, size_t begin, size_t end) {
+    const red_job *j = arg;
+    const size_t len = j->p.len, inner = j->p.inner;
+    for (size_t t = begin; t < end; t++) {
+        size_t o = t / j->nblk, c0 = t % j->nblk * COL_BLOCK;
+        size_t nc = inner - c0 < COL_BLOCK ? inner - c0 : COL_BLOCK;
+        const float *x = j->x + o * len * inner + c0;
+        if (j->iy)
+            j->s->isa->arg_cols(j->s->is_max, j->s->last, x, len, inner, nc,
+                                j->iy + o * inner + c0);
+        else
+            j->s->isa->cols(j->op, x, len, inner, nc, j->y + o * inner + c0);
+    }
+}
+
+/* Runs one (outer, len, inner) pass: rows across threads, or (outer, column block) tasks. */
+static void run_pass(red_job *j, op_ctx *ctx) {
+    const red_pass *p = &j->p;
+    size_t work = p->outer * p->len * p->inner;
+    op_ctx *c = work >= RED_PAR_MIN ? ctx : NULL;
+    if (p->outer == 0 || p->inner == 0) return;
+    if (p->inner == 1) {
+        op_parallel_for(c, p->outer, rows_chunk, j);
+        return;
+    }
+    j->nblk = (p->inner + COL_BLOCK - 1) / COL_BLOCK;
+    op_parallel_for(c, p->outer * j->nblk, cols_chunk, j);
+}
+
+static void finalize(const red_state *s, float *y, size_t n) {
+    switch (s->fin) {
+    case FIN_MEAN: {
+        /* the reference divides in double; a float division differs by at most an ulp */
+        const float cnt = (float)s->count;
+        for (size_t i = 0; i < n; i++) y[i] /= cnt;
+        break;
+    }
+    case FIN_SQRT:
+        for (size_t i = 0; i < n; i++) y[i] = sqrtf(y[i]);
+        break;
+    case FIN_LOG:
+        for (size_t i = 0; i < n; i++) y[i] = logf(y[i]);
+        break;
+    default:
+        break;
+    }
+}
+
+static anvil_status run_common(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                               op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    const red_state *s = state;
+    const size_t ny = op_tensor_numel(out[0]);
+    if (ny == 0) return ANVIL_OK;
+    red_job j = {.s = s, .p = s->pass[0], .x = in[0]->data};
+    if (kind_of(n->op) == K_ARG) {
+        j.iy = out[0]->data;
+        run_pass(&j, ctx);
+        return ANVIL_OK;
+    }
+    float *bufs[2] = {ws, (float *)ws + s->buf[0]};
+    for (int i = 0; i < s->npass; i++) {
+        j.p = s->pass[i];
+        j.op = i == 0 ? s->first : s->rest;
+        j.y = i == s->npass - 1 ? out[0]->data : bufs[i % 2];
+        run_pass(&j, ctx);
+        j.x = j.y;
+    }
+    finalize(s, out[0]->data, ny);
+    return ANVIL_OK;
+}
+
+/* ---- the variant table ---------------------------------------------------------------------
+ * Per (op, ISA) one variant; only prepare differs (it records the ISA table in the state). */
+
+#define RED_VARIANT_ISA(ID, OP, ISA, NEEDS)                                                        \
+    static anvil_status prep_##ID##_##ISA(const kern_node *kn, void **state) {                     \
+        return prepare_common(kn, &red_isa_##ISA, state);                                          \
+    }                                                                                              \
+    static const kern_variant v_##ID##_##ISA = {.name = #ID "_" #ISA,                              \
+                                                .op = OP,                                          \
+                                                .needs = NEEDS,                                    \
+                                                .supports = supports_common,                       \
+                                                .workspace_size = workspace_common,                \
+                                                .prepare = prep_##ID##_##ISA,                      \
+                                                .release = release_common,                         \
+                                                .run = run_common};
+
+#define RED_VARIANT(ID, OP)                                                                        \
+    RED_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)                                             \
+    RED_VARIANT_ISA(ID, OP, avx2, KERN_NEEDS_AVX2)
+
+#define RED_OPS(X)                                                                                 \
+    X(reducel1, IR_OP_REDUCEL1)                                                                    \
+    X(reducel2, IR_OP_REDUCEL2)                                                                    \
+    X(reducelogsum, IR_OP_REDUCELOGSUM)                                                            \
+    X(reducelogsumexp, IR_OP_REDUCELOGSUMEXP)                                                      \
+    X(reducemax, IR_OP_REDUCEMAX)                                                                  \
+    X(reducemean, IR_OP_REDUCEMEAN)                                                                \
+    X(reducemin, IR_OP_REDUCEMIN)                                                                  \
+    X(reduceprod, IR_OP_REDUCEPROD)                                                                \
+    X(reducesum, IR_OP_REDUCESUM)                                                                  \
+    X(reducesumsquare, IR_OP_REDUCESUMSQUARE)                                                      \
+    X(argmax, IR_OP_ARGMAX)                                                                        \
+    X(argmin, IR_OP_ARGMIN)                                                                        \
+    X(globalmaxpool, IR_OP_GLOBALMAXPOOL)
+
+RED_OPS(RED_VARIANT)
+
+/* For each op the AVX-512 variant first: the first applicable variant is the default. */
+#define RED_REF(ID, OP) &v_##ID##_avx512, &v_##ID##_avx2,
+#define RED_NORM_REF(ID) &red_v_##ID##_avx512, &red_v_##ID##_avx2,
+const kern_variant *const kern_family_reduce[] = {
+    RED_OPS(RED_REF) RED_NORM_VARIANTS(RED_NORM_REF) & red_v_topk,
+    NULL,
+};
