@@ -82,12 +82,18 @@ static void topk_line(const topk_state *s, const float *x, size_t k, uint64_t *h
     const size_t stride = s->inner, len = s->len;
     for (size_t i = 0; i < k; i++) h[i] = topk_key(x[i * stride], (uint32_t)i, s->largest);
     for (size_t i = k / 2; i-- > 0;) sift_down(h, k, i);
+    /* key < top, decided on the value alone: the element's index is above every index in the
+     * heap, so a tie with the top's value loses. thr: the top's value. */
+    float thr = x[(size_t)(uint32_t)h[0] * stride];
+    bool tnan = isnan(thr);
     for (size_t i = k; i < len; i++) {
-        uint64_t key = topk_key(x[i * stride], (uint32_t)i, s->largest);
-        if (key < h[0]) {
-            h[0] = key;
-            sift_down(h, k, 0);
-        }
+        float v = x[i * stride];
+        bool take = s->largest ? !tnan && (v > thr || isnan(v)) : tnan ? !isnan(v) : v < thr;
+        if (!take) continue;
+        h[0] = topk_key(v, (uint32_t)i, s->largest);
+        sift_down(h, k, 0);
+        thr = x[(size_t)(uint32_t)h[0] * stride];
+        tnan = isnan(thr);
     }
     for (size_t n = k; n > 1; n--) {
         uint64_t top = h[0];
