@@ -64,7 +64,12 @@ static void check(optest *t, const char *name, bool tol, float rtol, float atol)
     }
     size_t count;
     const kern_variant *const *list = kern_variants(optest_node(t)->op, &count);
-    bool ran = false;
+    bool ran = false, ran_simd = false;
+    /* the AVX-512 sibling "<name>_avx512", where one exists and this machine can run it */
+    char simd[80] = "";
+    if (want) snprintf(simd, sizeof simd, "%s_avx512", name);
+    const kern_variant *vs = want ? kern_find(optest_node(t)->op, simd) : NULL;
+    bool want_simd = vs && kern_isa_ok(vs->needs, core_hw_get());
     for (size_t vi = 1; vi < count; vi++) {
         for (int threads = 1; threads <= 3; threads++) {
             op_tensor got[OPTEST_MAX_IO];
@@ -96,9 +101,12 @@ static void check(optest *t, const char *name, bool tol, float rtol, float atol)
             for (int i = 0; i < t->n_out; i++) free(got[i].data);
             if (skip) break;
             if (name && strcmp(list[vi]->name, name) == 0) ran = true;
+            if (want_simd && list[vi] == vs) ran_simd = true;
         }
     }
     if (want) assert_true(ran);
+    if (want_simd && !ran_simd) fprintf(stderr, "variant %s did not run\n", simd);
+    assert_true(ran_simd == want_simd);
 }
 
 /* ---- Resize ------------------------------------------------------------------------------ */

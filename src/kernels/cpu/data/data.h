@@ -14,8 +14,10 @@
 #define DATA_PAR_MIN_BYTES ((size_t)128 << 10)
 
 /* data_resize.c: Resize and Upsample, nearest (any dtype) and linear (fp32). */
-extern const kern_variant data_resize_nearest, data_resize_linear_f32;
-extern const kern_variant data_upsample_nearest, data_upsample_linear_f32;
+extern const kern_variant data_resize_nearest, data_resize_linear_f32_avx512,
+    data_resize_linear_f32;
+extern const kern_variant data_upsample_nearest, data_upsample_linear_f32_avx512,
+    data_upsample_linear_f32;
 /* data_pad.c: Pad with plan-time pads, every mode, any dtype. */
 extern const kern_variant data_pad_rows;
 /* data_copy.c: Concat, Split, Slice, Gather, Expand, Tile, any dtype. */

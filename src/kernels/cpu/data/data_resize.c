@@ -17,8 +17,12 @@
  * linear on anything but fp32. Upsample (opsets 7-9) is asymmetric coordinates with floor for
  * nearest, which the same machinery computes. */
 #include "data.h"
+#include "data_resize.h"
 
 #include <math.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 typedef enum { RZ_NEAREST, RZ_LINEAR } rz_mode;
 
@@ -277,13 +281,16 @@ typedef struct rz_state {
     float *wy0, *wy1, *wx0, *wx1;
     bool w_resized;
     size_t ws_stride; /* floats of workspace per thread (linear) */
-    void *block;      /* the single allocation behind the tables */
+    bool avx512;      /* linear rows through rz_linear_row_avx512 and hplan */
+    rz_hplan hplan;
+    void *block, *hblock; /* the allocations behind the tables */
 } rz_state;
 
 static void rz_release(void *state) {
     rz_state *s = state;
     if (!s) return;
     free(s->block);
+    free(s->hblock);
     free(s);
 }
 
@@ -314,6 +321,44 @@ static bool rz_supports_nearest(const kern_node *kn, const core_hw *hw) {
 static bool rz_supports_linear(const kern_node *kn, const core_hw *hw) {
     (void)hw;
     return rz_supports_common(kn, RZ_LINEAR);
+}
+
+/* The AVX-512 rows index the input row with int32 offsets. */
+static bool rz_supports_linear_avx512(const kern_node *kn, const core_hw *hw) {
+    const ir_shape *x = &kn->in[0].shape;
+    return rz_supports_linear(kn, hw) && x->d[x->rank - 1] < ((int64_t)1 << 30);
+}
+
+/* The blocks of the AVX-512 row kernel (data_resize.h) from the column taps. */
+static anvil_status rz_hplan_build(rz_state *s) {
+    size_t ow = (size_t)s->ow, nb = (ow + 15) / 16;
+    char *m = malloc(nb * (sizeof(int32_t) + 1) + 2 * ow * sizeof(int32_t) + 8);
+    if (!m) return ANVIL_ERR_OUT_OF_MEMORY;
+    s->hblock = m;
+    int32_t *base = (int32_t *)m, *off0 = base + nb, *off1 = off0 + ow;
+    uint8_t *fits = (uint8_t *)(off1 + ow);
+    for (size_t k = 0; k < nb; k++) {
+        size_t lo = 16 * k, hi = lo + 16 < ow ? lo + 16 : ow;
+        int64_t b = s->x0[lo], top = 0;
+        for (size_t o = lo; o < hi; o++) b = s->x0[o] < b ? s->x0[o] : b;
+        for (size_t o = lo; o < hi; o++) {
+            off0[o] = (int32_t)(s->x0[o] - b);
+            off1[o] = (int32_t)(s->x1[o] - b);
+            top = off1[o] > top ? off1[o] : top;
+            top = off0[o] > top ? off0[o] : top;
+        }
+        base[k] = (int32_t)b;
+        fits[k] = top < 32;
+    }
+    s->hplan = (rz_hplan){.iw = (size_t)s->iw,
+                          .ow = ow,
+                          .base = base,
+                          .fits = fits,
+                          .off0 = off0,
+                          .off1 = off1,
+                          .w0 = s->wx0,
+                          .w1 = s->wx1};
+    return ANVIL_OK;
 }
 
 /* The two linear taps of every output index of one axis (the reference's rs_axis_taps for
@@ -353,7 +398,7 @@ static void rz_taps(const rz_attrs *p, const rz_axis *a, int64_t *i0, int64_t *i
     }
 }
 
-static anvil_status rz_prepare(const kern_node *kn, void **state) {
+static anvil_status rz_prepare_isa(const kern_node *kn, bool avx512, void **state) {
     rz_attrs a;
     rz_axis ax[IR_MAX_RANK];
     if (!rz_parse(kn->node, &a) || !rz_geometry(kn, &a, ax))
@@ -420,9 +465,22 @@ static anvil_status rz_prepare(const kern_node *kn, void **state) {
         rz_taps(&a, ah, s->y0, s->y1, s->wy0, s->wy1);
         rz_taps(&a, aw, s->x0, s->x1, s->wx0, s->wx1);
         s->ws_stride = ((size_t)s->iw + 15) & ~(size_t)15;
+        s->avx512 = avx512;
+        if (avx512 && rz_hplan_build(s) != ANVIL_OK) {
+            rz_release(s);
+            return ANVIL_ERR_OUT_OF_MEMORY;
+        }
     }
     *state = s;
     return ANVIL_OK;
+}
+
+static anvil_status rz_prepare(const kern_node *kn, void **state) {
+    return rz_prepare_isa(kn, false, state);
+}
+
+static anvil_status rz_prepare_avx512(const kern_node *kn, void **state) {
+    return rz_prepare_isa(kn, true, state);
 }
 
 static size_t rz_workspace(const kern_node *kn) {
@@ -453,7 +511,15 @@ static void rz_nearest_row(const rz_state *s, char *dst, const char *src) {
     if (s->factor == 2 && es == 4) {
         const uint32_t *in = (const uint32_t *)src;
         uint32_t *out = (uint32_t *)dst;
-        for (size_t i = 0; i < ow / 2; i++) {
+        size_t i = 0;
+#ifdef __SSE2__
+        for (; i + 4 <= ow / 2; i += 4) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(in + i));
+            _mm_storeu_si128((__m128i *)(out + 2 * i), _mm_unpacklo_epi32(v, v));
+            _mm_storeu_si128((__m128i *)(out + 2 * i + 4), _mm_unpackhi_epi32(v, v));
+        }
+#endif
+        for (; i < ow / 2; i++) {
             uint32_t v = in[i];
             out[2 * i] = v;
             out[2 * i + 1] = v;
@@ -514,6 +580,10 @@ static void rz_linear_parts(void *arg, size_t begin, size_t end) {
             const float *r0 = plane + (size_t)s->y0[oy] * iw, *r1 = plane + (size_t)s->y1[oy] * iw;
             float *dst = y + r * ow, *row = s->w_resized ? tmp : dst;
             const float a = s->wy0[oy], b = s->wy1[oy];
+            if (s->avx512) {
+                rz_linear_row_avx512(&s->hplan, r0, r1, a, b, s->w_resized, tmp, dst);
+                continue;
+            }
             if (b == 0) {
                 if (a == 1 && s->w_resized)
                     row = (float *)r0;
@@ -574,6 +644,24 @@ const kern_variant data_resize_nearest = {.name = "resize_nearest",
                                           .prepare = rz_prepare,
                                           .release = rz_release,
                                           .run = rz_run};
+
+const kern_variant data_resize_linear_f32_avx512 = {.name = "resize_linear_f32_avx512",
+                                                    .op = IR_OP_RESIZE,
+                                                    .needs = KERN_NEEDS_AVX512,
+                                                    .supports = rz_supports_linear_avx512,
+                                                    .workspace_size = rz_workspace,
+                                                    .prepare = rz_prepare_avx512,
+                                                    .release = rz_release,
+                                                    .run = rz_run};
+
+const kern_variant data_upsample_linear_f32_avx512 = {.name = "upsample_linear_f32_avx512",
+                                                      .op = IR_OP_UPSAMPLE,
+                                                      .needs = KERN_NEEDS_AVX512,
+                                                      .supports = rz_supports_linear_avx512,
+                                                      .workspace_size = rz_workspace,
+                                                      .prepare = rz_prepare_avx512,
+                                                      .release = rz_release,
+                                                      .run = rz_run};
 
 const kern_variant data_resize_linear_f32 = {.name = "resize_linear_f32",
                                              .op = IR_OP_RESIZE,

@@ -7,8 +7,10 @@
 // clang-format off
 const kern_variant *const kern_family_data[] = {
     &data_resize_nearest,
+    &data_resize_linear_f32_avx512,
     &data_resize_linear_f32,
     &data_upsample_nearest,
+    &data_upsample_linear_f32_avx512,
     &data_upsample_linear_f32,
     NULL,
 };
