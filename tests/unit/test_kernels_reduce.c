@@ -202,8 +202,10 @@ static void test_reduce_large(void **state) {
     (void)state;
     const int64_t dims[4] = {2, 37, 33, 301};
     size_t n = prod(dims, 4);
-    static const int64_t combos[][4] = {{3}, {2, 3}, {1}, {0, 2}, {1, 3}, {0}, {0, 1, 2, 3}};
-    static const int ncombo[] = {1, 2, 1, 2, 2, 1, 4};
+    /* the last two: one or two rows for 2 and 3 threads, split into parts */
+    static const int64_t combos[][4] = {{3},    {2, 3}, {1},          {0, 2},
+                                        {1, 3}, {0},    {0, 1, 2, 3}, {1, 2, 3}};
+    static const int ncombo[] = {1, 2, 1, 2, 2, 1, 4, 3};
     for (size_t ci = 0; ci < N_RED_CASES; ci++) {
         const red_case *c = &red_cases[ci];
         float *x = optest_random_f32(n, 40 + (unsigned)ci, c->lo, c->hi);

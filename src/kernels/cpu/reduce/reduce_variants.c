@@ -54,6 +54,8 @@ typedef struct red_state {
     red_fin fin;
     size_t count;      /* input elements per output element */
     size_t buf[2];     /* floats of the two workspace buffers the passes alternate between */
+    int threads;       /* the session's: rows split into this many parts (see run_pass) */
+    size_t parts;      /* floats of the workspace for those parts' partial results */
     bool is_max, last; /* ArgMax / ArgMin */
 } red_state;
 
@@ -259,10 +261,26 @@ static void form_common(const kern_node *kn, red_state *s) {
     }
 }
 
+/* Rows too few for the threads (a reduction to a handful of values) are split into `threads`
+ * parts each, whose partial results the pass's combining op reduces afterwards. */
+static bool split_rows(const red_state *s, const red_pass *p) {
+    return s->threads > 1 && p->inner == 1 && p->outer < (size_t)s->threads &&
+           p->len >= RED_PAR_MIN;
+}
+
+static void form_parts(const kern_node *kn, red_state *s) {
+    s->threads = kn->threads > 0 ? kn->threads : 1;
+    s->parts = 0;
+    for (int i = 0; i < s->npass; i++)
+        if (split_rows(s, &s->pass[i]) && s->pass[i].outer * (size_t)s->threads > s->parts)
+            s->parts = s->pass[i].outer * (size_t)s->threads;
+}
+
 static size_t workspace_common(const kern_node *kn) {
     red_state s = {0};
     form_common(kn, &s);
-    return (s.buf[0] + s.buf[1]) * sizeof(float);
+    form_parts(kn, &s);
+    return (s.buf[0] + s.buf[1] + s.parts) * sizeof(float);
 }
 
 static anvil_status prepare_common(const kern_node *kn, const red_isa *isa, void **state) {
@@ -270,6 +288,7 @@ static anvil_status prepare_common(const kern_node *kn, const red_isa *isa, void
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
     s->isa = isa;
     form_common(kn, s);
+    form_parts(kn, s);
     *state = s;
     return ANVIL_OK;
 }
@@ -287,6 +306,8 @@ typedef struct red_job {
     float *y;
     int64_t *iy; /* ArgMax / ArgMin */
     size_t nblk; /* column blocks per outer index */
+    float *part; /* split rows: the parts' partial results, threads per row */
+    size_t np;   /* split rows: parts per row */
 } red_job;
 
 static void rows_chunk(void *arg, size_t begin, size_t end) {
@@ -297,6 +318,17 @@ static void rows_chunk(void *arg, size_t begin, size_t end) {
                             j->iy + begin);
     else
         j->s->isa->rows(j->op, j->x + begin * len, len, end - begin, j->y + begin);
+}
+
+/* Task t: part t % np of row t / np. */
+static void parts_chunk(void *arg, size_t begin, size_t end) {
+    const red_job *j = arg;
+    const size_t len = j->p.len;
+    for (size_t t = begin; t < end; t++) {
+        size_t r = t / j->np, q = t % j->np;
+        size_t lo = len * q / j->np, hi = len * (q + 1) / j->np;
+        j->s->isa->rows(j->op, j->x + r * len + lo, hi - lo, 1, j->part + t);
+    }
 }
 
 static void cols_chunk(void *arg, size_t begin, size_t end) {
@@ -320,6 +352,12 @@ static void run_pass(red_job *j, op_ctx *ctx) {
     size_t work = p->outer * p->len * p->inner;
     op_ctx *c = work >= RED_PAR_MIN ? ctx : NULL;
     if (p->outer == 0 || p->inner == 0) return;
+    if (p->inner == 1 && !j->iy && c && split_rows(j->s, p)) {
+        j->np = (size_t)j->s->threads;
+        op_parallel_for(c, p->outer * j->np, parts_chunk, j);
+        j->s->isa->rows(j->s->rest, j->part, j->np, p->outer, j->y);
+        return;
+    }
     if (p->inner == 1) {
         op_parallel_for(c, p->outer, rows_chunk, j);
         return;
@@ -360,7 +398,11 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
         run_pass(&j, ctx);
         return ANVIL_OK;
     }
-    float *bufs[2] = {ws, (float *)ws + s->buf[0]};
+    float *bufs[2] = {ws, ws};
+    if (ws) {
+        bufs[1] = (float *)ws + s->buf[0];
+        j.part = bufs[1] + s->buf[1];
+    }
     for (int i = 0; i < s->npass; i++) {
         j.p = s->pass[i];
         j.op = i == 0 ? s->first : s->rest;
