@@ -7,6 +7,10 @@
  *                   a per-column bias Add (MatMul), a residual Add of the output's own shape, and
  *                   an activation (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish,
  *                   Gelu, and Gelu written out as Div/Erf/Add/Mul/Mul);
+ *   fuse_chain      a chain of two or more elementwise nodes (each the only reader of the one
+ *                   before, side operands x or constants) becomes one anvil.EltwiseChain node
+ *                   that makes one pass over memory (passes/fuse_chain.c; ANVIL_FUSE_CHAIN=off
+ *                   turns it off);
  *   layout          chains of Conv nodes become anvil.ConvNhwc on channels-last tensors, with a
  *                   Transpose where a chain meets the rest of the graph (pass_layout_mode).
  * A rewrite only fires where it cannot change what the graph computes beyond float rounding
@@ -45,6 +49,7 @@ typedef struct pass_graph {
     int folded_bn;
     int fused_bias, fused_residual, fused_act;
     int nhwc_convs, layout_transposes; /* the layout pass: convs made channels-last, transposes */
+    int fused_chains, chain_nodes; /* fuse_chain: chain nodes made, and the nodes they replace */
 } pass_graph;
 
 /* ---- rewrites that may or may not pay ---------------------------------------------------------

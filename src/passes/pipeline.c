@@ -32,6 +32,8 @@ anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pa
     pass_index(&c);
     if ((st = pass_fuse_epilogue(&c)) != ANVIL_OK) goto done;
     pass_index(&c);
+    if ((st = pass_fuse_chain(&c)) != ANVIL_OK) goto done;
+    pass_index(&c);
     if ((st = pass_layout(&c)) != ANVIL_OK) goto done;
     pass_compact(&c, opts);
     st = ir_graph_toposort(pg->g);
