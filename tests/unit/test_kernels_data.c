@@ -305,12 +305,99 @@ static void test_upsample(void **state) {
     }
 }
 
+/* ---- Pad --------------------------------------------------------------------------------- */
+
+/* Pad at opset >= 11: (data, pads[, constant_value[, axes]]). value: NULL leaves the constant
+ * out; value_known: whether the constant is visible at plan time; axes: NULL leaves it out. */
+static void run_pad(int opset, const char *mode, anvil_dtype dt, int rank, const int64_t *dims,
+                    const int64_t *pads, int n_pads, const void *value, bool value_known,
+                    const int64_t *axes, int n_axes, bool pads_known, const char *want) {
+    optest t;
+    int n_in = axes ? 4 : value ? 3 : 2;
+    optest_begin_opset(&t, IR_OP_PAD, n_in, 1, 1, opset);
+    optest_attr_string(&t, 0, "mode", mode);
+    void *x = random_data(dt, prod(dims, rank), (unsigned)(rank * 7 + dims[0]));
+    optest_input(&t, 0, dt, rank, dims, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_INT64, 1, (int64_t[]){n_pads}, pads, pads_known);
+    if (value) optest_input(&t, 2, dt, 0, NULL, value, value_known);
+    if (axes) optest_input(&t, 3, ANVIL_DTYPE_INT64, 1, (int64_t[]){n_axes}, axes, true);
+    if (pads_known)
+        check(&t, want, false, 0, 0);
+    else
+        assert_false(applies(&t, "pad_rows"));
+    optest_end(&t);
+    free(x);
+}
+
+static void test_pad(void **state) {
+    (void)state;
+    const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+    const int64_t d4[4] = {2, 3, 5, 7}, big[4] = {1, 16, 56, 57};
+    const int64_t p1[8] = {0, 0, 1, 1, 0, 0, 1, 1}, p2[8] = {1, 0, 2, 3, 0, 2, 4, 0};
+    const int64_t crop[8] = {0, -1, 2, -3, 0, 1, -1, 2}, far[8] = {0, 0, 6, 9, 0, 0, 7, 13};
+    const float v = 2.5f, zero = 0;
+    for (int m = 0; m < 4; m++) {
+        const char *want = "pad_rows";
+        run_pad(19, modes[m], ANVIL_DTYPE_FLOAT32, 4, d4, p1, 8, NULL, false, NULL, 0, true, want);
+        run_pad(19, modes[m], ANVIL_DTYPE_FLOAT32, 4, d4, p2, 8, &v, true, NULL, 0, true, want);
+        run_pad(19, modes[m], ANVIL_DTYPE_FLOAT32, 4, d4, crop, 8, &v, false, NULL, 0, true, want);
+        run_pad(19, modes[m], ANVIL_DTYPE_FLOAT32, 4, d4, far, 8, &zero, true, NULL, 0, true, want);
+        run_pad(19, modes[m], ANVIL_DTYPE_FLOAT32, 4, big, p1, 8, &v, true, NULL, 0, true, want);
+    }
+    /* axes (opset 18), negative ones too */
+    const int64_t ax[2] = {-1, 1}, pa[4] = {2, 1, 0, 3};
+    run_pad(18, "constant", ANVIL_DTYPE_FLOAT32, 4, d4, pa, 4, &v, true, ax, 2, true, "pad_rows");
+    run_pad(18, "reflect", ANVIL_DTYPE_FLOAT32, 4, d4, pa, 4, NULL, true, ax, 2, true, "pad_rows");
+    /* other dtypes, ranks and zero-size tensors */
+    const uint8_t u8 = 7;
+    const int64_t i64 = -5;
+    const uint16_t f16 = 0x3c00;
+    run_pad(13, "constant", ANVIL_DTYPE_UINT8, 4, d4, p2, 8, &u8, true, NULL, 0, true, "pad_rows");
+    run_pad(13, "constant", ANVIL_DTYPE_INT64, 4, d4, p2, 8, &i64, false, NULL, 0, true,
+            "pad_rows");
+    run_pad(13, "edge", ANVIL_DTYPE_FLOAT16, 4, d4, p2, 8, &f16, true, NULL, 0, true, "pad_rows");
+    const int64_t d1[1] = {9}, q1[2] = {3, 4}, d5[5] = {2, 1, 3, 2, 4};
+    const int64_t q5[10] = {1, 0, 1, 0, 2, 0, 1, 0, 1, 1};
+    run_pad(13, "reflect", ANVIL_DTYPE_FLOAT32, 1, d1, q1, 2, NULL, false, NULL, 0, true,
+            "pad_rows");
+    run_pad(13, "constant", ANVIL_DTYPE_INT16, 5, d5, q5, 10, NULL, false, NULL, 0, true,
+            "pad_rows");
+    const int64_t z[4] = {2, 0, 5, 7}, zw[4] = {2, 3, 5, 0}, all[8] = {0, 0, 0, -5, 0, 0, 0, 0};
+    run_pad(13, "constant", ANVIL_DTYPE_FLOAT32, 4, z, p1, 8, &v, true, NULL, 0, true, "pad_rows");
+    run_pad(13, "constant", ANVIL_DTYPE_FLOAT32, 4, zw, p1, 8, &v, true, NULL, 0, true, "pad_rows");
+    run_pad(13, "constant", ANVIL_DTYPE_FLOAT32, 4, d4, all, 8, &v, true, NULL, 0, true,
+            "pad_rows");
+    /* pads only known at run time stay with the reference */
+    run_pad(13, "constant", ANVIL_DTYPE_FLOAT32, 4, d4, p1, 8, &v, true, NULL, 0, false, NULL);
+}
+
+/* Pad before opset 11: pads and value are attributes. */
+static void test_pad_attrs(void **state) {
+    (void)state;
+    const int64_t d3[3] = {3, 4, 6}, pads[6] = {0, 1, 2, 1, 0, 3};
+    const char *const modes[] = {"constant", "reflect", "edge"};
+    for (int m = 0; m < 3; m++) {
+        optest t;
+        optest_begin_opset(&t, IR_OP_PAD, 1, 1, 3, 2);
+        optest_attr_string(&t, 0, "mode", modes[m]);
+        optest_attr_ints(&t, 1, "pads", pads, 6);
+        optest_attr_float(&t, 2, "value", -1.5f);
+        float *x = optest_random_f32(prod(d3, 3), 5, -1, 1);
+        optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 3, d3, x, false);
+        check(&t, "pad_rows", false, 0, 0);
+        optest_end(&t);
+        free(x);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resize_modes),
         cmocka_unit_test(test_resize_shapes),
         cmocka_unit_test(test_resize_opset18),
         cmocka_unit_test(test_upsample),
+        cmocka_unit_test(test_pad),
+        cmocka_unit_test(test_pad_attrs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

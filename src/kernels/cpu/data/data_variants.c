@@ -12,6 +12,7 @@ const kern_variant *const kern_family_data[] = {
     &data_upsample_nearest,
     &data_upsample_linear_f32_avx512,
     &data_upsample_linear_f32,
+    &data_pad_rows,
     NULL,
 };
 // clang-format on
