@@ -36,10 +36,11 @@ static void DECONV_FN(row_add)(const float *c, int64_t ldc, int64_t kw, int64_t 
                 out[b + 2 * ix] += c0[ix];
                 out[b + 2 * ix + 1] += c1[ix];
             }
-            for (int64_t ix = lo0; ix < hi0; ix++)
-                if (ix < lo || ix >= hi) out[b + 2 * ix] += c0[ix];
-            for (int64_t ix = lo1; ix < hi1; ix++)
-                if (ix < lo || ix >= hi) out[b + 2 * ix + 1] += c1[ix];
+            /* the ends where only one of the two taps lands (at most a few positions) */
+            for (int64_t ix = lo0; ix < hi0 && ix < lo; ix++) out[b + 2 * ix] += c0[ix];
+            for (int64_t ix = hi > lo0 ? hi : lo0; ix < hi0; ix++) out[b + 2 * ix] += c0[ix];
+            for (int64_t ix = lo1; ix < hi1 && ix < lo; ix++) out[b + 2 * ix + 1] += c1[ix];
+            for (int64_t ix = hi > lo1 ? hi : lo1; ix < hi1; ix++) out[b + 2 * ix + 1] += c1[ix];
         }
     for (; kx < kw; kx++) {
         const float *restrict ck = c + kx * ldc;

@@ -83,7 +83,9 @@ static bool plan_of(const kern_node *kn, deconv_kind kind, deconv_plan *p) {
     p->batch_parallel = kind == KIND_GEMM && p->threads > 1 && items >= p->threads;
     const int64_t ncols = rows * inner, kdim = g->cg > 0 ? g->cg : 1;
     if ((double)p->r * (double)ncols * sizeof(float) > (double)((size_t)1 << 28)) return false;
-    p->k = gemm_kernel_default(p->r, ncols, kdim, hw);
+    const char *force = getenv("ANVIL_DECONV_TILE");
+    const gemm_kernel *f = force ? gemm_kernel_find(force) : NULL;
+    p->k = f && gemm_kernel_usable(f, hw) ? f : gemm_kernel_default(p->r, ncols, kdim, hw);
     p->blk = gemm_blocking_default(p->k, p->r, ncols, kdim, hw);
     p->gemm_ws = align64(gemm_thread_workspace(p->k, &p->blk));
     p->col_ws = align64((size_t)p->r * (size_t)ncols * sizeof(float));
