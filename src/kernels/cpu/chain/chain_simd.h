@@ -23,12 +23,31 @@
 
 #define CHAIN_ALWAYS_INLINE inline __attribute__((always_inline))
 
+/* stmt for u = 0 .. nv-1, written out (nv <= 4 is a constant after inlining) so that the
+ * compiler keeps r[], b[] and xv[] in registers instead of looping over them in memory. */
 #define EACH(stmt)                                                                                 \
     do {                                                                                           \
-        for (int u = 0; u < nv; u++) {                                                             \
+        {                                                                                          \
+            const int u = 0;                                                                       \
+            stmt;                                                                                  \
+        }                                                                                          \
+        if (nv > 1) {                                                                              \
+            const int u = 1;                                                                       \
+            stmt;                                                                                  \
+        }                                                                                          \
+        if (nv > 2) {                                                                              \
+            const int u = 2;                                                                       \
+            stmt;                                                                                  \
+        }                                                                                          \
+        if (nv > 3) {                                                                              \
+            const int u = 3;                                                                       \
             stmt;                                                                                  \
         }                                                                                          \
     } while (0)
+
+#if CHAIN_U > 4
+#error "EACH writes out at most 4 vectors"
+#endif
 
 /* Runs the steps over r[0..nv) (the chain's input at element i of the span, in place). masked:
  * the last, partial vector of a span, whose lanes past the span m leaves out. */
@@ -147,9 +166,10 @@ static void chain_span(const chain_kprog *p, float *y, const float *x, size_t n,
     size_t i = 0;
     for (; i + CHAIN_U * VW <= n; i += CHAIN_U * VW) {
         V r[CHAIN_U];
-        for (int u = 0; u < CHAIN_U; u++) r[u] = V_LOADU(x + i + u * VW);
+        const int nv = CHAIN_U;
+        EACH(r[u] = V_LOADU(x + i + u * VW));
         chain_group(p, opnd, i, r, CHAIN_U, false, none);
-        for (int u = 0; u < CHAIN_U; u++) V_STOREU(y + i + u * VW, r[u]);
+        EACH(V_STOREU(y + i + u * VW, r[u]));
     }
     for (; i + VW <= n; i += VW) {
         V r[CHAIN_U];
