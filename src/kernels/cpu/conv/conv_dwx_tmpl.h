@@ -97,48 +97,74 @@ void DWX_BAND_FN(const conv_dwx_rows *g, const float *x, float *xb, const float 
 
 /* ---- NHWC: channels in the lanes ----------------------------------------------------------- */
 
-/* PX output pixels from ox0 of one vector of channels (x, wp, y at its first channel; lanes m
- * when masked), taps ky in [ky0, ky1) and kx in [kx0, kx1), all inside the input. */
-DWX_I void dwxn_block(const conv_dwx_last *g, const float *x, const float *wp, dw_v bias, dw_m m,
-                      float *y, int64_t iy0, int64_t ky0, int64_t ky1, int64_t ox0, int64_t kx0,
-                      int64_t kx1, const int PX, const int masked) {
-    dw_v acc[8];
+/* PX output pixels from ox0 times CV vectors of channels (x, wp, bp, y at the first channel;
+ * when masked, only the lanes of vector v in m[v] are read or written, of every operand), taps ky
+ * in [ky0, ky1) and kx in [kx0, kx1), all inside the input: PX * CV independent FMA chains. */
+DWX_I void dwxn_block(const conv_dwx_last *g, const float *x, const float *wp, const float *bp,
+                      const dw_m *m, float *y, int64_t iy0, int64_t ky0, int64_t ky1, int64_t ox0,
+                      int64_t kx0, int64_t kx1, const int PX, const int CV, const int masked) {
+    dw_v acc[8][4];
 #pragma GCC unroll 8
-    for (int p = 0; p < PX; p++) acc[p] = bias;
+    for (int p = 0; p < PX; p++)
+#pragma GCC unroll 4
+        for (int v = 0; v < CV; v++)
+            acc[p][v] = masked ? DW_LOADM(bp + v * DW_VL, m[v]) : DW_LOAD(bp + v * DW_VL);
     const int64_t c = g->c, pstep = g->sw * c, xstep = g->dw * c;
     const int64_t ix0 = ox0 * g->sw - g->pl;
     for (int64_t ky = ky0; ky < ky1; ky++) {
         const int64_t row = ((iy0 + ky * g->dh) * g->w + ix0) * c;
         const float *wr = wp + ky * g->kw * g->vpad;
         for (int64_t kx = kx0; kx < kx1; kx++) {
-            const dw_v wv = DW_LOAD(wr + kx * g->vpad);
             const float *src = x + (row + kx * xstep);
+#pragma GCC unroll 4
+            for (int v = 0; v < CV; v++) {
+                /* masked: the vectors past vpad are not there to read */
+                const float *wq = wr + kx * g->vpad + v * DW_VL;
+                const dw_v wv = masked ? DW_LOADM(wq, m[v]) : DW_LOAD(wq);
 #pragma GCC unroll 8
-            for (int p = 0; p < PX; p++)
-                acc[p] = DW_FMA(
-                    wv, masked ? DW_LOADM(src + p * pstep, m) : DW_LOAD(src + p * pstep), acc[p]);
+                for (int p = 0; p < PX; p++) {
+                    const float *q = src + p * pstep + v * DW_VL;
+                    acc[p][v] = DW_FMA(wv, masked ? DW_LOADM(q, m[v]) : DW_LOAD(q), acc[p][v]);
+                }
+            }
         }
     }
 #pragma GCC unroll 8
-    for (int p = 0; p < PX; p++) {
-        if (masked)
-            DW_STOREM(y + (ox0 + p) * c, acc[p], m);
-        else
-            DW_STORE(y + (ox0 + p) * c, acc[p]);
+    for (int p = 0; p < PX; p++)
+#pragma GCC unroll 4
+        for (int v = 0; v < CV; v++) {
+            float *d = y + (ox0 + p) * c + v * DW_VL;
+            if (masked)
+                DW_STOREM(d, acc[p][v], m[v]);
+            else
+                DW_STORE(d, acc[p][v]);
+        }
+}
+
+/* The lanes of the CV vectors of channels from c0 that hold channels (none past c). */
+DWX_I void dwxn_masks(int64_t c, int64_t c0, dw_m *m, const int CV) {
+#pragma GCC unroll 4
+    for (int v = 0; v < CV; v++) {
+        const int64_t left = c - c0 - v * DW_VL;
+        m[v] = DW_MASK(left < 0 ? 0 : left);
     }
 }
 
-/* PX pixels from ox0 over every vector of channels (the last one masked). */
+/* PX pixels from ox0 over every vector of channels: one at a time for blocks of pixels (PX
+ * chains), CV at a time for a single pixel (a border pixel's or a remainder's chains are its
+ * channel vectors); the last vectors masked. */
 DWX_I void dwxn_pixels(const conv_dwx_last *g, const float *x, const float *wp, const float *bp,
                        float *y, int64_t iy0, int64_t ky0, int64_t ky1, int64_t ox0, int64_t kx0,
-                       int64_t kx1, const int PX) {
+                       int64_t kx1, const int PX, const int CV) {
+    dw_m m[4];
     int64_t c0 = 0;
-    for (; c0 + DW_VL <= g->c; c0 += DW_VL)
-        dwxn_block(g, x + c0, wp + c0, DW_LOAD(bp + c0), DW_MASK(DW_VL), y + c0, iy0, ky0, ky1, ox0,
-                   kx0, kx1, PX, 0);
-    if (c0 < g->c)
-        dwxn_block(g, x + c0, wp + c0, DW_LOAD(bp + c0), DW_MASK(g->c - c0), y + c0, iy0, ky0, ky1,
-                   ox0, kx0, kx1, PX, 1);
+    dwxn_masks(g->c, 0, m, CV);
+    for (; c0 + CV * DW_VL <= g->c; c0 += CV * DW_VL)
+        dwxn_block(g, x + c0, wp + c0, bp + c0, m, y + c0, iy0, ky0, ky1, ox0, kx0, kx1, PX, CV, 0);
+    if (c0 < g->c) {
+        dwxn_masks(g->c, c0, m, CV);
+        dwxn_block(g, x + c0, wp + c0, bp + c0, m, y + c0, iy0, ky0, ky1, ox0, kx0, kx1, PX, CV, 1);
+    }
 }
 
 /* The taps [k0, k1) of a kernel axis that land inside [0, n) from input position i0 (dilation
@@ -152,8 +178,9 @@ static inline void dwx_range(int64_t i0, int64_t n, int64_t d, int64_t k, int64_
     if (*k0 > *k1) *k0 = *k1;
 }
 
-/* Interior pixels 8 at a time (the channels' vectors inner, so a block's input rows stay in L1
- * for the next channels), border pixels one at a time with only their taps inside. */
+/* Interior pixels 8 at a time, then 4 (the channels' vectors inner, so a block's input rows stay
+ * in L1 for the next channels), border pixels and the last few one at a time, border pixels
+ * with only their taps inside. */
 void DWX_ROW_FN(const conv_dwx_last *g, const float *x, const float *wp, const float *bp, float *y,
                 int64_t oy) {
     const int64_t iy0 = oy * g->sh - g->pt;
@@ -162,14 +189,16 @@ void DWX_ROW_FN(const conv_dwx_last *g, const float *x, const float *wp, const f
     int64_t ox = 0;
     for (; ox < g->ox_lo; ox++) {
         dwx_range(ox * g->sw - g->pl, g->w, g->dw, g->kw, &kx0, &kx1);
-        dwxn_pixels(g, x, wp, bp, y, iy0, ky0, ky1, ox, kx0, kx1, 1);
+        dwxn_pixels(g, x, wp, bp, y, iy0, ky0, ky1, ox, kx0, kx1, 1, 4);
     }
     for (; ox + 8 <= g->ox_hi; ox += 8)
-        dwxn_pixels(g, x, wp, bp, y, iy0, ky0, ky1, ox, 0, g->kw, 8);
-    for (; ox < g->ox_hi; ox++) dwxn_pixels(g, x, wp, bp, y, iy0, ky0, ky1, ox, 0, g->kw, 1);
+        dwxn_pixels(g, x, wp, bp, y, iy0, ky0, ky1, ox, 0, g->kw, 8, 1);
+    for (; ox + 4 <= g->ox_hi; ox += 4)
+        dwxn_pixels(g, x, wp, bp, y, iy0, ky0, ky1, ox, 0, g->kw, 4, 1);
+    for (; ox < g->ox_hi; ox++) dwxn_pixels(g, x, wp, bp, y, iy0, ky0, ky1, ox, 0, g->kw, 1, 4);
     for (; ox < g->ow; ox++) {
         dwx_range(ox * g->sw - g->pl, g->w, g->dw, g->kw, &kx0, &kx1);
-        dwxn_pixels(g, x, wp, bp, y, iy0, ky0, ky1, ox, kx0, kx1, 1);
+        dwxn_pixels(g, x, wp, bp, y, iy0, ky0, ky1, ox, kx0, kx1, 1, 4);
     }
 }
 
