@@ -390,6 +390,267 @@ static void test_pad_attrs(void **state) {
     }
 }
 
+/* ---- Concat and Split -------------------------------------------------------------------- */
+
+static void run_concat(anvil_dtype dt, int n, int rank, const int64_t *dims, const int64_t *sizes,
+                       int64_t axis) {
+    optest t;
+    optest_begin(&t, IR_OP_CONCAT, n, 1, 1);
+    optest_attr_int(&t, 0, "axis", axis);
+    void *x[8];
+    int a = (int)(axis < 0 ? axis + rank : axis);
+    for (int i = 0; i < n; i++) {
+        int64_t d[IR_MAX_RANK];
+        memcpy(d, dims, (size_t)rank * sizeof *d);
+        d[a] = sizes[i];
+        x[i] = random_data(dt, prod(d, rank), (unsigned)i + 1);
+        optest_input(&t, i, dt, rank, d, x[i], false);
+    }
+    check(&t, "concat_copy", false, 0, 0);
+    optest_end(&t);
+    for (int i = 0; i < n; i++) free(x[i]);
+}
+
+static void test_concat(void **state) {
+    (void)state;
+    const int64_t d4[4] = {2, 3, 5, 7}, s3[3] = {3, 1, 4}, s0[3] = {0, 2, 0};
+    const anvil_dtype dts[] = {ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_UINT8, ANVIL_DTYPE_INT64,
+                               ANVIL_DTYPE_FLOAT16};
+    for (size_t i = 0; i < sizeof dts / sizeof *dts; i++)
+        for (int64_t axis = -4; axis < 4; axis++) {
+            run_concat(dts[i], 3, 4, d4, s3, axis);
+            run_concat(dts[i], 3, 4, d4, s0, axis);
+        }
+    const int64_t big[4] = {1, 64, 20, 20}, s4[4] = {64, 64, 64, 64}, odd[4] = {17, 1, 40, 3};
+    run_concat(ANVIL_DTYPE_FLOAT32, 4, 4, big, s4, 1);
+    run_concat(ANVIL_DTYPE_FLOAT32, 4, 4, big, odd, 1);
+    run_concat(ANVIL_DTYPE_FLOAT32, 4, 4, big, odd, 0);
+    run_concat(ANVIL_DTYPE_INT16, 4, 4, big, odd, -1);
+    const int64_t one[1] = {9}, zero[4] = {0, 3, 5, 7};
+    run_concat(ANVIL_DTYPE_FLOAT32, 1, 1, one, one, 0);
+    run_concat(ANVIL_DTYPE_FLOAT32, 3, 4, zero, s3, 1);
+}
+
+/* Split at opset 13 with sizes (input 1), or opset 18 with num_outputs (sizes NULL). */
+static void run_split(anvil_dtype dt, int rank, const int64_t *dims, int64_t axis, int n_out,
+                      const int64_t *sizes) {
+    optest t;
+    optest_begin_opset(&t, IR_OP_SPLIT, sizes ? 2 : 1, n_out, sizes ? 1 : 2, sizes ? 13 : 18);
+    optest_attr_int(&t, 0, "axis", axis);
+    if (!sizes) optest_attr_int(&t, 1, "num_outputs", n_out);
+    void *x = random_data(dt, prod(dims, rank), 11);
+    optest_input(&t, 0, dt, rank, dims, x, false);
+    if (sizes) optest_input(&t, 1, ANVIL_DTYPE_INT64, 1, (int64_t[]){n_out}, sizes, true);
+    check(&t, "split_copy", false, 0, 0);
+    optest_end(&t);
+    free(x);
+}
+
+static void test_split(void **state) {
+    (void)state;
+    const int64_t d4[4] = {2, 6, 5, 7}, s3[3] = {1, 0, 5}, big[4] = {1, 96, 24, 24};
+    const int64_t sb[3] = {32, 31, 33};
+    run_split(ANVIL_DTYPE_FLOAT32, 4, d4, 1, 3, s3);
+    run_split(ANVIL_DTYPE_UINT8, 4, d4, 1, 3, s3);
+    run_split(ANVIL_DTYPE_INT64, 4, d4, -3, 3, s3);
+    run_split(ANVIL_DTYPE_FLOAT32, 4, d4, -1, 3, NULL); /* 7 into 3, 3, 1 */
+    run_split(ANVIL_DTYPE_FLOAT16, 4, d4, 0, 2, NULL);
+    run_split(ANVIL_DTYPE_FLOAT32, 4, d4, 2, 3, NULL);
+    run_split(ANVIL_DTYPE_FLOAT32, 4, big, 1, 3, sb);
+    run_split(ANVIL_DTYPE_FLOAT32, 4, big, 1, 2, NULL);
+    const int64_t zero[4] = {0, 6, 5, 7};
+    run_split(ANVIL_DTYPE_FLOAT32, 4, zero, 1, 3, s3);
+}
+
+/* ---- Slice ------------------------------------------------------------------------------- */
+
+/* Slice at opset 13 (lists as inputs; axes / steps NULL leave them out). */
+static void run_slice(anvil_dtype dt, int rank, const int64_t *dims, int k, const int64_t *starts,
+                      const int64_t *ends, const int64_t *axes, const int64_t *steps, bool known) {
+    optest t;
+    optest_begin(&t, IR_OP_SLICE, steps ? 5 : axes ? 4 : 3, 1, 0);
+    void *x = random_data(dt, prod(dims, rank), 13);
+    optest_input(&t, 0, dt, rank, dims, x, false);
+    const int64_t kd[1] = {k};
+    optest_input(&t, 1, ANVIL_DTYPE_INT64, 1, kd, starts, known);
+    optest_input(&t, 2, ANVIL_DTYPE_INT64, 1, kd, ends, true);
+    if (axes) optest_input(&t, 3, ANVIL_DTYPE_INT64, 1, kd, axes, true);
+    if (steps) optest_input(&t, 4, ANVIL_DTYPE_INT64, 1, kd, steps, true);
+    if (known)
+        check(&t, "slice_copy", false, 0, 0);
+    else
+        assert_false(applies(&t, "slice_copy"));
+    optest_end(&t);
+    free(x);
+}
+
+static void test_slice(void **state) {
+    (void)state;
+    const int64_t shuffle[4] = {1, 116, 28, 28}, d4[4] = {2, 5, 6, 7};
+    /* half of the channels, either half */
+    run_slice(ANVIL_DTYPE_FLOAT32, 4, shuffle, 1, (int64_t[]){0}, (int64_t[]){58}, (int64_t[]){1},
+              NULL, true);
+    run_slice(ANVIL_DTYPE_FLOAT32, 4, shuffle, 1, (int64_t[]){58}, (int64_t[]){INT64_MAX},
+              (int64_t[]){-3}, NULL, true);
+    const anvil_dtype dts[] = {ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_UINT8, ANVIL_DTYPE_INT64};
+    for (size_t i = 0; i < 3; i++) {
+        anvil_dtype dt = dts[i];
+        /* every axis at once, odd bounds, steps forward and back */
+        run_slice(dt, 4, d4, 4, (int64_t[]){0, 1, -5, 2}, (int64_t[]){2, 4, 5, 7}, NULL, NULL,
+                  true);
+        run_slice(dt, 4, d4, 2, (int64_t[]){-1, 1}, (int64_t[]){INT64_MIN, 7}, (int64_t[]){-1, 2},
+                  (int64_t[]){-1, 2}, true);
+        run_slice(dt, 4, d4, 3, (int64_t[]){4, 0, 6}, (int64_t[]){0, 6, -8}, (int64_t[]){1, 2, 3},
+                  (int64_t[]){-2, 3, -3}, true);
+        run_slice(dt, 4, d4, 1, (int64_t[]){1}, (int64_t[]){2}, (int64_t[]){-1}, NULL, true);
+        run_slice(dt, 4, d4, 1, (int64_t[]){3}, (int64_t[]){3}, (int64_t[]){0}, NULL, true);
+    }
+    const int64_t big[3] = {3, 200, 300};
+    run_slice(ANVIL_DTYPE_FLOAT32, 3, big, 2, (int64_t[]){1, 7}, (int64_t[]){190, 298},
+              (int64_t[]){1, 2}, (int64_t[]){1, 3}, true);
+    run_slice(ANVIL_DTYPE_FLOAT32, 3, big, 1, (int64_t[]){5}, (int64_t[]){150}, (int64_t[]){1},
+              NULL, true);
+    const int64_t zero[3] = {0, 4, 5};
+    run_slice(ANVIL_DTYPE_FLOAT32, 3, zero, 1, (int64_t[]){1}, (int64_t[]){3}, (int64_t[]){1}, NULL,
+              true);
+    /* starts only known at run time stay with the reference */
+    run_slice(ANVIL_DTYPE_FLOAT32, 4, d4, 1, (int64_t[]){1}, (int64_t[]){3}, (int64_t[]){1}, NULL,
+              false);
+    /* opset 9: attributes */
+    optest t;
+    optest_begin_opset(&t, IR_OP_SLICE, 1, 1, 3, 9);
+    optest_attr_ints(&t, 0, "starts", (int64_t[]){1, -3}, 2);
+    optest_attr_ints(&t, 1, "ends", (int64_t[]){100, -1}, 2);
+    optest_attr_ints(&t, 2, "axes", (int64_t[]){3, 1}, 2);
+    float *x = optest_random_f32(prod(d4, 4), 9, -1, 1);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, d4, x, false);
+    check(&t, "slice_copy", false, 0, 0);
+    optest_end(&t);
+    free(x);
+}
+
+/* ---- Gather ------------------------------------------------------------------------------ */
+
+static void run_gather(anvil_dtype dt, int rank, const int64_t *dims, int64_t axis, anvil_dtype idt,
+                       int irank, const int64_t *idims, const int64_t *idx, bool known) {
+    optest t;
+    optest_begin(&t, IR_OP_GATHER, 2, 1, 1);
+    optest_attr_int(&t, 0, "axis", axis);
+    void *x = random_data(dt, prod(dims, rank), 17);
+    size_t q = prod(idims, irank);
+    int32_t idx32[64];
+    for (size_t i = 0; i < q && i < 64; i++) idx32[i] = (int32_t)idx[i];
+    optest_input(&t, 0, dt, rank, dims, x, false);
+    optest_input(&t, 1, idt, irank, idims, idt == ANVIL_DTYPE_INT32 ? (void *)idx32 : idx, known);
+    check(&t, "gather_copy", false, 0, 0);
+    optest_end(&t);
+    free(x);
+}
+
+static void test_gather(void **state) {
+    (void)state;
+    const int64_t d4[4] = {2, 5, 6, 7}, i2[2] = {2, 3}, i1[1] = {4};
+    const int64_t idx[6] = {0, -1, 3, 2, -5, 4};
+    const anvil_dtype dts[] = {ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_UINT8, ANVIL_DTYPE_INT64,
+                               ANVIL_DTYPE_FLOAT16};
+    for (size_t i = 0; i < 4; i++)
+        for (int64_t axis = -4; axis < 4; axis++) {
+            int a = (int)(axis < 0 ? axis + 4 : axis);
+            int64_t lim = d4[a], fit[6];
+            for (int k = 0; k < 6; k++) fit[k] = idx[k] % lim;
+            run_gather(dts[i], 4, d4, axis, ANVIL_DTYPE_INT64, 2, i2, fit, (i + a) % 2 == 0);
+            run_gather(dts[i], 4, d4, axis, ANVIL_DTYPE_INT32, 1, i1, fit, true);
+            run_gather(dts[i], 4, d4, axis, ANVIL_DTYPE_INT64, 0, NULL, fit + 1, false);
+        }
+    /* embedding-like: many rows from a big table */
+    const int64_t table[2] = {500, 96}, many[1] = {48};
+    int64_t rows[48];
+    for (int k = 0; k < 48; k++) rows[k] = (k * 37) % 500 - (k % 3 == 0 ? 500 : 0);
+    run_gather(ANVIL_DTYPE_FLOAT32, 2, table, 0, ANVIL_DTYPE_INT64, 1, many, rows, false);
+    const int64_t none[1] = {0};
+    run_gather(ANVIL_DTYPE_FLOAT32, 4, d4, 1, ANVIL_DTYPE_INT64, 1, none, idx, true);
+}
+
+/* An index out of range: the variant fails exactly like the reference, message included. */
+static void test_gather_bounds(void **state) {
+    (void)state;
+    const int64_t d2[2] = {4, 3}, i2[2] = {2, 2}, bad[4] = {0, 1, -5, 2};
+    optest t;
+    optest_begin(&t, IR_OP_GATHER, 2, 1, 1);
+    optest_attr_int(&t, 0, "axis", -2);
+    float *x = optest_random_f32(12, 1, -1, 1);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, d2, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_INT64, 2, i2, bad, false);
+    assert_int_equal(optest_run(&t), ANVIL_ERR_RUNTIME);
+    char want[512];
+    snprintf(want, sizeof want, "%s", anvil_last_error());
+    assert_true(applies(&t, "gather_copy"));
+    op_tensor got = t.out[0];
+    got.data = malloc(6 * sizeof(float));
+    assert_int_equal(optest_run_variant(&t, kern_find(IR_OP_GATHER, "gather_copy"), 2, &got),
+                     ANVIL_ERR_RUNTIME);
+    assert_string_equal(anvil_last_error(), want);
+    free(got.data);
+    optest_end(&t);
+    free(x);
+}
+
+/* ---- Expand and Tile --------------------------------------------------------------------- */
+
+static void run_expand(anvil_dtype dt, int rank, const int64_t *dims, int srank,
+                       const int64_t *shape) {
+    optest t;
+    optest_begin(&t, IR_OP_EXPAND, 2, 1, 0);
+    void *x = random_data(dt, prod(dims, rank), 19);
+    optest_input(&t, 0, dt, rank, dims, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_INT64, 1, (int64_t[]){srank}, shape, true);
+    check(&t, "expand_copy", false, 0, 0);
+    optest_end(&t);
+    free(x);
+}
+
+static void test_expand(void **state) {
+    (void)state;
+    const anvil_dtype dts[] = {ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_BOOL, ANVIL_DTYPE_INT64};
+    for (size_t i = 0; i < 3; i++) {
+        run_expand(dts[i], 2, (int64_t[]){3, 1}, 3, (int64_t[]){2, 3, 4});
+        run_expand(dts[i], 1, (int64_t[]){1}, 1, (int64_t[]){5});
+        run_expand(dts[i], 3, (int64_t[]){2, 1, 4}, 3, (int64_t[]){2, 3, 4});
+        run_expand(dts[i], 3, (int64_t[]){1, 3, 1}, 4, (int64_t[]){2, 1, 3, 5});
+        run_expand(dts[i], 2, (int64_t[]){3, 4}, 2, (int64_t[]){1, 1}); /* a copy */
+        run_expand(dts[i], 2, (int64_t[]){3, 1}, 2, (int64_t[]){3, 0});
+    }
+    run_expand(ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){1, 64, 1, 1}, 4, (int64_t[]){2, 64, 30, 31});
+    run_expand(ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){1, 70000}, 2, (int64_t[]){3, 70000});
+    run_expand(ANVIL_DTYPE_FLOAT32, 0, NULL, 2, (int64_t[]){3, 7});
+}
+
+static void run_tile(anvil_dtype dt, int rank, const int64_t *dims, const int64_t *reps) {
+    optest t;
+    optest_begin(&t, IR_OP_TILE, 2, 1, 0);
+    void *x = random_data(dt, prod(dims, rank), 23);
+    optest_input(&t, 0, dt, rank, dims, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_INT64, 1, (int64_t[]){rank}, reps, true);
+    check(&t, "tile_copy", false, 0, 0);
+    optest_end(&t);
+    free(x);
+}
+
+static void test_tile(void **state) {
+    (void)state;
+    const anvil_dtype dts[] = {ANVIL_DTYPE_FLOAT32, ANVIL_DTYPE_UINT8, ANVIL_DTYPE_INT64};
+    for (size_t i = 0; i < 3; i++) {
+        run_tile(dts[i], 3, (int64_t[]){2, 3, 4}, (int64_t[]){2, 1, 3});
+        run_tile(dts[i], 3, (int64_t[]){2, 1, 5}, (int64_t[]){1, 4, 1});
+        run_tile(dts[i], 1, (int64_t[]){7}, (int64_t[]){5});
+        run_tile(dts[i], 2, (int64_t[]){3, 4}, (int64_t[]){1, 1});
+        run_tile(dts[i], 2, (int64_t[]){3, 4}, (int64_t[]){0, 2});
+        run_tile(dts[i], 2, (int64_t[]){0, 4}, (int64_t[]){3, 2});
+    }
+    run_tile(ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){1, 32, 20, 20}, (int64_t[]){2, 1, 2, 3});
+    run_tile(ANVIL_DTYPE_FLOAT32, 0, NULL, NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resize_modes),
@@ -398,6 +659,13 @@ int main(void) {
         cmocka_unit_test(test_upsample),
         cmocka_unit_test(test_pad),
         cmocka_unit_test(test_pad_attrs),
+        cmocka_unit_test(test_concat),
+        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_gather),
+        cmocka_unit_test(test_gather_bounds),
+        cmocka_unit_test(test_expand),
+        cmocka_unit_test(test_tile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,12 @@ const kern_variant *const kern_family_data[] = {
     &data_upsample_linear_f32_avx512,
     &data_upsample_linear_f32,
     &data_pad_rows,
+    &data_concat_copy,
+    &data_split_copy,
+    &data_slice_copy,
+    &data_gather_copy,
+    &data_expand_copy,
+    &data_tile_copy,
     NULL,
 };
 // clang-format on

@@ -1,0 +1,625 @@
+/* Concat, Split, Slice, Gather, Expand and Tile for any dtype (elements of anvil_dtype_size
+ * bytes are copied, never interpreted).
+ *
+ * Two engines serve them:
+ *  - segments (Concat, Split): the dense side is a sequence of rows, each the concatenation of
+ *    one segment per input (output). Work is split over fixed-size byte blocks of the dense
+ *    side, so one large segment (a Concat on the outermost axis) spreads over every thread as
+ *    well as many small ones do.
+ *  - strided views (Slice, Expand, Tile): the output is dense and reads its source through
+ *    per-dim element strides (0 for a broadcast or repeated dim). prepare coalesces the view:
+ *    dims of size 1 vanish and a dim merges with its inner neighbour when their strides are
+ *    contiguous, so a channel slice of NCHW becomes one long memcpy and a Tile a short list of
+ *    row copies. Rows are walked with an odometer, and long rows are cut into pieces so that
+ *    even a single row spreads over the threads.
+ * Gather copies one slice per (outer index, index), after checking every index as the
+ * reference does (same error, same message), so a bad index leaves the output untouched.
+ * Small problems run on the calling thread. */
+#include "data.h"
+
+#include <stdio.h>
+
+/* Bytes per unit of parallel work. */
+#define DC_BLOCK ((size_t)64 << 10)
+/* Dims of a strided view: Tile splits each input dim in two. */
+#define DC_MAX (2 * IR_MAX_RANK)
+
+static size_t dc_ceil_div(size_t a, size_t b) {
+    return (a + b - 1) / b;
+}
+
+/* Normalises axis (attribute `name`, default dflt) of n against rank; false when out of range. */
+static bool dc_axis(const ir_node *n, const char *name, int64_t dflt, int rank, int *axis) {
+    int64_t a;
+    if (ir_attr_int(n, name, dflt, &a) != ANVIL_OK) return false;
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank) return false;
+    *axis = (int)a;
+    return true;
+}
+
+/* ---- segments: Concat and Split ---------------------------------------------------------- */
+
+typedef struct dc_seg_state {
+    int axis, parts;
+    size_t es, outer, row_bytes;
+    size_t *seg_bytes; /* per part: bytes of one row's segment */
+    size_t *seg_start; /* per part: the segment's offset in a row */
+} dc_seg_state;
+
+static void dc_seg_release(void *state) {
+    dc_seg_state *s = state;
+    if (!s) return;
+    free(s->seg_bytes);
+    free(s);
+}
+
+/* dense: the concatenated tensor (Concat's output, Split's input); parts: the others. */
+static anvil_status dc_seg_prepare(const op_tinfo *dense, const op_tinfo *parts, int n_parts,
+                                   int axis, void **state) {
+    dc_seg_state *s = calloc(1, sizeof *s);
+    if (s) s->seg_bytes = malloc(2 * (size_t)n_parts * sizeof(size_t));
+    if (!s || !s->seg_bytes) {
+        dc_seg_release(s);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    s->seg_start = s->seg_bytes + n_parts;
+    s->axis = axis;
+    s->parts = n_parts;
+    s->es = anvil_dtype_size(dense->dtype);
+    const ir_shape *d = &dense->shape;
+    s->outer = data_prod(d->d, 0, axis);
+    size_t inner = data_prod(d->d, axis + 1, d->rank) * s->es, at = 0;
+    for (int i = 0; i < n_parts; i++) {
+        s->seg_start[i] = at;
+        s->seg_bytes[i] = (size_t)parts[i].shape.d[axis] * inner;
+        at += s->seg_bytes[i];
+    }
+    s->row_bytes = at;
+    *state = s;
+    return ANVIL_OK;
+}
+
+typedef struct dc_seg_job {
+    const dc_seg_state *s;
+    char *dense;       /* Concat: written; Split: read */
+    char *const *part; /* per part: its data (Split: NULL for an omitted output) */
+    bool split;
+    size_t total;
+} dc_seg_job;
+
+/* Dense bytes [begin * DC_BLOCK, end * DC_BLOCK): walk row by row and segment by segment. */
+static void dc_seg_blocks(void *arg, size_t begin, size_t end) {
+    const dc_seg_job *j = arg;
+    const dc_seg_state *s = j->s;
+    size_t cur = begin * DC_BLOCK, stop = end * DC_BLOCK < j->total ? end * DC_BLOCK : j->total;
+    size_t o = cur / s->row_bytes, r = cur % s->row_bytes;
+    int i = 0;
+    while (i + 1 < s->parts && s->seg_start[i + 1] <= r) i++;
+    while (cur < stop) {
+        size_t in_seg = r - s->seg_start[i], n = s->seg_bytes[i] - in_seg;
+        if (n > stop - cur) n = stop - cur;
+        if (n) {
+            char *p = j->part[i];
+            size_t at = o * s->seg_bytes[i] + in_seg;
+            if (!j->split)
+                memcpy(j->dense + cur, p + at, n);
+            else if (p)
+                memcpy(p + at, j->dense + cur, n);
+        }
+        cur += n;
+        r += n;
+        if (r == s->seg_start[i] + s->seg_bytes[i] && ++i == s->parts) {
+            i = 0;
+            r = 0;
+            o++;
+        }
+    }
+}
+
+static void dc_seg_run(const dc_seg_state *s, char *dense, char *const *part, bool split,
+                       op_ctx *ctx) {
+    size_t total = s->outer * s->row_bytes;
+    if (total == 0) return;
+    dc_seg_job j = {.s = s, .dense = dense, .part = part, .split = split, .total = total};
+    op_parallel_for(data_par(ctx, total), dc_ceil_div(total, DC_BLOCK), dc_seg_blocks, &j);
+}
+
+static bool dc_concat_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    const op_tinfo *y = &kn->out[0];
+    if (kn->n_out < 1 || !data_static(y) || y->shape.rank < 1 || kn->n_in > 256) return false;
+    int axis, r = y->shape.rank;
+    if (!dc_axis(kn->node, "axis", 1, r, &axis)) return false;
+    int64_t sum = 0;
+    for (int i = 0; i < kn->n_in; i++) {
+        const op_tinfo *x = &kn->in[i];
+        if (!data_has_input(kn, i) || !data_static(x) || x->dtype != y->dtype || x->shape.rank != r)
+            return false;
+        for (int d = 0; d < r; d++)
+            if (d != axis && x->shape.d[d] != y->shape.d[d]) return false;
+        sum += x->shape.d[axis];
+    }
+    return sum == y->shape.d[axis];
+}
+
+static anvil_status dc_concat_prepare(const kern_node *kn, void **state) {
+    int axis = 0;
+    if (!dc_axis(kn->node, "axis", 1, kn->out[0].shape.rank, &axis)) return ANVIL_ERR_INTERNAL;
+    return dc_seg_prepare(&kn->out[0], kn->in, kn->n_in, axis, state);
+}
+
+static anvil_status dc_concat_run(const ir_node *n, void *state, const op_tensor *const *in,
+                                  int n_in, op_tensor *const *out, int n_out, void *ws,
+                                  op_ctx *ctx) {
+    (void)n;
+    (void)n_out;
+    (void)ws;
+    char *parts[256];
+    for (int i = 0; i < n_in; i++) parts[i] = in[i]->data;
+    dc_seg_run(state, out[0]->data, parts, false, ctx);
+    return ANVIL_OK;
+}
+
+static bool dc_split_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    const op_tinfo *x = &kn->in[0];
+    if (!data_static(x) || x->shape.rank < 1 || kn->n_out > 256) return false;
+    int axis, r = x->shape.rank;
+    if (!dc_axis(kn->node, "axis", 0, r, &axis)) return false;
+    int64_t sum = 0;
+    for (int i = 0; i < kn->n_out; i++) {
+        const op_tinfo *y = &kn->out[i];
+        if (!data_static(y) || y->dtype != x->dtype || y->shape.rank != r) return false;
+        for (int d = 0; d < r; d++)
+            if (d != axis && x->shape.d[d] != y->shape.d[d]) return false;
+        sum += y->shape.d[axis];
+    }
+    return sum == x->shape.d[axis];
+}
+
+static anvil_status dc_split_prepare(const kern_node *kn, void **state) {
+    int axis = 0;
+    if (!dc_axis(kn->node, "axis", 0, kn->in[0].shape.rank, &axis)) return ANVIL_ERR_INTERNAL;
+    return dc_seg_prepare(&kn->in[0], kn->out, kn->n_out, axis, state);
+}
+
+static anvil_status dc_split_run(const ir_node *n, void *state, const op_tensor *const *in,
+                                 int n_in, op_tensor *const *out, int n_out, void *ws,
+                                 op_ctx *ctx) {
+    (void)n;
+    (void)n_in;
+    (void)ws;
+    char *parts[256];
+    for (int i = 0; i < n_out; i++) parts[i] = out[i] ? out[i]->data : NULL;
+    dc_seg_run(state, in[0]->data, parts, true, ctx);
+    return ANVIL_OK;
+}
+
+/* ---- strided views: Slice, Expand, Tile -------------------------------------------------- */
+
+typedef struct dc_view {
+    int rank; /* >= 1 after dc_view_coalesce */
+    size_t es;
+    int64_t dims[DC_MAX], stride[DC_MAX]; /* source element strides per output dim */
+    int64_t offset;                       /* source element of output index (0, ..., 0) */
+    size_t numel, rows, pieces, piece;    /* rows of dims[rank-1]; each cut into pieces */
+} dc_view;
+
+/* Drops dims of size 1, merges contiguous neighbours and decides the pieces. */
+static void dc_view_coalesce(dc_view *v) {
+    int r = 0;
+    v->numel = 1;
+    for (int d = 0; d < v->rank; d++) {
+        v->numel *= (size_t)v->dims[d];
+        if (v->dims[d] == 1) continue;
+        if (r > 0 && v->stride[r - 1] == v->dims[d] * v->stride[d]) {
+            v->dims[r - 1] *= v->dims[d];
+            v->stride[r - 1] = v->stride[d];
+            continue;
+        }
+        v->dims[r] = v->dims[d];
+        v->stride[r] = v->stride[d];
+        r++;
+    }
+    if (r == 0) {
+        v->dims[0] = 1;
+        v->stride[0] = 1;
+        r = 1;
+    }
+    v->rank = r;
+    size_t inner = (size_t)v->dims[r - 1];
+    v->rows = inner ? v->numel / inner : 0;
+    /* rows shorter than a block stay whole; longer ones are cut into block-sized pieces */
+    size_t per = DC_BLOCK / v->es ? DC_BLOCK / v->es : 1;
+    v->pieces = inner > per ? dc_ceil_div(inner, per) : 1;
+    v->piece = dc_ceil_div(inner ? inner : 1, v->pieces);
+}
+
+typedef struct dc_view_job {
+    const dc_view *v;
+    const char *src;
+    char *dst;
+} dc_view_job;
+
+static void dc_view_units(void *arg, size_t begin, size_t end) {
+    const dc_view_job *j = arg;
+    const dc_view *v = j->v;
+    const int last = v->rank - 1;
+    const size_t inner = (size_t)v->dims[last], es = v->es;
+    int64_t idx[DC_MAX], off = 0;
+    size_t row = begin / v->pieces;
+    size_t rest = row;
+    for (int d = last - 1; d >= 0; d--) {
+        idx[d] = (int64_t)(rest % (size_t)v->dims[d]);
+        rest /= (size_t)v->dims[d];
+        off += idx[d] * v->stride[d];
+    }
+    for (size_t u = begin; u < end; u++) {
+        if (u / v->pieces != row) {
+            row++;
+            for (int d = last - 1; d >= 0; d--) {
+                off += v->stride[d];
+                if (++idx[d] < v->dims[d]) break;
+                off -= idx[d] * v->stride[d];
+                idx[d] = 0;
+            }
+        }
+        size_t lo = (u % v->pieces) * v->piece, hi = lo + v->piece < inner ? lo + v->piece : inner;
+        if (lo >= hi) continue;
+        const char *src = j->src + (v->offset + off + (int64_t)lo * v->stride[last]) * (int64_t)es;
+        data_strided_copy(j->dst + (row * inner + lo) * es, src, hi - lo, v->stride[last], es);
+    }
+}
+
+static void dc_view_release(void *state) {
+    free(state);
+}
+
+static anvil_status dc_view_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+    (void)n;
+    (void)n_in;
+    (void)n_out;
+    (void)ws;
+    const dc_view *v = state;
+    if (v->numel == 0) return ANVIL_OK;
+    dc_view_job j = {.v = v, .src = in[0]->data, .dst = out[0]->data};
+    op_parallel_for(data_par(ctx, v->numel * v->es), v->rows * v->pieces, dc_view_units, &j);
+    return ANVIL_OK;
+}
+
+/* Allocates a view for kn's input 0 with output dims, its coalesced form of (dims, stride). */
+static anvil_status dc_view_make(const kern_node *kn, int rank, const int64_t *dims,
+                                 const int64_t *stride, int64_t offset, void **state) {
+    dc_view *v = calloc(1, sizeof *v);
+    if (!v) return ANVIL_ERR_OUT_OF_MEMORY;
+    v->rank = rank;
+    v->es = anvil_dtype_size(kn->in[0].dtype);
+    v->offset = offset;
+    for (int d = 0; d < rank; d++) {
+        v->dims[d] = dims[d];
+        v->stride[d] = stride[d];
+    }
+    dc_view_coalesce(v);
+    *state = v;
+    return ANVIL_OK;
+}
+
+static void dc_strides(const int64_t *dims, int rank, int64_t *stride) {
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= dims[d];
+    }
+}
+
+/* Slice: per input dim the first index, step and count, resolved as the reference's
+ * slice_resolve does; false where a list is unknown or invalid. */
+static bool dc_slice_plan(const kern_node *kn, int64_t *start, int64_t *step, int64_t *count) {
+    const ir_node *n = kn->node;
+    const ir_shape *x = &kn->in[0].shape;
+    int rank = x->rank;
+    int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
+    size_t k = 0, k2;
+    bool has_axes, has_steps = false;
+    if (n->opset < 10) {
+        const int64_t *s, *e, *a;
+        size_t ks, ke, ka;
+        if (ir_attr_ints(n, "starts", &s, &ks) != ANVIL_OK ||
+            ir_attr_ints(n, "ends", &e, &ke) != ANVIL_OK ||
+            ir_attr_ints(n, "axes", &a, &ka) != ANVIL_OK || ks != ke || ks > IR_MAX_RANK)
+            return false;
+        has_axes = ir_node_attr(n, "axes") != NULL;
+        if (has_axes && ka != ks) return false;
+        k = ks;
+        if (k) {
+            memcpy(starts, s, k * sizeof *s);
+            memcpy(ends, e, k * sizeof *e);
+            if (has_axes) memcpy(axes, a, k * sizeof *a);
+        }
+    } else {
+        for (int i = 1; i <= 4; i++)
+            if (data_has_input(kn, i) && !kn->in[i].value) return false;
+        if (!data_has_input(kn, 1) || !data_has_input(kn, 2) ||
+            op_value_ints(n, 1, &kn->in[1], starts, IR_MAX_RANK, &k) != ANVIL_OK ||
+            op_value_ints(n, 2, &kn->in[2], ends, IR_MAX_RANK, &k2) != ANVIL_OK || k2 != k)
+            return false;
+        has_axes = data_has_input(kn, 3);
+        if (has_axes &&
+            (op_value_ints(n, 3, &kn->in[3], axes, IR_MAX_RANK, &k2) != ANVIL_OK || k2 != k))
+            return false;
+        has_steps = data_has_input(kn, 4);
+        if (has_steps &&
+            (op_value_ints(n, 4, &kn->in[4], steps, IR_MAX_RANK, &k2) != ANVIL_OK || k2 != k))
+            return false;
+    }
+    bool sliced[IR_MAX_RANK] = {false};
+    for (int d = 0; d < rank; d++) {
+        start[d] = 0;
+        step[d] = 1;
+        count[d] = x->d[d];
+    }
+    if (!has_axes && (int64_t)k > rank) return false;
+    for (size_t i = 0; i < k; i++) {
+        int64_t a = has_axes ? axes[i] : (int64_t)i;
+        if (a < 0) a += rank;
+        if (a < 0 || a >= rank || sliced[a]) return false;
+        int64_t st = has_steps ? steps[i] : 1;
+        if (st == 0) return false;
+        sliced[a] = true;
+        step[a] = st;
+        int64_t d = x->d[a];
+        if (d <= 0) {
+            count[a] = 0;
+            continue;
+        }
+        int64_t s = starts[i], e = ends[i];
+        if (s < 0) s += d;
+        if (e < 0) e += d;
+        uint64_t span;
+        if (st > 0) {
+            s = s < 0 ? 0 : (s > d ? d : s);
+            e = e < 0 ? 0 : (e > d ? d : e);
+            span = e > s ? (uint64_t)(e - s) : 0;
+        } else {
+            s = s < 0 ? 0 : (s > d - 1 ? d - 1 : s);
+            e = e < -1 ? -1 : (e > d - 1 ? d - 1 : e);
+            span = s > e ? (uint64_t)(s - e) : 0;
+        }
+        uint64_t ustep = st > 0 ? (uint64_t)st : (uint64_t)0 - (uint64_t)st;
+        count[a] = span ? (int64_t)((span - 1) / ustep + 1) : 0;
+        start[a] = count[a] ? s : 0;
+    }
+    return true;
+}
+
+static bool dc_slice_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    const op_tinfo *x = &kn->in[0], *y = &kn->out[0];
+    if (kn->n_out < 1 || !data_static(x) || !data_static(y) || y->dtype != x->dtype ||
+        y->shape.rank != x->shape.rank)
+        return false;
+    int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], count[IR_MAX_RANK];
+    if (!dc_slice_plan(kn, start, step, count)) return false;
+    for (int d = 0; d < x->shape.rank; d++)
+        if (count[d] != y->shape.d[d]) return false;
+    return true;
+}
+
+static anvil_status dc_slice_prepare(const kern_node *kn, void **state) {
+    const ir_shape *x = &kn->in[0].shape;
+    int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], count[IR_MAX_RANK], xs[IR_MAX_RANK];
+    int64_t stride[IR_MAX_RANK], offset = 0;
+    dc_slice_plan(kn, start, step, count);
+    dc_strides(x->d, x->rank, xs);
+    for (int d = 0; d < x->rank; d++) {
+        /* a dim read once never advances, so step * stride (which may overflow) is not needed */
+        stride[d] = count[d] > 1 ? step[d] * xs[d] : 0;
+        offset += start[d] * xs[d];
+    }
+    return dc_view_make(kn, x->rank, count, stride, offset, state);
+}
+
+static bool dc_expand_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    const op_tinfo *x = &kn->in[0], *y = &kn->out[0];
+    if (kn->n_out < 1 || !data_static(x) || !data_static(y) || y->dtype != x->dtype ||
+        y->shape.rank < x->shape.rank)
+        return false;
+    int lead = y->shape.rank - x->shape.rank;
+    for (int d = 0; d < x->shape.rank; d++)
+        if (x->shape.d[d] != 1 && x->shape.d[d] != y->shape.d[lead + d]) return false;
+    return true;
+}
+
+static anvil_status dc_expand_prepare(const kern_node *kn, void **state) {
+    const ir_shape *x = &kn->in[0].shape, *y = &kn->out[0].shape;
+    int64_t xs[IR_MAX_RANK], stride[IR_MAX_RANK];
+    dc_strides(x->d, x->rank, xs);
+    int lead = y->rank - x->rank;
+    for (int d = 0; d < y->rank; d++) {
+        int j = d - lead;
+        stride[d] = j < 0 || x->d[j] == 1 ? 0 : xs[j];
+    }
+    return dc_view_make(kn, y->rank, y->d, stride, 0, state);
+}
+
+static bool dc_tile_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    const op_tinfo *x = &kn->in[0], *y = &kn->out[0];
+    if (kn->n_out < 1 || !data_static(x) || !data_static(y) || y->dtype != x->dtype ||
+        y->shape.rank != x->shape.rank)
+        return false;
+    for (int d = 0; d < x->shape.rank; d++) {
+        int64_t xd = x->shape.d[d], yd = y->shape.d[d];
+        if (xd == 0 ? yd != 0 : yd % xd != 0) return false;
+    }
+    return true;
+}
+
+/* Each output dim d is (repeat, x dim) with strides (0, x's stride). */
+static anvil_status dc_tile_prepare(const kern_node *kn, void **state) {
+    const ir_shape *x = &kn->in[0].shape, *y = &kn->out[0].shape;
+    int64_t xs[IR_MAX_RANK], dims[DC_MAX], stride[DC_MAX];
+    dc_strides(x->d, x->rank, xs);
+    for (int d = 0; d < x->rank; d++) {
+        dims[2 * d] = x->d[d] ? y->d[d] / x->d[d] : 0;
+        stride[2 * d] = 0;
+        dims[2 * d + 1] = x->d[d];
+        stride[2 * d + 1] = xs[d];
+    }
+    return dc_view_make(kn, 2 * x->rank, dims, stride, 0, state);
+}
+
+/* ---- Gather ------------------------------------------------------------------------------ */
+
+typedef struct dc_gather_state {
+    int axis;
+    size_t es, outer, q, inner_bytes;
+    int64_t axis_dim;
+} dc_gather_state;
+
+static bool dc_gather_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    const op_tinfo *x = &kn->in[0], *ix = &kn->in[1], *y = &kn->out[0];
+    if (kn->n_in < 2 || kn->n_out < 1 || !data_static(x) || !ir_shape_is_static(&ix->shape) ||
+        !data_static(y) || y->dtype != x->dtype || x->shape.rank < 1 ||
+        (ix->dtype != ANVIL_DTYPE_INT32 && ix->dtype != ANVIL_DTYPE_INT64))
+        return false;
+    int axis;
+    return dc_axis(kn->node, "axis", 0, x->shape.rank, &axis) &&
+           y->shape.rank == x->shape.rank + ix->shape.rank - 1;
+}
+
+static anvil_status dc_gather_prepare(const kern_node *kn, void **state) {
+    dc_gather_state *s = calloc(1, sizeof *s);
+    if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
+    const ir_shape *x = &kn->in[0].shape, *ix = &kn->in[1].shape;
+    dc_axis(kn->node, "axis", 0, x->rank, &s->axis);
+    s->es = anvil_dtype_size(kn->in[0].dtype);
+    s->outer = data_prod(x->d, 0, s->axis);
+    s->q = data_prod(ix->d, 0, ix->rank);
+    s->axis_dim = x->d[s->axis];
+    s->inner_bytes = data_prod(x->d, s->axis + 1, x->rank) * s->es;
+    *state = s;
+    return ANVIL_OK;
+}
+
+typedef struct dc_gather_job {
+    const dc_gather_state *s;
+    const char *src;
+    char *dst;
+    anvil_dtype idt;
+    const void *idx;
+} dc_gather_job;
+
+/* Rows [begin, end) of (outer index, index): one slice of inner_bytes each. */
+static void dc_gather_rows(void *arg, size_t begin, size_t end) {
+    const dc_gather_job *j = arg;
+    const dc_gather_state *s = j->s;
+    const size_t ib = s->inner_bytes;
+    size_t o = begin / s->q, t = begin % s->q;
+    for (size_t row = begin; row < end; row++) {
+        int64_t i = data_load_index(j->idt, j->idx, t);
+        if (i < 0) i += s->axis_dim;
+        const char *src = j->src + ((size_t)o * (size_t)s->axis_dim + (size_t)i) * ib;
+        if (ib <= 8)
+            op_elem_copy(j->dst + row * ib, src, ib);
+        else
+            memcpy(j->dst + row * ib, src, ib);
+        if (++t == s->q) {
+            t = 0;
+            o++;
+        }
+    }
+}
+
+/* "[i,j,k]": the multi-index of flat element `flat` of dims (the reference's wording). */
+static const char *dc_pos_str(const int64_t *dims, int rank, size_t flat, char *buf, size_t cap) {
+    int64_t idx[IR_MAX_RANK] = {0};
+    size_t rem = flat;
+    for (int d = rank - 1; d >= 0; d--) {
+        size_t dk = dims[d] > 0 ? (size_t)dims[d] : 1;
+        idx[d] = (int64_t)(rem % dk);
+        rem /= dk;
+    }
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < rank && len < cap; d++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? "," : "", (long long)idx[d]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+    return buf;
+}
+
+static anvil_status dc_gather_run(const ir_node *n, void *state, const op_tensor *const *in,
+                                  int n_in, op_tensor *const *out, int n_out, void *ws,
+                                  op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)ws;
+    const dc_gather_state *s = state;
+    const op_tensor *ix = in[1];
+    const int64_t lim = s->axis_dim;
+    /* every index is checked before any byte moves, as the reference does */
+    for (size_t t = 0; t < s->q; t++) {
+        int64_t v = data_load_index(ix->dtype, ix->data, t);
+        if (v >= -lim && v < lim) continue;
+        char pos[160];
+        return core_err(ANVIL_ERR_RUNTIME,
+                        "%s: index %lld at position %s of the indices is out of range for axis "
+                        "%d of size %lld (valid: %lld..%lld); fix the indices input",
+                        ir_node_label(n), (long long)v,
+                        dc_pos_str(ix->dims, ix->rank, t, pos, sizeof pos), s->axis, (long long)lim,
+                        (long long)-lim, (long long)lim - 1);
+    }
+    size_t rows = s->outer * s->q;
+    if (rows == 0 || s->inner_bytes == 0) return ANVIL_OK;
+    dc_gather_job j = {
+        .s = s, .src = in[0]->data, .dst = out[0]->data, .idt = ix->dtype, .idx = ix->data};
+    op_parallel_for(data_par(ctx, rows * s->inner_bytes), rows, dc_gather_rows, &j);
+    return ANVIL_OK;
+}
+
+/* ---- the variants ------------------------------------------------------------------------ */
+
+const kern_variant data_concat_copy = {.name = "concat_copy",
+                                       .op = IR_OP_CONCAT,
+                                       .supports = dc_concat_supports,
+                                       .prepare = dc_concat_prepare,
+                                       .release = dc_seg_release,
+                                       .run = dc_concat_run};
+
+const kern_variant data_split_copy = {.name = "split_copy",
+                                      .op = IR_OP_SPLIT,
+                                      .supports = dc_split_supports,
+                                      .prepare = dc_split_prepare,
+                                      .release = dc_seg_release,
+                                      .run = dc_split_run};
+
+const kern_variant data_slice_copy = {.name = "slice_copy",
+                                      .op = IR_OP_SLICE,
+                                      .supports = dc_slice_supports,
+                                      .prepare = dc_slice_prepare,
+                                      .release = dc_view_release,
+                                      .run = dc_view_run};
+
+const kern_variant data_expand_copy = {.name = "expand_copy",
+                                       .op = IR_OP_EXPAND,
+                                       .supports = dc_expand_supports,
+                                       .prepare = dc_expand_prepare,
+                                       .release = dc_view_release,
+                                       .run = dc_view_run};
+
+const kern_variant data_tile_copy = {.name = "tile_copy",
+                                     .op = IR_OP_TILE,
+                                     .supports = dc_tile_supports,
+                                     .prepare = dc_tile_prepare,
+                                     .release = dc_view_release,
+                                     .run = dc_view_run};
+
+const kern_variant data_gather_copy = {.name = "gather_copy",
+                                       .op = IR_OP_GATHER,
+                                       .supports = dc_gather_supports,
+                                       .prepare = dc_gather_prepare,
+                                       .release = dc_view_release,
+                                       .run = dc_gather_run};
