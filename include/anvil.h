@@ -184,8 +184,15 @@ typedef struct anvil_node_choice {
      * nearest shape), "cascade" (nothing measured: the built-in rules), "forced" (the
      * options named it), "dynamic" (shapes known only while running). */
     const char *source;
+    /* NULL for a node of the main graph; for a node inside an If/Loop/Scan body, the body:
+     * "<node>.<attribute>" (e.g. "If_0.then_branch"), nested bodies joined by '/'. */
+    const char *scope;
+    /* NULL, or for a body the interpreter runs (op "subgraph", variant "interpreted") why it
+     * could not be compiled. */
+    const char *note;
 } anvil_node_choice;
-/* The nodes of the plan the last run used, in execution order, then the graph rewrites whose
+/* The nodes of the plan the last run used, in execution order (each compiled body's nodes after
+ * the main graph's, with their scope), then the graph rewrites whose
  * groups were decided by measurement (op "layout": a chain of convolutions run channels-last,
  * variant "nhwc", or left "nchw"; node: the chain's first conv; params "nodes=N;group=KEY"):
  * *choices points at *count entries owned by the session, valid until the next explain, run or
@@ -215,6 +222,18 @@ typedef struct anvil_session_stats {
     size_t nodes_run;        /* nodes executed per run (after plan-time folding) */
     size_t nodes_folded;     /* nodes evaluated once at plan time (shape arithmetic, constants) */
     size_t nodes_tuning;     /* nodes the online tuner is still trying candidates on */
+    /* Runs of If/Loop/Scan bodies so far (each iteration of a Loop counts), nested ones
+     * included: as compiled plans, and through the interpreter (opt level 0, or a body that
+     * could not be compiled: anvil_session_explain says why). */
+    size_t subgraph_runs_compiled;
+    size_t subgraph_runs_interpreted;
+    /* With profiling on (anvil_options_set_profiling), over every run so far: the time of the
+     * runs, and how much of it the slow paths took: reference kernels (the plain C oracle that
+     * runs a node no optimized variant supports; nested bodies included) and bodies run by the
+     * interpreter. All 0 without profiling. */
+    uint64_t profiled_ns;
+    uint64_t reference_ns;
+    uint64_t interpreted_ns;
 } anvil_session_stats;
 /* out: caller-provided. Fails if the session has not run yet. */
 anvil_status anvil_session_stats_get(const anvil_session *session, anvil_session_stats *out);

@@ -222,7 +222,9 @@ static anvil_status explain(anvil_session *sess, bench_result *r) {
             !cJSON_AddStringToObject(o, "op", c[i].op) ||
             !cJSON_AddStringToObject(o, "variant", c[i].variant) ||
             !cJSON_AddStringToObject(o, "params", c[i].params) ||
-            !cJSON_AddStringToObject(o, "source", c[i].source)) {
+            !cJSON_AddStringToObject(o, "source", c[i].source) ||
+            (c[i].scope && !cJSON_AddStringToObject(o, "scope", c[i].scope)) ||
+            (c[i].note && !cJSON_AddStringToObject(o, "note", c[i].note))) {
             cJSON_Delete(o);
             return ANVIL_ERR_OUT_OF_MEMORY;
         }
@@ -240,10 +242,17 @@ static void print_explain(const cJSON *list) {
     cJSON_ArrayForEach(o, list) {
         const char *src = cJSON_GetObjectItem(o, "source")->valuestring;
         for (int k = 0; k < 6; k++) counts[k] += !strcmp(src, sources[k]);
-        printf("%-32.32s %-20.20s %-36.36s %-9s %s\n", cJSON_GetObjectItem(o, "node")->valuestring,
+        /* a node inside a body shows as <body>/<node>, keeping its end when it is too long */
+        const cJSON *scope = cJSON_GetObjectItem(o, "scope"),
+                    *note = cJSON_GetObjectItem(o, "note");
+        char node[512];
+        snprintf(node, sizeof node, "%s%s%s", scope ? scope->valuestring : "", scope ? "/" : "",
+                 cJSON_GetObjectItem(o, "node")->valuestring);
+        size_t len = strlen(node);
+        printf("%-32.32s %-20.20s %-36.36s %-9s %s\n", len > 32 ? node + len - 32 : node,
                cJSON_GetObjectItem(o, "op")->valuestring,
                cJSON_GetObjectItem(o, "variant")->valuestring, src,
-               cJSON_GetObjectItem(o, "params")->valuestring);
+               note ? note->valuestring : cJSON_GetObjectItem(o, "params")->valuestring);
     }
     printf("nodes: %d from the database, %d nearest shape, %d cascade, %d forced, %d online, "
            "%d dynamic\n",
@@ -283,7 +292,8 @@ static int measure(const bench_args *a, const anvil_model *m, const cli_model_in
     if ((s = anvil_options_create(&opts)) != ANVIL_OK ||
         (s = anvil_options_set_threads(opts, r->threads)) != ANVIL_OK ||
         (s = anvil_options_set_opt_level(opts, (int)a->opt_level)) != ANVIL_OK ||
-        (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK) ||
+        /* always: the slow-path shares come from the profile (two clock reads per node) */
+        (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK ||
         (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||
         (s = cli_tuning_apply(&a->tuning, opts)) != ANVIL_OK)
         goto fail;
@@ -341,6 +351,11 @@ done:
     return code;
 }
 
+/* part / whole in percent; 0 when nothing was profiled */
+static double share(uint64_t part, uint64_t whole) {
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
 static void print_text(const bench_args *a, const cli_model_input *bi, size_t n_in,
                        const bench_result *r) {
     char db[256], ab[32], vb[32];
@@ -368,6 +383,16 @@ static void print_text(const bench_args *a, const cli_model_input *bi, size_t n_
     printf("\n");
     printf("plan: %zu plans made, %zu nodes run, %zu folded at plan time\n", r->mem.plans_made,
            r->mem.nodes_run, r->mem.nodes_folded);
+    printf("slow paths: %.1f%% of the time in reference kernels, %.1f%% in interpreted "
+           "subgraphs%s\n",
+           share(r->mem.reference_ns, r->mem.profiled_ns),
+           share(r->mem.interpreted_ns, r->mem.profiled_ns),
+           r->mem.reference_ns + r->mem.interpreted_ns > 0 && !r->explain
+               ? " (--explain names the nodes)"
+               : "");
+    if (r->mem.subgraph_runs_compiled + r->mem.subgraph_runs_interpreted > 0)
+        printf("subgraphs: %zu body runs compiled, %zu interpreted\n",
+               r->mem.subgraph_runs_compiled, r->mem.subgraph_runs_interpreted);
     if (r->locked_after > 0)
         printf("online tuning: every node locked after run %lld (the first run counts as 1); "
                "median of the timed runs from then on %.3f ms\n",
@@ -405,7 +430,15 @@ static cJSON *build_json(const bench_args *a, const cli_model_input *bi, size_t 
               cJSON_AddNumberToObject(o, "plans_made", (double)r->mem.plans_made) &&
               cJSON_AddNumberToObject(o, "nodes_run", (double)r->mem.nodes_run) &&
               cJSON_AddNumberToObject(o, "nodes_folded", (double)r->mem.nodes_folded) &&
-              cJSON_AddNumberToObject(o, "opt_level", (double)a->opt_level);
+              cJSON_AddNumberToObject(o, "opt_level", (double)a->opt_level) &&
+              cJSON_AddNumberToObject(o, "reference_share",
+                                      share(r->mem.reference_ns, r->mem.profiled_ns) / 100) &&
+              cJSON_AddNumberToObject(o, "interpreted_share",
+                                      share(r->mem.interpreted_ns, r->mem.profiled_ns) / 100) &&
+              cJSON_AddNumberToObject(o, "subgraph_runs_compiled",
+                                      (double)r->mem.subgraph_runs_compiled) &&
+              cJSON_AddNumberToObject(o, "subgraph_runs_interpreted",
+                                      (double)r->mem.subgraph_runs_interpreted);
     if (ok) {
         cJSON *samples = cJSON_CreateDoubleArray(r->samples, (int)a->iters);
         ok = samples != NULL;

@@ -246,6 +246,8 @@ static void explain_one(void *arg, const rt_step_info *info) {
         .variant = info->variant,
         .params = s->params[i],
         .source = info->dynamic ? "dynamic" : tune_why_name(info->why),
+        .scope = info->scope,
+        .note = info->note,
     };
 }
 

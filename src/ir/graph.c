@@ -192,6 +192,7 @@ anvil_status ir_graph_clone(const ir_graph *src, ir_graph **out) {
     anvil_status st = ANVIL_OK;
     g->name = core_arena_strdup(g->arena, src->name);
     g->opset = src->opset;
+    g->depth = src->depth;
     if (!g->name) goto oom;
     for (int32_t v = 0; v < src->n_values; v++) {
         ir_vid nv;

@@ -41,7 +41,8 @@ typedef anvil_status (*op_subgraph_fn)(op_ctx *ctx, const ir_graph *body,
                                        int n_out);
 struct op_ctx {
     core_pool *pool;         /* borrowed; NULL: serial */
-    op_subgraph_fn subgraph; /* the runtime's interpreter sets it; NULL: no subgraph can run */
+    op_subgraph_fn subgraph; /* set by the runtime; NULL: no subgraph can run */
+    void *subgraph_arg;      /* the runtime's, for subgraph */
     int threads; /* at most this many of pool's threads (a tuned node's choice); 0: all */
 };
 /* Runs fn(arg, begin, end) over [0, n) split into contiguous chunks across the context's threads

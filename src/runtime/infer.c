@@ -139,7 +139,7 @@ static anvil_status fold_alloc_node(const ir_node *n, rt_shapes *s, const rt_inf
     return ANVIL_OK;
 }
 
-static bool has_subgraph(const ir_node *n) {
+bool rt_node_has_subgraph(const ir_node *n) {
     for (int k = 0; k < n->n_attrs; k++)
         if (n->attrs[k].type == IR_ATTR_GRAPH || n->attrs[k].type == IR_ATTR_GRAPHS) return true;
     return false;
@@ -305,7 +305,7 @@ anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opt
             ir_shape_unknown(&out[i].shape);
         }
         const op_impl *impl = op_get(n->op);
-        bool sub = has_subgraph(n);
+        bool sub = rt_node_has_subgraph(n);
         if (sub && !opts->require_static) CORE_TRY(infer_subgraphs(g, s, n));
         anvil_status st = impl->infer(g, n, in, n->n_inputs, out, n->n_outputs);
         if (st != ANVIL_OK) return st;
@@ -418,6 +418,25 @@ static anvil_status bind_constant(const ir_graph *g, rt_shapes *s, ir_vid v, siz
 }
 
 #define RT_LOAD_FOLD_LIMIT (64 * 1024)
+
+anvil_status rt_shapes_known(const ir_graph *g, rt_shapes *s) {
+    CORE_TRY(rt_shapes_init(s, g));
+    anvil_status st = ANVIL_OK;
+    for (int32_t v = 0; v < g->n_values && st == ANVIL_OK; v++) {
+        const ir_value *val = &g->values[v];
+        if (val->flags & IR_VALUE_CONST) {
+            st = bind_constant(g, s, v, RT_LOAD_FOLD_LIMIT);
+        } else if (val->flags & IR_VALUE_GRAPH_INPUT) {
+            s->info[v].dtype = val->dtype;
+            s->info[v].shape = val->shape;
+        }
+    }
+    rt_infer_opts opts = {
+        .fold_limit_bytes = RT_LOAD_FOLD_LIMIT, .require_static = true, .allow_dynamic = true};
+    if (st == ANVIL_OK) st = rt_shapes_infer(g, s, &opts);
+    if (st != ANVIL_OK) rt_shapes_free(s);
+    return st;
+}
 
 anvil_status rt_infer_graph_static(ir_graph *g) {
     return infer_graph_static(g);

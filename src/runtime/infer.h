@@ -46,4 +46,12 @@ anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opt
  * into g's values (dtype and shape of every node output). */
 anvil_status rt_infer_graph_static(ir_graph *g);
 
+/* What is known of g before running it, with its inputs as declared (static) and its constants:
+ * every shape, and the contents of small folded values (shape arithmetic, comparisons). g is
+ * not changed. On success s is the caller's to free (rt_shapes_free). */
+anvil_status rt_shapes_known(const ir_graph *g, rt_shapes *s);
+
+/* Whether n holds subgraphs (If, Loop, Scan). */
+bool rt_node_has_subgraph(const ir_node *n);
+
 #endif

@@ -25,23 +25,23 @@ static void tinfo_from(op_tinfo *ti, const op_tensor *t) {
 
 static _Thread_local const rt_frame *cur_frame;
 
-/* op_subgraph_run's implementation (op_ctx.subgraph), defined with the sub-frames below. */
-static anvil_status rt_subgraph_run(op_ctx *ctx, const ir_graph *body, const op_tensor *const *in,
-                                    int n_in, op_tensor *out, int n_out);
-
 const rt_frame *rt_frame_enter(const rt_frame *f) {
     const rt_frame *prev = cur_frame;
     cur_frame = f;
     return prev;
 }
 
+const rt_frame *rt_frame_current(void) {
+    return cur_frame;
+}
+
 anvil_status rt_node_run_dynamic(const ir_graph *g, const ir_node *n, const op_tensor *const *in,
                                  op_tensor *const *out, op_ctx *ctx, const rt_frame *frame) {
     const op_impl *impl = op_get(n->op);
-    /* The kernels of If, Loop and Scan run their bodies through ctx->subgraph: whatever context
-     * the caller had, the interpreter is the one that runs them. */
+    /* The kernels of If, Loop and Scan run their bodies through ctx->subgraph: a session's
+     * compiled path when the caller set one, the interpreter otherwise. */
     op_ctx with_subgraphs = ctx ? *ctx : (op_ctx){0};
-    with_subgraphs.subgraph = rt_subgraph_run;
+    if (!with_subgraphs.subgraph) with_subgraphs.subgraph = rt_subgraph_interpret;
     ctx = &with_subgraphs;
     if (n->n_inputs > 128 || n->n_outputs > 128)
         return core_err(ANVIL_ERR_LIMIT, "%s has more than 128 inputs or outputs",
@@ -107,7 +107,14 @@ static anvil_status outer_reads(const ir_graph *g, const ir_graph *h, int level,
                 break;
             }
             ir_vid p = ir_graph_find_value(q, h->values[v].name);
-            if (p != IR_NONE && !(q->values[p].flags & IR_VALUE_OUTER)) break;
+            if (p != IR_NONE && !(q->values[p].flags & IR_VALUE_OUTER)) {
+                /* Defined in between, normally. But g may hold that graph's nodes spliced in
+                 * (inline_if.c), names and all: then the read is g's, and keeping g's value
+                 * alive a little longer is harmless where it is not. */
+                ir_vid gv = ir_graph_find_value(g, h->values[v].name);
+                if (gv != IR_NONE) mark(arg, gv);
+                break;
+            }
         }
     }
     for (int32_t c = 0; c < h->n_children; c++)
@@ -198,8 +205,8 @@ static anvil_status bind_value(sub_frame *f, const ir_graph *g, ir_vid v) {
     return ANVIL_OK;
 }
 
-static anvil_status rt_subgraph_run(op_ctx *ctx, const ir_graph *body, const op_tensor *const *in,
-                                    int n_in, op_tensor *out, int n_out) {
+anvil_status rt_subgraph_interpret(op_ctx *ctx, const ir_graph *body, const op_tensor *const *in,
+                                   int n_in, op_tensor *out, int n_out) {
     if (!cur_frame)
         return core_err(ANVIL_ERR_INTERNAL, "a subgraph can only run inside a running node");
     if (n_in != body->n_inputs || n_out != body->n_outputs)

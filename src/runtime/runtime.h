@@ -47,6 +47,23 @@ anvil_status rt_node_run_dynamic(const ir_graph *g, const ir_node *n, const op_t
  * one so the caller can restore it. Kernels run on the thread that called them, so a
  * thread-local scope is enough and keeps op_ctx unchanged. */
 const rt_frame *rt_frame_enter(const rt_frame *f);
+/* The frame rt_frame_enter set last on this thread (NULL outside a running node). */
+const rt_frame *rt_frame_current(void);
+
+/* Replaces every If of *g whose condition is known from g's static input shapes and constants
+ * by the nodes of the branch it takes (repeatedly: a spliced branch may hold more such Ifs);
+ * *g is freed and replaced when anything was inlined. *g's inputs must be static. A branch
+ * whose value names collide with g's stays an If. */
+anvil_status rt_inline_known_ifs(ir_graph **g, int *inlined);
+
+/* op_subgraph_fn implementations. The interpreter runs body node by node through the reference
+ * kernels; the compiled path (subgraph.c; ctx->subgraph_arg is the rt_session running the
+ * node) runs it as a nested session, compiled once per signature of its inputs, and falls back
+ * to the interpreter where it cannot. */
+anvil_status rt_subgraph_interpret(op_ctx *ctx, const ir_graph *body, const op_tensor *const *in,
+                                   int n_in, op_tensor *out, int n_out);
+anvil_status rt_subgraph_compiled(op_ctx *ctx, const ir_graph *body, const op_tensor *const *in,
+                                  int n_in, op_tensor *out, int n_out);
 
 /* Main-graph values that subgraphs of node n (at any depth) read from g, by name: calls
  * mark(arg, v) for each (possibly more than once). */
@@ -66,6 +83,10 @@ typedef struct rt_force {
 
 typedef struct rt_session_config {
     int threads; /* >= 1 */
+    /* Optional (borrowed, with `threads` threads; must outlive the session): the pool to run
+     * on. NULL: the session makes its own. Nested sessions (compiled subgraphs) share their
+     * parent's, so that no second set of workers spins beside it. */
+    core_pool *pool;
     /* Forced variants (borrowed for rt_session_create only; the session keeps copies). A node
      * named by a key must run that variant (planning fails if it cannot); a node whose op type is
      * a key runs it where it applies and keeps the default elsewhere. */
@@ -156,6 +177,11 @@ typedef struct rt_step_info {
     tune_why why;
     bool dynamic;
     bool tuning; /* the online tuner is still trying candidates here (why is ONLINE) */
+    /* Where the node is: NULL in the main graph, else the body that holds it, as
+     * "<If/Loop/Scan node>.<attribute>", nested ones joined by '/'. */
+    const char *scope;
+    /* A body the interpreter runs (variant "interpreted", op "subgraph"): why; else NULL. */
+    const char *note;
 } rt_step_info;
 /* Calls fn for every step of the plan the last run used, in order. INVALID_ARGUMENT if the
  * session has not run yet. */

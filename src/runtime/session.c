@@ -136,8 +136,17 @@ anvil_status rt_session_create(const ir_graph *g, const rt_session_config *cfg, 
     s->cfg = *cfg;
     anvil_status st = copy_forces(s, cfg);
     if (st != ANVIL_OK) goto fail;
-    if ((st = core_pool_create(cfg->threads, &s->pool)) != ANVIL_OK) goto fail;
+    if (cfg->pool) {
+        s->pool = cfg->pool;
+    } else {
+        if ((st = core_pool_create(cfg->threads, &s->pool)) != ANVIL_OK) goto fail;
+        s->own_pool = true;
+    }
     s->ctx.pool = s->pool;
+    /* Subgraphs run compiled where passes run at all; at level 0 the interpreter, the
+     * reference, runs them (subgraph.c decides, and counts). */
+    s->ctx.subgraph = rt_subgraph_compiled;
+    s->ctx.subgraph_arg = s;
     if ((st = graph_setup(s)) != ANVIL_OK) goto fail;
     s->t_origin = core_now_ns();
     *out = s;
@@ -156,7 +165,9 @@ void rt_session_free(rt_session *s) {
     free(s->forces);
     free(s->force_text);
     rt_groups_clear(s);
-    core_pool_free(s->pool);
+    rt_subgraphs_free(s);
+    free(s->scope);
+    if (s->own_pool) core_pool_free(s->pool);
     free(s);
 }
 
@@ -321,8 +332,13 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
         if (stp->dynamic) {
             uint64_t t0 = s->cfg.profiling ? core_now_ns() : 0;
             st = run_dynamic_step(s, &rf, stp);
-            if (st == ANVIL_OK && s->cfg.profiling)
-                trace_add(s, stp->node, "dynamic", TUNE_WHY_CASCADE, t0, core_now_ns());
+            if (st == ANVIL_OK && s->cfg.profiling) {
+                uint64_t t1 = core_now_ns();
+                trace_add(s, stp->node, "dynamic", TUNE_WHY_CASCADE, t0, t1);
+                /* a dynamic step runs its reference kernel; one that runs bodies is timed
+                 * there instead (compiled: by the nested session, else as interpreted) */
+                if (!rt_node_has_subgraph(n)) s->prof_ref_ns += t1 - t0;
+            }
             for (int32_t h = 0; h < p->n_heap; h++)
                 if (p->heap_last[h] <= i) op_tensor_release(&rf.heap[p->heap_vals[h]]);
             continue;
@@ -361,7 +377,10 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
         if (st != ANVIL_OK) break;
         uint64_t t1 = s->cfg.profiling || stp->online ? core_now_ns() : 0;
         if (stp->online) rt_online_sample(stp->online, t1 - t0);
-        if (s->cfg.profiling) trace_add(s, stp->node, v->name, stp->why, t0, t1);
+        if (s->cfg.profiling) {
+            trace_add(s, stp->node, v->name, stp->why, t0, t1);
+            if (v == kern_reference(n->op)) s->prof_ref_ns += t1 - t0;
+        }
         if (p->n_heap)
             for (int32_t h = 0; h < p->n_heap; h++)
                 if (p->heap_last[h] == i) op_tensor_release(&rf.heap[p->heap_vals[h]]);
@@ -372,7 +391,10 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
         return st;
     }
     uint64_t run_t1 = core_now_ns();
-    if (s->cfg.profiling) trace_add(s, -1, "", TUNE_WHY_CASCADE, run_t0, run_t1);
+    if (s->cfg.profiling) {
+        trace_add(s, -1, "", TUNE_WHY_CASCADE, run_t0, run_t1);
+        s->prof_run_ns += run_t1 - run_t0;
+    }
     s->runs++;
     if (p->tuning) {
         /* A winner the database could not take is still locked in for this session. */
@@ -425,6 +447,13 @@ anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out) {
     out->nodes_run = run;
     out->nodes_folded = s->last->shapes.folded_count;
     out->nodes_tuning = (size_t)rt_online_pending(s->last);
+    out->subgraph_runs_compiled = s->sub_runs_compiled;
+    out->subgraph_runs_interpreted = s->sub_runs_interpreted;
+    rt_subgraphs_runs(s, &out->subgraph_runs_compiled, &out->subgraph_runs_interpreted);
+    out->profiled_ns = s->prof_run_ns;
+    out->reference_ns = s->prof_ref_ns;
+    out->interpreted_ns = s->prof_interp_ns;
+    rt_subgraphs_slow(s, &out->reference_ns, &out->interpreted_ns);
     return ANVIL_OK;
 }
 
@@ -490,6 +519,7 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
         const rt_step *stp = &p->steps[i];
         const ir_node *n = &s->g->nodes[stp->node];
         rt_step_info info = {.node = n->name,
+                             .scope = s->scope,
                              .op = ir_op_name(n->op),
                              .variant = stp->dynamic ? "dynamic" : stp->variant->name,
                              .why = stp->why,
@@ -501,5 +531,6 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
         if (stp->alias) info.variant = "alias";
         fn(arg, &info);
     }
+    rt_subgraphs_explain(s, fn, arg);
     return ANVIL_OK;
 }

@@ -91,7 +91,30 @@ struct rt_session {
     uint64_t t_origin;
     rt_group *groups; /* the measured rewrites' decisions (decide.c) */
     int n_groups, cap_groups;
+    bool own_pool;        /* pool was made here (else borrowed from cfg.pool) */
+    struct rt_sub **subs; /* compiled subgraphs, one record per body (subgraph.c) */
+    int n_subs;
+    size_t sub_runs_compiled, sub_runs_interpreted; /* this session's own, nested excluded */
+    /* With profiling: the runs' time, and the parts in reference kernels and in interpreted
+     * bodies (this session's own steps; nested sessions keep theirs) */
+    uint64_t prof_run_ns, prof_ref_ns, prof_interp_ns;
+    char *scope; /* a nested session's place: "<node>.<attribute>[/...]" (owned); NULL: main */
 };
+
+/* ---- compiled subgraphs (subgraph.c) ---------------------------------------------------------
+ */
+
+typedef struct rt_sub rt_sub;
+/* Frees every compiled body of s. */
+void rt_subgraphs_free(rt_session *s);
+/* Adds the body runs of s's nested sessions (at any depth) to *compiled and *interpreted. */
+void rt_subgraphs_runs(const rt_session *s, size_t *compiled, size_t *interpreted);
+/* Adds the slow-path times of s's nested sessions (at any depth) to *ref_ns and *interp_ns. */
+void rt_subgraphs_slow(const rt_session *s, uint64_t *ref_ns, uint64_t *interp_ns);
+/* rt_session_explain's part for s's bodies: the steps of each one's latest compiled plan (its
+ * scope set), or one entry saying that it is interpreted and why. */
+void rt_subgraphs_explain(const rt_session *s, void (*fn)(void *arg, const rt_step_info *),
+                          void *arg);
 
 /* ---- plans (plan.c) --------------------------------------------------------------------------
  */

@@ -1,9 +1,12 @@
 /* Control flow: Loop with a trip count fed by the caller (different counts in one session, zero
  * included), loop-carried values and scan outputs, a body reading a main-graph value; If whose
  * branches give different shapes; a Loop inside an If inside a Loop reading values two levels
- * up; a loop-carried value that changes shape, which must fail naming the node; and Loop and
- * Scan bodies whose inputs carry no type, which load time types from the node. Graphs are
- * built with the IR API; expected values are computed here. */
+ * up; a loop-carried value that changes shape, which must fail naming the node; Loop and Scan
+ * bodies whose inputs carry no type, which load time types from the node; and an If whose
+ * branch multiplies by the main graph's constant weights. Graphs are built with the IR API;
+ * expected values are computed here. Every test runs twice: at opt level 0, where the
+ * interpreter runs the bodies, and at level 2, where they run compiled (src/runtime/subgraph.c);
+ * the session's counters must say which ran. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +19,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The opt level a test runs at: its cmocka state (NULL: 0). */
+static int level(void **state) {
+    return *state ? *(const int *)*state : 0;
+}
+
+/* After s ran bodies `runs` times in all: they ran compiled at level >= 1 (unless `interpreted`
+ * says a body must fall back), through the interpreter at level 0. */
+static void check_runs(const rt_session *s, void **state, bool interpreted) {
+    anvil_session_stats st;
+    assert_int_equal(rt_session_stats(s, &st), ANVIL_OK);
+    if (level(state) == 0 || interpreted) {
+        assert_true(st.subgraph_runs_interpreted > 0);
+        if (level(state) == 0) assert_int_equal(st.subgraph_runs_compiled, 0);
+    } else {
+        assert_true(st.subgraph_runs_compiled > 0);
+        assert_int_equal(st.subgraph_runs_interpreted, 0);
+    }
+}
 
 static ir_vid add_value(ir_graph *g, const char *name, anvil_dtype dt, int rank,
                         const int64_t *dims) {
@@ -140,13 +162,12 @@ static ir_graph *loop_graph(bool double_acc) {
 }
 
 static void test_loop_trip_count_from_input(void **state) {
-    (void)state;
     ir_graph *g = loop_graph(false);
     assert_int_equal(finish(g), ANVIL_OK);
     /* load time typed the body's values and the Loop's outputs */
     assert_int_equal(g->values[g->outputs[1]].dtype, ANVIL_DTYPE_FLOAT32);
     assert_int_equal(g->values[g->outputs[1]].shape.rank, 2);
-    rt_session_config cfg = {.threads = 1};
+    rt_session_config cfg = {.threads = 1, .opt_level = level(state)};
     rt_session *s;
     assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
     int64_t two = 2;
@@ -176,15 +197,15 @@ static void test_loop_trip_count_from_input(void **state) {
     }
     free_tensor(ti);
     free_tensor(tw);
+    check_runs(s, state, false);
     rt_session_free(s);
     ir_graph_free(g);
 }
 
 static void test_loop_carried_shape_change_fails(void **state) {
-    (void)state;
     ir_graph *g = loop_graph(true);
     assert_int_equal(finish(g), ANVIL_OK);
-    rt_session_config cfg = {.threads = 1};
+    rt_session_config cfg = {.threads = 1, .opt_level = level(state)};
     rt_session *s;
     assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
     int64_t two = 2, m = 2;
@@ -202,13 +223,13 @@ static void test_loop_carried_shape_change_fails(void **state) {
     free_tensor(tm);
     free_tensor(ti);
     free_tensor(tw);
+    check_runs(s, state, false);
     rt_session_free(s);
     ir_graph_free(g);
 }
 
 /* If(c): then gives a [3], else b [2,2] (both main-graph inputs read from the branches). */
 static void test_if_branches_differ_in_shape(void **state) {
-    (void)state;
     ir_graph *g;
     assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
     g->opset = 17;
@@ -231,7 +252,7 @@ static void test_if_branches_differ_in_shape(void **state) {
     ir_vid z = add1(g, IR_OP_ABS, "z", 1, &y);
     assert_int_equal(ir_graph_add_output(g, z), ANVIL_OK);
     assert_int_equal(finish(g), ANVIL_OK);
-    rt_session_config cfg = {.threads = 1};
+    rt_session_config cfg = {.threads = 1, .opt_level = level(state)};
     rt_session *s;
     assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
     const float av[3] = {1, -2, 3}, bv[4] = {-4, 5, -6, 7};
@@ -252,6 +273,7 @@ static void test_if_branches_differ_in_shape(void **state) {
     }
     free_tensor(ta);
     free_tensor(tb);
+    check_runs(s, state, false);
     rt_session_free(s);
     ir_graph_free(g);
 
@@ -278,7 +300,6 @@ static void test_if_branches_differ_in_shape(void **state) {
 /* Loop(M) { If(flag) { Loop(M) {acc += w} } else { Identity(acc) } }: the inner body reads w
  * from the main graph three levels up. With flag, final = init + M*M*w. */
 static void test_nested_loop_if_loop(void **state) {
-    (void)state;
     ir_graph *g;
     assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
     g->opset = 17;
@@ -326,7 +347,7 @@ static void test_nested_loop_if_loop(void **state) {
     assert_int_equal(ir_graph_add_output(g, outs[0]), ANVIL_OK);
     assert_int_equal(finish(g), ANVIL_OK);
 
-    rt_session_config cfg = {.threads = 1};
+    rt_session_config cfg = {.threads = 1, .opt_level = level(state)};
     rt_session *s;
     assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
     const float iv[2] = {1, 2}, wv[2] = {0.25f, -1};
@@ -350,6 +371,7 @@ static void test_nested_loop_if_loop(void **state) {
     }
     free_tensor(ti);
     free_tensor(tw);
+    check_runs(s, state, false);
     rt_session_free(s);
     ir_graph_free(g);
 }
@@ -358,7 +380,6 @@ static void test_nested_loop_if_loop(void **state) {
  * node, here iteration_num INT64 scalar, cond BOOL scalar and the carried value FLOAT32 [?], and
  * the loop must then run as with declared types. */
 static void test_loop_untyped_body_inputs(void **state) {
-    (void)state;
     ir_graph *g = loop_graph(false);
     ir_graph *body = NULL;
     for (int32_t k = 0; k < g->n_nodes; k++)
@@ -379,7 +400,7 @@ static void test_loop_untyped_body_inputs(void **state) {
     assert_int_equal(acc->dtype, ANVIL_DTYPE_FLOAT32);
     assert_int_equal(acc->shape.rank, 1);
     assert_int_equal(g->values[g->outputs[0]].dtype, ANVIL_DTYPE_FLOAT32);
-    rt_session_config cfg = {.threads = 1};
+    rt_session_config cfg = {.threads = 1, .opt_level = level(state)};
     rt_session *s;
     assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
     int64_t two = 2, m = 4;
@@ -397,6 +418,7 @@ static void test_loop_untyped_body_inputs(void **state) {
     free_tensor(tm);
     free_tensor(ti);
     free_tensor(tw);
+    check_runs(s, state, false);
     rt_session_free(s);
     ir_graph_free(g);
 }
@@ -405,7 +427,6 @@ static void test_loop_untyped_body_inputs(void **state) {
  * the scan input's slice is X [3, 2] without its scan axis 1, so also [3]. The body adds each
  * column of X into the state; the final state is checked against sums computed here. */
 static void test_scan_untyped_body_inputs(void **state) {
-    (void)state;
     ir_graph *g;
     assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
     g->opset = 17;
@@ -444,7 +465,7 @@ static void test_scan_untyped_body_inputs(void **state) {
     assert_int_equal(vx->dtype, ANVIL_DTYPE_FLOAT32);
     assert_int_equal(vx->shape.rank, 1);
     assert_int_equal(vx->shape.d[0], 3);
-    rt_session_config cfg = {.threads = 1};
+    rt_session_config cfg = {.threads = 1, .opt_level = level(state)};
     rt_session *s;
     assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
     const float sv[3] = {1.0f, 2.0f, 3.0f}, xv[6] = {0.5f, 1.0f, -1.0f, 2.0f, 4.0f, 0.25f};
@@ -460,18 +481,92 @@ static void test_scan_untyped_body_inputs(void **state) {
     free_tensor(out[1]);
     free_tensor(ts);
     free_tensor(tx);
+    check_runs(s, state, false);
+    rt_session_free(s);
+    ir_graph_free(g);
+}
+
+/* If(c): then relu(x @ W) with W a constant of the main graph, else x. The compiled branch must
+ * see W as a constant (so its MatMul can pack it once) and give the interpreter's numbers. */
+static void test_if_reads_outer_constant(void **state) {
+    ir_graph *g;
+    assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
+    g->opset = 17;
+    enum { R = 5, K = 24, N = 24 };
+    int64_t xd[2] = {R, K}, wd[2] = {K, N};
+    ir_vid c = add_input(g, "c", ANVIL_DTYPE_BOOL, 0, NULL);
+    add_input(g, "x", ANVIL_DTYPE_FLOAT32, 2, xd);
+    static float wv[K * N];
+    for (int i = 0; i < K * N; i++) wv[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+    ir_vid w = add_value(g, "W", ANVIL_DTYPE_FLOAT32, 2, wd);
+    g->values[w].flags = IR_VALUE_CONST;
+    g->values[w].data = wv;
+    g->values[w].data_bytes = sizeof wv;
+    ir_vid y;
+    int32_t k = add_node(g, IR_OP_IF, "the_if", 1, &c, 1, (const char *const[]){"y"}, &y, 2);
+    ir_graph *th, *el;
+    assert_int_equal(ir_graph_create(g, &th), ANVIL_OK);
+    ir_vid tx = add_outer(th, "x"), tw = add_outer(th, "W");
+    ir_vid mm = add1(th, IR_OP_MATMUL, "mm", 2, (ir_vid[]){tx, tw});
+    ir_vid r = add1(th, IR_OP_RELU, "then_out", 1, &mm);
+    assert_int_equal(ir_graph_add_output(th, r), ANVIL_OK);
+    assert_int_equal(ir_graph_create(g, &el), ANVIL_OK);
+    ir_vid ex = add_outer(el, "x");
+    ir_vid eo = add1(el, IR_OP_IDENTITY, "else_out", 1, &ex);
+    assert_int_equal(ir_graph_add_output(el, eo), ANVIL_OK);
+    attr_graph(g, k, 0, "then_branch", th);
+    attr_graph(g, k, 1, "else_branch", el);
+    assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
+    assert_int_equal(finish(g), ANVIL_OK);
+    rt_session_config cfg = {.threads = 2, .opt_level = level(state)};
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    float xv[R * K];
+    for (int i = 0; i < R * K; i++) xv[i] = (float)((i * 5) % 11) / 11.0f - 0.4f;
+    anvil_tensor *tx_in = tensor(ANVIL_DTYPE_FLOAT32, 2, xd, xv);
+    for (int pass = 0; pass < 4; pass++) {
+        bool cv = pass % 2 == 0;
+        anvil_tensor *tc = tensor(ANVIL_DTYPE_BOOL, 0, NULL, &cv);
+        const anvil_tensor *ins[2] = {tc, tx_in};
+        anvil_tensor *out[1];
+        assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+        assert_int_equal(out[0]->dims[1], cv ? N : K);
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < (cv ? N : K); j++) {
+                float want = xv[i * K + j];
+                if (cv) {
+                    double acc = 0;
+                    for (int q = 0; q < K; q++) acc += (double)xv[i * K + q] * wv[q * N + j];
+                    want = acc > 0 ? (float)acc : 0.0f;
+                }
+                assert_true(fabsf(((float *)out[0]->data)[i * (cv ? N : K) + j] - want) < 1e-4f);
+            }
+        free_tensor(out[0]);
+        free_tensor(tc);
+    }
+    free_tensor(tx_in);
+    check_runs(s, state, false);
     rt_session_free(s);
     ir_graph_free(g);
 }
 
 int main(void) {
+    static int interpreted = 0, compiled = 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_loop_trip_count_from_input),
-        cmocka_unit_test(test_loop_carried_shape_change_fails),
-        cmocka_unit_test(test_if_branches_differ_in_shape),
-        cmocka_unit_test(test_nested_loop_if_loop),
-        cmocka_unit_test(test_loop_untyped_body_inputs),
-        cmocka_unit_test(test_scan_untyped_body_inputs),
+        cmocka_unit_test_prestate(test_loop_trip_count_from_input, &interpreted),
+        cmocka_unit_test_prestate(test_loop_trip_count_from_input, &compiled),
+        cmocka_unit_test_prestate(test_loop_carried_shape_change_fails, &interpreted),
+        cmocka_unit_test_prestate(test_loop_carried_shape_change_fails, &compiled),
+        cmocka_unit_test_prestate(test_if_branches_differ_in_shape, &interpreted),
+        cmocka_unit_test_prestate(test_if_branches_differ_in_shape, &compiled),
+        cmocka_unit_test_prestate(test_nested_loop_if_loop, &interpreted),
+        cmocka_unit_test_prestate(test_nested_loop_if_loop, &compiled),
+        cmocka_unit_test_prestate(test_loop_untyped_body_inputs, &interpreted),
+        cmocka_unit_test_prestate(test_loop_untyped_body_inputs, &compiled),
+        cmocka_unit_test_prestate(test_scan_untyped_body_inputs, &interpreted),
+        cmocka_unit_test_prestate(test_scan_untyped_body_inputs, &compiled),
+        cmocka_unit_test_prestate(test_if_reads_outer_constant, &interpreted),
+        cmocka_unit_test_prestate(test_if_reads_outer_constant, &compiled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
