@@ -157,6 +157,7 @@ static void collect(const pass_ctx *c, int32_t k, chain *ch) {
     const ir_node *n = &g->nodes[k];
     ch->n = 0;
     ch->n_inputs = 1;
+    ch->inputs[0] = IR_NONE;
     for (int i = 0; i < n->n_inputs && i < 2; i++) {
         ir_vid x = n->inputs[i];
         if (!f32(g, x) || g->values[x].shape.rank < 0 || (g->values[x].flags & IR_VALUE_CONST))
@@ -166,7 +167,7 @@ static void collect(const pass_ctx *c, int32_t k, chain *ch) {
         if (step_of(c, ch, k, x, &ch->steps[0])) break;
         ch->inputs[0] = IR_NONE;
     }
-    if (ch->inputs[0] == IR_NONE || n->n_inputs < 1) return;
+    if (ch->inputs[0] == IR_NONE) return;
     ch->nodes[ch->n++] = k;
     while (ch->n < CHAIN_MAX_STEPS) {
         ir_vid v = g->nodes[ch->nodes[ch->n - 1]].outputs[0];

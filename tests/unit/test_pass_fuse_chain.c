@@ -331,6 +331,27 @@ static void test_single_and_epilogue(void **state) {
     }
 }
 
+/* A node without a float32 input (a Cast from int32) starts no chain, even after a node that
+ * did look like one's start. */
+static void test_head_without_float_input(void **state) {
+    (void)state;
+    ir_graph *g = begin();
+    ir_vid x = input(g, "x", ANVIL_DTYPE_FLOAT32, 4, image);
+    ir_vid i = input(g, "i", ANVIL_DTYPE_INT32, 4, image);
+    ir_vid r = node(g, IR_OP_RELU, "r", 1, &x);
+    int32_t k;
+    assert_int_equal(ir_graph_add_node(g, IR_OP_CAST, "f", 1, 1, 1, &k), ANVIL_OK);
+    ir_vid f = value(g, "f", ANVIL_DTYPE_UNDEFINED, -1, NULL);
+    g->nodes[k].inputs[0] = i;
+    g->nodes[k].outputs[0] = f;
+    g->values[f].producer = k;
+    g->nodes[k].attrs[0] = (ir_attr){.name = "to", .type = IR_ATTR_INT, .i = 1};
+    ir_vid y = node(g, IR_OP_NEG, "y", 1, &f);
+    assert_int_equal(ir_graph_add_output(g, r), ANVIL_OK);
+    assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
+    expect(g, "Relu Cast Neg");
+}
+
 static void test_env_off(void **state) {
     (void)state;
     setenv("ANVIL_FUSE_CHAIN", "off", 1);
@@ -354,6 +375,7 @@ int main(void) {
         cmocka_unit_test(test_int_dtype),
         cmocka_unit_test(test_operand_patterns),
         cmocka_unit_test(test_single_and_epilogue),
+        cmocka_unit_test(test_head_without_float_input),
         cmocka_unit_test(test_env_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
