@@ -171,7 +171,7 @@ static void test_dw_sweep(void **state) {
         for (int64_t s = 1; s <= 3; s++)
             for (size_t di = 0; di < sizeof dils / sizeof *dils; di++, i++) {
                 const int64_t k = ks[ki], dl = dils[di], ext = (k - 1) * dl + 1;
-                const int64_t ow = ows[i % 12], oh = 1 + i % 5;
+                const int64_t ow = ows[(i + (int)ki) % 12], oh = 1 + i % 5;
                 /* pads in [0, ext): none, asymmetric, half the extent on one side */
                 const int64_t pl = (i % 3 == 0) ? 0 : (i % 3 == 1 ? ext / 2 : ext - 1);
                 const int64_t pr = (i % 4 == 0) ? ext / 3 : (i % 4 == 2 ? 1 % ext : 0);
@@ -196,6 +196,9 @@ static void test_dw_shapes(void **state) {
         /* ConvNeXt's 7x7 (small), several bands of rows */
         {1, 17, 1, 40, 56, 7, 7, 1, 1, 1, 1, {3, 3, 3, 3}, true, IR_ACT_NONE, false},
         {2, 16, 1, 23, 71, 7, 7, 1, 1, 1, 1, {3, 3, 3, 3}, false, IR_ACT_GELU_ERF, true},
+        /* stride 1, dilation 1: the windowed NHWC kernel (3, 5, 7), masked channels */
+        {1, 17, 1, 9, 45, 5, 5, 1, 1, 1, 1, {2, 2, 2, 2}, true, IR_ACT_RELU, false},
+        {1, 33, 1, 6, 40, 3, 3, 1, 1, 1, 1, {1, 0, 1, 2}, false, IR_ACT_NONE, true},
         /* DeepLabV3's dilated 3x3 */
         {1, 18, 1, 33, 33, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, true, IR_ACT_RELU, false},
         {1, 15, 1, 33, 33, 3, 3, 1, 1, 4, 4, {4, 4, 4, 4}, true, IR_ACT_NONE, true},
