@@ -2,8 +2,8 @@
  *
  * rnn_variants.c (baseline code) reads the node, lays the weights out once in prepare and walks
  * the sequence; the arithmetic lives in these tables: rnn_avx512.c and rnn_avx2.c instantiate
- * rnn_simd.h (they exist only with SLEEF, whose vector exp and tanh the gates use), and
- * rnn_portable.c is plain C with libm, for every machine. Nothing in an ISA table may be called
+ * rnn_simd.h (with their own inline exp, see there), and rnn_portable.c is plain C with libm,
+ * for every machine. Nothing in an ISA table may be called
  * unless the CPU has that ISA (the variant's `needs` matched).
  *
  * Every hidden-sized row here is padded to hp floats (a multiple of RNN_PAD): the variants pad
@@ -16,14 +16,18 @@
 
 /* Padding of hidden-sized rows, in floats: one AVX-512 vector, two AVX2 ones. */
 #define RNN_PAD 16
+/* Columns per panel of gemm_small's B: the widest register tile (8 AVX-512 vectors). */
+#define RNN_PANEL 128
 
 typedef struct rnn_isa {
     /* C[i, j] = bias[j] + sum_p A[i, p] B[p, j] for i < m, j < n: A[i, p] at a[i*lda + p],
-     * B[p, j] at b[p*ldb + j], C[i, j] at c[i*ldc + j]. n is a multiple of RNN_PAD; bias NULL
-     * means 0; k may be 0. For few rows (the recurrent step of a small batch is a GEMV), where a
-     * general GEMM's packing costs more than the product. */
+     * C[i, j] at c[i*ldc + j], and B in column panels (rnn_panel_b): panel q holds columns
+     * [q*RNN_PANEL, q*RNN_PANEL + w) as k rows of w floats (w = RNN_PANEL but in the last
+     * panel), one after another, so the product streams B in order. n is a multiple of
+     * RNN_PAD; bias NULL means 0; k may be 0. For few rows (the recurrent step of a small batch
+     * is a GEMV), where a general GEMM's packing costs more than the product. */
     void (*gemm_small)(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
-                       int64_t ldb, const float *bias, float *c, int64_t ldc);
+                       const float *bias, float *c, int64_t ldc);
     /* One LSTM step of one batch row. xw: the input projection with both biases, gates i, o, f,
      * c at 0, hp, 2hp, 3hp; rec: h_{t-1} R^T in the same order; p: the peepholes i, o, f at 0,
      * hp, 2hp, or NULL. c and h hold the state and are updated in place. clip: the clip
@@ -46,10 +50,8 @@ typedef struct rnn_isa {
     void (*rnn_row)(int64_t hp, const float *xw, const float *rec, float *h, float clip);
 } rnn_isa;
 
-#ifdef ANVIL_HAVE_SLEEF
 extern const rnn_isa rnn_isa_avx512;
 extern const rnn_isa rnn_isa_avx2;
-#endif
 extern const rnn_isa rnn_isa_portable;
 
 #endif

@@ -1,19 +1,23 @@
-/* The rnn kernels in plain C with libm: the table every machine has (and the only one without
- * SLEEF). The products are written in blocks of RNN_PAD columns, which the compiler vectorizes
- * for the baseline ISA; the gates call libm per element. */
+/* The rnn kernels in plain C with libm: the table every machine has (below AVX2, or with
+ * ANVIL_ISA=scalar). The products are written in blocks of RNN_PAD columns, which the compiler
+ * vectorizes for the baseline ISA; the gates call libm per element. */
 #include "rnn.h"
 
 #include <math.h>
 
 static void p_gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                         const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
+                         const float *b, const float *bias, float *c, int64_t ldc) {
     for (int64_t i = 0; i < m; i++) {
         float *ci = c + i * ldc;
         for (int64_t j = 0; j < n; j++) ci[j] = bias ? bias[j] : 0.0f;
-        for (int64_t p = 0; p < k; p++) {
-            const float av = a[i * lda + p], *bp = b + p * ldb;
-            for (int64_t j = 0; j < n; j += RNN_PAD)
-                for (int q = 0; q < RNN_PAD; q++) ci[j + q] += av * bp[j + q];
+        for (int64_t j0 = 0; j0 < n; j0 += RNN_PANEL) {
+            const int64_t pw = n - j0 < RNN_PANEL ? n - j0 : RNN_PANEL;
+            const float *panel = b + j0 * k;
+            for (int64_t p = 0; p < k; p++) {
+                const float av = a[i * lda + p], *bp = panel + p * pw;
+                for (int64_t j = 0; j < pw; j += RNN_PAD)
+                    for (int q = 0; q < RNN_PAD; q++) ci[j0 + j + q] += av * bp[j + q];
+            }
         }
     }
 }

@@ -1,14 +1,14 @@
 /* The rnn kernels written once over the vector vocabulary of eltwise_act.h (V, V_SET1, V_ADD,
- * V_SUB, V_MUL, V_FMA, V_MAX, V_MIN, V_EXP, V_TANH; from ../eltwise/eltwise_vec_<isa>.h),
+ * V_SUB, V_MUL, V_DIV, V_FMA, V_MAX, V_MIN, V_LT; from ../eltwise/eltwise_vec_<isa>.h),
  * instantiated by rnn_avx512.c and rnn_avx2.c, which define before including it:
  *
- *   VW              floats per vector (RNN_PAD is a multiple of it)
+ *   VW                floats per vector (RNN_PAD is a multiple of it)
  *   V_LOADU V_STOREU  unaligned full loads / stores
- *   NV_WIDE         vectors per register tile of gemm_small for one row (<= 8)
- *   NV_NARROW       the same for 2..4 rows (<= 4; 4 x NV_NARROW accumulators must fit)
- *   RNN_ISA_NAME    the rnn_isa table to define
- *
- * Only with ANVIL_HAVE_SLEEF (the gates need a vector exp and tanh). */
+ *   V_ROUND(x)        x rounded to the nearest integer (ties to even)
+ *   V_LDEXP(p, n)     p * 2^n for integral n in [-126, 127] (a float vector)
+ *   NV_WIDE           vectors per register tile of gemm_small for one row (<= 8)
+ *   NV_NARROW         the same for 2..4 rows (<= 4; 4 x NV_NARROW accumulators must fit)
+ *   RNN_ISA_NAME      the rnn_isa table to define */
 #include "rnn.h"
 
 #include <math.h>
@@ -58,7 +58,12 @@ typedef void (*tile_fn)(int64_t k, const float *a, int64_t lda, const float *b, 
 #define TILES_NARROW(MR) TILE(MR, 1) TILE(MR, 2) TILE(MR, 3) TILE(MR, 4)
 TILES_NARROW(1)
 TILE(1, 5)
-TILE(1, 6) TILE(1, 7) TILE(1, 8) TILES_NARROW(2) TILES_NARROW(3) TILES_NARROW(4)
+TILE(1, 6)
+TILE(1, 7)
+TILE(1, 8)
+TILES_NARROW(2)
+TILES_NARROW(3)
+TILES_NARROW(4)
 
 #define ROW_NARROW(MR) tile_##MR##_1, tile_##MR##_2, tile_##MR##_3, tile_##MR##_4
     static const tile_fn tiles[4][8] = {
@@ -68,20 +73,24 @@ TILE(1, 6) TILE(1, 7) TILE(1, 8) TILES_NARROW(2) TILES_NARROW(3) TILES_NARROW(4)
         {ROW_NARROW(4)},
 };
 
-/* Columns outside, rows inside: one column block of B (k x NV vectors) is read from L1/L2 by
- * every row block while A's few rows stay in L1. */
+/* Panels outside, then column blocks, rows inside: one column block of B (k x NV vectors) is
+ * read from L1/L2 by every row block while A's few rows stay in L1. */
 static void k_gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                         const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
-    const int64_t nvec = n / VW;
+                         const float *b, const float *bias, float *c, int64_t ldc) {
     const int wide = m == 1 ? NV_WIDE : NV_NARROW;
-    for (int64_t j = 0; j < nvec;) {
-        const int nv = nvec - j < wide ? (int)(nvec - j) : wide;
-        for (int64_t i = 0; i < m; i += 4) {
-            const int mr = m - i < 4 ? (int)(m - i) : 4;
-            tiles[mr - 1][nv - 1](k, a + i * lda, lda, b + j * VW, ldb, bias ? bias + j * VW : NULL,
-                                  c + i * ldc + j * VW, ldc);
+    for (int64_t j0 = 0; j0 < n; j0 += RNN_PANEL) {
+        const int64_t pw = n - j0 < RNN_PANEL ? n - j0 : RNN_PANEL, nvec = pw / VW;
+        const float *bp = b + j0 * k;
+        for (int64_t j = 0; j < nvec;) {
+            const int nv = nvec - j < wide ? (int)(nvec - j) : wide;
+            for (int64_t i = 0; i < m; i += 4) {
+                const int mr = m - i < 4 ? (int)(m - i) : 4;
+                tiles[mr - 1][nv - 1](k, a + i * lda, lda, bp + j * VW, pw,
+                                      bias ? bias + j0 + j * VW : NULL, c + i * ldc + j0 + j * VW,
+                                      ldc);
+            }
+            j += nv;
         }
-        j += nv;
     }
 }
 
@@ -92,10 +101,47 @@ static inline V clipv(V x, V lim) {
     return V_MIN(lim, V_MAX(V_SUB(V_ZERO(), lim), x));
 }
 
-/* tanh is +-1 in float past 10; the clamp keeps SLEEF's exponentials out of the slow denormal
- * range. NaN passes. */
+/* The gates' exponentials are computed here, inline, rather than with SLEEF: its functions are
+ * calls into a shared library around which every vector register is spilled, and in an LSTM
+ * step (five transcendentals per element) they took longer than the products (measured, H 128).
+ *
+ * e^x, about 1 ulp: x clamped to [-87.33, 88] (the normal range of 2^n), reduced by n ln 2 with
+ * ln 2 in two parts, Cephes' single-precision polynomial, then scaled by 2^n. NaN passes. */
+static inline V expv(V x) {
+    x = V_MIN(V_SET1(88.0f), V_MAX(V_SET1(-87.3365447504f), x));
+    const V n = V_ROUND(V_MUL(x, V_SET1(1.44269504088896341f)));
+    V r = V_FMA(n, V_SET1(-0.693359375f), x);
+    r = V_FMA(n, V_SET1(2.12194440e-4f), r);
+    V p = V_SET1(1.9875691500e-4f);
+    p = V_FMA(p, r, V_SET1(1.3981999507e-3f));
+    p = V_FMA(p, r, V_SET1(8.3334519073e-3f));
+    p = V_FMA(p, r, V_SET1(4.1665795894e-2f));
+    p = V_FMA(p, r, V_SET1(1.6666665459e-1f));
+    p = V_FMA(p, r, V_SET1(5.0000001201e-1f));
+    p = V_FMA(p, V_MUL(r, r), V_ADD(r, V_SET1(1.0f)));
+    return V_LDEXP(p, n);
+}
+
+/* 1 / (1 + e^-x): about 2 ulp; e^-x saturates (see expv), so the far tails are 1 and ~1e-38. */
+static inline V sigmoidv(V x) {
+    return V_DIV(V_SET1(1.0f), V_ADD(V_SET1(1.0f), expv(V_SUB(V_ZERO(), x))));
+}
+
+/* tanh, about 2 ulp: below |x| = 0.625, x P(x^2) with P a degree-5 fit of tanh(x)/x (1.2 ulp);
+ * above, 1 - 2 / (1 + e^2|x|), which no longer cancels there; |x| clamped at 10, past which
+ * tanh is 1 in float. The sign is put back last. NaN passes (second operands throughout). */
 static inline V tanhv(V x) {
-    return V_TANH(V_MIN(V_SET1(10.0f), V_MAX(V_SET1(-10.0f), x)));
+    const V ax = V_MIN(V_SET1(10.0f), V_ABS(x)), t = V_MUL(ax, ax);
+    V p = V_SET1(-0.0056974031031131744f);
+    p = V_FMA(p, t, V_SET1(0.020630208775401115f));
+    p = V_FMA(p, t, V_SET1(-0.05373583734035492f));
+    p = V_FMA(p, t, V_SET1(0.13331365585327148f));
+    p = V_FMA(p, t, V_SET1(-0.33333274722099304f));
+    const V small = V_FMA(V_MUL(p, t), ax, ax);
+    const V e = expv(V_ADD(ax, ax));
+    const V big = V_SUB(V_SET1(1.0f), V_DIV(V_SET1(2.0f), V_ADD(V_SET1(1.0f), e)));
+    const V y = V_LT(ax, V_SET1(0.625f), small, big);
+    return V_LT(x, V_ZERO(), V_SUB(V_ZERO(), y), y);
 }
 
 static void k_lstm_row(int64_t hp, const float *xw, const float *rec, const float *p, float *c,
@@ -111,12 +157,12 @@ static void k_lstm_row(int64_t hp, const float *xw, const float *rec, const floa
             xi = V_FMA(V_LOADU(p + j), cp, xi);
             xf = V_FMA(V_LOADU(p + 2 * hp + j), cp, xf);
         }
-        const V ig = f_sigmoid(clipv(xi, lim));
-        const V fg = f_sigmoid(clipv(xf, lim));
+        const V ig = sigmoidv(clipv(xi, lim));
+        const V fg = sigmoidv(clipv(xf, lim));
         const V cc = tanhv(clipv(xc, lim));
         const V cn = V_FMA(fg, cp, V_MUL(ig, cc));
         if (p) xo = V_FMA(V_LOADU(p + hp + j), cn, xo);
-        const V og = f_sigmoid(clipv(xo, lim));
+        const V og = sigmoidv(clipv(xo, lim));
         V_STOREU(c + j, cn);
         V_STOREU(h + j, V_MUL(og, tanhv(cn)));
     }
@@ -126,8 +172,8 @@ static void k_gru_lbr_row(int64_t hp, const float *xw, const float *rec, const f
                           float clip) {
     const V lim = V_SET1(clip);
     for (int64_t j = 0; j < hp; j += VW) {
-        const V z = f_sigmoid(clipv(V_ADD(V_LOADU(xw + j), V_LOADU(rec + j)), lim));
-        const V r = f_sigmoid(clipv(V_ADD(V_LOADU(xw + hp + j), V_LOADU(rec + hp + j)), lim));
+        const V z = sigmoidv(clipv(V_ADD(V_LOADU(xw + j), V_LOADU(rec + j)), lim));
+        const V r = sigmoidv(clipv(V_ADD(V_LOADU(xw + hp + j), V_LOADU(rec + hp + j)), lim));
         const V lin = V_ADD(V_LOADU(rec + 2 * hp + j), V_LOADU(rbh + j));
         const V hh = tanhv(clipv(V_FMA(r, lin, V_LOADU(xw + 2 * hp + j)), lim));
         const V hv = V_LOADU(h + j);
@@ -139,8 +185,8 @@ static void k_gru_zr_row(int64_t hp, float *xw, const float *rec, const float *h
                          float clip) {
     const V lim = V_SET1(clip);
     for (int64_t j = 0; j < hp; j += VW) {
-        const V z = f_sigmoid(clipv(V_ADD(V_LOADU(xw + j), V_LOADU(rec + j)), lim));
-        const V r = f_sigmoid(clipv(V_ADD(V_LOADU(xw + hp + j), V_LOADU(rec + hp + j)), lim));
+        const V z = sigmoidv(clipv(V_ADD(V_LOADU(xw + j), V_LOADU(rec + j)), lim));
+        const V r = sigmoidv(clipv(V_ADD(V_LOADU(xw + hp + j), V_LOADU(rec + hp + j)), lim));
         V_STOREU(xw + j, z);
         V_STOREU(rh + j, V_MUL(r, V_LOADU(h + j)));
     }

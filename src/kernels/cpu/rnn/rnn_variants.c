@@ -1,5 +1,5 @@
-/* The rnn family: fp32 LSTM, GRU and RNN as "<op>_f32_avx512", "<op>_f32_avx2" (with SLEEF) and
- * "<op>_f32" (portable C and libm, everywhere).
+/* The rnn family: fp32 LSTM, GRU and RNN as "<op>_f32_avx512", "<op>_f32_avx2" and "<op>_f32"
+ * (portable C and libm, everywhere).
  *
  * The reference kernel computes every timestep with two matrix-vector products per batch row.
  * Here the input projection of all timesteps is one GEMM (X [T*B, I] times W^T [I, D*G*H], both
@@ -45,15 +45,15 @@ typedef struct rnn_state {
     int threads, chunks; /* units of the recurrence: D * chunks batch slices */
     /* input projection: xw = X W^T + bias, rows of DGHp */
     bool x_small;
-    float *wt; /* [I, DGHp] (x_small) */
+    float *wt; /* [I, DGHp] in panels (x_small) */
     gemm_packed pw;
     const gemm_kernel *kx;
     gemm_blocking bx;
     /* recurrence: per direction, h R^T */
     bool r_small;
-    float *rt; /* [D][H, GHp] (r_small) */
     /* per direction: every gate, or for GRU without linear_before_reset the z and r gates [0]
-     * and the h gate [1], which multiplies r * h */
+     * and the h gate [1], which multiplies r * h: [H, columns] in panels (r_small), or packed */
+    float *rt[2][2];
     gemm_packed pr[2][2];
     const gemm_kernel *kr;
     gemm_blocking br;
@@ -241,13 +241,15 @@ static void release(void *state) {
     rnn_state *s = state;
     if (!s) return;
     free(s->wt);
-    free(s->rt);
     free(s->bias);
     free(s->rbh);
     free(s->peep);
     gemm_packed_free(&s->pw);
     for (int d = 0; d < 2; d++)
-        for (int q = 0; q < 2; q++) gemm_packed_free(&s->pr[d][q]);
+        for (int q = 0; q < 2; q++) {
+            free(s->rt[d][q]);
+            gemm_packed_free(&s->pr[d][q]);
+        }
     free(s);
 }
 
@@ -255,8 +257,28 @@ static float *zalloc(int64_t n) {
     return core_calloc((size_t)(n > 0 ? n : 1), sizeof(float));
 }
 
+/* src [k, n] (row stride ld) in gemm_small's panels (rnn.h), malloc'd; NULL without memory. */
+static float *panels(const float *src, int64_t ld, int64_t k, int64_t n) {
+    float *dst = malloc((size_t)(k * n > 0 ? k * n : 1) * sizeof *dst), *o = dst;
+    if (!dst) return NULL;
+    for (int64_t j0 = 0; j0 < n; j0 += RNN_PANEL) {
+        const int64_t pw = n - j0 < RNN_PANEL ? n - j0 : RNN_PANEL;
+        for (int64_t p = 0; p < k; p++, o += pw)
+            memcpy(o, src + p * ld + j0, (size_t)pw * sizeof *o);
+    }
+    return dst;
+}
+
+/* One part of R^T (columns [off, off + cols) of a [H, GHp] matrix) for the recurrence. */
+static anvil_status lay_out_part(rnn_state *s, const float *rd, int64_t d, int q, int64_t off,
+                                 int64_t cols) {
+    if (!s->r_small) return gemm_pack_b(s->kr, s->H, cols, rd + off, s->GHp, 1, &s->pr[d][q]);
+    s->rt[d][q] = panels(rd + off, s->GHp, s->H, cols);
+    return s->rt[d][q] ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
+}
+
 /* W [D, G H, I] as Wt [I, DGHp] and R [D, G H, H] as Rt [D][H, GHp], gate blocks padded; then
- * packed for anvil's GEMM where the rows are many (and the transposed copy dropped). */
+ * in panels for the small kernel, or packed for anvil's GEMM where the rows are many. */
 static anvil_status lay_out_weights(rnn_state *s, const float *W, const float *R) {
     const int64_t D = s->D, G = s->G, H = s->H, I = s->I, Hp = s->Hp, GHp = s->GHp;
     float *wt = zalloc(I * s->DGHp), *rt = zalloc(D * H * GHp);
@@ -276,21 +298,17 @@ static anvil_status lay_out_weights(rnn_state *s, const float *W, const float *R
             }
     anvil_status st = ANVIL_OK;
     if (s->x_small) {
-        s->wt = wt;
+        s->wt = panels(wt, s->DGHp, I, s->DGHp);
+        if (!s->wt) st = ANVIL_ERR_OUT_OF_MEMORY;
     } else {
         st = gemm_pack_b(s->kx, I, s->DGHp, wt, s->DGHp, 1, &s->pw);
-        free(wt);
     }
-    if (s->r_small) {
-        s->rt = rt;
-        return st;
-    }
+    free(wt);
     const bool split = s->kind == K_GRU && !s->lbr;
     for (int64_t d = 0; d < D && st == ANVIL_OK; d++) {
         const float *rd = rt + d * H * GHp;
-        st = gemm_pack_b(s->kr, H, split ? 2 * Hp : GHp, rd, GHp, 1, &s->pr[d][0]);
-        if (st == ANVIL_OK && split)
-            st = gemm_pack_b(s->kr, H, Hp, rd + 2 * Hp, GHp, 1, &s->pr[d][1]);
+        st = lay_out_part(s, rd, d, 0, 0, split ? 2 * Hp : GHp);
+        if (st == ANVIL_OK && split) st = lay_out_part(s, rd, d, 1, 2 * Hp, Hp);
     }
     free(rt);
     return st;
@@ -367,10 +385,8 @@ typedef struct rnn_job {
  * part 0 starts at column 0, part 1 (GRU's h gate) at 2 Hp. */
 static void rec_product(const rnn_state *s, int64_t d, int part, int64_t nb, const float *a,
                         float *c, int64_t cols, void *gws) {
-    const int64_t off = part ? 2 * s->Hp : 0;
     if (s->r_small) {
-        s->isa->gemm_small(nb, cols, s->H, a, s->Hp, s->rt + d * s->H * s->GHp + off, s->GHp, NULL,
-                           c, s->GHp);
+        s->isa->gemm_small(nb, cols, s->H, a, s->Hp, s->rt[d][part], NULL, c, s->GHp);
         return;
     }
     gemm_problem p = {0};
@@ -497,8 +513,7 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
     const int64_t rows = s->T * s->B;
     float *xw = (float *)(j.ws + s->off_xw);
     if (s->x_small) {
-        s->isa->gemm_small(rows, s->DGHp, s->I, in[0]->data, s->I, s->wt, s->DGHp, s->bias, xw,
-                           s->DGHp);
+        s->isa->gemm_small(rows, s->DGHp, s->I, in[0]->data, s->I, s->wt, s->bias, xw, s->DGHp);
     } else {
         gemm_problem p = {0};
         p.m = rows;
@@ -535,15 +550,10 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
     RNN_VARIANT(gru_##ISA, IR_OP_GRU, "gru_f32" SUFFIX, NEEDS, ISA)                                \
     RNN_VARIANT(rnn_##ISA, IR_OP_RNN, "rnn_f32" SUFFIX, NEEDS, ISA)
 
-#ifdef ANVIL_HAVE_SLEEF
 RNN_OPS(avx512, "_avx512", KERN_NEEDS_AVX512)
 RNN_OPS(avx2, "_avx2", KERN_NEEDS_AVX2)
-#define SIMD_REFS(OP) &v_##OP##_avx512, &v_##OP##_avx2,
-#else
-#define SIMD_REFS(OP)
-#endif
 RNN_OPS(portable, "", 0)
 
-/* Per op: AVX-512, AVX2 (with SLEEF), then the portable one. */
-#define OP_REFS(OP) SIMD_REFS(OP) & v_##OP##_portable,
+/* Per op: AVX-512, AVX2, then the portable one. */
+#define OP_REFS(OP) &v_##OP##_avx512, &v_##OP##_avx2, &v_##OP##_portable,
 const kern_variant *const kern_family_rnn[] = {OP_REFS(lstm) OP_REFS(gru) OP_REFS(rnn) NULL};
