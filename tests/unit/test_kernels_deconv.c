@@ -525,6 +525,97 @@ static void test_zero_size(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
 }
 
+/* Builds case c's node in t (inputs owned by the caller: x, w, b), as run_case does. */
+static void build_case(optest *t, const deconv_case *c, float **x, float **w, float **b) {
+    const int nsp = c->nsp, rank = nsp + 2;
+    int64_t xd[5] = {c->n, c->c}, wd[5] = {c->c, c->m / c->group}, bd[1] = {c->m};
+    for (int d = 0; d < nsp; d++) {
+        xd[d + 2] = c->in[d];
+        wd[d + 2] = c->k[d];
+    }
+    optest_begin(t, IR_OP_CONVTRANSPOSE, 3, 1, 4);
+    optest_attr_ints(t, 0, "kernel_shape", c->k, (size_t)nsp);
+    optest_attr_ints(t, 1, "strides", c->s, (size_t)nsp);
+    optest_attr_ints(t, 2, "pads", c->pads, 2 * (size_t)nsp);
+    optest_attr_int(t, 3, "group", c->group);
+    *x = optest_random_f32(prod(xd, rank), 4, -1.0f, 1.0f);
+    *w = optest_random_f32(prod(wd, rank), 5, -1.0f, 1.0f);
+    *b = optest_random_f32((size_t)c->m, 6, -1.0f, 1.0f);
+    optest_input(t, 0, ANVIL_DTYPE_FLOAT32, rank, xd, *x, false);
+    optest_input(t, 1, ANVIL_DTYPE_FLOAT32, rank, wd, *w, true);
+    optest_input(t, 2, ANVIL_DTYPE_FLOAT32, 1, bd, *b, true);
+}
+
+/* The tuner's parameter (the GEMM tile): every value of every deconv variant's space, on 2
+ * threads, against the reference. */
+static void test_tiles(void **state) {
+    (void)state;
+    deconv_case cases[] = {
+        {2, 1, 9, 6, 1, D2(7, 9), D2(2, 2), D2(2, 2), D2(1, 1), {0}, {0}, {0}, NULL, true, false},
+        {2,
+         1,
+         8,
+         33,
+         1,
+         D2(6, 5),
+         D2(4, 4),
+         D2(2, 2),
+         D2(1, 1),
+         {1, 1, 1, 1},
+         {0},
+         {0},
+         NULL,
+         true,
+         false},
+    };
+    int configs = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        optest t;
+        float *x, *w, *b;
+        build_case(&t, &cases[ci], &x, &w, &b);
+        assert_int_equal(optest_run(&t), ANVIL_OK);
+        op_tinfo in[OPTEST_MAX_IO];
+        optest_input_info(&t, in);
+        kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, t.n_out, 2, NULL, NULL};
+        size_t count;
+        const kern_variant *const *list = kern_variants(IR_OP_CONVTRANSPOSE, &count);
+        const size_t n = op_tensor_numel(&t.out[0]);
+        float *got = malloc(n * sizeof *got);
+        for (size_t vi = 1; vi < count; vi++) {
+            const kern_variant *v = list[vi];
+            if (!v->space || !kern_applies(v, &kn, core_hw_get())) continue;
+            int32_t vals[64];
+            int nv = v->space->values(&kn, core_hw_get(), 0, vals, 64);
+            assert_true(nv > 0);
+            for (int i = 0; i < nv; i++) {
+                kern_config cfg = {{vals[i]}};
+                kn.config = &cfg;
+                rt_variant_exec *e;
+                assert_int_equal(rt_variant_exec_create(v, &kn, NULL, &e), ANVIL_OK);
+                kn.config = NULL;
+                op_tensor out = t.out[0];
+                out.data = got;
+                memset(got, 0xff, n * sizeof *got);
+                const op_tensor *ins[3] = {&t.in[0], &t.in[1], &t.in[2]};
+                op_tensor *outs[1] = {&out};
+                assert_int_equal(rt_variant_exec_run(e, optest_node(&t), ins, 3, outs, 1),
+                                 ANVIL_OK);
+                rt_variant_exec_free(e);
+                if (optest_compare_f32(got, t.out[0].data, n, 1e-4f, 1e-4f) >= 0)
+                    fprintf(stderr, "%s, tile %s\n", v->name, v->space->label(0, vals[i]));
+                assert_true(optest_compare_f32(got, t.out[0].data, n, 1e-4f, 1e-4f) < 0);
+                configs++;
+            }
+        }
+        free(got);
+        optest_end(&t);
+        free(x);
+        free(w);
+        free(b);
+    }
+    assert_true(configs > 0);
+}
+
 /* Nodes the family must leave to the reference: float64. */
 static void test_declines(void **state) {
     (void)state;
@@ -545,7 +636,7 @@ int main(void) {
         cmocka_unit_test(test_2d_grid),       cmocka_unit_test(test_2d_upsampling),
         cmocka_unit_test(test_2d_attributes), cmocka_unit_test(test_2d_auto_pad),
         cmocka_unit_test(test_1d_3d),         cmocka_unit_test(test_zero_size),
-        cmocka_unit_test(test_declines),
+        cmocka_unit_test(test_declines),      cmocka_unit_test(test_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

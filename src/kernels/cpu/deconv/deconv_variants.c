@@ -14,7 +14,8 @@
  *                        added into it; the threads share each chunk (the GEMM's own split, then
  *                        the scatter by output channel and output rows, so no two threads write
  *                        one element), or take whole (image, group) items when there are enough.
- * The list puts deconv_direct_gemm first: where it applies it does strictly less work. */
+ * The list puts deconv_direct_gemm first: where it applies it does strictly less work. Both
+ * offer the tuner the GEMM's register tile (deconv_space). */
 #include "deconv.h"
 
 #include "kernels/cpu/gemm/gemm.h"
@@ -83,8 +84,10 @@ static bool plan_of(const kern_node *kn, deconv_kind kind, deconv_plan *p) {
     p->batch_parallel = kind == KIND_GEMM && p->threads > 1 && items >= p->threads;
     const int64_t ncols = rows * inner, kdim = g->cg > 0 ? g->cg : 1;
     if ((double)p->r * (double)ncols * sizeof(float) > (double)((size_t)1 << 28)) return false;
+    /* the tuner's tile, else ANVIL_DECONV_TILE (for experiments), else the GEMM's default */
     const char *force = getenv("ANVIL_DECONV_TILE");
-    const gemm_kernel *f = force ? gemm_kernel_find(force) : NULL;
+    const gemm_kernel *f = gemm_kernel_of_param(kern_param(kn, 0), hw);
+    if (!f && force) f = gemm_kernel_find(force);
     p->k = f && gemm_kernel_usable(f, hw) ? f : gemm_kernel_default(p->r, ncols, kdim, hw);
     p->blk = gemm_blocking_default(p->k, p->r, ncols, kdim, hw);
     p->gemm_ws = align64(gemm_thread_workspace(p->k, &p->blk));
@@ -354,6 +357,19 @@ static anvil_status variant_run(const ir_node *n, void *state, const op_tensor *
     return ANVIL_OK;
 }
 
+/* The tuner's parameter: the GEMM's register tile (1 + an index into gemm_kernels; 0: the
+ * default). The cache blocking stays the GEMM's own: the chunks already fit col into L2. */
+static int space_values(const kern_node *kn, const core_hw *hw, int i, int32_t *vals, int cap) {
+    (void)kn;
+    return i == 0 ? gemm_tile_values(hw, vals, cap) : 0;
+}
+
+static const char *space_label(int i, int32_t v) {
+    return i == 0 ? gemm_tile_label(v) : NULL;
+}
+
+static const kern_space deconv_space = {1, {"tile"}, space_values, space_label, NULL, 0};
+
 #define DECONV_VARIANT(ID, NAME, KIND)                                                             \
     static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
         (void)hw;                                                                                  \
@@ -369,7 +385,7 @@ static anvil_status variant_run(const ir_node *n, void *state, const op_tensor *
     }                                                                                              \
     static const kern_variant deconv_v_##ID = {                                                    \
         NAME,      IR_OP_CONVTRANSPOSE, 0,           sup_##ID, ws_##ID,                            \
-        prep_##ID, state_release,       variant_run, NULL,     NULL};
+        prep_##ID, state_release,       variant_run, NULL,     &deconv_space};
 
 DECONV_VARIANT(direct, "deconv_direct_gemm", KIND_DIRECT)
 DECONV_VARIANT(gemm, "deconv_gemm", KIND_GEMM)
