@@ -384,6 +384,15 @@ static bool rule_depthwise_rows(const conv_shape *s) {
     return rule_depthwise(s) && !conv_dw_channel_lanes(s);
 }
 
+/* The general depthwise kernels (conv_dwx.c) for the shapes the ones above decline: AVX2 on rows
+ * of 56 and more, AVX-512 below (its channel lanes up to 28, then rows whose vectors AVX-512 fills
+ * as well as AVX2). 1 thread, us, AVX-512 / AVX2: 7x7 40ch 56x56 240/229, 5x5 96ch 112x112
+ * 1870/1510, dilation-2 3x3 64ch 65x65 154/160, dilation-4 3x3 256ch 33x33 176/228, 7x7 96ch
+ * 28x28 105/171. */
+static bool rule_dwx_wide(const conv_shape *s) {
+    return rule_depthwise(s) && s->ow >= 56;
+}
+
 /* Depthwise with a channel multiplier (M = C * k, k > 1): only the general kernel takes it. */
 static bool rule_depthwise_mult(const conv_shape *s) {
     return s->group == s->c && s->c > 1 && s->m > s->c;
@@ -460,7 +469,7 @@ static const conv_rule cascade[] = {
     {&conv_v_depthwise_avx2, rule_depthwise_rows},
     {&conv_v_depthwise_avx512, rule_depthwise},
     {&conv_v_depthwise_avx2, rule_depthwise},
-    {&conv_v_dwx_avx2, rule_depthwise_rows},
+    {&conv_v_dwx_avx2, rule_dwx_wide},
     {&conv_v_dwx_avx512, rule_depthwise},
     {&conv_v_dwx_avx2, rule_depthwise},
     {&conv_v_dwx_avx512, rule_depthwise_mult},
