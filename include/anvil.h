@@ -190,6 +190,9 @@ typedef struct anvil_node_choice {
     /* NULL, or for a body the interpreter runs (op "subgraph", variant "interpreted") why it
      * could not be compiled. */
     const char *note;
+    /* The node's work: bytes of its inputs and outputs (0 when known only while running) and
+     * FLOPs (2 per multiply-accumulate). */
+    uint64_t bytes, flops;
 } anvil_node_choice;
 /* The nodes of the plan the last run used, in execution order (each compiled body's nodes after
  * the main graph's, with their scope), then the graph rewrites whose

@@ -224,7 +224,9 @@ static anvil_status explain(anvil_session *sess, bench_result *r) {
             !cJSON_AddStringToObject(o, "params", c[i].params) ||
             !cJSON_AddStringToObject(o, "source", c[i].source) ||
             (c[i].scope && !cJSON_AddStringToObject(o, "scope", c[i].scope)) ||
-            (c[i].note && !cJSON_AddStringToObject(o, "note", c[i].note))) {
+            (c[i].note && !cJSON_AddStringToObject(o, "note", c[i].note)) ||
+            !cJSON_AddNumberToObject(o, "bytes", (double)c[i].bytes) ||
+            !cJSON_AddNumberToObject(o, "flops", (double)c[i].flops)) {
             cJSON_Delete(o);
             return ANVIL_ERR_OUT_OF_MEMORY;
         }

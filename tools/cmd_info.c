@@ -3,7 +3,10 @@
  * Inputs and outputs come from the public API (what API users see); the op histogram, parameter
  * count and FLOPs come from the loaded graph (api_model_graph), which already carries the shapes
  * inferred at load time. FLOPs are for one run with every symbolic dim at 1, and the text says
- * so whenever a symbolic dim entered the estimate. */
+ * so whenever a symbolic dim entered the estimate. Subgraphs count: an If as its costlier
+ * branch, a Loop or Scan body once (one iteration). Parameters are the initializers, and the
+ * floating-point and 8-bit tensors of Constant nodes (exporters put a body's weights there);
+ * integer Constant nodes are shape arithmetic. */
 #include "cli.h"
 
 #include "api/api.h"
@@ -36,10 +39,24 @@ typedef struct graph_totals {
     uint64_t params, param_bytes, initializers;
 } graph_totals;
 
+static bool is_weight(anvil_dtype dt) {
+    return dt == ANVIL_DTYPE_FLOAT32 || dt == ANVIL_DTYPE_FLOAT16 || dt == ANVIL_DTYPE_BFLOAT16 ||
+           dt == ANVIL_DTYPE_FLOAT64 || dt == ANVIL_DTYPE_INT8 || dt == ANVIL_DTYPE_UINT8;
+}
+
 static void count_graph(const ir_graph *g, graph_totals *t, int level) {
     if (level > IR_MAX_GRAPH_DEPTH) return;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if ((unsigned)g->nodes[i].op < IR_OP_COUNT) t->ops[g->nodes[i].op]++;
+        const ir_attr *a =
+            g->nodes[i].op == IR_OP_CONSTANT ? ir_node_attr(&g->nodes[i], "value") : NULL;
+        if (a && a->type == IR_ATTR_TENSOR && a->t && is_weight(a->t->dtype)) {
+            size_t numel = 1;
+            for (int d = 0; d < a->t->rank; d++) numel *= (size_t)a->t->dims[d];
+            t->initializers++;
+            t->params += numel;
+            t->param_bytes += a->t->bytes;
+        }
         if (level == 0)
             t->nodes++;
         else
@@ -47,7 +64,9 @@ static void count_graph(const ir_graph *g, graph_totals *t, int level) {
     }
     for (ir_vid v = 0; v < g->n_values; v++) {
         const ir_value *val = &g->values[v];
-        if (!(val->flags & IR_VALUE_CONST) || val->producer >= 0) continue;
+        if (!(val->flags & IR_VALUE_CONST)) continue;
+        /* a Constant node's output: counted from the node above */
+        if (val->producer >= 0) continue;
         size_t numel = 0, es = anvil_dtype_size(val->dtype);
         if (!ir_shape_numel(&val->shape, &numel) && es) numel = val->data_bytes / es;
         t->initializers++;
@@ -77,19 +96,44 @@ static void print_values(const anvil_model *m, bool inputs) {
     }
 }
 
-static void print_flops(const ir_graph *g) {
+static uint64_t add_sat(uint64_t a, uint64_t b) {
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* FLOPs of one run of g: an If's costlier branch, a Loop's or Scan's body once. */
+static uint64_t graph_flops(const ir_graph *g, bool *approx, bool *loops, int level) {
     uint64_t total = 0;
-    bool approx = false;
+    if (level > IR_MAX_GRAPH_DEPTH) return 0;
     for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
         bool a = false;
-        uint64_t f = ir_node_flops_ex(g, &g->nodes[i], &a);
-        total = total + f < total ? UINT64_MAX : total + f;
-        approx |= a;
+        total = add_sat(total, ir_node_flops_ex(g, n, &a));
+        *approx |= a;
+        uint64_t branch = 0;
+        for (int k = 0; k < n->n_attrs; k++)
+            for (size_t j = 0; j < ir_attr_graph_count(&n->attrs[k]); j++) {
+                const ir_graph *sub = ir_attr_graph_at(&n->attrs[k], j);
+                uint64_t f = sub ? graph_flops(sub, approx, loops, level + 1) : 0;
+                if (n->op == IR_OP_IF) {
+                    if (f > branch) branch = f;
+                } else {
+                    branch = add_sat(branch, f);
+                    *loops = true;
+                }
+            }
+        total = add_sat(total, branch);
     }
+    return total;
+}
+
+static void print_flops(const ir_graph *g) {
+    bool approx = false, loops = false;
+    uint64_t total = graph_flops(g, &approx, &loops, 0);
     char hb[32];
     printf("flops: %llu", (unsigned long long)total);
     if (total >= 1000) printf(" (%s)", cli_human_si((double)total, hb, sizeof hb));
     printf(" per run");
+    if (loops) printf(" (each Loop/Scan body counted once)");
     if (!approx) {
         printf(", from static shapes\n");
         return;

@@ -248,6 +248,8 @@ static void explain_one(void *arg, const rt_step_info *info) {
         .source = info->dynamic ? "dynamic" : tune_why_name(info->why),
         .scope = info->scope,
         .note = info->note,
+        .bytes = info->bytes,
+        .flops = info->flops,
     };
 }
 

@@ -182,6 +182,9 @@ typedef struct rt_step_info {
     const char *scope;
     /* A body the interpreter runs (variant "interpreted", op "subgraph"): why; else NULL. */
     const char *note;
+    /* The work the node carries: bytes of its inputs and outputs (0 where the plan does not know
+     * them: dynamic steps) and FLOPs (ir_node_flops on the plan's graph). */
+    uint64_t bytes, flops;
 } rt_step_info;
 /* Calls fn for every step of the plan the last run used, in order. INVALID_ARGUMENT if the
  * session has not run yet. */

@@ -529,6 +529,13 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
             tune_params_format(stp->variant, &stp->config, stp->threads, info.params,
                                sizeof info.params);
         if (stp->alias) info.variant = "alias";
+        for (int k = 0; !stp->dynamic && k < n->n_inputs + n->n_outputs; k++) {
+            const op_tensor *t = k < n->n_inputs ? &stp->in[k] : &stp->out[k - n->n_inputs];
+            ir_vid v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            size_t b;
+            if (v != IR_NONE && core_tensor_bytes(t->dtype, t->dims, t->rank, &b)) info.bytes += b;
+        }
+        info.flops = ir_node_flops(s->g, n);
         fn(arg, &info);
     }
     rt_subgraphs_explain(s, fn, arg);

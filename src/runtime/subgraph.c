@@ -259,16 +259,24 @@ static anvil_status compile(rt_session *s, rt_sub *sb, const op_tensor *vals, in
     *out = e;
     CORE_TRY(flatten(sb, vals, n_in, e));
     rt_session_config cfg = s->cfg;
-    /* No node of the body has a name the user could have forced (forces name the main graph's
-     * nodes); the offline tuner's hooks and the constants' release belong to the main graph. */
-    cfg.forces = NULL;
+    /* Forces on an op type hold inside bodies too; those naming a node name the main graph's.
+     * The offline tuner's hooks and the constants' release belong to the main graph. */
+    rt_force *forces = calloc((size_t)s->cfg.n_forces + 1, sizeof *forces);
+    if (!forces) return ANVIL_ERR_OUT_OF_MEMORY;
+    cfg.forces = forces;
     cfg.n_forces = 0;
+    for (int i = 0; i < s->cfg.n_forces; i++) {
+        ir_op op;
+        if (ir_op_lookup(s->cfg.forces[i].key, &op)) forces[cfg.n_forces++] = s->cfg.forces[i];
+    }
     cfg.decide = NULL;
     cfg.decide_arg = NULL;
     cfg.on_node = NULL;
     cfg.released = NULL;
     cfg.pool = s->pool;
-    CORE_TRY(rt_session_create(e->flat, &cfg, &e->sess));
+    anvil_status st = rt_session_create(e->flat, &cfg, &e->sess);
+    free(forces); /* the session keeps copies */
+    CORE_TRY(st);
     e->sess->scope = core_calloc(strlen(sb->path) + 1, 1);
     if (!e->sess->scope) return ANVIL_ERR_OUT_OF_MEMORY;
     strcpy(e->sess->scope, sb->path);
@@ -379,7 +387,7 @@ anvil_status rt_subgraph_compiled(op_ctx *ctx, const ir_graph *body, const op_te
         sig = NULL; /* owned by the entry, or freed */
     }
     free(sig);
-    bool ran = false;
+    bool ran = false, plan_failed = false;
     if (st == ANVIL_OK && e) {
         sb->last = (int)(e - sb->entries);
         ran = true;
@@ -389,9 +397,10 @@ anvil_status rt_subgraph_compiled(op_ctx *ctx, const ir_graph *body, const op_te
             snprintf(why, sizeof why, "it could not be planned: %s", core_err_message());
             interpret_from_now(sb, why);
             ran = false;
+            plan_failed = true;
             st = ANVIL_OK;
         }
-        for (int j = 0; j < n_out && st == ANVIL_OK; j++) {
+        for (int j = 0; j < n_out && st == ANVIL_OK && ran; j++) {
             out[j].dtype = res[j]->dtype;
             out[j].rank = res[j]->rank;
             memcpy(out[j].dims, res[j]->dims, sizeof res[j]->dims[0] * (size_t)res[j]->rank);
@@ -412,7 +421,13 @@ anvil_status rt_subgraph_compiled(op_ctx *ctx, const ir_graph *body, const op_te
     free(t);
     free(tp);
     free(res);
-    if (interpret_it) return interpret(s, ctx, body, in, n_in, out, n_out);
+    if (interpret_it) {
+        st = interpret(s, ctx, body, in, n_in, out, n_out);
+        /* the interpreter failed too: the inputs were at fault, not the compiled path, which
+         * the next call tries again */
+        if (st != ANVIL_OK && plan_failed) sb->why[0] = 0;
+        return st;
+    }
     if (st == ANVIL_OK) s->sub_runs_compiled++;
     return st;
 }
