@@ -486,17 +486,18 @@ static void test_scan_untyped_body_inputs(void **state) {
     ir_graph_free(g);
 }
 
-/* If(c): then relu(x @ W) with W a constant of the main graph, else x. The compiled branch must
- * see W as a constant (so its MatMul can pack it once) and give the interpreter's numbers. */
-static void test_if_reads_outer_constant(void **state) {
+enum { R = 5, K = 24, N = 24 };
+static float wv[K * N];
+
+/* If(c): then relu(x @ W) with W [K, N] a constant of the main graph, else x. x is [R, K], or
+ * of any shape when `any_x`. */
+static ir_graph *if_matmul_graph(bool any_x) {
     ir_graph *g;
     assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
     g->opset = 17;
-    enum { R = 5, K = 24, N = 24 };
     int64_t xd[2] = {R, K}, wd[2] = {K, N};
     ir_vid c = add_input(g, "c", ANVIL_DTYPE_BOOL, 0, NULL);
-    add_input(g, "x", ANVIL_DTYPE_FLOAT32, 2, xd);
-    static float wv[K * N];
+    add_input(g, "x", ANVIL_DTYPE_FLOAT32, any_x ? -1 : 2, xd);
     for (int i = 0; i < K * N; i++) wv[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
     ir_vid w = add_value(g, "W", ANVIL_DTYPE_FLOAT32, 2, wd);
     g->values[w].flags = IR_VALUE_CONST;
@@ -518,6 +519,14 @@ static void test_if_reads_outer_constant(void **state) {
     attr_graph(g, k, 1, "else_branch", el);
     assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
     assert_int_equal(finish(g), ANVIL_OK);
+    return g;
+}
+
+/* The compiled branch must see W as a constant (so its MatMul can pack it once) and give the
+ * interpreter's numbers. */
+static void test_if_reads_outer_constant(void **state) {
+    ir_graph *g = if_matmul_graph(false);
+    int64_t xd[2] = {R, K};
     rt_session_config cfg = {.threads = 2, .opt_level = level(state)};
     rt_session *s;
     assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
@@ -550,6 +559,44 @@ static void test_if_reads_outer_constant(void **state) {
     ir_graph_free(g);
 }
 
+/* A branch whose inputs its plan rejects (x [R, K + 1] against W [K, N]) fails the run with
+ * the MatMul's shape error, compiled or interpreted, and the session goes on serving good
+ * inputs, compiled again at level >= 1. */
+static void test_if_bad_input_fails_cleanly(void **state) {
+    ir_graph *g = if_matmul_graph(true);
+    rt_session_config cfg = {.threads = 1, .opt_level = level(state)};
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    bool cv = true;
+    anvil_tensor *tc = tensor(ANVIL_DTYPE_BOOL, 0, NULL, &cv);
+    for (int pass = 0; pass < 3; pass++) {
+        bool bad = pass == 1;
+        int64_t xd[2] = {R, bad ? K + 1 : K};
+        anvil_tensor *tx = tensor(ANVIL_DTYPE_FLOAT32, 2, xd, NULL);
+        const anvil_tensor *ins[2] = {tc, tx};
+        anvil_tensor *out[1] = {NULL};
+        anvil_status st = rt_session_run(s, ins, NULL, out);
+        if (bad) {
+            assert_int_equal(st, ANVIL_ERR_SHAPE);
+            assert_non_null(strstr(core_err_message(), "mm"));
+            assert_null(out[0]);
+        } else {
+            assert_int_equal(st, ANVIL_OK);
+            assert_int_equal(out[0]->dims[1], N);
+            free_tensor(out[0]);
+        }
+        free_tensor(tx);
+    }
+    free_tensor(tc);
+    /* compiled: the two good runs; the bad one's plan failed, and the interpreter tried it */
+    anvil_session_stats st;
+    assert_int_equal(rt_session_stats(s, &st), ANVIL_OK);
+    assert_int_equal(st.subgraph_runs_compiled, level(state) ? 2 : 0);
+    assert_int_equal(st.subgraph_runs_interpreted, level(state) ? 1 : 3);
+    rt_session_free(s);
+    ir_graph_free(g);
+}
+
 int main(void) {
     static int interpreted = 0, compiled = 2;
     const struct CMUnitTest tests[] = {
@@ -567,6 +614,8 @@ int main(void) {
         cmocka_unit_test_prestate(test_scan_untyped_body_inputs, &compiled),
         cmocka_unit_test_prestate(test_if_reads_outer_constant, &interpreted),
         cmocka_unit_test_prestate(test_if_reads_outer_constant, &compiled),
+        cmocka_unit_test_prestate(test_if_bad_input_fails_cleanly, &interpreted),
+        cmocka_unit_test_prestate(test_if_bad_input_fails_cleanly, &compiled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
