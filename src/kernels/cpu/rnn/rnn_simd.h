@@ -66,11 +66,11 @@ TILES_NARROW(3)
 TILES_NARROW(4)
 
 #define ROW_NARROW(MR) tile_##MR##_1, tile_##MR##_2, tile_##MR##_3, tile_##MR##_4
-    static const tile_fn tiles[4][8] = {
-        {ROW_NARROW(1), tile_1_5, tile_1_6, tile_1_7, tile_1_8},
-        {ROW_NARROW(2)},
-        {ROW_NARROW(3)},
-        {ROW_NARROW(4)},
+static const tile_fn tiles[4][8] = {
+    {ROW_NARROW(1), tile_1_5, tile_1_6, tile_1_7, tile_1_8},
+    {ROW_NARROW(2)},
+    {ROW_NARROW(3)},
+    {ROW_NARROW(4)},
 };
 
 /* Panels outside, then column blocks, rows inside: one column block of B (k x NV vectors) is
