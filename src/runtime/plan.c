@@ -13,7 +13,8 @@
 
 /* ---- tensors ------------------------------------------------------------------------------- */
 
-anvil_status rt_tensor_new(anvil_dtype dt, int rank, const int64_t *dims, anvil_tensor **out) {
+static anvil_status tensor_alloc(anvil_dtype dt, int rank, const int64_t *dims, bool zero,
+                                 anvil_tensor **out) {
     *out = NULL;
     if (!core_dtype_supported(dt))
         return core_err(ANVIL_ERR_UNSUPPORTED, "tensors of dtype %s are not supported",
@@ -35,7 +36,7 @@ anvil_status rt_tensor_new(anvil_dtype dt, int rank, const int64_t *dims, anvil_
         free(t);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
-    memset(t->data, 0, bytes);
+    if (zero) memset(t->data, 0, bytes);
     t->dtype = dt;
     t->rank = rank;
     for (int i = 0; i < rank; i++) t->dims[i] = dims[i];
@@ -43,6 +44,15 @@ anvil_status rt_tensor_new(anvil_dtype dt, int rank, const int64_t *dims, anvil_
     t->owns_data = true;
     *out = t;
     return ANVIL_OK;
+}
+
+anvil_status rt_tensor_new(anvil_dtype dt, int rank, const int64_t *dims, anvil_tensor **out) {
+    return tensor_alloc(dt, rank, dims, true, out);
+}
+
+anvil_status rt_tensor_new_uninit(anvil_dtype dt, int rank, const int64_t *dims,
+                                  anvil_tensor **out) {
+    return tensor_alloc(dt, rank, dims, false, out);
 }
 
 /* ---- plans --------------------------------------------------------------------------------- */

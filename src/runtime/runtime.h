@@ -278,5 +278,9 @@ struct anvil_tensor {
 
 /* New tensor owning `bytes` of zeroed, 64-byte aligned storage. dims borrowed. */
 anvil_status rt_tensor_new(anvil_dtype dt, int rank, const int64_t *dims, anvil_tensor **out);
+/* The same without zeroing: for a tensor the caller fills completely at once (a run's outputs,
+ * copied out of the arena; zeroing a 10 MB output first cost a quarter of a ConvTranspose run). */
+anvil_status rt_tensor_new_uninit(anvil_dtype dt, int rank, const int64_t *dims,
+                                  anvil_tensor **out);
 
 #endif

@@ -410,7 +410,7 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
         ir_vid v = g->outputs[j];
         op_tensor t;
         st = run_lookup(&rf.base, v, &t);
-        if (st == ANVIL_OK) st = rt_tensor_new(t.dtype, t.rank, t.dims, &outputs[j]);
+        if (st == ANVIL_OK) st = rt_tensor_new_uninit(t.dtype, t.rank, t.dims, &outputs[j]);
         if (st == ANVIL_OK && outputs[j]->bytes) {
             const void *src = t.data;
             if (!src)
