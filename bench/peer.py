@@ -44,11 +44,11 @@ installed; --models may name models of either) and every thread count T:
 Latency per engine is the median over rounds of each round's median (and likewise p90), so all
 engines are summarised the same way. Ratios are of those medians: tuned/cascade, tuned/ORT and
 cascade/ORT (below 1: the first is faster), with their geometric means over the models under the
-table; anvil/OpenVINO and anvil/torch use tuned anvil (the cascade with --no-tune). When several thread counts run,
-a second table gives each engine's speedup from the smallest to each larger count. Peak RSS is
-each child's maximum resident set (wait4's ru_maxrss, the largest over rounds); for ONNX Runtime
-and PyTorch that includes the Python interpreter and the onnxruntime / torch import, reported
-separately as "base". Models are generated on first use into --zoo (default
+table; anvil/OpenVINO and anvil/torch use tuned anvil (the cascade with --no-tune). When several
+thread counts run, a second table gives each engine's speedup from the smallest to each larger
+count. Peak RSS is each child's maximum resident set (wait4's ru_maxrss, the largest over
+rounds); for ONNX Runtime and PyTorch that includes the Python interpreter and the onnxruntime
+/ torch import, reported separately as "base". Models are generated on first use into --zoo (default
 build-release/peer_zoo/<size>). Not a test: it never fails on a number; an engine that cannot
 run a model gets its error in the notes column and the others go on.
 """
