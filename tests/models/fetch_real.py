@@ -3,8 +3,8 @@
 
 Usage: fetch_real.py OUTDIR [--list]
 
-The packages are the optional group in scripts/requirements-zoo.txt (scripts/setup.sh installs
-them when ANVIL_ZOO_REAL=1; they are not needed by CI). Only their model files are used, so
+The packages are the group in scripts/requirements-zoo.txt (scripts/setup.sh installs them
+unless ANVIL_ZOO_REAL=0; the real.* tests run where they are installed). Only their model files are used, so
 they are installed without their dependencies. Each model becomes OUTDIR/<name>/ in the ONNX
 backend-test layout that tests/tools/run_cases.c reads: model.onnx (a copy), test_data_set_0/
 with seeded inputs of a realistic shape and ONNX Runtime's outputs, and tolerance.txt (rtol 1e-3,
