@@ -1,6 +1,7 @@
 /* passes: graph rewrites that run before planning, on a session's own copy of the model graph.
  *
  * Level 0 runs none. Level 1 (the default) runs, in order:
+ *   drop_noops      a Cast to its input's own dtype becomes an Identity (an alias at run time);
  *   fold_conv_bn    Conv followed by an inference BatchNormalization with constant statistics
  *                   becomes one Conv with rescaled weights and a bias;
  *   fuse_epilogue   a MatMul/Gemm/Conv absorbs what follows it into its epilogue (ir_fusion):
@@ -50,6 +51,7 @@ typedef struct pass_graph {
     int fused_bias, fused_residual, fused_act;
     int nhwc_convs, layout_transposes; /* the layout pass: convs made channels-last, transposes */
     int fused_chains, chain_nodes; /* fuse_chain: chain nodes made, and the nodes they replace */
+    int noops;                     /* drop_noops: Casts to their input's dtype made Identity */
 } pass_graph;
 
 /* ---- rewrites that may or may not pay ---------------------------------------------------------

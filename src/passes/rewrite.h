@@ -54,6 +54,7 @@ void pass_node_absorb(pass_ctx *c, int32_t k, int32_t dead_k);
 void pass_compact(pass_ctx *c, const pass_options *opts);
 
 /* The passes, which only pipeline.c calls (re-indexing before each). */
+anvil_status pass_drop_noops(pass_ctx *c);
 anvil_status pass_fold_conv_bn(pass_ctx *c);
 anvil_status pass_fuse_epilogue(pass_ctx *c);
 anvil_status pass_fuse_chain(pass_ctx *c);
