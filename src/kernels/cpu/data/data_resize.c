@@ -6,9 +6,9 @@
  * weights. A run is then a loop over the output rows of every plane (all leading dims), which is
  * also the unit of parallel work.
  *
- * The reference (src/ops/nn/resize.c) keeps its geometry helpers private, so this file repeats
- * them formula for formula, in double, in the same order: a nearest variant must pick the same
- * source index as the reference at every rounding tie, and the test compares both on every
+ * The geometry (output sizes, coordinates, nearest rounding, linear taps) comes from
+ * ops/resize_common.h, the reference's own helpers, in double: a nearest variant must pick the
+ * same source index as the reference at every rounding tie, and the test compares both on every
  * coordinate and nearest mode. Linear blends vertically first, then horizontally, as the
  * reference's axis passes do, but in float instead of double.
  *
@@ -18,153 +18,76 @@
  * nearest, which the same machinery computes. */
 #include "data.h"
 #include "data_resize.h"
+#include "ops/resize_common.h"
 
 #include <math.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
-typedef enum { RZ_NEAREST, RZ_LINEAR } rz_mode;
-
-typedef enum {
-    RZ_HALF_PIXEL,
-    RZ_HALF_PIXEL_SYMMETRIC,
-    RZ_PYTORCH_HALF_PIXEL,
-    RZ_ALIGN_CORNERS,
-    RZ_ASYMMETRIC,
-    RZ_TF_HALF_PIXEL_FOR_NN,
-    RZ_TF_CROP_AND_RESIZE
-} rz_coord;
-
-typedef enum { RZ_ROUND_PREFER_FLOOR, RZ_ROUND_PREFER_CEIL, RZ_FLOOR, RZ_CEIL, RZ_LEGACY } rz_round;
-
-typedef enum { RZ_STRETCH, RZ_NOT_LARGER, RZ_NOT_SMALLER } rz_policy;
-
-/* The node's attributes as the reference reads them (its params struct is private). */
+/* The node's attributes: a Resize node's are the reference's own (its params), an Upsample
+ * node's are written in the same terms, plus its scales attribute before opset 9. */
 typedef struct rz_attrs {
-    rz_mode mode;
-    rz_coord coord;
-    rz_round round;
-    rz_policy policy;
-    bool exclude_outside;
-    const int64_t *axes; /* NULL: every axis */
-    size_t n_axes;
-    int scales_in, sizes_in;  /* input index, -1: none */
+    resize_params p;
     const float *attr_scales; /* Upsample before opset 9 */
     size_t n_attr_scales;
 } rz_attrs;
 
-typedef struct rz_axis {
-    int64_t in, out;
-    double scale, width;
-    bool resized;
-} rz_axis;
-
-/* Index of s in names (NULL-terminated), or -1. */
-static int rz_pick_name(const char *s, const char *const *names) {
-    for (int i = 0; names[i]; i++)
-        if (strcmp(s, names[i]) == 0) return i;
-    return -1;
-}
-
+/* False for what the kernels decline: cubic, antialias, tf_crop_and_resize, an unknown mode. */
 static bool rz_parse(const ir_node *n, rz_attrs *a) {
     memset(a, 0, sizeof *a);
-    a->scales_in = a->sizes_in = -1;
-    a->coord = RZ_ASYMMETRIC;
-    a->round = RZ_FLOOR;
-    const char *s;
+    resize_params *p = &a->p;
     if (n->op == IR_OP_UPSAMPLE) {
+        const char *s;
         if (ir_attr_string(n, "mode", "nearest", &s) != ANVIL_OK) return false;
-        static const char *const modes[] = {"nearest", "linear", "bilinear", NULL};
-        int m = rz_pick_name(s, modes);
-        if (m < 0) return false;
-        a->mode = m == 0 ? RZ_NEAREST : RZ_LINEAR;
+        if (strcmp(s, "nearest") == 0)
+            p->mode = RS_NEAREST;
+        else if (strcmp(s, "linear") == 0 || strcmp(s, "bilinear") == 0)
+            p->mode = RS_LINEAR;
+        else
+            return false;
+        p->coord = RS_ASYMMETRIC;
+        p->nearest = RS_FLOOR;
+        p->policy = RS_STRETCH;
+        p->roi_in = p->scales_in = p->sizes_in = -1;
         if (n->opset < 9)
             return ir_attr_floats(n, "scales", &a->attr_scales, &a->n_attr_scales) == ANVIL_OK &&
                    a->attr_scales;
-        a->scales_in = 1;
+        p->scales_in = 1;
         return true;
     }
-    static const char *const modes[] = {"nearest", "linear", NULL};
-    if (ir_attr_string(n, "mode", "nearest", &s) != ANVIL_OK) return false;
-    int m = rz_pick_name(s, modes);
-    if (m < 0) return false;
-    a->mode = (rz_mode)m;
-    if (n->opset < 11) {
-        a->round = RZ_LEGACY;
-        a->scales_in = 1;
-    } else {
-        static const char *const coords[] = {
-            "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-            "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize", NULL};
-        static const char *const rounds[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
-                                             "ceil", NULL};
-        if (ir_attr_string(n, "coordinate_transformation_mode", "half_pixel", &s) != ANVIL_OK)
-            return false;
-        int c = rz_pick_name(s, coords);
-        if (c < 0 || c == RZ_TF_CROP_AND_RESIZE) return false;
-        a->coord = (rz_coord)c;
-        if (ir_attr_string(n, "nearest_mode", "round_prefer_floor", &s) != ANVIL_OK) return false;
-        int r = rz_pick_name(s, rounds);
-        if (r < 0) return false;
-        a->round = (rz_round)r;
-        if (ir_attr_flag(n, "exclude_outside", false, &a->exclude_outside) != ANVIL_OK)
-            return false;
-        a->scales_in = 2;
-        a->sizes_in = 3;
-    }
-    if (n->opset >= 18) {
-        static const char *const policies[] = {"stretch", "not_larger", "not_smaller", NULL};
-        bool antialias;
-        if (ir_attr_flag(n, "antialias", false, &antialias) != ANVIL_OK || antialias) return false;
-        if (ir_attr_string(n, "keep_aspect_ratio_policy", "stretch", &s) != ANVIL_OK) return false;
-        int p = rz_pick_name(s, policies);
-        if (p < 0) return false;
-        a->policy = (rz_policy)p;
-        if (ir_attr_ints(n, "axes", &a->axes, &a->n_axes) != ANVIL_OK) return false;
-        if (a->axes && a->n_axes == 0) a->axes = NULL;
-    }
-    return true;
+    if (!n->params) return false;
+    *p = *(const resize_params *)n->params;
+    return p->mode != RS_CUBIC && !p->antialias && p->coord != RS_TF_CROP_AND_RESIZE;
 }
 
-/* Whether input i holds a non-empty value list (the reference treats an empty one as absent). */
-static bool rz_given(const kern_node *kn, int i) {
-    size_t num;
-    return i > 0 && data_has_input(kn, i) && ir_shape_numel(&kn->in[i].shape, &num) && num > 0;
-}
-
-/* The per-axis geometry of kn, as the reference's rs_pick / rs_axes / rs_geometry (or
- * upsample_scales) compute it; false where anything is unknown or invalid. */
-static bool rz_geometry(const kern_node *kn, const rz_attrs *a, rz_axis *ax) {
+/* The per-axis geometry of kn through the reference's rs_pick / rs_axes / rs_geometry (Upsample:
+ * one scale per dim); false where anything is unknown or invalid. */
+static bool rz_geometry(const kern_node *kn, const rz_attrs *a, rs_axis *ax) {
+    const ir_node *n = kn->node;
     const op_tinfo *x = &kn->in[0];
     int rank = x->shape.rank;
     double scales[IR_MAX_RANK];
     int64_t sizes[IR_MAX_RANK];
     int marks[IR_MAX_RANK], count = rank;
     bool use_scales = true;
-    for (int d = 0; d < rank; d++) marks[d] = d;
     if (a->attr_scales) {
         if (a->n_attr_scales != (size_t)rank) return false;
-        for (int i = 0; i < rank; i++) scales[i] = a->attr_scales[i];
-    } else {
-        bool sc = rz_given(kn, a->scales_in), sz = rz_given(kn, a->sizes_in);
-        if (sc == sz) return false;
-        use_scales = sc;
-        const op_tinfo *v = &kn->in[sc ? a->scales_in : a->sizes_in];
-        if (!v->value || v->dtype != (use_scales ? ANVIL_DTYPE_FLOAT32 : ANVIL_DTYPE_INT64))
-            return false;
-        if (a->axes) {
-            if (a->n_axes > (size_t)rank) return false;
-            for (int d = 0; d < rank; d++) marks[d] = -1;
-            for (size_t i = 0; i < a->n_axes; i++) {
-                int64_t q = a->axes[i] < 0 ? a->axes[i] + rank : a->axes[i];
-                if (q < 0 || q >= rank || marks[q] >= 0) return false;
-                marks[q] = (int)i;
-            }
-            count = (int)a->n_axes;
+        for (int d = 0; d < rank; d++) {
+            marks[d] = d;
+            scales[d] = a->attr_scales[d];
         }
+    } else {
+        int which = -1;
+        if (rs_pick(n, &a->p, kn->in, kn->n_in, &which) != ANVIL_OK ||
+            rs_axes(n, &a->p, rank, &count, marks) != ANVIL_OK)
+            return false;
+        use_scales = which == a->p.scales_in;
+        const op_tinfo *v = &kn->in[which];
         size_t num;
-        if (!ir_shape_numel(&v->shape, &num) || num != (size_t)count) return false;
+        if (!v->value || v->dtype != (use_scales ? ANVIL_DTYPE_FLOAT32 : ANVIL_DTYPE_INT64) ||
+            !ir_shape_numel(&v->shape, &num) || num != (size_t)count)
+            return false;
         for (int i = 0; i < count; i++) {
             if (use_scales)
                 scales[i] = ((const float *)v->value)[i];
@@ -172,96 +95,8 @@ static bool rz_geometry(const kern_node *kn, const rz_attrs *a, rz_axis *ax) {
                 sizes[i] = ((const int64_t *)v->value)[i];
         }
     }
-    double policy_scale = 0;
-    for (int d = 0; d < rank; d++) {
-        rz_axis *g = &ax[d];
-        g->in = x->shape.d[d];
-        g->out = g->in;
-        g->scale = 1;
-        int i = marks[d];
-        if (i < 0) continue;
-        if (use_scales) {
-            double s = scales[i];
-            if (!(s > 0) || !isfinite(s)) return false;
-            g->scale = s;
-            g->out = (int64_t)floor(s * (double)g->in);
-        } else {
-            int64_t sz = sizes[i];
-            if (sz < 0 || (g->in == 0 && sz != 0)) return false;
-            g->out = sz;
-            if (g->in > 0) {
-                double r = (double)sz / (double)g->in;
-                if (policy_scale == 0 || (a->policy == RZ_NOT_LARGER && r < policy_scale) ||
-                    (a->policy == RZ_NOT_SMALLER && r > policy_scale))
-                    policy_scale = r;
-                g->scale = r;
-            }
-        }
-    }
-    if (!use_scales && a->policy != RZ_STRETCH)
-        for (int d = 0; d < rank; d++) {
-            rz_axis *g = &ax[d];
-            if (marks[d] < 0 || g->in == 0) continue;
-            g->scale = policy_scale;
-            g->out = (int64_t)(policy_scale * (double)g->in + 0.5);
-        }
-    for (int d = 0; d < rank; d++) {
-        rz_axis *g = &ax[d];
-        g->width =
-            (!use_scales && a->policy == RZ_STRETCH) ? (double)g->out : g->scale * (double)g->in;
-        g->resized = g->in > 0 && (g->out != g->in || g->scale != 1);
-        if (g->in == 0) g->scale = 1;
-    }
-    return true;
-}
-
-/* Input coordinate of output index y (the reference's rs_coordinate). */
-static double rz_coordinate(const rz_attrs *p, const rz_axis *a, int64_t y) {
-    double yy = (double)y, s = a->scale, len = (double)a->in;
-    switch (p->coord) {
-    case RZ_HALF_PIXEL:
-        return (yy + 0.5) / s - 0.5;
-    case RZ_HALF_PIXEL_SYMMETRIC: {
-        double adjustment = (double)a->out / a->width, center = len / 2;
-        return center * (1 - adjustment) + (yy + 0.5) / s - 0.5;
-    }
-    case RZ_PYTORCH_HALF_PIXEL:
-        return a->out > 1 ? (yy + 0.5) / s - 0.5 : 0.0;
-    case RZ_ALIGN_CORNERS:
-        return a->width == 1 ? 0.0 : yy * (len - 1) / (a->width - 1);
-    case RZ_ASYMMETRIC:
-        return yy / s;
-    case RZ_TF_HALF_PIXEL_FOR_NN:
-        return (yy + 0.5) / s;
-    case RZ_TF_CROP_AND_RESIZE:
-        break;
-    }
-    return 0;
-}
-
-/* Nearest input index of coordinate x, clamped (the reference's rs_nearest_index). */
-static int64_t rz_nearest_index(const rz_attrs *p, const rz_axis *a, double x) {
-    double f = floor(x), r;
-    switch (p->round) {
-    case RZ_ROUND_PREFER_FLOOR:
-        r = (x - f == 0.5) ? f : floor(x + 0.5);
-        break;
-    case RZ_ROUND_PREFER_CEIL:
-        r = floor(x + 0.5);
-        break;
-    case RZ_FLOOR:
-        r = f;
-        break;
-    case RZ_CEIL:
-        r = ceil(x);
-        break;
-    default:
-        r = a->scale < 1 ? ceil(x) : f;
-        break;
-    }
-    if (r < 0) return 0;
-    if (r > (double)(a->in - 1)) return a->in - 1;
-    return (int64_t)r;
+    return rs_geometry(n, &a->p, rank, x->shape.d, marks, use_scales ? scales : NULL,
+                       use_scales ? NULL : sizes, ax) == ANVIL_OK;
 }
 
 /* ---- state ------------------------------------------------------------------------------- */
@@ -294,15 +129,15 @@ static void rz_release(void *state) {
     free(s);
 }
 
-static bool rz_supports_common(const kern_node *kn, rz_mode mode) {
+static bool rz_supports_common(const kern_node *kn, rs_mode mode) {
     if (kn->n_out < 1 || !data_static(&kn->in[0]) || !data_static(&kn->out[0])) return false;
     const op_tinfo *x = &kn->in[0], *y = &kn->out[0];
     int rank = x->shape.rank;
     if (rank < 1 || y->shape.rank != rank || y->dtype != x->dtype) return false;
     rz_attrs a;
-    if (!rz_parse(kn->node, &a) || a.mode != mode) return false;
-    if (mode == RZ_LINEAR && x->dtype != ANVIL_DTYPE_FLOAT32) return false;
-    rz_axis ax[IR_MAX_RANK];
+    if (!rz_parse(kn->node, &a) || a.p.mode != mode) return false;
+    if (mode == RS_LINEAR && x->dtype != ANVIL_DTYPE_FLOAT32) return false;
+    rs_axis ax[IR_MAX_RANK];
     if (!rz_geometry(kn, &a, ax)) return false;
     for (int d = 0; d < rank; d++) {
         if (ax[d].out != y->shape.d[d]) return false;
@@ -315,12 +150,12 @@ static bool rz_supports_common(const kern_node *kn, rz_mode mode) {
 
 static bool rz_supports_nearest(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    return rz_supports_common(kn, RZ_NEAREST);
+    return rz_supports_common(kn, RS_NEAREST);
 }
 
 static bool rz_supports_linear(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    return rz_supports_common(kn, RZ_LINEAR);
+    return rz_supports_common(kn, RS_LINEAR);
 }
 
 /* The AVX-512 rows index the input row with int32 offsets. */
@@ -361,11 +196,13 @@ static anvil_status rz_hplan_build(rz_state *s) {
     return ANVIL_OK;
 }
 
-/* The two linear taps of every output index of one axis (the reference's rs_axis_taps for
- * linear without antialias: offsets 0 and 1 from floor(x), weights 1 - r and r, clamped
- * indices, renormalised when exclude_outside drops one). */
-static void rz_taps(const rz_attrs *p, const rz_axis *a, int64_t *i0, int64_t *i1, float *w0,
+/* The two linear taps of every output index of one axis through the reference's rs_taps_at (linear
+ * without antialias has taps at offsets 0 and 1 from floor(x)); false for any other layout. */
+static bool rz_taps(const resize_params *p, const rs_axis *a, int64_t *i0, int64_t *i1, float *w0,
                     float *w1) {
+    double s;
+    int64_t start;
+    if (rs_tap_layout(p, a, &s, &start) != 2) return false;
     for (int64_t y = 0; y < a->out; y++) {
         if (!a->resized) {
             i0[y] = i1[y] = y;
@@ -373,34 +210,20 @@ static void rz_taps(const rz_attrs *p, const rz_axis *a, int64_t *i0, int64_t *i
             w1[y] = 0;
             continue;
         }
-        double x = rz_coordinate(p, a, y), base = floor(x), r = x - base, sum = 0, w[2];
         int64_t idx[2];
-        if (!isfinite(x)) {
-            base = 0;
-            r = 0;
-        }
-        for (int t = 0; t < 2; t++) {
-            int64_t i = (int64_t)base + t;
-            double wt = fmax(0.0, 1 - fabs((double)t - r));
-            if (p->exclude_outside && (i < 0 || i >= a->in)) wt = 0;
-            idx[t] = i < 0 ? 0 : i >= a->in ? a->in - 1 : i;
-            w[t] = wt;
-            sum += wt;
-        }
-        if (p->exclude_outside && sum != 0) {
-            w[0] /= sum;
-            w[1] /= sum;
-        }
+        double w[2];
+        rs_taps_at(p, a, y, s, start, 2, idx, w);
         i0[y] = idx[0];
         i1[y] = idx[1];
         w0[y] = (float)w[0];
         w1[y] = (float)w[1];
     }
+    return true;
 }
 
 static anvil_status rz_prepare_isa(const kern_node *kn, bool avx512, void **state) {
     rz_attrs a;
-    rz_axis ax[IR_MAX_RANK];
+    rs_axis ax[IR_MAX_RANK];
     if (!rz_parse(kn->node, &a) || !rz_geometry(kn, &a, ax))
         return core_err(ANVIL_ERR_INTERNAL, "%s: resize geometry unavailable in prepare",
                         ir_node_label(kn->node));
@@ -416,15 +239,15 @@ static anvil_status rz_prepare_isa(const kern_node *kn, bool avx512, void **stat
     s->es = anvil_dtype_size(x->dtype);
     s->threads = kn->threads > 0 ? kn->threads : 1;
     s->planes = (int64_t)data_prod(s->in_dims, 0, rank >= 2 ? rank - 2 : 0);
-    const rz_axis one = {.in = 1, .out = 1, .scale = 1, .width = 1};
-    const rz_axis *ah = rank >= 2 ? &ax[rank - 2] : &one, *aw = &ax[rank - 1];
+    const rs_axis one = {.in = 1, .out = 1, .scale = 1, .width = 1};
+    const rs_axis *ah = rank >= 2 ? &ax[rank - 2] : &one, *aw = &ax[rank - 1];
     s->ih = ah->in;
     s->oh = ah->out;
     s->iw = aw->in;
     s->ow = aw->out;
     s->w_resized = aw->resized;
     size_t oh = (size_t)s->oh, ow = (size_t)s->ow;
-    if (a.mode == RZ_NEAREST) {
+    if (a.p.mode == RS_NEAREST) {
         s->block = malloc((oh + ow + 1) * sizeof(int64_t));
         if (!s->block) {
             rz_release(s);
@@ -432,13 +255,13 @@ static anvil_status rz_prepare_isa(const kern_node *kn, bool avx512, void **stat
         }
         s->mh = s->block;
         s->mw = s->mh + oh;
-        const rz_axis *axes2[2] = {ah, aw};
+        const rs_axis *axes2[2] = {ah, aw};
         int64_t *maps[2] = {s->mh, s->mw};
         for (int k = 0; k < 2; k++)
             for (int64_t o = 0; o < axes2[k]->out; o++)
-                maps[k][o] = axes2[k]->resized
-                                 ? rz_nearest_index(&a, axes2[k], rz_coordinate(&a, axes2[k], o))
-                                 : o;
+                maps[k][o] = axes2[k]->resized ? rs_nearest_index(&a.p, axes2[k],
+                                                                  rs_coordinate(&a.p, axes2[k], o))
+                                               : o;
         s->w_identity = s->ow == s->iw;
         for (int64_t o = 0; o < s->ow && s->w_identity; o++) s->w_identity = s->mw[o] == o;
         if (!s->w_identity && s->iw > 0 && s->ow % s->iw == 0 && s->ow / s->iw <= 64) {
@@ -462,8 +285,12 @@ static anvil_status rz_prepare_isa(const kern_node *kn, bool avx512, void **stat
         s->wy1 = s->wy0 + oh;
         s->wx0 = s->wy1 + oh;
         s->wx1 = s->wx0 + ow;
-        rz_taps(&a, ah, s->y0, s->y1, s->wy0, s->wy1);
-        rz_taps(&a, aw, s->x0, s->x1, s->wx0, s->wx1);
+        if (!rz_taps(&a.p, ah, s->y0, s->y1, s->wy0, s->wy1) ||
+            !rz_taps(&a.p, aw, s->x0, s->x1, s->wx0, s->wx1)) {
+            rz_release(s);
+            return core_err(ANVIL_ERR_INTERNAL, "%s: resize taps are not two per output",
+                            ir_node_label(kn->node));
+        }
         s->ws_stride = ((size_t)s->iw + 15) & ~(size_t)15;
         s->avx512 = avx512;
         if (avx512 && rz_hplan_build(s) != ANVIL_OK) {
