@@ -1,26 +1,12 @@
-/* Pad: attribute/input checking, shape inference and the reference kernel.
- *
- * Negative pads crop. They are applied first: the data that survives the crop is a window of the
- * input, and the positive pads then extend that window, so reflect / edge / wrap read only from
- * the window (this is what ONNX Runtime does; numpy, which the ONNX reference uses, has no
- * negative pads at all). Reflect and wrap follow numpy for pads larger than the axis: the pattern
- * simply repeats.
+/* Pad: attribute/input checking, shape inference and the reference kernel. The pad semantics
+ * (negative pads crop first, then the positive ones extend the kept window) and the geometry
+ * helpers live in ops/pad_common.h, shared with the Pad kernel.
  *
  * The kernel is a dtype-agnostic byte mover. Each axis gets a small table mapping an output
  * index to its source index (or -1 for the constant), built once per run; rows are then filled
  * with one memcpy for the copied middle and per-element moves for the padded ends. Work is split
  * by output row (all dims but the last). */
-#include "ops/nn_common.h"
-
-typedef enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
-
-typedef struct pad_params {
-    pad_mode mode;
-    /* opset < 11 only: pads and the constant from attributes */
-    const int64_t *pads;
-    size_t n_pads;
-    float value;
-} pad_params;
+#include "ops/pad_common.h"
 
 static anvil_status pad_check(ir_graph *g, ir_node *n) {
     OP_PARAMS_NEW(g, pad_params, p);
@@ -68,60 +54,6 @@ static anvil_status pad_check(ir_graph *g, ir_node *n) {
     return ANVIL_OK;
 }
 
-/* Per-axis begin/end pads of a rank-`rank` tensor from the pads list (2 * naxes values) and the
- * optional axes list. Validates counts, axis range and duplicates. */
-static anvil_status pad_expand(const ir_node *n, int rank, const int64_t *pads, size_t n_pads,
-                               const int64_t *axes, size_t n_axes, bool has_axes, int64_t *begin,
-                               int64_t *end) {
-    size_t naxes = has_axes ? n_axes : (size_t)rank;
-    if (n_pads != 2 * naxes)
-        return core_err(ANVIL_ERR_SHAPE,
-                        "%s: pads has %zu values; expected %zu (a begin and an end for each of "
-                        "%zu %s)",
-                        ir_node_label(n), n_pads, 2 * naxes, naxes,
-                        has_axes ? "listed axes" : "input dims");
-    for (int d = 0; d < rank; d++) begin[d] = end[d] = 0;
-    bool seen[IR_MAX_RANK] = {false};
-    for (size_t i = 0; i < naxes; i++) {
-        int ax = (int)i;
-        if (has_axes) {
-            CORE_TRY(op_norm_axis(n, "axes value", axes[i], rank, &ax));
-            if (seen[ax])
-                return core_err(ANVIL_ERR_SHAPE, "%s: axis %d appears twice in axes",
-                                ir_node_label(n), ax);
-            seen[ax] = true;
-        }
-        if (pads[i] < -NN_MAX_EXTENT || pads[i] > NN_MAX_EXTENT ||
-            pads[naxes + i] < -NN_MAX_EXTENT || pads[naxes + i] > NN_MAX_EXTENT)
-            return core_err(ANVIL_ERR_LIMIT,
-                            "%s: pad values for axis %d (%lld, %lld) are too "
-                            "large",
-                            ir_node_label(n), ax, (long long)pads[i], (long long)pads[naxes + i]);
-        begin[ax] = pads[i];
-        end[ax] = pads[naxes + i];
-    }
-    return ANVIL_OK;
-}
-
-/* Output size of one axis of size `in`; SHAPE error if the crop leaves less than nothing or a
- * non-constant mode is asked to pad an axis with no data to copy from. */
-static anvil_status pad_axis_size(const ir_node *n, pad_mode mode, int axis, int64_t in, int64_t b,
-                                  int64_t e, int64_t *out) {
-    int64_t kept = in - (b < 0 ? -b : 0) - (e < 0 ? -e : 0);
-    if (kept < 0)
-        return core_err(ANVIL_ERR_SHAPE,
-                        "%s: axis %d has size %lld but the negative pads (%lld, %lld) remove "
-                        "more than that",
-                        ir_node_label(n), axis, (long long)in, (long long)b, (long long)e);
-    if (kept == 0 && mode != PAD_CONSTANT && (b > 0 || e > 0))
-        return core_err(ANVIL_ERR_SHAPE,
-                        "%s: axis %d keeps no data (size %lld, pads %lld, %lld) so there is "
-                        "nothing to reflect, repeat or wrap; use mode 'constant'",
-                        ir_node_label(n), axis, (long long)in, (long long)b, (long long)e);
-    *out = in + b + e;
-    return ANVIL_OK;
-}
-
 static anvil_status pad_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
                               op_tinfo *out, int n_out) {
     (void)g;
@@ -133,7 +65,6 @@ static anvil_status pad_infer(const ir_graph *g, const ir_node *n, const op_tinf
                         ir_node_label(n), anvil_dtype_name(x->dtype));
     out[0].dtype = x->dtype;
     bool has_value = n->opset >= 11 && n_in > 2 && op_has_input(n, 2);
-    bool has_axes = n->opset >= 18 && n_in > 3 && op_has_input(n, 3);
     if (has_value) {
         size_t num;
         if (in[2].dtype != x->dtype)
@@ -150,31 +81,12 @@ static anvil_status pad_infer(const ir_graph *g, const ir_node *n, const op_tinf
         ir_shape_unknown(&out[0].shape);
         return ANVIL_OK;
     }
-    int64_t pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
-    size_t n_pads = 0, n_axes = 0;
-    bool known = true;
-    if (n->opset < 11) {
-        if (p->n_pads > 2 * IR_MAX_RANK)
-            return core_err(ANVIL_ERR_SHAPE, "%s: %zu pads for a rank-%d input", ir_node_label(n),
-                            p->n_pads, rank);
-        if (p->n_pads > 0) memcpy(pads, p->pads, p->n_pads * sizeof *pads);
-        n_pads = p->n_pads;
-    } else if (in[1].value) {
-        CORE_TRY(op_value_ints(n, 1, &in[1], pads, 2 * IR_MAX_RANK, &n_pads));
-    } else {
-        known = false;
-    }
-    if (has_axes) {
-        if (in[3].value)
-            CORE_TRY(op_value_ints(n, 3, &in[3], axes, IR_MAX_RANK, &n_axes));
-        else
-            known = false;
-    }
+    int64_t b[IR_MAX_RANK], e[IR_MAX_RANK];
+    bool known;
+    CORE_TRY(pad_resolve(n, in, n_in, rank, b, e, &known));
     ir_shape *o = &out[0].shape;
     nn_shape_unknown_dims(o, rank);
     if (!known) return ANVIL_OK;
-    int64_t b[IR_MAX_RANK], e[IR_MAX_RANK];
-    CORE_TRY(pad_expand(n, rank, pads, n_pads, axes, n_axes, has_axes, b, e));
     for (int d = 0; d < rank; d++) {
         if (x->shape.d[d] < 0) {
             if (b[d] == 0 && e[d] == 0) o->sym[d] = x->shape.sym[d];
@@ -183,34 +95,6 @@ static anvil_status pad_infer(const ir_graph *g, const ir_node *n, const op_tinf
         CORE_TRY(pad_axis_size(n, p->mode, d, x->shape.d[d], b[d], e[d], &o->d[d]));
     }
     return ANVIL_OK;
-}
-
-/* Source index along an axis for output index o, or -1 for the constant. The kept window starts
- * at input index `crop` and holds `kept` elements; `lead` output elements precede it. */
-static int64_t pad_source(pad_mode mode, int64_t o, int64_t lead, int64_t crop, int64_t kept) {
-    int64_t j = o - lead;
-    if (j < 0 || j >= kept) {
-        switch (mode) {
-        case PAD_CONSTANT:
-            return -1;
-        case PAD_EDGE:
-            j = j < 0 ? 0 : kept - 1;
-            break;
-        case PAD_WRAP:
-            j = ((j % kept) + kept) % kept;
-            break;
-        case PAD_REFLECT:
-            if (kept == 1) {
-                j = 0;
-            } else {
-                int64_t period = 2 * (kept - 1);
-                j = ((j % period) + period) % period;
-                if (j >= kept) j = period - j;
-            }
-            break;
-        }
-    }
-    return crop + j;
 }
 
 typedef struct pad_job {
@@ -284,7 +168,7 @@ static anvil_status pad_run(const ir_node *n, const op_tensor *const *in, int n_
     }
     anvil_status s = pad_expand(n, rank, pads, n_pads, axes, n_axes, has_axes, b, e);
     for (int d = 0; s == ANVIL_OK && d < rank; d++) {
-        int64_t od;
+        int64_t od = 0;
         s = pad_axis_size(n, p->mode, d, x->dims[d], b[d], e[d], &od);
         if (s == ANVIL_OK && od != y->dims[d])
             s = core_err(ANVIL_ERR_RUNTIME,
@@ -319,16 +203,16 @@ static anvil_status pad_run(const ir_node *n, const op_tensor *const *in, int n_
         return core_err(ANVIL_ERR_OUT_OF_MEMORY, "%s: no memory for index maps", ir_node_label(n));
     int64_t *m = maps;
     for (int d = 0; d < rank; d++) {
-        int64_t crop = b[d] < 0 ? -b[d] : 0, lead = b[d] > 0 ? b[d] : 0;
-        int64_t kept = x->dims[d] - crop - (e[d] < 0 ? -e[d] : 0);
+        pad_window w = pad_window_of(x->dims[d], b[d], e[d]);
         j.odims[d] = y->dims[d];
         j.map[d] = m;
-        for (int64_t o = 0; o < y->dims[d]; o++) m[o] = pad_source(p->mode, o, lead, crop, kept);
+        for (int64_t o = 0; o < y->dims[d]; o++)
+            m[o] = pad_source(p->mode, o, w.lead, w.crop, w.kept);
         m += y->dims[d];
         if (d == rank - 1) {
-            j.lead_last = lead;
-            j.kept_last = kept;
-            j.crop_last = crop;
+            j.lead_last = w.lead;
+            j.kept_last = w.kept;
+            j.crop_last = w.crop;
         }
     }
     op_parallel_for(ctx, total / (size_t)y->dims[rank - 1], pad_range, &j);

@@ -1,15 +1,14 @@
 /* Pad (constant, reflect, edge, wrap; any rank and dtype) with the pads known at plan time.
  *
- * prepare resolves the pads exactly as the reference does (negative pads crop first, the
- * positive ones then extend the kept window) into one table per axis: output index -> input
- * index, or -1 for the constant. A run fills rows (all dims but the last): a row whose leading
- * indices fall in a constant pad is a copy of a prepared row of the constant; any other row is
- * its mapped ends element by element around one memcpy of the kept run. Rows are walked with an
+ * prepare resolves the pads with the reference's own helpers (ops/pad_common.h: negative pads
+ * crop first, the positive ones then extend the kept window) into one table per axis: output index
+ * -> input index, or -1 for the constant. A run fills rows (all dims but the last): a row whose
+ * leading indices fall in a constant pad is a copy of a prepared row of the constant; any other row
+ * is its mapped ends element by element around one memcpy of the kept run. Rows are walked with an
  * odometer rather than dividing the row number per row, and split across threads in contiguous
  * ranges. Pads only known at run time stay with the reference. */
 #include "data.h"
-
-typedef enum { DP_CONSTANT, DP_REFLECT, DP_EDGE, DP_WRAP } dp_mode;
+#include "ops/pad_common.h"
 
 typedef struct dp_state {
     int rank;
@@ -22,57 +21,12 @@ typedef struct dp_state {
     int64_t *block;
 } dp_state;
 
-static bool dp_mode_of(const ir_node *n, dp_mode *m) {
-    const char *s;
-    if (ir_attr_string(n, "mode", "constant", &s) != ANVIL_OK) return false;
-    static const char *const names[] = {"constant", "reflect", "edge", "wrap"};
-    for (int i = 0; i < 4; i++)
-        if (strcmp(s, names[i]) == 0) {
-            *m = (dp_mode)i;
-            return i != DP_WRAP || n->opset >= 19;
-        }
-    return false;
-}
-
-/* Per-axis begin / end pads (the reference's pad_expand); false where they are unknown at plan
- * time or invalid. */
+/* Per-axis begin / end pads through the reference's pad_resolve; false where they are unknown at
+ * plan time or invalid. */
 static bool dp_pads(const kern_node *kn, int rank, int64_t *b, int64_t *e) {
-    const ir_node *n = kn->node;
-    int64_t pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
-    size_t n_pads = 0, n_axes = 0;
-    bool has_axes = n->opset >= 18 && data_has_input(kn, 3);
-    if (n->opset < 11) {
-        const int64_t *p;
-        if (ir_attr_ints(n, n->opset < 2 ? "paddings" : "pads", &p, &n_pads) != ANVIL_OK ||
-            n_pads > 2 * IR_MAX_RANK || !p)
-            return false;
-        memcpy(pads, p, n_pads * sizeof *pads);
-    } else {
-        if (!data_has_input(kn, 1) || !kn->in[1].value ||
-            op_value_ints(n, 1, &kn->in[1], pads, 2 * IR_MAX_RANK, &n_pads) != ANVIL_OK)
-            return false;
-    }
-    if (has_axes && (!kn->in[3].value ||
-                     op_value_ints(n, 3, &kn->in[3], axes, IR_MAX_RANK, &n_axes) != ANVIL_OK))
-        return false;
-    size_t naxes = has_axes ? n_axes : (size_t)rank;
-    if (n_pads != 2 * naxes) return false;
-    for (int d = 0; d < rank; d++) b[d] = e[d] = 0;
-    bool seen[IR_MAX_RANK] = {false};
-    for (size_t i = 0; i < naxes; i++) {
-        int64_t ax = (int64_t)i;
-        if (has_axes) {
-            ax = axes[i] < 0 ? axes[i] + rank : axes[i];
-            if (ax < 0 || ax >= rank || seen[ax]) return false;
-            seen[ax] = true;
-        }
-        const int64_t lim = (int64_t)1 << 40;
-        if (pads[i] < -lim || pads[i] > lim || pads[naxes + i] < -lim || pads[naxes + i] > lim)
-            return false;
-        b[ax] = pads[i];
-        e[ax] = pads[naxes + i];
-    }
-    return true;
+    bool known;
+    return kn->node->params &&
+           pad_resolve(kn->node, kn->in, kn->n_in, rank, b, e, &known) == ANVIL_OK && known;
 }
 
 static bool dp_supports(const kern_node *kn, const core_hw *hw) {
@@ -80,47 +34,19 @@ static bool dp_supports(const kern_node *kn, const core_hw *hw) {
     if (kn->n_out < 1 || !data_static(&kn->in[0]) || !data_static(&kn->out[0])) return false;
     const op_tinfo *x = &kn->in[0], *y = &kn->out[0];
     int rank = x->shape.rank;
-    dp_mode m;
-    if (rank < 1 || y->shape.rank != rank || y->dtype != x->dtype || !dp_mode_of(kn->node, &m))
-        return false;
+    if (rank < 1 || y->shape.rank != rank || y->dtype != x->dtype) return false;
     if (anvil_dtype_size(x->dtype) > 16) return false;
     if (kn->node->opset >= 11 && data_has_input(kn, 2) && kn->in[2].dtype != x->dtype) return false;
     int64_t b[IR_MAX_RANK], e[IR_MAX_RANK];
     if (!dp_pads(kn, rank, b, e)) return false;
+    const pad_params *p = kn->node->params;
     for (int d = 0; d < rank; d++) {
-        int64_t in = x->shape.d[d];
-        int64_t kept = in - (b[d] < 0 ? -b[d] : 0) - (e[d] < 0 ? -e[d] : 0);
-        if (kept < 0 || (kept == 0 && m != DP_CONSTANT && (b[d] > 0 || e[d] > 0))) return false;
-        if (in + b[d] + e[d] != y->shape.d[d]) return false;
+        int64_t od = 0;
+        if (pad_axis_size(kn->node, p->mode, d, x->shape.d[d], b[d], e[d], &od) != ANVIL_OK ||
+            od != y->shape.d[d])
+            return false;
     }
     return true;
-}
-
-/* Source index along an axis for output index o, or -1 (the reference's pad_source). */
-static int64_t dp_source(dp_mode mode, int64_t o, int64_t lead, int64_t crop, int64_t kept) {
-    int64_t j = o - lead;
-    if (j < 0 || j >= kept) {
-        switch (mode) {
-        case DP_CONSTANT:
-            return -1;
-        case DP_EDGE:
-            j = j < 0 ? 0 : kept - 1;
-            break;
-        case DP_WRAP:
-            j = ((j % kept) + kept) % kept;
-            break;
-        case DP_REFLECT:
-            if (kept == 1) {
-                j = 0;
-            } else {
-                int64_t period = 2 * (kept - 1);
-                j = ((j % period) + period) % period;
-                if (j >= kept) j = period - j;
-            }
-            break;
-        }
-    }
-    return crop + j;
 }
 
 static void dp_release(void *state) {
@@ -135,9 +61,9 @@ static anvil_status dp_prepare(const kern_node *kn, void **state) {
     const op_tinfo *x = &kn->in[0], *y = &kn->out[0];
     int rank = x->shape.rank;
     int64_t b[IR_MAX_RANK], e[IR_MAX_RANK];
-    dp_mode mode;
-    if (!dp_mode_of(n, &mode) || !dp_pads(kn, rank, b, e))
+    if (!dp_pads(kn, rank, b, e))
         return core_err(ANVIL_ERR_INTERNAL, "%s: pads unavailable in prepare", ir_node_label(n));
+    const pad_params *p = n->params;
     dp_state *s = calloc(1, sizeof *s);
     size_t len = 0;
     for (int d = 0; d < rank; d++) len += (size_t)y->shape.d[d];
@@ -156,24 +82,19 @@ static anvil_status dp_prepare(const kern_node *kn, void **state) {
     for (int d = 0; d < rank; d++) {
         s->in_dims[d] = x->shape.d[d];
         s->out_dims[d] = y->shape.d[d];
-        int64_t crop = b[d] < 0 ? -b[d] : 0, lead = b[d] > 0 ? b[d] : 0;
-        int64_t kept = x->shape.d[d] - crop - (e[d] < 0 ? -e[d] : 0);
+        pad_window w = pad_window_of(x->shape.d[d], b[d], e[d]);
         s->map[d] = m;
-        for (int64_t o = 0; o < y->shape.d[d]; o++) m[o] = dp_source(mode, o, lead, crop, kept);
+        for (int64_t o = 0; o < y->shape.d[d]; o++)
+            m[o] = pad_source(p->mode, o, w.lead, w.crop, w.kept);
         m += y->shape.d[d];
         if (d == rank - 1) {
-            s->lead = lead;
-            s->kept = kept;
-            s->crop = crop;
+            s->lead = w.lead;
+            s->kept = w.kept;
+            s->crop = w.crop;
         }
     }
     if (n->opset < 11) {
-        float v = 0;
-        if (ir_attr_float(n, "value", 0.0f, &v) != ANVIL_OK) {
-            dp_release(s);
-            return core_err(ANVIL_ERR_INTERNAL, "%s: bad value attribute", ir_node_label(n));
-        }
-        core_store_f64(x->dtype, s->attr_fill, 0, v);
+        core_store_f64(x->dtype, s->attr_fill, 0, p->value);
     } else {
         s->fill_from_input = data_has_input(kn, 2);
     }
