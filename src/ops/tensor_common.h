@@ -1,7 +1,8 @@
 /* Private helpers shared by the tensor/shape op family (src/ops/tensor/) and the ops elsewhere
  * that move or index elements (einsum, upsample/col2im, If/Loop/Scan, ...). Not part of the ops
- * layer contract: nothing outside src/ops includes it. All helpers are static inline so each file
- * takes only what it uses.
+ * layer contract: outside src/ops only the data kernels (kernels/cpu/data) include it, for the
+ * Slice geometry and the Gather index error they must agree on. All helpers are static inline so
+ * each file takes only what it uses.
  *
  * Pointers passed to these helpers are borrowed for the call; nothing here allocates. */
 #ifndef ANVIL_OPS_TENSOR_COMMON_H
@@ -307,6 +308,137 @@ static inline anvil_status tensor_attr_choice(const ir_node *n, const char *name
     }
     return core_err(status, "node '%s' (%s): attribute '%s' is '%s'; expected %s", ir_node_label(n),
                     ir_op_name(n->op), name, s, expected);
+}
+
+/* RUNTIME error for Gather index v at flat position t of the indices ix, out of range for axis
+ * `axis` of size s (valid: -s..s-1). */
+static inline anvil_status tensor_gather_index_error(const ir_node *n, const op_tensor *ix,
+                                                     size_t t, int64_t v, int axis, int64_t s) {
+    char pos[160];
+    return core_err(ANVIL_ERR_RUNTIME,
+                    "%s: index %lld at position %s of the indices is out of range for axis %d of "
+                    "size %lld (valid: %lld..%lld); fix the indices input",
+                    ir_node_label(n), (long long)v,
+                    tensor_pos_str(ix->dims, ix->rank, t, pos, sizeof pos), axis, (long long)s,
+                    (long long)-s, (long long)s - 1);
+}
+
+/* ---- Slice geometry (the reference in tensor/move.c and the data kernels' slice_copy) ------ */
+
+/* A Slice node's attributes, parsed by the reference's check into n->params (arena-owned). */
+typedef struct slice_params {
+    /* opset < 10 only (arena-owned): the starts/ends/axes attributes, n entries each; a list
+     * pointer may be NULL when n is 0 */
+    const int64_t *starts, *ends, *axes;
+    bool has_axes;
+    size_t n;
+} slice_params;
+
+/* The slice lists as plain arrays (k entries each; axes/steps NULL when defaulted). */
+typedef struct slice_lists {
+    int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
+    bool has_axes, has_steps;
+    size_t k;
+} slice_lists;
+
+/* Per dim of the input: first index read, step, and output count (-1 where the input dim is
+ * unknown). Dims no list names keep start 0, step 1, the full count. */
+typedef struct slice_plan {
+    bool sliced[IR_MAX_RANK];
+    int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], count[IR_MAX_RANK];
+} slice_plan;
+
+/* Applies the ONNX rules: negative starts/ends count from the back, then clamp into [0, d] for
+ * forward steps and [0, d-1] / [-1, d-1] for backward steps, so that INT64_MAX / INT64_MIN mean
+ * "to the end" either way. */
+static inline anvil_status slice_resolve(const ir_node *n, const int64_t *dims, int rank,
+                                         const slice_lists *l, slice_plan *pl) {
+    for (int i = 0; i < rank; i++) {
+        pl->sliced[i] = false;
+        pl->start[i] = 0;
+        pl->step[i] = 1;
+        pl->count[i] = dims[i];
+    }
+    if (!l->has_axes && (int64_t)l->k > rank)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: %zu starts given for an input of rank %d; give at most one per dim",
+                        ir_node_label(n), l->k, rank);
+    for (size_t i = 0; i < l->k; i++) {
+        int a = (int)i;
+        if (l->has_axes) CORE_TRY(op_norm_axis(n, "axes entry", l->axes[i], rank, &a));
+        if (pl->sliced[a])
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: axis %d is sliced twice; list each axis at most once",
+                            ir_node_label(n), a);
+        int64_t step = l->has_steps ? l->steps[i] : 1;
+        if (step == 0)
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: steps entry %zu (axis %d) is 0; steps must be "
+                            "nonzero",
+                            ir_node_label(n), i, a);
+        pl->sliced[a] = true;
+        pl->step[a] = step;
+        int64_t d = dims[a];
+        if (d <= 0) {
+            /* unknown size; or an empty dim, where the backward clamp range [0, d-1] is empty */
+            pl->count[a] = d < 0 ? -1 : 0;
+            continue;
+        }
+        int64_t s = l->starts[i], e = l->ends[i];
+        if (s < 0) s += d;
+        if (e < 0) e += d;
+        uint64_t span;
+        if (step > 0) {
+            s = s < 0 ? 0 : (s > d ? d : s);
+            e = e < 0 ? 0 : (e > d ? d : e);
+            span = e > s ? (uint64_t)(e - s) : 0;
+        } else {
+            s = s < 0 ? 0 : (s > d - 1 ? d - 1 : s);
+            e = e < -1 ? -1 : (e > d - 1 ? d - 1 : e);
+            span = s > e ? (uint64_t)(s - e) : 0;
+        }
+        /* |step| as unsigned so that INT64_MIN works */
+        uint64_t ustep = step > 0 ? (uint64_t)step : (uint64_t)0 - (uint64_t)step;
+        pl->count[a] = span ? (int64_t)((span - 1) / ustep + 1) : 0;
+        pl->start[a] = pl->count[a] ? s : 0;
+    }
+    return ANVIL_OK;
+}
+
+/* Reads the lists from the attributes (opset < 10). */
+static inline void slice_lists_from_attrs(const slice_params *p, slice_lists *l) {
+    l->k = p->n;
+    l->has_axes = p->has_axes;
+    l->has_steps = false;
+    if (!p->n) return;
+    memcpy(l->starts, p->starts, p->n * sizeof(int64_t));
+    memcpy(l->ends, p->ends, p->n * sizeof(int64_t));
+    if (p->has_axes) memcpy(l->axes, p->axes, p->n * sizeof(int64_t));
+}
+
+/* Reads the lists from the plan-time values of inputs 1..4 of in (opset >= 10; starts and ends
+ * given, every given list's value known). SHAPE error when the lists' lengths differ. */
+static inline anvil_status slice_lists_from_values(const ir_node *n, const op_tinfo *in,
+                                                   slice_lists *l) {
+    size_t k2 = 0;
+    CORE_TRY(op_value_ints(n, 1, &in[1], l->starts, IR_MAX_RANK, &l->k));
+    CORE_TRY(op_value_ints(n, 2, &in[2], l->ends, IR_MAX_RANK, &k2));
+    bool same = k2 == l->k;
+    l->has_axes = op_has_input(n, 3);
+    if (l->has_axes) {
+        CORE_TRY(op_value_ints(n, 3, &in[3], l->axes, IR_MAX_RANK, &k2));
+        same = same && k2 == l->k;
+    }
+    l->has_steps = op_has_input(n, 4);
+    if (l->has_steps) {
+        CORE_TRY(op_value_ints(n, 4, &in[4], l->steps, IR_MAX_RANK, &k2));
+        same = same && k2 == l->k;
+    }
+    if (!same)
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: starts, ends, axes and steps must have the same length",
+                        ir_node_label(n));
+    return ANVIL_OK;
 }
 
 #endif

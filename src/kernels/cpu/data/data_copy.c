@@ -16,8 +16,7 @@
  * reference does (same error, same message), so a bad index leaves the output untouched.
  * Small problems run on the calling thread. */
 #include "data.h"
-
-#include <stdio.h>
+#include "ops/tensor_common.h"
 
 /* Bytes per unit of parallel work. */
 #define DC_BLOCK ((size_t)64 << 10)
@@ -306,90 +305,29 @@ static anvil_status dc_view_make(const kern_node *kn, int rank, const int64_t *d
     return ANVIL_OK;
 }
 
-static void dc_strides(const int64_t *dims, int rank, int64_t *stride) {
-    int64_t s = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        stride[d] = s;
-        s *= dims[d];
-    }
-}
-
-/* Slice: per input dim the first index, step and count, resolved as the reference's
- * slice_resolve does; false where a list is unknown or invalid. */
+/* Slice: per input dim the first index, step and count, through the reference's slice_resolve;
+ * false where a list is unknown or invalid. */
 static bool dc_slice_plan(const kern_node *kn, int64_t *start, int64_t *step, int64_t *count) {
     const ir_node *n = kn->node;
     const ir_shape *x = &kn->in[0].shape;
-    int rank = x->rank;
-    int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
-    size_t k = 0, k2;
-    bool has_axes, has_steps = false;
+    slice_lists l;
+    memset(&l, 0, sizeof l);
+    if (!n->params) return false;
     if (n->opset < 10) {
-        const int64_t *s, *e, *a;
-        size_t ks, ke, ka;
-        if (ir_attr_ints(n, "starts", &s, &ks) != ANVIL_OK ||
-            ir_attr_ints(n, "ends", &e, &ke) != ANVIL_OK ||
-            ir_attr_ints(n, "axes", &a, &ka) != ANVIL_OK || ks != ke || ks > IR_MAX_RANK)
-            return false;
-        has_axes = ir_node_attr(n, "axes") != NULL;
-        if (has_axes && ka != ks) return false;
-        k = ks;
-        if (k) {
-            memcpy(starts, s, k * sizeof *s);
-            memcpy(ends, e, k * sizeof *e);
-            if (has_axes) memcpy(axes, a, k * sizeof *a);
-        }
+        slice_lists_from_attrs(n->params, &l);
     } else {
         for (int i = 1; i <= 4; i++)
             if (data_has_input(kn, i) && !kn->in[i].value) return false;
         if (!data_has_input(kn, 1) || !data_has_input(kn, 2) ||
-            op_value_ints(n, 1, &kn->in[1], starts, IR_MAX_RANK, &k) != ANVIL_OK ||
-            op_value_ints(n, 2, &kn->in[2], ends, IR_MAX_RANK, &k2) != ANVIL_OK || k2 != k)
-            return false;
-        has_axes = data_has_input(kn, 3);
-        if (has_axes &&
-            (op_value_ints(n, 3, &kn->in[3], axes, IR_MAX_RANK, &k2) != ANVIL_OK || k2 != k))
-            return false;
-        has_steps = data_has_input(kn, 4);
-        if (has_steps &&
-            (op_value_ints(n, 4, &kn->in[4], steps, IR_MAX_RANK, &k2) != ANVIL_OK || k2 != k))
+            slice_lists_from_values(n, kn->in, &l) != ANVIL_OK)
             return false;
     }
-    bool sliced[IR_MAX_RANK] = {false};
-    for (int d = 0; d < rank; d++) {
-        start[d] = 0;
-        step[d] = 1;
-        count[d] = x->d[d];
-    }
-    if (!has_axes && (int64_t)k > rank) return false;
-    for (size_t i = 0; i < k; i++) {
-        int64_t a = has_axes ? axes[i] : (int64_t)i;
-        if (a < 0) a += rank;
-        if (a < 0 || a >= rank || sliced[a]) return false;
-        int64_t st = has_steps ? steps[i] : 1;
-        if (st == 0) return false;
-        sliced[a] = true;
-        step[a] = st;
-        int64_t d = x->d[a];
-        if (d <= 0) {
-            count[a] = 0;
-            continue;
-        }
-        int64_t s = starts[i], e = ends[i];
-        if (s < 0) s += d;
-        if (e < 0) e += d;
-        uint64_t span;
-        if (st > 0) {
-            s = s < 0 ? 0 : (s > d ? d : s);
-            e = e < 0 ? 0 : (e > d ? d : e);
-            span = e > s ? (uint64_t)(e - s) : 0;
-        } else {
-            s = s < 0 ? 0 : (s > d - 1 ? d - 1 : s);
-            e = e < -1 ? -1 : (e > d - 1 ? d - 1 : e);
-            span = s > e ? (uint64_t)(s - e) : 0;
-        }
-        uint64_t ustep = st > 0 ? (uint64_t)st : (uint64_t)0 - (uint64_t)st;
-        count[a] = span ? (int64_t)((span - 1) / ustep + 1) : 0;
-        start[a] = count[a] ? s : 0;
+    slice_plan pl;
+    if (slice_resolve(n, x->d, x->rank, &l, &pl) != ANVIL_OK) return false;
+    for (int d = 0; d < x->rank; d++) {
+        start[d] = pl.start[d];
+        step[d] = pl.step[d];
+        count[d] = pl.count[d];
     }
     return true;
 }
@@ -412,7 +350,7 @@ static anvil_status dc_slice_prepare(const kern_node *kn, void **state) {
     int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], count[IR_MAX_RANK], xs[IR_MAX_RANK];
     int64_t stride[IR_MAX_RANK], offset = 0;
     dc_slice_plan(kn, start, step, count);
-    dc_strides(x->d, x->rank, xs);
+    tensor_strides(x->d, x->rank, xs);
     for (int d = 0; d < x->rank; d++) {
         /* a dim read once never advances, so step * stride (which may overflow) is not needed */
         stride[d] = count[d] > 1 ? step[d] * xs[d] : 0;
@@ -436,7 +374,7 @@ static bool dc_expand_supports(const kern_node *kn, const core_hw *hw) {
 static anvil_status dc_expand_prepare(const kern_node *kn, void **state) {
     const ir_shape *x = &kn->in[0].shape, *y = &kn->out[0].shape;
     int64_t xs[IR_MAX_RANK], stride[IR_MAX_RANK];
-    dc_strides(x->d, x->rank, xs);
+    tensor_strides(x->d, x->rank, xs);
     int lead = y->rank - x->rank;
     for (int d = 0; d < y->rank; d++) {
         int j = d - lead;
@@ -462,7 +400,7 @@ static bool dc_tile_supports(const kern_node *kn, const core_hw *hw) {
 static anvil_status dc_tile_prepare(const kern_node *kn, void **state) {
     const ir_shape *x = &kn->in[0].shape, *y = &kn->out[0].shape;
     int64_t xs[IR_MAX_RANK], dims[DC_MAX], stride[DC_MAX];
-    dc_strides(x->d, x->rank, xs);
+    tensor_strides(x->d, x->rank, xs);
     for (int d = 0; d < x->rank; d++) {
         dims[2 * d] = x->d[d] ? y->d[d] / x->d[d] : 0;
         stride[2 * d] = 0;
@@ -535,22 +473,6 @@ static void dc_gather_rows(void *arg, size_t begin, size_t end) {
     }
 }
 
-/* "[i,j,k]": the multi-index of flat element `flat` of dims (the reference's wording). */
-static const char *dc_pos_str(const int64_t *dims, int rank, size_t flat, char *buf, size_t cap) {
-    int64_t idx[IR_MAX_RANK] = {0};
-    size_t rem = flat;
-    for (int d = rank - 1; d >= 0; d--) {
-        size_t dk = dims[d] > 0 ? (size_t)dims[d] : 1;
-        idx[d] = (int64_t)(rem % dk);
-        rem /= dk;
-    }
-    size_t len = (size_t)snprintf(buf, cap, "[");
-    for (int d = 0; d < rank && len < cap; d++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? "," : "", (long long)idx[d]);
-    if (len < cap) snprintf(buf + len, cap - len, "]");
-    return buf;
-}
-
 static anvil_status dc_gather_run(const ir_node *n, void *state, const op_tensor *const *in,
                                   int n_in, op_tensor *const *out, int n_out, void *ws,
                                   op_ctx *ctx) {
@@ -563,14 +485,7 @@ static anvil_status dc_gather_run(const ir_node *n, void *state, const op_tensor
     /* every index is checked before any byte moves, as the reference does */
     for (size_t t = 0; t < s->q; t++) {
         int64_t v = data_load_index(ix->dtype, ix->data, t);
-        if (v >= -lim && v < lim) continue;
-        char pos[160];
-        return core_err(ANVIL_ERR_RUNTIME,
-                        "%s: index %lld at position %s of the indices is out of range for axis "
-                        "%d of size %lld (valid: %lld..%lld); fix the indices input",
-                        ir_node_label(n), (long long)v,
-                        dc_pos_str(ix->dims, ix->rank, t, pos, sizeof pos), s->axis, (long long)lim,
-                        (long long)-lim, (long long)lim - 1);
+        if (v < -lim || v >= lim) return tensor_gather_index_error(n, ix, t, v, s->axis, lim);
     }
     size_t rows = s->outer * s->q;
     if (rows == 0 || s->inner_bytes == 0) return ANVIL_OK;
