@@ -10,14 +10,6 @@
  * transposed convolution needs no synchronisation. */
 #include "ops/nn_common.h"
 
-typedef struct conv_params {
-    nn_window win;
-    int64_t group;
-    /* ConvTranspose only; arena-owned lists or NULL */
-    const int64_t *output_padding, *output_shape;
-    size_t n_output_padding, n_output_shape;
-} conv_params;
-
 /* ---- check ------------------------------------------------------------------------------- */
 
 static anvil_status conv_check(ir_graph *g, ir_node *n) {
@@ -58,91 +50,6 @@ static anvil_status conv_check(ir_graph *g, ir_node *n) {
 }
 
 /* ---- geometry ----------------------------------------------------------------------------- */
-
-/* Geometry of a transposed convolution: the output size comes from output_shape, from SAME
- * padding (in * stride) or from the pads; the pads, when derived, follow the ONNX formula with
- * the odd unit at the end for SAME_UPPER and at the start otherwise. A negative total padding
- * (output_shape larger than the full result) extends the output at the end with bias only. */
-static anvil_status convt_resolve(const ir_node *n, const conv_params *p, int nsp,
-                                  const int64_t *in, const int64_t *kernel, nn_geom *g) {
-    const nn_window *w = &p->win;
-    CORE_TRY(nn_window_check_nsp(n, w, nsp));
-    if (nsp < 1 || nsp > NN_MAX_SPATIAL)
-        return core_err(ANVIL_ERR_SHAPE,
-                        "%s: input rank %d gives %d spatial dims; expected 1 to %d",
-                        ir_node_label(n), nsp + 2, nsp, NN_MAX_SPATIAL);
-    if (p->n_output_padding && p->n_output_padding != (size_t)nsp)
-        return core_err(ANVIL_ERR_SHAPE,
-                        "%s: attribute 'output_padding' has %zu values but the input has %d "
-                        "spatial dims",
-                        ir_node_label(n), p->n_output_padding, nsp);
-    const int64_t *oshape = NULL;
-    if (p->n_output_shape == (size_t)nsp)
-        oshape = p->output_shape;
-    else if (p->n_output_shape == (size_t)nsp + 2)
-        oshape = p->output_shape + 2;
-    else if (p->n_output_shape != 0)
-        return core_err(ANVIL_ERR_SHAPE,
-                        "%s: attribute 'output_shape' has %zu values; expected %d (the spatial "
-                        "dims) or %d (the full output shape)",
-                        ir_node_label(n), p->n_output_shape, nsp, nsp + 2);
-    memset(g, 0, sizeof *g);
-    g->nsp = nsp;
-    for (int d = 0; d < nsp; d++) {
-        int64_t k = kernel[d], s = w->n_strides ? w->strides[d] : 1;
-        int64_t dil = w->n_dilations ? w->dilations[d] : 1;
-        int64_t op = p->n_output_padding ? p->output_padding[d] : 0, ek;
-        g->in[d] = in[d];
-        g->kernel[d] = k;
-        g->stride[d] = s;
-        g->dil[d] = dil;
-        if (k <= 0)
-            return core_err(ANVIL_ERR_SHAPE,
-                            "%s: kernel size of spatial dim %d is %lld; it must be >= 1",
-                            ir_node_label(n), d, (long long)k);
-        if (!core_mul_i64(k - 1, dil, &ek) || !core_add_i64(ek, 1, &ek) || ek > NN_MAX_EXTENT ||
-            in[d] > NN_MAX_EXTENT)
-            return core_err(ANVIL_ERR_LIMIT,
-                            "%s: spatial dim %d (%lld) or kernel span (kernel %lld, dilation "
-                            "%lld) is too large",
-                            ir_node_label(n), d, (long long)in[d], (long long)k, (long long)dil);
-        if (in[d] < 0) {
-            g->out[d] = oshape ? oshape[d] : IR_DIM_UNKNOWN;
-            continue;
-        }
-        /* the full (unpadded) result spans s * (in - 1) + output_padding + ek positions */
-        int64_t full = s * (in[d] - 1) + op + ek, out;
-        bool derive =
-            oshape || w->auto_pad == NN_PAD_SAME_UPPER || w->auto_pad == NN_PAD_SAME_LOWER;
-        if (derive) {
-            out = oshape ? oshape[d] : in[d] * s;
-            int64_t total = full - out;
-            if (total < 0) {
-                g->pad_begin[d] = 0;
-            } else {
-                int64_t small = total / 2;
-                g->pad_begin[d] = w->auto_pad == NN_PAD_SAME_UPPER ? small : total - small;
-            }
-            g->pad_end[d] = total - g->pad_begin[d];
-        } else {
-            if (w->auto_pad == NN_PAD_NOTSET && w->n_pads) {
-                g->pad_begin[d] = w->pads[d];
-                g->pad_end[d] = w->pads[nsp + d];
-            }
-            out = full - g->pad_begin[d] - g->pad_end[d];
-        }
-        if (out < 1)
-            return core_err(ANVIL_ERR_SHAPE,
-                            "%s: spatial dim %d: input %lld, stride %lld, kernel %lld, dilation "
-                            "%lld, output_padding %lld and pads %lld+%lld give output size %lld; "
-                            "it must be >= 1 (reduce the pads)",
-                            ir_node_label(n), d, (long long)in[d], (long long)s, (long long)k,
-                            (long long)dil, (long long)op, (long long)g->pad_begin[d],
-                            (long long)g->pad_end[d], (long long)out);
-        g->out[d] = out;
-    }
-    return ANVIL_OK;
-}
 
 /* ---- inference ------------------------------------------------------------------------------ */
 

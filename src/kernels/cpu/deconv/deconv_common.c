@@ -1,10 +1,9 @@
 /* ConvTranspose geometry and the N-D scatter of a column buffer into the output.
  *
- * The attributes are parsed with the reference's own helpers (ops/nn_common.h: nn_window_parse,
- * nn_parse_positive_list, nn_valid_range) and the output size and begin pads are derived with the
- * reference's formulas (src/ops/nn/conv.c, convt_resolve); the result is compared with the inferred
- * output shape, so any disagreement makes the variants decline the node rather than compute
- * something else. */
+ * The attributes are the reference's own (the node's conv_params) and the output size and pads
+ * come from the reference's convt_resolve (ops/nn_common.h); the result is compared with the
+ * inferred output shape, so any disagreement makes the variants decline the node rather than
+ * compute something else. */
 #include "deconv.h"
 
 #include "ops/nn_common.h"
@@ -17,30 +16,6 @@
 static bool static_f32(const op_tinfo *t, int rank) {
     return t->dtype == ANVIL_DTYPE_FLOAT32 && ir_shape_is_static(&t->shape) &&
            t->shape.rank == rank;
-}
-
-/* One spatial dim, as convt_resolve: the output size comes from output_shape, from SAME padding
- * (in * stride) or from the pads; a negative total padding extends the output at the end. */
-static bool resolve_dim(const nn_window *w, const int64_t *oshape, int64_t op, int nsp, int d,
-                        deconv_geom *g) {
-    int64_t k = g->k[d], s = g->s[d], dil = g->d[d], in = g->in[d];
-    int64_t ek = (k - 1) * dil + 1, full = s * (in - 1) + op + ek, out, pb = 0, pe = 0;
-    if (oshape || w->auto_pad == NN_PAD_SAME_UPPER || w->auto_pad == NN_PAD_SAME_LOWER) {
-        out = oshape ? oshape[d] : in * s;
-        int64_t total = full - out;
-        if (total >= 0) pb = w->auto_pad == NN_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-        pe = total - pb;
-    } else {
-        if (w->auto_pad == NN_PAD_NOTSET && w->n_pads) {
-            pb = w->pads[d];
-            pe = w->pads[nsp + d];
-        }
-        out = full - pb - pe;
-    }
-    if (out < 1 || pb > DECONV_LIM || pe > DECONV_LIM || out > DECONV_LIM) return false;
-    g->out[d] = out;
-    g->pb[d] = pb;
-    return true;
 }
 
 bool deconv_geom_of(const kern_node *kn, deconv_geom *g) {
@@ -57,29 +32,18 @@ bool deconv_geom_of(const kern_node *kn, deconv_geom *g) {
     const int nsp = rank - 2;
     const int64_t *xd = kn->in[0].shape.d, *wd = kn->in[1].shape.d, *yd = kn->out[0].shape.d;
 
-    nn_window w;
-    const int64_t *opad, *oshape_attr;
-    size_t n_opad, n_oshape;
-    if (nn_window_parse(n, false, true, false, &w) != ANVIL_OK ||
-        ir_attr_int(n, "group", 1, &g->group) != ANVIL_OK ||
-        nn_parse_positive_list(n, "output_padding", 0, &opad, &n_opad) != ANVIL_OK ||
-        nn_parse_positive_list(n, "output_shape", 0, &oshape_attr, &n_oshape) != ANVIL_OK)
+    /* the reference's parsed attributes; their counts must fit nsp before they are indexed */
+    const conv_params *p = n->params;
+    if (!p || nn_window_check_nsp(n, &p->win, nsp) != ANVIL_OK ||
+        (p->n_output_padding && p->n_output_padding != (size_t)nsp))
         return false;
-    int wn = nn_window_nsp(&w);
-    if ((wn && wn != nsp) || (n_opad && n_opad != (size_t)nsp)) return false;
-    const int64_t *oshape = NULL;
-    if (n_oshape == (size_t)nsp)
-        oshape = oshape_attr;
-    else if (n_oshape == (size_t)nsp + 2)
-        oshape = oshape_attr + 2;
-    else if (n_oshape != 0)
-        return false;
-
+    const nn_window *w = &p->win;
     g->nsp = nsp;
     g->n = xd[0];
     g->c = xd[1];
     g->mg = wd[1];
-    if (g->group < 1 || g->group > DECONV_LIM || wd[0] != g->c || g->c % g->group) return false;
+    g->group = p->group;
+    if (g->group > DECONV_LIM || wd[0] != g->c || g->c % g->group) return false;
     g->cg = g->c / g->group;
     g->m = g->mg * g->group;
     if (g->mg > DECONV_LIM || g->c > DECONV_LIM || yd[0] != g->n || yd[1] != g->m) return false;
@@ -88,15 +52,23 @@ bool deconv_geom_of(const kern_node *kn, deconv_geom *g) {
     for (int d = 0; d < nsp; d++) {
         g->in[d] = xd[d + 2];
         g->k[d] = wd[d + 2];
-        g->s[d] = w.n_strides ? w.strides[d] : 1;
-        g->d[d] = w.n_dilations ? w.dilations[d] : 1;
-        int64_t op = n_opad ? opad[d] : 0;
-        if (w.n_kernel && w.kernel[d] != g->k[d]) return false;
-        if (g->in[d] > DECONV_LIM || g->k[d] < 1 || g->k[d] > 64 || g->s[d] < 1 ||
-            g->s[d] > DECONV_LIM || g->d[d] < 1 || g->d[d] > DECONV_LIM || op > DECONV_LIM ||
-            (oshape && (oshape[d] < 1 || oshape[d] > DECONV_LIM)))
+        g->s[d] = w->n_strides ? w->strides[d] : 1;
+        g->d[d] = w->n_dilations ? w->dilations[d] : 1;
+        int64_t op = p->n_output_padding ? p->output_padding[d] : 0;
+        if (w->n_kernel && w->kernel[d] != g->k[d]) return false;
+        /* small enough that the geometry's products stay inside int64 */
+        if (g->in[d] > DECONV_LIM || g->k[d] < 1 || g->k[d] > 64 || g->s[d] > DECONV_LIM ||
+            g->d[d] > DECONV_LIM || op > DECONV_LIM)
             return false;
-        if (!resolve_dim(&w, oshape, op, nsp, d, g) || g->out[d] != yd[d + 2]) return false;
+    }
+    nn_geom geo;
+    if (convt_resolve(n, p, nsp, xd + 2, wd + 2, &geo) != ANVIL_OK) return false;
+    for (int d = 0; d < nsp; d++) {
+        if (geo.out[d] > DECONV_LIM || geo.pad_begin[d] > DECONV_LIM ||
+            geo.pad_end[d] > DECONV_LIM || geo.out[d] != yd[d + 2])
+            return false;
+        g->out[d] = geo.out[d];
+        g->pb[d] = geo.pad_begin[d];
         g->in_size *= g->in[d];
         g->out_size *= g->out[d];
         g->k_size *= g->k[d];
