@@ -12,6 +12,7 @@
  * Pooling geometry comes from ops/nn_common.h, the helper the reference pooling kernels use, so
  * that auto_pad, ceil_mode and pads resolve identically. */
 #include "eltwise.h"
+#include "kernels/cpu/family.h"
 #include "kernels/kernels.h"
 #include "ops/nn_common.h"
 
@@ -66,20 +67,6 @@ typedef struct elt_job {
     char *ws;               /* pooling: the threads' rows */
     int nthreads;           /* pooling */
 } elt_job;
-
-static bool f32_static(const op_tinfo *t) {
-    return t->dtype == ANVIL_DTYPE_FLOAT32 && ir_shape_is_static(&t->shape);
-}
-
-static size_t numel_of(const op_tinfo *t) {
-    size_t n = 1;
-    for (int i = 0; i < t->shape.rank; i++) n *= (size_t)t->shape.d[i];
-    return n;
-}
-
-static bool has_input(const kern_node *kn, int i) {
-    return i < kn->n_in && i < kn->node->n_inputs && kn->node->inputs[i] != IR_NONE;
-}
 
 static bool has_output(const kern_node *kn, int i) {
     return i < kn->node->n_outputs && kn->node->outputs[i] != IR_NONE;
@@ -189,11 +176,11 @@ static bool unary_kind(const ir_node *n, elt_unary_kind *k) {
 
 static bool unary_supports(const kern_node *kn) {
     elt_unary_kind k;
-    if (!unary_kind(kn->node, &k) || !f32_static(&kn->in[0]) || !f32_static(&kn->out[0]))
+    if (!unary_kind(kn->node, &k) || !kfam_f32_static(&kn->in[0]) || !kfam_f32_static(&kn->out[0]))
         return false;
     /* Clip's bounds (opset >= 11) are scalar inputs of X's dtype */
     for (int i = 1; i < kn->n_in; i++)
-        if (has_input(kn, i) && kn->in[i].dtype != ANVIL_DTYPE_FLOAT32) return false;
+        if (kfam_has_input(kn, i) && kn->in[i].dtype != ANVIL_DTYPE_FLOAT32) return false;
     return true;
 }
 
@@ -257,18 +244,7 @@ static anvil_status unary_run(const ir_node *n, elt_job j, const op_tensor *cons
 static bool binary_fold(const op_tinfo *a, const op_tinfo *b, const op_tinfo *o, elt_state *s) {
     int r = o->shape.rank;
     int64_t st[2][IR_MAX_RANK];
-    const op_tinfo *ops[2] = {a, b};
-    for (int w = 0; w < 2; w++) {
-        int pad = r - ops[w]->shape.rank;
-        if (pad < 0) return false;
-        int64_t stride = 1;
-        for (int d = r - 1; d >= 0; d--) {
-            int64_t td = d >= pad ? ops[w]->shape.d[d - pad] : 1;
-            if (td != 1 && td != o->shape.d[d]) return false;
-            st[w][d] = td == 1 ? 0 : stride;
-            stride *= td;
-        }
-    }
+    if (!kfam_bcast_strides(a, o, st[0]) || !kfam_bcast_strides(b, o, st[1])) return false;
     int k = 0;
     for (int d = 0; d < r; d++) {
         int64_t dim = o->shape.d[d];
@@ -295,8 +271,8 @@ static bool binary_fold(const op_tinfo *a, const op_tinfo *b, const op_tinfo *o,
 
 static bool binary_supports(const kern_node *kn) {
     elt_state s;
-    return kn->n_in >= 2 && f32_static(&kn->in[0]) && f32_static(&kn->in[1]) &&
-           f32_static(&kn->out[0]) && binary_fold(&kn->in[0], &kn->in[1], &kn->out[0], &s);
+    return kn->n_in >= 2 && kfam_f32_static(&kn->in[0]) && kfam_f32_static(&kn->in[1]) &&
+           kfam_f32_static(&kn->out[0]) && binary_fold(&kn->in[0], &kn->in[1], &kn->out[0], &s);
 }
 
 /* Output elements of blocks [begin, end): an odometer over the folded dims, one kernel call per
@@ -357,7 +333,7 @@ static bool rows_at_axis(const kern_node *kn, int64_t dflt, int64_t *axis, size_
 static bool softmax_rows(const kern_node *kn, size_t *rows, size_t *len) {
     const ir_node *n = kn->node;
     int64_t axis;
-    return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) &&
+    return kfam_f32_static(&kn->in[0]) && kfam_f32_static(&kn->out[0]) &&
            rows_at_axis(kn, n->opset < 13 ? 1 : -1, &axis, rows, len) &&
            (n->opset < 13 || axis == kn->in[0].shape.rank - 1);
 }
@@ -374,15 +350,16 @@ static void softmax_chunk(void *arg, size_t begin, size_t end) {
 /* Rows over axis..rank-1, with scale and bias holding exactly one element per row element (what
  * inference allows is a broadcast onto X[axis:]; the common case is the full shape). */
 static bool layernorm_rows(const kern_node *kn, size_t *rows, size_t *len) {
-    if (!f32_static(&kn->in[0]) || !f32_static(&kn->out[0]) || kn->n_in < 2 ||
-        !f32_static(&kn->in[1]))
+    if (!kfam_f32_static(&kn->in[0]) || !kfam_f32_static(&kn->out[0]) || kn->n_in < 2 ||
+        !kfam_f32_static(&kn->in[1]))
         return false;
     for (int i = 1; i < 3; i++)
         if (has_output(kn, i)) return false; /* Mean / InvStdDev outputs: reference */
     int64_t axis;
     if (!rows_at_axis(kn, -1, &axis, rows, len)) return false;
-    return numel_of(&kn->in[1]) == *len &&
-           (!has_input(kn, 2) || (f32_static(&kn->in[2]) && numel_of(&kn->in[2]) == *len));
+    return kfam_numel(&kn->in[1].shape) == *len &&
+           (!kfam_has_input(kn, 2) ||
+            (kfam_f32_static(&kn->in[2]) && kfam_numel(&kn->in[2].shape) == *len));
 }
 
 static void layernorm_chunk(void *arg, size_t begin, size_t end) {
@@ -396,16 +373,16 @@ static void layernorm_chunk(void *arg, size_t begin, size_t end) {
 
 static bool batchnorm_supports(const kern_node *kn) {
     const ir_node *n = kn->node;
-    if (kn->n_in < 5 || !f32_static(&kn->out[0])) return false;
+    if (kn->n_in < 5 || !kfam_f32_static(&kn->out[0])) return false;
     for (int i = 0; i < 5; i++)
-        if (!f32_static(&kn->in[i])) return false;
+        if (!kfam_f32_static(&kn->in[i])) return false;
     if (kn->in[0].shape.rank < 2) return false;
     if (n->opset < 9) {
         int64_t spatial = 1;
         if (ir_attr_int(n, "spatial", 1, &spatial) != ANVIL_OK || spatial != 1) return false;
     }
     for (int i = 1; i < 5; i++)
-        if (numel_of(&kn->in[i]) != (size_t)kn->in[0].shape.d[1]) return false;
+        if (kfam_numel(&kn->in[i].shape) != (size_t)kn->in[0].shape.d[1]) return false;
     return true;
 }
 
@@ -437,7 +414,7 @@ static void batchnorm_chunk(void *arg, size_t begin, size_t end) {
  * (a window could hold no real element), or MaxPool's Indices output. */
 static bool pool_geometry(const kern_node *kn, elt_pool2d *g, bool *cip) {
     const ir_node *n = kn->node;
-    if (!f32_static(&kn->in[0]) || !f32_static(&kn->out[0]) || kn->in[0].shape.rank != 4)
+    if (!kfam_f32_static(&kn->in[0]) || !kfam_f32_static(&kn->out[0]) || kn->in[0].shape.rank != 4)
         return false;
     bool maxpool = n->op == IR_OP_MAXPOOL;
     if (maxpool && has_output(kn, 1)) return false;
@@ -580,7 +557,7 @@ static bool transpose_form(const kern_node *kn, elt_state *s) {
 
 static bool transpose_supports(const kern_node *kn) {
     elt_state s;
-    return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) && transpose_form(kn, &s);
+    return kfam_f32_static(&kn->in[0]) && kfam_f32_static(&kn->out[0]) && transpose_form(kn, &s);
 }
 
 const elt_isa *elt_isa_for_cpu(void) {
@@ -663,7 +640,8 @@ static bool supports_common(const kern_node *kn, const core_hw *hw) {
     case K_POOL:
         return pool_geometry(kn, &g, &cip);
     case K_GAP:
-        return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) && kn->in[0].shape.rank >= 3;
+        return kfam_f32_static(&kn->in[0]) && kfam_f32_static(&kn->out[0]) &&
+               kn->in[0].shape.rank >= 3;
     case K_TRANSPOSE:
         return transpose_supports(kn);
     default:

@@ -18,6 +18,7 @@
  * stays with the reference. */
 #include "../eltwise/eltwise.h"
 #include "kernels/kernels.h"
+#include "kernels/cpu/family.h"
 #include "mathk.h"
 
 #include <math.h>
@@ -85,20 +86,6 @@ static bool static_of(const op_tinfo *t, anvil_dtype dt) {
     return t->dtype == dt && ir_shape_is_static(&t->shape);
 }
 
-static bool f32_static(const op_tinfo *t) {
-    return static_of(t, ANVIL_DTYPE_FLOAT32);
-}
-
-static size_t numel_of(const op_tinfo *t) {
-    size_t n = 1;
-    for (int i = 0; i < t->shape.rank; i++) n *= (size_t)t->shape.d[i];
-    return n;
-}
-
-static bool has_input(const kern_node *kn, int i) {
-    return i < kn->n_in && i < kn->node->n_inputs && kn->node->inputs[i] != IR_NONE;
-}
-
 static size_t ceil_div(size_t a, size_t b) {
     return (a + b - 1) / b;
 }
@@ -123,17 +110,8 @@ static bool fold_init(mk_fold *f, const op_tinfo *const *ops, int nops, const op
     if (nops < 1 || nops > MK_MAX_OPS) return false;
     const int r = o->shape.rank;
     int64_t st[MK_MAX_OPS][IR_MAX_RANK];
-    for (int w = 0; w < nops; w++) {
-        const int pad = r - ops[w]->shape.rank;
-        if (pad < 0) return false;
-        int64_t stride = 1;
-        for (int d = r - 1; d >= 0; d--) {
-            int64_t td = d >= pad ? ops[w]->shape.d[d - pad] : 1;
-            if (td != 1 && td != o->shape.d[d]) return false;
-            st[w][d] = td == 1 ? 0 : stride;
-            stride *= td;
-        }
-    }
+    for (int w = 0; w < nops; w++)
+        if (!kfam_bcast_strides(ops[w], o, st[w])) return false;
     int k = 0;
     for (int d = 0; d < r; d++) {
         const int64_t dim = o->shape.d[d];
@@ -360,9 +338,9 @@ static bool unary_kind(const ir_node *n, mk_unary *k, mk_uparam *p) {
  * hold, or SLEEF missing for the general case). */
 static bool pow_const_kind(const kern_node *kn, mk_unary *k, mk_uparam *p) {
     const op_tinfo *e = &kn->in[1];
-    size_t cnt = numel_of(e);
+    size_t cnt = kfam_numel(&e->shape);
     if (!e->value || cnt == 0 || !core_dtype_supported(e->dtype) ||
-        numel_of(&kn->out[0]) != numel_of(&kn->in[0]))
+        kfam_numel(&kn->out[0].shape) != kfam_numel(&kn->in[0].shape))
         return false;
     const double v = core_load_f64(e->dtype, e->value, 0);
     for (size_t i = 1; i < cnt; i++)
@@ -419,8 +397,8 @@ static bool compare_kind(ir_op op, mk_binary *k) {
 static bool softmax_lines(const kern_node *kn, size_t *outer, size_t *len, size_t *inner) {
     const ir_shape *x = &kn->in[0].shape;
     int64_t axis;
-    if (!have_sleef || kn->node->opset < 13 || !f32_static(&kn->in[0]) ||
-        !f32_static(&kn->out[0]) || ir_attr_int(kn->node, "axis", -1, &axis) != ANVIL_OK)
+    if (!have_sleef || kn->node->opset < 13 || !kfam_f32_static(&kn->in[0]) ||
+        !kfam_f32_static(&kn->out[0]) || ir_attr_int(kn->node, "axis", -1, &axis) != ANVIL_OK)
         return false;
     if (axis < 0) axis += x->rank;
     if (axis < 0 || axis >= x->rank - 1) return false;
@@ -439,7 +417,7 @@ static bool plan(const kern_node *kn, mk_state *s) {
     for (int i = 0; i < kn->n_in && i < MK_MAX_OPS; i++) ops[i] = &kn->in[i];
     switch (n->op) {
     case IR_OP_POW:
-        if (kn->n_in != 2 || !f32_static(&kn->in[0]) || !f32_static(&kn->out[0]) ||
+        if (kn->n_in != 2 || !kfam_f32_static(&kn->in[0]) || !kfam_f32_static(&kn->out[0]) ||
             !ir_shape_is_static(&kn->in[1].shape))
             return false;
         s->kind = K_UNARY;
@@ -451,8 +429,8 @@ static bool plan(const kern_node *kn, mk_state *s) {
     case IR_OP_PRELU:
         s->kind = K_BINARY;
         s->bk = MK_PRELU;
-        return kn->n_in == 2 && f32_static(&kn->in[0]) && f32_static(&kn->in[1]) &&
-               f32_static(&kn->out[0]) && fold_init(&s->fold, ops, 2, &kn->out[0]);
+        return kn->n_in == 2 && kfam_f32_static(&kn->in[0]) && kfam_f32_static(&kn->in[1]) &&
+               kfam_f32_static(&kn->out[0]) && fold_init(&s->fold, ops, 2, &kn->out[0]);
     case IR_OP_EQUAL:
     case IR_OP_LESS:
     case IR_OP_LESSOREQUAL:
@@ -460,7 +438,7 @@ static bool plan(const kern_node *kn, mk_state *s) {
     case IR_OP_GREATEROREQUAL:
         s->kind = K_COMPARE;
         compare_kind(n->op, &s->bk);
-        return kn->n_in == 2 && f32_static(&kn->in[0]) && f32_static(&kn->in[1]) &&
+        return kn->n_in == 2 && kfam_f32_static(&kn->in[0]) && kfam_f32_static(&kn->in[1]) &&
                static_of(&kn->out[0], ANVIL_DTYPE_BOOL) && fold_init(&s->fold, ops, 2, &kn->out[0]);
     case IR_OP_AND:
     case IR_OP_OR:
@@ -486,9 +464,9 @@ static bool plan(const kern_node *kn, mk_state *s) {
         } else {
             s->uk = MK_COPY;
         }
-        if (!f32_static(&kn->out[0]) || kn->n_in > MK_MAX_OPS) return false;
+        if (!kfam_f32_static(&kn->out[0]) || kn->n_in > MK_MAX_OPS) return false;
         for (int i = 0; i < kn->n_in; i++)
-            if (!has_input(kn, i) || !f32_static(&kn->in[i])) return false;
+            if (!kfam_has_input(kn, i) || !kfam_f32_static(&kn->in[i])) return false;
         return fold_init(&s->fold, ops, kn->n_in, &kn->out[0]);
     case IR_OP_WHERE:
         s->kind = K_WHERE;
@@ -513,7 +491,8 @@ static bool plan(const kern_node *kn, mk_state *s) {
         return softmax_lines(kn, &s->outer, &s->len, &s->inner);
     default:
         s->kind = K_UNARY;
-        return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) && unary_kind(n, &s->uk, &s->up);
+        return kfam_f32_static(&kn->in[0]) && kfam_f32_static(&kn->out[0]) &&
+               unary_kind(n, &s->uk, &s->up);
     }
 }
 

@@ -10,6 +10,7 @@
  * element per normalized element (its usual [D] over the last axis); other broadcasts stay with
  * the reference, as do LayerNormalization's (the eltwise family's) and every other dtype. */
 #include "reduce.h"
+#include "kernels/cpu/family.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -31,20 +32,6 @@ typedef struct norm_state {
     size_t outer, len, inner; /* Lp: the view of its axis */
 } norm_state;
 
-static bool f32_static(const op_tinfo *t) {
-    return t->dtype == ANVIL_DTYPE_FLOAT32 && ir_shape_is_static(&t->shape);
-}
-
-static bool has_input(const kern_node *kn, int i) {
-    return i < kn->n_in && i < kn->node->n_inputs && kn->node->inputs[i] != IR_NONE;
-}
-
-static size_t numel_of(const ir_shape *s) {
-    size_t n = 1;
-    for (int i = 0; i < s->rank; i++) n *= (size_t)s->d[i];
-    return n;
-}
-
 static norm_kind kind_of(ir_op op) {
     switch (op) {
     case IR_OP_INSTANCENORMALIZATION:
@@ -63,9 +50,9 @@ static bool norm_form(const kern_node *kn, norm_state *s) {
     const ir_node *n = kn->node;
     const ir_shape *x = &kn->in[0].shape;
     s->kind = kind_of(n->op);
-    if (!f32_static(&kn->in[0]) || !f32_static(&kn->out[0])) return false;
+    if (!kfam_f32_static(&kn->in[0]) || !kfam_f32_static(&kn->out[0])) return false;
     for (int i = 1; i < kn->n_in; i++)
-        if (has_input(kn, i) && !f32_static(&kn->in[i])) return false;
+        if (kfam_has_input(kn, i) && !kfam_f32_static(&kn->in[i])) return false;
     if (s->kind == N_LP) {
         int64_t axis;
         if (ir_attr_int(n, "axis", -1, &axis) != ANVIL_OK ||
@@ -85,14 +72,14 @@ static bool norm_form(const kern_node *kn, norm_state *s) {
     if (ir_attr_float(n, "epsilon", 1e-5f, &s->eps) != ANVIL_OK) return false;
     if (s->kind == N_RMS) {
         int64_t axis;
-        if (!has_input(kn, 1) || ir_attr_int(n, "axis", -1, &axis) != ANVIL_OK) return false;
+        if (!kfam_has_input(kn, 1) || ir_attr_int(n, "axis", -1, &axis) != ANVIL_OK) return false;
         if (axis < 0) axis += x->rank;
         if (axis < 0 || axis >= x->rank) return false;
         s->rows = s->blk = 1;
         for (int d = 0; d < x->rank; d++) *(d < axis ? &s->rows : &s->blk) *= (size_t)x->d[d];
-        return numel_of(&kn->in[1].shape) == s->blk;
+        return kfam_numel(&kn->in[1].shape) == s->blk;
     }
-    if (x->rank < 2 || !has_input(kn, 1) || !has_input(kn, 2)) return false;
+    if (x->rank < 2 || !kfam_has_input(kn, 1) || !kfam_has_input(kn, 2)) return false;
     s->channels = (size_t)x->d[1];
     s->spatial = 1;
     for (int d = 2; d < x->rank; d++) s->spatial *= (size_t)x->d[d];
@@ -106,7 +93,7 @@ static bool norm_form(const kern_node *kn, norm_state *s) {
         s->per_channel = n->opset >= 21;
     }
     size_t want = s->per_channel ? s->channels : s->groups;
-    if (numel_of(&kn->in[1].shape) != want || numel_of(&kn->in[2].shape) != want) return false;
+    if (kfam_numel(&kn->in[1].shape) != want || kfam_numel(&kn->in[2].shape) != want) return false;
     s->rows = (size_t)x->d[0] * s->groups;
     s->blk = s->groups ? s->channels / s->groups * s->spatial : 0;
     return true;

@@ -15,6 +15,7 @@
  * Only float32 with static shapes and known axes is taken; other dtypes and axes computed at run
  * time stay with the reference. ReduceLogSumExp needs SLEEF's vector exp. */
 #include "reduce.h"
+#include "kernels/cpu/family.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,20 +26,6 @@
 #define RED_PAR_MIN ((size_t)1 << 15)
 /* Columns per task of a pass whose inner dim is > 1. */
 #define COL_BLOCK ((size_t)256)
-
-static bool f32_static(const op_tinfo *t) {
-    return t->dtype == ANVIL_DTYPE_FLOAT32 && ir_shape_is_static(&t->shape);
-}
-
-static bool has_input(const kern_node *kn, int i) {
-    return i < kn->n_in && i < kn->node->n_inputs && kn->node->inputs[i] != IR_NONE;
-}
-
-static size_t numel_of(const ir_shape *s) {
-    size_t n = 1;
-    for (int i = 0; i < s->rank; i++) n *= (size_t)s->d[i];
-    return n;
-}
 
 typedef struct red_pass {
     size_t outer, len, inner;
@@ -88,7 +75,7 @@ static bool reduce_axes(const kern_node *kn, bool *red) {
     const int64_t *axes = NULL;
     size_t count = 0;
     if (n->opset >= since) {
-        if (has_input(kn, 1)) {
+        if (kfam_has_input(kn, 1)) {
             const op_tinfo *a = &kn->in[1];
             if (!a->value || a->dtype != ANVIL_DTYPE_INT64 || a->shape.rank != 1 ||
                 a->shape.d[0] > IR_MAX_RANK)
@@ -97,7 +84,7 @@ static bool reduce_axes(const kern_node *kn, bool *red) {
             axes = buf;
         }
     } else {
-        if (has_input(kn, 1)) return false;
+        if (kfam_has_input(kn, 1)) return false;
         if (ir_attr_ints(n, "axes", &axes, &count) != ANVIL_OK) return false;
     }
     for (int d = 0; d < rank; d++) red[d] = count == 0 && !noop;
@@ -137,7 +124,7 @@ static void reduce_form(const ir_shape *x, const bool *red, red_state *s) {
         s->count *= gsz[g];
     }
     if (s->npass == 0) {
-        s->pass[0] = (red_pass){numel_of(x), 1, 1};
+        s->pass[0] = (red_pass){kfam_numel(x), 1, 1};
         s->npass = 1;
     }
     s->buf[0] = s->npass > 1 ? s->pass[0].outer * s->pass[0].inner : 0;
@@ -189,7 +176,7 @@ static bool reduce_supports(const kern_node *kn) {
 #ifndef ANVIL_HAVE_SLEEF
     if (kn->node->op == IR_OP_REDUCELOGSUMEXP) return false;
 #endif
-    return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) && reduce_axes(kn, red);
+    return kfam_f32_static(&kn->in[0]) && kfam_f32_static(&kn->out[0]) && reduce_axes(kn, red);
 }
 
 /* ---- ArgMax / ArgMin --------------------------------------------------------------------------
@@ -201,7 +188,7 @@ static bool arg_form(const kern_node *kn, red_state *s) {
     const ir_node *n = kn->node;
     const ir_shape *x = &kn->in[0].shape;
     int64_t axis;
-    if (!f32_static(&kn->in[0]) || kn->out[0].dtype != ANVIL_DTYPE_INT64 ||
+    if (!kfam_f32_static(&kn->in[0]) || kn->out[0].dtype != ANVIL_DTYPE_INT64 ||
         !ir_shape_is_static(&kn->out[0].shape) || x->rank < 1)
         return false;
     if (ir_attr_int(n, "axis", 0, &axis) != ANVIL_OK ||
@@ -231,7 +218,8 @@ static bool supports_common(const kern_node *kn, const core_hw *hw) {
     case K_ARG:
         return arg_form(kn, &s);
     case K_GMP:
-        return f32_static(&kn->in[0]) && f32_static(&kn->out[0]) && kn->in[0].shape.rank >= 2;
+        return kfam_f32_static(&kn->in[0]) && kfam_f32_static(&kn->out[0]) &&
+               kn->in[0].shape.rank >= 2;
     default:
         return reduce_supports(kn);
     }
@@ -246,7 +234,7 @@ static void form_common(const kern_node *kn, red_state *s) {
         break;
     case K_GMP: {
         size_t planes = (size_t)x->d[0] * (size_t)x->d[1];
-        s->pass[0] = (red_pass){planes, planes ? numel_of(x) / planes : 1, 1};
+        s->pass[0] = (red_pass){planes, planes ? kfam_numel(x) / planes : 1, 1};
         s->npass = 1;
         s->first = s->rest = RED_OP_MAX;
         s->fin = FIN_NONE;
