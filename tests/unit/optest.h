@@ -244,11 +244,22 @@ static inline anvil_status optest_run_variant(optest *t, const kern_variant *v, 
     return s;
 }
 
+/* Compares a variant's output `got` with the reference's `want` (same dtype and shape); returns
+ * the index of the first mismatch (after printing it) or -1. */
+typedef long (*optest_cmp_fn)(const op_tensor *want, const void *got, float rtol, float atol);
+
+/* The comparison of optest_check_variants: float32 outputs within atol + rtol*|want|; other
+ * dtypes are not compared. */
+static inline long optest_cmp_f32(const op_tensor *want, const void *got, float rtol, float atol) {
+    if (want->dtype != ANVIL_DTYPE_FLOAT32) return -1;
+    return optest_compare_f32(got, want->data, op_tensor_numel(want), rtol, atol);
+}
+
 /* Runs the reference (optest_run) and then every registered variant of the node's op that
- * applies on this machine, on 1, 2 and 3 threads, and compares each float32 output with the
- * reference (|got - want| <= atol + rtol*|want|). Returns how many variants were checked
- * (>= 0) or -1 after printing the first mismatch or failure. */
-static inline int optest_check_variants(optest *t, float rtol, float atol) {
+ * applies on this machine, on 1, 2 and 3 threads, and compares every output with the reference
+ * through cmp. Returns how many variants were checked (>= 0) or -1 after printing the first
+ * mismatch or failure. */
+static inline int optest_check_variants_cmp(optest *t, float rtol, float atol, optest_cmp_fn cmp) {
     if (optest_run(t) != ANVIL_OK) {
         fprintf(stderr, "optest_check_variants: the reference failed: %s\n", anvil_last_error());
         return -1;
@@ -277,9 +288,7 @@ static inline int optest_check_variants(optest *t, float rtol, float atol) {
                 bad = 1;
             }
             for (int i = 0; i < t->n_out && !bad; i++) {
-                if (t->out[i].dtype != ANVIL_DTYPE_FLOAT32) continue;
-                long at = optest_compare_f32(got[i].data, t->out[i].data,
-                                             op_tensor_numel(&t->out[i]), rtol, atol);
+                long at = cmp(&t->out[i], got[i].data, rtol, atol);
                 if (at >= 0) {
                     fprintf(stderr, "variant %s (%d threads): output %d differs at %ld\n",
                             list[vi]->name, threads, i, at);
@@ -293,6 +302,34 @@ static inline int optest_check_variants(optest *t, float rtol, float atol) {
         }
     }
     return checked;
+}
+
+/* optest_check_variants_cmp with optest_cmp_f32: float32 outputs within
+ * |got - want| <= atol + rtol*|want|. */
+static inline int optest_check_variants(optest *t, float rtol, float atol) {
+    return optest_check_variants_cmp(t, rtol, atol, optest_cmp_f32);
+}
+
+/* ---- helpers the kernel tests share -----------------------------------------------------------
+ */
+
+/* Product of d[0..r). */
+static inline size_t optest_prod(const int64_t *d, int r) {
+    size_t n = 1;
+    for (int i = 0; i < r; i++) n *= (size_t)d[i];
+    return n;
+}
+
+/* Whether the AVX-512 variants can run here (the CPU, or ANVIL_ISA, allows F/BW/VL/DQ). */
+static inline bool optest_have_avx512(void) {
+    const core_hw *hw = core_hw_get();
+    return hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512;
+}
+
+/* Whether the AVX2 variants can run here (AVX2 and FMA). */
+static inline bool optest_have_avx2(void) {
+    const core_hw *hw = core_hw_get();
+    return hw->avx2 && hw->fma;
 }
 
 #endif

@@ -174,12 +174,6 @@ static int check_spaces(optest *t, int threads) {
     return spaces;
 }
 
-static size_t prod(const int64_t *d, int r) {
-    size_t n = 1;
-    for (int i = 0; i < r; i++) n *= (size_t)d[i];
-    return n;
-}
-
 /* The gemm_f32 variants of this machine: the shape-picking one and a usable tile each. */
 static int gemm_spaces(void) {
     int n = 1;
@@ -189,8 +183,8 @@ static int gemm_spaces(void) {
 }
 
 static void check_matmul(int ra, const int64_t *da, int rb, const int64_t *db, bool b_known) {
-    float *a = optest_random_f32(prod(da, ra), 1, -1.0f, 1.0f);
-    float *b = optest_random_f32(prod(db, rb), 2, -1.0f, 1.0f);
+    float *a = optest_random_f32(optest_prod(da, ra), 1, -1.0f, 1.0f);
+    float *b = optest_random_f32(optest_prod(db, rb), 2, -1.0f, 1.0f);
     for (int threads = 1; threads <= 2; threads++) {
         optest t;
         optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
@@ -250,8 +244,8 @@ typedef struct conv_case {
 static void check_conv(const conv_case *cc) {
     const int64_t xd[4] = {cc->n, cc->c, cc->h, cc->w};
     const int64_t wd[4] = {cc->m, cc->c / cc->group, cc->k, cc->k};
-    float *x = optest_random_f32(prod(xd, 4), 1, -1.0f, 1.0f);
-    float *w = optest_random_f32(prod(wd, 4), 2, -1.0f, 1.0f);
+    float *x = optest_random_f32(optest_prod(xd, 4), 1, -1.0f, 1.0f);
+    float *w = optest_random_f32(optest_prod(wd, 4), 2, -1.0f, 1.0f);
     float *b = optest_random_f32((size_t)cc->m, 3, -1.0f, 1.0f);
     for (int threads = 1; threads <= 2; threads++) {
         optest t;
@@ -337,8 +331,8 @@ static void test_odd_values(void **state) {
     check_odd_configs(&t, "gemm_f32_4x8_portable", cs, 4);
     optest_end(&t);
     const int64_t xd[4] = {1, 64, 8, 8}, wd[4] = {24, 64, 3, 3};
-    float *x = optest_random_f32(prod(xd, 4), 1, -1.0f, 1.0f);
-    float *w = optest_random_f32(prod(wd, 4), 2, -1.0f, 1.0f);
+    float *x = optest_random_f32(optest_prod(xd, 4), 1, -1.0f, 1.0f);
+    float *w = optest_random_f32(optest_prod(wd, 4), 2, -1.0f, 1.0f);
     static const char *const convs[] = {"conv_im2col_gemm", "conv_implicit_gemm",
                                         "conv_nhwc_im2col_gemm", "conv_winograd_f2x2_3x3",
                                         "conv_winograd_f4x4_3x3"};
@@ -366,8 +360,8 @@ static void test_labels(void **state) {
     assert_non_null(v->space);
     int32_t vals[MAX_VALS];
     const int64_t xd[4] = {1, 8, 6, 6}, wd[4] = {8, 8, 3, 3};
-    float *x = optest_random_f32(prod(xd, 4), 1, -1.0f, 1.0f);
-    float *w = optest_random_f32(prod(wd, 4), 2, -1.0f, 1.0f);
+    float *x = optest_random_f32(optest_prod(xd, 4), 1, -1.0f, 1.0f);
+    float *w = optest_random_f32(optest_prod(wd, 4), 2, -1.0f, 1.0f);
     optest t;
     optest_begin(&t, IR_OP_CONV, 2, 1, 1);
     optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){3, 3}, 2);

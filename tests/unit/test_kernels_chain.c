@@ -27,22 +27,6 @@ typedef struct operand {
     int64_t dims[IR_MAX_RANK];
 } operand;
 
-static size_t prod(const int64_t *d, int r) {
-    size_t n = 1;
-    for (int i = 0; i < r; i++) n *= (size_t)d[i];
-    return n;
-}
-
-static bool have_avx512(void) {
-    const core_hw *hw = core_hw_get();
-    return hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512;
-}
-
-static bool have_avx2(void) {
-    const core_hw *hw = core_hw_get();
-    return hw->avx2 && hw->fma;
-}
-
 /* How many of chain_avx512 and chain_avx2 should run here. */
 static int expected(bool transcendental) {
     assert_non_null(kern_find(IR_OP_ELTWISE_CHAIN, "chain_avx512"));
@@ -50,7 +34,7 @@ static int expected(bool transcendental) {
     /* the steps that need a vector exp/tanh/erf exist where the eltwise family's erf does (a
      * build with SLEEF); ANVIL_HAVE_SLEEF is defined for the kernel sources only */
     if (transcendental && !kern_find(IR_OP_ERF, "erf_avx2")) return 0;
-    return (have_avx512() ? 1 : 0) + (have_avx2() ? 1 : 0);
+    return (optest_have_avx512() ? 1 : 0) + (optest_have_avx2() ? 1 : 0);
 }
 
 /* Starts a chain node over x (rank, dims) with side operands ops[0..n_ops) as inputs 1.. */
@@ -121,11 +105,12 @@ static int check_variants(optest *t, float rtol, float atol) {
 /* Builds and checks one chain; want: variants that must have run. */
 static void run_chain(const step *steps, int n, int rank, const int64_t *dims, float lo, float hi,
                       const operand *ops, int n_ops, float rtol, int want) {
-    const size_t numel = prod(dims, rank);
+    const size_t numel = optest_prod(dims, rank);
     float *x = optest_random_f32(numel, (unsigned)(numel + (size_t)n), lo, hi);
     float *data[8] = {0};
     for (int i = 0; i < n_ops; i++)
-        data[i] = optest_random_f32(prod(ops[i].dims, ops[i].rank), (unsigned)(31 + i), 0.5f, 2);
+        data[i] =
+            optest_random_f32(optest_prod(ops[i].dims, ops[i].rank), (unsigned)(31 + i), 0.5f, 2);
     optest t;
     chain_begin(&t, steps, n, rank, dims, x, ops, (const float *const *)data, n_ops);
     int got = check_variants(&t, rtol, 1e-6f);
@@ -293,7 +278,7 @@ static void single(ir_op op, int opset, const float *v, int rank, const int64_t 
         if (b) optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, bs->rank, bs->dims, b, true);
     }
     assert_int_equal(optest_run(&t), ANVIL_OK);
-    memcpy(y, t.out[0].data, prod(dims, rank) * sizeof(float));
+    memcpy(y, t.out[0].data, optest_prod(dims, rank) * sizeof(float));
     optest_end(&t);
 }
 
@@ -302,7 +287,7 @@ static void single(ir_op op, int opset, const float *v, int rank, const int64_t 
 static void test_reference_matches_single_ops(void **state) {
     (void)state;
     const int64_t dims[4] = {2, 3, 5, 7};
-    const size_t n = prod(dims, 4);
+    const size_t n = optest_prod(dims, 4);
     float *x = optest_random_f32(n, 9, -7, 7), *a = malloc(n * 4), *b = malloc(n * 4);
     float three = 3, six = 6, zero = 0, sqrt2 = 1.41421356f, one = 1, half = 0.5f;
     float ch[3] = {0.5f, -1.25f, 2};

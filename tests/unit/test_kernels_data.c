@@ -13,12 +13,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-static size_t prod(const int64_t *d, int r) {
-    size_t n = 1;
-    for (int i = 0; i < r; i++) n *= (size_t)d[i];
-    return n;
-}
-
 /* n elements of dt with distinct-ish deterministic contents (malloc'd; caller frees). */
 static void *random_data(anvil_dtype dt, size_t n, unsigned seed) {
     size_t es = anvil_dtype_size(dt);
@@ -135,7 +129,7 @@ static void run_resize(const rz_case *c, anvil_dtype dt, int rank, const int64_t
     if (c->antialias >= 0) optest_attr_int(&t, k++, "antialias", c->antialias);
     if (c->axes) optest_attr_ints(&t, k++, "axes", c->axes, (size_t)c->n_axes);
     optest_node(&t)->n_attrs = k;
-    void *x = random_data(dt, prod(dims, rank), (unsigned)(rank * 31 + dims[rank - 1]));
+    void *x = random_data(dt, optest_prod(dims, rank), (unsigned)(rank * 31 + dims[rank - 1]));
     optest_input(&t, 0, dt, rank, dims, x, false);
     static const float empty_roi[1] = {0};
     if (c->opset >= 11)
@@ -284,7 +278,7 @@ static void run_upsample(int opset, const char *mode, int rank, const int64_t *d
     optest_begin_opset(&t, IR_OP_UPSAMPLE, opset < 9 ? 1 : 2, 1, opset < 9 ? 2 : 1, opset);
     optest_attr_string(&t, 0, "mode", mode);
     if (opset < 9) optest_attr_floats(&t, 1, "scales", scales, (size_t)rank);
-    float *x = optest_random_f32(prod(dims, rank), 3, -2, 2);
+    float *x = optest_random_f32(optest_prod(dims, rank), 3, -2, 2);
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, rank, dims, x, false);
     if (opset >= 9) optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){rank}, scales, true);
     check(&t, want, true, 1e-5f, 1e-5f);
@@ -316,7 +310,7 @@ static void run_pad(int opset, const char *mode, anvil_dtype dt, int rank, const
     int n_in = axes ? 4 : value ? 3 : 2;
     optest_begin_opset(&t, IR_OP_PAD, n_in, 1, 1, opset);
     optest_attr_string(&t, 0, "mode", mode);
-    void *x = random_data(dt, prod(dims, rank), (unsigned)(rank * 7 + dims[0]));
+    void *x = random_data(dt, optest_prod(dims, rank), (unsigned)(rank * 7 + dims[0]));
     optest_input(&t, 0, dt, rank, dims, x, false);
     optest_input(&t, 1, ANVIL_DTYPE_INT64, 1, (int64_t[]){n_pads}, pads, pads_known);
     if (value) optest_input(&t, 2, dt, 0, NULL, value, value_known);
@@ -382,7 +376,7 @@ static void test_pad_attrs(void **state) {
         optest_attr_string(&t, 0, "mode", modes[m]);
         optest_attr_ints(&t, 1, "pads", pads, 6);
         optest_attr_float(&t, 2, "value", -1.5f);
-        float *x = optest_random_f32(prod(d3, 3), 5, -1, 1);
+        float *x = optest_random_f32(optest_prod(d3, 3), 5, -1, 1);
         optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 3, d3, x, false);
         check(&t, "pad_rows", false, 0, 0);
         optest_end(&t);
@@ -403,7 +397,7 @@ static void run_concat(anvil_dtype dt, int n, int rank, const int64_t *dims, con
         int64_t d[IR_MAX_RANK];
         memcpy(d, dims, (size_t)rank * sizeof *d);
         d[a] = sizes[i];
-        x[i] = random_data(dt, prod(d, rank), (unsigned)i + 1);
+        x[i] = random_data(dt, optest_prod(d, rank), (unsigned)i + 1);
         optest_input(&t, i, dt, rank, d, x[i], false);
     }
     check(&t, "concat_copy", false, 0, 0);
@@ -438,7 +432,7 @@ static void run_split(anvil_dtype dt, int rank, const int64_t *dims, int64_t axi
     optest_begin_opset(&t, IR_OP_SPLIT, sizes ? 2 : 1, n_out, sizes ? 1 : 2, sizes ? 13 : 18);
     optest_attr_int(&t, 0, "axis", axis);
     if (!sizes) optest_attr_int(&t, 1, "num_outputs", n_out);
-    void *x = random_data(dt, prod(dims, rank), 11);
+    void *x = random_data(dt, optest_prod(dims, rank), 11);
     optest_input(&t, 0, dt, rank, dims, x, false);
     if (sizes) optest_input(&t, 1, ANVIL_DTYPE_INT64, 1, (int64_t[]){n_out}, sizes, true);
     check(&t, "split_copy", false, 0, 0);
@@ -469,7 +463,7 @@ static void run_slice(anvil_dtype dt, int rank, const int64_t *dims, int k, cons
                       const int64_t *ends, const int64_t *axes, const int64_t *steps, bool known) {
     optest t;
     optest_begin(&t, IR_OP_SLICE, steps ? 5 : axes ? 4 : 3, 1, 0);
-    void *x = random_data(dt, prod(dims, rank), 13);
+    void *x = random_data(dt, optest_prod(dims, rank), 13);
     optest_input(&t, 0, dt, rank, dims, x, false);
     const int64_t kd[1] = {k};
     optest_input(&t, 1, ANVIL_DTYPE_INT64, 1, kd, starts, known);
@@ -522,7 +516,7 @@ static void test_slice(void **state) {
     optest_attr_ints(&t, 0, "starts", (int64_t[]){1, -3}, 2);
     optest_attr_ints(&t, 1, "ends", (int64_t[]){100, -1}, 2);
     optest_attr_ints(&t, 2, "axes", (int64_t[]){3, 1}, 2);
-    float *x = optest_random_f32(prod(d4, 4), 9, -1, 1);
+    float *x = optest_random_f32(optest_prod(d4, 4), 9, -1, 1);
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, d4, x, false);
     check(&t, "slice_copy", false, 0, 0);
     optest_end(&t);
@@ -536,8 +530,8 @@ static void run_gather(anvil_dtype dt, int rank, const int64_t *dims, int64_t ax
     optest t;
     optest_begin(&t, IR_OP_GATHER, 2, 1, 1);
     optest_attr_int(&t, 0, "axis", axis);
-    void *x = random_data(dt, prod(dims, rank), 17);
-    size_t q = prod(idims, irank);
+    void *x = random_data(dt, optest_prod(dims, rank), 17);
+    size_t q = optest_prod(idims, irank);
     int32_t idx32[64];
     for (size_t i = 0; i < q && i < 64; i++) idx32[i] = (int32_t)idx[i];
     optest_input(&t, 0, dt, rank, dims, x, false);
@@ -601,7 +595,7 @@ static void run_expand(anvil_dtype dt, int rank, const int64_t *dims, int srank,
                        const int64_t *shape) {
     optest t;
     optest_begin(&t, IR_OP_EXPAND, 2, 1, 0);
-    void *x = random_data(dt, prod(dims, rank), 19);
+    void *x = random_data(dt, optest_prod(dims, rank), 19);
     optest_input(&t, 0, dt, rank, dims, x, false);
     optest_input(&t, 1, ANVIL_DTYPE_INT64, 1, (int64_t[]){srank}, shape, true);
     check(&t, "expand_copy", false, 0, 0);
@@ -628,7 +622,7 @@ static void test_expand(void **state) {
 static void run_tile(anvil_dtype dt, int rank, const int64_t *dims, const int64_t *reps) {
     optest t;
     optest_begin(&t, IR_OP_TILE, 2, 1, 0);
-    void *x = random_data(dt, prod(dims, rank), 23);
+    void *x = random_data(dt, optest_prod(dims, rank), 23);
     optest_input(&t, 0, dt, rank, dims, x, false);
     optest_input(&t, 1, ANVIL_DTYPE_INT64, 1, (int64_t[]){rank}, reps, true);
     check(&t, "tile_copy", false, 0, 0);

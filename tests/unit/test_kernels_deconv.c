@@ -26,12 +26,6 @@ typedef struct deconv_case {
     bool w_unknown; /* W is not a constant (packed at run time by the GEMM) */
 } deconv_case;
 
-static size_t prod(const int64_t *d, int r) {
-    size_t n = 1;
-    for (int i = 0; i < r; i++) n *= (size_t)d[i];
-    return n;
-}
-
 /* Whether deconv_direct_gemm must take the case: stride == kernel, dilation 1 and the output
  * covering every tap from position 0 (no pads, or only output_padding / a larger output_shape). */
 static bool disjoint(const deconv_case *c) {
@@ -70,8 +64,8 @@ static int run_case(const deconv_case *c) {
     if (c->auto_pad) optest_attr_string(&t, a++, "auto_pad", c->auto_pad);
     if (has_oshape) optest_attr_ints(&t, a++, "output_shape", c->oshape, (size_t)nsp);
     optest_attr_int(&t, a++, "group", c->group);
-    float *x = optest_random_f32(prod(xd, rank), 1, -1.0f, 1.0f);
-    float *w = optest_random_f32(prod(wd, rank), 2, -1.0f, 1.0f);
+    float *x = optest_random_f32(optest_prod(xd, rank), 1, -1.0f, 1.0f);
+    float *w = optest_random_f32(optest_prod(wd, rank), 2, -1.0f, 1.0f);
     float *b = optest_random_f32((size_t)c->m, 3, -1.0f, 1.0f);
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, rank, xd, x, false);
     optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, rank, wd, w, !c->w_unknown);
@@ -538,8 +532,8 @@ static void build_case(optest *t, const deconv_case *c, float **x, float **w, fl
     optest_attr_ints(t, 1, "strides", c->s, (size_t)nsp);
     optest_attr_ints(t, 2, "pads", c->pads, 2 * (size_t)nsp);
     optest_attr_int(t, 3, "group", c->group);
-    *x = optest_random_f32(prod(xd, rank), 4, -1.0f, 1.0f);
-    *w = optest_random_f32(prod(wd, rank), 5, -1.0f, 1.0f);
+    *x = optest_random_f32(optest_prod(xd, rank), 4, -1.0f, 1.0f);
+    *w = optest_random_f32(optest_prod(wd, rank), 5, -1.0f, 1.0f);
     *b = optest_random_f32((size_t)c->m, 6, -1.0f, 1.0f);
     optest_input(t, 0, ANVIL_DTYPE_FLOAT32, rank, xd, *x, false);
     optest_input(t, 1, ANVIL_DTYPE_FLOAT32, rank, wd, *w, true);

@@ -13,22 +13,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-static size_t prod(const int64_t *d, int r) {
-    size_t n = 1;
-    for (int i = 0; i < r; i++) n *= (size_t)d[i];
-    return n;
-}
-
-static bool have_avx512(void) {
-    const core_hw *hw = core_hw_get();
-    return hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512;
-}
-
-static bool have_avx2(void) {
-    const core_hw *hw = core_hw_get();
-    return hw->avx2 && hw->fma;
-}
-
 /* How many of "<name>_avx512" and "<name>_avx2" should run here. sleef: the variants exist only
  * in builds with SLEEF (then both are registered or neither). */
 static int expected(ir_op op, const char *name, bool sleef) {
@@ -42,7 +26,7 @@ static int expected(ir_op op, const char *name, bool sleef) {
     }
     assert_true((va == NULL) == (vb == NULL));
     if (!va) return 0;
-    return (have_avx512() ? 1 : 0) + (have_avx2() ? 1 : 0);
+    return (optest_have_avx512() ? 1 : 0) + (optest_have_avx2() ? 1 : 0);
 }
 
 /* Runs every variant, then checks that at least `want` of them were compared. */
@@ -59,7 +43,7 @@ static bool family_applies(optest *t, const char *name) {
     optest_input_info(t, in);
     kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL, NULL};
     char full[64];
-    snprintf(full, sizeof full, "%s_%s", name, have_avx512() ? "avx512" : "avx2");
+    snprintf(full, sizeof full, "%s_%s", name, optest_have_avx512() ? "avx512" : "avx2");
     const kern_variant *v = kern_find(optest_node(t)->op, full);
     return v && kern_applies(v, &kn, core_hw_get());
 }
@@ -85,7 +69,7 @@ static void run_unary(const unary_case *c, int attrs, const char *aname, float a
         int64_t dims[3] = {2, 0, 3};
         int rank = zero ? 3 : 1;
         if (!zero) dims[0] = lengths[li];
-        float *x = optest_random_f32(prod(dims, rank), (unsigned)li + 7, c->lo, c->hi);
+        float *x = optest_random_f32(optest_prod(dims, rank), (unsigned)li + 7, c->lo, c->hi);
         optest t;
         optest_begin_opset(&t, c->op, 1, 1, attrs, c->opset);
         int k = 0;
@@ -161,8 +145,8 @@ static void run_binary(int ra, const int64_t *da, int rb, const int64_t *db, boo
     static const ir_op ops[] = {IR_OP_ADD, IR_OP_SUB, IR_OP_MUL, IR_OP_DIV};
     static const char *const names[] = {"add", "sub", "mul", "div"};
     for (int o = 0; o < 4; o++) {
-        float *a = optest_random_f32(prod(da, ra), 11, -2, 2);
-        float *b = optest_random_f32(prod(db, rb), 12, 0.5f, 2.0f);
+        float *a = optest_random_f32(optest_prod(da, ra), 11, -2, 2);
+        float *b = optest_random_f32(optest_prod(db, rb), 12, 0.5f, 2.0f);
         optest t;
         optest_begin(&t, ops[o], 2, 1, 0);
         optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, ra, da, a, false);
@@ -207,7 +191,7 @@ static void test_binary_outer(void **state) {
 static void run_softmax(ir_op op, int opset, int rank, const int64_t *dims, int64_t axis,
                         bool has_axis, bool supported) {
     const char *name = op == IR_OP_SOFTMAX ? "softmax" : "logsoftmax";
-    float *x = optest_random_f32(prod(dims, rank), 21, -10, 10);
+    float *x = optest_random_f32(optest_prod(dims, rank), 21, -10, 10);
     optest t;
     optest_begin_opset(&t, op, 1, 1, has_axis ? 1 : 0, opset);
     if (has_axis) optest_attr_int(&t, 0, "axis", axis);
@@ -238,8 +222,8 @@ static void test_softmax(void **state) {
 
 static void run_layernorm(int rank, const int64_t *dims, int64_t axis, bool bias, bool known) {
     int r0 = (int)(axis < 0 ? axis + rank : axis);
-    size_t len = prod(dims + r0, rank - r0);
-    float *x = optest_random_f32(prod(dims, rank), 31, -3, 5);
+    size_t len = optest_prod(dims + r0, rank - r0);
+    float *x = optest_random_f32(optest_prod(dims, rank), 31, -3, 5);
     float *sc = optest_random_f32(len, 32, 0.5f, 1.5f), *bi = optest_random_f32(len, 33, -1, 1);
     optest t;
     optest_begin_opset(&t, IR_OP_LAYERNORMALIZATION, bias ? 3 : 2, 1, 2, 17);
@@ -268,7 +252,7 @@ static void test_layernorm(void **state) {
 
 static void run_batchnorm(int rank, const int64_t *dims, bool known) {
     int64_t c = dims[1];
-    float *x = optest_random_f32(prod(dims, rank), 41, -3, 3);
+    float *x = optest_random_f32(optest_prod(dims, rank), 41, -3, 3);
     float *p[4];
     for (int i = 0; i < 4; i++) p[i] = optest_random_f32((size_t)c, 42 + (unsigned)i, 0.2f, 1.5f);
     optest t;
@@ -302,7 +286,7 @@ typedef struct pool_case {
 static void run_pool(ir_op op, const pool_case *c, int64_t cip, bool supported) {
     int64_t dims[4] = {2, 3, c->h, c->w};
     const char *name = op == IR_OP_MAXPOOL ? "maxpool" : "averagepool";
-    float *x = optest_random_f32(prod(dims, 4), 51, -4, 4);
+    float *x = optest_random_f32(optest_prod(dims, 4), 51, -4, 4);
     optest t;
     int nat = 4 + (op == IR_OP_AVERAGEPOOL);
     optest_begin_opset(&t, op, 1, 1, nat, 17);
@@ -349,7 +333,7 @@ static void test_global_avgpool(void **state) {
     (void)state;
     static const int64_t shapes[][4] = {{2, 3, 7, 7}, {1, 5, 1, 1}, {1, 1280, 7, 7}, {0, 3, 4, 4}};
     for (size_t i = 0; i < 4; i++) {
-        float *x = optest_random_f32(prod(shapes[i], 4), 61, -2, 2);
+        float *x = optest_random_f32(optest_prod(shapes[i], 4), 61, -2, 2);
         optest t;
         optest_begin(&t, IR_OP_GLOBALAVERAGEPOOL, 1, 1, 0);
         optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, shapes[i], x, false);
@@ -369,7 +353,7 @@ static void test_global_avgpool(void **state) {
 /* ---- transpose ---------------------------------------------------------------------------- */
 
 static void run_transpose(int rank, const int64_t *dims, const int64_t *perm, bool supported) {
-    float *x = optest_random_f32(prod(dims, rank), 71, -1, 1);
+    float *x = optest_random_f32(optest_prod(dims, rank), 71, -1, 1);
     optest t;
     optest_begin(&t, IR_OP_TRANSPOSE, 1, 1, perm ? 1 : 0);
     if (perm) optest_attr_ints(&t, 0, "perm", perm, (size_t)rank);

@@ -9,12 +9,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-static size_t prod(const int64_t *d, int r) {
-    size_t n = 1;
-    for (int i = 0; i < r; i++) n *= (size_t)d[i];
-    return n;
-}
-
 /* The number of gemm_f32 variants that can run on this machine: the shape-picking one plus
  * every tile whose ISA is present. */
 static int expected_variants(void) {
@@ -27,8 +21,8 @@ static int expected_variants(void) {
 static void check_matmul(int ra, const int64_t *da, int rb, const int64_t *db, bool b_known) {
     optest t;
     optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
-    float *a = optest_random_f32(prod(da, ra), 1, -1.0f, 1.0f),
-          *b = optest_random_f32(prod(db, rb), 2, -1.0f, 1.0f);
+    float *a = optest_random_f32(optest_prod(da, ra), 1, -1.0f, 1.0f),
+          *b = optest_random_f32(optest_prod(db, rb), 2, -1.0f, 1.0f);
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, ra, da, a, false);
     optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, rb, db, b, b_known);
     int n = optest_check_variants(&t, 1e-4f, 1e-4f);
@@ -93,7 +87,7 @@ static void check_gemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, int c_
     int64_t da[2] = {ta ? k : m, ta ? m : k}, db[2] = {tb ? n : k, tb ? k : n};
     float *a = optest_random_f32((size_t)(m * k), 3, -1.0f, 1.0f),
           *b = optest_random_f32((size_t)(k * n), 4, -1.0f, 1.0f);
-    float *c = c_rank >= 0 ? optest_random_f32(prod(c_dims, c_rank), 5, -1.0f, 1.0f) : NULL;
+    float *c = c_rank >= 0 ? optest_random_f32(optest_prod(c_dims, c_rank), 5, -1.0f, 1.0f) : NULL;
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, da, a, false);
     optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, db, b, b_known);
     if (c) optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, c_rank, c_dims, c, true);
@@ -137,9 +131,9 @@ static void check_fused(ir_op op, int ra, const int64_t *da, const int64_t *db, 
     int64_t dy[4];
     for (int i = 0; i < ra - 1; i++) dy[i] = da[i];
     dy[ra - 1] = db[1];
-    size_t ny = prod(dy, ra);
-    float *a = optest_random_f32(prod(da, ra), 11, -1.0f, 1.0f),
-          *b = optest_random_f32(prod(db, 2), 12, -1.0f, 1.0f),
+    size_t ny = optest_prod(dy, ra);
+    float *a = optest_random_f32(optest_prod(da, ra), 11, -1.0f, 1.0f),
+          *b = optest_random_f32(optest_prod(db, 2), 12, -1.0f, 1.0f),
           *bv = optest_random_f32((size_t)db[1], 13, -1.0f, 1.0f),
           *r = optest_random_f32(ny, 14, -1.0f, 1.0f), *c = optest_random_f32(ny, 15, -1.0f, 1.0f);
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, ra, da, a, false);

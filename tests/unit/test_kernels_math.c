@@ -19,17 +19,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-static size_t prod(const int64_t *d, int r) {
-    size_t n = 1;
-    for (int i = 0; i < r; i++) n *= (size_t)d[i];
-    return n;
-}
-
-static bool have_avx512(void) {
-    const core_hw *hw = core_hw_get();
-    return hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512;
-}
-
 /* Whether the build has SLEEF (the family registers its SLEEF-only variants then). */
 static bool have_sleef(void) {
     return kern_find(IR_OP_SIN, "sin_avx512") != NULL;
@@ -40,7 +29,7 @@ static bool have_sleef(void) {
 static int expected(ir_op op, const char *name) {
     char full[64];
     snprintf(full, sizeof full, "%s_avx512", name);
-    return kern_find(op, full) && have_avx512() ? 1 : 0;
+    return kern_find(op, full) && optest_have_avx512() ? 1 : 0;
 }
 
 static bool same_f32(float g, float w, float rtol, float atol) {
@@ -72,42 +61,11 @@ static long compare_out(const op_tensor *want, const void *got, float rtol, floa
     return -1;
 }
 
-/* optest_check_variants with compare_out: runs the reference, then every applicable variant of
- * the node's op on 1, 2 and 3 threads; asserts that each matches and that at least `want` ran. */
+/* optest_check_variants_cmp with compare_out: asserts that every applicable variant matches the
+ * reference and that at least `want` ran. */
 static void check(optest *t, float rtol, float atol, int want) {
-    assert_int_equal(optest_run(t), ANVIL_OK);
-    size_t count;
-    const kern_variant *const *list = kern_variants(optest_node(t)->op, &count);
-    int checked = 0;
-    for (size_t vi = 1; vi < count; vi++) {
-        for (int threads = 1; threads <= 3; threads++) {
-            op_tensor got[OPTEST_MAX_IO];
-            for (int i = 0; i < t->n_out; i++) {
-                got[i] = t->out[i];
-                size_t bytes;
-                assert_true(core_tensor_bytes(got[i].dtype, got[i].dims, got[i].rank, &bytes));
-                got[i].data = malloc(bytes ? bytes : 1);
-                memset(got[i].data, 0xff, bytes); /* NaN / nonzero: unwritten output shows */
-            }
-            anvil_status s = optest_run_variant(t, list[vi], threads, got);
-            bool bad = false;
-            if (s != ANVIL_OK && s != ANVIL_ERR_UNSUPPORTED) {
-                fprintf(stderr, "variant %s (%d threads) failed: %s\n", list[vi]->name, threads,
-                        anvil_last_error());
-                bad = true;
-            }
-            for (int i = 0; i < t->n_out && s == ANVIL_OK && !bad; i++)
-                if (compare_out(&t->out[i], got[i].data, rtol, atol) >= 0) {
-                    fprintf(stderr, "variant %s (%d threads): output %d differs\n", list[vi]->name,
-                            threads, i);
-                    bad = true;
-                }
-            for (int i = 0; i < t->n_out; i++) free(got[i].data);
-            assert_false(bad);
-            if (s == ANVIL_ERR_UNSUPPORTED) break;
-            if (threads == 1) checked++;
-        }
-    }
+    int checked = optest_check_variants_cmp(t, rtol, atol, compare_out);
+    assert_true(checked >= 0);
     if (checked < want) fprintf(stderr, "checked %d variants, want >= %d\n", checked, want);
     assert_true(checked >= want);
 }
@@ -147,7 +105,7 @@ static const int64_t lengths[] = {1, 15, 16, 17, 33, 1000, 40000};
 
 static void run_pow_const(int rx, const int64_t *dx, anvil_dtype edt, int re, const int64_t *de,
                           double e, bool supported) {
-    size_t nx = prod(dx, rx), ne = prod(de, re);
+    size_t nx = optest_prod(dx, rx), ne = optest_prod(de, re);
     float *x = data_f32(nx, 21, -3, 3, true);
     void *ev = malloc(ne * 8 + 8);
     for (size_t i = 0; i < ne; i++) core_store_f64(edt, ev, i, e);
@@ -189,7 +147,7 @@ static void test_pow_const(void **state) {
 }
 
 static void run_pow_tensor(int rx, const int64_t *dx, int re, const int64_t *de, bool known) {
-    size_t nx = prod(dx, rx), ne = prod(de, re);
+    size_t nx = optest_prod(dx, rx), ne = optest_prod(de, re);
     float *x = data_f32(nx, 31, 0.1f, 4, true);
     float *e = data_f32(ne, 32, -3, 3, false);
     /* integer exponents (negative bases keep a sign) and specials on some positions */
@@ -220,7 +178,7 @@ static void test_pow_tensor(void **state) {
 
 static void run_where(anvil_dtype dt, int rc, const int64_t *dc, int rx, const int64_t *dx, int ry,
                       const int64_t *dy) {
-    size_t nc = prod(dc, rc), nx = prod(dx, rx), ny = prod(dy, ry);
+    size_t nc = optest_prod(dc, rc), nx = optest_prod(dx, rx), ny = optest_prod(dy, ry);
     size_t es = anvil_dtype_size(dt);
     uint8_t *c = malloc(nc + 1);
     unsigned char *x = malloc(nx * es + 1), *y = malloc(ny * es + 1);
@@ -284,7 +242,7 @@ static void run_unary(const unary_case *c) {
         int64_t dims[3] = {2, 0, 3};
         int rank = zero ? 3 : 1;
         if (!zero) dims[0] = lengths[li];
-        float *x = data_f32(prod(dims, rank), (unsigned)li + 3, c->lo, c->hi, true);
+        float *x = data_f32(optest_prod(dims, rank), (unsigned)li + 3, c->lo, c->hi, true);
         optest t;
         optest_begin_opset(&t, c->op, 1, 1, c->attr ? 1 : 0, c->opset);
         if (c->attr) optest_attr_float(&t, 0, c->attr, c->aval);
@@ -341,7 +299,7 @@ static void run_variadic(int n_in, const int *ranks, const int64_t (*dims)[4]) {
         optest t;
         optest_begin(&t, ops[o], n_in, 1, 0);
         for (int i = 0; i < n_in; i++) {
-            x[i] = data_f32(prod(dims[i], ranks[i]), (unsigned)(40 + i), -4, 4, true);
+            x[i] = data_f32(optest_prod(dims[i], ranks[i]), (unsigned)(40 + i), -4, 4, true);
             optest_input(&t, i, ANVIL_DTYPE_FLOAT32, ranks[i], dims[i], x[i], false);
         }
         check(&t, 1e-6f, 0, expected(ops[o], names[o]));
@@ -367,8 +325,8 @@ static void test_variadic(void **state) {
 }
 
 static void run_prelu(int rx, const int64_t *dx, int rs, const int64_t *ds) {
-    float *x = data_f32(prod(dx, rx), 51, -3, 3, true);
-    float *sl = data_f32(prod(ds, rs), 52, -1, 1, false);
+    float *x = data_f32(optest_prod(dx, rx), 51, -3, 3, true);
+    float *sl = data_f32(optest_prod(ds, rs), 52, -1, 1, false);
     optest t;
     optest_begin(&t, IR_OP_PRELU, 2, 1, 0);
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, rx, dx, x, false);
@@ -426,7 +384,7 @@ static void *cast_data(anvil_dtype dt, size_t n, unsigned seed) {
 }
 
 static void run_cast(anvil_dtype from, anvil_dtype to, int rank, const int64_t *dims) {
-    void *x = cast_data(from, prod(dims, rank), (unsigned)(from * 31 + to));
+    void *x = cast_data(from, optest_prod(dims, rank), (unsigned)(from * 31 + to));
     optest t;
     optest_begin(&t, IR_OP_CAST, 1, 1, 1);
     optest_attr_int(&t, 0, "to", to);
@@ -463,7 +421,7 @@ static void test_cast(void **state) {
 static void run_softmax(ir_op op, int opset, int rank, const int64_t *dims, int64_t axis,
                         bool supported) {
     const char *name = op == IR_OP_SOFTMAX ? "softmax_axis" : "logsoftmax_axis";
-    float *x = optest_random_f32(prod(dims, rank), 61, -8, 8);
+    float *x = optest_random_f32(optest_prod(dims, rank), 61, -8, 8);
     optest t;
     optest_begin_opset(&t, op, 1, 1, 1, opset);
     optest_attr_int(&t, 0, "axis", axis);
@@ -503,7 +461,7 @@ static void run_compare(int ra, const int64_t *da, int rb, const int64_t *db) {
     static const char *const names[] = {"equal", "less", "lessorequal", "greater",
                                         "greaterorequal"};
     for (int o = 0; o < 5; o++) {
-        size_t na = prod(da, ra), nb = prod(db, rb);
+        size_t na = optest_prod(da, ra), nb = optest_prod(db, rb);
         float *a = data_f32(na, 71, -2, 2, true), *b = data_f32(nb, 72, -2, 2, true);
         /* equal pairs, so that Equal and the non-strict comparisons see some */
         for (size_t i = 0; i < na && i < nb; i += 4) b[i] = a[i];
@@ -524,9 +482,9 @@ static void run_logic(int ra, const int64_t *da, int rb, const int64_t *db) {
     static const char *const names[] = {"and", "or", "xor", "not"};
     for (int o = 0; o < 4; o++) {
         int n_in = ops[o] == IR_OP_NOT ? 1 : 2;
-        if (n_in == 1 && (ra != rb || prod(da, ra) != prod(db, rb))) continue;
-        uint8_t *a = cast_data(ANVIL_DTYPE_BOOL, prod(da, ra), 81);
-        uint8_t *b = cast_data(ANVIL_DTYPE_BOOL, prod(db, rb), 82);
+        if (n_in == 1 && (ra != rb || optest_prod(da, ra) != optest_prod(db, rb))) continue;
+        uint8_t *a = cast_data(ANVIL_DTYPE_BOOL, optest_prod(da, ra), 81);
+        uint8_t *b = cast_data(ANVIL_DTYPE_BOOL, optest_prod(db, rb), 82);
         optest t;
         optest_begin(&t, ops[o], n_in, 1, 0);
         optest_input(&t, 0, ANVIL_DTYPE_BOOL, ra, da, a, false);

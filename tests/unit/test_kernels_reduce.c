@@ -13,22 +13,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-static size_t prod(const int64_t *d, int r) {
-    size_t n = 1;
-    for (int i = 0; i < r; i++) n *= (size_t)d[i];
-    return n;
-}
-
-static bool have_avx512(void) {
-    const core_hw *hw = core_hw_get();
-    return hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512;
-}
-
-static bool have_avx2(void) {
-    const core_hw *hw = core_hw_get();
-    return hw->avx2 && hw->fma;
-}
-
 /* The eltwise family registers its exp-based variants only in builds with SLEEF. */
 static bool have_sleef(void) {
     return kern_find(IR_OP_SIGMOID, "sigmoid_avx2") != NULL;
@@ -42,7 +26,7 @@ static int expected(ir_op op, const char *name) {
     assert_non_null(kern_find(op, a));
     assert_non_null(kern_find(op, b));
     if (op == IR_OP_REDUCELOGSUMEXP && !have_sleef()) return 0;
-    return (have_avx512() ? 1 : 0) + (have_avx2() ? 1 : 0);
+    return (optest_have_avx512() ? 1 : 0) + (optest_have_avx2() ? 1 : 0);
 }
 
 static void check(optest *t, float rtol, float atol, int want) {
@@ -58,67 +42,30 @@ static bool close_f32(float got, float want, float rtol, float atol) {
     return fabsf(got - want) <= atol + rtol * fabsf(want);
 }
 
-/* optest_check_variants for outputs it cannot compare: NaN equal to NaN, and int64 outputs
- * (indices) exactly. Runs every applicable variant on 1, 2 and 3 threads; returns how many ran. */
-static int check_exact(optest *t, float rtol, float atol) {
-    if (optest_run(t) != ANVIL_OK) {
-        fprintf(stderr, "the reference failed: %s\n", anvil_last_error());
-        return -1;
-    }
-    size_t count;
-    const kern_variant *const *list = kern_variants(optest_node(t)->op, &count);
-    int checked = 0;
-    for (size_t vi = 1; vi < count; vi++) {
-        for (int threads = 1; threads <= 3; threads++) {
-            op_tensor got[OPTEST_MAX_IO];
-            for (int i = 0; i < t->n_out; i++) {
-                got[i] = t->out[i];
-                size_t bytes;
-                if (!core_tensor_bytes(got[i].dtype, got[i].dims, got[i].rank, &bytes)) abort();
-                got[i].data = malloc(bytes ? bytes : 1);
-                memset(got[i].data, 0xff, bytes);
+/* The comparison for outputs optest_cmp_f32 cannot judge: NaN equal to NaN, and int64 outputs
+ * (indices) exactly. */
+static long compare_exact(const op_tensor *want, const void *got, float rtol, float atol) {
+    size_t n = op_tensor_numel(want);
+    for (size_t e = 0; e < n; e++) {
+        if (want->dtype == ANVIL_DTYPE_INT64) {
+            int64_t g = ((const int64_t *)got)[e], w = ((const int64_t *)want->data)[e];
+            if (g != w) {
+                fprintf(stderr, "at %zu: got %lld want %lld\n", e, (long long)g, (long long)w);
+                return (long)e;
             }
-            anvil_status s = optest_run_variant(t, list[vi], threads, got);
-            int bad = 0;
-            if (s == ANVIL_ERR_UNSUPPORTED) {
-                bad = -2;
-            } else if (s != ANVIL_OK) {
-                fprintf(stderr, "variant %s failed: %s\n", list[vi]->name, anvil_last_error());
-                bad = 1;
+        } else {
+            float g = ((const float *)got)[e], w = ((const float *)want->data)[e];
+            if (!close_f32(g, w, rtol, atol)) {
+                fprintf(stderr, "at %zu: got %g want %g\n", e, (double)g, (double)w);
+                return (long)e;
             }
-            for (int i = 0; i < t->n_out && !bad; i++) {
-                size_t n = op_tensor_numel(&t->out[i]);
-                for (size_t e = 0; e < n && !bad; e++) {
-                    bool ok;
-                    if (t->out[i].dtype == ANVIL_DTYPE_INT64) {
-                        ok = ((int64_t *)got[i].data)[e] == ((int64_t *)t->out[i].data)[e];
-                        if (!ok)
-                            fprintf(stderr,
-                                    "%s (%d threads) output %d at %zu: got %lld want %lld\n",
-                                    list[vi]->name, threads, i, e,
-                                    (long long)((int64_t *)got[i].data)[e],
-                                    (long long)((int64_t *)t->out[i].data)[e]);
-                    } else {
-                        float g = ((float *)got[i].data)[e], w = ((float *)t->out[i].data)[e];
-                        ok = close_f32(g, w, rtol, atol);
-                        if (!ok)
-                            fprintf(stderr, "%s (%d threads) output %d at %zu: got %g want %g\n",
-                                    list[vi]->name, threads, i, e, (double)g, (double)w);
-                    }
-                    if (!ok) bad = 1;
-                }
-            }
-            for (int i = 0; i < t->n_out; i++) free(got[i].data);
-            if (bad == 1) return -1;
-            if (bad == -2) break;
-            if (threads == 1) checked++;
         }
     }
-    return checked;
+    return -1;
 }
 
 static void check_x(optest *t, float rtol, float atol, int want) {
-    int n = check_exact(t, rtol, atol);
+    int n = optest_check_variants_cmp(t, rtol, atol, compare_exact);
     if (n != want) fprintf(stderr, "checked %d variants, want %d\n", n, want);
     assert_int_equal(n, want);
 }
@@ -172,7 +119,7 @@ static void run_reduce(const red_case *c, int rank, const int64_t *dims, const f
 
 /* Every subset of the 4 axes (the empty one: every axis), keepdims 0 and 1, both axes forms. */
 static void reduce_all_axes(const int64_t *dims, unsigned seed) {
-    size_t n = prod(dims, 4);
+    size_t n = optest_prod(dims, 4);
     for (size_t ci = 0; ci < N_RED_CASES; ci++) {
         const red_case *c = &red_cases[ci];
         float *x = optest_random_f32(n, seed + (unsigned)ci, c->lo, c->hi);
@@ -201,7 +148,7 @@ static void test_reduce_axes(void **state) {
 static void test_reduce_large(void **state) {
     (void)state;
     const int64_t dims[4] = {2, 37, 33, 301};
-    size_t n = prod(dims, 4);
+    size_t n = optest_prod(dims, 4);
     /* the last two: one or two rows for 2 and 3 threads, split into parts */
     static const int64_t combos[][4] = {{3},    {2, 3}, {1},          {0, 2},
                                         {1, 3}, {0},    {0, 1, 2, 3}, {1, 2, 3}};
@@ -224,7 +171,7 @@ static void test_reduce_large(void **state) {
 static void test_reduce_edges(void **state) {
     (void)state;
     const int64_t dims[3] = {3, 1, 19};
-    float *x = optest_random_f32(prod(dims, 3), 9, 0.2f, 2);
+    float *x = optest_random_f32(optest_prod(dims, 3), 9, 0.2f, 2);
     for (size_t ci = 0; ci < N_RED_CASES; ci++) {
         const red_case *c = &red_cases[ci];
         int want = expected(c->op, c->name);
@@ -249,7 +196,7 @@ static void test_reduce_edges(void **state) {
 static void test_reduce_nan_inf(void **state) {
     (void)state;
     const int64_t dims[3] = {4, 37, 21};
-    size_t n = prod(dims, 3);
+    size_t n = optest_prod(dims, 3);
     float *x = optest_random_f32(n, 11, -2, 2);
     /* row 0 (axis 2): a NaN; row 1: +inf; row 2: two +inf; row 3: all -inf, row 4: -inf and
      * NaN; and a column with a NaN */
@@ -294,7 +241,7 @@ static void test_globalmaxpool(void **state) {
     (void)state;
     static const int64_t shapes[][4] = {{2, 3, 5, 7}, {1, 17, 33, 1}, {1, 8, 64, 64}, {2, 0, 3, 3}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        size_t n = prod(shapes[s], 4);
+        size_t n = optest_prod(shapes[s], 4);
         float *x = optest_random_f32(n, 3 + (unsigned)s, -5, 5);
         if (n > 40) x[37] = NAN;
         optest t;
@@ -329,7 +276,7 @@ static void test_argmax(void **state) {
     static const int64_t shapes[][4] = {{3, 5, 7, 19}, {2, 41, 3, 37}};
     static const ir_op ops[] = {IR_OP_ARGMAX, IR_OP_ARGMIN};
     for (size_t s = 0; s < 2; s++) {
-        size_t n = prod(shapes[s], 4);
+        size_t n = optest_prod(shapes[s], 4);
         for (int nan = 0; nan <= 1; nan++) {
             float *x = tie_data(n, 5 + (unsigned)s, nan);
             for (size_t o = 0; o < 2; o++)
@@ -373,7 +320,7 @@ static void test_argmax(void **state) {
 
 static void run_groupnorm(ir_op op, int opset, int rank, const int64_t *dims, int64_t groups,
                           unsigned seed) {
-    size_t n = prod(dims, rank);
+    size_t n = optest_prod(dims, rank);
     int64_t np = op == IR_OP_INSTANCENORMALIZATION || opset >= 21 ? dims[1] : groups;
     float *x = optest_random_f32(n, seed, -3, 5);
     float *sc = optest_random_f32((size_t)np, seed + 1, 0.5f, 2);
@@ -413,9 +360,9 @@ static void test_instance_group_norm(void **state) {
 }
 
 static void run_rms(int rank, const int64_t *dims, int64_t axis, unsigned seed) {
-    size_t n = prod(dims, rank);
+    size_t n = optest_prod(dims, rank);
     int a = (int)(axis < 0 ? axis + rank : axis);
-    size_t blk = prod(dims + a, rank - a);
+    size_t blk = optest_prod(dims + a, rank - a);
     float *x = optest_random_f32(n, seed, -2, 2);
     float *sc = optest_random_f32(blk, seed + 1, 0.5f, 2);
     optest t;
@@ -442,7 +389,7 @@ static void test_rmsnorm(void **state) {
 static void test_lpnorm(void **state) {
     (void)state;
     const int64_t dims[4] = {3, 5, 7, 19};
-    size_t n = prod(dims, 4);
+    size_t n = optest_prod(dims, 4);
     float *x = optest_random_f32(n, 21, -2, 2);
     for (int i = 0; i < 19; i++) x[i] = 0; /* a zero line along the last axis */
     for (int p = 1; p <= 2; p++)
@@ -487,7 +434,7 @@ static void test_topk(void **state) {
     (void)state;
     assert_non_null(kern_find(IR_OP_TOPK, "topk_heap"));
     const int64_t dims[3] = {3, 37, 21};
-    size_t n = prod(dims, 3);
+    size_t n = optest_prod(dims, 3);
     for (int nan = 0; nan <= 1; nan++) {
         float *x = tie_data(n, 17, nan);
         x[4] = INFINITY;

@@ -15,16 +15,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-static bool have_avx512(void) {
-    const core_hw *hw = core_hw_get();
-    return hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512;
-}
-
-static bool have_avx2(void) {
-    const core_hw *hw = core_hw_get();
-    return hw->avx2 && hw->fma;
-}
-
 static const char *op_prefix(ir_op op) {
     return op == IR_OP_LSTM ? "lstm_f32" : op == IR_OP_GRU ? "gru_f32" : "rnn_f32";
 }
@@ -38,7 +28,7 @@ static int expected(ir_op op) {
     assert_non_null(kern_find(op, op_prefix(op)));
     assert_non_null(kern_find(op, a));
     assert_non_null(kern_find(op, b));
-    return 1 + (have_avx512() ? 1 : 0) + (have_avx2() ? 1 : 0);
+    return 1 + (optest_have_avx512() ? 1 : 0) + (optest_have_avx2() ? 1 : 0);
 }
 
 typedef struct rcase {
@@ -366,8 +356,8 @@ static void test_gate_accuracy(void **state) {
         ones[i] = 1.0f;
     }
     x[5] = NAN;
-    const rnn_isa *isas[2] = {have_avx512() ? &rnn_isa_avx512 : NULL,
-                              have_avx2() ? &rnn_isa_avx2 : NULL};
+    const rnn_isa *isas[2] = {optest_have_avx512() ? &rnn_isa_avx512 : NULL,
+                              optest_have_avx2() ? &rnn_isa_avx2 : NULL};
     for (int k = 0; k < 2; k++) {
         if (!isas[k]) continue;
         isas[k]->rnn_row(N, x, zero, h, INFINITY);
