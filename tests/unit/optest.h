@@ -310,8 +310,18 @@ static inline int optest_check_variants(optest *t, float rtol, float atol) {
     return optest_check_variants_cmp(t, rtol, atol, optest_cmp_f32);
 }
 
-/* ---- helpers the kernel tests share -----------------------------------------------------------
- */
+/* ---- helpers the kernel tests share ----------------------------------------------------- */
+
+/* Whether the registered variant `name` of the node's op accepts the node on one thread (after
+ * shape inference); false when no such variant is registered. */
+static inline bool optest_variant_applies(optest *t, const char *name) {
+    if (optest_infer(t) != ANVIL_OK) abort();
+    op_tinfo in[OPTEST_MAX_IO];
+    optest_input_info(t, in);
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL, NULL};
+    const kern_variant *v = kern_find(optest_node(t)->op, name);
+    return v && kern_applies(v, &kn, core_hw_get());
+}
 
 /* Product of d[0..r). */
 static inline size_t optest_prod(const int64_t *d, int r) {

@@ -38,14 +38,9 @@ static void check(optest *t, float rtol, float atol, int want) {
 
 /* Whether the family's AVX-512 (or, without it, AVX2) variant accepts the node. */
 static bool family_applies(optest *t, const char *name) {
-    assert_int_equal(optest_infer(t), ANVIL_OK);
-    op_tinfo in[OPTEST_MAX_IO];
-    optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL, NULL};
     char full[64];
     snprintf(full, sizeof full, "%s_%s", name, optest_have_avx512() ? "avx512" : "avx2");
-    const kern_variant *v = kern_find(optest_node(t)->op, full);
-    return v && kern_applies(v, &kn, core_hw_get());
+    return optest_variant_applies(t, full);
 }
 
 /* ---- unary -------------------------------------------------------------------------------- */

@@ -72,14 +72,9 @@ static void check(optest *t, float rtol, float atol, int want) {
 
 /* Whether variant "<name>_avx512" accepts the node. */
 static bool family_applies(optest *t, const char *name) {
-    assert_int_equal(optest_infer(t), ANVIL_OK);
-    op_tinfo in[OPTEST_MAX_IO];
-    optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL, NULL};
     char full[64];
     snprintf(full, sizeof full, "%s_avx512", name);
-    const kern_variant *v = kern_find(optest_node(t)->op, full);
-    return v && kern_applies(v, &kn, core_hw_get());
+    return optest_variant_applies(t, full);
 }
 
 static const float specials[] = {0.0f,  -0.0f,    1.0f,      -1.0f,       2.0f,     -2.0f,    0.5f,
