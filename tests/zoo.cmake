@@ -139,3 +139,25 @@ else()
                    "scripts/requirements-zoo.txt are not installed; run scripts/setup.sh")
   set_tests_properties(real.skipped PROPERTIES SKIP_REGULAR_EXPRESSION "skipped")
 endif()
+
+# The corpus of architectures users export (scripts/gen_corpus.py, PyTorch-exported with random
+# weights; ANVIL_CORPUS=1 scripts/setup.sh installs what generates it, several GB, so CI does not):
+# where models/corpus holds them, each runs against ONNX Runtime's outputs and the set goes
+# through the slow-path check.
+set(ANVIL_CORPUS_DIR ${PROJECT_SOURCE_DIR}/models/corpus)
+if(EXISTS ${ANVIL_CORPUS_DIR}/manifest.json)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${ANVIL_CORPUS_DIR}/manifest.json)
+  file(GLOB corpus_cases ${ANVIL_CORPUS_DIR}/*/model.onnx)
+  set(corpus_dirs "")
+  foreach(model IN LISTS corpus_cases)
+    get_filename_component(dir ${model} DIRECTORY)
+    get_filename_component(name ${dir} NAME)
+    list(APPEND corpus_dirs ${dir})
+    add_test(NAME corpus.${name} COMMAND anvil_run_cases ${dir})
+    set_tests_properties(corpus.${name} PROPERTIES TIMEOUT 600 LABELS corpus)
+  endforeach()
+  add_test(NAME corpus.slow_paths
+           COMMAND ${ANVIL_ZOO_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/models/check_slow_paths.py
+                   $<TARGET_FILE:anvil> ${corpus_dirs})
+  set_tests_properties(corpus.slow_paths PROPERTIES TIMEOUT 900 LABELS corpus)
+endif()
