@@ -260,7 +260,9 @@ static anvil_status compile(rt_session *s, rt_sub *sb, const op_tensor *vals, in
     CORE_TRY(flatten(sb, vals, n_in, e));
     rt_session_config cfg = s->cfg;
     /* Forces on an op type hold inside bodies too; those naming a node name the main graph's.
-     * The offline tuner's hooks and the constants' release belong to the main graph. */
+     * The offline tuner's on_node hook holds too (anvil tune runs the model once to list its
+     * problems, which compiles the bodies, so their nodes are tuned like the main graph's); the
+     * measured rewrites' answers and the constants' release belong to the main graph. */
     rt_force *forces = calloc((size_t)s->cfg.n_forces + 1, sizeof *forces);
     if (!forces) return ANVIL_ERR_OUT_OF_MEMORY;
     cfg.forces = forces;
@@ -271,7 +273,6 @@ static anvil_status compile(rt_session *s, rt_sub *sb, const op_tensor *vals, in
     }
     cfg.decide = NULL;
     cfg.decide_arg = NULL;
-    cfg.on_node = NULL;
     cfg.released = NULL;
     cfg.pool = s->pool;
     anvil_status st = rt_session_create(e->flat, &cfg, &e->sess);
