@@ -1,13 +1,15 @@
 /* The activation functions over one vector, written once over the vector vocabulary of
- * eltwise_simd.h (V, V_SET1, V_ADD, V_SUB, V_MUL, V_DIV, V_FMA, V_MAX, V_MIN, V_LT, V_GE, and with
- * ANVIL_HAVE_SLEEF also V_EXP, V_TANH, V_LOG1P). Included by the eltwise ISA files (through
- * eltwise_simd.h) and by the GEMM ISA files, whose micro-kernels apply a fused activation to their
- * accumulators with the same arithmetic the unfused node would use. Include once per file, after
- * defining the vocabulary. */
+ * eltwise_simd.h (V, V_SET1, V_ADD, V_SUB, V_MUL, V_DIV, V_FMA, V_MAX, V_MIN, V_LT, V_GE, V_ROUND,
+ * V_LDEXP, and with ANVIL_HAVE_SLEEF also V_EXP, V_TANH, V_LOG1P). Included by the eltwise ISA
+ * files (through eltwise_simd.h) and by the GEMM ISA files, whose micro-kernels apply a fused
+ * activation to their accumulators with the same arithmetic the unfused node would use. Include
+ * once per file, after defining the vocabulary. */
 #ifndef ANVIL_ELTWISE_ACT_H
 #define ANVIL_ELTWISE_ACT_H
 
 #include <math.h>
+
+#include "eltwise_exp.h"
 
 #define V_ZERO() V_SET1(0.0f)
 #define V_ABS(x) V_MAX(V_SUB(V_ZERO(), (x)), (x))
@@ -39,7 +41,7 @@ static inline V v_horner3(V p, V x, float c0, float c1, float c2) {
 }
 /* 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below: e^-|x| never overflows. */
 static inline V f_sigmoid(V x) {
-    V e = V_EXP(V_SUB(V_ZERO(), V_ABS(x)));
+    V e = f_exp_clamped(V_SUB(V_ZERO(), V_ABS(x)));
     V r = V_DIV(V_SET1(1.0f), V_ADD(V_SET1(1.0f), e));
     return V_GE(x, V_ZERO(), r, V_MUL(e, r));
 }
@@ -64,7 +66,7 @@ static inline V f_erf(V x) {
     h = v_horner3(h, u, 0.00036322572850622237f, -0.000916590157430619f, 0.0022108915727585554f);
     h = v_horner3(h, u, -0.005213573575019836f, 0.011899635195732117f, -0.02616809494793415f);
     h = v_horner3(h, u, 0.05525609105825424f, -0.11151688545942307f, 0.213820680975914f);
-    const V big = V_SUB(V_SET1(1.0f), V_MUL(h, V_EXP(V_SUB(V_ZERO(), V_MUL(xc, xc)))));
+    const V big = V_SUB(V_SET1(1.0f), V_MUL(h, f_exp_clamped(V_SUB(V_ZERO(), V_MUL(xc, xc)))));
     return V_LT(ax, V_SET1(1.0f), small, V_LT(x, V_ZERO(), V_SUB(V_ZERO(), big), big));
 }
 static inline V f_gelu(V x) {
@@ -81,7 +83,7 @@ static inline V f_gelu_tanh(V x) {
 }
 /* log(1 + e^x) = max(x, 0) + log1p(e^-|x|) */
 static inline V f_softplus(V x) {
-    return V_ADD(V_MAX(V_ZERO(), x), V_LOG1P(V_EXP(V_SUB(V_ZERO(), V_ABS(x)))));
+    return V_ADD(V_MAX(V_ZERO(), x), V_LOG1P(f_exp_clamped(V_SUB(V_ZERO(), V_ABS(x)))));
 }
 #endif
 

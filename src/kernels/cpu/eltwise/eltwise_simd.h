@@ -163,14 +163,14 @@ static void k_softmax_row(float *y, const float *x, size_t len, bool logsm) {
     V acc = V_ZERO();
     size_t i = 0;
     for (; i + VW <= len; i += VW) {
-        V e = V_EXP(V_SUB(V_LOADU(x + i), vm));
+        V e = f_exp_clamped(V_SUB(V_LOADU(x + i), vm));
         if (!logsm) V_STOREU(y + i, e);
         acc = V_ADD(acc, e);
     }
     if (i < len) {
         M m = V_TAILMASK(len - i);
         /* -inf in the lanes past the row: their exp is 0 */
-        V e = V_EXP(V_SUB(V_MLOAD(x + i, m, V_SET1(-INFINITY)), vm));
+        V e = f_exp_clamped(V_SUB(V_MLOAD(x + i, m, V_SET1(-INFINITY)), vm));
         if (!logsm) V_MSTORE(y + i, m, e);
         acc = V_ADD(acc, e);
     }

@@ -20,6 +20,7 @@
  * second operand when either is NaN, so nanmax(acc, x) = isnan(x) ? x : max(x, acc) keeps a NaN in
  * acc once it got there. */
 #include "reduce.h"
+#include "../eltwise/eltwise_exp.h"
 
 #include <float.h>
 #include <math.h>
@@ -121,12 +122,13 @@ static float row_lse(const float *x, size_t n) {
     V a0 = V_SET1(0.0f), a1 = a0;
     size_t i = 0;
     for (; i + 2 * VW <= n; i += 2 * VW) {
-        a0 = V_ADD(a0, V_EXP(V_SUB(V_LOADU(x + i), vm)));
-        a1 = V_ADD(a1, V_EXP(V_SUB(V_LOADU(x + i + VW), vm)));
+        a0 = V_ADD(a0, f_exp_clamped(V_SUB(V_LOADU(x + i), vm)));
+        a1 = V_ADD(a1, f_exp_clamped(V_SUB(V_LOADU(x + i + VW), vm)));
     }
-    for (; i + VW <= n; i += VW) a0 = V_ADD(a0, V_EXP(V_SUB(V_LOADU(x + i), vm)));
+    for (; i + VW <= n; i += VW) a0 = V_ADD(a0, f_exp_clamped(V_SUB(V_LOADU(x + i), vm)));
     if (i < n)
-        a1 = V_ADD(a1, V_EXP(V_SUB(V_MLOAD(x + i, V_TAILMASK(n - i), V_SET1(-INFINITY)), vm)));
+        a1 = V_ADD(a1,
+                   f_exp_clamped(V_SUB(V_MLOAD(x + i, V_TAILMASK(n - i), V_SET1(-INFINITY)), vm)));
     float lanes[VW];
     V_STOREU(lanes, V_ADD(a0, a1));
     double s = 0;
@@ -261,8 +263,8 @@ static void col_sumexp(const float *x, size_t len, size_t inner, size_t ncols, c
         const V m0 = V_LOADU(m + c), m1 = V_LOADU(m + c + VW);
         const float *p = x + c;
         for (size_t l = 0; l < len; l++, p += inner) {
-            a0 = V_ADD(a0, V_EXP(V_SUB(V_LOADU(p), m0)));
-            a1 = V_ADD(a1, V_EXP(V_SUB(V_LOADU(p + VW), m1)));
+            a0 = V_ADD(a0, f_exp_clamped(V_SUB(V_LOADU(p), m0)));
+            a1 = V_ADD(a1, f_exp_clamped(V_SUB(V_LOADU(p + VW), m1)));
         }
         V_STOREU(y + c, a0);
         V_STOREU(y + c + VW, a1);
@@ -274,7 +276,7 @@ static void col_sumexp(const float *x, size_t len, size_t inner, size_t ncols, c
         const V m0 = full ? V_LOADU(m + c) : V_MLOAD(m + c, mk, V_SET1(0.0f));
         const float *p = x + c;
         for (size_t l = 0; l < len; l++, p += inner)
-            a0 = V_ADD(a0, V_EXP(V_SUB(full ? V_LOADU(p) : V_MLOAD(p, mk, m0), m0)));
+            a0 = V_ADD(a0, f_exp_clamped(V_SUB(full ? V_LOADU(p) : V_MLOAD(p, mk, m0), m0)));
         if (full)
             V_STOREU(y + c, a0);
         else

@@ -6,8 +6,6 @@
 #define VW 16
 #define V_LOADU(p) _mm512_loadu_ps(p)
 #define V_STOREU(p, v) _mm512_storeu_ps((p), (v))
-#define V_ROUND(x) _mm512_roundscale_ps((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define V_LDEXP(p, n) _mm512_scalef_ps((p), (n))
 /* 32 registers: 4 rows x 4 vectors of accumulators leave room for B's vectors */
 #define NV_WIDE 8
 #define NV_NARROW 4

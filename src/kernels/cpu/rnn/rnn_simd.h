@@ -101,30 +101,13 @@ static inline V clipv(V x, V lim) {
     return V_MIN(lim, V_MAX(V_SUB(V_ZERO(), lim), x));
 }
 
-/* The gates' exponentials are computed here, inline, rather than with SLEEF: its functions are
- * calls into a shared library around which every vector register is spilled, and in an LSTM
- * step (five transcendentals per element) they took longer than the products (measured, H 128).
- *
- * e^x, about 1 ulp: x clamped to [-87.33, 88] (the normal range of 2^n), reduced by n ln 2 with
- * ln 2 in two parts, Cephes' single-precision polynomial, then scaled by 2^n. NaN passes. */
-static inline V expv(V x) {
-    x = V_MIN(V_SET1(88.0f), V_MAX(V_SET1(-87.3365447504f), x));
-    const V n = V_ROUND(V_MUL(x, V_SET1(1.44269504088896341f)));
-    V r = V_FMA(n, V_SET1(-0.693359375f), x);
-    r = V_FMA(n, V_SET1(2.12194440e-4f), r);
-    V p = V_SET1(1.9875691500e-4f);
-    p = V_FMA(p, r, V_SET1(1.3981999507e-3f));
-    p = V_FMA(p, r, V_SET1(8.3334519073e-3f));
-    p = V_FMA(p, r, V_SET1(4.1665795894e-2f));
-    p = V_FMA(p, r, V_SET1(1.6666665459e-1f));
-    p = V_FMA(p, r, V_SET1(5.0000001201e-1f));
-    p = V_FMA(p, V_MUL(r, r), V_ADD(r, V_SET1(1.0f)));
-    return V_LDEXP(p, n);
-}
-
-/* 1 / (1 + e^-x): about 2 ulp; e^-x saturates (see expv), so the far tails are 1 and ~1e-38. */
+/* The gates' exponentials are eltwise_act.h's inline f_exp_clamped rather than SLEEF's calls,
+ * around which every vector register is spilled: in an LSTM step (five transcendentals per
+ * element) they took longer than the products (measured, H 128). */
+/* 1 / (1 + e^-x): about 2 ulp; e^-x saturates (see f_exp_clamped), so the far tails are 1 and
+ * ~1e-38. */
 static inline V sigmoidv(V x) {
-    return V_DIV(V_SET1(1.0f), V_ADD(V_SET1(1.0f), expv(V_SUB(V_ZERO(), x))));
+    return V_DIV(V_SET1(1.0f), V_ADD(V_SET1(1.0f), f_exp_clamped(V_SUB(V_ZERO(), x))));
 }
 
 /* tanh, about 2 ulp: below |x| = 0.625, x P(x^2) with P a degree-5 fit of tanh(x)/x (1.2 ulp);
@@ -138,7 +121,7 @@ static inline V tanhv(V x) {
     p = V_FMA(p, t, V_SET1(0.13331365585327148f));
     p = V_FMA(p, t, V_SET1(-0.33333274722099304f));
     const V small = V_FMA(V_MUL(p, t), ax, ax);
-    const V e = expv(V_ADD(ax, ax));
+    const V e = f_exp_clamped(V_ADD(ax, ax));
     const V big = V_SUB(V_SET1(1.0f), V_DIV(V_SET1(2.0f), V_ADD(V_SET1(1.0f), e)));
     const V y = V_LT(ax, V_SET1(0.625f), small, big);
     return V_LT(x, V_ZERO(), V_SUB(V_ZERO(), y), y);
