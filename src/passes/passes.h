@@ -4,6 +4,8 @@
  *   drop_noops      a Cast to its input's own dtype becomes an Identity (an alias at run time);
  *   fold_conv_bn    Conv followed by an inference BatchNormalization with constant statistics
  *                   becomes one Conv with rescaled weights and a bias;
+ *   crop_taps       a Conv's kernel taps that only ever read padding (large dilations on small
+ *                   maps) are dropped, with its pads shrunk to match;
  *   fuse_epilogue   a MatMul/Gemm/Conv absorbs what follows it into its epilogue (ir_fusion):
  *                   a per-column bias Add (MatMul), a residual Add of the output's own shape, and
  *                   an activation (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish,
@@ -52,6 +54,7 @@ typedef struct pass_graph {
     int nhwc_convs, layout_transposes; /* the layout pass: convs made channels-last, transposes */
     int fused_chains, chain_nodes; /* fuse_chain: chain nodes made, and the nodes they replace */
     int noops;                     /* drop_noops: Casts to their input's dtype made Identity */
+    int cropped_convs;             /* crop_taps: Convs whose never-used kernel taps were dropped */
 } pass_graph;
 
 /* ---- rewrites that may or may not pay ---------------------------------------------------------

@@ -56,6 +56,7 @@ void pass_compact(pass_ctx *c, const pass_options *opts);
 /* The passes, which only pipeline.c calls (re-indexing before each). */
 anvil_status pass_drop_noops(pass_ctx *c);
 anvil_status pass_fold_conv_bn(pass_ctx *c);
+anvil_status pass_crop_taps(pass_ctx *c);
 anvil_status pass_fuse_epilogue(pass_ctx *c);
 anvil_status pass_fuse_chain(pass_ctx *c);
 anvil_status pass_layout(pass_ctx *c);
