@@ -9,8 +9,9 @@
  * optest.h's comparer treats NaN as a mismatch and compares fp32 outputs only, so this file has
  * its own: NaN must meet NaN, infinities must match exactly, other outputs (BOOL, integers,
  * FLOAT16, BFLOAT16) must match bit for bit. Each check asserts how many variants ran, so a variant
- * that silently stops applying fails the test. The variants need AVX-512; elsewhere (and under
- * ANVIL_ISA=avx2 or scalar) they must not apply and the checks expect none. */
+ * that silently stops applying fails the test. Every op has an "<op>_avx512" and an "<op>_avx2"
+ * variant (Cast only the first): on an AVX-512 CPU both run, under ANVIL_ISA=avx2 only the AVX2
+ * one, under ANVIL_ISA=scalar none. */
 #include "kernels/kernels.h"
 #include "optest.h"
 
@@ -24,12 +25,17 @@ static bool have_sleef(void) {
     return kern_find(IR_OP_SIN, "sin_avx512") != NULL;
 }
 
-/* How many math variants should run a node of op here: 1 when "<name>_avx512" exists and the CPU
- * has AVX-512. */
+/* How many math variants should run a node of op here: one for "<name>_avx512" when the CPU has
+ * AVX-512, one for "<name>_avx2" when it has AVX2. Every op with an AVX-512 variant but Cast must
+ * have its AVX2 twin. */
 static int expected(ir_op op, const char *name) {
     char full[64];
     snprintf(full, sizeof full, "%s_avx512", name);
-    return kern_find(op, full) && optest_have_avx512() ? 1 : 0;
+    const bool v512 = kern_find(op, full) != NULL;
+    snprintf(full, sizeof full, "%s_avx2", name);
+    const bool v2 = kern_find(op, full) != NULL;
+    if (v512 && op != IR_OP_CAST) assert_true(v2);
+    return (v512 && optest_have_avx512() ? 1 : 0) + (v2 && optest_have_avx2() ? 1 : 0);
 }
 
 static bool same_f32(float g, float w, float rtol, float atol) {
@@ -70,10 +76,12 @@ static void check(optest *t, float rtol, float atol, int want) {
     assert_true(checked >= want);
 }
 
-/* Whether variant "<name>_avx512" accepts the node. */
+/* Whether variant "<name>_avx512" or "<name>_avx2" accepts the node. */
 static bool family_applies(optest *t, const char *name) {
     char full[64];
     snprintf(full, sizeof full, "%s_avx512", name);
+    if (optest_variant_applies(t, full)) return true;
+    snprintf(full, sizeof full, "%s_avx2", name);
     return optest_variant_applies(t, full);
 }
 

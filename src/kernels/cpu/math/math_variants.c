@@ -1,5 +1,5 @@
 /* The math family: vectorized variants of the elementwise ops the eltwise family lacks, each
- * "<op>_avx512":
+ * "<op>_avx512" and, after it in the cascade, "<op>_avx2" (every op but Cast):
  *   - Pow: a constant exponent (scalar or all-equal) becomes a unary kernel (0, 1, +-0.5, small
  *     integers by multiplication, other values through SLEEF's pow); a tensor exponent of the
  *     base's dtype runs SLEEF's pow with broadcast;
@@ -13,9 +13,9 @@
  *   - Softmax / LogSoftmax (opset >= 13) over a non-last axis (with SLEEF).
  *
  * This file is baseline code: it decides in prepare what a node reduces to and splits the work
- * across threads; the arithmetic lives in math_avx512.c (mathk.h). supports() accepts only nodes
- * computed as the reference computes them (fp32 unless said otherwise, static shapes); the rest
- * stays with the reference. */
+ * across threads; the arithmetic lives in math_avx512.c and math_avx2.c (mathk.h). supports()
+ * accepts only nodes computed as the reference computes them (fp32 unless said otherwise, static
+ * shapes); the rest stays with the reference. */
 #include "../eltwise/eltwise.h"
 #include "kernels/kernels.h"
 #include "kernels/cpu/family.h"
@@ -54,6 +54,8 @@ typedef enum mk_kind {
 } mk_kind;
 
 typedef struct mk_state {
+    const mk_isa *isa;  /* the variant's kernels */
+    const elt_isa *elt; /* its ISA's eltwise kernels (softmax rows) */
     mk_kind kind;
     mk_unary uk;
     mk_uparam up;
@@ -73,8 +75,6 @@ typedef struct mk_job {
     size_t n; /* output elements */
     int n_in;
 } mk_job;
-
-static const mk_isa *const isa = &mk_isa_avx512;
 
 #ifdef ANVIL_HAVE_SLEEF
 static const bool have_sleef = true;
@@ -173,29 +173,29 @@ static int inner_stride(const mk_state *s, int w) {
 
 static void row_binary(const mk_job *j, size_t pos, const int64_t *off, size_t cnt) {
     const mk_state *s = j->s;
-    isa->binary(s->bk, (float *)j->out + pos, (const float *)j->in[0] + off[0],
-                (const float *)j->in[1] + off[1], inner_stride(s, 0), inner_stride(s, 1), cnt);
+    s->isa->binary(s->bk, (float *)j->out + pos, (const float *)j->in[0] + off[0],
+                   (const float *)j->in[1] + off[1], inner_stride(s, 0), inner_stride(s, 1), cnt);
 }
 
 static void row_compare(const mk_job *j, size_t pos, const int64_t *off, size_t cnt) {
     const mk_state *s = j->s;
-    isa->compare(s->bk, (uint8_t *)j->out + pos, (const float *)j->in[0] + off[0],
-                 (const float *)j->in[1] + off[1], inner_stride(s, 0), inner_stride(s, 1), cnt);
+    s->isa->compare(s->bk, (uint8_t *)j->out + pos, (const float *)j->in[0] + off[0],
+                    (const float *)j->in[1] + off[1], inner_stride(s, 0), inner_stride(s, 1), cnt);
 }
 
 static void row_logic(const mk_job *j, size_t pos, const int64_t *off, size_t cnt) {
     const mk_state *s = j->s;
-    isa->logic(s->bk, (uint8_t *)j->out + pos, (const uint8_t *)j->in[0] + off[0],
-               (const uint8_t *)j->in[1] + off[1], inner_stride(s, 0), inner_stride(s, 1), cnt);
+    s->isa->logic(s->bk, (uint8_t *)j->out + pos, (const uint8_t *)j->in[0] + off[0],
+                  (const uint8_t *)j->in[1] + off[1], inner_stride(s, 0), inner_stride(s, 1), cnt);
 }
 
 static void row_where(const mk_job *j, size_t pos, const int64_t *off, size_t cnt) {
     const mk_state *s = j->s;
     const size_t es = s->es;
-    isa->where(es, (char *)j->out + pos * es, (const uint8_t *)j->in[0] + off[0],
-               (const char *)j->in[1] + (size_t)off[1] * es,
-               (const char *)j->in[2] + (size_t)off[2] * es, inner_stride(s, 0), inner_stride(s, 1),
-               inner_stride(s, 2), cnt);
+    s->isa->where(es, (char *)j->out + pos * es, (const uint8_t *)j->in[0] + off[0],
+                  (const char *)j->in[1] + (size_t)off[1] * es,
+                  (const char *)j->in[2] + (size_t)off[2] * es, inner_stride(s, 0),
+                  inner_stride(s, 1), inner_stride(s, 2), cnt);
 }
 
 /* The inputs folded into the output row in the reference's order: f(x0, x1), then f(out, xk);
@@ -206,16 +206,16 @@ static void row_variadic(const mk_job *j, size_t pos, const int64_t *off, size_t
     const float *x0 = (const float *)j->in[0] + off[0];
     if (j->n_in == 1) {
         if (inner_stride(s, 0))
-            isa->unary(MK_COPY, NULL, o, x0, cnt);
+            s->isa->unary(MK_COPY, NULL, o, x0, cnt);
         else
-            isa->unary(MK_FILL, &(mk_uparam){.a = x0[0]}, o, o, cnt);
+            s->isa->unary(MK_FILL, &(mk_uparam){.a = x0[0]}, o, o, cnt);
         return;
     }
-    isa->binary(s->bk, o, x0, (const float *)j->in[1] + off[1], inner_stride(s, 0),
-                inner_stride(s, 1), cnt);
+    s->isa->binary(s->bk, o, x0, (const float *)j->in[1] + off[1], inner_stride(s, 0),
+                   inner_stride(s, 1), cnt);
     for (int w = 2; w < j->n_in; w++)
-        isa->binary(s->bk, o, o, (const float *)j->in[w] + off[w], 1, inner_stride(s, w), cnt);
-    if (s->kind == K_VARIADIC && s->uk == MK_DIVC) isa->unary(MK_DIVC, &s->up, o, o, cnt);
+        s->isa->binary(s->bk, o, o, (const float *)j->in[w] + off[w], 1, inner_stride(s, w), cnt);
+    if (s->kind == K_VARIADIC && s->uk == MK_DIVC) s->isa->unary(MK_DIVC, &s->up, o, o, cnt);
 }
 
 typedef struct walk_arg {
@@ -408,11 +408,14 @@ static bool softmax_lines(const kern_node *kn, size_t *outer, size_t *len, size_
     return true;
 }
 
-/* Fills s with what node kn reduces to; false when the family does not run it. */
-static bool plan(const kern_node *kn, mk_state *s) {
+/* Fills s with what node kn reduces to on the kernels of isa / elt; false when the family does
+ * not run it. */
+static bool plan(const kern_node *kn, mk_state *s, const mk_isa *isa, const elt_isa *elt) {
     const ir_node *n = kn->node;
     const op_tinfo *ops[MK_MAX_OPS];
     memset(s, 0, sizeof *s);
+    s->isa = isa;
+    s->elt = elt;
     if (kn->n_out < 1 || !ir_shape_is_static(&kn->out[0].shape)) return false;
     for (int i = 0; i < kn->n_in && i < MK_MAX_OPS; i++) ops[i] = &kn->in[i];
     switch (n->op) {
@@ -480,7 +483,7 @@ static bool plan(const kern_node *kn, mk_state *s) {
         s->kind = K_CAST;
         if (kn->in[0].dtype == kn->out[0].dtype || !ir_shape_is_static(&kn->in[0].shape))
             return false;
-        s->cast = isa->cast(kn->in[0].dtype, kn->out[0].dtype);
+        s->cast = s->isa->cast ? s->isa->cast(kn->in[0].dtype, kn->out[0].dtype) : NULL;
         s->es_in = anvil_dtype_size(kn->in[0].dtype);
         s->es_out = anvil_dtype_size(kn->out[0].dtype);
         return s->cast != NULL;
@@ -502,14 +505,16 @@ static void unary_chunk(void *arg, size_t begin, size_t end) {
     const mk_job *j = arg;
     size_t lo, hi;
     block_span(begin, end, j->n, &lo, &hi);
-    isa->unary(j->s->uk, &j->s->up, (float *)j->out + lo, (const float *)j->in[0] + lo, hi - lo);
+    j->s->isa->unary(j->s->uk, &j->s->up, (float *)j->out + lo, (const float *)j->in[0] + lo,
+                     hi - lo);
 }
 
 static void not_chunk(void *arg, size_t begin, size_t end) {
     const mk_job *j = arg;
     size_t lo, hi;
     block_span(begin, end, j->n, &lo, &hi);
-    isa->logic(MK_NOT, (uint8_t *)j->out + lo, (const uint8_t *)j->in[0] + lo, NULL, 1, 0, hi - lo);
+    j->s->isa->logic(MK_NOT, (uint8_t *)j->out + lo, (const uint8_t *)j->in[0] + lo, NULL, 1, 0,
+                     hi - lo);
 }
 
 static void cast_chunk(void *arg, size_t begin, size_t end) {
@@ -528,7 +533,7 @@ static void softmax_chunk(void *arg, size_t begin, size_t end) {
     const float *x = j->in[0];
     float *y = j->out;
     if (s->inner == 1) {
-        const elt_isa *e = &elt_isa_avx512;
+        const elt_isa *e = s->elt;
         for (size_t t = begin; t < end; t++)
             e->softmax_row(y + t * s->len, x + t * s->len, s->len, s->logsm);
         return;
@@ -538,7 +543,7 @@ static void softmax_chunk(void *arg, size_t begin, size_t end) {
         size_t o = t / per, c0 = t % per * MK_SMX_COLS;
         size_t cols = s->inner - c0 < MK_SMX_COLS ? s->inner - c0 : MK_SMX_COLS;
         size_t base = o * s->len * s->inner + c0;
-        isa->softmax_cols(y + base, x + base, s->len, s->inner, cols, s->logsm);
+        s->isa->softmax_cols(y + base, x + base, s->len, s->inner, cols, s->logsm);
     }
 }
 
@@ -590,16 +595,11 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
 
 /* ---- the variant table -------------------------------------------------------------------- */
 
-static bool supports_common(const kern_node *kn, const core_hw *hw) {
-    (void)hw;
-    mk_state s;
-    return plan(kn, &s);
-}
-
-static anvil_status prepare_common(const kern_node *kn, void **state) {
+static anvil_status prepare_isa(const kern_node *kn, void **state, const mk_isa *isa,
+                                const elt_isa *elt) {
     mk_state *s = core_calloc(1, sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!plan(kn, s)) {
+    if (!plan(kn, s, isa, elt)) {
         free(s);
         return core_err(ANVIL_ERR_UNSUPPORTED, "%s: the math family does not run this node",
                         ir_node_label(kn->node));
@@ -612,14 +612,29 @@ static void release_common(void *state) {
     free(state);
 }
 
-#define MK_VARIANT(ID, OP)                                                                         \
-    static const kern_variant v_##ID = {.name = #ID "_avx512",                                     \
-                                        .op = OP,                                                  \
-                                        .needs = KERN_NEEDS_AVX512,                                \
-                                        .supports = supports_common,                               \
-                                        .prepare = prepare_common,                                 \
-                                        .release = release_common,                                 \
-                                        .run = run_common};
+/* supports / prepare of one ISA's variants. */
+#define MK_ISA_FNS(SFX)                                                                            \
+    static bool supports_##SFX(const kern_node *kn, const core_hw *hw) {                           \
+        (void)hw;                                                                                  \
+        mk_state s;                                                                                \
+        return plan(kn, &s, &mk_isa_##SFX, &elt_isa_##SFX);                                        \
+    }                                                                                              \
+    static anvil_status prepare_##SFX(const kern_node *kn, void **state) {                         \
+        return prepare_isa(kn, state, &mk_isa_##SFX, &elt_isa_##SFX);                              \
+    }
+MK_ISA_FNS(avx512)
+MK_ISA_FNS(avx2)
+
+#define MK_VARIANT_ISA(ID, OP, SFX, NEEDS)                                                         \
+    static const kern_variant v_##ID##_##SFX = {.name = #ID "_" #SFX,                              \
+                                                .op = OP,                                          \
+                                                .needs = NEEDS,                                    \
+                                                .supports = supports_##SFX,                        \
+                                                .prepare = prepare_##SFX,                          \
+                                                .release = release_common,                         \
+                                                .run = run_common};
+#define MK_VARIANT_AVX512(ID, OP) MK_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)
+#define MK_VARIANT_AVX2(ID, OP) MK_VARIANT_ISA(ID, OP, avx2, KERN_NEEDS_AVX2)
 
 /* Ops whose kernels need only arithmetic (Pow's general cases ask for SLEEF in plan()). */
 #define MK_PLAIN(X)                                                                                \
@@ -640,7 +655,6 @@ static void release_common(void *state) {
     X(sum, IR_OP_SUM)                                                                              \
     X(mean, IR_OP_MEAN)                                                                            \
     X(prelu, IR_OP_PRELU)                                                                          \
-    X(cast, IR_OP_CAST)                                                                            \
     X(equal, IR_OP_EQUAL)                                                                          \
     X(less, IR_OP_LESS)                                                                            \
     X(lessorequal, IR_OP_LESSOREQUAL)                                                              \
@@ -650,6 +664,9 @@ static void release_common(void *state) {
     X(or, IR_OP_OR)                                                                                \
     X(xor, IR_OP_XOR)                                                                              \
     X(not, IR_OP_NOT)
+
+/* Cast: AVX-512 only (its kernels lean on AVX-512's int64 conversions). */
+#define MK_CAST(X) X(cast, IR_OP_CAST)
 
 /* Ops that need SLEEF's vector functions. */
 #ifdef ANVIL_HAVE_SLEEF
@@ -677,8 +694,14 @@ static void release_common(void *state) {
 #define MK_SLEEF(X)
 #endif
 
-MK_PLAIN(MK_VARIANT)
-MK_SLEEF(MK_VARIANT)
+MK_PLAIN(MK_VARIANT_AVX512)
+MK_CAST(MK_VARIANT_AVX512)
+MK_SLEEF(MK_VARIANT_AVX512)
+MK_PLAIN(MK_VARIANT_AVX2)
+MK_SLEEF(MK_VARIANT_AVX2)
 
-#define MK_REF(ID, OP) &v_##ID,
-const kern_variant *const kern_family_math[] = {MK_PLAIN(MK_REF) MK_SLEEF(MK_REF) NULL};
+/* Per op, the AVX-512 variant before the AVX2 one (the registry keeps this order). */
+#define MK_REF_AVX512(ID, OP) &v_##ID##_avx512,
+#define MK_REF_AVX2(ID, OP) &v_##ID##_avx2,
+const kern_variant *const kern_family_math[] = {MK_PLAIN(MK_REF_AVX512) MK_CAST(
+    MK_REF_AVX512) MK_SLEEF(MK_REF_AVX512) MK_PLAIN(MK_REF_AVX2) MK_SLEEF(MK_REF_AVX2) NULL};

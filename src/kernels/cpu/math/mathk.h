@@ -2,8 +2,8 @@
  *
  * math_variants.c (baseline code) decides what a node means (a constant exponent, a folded
  * broadcast, a pair of dtypes, strided lines), splits the work across threads and calls the table
- * mk_isa_avx512 (math_avx512.c). Nothing in the table may be called unless the CPU has AVX-512
- * (the variants' `needs` matched).
+ * of its variant's ISA: mk_isa_avx512 (math_avx512.c) or mk_isa_avx2 (math_avx2.c). Nothing in a
+ * table may be called unless the CPU has that ISA (the variants' `needs` matched).
  *
  * All pointers are borrowed for the call. Strides named sa, sb, ... are 0 (the operand is one
  * element repeated along the row) or 1 (contiguous). An output row may be the same memory as a
@@ -101,14 +101,16 @@ typedef struct mk_isa {
     void (*where)(size_t es, void *out, const uint8_t *c, const void *x, const void *y, int sc,
                   int sx, int sy, size_t n);
     /* The kernel converting `from` to `to` exactly as the reference Cast does, for the dtypes
-     * FLOAT, FLOAT16, BFLOAT16, INT32, INT64, INT8, UINT8 and BOOL; NULL for other pairs. */
+     * FLOAT, FLOAT16, BFLOAT16, INT32, INT64, INT8, UINT8 and BOOL; NULL for other pairs.
+     * NULL itself in mk_isa_avx2 (no Cast kernels there). */
     mk_cast_fn (*cast)(anvil_dtype from, anvil_dtype to);
     /* Softmax (logsm false) or LogSoftmax along lines of len >= 1 elements `inner` apart, for the
-     * cols adjacent lines that start at x[0 .. cols) (and y[0 .. cols)). */
+     * cols adjacent lines that start at x[0 .. cols) (and y[0 .. cols)). NULL without SLEEF. */
     void (*softmax_cols)(float *y, const float *x, size_t len, size_t inner, size_t cols,
                          bool logsm);
 } mk_isa;
 
 extern const mk_isa mk_isa_avx512;
+extern const mk_isa mk_isa_avx2;
 
 #endif
