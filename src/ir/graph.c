@@ -185,6 +185,26 @@ anvil_status ir_graph_add_node(ir_graph *g, ir_op op, const char *name, int n_in
     return ANVIL_OK;
 }
 
+anvil_status ir_graph_copy_node(ir_graph *dst, const ir_node *sn, const ir_vid *in_map,
+                                const ir_vid *out_map, int32_t *index) {
+    int32_t idx;
+    CORE_TRY(ir_graph_add_node(dst, sn->op, sn->name, sn->n_inputs, sn->n_outputs, 0, &idx));
+    ir_node *n = &dst->nodes[idx];
+    n->opset = sn->opset;
+    for (int i = 0; i < sn->n_inputs; i++)
+        n->inputs[i] = in_map && sn->inputs[i] != IR_NONE ? in_map[sn->inputs[i]] : sn->inputs[i];
+    for (int i = 0; i < sn->n_outputs; i++)
+        n->outputs[i] =
+            out_map && sn->outputs[i] != IR_NONE ? out_map[sn->outputs[i]] : sn->outputs[i];
+    /* shared, read-only: attributes (and the subgraphs they hold) and parsed params */
+    n->attrs = sn->attrs;
+    n->n_attrs = sn->n_attrs;
+    n->params = sn->params;
+    n->fusion = sn->fusion;
+    if (index) *index = idx;
+    return ANVIL_OK;
+}
+
 anvil_status ir_graph_clone(const ir_graph *src, ir_graph **out) {
     *out = NULL;
     ir_graph *g;
@@ -201,22 +221,8 @@ anvil_status ir_graph_clone(const ir_graph *src, ir_graph **out) {
         g->values[nv] = src->values[v];
         g->values[nv].name = name;
     }
-    for (int32_t k = 0; k < src->n_nodes; k++) {
-        const ir_node *sn = &src->nodes[k];
-        int32_t idx;
-        if ((st = ir_graph_add_node(g, sn->op, sn->name, sn->n_inputs, sn->n_outputs, 0, &idx)) !=
-            ANVIL_OK)
-            goto fail;
-        ir_node *n = &g->nodes[idx];
-        n->opset = sn->opset;
-        memcpy(n->inputs, sn->inputs, (size_t)sn->n_inputs * sizeof *n->inputs);
-        memcpy(n->outputs, sn->outputs, (size_t)sn->n_outputs * sizeof *n->outputs);
-        /* shared, read-only: attributes (and the subgraphs they hold) and parsed params */
-        n->attrs = sn->attrs;
-        n->n_attrs = sn->n_attrs;
-        n->params = sn->params;
-        n->fusion = sn->fusion;
-    }
+    for (int32_t k = 0; k < src->n_nodes; k++)
+        if ((st = ir_graph_copy_node(g, &src->nodes[k], NULL, NULL, NULL)) != ANVIL_OK) goto fail;
     for (int32_t i = 0; i < src->n_inputs; i++)
         if ((st = ir_graph_add_input(g, src->inputs[i])) != ANVIL_OK) goto fail;
     for (int32_t i = 0; i < src->n_outputs; i++)

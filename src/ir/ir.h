@@ -214,6 +214,11 @@ anvil_status ir_graph_add_sym(ir_graph *g, const char *name, int32_t *out);
  * may be mutated freely); attributes, parsed params, subgraphs and constant data are shared with
  * src, which must outlive the copy and is not changed. *out owned by the caller (ir_graph_free). */
 anvil_status ir_graph_clone(const ir_graph *src, ir_graph **out);
+/* Appends to dst a copy of node n of another graph: its inputs and outputs mapped through
+ * in_map / out_map (indexed by n's graph's value ids; NULL: the same ids in dst), its
+ * attributes, parsed params and fusion shared as in ir_graph_clone. *index may be NULL. */
+anvil_status ir_graph_copy_node(ir_graph *dst, const ir_node *n, const ir_vid *in_map,
+                                const ir_vid *out_map, int32_t *index);
 
 /* ---- attributes (used by ops' check functions) --------------------------------------------- */
 

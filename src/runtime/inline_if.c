@@ -40,31 +40,13 @@ static const ir_graph *taken_branch(const ir_graph *g, const rt_shapes *sh, int3
     return b;
 }
 
-static anvil_status copy_node(ir_graph *dst, const ir_node *sn, const ir_vid *in_map,
-                              const ir_vid *out_map) {
-    int32_t idx;
-    CORE_TRY(ir_graph_add_node(dst, sn->op, sn->name, sn->n_inputs, sn->n_outputs, 0, &idx));
-    ir_node *n = &dst->nodes[idx];
-    n->opset = sn->opset;
-    for (int i = 0; i < sn->n_inputs; i++)
-        n->inputs[i] = sn->inputs[i] == IR_NONE ? IR_NONE : in_map[sn->inputs[i]];
-    for (int i = 0; i < sn->n_outputs; i++)
-        n->outputs[i] = sn->outputs[i] == IR_NONE ? IR_NONE : out_map[sn->outputs[i]];
-    /* shared, read-only, as in ir_graph_clone */
-    n->attrs = sn->attrs;
-    n->n_attrs = sn->n_attrs;
-    n->params = sn->params;
-    n->fusion = sn->fusion;
-    return ANVIL_OK;
-}
-
 /* dst: g with each If k that has taken[k] replaced by that branch's nodes, then an Identity per
  * output from the branch's result to the If's output value. */
 static anvil_status splice(const ir_graph *g, const ir_graph *const *taken, ir_graph **out) {
     ir_graph *dst;
     CORE_TRY(ir_graph_create(NULL, &dst));
     anvil_status st = ANVIL_OK;
-    ir_vid *ident = NULL, *map = NULL;
+    ir_vid *map = NULL;
     dst->name = core_arena_strdup(dst->arena, g->name ? g->name : "");
     dst->opset = g->opset;
     dst->depth = g->depth;
@@ -78,14 +60,11 @@ static anvil_status splice(const ir_graph *g, const ir_graph *const *taken, ir_g
         dst->values[nv].name = name;
         dst->values[nv].producer = -1;
     }
-    if (st == ANVIL_OK && !(ident = malloc(sizeof *ident * ((size_t)g->n_values + 1))))
-        st = ANVIL_ERR_OUT_OF_MEMORY;
-    for (ir_vid v = 0; v < g->n_values && ident; v++) ident[v] = v;
     for (int32_t k = 0; k < g->n_nodes && st == ANVIL_OK; k++) {
         const ir_node *n = &g->nodes[k];
         const ir_graph *b = taken[k];
         if (!b) {
-            st = copy_node(dst, n, ident, ident);
+            st = ir_graph_copy_node(dst, n, NULL, NULL, NULL);
             continue;
         }
         free(map);
@@ -108,7 +87,7 @@ static anvil_status splice(const ir_graph *g, const ir_graph *const *taken, ir_g
             nv->flags &= ~(uint32_t)(IR_VALUE_GRAPH_INPUT | IR_VALUE_GRAPH_OUTPUT);
         }
         for (int32_t j = 0; j < b->n_nodes && st == ANVIL_OK; j++)
-            st = copy_node(dst, &b->nodes[j], map, map);
+            st = ir_graph_copy_node(dst, &b->nodes[j], map, map, NULL);
         for (int i = 0; i < n->n_outputs && st == ANVIL_OK; i++) {
             if (n->outputs[i] == IR_NONE) continue;
             int32_t idx;
@@ -131,7 +110,6 @@ static anvil_status splice(const ir_graph *g, const ir_graph *const *taken, ir_g
         for (int i = 0; i < dst->nodes[k].n_outputs; i++)
             if (dst->nodes[k].outputs[i] != IR_NONE)
                 dst->values[dst->nodes[k].outputs[i]].producer = k;
-    free(ident);
     free(map);
     if (st != ANVIL_OK) {
         ir_graph_free(dst);

@@ -449,11 +449,10 @@ anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out) {
     out->nodes_tuning = (size_t)rt_online_pending(s->last);
     out->subgraph_runs_compiled = s->sub_runs_compiled;
     out->subgraph_runs_interpreted = s->sub_runs_interpreted;
-    rt_subgraphs_runs(s, &out->subgraph_runs_compiled, &out->subgraph_runs_interpreted);
     out->profiled_ns = s->prof_run_ns;
     out->reference_ns = s->prof_ref_ns;
     out->interpreted_ns = s->prof_interp_ns;
-    rt_subgraphs_slow(s, &out->reference_ns, &out->interpreted_ns);
+    rt_subgraphs_add_stats(s, out);
     return ANVIL_OK;
 }
 

@@ -107,10 +107,8 @@ struct rt_session {
 typedef struct rt_sub rt_sub;
 /* Frees every compiled body of s. */
 void rt_subgraphs_free(rt_session *s);
-/* Adds the body runs of s's nested sessions (at any depth) to *compiled and *interpreted. */
-void rt_subgraphs_runs(const rt_session *s, size_t *compiled, size_t *interpreted);
-/* Adds the slow-path times of s's nested sessions (at any depth) to *ref_ns and *interp_ns. */
-void rt_subgraphs_slow(const rt_session *s, uint64_t *ref_ns, uint64_t *interp_ns);
+/* Adds the body-run counters and slow-path times of s's nested sessions (at any depth) to out. */
+void rt_subgraphs_add_stats(const rt_session *s, anvil_session_stats *out);
 /* rt_session_explain's part for s's bodies: the steps of each one's latest compiled plan (its
  * scope set), or one entry saying that it is interpreted and why. */
 void rt_subgraphs_explain(const rt_session *s, void (*fn)(void *arg, const rt_step_info *),

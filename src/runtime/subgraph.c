@@ -32,10 +32,11 @@ typedef struct sub_entry {
 
 struct rt_sub {
     const ir_graph *body; /* the model's body (borrowed): the key */
-    /* The outer values body reads that are not constants, in the order of flat's extra inputs.
-     * Names borrowed from the model's graphs. */
+    /* Every name body (at any depth) reads from above it: first the n_outer that are not
+     * constants, in the order of flat's extra inputs, then the constants. Names borrowed from
+     * the model's graphs. */
     const char **outer;
-    int n_outer;
+    int n_outer, n_reads;
     sub_entry *entries;
     int n_entries;
     int last;       /* the entry that ran last, -1 before the first */
@@ -111,18 +112,17 @@ static anvil_status flatten(const rt_sub *sb, const op_tensor *vals, int n_in, s
         v->dtype = vals[i].dtype;
         ir_shape_set(&v->shape, vals[i].rank, vals[i].dims);
     }
-    name_list all = {0};
-    anvil_status st = reads_above(body, body, &all, 1);
-    for (int i = 0; i < all.n && st == ANVIL_OK; i++) {
-        const ir_value *src = resolve_above(body, all.names[i]);
-        ir_vid v = ir_graph_find_value(flat, all.names[i]);
-        if (v == IR_NONE && (st = ir_graph_add_value(flat, all.names[i], &v)) != ANVIL_OK) break;
+    anvil_status st = ANVIL_OK;
+    for (int i = 0; i < sb->n_reads && st == ANVIL_OK; i++) {
+        const ir_value *src = resolve_above(body, sb->outer[i]);
+        ir_vid v = ir_graph_find_value(flat, sb->outer[i]);
+        if (v == IR_NONE && (st = ir_graph_add_value(flat, sb->outer[i], &v)) != ANVIL_OK) break;
         ir_value *val = &flat->values[v];
         val->flags &= ~(uint32_t)IR_VALUE_OUTER;
         if (!src) {
             st = core_err(ANVIL_ERR_INVALID_MODEL,
                           "subgraph '%s' reads '%s', which no enclosing graph defines",
-                          body->name ? body->name : "?", all.names[i]);
+                          body->name ? body->name : "?", sb->outer[i]);
             break;
         }
         val->dtype = src->dtype;
@@ -133,7 +133,6 @@ static anvil_status flatten(const rt_sub *sb, const op_tensor *vals, int n_in, s
             val->data_bytes = src->data_bytes;
         }
     }
-    free(all.names);
     for (int i = 0; i < sb->n_outer && st == ANVIL_OK; i++) {
         ir_vid v = ir_graph_find_value(flat, sb->outer[i]);
         flat->values[v].dtype = vals[n_in + i].dtype;
@@ -186,14 +185,16 @@ void rt_subgraphs_free(rt_session *s) {
     s->n_subs = 0;
 }
 
-void rt_subgraphs_runs(const rt_session *s, size_t *compiled, size_t *interpreted) {
+void rt_subgraphs_add_stats(const rt_session *s, anvil_session_stats *out) {
     for (int i = 0; i < s->n_subs; i++)
         for (int k = 0; k < s->subs[i]->n_entries; k++) {
             const rt_session *n = s->subs[i]->entries[k].sess;
             if (!n) continue;
-            *compiled += n->sub_runs_compiled;
-            *interpreted += n->sub_runs_interpreted;
-            rt_subgraphs_runs(n, compiled, interpreted);
+            out->subgraph_runs_compiled += n->sub_runs_compiled;
+            out->subgraph_runs_interpreted += n->sub_runs_interpreted;
+            out->reference_ns += n->prof_ref_ns;
+            out->interpreted_ns += n->prof_interp_ns;
+            rt_subgraphs_add_stats(n, out);
         }
 }
 
@@ -227,12 +228,20 @@ static anvil_status body_record(rt_session *s, const ir_graph *body, rt_sub **ou
              node, attr);
     name_list all = {0};
     anvil_status st = reads_above(body, body, &all, 1);
-    for (int i = 0; i < all.n && st == ANVIL_OK; i++) {
-        const ir_value *src = resolve_above(body, all.names[i]);
-        if (src && (src->flags & IR_VALUE_CONST)) continue;
-        all.names[sb->n_outer++] = all.names[i];
-    }
-    sb->outer = all.names;
+    /* non-constants first (a stable partition: their order is flat's inputs') */
+    for (int pass = 0; pass < 2 && st == ANVIL_OK; pass++)
+        for (int i = 0; i < all.n; i++) {
+            const ir_value *src = resolve_above(body, all.names[i]);
+            bool constant = src && (src->flags & IR_VALUE_CONST);
+            if (constant != (pass == 1)) continue;
+            if (!sb->outer && !(sb->outer = malloc(sizeof *sb->outer * (size_t)all.n))) {
+                st = ANVIL_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            sb->outer[sb->n_reads++] = all.names[i];
+            sb->n_outer += !constant;
+        }
+    free(all.names);
     if (st != ANVIL_OK) snprintf(sb->why, sizeof sb->why, "%s", core_err_message());
     *out = sb;
     return ANVIL_OK;
@@ -293,17 +302,6 @@ static anvil_status interpret(rt_session *s, op_ctx *ctx, const ir_graph *body,
     anvil_status st = rt_subgraph_interpret(ctx, body, in, n_in, out, n_out);
     if (s->cfg.profiling) s->prof_interp_ns += core_now_ns() - t0;
     return st;
-}
-
-void rt_subgraphs_slow(const rt_session *s, uint64_t *ref_ns, uint64_t *interp_ns) {
-    for (int i = 0; i < s->n_subs; i++)
-        for (int k = 0; k < s->subs[i]->n_entries; k++) {
-            const rt_session *n = s->subs[i]->entries[k].sess;
-            if (!n) continue;
-            *ref_ns += n->prof_ref_ns;
-            *interp_ns += n->prof_interp_ns;
-            rt_subgraphs_slow(n, ref_ns, interp_ns);
-        }
 }
 
 void rt_subgraphs_explain(const rt_session *s, void (*fn)(void *arg, const rt_step_info *),
