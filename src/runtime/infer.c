@@ -386,7 +386,9 @@ anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opt
             }
             if (!core_add_size(out_bytes, bytes, &out_bytes)) out_bytes = SIZE_MAX;
         }
-        bool shape_only = n->op == IR_OP_SHAPE && n->inputs[0] != IR_NONE &&
+        /* Shape and Size read only their input's dims */
+        bool shape_only = (n->op == IR_OP_SHAPE || n->op == IR_OP_SIZE) &&
+                          n->inputs[0] != IR_NONE &&
                           ir_shape_is_static(&s->info[n->inputs[0]].shape);
         bool fusion_ok = !n->fusion || opts->apply_fusion;
         if (all_static && (all_known || shape_only) && impl->run && !sub && fusion_ok &&

@@ -597,6 +597,86 @@ static void test_if_bad_input_fails_cleanly(void **state) {
     ir_graph_free(g);
 }
 
+/* If(c) whose then-branch holds If(Size(x) == 4) ? -x : |x|. Compiled for a given x, the inner
+ * condition is a constant: the inner If must be gone from the body's plan (its branch spliced
+ * in, inline_if.c), and each length of x must take its own branch. */
+typedef struct scoped_ops {
+    bool inner_if, neg, abs;
+} scoped_ops;
+
+static void note_scoped(void *arg, const rt_step_info *info) {
+    scoped_ops *o = arg;
+    if (!info->scope) return;
+    o->inner_if |= !strcmp(info->op, "If");
+    o->neg |= !strcmp(info->op, "Neg");
+    o->abs |= !strcmp(info->op, "Abs");
+}
+
+static void test_if_known_condition_inlined(void **state) {
+    ir_graph *g;
+    assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
+    g->opset = 17;
+    static const int64_t four = 4;
+    ir_vid c = add_input(g, "c", ANVIL_DTYPE_BOOL, 0, NULL);
+    add_input(g, "x", ANVIL_DTYPE_FLOAT32, -1, NULL);
+    ir_vid f = add_value(g, "four", ANVIL_DTYPE_INT64, 0, NULL);
+    g->values[f].flags = IR_VALUE_CONST;
+    g->values[f].data = &four;
+    g->values[f].data_bytes = sizeof four;
+    ir_vid y;
+    int32_t k = add_node(g, IR_OP_IF, "the_if", 1, &c, 1, (const char *const[]){"y"}, &y, 2);
+    ir_graph *th, *el, *t2, *e2;
+    assert_int_equal(ir_graph_create(g, &th), ANVIL_OK);
+    ir_vid tx = add_outer(th, "x"), tf = add_outer(th, "four");
+    ir_vid sz = add1(th, IR_OP_SIZE, "size", 1, &tx);
+    ir_vid eq = add1(th, IR_OP_EQUAL, "is_four", 2, (ir_vid[]){sz, tf});
+    ir_vid iy;
+    int32_t ki = add_node(th, IR_OP_IF, "inner_if", 1, &eq, 1, (const char *const[]){"iy"}, &iy, 2);
+    assert_int_equal(ir_graph_create(th, &t2), ANVIL_OK);
+    ir_vid t2x = add_outer(t2, "x");
+    assert_int_equal(ir_graph_add_output(t2, add1(t2, IR_OP_NEG, "neg", 1, &t2x)), ANVIL_OK);
+    assert_int_equal(ir_graph_create(th, &e2), ANVIL_OK);
+    ir_vid e2x = add_outer(e2, "x");
+    assert_int_equal(ir_graph_add_output(e2, add1(e2, IR_OP_ABS, "abs", 1, &e2x)), ANVIL_OK);
+    attr_graph(th, ki, 0, "then_branch", t2);
+    attr_graph(th, ki, 1, "else_branch", e2);
+    assert_int_equal(ir_graph_add_output(th, iy), ANVIL_OK);
+    assert_int_equal(ir_graph_create(g, &el), ANVIL_OK);
+    ir_vid ex = add_outer(el, "x");
+    assert_int_equal(ir_graph_add_output(el, add1(el, IR_OP_IDENTITY, "same", 1, &ex)), ANVIL_OK);
+    attr_graph(g, k, 0, "then_branch", th);
+    attr_graph(g, k, 1, "else_branch", el);
+    assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
+    assert_int_equal(finish(g), ANVIL_OK);
+
+    rt_session_config cfg = {.threads = 1, .opt_level = level(state)};
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    bool cv = true;
+    anvil_tensor *tc = tensor(ANVIL_DTYPE_BOOL, 0, NULL, &cv);
+    const float xv[4] = {-1.5f, 2, -3, 4};
+    for (int64_t len = 4; len >= 3; len--) {
+        anvil_tensor *tx_in = tensor(ANVIL_DTYPE_FLOAT32, 1, &len, xv);
+        const anvil_tensor *ins[2] = {tc, tx_in};
+        anvil_tensor *out[1];
+        assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+        for (int64_t i = 0; i < len; i++)
+            assert_true(((float *)out[0]->data)[i] == (len == 4 ? -xv[i] : fabsf(xv[i])));
+        if (level(state)) {
+            scoped_ops o = {0};
+            assert_int_equal(rt_session_explain(s, note_scoped, &o), ANVIL_OK);
+            assert_false(o.inner_if);
+            assert_true(len == 4 ? o.neg && !o.abs : o.abs && !o.neg);
+        }
+        free_tensor(out[0]);
+        free_tensor(tx_in);
+    }
+    free_tensor(tc);
+    check_runs(s, state, false);
+    rt_session_free(s);
+    ir_graph_free(g);
+}
+
 int main(void) {
     static int interpreted = 0, compiled = 2;
     const struct CMUnitTest tests[] = {
@@ -616,6 +696,8 @@ int main(void) {
         cmocka_unit_test_prestate(test_if_reads_outer_constant, &compiled),
         cmocka_unit_test_prestate(test_if_bad_input_fails_cleanly, &interpreted),
         cmocka_unit_test_prestate(test_if_bad_input_fails_cleanly, &compiled),
+        cmocka_unit_test_prestate(test_if_known_condition_inlined, &interpreted),
+        cmocka_unit_test_prestate(test_if_known_condition_inlined, &compiled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
