@@ -71,7 +71,8 @@ endif()
 
 # ---- oneDNN --------------------------------------------------------------------------------------
 # Debian's libdnnl is built on the OpenMP runtime (libgomp): the variants set the OpenMP thread
-# count around each call, so they link libgomp themselves. A oneDNN built on another runtime
+# count around each call. It is loaded with dlopen when a dnnl_* node is first prepared, not
+# linked, so that OpenMP's wait policy can still be set before libgomp loads (dnnl_variants.c). A oneDNN built on another runtime
 # (TBB, threadpool) is not used: its thread count could not be held to the session's.
 find_path(ANVIL_DNNL_INCLUDE oneapi/dnnl/dnnl.h)
 find_library(ANVIL_DNNL_LIB NAMES dnnl)
@@ -85,8 +86,9 @@ if(ANVIL_DNNL_INCLUDE AND EXISTS ${ANVIL_DNNL_INCLUDE}/oneapi/dnnl/dnnl_config.h
   endif()
 endif()
 if(ANVIL_DNNL_INCLUDE AND ANVIL_DNNL_LIB AND ANVIL_GOMP_LIB AND _dnnl_omp)
-  list(APPEND ANVIL_KERNEL_DEFS ANVIL_HAVE_DNNL)
-  list(APPEND ANVIL_KERNEL_LIBS ${ANVIL_DNNL_LIB} ${ANVIL_GOMP_LIB})
+  get_filename_component(_dnnl_real ${ANVIL_DNNL_LIB} REALPATH)
+  list(APPEND ANVIL_KERNEL_DEFS ANVIL_HAVE_DNNL "ANVIL_DNNL_PATH=\"${_dnnl_real}\"")
+  list(APPEND ANVIL_KERNEL_LIBS ${CMAKE_DL_LIBS})
   message(STATUS "anvil vendor: oneDNN found (${ANVIL_DNNL_LIB}, OpenMP runtime)")
 elseif(ANVIL_DNNL_INCLUDE AND ANVIL_DNNL_LIB)
   message(STATUS "anvil vendor: oneDNN found but not built on OpenMP (or libgomp missing); "

@@ -126,6 +126,10 @@ anvil_status op_subgraph_run(op_ctx *ctx, const ir_graph *body, const op_tensor 
 /* The implementation of an op (op < IR_OP_COUNT). Never NULL. */
 const op_impl *op_get(ir_op op);
 
+/* The tensor a checked Constant node produces: *t's data is borrowed from the node's attribute
+ * (the model's bytes) or its params (the graph's arena). False if n is not a checked Constant. */
+bool op_constant_value(const ir_node *n, ir_tensor *t);
+
 /* Runs the arity check and op_get(n->op)->check for every node of g and its subgraphs. */
 anvil_status op_check_graph(ir_graph *g);
 

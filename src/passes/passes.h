@@ -1,6 +1,8 @@
 /* passes: graph rewrites that run before planning, on a session's own copy of the model graph.
  *
  * Level 0 runs none. Level 1 (the default) runs, in order:
+ *   const_nodes     a Constant node's output becomes a constant value (exporters write scalars
+ *                   as Constant nodes; to the passes below only constants are operands);
  *   drop_noops      a Cast to its input's own dtype becomes an Identity (an alias at run time);
  *   fold_conv_bn    Conv followed by an inference BatchNormalization with constant statistics
  *                   becomes one Conv with rescaled weights and a bias;
@@ -53,6 +55,7 @@ typedef struct pass_graph {
     int fused_bias, fused_residual, fused_act;
     int nhwc_convs, layout_transposes; /* the layout pass: convs made channels-last, transposes */
     int fused_chains, chain_nodes; /* fuse_chain: chain nodes made, and the nodes they replace */
+    int const_nodes;               /* const_nodes: Constant nodes made constant values */
     int noops;                     /* drop_noops: Casts to their input's dtype made Identity */
     int cropped_convs;             /* crop_taps: Convs whose never-used kernel taps were dropped */
 } pass_graph;

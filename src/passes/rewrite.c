@@ -41,6 +41,10 @@ void pass_index(pass_ctx *c) {
     for (int32_t i = 0; i < c->src->n_children; i++) pin_outer_reads(c, c->src->children[i]);
 }
 
+bool pass_pinned(const pass_ctx *c, ir_vid v) {
+    return v != IR_NONE && c->uses[v] == PINNED;
+}
+
 int32_t pass_sole_reader(const pass_ctx *c, ir_vid v) {
     if (v == IR_NONE || c->uses[v] != 1) return -1;
     int32_t k = c->reader[v];
@@ -51,12 +55,22 @@ int32_t pass_sole_reader(const pass_ctx *c, ir_vid v) {
 const void *pass_graph_const_f32(const ir_graph *g, ir_vid v, size_t *numel) {
     if (v == IR_NONE) return NULL;
     const ir_value *val = &g->values[v];
-    if (!(val->flags & IR_VALUE_CONST) || val->dtype != ANVIL_DTYPE_FLOAT32 || !val->data)
-        return NULL;
+    const void *data = val->data;
+    size_t bytes = val->data_bytes;
+    ir_tensor t;
+    if (!(val->flags & IR_VALUE_CONST)) {
+        /* a Constant node's output: a constant in the copy (const_nodes), not in the source,
+         * which recipes read */
+        if (val->producer < 0 || !op_constant_value(&g->nodes[val->producer], &t)) return NULL;
+        data = t.data;
+        bytes = t.bytes;
+    }
     size_t n;
-    if (!ir_shape_numel(&val->shape, &n) || n * sizeof(float) != val->data_bytes) return NULL;
+    if (val->dtype != ANVIL_DTYPE_FLOAT32 || !data || !ir_shape_numel(&val->shape, &n) ||
+        n * sizeof(float) != bytes)
+        return NULL;
     *numel = n;
-    return val->data;
+    return data;
 }
 
 const void *pass_const_f32(const pass_ctx *c, ir_vid v, size_t *numel) {

@@ -19,9 +19,12 @@ typedef struct pass_ctx {
 
 /* Recomputes uses/reader from the live nodes. */
 void pass_index(pass_ctx *c);
+/* Whether v is a graph output or read by a subgraph by name (never removable). */
+bool pass_pinned(const pass_ctx *c, ir_vid v);
 /* The node that alone reads v, or -1 (v read more than once, by nothing, or pinned). */
 int32_t pass_sole_reader(const pass_ctx *c, ir_vid v);
-/* The same for value v of graph g (e.g. the source graph, which a recipe reads). */
+/* Like pass_const_f32, for value v of graph g (e.g. the source graph, which a recipe reads);
+ * the output of a checked Constant node counts as a constant. */
 const void *pass_graph_const_f32(const ir_graph *g, ir_vid v, size_t *numel);
 /* v's data as float32 if v is a float32 constant, else NULL. May be unaligned: read with memcpy
  * (pass_const_f32_at). */
@@ -54,6 +57,7 @@ void pass_node_absorb(pass_ctx *c, int32_t k, int32_t dead_k);
 void pass_compact(pass_ctx *c, const pass_options *opts);
 
 /* The passes, which only pipeline.c calls (re-indexing before each). */
+anvil_status pass_const_nodes(pass_ctx *c);
 anvil_status pass_drop_noops(pass_ctx *c);
 anvil_status pass_fold_conv_bn(pass_ctx *c);
 anvil_status pass_crop_taps(pass_ctx *c);

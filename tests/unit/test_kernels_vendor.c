@@ -370,7 +370,6 @@ static void test_thread_counts(void **state) {
     const kern_variant *dn = kern_find(IR_OP_MATMUL, "dnnl_matmul");
     if (!ob && !dn) skip();
     int (*ob_threads)(void) = NULL;
-    int (*omp_threads)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "omp_get_max_threads");
     float *a, *b;
     optest t;
     op_tensor got;
@@ -386,10 +385,16 @@ static void test_thread_counts(void **state) {
             assert_int_equal(ob_threads(), threads);
         }
         if (dn) {
+            /* libgomp comes privately with oneDNN (dnnl_variants.c): there once a dnnl_* ran */
+            assert_int_equal(optest_run_variant(&t, dn, threads, &got), ANVIL_OK);
+            void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+            assert_non_null(h);
+            int (*omp_threads)(void) = (int (*)(void))dlsym(h, "omp_get_max_threads");
             assert_non_null(omp_threads);
             int before = omp_threads();
             assert_int_equal(optest_run_variant(&t, dn, threads, &got), ANVIL_OK);
             assert_int_equal(omp_threads(), before);
+            dlclose(h);
         }
     }
     free(got.data);
@@ -424,6 +429,33 @@ static void test_openblas_loaded_lazily(void **state) {
     free(b);
 }
 
+/* oneDNN, and libgomp with it, load only when a dnnl_* node is prepared, and then OpenMP's
+ * workers sleep when idle instead of spinning for milliseconds on the cores anvil's own threads
+ * run on next (dnnl_variants.c): OMP_WAIT_POLICY is PASSIVE unless the user set it. Runs first. */
+static void test_dnnl_loaded_lazily(void **state) {
+    (void)state;
+    const kern_variant *dn = kern_find(IR_OP_MATMUL, "dnnl_matmul");
+    if (!dn) skip();
+    assert_null(dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD));
+    const char *user = getenv("OMP_WAIT_POLICY");
+    char *before = user ? strdup(user) : NULL;
+    float *a, *b;
+    optest t;
+    op_tensor got;
+    square_matmul(&t, 8, &a, &b, &got);
+    assert_int_equal(optest_run_variant(&t, dn, 2, &got), ANVIL_OK);
+    assert_true(optest_compare_f32(got.data, t.out[0].data, 64, 1e-5f, 1e-5f) < 0);
+    void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(h);
+    dlclose(h);
+    assert_string_equal(getenv("OMP_WAIT_POLICY"), before ? before : "PASSIVE");
+    free(before);
+    free(got.data);
+    optest_end(&t);
+    free(a);
+    free(b);
+}
+
 /* Vendor variants come after anvil's own: they are never the default for a node that an anvil
  * variant can run. */
 static void test_vendor_after_anvil(void **state) {
@@ -445,6 +477,7 @@ static void test_vendor_after_anvil(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_openblas_loaded_lazily),
+        cmocka_unit_test(test_dnnl_loaded_lazily),
         cmocka_unit_test(test_matmul_edges),
         cmocka_unit_test(test_matmul_batched),
         cmocka_unit_test(test_matmul_zero_size),

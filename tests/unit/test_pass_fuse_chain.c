@@ -222,6 +222,40 @@ static void test_gelu(void **state) {
     expect(g, "Chain[Div,Erf,Add,Mul,Mul]");
 }
 
+/* A Constant node holding a scalar, as torch.onnx.export writes them (value_float). */
+static ir_vid constant_node(ir_graph *g, const char *out, float v) {
+    int32_t k;
+    assert_int_equal(ir_graph_add_node(g, IR_OP_CONSTANT, out, 0, 1, 1, &k), ANVIL_OK);
+    g->nodes[k].attrs[0] = (ir_attr){.name = "value_float", .type = IR_ATTR_FLOAT, .f = v};
+    ir_vid y = value(g, out, ANVIL_DTYPE_UNDEFINED, -1, NULL);
+    g->nodes[k].outputs[0] = y;
+    g->values[y].producer = k;
+    return y;
+}
+
+/* GELU whose constants are Constant nodes (Whisper's, ViT's): the const_nodes pass makes them
+ * constants first, so the chain forms, and the Constant nodes are gone. A Constant that is a
+ * graph output stays a node. */
+static void test_gelu_constant_nodes(void **state) {
+    (void)state;
+    ir_graph *g = begin();
+    ir_vid x = input(g, "x", ANVIL_DTYPE_FLOAT32, 3, (int64_t[]){2, 3, 64});
+    ir_vid d = node(g, IR_OP_DIV, "d", 2, (ir_vid[]){x, constant_node(g, "sqrt2", c_sqrt2)});
+    ir_vid e = node(g, IR_OP_ERF, "e", 1, &d);
+    ir_vid a = node(g, IR_OP_ADD, "a", 2, (ir_vid[]){constant_node(g, "one", c1), e});
+    ir_vid m = node(g, IR_OP_MUL, "m", 2, (ir_vid[]){a, x});
+    ir_vid y = node(g, IR_OP_MUL, "y", 2, (ir_vid[]){m, constant_node(g, "half", c_half)});
+    assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
+    assert_int_equal(ir_graph_add_output(g, constant_node(g, "out_const", c3)), ANVIL_OK);
+    finish(g);
+    pass_options o = {.opt_level = 1};
+    pass_graph *pg;
+    assert_int_equal(pass_pipeline_run(g, &o, &pg), ANVIL_OK);
+    assert_int_equal(pg->const_nodes, 3);
+    pass_graph_free(pg);
+    expect(g, "Chain[Div,Erf,Add,Mul,Mul] Constant");
+}
+
 /* A graph output in the middle ends the chain; the nodes after it form their own. */
 static void test_graph_output_in_middle(void **state) {
     (void)state;
@@ -369,6 +403,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hardswish),
         cmocka_unit_test(test_gelu),
+        cmocka_unit_test(test_gelu_constant_nodes),
         cmocka_unit_test(test_graph_output_in_middle),
         cmocka_unit_test(test_second_reader),
         cmocka_unit_test(test_non_constant_operand),

@@ -26,24 +26,95 @@
 
 #include "vendor_common.h"
 
+#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-/* The OpenMP runtime's standard entry points (libgomp here), declared directly so the file does
- * not depend on the compiler shipping omp.h (clang builds, e.g. the fuzz configuration). */
-extern void omp_set_num_threads(int n);
-extern int omp_get_max_threads(void);
+/* oneDNN is loaded with dlopen when the first dnnl_* node is prepared, not linked, for the sake
+ * of OpenMP's idle threads. libgomp reads its wait policy once, when it is loaded, and by default
+ * a worker spins for milliseconds after each parallel region (about 300k pause instructions) before
+ * it sleeps. On a 2-core machine that took the second core from anvil's own pool for whatever ran
+ * after a oneDNN convolution: Whisper's encoder at 2 threads ran its FFN GEMMs on one core in
+ * about half the runs, 60-69 ms end to end, 48 ms with the policy passive (AMD Zen 4). So unless
+ * the user set OMP_WAIT_POLICY or libgomp is already in the process, it is set to PASSIVE before
+ * libgomp loads with oneDNN; an idle worker then sleeps at once and costs a futex wake per
+ * region. The calls below go through `lib`, filled by dlsym. */
+#define DNNL_FUNCS(X)                                                                              \
+    X(dnnl_dilated_convolution_forward_desc_init)                                                  \
+    X(dnnl_engine_create)                                                                          \
+    X(dnnl_matmul_desc_init)                                                                       \
+    X(dnnl_memory_create)                                                                          \
+    X(dnnl_memory_desc_equal)                                                                      \
+    X(dnnl_memory_desc_get_size)                                                                   \
+    X(dnnl_memory_desc_init_by_strides)                                                            \
+    X(dnnl_memory_desc_init_by_tag)                                                                \
+    X(dnnl_memory_destroy)                                                                         \
+    X(dnnl_post_ops_append_sum)                                                                    \
+    X(dnnl_post_ops_create)                                                                        \
+    X(dnnl_post_ops_destroy)                                                                       \
+    X(dnnl_primitive_attr_create)                                                                  \
+    X(dnnl_primitive_attr_destroy)                                                                 \
+    X(dnnl_primitive_attr_set_output_scales)                                                       \
+    X(dnnl_primitive_attr_set_post_ops)                                                            \
+    X(dnnl_primitive_create)                                                                       \
+    X(dnnl_primitive_desc_create)                                                                  \
+    X(dnnl_primitive_desc_destroy)                                                                 \
+    X(dnnl_primitive_desc_query_md)                                                                \
+    X(dnnl_primitive_destroy)                                                                      \
+    X(dnnl_primitive_execute)                                                                      \
+    X(dnnl_reorder_primitive_desc_create)                                                          \
+    X(dnnl_stream_create)                                                                          \
+    X(dnnl_stream_destroy)                                                                         \
+    X(dnnl_stream_wait)
 
-/* ---- shared plumbing ------------------------------------------------------------------------- */
+static struct {
+#define DNNL_PTR(f) __typeof__(f) *f;
+    DNNL_FUNCS(DNNL_PTR)
+#undef DNNL_PTR
+    /* the OpenMP runtime's standard entry points (libgomp, loaded with oneDNN) */
+    void (*omp_set_num_threads)(int n);
+    int (*omp_get_max_threads)(void);
+    char error[256];
+} lib;
 
 static dnnl_engine_t engine;
 static dnnl_status_t engine_status = dnnl_runtime_error;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 
+static bool lib_load(void) {
+    void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (gomp)
+        dlclose(gomp);
+    else if (!getenv("OMP_WAIT_POLICY"))
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    void *h = dlopen(ANVIL_DNNL_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(lib.error, sizeof lib.error, "%s", dlerror());
+        return false;
+    }
+    const char *missing = NULL;
+#define DNNL_SYM(f)                                                                                \
+    if (!(*(void **)&lib.f = dlsym(h, #f))) missing = #f;
+    DNNL_FUNCS(DNNL_SYM)
+#undef DNNL_SYM
+    if (!(*(void **)&lib.omp_set_num_threads = dlsym(h, "omp_set_num_threads")))
+        missing = "omp_set_num_threads";
+    if (!(*(void **)&lib.omp_get_max_threads = dlsym(h, "omp_get_max_threads")))
+        missing = "omp_get_max_threads";
+    if (missing) {
+        snprintf(lib.error, sizeof lib.error, "%s lacks %s (oneDNN 2.x on OpenMP is needed)",
+                 ANVIL_DNNL_PATH, missing);
+        return false;
+    }
+    return true;
+}
+
 /* The CPU engine lives for the whole process (oneDNN engines are shared, thread-safe handles). */
 static void engine_init(void) {
-    engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+    if (lib_load()) engine_status = lib.dnnl_engine_create(&engine, dnnl_cpu, 0);
 }
 
 static anvil_status dnnl_fail(const ir_node *n, const char *what, dnnl_status_t st) {
@@ -71,20 +142,20 @@ static dnnl_status_t md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *d
         s[i] = step;
         step *= dims[i] > 0 ? dims[i] : 1;
     }
-    return dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
+    return lib.dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
 }
 
 /* A 2-D descriptor of a rows x cols matrix stored row-major, or transposed (stored cols x rows)
  * when `trans`. */
 static dnnl_status_t md_matrix(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, bool trans) {
     dnnl_dims_t d = {rows, cols}, s = {trans ? 1 : cols, trans ? rows : 1};
-    return dnnl_memory_desc_init_by_strides(md, 2, d, dnnl_f32, s);
+    return lib.dnnl_memory_desc_init_by_strides(md, 2, d, dnnl_f32, s);
 }
 
 static dnnl_status_t md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
     dnnl_dims_t d;
     for (int i = 0; i < rank; i++) d[i] = dims[i];
-    return dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, dnnl_format_tag_any);
+    return lib.dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, dnnl_format_tag_any);
 }
 
 /* What a prepared primitive needs at run time. Memories are created per run around the caller's
@@ -111,10 +182,10 @@ typedef struct dnnl_state {
 static void state_release(void *p) {
     dnnl_state *s = p;
     if (!s) return;
-    if (s->prim) dnnl_primitive_destroy(s->prim);
-    if (s->src_reorder) dnnl_primitive_destroy(s->src_reorder);
-    if (s->dst_reorder) dnnl_primitive_destroy(s->dst_reorder);
-    if (s->stream) dnnl_stream_destroy(s->stream);
+    if (s->prim) lib.dnnl_primitive_destroy(s->prim);
+    if (s->src_reorder) lib.dnnl_primitive_destroy(s->src_reorder);
+    if (s->dst_reorder) lib.dnnl_primitive_destroy(s->dst_reorder);
+    if (s->stream) lib.dnnl_stream_destroy(s->stream);
     free(s->wei_packed);
     free(s->bias_packed);
     free(s->src_tmp);
@@ -123,7 +194,7 @@ static void state_release(void *p) {
 }
 
 static void *alloc_md(const dnnl_memory_desc_t *md) {
-    size_t bytes = dnnl_memory_desc_get_size(md);
+    size_t bytes = lib.dnnl_memory_desc_get_size(md);
     return core_aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64);
 }
 
@@ -136,20 +207,20 @@ static anvil_status reorder_once(const ir_node *n, dnnl_stream_t stream,
     dnnl_memory_t m_from = NULL, m_to = NULL;
     anvil_status st = ANVIL_OK;
     dnnl_status_t ds =
-        dnnl_reorder_primitive_desc_create(&pd, from_md, engine, to_md, engine, NULL);
-    if (ds == dnnl_success) ds = dnnl_primitive_create(&prim, pd);
-    if (ds == dnnl_success) ds = dnnl_memory_create(&m_from, from_md, engine, (void *)from);
-    if (ds == dnnl_success) ds = dnnl_memory_create(&m_to, to_md, engine, to);
+        lib.dnnl_reorder_primitive_desc_create(&pd, from_md, engine, to_md, engine, NULL);
+    if (ds == dnnl_success) ds = lib.dnnl_primitive_create(&prim, pd);
+    if (ds == dnnl_success) ds = lib.dnnl_memory_create(&m_from, from_md, engine, (void *)from);
+    if (ds == dnnl_success) ds = lib.dnnl_memory_create(&m_to, to_md, engine, to);
     if (ds == dnnl_success) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m_from}, {DNNL_ARG_TO, m_to}};
-        ds = dnnl_primitive_execute(prim, stream, 2, args);
+        ds = lib.dnnl_primitive_execute(prim, stream, 2, args);
     }
-    if (ds == dnnl_success) ds = dnnl_stream_wait(stream);
+    if (ds == dnnl_success) ds = lib.dnnl_stream_wait(stream);
     if (ds != dnnl_success) st = dnnl_fail(n, "a weight reorder", ds);
-    if (m_from) dnnl_memory_destroy(m_from);
-    if (m_to) dnnl_memory_destroy(m_to);
-    if (prim) dnnl_primitive_destroy(prim);
-    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (m_from) lib.dnnl_memory_destroy(m_from);
+    if (m_to) lib.dnnl_memory_destroy(m_to);
+    if (prim) lib.dnnl_primitive_destroy(prim);
+    if (pd) lib.dnnl_primitive_desc_destroy(pd);
     return st;
 }
 
@@ -160,13 +231,13 @@ static anvil_status finish_prepare(const ir_node *n, dnnl_state *s, const void *
                                    const dnnl_memory_desc_t *wei_user_md, const void *wei_value) {
     dnnl_primitive_desc_t pd = NULL;
     DNNL_TRY(n, "creating the primitive descriptor",
-             dnnl_primitive_desc_create(&pd, op_desc, attr, engine, NULL));
-    s->src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    s->wei_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    s->dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    if (s->has_bias) s->bias_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
-    dnnl_status_t ds = dnnl_primitive_create(&s->prim, pd);
-    dnnl_primitive_desc_destroy(pd);
+             lib.dnnl_primitive_desc_create(&pd, op_desc, attr, engine, NULL));
+    s->src_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    s->wei_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    s->dst_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    if (s->has_bias) s->bias_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+    dnnl_status_t ds = lib.dnnl_primitive_create(&s->prim, pd);
+    lib.dnnl_primitive_desc_destroy(pd);
     DNNL_TRY(n, "creating the primitive", ds);
     if (wei_value) {
         if (!(s->wei_packed = alloc_md(&s->wei_md))) return ANVIL_ERR_OUT_OF_MEMORY;
@@ -177,23 +248,28 @@ static anvil_status finish_prepare(const ir_node *n, dnnl_state *s, const void *
 
 /* Sets OpenMP's thread count for this thread; returns the previous one for threads_restore. */
 static int threads_set(int n) {
-    int saved = omp_get_max_threads();
-    if (saved != n) omp_set_num_threads(n);
+    int saved = lib.omp_get_max_threads();
+    if (saved != n) lib.omp_set_num_threads(n);
     return saved;
 }
 
 static void threads_restore(int saved, int n) {
-    if (saved != n) omp_set_num_threads(saved);
+    if (saved != n) lib.omp_set_num_threads(saved);
 }
 
 static anvil_status state_new(const kern_node *kn, dnnl_state **out) {
     pthread_once(&engine_once, engine_init);
+    if (lib.error[0])
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: the dnnl_* variants cannot load oneDNN (%s); install libdnnl2 or "
+                        "force another variant",
+                        ir_node_label(kn->node), lib.error);
     if (engine_status != dnnl_success)
         return dnnl_fail(kn->node, "creating the CPU engine", engine_status);
     dnnl_state *s = core_calloc(1, sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
     s->threads = kn->threads > 0 ? kn->threads : 1;
-    dnnl_status_t ds = dnnl_stream_create(&s->stream, engine, dnnl_stream_default_flags);
+    dnnl_status_t ds = lib.dnnl_stream_create(&s->stream, engine, dnnl_stream_default_flags);
     if (ds != dnnl_success) {
         free(s);
         return dnnl_fail(kn->node, "creating a stream", ds);
@@ -215,14 +291,14 @@ static anvil_status execute(const ir_node *n, dnnl_stream_t stream, dnnl_primiti
     dnnl_exec_arg_t args[4] = {{0}};
     dnnl_status_t ds = dnnl_success;
     for (int i = 0; i < na && ds == dnnl_success; i++) {
-        ds = dnnl_memory_create(&mem[i], a[i].md, engine, (void *)a[i].data);
+        ds = lib.dnnl_memory_create(&mem[i], a[i].md, engine, (void *)a[i].data);
         args[i].arg = a[i].arg;
         args[i].memory = mem[i];
     }
-    if (ds == dnnl_success) ds = dnnl_primitive_execute(prim, stream, na, args);
-    if (ds == dnnl_success) ds = dnnl_stream_wait(stream);
+    if (ds == dnnl_success) ds = lib.dnnl_primitive_execute(prim, stream, na, args);
+    if (ds == dnnl_success) ds = lib.dnnl_stream_wait(stream);
     for (int i = 0; i < na; i++)
-        if (mem[i]) dnnl_memory_destroy(mem[i]);
+        if (mem[i]) lib.dnnl_memory_destroy(mem[i]);
     return ds == dnnl_success ? ANVIL_OK : dnnl_fail(n, "executing a primitive", ds);
 }
 
@@ -315,13 +391,13 @@ static anvil_status matmul_prepare(const kern_node *kn, void **state) {
             goto done;
         }
     }
-    if ((ds = dnnl_primitive_attr_create(&attr)) != dnnl_success) {
+    if ((ds = lib.dnnl_primitive_attr_create(&attr)) != dnnl_success) {
         st = dnnl_fail(n, "creating attributes", ds);
         goto done;
     }
     dnnl_memory_desc_t bias_md;
     if (s->is_gemm) {
-        if (g->alpha != 1.0f) ds = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha);
+        if (g->alpha != 1.0f) ds = lib.dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha);
         bool use_c = g->has_c && g->beta != 0.0f;
         const op_tinfo *ct = use_c ? &kn->in[2] : NULL;
         if (ds == dnnl_success && use_c && ct->value && g->c_rows == 1 && g->alpha == 1.0f) {
@@ -337,9 +413,9 @@ static anvil_status matmul_prepare(const kern_node *kn, void **state) {
             ds = md_matrix(&bias_md, 1, g->n, false);
         } else if (ds == dnnl_success && use_c) {
             s->c_in_dst = true;
-            if ((ds = dnnl_post_ops_create(&ops)) == dnnl_success)
-                ds = dnnl_post_ops_append_sum(ops, g->beta);
-            if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, ops);
+            if ((ds = lib.dnnl_post_ops_create(&ops)) == dnnl_success)
+                ds = lib.dnnl_post_ops_append_sum(ops, g->beta);
+            if (ds == dnnl_success) ds = lib.dnnl_primitive_attr_set_post_ops(attr, ops);
         }
         if (ds != dnnl_success) {
             st = dnnl_fail(n, "setting alpha/beta/C", ds);
@@ -347,7 +423,7 @@ static anvil_status matmul_prepare(const kern_node *kn, void **state) {
         }
     }
     dnnl_matmul_desc_t desc;
-    ds = dnnl_matmul_desc_init(&desc, &a_md, &b_md, s->has_bias ? &bias_md : NULL, &y_md);
+    ds = lib.dnnl_matmul_desc_init(&desc, &a_md, &b_md, s->has_bias ? &bias_md : NULL, &y_md);
     if (ds != dnnl_success) {
         st = dnnl_fail(n, "describing the matmul", ds);
         goto done;
@@ -356,8 +432,8 @@ static anvil_status matmul_prepare(const kern_node *kn, void **state) {
                         (s->is_gemm || g->fold) && bt->value ? bt->value : NULL);
 done:
     threads_restore(saved, s->threads);
-    if (ops) dnnl_post_ops_destroy(ops);
-    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (ops) lib.dnnl_post_ops_destroy(ops);
+    if (attr) lib.dnnl_primitive_attr_destroy(attr);
     if (st != ANVIL_OK) {
         state_release(s);
         return st;
@@ -502,7 +578,7 @@ static anvil_status conv_prepare_layout(const kern_node *kn, void **state, bool 
         goto done;
     }
     dnnl_convolution_desc_t desc;
-    ds = dnnl_dilated_convolution_forward_desc_init(
+    ds = lib.dnnl_dilated_convolution_forward_desc_init(
         &desc, dnnl_forward_inference, dnnl_convolution_direct, &x_md, &w_md,
         s->has_bias ? &b_md : NULL, &y_md, cg.strides, cg.dilates, cg.pad_l, cg.pad_r);
     if (ds != dnnl_success) {
@@ -513,22 +589,22 @@ static anvil_status conv_prepare_layout(const kern_node *kn, void **state, bool 
         goto done;
     /* The primitive may still take plain activations even when allowed to choose. */
     dnnl_primitive_desc_t pd = NULL;
-    if (!dnnl_memory_desc_equal(&s->src_md, &s->src_user_md)) {
-        ds = dnnl_reorder_primitive_desc_create(&pd, &s->src_user_md, engine, &s->src_md, engine,
-                                                NULL);
-        if (ds == dnnl_success) ds = dnnl_primitive_create(&s->src_reorder, pd);
-        if (pd) dnnl_primitive_desc_destroy(pd);
+    if (!lib.dnnl_memory_desc_equal(&s->src_md, &s->src_user_md)) {
+        ds = lib.dnnl_reorder_primitive_desc_create(&pd, &s->src_user_md, engine, &s->src_md,
+                                                    engine, NULL);
+        if (ds == dnnl_success) ds = lib.dnnl_primitive_create(&s->src_reorder, pd);
+        if (pd) lib.dnnl_primitive_desc_destroy(pd);
         pd = NULL;
         if (ds == dnnl_success && !(s->src_tmp = alloc_md(&s->src_md))) {
             st = ANVIL_ERR_OUT_OF_MEMORY;
             goto done;
         }
     }
-    if (ds == dnnl_success && !dnnl_memory_desc_equal(&s->dst_md, &s->dst_user_md)) {
-        ds = dnnl_reorder_primitive_desc_create(&pd, &s->dst_md, engine, &s->dst_user_md, engine,
-                                                NULL);
-        if (ds == dnnl_success) ds = dnnl_primitive_create(&s->dst_reorder, pd);
-        if (pd) dnnl_primitive_desc_destroy(pd);
+    if (ds == dnnl_success && !lib.dnnl_memory_desc_equal(&s->dst_md, &s->dst_user_md)) {
+        ds = lib.dnnl_reorder_primitive_desc_create(&pd, &s->dst_md, engine, &s->dst_user_md,
+                                                    engine, NULL);
+        if (ds == dnnl_success) ds = lib.dnnl_primitive_create(&s->dst_reorder, pd);
+        if (pd) lib.dnnl_primitive_desc_destroy(pd);
         if (ds == dnnl_success && !(s->dst_tmp = alloc_md(&s->dst_md))) {
             st = ANVIL_ERR_OUT_OF_MEMORY;
             goto done;

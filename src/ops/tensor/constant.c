@@ -108,6 +108,17 @@ static anvil_status constant_check(ir_graph *g, ir_node *n) {
     return ANVIL_OK;
 }
 
+bool op_constant_value(const ir_node *n, ir_tensor *t) {
+    const constant_params *p = n->params;
+    if (n->op != IR_OP_CONSTANT || !p) return false;
+    t->dtype = p->dtype;
+    t->rank = p->rank;
+    memcpy(t->dims, p->dims, sizeof t->dims);
+    t->data = p->data;
+    t->bytes = p->bytes;
+    return true;
+}
+
 static anvil_status constant_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
                                    int n_in, op_tinfo *out, int n_out) {
     (void)g;
