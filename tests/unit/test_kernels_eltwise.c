@@ -374,6 +374,8 @@ static void test_transpose(void **state) {
     run_transpose(4, (int64_t[]){2, 4, 12, 64}, (int64_t[]){0, 2, 1, 3}, true);
     run_transpose(4, (int64_t[]){2, 3, 4, 5}, (int64_t[]){0, 2, 3, 1}, true); /* NCHW->NHWC */
     run_transpose(4, (int64_t[]){2, 4, 5, 3}, (int64_t[]){0, 3, 1, 2}, true); /* NHWC->NCHW */
+    /* blocks of 64 rows by 1024 columns, with partial blocks both ways (70 = 64 + 6 rows) */
+    run_transpose(3, (int64_t[]){2, 70, 1100}, (int64_t[]){0, 2, 1}, true);
     /* an RGB image channels-last: 3 rows, columns split into tasks of 4096 (+ a remainder) */
     run_transpose(4, (int64_t[]){2, 3, 70, 130}, (int64_t[]){0, 2, 3, 1}, true);
     run_transpose(3, (int64_t[]){4, 5, 6}, (int64_t[]){1, 0, 2}, true);

@@ -300,6 +300,19 @@ static inline void tr8x8(uint32_t *dst, const uint32_t *src, size_t ldx, size_t 
 static void k_transpose4(uint32_t *dst, const uint32_t *src, size_t rows, size_t cols, size_t ldx,
                          size_t lds) {
     size_t r = 0;
+    /* 16 rows at a time: each column's 16 outputs are a whole 64-byte line, written at once.
+     * With 8, a line is written in halves, one pass over all columns apart, and on a large
+     * matrix (NCHW -> NHWC of 96 x 112 x 112) it left the cache in between: read twice for
+     * ownership, written back twice. */
+    for (; r + 16 <= rows; r += 16) {
+        size_t c = 0;
+        for (; c + 8 <= cols; c += 8) {
+            tr8x8(dst + c * lds + r, src + r * ldx + c, ldx, lds);
+            tr8x8(dst + c * lds + r + 8, src + (r + 8) * ldx + c, ldx, lds);
+        }
+        for (; c < cols; c++)
+            for (size_t k = 0; k < 16; k++) dst[c * lds + r + k] = src[(r + k) * ldx + c];
+    }
     for (; r + 8 <= rows; r += 8) {
         size_t c = 0;
         for (; c + 8 <= cols; c += 8) tr8x8(dst + c * lds + r, src + r * ldx + c, ldx, lds);
