@@ -34,6 +34,58 @@ static bool avx2(void) {
 }
 
 /* The conv_* variants that must apply to case c on this machine. */
+/* One dim of the regions rule (conv_regions.c): the runs of outputs that see one set of valid
+ * taps, the share of (output, tap) pairs that read the input, and whether a run sees none. */
+static int dim_runs(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pad, int64_t out,
+                    double *density, bool *empty) {
+    int runs = 0;
+    int64_t valid = 0;
+    uint32_t last = 0;
+    *empty = false;
+    for (int64_t o = 0; o < out; o++) {
+        uint32_t m = 0;
+        for (int64_t t = 0; t < k; t++) {
+            const int64_t pos = o * s - pad + t * d;
+            if (pos >= 0 && pos < in) m |= 1u << t, valid++;
+        }
+        if (o == 0 || m != last) runs++;
+        if (!m) *empty = true;
+        last = m;
+    }
+    *density = out && k ? (double)valid / (double)(out * k) : 1.0;
+    return runs;
+}
+
+/* The pads at the start of a dim, auto_pad included. */
+static int64_t pad_begin(const conv_case *c, int64_t in, int64_t k, int64_t s, int64_t d,
+                         int64_t pad) {
+    if (!c->auto_pad || strncmp(c->auto_pad, "SAME", 4)) return c->auto_pad ? 0 : pad;
+    const int64_t out = (in + s - 1) / s, need = (out - 1) * s + (k - 1) * d + 1 - in;
+    const int64_t total = need > 0 ? need : 0;
+    return strcmp(c->auto_pad, "SAME_LOWER") ? total / 2 : total - total / 2;
+}
+
+/* Whether conv_nhwc_regions / convnhwc_regions take the case: one group, 2 to 16 x 16 taps, at
+ * most 70% of the (pixel, tap) pairs reading the input, every region seeing a tap, at most 64
+ * regions. */
+static bool regions_apply(const conv_case *c) {
+    if (c->group != 1 || c->kh > 16 || c->kw > 16 || c->kh * c->kw < 2 || c->m == 0) return false;
+    const bool same = c->auto_pad && !strncmp(c->auto_pad, "SAME", 4);
+    const int64_t pt = pad_begin(c, c->h, c->kh, c->sh, c->dh, c->pads[0]);
+    const int64_t pl = pad_begin(c, c->w, c->kw, c->sw, c->dw, c->pads[1]);
+    const int64_t ph = c->auto_pad ? 0 : c->pads[2], pw = c->auto_pad ? 0 : c->pads[3];
+    const int64_t oh = same ? (c->h + c->sh - 1) / c->sh
+                            : (c->h + pt + ph - ((c->kh - 1) * c->dh + 1)) / c->sh + 1;
+    const int64_t ow = same ? (c->w + c->sw - 1) / c->sw
+                            : (c->w + pl + pw - ((c->kw - 1) * c->dw + 1)) / c->sw + 1;
+    if (oh <= 0 || ow <= 0) return false;
+    double dy, dx;
+    bool ey, ex;
+    const int ry = dim_runs(c->h, c->kh, c->sh, c->dh, pt, oh, &dy, &ey);
+    const int rx = dim_runs(c->w, c->kw, c->sw, c->dw, pl, ow, &dx, &ex);
+    return !ey && !ex && ry * rx <= 64 && dy * dx <= 0.7;
+}
+
 static int expected_variants(const conv_case *c) {
     int n = 4; /* conv_f32, conv_im2col_gemm, conv_implicit_gemm, conv_nhwc_im2col_gemm */
     bool no_pad = !c->pads[0] && !c->pads[1] && !c->pads[2] && !c->pads[3];
@@ -53,6 +105,7 @@ static int expected_variants(const conv_case *c) {
     bool sc_shape = c->group == 1 && c->c <= 4 && c->kh <= 11 && c->kw <= 11 && c->sh <= 2 &&
                     c->sw <= 2 && c->dh == 1 && c->dw == 1;
     if (sc_shape) n += (int)avx2() + (int)avx512();
+    if (regions_apply(c)) n++; /* conv_nhwc_regions */
     return n;
 }
 
@@ -615,7 +668,8 @@ static void check_last_case(const conv_case *c, ir_act act, bool residual) {
     const int n = check_op_variants(&last, IR_OP_CONV_NHWC, "convnhwc_");
     const bool sc = c->group == 1 && c->c <= 4 && c->m <= 64 && c->dh == 1 && c->dw == 1 &&
                     c->kh <= 11 && c->kw <= 11 && c->sh <= 4 && c->sw <= 4;
-    const int expect = 1 + (dw ? (int)avx2() + (int)avx512() : 0) + (sc ? (int)avx512() : 0);
+    const int expect = 1 + (dw ? (int)avx2() + (int)avx512() : 0) + (sc ? (int)avx512() : 0) +
+                       (int)regions_apply(c);
     if (n != expect)
         fprintf(stderr, "ConvNhwc case c%lld %lldx%lld m%lld k%lld s%lld g%lld: %d of %d\n",
                 (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->m,
@@ -674,6 +728,29 @@ static void test_conv_nhwc_op(void **state) {
         for (int k = 0; k < 2; k++) check_last_case(&cases[i], acts[(i + k) % 4], (i + k) % 2);
 }
 
+/* Convs whose taps mostly read padding (conv_regions.c): DeepLabV3's ASPP (rate 12 on a 14x14
+ * map, and 6 on 9x10), a strided one with asymmetric pads, a 5x5 on a small map with batch 2;
+ * each checked with every variant, fused activations (a residual is left to the runtime) and as
+ * anvil.ConvNhwc. Each must be one the regions variants take, and the cascade's pick. */
+static void test_conv_regions(void **state) {
+    (void)state;
+    static const conv_case cases[] = {
+        CASE(1, 24, 14, 14, 17, 3, 3, 1, 12, 12, 1, true),
+        CASE(1, 9, 9, 10, 8, 3, 3, 1, 6, 6, 1, false),
+        {1, 5, 7, 6, 9, 3, 3, 2, 2, 3, 3, {4, 3, 2, 5}, 1, true, NULL},
+        CASE(2, 6, 4, 5, 7, 5, 5, 1, 1, 3, 1, true),
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        assert_true(regions_apply(&cases[i]));
+        check_case(&cases[i]);
+        check_fused_case(&cases[i], IR_ACT_RELU, false);
+        check_fused_case(&cases[i], IR_ACT_HARD_SWISH, true);
+        check_last_case(&cases[i], IR_ACT_CLIP, false);
+        check_last_case(&cases[i], IR_ACT_NONE, true);
+        assert_string_equal(default_pick(&cases[i], 1), "conv_nhwc_regions");
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_1x1),          cmocka_unit_test(test_conv_3x3),
@@ -681,7 +758,7 @@ int main(void) {
         cmocka_unit_test(test_conv_depthwise),    cmocka_unit_test(test_conv_runtime_weights),
         cmocka_unit_test(test_conv_fused),        cmocka_unit_test(test_conv_default_cascade),
         cmocka_unit_test(test_conv_nhwc),         cmocka_unit_test(test_conv_smallc),
-        cmocka_unit_test(test_conv_nhwc_op),
+        cmocka_unit_test(test_conv_nhwc_op),      cmocka_unit_test(test_conv_regions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

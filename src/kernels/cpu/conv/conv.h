@@ -331,6 +331,11 @@ typedef struct conv_nhwc_weights {
     float *zeros;    /* owned, indirect only: cg zeros, the segment of every tap in the padding */
 } conv_nhwc_weights;
 
+/* Transposes `mats` row-major [rows, cols] float matrices at src into [cols, rows] at dst, split
+ * over ctx's threads (NCHW <-> NHWC around the channels-last variants). */
+void conv_transpose_f32(const float *src, float *dst, int64_t mats, int64_t rows, int64_t cols,
+                        op_ctx *ctx);
+
 anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nhwc_weights *out);
 void conv_nhwc_weights_free(conv_nhwc_weights *pw);
 /* Scratch bytes conv_nhwc_run needs (with threads slices). */

@@ -408,8 +408,8 @@ static void transpose_chunk(void *arg, size_t begin, size_t end) {
         }
 }
 
-static void transpose(const float *src, float *dst, int64_t mats, int64_t rows, int64_t cols,
-                      op_ctx *ctx) {
+void conv_transpose_f32(const float *src, float *dst, int64_t mats, int64_t rows, int64_t cols,
+                        op_ctx *ctx) {
     transpose_job j = {src, dst, mats, rows, cols, op_ctx_threads(ctx)};
     op_parallel_for(ctx, (size_t)j.threads, transpose_chunk, &j);
 }
@@ -431,9 +431,9 @@ static anvil_status nhwc_run(const ir_node *n, void *state, const op_tensor *con
     }
     float *xt = ws, *yt = (float *)((char *)ws + st->p.xt_bytes);
     void *run_ws = (char *)ws + st->p.xt_bytes + st->p.yt_bytes;
-    transpose(in[0]->data, xt, s->n, s->c, s->h * s->w, ctx);
+    conv_transpose_f32(in[0]->data, xt, s->n, s->c, s->h * s->w, ctx);
     conv_nhwc_run_fused(s, &st->w, xt, bias, st->fusion, res, false, yt, run_ws, ctx);
-    transpose(yt, out[0]->data, s->n, s->oh * s->ow, s->m, ctx);
+    conv_transpose_f32(yt, out[0]->data, s->n, s->oh * s->ow, s->m, ctx);
     return ANVIL_OK;
 }
 

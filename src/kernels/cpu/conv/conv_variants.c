@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern const kern_variant conv_v_regions, convnhwc_v_regions;
 extern const kern_variant conv_v_nhwc, conv_v_depthwise_avx512, conv_v_depthwise_avx2,
     conv_v_winograd_f2, conv_v_winograd_f4, conv_v_winograd_s2, conv_v_smallc_avx512,
     conv_v_smallc_avx2;
@@ -476,6 +477,7 @@ static const conv_rule cascade[] = {
     {&conv_v_dwx_avx2, rule_depthwise_mult},
     {&conv_v_smallc_avx512, rule_smallc},
     {&conv_v_smallc_avx2, rule_smallc},
+    {&conv_v_regions, rule_any},
     {&conv_v_1x1, rule_1x1},
     {&conv_v_winograd_f4, rule_winograd_f4},
     {&conv_v_winograd_f2, rule_winograd_f2},
@@ -562,6 +564,7 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_winograd_f2,
     &conv_v_winograd_s2,
     &conv_v_nhwc,
+    &conv_v_regions,
     &conv_v_implicit,
     &conv_v_im2col,
     &conv_v_smallc_avx512,
@@ -571,6 +574,7 @@ const kern_variant *const kern_family_conv[] = {
     &convnhwc_v_dwx_avx512,
     &convnhwc_v_dwx_avx2,
     &convnhwc_v_smallc_avx512,
+    &convnhwc_v_regions,
     &convnhwc_v_gemm,
     NULL,
 };
