@@ -73,6 +73,30 @@ static inline void gemm_epilogue_body(const gemm_epilogue *ep, float *c, int64_t
             }
             break;
         }
+        /* The piecewise-linear ones as loops of their own (gemm_act_scalar's arithmetic): through
+         * the switch per element they ran scalar, MobileNetV3's HardSwish depthwise convs at
+         * 3.5x the time of their ReLU twins. */
+        case IR_ACT_LEAKY_RELU: {
+            const float alpha = ep->alpha;
+            for (int64_t j = 0; j < n; j++) row[j] = row[j] < 0.0f ? alpha * row[j] : row[j];
+            break;
+        }
+        case IR_ACT_HARD_SIGMOID: {
+            const float alpha = ep->alpha, beta = ep->beta_act;
+            for (int64_t j = 0; j < n; j++) {
+                float y = alpha * row[j] + beta;
+                y = y < 0.0f ? 0.0f : y;
+                row[j] = y > 1.0f ? 1.0f : y;
+            }
+            break;
+        }
+        case IR_ACT_HARD_SWISH:
+            for (int64_t j = 0; j < n; j++) {
+                float y = row[j] / 6.0f + 0.5f;
+                y = y < 0.0f ? 0.0f : y;
+                row[j] *= y > 1.0f ? 1.0f : y;
+            }
+            break;
         default:
             if (ep->act_row)
                 ep->act_row(ep, row, n);
