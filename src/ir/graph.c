@@ -262,6 +262,8 @@ const char *ir_act_name(ir_act act) {
         return "HardSigmoid";
     case IR_ACT_HARD_SWISH:
         return "HardSwish";
+    case IR_ACT_SILU:
+        return "Silu";
     }
     return "?";
 }

@@ -135,6 +135,7 @@ typedef enum ir_act {
     IR_ACT_GELU_TANH,
     IR_ACT_HARD_SIGMOID, /* max(0, min(1, alpha*x + beta)) */
     IR_ACT_HARD_SWISH,
+    IR_ACT_SILU, /* x * sigmoid(x): Sigmoid and Mul written out (EfficientNet, YOLOv8) */
 } ir_act;
 
 /* An epilogue fused into a node by src/passes: output 0 becomes

@@ -20,6 +20,9 @@ static bool elt_kind_of(ir_act a, elt_unary_kind *k) {
     case IR_ACT_GELU_TANH:
         *k = ELT_GELU_TANH;
         return true;
+    case IR_ACT_SILU:
+        *k = ELT_SILU;
+        return true;
     default:
         return false;
     }
@@ -32,6 +35,7 @@ static void act_row_eltwise(const gemm_epilogue *ep, float *row, int64_t n) {
     elt_unary_kind k;
     if (elt_kind_of(ep->act, &k)) elt_isa_for_cpu()->unary(k, 0.0f, 0.0f, row, row, (size_t)n);
 }
+
 #endif
 
 gemm_epilogue kern_fusion_epilogue(const ir_fusion *f) {
@@ -50,7 +54,7 @@ gemm_epilogue kern_fusion_epilogue(const ir_fusion *f) {
 }
 
 bool kern_fusion_gemm_ok(const ir_fusion *f) {
-    return !f || f->act <= IR_ACT_HARD_SWISH;
+    return !f || f->act <= IR_ACT_SILU;
 }
 
 gemm_tile_epilogue_fn kern_fusion_rows_fn(void) {

@@ -11,7 +11,7 @@
  *   fuse_epilogue   a MatMul/Gemm/Conv absorbs what follows it into its epilogue (ir_fusion):
  *                   a per-column bias Add (MatMul), a residual Add of the output's own shape, and
  *                   an activation (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish,
- *                   Gelu, and Gelu written out as Div/Erf/Add/Mul/Mul);
+ *                   Gelu, Gelu written out as Div/Erf/Add/Mul/Mul, and SiLU as Sigmoid/Mul);
  *   fuse_chain      a chain of two or more elementwise nodes (each the only reader of the one
  *                   before, side operands x or constants) becomes one anvil.EltwiseChain node
  *                   that makes one pass over memory (passes/fuse_chain.c; ANVIL_FUSE_CHAIN=off

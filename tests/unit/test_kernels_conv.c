@@ -432,9 +432,10 @@ static void check_fused_case(const conv_case *c, ir_act act, bool residual) {
 
 static void test_conv_fused(void **state) {
     (void)state;
-    static const ir_act acts[] = {
-        IR_ACT_NONE, IR_ACT_RELU,     IR_ACT_CLIP,      IR_ACT_LEAKY_RELU,   IR_ACT_SIGMOID,
-        IR_ACT_TANH, IR_ACT_GELU_ERF, IR_ACT_GELU_TANH, IR_ACT_HARD_SIGMOID, IR_ACT_HARD_SWISH};
+    static const ir_act acts[] = {IR_ACT_NONE,       IR_ACT_RELU,      IR_ACT_CLIP,
+                                  IR_ACT_LEAKY_RELU, IR_ACT_SIGMOID,   IR_ACT_TANH,
+                                  IR_ACT_GELU_ERF,   IR_ACT_GELU_TANH, IR_ACT_HARD_SIGMOID,
+                                  IR_ACT_HARD_SWISH, IR_ACT_SILU};
     static const conv_case cases[] = {
         CASE(1, 13, 7, 8, 15, 1, 1, 1, 1, 0, 1, true),    /* 1x1: conv_1x1_gemm */
         CASE(3, 14, 5, 7, 34, 1, 1, 1, 1, 0, 2, false),   /* 1x1, groups, batch 3 */

@@ -164,8 +164,8 @@ static void test_dw_sweep(void **state) {
     static const int64_t dils[] = {1, 2, 3, 6};
     static const int64_t ows[] = {1, 7, 8, 9, 15, 16, 17, 31, 33, 47, 49, 65};
     static const int64_t chans[] = {15, 16, 17, 3, 33, 8};
-    static const ir_act acts[] = {IR_ACT_NONE, IR_ACT_RELU, IR_ACT_CLIP, IR_ACT_HARD_SWISH,
-                                  IR_ACT_SIGMOID};
+    static const ir_act acts[] = {IR_ACT_NONE,       IR_ACT_RELU,    IR_ACT_CLIP,
+                                  IR_ACT_HARD_SWISH, IR_ACT_SIGMOID, IR_ACT_SILU};
     int i = 0;
     for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
         for (int64_t s = 1; s <= 3; s++)

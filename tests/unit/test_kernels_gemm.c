@@ -161,9 +161,10 @@ static void check_fused(ir_op op, int ra, const int64_t *da, const int64_t *db, 
 
 static void test_fused_epilogue(void **state) {
     (void)state;
-    const ir_act acts[] = {
-        IR_ACT_NONE, IR_ACT_RELU,     IR_ACT_CLIP,      IR_ACT_LEAKY_RELU,   IR_ACT_SIGMOID,
-        IR_ACT_TANH, IR_ACT_GELU_ERF, IR_ACT_GELU_TANH, IR_ACT_HARD_SIGMOID, IR_ACT_HARD_SWISH};
+    const ir_act acts[] = {IR_ACT_NONE,       IR_ACT_RELU,      IR_ACT_CLIP,
+                           IR_ACT_LEAKY_RELU, IR_ACT_SIGMOID,   IR_ACT_TANH,
+                           IR_ACT_GELU_ERF,   IR_ACT_GELU_TANH, IR_ACT_HARD_SIGMOID,
+                           IR_ACT_HARD_SWISH, IR_ACT_SILU};
     for (size_t i = 0; i < sizeof acts / sizeof *acts; i++) {
         /* folded batch (3-D A), edges around the tiles */
         check_fused(IR_OP_MATMUL, 3, (int64_t[]){2, 15, 19}, (int64_t[]){19, 33}, true, i % 2,
@@ -187,9 +188,10 @@ static void test_fused_epilogue(void **state) {
 /* The epilogue on its own: every activation against a scalar recomputation. */
 static void test_epilogue_activations(void **state) {
     (void)state;
-    const ir_act acts[] = {
-        IR_ACT_NONE, IR_ACT_RELU,     IR_ACT_CLIP,      IR_ACT_LEAKY_RELU,   IR_ACT_SIGMOID,
-        IR_ACT_TANH, IR_ACT_GELU_ERF, IR_ACT_GELU_TANH, IR_ACT_HARD_SIGMOID, IR_ACT_HARD_SWISH};
+    const ir_act acts[] = {IR_ACT_NONE,       IR_ACT_RELU,      IR_ACT_CLIP,
+                           IR_ACT_LEAKY_RELU, IR_ACT_SIGMOID,   IR_ACT_TANH,
+                           IR_ACT_GELU_ERF,   IR_ACT_GELU_TANH, IR_ACT_HARD_SIGMOID,
+                           IR_ACT_HARD_SWISH, IR_ACT_SILU};
     float rb[3] = {0.5f, -1.0f, 2.0f}, cb[4] = {1.0f, 0.0f, -0.5f, 0.25f};
     for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
         float c[12], want[12];
@@ -235,6 +237,9 @@ static void test_epilogue_activations(void **state) {
                     break;
                 case IR_ACT_HARD_SWISH:
                     y = x * fmaxf(0, fminf(1, x / 6 + 0.5f));
+                    break;
+                case IR_ACT_SILU:
+                    y = x / (1 + expf(-x));
                     break;
                 default:
                     y = x;

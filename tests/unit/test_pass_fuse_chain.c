@@ -365,6 +365,60 @@ static void test_single_and_epilogue(void **state) {
     }
 }
 
+/* The SiLU decision's answer and what it was asked. */
+typedef struct silu_ask {
+    int give, asked, n_nodes, rule;
+} silu_ask;
+
+static int silu_decide(void *arg, const pass_decision *q) {
+    silu_ask *a = arg;
+    if (strcmp(q->rewrite, "silu")) return -1;
+    a->asked++;
+    a->n_nodes = q->n_nodes;
+    a->rule = q->rule;
+    assert_int_equal(q->n_choices, 2);
+    assert_string_equal(q->choice_names[0], "fuse");
+    assert_string_equal(q->choice_names[1], "chain");
+    return a->give;
+}
+
+/* MatMul -> Sigmoid -> Mul(mm, sigmoid), as torch exports nn.SiLU: fused into the MatMul as
+ * IR_ACT_SILU by the rule (same numbers as unfused), or left to fuse_chain when the measured
+ * decision says "chain"; one decision for the graph, asked once. */
+static void test_silu(void **state) {
+    (void)state;
+    for (int i = 0; i < 16 * 8; i++) weights[i] = (float)(i % 7) * 0.1f - 0.3f;
+    ir_graph *g = begin();
+    ir_vid x = input(g, "x", ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){4, 16});
+    ir_vid w = constant(g, "w", ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){16, 8}, weights);
+    ir_vid mm = node(g, IR_OP_MATMUL, "mm", 2, (ir_vid[]){x, w});
+    ir_vid s = node(g, IR_OP_SIGMOID, "s", 1, &mm);
+    ir_vid y = node(g, IR_OP_MUL, "y", 2, (ir_vid[]){mm, s});
+    assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
+    finish(g);
+    for (int give = 0; give < 2; give++) {
+        silu_ask a = {.give = give};
+        pass_options o = {.opt_level = 1, .decide = silu_decide, .decide_arg = &a};
+        pass_graph *pg;
+        assert_int_equal(pass_pipeline_run(g, &o, &pg), ANVIL_OK);
+        assert_int_equal(a.asked, 1);
+        assert_int_equal(a.n_nodes, 2);
+        assert_int_equal(a.rule, 0);
+        assert_int_equal(pg->g->n_nodes, give ? 2 : 1);
+        const ir_node *n0 = &pg->g->nodes[0];
+        assert_int_equal(n0->op, IR_OP_MATMUL);
+        if (give) {
+            assert_null(n0->fusion);
+            assert_int_equal(pg->g->nodes[1].op, IR_OP_ELTWISE_CHAIN);
+        } else {
+            assert_non_null(n0->fusion);
+            assert_int_equal(n0->fusion->act, IR_ACT_SILU);
+        }
+        pass_graph_free(pg);
+    }
+    expect(g, "MatMul+act");
+}
+
 /* A node without a float32 input (a Cast from int32) starts no chain, even after a node that
  * did look like one's start. */
 static void test_head_without_float_input(void **state) {
@@ -404,6 +458,7 @@ int main(void) {
         cmocka_unit_test(test_hardswish),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_gelu_constant_nodes),
+        cmocka_unit_test(test_silu),
         cmocka_unit_test(test_graph_output_in_middle),
         cmocka_unit_test(test_second_reader),
         cmocka_unit_test(test_non_constant_operand),

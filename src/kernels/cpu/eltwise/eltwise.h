@@ -28,6 +28,7 @@ typedef enum elt_unary_kind {
     ELT_GELU,      /* (S) exact, with erf */
     ELT_GELU_TANH, /* (S) the tanh approximation */
     ELT_SOFTPLUS,  /* (S) */
+    ELT_SILU,      /* (S) x * sigmoid(x): a fused SiLU epilogue (no op of its own) */
 } elt_unary_kind;
 
 typedef enum elt_binary_kind { ELT_ADD, ELT_SUB, ELT_MUL, ELT_DIV } elt_binary_kind;

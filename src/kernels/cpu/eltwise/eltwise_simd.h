@@ -79,6 +79,9 @@ static void k_unary(elt_unary_kind k, float a, float b, float *out, const float 
     case ELT_SOFTPLUS:
         UNARY_LOOP(f_softplus(x));
         break;
+    case ELT_SILU:
+        UNARY_LOOP(V_MUL(x, f_sigmoid(x)));
+        break;
 #endif
     default:
         break;

@@ -33,6 +33,8 @@ static inline float gemm_act_scalar(const gemm_epilogue *ep, float x) {
         float y = x / 6.0f + 0.5f;
         return x * (y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y));
     }
+    case IR_ACT_SILU:
+        return x * (1.0f / (1.0f + expf(-x)));
     }
     return x;
 }

@@ -104,6 +104,9 @@ gemm_ukernel_epilogue(gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX], const gemm_epilogue 
     case IR_ACT_GELU_TANH:
         IR_ACT_ALL(f_gelu_tanh(x));
         break;
+    case IR_ACT_SILU:
+        IR_ACT_ALL(V_MUL(x, f_sigmoid(x)));
+        break;
 #endif
     default:
         break;
