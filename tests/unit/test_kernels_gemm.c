@@ -251,6 +251,23 @@ static void test_epilogue_activations(void **state) {
     }
 }
 
+/* A single row (a classifier head, an RNN step, a loop body's GEMV) takes the one-row tile
+ * where AVX-512 is there: any taller tile spends its other rows' FMAs on padding. Two rows
+ * already go to a taller tile (the one-row tile would stream B twice). The results are checked
+ * against the reference with every variant by test_matmul_edges (M = 1 included). */
+static void test_default_single_row(void **state) {
+    (void)state;
+    const core_hw *hw = core_hw_get();
+    const gemm_kernel *one = gemm_kernel_find("1x64_avx512");
+    assert_non_null(one);
+    if (!gemm_kernel_usable(one, hw)) skip();
+    assert_ptr_equal(gemm_kernel_default(1, 1024, 1024, hw), one);
+    assert_ptr_equal(gemm_kernel_default(1, 1000, 576, hw), one);
+    assert_true(gemm_kernel_default(2, 1024, 1024, hw) != one);
+    assert_true(gemm_kernel_default(64, 1024, 1024, hw) != one);
+    check_matmul(2, (int64_t[]){1, 300}, 2, (int64_t[]){300, 1000}, true);
+}
+
 /* A forced tile that the CPU lacks is refused by name; an unknown name lists what applies. */
 static void test_forced_names(void **state) {
     (void)state;
@@ -358,7 +375,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_batched), cmocka_unit_test(test_matmul_zero_size),
         cmocka_unit_test(test_gemm_variants),  cmocka_unit_test(test_epilogue_activations),
         cmocka_unit_test(test_forced_names),   cmocka_unit_test(test_fused_epilogue),
-        cmocka_unit_test(test_indirect_a),
+        cmocka_unit_test(test_indirect_a),     cmocka_unit_test(test_default_single_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

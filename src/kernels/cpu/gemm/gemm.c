@@ -81,8 +81,9 @@ static const struct {
     {&gemm_kernel_12x32_avx512, 0.99f}, {&gemm_kernel_8x48_avx512, 0.99f},
     {&gemm_kernel_8x32_avx512, 0.98f},  {&gemm_kernel_16x16_avx512, 0.98f},
     {&gemm_kernel_7x48_avx512, 0.99f},  {&gemm_kernel_7x32_avx512, 0.98f},
-    {&gemm_kernel_14x32_avx512, 0.97f}, {&gemm_kernel_6x16_avx2, 1.00f},
-    {&gemm_kernel_4x24_avx2, 0.97f},    {&gemm_kernel_8x8_avx2, 0.90f},
+    {&gemm_kernel_14x32_avx512, 0.97f}, {&gemm_kernel_1x64_avx512, 0.45f},
+    {&gemm_kernel_6x16_avx2, 1.00f},    {&gemm_kernel_4x24_avx2, 0.97f},
+    {&gemm_kernel_8x8_avx2, 0.90f},
 };
 
 static int64_t round_up(int64_t x, int64_t m);

@@ -117,7 +117,8 @@ typedef struct gemm_kernel {
     X(7, 3, 48, avx512)                                                                            \
     X(7, 2, 32, avx512)                                                                            \
     X(4, 4, 64, avx512)                                                                            \
-    X(16, 1, 16, avx512)
+    X(16, 1, 16, avx512)                                                                           \
+    X(1, 4, 64, avx512)
 #define GEMM_TILES_AVX2(X) X(6, 2, 16, avx2) X(4, 3, 24, avx2) X(8, 1, 8, avx2)
 #define GEMM_TILES(X) GEMM_TILES_AVX512(X) GEMM_TILES_AVX2(X) X(4, 1, 8, portable)
 /* The KERN_NEEDS_* of a tile's ISA. */
