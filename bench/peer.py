@@ -17,7 +17,8 @@ installed; --models may name models of either) and every thread count T:
      --no-tune skips this step and the tuned engine.
   2. Timing: the engines run in alternation, R rounds of cascade, tuned, ORT, OpenVINO, torch;
      each round is a fresh child process per engine that loads the model, runs it once (first
-     run, includes planning), runs W untimed warmup iterations and N timed ones on the same
+     run, includes planning), runs W untimed warmup iterations (more where W runs take less than
+     --warmup-ms) and N timed ones on the same
      inputs (the model's test_data_set_0, so all engines see identical data):
   - anvil cascade: `anvil bench MODEL --json -i NAME=FILE.npy ... --threads T --no-db`, the
     built-in selection rules only (no database, whatever $ANVIL_TUNING_DB says);
@@ -185,6 +186,25 @@ def peer_round(out, rss):
     return j
 
 
+def warmup_runs(anvil_base, args):
+    """--warmup, or more: enough untimed runs to fill --warmup-ms at the model's latency (from
+    one short anvil child). A child's first ~100 ms on this shared VM run up to 2.5x slow
+    (a 2-thread 0.45 ms model ran 1.1-1.3 ms a run for its first ~90 runs, whatever the
+    engine's threads do), so a fixed count left small models unwarmed. Every engine gets the
+    same count."""
+    if args.warmup_ms <= 0:
+        return args.warmup
+    rc, out, _, _ = run_child(anvil_base + ["--no-db", "--iters", "5", "--warmup", "1"],
+                              args.timeout)
+    try:
+        ms = json.loads(out)["latency_ms"]["median"] if rc == 0 else 0.0
+    except (ValueError, KeyError, TypeError):
+        ms = 0.0
+    if ms <= 0:
+        return args.warmup
+    return max(args.warmup, min(2000, int(args.warmup_ms / ms) + 1))
+
+
 def tune_model(model, input_args, threads, args):
     """Runs `anvil tune` on model at threads into args.tune_db; returns what the table needs.
 
@@ -284,7 +304,9 @@ def bench_model(name, case, threads, args, python, tmp):
         np.save(path, arr)
         input_args += ["-i", f"{n}={path}"]
     anvil_base = [args.anvil, "bench", model, "--json", "--threads", str(threads)] + input_args
-    timed = ["--warmup", str(args.warmup), "--iters", str(args.runs)]
+    warmup = warmup_runs(anvil_base, args)
+    result["warmup"] = warmup
+    timed = ["--warmup", str(warmup), "--iters", str(args.runs)]
     db_flags = {"cascade": ["--no-db"], "tuned": ["--db", args.tune_db]}
     anvil_failures = {}
 
@@ -306,12 +328,12 @@ def bench_model(name, case, threads, args, python, tmp):
     parse = {e: anvil_round for e in engines}
 
     cmds["ort"] = [python, os.path.abspath(__file__), "--child-ort", model, npz, str(threads),
-                   str(args.warmup), str(args.runs)]
+                   str(warmup), str(args.runs)]
     parse["ort"] = peer_round
     ov_outputs = os.path.join(tmp, f"{name}.t{threads}.ov_outputs.npz")
     if args.ov_note is None:
         cmds["ov"] = [python, os.path.abspath(__file__), "--child-ov", model, npz, str(threads),
-                      str(args.warmup), str(args.runs), ov_outputs]
+                      str(warmup), str(args.runs), ov_outputs]
         parse["ov"] = peer_round
     twin_path = os.path.join(tmp, f"{name}.twin.pt")
     torch_ok = args.torch_note is None
@@ -325,7 +347,7 @@ def bench_model(name, case, threads, args, python, tmp):
         result["notes"].append(f"torch: {args.torch_note}")
     if torch_ok:
         cmds["torch"] = [python, os.path.abspath(__file__), "--child-torch", twin_path, npz,
-                         str(threads), str(args.warmup), str(args.runs)]
+                         str(threads), str(warmup), str(args.runs)]
         parse["torch"] = peer_round
 
     # 2. Rounds: cascade, tuned, ORT, torch, cascade, tuned, ... each a fresh child, so drift in
@@ -455,7 +477,8 @@ def markdown(results, meta):
     tuned = not meta["no_tune"]
     what = "the corpus" if meta.get("corpus") else f"size `{meta['size']}`"
     lines = [f"Peer benchmark, {what}, {meta['rounds']} rounds x "
-             f"{meta['runs']} runs (warmup {meta['warmup']}), {meta['cpu']}; "
+             f"{meta['runs']} runs (warmup {meta['warmup']}, or more to fill "
+             f"{meta.get('warmup_ms', 0):g} ms), {meta['cpu']}; "
              + (f"tuning database `{meta['tune_db']}`." if tuned else
                 "no tuning (--no-tune): anvil is the cascade only."), "",
              "Latencies are medians in ms with the p90 in parentheses; a ratio below 1 means the "
@@ -561,6 +584,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=2,
                     help="rounds of alternating engines (default 2)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs per round (default 2)")
+    ap.add_argument("--warmup-ms", type=float, default=300.0,
+                    help="at least this long warming up per round: the warmup count grows to "
+                         "fill it at the model's latency (default 300; 0: the count alone)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per child (default 1800)")
     ap.add_argument("--anvil", default=os.path.join(ROOT, "build-release", "anvil"))
     ap.add_argument("--zoo", help="model folder (default build-release/peer_zoo/<size>)")
@@ -622,7 +648,7 @@ def main():
                       f"OpenVINO {lat['ov']} ms, torch {lat['torch']} ms", file=sys.stderr)
     # /bin/true's peak is this process's resident size at the fork: the least any child reports.
     meta = {"size": args.size, "rounds": args.rounds, "runs": args.runs,
-            "warmup": args.warmup, "cpu": cpu_name(), "torch_note": args.torch_note,
+            "warmup": args.warmup, "warmup_ms": args.warmup_ms, "cpu": cpu_name(), "torch_note": args.torch_note,
             "torch_versions": torch_versions, "ov_note": args.ov_note,
             "ov_version": ov_version, "anvil": args.anvil, "corpus": args.corpus,
             "no_tune": args.no_tune, "tune_db": None if args.no_tune else args.tune_db,
