@@ -83,6 +83,23 @@ static dnnl_engine_t engine;
 static dnnl_status_t engine_status = dnnl_runtime_error;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 
+#ifdef ANVIL_DNNL_LINKED
+/* Sanitizer builds link oneDNN and libgomp instead (cmake/vendor.cmake): LeakSanitizer's scan at
+ * exit crashed ("Tracer caught signal 11") in every process whose libgomp threads came with a
+ * dlopen'ed library (GCC 12). Their OpenMP waits by its default policy; speed is not their
+ * point. */
+extern void omp_set_num_threads(int n);
+extern int omp_get_max_threads(void);
+
+static bool lib_load(void) {
+#define DNNL_ADDR(f) lib.f = f;
+    DNNL_FUNCS(DNNL_ADDR)
+#undef DNNL_ADDR
+    lib.omp_set_num_threads = omp_set_num_threads;
+    lib.omp_get_max_threads = omp_get_max_threads;
+    return true;
+}
+#else
 static bool lib_load(void) {
     void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (gomp)
@@ -111,6 +128,7 @@ static bool lib_load(void) {
     }
     return true;
 }
+#endif
 
 /* The CPU engine lives for the whole process (oneDNN engines are shared, thread-safe handles). */
 static void engine_init(void) {
