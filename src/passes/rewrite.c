@@ -58,12 +58,20 @@ const void *pass_graph_const_f32(const ir_graph *g, ir_vid v, size_t *numel) {
     const void *data = val->data;
     size_t bytes = val->data_bytes;
     ir_tensor t;
-    if (!(val->flags & IR_VALUE_CONST)) {
-        /* a Constant node's output: a constant in the copy (const_nodes), not in the source,
-         * which recipes read */
-        if (val->producer < 0 || !op_constant_value(&g->nodes[val->producer], &t)) return NULL;
+    /* a Constant node's output, or an Identity of a constant: constants in the copy
+     * (const_nodes), not in the source, which recipes read */
+    for (int hops = 0; !(val->flags & IR_VALUE_CONST) && hops < 16; hops++) {
+        const ir_node *p = val->producer >= 0 ? &g->nodes[val->producer] : NULL;
+        if (p && p->op == IR_OP_IDENTITY && p->n_inputs == 1 && p->inputs[0] != IR_NONE) {
+            val = &g->values[p->inputs[0]];
+            data = val->data;
+            bytes = val->data_bytes;
+            continue;
+        }
+        if (!p || !op_constant_value(p, &t)) return NULL;
         data = t.data;
         bytes = t.bytes;
+        break;
     }
     size_t n;
     if (val->dtype != ANVIL_DTYPE_FLOAT32 || !data || !ir_shape_numel(&val->shape, &n) ||

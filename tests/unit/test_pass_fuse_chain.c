@@ -256,6 +256,22 @@ static void test_gelu_constant_nodes(void **state) {
     expect(g, "Chain[Div,Erf,Add,Mul,Mul] Constant");
 }
 
+/* Scale-and-shift whose constants come through Identity nodes, as torch.onnx.export writes
+ * deduplicated initializers (Whisper's equal biases): const_nodes makes the Identity outputs
+ * constants, so the chain forms and the Identity nodes are gone. */
+static void test_identity_of_constant(void **state) {
+    (void)state;
+    ir_graph *g = begin();
+    ir_vid x = input(g, "x", ANVIL_DTYPE_FLOAT32, 4, image);
+    ir_vid h = node(g, IR_OP_IDENTITY, "h", 1, (ir_vid[]){scalar(g, "half", &c_half)});
+    ir_vid h2 = node(g, IR_OP_IDENTITY, "h2", 1, &h);
+    ir_vid o = node(g, IR_OP_IDENTITY, "o", 1, (ir_vid[]){scalar(g, "one", &c1)});
+    ir_vid m = node(g, IR_OP_MUL, "m", 2, (ir_vid[]){x, h2});
+    ir_vid y = node(g, IR_OP_ADD, "y", 2, (ir_vid[]){m, o});
+    assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
+    expect(g, "Chain[Mul,Add]");
+}
+
 /* A graph output in the middle ends the chain; the nodes after it form their own. */
 static void test_graph_output_in_middle(void **state) {
     (void)state;
@@ -459,6 +475,7 @@ int main(void) {
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_gelu_constant_nodes),
         cmocka_unit_test(test_silu),
+        cmocka_unit_test(test_identity_of_constant),
         cmocka_unit_test(test_graph_output_in_middle),
         cmocka_unit_test(test_second_reader),
         cmocka_unit_test(test_non_constant_operand),
