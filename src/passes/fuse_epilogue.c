@@ -247,13 +247,6 @@ static bool is_col_bias(const pass_ctx *c, ir_vid b, const ir_shape *y) {
     return true;
 }
 
-/* FNV-1a over bytes, for the SiLU group's key. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
 /* Whether SiLU joins epilogues: a measured rewrite (passes.h, pass_decision), one decision for
  * the graph, "fuse" (the rule) or "chain" (left to fuse_chain). Fused, the sigmoid runs on each
  * tile in registers and the output makes one trip through memory less; but on YOLOv8n's dense
@@ -263,7 +256,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 static bool silu_fuses(const pass_ctx *c) {
     if (!c->opts->decide) return true;
     const ir_graph *g = c->g;
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = PASS_HASH_SEED;
     int n = 0;
     const char *first = NULL;
     for (int32_t k = 0; k < g->n_nodes; k++) {
@@ -278,9 +271,9 @@ static bool silu_fuses(const pass_ctx *c) {
         if (!first) first = nd->name;
         n++;
         const ir_shape *x = &g->values[nd->inputs[0]].shape, *w = &g->values[nd->inputs[1]].shape;
-        h = fnv(h, &nd->op, sizeof nd->op);
-        if (x->rank > 0) h = fnv(h, x->d, sizeof(int64_t) * (size_t)x->rank);
-        if (w->rank > 0) h = fnv(h, w->d, sizeof(int64_t) * (size_t)w->rank);
+        h = pass_hash(h, &nd->op, sizeof nd->op);
+        if (x->rank > 0) h = pass_hash(h, x->d, sizeof(int64_t) * (size_t)x->rank);
+        if (w->rank > 0) h = pass_hash(h, w->d, sizeof(int64_t) * (size_t)w->rank);
     }
     if (n == 0) return true;
     char key[64];

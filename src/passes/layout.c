@@ -127,19 +127,12 @@ static anvil_status layout_mode(const pass_options *o, int *mode) {
     return ANVIL_OK;
 }
 
-/* FNV-1a over bytes, for a chain's key. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
 /* Asks opts->decide about the chain rooted at root: its key hashes, conv by conv in graph order,
  * what decides the cost of either layout (weight shape, strides, pads, dilations, group, the
  * fused epilogue, the input's shape) and not the names, so equal chains share a decision. */
 static int decide_chain(pass_ctx *c, int32_t *parent, const bool *chosen, int32_t root, int rule) {
     const ir_graph *g = c->g;
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = PASS_HASH_SEED;
     int n = 0;
     const char *first = NULL;
     static const char *const attrs[] = {"strides", "pads", "dilations", "group"};
@@ -149,17 +142,17 @@ static int decide_chain(pass_ctx *c, int32_t *parent, const bool *chosen, int32_
         if (!first) first = nd->name;
         n++;
         const ir_shape *w = &g->values[nd->inputs[1]].shape, *x = &g->values[nd->inputs[0]].shape;
-        h = fnv(h, w->d, sizeof(int64_t) * (size_t)w->rank);
-        h = fnv(h, x->d, sizeof(int64_t) * (size_t)x->rank);
+        h = pass_hash(h, w->d, sizeof(int64_t) * (size_t)w->rank);
+        h = pass_hash(h, x->d, sizeof(int64_t) * (size_t)x->rank);
         for (size_t a = 0; a < sizeof attrs / sizeof *attrs; a++) {
             const ir_attr *at = ir_node_attr(nd, attrs[a]);
             if (!at) continue;
-            if (at->type == IR_ATTR_INT) h = fnv(h, &at->i, sizeof at->i);
-            if (at->type == IR_ATTR_INTS) h = fnv(h, at->ints, sizeof(int64_t) * at->n);
+            if (at->type == IR_ATTR_INT) h = pass_hash(h, &at->i, sizeof at->i);
+            if (at->type == IR_ATTR_INTS) h = pass_hash(h, at->ints, sizeof(int64_t) * at->n);
         }
         int fused[3] = {nd->fusion ? (int)nd->fusion->act : -1,
                         nd->fusion ? nd->fusion->bias >= 0 : 0, residual_of(nd) >= 0};
-        h = fnv(h, fused, sizeof fused);
+        h = pass_hash(h, fused, sizeof fused);
     }
     char key[64];
     snprintf(key, sizeof key, "convs=%d;h=%016llx", n, (unsigned long long)h);

@@ -41,6 +41,12 @@ void pass_index(pass_ctx *c) {
     for (int32_t i = 0; i < c->src->n_children; i++) pin_outer_reads(c, c->src->children[i]);
 }
 
+uint64_t pass_hash(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
 bool pass_pinned(const pass_ctx *c, ir_vid v) {
     return v != IR_NONE && c->uses[v] == PINNED;
 }

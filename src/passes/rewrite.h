@@ -17,6 +17,11 @@ typedef struct pass_ctx {
     const pass_options *opts;
 } pass_ctx;
 
+/* FNV-1a over n bytes at p, continuing from h (PASS_HASH_SEED to start): the structural keys of
+ * measured rewrites' groups (pass_decision.group). */
+#define PASS_HASH_SEED 0xcbf29ce484222325ull
+uint64_t pass_hash(uint64_t h, const void *p, size_t n);
+
 /* Recomputes uses/reader from the live nodes. */
 void pass_index(pass_ctx *c);
 /* Whether v is a graph output or read by a subgraph by name (never removable). */

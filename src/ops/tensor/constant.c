@@ -9,11 +9,7 @@
 /* ---- Constant ---------------------------------------------------------------------------- */
 
 typedef struct constant_params {
-    anvil_dtype dtype;
-    int rank;
-    int64_t dims[IR_MAX_RANK];
-    const void *data; /* borrowed: the model's bytes, an arena list, or `scalar` below */
-    size_t bytes;
+    ir_tensor value; /* data borrowed: the model's bytes, an arena list, or `scalar` below */
     union {
         float f;
         int64_t i;
@@ -40,11 +36,7 @@ static anvil_status constant_tensor(const ir_node *n, const ir_tensor *t, consta
                         "%s: attribute 'value' holds %zu bytes, which does not match its dtype "
                         "%s and dims; the model file is damaged",
                         ir_node_label(n), t->bytes, anvil_dtype_name(t->dtype));
-    p->dtype = t->dtype;
-    p->rank = t->rank;
-    memcpy(p->dims, t->dims, sizeof p->dims);
-    p->data = t->data;
-    p->bytes = t->bytes;
+    p->value = *t;
     return ANVIL_OK;
 }
 
@@ -52,11 +44,12 @@ static anvil_status constant_tensor(const ir_node *n, const ir_tensor *t, consta
  * attribute: `count` elements of dtype dt at data. */
 static void constant_values(constant_params *p, anvil_dtype dt, int rank, const void *data,
                             size_t count) {
-    p->dtype = dt;
-    p->rank = rank;
-    if (rank == 1) p->dims[0] = (int64_t)count;
-    p->data = data;
-    p->bytes = count * anvil_dtype_size(dt);
+    ir_tensor *v = &p->value;
+    v->dtype = dt;
+    v->rank = rank;
+    if (rank == 1) v->dims[0] = (int64_t)count;
+    v->data = data;
+    v->bytes = count * anvil_dtype_size(dt);
 }
 
 static anvil_status constant_check(ir_graph *g, ir_node *n) {
@@ -111,11 +104,7 @@ static anvil_status constant_check(ir_graph *g, ir_node *n) {
 bool op_constant_value(const ir_node *n, ir_tensor *t) {
     const constant_params *p = n->params;
     if (n->op != IR_OP_CONSTANT || !p) return false;
-    t->dtype = p->dtype;
-    t->rank = p->rank;
-    memcpy(t->dims, p->dims, sizeof t->dims);
-    t->data = p->data;
-    t->bytes = p->bytes;
+    *t = p->value;
     return true;
 }
 
@@ -126,8 +115,8 @@ static anvil_status constant_infer(const ir_graph *g, const ir_node *n, const op
     (void)n_in;
     (void)n_out;
     const constant_params *p = n->params;
-    out[0].dtype = p->dtype;
-    ir_shape_set(&out[0].shape, p->rank, p->dims);
+    out[0].dtype = p->value.dtype;
+    ir_shape_set(&out[0].shape, p->value.rank, p->value.dims);
     return ANVIL_OK;
 }
 
@@ -139,10 +128,11 @@ static anvil_status constant_run(const ir_node *n, const op_tensor *const *in, i
     (void)ctx;
     const constant_params *p = n->params;
     op_tensor *y = out[0];
-    if (y->dtype != p->dtype || op_tensor_numel(y) * anvil_dtype_size(y->dtype) != p->bytes)
+    const ir_tensor *v = &p->value;
+    if (y->dtype != v->dtype || op_tensor_numel(y) * anvil_dtype_size(y->dtype) != v->bytes)
         return core_err(ANVIL_ERR_INTERNAL, "%s: output buffer does not match the constant",
                         ir_node_label(n));
-    if (p->bytes) memcpy(y->data, p->data, p->bytes);
+    if (v->bytes) memcpy(y->data, v->data, v->bytes);
     return ANVIL_OK;
 }
 

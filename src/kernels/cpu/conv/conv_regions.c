@@ -32,8 +32,8 @@
 
 typedef struct region {
     int64_t y0, y1, x0, x1; /* output rectangle */
-    int n_taps;
-    int16_t ky[REGIONS_MAX_K * REGIONS_MAX_K], kx[REGIONS_MAX_K * REGIONS_MAX_K];
+    uint32_t ym, xm;        /* the valid taps: rows ky with bit ky of ym set by columns kx of xm */
+    int n_taps;             /* popcount(ym) * popcount(xm) */
     gemm_blocking blk;
     gemm_packed pb; /* [n_taps * cg, m] */
 } region;
@@ -107,12 +107,9 @@ static bool plan_of(const kern_node *kn, regions_plan *p) {
         for (int b = 0; b < nx; b++) {
             region *r = &p->r[p->n++];
             r->y0 = ylo[a], r->y1 = ylo[a + 1], r->x0 = xlo[b], r->x1 = xlo[b + 1];
-            for (int ky = 0; ky < s->kh; ky++)
-                for (int kx = 0; kx < s->kw; kx++)
-                    if ((ym[a] >> ky & 1) && (xm[b] >> kx & 1)) {
-                        r->ky[r->n_taps] = (int16_t)ky;
-                        r->kx[r->n_taps++] = (int16_t)kx;
-                    }
+            r->ym = ym[a];
+            r->xm = xm[b];
+            r->n_taps = __builtin_popcount(ym[a]) * __builtin_popcount(xm[b]);
             /* a region that no tap reaches is bias and activation alone: not handled here */
             if (r->n_taps == 0) return false;
             const int64_t pix = (r->y1 - r->y0) * (r->x1 - r->x0), kdim = r->n_taps * s->cg;
@@ -138,19 +135,14 @@ static bool plan_of(const kern_node *kn, regions_plan *p) {
 
 static bool regions_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    regions_plan *p = malloc(sizeof *p);
-    const bool ok = p && plan_of(kn, p);
-    free(p);
-    return ok;
+    regions_plan p;
+    return plan_of(kn, &p);
 }
 
 static size_t regions_ws(const kern_node *kn) {
-    regions_plan *p = malloc(sizeof *p);
-    size_t bytes = 0;
-    if (p && plan_of(kn, p))
-        bytes = p->xt_bytes + p->yt_bytes + p->gemm_bytes + p->table_bytes + p->block_bytes;
-    free(p);
-    return bytes;
+    regions_plan p;
+    return plan_of(kn, &p) ? p.xt_bytes + p.yt_bytes + p.gemm_bytes + p.table_bytes + p.block_bytes
+                           : 0;
 }
 
 /* The runtime applies a residual after run; activations run in the epilogues. */
@@ -180,12 +172,16 @@ static anvil_status regions_prepare(const kern_node *kn, void **state) {
     anvil_status e = tmp ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
     for (int i = 0; i < st->p.n && e == ANVIL_OK; i++) {
         region *r = &st->p.r[i];
-        for (int t = 0; t < r->n_taps; t++) {
-            const int64_t tap = r->ky[t] * s->kw + r->kx[t];
-            for (int64_t ci = 0; ci < s->cg; ci++)
-                for (int64_t o = 0; o < s->mg; o++)
-                    tmp[(t * s->cg + ci) * s->mg + o] = w[(o * s->cg + ci) * khw + tap];
-        }
+        int64_t t = 0; /* the tap's place among the region's, in the order run_image lists them */
+        for (int64_t ky = 0; ky < s->kh; ky++)
+            for (int64_t kx = 0; kx < s->kw; kx++) {
+                if (!(r->ym >> ky & r->xm >> kx & 1)) continue;
+                for (int64_t ci = 0; ci < s->cg; ci++)
+                    for (int64_t o = 0; o < s->mg; o++)
+                        tmp[(t * s->cg + ci) * s->mg + o] =
+                            w[(o * s->cg + ci) * khw + ky * s->kw + kx];
+                t++;
+            }
         e = gemm_pack_b(st->p.k, r->n_taps * s->cg, s->mg, tmp, s->mg, 1, &r->pb);
     }
     free(tmp);
@@ -211,11 +207,13 @@ static void run_image(const regions_state *st, const float *x, const float *bias
         const float **row = table;
         for (int64_t oy = r->y0; oy < r->y1; oy++)
             for (int64_t ox = r->x0; ox < r->x1; ox++)
-                for (int t = 0; t < r->n_taps; t++) {
-                    const int64_t iy = oy * s->sh - s->pt + r->ky[t] * s->dh;
-                    const int64_t ix = ox * s->sw - s->pl + r->kx[t] * s->dw;
-                    *row++ = x + (iy * s->w + ix) * s->c;
-                }
+                for (int64_t ky = 0; ky < s->kh; ky++)
+                    for (int64_t kx = 0; kx < s->kw; kx++)
+                        if (r->ym >> ky & r->xm >> kx & 1) {
+                            const int64_t iy = oy * s->sh - s->pt + ky * s->dh;
+                            const int64_t ix = ox * s->sw - s->pl + kx * s->dw;
+                            *row++ = x + (iy * s->w + ix) * s->c;
+                        }
         const bool whole = width == s->ow;
         gemm_problem p;
         memset(&p, 0, sizeof p);
