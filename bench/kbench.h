@@ -94,6 +94,7 @@ typedef struct kb_case {
     char label[96];
     int64_t m, n, k; /* MatMul: [m,k] x [k,n] */
     kb_conv_layer conv;
+    bool nhwc; /* conv: anvil.ConvNhwc, X [1, h, w, cin] and Y [1, ho, wo, cout] */
     int64_t ho, wo;
     double flops;
     ir_graph *g;
@@ -112,7 +113,7 @@ typedef struct kb_conv_set {
     const kb_conv_layer *layers;
     size_t n;
 } kb_conv_set;
-extern const kb_conv_set kb_conv_sets[]; /* resnet50, vgg16, mobilenetv2_dw */
+extern const kb_conv_set kb_conv_sets[]; /* resnet50, vgg16, mobilenetv2_dw, efficientnet_dw */
 extern const int kb_conv_set_count;
 
 /* Builds c (its old contents are overwritten, not freed) as [m,k] x [k,n] / as layer l, inputs
@@ -120,7 +121,7 @@ extern const int kb_conv_set_count;
  * flops. False on failure (a check or reference failure is said on stderr). Either way the caller
  * releases c with kb_case_free. */
 bool kb_case_matmul(kb_case *c, int64_t m, int64_t n, int64_t k, uint64_t seed, double full_limit);
-bool kb_case_conv(kb_case *c, const kb_conv_layer *l, uint64_t seed, double full_limit);
+bool kb_case_conv(kb_case *c, const kb_conv_layer *l, bool nhwc, uint64_t seed, double full_limit);
 void kb_case_free(kb_case *c);
 /* The case's node (inside c->g). */
 ir_node *kb_case_node(kb_case *c);

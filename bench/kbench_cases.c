@@ -146,10 +146,11 @@ void kb_conv_label(const kb_conv_layer *l, char *buf, size_t size) {
              l->stride, l->group > 1 ? " dw" : "");
 }
 
-bool kb_case_conv(kb_case *c, const kb_conv_layer *l, uint64_t seed, double full_limit) {
+bool kb_case_conv(kb_case *c, const kb_conv_layer *l, bool nhwc, uint64_t seed, double full_limit) {
     memset(c, 0, sizeof *c);
     c->kind = KB_CASE_CONV;
     c->conv = *l;
+    c->nhwc = nhwc;
     c->ho = (l->h + 2 * l->pad - l->k) / l->stride + 1;
     c->wo = (l->w + 2 * l->pad - l->k) / l->stride + 1;
     int cin_g = l->cin / l->group;
@@ -158,13 +159,14 @@ bool kb_case_conv(kb_case *c, const kb_conv_layer *l, uint64_t seed, double full
     uint64_t rng = seed;
     /* Weights scaled by 1/sqrt(fan-in), as initialisations do, so outputs stay O(1). */
     float ws = 1.0f / sqrtf((float)(cin_g * l->k * l->k));
-    if (!case_begin(c, IR_OP_CONV, 3, 5)) return false;
+    if (!case_begin(c, nhwc ? IR_OP_CONV_NHWC : IR_OP_CONV, 3, 5)) return false;
     attr_ints(c, 0, "kernel_shape", (int64_t[]){l->k, l->k}, 2);
     attr_ints(c, 1, "strides", (int64_t[]){l->stride, l->stride}, 2);
     attr_ints(c, 2, "pads", (int64_t[]){l->pad, l->pad, l->pad, l->pad}, 4);
     attr_ints(c, 3, "dilations", (int64_t[]){1, 1}, 2);
     attr_int(c, 4, "group", l->group);
-    return case_input(c, 0, 4, (int64_t[]){1, l->cin, l->h, l->w}, false, 1.0f, &rng) &&
+    const int64_t xd[4] = {1, nhwc ? l->h : l->cin, nhwc ? l->w : l->h, nhwc ? l->cin : l->w};
+    return case_input(c, 0, 4, xd, false, 1.0f, &rng) &&
            case_input(c, 1, 4, (int64_t[]){l->cout, cin_g, l->k, l->k}, true, ws, &rng) &&
            case_input(c, 2, 1, (int64_t[]){l->cout}, true, 1.0f, &rng) &&
            case_finish(c, full_limit);
@@ -188,8 +190,11 @@ static double case_expected(const kb_case *c, int64_t a, int64_t b, int64_t d) {
             for (int kw = 0; kw < l->k; kw++) {
                 int64_t ih = b * l->stride - l->pad + kh, iw = d * l->stride - l->pad + kw;
                 if (ih < 0 || ih >= l->h || iw < 0 || iw >= l->w) continue;
-                s += (double)x[((g * cin_g + ci) * l->h + ih) * l->w + iw] *
-                     w[((a * cin_g + ci) * l->k + kh) * l->k + kw];
+                const int64_t ch = g * cin_g + ci;
+                s +=
+                    (double)
+                        x[c->nhwc ? (ih * l->w + iw) * l->cin + ch : (ch * l->h + ih) * l->w + iw] *
+                    w[((a * cin_g + ci) * l->k + kh) * l->k + kw];
             }
     return s;
 }
@@ -220,7 +225,7 @@ double kb_case_error(const kb_case *c, const float *got) {
             a = s % 4 == 2 ? c->conv.cout - 1 : rng_below(&rng, c->conv.cout);
             b = s % 4 == 1 ? c->ho - 1 : rng_below(&rng, c->ho);
             d = s % 4 == 1 ? c->wo - 1 : rng_below(&rng, c->wo);
-            idx = (a * c->ho + b) * c->wo + d;
+            idx = c->nhwc ? (b * c->wo + d) * c->conv.cout + a : (a * c->ho + b) * c->wo + d;
         }
         double want = case_expected(c, a, b, d), diff = fabs((double)got[idx] - want);
         if (got[idx] != got[idx] || !(diff <= INFINITY)) return INFINITY;
@@ -267,8 +272,19 @@ static const kb_conv_layer mobilenetv2_dw[] = {
     {"mbv2", 576, 14, 14, 576, 3, 2, 1, 576, 1}, {"mbv2", 960, 7, 7, 960, 3, 1, 1, 960, 3},
 };
 
+/* EfficientNet-B0, 224x224, batch 1: its depthwise layers, 3x3 and 5x5 (padding k / 2). */
+static const kb_conv_layer efficientnet_dw[] = {
+    {"effb0", 32, 112, 112, 32, 3, 1, 1, 32, 1},   {"effb0", 96, 112, 112, 96, 3, 2, 1, 96, 1},
+    {"effb0", 144, 56, 56, 144, 3, 1, 1, 144, 1},  {"effb0", 144, 56, 56, 144, 5, 2, 2, 144, 1},
+    {"effb0", 240, 28, 28, 240, 5, 1, 2, 240, 1},  {"effb0", 240, 28, 28, 240, 3, 2, 1, 240, 1},
+    {"effb0", 480, 14, 14, 480, 3, 1, 1, 480, 2},  {"effb0", 480, 14, 14, 480, 5, 1, 2, 480, 1},
+    {"effb0", 672, 14, 14, 672, 5, 1, 2, 672, 2},  {"effb0", 672, 14, 14, 672, 5, 2, 2, 672, 1},
+    {"effb0", 1152, 7, 7, 1152, 5, 1, 2, 1152, 3}, {"effb0", 1152, 7, 7, 1152, 3, 1, 1, 1152, 1},
+};
+
 const kb_conv_set kb_conv_sets[] = {
     {"resnet50", resnet50, sizeof resnet50 / sizeof *resnet50},
     {"vgg16", vgg16, sizeof vgg16 / sizeof *vgg16},
-    {"mobilenetv2_dw", mobilenetv2_dw, sizeof mobilenetv2_dw / sizeof *mobilenetv2_dw}};
+    {"mobilenetv2_dw", mobilenetv2_dw, sizeof mobilenetv2_dw / sizeof *mobilenetv2_dw},
+    {"efficientnet_dw", efficientnet_dw, sizeof efficientnet_dw / sizeof *efficientnet_dw}};
 const int kb_conv_set_count = sizeof kb_conv_sets / sizeof *kb_conv_sets;

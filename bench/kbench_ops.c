@@ -37,6 +37,7 @@ typedef struct kb_opts {
     uint64_t seed;
     int kernel;        /* conv: only layers with this kernel size (0: all) */
     const char *layer; /* conv: only layers whose label contains this (NULL: all) */
+    bool nhwc;         /* conv: anvil.ConvNhwc (channels-last) instead of Conv */
 } kb_opts;
 
 /* ---- results --------------------------------------------------------------------------------- */
@@ -289,7 +290,7 @@ static bool case_build(const kb_opts *o, case_info *info, int ci, kb_case *c) {
     if (!strcmp(o->cmd, "gemm")) {
         ok = kb_case_matmul(c, info->dims[0], info->dims[1], info->dims[2], seed, o->full_limit);
     } else {
-        ok = kb_case_conv(c, &kb_conv_sets[info->dims[0]].layers[info->dims[1]], seed,
+        ok = kb_case_conv(c, &kb_conv_sets[info->dims[0]].layers[info->dims[1]], o->nhwc, seed,
                           o->full_limit);
     }
     memcpy(info->label, c->label, sizeof info->label);
@@ -330,7 +331,7 @@ static void print_named_rate(const case_info *info, const kb_result *r) {
 }
 
 static void print_tables(const kb_run *run, const case_info *infos, int n_cases, const kb_opts *o) {
-    const char *opname = !strcmp(o->cmd, "gemm") ? "MatMul" : "Conv";
+    const char *opname = !strcmp(o->cmd, "gemm") ? "MatMul" : o->nhwc ? "ConvNhwc" : "Conv";
     for (int ti = 0; ti < o->n_threads; ti++) {
         int T = o->threads[ti];
         printf("\n## %s, %d thread%s (fp32 peak: avx512 %.1f, avx2 %.1f GFLOP/s)\n\n", opname, T,
@@ -376,8 +377,9 @@ static void print_tables(const kb_run *run, const case_info *infos, int n_cases,
         printf("|---|---|---:|---|---:|---:|---|---:|---:|---:|\n");
         int n_vs = 0, n_ge = 0;
         /* Per network (conv: case_info.dims[0] is the layer set). */
-        double tot_def[3] = {0}, tot_anvil[3] = {0}, tot_base[3] = {0};
-        bool totals[3] = {true, true, true}, present[3] = {false, false, false};
+        enum { NETS = 4 };
+        double tot_def[NETS] = {0}, tot_anvil[NETS] = {0}, tot_base[NETS] = {0};
+        bool totals[NETS] = {true, true, true, true}, present[NETS] = {false};
         for (int ci = 0; ci < n_cases; ci++) {
             const case_info *info = &infos[ci];
             const kb_result *def = NULL, *anvil = NULL, *vendor = NULL;
@@ -423,8 +425,9 @@ static void print_tables(const kb_run *run, const case_info *infos, int n_cases,
         if (n_vs)
             printf("\nBest anvil variant >= 1.0x %s on %d of %d shapes.\n", o->baseline, n_ge,
                    n_vs);
-        static const char *const nets[3] = {"ResNet-50", "VGG-16", "MobileNetV2 (depthwise)"};
-        for (int net = 0; net < 3 && !strcmp(o->cmd, "conv"); net++)
+        static const char *const nets[NETS] = {"ResNet-50", "VGG-16", "MobileNetV2 (depthwise)",
+                                               "EfficientNet-B0 (depthwise)"};
+        for (int net = 0; net < NETS && !strcmp(o->cmd, "conv"); net++)
             if (present[net] && totals[net])
                 printf("%s, sum of each distinct layer's median x its count in the network: "
                        "default %.2f ms, best anvil %.2f ms, %s %.2f ms.\n",
@@ -552,12 +555,13 @@ static void ops_usage(const char *cmd) {
             cmd,
             gemm ? "--shapes squares|transformer|all (default all); --big adds 4096^3;\n"
                    "  --shape MxNxK,...   these shapes instead (A is MxK, constant B is KxN)"
-                 : "--set resnet50|vgg16|mobilenetv2_dw|all (default all)",
+                 : "--set resnet50|vgg16|mobilenetv2_dw|efficientnet_dw|all (default all)",
             gemm ? "dnnl_matmul" : "dnnl_conv",
             gemm ? ""
                  : "  --kernel K          only the layers with a KxK kernel (e.g. 3)\n"
                    "  --layer TEXT        only the layers whose label contains TEXT\n"
-                   "                      (e.g. '512x14x14>512')\n");
+                   "                      (e.g. '512x14x14>512')\n"
+                   "  --layout nchw|nhwc  Conv (default) or channels-last anvil.ConvNhwc\n");
 }
 
 static int cmd_ops(const char *cmd, int argc, char **argv) {
@@ -585,6 +589,10 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
             if (o.kernel < 1) goto bad;
         } else if (!gemm && !strcmp(a, "--layer") && has) {
             o.layer = argv[++i];
+        } else if (!gemm && !strcmp(a, "--layout") && has) {
+            const char *l = argv[++i];
+            if (strcmp(l, "nchw") && strcmp(l, "nhwc")) goto bad;
+            o.nhwc = !strcmp(l, "nhwc");
         } else if (gemm && !strcmp(a, "--big")) {
             o.big = true;
         } else if (!strcmp(a, "--threads") && has) {
