@@ -692,7 +692,8 @@ static void check_last_case(const conv_case *c, ir_act act, bool residual) {
 
 /* Edge shapes for the channels-last kernels: channels around the vectors (1, 3, 8, 15, 16, 17,
  * 33, 40) for the masked channel tail, widths with no interior column (1, 2), narrower than a
- * pixel block (5, 7) and with blocks plus a remainder (13, 19, 40), both strides, 3x3, 5x5 and
+ * pixel block (5, 7) and with blocks plus a remainder (13, 16, 19, 40), channel vectors in groups
+ * of 4, 2 and 1 (72, 96), both strides, 3x3, 5x5 and
  * mixed kernels, asymmetric and auto pads, batch 0 and 3; MobileNetV2's shapes; the GEMM
  * variant on 1x1, strided 1x1, 3x3, groups 2, dilation 2; and the few-input-channels kernel on
  * 1..4 channels, 1..4 output vectors (the last masked), strides 1..3, 3x3 to 7x7 kernels. */
@@ -710,6 +711,8 @@ static void test_conv_nhwc_op(void **state) {
         CASE(0, 16, 7, 7, 16, 3, 3, 1, 1, 1, 16, true),
         CASE(1, 144, 56, 56, 144, 3, 3, 2, 1, 1, 144, true), /* MobileNetV2's 56 -> 28 */
         CASE(1, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960, true),
+        CASE(1, 96, 9, 16, 96, 3, 3, 1, 1, 1, 96, true), /* 8 + 4 pixel blocks, 4 + 2 vectors */
+        CASE(1, 72, 7, 7, 72, 5, 5, 1, 1, 2, 72, false), /* 4 + 1 vectors, no 4-block */
         {1, 20, 11, 9, 20, 3, 5, 1, 2, 1, 1, {0, 2, 1, 1}, 20, true, NULL},
         {1, 18, 10, 11, 18, 5, 3, 2, 1, 1, 1, {2, 0, 2, 1}, 18, false, NULL},
         {2, 16, 8, 9, 16, 3, 3, 2, 2, 1, 1, {0}, 16, true, "SAME_UPPER"},

@@ -6,8 +6,9 @@
  * needs no padded copy and no deinterleaving: a block is PX output pixels of one vector of
  * channels, PX independent FMA chains, and each input row of the block is loaded once per tap
  * column and shared by the pixels that read it ((PX - 1) * sx + kw loads per kernel row for
- * PX * kw FMAs). The taps of pixels next to the border are tested one by one; the interior needs
- * no test. kh, kw, sx and PX are compile-time constants in every instance; the channel tail is
+ * PX * kw FMAs). The pixels next to the border and the interior's leftovers (all of a row, on
+ * small planes) run their valid taps on several channel vectors at once instead. kh, kw, sx and
+ * PX are compile-time constants in every instance; the channel tail is
  * a masked load and store, so there is no separate tail code. */
 
 #define DWN_I __attribute__((always_inline)) static inline
@@ -39,7 +40,7 @@ DWN_I void dwn_block(const conv_last_geom *g, const float *x, const float *wp, d
     for (int p = 0; p < PX; p++) DW_STOREM(y + (ox0 + p) * c, acc[p], m);
 }
 
-/* One output pixel next to the border: each tap tested. */
+/* One output pixel next to the border, one vector: each tap tested (wide rows). */
 DWN_I void dwn_edge(const conv_last_geom *g, const float *x, const float *wp, dw_v bias, dw_m m,
                     float *y, int64_t ky0, int64_t ky1, int64_t iy0, int64_t ox, const int kw,
                     const int sx) {
@@ -55,22 +56,101 @@ DWN_I void dwn_edge(const conv_last_geom *g, const float *x, const float *wp, dw
     DW_STOREM(y + ox * c, acc, m);
 }
 
+/* Output pixel ox of CV channel vectors (masks m, all-zero past the channels; bias per vector):
+ * the taps in rows [ky0, ky1) and inside the input columns, CV independent FMA chains. */
+DWN_I void dwn_pixel(const conv_last_geom *g, const float *x, const float *wp, const dw_v *bias,
+                     const dw_m *m, float *y, int64_t ky0, int64_t ky1, int64_t iy0, int64_t ox,
+                     const int kw, const int sx, const int CV) {
+    const int64_t c = g->c, ix0 = ox * sx - g->pl;
+    const int64_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = g->w - ix0 < kw ? g->w - ix0 : kw;
+    dw_v acc[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < CV; v++) acc[v] = bias[v];
+    for (int64_t ky = ky0; ky < ky1; ky++)
+        for (int64_t kx = kx0; kx < kx1; kx++) {
+            const float *xp = x + ((iy0 + ky) * g->w + ix0 + kx) * c;
+            const float *wq = wp + (ky * kw + kx) * g->vpad;
+#pragma GCC unroll 4
+            for (int v = 0; v < CV; v++)
+                acc[v] =
+                    DW_FMA(DW_LOADM(wq + v * DW_VL, m[v]), DW_LOADM(xp + v * DW_VL, m[v]), acc[v]);
+        }
+#pragma GCC unroll 4
+    for (int v = 0; v < CV; v++) DW_STOREM(y + ox * c + v * DW_VL, acc[v], m[v]);
+}
+
+/* The pixels of [0, lo) and [hi, ow) (the borders, and what is left of the interior after the
+ * blocks) of CV channel vectors from channel c0. One pixel's taps on one vector are a single
+ * dependent chain, latency-bound, and on small planes (a 5x5 kernel on 7x7) most pixels of a row
+ * are here: CV chains at once. */
+DWN_I void dwn_pixels(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
+                      float *y, int64_t c0, int64_t ky0, int64_t ky1, int64_t iy0, int64_t lo,
+                      int64_t hi, const int kw, const int sx, const int CV) {
+    dw_m m[4];
+    dw_v bias[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < CV; v++) {
+        const int64_t left = g->c - c0 - v * DW_VL;
+        m[v] = DW_MASK(left > 0 ? left : 0);
+        bias[v] = DW_LOADM(bp + c0 + v * DW_VL, m[v]);
+    }
+    x += c0;
+    wp += c0;
+    y += c0;
+    for (int64_t ox = 0; ox < lo; ox++)
+        dwn_pixel(g, x, wp, bias, m, y, ky0, ky1, iy0, ox, kw, sx, CV);
+    for (int64_t ox = hi; ox < g->ow; ox++)
+        dwn_pixel(g, x, wp, bias, m, y, ky0, ky1, iy0, ox, kw, sx, CV);
+}
+
+/* The 8-pixel blocks of the interior up to b8, and a 4-pixel block [b8, b4) if b4 > b8. */
+DWN_I void dwn_blocks(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
+                      dw_m m, float *y, int64_t ky0, int64_t ky1, int64_t iy0, int64_t b8,
+                      int64_t b4, const int kh, const int kw, const int sx) {
+    const dw_v bias = DW_LOAD(bp);
+    for (int64_t ox = g->ox_lo; ox < b8; ox += 8)
+        dwn_block(g, x, wp, bias, m, y, ky0, ky1, iy0, ox, kh, kw, sx, 8);
+    if (b4 > b8) dwn_block(g, x, wp, bias, m, y, ky0, ky1, iy0, b8, kh, kw, sx, 4);
+}
+
 DWN_I void dwn_row(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
                    float *y, int64_t oy, const int kh, const int kw, const int sx) {
     const int64_t iy0 = oy * g->sh - g->pt;
     const int64_t ky0 = iy0 < 0 ? -iy0 : 0, ky1 = g->h - iy0 < kh ? g->h - iy0 : kh;
+    const int64_t b8 = g->ox_lo + (g->ox_hi - g->ox_lo) / 8 * 8;
+    const int64_t b4 = g->ox_hi - b8 >= 4 ? b8 + 4 : b8;
+    /* Narrow rows (all the input rows four vectors read fit in L1 with room to spare): the
+     * blocks of four channel vectors, then their other pixels four vectors at once, which still
+     * find their inputs in L1. */
+    if ((int64_t)kh * g->w * 4 * DW_VL * (int64_t)sizeof(float) <= 24576) {
+        for (int64_t c0 = 0; c0 < g->c; c0 += 4 * DW_VL) {
+            const int64_t end = c0 + 4 * DW_VL < g->c ? c0 + 4 * DW_VL : g->c;
+            for (int64_t c1 = c0; c1 < end; c1 += DW_VL)
+                dwn_blocks(g, x + c1, wp + c1, bp + c1, DW_MASK(g->c - c1), y + c1, ky0, ky1, iy0,
+                           b8, b4, kh, kw, sx);
+            const int64_t vecs = (end - c0 + DW_VL - 1) / DW_VL;
+            if (vecs >= 3)
+                dwn_pixels(g, x, wp, bp, y, c0, ky0, ky1, iy0, g->ox_lo, b4, kw, sx, 4);
+            else if (vecs == 2)
+                dwn_pixels(g, x, wp, bp, y, c0, ky0, ky1, iy0, g->ox_lo, b4, kw, sx, 2);
+            else
+                dwn_pixels(g, x, wp, bp, y, c0, ky0, ky1, iy0, g->ox_lo, b4, kw, sx, 1);
+        }
+        return;
+    }
+    /* Wide rows: one vector at a time, its border and leftover pixels right after its blocks. */
     for (int64_t c0 = 0; c0 < g->c; c0 += DW_VL) {
         const dw_m m = DW_MASK(g->c - c0);
         const dw_v bias = DW_LOAD(bp + c0);
         const float *xc = x + c0, *wc = wp + c0;
         float *yc = y + c0;
-        int64_t ox = 0;
-        for (; ox < g->ox_lo; ox++) dwn_edge(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kw, sx);
-        for (; ox + 8 <= g->ox_hi; ox += 8)
-            dwn_block(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kh, kw, sx, 8);
-        for (; ox < g->ox_hi; ox++)
+        for (int64_t ox = 0; ox < g->ox_lo; ox++)
+            dwn_edge(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kw, sx);
+        dwn_blocks(g, xc, wc, bp + c0, m, yc, ky0, ky1, iy0, b8, b4, kh, kw, sx);
+        for (int64_t ox = b4; ox < g->ox_hi; ox++)
             dwn_block(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kh, kw, sx, 1);
-        for (; ox < g->ow; ox++) dwn_edge(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kw, sx);
+        for (int64_t ox = g->ox_hi; ox < g->ow; ox++)
+            dwn_edge(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kw, sx);
     }
 }
 
