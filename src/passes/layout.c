@@ -14,7 +14,14 @@
  * feeds a chosen conv's input (or fused residual) that no chosen conv produced, one per value.
  * Chosen convs reading each other take the channels-last values directly, so inside a chain no
  * transpose runs: the ones left without readers are removed. Numbers are unchanged (the same
- * arithmetic in a different memory order; the kernels' own tests hold them to the reference). */
+ * arithmetic in a different memory order; the kernels' own tests hold them to the reference).
+ *
+ * The nodes between chosen convs are carried along where they can run on the channels-last
+ * values as they are (carry()): elementwise ops, on operands permuted alike, broadcast alike,
+ * and GlobalAveragePool is a ReduceMean over axes 1 and 2 of the channels-last value. That
+ * keeps a squeeze-excitation block (pool, two 1x1 convs on a 1x1 map, Mul of the map by the
+ * channel weights) from costing two full-size transposes per block (EfficientNet: 32 of them);
+ * what remains are copies of C floats for the pooled values and the channel weights. */
 #include "rewrite.h"
 
 #include "ops/ops.h"
@@ -76,6 +83,61 @@ static bool depthwise(const ir_graph *g, const ir_node *n) {
 static int32_t find(int32_t *parent, int32_t k) {
     while (parent[k] != k) k = parent[k] = parent[parent[k]];
     return k;
+}
+
+/* A rank-4 float value of a 1x1 map: its channels-last twin holds the same C floats per image,
+ * so a transpose to or from it is a copy of a few floats. */
+static bool one_by_one(const ir_graph *g, ir_vid v) {
+    return f32_rank4(g, v) && g->values[v].shape.d[2] == 1 && g->values[v].shape.d[3] == 1;
+}
+
+/* One element, any rank: it broadcasts the same way in either layout. */
+static bool scalar(const ir_graph *g, ir_vid v) {
+    const ir_shape *s = &g->values[v].shape;
+    if (s->rank < 0) return false;
+    for (int i = 0; i < s->rank; i++)
+        if (s->d[i] != 1) return false;
+    return true;
+}
+
+/* Elementwise ops that compute the same numbers on any permutation of their operands' axes,
+ * applied to all of them alike. */
+static bool elementwise(ir_op op) {
+    switch (op) {
+    case IR_OP_ADD:
+    case IR_OP_SUB:
+    case IR_OP_MUL:
+    case IR_OP_DIV:
+    case IR_OP_RELU:
+    case IR_OP_SIGMOID:
+    case IR_OP_HARDSIGMOID:
+    case IR_OP_HARDSWISH:
+    case IR_OP_LEAKYRELU:
+    case IR_OP_CLIP:
+    case IR_OP_TANH:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Joins conv k's chain with the candidate convs whose output reaches v through at most depth
+ * elementwise ops (along their full-size operands: the nodes carry() turns), so that the convs
+ * on either side of a squeeze-excitation gate are one chain and one decision. */
+static void link_through(const ir_graph *g, const bool *chosen, int32_t nn, int32_t *parent,
+                         int32_t k, ir_vid v, int depth) {
+    const int32_t p = g->values[v].producer;
+    if (p < 0 || p >= nn) return;
+    if (chosen[p]) {
+        parent[find(parent, k)] = find(parent, p);
+        return;
+    }
+    const ir_node *pn = &g->nodes[p];
+    if (depth == 0 || !elementwise(pn->op) || pn->fusion) return;
+    for (int i = 0; i < pn->n_inputs; i++)
+        if (pn->inputs[i] != IR_NONE && f32_rank4(g, pn->inputs[i]) &&
+            !one_by_one(g, pn->inputs[i]))
+            link_through(g, chosen, nn, parent, k, pn->inputs[i], depth - 1);
 }
 
 static void permute_shape(const ir_shape *in, const int64_t perm[4], ir_shape *out) {
@@ -180,8 +242,9 @@ static anvil_status choose(pass_ctx *c, bool *chosen) {
         for (int32_t k = 0; k < nn; k++) chosen[k] = chosen[k] && wanted(c, &g->nodes[k]);
         return ANVIL_OK;
     }
-    /* AUTO: the chains (convs linked through an input or a residual); by rule those that hold
-     * a depthwise conv, or what opts->decide says for the chain. */
+    /* AUTO: the chains (convs linked through an input or a residual, directly or through
+     * elementwise ops); by rule those that hold a depthwise conv, or what opts->decide says for
+     * the chain. */
     int32_t *parent = malloc(sizeof *parent * (size_t)(nn + 1));
     bool *has_dw = calloc((size_t)nn + 1, sizeof *has_dw);
     int *choice = malloc(sizeof *choice * (size_t)(nn + 1));
@@ -196,11 +259,8 @@ static anvil_status choose(pass_ctx *c, bool *chosen) {
         if (!chosen[k]) continue;
         const ir_node *n = &g->nodes[k];
         const int ins[2] = {0, residual_of(n)};
-        for (int i = 0; i < 2; i++) {
-            if (ins[i] < 0) continue;
-            const int32_t p = g->values[n->inputs[ins[i]]].producer;
-            if (p >= 0 && p < nn && chosen[p]) parent[find(parent, k)] = find(parent, p);
-        }
+        for (int i = 0; i < 2; i++)
+            if (ins[i] >= 0) link_through(g, chosen, nn, parent, k, n->inputs[ins[i]], 4);
     }
     for (int32_t k = 0; k < nn; k++)
         if (chosen[k] && depthwise(g, &g->nodes[k])) has_dw[find(parent, k)] = true;
@@ -216,6 +276,114 @@ static anvil_status choose(pass_ctx *c, bool *chosen) {
     free(parent);
     free(has_dw);
     free(choice);
+    return ANVIL_OK;
+}
+
+/* Whether node k can run channels-last: elementwise or GlobalAveragePool, float rank-4 output,
+ * no fused epilogue, at least one input with a twin, and every other input a 1x1 map or a
+ * scalar (a per-channel constant of rank 3 would need permuting: left alone). */
+static bool carriable(const pass_ctx *c, const ir_vid *nhwc, int32_t k) {
+    const ir_graph *g = c->g;
+    const ir_node *n = &g->nodes[k];
+    if (c->dead[k] || n->fusion || n->n_outputs != 1 || !f32_rank4(g, n->outputs[0])) return false;
+    if (!elementwise(n->op) && !(n->op == IR_OP_GLOBALAVERAGEPOOL && n->n_inputs == 1))
+        return false;
+    bool twin = false;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const ir_vid v = n->inputs[i];
+        if (v == IR_NONE) continue;
+        if (nhwc[v] != IR_NONE)
+            twin = true;
+        else if (!one_by_one(g, v) && !scalar(g, v))
+            return false;
+    }
+    return twin && (n->op != IR_OP_GLOBALAVERAGEPOOL || nhwc[n->inputs[0]] != IR_NONE);
+}
+
+/* Whether turning k moves no transpose onto a larger value: its output goes on to a chosen conv
+ * or another carriable op, or every reader of each of its full-size inputs can read the twin
+ * (then that input's transpose back goes away). */
+static bool carry_pays(const pass_ctx *c, const bool *chosen, const ir_vid *nhwc, int32_t k,
+                       int32_t nn) {
+    const ir_graph *g = c->g;
+    const ir_node *n = &g->nodes[k];
+    bool inputs_free = true;
+    for (int32_t r = 0; r < g->n_nodes; r++) {
+        if (c->dead[r] || r == k) continue;
+        const ir_node *rn = &g->nodes[r];
+        const bool twin_reader = (r < nn && chosen[r]) || elementwise(rn->op);
+        for (int i = 0; i < rn->n_inputs; i++) {
+            const ir_vid v = rn->inputs[i];
+            if (v == n->outputs[0] && twin_reader) return true;
+            for (int j = 0; j < n->n_inputs; j++)
+                if (v != IR_NONE && v == n->inputs[j] && nhwc[v] != IR_NONE && !one_by_one(g, v) &&
+                    !twin_reader && rn->op != IR_OP_GLOBALAVERAGEPOOL)
+                    inputs_free = false;
+        }
+    }
+    return inputs_free;
+}
+
+/* The twin of v, made by a Transpose from v if it has none yet (v a 1x1 map). */
+static anvil_status twin_of(pass_ctx *c, ir_vid *nhwc, ir_vid v) {
+    if (nhwc[v] != IR_NONE) return ANVIL_OK;
+    char name[512];
+    snprintf(name, sizeof name, "%s/to_nhwc", c->g->values[v].name);
+    int32_t t;
+    CORE_TRY(add_twin(c, v, &nhwc[v]));
+    CORE_TRY(add_transpose(c, name, v, nhwc[v], perm_to_nhwc, &t));
+    c->pg->layout_transposes++;
+    return ANVIL_OK;
+}
+
+/* Node k of carriable() on the twins: its inputs the twins, its output a new twin, and a
+ * Transpose back to the old output (back[k], removed later if nothing reads it). A
+ * GlobalAveragePool is replaced by a ReduceMean over axes 1 and 2 (the axes attribute, as opset
+ * 17 has it). */
+static anvil_status carry_node(pass_ctx *c, ir_vid *nhwc, int32_t k, int32_t *back) {
+    ir_graph *g = c->g;
+    const ir_vid y = g->nodes[k].outputs[0];
+    CORE_TRY(add_twin(c, y, &nhwc[y]));
+    int32_t run = k;
+    if (g->nodes[k].op == IR_OP_GLOBALAVERAGEPOOL) {
+        char name[512];
+        snprintf(name, sizeof name, "%s/nhwc", g->nodes[k].name);
+        CORE_TRY(pass_add_node(c, IR_OP_REDUCEMEAN, name, 1, 1, 2, &run));
+        int64_t *axes = core_arena_array(g->arena, 2, sizeof *axes);
+        if (!axes) return ANVIL_ERR_OUT_OF_MEMORY;
+        axes[0] = 1;
+        axes[1] = 2;
+        ir_node *r = &g->nodes[run];
+        r->opset = 17;
+        r->attrs[0] = (ir_attr){.name = "axes", .type = IR_ATTR_INTS, .n = 2, .ints = axes};
+        r->attrs[1] = (ir_attr){.name = "keepdims", .type = IR_ATTR_INT, .i = 1};
+        CORE_TRY(pass_node_set_input(c, run, 0, g->nodes[k].inputs[0]));
+        pass_node_kill(c, k);
+    }
+    ir_node *n = &g->nodes[run];
+    for (int i = 0; i < n->n_inputs; i++) {
+        const ir_vid v = n->inputs[i];
+        if (v == IR_NONE || (nhwc[v] == IR_NONE && scalar(g, v))) continue;
+        CORE_TRY(twin_of(c, nhwc, v));
+        CORE_TRY(pass_node_set_input(c, run, i, nhwc[v]));
+    }
+    n = &g->nodes[run];
+    n->outputs[0] = nhwc[y];
+    g->values[nhwc[y]].producer = run;
+    CORE_TRY(op_get(n->op)->check(g, n));
+    char name[512];
+    snprintf(name, sizeof name, "%s/to_nchw", g->nodes[k].name);
+    CORE_TRY(add_transpose(c, name, nhwc[y], y, perm_to_nchw, &back[k]));
+    c->pg->nhwc_carried++;
+    return ANVIL_OK;
+}
+
+/* Carries every node it can, in graph order (so a carried node's readers see its twin). */
+static anvil_status carry(pass_ctx *c, const bool *chosen, ir_vid *nhwc, int32_t *back,
+                          int32_t nn) {
+    for (int32_t k = 0; k < nn; k++)
+        if (!chosen[k] && carriable(c, nhwc, k) && carry_pays(c, chosen, nhwc, k, nn))
+            CORE_TRY(carry_node(c, nhwc, k, back));
     return ANVIL_OK;
 }
 
@@ -244,6 +412,7 @@ anvil_status pass_layout(pass_ctx *c) {
             goto done;
         c->pg->nhwc_convs++;
     }
+    if ((st = carry(c, chosen, nhwc, back, nn)) != ANVIL_OK) goto done;
     for (int32_t k = 0; k < nn; k++) {
         if (!chosen[k]) continue;
         const int ins[2] = {0, residual_of(&c->g->nodes[k])};

@@ -54,6 +54,7 @@ typedef struct pass_graph {
     int folded_bn;
     int fused_bias, fused_residual, fused_act;
     int nhwc_convs, layout_transposes; /* the layout pass: convs made channels-last, transposes */
+    int nhwc_carried;                  /* ... and other nodes carried along (layout.c, carry) */
     int fused_chains, chain_nodes; /* fuse_chain: chain nodes made, and the nodes they replace */
     int const_nodes;               /* const_nodes: Constant nodes made constant values */
     int noops;                     /* drop_noops: Casts to their input's dtype made Identity */

@@ -134,8 +134,9 @@ def cases(out):
     # MobileNetV2-style blocks (expand 1x1, depthwise, project 1x1 + residual) on odd sizes and
     # channel counts that are not a multiple of a vector, 3x3 and 5x5 depthwise at strides 1 and
     # 2, two images. The layout pass turns the whole chain channels-last: one transpose in (the
-    # graph input, read as input and as residual), none inside, one out before the pooling, and
-    # one for an inner value that is also a graph output.
+    # graph input, read as input and as residual), none inside, one for an inner value that is
+    # also a graph output, and the pooling carried along as a ReduceMean over the channels-last
+    # map, its 1x1 result transposed back.
     g = G()
     x, xv = image("x", 20, 13, n=2)
     h = g.op("Clip", [g.conv("x", 20, 40, k=1), g.const(0.0), g.const(6.0)])
@@ -150,7 +151,29 @@ def cases(out):
          ["Transpose -", "anvil.ConvNhwc fused[Clip]", "anvil.ConvNhwc fused[Clip]",
           "anvil.ConvNhwc fused[+residual(in3)]", "anvil.ConvNhwc fused[Clip]",
           "anvil.ConvNhwc -", "anvil.ConvNhwc fused[Relu]", "anvil.ConvNhwc fused[Clip]",
-          "anvil.ConvNhwc -", "Transpose -", "Transpose -", "GlobalAveragePool -"])
+          "anvil.ConvNhwc -", "Transpose -", "ReduceMean -", "Transpose -"])
+
+    # Squeeze-excitation blocks (EfficientNet / MobileNetV3 style): expand 1x1, depthwise, then
+    # pool -> 1x1 conv -> 1x1 conv -> gate, and the map scaled by the gate before the projection
+    # (+ residual). The pool and the Mul are carried channels-last: no full-size transpose but
+    # the graph input's and output's; the gate's C floats cross over by a tiny transpose each way.
+    # The last conv has no depthwise conv of its own: the Mul joins it to the chain before it.
+    g = G()
+    x, xv = image("x", 12, 11, n=2)
+    h = g.op("Relu", [g.conv("x", 12, 24, k=1)])
+    d = g.op("HardSwish", [g.conv(h, 24, 24, group=24)])
+    s = g.op("Relu", [g.conv(g.op("GlobalAveragePool", [d]), 24, 8, k=1)])
+    s = g.op("HardSigmoid", [g.conv(s, 8, 24, k=1)], alpha=1.0 / 6, beta=0.5)
+    y = g.op("Add", ["x", g.conv(g.op("Mul", [d, s]), 24, 12, k=1)])
+    d2 = g.op("Relu", [g.conv(y, 12, 12, k=5, stride=2, group=12)])
+    s2 = g.op("Sigmoid", [g.conv(g.op("GlobalAveragePool", [d2]), 12, 12, k=1)])
+    y2 = g.conv(g.op("Mul", [s2, d2]), 12, 16, k=1)
+    save(out, "layout_se", g, [x], {"x": xv}, [y2],
+         ["Transpose -", "anvil.ConvNhwc fused[Relu]", "anvil.ConvNhwc fused[HardSwish]",
+          "ReduceMean -", "Transpose -", "Conv fused[Relu]", "Conv fused[HardSigmoid]",
+          "Transpose -", "Mul -", "anvil.ConvNhwc fused[+residual(in3)]",
+          "anvil.ConvNhwc fused[Relu]", "ReduceMean -", "Transpose -", "Conv fused[Sigmoid]",
+          "Transpose -", "Mul -", "anvil.ConvNhwc -", "Transpose -"])
 
     # Clip with min > max is left alone (the epilogue's clip assumes lo <= hi); an Add of a
     # per-channel constant broadcasts, so it is not a residual.
