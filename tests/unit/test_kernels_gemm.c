@@ -266,6 +266,20 @@ static void test_default_single_row(void **state) {
     assert_true(gemm_kernel_default(2, 1024, 1024, hw) != one);
     assert_true(gemm_kernel_default(64, 1024, 1024, hw) != one);
     check_matmul(2, (int64_t[]){1, 300}, 2, (int64_t[]){300, 1000}, true);
+    /* A batch of single rows times one matrix is one GEMM of all the rows (torch's attention
+     * input projection, [197, 1, 384] x [384, 1152]): not the one-row tile. */
+    optest t;
+    optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
+    static float a[197 * 384], b[384 * 1152];
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 3, (int64_t[]){197, 1, 384}, a, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){384, 1152}, b, true);
+    assert_int_equal(optest_infer(&t), ANVIL_OK);
+    op_tinfo in[OPTEST_MAX_IO];
+    optest_input_info(&t, in);
+    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL, NULL};
+    assert_ptr_equal(gemm_node_default_kernel(&kn), gemm_kernel_default(197, 1152, 384, hw));
+    assert_true(gemm_node_default_kernel(&kn) != one);
+    optest_end(&t);
 }
 
 /* A forced tile that the CPU lacks is refused by name; an unknown name lists what applies. */

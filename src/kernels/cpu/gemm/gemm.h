@@ -141,6 +141,9 @@ bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw);
 /* The default kernel for a problem on hw (never NULL: the portable 4x8 kernel is always usable),
  * chosen by rules on the shape: tall-enough N favours wide tiles, small N narrow ones. */
 const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const core_hw *hw);
+/* The tile "gemm_f32" runs for a MatMul or Gemm node: gemm_kernel_default of the GEMM's rows and
+ * columns, a MatMul's batch folded into the rows where B is one matrix (gemm_variants.c). */
+const gemm_kernel *gemm_node_default_kernel(const kern_node *kn);
 /* Blocking for k from the cache sizes in hw (ANVIL_GEMM_MC/KC/NC override, for experiments). */
 gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
                                     const core_hw *hw);
