@@ -470,41 +470,75 @@ static bool rule_any(const conv_shape *s) {
     return true;
 }
 
+/* Grouped, not depthwise, with narrow groups (RegNet's 8 channels per group, ResNeXt's 4 to 32):
+ * per group a GEMM of a few rows, where anvil's kernels run at a fraction of their speed and
+ * oneDNN's blocked kernel does not. RegNetY-400MF, 1 thread, per node, implicit GEMM / im2col /
+ * dnnl_conv: 232 ch 14x14 661/404/228 us, 440 ch 7x7 410/384/108 us. */
+static bool rule_grouped(const conv_shape *s) {
+    return s->group > 1 && s->cg > 1 && s->cg <= 32 && s->mg <= 32;
+}
+
+#ifdef ANVIL_HAVE_DNNL
+extern const kern_variant kern_dnnl_conv;
+#endif
+
 typedef struct conv_rule {
     const kern_variant *v;
     bool (*when)(const conv_shape *s);
+    bool one_thread; /* run v on the calling thread alone, whatever the session's count */
 } conv_rule;
 
 /* First rule whose condition holds and whose variant applies wins. */
 static const conv_rule cascade[] = {
-    {&conv_v_depthwise_avx2, rule_depthwise_rows},
-    {&conv_v_depthwise_avx512, rule_depthwise},
-    {&conv_v_depthwise_avx2, rule_depthwise},
-    {&conv_v_dwx_avx2, rule_dwx_wide},
-    {&conv_v_dwx_avx512, rule_depthwise},
-    {&conv_v_dwx_avx2, rule_depthwise},
-    {&conv_v_dwx_avx512, rule_depthwise_mult},
-    {&conv_v_dwx_avx2, rule_depthwise_mult},
-    {&conv_v_smallc_avx512, rule_smallc},
-    {&conv_v_smallc_avx2, rule_smallc},
-    {&conv_v_regions, rule_any},
-    {&conv_v_nhwc, rule_tiny_map},
-    {&conv_v_1x1, rule_1x1},
-    {&conv_v_winograd_f4, rule_winograd_f4},
-    {&conv_v_winograd_f2, rule_winograd_f2},
-    {&conv_v_winograd_s2, rule_winograd_s2},
-    {&conv_v_nhwc, rule_nhwc},
-    {&conv_v_im2col, rule_pointwise},
-    {&conv_v_implicit, rule_any},
+    {&conv_v_depthwise_avx2, rule_depthwise_rows, false},
+    {&conv_v_depthwise_avx512, rule_depthwise, false},
+    {&conv_v_depthwise_avx2, rule_depthwise, false},
+    {&conv_v_dwx_avx2, rule_dwx_wide, false},
+    {&conv_v_dwx_avx512, rule_depthwise, false},
+    {&conv_v_dwx_avx2, rule_depthwise, false},
+    {&conv_v_dwx_avx512, rule_depthwise_mult, false},
+    {&conv_v_dwx_avx2, rule_depthwise_mult, false},
+    {&conv_v_smallc_avx512, rule_smallc, false},
+    {&conv_v_smallc_avx2, rule_smallc, false},
+    {&conv_v_regions, rule_any, false},
+#ifdef ANVIL_HAVE_DNNL
+    /* On one thread: each call wakes OpenMP's sleeping workers (anvil keeps them passive, see
+     * dnnl_variants.c), which costs more than the second thread gains on convs this small:
+     * RegNetY-400MF at 2 threads, 3 alternating runs, 11.1/12.9/9.3 ms with both threads in
+     * oneDNN, 9.6/10.9/8.5 with one (anvil's own kernels: 12.4). */
+    {&kern_dnnl_conv, rule_grouped, true},
+#endif
+    {&conv_v_nhwc, rule_tiny_map, false},
+    {&conv_v_1x1, rule_1x1, false},
+    {&conv_v_winograd_f4, rule_winograd_f4, false},
+    {&conv_v_winograd_f2, rule_winograd_f2, false},
+    {&conv_v_winograd_s2, rule_winograd_s2, false},
+    {&conv_v_nhwc, rule_nhwc, false},
+    {&conv_v_im2col, rule_pointwise, false},
+    {&conv_v_implicit, rule_any, false},
 };
 
-const kern_variant *conv_auto_pick(const kern_node *kn) {
+static const conv_rule *pick_rule(const kern_node *kn) {
     conv_shape s;
     if (!conv_shape_of(kn, &s)) return NULL;
     const core_hw *hw = core_hw_get();
     for (size_t i = 0; i < sizeof cascade / sizeof cascade[0]; i++)
-        if (cascade[i].when(&s) && kern_applies(cascade[i].v, kn, hw)) return cascade[i].v;
+        if (cascade[i].when(&s) && kern_applies(cascade[i].v, kn, hw)) return &cascade[i];
     return NULL;
+}
+
+const kern_variant *conv_auto_pick(const kern_node *kn) {
+    const conv_rule *r = pick_rule(kn);
+    return r ? r->v : NULL;
+}
+
+/* The variant conv_f32 delegates to, and in *use the node as that variant sees it (kn, or a
+ * copy of it on one thread). */
+static const kern_variant *delegate(const kern_node *kn, kern_node *use) {
+    const conv_rule *r = pick_rule(kn);
+    *use = *kn;
+    if (r && r->one_thread) use->threads = 1;
+    return r ? r->v : NULL;
 }
 
 typedef struct auto_state {
@@ -518,20 +552,22 @@ static bool auto_supports(const kern_node *kn, const core_hw *hw) {
 }
 
 static size_t auto_workspace(const kern_node *kn) {
-    const kern_variant *v = conv_auto_pick(kn);
-    return v && v->workspace_size ? v->workspace_size(kn) : 0;
+    kern_node use;
+    const kern_variant *v = delegate(kn, &use);
+    return v && v->workspace_size ? v->workspace_size(&use) : 0;
 }
 
 static anvil_status auto_prepare(const kern_node *kn, void **state) {
     auto_state *a = core_calloc(1, sizeof *a);
     if (!a) return ANVIL_ERR_OUT_OF_MEMORY;
-    a->v = conv_auto_pick(kn);
+    kern_node use;
+    a->v = delegate(kn, &use);
     anvil_status st = ANVIL_OK;
     if (!a->v)
         st = core_err(ANVIL_ERR_INTERNAL, "%s: conv_f32 found no conv variant for this node",
                       ir_node_label(kn->node));
     else if (a->v->prepare)
-        st = a->v->prepare(kn, &a->inner);
+        st = a->v->prepare(&use, &a->inner);
     if (st != ANVIL_OK) {
         free(a);
         return st;
@@ -556,8 +592,9 @@ static anvil_status auto_run(const ir_node *n, void *state, const op_tensor *con
 /* conv_f32 fuses exactly when the variant it delegates to does (that variant's run sees the same
  * node and prepared its own state from the same kn). */
 static bool auto_fuses(const kern_node *kn) {
-    const kern_variant *v = conv_auto_pick(kn);
-    return v && v->fuses && v->fuses(kn);
+    kern_node use;
+    const kern_variant *v = delegate(kn, &use);
+    return v && v->fuses && v->fuses(&use);
 }
 
 static const kern_variant conv_v_auto = {
