@@ -58,17 +58,19 @@ struct core_pool {
     pthread_t *workers;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    /* current job (written under mu, with no worker inside a job) */
+    /* current job (written under mu) */
     core_range_fn fn;
     void *arg;
     size_t n;
     int chunks;              /* number of chunks the job is split into (<= threads) */
     int joiners;             /* workers 1..joiners-1 may take part (the job's thread limit) */
     _Atomic uint64_t job_id; /* incremented per job so workers know a new job arrived */
-    _Atomic int next;        /* the next chunk to claim */
-    _Atomic int finished;    /* chunks done */
-    _Atomic int inside;      /* workers that joined the current job and have not left it */
-    bool stop;               /* read under mu; job_id is bumped with it so spinners notice */
+    /* The next chunk to claim, tagged with its job: the job number in the high 32 bits, the
+     * chunk in the low ones. A worker that read an old job's fields and got there late finds
+     * another tag and claims nothing, so a new job never waits for late workers to leave. */
+    _Atomic uint64_t claim;
+    _Atomic int finished; /* chunks of the current job done */
+    bool stop;            /* read under mu; job_id is bumped with it so spinners notice */
 };
 
 typedef struct {
@@ -97,10 +99,16 @@ static void spin_until_finished(core_pool *p, int chunks) {
 
 /* Claims and runs chunks of the current job until none is left; returns after the last. The
  * thread that finishes the job's last chunk wakes the caller if it sleeps. */
-static void run_chunks(core_pool *pool, core_range_fn fn, void *arg, size_t n, int chunks) {
+static void run_chunks(core_pool *pool, uint64_t job, core_range_fn fn, void *arg, size_t n,
+                       int chunks) {
+    uint64_t v = atomic_load_explicit(&pool->claim, memory_order_acquire);
     for (;;) {
-        const int c = atomic_fetch_add_explicit(&pool->next, 1, memory_order_relaxed);
-        if (c >= chunks) return;
+        if (v >> 32 != (job & 0xffffffffu) || (int)(v & 0xffffffffu) >= chunks) return;
+        if (!atomic_compare_exchange_weak_explicit(&pool->claim, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        const int c = (int)(v & 0xffffffffu);
+        v++;
         size_t b, e;
         chunk_range(n, chunks, c, &b, &e);
         if (b < e) fn(arg, b, e);
@@ -137,10 +145,8 @@ static void *worker_main(void *p) {
         void *arg = pool->arg;
         const size_t n = pool->n;
         const int chunks = pool->chunks;
-        atomic_fetch_add_explicit(&pool->inside, 1, memory_order_relaxed);
         pthread_mutex_unlock(&pool->mu);
-        run_chunks(pool, fn, arg, n, chunks);
-        atomic_fetch_sub_explicit(&pool->inside, 1, memory_order_release);
+        run_chunks(pool, seen, fn, arg, n, chunks);
     }
 }
 
@@ -212,29 +218,22 @@ void core_pool_run_upto(core_pool *p, int max_threads, size_t n, core_range_fn f
         return;
     }
     int chunks = (size_t)threads < n ? threads : (int)n;
-    /* A worker that joined the last job late may still be about to find no chunk left in it;
-     * the job's fields are its until it leaves. No one joins while mu is held, but the worker
-     * that finishes a job's last chunk takes mu to signal: wait with it released. */
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        if (atomic_load_explicit(&p->inside, memory_order_acquire) == 0) break;
-        pthread_mutex_unlock(&p->mu);
-        sched_yield();
-    }
+    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->arg = arg;
     p->n = n;
     p->chunks = chunks;
     p->joiners = threads;
-    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    const uint64_t job = atomic_load_explicit(&p->job_id, memory_order_relaxed) + 1;
     atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->job_id, 1, memory_order_release);
+    atomic_store_explicit(&p->claim, (job & 0xffffffffu) << 32, memory_order_release);
+    atomic_store_explicit(&p->job_id, job, memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     /* The caller claims chunks like any worker: a chunk whose worker has not woken yet (asleep,
      * or its CPU taken by another process on a shared machine) runs here instead of being
      * waited for. */
-    run_chunks(p, fn, arg, n, chunks);
+    run_chunks(p, job, fn, arg, n, chunks);
     spin_until_finished(p, chunks);
     pthread_mutex_lock(&p->mu);
     while (atomic_load(&p->finished) < chunks) pthread_cond_wait(&p->done, &p->mu);
