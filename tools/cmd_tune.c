@@ -312,6 +312,12 @@ static void print_text(const tune_args *a, const rt_tune_run *r, const char *db_
         printf("checked in the model: %d problem(s) whose winner ran slower in place than the "
                "cascade keep the cascade ('kept')\n",
                r->reverted);
+    if (r->model_cascade_ms > 0)
+        printf("checked the whole model (alternating): cascade %.3f ms, tuned %.3f ms%s\n",
+               r->model_cascade_ms, r->model_tuned_ms,
+               r->model_reverted ? "; tuned was slower, so this run's other choices that differ "
+                                   "from the cascade went back to it ('kept')"
+                                 : "");
     printf("tuning time: %.1f s   database: %s\n", r->seconds, db_path);
     if (t_cascade > 0)
         printf("model latency (median of %lld, alternating): cascade %.3f ms, tuned %.3f ms "
@@ -386,6 +392,12 @@ static int print_json(const tune_args *a, const rt_tune_run *r, const char *db_p
     if (t_cascade > 0) {
         cJSON_AddNumberToObject(root, "cascade_ms", t_cascade);
         cJSON_AddNumberToObject(root, "tuned_ms", t_tuned);
+    }
+    if (r->model_cascade_ms > 0) {
+        cJSON *mc = cJSON_AddObjectToObject(root, "model_check");
+        cJSON_AddNumberToObject(mc, "cascade_ms", r->model_cascade_ms);
+        cJSON_AddNumberToObject(mc, "tuned_ms", r->model_tuned_ms);
+        cJSON_AddNumberToObject(mc, "reverted", r->model_reverted);
     }
     cJSON *items = cJSON_AddArrayToObject(root, "problems");
     for (int i = 0; i < r->n_items; i++) cJSON_AddItemToArray(items, item_json(&r->items[i]));

@@ -236,6 +236,10 @@ typedef struct rt_tune_run {
     double budget_seconds;   /* whole run; <= 0: no limit */
     tune_profile_opts prof;  /* pool is set by rt_tune_graph */
     volatile int *stop;      /* optional: set (e.g. by SIGINT) to stop after the current problem */
+    /* How much slower the tuned model may be than the cascade's before this run's choices go
+     * back to the cascade's (verify.c); 0: the default, 2%. -1 makes any tuned model count as
+     * slower (tests). */
+    double model_margin;
     /* Optional: after each problem is settled (measured, cached or skipped). */
     void (*progress)(void *arg, const struct rt_tune_run *run, int item);
     /* Optional: during a problem's rounds (item i of n_items, live candidates, best so far). */
@@ -249,6 +253,11 @@ typedef struct rt_tune_run {
     uint64_t t0;
     double seconds; /* the whole tune, set when rt_tune_graph returns */
     int reverted;   /* problems whose winner lost to the cascade inside the model */
+    /* The whole model checked last (verify.c), after those reverts: its median latency with the
+     * cascade and with the tuned choices (0: not checked); and, where tuned was still slower,
+     * how many further choices of this run went back to the cascade's. */
+    double model_cascade_ms, model_tuned_ms;
+    int model_reverted;
     bool stopped;
 } rt_tune_run;
 

@@ -5,7 +5,13 @@
  * cold (GPT-2's MatMuls on 2 threads: a narrow B block measured faster alone made the model 13%
  * slower). So the model runs with the cascade and tuned, alternating, with per-node timings, and
  * a problem whose tuned nodes take longer in place than the cascade's do (summed over the nodes
- * that share it, past noise) gets the cascade's choice written back as its record. */
+ * that share it, past noise) gets the cascade's choice written back as its record.
+ *
+ * Then the whole model, once more: small losses below the per-problem margin, and choices that
+ * no node's timing shows (a layout decision moves transposes between nodes), can still add up to
+ * a slower model. If the tuned model is slower than the cascade's past MODEL_MARGIN, every
+ * choice this run made that differs from the cascade goes back to the cascade's: a tune never
+ * leaves a model slower than it found it. */
 #include "session_impl.h"
 
 #include <stdlib.h>
@@ -16,6 +22,10 @@
 /* Slower in place by more than this fraction, and by more than VERIFY_MIN_NS in total, counts. */
 #define VERIFY_MARGIN 0.05
 #define VERIFY_MIN_NS 2000.0
+/* The whole-model check: rounds alternating, and how much slower tuned may be before it counts
+ * (rt_tune_run.model_margin overrides it). */
+#define MODEL_ROUNDS 9
+#define MODEL_MARGIN 0.02
 
 /* Node name -> problem key of the tuned session's nodes, filled by its plan's on_node hook. */
 typedef struct key_map {
@@ -103,6 +113,65 @@ static const rt_step *step_of(const rt_session *s, int32_t k) {
     return NULL;
 }
 
+/* Item it's record set back to the cascade's choice and written; false if it has none to go back
+ * to (cached or skipped items, failed ones, those already at the cascade's). */
+static anvil_status back_to_cascade(rt_tune_run *run, rt_tune_item *it, bool *changed) {
+    *changed = false;
+    if (it->cached || it->skipped || it->failed || it->reverted) return ANVIL_OK;
+    tune_record rec = it->record;
+    if (it->group) {
+        if (it->rule < 0 || it->rule >= it->n_choices ||
+            !strcmp(rec.variant, it->choice_names[it->rule]))
+            return ANVIL_OK;
+        snprintf(rec.variant, sizeof rec.variant, "%s", it->choice_names[it->rule]);
+        rec.median_ns = it->choice_ms[it->rule] * 1e6;
+    } else {
+        if (it->cascade < 0 || it->winner < 0 || it->winner == it->cascade) return ANVIL_OK;
+        tune_record_of(&it->problem, run->fingerprint, &it->cands[it->cascade], "offline", &rec);
+    }
+    rec.unix_time = (int64_t)time(NULL);
+    CORE_TRY(tune_db_put(run->db, &rec));
+    it->record = rec;
+    it->reverted = true;
+    *changed = true;
+    return ANVIL_OK;
+}
+
+/* The whole model with the cascade and with the database, alternating; medians in ms. */
+static anvil_status model_medians(const ir_graph *g, const rt_session_config *cfg,
+                                  const anvil_tensor *const *inputs, rt_tune_run *run,
+                                  double *cascade_ms, double *tuned_ms) {
+    rt_session_config ca = *cfg, cb = *cfg;
+    ca.db = NULL;
+    ca.on_node = cb.on_node = NULL;
+    ca.profiling = cb.profiling = false;
+    cb.db = run->db;
+    cb.fingerprint = run->fingerprint;
+    rt_session *ab[2] = {NULL, NULL};
+    double ms[2] = {0, 0};
+    anvil_status st = rt_session_create(g, &ca, &ab[0]);
+    if (st == ANVIL_OK) st = rt_session_create(g, &cb, &ab[1]);
+    if (st == ANVIL_OK) st = rt_sessions_alternate(ab, 2, inputs, 2, MODEL_ROUNDS, ms);
+    rt_session_free(ab[0]);
+    rt_session_free(ab[1]);
+    *cascade_ms = ms[0];
+    *tuned_ms = ms[1];
+    return st;
+}
+
+static anvil_status model_check(const ir_graph *g, const rt_session_config *cfg,
+                                const anvil_tensor *const *inputs, rt_tune_run *run) {
+    CORE_TRY(model_medians(g, cfg, inputs, run, &run->model_cascade_ms, &run->model_tuned_ms));
+    const double margin = run->model_margin != 0 ? run->model_margin : MODEL_MARGIN;
+    if (!(run->model_tuned_ms > run->model_cascade_ms * (1 + margin))) return ANVIL_OK;
+    for (int i = 0; i < run->n_items; i++) {
+        bool changed;
+        CORE_TRY(back_to_cascade(run, &run->items[i], &changed));
+        run->model_reverted += changed;
+    }
+    return ANVIL_OK;
+}
+
 anvil_status rt_tune_verify(const ir_graph *g, const rt_session_config *cfg,
                             const anvil_tensor *const *inputs, rt_tune_run *run) {
     key_map map = {0};
@@ -180,5 +249,6 @@ anvil_status rt_tune_verify(const ir_graph *g, const rt_session_config *cfg,
     rt_session_free(a);
     rt_session_free(b);
     key_map_free(&map);
+    if (st == ANVIL_OK) st = model_check(g, cfg, inputs, run);
     return st;
 }

@@ -248,10 +248,58 @@ static void test_verify_reverts_slow_record(void **state) {
     cnn_free(&c);
 }
 
+/* verify.c's whole-model check: when the tuned model is slower than the cascade's (forced here
+ * with a margin of -1, so that any time counts as slower), every choice the run made that
+ * differs from the cascade goes back to the cascade's, in the items and in the database. */
+static void test_model_check_reverts_all(void **state) {
+    (void)state;
+    cnn c;
+    cnn_build(&c);
+    char fp[TUNE_FINGERPRINT_MAX];
+    assert_int_equal(tune_fingerprint(fp, sizeof fp), ANVIL_OK);
+    tune_db *db;
+    assert_int_equal(tune_db_open(tmp_path("model_check.db"), &db), ANVIL_OK);
+    anvil_tensor *x;
+    assert_int_equal(rt_tensor_new(ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){1, 8, 24, 24}, &x),
+                     ANVIL_OK);
+    memset(x->data, 0, x->bytes);
+    const anvil_tensor *ins[1] = {x};
+    rt_session_config cfg = {.threads = 2, .opt_level = 1};
+    rt_tune_run run = {
+        .db = db, .fingerprint = fp, .prof = {.max_seconds = 0.5}, .model_margin = -1};
+    assert_int_equal(rt_tune_graph(c.g, &cfg, ins, &run), ANVIL_OK);
+    assert_true(run.model_cascade_ms > 0 && run.model_tuned_ms > 0);
+    int measured = 0, marked = 0;
+    for (int i = 0; i < run.n_items; i++) {
+        const rt_tune_item *it = &run.items[i];
+        marked += it->reverted;
+        if (it->cached || it->skipped || it->failed) continue;
+        measured++;
+        tune_record rec;
+        bool found;
+        assert_int_equal(tune_db_get(db, it->record.key, fp, &rec, &found), ANVIL_OK);
+        assert_true(found);
+        if (it->group) {
+            assert_string_equal(rec.variant, it->choice_names[it->rule]);
+        } else {
+            assert_true(it->cascade >= 0);
+            assert_string_equal(rec.variant, it->cands[it->cascade].v->name);
+        }
+    }
+    assert_true(measured > 0);
+    /* (on 2 threads some winners differ from the cascade: 4 to 6 of 8 in practice) */
+    assert_int_equal(marked, run.reverted + run.model_reverted);
+    rt_tune_run_free(&run);
+    anvil_tensor_free(x);
+    tune_db_close(db);
+    cnn_free(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_online_tunes_and_stays_correct),
         cmocka_unit_test(test_verify_reverts_slow_record),
+        cmocka_unit_test(test_model_check_reverts_all),
     };
     return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_remove);
 }
