@@ -50,28 +50,32 @@ static void spin_while(const _Atomic uint64_t *flag, uint64_t value, bool equal)
     }
 }
 
-struct core_pool;
-static void spin_until_finished(struct core_pool *p, int chunks);
-
 struct core_pool {
     int threads;
     pthread_t *workers;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu; /* for sleeping only: the wake and done condition variables */
     pthread_cond_t wake, done;
-    /* current job (written under mu) */
-    core_range_fn fn;
-    void *arg;
-    size_t n;
-    int chunks;              /* number of chunks the job is split into (<= threads) */
-    int joiners;             /* workers 1..joiners-1 may take part (the job's thread limit) */
+    /* The current job's fields, published as a seqlock: seq is odd while the caller writes them
+     * and 2 * job + 2 once job's are complete, so a worker reads them without a lock and keeps
+     * them only if seq held still. With a lock, a worker coming out of its spin and the caller
+     * publishing the next job met on it, and a small job became a trip through the kernel. */
+    _Atomic uint64_t seq;
+    _Atomic(core_range_fn) fn;
+    _Atomic(void *) arg;
+    _Atomic size_t n;
+    _Atomic int chunks;      /* number of chunks the job is split into (<= threads) */
+    _Atomic int joiners;     /* workers 1..joiners-1 may take part (the job's thread limit) */
     _Atomic uint64_t job_id; /* incremented per job so workers know a new job arrived */
     /* The next chunk to claim, tagged with its job: the job number in the high 32 bits, the
      * chunk in the low ones. A worker that read an old job's fields and got there late finds
      * another tag and claims nothing, so a new job never waits for late workers to leave. */
     _Atomic uint64_t claim;
     _Atomic int finished; /* chunks of the current job done */
-    bool stop;            /* read under mu; job_id is bumped with it so spinners notice */
+    _Atomic int sleepers; /* workers waiting on wake (the caller signals only if there are) */
+    _Atomic bool stop;    /* job_id is bumped with it so spinners notice */
 };
+
+static void spin_until_finished(core_pool *p, int chunks);
 
 typedef struct {
     core_pool *pool;
@@ -129,24 +133,32 @@ static void *worker_main(void *p) {
     uint64_t seen = 0;
     for (;;) {
         spin_while(&pool->job_id, seen, true);
-        pthread_mutex_lock(&pool->mu);
-        while (!pool->stop && atomic_load(&pool->job_id) == seen)
-            pthread_cond_wait(&pool->wake, &pool->mu);
-        if (pool->stop) {
-            pthread_mutex_unlock(&pool->mu);
-            return NULL;
-        }
-        seen = atomic_load(&pool->job_id);
-        if (index >= pool->joiners) {
+        const uint64_t id = atomic_load(&pool->job_id);
+        if (id == seen) {
+            /* Asleep until a job comes: sleepers is raised before job_id is checked again, and
+             * the caller stores job_id before it reads sleepers (both sequentially consistent),
+             * so either the caller sees a sleeper and wakes it or the check sees the job. */
+            pthread_mutex_lock(&pool->mu);
+            atomic_fetch_add(&pool->sleepers, 1);
+            while (!atomic_load(&pool->stop) && atomic_load(&pool->job_id) == seen)
+                pthread_cond_wait(&pool->wake, &pool->mu);
+            atomic_fetch_sub(&pool->sleepers, 1);
             pthread_mutex_unlock(&pool->mu);
             continue;
         }
-        core_range_fn fn = pool->fn;
-        void *arg = pool->arg;
-        const size_t n = pool->n;
-        const int chunks = pool->chunks;
-        pthread_mutex_unlock(&pool->mu);
-        run_chunks(pool, seen, fn, arg, n, chunks);
+        if (atomic_load(&pool->stop)) return NULL;
+        seen = id;
+        const uint64_t s1 = atomic_load_explicit(&pool->seq, memory_order_acquire);
+        if (s1 != 2 * id + 2) continue; /* a later job is being written: this one is over */
+        core_range_fn fn = atomic_load_explicit(&pool->fn, memory_order_relaxed);
+        void *arg = atomic_load_explicit(&pool->arg, memory_order_relaxed);
+        const size_t n = atomic_load_explicit(&pool->n, memory_order_relaxed);
+        const int chunks = atomic_load_explicit(&pool->chunks, memory_order_relaxed);
+        const int joiners = atomic_load_explicit(&pool->joiners, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&pool->seq, memory_order_relaxed) != s1 || index >= joiners)
+            continue;
+        run_chunks(pool, id, fn, arg, n, chunks);
     }
 }
 
@@ -188,7 +200,7 @@ void core_pool_free(core_pool *p) {
     if (!p) return;
     if (p->workers) {
         pthread_mutex_lock(&p->mu);
-        p->stop = true;
+        atomic_store(&p->stop, true);
         atomic_fetch_add(&p->job_id, 1);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
@@ -218,18 +230,24 @@ void core_pool_run_upto(core_pool *p, int max_threads, size_t n, core_range_fn f
         return;
     }
     int chunks = (size_t)threads < n ? threads : (int)n;
-    pthread_mutex_lock(&p->mu);
-    p->fn = fn;
-    p->arg = arg;
-    p->n = n;
-    p->chunks = chunks;
-    p->joiners = threads;
+    /* One caller at a time (fn must not call back into the pool), so job_id is ours to bump. */
     const uint64_t job = atomic_load_explicit(&p->job_id, memory_order_relaxed) + 1;
+    atomic_store_explicit(&p->seq, 2 * job + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->arg, arg, memory_order_relaxed);
+    atomic_store_explicit(&p->n, n, memory_order_relaxed);
+    atomic_store_explicit(&p->chunks, chunks, memory_order_relaxed);
+    atomic_store_explicit(&p->joiners, threads, memory_order_relaxed);
+    atomic_store_explicit(&p->seq, 2 * job + 2, memory_order_release);
     atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
     atomic_store_explicit(&p->claim, (job & 0xffffffffu) << 32, memory_order_release);
-    atomic_store_explicit(&p->job_id, job, memory_order_release);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store(&p->job_id, job);
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
     /* The caller claims chunks like any worker: a chunk whose worker has not woken yet (asleep,
      * or its CPU taken by another process on a shared machine) runs here instead of being
      * waited for. */
