@@ -741,6 +741,52 @@ static void test_conv_nhwc_op(void **state) {
         for (int k = 0; k < 2; k++) check_last_case(&cases[i], acts[(i + k) % 4], (i + k) % 2);
 }
 
+/* 1-D convs ([N, C, W]) run on the 2-D variants as H = 1: every variant that takes one matches
+ * the reference, anvil's own take them (at least the implicit GEMM), and the cascade picks one of
+ * anvil's (before, a 1-D conv fell to oneDNN): an audio front end's long strided window (Silero
+ * VAD's STFT: kernel 128, stride 64), a padded, dilated and strided one, a depthwise one, and a
+ * 1x1. */
+static void test_conv_1d(void **state) {
+    (void)state;
+    static const struct {
+        int64_t n, c, w, m, k, s, d, pb, pe, group;
+    } cases[] = {
+        {1, 1, 640, 24, 128, 64, 1, 0, 0, 1},
+        {2, 5, 37, 6, 7, 2, 2, 3, 1, 1},
+        {1, 16, 50, 16, 3, 1, 1, 1, 1, 16},
+        {3, 12, 19, 20, 1, 1, 1, 0, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        optest t;
+        optest_begin(&t, IR_OP_CONV, 3, 1, 5);
+        optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){cases[i].k}, 1);
+        optest_attr_ints(&t, 1, "strides", (int64_t[]){cases[i].s}, 1);
+        optest_attr_ints(&t, 2, "dilations", (int64_t[]){cases[i].d}, 1);
+        optest_attr_int(&t, 3, "group", cases[i].group);
+        optest_attr_ints(&t, 4, "pads", (int64_t[]){cases[i].pb, cases[i].pe}, 2);
+        const int64_t xd[3] = {cases[i].n, cases[i].c, cases[i].w};
+        const int64_t wd[3] = {cases[i].m, cases[i].c / cases[i].group, cases[i].k};
+        float *x = optest_random_f32((size_t)(xd[0] * xd[1] * xd[2]), 1, -1.0f, 1.0f);
+        float *w = optest_random_f32((size_t)(wd[0] * wd[1] * wd[2]), 2, -1.0f, 1.0f);
+        float *b = optest_random_f32((size_t)cases[i].m, 3, -1.0f, 1.0f);
+        optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 3, xd, x, false);
+        optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 3, wd, w, true);
+        optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){cases[i].m}, b, true);
+        assert_int_equal(optest_infer(&t), ANVIL_OK);
+        assert_true(check_all_variants(&t) >= 1);
+        op_tinfo in[OPTEST_MAX_IO];
+        optest_input_info(&t, in);
+        kern_node kn = {optest_node(&t), in, 3, t.out_info, 1, 2, NULL, NULL};
+        const kern_variant *v = conv_auto_pick(&kn);
+        assert_non_null(v);
+        assert_true(strncmp(v->name, "dnnl", 4) != 0); /* anvil's own, not the vendor's */
+        optest_end(&t);
+        free(x);
+        free(w);
+        free(b);
+    }
+}
+
 /* Convs whose taps mostly read padding (conv_regions.c): DeepLabV3's ASPP (rate 12 on a 14x14
  * map, and 6 on 9x10), a strided one with asymmetric pads, a 5x5 on a small map with batch 2;
  * each checked with every variant, fused activations (a residual is left to the runtime) and as
@@ -772,6 +818,7 @@ int main(void) {
         cmocka_unit_test(test_conv_fused),        cmocka_unit_test(test_conv_default_cascade),
         cmocka_unit_test(test_conv_nhwc),         cmocka_unit_test(test_conv_smallc),
         cmocka_unit_test(test_conv_nhwc_op),      cmocka_unit_test(test_conv_regions),
+        cmocka_unit_test(test_conv_1d),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

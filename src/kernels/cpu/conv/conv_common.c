@@ -52,24 +52,63 @@ static bool resolve_dim(const char *auto_pad, int64_t x, int64_t k, int64_t s, i
     return o >= 1;
 }
 
+/* The window attributes of n, each as two values (H, W): a 1-D conv's single values are the W
+ * ones, with H a unit window (kernel 1, stride 1, dilation 1, no padding). */
+static bool window_attrs(const ir_node *n, bool one_d, int64_t kernel[2], int64_t strides[2],
+                         int64_t dil[2], int64_t pads[4]) {
+    if (!one_d)
+        return attr_list(n, "kernel_shape", 2, 0, kernel) &&
+               attr_list(n, "strides", 2, 1, strides) && attr_list(n, "dilations", 2, 1, dil) &&
+               attr_list(n, "pads", 4, 0, pads);
+    int64_t k, st, d, p[2];
+    if (!attr_list(n, "kernel_shape", 1, 0, &k) || !attr_list(n, "strides", 1, 1, &st) ||
+        !attr_list(n, "dilations", 1, 1, &d) || !attr_list(n, "pads", 2, 0, p))
+        return false;
+    kernel[0] = k ? 1 : 0;
+    kernel[1] = k;
+    strides[0] = dil[0] = 1;
+    strides[1] = st;
+    dil[1] = d;
+    pads[0] = pads[2] = 0;
+    pads[1] = p[0];
+    pads[3] = p[1];
+    return true;
+}
+
 /* X and Y: [N, C, H, W] and [N, M, OH, OW] for Conv, [N, H, W, C] and [N, OH, OW, M] for
- * anvil.ConvNhwc; everything else is the same. */
+ * anvil.ConvNhwc; everything else is the same. A 1-D Conv ([N, C, W], Silero VAD's and Whisper's
+ * front ends) is the 2-D one with H = 1: the same bytes, so every NCHW variant takes it (it fell
+ * to oneDNN, whose OpenMP threads woke for each of Silero's small convs). */
 static bool shape_of(const kern_node *kn, conv_shape *s, ir_op op) {
     memset(s, 0, sizeof *s);
     const ir_node *n = kn->node;
     if (n->op != op || kn->n_in < 2 || kn->n_out < 1) return false;
-    if (!static_f32(&kn->in[0], 4) || !static_f32(&kn->in[1], 4) || !static_f32(&kn->out[0], 4))
+    const bool last = op == IR_OP_CONV_NHWC;
+    const bool one_d = !last && kn->in[0].shape.rank == 3;
+    const int rank = one_d ? 3 : 4;
+    if (!static_f32(&kn->in[0], rank) || !static_f32(&kn->in[1], rank) ||
+        !static_f32(&kn->out[0], rank))
         return false;
     s->has_bias = kn->n_in > 2 && n->n_inputs > 2 && n->inputs[2] != IR_NONE;
     if (s->has_bias && !static_f32(&kn->in[2], 1)) return false;
-    const int64_t *xd = kn->in[0].shape.d, *w = kn->in[1].shape.d, *yd = kn->out[0].shape.d;
-    const bool last = op == IR_OP_CONV_NHWC;
-    const int64_t x[4] = {xd[0], xd[last ? 3 : 1], xd[last ? 1 : 2], xd[last ? 2 : 3]};
-    const int64_t y[4] = {yd[0], yd[last ? 3 : 1], yd[last ? 1 : 2], yd[last ? 2 : 3]};
+    const int64_t *xd = kn->in[0].shape.d, *wd = kn->in[1].shape.d, *yd = kn->out[0].shape.d;
+    int64_t x[4], y[4], w[4];
+    if (one_d) {
+        const int64_t x1[4] = {xd[0], xd[1], 1, xd[2]}, y1[4] = {yd[0], yd[1], 1, yd[2]},
+                      w1[4] = {wd[0], wd[1], 1, wd[2]};
+        memcpy(x, x1, sizeof x);
+        memcpy(y, y1, sizeof y);
+        memcpy(w, w1, sizeof w);
+    } else {
+        const int64_t x2[4] = {xd[0], xd[last ? 3 : 1], xd[last ? 1 : 2], xd[last ? 2 : 3]};
+        const int64_t y2[4] = {yd[0], yd[last ? 3 : 1], yd[last ? 1 : 2], yd[last ? 2 : 3]};
+        memcpy(x, x2, sizeof x);
+        memcpy(y, y2, sizeof y);
+        memcpy(w, wd, sizeof w);
+    }
     int64_t kernel[2], strides[2], dil[2], pads[4];
     const char *auto_pad;
-    if (!attr_list(n, "kernel_shape", 2, 0, kernel) || !attr_list(n, "strides", 2, 1, strides) ||
-        !attr_list(n, "dilations", 2, 1, dil) || !attr_list(n, "pads", 4, 0, pads) ||
+    if (!window_attrs(n, one_d, kernel, strides, dil, pads) ||
         ir_attr_string(n, "auto_pad", "NOTSET", &auto_pad) != ANVIL_OK ||
         ir_attr_int(n, "group", 1, &s->group) != ANVIL_OK)
         return false;
@@ -87,9 +126,10 @@ static bool shape_of(const kern_node *kn, conv_shape *s, ir_op op) {
     s->dw = dil[1];
     if (s->group < 1 || s->c % s->group || s->m % s->group || w[1] * s->group != s->c) return false;
     if (s->sh < 1 || s->sw < 1 || s->dh < 1 || s->dw < 1 || s->kh < 1 || s->kw < 1) return false;
-    /* Far beyond real models; keeps every index product inside int64. */
+    /* Far beyond real models (an audio front end's 1-D kernel spans a few hundred samples); keeps
+     * every index product inside int64. */
     const int64_t lim = (int64_t)1 << 24;
-    if (s->h > lim || s->w > lim || s->kh > 64 || s->kw > 64 || s->sh > lim || s->sw > lim ||
+    if (s->h > lim || s->w > lim || s->kh > 4096 || s->kw > 4096 || s->sh > lim || s->sw > lim ||
         s->dh > lim || s->dw > lim || pads[0] > lim || pads[1] > lim || pads[2] > lim ||
         pads[3] > lim)
         return false;
