@@ -313,6 +313,7 @@ static void test_pool(void **state) {
         {5, 5, 5, 1, 2, 2, false, NULL},           {13, 17, 3, 3, 1, 2, true, NULL},
         {10, 11, 3, 2, 0, 0, false, "SAME_UPPER"}, {10, 11, 4, 1, 0, 0, false, "SAME_LOWER"},
         {6, 6, 1, 1, 0, 0, false, NULL},           {1, 1, 1, 1, 0, 0, false, NULL},
+        {109, 109, 3, 2, 0, 0, true, NULL}, /* SqueezeNet's: stride 2 from plain loads, ceil */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         run_pool(IR_OP_MAXPOOL, &cases[i], 0, true);

@@ -37,6 +37,12 @@ static inline __m256 avx2_mload(const float *p, __m256i m, __m256 fill) {
 #define V_GATHER(base, idx, m, full, fill)                                                         \
     _mm256_mask_i32gather_ps((fill), (base), _mm256_castps_si256(idx),                             \
                              _mm256_castsi256_ps((full) ? _mm256_set1_epi32(-1) : (m)), 4)
+/* The even lanes of the 2 * VW floats lo:hi: per 128-bit half the even ones of each, then the
+ * 64-bit pieces put in order. */
+#define V_EVEN2(lo, hi)                                                                            \
+    _mm256_castpd_ps(_mm256_permute4x64_pd(                                                        \
+        _mm256_castps_pd(_mm256_shuffle_ps((lo), (hi), _MM_SHUFFLE(2, 0, 2, 0))),                  \
+        _MM_SHUFFLE(3, 1, 2, 0)))
 #define V_HSUM(v) _mm256_cvtss_f32(avx2_hsum(v))
 #define V_HMAX(v) _mm256_cvtss_f32(avx2_hmax(v))
 #define ELT_ISA_NAME elt_isa_avx2

@@ -15,6 +15,10 @@
 #define V_GATHER(base, idx, m, full, fill)                                                         \
     _mm512_mask_i32gather_ps((fill), (full) ? (__mmask16)0xffff : (m), _mm512_castps_si512(idx),   \
                              (base), 4)
+/* The even lanes of the 2 * VW floats lo:hi (one two-source permute). */
+#define V_EVEN2(lo, hi)                                                                            \
+    _mm512_permutex2var_ps(                                                                        \
+        (lo), _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), (hi))
 #define V_HSUM(v) _mm512_reduce_add_ps(v)
 #define V_HMAX(v) _mm512_reduce_max_ps(v)
 #define ELT_ISA_NAME elt_isa_avx512
