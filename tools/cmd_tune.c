@@ -189,26 +189,6 @@ static void on_round(void *arg, const rt_tune_run *r, int item, int alive, doubl
 /* ---- before / after --------------------------------------------------------------------------
  */
 
-/* Median latency of the cascade and of the tuned session, runs alternating between them so the
- * machine's noise falls on both alike. */
-static anvil_status before_after(const ir_graph *g, const rt_session_config *cfg, tune_db *db,
-                                 const char *fp, const anvil_tensor *const *inputs, int runs,
-                                 double *cascade_ms, double *tuned_ms) {
-    rt_session_config c0 = *cfg, c1 = *cfg;
-    c1.db = db;
-    c1.fingerprint = fp;
-    rt_session *s[2] = {NULL, NULL};
-    double ms[2] = {0, 0};
-    anvil_status st = rt_session_create(g, &c0, &s[0]);
-    if (st == ANVIL_OK) st = rt_session_create(g, &c1, &s[1]);
-    if (st == ANVIL_OK) st = rt_sessions_alternate(s, 2, inputs, 3, runs, ms);
-    *cascade_ms = ms[0];
-    *tuned_ms = ms[1];
-    rt_session_free(s[0]);
-    rt_session_free(s[1]);
-    return st;
-}
-
 /* ---- report ----------------------------------------------------------------------------------
  */
 
@@ -465,7 +445,8 @@ int cli_tune_main(int argc, char **argv) {
     }
     double t_cascade = 0, t_tuned = 0;
     if (a.runs > 0 && !run.stopped &&
-        (s = before_after(g, &cfg, db, fp, in, (int)a.runs, &t_cascade, &t_tuned)) != ANVIL_OK) {
+        (s = rt_cascade_vs_db(g, &cfg, db, fp, in, 3, (int)a.runs, &t_cascade, &t_tuned)) !=
+            ANVIL_OK) {
         code = cli_fail_status(s);
         goto done;
     }

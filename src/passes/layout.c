@@ -93,11 +93,8 @@ static bool one_by_one(const ir_graph *g, ir_vid v) {
 
 /* One element, any rank: it broadcasts the same way in either layout. */
 static bool scalar(const ir_graph *g, ir_vid v) {
-    const ir_shape *s = &g->values[v].shape;
-    if (s->rank < 0) return false;
-    for (int i = 0; i < s->rank; i++)
-        if (s->d[i] != 1) return false;
-    return true;
+    size_t n;
+    return ir_shape_numel(&g->values[v].shape, &n) && n == 1;
 }
 
 /* Elementwise ops that compute the same numbers on any permutation of their operands' axes,

@@ -267,6 +267,13 @@ typedef struct rt_tune_run {
 anvil_status rt_sessions_alternate(rt_session *const *s, int n, const anvil_tensor *const *inputs,
                                    int warmup, int runs, double *median_ms);
 
+/* g's median latency in ms with the cascade (no database) and with db (fingerprint fp), its two
+ * sessions run alternating (rt_sessions_alternate: warmup, runs); cfg as for a session, its
+ * database, node hook and profiling ignored. */
+anvil_status rt_cascade_vs_db(const ir_graph *g, const rt_session_config *cfg, tune_db *db,
+                              const char *fp, const anvil_tensor *const *inputs, int warmup,
+                              int runs, double *cascade_ms, double *tuned_ms);
+
 /* Tunes g (cfg as for a session: threads, opt level, layout; cfg->db is ignored) for inputs.
  * run->items is filled even on failure; free with rt_tune_run_free. */
 anvil_status rt_tune_graph(const ir_graph *g, const rt_session_config *cfg,

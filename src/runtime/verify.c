@@ -137,21 +137,20 @@ static anvil_status back_to_cascade(rt_tune_run *run, rt_tune_item *it, bool *ch
     return ANVIL_OK;
 }
 
-/* The whole model with the cascade and with the database, alternating; medians in ms. */
-static anvil_status model_medians(const ir_graph *g, const rt_session_config *cfg,
-                                  const anvil_tensor *const *inputs, rt_tune_run *run,
-                                  double *cascade_ms, double *tuned_ms) {
+anvil_status rt_cascade_vs_db(const ir_graph *g, const rt_session_config *cfg, tune_db *db,
+                              const char *fp, const anvil_tensor *const *inputs, int warmup,
+                              int runs, double *cascade_ms, double *tuned_ms) {
     rt_session_config ca = *cfg, cb = *cfg;
     ca.db = NULL;
     ca.on_node = cb.on_node = NULL;
     ca.profiling = cb.profiling = false;
-    cb.db = run->db;
-    cb.fingerprint = run->fingerprint;
+    cb.db = db;
+    cb.fingerprint = fp;
     rt_session *ab[2] = {NULL, NULL};
     double ms[2] = {0, 0};
     anvil_status st = rt_session_create(g, &ca, &ab[0]);
     if (st == ANVIL_OK) st = rt_session_create(g, &cb, &ab[1]);
-    if (st == ANVIL_OK) st = rt_sessions_alternate(ab, 2, inputs, 2, MODEL_ROUNDS, ms);
+    if (st == ANVIL_OK) st = rt_sessions_alternate(ab, 2, inputs, warmup, runs, ms);
     rt_session_free(ab[0]);
     rt_session_free(ab[1]);
     *cascade_ms = ms[0];
@@ -161,7 +160,8 @@ static anvil_status model_medians(const ir_graph *g, const rt_session_config *cf
 
 static anvil_status model_check(const ir_graph *g, const rt_session_config *cfg,
                                 const anvil_tensor *const *inputs, rt_tune_run *run) {
-    CORE_TRY(model_medians(g, cfg, inputs, run, &run->model_cascade_ms, &run->model_tuned_ms));
+    CORE_TRY(rt_cascade_vs_db(g, cfg, run->db, run->fingerprint, inputs, 2, MODEL_ROUNDS,
+                              &run->model_cascade_ms, &run->model_tuned_ms));
     const double margin = run->model_margin != 0 ? run->model_margin : MODEL_MARGIN;
     if (!(run->model_tuned_ms > run->model_cascade_ms * (1 + margin))) return ANVIL_OK;
     for (int i = 0; i < run->n_items; i++) {
