@@ -1,4 +1,5 @@
-/* core: error messages, dtype conversions, overflow-checked sizes, the arena and the vector. */
+/* core: error messages, dtype conversions, overflow-checked sizes, the arena and the vector, and
+ * the thread pool's claiming of chunks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +9,9 @@
 #include "core/core.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 static void test_error_prefix(void **state) {
     (void)state;
@@ -113,12 +116,45 @@ static void test_hw_override(void **state) {
     assert_true(core_hw_get() == real);
 }
 
+/* Every index of a job runs exactly once. Each job stamps its own number into hits[], so a late
+ * worker running a chunk of an earlier job over a later one's indices shows as a wrong stamp. */
+typedef struct pool_job {
+    _Atomic int *hits;
+    int stamp;
+} pool_job;
+
+static void pool_mark(void *arg, size_t begin, size_t end) {
+    const pool_job *j = arg;
+    for (size_t i = begin; i < end; i++) atomic_fetch_add(&j->hits[i], j->stamp);
+}
+
+/* Many small jobs back to back on 1..4 threads, with thread limits, and some after a pause
+ * longer than the workers' spin, so that they sleep and the caller may run their chunks. */
+static void test_pool_claims(void **state) {
+    (void)state;
+    enum { N = 257 };
+    static _Atomic int hits[N];
+    for (int threads = 1; threads <= 4; threads++) {
+        core_pool *p;
+        assert_int_equal(core_pool_create(threads, &p), ANVIL_OK);
+        for (int job = 1; job <= 3000; job++) {
+            const size_t n = (size_t)(job % N) + 1;
+            for (size_t i = 0; i < n; i++) atomic_store(&hits[i], 0);
+            pool_job j = {hits, job};
+            if (job % 500 == 0) nanosleep(&(struct timespec){0, 2000000}, NULL);
+            core_pool_run_upto(p, job % 3, n, pool_mark, &j);
+            for (size_t i = 0; i < n; i++) assert_int_equal(atomic_load(&hits[i]), job);
+        }
+        core_pool_free(p);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_f16_round_trip),
         cmocka_unit_test(test_bf16),         cmocka_unit_test(test_sizes_overflow),
         cmocka_unit_test(test_dtype_table),  cmocka_unit_test(test_arena_and_vec),
-        cmocka_unit_test(test_hw_override),
+        cmocka_unit_test(test_hw_override),  cmocka_unit_test(test_pool_claims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
