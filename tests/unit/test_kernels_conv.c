@@ -526,8 +526,9 @@ static void test_conv_default_cascade(void **state) {
     assert_string_equal(default_pick(&se_down, 1), "conv_1x1_gemm");
     /* narrow groups: oneDNN where it is there, else anvil's implicit GEMM */
     const char *g = default_pick(&grouped, 2);
-    assert_true(!strcmp(g, "dnnl_conv") || !strcmp(g, "conv_implicit_gemm"));
-    assert_int_equal(!strcmp(g, "dnnl_conv"), kern_find(IR_OP_CONV, "dnnl_conv") != NULL);
+    assert_true(!strcmp(g, "dnnl_conv_split") || !strcmp(g, "conv_implicit_gemm"));
+    assert_int_equal(!strcmp(g, "dnnl_conv_split"),
+                     kern_find(IR_OP_CONV, "dnnl_conv_split") != NULL);
     assert_true(!strncmp(default_pick(&wino, 1), "conv_winograd_", 14));
     /* few input channels: the direct kernel of the widest ISA; the implicit GEMM without one */
     const char *sc = avx512() ? "conv_smallc_direct_avx512"

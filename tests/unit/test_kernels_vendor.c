@@ -1,4 +1,5 @@
-/* Vendor variants (oneDNN "dnnl_matmul" / "dnnl_conv" / "dnnl_conv_nchw", OpenBLAS
+/* Vendor variants (oneDNN "dnnl_matmul" / "dnnl_conv" / "dnnl_conv_nchw" / "dnnl_conv_split",
+ * OpenBLAS
  * "openblas_sgemm", BLIS "blis_sgemm") against the reference kernels on edge shapes: M, N, K
  * from {1, 7, 16, 17, 33}, K = 1, zero-size M/N/K, batched MatMul with broadcasting and 1-D
  * operands, Gemm with transA/transB, alpha/beta and every broadcast of C (constant or not),
@@ -307,11 +308,17 @@ static void test_conv_2d(void **state) {
         /* groups */
         {4, {2, 4, 7, 7}, 6, {3, 3}, {0}, {0}, {1, 1, 0, 1, 1}, true, 2, NULL, true, true},
         {4, {1, 6, 8, 8}, 9, {1, 3}, {1, 2}, {0}, {0, 1, 0, 0, 1}, true, 3, NULL, false, false},
+        /* five groups: dnnl_conv_split splits them 2 + 3 on two threads, 1 + 2 + 2 on three;
+         * a batch of 2 makes each part's slice strided */
+        {4, {2, 10, 6, 7}, 15, {3, 3}, {0}, {0}, {1, 1, 0, 1, 1}, true, 5, NULL, true, false},
+        {4, {2, 10, 6, 7}, 15, {3, 3}, {2, 1}, {0}, {0}, false, 5, NULL, true, true},
         /* depthwise, stride 2 and 1 */
         {4, {1, 8, 9, 9}, 8, {3, 3}, {2, 2}, {0}, {1, 1, 0, 1, 1}, true, 8, NULL, true, true},
         {4, {2, 16, 7, 5}, 16, {3, 3}, {0}, {0}, {1, 1, 0, 1, 1}, true, 16, NULL, true, true},
         /* depthwise with channel multiplier 2 */
         {4, {1, 4, 6, 6}, 8, {3, 3}, {0}, {0}, {0}, false, 4, NULL, true, true},
+        /* 40 output channels without groups: dnnl_conv_split's blocks of 16 on 2 and 3 threads */
+        {4, {2, 5, 6, 7}, 40, {3, 3}, {0}, {0}, {1, 1, 0, 1, 1}, true, 0, NULL, true, false},
         /* 1x1 (as a GEMM), stride 2 */
         {4, {2, 16, 7, 7}, 33, {1, 1}, {0}, {0}, {0}, false, 0, NULL, true, true},
         {4, {1, 17, 5, 6}, 7, {1, 1}, {2, 2}, {0}, {0}, false, 0, NULL, false, true},

@@ -1,4 +1,5 @@
-/* oneDNN as variants: "dnnl_matmul" (MatMul, Gemm) and "dnnl_conv" / "dnnl_conv_nchw" (Conv),
+/* oneDNN as variants: "dnnl_matmul" (MatMul, Gemm) and "dnnl_conv" / "dnnl_conv_nchw" /
+ * "dnnl_conv_split" (Conv),
  * through oneDNN's C API (version 2.x, dnnl.h).
  *
  * Everything that can be decided before running is decided in prepare: the primitive is created
@@ -29,6 +30,7 @@
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -58,6 +60,7 @@
     X(dnnl_primitive_attr_destroy)                                                                 \
     X(dnnl_primitive_attr_set_output_scales)                                                       \
     X(dnnl_primitive_attr_set_post_ops)                                                            \
+    X(dnnl_primitive_attr_set_scratchpad_mode)                                                     \
     X(dnnl_primitive_create)                                                                       \
     X(dnnl_primitive_desc_create)                                                                  \
     X(dnnl_primitive_desc_destroy)                                                                 \
@@ -195,6 +198,13 @@ typedef struct dnnl_state {
     /* MatMul / Gemm */
     vk_mm g;
     bool is_gemm, c_in_dst;
+    /* Conv: where this primitive's slice of the node's tensors starts, in elements
+     * (conv_prepare_part); 0 for a whole node. */
+    size_t x_off, y_off, w_off, b_off;
+    /* The primitive's own scratchpad (owned), when it was created in user scratchpad mode;
+     * else NULL and oneDNN uses its per-process one. */
+    dnnl_memory_desc_t scratch_md;
+    void *scratch;
 } dnnl_state;
 
 static void state_release(void *p) {
@@ -208,6 +218,7 @@ static void state_release(void *p) {
     free(s->bias_packed);
     free(s->src_tmp);
     free(s->dst_tmp);
+    free(s->scratch);
     free(s);
 }
 
@@ -254,6 +265,15 @@ static anvil_status finish_prepare(const ir_node *n, dnnl_state *s, const void *
     s->wei_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     s->dst_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     if (s->has_bias) s->bias_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+    const dnnl_memory_desc_t *scratch =
+        lib.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (scratch && lib.dnnl_memory_desc_get_size(scratch) > 0) {
+        s->scratch_md = *scratch;
+        if (!(s->scratch = alloc_md(scratch))) {
+            lib.dnnl_primitive_desc_destroy(pd);
+            return ANVIL_ERR_OUT_OF_MEMORY;
+        }
+    }
     dnnl_status_t ds = lib.dnnl_primitive_create(&s->prim, pd);
     lib.dnnl_primitive_desc_destroy(pd);
     DNNL_TRY(n, "creating the primitive", ds);
@@ -296,7 +316,7 @@ static anvil_status state_new(const kern_node *kn, dnnl_state **out) {
     return ANVIL_OK;
 }
 
-/* Executes s->prim with up to 4 (arg, md, buffer) triples, creating the memory handles. */
+/* Executes s->prim with up to 5 (arg, md, buffer) triples, creating the memory handles. */
 typedef struct exec_arg {
     int arg;
     const dnnl_memory_desc_t *md;
@@ -305,8 +325,8 @@ typedef struct exec_arg {
 
 static anvil_status execute(const ir_node *n, dnnl_stream_t stream, dnnl_primitive_t prim,
                             const exec_arg *a, int na) {
-    dnnl_memory_t mem[4] = {0};
-    dnnl_exec_arg_t args[4] = {{0}};
+    dnnl_memory_t mem[5] = {0};
+    dnnl_exec_arg_t args[5] = {{0}};
     dnnl_status_t ds = dnnl_success;
     for (int i = 0; i < na && ds == dnnl_success; i++) {
         ds = lib.dnnl_memory_create(&mem[i], a[i].md, engine, (void *)a[i].data);
@@ -553,44 +573,84 @@ static bool conv_supports(const kern_node *kn, const core_hw *hw) {
     return true;
 }
 
-static anvil_status conv_prepare_layout(const kern_node *kn, void **state, bool blocked) {
+/* A descriptor of `rank` dims laid out inside a dense row-major tensor of dims `full` (the same
+ * rank): a channel slice of an NCHW tensor. */
+static dnnl_status_t md_slice(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
+                              const int64_t *full) {
+    dnnl_dims_t d, s;
+    int64_t step = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        d[i] = dims[i];
+        s[i] = step;
+        step *= full[i] > 0 ? full[i] : 1;
+    }
+    return lib.dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
+}
+
+/* Prepares the part of kn's convolution that computes units [u0, u0 + un) as one primitive on
+ * `threads` OpenMP threads. A unit is a group when the node has groups (its input and output
+ * channels), else one output channel (all the input). The whole node is units [0, units(kn)).
+ * Activations, weights and bias are slices of the node's, at the offsets the state records.
+ * own_scratch: the primitive gets a scratchpad of its own, for parts that run at the same time
+ * (oneDNN's shared one is not made for that: concurrent parts crashed in it). */
+static anvil_status conv_prepare_part(const kern_node *kn, bool blocked, int threads, int64_t u0,
+                                      int64_t un, bool own_scratch, dnnl_state **out) {
     const ir_node *n = kn->node;
     dnnl_state *s;
     CORE_TRY(state_new(kn, &s));
+    s->threads = threads;
     anvil_status st = ANVIL_OK;
     int saved = threads_set(s->threads);
     conv_geom cg;
     (void)conv_geometry(kn, &cg);
     const ir_shape *xs = &kn->in[0].shape, *ws = &kn->in[1].shape, *ys = &kn->out[0].shape;
     int rank = xs->rank;
-    if (xs->d[0] == 0) {
+    if (xs->d[0] == 0 || un == 0) {
         s->trivial = true;
         goto done;
     }
+    bool grouped = cg.group > 1;
+    /* input and output channels per unit; a unit of a group-1 node reads all input channels */
+    int64_t cpu = grouped ? xs->d[1] / cg.group : 0, mpu = grouped ? ws->d[0] / cg.group : 1;
+    int64_t xd[DNNL_MAX_NDIMS], yd[DNNL_MAX_NDIMS], wd[DNNL_MAX_NDIMS];
+    int64_t xplane = 1, yplane = 1, wunit = mpu;
+    for (int i = 0; i < rank; i++) {
+        xd[i] = xs->d[i];
+        yd[i] = ys->d[i];
+        if (i >= 2) xplane *= xs->d[i], yplane *= ys->d[i];
+        if (i >= 1) wunit *= ws->d[i];
+    }
+    if (grouped) xd[1] = un * cpu;
+    yd[1] = un * mpu;
+    s->x_off = (size_t)(u0 * cpu * xplane);
+    s->y_off = (size_t)(u0 * mpu * yplane);
+    s->w_off = (size_t)(u0 * wunit);
+    s->b_off = (size_t)(u0 * mpu);
     /* Weights: M x C/G x k... , or G x M/G x C/G x k... with groups. */
-    int64_t wd[DNNL_MAX_NDIMS];
     int wrank = rank;
-    if (cg.group > 1) {
-        wd[0] = cg.group;
-        wd[1] = ws->d[0] / cg.group;
+    if (grouped) {
+        wd[0] = un;
+        wd[1] = mpu;
         for (int i = 1; i < rank; i++) wd[i + 1] = ws->d[i];
         wrank = rank + 1;
     } else {
         for (int i = 0; i < rank; i++) wd[i] = ws->d[i];
+        wd[0] = un;
     }
     dnnl_memory_desc_t x_md, w_user_md, w_md, y_md, b_md;
     memset(&w_user_md, 0, sizeof w_user_md);
-    dnnl_status_t ds = md_plain(&s->src_user_md, rank, xs->d);
-    if (ds == dnnl_success) ds = md_plain(&s->dst_user_md, rank, ys->d);
+    dnnl_status_t ds = md_slice(&s->src_user_md, rank, xd, xs->d);
+    if (ds == dnnl_success) ds = md_slice(&s->dst_user_md, rank, yd, ys->d);
     if (ds == dnnl_success) ds = md_plain(&w_user_md, wrank, wd);
     x_md = s->src_user_md;
     y_md = s->dst_user_md;
     w_md = w_user_md;
-    if (ds == dnnl_success && blocked) ds = md_any(&x_md, rank, xs->d);
-    if (ds == dnnl_success && blocked) ds = md_any(&y_md, rank, ys->d);
+    if (ds == dnnl_success && blocked) ds = md_any(&x_md, rank, xd);
+    if (ds == dnnl_success && blocked) ds = md_any(&y_md, rank, yd);
     if (ds == dnnl_success && kn->in[1].value) ds = md_any(&w_md, wrank, wd);
     s->has_bias = kn->n_in > 2 && n->n_inputs > 2 && n->inputs[2] != IR_NONE;
-    if (ds == dnnl_success && s->has_bias) ds = md_plain(&b_md, 1, &ws->d[0]);
+    int64_t bn = un * mpu;
+    if (ds == dnnl_success && s->has_bias) ds = md_plain(&b_md, 1, &bn);
     if (ds != dnnl_success) {
         st = dnnl_fail(n, "describing the operands", ds);
         goto done;
@@ -603,8 +663,21 @@ static anvil_status conv_prepare_layout(const kern_node *kn, void **state, bool 
         st = dnnl_fail(n, "describing the convolution", ds);
         goto done;
     }
-    if ((st = finish_prepare(n, s, &desc, NULL, &w_user_md, kn->in[1].value)) != ANVIL_OK)
-        goto done;
+    const float *wv = kn->in[1].value ? (const float *)kn->in[1].value + s->w_off : NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    if (own_scratch) {
+        ds = lib.dnnl_primitive_attr_create(&attr);
+        if (ds == dnnl_success)
+            ds = lib.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+        if (ds != dnnl_success) {
+            if (attr) lib.dnnl_primitive_attr_destroy(attr);
+            st = dnnl_fail(n, "creating attributes", ds);
+            goto done;
+        }
+    }
+    st = finish_prepare(n, s, &desc, attr, &w_user_md, wv);
+    if (attr) lib.dnnl_primitive_attr_destroy(attr);
+    if (st != ANVIL_OK) goto done;
     /* The primitive may still take plain activations even when allowed to choose. */
     dnnl_primitive_desc_t pd = NULL;
     if (!lib.dnnl_memory_desc_equal(&s->src_md, &s->src_user_md)) {
@@ -635,16 +708,63 @@ done:
         state_release(s);
         return st;
     }
-    *state = s;
+    *out = s;
     return ANVIL_OK;
 }
 
+/* The units conv_prepare_part counts: groups, or output channels without groups. */
+static int64_t conv_units(const kern_node *kn, const conv_geom *cg) {
+    return cg->group > 1 ? cg->group : kn->in[1].shape.d[0];
+}
+
+static anvil_status conv_prepare_whole(const kern_node *kn, void **state, bool blocked) {
+    conv_geom cg;
+    (void)conv_geometry(kn, &cg);
+    return conv_prepare_part(kn, blocked, kn->threads > 0 ? kn->threads : 1, 0, conv_units(kn, &cg),
+                             false, (dnnl_state **)state);
+}
+
 static anvil_status conv_prepare_blocked(const kern_node *kn, void **state) {
-    return conv_prepare_layout(kn, state, true);
+    return conv_prepare_whole(kn, state, true);
 }
 
 static anvil_status conv_prepare_nchw(const kern_node *kn, void **state) {
-    return conv_prepare_layout(kn, state, false);
+    return conv_prepare_whole(kn, state, false);
+}
+
+/* Runs one prepared part (conv_prepare_part) on the current thread's OpenMP setting. */
+static anvil_status conv_run_part(const ir_node *n, const dnnl_state *s, const op_tensor *const *in,
+                                  op_tensor *const *out) {
+    if (s->trivial) return ANVIL_OK;
+    const float *x = (const float *)in[0]->data + s->x_off;
+    float *yuser = (float *)out[0]->data + s->y_off;
+    void *y = s->dst_reorder ? s->dst_tmp : yuser;
+    int saved = threads_set(s->threads);
+    anvil_status st = ANVIL_OK;
+    const void *src = x;
+    if (s->src_reorder) {
+        exec_arg r[2] = {{DNNL_ARG_FROM, &s->src_user_md, x},
+                         {DNNL_ARG_TO, &s->src_md, s->src_tmp}};
+        st = execute(n, s->stream, s->src_reorder, r, 2);
+        src = s->src_tmp;
+    }
+    if (st == ANVIL_OK) {
+        const float *w = s->wei_packed ? s->wei_packed : (const float *)in[1]->data + s->w_off;
+        exec_arg a[5] = {{DNNL_ARG_SRC, &s->src_md, src},
+                         {DNNL_ARG_WEIGHTS, &s->wei_md, w},
+                         {DNNL_ARG_DST, &s->dst_md, y}};
+        int na = 3;
+        if (s->has_bias)
+            a[na++] = (exec_arg){DNNL_ARG_BIAS, &s->bias_md, (const float *)in[2]->data + s->b_off};
+        if (s->scratch) a[na++] = (exec_arg){DNNL_ARG_SCRATCHPAD, &s->scratch_md, s->scratch};
+        st = execute(n, s->stream, s->prim, a, na);
+    }
+    if (st == ANVIL_OK && s->dst_reorder) {
+        exec_arg r[2] = {{DNNL_ARG_FROM, &s->dst_md, y}, {DNNL_ARG_TO, &s->dst_user_md, yuser}};
+        st = execute(n, s->stream, s->dst_reorder, r, 2);
+    }
+    threads_restore(saved, s->threads);
+    return st;
 }
 
 static anvil_status conv_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
@@ -653,33 +773,80 @@ static anvil_status conv_run(const ir_node *n, void *state, const op_tensor *con
     (void)n_out;
     (void)workspace;
     (void)ctx;
-    dnnl_state *s = state;
-    if (s->trivial) return ANVIL_OK;
-    const void *x = in[0]->data;
-    void *y = s->dst_reorder ? s->dst_tmp : out[0]->data;
-    int saved = threads_set(s->threads);
-    anvil_status st = ANVIL_OK;
-    if (s->src_reorder) {
-        exec_arg r[2] = {{DNNL_ARG_FROM, &s->src_user_md, x},
-                         {DNNL_ARG_TO, &s->src_md, s->src_tmp}};
-        st = execute(n, s->stream, s->src_reorder, r, 2);
-        x = s->src_tmp;
+    return conv_run_part(n, state, in, out);
+}
+
+/* ---- dnnl_conv_split: a Conv split across anvil's threads, one oneDNN primitive each
+ *
+ * oneDNN parallelizes a convolution with OpenMP, whose team costs a wake-up per call that small
+ * convolutions do not earn back (see conv_variants.c, rule_grouped). Here each of anvil's pool
+ * threads runs its own share of the node as a one-thread primitive: a share of the groups, or
+ * without groups a share of the output channels (in blocks of 16, oneDNN's widest channel
+ * block). Either is a contiguous slice of NCHW activations and of the weights, so the parts need
+ * no copies; a group-1 node's parts each read (and reorder) the whole input. */
+
+typedef struct split_state {
+    int parts;
+    dnnl_state *part[]; /* owned */
+} split_state;
+
+static void split_release(void *p) {
+    split_state *g = p;
+    if (!g) return;
+    for (int i = 0; i < g->parts; i++) state_release(g->part[i]);
+    free(g);
+}
+
+static anvil_status split_prepare(const kern_node *kn, void **state) {
+    conv_geom cg;
+    (void)conv_geometry(kn, &cg);
+    int64_t units = conv_units(kn, &cg), block = cg.group > 1 ? 1 : 16;
+    int64_t blocks = (units + block - 1) / block;
+    int64_t parts = kn->threads > 1 ? kn->threads : 1;
+    if (parts > blocks) parts = blocks;
+    if (parts < 1) parts = 1;
+    split_state *g = core_calloc(1, sizeof *g + (size_t)parts * sizeof g->part[0]);
+    if (!g) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (int64_t p = 0; p < parts; p++) {
+        int64_t u0 = blocks * p / parts * block, u1 = blocks * (p + 1) / parts * block;
+        if (u1 > units) u1 = units;
+        anvil_status st = conv_prepare_part(kn, true, 1, u0, u1 - u0, true, &g->part[p]);
+        if (st != ANVIL_OK) {
+            split_release(g);
+            return st;
+        }
+        g->parts = (int)p + 1;
     }
-    if (st == ANVIL_OK) {
-        exec_arg a[4] = {
-            {DNNL_ARG_SRC, &s->src_md, x},
-            {DNNL_ARG_WEIGHTS, &s->wei_md, s->wei_packed ? s->wei_packed : in[1]->data},
-            {DNNL_ARG_DST, &s->dst_md, y},
-            {DNNL_ARG_BIAS, &s->bias_md, s->has_bias ? in[2]->data : NULL}};
-        st = execute(n, s->stream, s->prim, a, s->has_bias ? 4 : 3);
+    *state = g;
+    return ANVIL_OK;
+}
+
+typedef struct split_job {
+    const ir_node *n;
+    const split_state *g;
+    const op_tensor *const *in;
+    op_tensor *const *out;
+    _Atomic int failed; /* an anvil_status, the first non-OK one */
+} split_job;
+
+static void split_chunk(void *arg, size_t begin, size_t end) {
+    split_job *j = arg;
+    for (size_t p = begin; p < end; p++) {
+        anvil_status st = conv_run_part(j->n, j->g->part[p], j->in, j->out);
+        int ok = ANVIL_OK;
+        if (st != ANVIL_OK) atomic_compare_exchange_strong(&j->failed, &ok, (int)st);
     }
-    if (st == ANVIL_OK && s->dst_reorder) {
-        exec_arg r[2] = {{DNNL_ARG_FROM, &s->dst_md, y},
-                         {DNNL_ARG_TO, &s->dst_user_md, out[0]->data}};
-        st = execute(n, s->stream, s->dst_reorder, r, 2);
-    }
-    threads_restore(saved, s->threads);
-    return st;
+}
+
+static anvil_status split_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                              op_tensor *const *out, int n_out, void *workspace, op_ctx *ctx) {
+    (void)n_in;
+    (void)n_out;
+    (void)workspace;
+    const split_state *g = state;
+    split_job j = {n, g, in, out, ANVIL_OK};
+    op_parallel_for(ctx, (size_t)g->parts, split_chunk, &j);
+    return (anvil_status)atomic_load(&j.failed);
 }
 
 /* ---- the variants ---------------------------------------------------------------------------- */
@@ -697,6 +864,10 @@ const kern_variant kern_dnnl_gemm = {
 const kern_variant kern_dnnl_conv = {
     "dnnl_conv",          IR_OP_CONV,    KERN_OWN_THREADS, conv_supports, NULL,
     conv_prepare_blocked, state_release, conv_run,         NULL,          NULL,
+};
+const kern_variant kern_dnnl_conv_split = {
+    "dnnl_conv_split", IR_OP_CONV,    0,         conv_supports, NULL,
+    split_prepare,     split_release, split_run, NULL,          NULL,
 };
 const kern_variant kern_dnnl_conv_nchw = {
     "dnnl_conv_nchw",  IR_OP_CONV,    KERN_OWN_THREADS, conv_supports, NULL,

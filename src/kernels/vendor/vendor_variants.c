@@ -7,7 +7,8 @@
 #include "kernels/kernels.h"
 
 #ifdef ANVIL_HAVE_DNNL
-extern const kern_variant kern_dnnl_matmul, kern_dnnl_gemm, kern_dnnl_conv, kern_dnnl_conv_nchw;
+extern const kern_variant kern_dnnl_matmul, kern_dnnl_gemm, kern_dnnl_conv, kern_dnnl_conv_nchw,
+    kern_dnnl_conv_split;
 #endif
 #ifdef ANVIL_HAVE_OPENBLAS
 extern const kern_variant kern_openblas_matmul, kern_openblas_gemm;
@@ -22,6 +23,7 @@ const kern_variant *const kern_family_vendor[] = {
     &kern_dnnl_gemm,
     &kern_dnnl_conv,
     &kern_dnnl_conv_nchw,
+    &kern_dnnl_conv_split,
 #endif
 #ifdef ANVIL_HAVE_BLIS
     &kern_blis_matmul,

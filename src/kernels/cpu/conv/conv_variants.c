@@ -479,7 +479,7 @@ static bool rule_grouped(const conv_shape *s) {
 }
 
 #ifdef ANVIL_HAVE_DNNL
-extern const kern_variant kern_dnnl_conv;
+extern const kern_variant kern_dnnl_conv_split;
 #endif
 
 typedef struct conv_rule {
@@ -506,7 +506,7 @@ static const conv_rule cascade[] = {
      * dnnl_variants.c), which costs more than the second thread gains on convs this small:
      * RegNetY-400MF at 2 threads, 3 alternating runs, 11.1/12.9/9.3 ms with both threads in
      * oneDNN, 9.6/10.9/8.5 with one (anvil's own kernels: 12.4). */
-    {&kern_dnnl_conv, rule_grouped, true},
+    {&kern_dnnl_conv_split, rule_grouped, false},
 #endif
     {&conv_v_nhwc, rule_tiny_map, false},
     {&conv_v_1x1, rule_1x1, false},
