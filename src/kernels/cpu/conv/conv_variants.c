@@ -485,37 +485,37 @@ extern const kern_variant kern_dnnl_conv_split;
 typedef struct conv_rule {
     const kern_variant *v;
     bool (*when)(const conv_shape *s);
-    bool one_thread; /* run v on the calling thread alone, whatever the session's count */
 } conv_rule;
 
 /* First rule whose condition holds and whose variant applies wins. */
 static const conv_rule cascade[] = {
-    {&conv_v_depthwise_avx2, rule_depthwise_rows, false},
-    {&conv_v_depthwise_avx512, rule_depthwise, false},
-    {&conv_v_depthwise_avx2, rule_depthwise, false},
-    {&conv_v_dwx_avx2, rule_dwx_wide, false},
-    {&conv_v_dwx_avx512, rule_depthwise, false},
-    {&conv_v_dwx_avx2, rule_depthwise, false},
-    {&conv_v_dwx_avx512, rule_depthwise_mult, false},
-    {&conv_v_dwx_avx2, rule_depthwise_mult, false},
-    {&conv_v_smallc_avx512, rule_smallc, false},
-    {&conv_v_smallc_avx2, rule_smallc, false},
-    {&conv_v_regions, rule_any, false},
+    {&conv_v_depthwise_avx2, rule_depthwise_rows},
+    {&conv_v_depthwise_avx512, rule_depthwise},
+    {&conv_v_depthwise_avx2, rule_depthwise},
+    {&conv_v_dwx_avx2, rule_dwx_wide},
+    {&conv_v_dwx_avx512, rule_depthwise},
+    {&conv_v_dwx_avx2, rule_depthwise},
+    {&conv_v_dwx_avx512, rule_depthwise_mult},
+    {&conv_v_dwx_avx2, rule_depthwise_mult},
+    {&conv_v_smallc_avx512, rule_smallc},
+    {&conv_v_smallc_avx2, rule_smallc},
+    {&conv_v_regions, rule_any},
 #ifdef ANVIL_HAVE_DNNL
-    /* On one thread: each call wakes OpenMP's sleeping workers (anvil keeps them passive, see
-     * dnnl_variants.c), which costs more than the second thread gains on convs this small:
-     * RegNetY-400MF at 2 threads, 3 alternating runs, 11.1/12.9/9.3 ms with both threads in
-     * oneDNN, 9.6/10.9/8.5 with one (anvil's own kernels: 12.4). */
-    {&kern_dnnl_conv_split, rule_grouped, false},
+    /* Split by groups across anvil's threads, one single-thread primitive each: a oneDNN call
+     * on 2 OpenMP threads wakes a sleeping worker (anvil keeps them passive, see
+     * dnnl_variants.c), which costs more than the second thread gains on convs this small.
+     * RegNetY-400MF at 2 threads, medians of 6 alternating runs: 7.3 ms with these convs on one
+     * thread, 6.0 split (OpenMP's 2 threads, earlier: 9.3-12.9 ms). */
+    {&kern_dnnl_conv_split, rule_grouped},
 #endif
-    {&conv_v_nhwc, rule_tiny_map, false},
-    {&conv_v_1x1, rule_1x1, false},
-    {&conv_v_winograd_f4, rule_winograd_f4, false},
-    {&conv_v_winograd_f2, rule_winograd_f2, false},
-    {&conv_v_winograd_s2, rule_winograd_s2, false},
-    {&conv_v_nhwc, rule_nhwc, false},
-    {&conv_v_im2col, rule_pointwise, false},
-    {&conv_v_implicit, rule_any, false},
+    {&conv_v_nhwc, rule_tiny_map},
+    {&conv_v_1x1, rule_1x1},
+    {&conv_v_winograd_f4, rule_winograd_f4},
+    {&conv_v_winograd_f2, rule_winograd_f2},
+    {&conv_v_winograd_s2, rule_winograd_s2},
+    {&conv_v_nhwc, rule_nhwc},
+    {&conv_v_im2col, rule_pointwise},
+    {&conv_v_implicit, rule_any},
 };
 
 static const conv_rule *pick_rule(const kern_node *kn) {
@@ -532,15 +532,6 @@ const kern_variant *conv_auto_pick(const kern_node *kn) {
     return r ? r->v : NULL;
 }
 
-/* The variant conv_f32 delegates to, and in *use the node as that variant sees it (kn, or a
- * copy of it on one thread). */
-static const kern_variant *delegate(const kern_node *kn, kern_node *use) {
-    const conv_rule *r = pick_rule(kn);
-    *use = *kn;
-    if (r && r->one_thread) use->threads = 1;
-    return r ? r->v : NULL;
-}
-
 typedef struct auto_state {
     const kern_variant *v;
     void *inner;
@@ -552,22 +543,20 @@ static bool auto_supports(const kern_node *kn, const core_hw *hw) {
 }
 
 static size_t auto_workspace(const kern_node *kn) {
-    kern_node use;
-    const kern_variant *v = delegate(kn, &use);
-    return v && v->workspace_size ? v->workspace_size(&use) : 0;
+    const kern_variant *v = conv_auto_pick(kn);
+    return v && v->workspace_size ? v->workspace_size(kn) : 0;
 }
 
 static anvil_status auto_prepare(const kern_node *kn, void **state) {
     auto_state *a = core_calloc(1, sizeof *a);
     if (!a) return ANVIL_ERR_OUT_OF_MEMORY;
-    kern_node use;
-    a->v = delegate(kn, &use);
+    a->v = conv_auto_pick(kn);
     anvil_status st = ANVIL_OK;
     if (!a->v)
         st = core_err(ANVIL_ERR_INTERNAL, "%s: conv_f32 found no conv variant for this node",
                       ir_node_label(kn->node));
     else if (a->v->prepare)
-        st = a->v->prepare(&use, &a->inner);
+        st = a->v->prepare(kn, &a->inner);
     if (st != ANVIL_OK) {
         free(a);
         return st;
@@ -592,9 +581,8 @@ static anvil_status auto_run(const ir_node *n, void *state, const op_tensor *con
 /* conv_f32 fuses exactly when the variant it delegates to does (that variant's run sees the same
  * node and prepared its own state from the same kn). */
 static bool auto_fuses(const kern_node *kn) {
-    kern_node use;
-    const kern_variant *v = delegate(kn, &use);
-    return v && v->fuses && v->fuses(&use);
+    const kern_variant *v = conv_auto_pick(kn);
+    return v && v->fuses && v->fuses(kn);
 }
 
 static const kern_variant conv_v_auto = {
