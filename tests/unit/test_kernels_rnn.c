@@ -218,6 +218,37 @@ static void test_gemm_path(void **state) {
             }
 }
 
+/* One direction of a batch of 1 or 2 on 2 and 3 threads, with a step's product above
+ * STEP_MIN_WORK (rnn_variants.c): the hidden units split across threads, one fork-join per step
+ * (h double-buffered), with hidden sizes that are not whole vectors, shorter sequences (their
+ * rows keep their state while others go on), layout 1, clip and peepholes. */
+static void test_stepwise(void **state) {
+    (void)state;
+    const rcase cases[] = {
+        {.op = IR_OP_LSTM, .dir = 0, .B = 1, .T = 4, .I = 8, .H = 260, .seq = 1},
+        {.op = IR_OP_LSTM,
+         .dir = 1,
+         .B = 2,
+         .T = 5,
+         .I = 6,
+         .H = 260,
+         .seq = 2,
+         .layout = true,
+         .clip = 0.9f},
+        {.op = IR_OP_GRU, .dir = 0, .B = 1, .T = 4, .I = 5, .H = 300, .lbr = 1},
+        {.op = IR_OP_GRU, .dir = 1, .B = 2, .T = 3, .I = 5, .H = 300, .lbr = 1, .seq = 2},
+        {.op = IR_OP_RNN, .dir = 1, .B = 2, .T = 4, .I = 7, .H = 520, .seq = 2},
+    };
+    unsigned seed = 250;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rcase c = cases[i];
+        c.bias = c.h0 = c.c0 = c.peep = c.w_known = true;
+        c.seq_known = false;
+        c.n_out = max_outs(c.op);
+        check_case(&c, expected(c.op), seed++);
+    }
+}
+
 /* No steps: Y is empty and Y_h / Y_c are the initial state. */
 static void test_zero_steps(void **state) {
     (void)state;
@@ -393,10 +424,11 @@ static void test_gate_accuracy(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grid),      cmocka_unit_test(test_layout_clip),
-        cmocka_unit_test(test_gemm_path), cmocka_unit_test(test_zero_steps),
-        cmocka_unit_test(test_no_y),      cmocka_unit_test(test_bad_lens),
-        cmocka_unit_test(test_declines),  cmocka_unit_test(test_gate_accuracy),
+        cmocka_unit_test(test_grid),          cmocka_unit_test(test_layout_clip),
+        cmocka_unit_test(test_gemm_path),     cmocka_unit_test(test_stepwise),
+        cmocka_unit_test(test_zero_steps),    cmocka_unit_test(test_no_y),
+        cmocka_unit_test(test_bad_lens),      cmocka_unit_test(test_declines),
+        cmocka_unit_test(test_gate_accuracy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

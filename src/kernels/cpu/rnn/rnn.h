@@ -28,16 +28,18 @@ typedef struct rnn_isa {
      * is a GEMV), where a general GEMM's packing costs more than the product. */
     void (*gemm_small)(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                        const float *bias, float *c, int64_t ldc);
-    /* One LSTM step of one batch row. xw: the input projection with both biases, gates i, o, f,
-     * c at 0, hp, 2hp, 3hp; rec: h_{t-1} R^T in the same order; p: the peepholes i, o, f at 0,
-     * hp, 2hp, or NULL. c and h hold the state and are updated in place. clip: the clip
-     * threshold (INFINITY: none). */
-    void (*lstm_row)(int64_t hp, const float *xw, const float *rec, const float *p, float *c,
-                     float *h, float clip);
-    /* One GRU step with linear_before_reset = 1. xw: z, r, h gates (biases Wb + Rb for z and r,
-     * Wb only for h); rec: h_{t-1} R^T without bias; rbh: Rb of the h gate. h updated in place. */
-    void (*gru_lbr_row)(int64_t hp, const float *xw, const float *rec, const float *rbh, float *h,
-                        float clip);
+    /* One LSTM step of one batch row, hidden units [0, n) (n a multiple of RNN_PAD, at most
+     * hp; a slice of the units when the pointers are offset). xw: the input projection with
+     * both biases, gates i, o, f, c at 0, hp, 2hp, 3hp; rec: h_{t-1} R^T in the same order; p:
+     * the peepholes i, o, f at 0, hp, 2hp, or NULL. c and h hold the state and are updated in
+     * place. clip: the clip threshold (INFINITY: none). */
+    void (*lstm_row)(int64_t n, int64_t hp, const float *xw, const float *rec, const float *p,
+                     float *c, float *h, float clip);
+    /* One GRU step with linear_before_reset = 1, units [0, n) as lstm_row. xw: z, r, h gates
+     * (biases Wb + Rb for z and r, Wb only for h); rec: h_{t-1} R^T without bias; rbh: Rb of the
+     * h gate. h updated in place. */
+    void (*gru_lbr_row)(int64_t n, int64_t hp, const float *xw, const float *rec, const float *rbh,
+                        float *h, float clip);
     /* The first half of a GRU step with linear_before_reset = 0: z = f(xw_z + rec_z) is written
      * over xw's z gate, and rh = r * h_{t-1} with r = f(xw_r + rec_r). */
     void (*gru_zr_row)(int64_t hp, float *xw, const float *rec, const float *h, float *rh,

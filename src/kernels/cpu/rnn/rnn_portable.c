@@ -33,9 +33,9 @@ static inline float sigmoidf(float x) {
     return e / (1.0f + e);
 }
 
-static void p_lstm_row(int64_t hp, const float *xw, const float *rec, const float *p, float *c,
-                       float *h, float clip) {
-    for (int64_t j = 0; j < hp; j++) {
+static void p_lstm_row(int64_t n, int64_t hp, const float *xw, const float *rec, const float *p,
+                       float *c, float *h, float clip) {
+    for (int64_t j = 0; j < n; j++) {
         const float cp = c[j];
         float xi = xw[j] + rec[j], xf = xw[2 * hp + j] + rec[2 * hp + j];
         float xo = xw[hp + j] + rec[hp + j];
@@ -52,9 +52,9 @@ static void p_lstm_row(int64_t hp, const float *xw, const float *rec, const floa
     }
 }
 
-static void p_gru_lbr_row(int64_t hp, const float *xw, const float *rec, const float *rbh, float *h,
-                          float clip) {
-    for (int64_t j = 0; j < hp; j++) {
+static void p_gru_lbr_row(int64_t n, int64_t hp, const float *xw, const float *rec,
+                          const float *rbh, float *h, float clip) {
+    for (int64_t j = 0; j < n; j++) {
         const float z = sigmoidf(clipf(xw[j] + rec[j], clip));
         const float r = sigmoidf(clipf(xw[hp + j] + rec[hp + j], clip));
         const float hh = tanhf(clipf(xw[2 * hp + j] + r * (rec[2 * hp + j] + rbh[j]), clip));

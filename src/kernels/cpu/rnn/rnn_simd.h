@@ -127,10 +127,10 @@ static inline V tanhv(V x) {
     return V_LT(x, V_ZERO(), V_SUB(V_ZERO(), y), y);
 }
 
-static void k_lstm_row(int64_t hp, const float *xw, const float *rec, const float *p, float *c,
-                       float *h, float clip) {
+static void k_lstm_row(int64_t n, int64_t hp, const float *xw, const float *rec, const float *p,
+                       float *c, float *h, float clip) {
     const V lim = V_SET1(clip);
-    for (int64_t j = 0; j < hp; j += VW) {
+    for (int64_t j = 0; j < n; j += VW) {
         const V cp = V_LOADU(c + j);
         V xi = V_ADD(V_LOADU(xw + j), V_LOADU(rec + j));
         V xf = V_ADD(V_LOADU(xw + 2 * hp + j), V_LOADU(rec + 2 * hp + j));
@@ -151,10 +151,10 @@ static void k_lstm_row(int64_t hp, const float *xw, const float *rec, const floa
     }
 }
 
-static void k_gru_lbr_row(int64_t hp, const float *xw, const float *rec, const float *rbh, float *h,
-                          float clip) {
+static void k_gru_lbr_row(int64_t n, int64_t hp, const float *xw, const float *rec,
+                          const float *rbh, float *h, float clip) {
     const V lim = V_SET1(clip);
-    for (int64_t j = 0; j < hp; j += VW) {
+    for (int64_t j = 0; j < n; j += VW) {
         const V z = sigmoidv(clipv(V_ADD(V_LOADU(xw + j), V_LOADU(rec + j)), lim));
         const V r = sigmoidv(clipv(V_ADD(V_LOADU(xw + hp + j), V_LOADU(rec + hp + j)), lim));
         const V lin = V_ADD(V_LOADU(rec + 2 * hp + j), V_LOADU(rbh + j));

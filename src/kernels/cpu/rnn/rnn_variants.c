@@ -11,7 +11,12 @@
  * the gates only see whole vectors; the padding lanes stay out of every product and output.
  *
  * Directions, and slices of the batch, are independent recurrences: they are the units split
- * across threads (the input projection is split inside anvil's GEMM).
+ * across threads (the input projection is split inside anvil's GEMM). Where they are fewer than
+ * the threads (one direction of a batch of 1: a GEMV per step, its R^T read from L3 each time),
+ * each direction's hidden units are split instead, "stepwise": every step is one fork-join in
+ * which a thread multiplies by its columns of R^T (a slice of every gate, laid out apart so that
+ * it stays in that core's L2) and runs the gates of its units. h is double-buffered, since the
+ * next step's products read all of it.
  *
  * Accepted: constant W, R, B and P (they are laid out in prepare); X, initial_h, initial_c and
  * sequence_lens may change per run. sequence_lens is handled as the reference does (rows past
@@ -38,6 +43,9 @@
 #define MAX_WORKSPACE ((size_t)1 << 30)
 /* Below this many multiply-adds per run the recurrence runs on the calling thread. */
 #define PAR_MIN_WORK ((int64_t)1 << 18)
+/* The stepwise split (above) needs this many multiply-adds per step and direction to pay for a
+ * fork-join per step. */
+#define STEP_MIN_WORK ((int64_t)1 << 18)
 
 typedef enum { K_RNN, K_GRU, K_LSTM } rnn_kind;
 
@@ -49,6 +57,10 @@ typedef struct rnn_state {
     float clip; /* INFINITY: none */
     int64_t T, B, I, H, Hp, GHp, DGHp;
     int threads, chunks; /* units of the recurrence: D * chunks batch slices */
+    /* > 1: stepwise (above), units D * slices; each slice's R^T columns of gate g for direction
+     * d are rts[(d * slices + k) * G + g], [H, width] in panels */
+    int slices;
+    float **rts;
     /* input projection: xw = X W^T + bias, rows of DGHp */
     bool x_small;
     float *wt; /* [I, DGHp] in panels (x_small) */
@@ -67,7 +79,8 @@ typedef struct rnn_state {
     float *rbh;  /* GRU with linear_before_reset: Rb of the h gate, [D][Hp] */
     float *peep; /* LSTM with P: [D][3 Hp] */
     /* workspace, byte offsets */
-    size_t off_xw, off_h, off_c, off_rec, off_rh, off_lens, off_gx, off_gr, gr_stride, total;
+    size_t off_xw, off_h, off_h2, off_c, off_rec, off_rh, off_lens, off_gx, off_gr, gr_stride,
+        total;
 } rnn_state;
 
 static bool has_input(const kern_node *kn, int i) {
@@ -198,6 +211,16 @@ static bool plan(const kern_node *kn, const core_hw *hw, rnn_state *s) {
     int64_t chunks = s->threads / s->D;
     if (chunks > s->B) chunks = s->B;
     if (chunks < 1 || work < PAR_MIN_WORK) chunks = 1;
+    /* stepwise where the recurrences leave threads idle; GRU without linear_before_reset needs
+     * the whole r * h before its second product, a second sync per step, and stays as it is */
+    s->slices = 1;
+    int64_t slices = s->threads / D, units_h = s->Hp / RNN_PAD;
+    if (slices > units_h) slices = units_h;
+    if (D * chunks < s->threads && slices > 1 && s->B <= R_SMALL_ROWS &&
+        s->B * H * s->GHp >= STEP_MIN_WORK && !(s->kind == K_GRU && !s->lbr)) {
+        s->slices = (int)slices;
+        chunks = 1;
+    }
     s->chunks = (int)chunks;
     const int64_t rows = s->T * s->B, chunk_rows = (s->B + chunks - 1) / chunks;
     s->x_small = rows <= X_SMALL_ROWS;
@@ -215,6 +238,7 @@ static bool plan(const kern_node *kn, const core_hw *hw, rnn_state *s) {
     int64_t states = D * s->B;
     if (!region(&off, &s->off_xw, rows, (size_t)s->DGHp * sizeof(float)) ||
         !region(&off, &s->off_h, states * s->Hp, sizeof(float)) ||
+        !region(&off, &s->off_h2, states * s->Hp, sizeof(float)) ||
         !region(&off, &s->off_c, states * s->Hp, sizeof(float)) ||
         !region(&off, &s->off_rec, states * s->GHp, sizeof(float)) ||
         !region(&off, &s->off_rh, states * s->Hp, sizeof(float)) ||
@@ -251,6 +275,8 @@ static void release(void *state) {
     free(s->rbh);
     free(s->peep);
     gemm_packed_free(&s->pw);
+    for (int64_t i = 0; s->rts && i < (int64_t)s->D * s->slices * s->G; i++) free(s->rts[i]);
+    free(s->rts);
     for (int d = 0; d < 2; d++)
         for (int q = 0; q < 2; q++) {
             free(s->rt[d][q]);
@@ -283,8 +309,30 @@ static anvil_status lay_out_part(rnn_state *s, const float *rd, int64_t d, int q
     return s->rt[d][q] ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
 }
 
+/* Slice k of the hidden units [*j0, *j1), of the slices of a stepwise state: whole vectors. */
+static void slice_bounds(const rnn_state *s, int64_t k, int64_t *j0, int64_t *j1) {
+    const int64_t v = s->Hp / RNN_PAD;
+    *j0 = v * k / s->slices * RNN_PAD;
+    *j1 = v * (k + 1) / s->slices * RNN_PAD;
+}
+
+/* The stepwise slices of Rt [D][H, GHp] (rts, see rnn_state). */
+static anvil_status lay_out_slices(rnn_state *s, const float *rt) {
+    const int64_t n = (int64_t)s->D * s->slices * s->G;
+    if (!(s->rts = core_calloc((size_t)n, sizeof *s->rts))) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t g = i % s->G, k = i / s->G % s->slices, d = i / s->G / s->slices;
+        int64_t j0, j1;
+        slice_bounds(s, k, &j0, &j1);
+        s->rts[i] = panels(rt + d * s->H * s->GHp + g * s->Hp + j0, s->GHp, s->H, j1 - j0);
+        if (!s->rts[i]) return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    return ANVIL_OK;
+}
+
 /* W [D, G H, I] as Wt [I, DGHp] and R [D, G H, H] as Rt [D][H, GHp], gate blocks padded; then
- * in panels for the small kernel, or packed for anvil's GEMM where the rows are many. */
+ * in panels for the small kernel, or packed for anvil's GEMM where the rows are many (R in
+ * slices when stepwise). */
 static anvil_status lay_out_weights(rnn_state *s, const float *W, const float *R) {
     const int64_t D = s->D, G = s->G, H = s->H, I = s->I, Hp = s->Hp, GHp = s->GHp;
     float *wt = zalloc(I * s->DGHp), *rt = zalloc(D * H * GHp);
@@ -311,7 +359,8 @@ static anvil_status lay_out_weights(rnn_state *s, const float *W, const float *R
     }
     free(wt);
     const bool split = s->kind == K_GRU && !s->lbr;
-    for (int64_t d = 0; d < D && st == ANVIL_OK; d++) {
+    if (st == ANVIL_OK && s->slices > 1) st = lay_out_slices(s, rt);
+    for (int64_t d = 0; d < D && s->slices == 1 && st == ANVIL_OK; d++) {
         const float *rd = rt + d * H * GHp;
         st = lay_out_part(s, rd, d, 0, 0, split ? 2 * Hp : GHp);
         if (st == ANVIL_OK && split) st = lay_out_part(s, rd, d, 1, 2 * Hp, Hp);
@@ -385,6 +434,7 @@ typedef struct rnn_job {
     const int64_t *lens;
     bool full; /* every length is T */
     char *ws;
+    int64_t step; /* stepwise: the step being run */
 } rnn_job;
 
 /* c[nb, cols] (row stride GHp) = a[nb, H] (row stride Hp) times direction d's part of R^T:
@@ -447,14 +497,14 @@ static void unit_run(const rnn_job *j, int64_t u) {
                 float *hr = h + row * Hp;
                 switch (s->kind) {
                 case K_LSTM:
-                    isa->lstm_row(Hp, xr, rr, peep, c + row * Hp, hr, s->clip);
+                    isa->lstm_row(Hp, Hp, xr, rr, peep, c + row * Hp, hr, s->clip);
                     break;
                 case K_RNN:
                     isa->rnn_row(Hp, xr, rr, hr, s->clip);
                     break;
                 case K_GRU:
                     if (!split)
-                        isa->gru_lbr_row(Hp, xr, rr, rbh, hr, s->clip);
+                        isa->gru_lbr_row(Hp, Hp, xr, rr, rbh, hr, s->clip);
                     else if (pass == 0)
                         isa->gru_zr_row(Hp, xr, rr, hr, rh + row * Hp, s->clip);
                     else
@@ -482,6 +532,86 @@ static void unit_range(void *arg, size_t begin, size_t end) {
     for (size_t u = begin; u < end; u++) unit_run(arg, (int64_t)u);
 }
 
+/* Where (batch row b, step t, direction d) starts in Y. */
+static int64_t y_at(const rnn_state *s, int64_t b, int64_t t, int64_t d) {
+    return (s->batch_first ? (b * s->T + t) * s->D + d : (t * s->D + d) * s->B + b) * s->H;
+}
+
+/* One step of one stepwise unit: direction d, hidden units of slice k, every batch row. Reads h
+ * of the previous step from one buffer, writes this step's into the other. */
+static void slice_step(const rnn_job *j, int64_t u) {
+    const rnn_state *s = j->s;
+    const int64_t B = s->B, Hp = s->Hp, GHp = s->GHp, step = j->step;
+    const int64_t d = u / s->slices, k = u % s->slices;
+    int64_t j0, j1;
+    slice_bounds(s, k, &j0, &j1);
+    const int64_t w = j1 - j0, wy = (j1 < s->H ? j1 : s->H) - j0; /* units, those in Y */
+    float *hbuf[2] = {(float *)(j->ws + s->off_h), (float *)(j->ws + s->off_h2)};
+    const float *hcur = hbuf[step & 1] + d * B * Hp;
+    float *hnext = hbuf[(step + 1) & 1] + d * B * Hp;
+    float *c = (float *)(j->ws + s->off_c) + d * B * Hp;
+    float *rec = (float *)(j->ws + s->off_rec) + d * B * GHp;
+    const float *xw = (const float *)(j->ws + s->off_xw);
+    for (int64_t g = 0; g < s->G; g++)
+        s->isa->gemm_small(B, w, s->H, hcur, Hp, s->rts[(d * s->slices + k) * s->G + g], NULL,
+                           rec + g * Hp + j0, GHp);
+    const bool rev = s->reverse || d == 1;
+    for (int64_t b = 0; b < B; b++) {
+        float *hr = hnext + b * Hp + j0;
+        memcpy(hr, hcur + b * Hp + j0, (size_t)w * sizeof *hr);
+        const int64_t len = j->lens[b];
+        if (step >= len) continue;
+        const int64_t t = rev ? len - 1 - step : step;
+        const float *xr = xw + (s->batch_first ? b * s->T + t : t * B + b) * s->DGHp + d * GHp + j0;
+        const float *rr = rec + b * GHp + j0;
+        switch (s->kind) {
+        case K_LSTM:
+            s->isa->lstm_row(w, Hp, xr, rr, s->peep ? s->peep + d * 3 * Hp + j0 : NULL,
+                             c + b * Hp + j0, hr, s->clip);
+            break;
+        case K_RNN:
+            s->isa->rnn_row(w, xr, rr, hr, s->clip);
+            break;
+        case K_GRU:
+            s->isa->gru_lbr_row(w, Hp, xr, rr, s->rbh + d * Hp + j0, hr, s->clip);
+            break;
+        }
+        if (j->y && wy > 0) memcpy(j->y + y_at(s, b, t, d) + j0, hr, (size_t)wy * sizeof *hr);
+    }
+}
+
+static void slice_range(void *arg, size_t begin, size_t end) {
+    for (size_t u = begin; u < end; u++) slice_step(arg, (int64_t)u);
+}
+
+/* The stepwise recurrence: initial states, T fork-joins, final states. */
+static void run_stepwise(rnn_job *j, op_ctx *ctx) {
+    const rnn_state *s = j->s;
+    const int64_t B = s->B, H = s->H, Hp = s->Hp, D = s->D, T = s->T;
+    float *h = (float *)(j->ws + s->off_h), *c = (float *)(j->ws + s->off_c);
+    memset(h, 0, (size_t)(D * B * Hp) * sizeof *h);
+    memset(c, 0, (size_t)(D * B * Hp) * sizeof *c);
+    memset(j->ws + s->off_h2, 0, (size_t)(D * B * Hp) * sizeof *h);
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t b = 0; b < B; b++) {
+            const int64_t st = (s->batch_first ? b * D + d : d * B + b) * H;
+            if (j->h0) memcpy(h + (d * B + b) * Hp, j->h0 + st, (size_t)H * sizeof *h);
+            if (j->c0) memcpy(c + (d * B + b) * Hp, j->c0 + st, (size_t)H * sizeof *c);
+        }
+    for (j->step = 0; j->step < T; j->step++)
+        op_parallel_for(ctx, (size_t)(D * s->slices), slice_range, j);
+    const float *hl = (const float *)(j->ws + (T & 1 ? s->off_h2 : s->off_h));
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t b = 0; b < B; b++) {
+            const int64_t st = (s->batch_first ? b * D + d : d * B + b) * H, row = d * B + b;
+            if (j->y && !j->full)
+                for (int64_t t = j->lens[b]; t < T; t++)
+                    memset(j->y + y_at(s, b, t, d), 0, (size_t)H * sizeof(float));
+            if (j->yh) memcpy(j->yh + st, hl + row * Hp, (size_t)H * sizeof(float));
+            if (j->yc) memcpy(j->yc + st, c + row * Hp, (size_t)H * sizeof(float));
+        }
+}
+
 static const float *opt_in(const op_tensor *const *in, int n_in, int i) {
     return i < n_in && in[i] ? in[i]->data : NULL;
 }
@@ -501,7 +631,8 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
                  s->kind == K_LSTM ? opt_out(out, n_out, 2) : NULL,
                  NULL,
                  true,
-                 workspace};
+                 workspace,
+                 0};
     int64_t *lens = (int64_t *)(j.ws + s->off_lens);
     const op_tensor *sl = n_in > 4 ? in[4] : NULL;
     for (int64_t b = 0; b < s->B; b++) {
@@ -534,6 +665,10 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
         p.ep = gemm_epilogue_none();
         p.ep.col_bias = s->bias;
         gemm_run(s->kx, &s->bx, &p, j.ws + s->off_gx, gctx);
+    }
+    if (s->slices > 1) {
+        run_stepwise(&j, gctx);
+        return ANVIL_OK;
     }
     const size_t units = (size_t)(s->D * s->chunks);
     op_parallel_for(units > 1 ? gctx : NULL, units, unit_range, &j);
