@@ -180,6 +180,9 @@ typedef struct anvil_node_choice {
     const char *op;      /* ONNX op type, or anvil's internal name of a fused op */
     const char *variant; /* the implementation; "dynamic" for nodes run by the interpreter */
     const char *params;  /* its tuned parameters ("kc=256;threads=1"), "" for its defaults */
+    /* NULL, or where variant is a cascade that hands the node on ("conv_f32"), the
+     * implementation that runs it ("conv_winograd_f4x4_3x3") */
+    const char *runs;
     /* "database" (measured on this machine for this problem), "nearest" (measured for the
      * nearest shape), "cascade" (nothing measured: the built-in rules), "forced" (the
      * options named it), "dynamic" (shapes known only while running). */

@@ -222,6 +222,7 @@ static anvil_status explain(anvil_session *sess, bench_result *r) {
             !cJSON_AddStringToObject(o, "op", c[i].op) ||
             !cJSON_AddStringToObject(o, "variant", c[i].variant) ||
             !cJSON_AddStringToObject(o, "params", c[i].params) ||
+            (c[i].runs && !cJSON_AddStringToObject(o, "runs", c[i].runs)) ||
             !cJSON_AddStringToObject(o, "source", c[i].source) ||
             (c[i].scope && !cJSON_AddStringToObject(o, "scope", c[i].scope)) ||
             (c[i].note && !cJSON_AddStringToObject(o, "note", c[i].note)) ||
@@ -239,7 +240,7 @@ static void print_explain(const cJSON *list) {
     static const char *const sources[] = {"database", "nearest", "cascade",
                                           "forced",   "online",  "dynamic"};
     int counts[6] = {0};
-    printf("\n%-32s %-20s %-36s %-9s %s\n", "node", "op", "variant", "source", "params");
+    printf("\n%-32s %-20s %-48s %-9s %s\n", "node", "op", "variant", "source", "params");
     const cJSON *o;
     cJSON_ArrayForEach(o, list) {
         const char *src = cJSON_GetObjectItem(o, "source")->valuestring;
@@ -251,9 +252,13 @@ static void print_explain(const cJSON *list) {
         snprintf(node, sizeof node, "%s%s%s", scope ? scope->valuestring : "", scope ? "/" : "",
                  cJSON_GetObjectItem(o, "node")->valuestring);
         size_t len = strlen(node);
-        printf("%-32.32s %-20.20s %-36.36s %-9s %s\n", len > 32 ? node + len - 32 : node,
-               cJSON_GetObjectItem(o, "op")->valuestring,
-               cJSON_GetObjectItem(o, "variant")->valuestring, src,
+        /* a cascade that hands the node on shows what runs it: "conv_f32 > conv_1x1_gemm" */
+        const cJSON *runs = cJSON_GetObjectItem(o, "runs");
+        char variant[256];
+        snprintf(variant, sizeof variant, "%s%s%s", cJSON_GetObjectItem(o, "variant")->valuestring,
+                 runs ? " > " : "", runs ? runs->valuestring : "");
+        printf("%-32.32s %-20.20s %-48.48s %-9s %s\n", len > 32 ? node + len - 32 : node,
+               cJSON_GetObjectItem(o, "op")->valuestring, variant, src,
                note ? note->valuestring : cJSON_GetObjectItem(o, "params")->valuestring);
     }
     printf("nodes: %d from the database, %d nearest shape, %d cascade, %d forced, %d online, "

@@ -245,6 +245,7 @@ static void explain_one(void *arg, const rt_step_info *info) {
         .op = info->op,
         .variant = info->variant,
         .params = s->params[i],
+        .runs = info->runs,
         .source = info->dynamic ? "dynamic" : tune_why_name(info->why),
         .scope = info->scope,
         .note = info->note,

@@ -116,6 +116,11 @@ typedef struct kern_variant {
     const kern_space *space;
 } kern_variant;
 
+/* For a variant that only hands its nodes on (conv_f32, the conv family's cascade), the variant
+ * that runs the node whose state v prepared (state as v's prepare made it); NULL for every other
+ * variant. For --explain and profiles: "conv_f32" alone does not say what ran. */
+const kern_variant *kern_delegate(const kern_variant *v, const void *state);
+
 /* Whether the runtime must apply n's fused epilogue after v ran it: n has one and v does not
  * apply it (v->fuses absent or false for kn). */
 bool kern_fusion_pending(const kern_variant *v, const kern_node *kn);

@@ -173,6 +173,7 @@ void rt_group_key(const char *rewrite, const char *group, int threads, char *key
 typedef struct rt_step_info {
     const char *node, *op;
     const char *variant;          /* "dynamic" for steps run by the interpreter */
+    const char *runs;             /* kern_delegate's name for variant, or NULL */
     char params[TUNE_PARAMS_MAX]; /* tune_params_format of its configuration and threads */
     tune_why why;
     bool dynamic;

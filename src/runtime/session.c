@@ -201,8 +201,8 @@ static rt_plan *plan_lookup(rt_session *s, const int64_t *sig, size_t sig_len) {
     return NULL;
 }
 
-static void trace_add(rt_session *s, int32_t node, const char *variant, tune_why why, uint64_t t0,
-                      uint64_t t1) {
+static void trace_add(rt_session *s, int32_t node, const char *variant, const char *runs,
+                      tune_why why, uint64_t t0, uint64_t t1) {
     if (s->n_events == s->cap_events) {
         if (s->cap_events >= RT_TRACE_MAX_EVENTS) {
             s->dropped_events++;
@@ -217,7 +217,7 @@ static void trace_add(rt_session *s, int32_t node, const char *variant, tune_why
         s->events = e;
         s->cap_events = cap;
     }
-    s->events[s->n_events++] = (rt_event){node, s->runs, t0, t1, variant, why};
+    s->events[s->n_events++] = (rt_event){node, s->runs, t0, t1, variant, runs, why};
 }
 
 static void *loc_ptr(const rt_plan *p, const rt_loc *l, const anvil_tensor *const *inputs) {
@@ -334,7 +334,7 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
             st = run_dynamic_step(s, &rf, stp);
             if (st == ANVIL_OK && s->cfg.profiling) {
                 uint64_t t1 = core_now_ns();
-                trace_add(s, stp->node, "dynamic", TUNE_WHY_CASCADE, t0, t1);
+                trace_add(s, stp->node, "dynamic", NULL, TUNE_WHY_CASCADE, t0, t1);
                 /* a dynamic step runs its reference kernel; one that runs bodies is timed
                  * there instead (compiled: by the nested session, else as interpreted) */
                 if (!rt_node_has_subgraph(n)) s->prof_ref_ns += t1 - t0;
@@ -378,7 +378,8 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
         uint64_t t1 = s->cfg.profiling || stp->online ? core_now_ns() : 0;
         if (stp->online) rt_online_sample(stp->online, t1 - t0);
         if (s->cfg.profiling) {
-            trace_add(s, stp->node, v->name, stp->why, t0, t1);
+            const kern_variant *d = kern_delegate(v, state);
+            trace_add(s, stp->node, v->name, d ? d->name : NULL, stp->why, t0, t1);
             if (v == kern_reference(n->op)) s->prof_ref_ns += t1 - t0;
         }
         if (p->n_heap)
@@ -392,7 +393,7 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
     }
     uint64_t run_t1 = core_now_ns();
     if (s->cfg.profiling) {
-        trace_add(s, -1, "", TUNE_WHY_CASCADE, run_t0, run_t1);
+        trace_add(s, -1, "", NULL, TUNE_WHY_CASCADE, run_t0, run_t1);
         s->prof_run_ns += run_t1 - run_t0;
     }
     s->runs++;
@@ -497,6 +498,10 @@ anvil_status rt_session_write_trace(const rt_session *s, const char *path) {
                 ",\"cat\":\"op\",\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":\"%s\",\"variant\":", ts,
                 dur, ir_op_name(n->op));
         json_string(f, e->variant);
+        if (e->runs) {
+            fputs(",\"runs\":", f);
+            json_string(f, e->runs);
+        }
         fprintf(f, ",\"source\":\"%s\",\"run\":%u", tune_why_name(e->why), e->run);
         if (n->n_outputs > 0 && n->outputs[0] != IR_NONE)
             fprintf(f, ",\"shape\":\"%s\"",
@@ -528,6 +533,9 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
             tune_params_format(stp->variant, &stp->config, stp->threads, info.params,
                                sizeof info.params);
         if (stp->alias) info.variant = "alias";
+        const kern_variant *d =
+            stp->dynamic || stp->alias ? NULL : kern_delegate(stp->variant, stp->state);
+        info.runs = d ? d->name : NULL;
         for (int k = 0; !stp->dynamic && k < n->n_inputs + n->n_outputs; k++) {
             const op_tensor *t = k < n->n_inputs ? &stp->in[k] : &stp->out[k - n->n_inputs];
             ir_vid v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];

@@ -61,7 +61,8 @@ typedef struct rt_event {
     uint32_t run;
     uint64_t t0, t1;
     const char *variant;
-    tune_why why; /* where the variant came from; ONLINE while it was being tried */
+    const char *runs; /* kern_delegate's variant's name, or NULL */
+    tune_why why;     /* where the variant came from; ONLINE while it was being tried */
 } rt_event;
 
 struct rt_session {

@@ -10,7 +10,7 @@ On a small CNN made here (six distinct Conv/MatMul problems, fixed seed):
   3. SIGINT in the middle stops cleanly (exit 0, "stopped" in the report);
   4. a warm database measures nothing ("cached" for every problem);
   5. `anvil bench --explain` says "database" for the tuned Conv/MatMul nodes, "cascade" with
-     --no-db; the conv chain's layout is a group decision, both choices timed on the whole model
+     --no-db, and what conv_f32 handed each conv to; the conv chain's layout is a group decision, both choices timed on the whole model
      and the winner read back from the database;
   6. the tuned session's outputs equal the cascade's and ONNX Runtime's.
 """
@@ -167,6 +167,11 @@ def main():
             fail(f"{name}: tuned session says {tuned[name]}")
         if cascade[name]["source"] != "cascade":
             fail(f"{name}: --no-db session says {cascade[name]}")
+    # the conv family's cascade says which of its variants it handed each conv to
+    for name in ("c1", "c2", "c3", "c4", "c5"):
+        n = cascade[name]
+        if n["variant"] == "conv_f32" and not n.get("runs", "").startswith(("conv", "dnnl")):
+            fail(f"{name}: conv_f32 does not say what runs it: {n}")
 
     x = np.random.default_rng(3).standard_normal((1, 16, 64, 64)).astype(np.float32)
     np.save(os.path.join(work, "tune_x.npy"), x)

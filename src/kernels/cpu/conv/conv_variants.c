@@ -589,6 +589,10 @@ static const kern_variant conv_v_auto = {
     "conv_f32",   IR_OP_CONV,   0,        auto_supports, auto_workspace,
     auto_prepare, auto_release, auto_run, auto_fuses,    NULL};
 
+const kern_variant *kern_delegate(const kern_variant *v, const void *state) {
+    return v == &conv_v_auto && state ? ((const auto_state *)state)->v : NULL;
+}
+
 const kern_variant *const kern_family_conv[] = {
     &conv_v_auto,
     &conv_v_depthwise_avx512,
