@@ -514,7 +514,8 @@ static void test_conv_default_cascade(void **state) {
     conv_case deep_5x5 = CASE(1, 512, 5, 5, 512, 3, 3, 1, 1, 1, 1, true);      /* 9 */
     conv_case se_up = CASE(1, 48, 1, 1, 1152, 1, 1, 1, 1, 0, 1, true);   /* an SE block's 2nd */
     conv_case se_down = CASE(1, 1152, 1, 1, 48, 1, 1, 1, 1, 0, 1, true); /* ... and 1st conv */
-    conv_case grouped = CASE(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 8, true); /* RegNet's groups */
+    conv_case se_down_wide = CASE(1, 960, 1, 1, 240, 1, 1, 1, 1, 0, 1, true); /* MobileNetV3's */
+    conv_case grouped = CASE(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 8, true);      /* RegNet's groups */
     /* wide planes: the AVX2 row kernel wherever it runs; small ones: AVX-512's channel lanes */
     if (avx2()) assert_string_equal(default_pick(&dw, 1), "conv_depthwise_direct_avx2");
     if (avx512())
@@ -524,6 +525,7 @@ static void test_conv_default_cascade(void **state) {
     assert_string_equal(default_pick(&pw, 1), "conv_1x1_gemm");
     assert_string_equal(default_pick(&se_up, 1), "conv_nhwc_im2col_gemm");
     assert_string_equal(default_pick(&se_down, 1), "conv_1x1_gemm");
+    assert_string_equal(default_pick(&se_down_wide, 1), "conv_nhwc_im2col_gemm");
     /* narrow groups: oneDNN where it is there, else anvil's implicit GEMM */
     const char *g = default_pick(&grouped, 2);
     assert_true(!strcmp(g, "dnnl_conv_split") || !strcmp(g, "conv_implicit_gemm"));
