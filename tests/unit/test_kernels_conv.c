@@ -348,6 +348,11 @@ static void test_conv_depthwise(void **state) {
         {2, 32, 8, 8, 32, 3, 3, 2, 2, 1, 1, {0}, 32, true, "SAME_UPPER"},
         {1, 15, 13, 5, 15, 5, 5, 1, 1, 1, 1, {0}, 15, true, "SAME_LOWER"},
         {1, 15, 13, 5, 15, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, 15, true, NULL}, /* dilation 2 */
+        /* dilation 2 on the depthwise kernel: DeepLabV3's 5x5 (narrow rows), wide rows with
+         * asymmetric pads, and pads shorter than the dilated span */
+        {1, 960, 14, 14, 960, 5, 5, 1, 1, 2, 2, {4, 4, 4, 4}, 960, true, NULL},
+        {2, 40, 9, 60, 40, 5, 5, 1, 1, 2, 2, {4, 3, 2, 4}, 40, false, NULL},
+        {1, 24, 12, 30, 24, 3, 3, 1, 1, 2, 2, {1, 0, 2, 1}, 24, true, NULL},
         CASE(0, 13, 7, 7, 13, 3, 3, 1, 1, 1, 13, true),
         /* the kernel's block shapes by width (conv_dw_tmpl.h): a 4-vector block with its last
          * vector partial (56 wide), full blocks plus a partial 1-vector tail (70), 2 vectors
@@ -644,7 +649,8 @@ static void test_conv_nhwc(void **state) {
  * Case c as a channels-last node, with a fused activation and (if residual) a channels-last
  * residual: its reference must equal Conv's reference on the NCHW data, transposed, and every
  * convnhwc_* variant that must apply (the GEMM one always; the depthwise ones on depthwise 3/5
- * kernels, strides 1 and 2, no dilation, where the ISA is there) must match its reference. */
+ * kernels, strides 1 and 2 without dilation or stride 1 with dilation 2, where the ISA is there)
+ * must match its reference. */
 static void check_last_case(const conv_case *c, ir_act act, bool residual) {
     ir_fusion f = {.bias = -1, .residual = -1, .act = act, .alpha = 0.1f, .lo = -0.5f, .hi = 0.75f};
     const int n_in = residual ? 4 : (c->bias ? 3 : 2);
@@ -675,9 +681,10 @@ static void check_last_case(const conv_case *c, ir_act act, bool residual) {
     float *want = malloc((yn ? yn : 1) * sizeof(float));
     nchw_to_nhwc(nchw.out[0].data, c->n, c->m, oh * ow, want);
     assert_true(optest_compare_f32(last.out[0].data, want, yn, 1e-5f, 1e-5f) < 0);
-    const bool dw = c->group == c->c && c->m == c->c && (c->kh == 3 || c->kh == 5) &&
-                    (c->kw == 3 || c->kw == 5) && c->sh <= 2 && c->sw <= 2 && c->dh == 1 &&
-                    c->dw == 1;
+    const bool dw_k = c->group == c->c && c->m == c->c && (c->kh == 3 || c->kh == 5) &&
+                      (c->kw == 3 || c->kw == 5);
+    const bool dw = dw_k && ((c->sh <= 2 && c->sw <= 2 && c->dh == 1 && c->dw == 1) ||
+                             (c->sh == 1 && c->sw == 1 && c->dh == 2 && c->dw == 2));
     const int n = check_op_variants(&last, IR_OP_CONV_NHWC, "convnhwc_");
     const bool sc = c->group == 1 && c->c <= 4 && c->m <= 64 && c->dh == 1 && c->dw == 1 &&
                     c->kh <= 11 && c->kw <= 11 && c->sh <= 4 && c->sw <= 4;
@@ -729,6 +736,11 @@ static void test_conv_nhwc_op(void **state) {
         {1, 18, 10, 11, 18, 5, 3, 2, 1, 1, 1, {2, 0, 2, 1}, 18, false, NULL},
         {2, 16, 8, 9, 16, 3, 3, 2, 2, 1, 1, {0}, 16, true, "SAME_UPPER"},
         {1, 15, 13, 5, 15, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, 15, true, NULL}, /* dilation 2 */
+        /* dilation 2 on the depthwise kernel: DeepLabV3's 5x5 (narrow rows), wide rows with
+         * asymmetric pads, and pads shorter than the dilated span */
+        {1, 960, 14, 14, 960, 5, 5, 1, 1, 2, 2, {4, 4, 4, 4}, 960, true, NULL},
+        {2, 40, 9, 60, 40, 5, 5, 1, 1, 2, 2, {4, 3, 2, 4}, 40, false, NULL},
+        {1, 24, 12, 30, 24, 3, 3, 1, 1, 2, 2, {1, 0, 2, 1}, 24, true, NULL},
         CASE(1, 13, 7, 8, 15, 1, 1, 1, 1, 0, 1, true),
         CASE(3, 32, 5, 5, 24, 1, 1, 1, 1, 0, 1, false),
         CASE(1, 15, 13, 7, 3, 1, 1, 2, 1, 0, 1, true),

@@ -165,6 +165,19 @@ static inline bool conv_dw_shape(const conv_shape *s) {
            (s->kw == 3 || s->kw == 5) && (s->sh == 1 || s->sh == 2) && (s->sw == 1 || s->sw == 2) &&
            s->dh == 1 && s->dw == 1;
 }
+/* The channels-last depthwise kernel (conv_dwn_tmpl.h) takes those and, at stride 1, dilation 2
+ * (DeepLabV3's and LR-ASPP's MobileNetV3 backbones): a tap is one load at any offset. */
+static inline bool conv_dwn_shape(const conv_shape *s) {
+    if (s->dh == 1 && s->dw == 1) return conv_dw_shape(s);
+    return s->group == s->c && s->m == s->c && (s->kh == 3 || s->kh == 5) &&
+           (s->kw == 3 || s->kw == 5) && s->sh == 1 && s->sw == 1 && s->dh == 2 && s->dw == 2;
+}
+/* Its compile-time instances, X(KH, KW, SX, DX): those of CONV_DW_INSTANCES with DX = 1, and the
+ * dilated ones. */
+#define CONV_DWN_INSTANCES(X)                                                                      \
+    X(3, 3, 1, 1)                                                                                  \
+    X(3, 3, 2, 1) X(5, 5, 1, 1) X(5, 5, 2, 1) X(3, 5, 1, 1) X(3, 5, 2, 1) X(5, 3, 1, 1)            \
+        X(5, 3, 2, 1) X(3, 3, 1, 2) X(5, 5, 1, 2)
 /* Those kernels' compile-time instances, X(KH, KW, SX) (SX the stride along a row): each
  * instance file dispatches on this list. */
 #define CONV_DW_INSTANCES(X)                                                                       \
@@ -232,6 +245,7 @@ typedef struct conv_last_geom {
     int64_t h, w, c, m, vpad;
     int64_t oh, ow;
     int64_t kh, kw, sh, sw, pt, pl;
+    int64_t dh, dw; /* dilations (1: none); the depthwise kernel only */
     int64_t ox_lo, ox_hi;
 } conv_last_geom;
 /* Output row oy of one image: y[ox][o] (y: the row, ow*m floats) for every ox and channel o. */

@@ -1,6 +1,7 @@
 /* Channels-last direct convs (anvil.ConvNhwc):
- *   convnhwc_depthwise_avx512 / _avx2   group == C == M, 3x3 and 5x5 kernels, strides 1 and 2,
- *                                       no dilation (the shapes of conv_depthwise.c);
+ *   convnhwc_depthwise_avx512 / _avx2   group == C == M, 3x3 and 5x5 kernels, strides 1 and 2
+ *                                       without dilation, stride 1 with dilation 2
+ *                                       (conv_dwn_shape);
  *   convnhwc_smallc_direct_avx512       one group, at most 4 input channels (a network's stem).
  *
  * With the channels in the vector lanes every tap is one load at any stride and any width, so,
@@ -26,7 +27,7 @@ static bool depthwise(const conv_shape *s) {
     return s->group == s->c && s->m == s->c && s->group > 1;
 }
 
-/* The shapes the two kernels take: the depthwise one conv_dw_shape (conv.h); this one a single
+/* The shapes the two kernels take: the depthwise one conv_dwn_shape (conv.h); this one a single
  * group, at most 4 input channels (conv_smallc.c's rule) and 64 output channels (4 vectors), no
  * dilation, kernels up to 11 and strides up to 4. A 1-channel conv is both; it goes to the
  * depthwise kernel. */
@@ -53,11 +54,13 @@ static bool plan_of(const kern_node *kn, bool (*rule)(const conv_shape *), last_
                           .sh = s->sh,
                           .sw = s->sw,
                           .pt = s->pt,
-                          .pl = s->pl};
-    /* interior columns: ox * sw - pl >= 0 and ox * sw - pl + kw - 1 < w */
+                          .pl = s->pl,
+                          .dh = s->dh,
+                          .dw = s->dw};
+    /* interior columns: ox * sw - pl >= 0 and ox * sw - pl + (kw - 1) * dw < w */
     g->ox_lo = (s->pl + s->sw - 1) / s->sw;
     if (g->ox_lo > s->ow) g->ox_lo = s->ow;
-    const int64_t last = s->w - s->kw + s->pl; /* the largest ox * sw of the interior */
+    const int64_t last = s->w - (s->kw - 1) * s->dw - 1 + s->pl; /* the interior's last ox * sw */
     g->ox_hi = last < 0 ? 0 : last / s->sw + 1;
     if (g->ox_hi > s->ow) g->ox_hi = s->ow;
     if (g->ox_hi < g->ox_lo) g->ox_hi = g->ox_lo;
@@ -68,7 +71,7 @@ static bool plan_of(const kern_node *kn, bool (*rule)(const conv_shape *), last_
 static bool dw_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
     last_plan p;
-    return plan_of(kn, conv_dw_shape, &p);
+    return plan_of(kn, conv_dwn_shape, &p);
 }
 
 static bool sc_supports(const kern_node *kn, const core_hw *hw) {
@@ -80,7 +83,7 @@ static bool sc_supports(const kern_node *kn, const core_hw *hw) {
 /* The bias, zero-padded to vpad, per run. */
 static size_t last_workspace(const kern_node *kn) {
     last_plan p;
-    return plan_of(kn, conv_dw_shape, &p) || plan_of(kn, sc_shape, &p)
+    return plan_of(kn, conv_dwn_shape, &p) || plan_of(kn, sc_shape, &p)
                ? sizeof(float) * (size_t)p.g.vpad
                : 0;
 }
@@ -98,7 +101,7 @@ static void pack(const conv_shape *s, const float *w, int64_t vpad, float *wp) {
 static anvil_status last_prepare(const kern_node *kn, void **state) {
     last_plan *p = core_calloc(1, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!plan_of(kn, conv_dw_shape, p) && !plan_of(kn, sc_shape, p)) {
+    if (!plan_of(kn, conv_dwn_shape, p) && !plan_of(kn, sc_shape, p)) {
         free(p);
         return conv_prepare_unsupported(kn, "channels-last direct conv");
     }

@@ -6,10 +6,11 @@
  * needs no padded copy and no deinterleaving: a block is PX output pixels of one vector of
  * channels, PX independent FMA chains, and each input row of the block is loaded once per tap
  * column and shared by the pixels that read it ((PX - 1) * sx + kw loads per kernel row for
- * PX * kw FMAs). The pixels next to the border and the interior's leftovers (all of a row, on
- * small planes) run their valid taps on several channel vectors at once instead. kh, kw, sx and
- * PX are compile-time constants in every instance; the channel tail is
- * a masked load and store, so there is no separate tail code. */
+ * PX * kw FMAs; with dilation dx, (PX - 1) * sx + (kw - 1) * dx + 1). The pixels next to the
+ * border and the interior's leftovers (all of a row, on small planes) run their valid taps on
+ * several channel vectors at once instead. kh, kw, sx, dx and PX are compile-time constants in
+ * every instance (the row dilation is the geometry's dh); the channel tail is a masked load and
+ * store, so there is no separate tail code. */
 
 #define DWN_I __attribute__((always_inline)) static inline
 
@@ -17,23 +18,23 @@
  * taps inside the input columns (rows outside are skipped by the caller's ky range). */
 DWN_I void dwn_block(const conv_last_geom *g, const float *x, const float *wp, dw_v bias, dw_m m,
                      float *y, int64_t ky0, int64_t ky1, int64_t iy0, int64_t ox0, const int kh,
-                     const int kw, const int sx, const int PX) {
+                     const int kw, const int sx, const int dx, const int PX) {
     (void)kh;
     dw_v acc[8];
 #pragma GCC unroll 8
     for (int p = 0; p < PX; p++) acc[p] = bias;
     const int64_t c = g->c, ix0 = ox0 * sx - g->pl;
     for (int64_t ky = ky0; ky < ky1; ky++) {
-        const float *row = x + ((iy0 + ky) * g->w + ix0) * c;
+        const float *row = x + ((iy0 + ky * g->dh) * g->w + ix0) * c;
         const float *wr = wp + ky * kw * g->vpad;
         dw_v v[8 * 2 + 5];
 #pragma GCC unroll 21
-        for (int j = 0; j < (PX - 1) * sx + kw; j++) v[j] = DW_LOADM(row + j * c, m);
+        for (int j = 0; j < (PX - 1) * sx + (kw - 1) * dx + 1; j++) v[j] = DW_LOADM(row + j * c, m);
 #pragma GCC unroll 5
         for (int kx = 0; kx < kw; kx++) {
             const dw_v wv = DW_LOAD(wr + kx * g->vpad);
 #pragma GCC unroll 8
-            for (int p = 0; p < PX; p++) acc[p] = DW_FMA(wv, v[p * sx + kx], acc[p]);
+            for (int p = 0; p < PX; p++) acc[p] = DW_FMA(wv, v[p * sx + kx * dx], acc[p]);
         }
     }
 #pragma GCC unroll 8
@@ -48,10 +49,10 @@ DWN_I void dwn_edge(const conv_last_geom *g, const float *x, const float *wp, dw
     const int64_t c = g->c, ix0 = ox * sx - g->pl;
     for (int64_t ky = ky0; ky < ky1; ky++)
         for (int kx = 0; kx < kw; kx++) {
-            const int64_t ix = ix0 + kx;
+            const int64_t ix = ix0 + kx * g->dw;
             if (ix < 0 || ix >= g->w) continue;
             acc = DW_FMA(DW_LOAD(wp + (ky * kw + kx) * g->vpad),
-                         DW_LOADM(x + ((iy0 + ky) * g->w + ix) * c, m), acc);
+                         DW_LOADM(x + ((iy0 + ky * g->dh) * g->w + ix) * c, m), acc);
         }
     DW_STOREM(y + ox * c, acc, m);
 }
@@ -61,14 +62,17 @@ DWN_I void dwn_edge(const conv_last_geom *g, const float *x, const float *wp, dw
 DWN_I void dwn_pixel(const conv_last_geom *g, const float *x, const float *wp, const dw_v *bias,
                      const dw_m *m, float *y, int64_t ky0, int64_t ky1, int64_t iy0, int64_t ox,
                      const int kw, const int sx, const int CV) {
-    const int64_t c = g->c, ix0 = ox * sx - g->pl;
-    const int64_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = g->w - ix0 < kw ? g->w - ix0 : kw;
+    const int64_t c = g->c, ix0 = ox * sx - g->pl, d = g->dw;
+    /* the taps kx with 0 <= ix0 + kx d < w */
+    const int64_t kx0 = ix0 < 0 ? (-ix0 + d - 1) / d : 0;
+    const int64_t left = g->w - ix0 > 0 ? (g->w - ix0 + d - 1) / d : 0;
+    const int64_t kx1 = left < kw ? left : kw;
     dw_v acc[4];
 #pragma GCC unroll 4
     for (int v = 0; v < CV; v++) acc[v] = bias[v];
     for (int64_t ky = ky0; ky < ky1; ky++)
         for (int64_t kx = kx0; kx < kx1; kx++) {
-            const float *xp = x + ((iy0 + ky) * g->w + ix0 + kx) * c;
+            const float *xp = x + ((iy0 + ky * g->dh) * g->w + ix0 + kx * d) * c;
             const float *wq = wp + (ky * kw + kx) * g->vpad;
 #pragma GCC unroll 4
             for (int v = 0; v < CV; v++)
@@ -106,17 +110,20 @@ DWN_I void dwn_pixels(const conv_last_geom *g, const float *x, const float *wp, 
 /* The 8-pixel blocks of the interior up to b8, and a 4-pixel block [b8, b4) if b4 > b8. */
 DWN_I void dwn_blocks(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
                       dw_m m, float *y, int64_t ky0, int64_t ky1, int64_t iy0, int64_t b8,
-                      int64_t b4, const int kh, const int kw, const int sx) {
+                      int64_t b4, const int kh, const int kw, const int sx, const int dx) {
     const dw_v bias = DW_LOAD(bp);
     for (int64_t ox = g->ox_lo; ox < b8; ox += 8)
-        dwn_block(g, x, wp, bias, m, y, ky0, ky1, iy0, ox, kh, kw, sx, 8);
-    if (b4 > b8) dwn_block(g, x, wp, bias, m, y, ky0, ky1, iy0, b8, kh, kw, sx, 4);
+        dwn_block(g, x, wp, bias, m, y, ky0, ky1, iy0, ox, kh, kw, sx, dx, 8);
+    if (b4 > b8) dwn_block(g, x, wp, bias, m, y, ky0, ky1, iy0, b8, kh, kw, sx, dx, 4);
 }
 
 DWN_I void dwn_row(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
-                   float *y, int64_t oy, const int kh, const int kw, const int sx) {
-    const int64_t iy0 = oy * g->sh - g->pt;
-    const int64_t ky0 = iy0 < 0 ? -iy0 : 0, ky1 = g->h - iy0 < kh ? g->h - iy0 : kh;
+                   float *y, int64_t oy, const int kh, const int kw, const int sx, const int dx) {
+    const int64_t iy0 = oy * g->sh - g->pt, dy = g->dh;
+    /* the kernel rows ky with 0 <= iy0 + ky dy < h */
+    const int64_t ky0 = iy0 < 0 ? (-iy0 + dy - 1) / dy : 0;
+    const int64_t below = g->h - iy0 > 0 ? (g->h - iy0 + dy - 1) / dy : 0;
+    const int64_t ky1 = below < kh ? below : kh;
     const int64_t b8 = g->ox_lo + (g->ox_hi - g->ox_lo) / 8 * 8;
     const int64_t b4 = g->ox_hi - b8 >= 4 ? b8 + 4 : b8;
     /* Narrow rows (all the input rows four vectors read fit in L1 with room to spare): the
@@ -127,7 +134,7 @@ DWN_I void dwn_row(const conv_last_geom *g, const float *x, const float *wp, con
             const int64_t end = c0 + 4 * DW_VL < g->c ? c0 + 4 * DW_VL : g->c;
             for (int64_t c1 = c0; c1 < end; c1 += DW_VL)
                 dwn_blocks(g, x + c1, wp + c1, bp + c1, DW_MASK(g->c - c1), y + c1, ky0, ky1, iy0,
-                           b8, b4, kh, kw, sx);
+                           b8, b4, kh, kw, sx, dx);
             const int64_t vecs = (end - c0 + DW_VL - 1) / DW_VL;
             if (vecs >= 3)
                 dwn_pixels(g, x, wp, bp, y, c0, ky0, ky1, iy0, g->ox_lo, b4, kw, sx, 4);
@@ -146,9 +153,9 @@ DWN_I void dwn_row(const conv_last_geom *g, const float *x, const float *wp, con
         float *yc = y + c0;
         for (int64_t ox = 0; ox < g->ox_lo; ox++)
             dwn_edge(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kw, sx);
-        dwn_blocks(g, xc, wc, bp + c0, m, yc, ky0, ky1, iy0, b8, b4, kh, kw, sx);
+        dwn_blocks(g, xc, wc, bp + c0, m, yc, ky0, ky1, iy0, b8, b4, kh, kw, sx, dx);
         for (int64_t ox = b4; ox < g->ox_hi; ox++)
-            dwn_block(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kh, kw, sx, 1);
+            dwn_block(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kh, kw, sx, dx, 1);
         for (int64_t ox = g->ox_hi; ox < g->ow; ox++)
             dwn_edge(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kw, sx);
     }
@@ -156,12 +163,12 @@ DWN_I void dwn_row(const conv_last_geom *g, const float *x, const float *wp, con
 
 void DWN_ROW_FN(const conv_last_geom *g, const float *x, const float *wp, const float *bp, float *y,
                 int64_t oy) {
-#define DWN_CASE(KH, KW, SX)                                                                       \
-    if (g->kh == KH && g->kw == KW && g->sw == SX) {                                               \
-        dwn_row(g, x, wp, bp, y, oy, KH, KW, SX);                                                  \
+#define DWN_CASE(KH, KW, SX, DX)                                                                   \
+    if (g->kh == KH && g->kw == KW && g->sw == SX && g->dw == DX) {                                \
+        dwn_row(g, x, wp, bp, y, oy, KH, KW, SX, DX);                                              \
         return;                                                                                    \
     }
-    CONV_DW_INSTANCES(DWN_CASE)
+    CONV_DWN_INSTANCES(DWN_CASE)
 #undef DWN_CASE
 }
 
