@@ -751,9 +751,15 @@ static void test_conv_nhwc_op(void **state) {
         {1, 1, 12, 30, 33, 5, 3, 2, 1, 1, 1, {2, 1, 0, 2}, 1, true, NULL},
         CASE(3, 14, 7, 7, 32, 3, 3, 1, 1, 1, 2, true),
     };
-    static const ir_act acts[] = {IR_ACT_NONE, IR_ACT_CLIP, IR_ACT_RELU, IR_ACT_HARD_SWISH};
+    /* the depthwise kernel applies the piecewise-linear ones in registers when no residual is
+     * fused, the others (and any with a residual) in a second pass over the row */
+    static const ir_act acts[] = {IR_ACT_NONE,         IR_ACT_CLIP,       IR_ACT_RELU,
+                                  IR_ACT_HARD_SWISH,   IR_ACT_SILU,       IR_ACT_LEAKY_RELU,
+                                  IR_ACT_HARD_SIGMOID, IR_ACT_HARD_SWISH, IR_ACT_RELU};
+    const size_t n_acts = sizeof acts / sizeof *acts;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        for (int k = 0; k < 2; k++) check_last_case(&cases[i], acts[(i + k) % 4], (i + k) % 2);
+        for (size_t k = 0; k < 3; k++)
+            check_last_case(&cases[i], acts[(i + k) % n_acts], (i + k) % 2);
 }
 
 /* 1-D convs ([N, C, W]) run on the 2-D variants as H = 1: every variant that takes one matches

@@ -176,8 +176,9 @@ static inline bool conv_dwn_shape(const conv_shape *s) {
  * dilated ones. */
 #define CONV_DWN_INSTANCES(X)                                                                      \
     X(3, 3, 1, 1)                                                                                  \
-    X(3, 3, 2, 1) X(5, 5, 1, 1) X(5, 5, 2, 1) X(3, 5, 1, 1) X(3, 5, 2, 1) X(5, 3, 1, 1)            \
-        X(5, 3, 2, 1) X(3, 3, 1, 2) X(5, 5, 1, 2)
+    X(3, 3, 2, 1)                                                                                  \
+    X(5, 5, 1, 1) X(5, 5, 2, 1) X(3, 5, 1, 1) X(3, 5, 2, 1) X(5, 3, 1, 1) X(5, 3, 2, 1)            \
+        X(3, 3, 1, 2) X(5, 5, 1, 2)
 /* Those kernels' compile-time instances, X(KH, KW, SX) (SX the stride along a row): each
  * instance file dispatches on this list. */
 #define CONV_DW_INSTANCES(X)                                                                       \
@@ -247,6 +248,11 @@ typedef struct conv_last_geom {
     int64_t kh, kw, sh, sw, pt, pl;
     int64_t dh, dw; /* dilations (1: none); the depthwise kernel only */
     int64_t ox_lo, ox_hi;
+    /* The depthwise kernel's fused piecewise-linear activation, applied in registers before
+     * each store: y = (act_mul ? y : 1) * min(act_hi, max(act_lo, act_s * y + act_t)); none
+     * when act_on is false (ReLU, Clip, HardSigmoid and HardSwish all take this form). */
+    bool act_on, act_mul;
+    float act_s, act_t, act_lo, act_hi;
 } conv_last_geom;
 /* Output row oy of one image: y[ox][o] (y: the row, ow*m floats) for every ox and channel o. */
 typedef void (*conv_last_row_fn)(const conv_last_geom *g, const float *x, const float *wp,

@@ -11,6 +11,7 @@
  * fused epilogue (activation, residual: NHWC like the output) runs right after it, in L1. */
 #include "conv.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,8 @@ typedef struct last_plan {
     conv_last_geom g;
     int threads;
     conv_row_fusion fuse;
-    float *wp; /* owned: the packed weights (conv_last_geom), 64-byte aligned */
+    bool act_in_regs; /* the fusion is the kernel's in-register activation (g.act_*) alone */
+    float *wp;        /* owned: the packed weights (conv_last_geom), 64-byte aligned */
 } last_plan;
 
 /* Whether s is depthwise (else: few input channels) decides the kernel and the packing. */
@@ -98,6 +100,45 @@ static void pack(const conv_shape *s, const float *w, int64_t vpad, float *wp) {
                 wp[(t * cg + ci) * vpad + o] = w[(o * cg + ci) * s->kh * s->kw + t];
 }
 
+/* Whether kn's fusion is an activation alone that the depthwise kernel can apply in registers
+ * before its stores, with g's act_* set for it. Otherwise the row's second pass
+ * (conv_row_fusion_apply) applies the fusion: a residual, or an activation such as SiLU. That
+ * pass costs about 15% of a 3x3 depthwise conv (32x112x112, 1 thread: 80 -> 97 us for ReLU). */
+static bool act_in_registers(const kern_node *kn, const conv_row_fusion *f, conv_last_geom *g) {
+    const ir_fusion *fu = kn->node->fusion;
+    if (!f->on || !fu || fu->bias >= 0 || fu->residual >= 0) return false;
+    float s = 1.0f, t = 0.0f, lo = 0.0f, hi = INFINITY;
+    bool mul = false;
+    switch (fu->act) {
+    case IR_ACT_RELU:
+        break;
+    case IR_ACT_CLIP:
+        lo = fu->lo;
+        hi = fu->hi;
+        break;
+    case IR_ACT_HARD_SIGMOID:
+        s = fu->alpha;
+        t = fu->beta;
+        hi = 1.0f;
+        break;
+    case IR_ACT_HARD_SWISH:
+        s = (float)(1.0 / 6.0);
+        t = 0.5f;
+        hi = 1.0f;
+        mul = true;
+        break;
+    default:
+        return false;
+    }
+    g->act_on = true;
+    g->act_mul = mul;
+    g->act_s = s;
+    g->act_t = t;
+    g->act_lo = lo;
+    g->act_hi = hi;
+    return true;
+}
+
 static anvil_status last_prepare(const kern_node *kn, void **state) {
     last_plan *p = core_calloc(1, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
@@ -116,6 +157,7 @@ static anvil_status last_prepare(const kern_node *kn, void **state) {
     pack(s, kn->in[1].value, p->g.vpad, p->wp);
     kern_node_mark_copied(kn, 1);
     conv_row_fusion_init(kn, &p->fuse);
+    if (depthwise(s)) p->act_in_regs = act_in_registers(kn, &p->fuse, &p->g);
     *state = p;
     return ANVIL_OK;
 }
@@ -143,7 +185,7 @@ static void last_chunk(void *arg, size_t begin, size_t end) {
         for (int64_t r = rows * (int64_t)t / T; r < rows * ((int64_t)t + 1) / T; r++) {
             const int64_t img = r / s->oh, oy = r % s->oh;
             j->row(&p->g, j->x + img * s->h * s->w * s->c, p->wp, j->bias, j->y + r * rowf, oy);
-            if (p->fuse.on)
+            if (p->fuse.on && !p->act_in_regs)
                 conv_row_fusion_apply(&p->fuse, j->res ? j->res + r * rowf : NULL, j->y + r * rowf,
                                       rowf);
         }

@@ -14,6 +14,15 @@
 
 #define DWN_I __attribute__((always_inline)) static inline
 
+/* The geometry's fused activation (conv_last_geom.act_*) on one vector. */
+DWN_I dw_v dwn_act(const conv_last_geom *g, dw_v y) {
+    if (!g->act_on) return y;
+    const dw_v v =
+        DW_MIN(DW_BCAST(g->act_hi),
+               DW_MAX(DW_BCAST(g->act_lo), DW_FMA(DW_BCAST(g->act_s), y, DW_BCAST(g->act_t))));
+    return g->act_mul ? DW_MUL(y, v) : v;
+}
+
 /* Output pixels [ox0, ox0 + PX) of one vector of channels (mask m) of output row oy; all their
  * taps inside the input columns (rows outside are skipped by the caller's ky range). */
 DWN_I void dwn_block(const conv_last_geom *g, const float *x, const float *wp, dw_v bias, dw_m m,
@@ -38,7 +47,7 @@ DWN_I void dwn_block(const conv_last_geom *g, const float *x, const float *wp, d
         }
     }
 #pragma GCC unroll 8
-    for (int p = 0; p < PX; p++) DW_STOREM(y + (ox0 + p) * c, acc[p], m);
+    for (int p = 0; p < PX; p++) DW_STOREM(y + (ox0 + p) * c, dwn_act(g, acc[p]), m);
 }
 
 /* One output pixel next to the border, one vector: each tap tested (wide rows). */
@@ -54,7 +63,7 @@ DWN_I void dwn_edge(const conv_last_geom *g, const float *x, const float *wp, dw
             acc = DW_FMA(DW_LOAD(wp + (ky * kw + kx) * g->vpad),
                          DW_LOADM(x + ((iy0 + ky * g->dh) * g->w + ix) * c, m), acc);
         }
-    DW_STOREM(y + ox * c, acc, m);
+    DW_STOREM(y + ox * c, dwn_act(g, acc), m);
 }
 
 /* Output pixel ox of CV channel vectors (masks m, all-zero past the channels; bias per vector):
@@ -80,7 +89,7 @@ DWN_I void dwn_pixel(const conv_last_geom *g, const float *x, const float *wp, c
                     DW_FMA(DW_LOADM(wq + v * DW_VL, m[v]), DW_LOADM(xp + v * DW_VL, m[v]), acc[v]);
         }
 #pragma GCC unroll 4
-    for (int v = 0; v < CV; v++) DW_STOREM(y + ox * c + v * DW_VL, acc[v], m[v]);
+    for (int v = 0; v < CV; v++) DW_STOREM(y + ox * c + v * DW_VL, dwn_act(g, acc[v]), m[v]);
 }
 
 /* The pixels of [0, lo) and [hi, ow) (the borders, and what is left of the interior after the

@@ -12,6 +12,10 @@ typedef __m256 dw_v;
 #define DW_BCAST(x) _mm256_set1_ps(x)
 #define DW_ZERO() _mm256_setzero_ps()
 #define DW_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define DW_MUL(a, b) _mm256_mul_ps((a), (b))
+/* SSE semantics: NaN in either operand gives the second */
+#define DW_MAX(a, b) _mm256_max_ps((a), (b))
+#define DW_MIN(a, b) _mm256_min_ps((a), (b))
 #define DW_STORE(p, v) _mm256_storeu_ps((p), (v))
 
 static inline void dw_store_n(float *p, dw_v v, int64_t n) {

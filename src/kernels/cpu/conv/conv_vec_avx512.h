@@ -12,6 +12,10 @@ typedef __m512 dw_v;
 #define DW_BCAST(x) _mm512_set1_ps(x)
 #define DW_ZERO() _mm512_setzero_ps()
 #define DW_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define DW_MUL(a, b) _mm512_mul_ps((a), (b))
+/* SSE semantics: NaN in either operand gives the second */
+#define DW_MAX(a, b) _mm512_max_ps((a), (b))
+#define DW_MIN(a, b) _mm512_min_ps((a), (b))
 #define DW_STORE(p, v) _mm512_storeu_ps((p), (v))
 #define DW_STORE_N(p, v, n) _mm512_mask_storeu_ps((p), (__mmask16)((1u << (n)) - 1u), (v))
 #define DW_LOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), (p))
