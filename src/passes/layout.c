@@ -21,7 +21,15 @@
  * and GlobalAveragePool is a ReduceMean over axes 1 and 2 of the channels-last value. That
  * keeps a squeeze-excitation block (pool, two 1x1 convs on a 1x1 map, Mul of the map by the
  * channel weights) from costing two full-size transposes per block (EfficientNet: 32 of them);
- * what remains are copies of C floats for the pooled values and the channel weights. */
+ * what remains are copies of C floats for the pooled values and the channel weights.
+ *
+ * The model's own transposes join in (model_twins, alias_to_nhwc). torch writes a
+ * ConvNeXt block as depthwise conv, permute to channels-last, LayerNorm and Linears there,
+ * permute back, per-channel scale and residual Add. A model Transpose (0,3,1,2) is a value's
+ * way back from channels-last, so its input is that value's twin; a model Transpose (0,2,3,1) of
+ * a value with a twin is that twin, and its readers read the twin instead. With the scale (a
+ * per-channel constant, given the channels-last shape [C]) and the Add carried, a ConvNeXt block
+ * runs no transpose at all (ConvNeXt-tiny: 4 per block before). */
 #include "rewrite.h"
 
 #include "ops/ops.h"
@@ -276,9 +284,22 @@ static anvil_status choose(pass_ctx *c, bool *chosen) {
     return ANVIL_OK;
 }
 
+/* A per-channel constant of the model for an output of c channels: [C, 1, 1] or [1, C, 1, 1], as
+ * a channels-last broadcast needs it [C] (the same floats: channel_const makes that value). */
+static bool channel_const(const pass_ctx *c, ir_vid v, int64_t channels) {
+    const ir_value *val = &c->g->values[v];
+    if (!(val->flags & IR_VALUE_CONST) || val->dtype != ANVIL_DTYPE_FLOAT32 ||
+        pass_graph_owns(c->pg, v))
+        return false;
+    const ir_shape *s = &val->shape;
+    const int64_t *d = s->d + (s->rank == 4 ? 1 : 0);
+    return (s->rank == 3 || (s->rank == 4 && s->d[0] == 1)) && d[0] == channels && d[1] == 1 &&
+           d[2] == 1;
+}
+
 /* Whether node k can run channels-last: elementwise or GlobalAveragePool, float rank-4 output,
- * no fused epilogue, at least one input with a twin, and every other input a 1x1 map or a
- * scalar (a per-channel constant of rank 3 would need permuting: left alone). */
+ * no fused epilogue, at least one input with a twin, and every other input a 1x1 map, a scalar
+ * or a per-channel constant. */
 static bool carriable(const pass_ctx *c, const ir_vid *nhwc, int32_t k) {
     const ir_graph *g = c->g;
     const ir_node *n = &g->nodes[k];
@@ -291,7 +312,8 @@ static bool carriable(const pass_ctx *c, const ir_vid *nhwc, int32_t k) {
         if (v == IR_NONE) continue;
         if (nhwc[v] != IR_NONE)
             twin = true;
-        else if (!one_by_one(g, v) && !scalar(g, v))
+        else if (!one_by_one(g, v) && !scalar(g, v) &&
+                 !channel_const(c, v, g->values[n->outputs[0]].shape.d[1]))
             return false;
     }
     return twin && (n->op != IR_OP_GLOBALAVERAGEPOOL || nhwc[n->inputs[0]] != IR_NONE);
@@ -321,9 +343,28 @@ static bool carry_pays(const pass_ctx *c, const bool *chosen, const ir_vid *nhwc
     return inputs_free;
 }
 
-/* The twin of v, made by a Transpose from v if it has none yet (v a 1x1 map). */
+static anvil_status copy_fill(const ir_graph *src, const pass_const *pc, float *out) {
+    size_t n;
+    const void *d = pass_graph_const_f32(src, pc->src[0], &n);
+    if (!d || n != pc->numel)
+        return core_err(ANVIL_ERR_INTERNAL, "layout: a per-channel constant changed its size");
+    memcpy(out, d, n * sizeof(float));
+    return ANVIL_OK;
+}
+
+/* The twin of v, made by a Transpose from v if it has none yet (v a 1x1 map), or for a
+ * per-channel constant the same floats as a [C] constant. */
 static anvil_status twin_of(pass_ctx *c, ir_vid *nhwc, ir_vid v) {
     if (nhwc[v] != IR_NONE) return ANVIL_OK;
+    if (!f32_rank4(c->g, v)) {
+        size_t numel;
+        const int64_t dims[1] = {ir_shape_numel(&c->g->values[v].shape, &numel) ? (int64_t)numel
+                                                                                : 0};
+        pass_const recipe = {.fill = copy_fill, .src = {v}};
+        char base[512];
+        snprintf(base, sizeof base, "%s/nhwc", c->g->values[v].name);
+        return pass_add_const(c, base, 1, dims, &recipe, &nhwc[v]);
+    }
     char name[512];
     snprintf(name, sizeof name, "%s/to_nhwc", c->g->values[v].name);
     int32_t t;
@@ -375,6 +416,46 @@ static anvil_status carry_node(pass_ctx *c, ir_vid *nhwc, int32_t k, int32_t *ba
     return ANVIL_OK;
 }
 
+/* A model Transpose (0,3,1,2) of a rank-4 float value: its input is its output's twin. Marked in
+ * model_back, to be removed if nothing reads its output in the end. */
+static void model_twins(pass_ctx *c, ir_vid *nhwc, bool *model_back, int32_t nn) {
+    const ir_graph *g = c->g;
+    for (int32_t k = 0; k < nn; k++) {
+        const ir_node *n = &g->nodes[k];
+        const ir_attr *perm = ir_node_attr(n, "perm");
+        if (c->dead[k] || n->op != IR_OP_TRANSPOSE || n->n_inputs != 1 || n->n_outputs != 1 ||
+            !f32_rank4(g, n->inputs[0]) || !f32_rank4(g, n->outputs[0]) || !perm ||
+            perm->type != IR_ATTR_INTS || perm->n != 4 ||
+            memcmp(perm->ints, perm_to_nchw, sizeof perm_to_nchw) || nhwc[n->outputs[0]] != IR_NONE)
+            continue;
+        nhwc[n->outputs[0]] = n->inputs[0];
+        model_back[k] = true;
+    }
+}
+
+/* A model Transpose (0,2,3,1) of a value with a twin computes the twin: its readers read the
+ * twin, and it goes. nhwc covers the nv values the graph had when the pass began. */
+static anvil_status alias_to_nhwc(pass_ctx *c, const ir_vid *nhwc, int32_t nn, ir_vid nv) {
+    ir_graph *g = c->g;
+    for (int32_t k = 0; k < nn; k++) {
+        const ir_node *n = &g->nodes[k];
+        const ir_attr *perm = ir_node_attr(n, "perm");
+        if (c->dead[k] || n->op != IR_OP_TRANSPOSE || n->n_inputs != 1 || n->n_outputs != 1 ||
+            !f32_rank4(g, n->inputs[0]) || n->inputs[0] >= nv || nhwc[n->inputs[0]] == IR_NONE ||
+            !perm || perm->type != IR_ATTR_INTS || perm->n != 4 ||
+            memcmp(perm->ints, perm_to_nhwc, sizeof perm_to_nhwc) || pass_pinned(c, n->outputs[0]))
+            continue;
+        const ir_vid z = n->outputs[0], twin = nhwc[n->inputs[0]];
+        for (int32_t r = 0; r < g->n_nodes; r++) {
+            if (c->dead[r] || r == k) continue;
+            for (int i = 0; i < g->nodes[r].n_inputs; i++)
+                if (g->nodes[r].inputs[i] == z) CORE_TRY(pass_node_set_input(c, r, i, twin));
+        }
+        pass_node_kill(c, k);
+    }
+    return ANVIL_OK;
+}
+
 /* Carries every node it can, in graph order (so a carried node's readers see its twin). */
 static anvil_status carry(pass_ctx *c, const bool *chosen, ir_vid *nhwc, int32_t *back,
                           int32_t nn) {
@@ -389,8 +470,9 @@ anvil_status pass_layout(pass_ctx *c) {
     bool *chosen = calloc((size_t)nn + 1, sizeof *chosen);
     ir_vid *nhwc = malloc(sizeof *nhwc * (size_t)(nv + 1));  /* channels-last twin of a value */
     int32_t *back = malloc(sizeof *back * (size_t)(nn + 1)); /* a conv's Transpose back */
+    bool *model_back = calloc((size_t)nn + 1, sizeof *model_back); /* see model_twins */
     anvil_status st = ANVIL_ERR_OUT_OF_MEMORY;
-    if (!chosen || !nhwc || !back) goto done;
+    if (!chosen || !nhwc || !back || !model_back) goto done;
     for (ir_vid v = 0; v < nv; v++) nhwc[v] = IR_NONE;
     if ((st = choose(c, chosen)) != ANVIL_OK) goto done;
     char name[512];
@@ -409,7 +491,9 @@ anvil_status pass_layout(pass_ctx *c) {
             goto done;
         c->pg->nhwc_convs++;
     }
+    model_twins(c, nhwc, model_back, nn);
     if ((st = carry(c, chosen, nhwc, back, nn)) != ANVIL_OK) goto done;
+    if ((st = alias_to_nhwc(c, nhwc, nn, nv)) != ANVIL_OK) goto done;
     for (int32_t k = 0; k < nn; k++) {
         if (!chosen[k]) continue;
         const int ins[2] = {0, residual_of(&c->g->nodes[k])};
@@ -428,6 +512,8 @@ anvil_status pass_layout(pass_ctx *c) {
         }
     }
     for (int32_t k = 0; k < nn; k++) {
+        if (model_back[k] && !c->dead[k] && c->uses[c->g->nodes[k].outputs[0]] == 0)
+            pass_node_kill(c, k);
         if (back[k] < 0) continue;
         if (c->uses[c->g->nodes[back[k]].outputs[0]] == 0)
             pass_node_kill(c, back[k]);
@@ -439,5 +525,6 @@ done:
     free(chosen);
     free(nhwc);
     free(back);
+    free(model_back);
     return st;
 }

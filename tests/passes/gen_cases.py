@@ -175,6 +175,31 @@ def cases(out):
           "anvil.ConvNhwc fused[Relu]", "ReduceMean -", "Transpose -", "Conv fused[Sigmoid]",
           "Transpose -", "Mul -", "anvil.ConvNhwc -", "Transpose -"])
 
+    # ConvNeXt's blocks, as torch exports them: depthwise conv, permute to channels-last,
+    # LayerNorm and Linears there, permute back, per-channel scale, residual Add. The model's
+    # own transposes meet the layout pass's: a permute to channels-last of a conv's output reads
+    # its twin, a permute back is its input's twin, and the scale (a [C, 1, 1] constant) and the
+    # Add are carried, so the blocks run no transpose; the stem's permutes stay (its conv is
+    # NCHW, and the Transposes around its LayerNorm are the model's).
+    g = G()
+    x, xv = image("x", 3, 12)
+    stem = g.conv("x", 3, 8, k=2, stride=2)
+    ln_w, ln_b = g.const(RNG.normal(1, 0.1, 8)), g.const(RNG.normal(0, 0.1, 8))
+    h = g.op("Transpose", [stem], perm=[0, 2, 3, 1])
+    h = g.op("LayerNormalization", [h, ln_w, ln_b], axis=-1, epsilon=1e-6)
+    y = g.op("Transpose", [h], perm=[0, 3, 1, 2])
+    for _ in range(2):
+        d = g.conv(y, 8, 8, k=7, group=8)
+        t = g.op("Transpose", [d], perm=[0, 2, 3, 1])
+        t = g.op("LayerNormalization", [t, ln_w, ln_b], axis=-1, epsilon=1e-6)
+        t = g.linear(g.op("Relu", [g.linear(t, 8, 16)]), 16, 8)
+        t = g.op("Transpose", [t], perm=[0, 3, 1, 2])
+        y = g.op("Add", [g.op("Mul", [g.const(RNG.normal(0, 1, (8, 1, 1))), t]), y])
+    block = ["anvil.ConvNhwc -", "LayerNormalization -", "MatMul fused[+bias(in2) Relu]",
+             "MatMul fused[+bias(in2)]", "Mul -", "Add -"]
+    save(out, "layout_model_transposes", g, [x], {"x": xv}, [y],
+         ["Conv -", "Transpose -", "LayerNormalization -"] + block + block + ["Transpose -"])
+
     # Clip with min > max is left alone (the epilogue's clip assumes lo <= hi); an Add of a
     # per-channel constant broadcasts, so it is not a residual.
     g = G()
