@@ -177,8 +177,14 @@ static inline bool conv_dwn_shape(const conv_shape *s) {
 #define CONV_DWN_INSTANCES(X)                                                                      \
     X(3, 3, 1, 1)                                                                                  \
     X(3, 3, 2, 1)                                                                                  \
-    X(5, 5, 1, 1) X(5, 5, 2, 1) X(3, 5, 1, 1) X(3, 5, 2, 1) X(5, 3, 1, 1) X(5, 3, 2, 1)            \
-        X(3, 3, 1, 2) X(5, 5, 1, 2)
+    X(5, 5, 1, 1)                                                                                  \
+    X(5, 5, 2, 1)                                                                                  \
+    X(3, 5, 1, 1)                                                                                  \
+    X(3, 5, 2, 1)                                                                                  \
+    X(5, 3, 1, 1)                                                                                  \
+    X(5, 3, 2, 1)                                                                                  \
+    X(3, 3, 1, 2)                                                                                  \
+    X(5, 5, 1, 2)
 /* Those kernels' compile-time instances, X(KH, KW, SX) (SX the stride along a row): each
  * instance file dispatches on this list. */
 #define CONV_DW_INSTANCES(X)                                                                       \
