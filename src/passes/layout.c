@@ -416,18 +416,22 @@ static anvil_status carry_node(pass_ctx *c, ir_vid *nhwc, int32_t k, int32_t *ba
     return ANVIL_OK;
 }
 
+/* Whether live node k is a Transpose of a rank-4 float value by perm. */
+static bool transpose_by(const pass_ctx *c, int32_t k, const int64_t perm[4]) {
+    const ir_node *n = &c->g->nodes[k];
+    const ir_attr *p = ir_node_attr(n, "perm");
+    return !c->dead[k] && n->op == IR_OP_TRANSPOSE && n->n_inputs == 1 && n->n_outputs == 1 &&
+           f32_rank4(c->g, n->inputs[0]) && f32_rank4(c->g, n->outputs[0]) && p &&
+           p->type == IR_ATTR_INTS && p->n == 4 && !memcmp(p->ints, perm, 4 * sizeof *perm);
+}
+
 /* A model Transpose (0,3,1,2) of a rank-4 float value: its input is its output's twin. Marked in
  * model_back, to be removed if nothing reads its output in the end. */
 static void model_twins(pass_ctx *c, ir_vid *nhwc, bool *model_back, int32_t nn) {
     const ir_graph *g = c->g;
     for (int32_t k = 0; k < nn; k++) {
         const ir_node *n = &g->nodes[k];
-        const ir_attr *perm = ir_node_attr(n, "perm");
-        if (c->dead[k] || n->op != IR_OP_TRANSPOSE || n->n_inputs != 1 || n->n_outputs != 1 ||
-            !f32_rank4(g, n->inputs[0]) || !f32_rank4(g, n->outputs[0]) || !perm ||
-            perm->type != IR_ATTR_INTS || perm->n != 4 ||
-            memcmp(perm->ints, perm_to_nchw, sizeof perm_to_nchw) || nhwc[n->outputs[0]] != IR_NONE)
-            continue;
+        if (!transpose_by(c, k, perm_to_nchw) || nhwc[n->outputs[0]] != IR_NONE) continue;
         nhwc[n->outputs[0]] = n->inputs[0];
         model_back[k] = true;
     }
@@ -439,11 +443,8 @@ static anvil_status alias_to_nhwc(pass_ctx *c, const ir_vid *nhwc, int32_t nn, i
     ir_graph *g = c->g;
     for (int32_t k = 0; k < nn; k++) {
         const ir_node *n = &g->nodes[k];
-        const ir_attr *perm = ir_node_attr(n, "perm");
-        if (c->dead[k] || n->op != IR_OP_TRANSPOSE || n->n_inputs != 1 || n->n_outputs != 1 ||
-            !f32_rank4(g, n->inputs[0]) || n->inputs[0] >= nv || nhwc[n->inputs[0]] == IR_NONE ||
-            !perm || perm->type != IR_ATTR_INTS || perm->n != 4 ||
-            memcmp(perm->ints, perm_to_nhwc, sizeof perm_to_nhwc) || pass_pinned(c, n->outputs[0]))
+        if (!transpose_by(c, k, perm_to_nhwc) || n->inputs[0] >= nv ||
+            nhwc[n->inputs[0]] == IR_NONE || pass_pinned(c, n->outputs[0]))
             continue;
         const ir_vid z = n->outputs[0], twin = nhwc[n->inputs[0]];
         for (int32_t r = 0; r < g->n_nodes; r++) {

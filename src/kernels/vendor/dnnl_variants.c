@@ -154,16 +154,23 @@ static anvil_status dnnl_fail(const ir_node *n, const char *what, dnnl_status_t 
         if (dst_ != dnnl_success) return dnnl_fail(node, what, dst_);                              \
     } while (0)
 
-/* Dense row-major descriptor of `rank` dims. */
-static dnnl_status_t md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
+/* A descriptor of `rank` dims laid out inside a dense row-major tensor of dims `full` (the same
+ * rank): a channel slice of an NCHW tensor. */
+static dnnl_status_t md_slice(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
+                              const int64_t *full) {
     dnnl_dims_t d, s;
     int64_t step = 1;
     for (int i = rank - 1; i >= 0; i--) {
         d[i] = dims[i];
         s[i] = step;
-        step *= dims[i] > 0 ? dims[i] : 1;
+        step *= full[i] > 0 ? full[i] : 1;
     }
     return lib.dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
+}
+
+/* Dense row-major descriptor of `rank` dims. */
+static dnnl_status_t md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
+    return md_slice(md, rank, dims, dims);
 }
 
 /* A 2-D descriptor of a rows x cols matrix stored row-major, or transposed (stored cols x rows)
@@ -571,20 +578,6 @@ static bool conv_supports(const kern_node *kn, const core_hw *hw) {
     for (int d = 0; d < cg.nsp; d++)
         if (x->d[2 + d] < 1 || w->d[2 + d] < 1) return false;
     return true;
-}
-
-/* A descriptor of `rank` dims laid out inside a dense row-major tensor of dims `full` (the same
- * rank): a channel slice of an NCHW tensor. */
-static dnnl_status_t md_slice(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
-                              const int64_t *full) {
-    dnnl_dims_t d, s;
-    int64_t step = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        d[i] = dims[i];
-        s[i] = step;
-        step *= full[i] > 0 ? full[i] : 1;
-    }
-    return lib.dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
 }
 
 /* Prepares the part of kn's convolution that computes units [u0, u0 + un) as one primitive on

@@ -459,10 +459,20 @@ static void rec_product(const rnn_state *s, int64_t d, int part, int64_t nb, con
     gemm_run_serial(s->kr, &s->br, &p, gws);
 }
 
+/* Where (batch row b, step t, direction d) starts in Y. */
+static int64_t y_at(const rnn_state *s, int64_t b, int64_t t, int64_t d) {
+    return (s->batch_first ? (b * s->T + t) * s->D + d : (t * s->D + d) * s->B + b) * s->H;
+}
+
+/* Where (batch row b, direction d) starts in initial_h, initial_c, Y_h and Y_c. */
+static int64_t state_at(const rnn_state *s, int64_t b, int64_t d) {
+    return (s->batch_first ? b * s->D + d : d * s->B + b) * s->H;
+}
+
 static void unit_run(const rnn_job *j, int64_t u) {
     const rnn_state *s = j->s;
     const rnn_isa *isa = s->isa;
-    const int64_t T = s->T, B = s->B, H = s->H, Hp = s->Hp, GHp = s->GHp, D = s->D;
+    const int64_t T = s->T, B = s->B, H = s->H, Hp = s->Hp, GHp = s->GHp;
     const int64_t d = u / s->chunks, ch = u % s->chunks;
     const int64_t b0 = B * ch / s->chunks, b1 = B * (ch + 1) / s->chunks, nb = b1 - b0;
     const bool rev = s->reverse || d == 1, bf = s->batch_first;
@@ -480,7 +490,7 @@ static void unit_run(const rnn_job *j, int64_t u) {
     memset(c, 0, (size_t)(nb * Hp) * sizeof *c);
     memset(rh, 0, (size_t)(nb * Hp) * sizeof *rh);
     for (int64_t b = b0; b < b1; b++) {
-        const int64_t st = (bf ? b * D + d : d * B + b) * H;
+        const int64_t st = state_at(s, b, d);
         if (j->h0) memcpy(h + (b - b0) * Hp, j->h0 + st, (size_t)H * sizeof *h);
         if (j->c0) memcpy(c + (b - b0) * Hp, j->c0 + st, (size_t)H * sizeof *c);
     }
@@ -512,17 +522,15 @@ static void unit_run(const rnn_job *j, int64_t u) {
                     break;
                 }
                 if (j->y && pass == (split ? 1 : 0))
-                    memcpy(j->y + (bf ? (b * T + t) * D + d : (t * D + d) * B + b) * H, hr,
-                           (size_t)H * sizeof *hr);
+                    memcpy(j->y + y_at(s, b, t, d), hr, (size_t)H * sizeof *hr);
             }
         }
     }
     for (int64_t b = b0; b < b1; b++) {
-        const int64_t row = b - b0, st = (bf ? b * D + d : d * B + b) * H;
+        const int64_t row = b - b0, st = state_at(s, b, d);
         if (j->y && !j->full)
             for (int64_t t = j->lens[b]; t < T; t++)
-                memset(j->y + (bf ? (b * T + t) * D + d : (t * D + d) * B + b) * H, 0,
-                       (size_t)H * sizeof(float));
+                memset(j->y + y_at(s, b, t, d), 0, (size_t)H * sizeof(float));
         if (j->yh) memcpy(j->yh + st, h + row * Hp, (size_t)H * sizeof(float));
         if (j->yc) memcpy(j->yc + st, c + row * Hp, (size_t)H * sizeof(float));
     }
@@ -530,11 +538,6 @@ static void unit_run(const rnn_job *j, int64_t u) {
 
 static void unit_range(void *arg, size_t begin, size_t end) {
     for (size_t u = begin; u < end; u++) unit_run(arg, (int64_t)u);
-}
-
-/* Where (batch row b, step t, direction d) starts in Y. */
-static int64_t y_at(const rnn_state *s, int64_t b, int64_t t, int64_t d) {
-    return (s->batch_first ? (b * s->T + t) * s->D + d : (t * s->D + d) * s->B + b) * s->H;
 }
 
 /* One step of one stepwise unit: direction d, hidden units of slice k, every batch row. Reads h
@@ -594,7 +597,7 @@ static void run_stepwise(rnn_job *j, op_ctx *ctx) {
     memset(j->ws + s->off_h2, 0, (size_t)(D * B * Hp) * sizeof *h);
     for (int64_t d = 0; d < D; d++)
         for (int64_t b = 0; b < B; b++) {
-            const int64_t st = (s->batch_first ? b * D + d : d * B + b) * H;
+            const int64_t st = state_at(s, b, d);
             if (j->h0) memcpy(h + (d * B + b) * Hp, j->h0 + st, (size_t)H * sizeof *h);
             if (j->c0) memcpy(c + (d * B + b) * Hp, j->c0 + st, (size_t)H * sizeof *c);
         }
@@ -603,7 +606,7 @@ static void run_stepwise(rnn_job *j, op_ctx *ctx) {
     const float *hl = (const float *)(j->ws + (T & 1 ? s->off_h2 : s->off_h));
     for (int64_t d = 0; d < D; d++)
         for (int64_t b = 0; b < B; b++) {
-            const int64_t st = (s->batch_first ? b * D + d : d * B + b) * H, row = d * B + b;
+            const int64_t st = state_at(s, b, d), row = d * B + b;
             if (j->y && !j->full)
                 for (int64_t t = j->lens[b]; t < T; t++)
                     memset(j->y + y_at(s, b, t, d), 0, (size_t)H * sizeof(float));
