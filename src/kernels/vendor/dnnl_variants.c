@@ -820,6 +820,8 @@ typedef struct split_job {
     const op_tensor *const *in;
     op_tensor *const *out;
     _Atomic int failed; /* an anvil_status, the first non-OK one */
+    /* its message: errors are per thread, and a part may fail on a pool worker */
+    char msg[512];
 } split_job;
 
 static void split_chunk(void *arg, size_t begin, size_t end) {
@@ -827,7 +829,8 @@ static void split_chunk(void *arg, size_t begin, size_t end) {
     for (size_t p = begin; p < end; p++) {
         anvil_status st = conv_run_part(j->n, j->g->part[p], j->in, j->out);
         int ok = ANVIL_OK;
-        if (st != ANVIL_OK) atomic_compare_exchange_strong(&j->failed, &ok, (int)st);
+        if (st != ANVIL_OK && atomic_compare_exchange_strong(&j->failed, &ok, (int)st))
+            snprintf(j->msg, sizeof j->msg, "%s", core_err_message());
     }
 }
 
@@ -837,9 +840,10 @@ static anvil_status split_run(const ir_node *n, void *state, const op_tensor *co
     (void)n_out;
     (void)workspace;
     const split_state *g = state;
-    split_job j = {n, g, in, out, ANVIL_OK};
+    split_job j = {n, g, in, out, ANVIL_OK, ""};
     op_parallel_for(ctx, (size_t)g->parts, split_chunk, &j);
-    return (anvil_status)atomic_load(&j.failed);
+    const anvil_status st = (anvil_status)atomic_load(&j.failed);
+    return st == ANVIL_OK ? ANVIL_OK : core_err(st, "%s", j.msg);
 }
 
 /* ---- the variants ---------------------------------------------------------------------------- */
