@@ -146,6 +146,7 @@ extern const kern_variant *const kern_family_data[];    /* cpu/data: Resize, Pad
 extern const kern_variant *const kern_family_math[];    /* cpu/math: Pow, Where, Cast, ... */
 extern const kern_variant *const kern_family_reduce[];  /* cpu/reduce: Reduce*, norms, TopK */
 extern const kern_variant *const kern_family_chain[];   /* cpu/chain: fused eltwise chains */
+extern const kern_variant *const kern_family_attn[];    /* cpu/attn: anvil.Sdpa */
 extern const kern_variant *const kern_family_vendor[];  /* vendor: oneDNN, OpenBLAS, BLIS */
 
 /* Upper bound on the variants of one op (reference included). */

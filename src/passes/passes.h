@@ -8,6 +8,9 @@
  *                   becomes one Conv with rescaled weights and a bias;
  *   crop_taps       a Conv's kernel taps that only ever read padding (large dilations on small
  *                   maps) are dropped, with its pads shrunk to match;
+ *   fuse_attention  MatMul, scale, mask, Softmax, MatMul (with the Transposes around them)
+ *                   become one anvil.Sdpa node, run without the S x S scores
+ *                   (passes/fuse_attention.c; ANVIL_FUSE_ATTENTION=off turns it off);
  *   fuse_epilogue   a MatMul/Gemm/Conv absorbs what follows it into its epilogue (ir_fusion):
  *                   a per-column bias Add (MatMul), a residual Add of the output's own shape, and
  *                   an activation (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish,
@@ -59,6 +62,7 @@ typedef struct pass_graph {
     int const_nodes;               /* const_nodes: Constant nodes made constant values */
     int noops;                     /* drop_noops: Casts to their input's dtype made Identity */
     int cropped_convs;             /* crop_taps: Convs whose never-used kernel taps were dropped */
+    int fused_attention;           /* fuse_attention: anvil.Sdpa nodes made */
 } pass_graph;
 
 /* ---- rewrites that may or may not pay ---------------------------------------------------------

@@ -36,6 +36,8 @@ anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pa
     pass_index(&c);
     if ((st = pass_crop_taps(&c)) != ANVIL_OK) goto done;
     pass_index(&c);
+    if ((st = pass_fuse_attention(&c)) != ANVIL_OK) goto done;
+    pass_index(&c);
     if ((st = pass_fuse_epilogue(&c)) != ANVIL_OK) goto done;
     pass_index(&c);
     if ((st = pass_fuse_chain(&c)) != ANVIL_OK) goto done;

@@ -32,6 +32,16 @@ class G:
         self.inits.append(numpy_helper.from_array(np.asarray(arr, dtype=np.float32), n))
         return n
 
+    def const_i64(self, arr):
+        n = self.name("c")
+        self.inits.append(numpy_helper.from_array(np.asarray(arr, dtype=np.int64), n))
+        return n
+
+    def const_bool(self, arr):
+        n = self.name("c")
+        self.inits.append(numpy_helper.from_array(np.asarray(arr, dtype=bool), n))
+        return n
+
     def op(self, t, ins, outs=1, **attrs):
         o = [self.name(t.lower()) for _ in range(outs)]
         self.nodes.append(helper.make_node(t, ins, o, name=self.name("n_" + t.lower()), **attrs))
@@ -260,7 +270,83 @@ def cases(out):
          [y], ["Reshape -", "MatMul fused[+residual(in2)]"])
 
 
+def attention_cases(out):
+    """Attention in the spellings torch.onnx.export writes, and near misses left alone."""
+    # 150 keys: three blocks of the AVX-512 kernel's 64, the last one partial
+    b, s, h, d = 2, 150, 3, 16
+    hid = h * d
+
+    def heads(g, x, perm=(0, 2, 1, 3)):
+        r = g.op("Reshape", [x, g.const_i64([b, s, h, d])])
+        return g.op("Transpose", [r], perm=list(perm))
+
+    def inputs():
+        xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, s, hid])
+        return xi, RNG.normal(0, 1, (b, s, hid)).astype(np.float32)
+
+    def merge(g, o):
+        t = g.op("Transpose", [o], perm=[0, 2, 1, 3])
+        return g.op("Reshape", [t, g.const_i64([b, s, hid])])
+
+    # BERT: K transposed twice, Div by sqrt(d), an additive [b, 1, 1, s] mask.
+    g = G()
+    xi, xv = inputs()
+    mi = helper.make_tensor_value_info("m", TensorProto.FLOAT, [b, 1, 1, s])
+    mv = np.where(RNG.uniform(0, 1, (b, 1, 1, s)) < 0.2, -10000.0, 0.0).astype(np.float32)
+    q, k, v = (heads(g, g.linear("x", hid, hid)) for _ in range(3))
+    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
+    sc = g.op("Add", [g.op("Div", [g.op("MatMul", [q, kt]), g.const(np.sqrt(d))]), "m"])
+    y = merge(g, g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v]))
+    lin = ["MatMul fused[+bias(in2)]", "Reshape -"] * 3
+    save(out, "attention_bert", g, [xi, mi], {"x": xv, "m": mv}, [y],
+         lin + ["anvil.Sdpa -", "Reshape -"])
+
+    # GPT-2: K^T as one Transpose [0, 2, 3, 1], Mul by the scale, a causal Where, an Identity
+    # (a Cast to float) before the second MatMul.
+    g = G()
+    xi, xv = inputs()
+    q, v = heads(g, g.linear("x", hid, hid)), heads(g, g.linear("x", hid, hid))
+    kr = g.op("Reshape", [g.linear("x", hid, hid), g.const_i64([b, s, h, d])])
+    kt = g.op("Transpose", [kr], perm=[0, 2, 3, 1])
+    causal = g.const_bool(np.tril(np.ones((1, 1, s, s), bool)))
+    sc = g.op("Where", [causal, g.op("Mul", [g.op("MatMul", [q, kt]), g.const(d ** -0.5)]),
+                        g.const(np.finfo(np.float32).min)])
+    p = g.op("Cast", [g.op("Softmax", [sc], axis=-1)], to=TensorProto.FLOAT)
+    y = merge(g, g.op("MatMul", [p, v]))
+    save(out, "attention_gpt2", g, [xi], {"x": xv}, [y],
+         ["MatMul fused[+bias(in2)]", "Reshape -", "MatMul fused[+bias(in2)]", "Reshape -",
+          "MatMul fused[+bias(in2)]", "Reshape -", "anvil.Sdpa -", "Reshape -"])
+
+    # No scale, no mask, output left as [b, h, s, d] (a graph output of that layout).
+    g = G()
+    xi, xv = inputs()
+    q, k, v = (heads(g, g.linear("x", hid, hid)) for _ in range(3))
+    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
+    y = g.op("MatMul", [g.op("Softmax", [g.op("MatMul", [q, kt])], axis=-1), v])
+    save(out, "attention_plain", g, [xi], {"x": xv}, [y], lin + ["anvil.Sdpa -"])
+
+    # Near misses: the scores are also a graph output; a Softmax over another axis.
+    unfused = ((lin[:2] + ["Transpose -"]) * 3 +
+               ["Transpose -", "MatMul -", "Softmax -", "MatMul -"])
+    g = G()
+    xi, xv = inputs()
+    q, k, v = (heads(g, g.linear("x", hid, hid)) for _ in range(3))
+    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
+    sc = g.op("MatMul", [q, kt])
+    y = g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v])
+    save(out, "attention_scores_read", g, [xi], {"x": xv}, [y, sc],
+         unfused)
+    g = G()
+    xi, xv = inputs()
+    q, k, v = (heads(g, g.linear("x", hid, hid)) for _ in range(3))
+    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
+    y = g.op("MatMul", [g.op("Softmax", [g.op("MatMul", [q, kt])], axis=2), v])
+    save(out, "attention_softmax_axis", g, [xi], {"x": xv}, [y],
+         unfused)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     cases(sys.argv[1])
+    attention_cases(sys.argv[1])

@@ -1,0 +1,46 @@
+/* The attention family (kernels/cpu/attn): anvil.Sdpa (ops/sdpa_common.h) as one tiled pass per
+ * block of queries with an online softmax, so no score matrix larger than one block exists.
+ *
+ * attn_variants.c checks the node, cuts the work into jobs (batch x head x query block) and
+ * splits them across threads; the per-ISA files (attn_avx512.c, attn_avx2.c) instantiate
+ * attn_tmpl.h, which computes one job. Pointers in attn_prob are borrowed for the run. */
+#ifndef ANVIL_KERNELS_ATTN_H
+#define ANVIL_KERNELS_ATTN_H
+
+#include "ops/sdpa_common.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One run of a node: its geometry and data. k's and v's head-size stride is 1 (supports()). */
+typedef struct attn_prob {
+    sdpa_geom g;
+    const float *q, *k, *v, *mask;
+    const bool *keep;
+    float *o;
+    float scale, fill;
+} attn_prob;
+
+typedef struct attn_isa {
+    int mb;   /* queries per block: the vector lanes times the vectors a tile holds */
+    int nb;   /* keys per block */
+    int rows; /* rows of the register tile (keys of the score tile, head-size rows of the output
+               * tile): the output's transposed rows are padded to a multiple of it */
+    /* Computes queries [i0, i0 + mb) of (b, h). ws: attn_ws_floats(isa, p) floats, 64-byte
+     * aligned, owned by the caller. */
+    void (*block)(const attn_prob *p, int64_t b, int64_t h, int64_t i0, float *ws);
+} attn_isa;
+
+/* Scratch one job needs: q's block transposed (d x mb), one block of scores (nb x mb), the
+ * output block transposed (dv rounded up to rows, x mb), and three vectors of mb (running max,
+ * running sum, rescale factors). */
+static inline size_t attn_ws_floats(const attn_isa *isa, const sdpa_geom *g) {
+    const size_t dvp = (size_t)((g->dv + isa->rows - 1) / isa->rows * isa->rows);
+    return (size_t)isa->mb * ((size_t)g->d + (size_t)isa->nb + dvp + 3);
+}
+
+extern const attn_isa attn_isa_avx512;
+extern const attn_isa attn_isa_avx2;
+
+#endif

@@ -1,0 +1,182 @@
+/* One attention job (attn.h): queries [i0, i0 + MB) of one batch and head against every key,
+ * written over the vector vocabulary of eltwise_vec_<isa>.h plus VW (lanes), V_LOAD/V_STORE
+ * (aligned), ATT_C (vectors per query block), ATT_R (rows per register tile), ATT_NB (keys per
+ * block, a multiple of ATT_R) and ATT_ISA_NAME. Included once per ISA file.
+ *
+ * Everything runs transposed, with the queries along the vector lanes:
+ *   qt[e][i]  = scale * q[i][e]           packed once per job (zero rows past the last query);
+ *   st[j][i]  = sum_e k[j][e] qt[e][i]    a block of NB keys: ATT_R keys broadcast from k's rows
+ *                                         times ATT_C vectors of queries per register tile;
+ *   the online softmax then works on whole vectors of queries: the running max and sum of each
+ *   query are lanes, a key's scores a row, so no horizontal reduction is ever needed;
+ *   ot[e][i] += sum_j v[j][e] pt[j][i]    ATT_R head-size rows broadcast from v's rows times
+ *                                         ATT_C vectors of queries, rescaled on the way in.
+ * Key tails clamp their row pointers to the last key (the extra rows are computed and never
+ * read); head-size tails of the output clamp the same way into the padded rows of ot. */
+#include "../eltwise/eltwise_exp.h"
+
+#include <float.h>
+#include <math.h>
+
+#define MB (ATT_C * VW)
+
+/* a block's score tiles end at its last row: no tile writes past the block */
+_Static_assert(ATT_NB % ATT_R == 0, "ATT_NB must be a multiple of ATT_R");
+
+/* st[r][.] = k row r . qt for ATT_R key rows. */
+static inline void att_scores(const float *qt, const float *const *kr, int64_t d, float *st) {
+    V acc[ATT_R][ATT_C];
+#pragma GCC unroll 8
+    for (int r = 0; r < ATT_R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) acc[r][c] = V_SET1(0.0f);
+    for (int64_t e = 0; e < d; e++) {
+        V x[ATT_C];
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) x[c] = V_LOAD(qt + e * MB + c * VW);
+#pragma GCC unroll 8
+        for (int r = 0; r < ATT_R; r++) {
+            const V kb = V_SET1(kr[r][e]);
+#pragma GCC unroll 4
+            for (int c = 0; c < ATT_C; c++) acc[r][c] = V_FMA(kb, x[c], acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < ATT_R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) V_STORE(st + r * MB + c * VW, acc[r][c]);
+}
+
+/* ot rows [e0, e0 + ATT_R) = alpha * ot + sum_j v[j][e] pt[j] over nb keys; vr[j] is key j's row
+ * of v and ec[r] the (clamped) head-size index of row r. */
+static inline void att_values(float *ot, const float *alpha, const float *pt, const float *v0,
+                              int64_t vs, int64_t nb, const int64_t *ec) {
+    V acc[ATT_R][ATT_C], al[ATT_C];
+#pragma GCC unroll 4
+    for (int c = 0; c < ATT_C; c++) al[c] = V_LOAD(alpha + c * VW);
+#pragma GCC unroll 8
+    for (int r = 0; r < ATT_R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) acc[r][c] = V_MUL(V_LOAD(ot + r * MB + c * VW), al[c]);
+    const float *vj = v0;
+    for (int64_t j = 0; j < nb; j++, vj += vs) {
+        V x[ATT_C];
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) x[c] = V_LOAD(pt + j * MB + c * VW);
+#pragma GCC unroll 8
+        for (int r = 0; r < ATT_R; r++) {
+            const V vb = V_SET1(vj[ec[r]]);
+#pragma GCC unroll 4
+            for (int c = 0; c < ATT_C; c++) acc[r][c] = V_FMA(vb, x[c], acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < ATT_R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) V_STORE(ot + r * MB + c * VW, acc[r][c]);
+}
+
+/* Adds the float mask and applies the bool one to a block of scores: keys [j0, j0 + nb) of
+ * queries [i0, i0 + ni). A mask that does not vary along the queries is one value per key row. */
+static void att_masks(const attn_prob *p, int64_t b, int64_t h, int64_t i0, int64_t ni, int64_t j0,
+                      int64_t nb, float *st) {
+    const sdpa_geom *g = &p->g;
+    if (g->has_mask) {
+        const float *m = p->mask + b * g->mask[0] + h * g->mask[1] + i0 * g->mask[2];
+        for (int64_t j = 0; j < nb; j++) {
+            const float *mj = m + (j0 + j) * g->mask[3];
+            float *row = st + j * MB;
+            if (g->mask[2] == 0) {
+                const V x = V_SET1(mj[0]);
+                for (int c = 0; c < ATT_C; c++)
+                    V_STORE(row + c * VW, V_ADD(V_LOAD(row + c * VW), x));
+            } else {
+                for (int64_t i = 0; i < ni; i++) row[i] += mj[i * g->mask[2]];
+            }
+        }
+    }
+    if (g->has_keep) {
+        const bool *k = p->keep + b * g->keep[0] + h * g->keep[1] + i0 * g->keep[2];
+        for (int64_t j = 0; j < nb; j++) {
+            const bool *kj = k + (j0 + j) * g->keep[3];
+            float *row = st + j * MB;
+            if (g->keep[2] == 0) {
+                if (!kj[0])
+                    for (int c = 0; c < ATT_C; c++) V_STORE(row + c * VW, V_SET1(p->fill));
+            } else {
+                for (int64_t i = 0; i < ni; i++)
+                    if (!kj[i * g->keep[2]]) row[i] = p->fill;
+            }
+        }
+    }
+}
+
+/* The online softmax over one block of nb keys: updates the running max m and sum l, leaves
+ * e^(s - m) in st and the factor that rescales what was accumulated before in alpha. */
+static void att_softmax(float *st, int64_t nb, float *m, float *l, float *alpha) {
+    for (int c = 0; c < ATT_C; c++) {
+        const V m_old = V_LOAD(m + c * VW);
+        V mx = m_old;
+        for (int64_t j = 0; j < nb; j++) mx = V_MAX(mx, V_LOAD(st + j * MB + c * VW));
+        /* a query whose scores are all -inf so far keeps 0 as its offset, so that no
+         * -inf - -inf appears: its weights stay 0 */
+        const V off = V_LT(mx, V_SET1(-FLT_MAX), V_SET1(0.0f), mx);
+        V sum = V_SET1(0.0f);
+        for (int64_t j = 0; j < nb; j++) {
+            const V e = f_exp_clamped(V_SUB(V_LOAD(st + j * MB + c * VW), off));
+            V_STORE(st + j * MB + c * VW, e);
+            sum = V_ADD(sum, e);
+        }
+        const V a = f_exp_clamped(V_SUB(m_old, off));
+        V_STORE(alpha + c * VW, a);
+        V_STORE(l + c * VW, V_FMA(V_LOAD(l + c * VW), a, sum));
+        V_STORE(m + c * VW, mx);
+    }
+}
+
+static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, float *ws) {
+    const sdpa_geom *g = &p->g;
+    const int64_t ni = g->sq - i0 < MB ? g->sq - i0 : MB;
+    const int64_t dvp = (g->dv + ATT_R - 1) / ATT_R * ATT_R;
+    float *qt = ws, *st = qt + g->d * MB, *ot = st + (int64_t)ATT_NB * MB, *m = ot + dvp * MB;
+    float *l = m + MB, *alpha = l + MB;
+    const float *q = p->q + b * g->q[0] + h * g->q[1] + i0 * g->q[2];
+    for (int64_t e = 0; e < g->d; e++) {
+        float *row = qt + e * MB;
+        for (int64_t i = 0; i < ni; i++) row[i] = p->scale * q[i * g->q[2] + e * g->q[3]];
+        for (int64_t i = ni; i < MB; i++) row[i] = 0.0f;
+    }
+    for (int c = 0; c < ATT_C; c++) {
+        V_STORE(m + c * VW, V_SET1(-INFINITY));
+        V_STORE(l + c * VW, V_SET1(0.0f));
+    }
+    for (int64_t e = 0; e < dvp * MB; e += VW) V_STORE(ot + e, V_SET1(0.0f));
+    const float *k = p->k + b * g->k[0] + h * g->k[1];
+    const float *v = p->v + b * g->v[0] + h * g->v[1];
+    for (int64_t j0 = 0; j0 < g->sk; j0 += ATT_NB) {
+        const int64_t nb = g->sk - j0 < ATT_NB ? g->sk - j0 : ATT_NB;
+        for (int64_t j = 0; j < nb; j += ATT_R) {
+            const float *kr[ATT_R];
+            for (int r = 0; r < ATT_R; r++) {
+                const int64_t key = j0 + j + r < g->sk ? j0 + j + r : g->sk - 1;
+                kr[r] = k + key * g->k[2];
+            }
+            att_scores(qt, kr, g->d, st + j * MB);
+        }
+        att_masks(p, b, h, i0, ni, j0, nb, st);
+        att_softmax(st, nb, m, l, alpha);
+        for (int64_t e0 = 0; e0 < dvp; e0 += ATT_R) {
+            int64_t ec[ATT_R];
+            for (int r = 0; r < ATT_R; r++) ec[r] = e0 + r < g->dv ? e0 + r : g->dv - 1;
+            att_values(ot + e0 * MB, alpha, st, v + j0 * g->v[2], g->v[2], nb, ec);
+        }
+    }
+    for (int c = 0; c < ATT_C; c++) V_STORE(l + c * VW, V_DIV(V_SET1(1.0f), V_LOAD(l + c * VW)));
+    float *o = p->o + b * g->o[0] + h * g->o[1] + i0 * g->o[2];
+    for (int64_t i = 0; i < ni; i++)
+        for (int64_t e = 0; e < g->dv; e++) o[i * g->o[2] + e * g->o[3]] = ot[e * MB + i] * l[i];
+}
+
+const attn_isa ATT_ISA_NAME = {.mb = MB, .nb = ATT_NB, .rows = ATT_R, .block = att_block};
+
+#undef MB

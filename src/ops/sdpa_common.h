@@ -1,0 +1,58 @@
+/* anvil.Sdpa, scaled dot-product attention fused into one node by passes/fuse_attention.c: what
+ * its reference kernel (src/ops/nn/sdpa.c) and the attention kernels (kernels/cpu/attn) share.
+ *
+ * The node computes, for every batch b and head h (the "logical" view of each operand is
+ * [batch, heads, sequence, head size]):
+ *   s[i, j] = scale * (q[b, h, i, :] . k[b, h, j, :])
+ *   s[i, j] += mask[b, h, i, j]                 when input 3 (a float mask) is given
+ *   s[i, j] = keep[b, h, i, j] ? s[i, j] : fill when input 4 (a bool mask) is given
+ *   o[b, h, i, :] = sum_j softmax_j(s[i, :])[j] * v[b, h, j, :]
+ * Inputs: 0 q, 1 k, 2 v (float32, rank 4), 3 mask (float32, rank <= 4, optional), 4 keep (bool,
+ * rank <= 4, optional). Output 0: o (float32, rank 4).
+ *
+ * Operands are read and written in the layout the graph already has them in, so the transposes
+ * around the attention pattern disappear: operand X's logical dim a is its physical dim
+ * perm_X[a] (perm_q, perm_k, perm_v, perm_o: INTS, a permutation of 0..3). E.g. q produced as
+ * [batch, sequence, heads, head size] by a Reshape has perm_q = [0, 2, 1, 3]; an output written
+ * that way (what a Transpose [0, 2, 1, 3] after the attention asked for) has perm_o = [0, 2, 1, 3].
+ *
+ * Broadcasting: batch and heads broadcast numpy-style over q, k, v and the masks (a dim of 1
+ * repeats); the masks are right-aligned onto [batch, heads, q sequence, k sequence] and may
+ * broadcast along any dim; k and v must agree on the key sequence. Attributes: scale (FLOAT),
+ * fill (FLOAT, the value a masked-out score takes), and the four perms. */
+#ifndef ANVIL_OPS_SDPA_COMMON_H
+#define ANVIL_OPS_SDPA_COMMON_H
+
+#include "ops/ops.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { SDPA_Q, SDPA_K, SDPA_V, SDPA_O, SDPA_MASK = 3, SDPA_KEEP = 4 };
+
+typedef struct sdpa_params {
+    float scale, fill;
+    int8_t perm[4][4]; /* [SDPA_Q..SDPA_O][logical dim]: the physical dim */
+} sdpa_params;
+
+/* One concrete problem: sizes, and element strides of every operand along its logical dims
+ * (0 where it broadcasts). Strides along the head-size dim are strides[3]. */
+typedef struct sdpa_geom {
+    int64_t batch, heads, sq, sk, d, dv;
+    int64_t q[4], k[4], v[4], o[4];
+    int64_t mask[4], keep[4]; /* over [batch, heads, q sequence, k sequence] */
+    bool has_mask, has_keep;
+} sdpa_geom;
+
+/* The geometry of a node's operands from their static shapes (in[i] NULL for an absent input;
+ * n_in may stop before the masks); the output's strides follow from perm_o (its physical shape
+ * is sdpa_out_dims). SHAPE error naming the node when the operands do not fit together. */
+anvil_status sdpa_geometry(const ir_node *n, const ir_shape *const *in, int n_in, sdpa_geom *g);
+
+/* The output's physical dims for g. */
+static inline void sdpa_out_dims(const sdpa_params *p, const sdpa_geom *g, int64_t *dims) {
+    const int64_t l[4] = {g->batch, g->heads, g->sq, g->dv};
+    for (int a = 0; a < 4; a++) dims[p->perm[SDPA_O][a]] = l[a];
+}
+
+#endif

@@ -1,0 +1,269 @@
+/* fuse_attention: scaled dot-product attention written out as nodes becomes one anvil.Sdpa node
+ * (ops/sdpa_common.h), which the attention kernels run block by block without the S x S score
+ * matrix, and without the transposes that only reshuffle its operands.
+ *
+ * The pattern, from each Softmax over the last axis of a rank-4 float32 tensor:
+ *   MatMul(q', kt') -> [Mul or Div by a scalar constant] -> [Add(mask)] -> [Where(keep, ., c)]
+ *     -> Softmax -> [Identity]... -> MatMul(., v') -> [Transpose]
+ * in the spellings torch.onnx.export writes for BERT, GPT-2, ViT, Whisper and T5. Every value
+ * inside it must be read once (by the next node) and be no graph output; anything else leaves the
+ * pattern alone. q', kt' and v' are then followed back through Transposes (kept where something
+ * else reads them): the node reads the tensors the Transposes read, with the permutation that
+ * makes them the logical operands, as long as k's and v's head size stays their innermost dim.
+ * A Transpose that alone reads the result is absorbed the same way: the node writes its layout.
+ *
+ * The Where's fill must be a scalar constant, the mask float32 and the keep mask bool, both of
+ * rank <= 4; the scale a float32 scalar constant (a Div by c is a scale of 1/c, whose rounding
+ * differs from the division's by an ulp). ANVIL_FUSE_ATTENTION=off turns the pass off. */
+#include "ops/sdpa_common.h"
+#include "rewrite.h"
+
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The pattern's nodes: what the rewrite removes. */
+#define ATT_MAX_NODES 16
+
+typedef struct att_match {
+    int32_t nodes[ATT_MAX_NODES];
+    int n_nodes;
+    int32_t mm1, softmax, mm2, out_transpose;
+    ir_vid q, k, v, mask, keep, out;
+    int64_t perm[4][4];
+    float scale, fill;
+} att_match;
+
+static bool f32_rank(const ir_graph *g, ir_vid v, int max_rank, int min_rank) {
+    if (v == IR_NONE) return false;
+    const ir_value *x = &g->values[v];
+    return x->dtype == ANVIL_DTYPE_FLOAT32 && x->shape.rank >= min_rank &&
+           x->shape.rank <= max_rank;
+}
+
+static const ir_node *producer(const pass_ctx *c, ir_vid v) {
+    const int32_t p = c->g->values[v].producer;
+    return p >= 0 && !c->dead[p] ? &c->g->nodes[p] : NULL;
+}
+
+static int32_t producer_id(const pass_ctx *c, ir_vid v) {
+    const ir_node *n = producer(c, v);
+    return n ? (int32_t)(n - c->g->nodes) : -1;
+}
+
+/* Whether the node that produces v is read only by `reader` (and v is no graph output). */
+static bool only_for(const pass_ctx *c, ir_vid v, int32_t reader) {
+    return pass_sole_reader(c, v) == reader;
+}
+
+/* The perm of a rank-4 Transpose (false for anything else). */
+static bool transpose_perm(const ir_node *n, int64_t *perm) {
+    if (n->op != IR_OP_TRANSPOSE || n->n_inputs != 1) return false;
+    const int64_t *p;
+    size_t count;
+    if (ir_attr_ints(n, "perm", &p, &count) != ANVIL_OK || !p || count != 4) return false;
+    unsigned seen = 0;
+    for (int a = 0; a < 4; a++) {
+        if (p[a] < 0 || p[a] > 3) return false;
+        seen |= 1u << p[a];
+        perm[a] = p[a];
+    }
+    return seen == 0xf;
+}
+
+/* Follows v back through rank-4 Transposes: *src is the tensor they start from and m[a] the dim
+ * of src that is dim a of v. */
+static void through_transposes(const pass_ctx *c, ir_vid v, ir_vid *src, int64_t *m) {
+    for (int a = 0; a < 4; a++) m[a] = a;
+    for (;;) {
+        const ir_node *n = producer(c, v);
+        int64_t p[4];
+        if (!n || !transpose_perm(n, p) || !f32_rank(c->g, n->inputs[0], 4, 4)) break;
+        int64_t t[4];
+        for (int a = 0; a < 4; a++) t[a] = p[m[a]];
+        memcpy(m, t, sizeof t);
+        v = n->inputs[0];
+    }
+    *src = v;
+}
+
+/* The scores' producers, walking back from the Softmax's input: Where, Add, Mul/Div, MatMul. */
+static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t reader) {
+    const ir_graph *g = c->g;
+    const ir_node *n = producer(c, x);
+    if (!n || !only_for(c, x, reader)) return false;
+    if (n->op == IR_OP_WHERE && n->n_inputs == 3) {
+        const ir_value *cond = &g->values[n->inputs[0]];
+        if (cond->dtype != ANVIL_DTYPE_BOOL || cond->shape.rank < 0 || cond->shape.rank > 4 ||
+            !pass_const_scalar(c, n->inputs[2], &mt->fill))
+            return false;
+        mt->keep = n->inputs[0];
+        mt->nodes[mt->n_nodes++] = (int32_t)(n - g->nodes);
+        reader = (int32_t)(n - g->nodes);
+        x = n->inputs[1];
+        if (!(n = producer(c, x)) || !only_for(c, x, reader)) return false;
+    }
+    if (n->op == IR_OP_ADD && n->n_inputs == 2 && !n->fusion) {
+        /* the scores are the operand that a scale or the MatMul produced */
+        int s = -1;
+        for (int i = 0; i < 2 && s < 0; i++) {
+            const ir_node *p = producer(c, n->inputs[i]);
+            if (p && (p->op == IR_OP_MATMUL || p->op == IR_OP_MUL || p->op == IR_OP_DIV) &&
+                only_for(c, n->inputs[i], (int32_t)(n - g->nodes)))
+                s = i;
+        }
+        if (s < 0 || !f32_rank(g, n->inputs[1 - s], 4, 0)) return false;
+        mt->mask = n->inputs[1 - s];
+        mt->nodes[mt->n_nodes++] = (int32_t)(n - g->nodes);
+        reader = (int32_t)(n - g->nodes);
+        x = n->inputs[s];
+        n = producer(c, x);
+    }
+    if (n && (n->op == IR_OP_MUL || n->op == IR_OP_DIV) && n->n_inputs == 2 && !n->fusion) {
+        float k;
+        int s = -1;
+        if (pass_const_scalar(c, n->inputs[1], &k))
+            s = 0;
+        else if (n->op == IR_OP_MUL && pass_const_scalar(c, n->inputs[0], &k))
+            s = 1;
+        if (s < 0 || (n->op == IR_OP_DIV && k == 0.0f)) return false;
+        mt->scale = n->op == IR_OP_DIV ? 1.0f / k : k;
+        mt->nodes[mt->n_nodes++] = (int32_t)(n - g->nodes);
+        reader = (int32_t)(n - g->nodes);
+        x = n->inputs[s];
+        if (!(n = producer(c, x)) || !only_for(c, x, reader)) return false;
+    }
+    if (!n || n->op != IR_OP_MATMUL || n->n_inputs != 2 || n->fusion ||
+        !f32_rank(g, n->outputs[0], 4, 4))
+        return false;
+    mt->mm1 = (int32_t)(n - g->nodes);
+    mt->nodes[mt->n_nodes++] = mt->mm1;
+    return true;
+}
+
+static bool softmax_last_axis(const ir_node *n) {
+    int64_t axis;
+    if (ir_attr_int(n, "axis", n->opset >= 13 ? -1 : 1, &axis) != ANVIL_OK) return false;
+    return axis == -1 || axis == 3;
+}
+
+static bool match(const pass_ctx *c, int32_t k, att_match *mt) {
+    const ir_graph *g = c->g;
+    const ir_node *sm = &g->nodes[k];
+    memset(mt, 0, sizeof *mt);
+    mt->mask = mt->keep = IR_NONE;
+    mt->out_transpose = -1;
+    mt->scale = 1.0f;
+    mt->fill = -FLT_MAX;
+    if (sm->op != IR_OP_SOFTMAX || sm->n_inputs != 1 || !f32_rank(g, sm->inputs[0], 4, 4) ||
+        !softmax_last_axis(sm))
+        return false;
+    mt->softmax = k;
+    mt->nodes[mt->n_nodes++] = k;
+    if (!match_scores(c, mt, sm->inputs[0], k)) return false;
+    /* forward: through Identity nodes to the second MatMul */
+    ir_vid p = sm->outputs[0];
+    int32_t r = pass_sole_reader(c, p);
+    while (r >= 0 && g->nodes[r].op == IR_OP_IDENTITY && mt->n_nodes < ATT_MAX_NODES - 2) {
+        mt->nodes[mt->n_nodes++] = r;
+        p = g->nodes[r].outputs[0];
+        r = pass_sole_reader(c, p);
+    }
+    if (r < 0) return false;
+    const ir_node *mm2 = &g->nodes[r];
+    if (mm2->op != IR_OP_MATMUL || mm2->n_inputs != 2 || mm2->inputs[0] != p || mm2->fusion ||
+        !f32_rank(g, mm2->inputs[1], 4, 4) || !f32_rank(g, mm2->outputs[0], 4, 4))
+        return false;
+    mt->mm2 = r;
+    mt->nodes[mt->n_nodes++] = r;
+    const ir_node *mm1 = &g->nodes[mt->mm1];
+    if (!f32_rank(g, mm1->inputs[0], 4, 4) || !f32_rank(g, mm1->inputs[1], 4, 4)) return false;
+    int64_t m[4];
+    through_transposes(c, mm1->inputs[0], &mt->q, mt->perm[SDPA_Q]);
+    through_transposes(c, mm1->inputs[1], &mt->k, m);
+    /* the MatMul's second operand is k transposed: its dims 2 and 3 are k's 3 and 2 */
+    const int64_t pk[4] = {m[0], m[1], m[3], m[2]};
+    memcpy(mt->perm[SDPA_K], pk, sizeof pk);
+    through_transposes(c, mm2->inputs[1], &mt->v, mt->perm[SDPA_V]);
+    if (mt->perm[SDPA_K][3] != 3 || mt->perm[SDPA_V][3] != 3) return false;
+    /* the output, through a Transpose that alone reads it */
+    mt->out = mm2->outputs[0];
+    for (int a = 0; a < 4; a++) mt->perm[SDPA_O][a] = a;
+    const int32_t t = pass_sole_reader(c, mt->out);
+    int64_t tp[4];
+    if (t >= 0 && transpose_perm(&g->nodes[t], tp)) {
+        /* output dim a of the Transpose is logical dim tp[a] */
+        for (int a = 0; a < 4; a++) mt->perm[SDPA_O][tp[a]] = a;
+        mt->out_transpose = t;
+        mt->out = g->nodes[t].outputs[0];
+        mt->nodes[mt->n_nodes++] = t;
+    }
+    return true;
+}
+
+/* Kills the Transposes between an operand's source and the node that read them once nothing
+ * reads them any more. */
+static void drop_unread_transposes(pass_ctx *c, ir_vid v, ir_vid src) {
+    while (v != src) {
+        const int32_t p = producer_id(c, v);
+        if (p < 0) return;
+        const ir_vid in = c->g->nodes[p].inputs[0];
+        if (c->uses[v] == 0 && !pass_pinned(c, v)) pass_node_kill(c, p);
+        v = in;
+    }
+}
+
+static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
+    ir_graph *g = c->g;
+    const ir_vid qv = g->nodes[mt->mm1].inputs[0], kv = g->nodes[mt->mm1].inputs[1];
+    const ir_vid vv = g->nodes[mt->mm2].inputs[1];
+    const ir_vid old_out = g->nodes[mt->softmax].outputs[0];
+    for (int i = 0; i < mt->n_nodes; i++) pass_node_kill(c, mt->nodes[i]);
+    const int32_t slot = mt->softmax;
+    c->dead[slot] = false;
+    ir_attr *attrs = core_arena_array(g->arena, 6, sizeof *attrs);
+    ir_vid *inputs = core_arena_array(g->arena, 5, sizeof *inputs);
+    int64_t *perms = core_arena_array(g->arena, 16, sizeof *perms);
+    if (!attrs || !inputs || !perms) return ANVIL_ERR_OUT_OF_MEMORY;
+    static const char *const names[4] = {"perm_q", "perm_k", "perm_v", "perm_o"};
+    for (int x = 0; x < 4; x++) {
+        memcpy(perms + 4 * x, mt->perm[x], 4 * sizeof *perms);
+        attrs[x] = (ir_attr){.name = names[x], .type = IR_ATTR_INTS, .n = 4, .ints = perms + 4 * x};
+    }
+    attrs[4] = (ir_attr){.name = "scale", .type = IR_ATTR_FLOAT, .f = mt->scale};
+    attrs[5] = (ir_attr){.name = "fill", .type = IR_ATTR_FLOAT, .f = mt->fill};
+    const int n_in = mt->keep != IR_NONE ? 5 : mt->mask != IR_NONE ? 4 : 3;
+    for (int i = 0; i < 5; i++) inputs[i] = IR_NONE;
+    ir_node *h = &g->nodes[slot];
+    h->op = IR_OP_SDPA;
+    h->attrs = attrs;
+    h->n_attrs = 6;
+    h->params = NULL;
+    h->fusion = NULL;
+    h->inputs = inputs;
+    h->n_inputs = n_in;
+    const ir_vid ops[5] = {mt->q, mt->k, mt->v, mt->mask, mt->keep};
+    for (int i = 0; i < n_in; i++)
+        if (ops[i] != IR_NONE) CORE_TRY(pass_node_set_input(c, slot, i, ops[i]));
+    h = &g->nodes[slot];
+    h->outputs[0] = mt->out;
+    g->values[old_out].producer = -1;
+    g->values[mt->out].producer = slot;
+    drop_unread_transposes(c, qv, mt->q);
+    drop_unread_transposes(c, kv, mt->k);
+    drop_unread_transposes(c, vv, mt->v);
+    CORE_TRY(op_get(IR_OP_SDPA)->check(g, h));
+    c->pg->fused_attention++;
+    return ANVIL_OK;
+}
+
+anvil_status pass_fuse_attention(pass_ctx *c) {
+    const char *env = getenv("ANVIL_FUSE_ATTENTION");
+    if (env && (!strcmp(env, "off") || !strcmp(env, "0"))) return ANVIL_OK;
+    att_match mt;
+    for (int32_t k = 0; k < c->g->n_nodes; k++) {
+        if (c->dead[k] || !match(c, k, &mt)) continue;
+        CORE_TRY(rewrite(c, &mt));
+    }
+    return ANVIL_OK;
+}

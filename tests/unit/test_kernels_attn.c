@@ -1,0 +1,283 @@
+/* The attention family (src/kernels/cpu/attn) against anvil.Sdpa's reference kernel
+ * (src/ops/nn/sdpa.c), and the reference against attention computed the unfused way (scores,
+ * softmax, weighted sum, in double). Shapes cover the layouts the attention pass absorbs (heads
+ * inside the sequence, as projections write them; heads outside; the output either way),
+ * sequence lengths around the kernels' query and key blocks (16/64 queries, 60 keys), head sizes
+ * around the register tiles, value head sizes unlike the key's, batch and head broadcasting
+ * (one k/v head shared by all), float masks per key and per (query, key), bool masks with a
+ * fill, and one key. Each check asserts how many variants ran, so a variant that silently stops
+ * applying fails the test. */
+#include "kernels/kernels.h"
+#include "ops/sdpa_common.h"
+#include "optest.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+static const int64_t bhsd[4] = {0, 1, 2, 3}, bshd[4] = {0, 2, 1, 3};
+
+typedef struct problem {
+    int64_t b, h, sq, sk, d, dv;
+    int64_t kv_heads; /* heads of k and v (1: shared by every head of q) */
+    int64_t kd;       /* k's head size when unlike q's (0: d) */
+    const int64_t *perm_q, *perm_kv, *perm_o;
+    int mask_rank;        /* 0: none */
+    int64_t mask_dims[4]; /* right-aligned onto [b, h, sq, sk] */
+    int keep_rank;        /* 0: none */
+    int64_t keep_dims[4];
+    bool causal; /* keep = j <= i (keep_dims must be [.., sq, sk]) */
+    float scale, fill;
+} problem;
+
+static void set_dims(int64_t *dst, const int64_t *src, int n) {
+    memcpy(dst, src, (size_t)n * sizeof *dst);
+}
+
+/* Physical dims of an operand with logical dims l stored with perm. */
+static void physical(const int64_t *l, const int64_t *perm, int64_t *p) {
+    for (int a = 0; a < 4; a++) p[perm[a]] = l[a];
+}
+
+typedef struct built {
+    optest t;
+    float *q, *k, *v, *mask;
+    bool *keep;
+} built;
+
+static void build(built *x, const problem *pr) {
+    memset(x, 0, sizeof *x);
+    const int n_in = pr->keep_rank ? 5 : pr->mask_rank ? 4 : 3;
+    optest_begin(&x->t, IR_OP_SDPA, n_in, 1, 6);
+    optest_attr_ints(&x->t, 0, "perm_q", pr->perm_q, 4);
+    optest_attr_ints(&x->t, 1, "perm_k", pr->perm_kv, 4);
+    optest_attr_ints(&x->t, 2, "perm_v", pr->perm_kv, 4);
+    optest_attr_ints(&x->t, 3, "perm_o", pr->perm_o, 4);
+    optest_attr_float(&x->t, 4, "scale", pr->scale);
+    optest_attr_float(&x->t, 5, "fill", pr->fill);
+    const int64_t lq[4] = {pr->b, pr->h, pr->sq, pr->d},
+                  lk[4] = {pr->b, pr->kv_heads, pr->sk, pr->kd ? pr->kd : pr->d};
+    const int64_t lv[4] = {pr->b, pr->kv_heads, pr->sk, pr->dv};
+    int64_t dq[4], dk[4], dv[4];
+    physical(lq, pr->perm_q, dq);
+    physical(lk, pr->perm_kv, dk);
+    physical(lv, pr->perm_kv, dv);
+    x->q = optest_random_f32(optest_prod(dq, 4), 11, -2, 2);
+    x->k = optest_random_f32(optest_prod(dk, 4), 12, -2, 2);
+    x->v = optest_random_f32(optest_prod(dv, 4), 13, -1, 1);
+    optest_input(&x->t, 0, ANVIL_DTYPE_FLOAT32, 4, dq, x->q, false);
+    optest_input(&x->t, 1, ANVIL_DTYPE_FLOAT32, 4, dk, x->k, false);
+    optest_input(&x->t, 2, ANVIL_DTYPE_FLOAT32, 4, dv, x->v, false);
+    if (pr->mask_rank) {
+        x->mask = optest_random_f32(optest_prod(pr->mask_dims, pr->mask_rank), 14, -3, 1);
+        optest_input(&x->t, 3, ANVIL_DTYPE_FLOAT32, pr->mask_rank, pr->mask_dims, x->mask, false);
+    }
+    if (pr->keep_rank) {
+        const size_t n = optest_prod(pr->keep_dims, pr->keep_rank);
+        x->keep = malloc(n);
+        const int64_t cols = pr->keep_dims[pr->keep_rank - 1];
+        const int64_t rows = pr->keep_rank >= 2 ? pr->keep_dims[pr->keep_rank - 2] : 1;
+        for (size_t e = 0; e < n; e++) {
+            const int64_t j = (int64_t)e % cols, i = ((int64_t)e / cols) % rows;
+            x->keep[e] = pr->causal ? j <= i : (e * 2654435761u) % 5 != 0;
+        }
+        optest_input(&x->t, 4, ANVIL_DTYPE_BOOL, pr->keep_rank, pr->keep_dims, x->keep, false);
+    }
+}
+
+static void drop(built *x) {
+    optest_end(&x->t);
+    free(x->q);
+    free(x->k);
+    free(x->v);
+    free(x->mask);
+    free(x->keep);
+}
+
+static int expected(void) {
+    assert_non_null(kern_find(IR_OP_SDPA, "sdpa_avx512"));
+    assert_non_null(kern_find(IR_OP_SDPA, "sdpa_avx2"));
+    return (optest_have_avx512() ? 1 : 0) + (optest_have_avx2() ? 1 : 0);
+}
+
+static void check(const problem *pr, int want) {
+    built x;
+    build(&x, pr);
+    const int got = optest_check_variants(&x.t, 2e-5f, 1e-5f);
+    if (got != want)
+        fprintf(stderr, "b%lld h%lld sq%lld sk%lld d%lld dv%lld: %d variants, want %d\n",
+                (long long)pr->b, (long long)pr->h, (long long)pr->sq, (long long)pr->sk,
+                (long long)pr->d, (long long)pr->dv, got, want);
+    assert_int_equal(got, want);
+    drop(&x);
+}
+
+static problem base(int64_t sq, int64_t sk, int64_t d) {
+    return (problem){.b = 2,
+                     .h = 3,
+                     .sq = sq,
+                     .sk = sk,
+                     .d = d,
+                     .dv = d,
+                     .kv_heads = 3,
+                     .perm_q = bshd,
+                     .perm_kv = bshd,
+                     .perm_o = bshd,
+                     .scale = 0.3f,
+                     .fill = -3.0e38f};
+}
+
+static void test_lengths(void **state) {
+    (void)state;
+    static const int64_t lens[] = {1, 5, 16, 17, 59, 60, 61, 64, 65, 121, 130};
+    for (size_t a = 0; a < sizeof lens / sizeof *lens; a++)
+        for (size_t b = 0; b < sizeof lens / sizeof *lens; b += 3) {
+            problem p = base(lens[a], lens[b], 16);
+            check(&p, expected());
+        }
+}
+
+static void test_head_sizes(void **state) {
+    (void)state;
+    static const int64_t ds[] = {1, 5, 6, 7, 12, 32, 64, 80, 128};
+    for (size_t a = 0; a < sizeof ds / sizeof *ds; a++) {
+        problem p = base(33, 70, ds[a]);
+        check(&p, expected());
+        p.dv = ds[(a + 3) % (sizeof ds / sizeof *ds)];
+        check(&p, expected());
+    }
+}
+
+static void test_layouts(void **state) {
+    (void)state;
+    const int64_t *perms[2] = {bhsd, bshd};
+    for (int q = 0; q < 2; q++)
+        for (int kv = 0; kv < 2; kv++)
+            for (int o = 0; o < 2; o++) {
+                problem p = base(40, 67, 24);
+                p.perm_q = perms[q];
+                p.perm_kv = perms[kv];
+                p.perm_o = perms[o];
+                check(&p, expected());
+            }
+    /* k and v with their head size outside the last dim: the reference's alone */
+    static const int64_t sd_last[4] = {0, 1, 3, 2};
+    problem p = base(20, 30, 8);
+    p.perm_kv = sd_last;
+    check(&p, 0);
+}
+
+static void test_masks(void **state) {
+    (void)state;
+    /* BERT's per-key mask, a full (query, key) mask, a per-head bias as T5 adds */
+    problem p = base(70, 70, 16);
+    p.mask_rank = 4;
+    set_dims(p.mask_dims, (int64_t[]){2, 1, 1, 70}, 4);
+    check(&p, expected());
+    set_dims(p.mask_dims, (int64_t[]){2, 3, 70, 70}, 4);
+    check(&p, expected());
+    p.mask_rank = 3;
+    set_dims(p.mask_dims, (int64_t[]){3, 70, 70}, 3);
+    check(&p, expected());
+    /* GPT-2's causal bool mask with finfo.min, and a scattered one with a per-key mask too */
+    p = base(65, 65, 16);
+    p.keep_rank = 4;
+    p.causal = true;
+    set_dims(p.keep_dims, (int64_t[]){1, 1, 65, 65}, 4);
+    check(&p, expected());
+    p.causal = false;
+    p.mask_rank = 2;
+    set_dims(p.mask_dims, (int64_t[]){1, 65}, 2);
+    p.keep_rank = 1;
+    set_dims(p.keep_dims, (int64_t[]){65}, 1);
+    p.fill = -7.0f;
+    check(&p, expected());
+}
+
+static void test_broadcast(void **state) {
+    (void)state;
+    /* one k/v head for every query head, one query for many keys, one key */
+    problem p = base(50, 61, 16);
+    p.kv_heads = 1;
+    check(&p, expected());
+    p = base(1, 200, 64);
+    check(&p, expected());
+    p = base(90, 1, 16);
+    check(&p, expected());
+}
+
+/* The reference against the unfused computation, in double. */
+static void test_reference(void **state) {
+    (void)state;
+    problem p = base(9, 11, 5);
+    p.dv = 4;
+    p.mask_rank = 4;
+    set_dims(p.mask_dims, (int64_t[]){2, 1, 9, 11}, 4);
+    p.keep_rank = 2;
+    p.causal = true;
+    set_dims(p.keep_dims, (int64_t[]){9, 11}, 2);
+    p.fill = -1e9f;
+    built x;
+    build(&x, &p);
+    assert_int_equal(optest_run(&x.t), ANVIL_OK);
+    const float *o = x.t.out[0].data;
+    /* q, k, v [b, s, h, d] (bshd); mask [b, 1, sq, sk]; keep [sq, sk]; o [b, sq, h, dv] */
+    for (int64_t b = 0; b < p.b; b++)
+        for (int64_t h = 0; h < p.h; h++)
+            for (int64_t i = 0; i < p.sq; i++) {
+                double s[11], mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < p.sk; j++) {
+                    double acc = 0;
+                    for (int64_t e = 0; e < p.d; e++)
+                        acc += (double)x.q[((b * p.sq + i) * p.h + h) * p.d + e] *
+                               x.k[((b * p.sk + j) * p.h + h) * p.d + e];
+                    acc = acc * p.scale + x.mask[(b * p.sq + i) * p.sk + j];
+                    s[j] = x.keep[i * p.sk + j] ? acc : p.fill;
+                    if (s[j] > mx) mx = s[j];
+                }
+                for (int64_t j = 0; j < p.sk; j++) sum += (s[j] = exp(s[j] - mx));
+                for (int64_t e = 0; e < p.dv; e++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < p.sk; j++)
+                        acc += s[j] / sum * x.v[((b * p.sk + j) * p.h + h) * p.dv + e];
+                    const float got = o[((b * p.sq + i) * p.h + h) * p.dv + e];
+                    assert_true(fabs(got - acc) <= 1e-5 + 1e-4 * fabs(acc));
+                }
+            }
+    drop(&x);
+}
+
+static void test_malformed(void **state) {
+    (void)state;
+    problem p = base(4, 4, 8);
+    built x;
+    build(&x, &p);
+    optest_attr_ints(&x.t, 1, "perm_k", (int64_t[]){0, 1, 1, 3}, 4);
+    assert_int_equal(optest_run(&x.t), ANVIL_ERR_INVALID_MODEL);
+    assert_non_null(strstr(anvil_last_error(), "perm_k"));
+    drop(&x);
+    /* k's head size unlike q's */
+    p = base(4, 4, 8);
+    p.kd = 7;
+    build(&x, &p);
+    assert_int_equal(optest_run(&x.t), ANVIL_ERR_SHAPE);
+    drop(&x);
+    /* a mask with a key count of its own */
+    p = base(4, 4, 8);
+    p.mask_rank = 2;
+    set_dims(p.mask_dims, (int64_t[]){4, 3}, 2);
+    build(&x, &p);
+    assert_int_equal(optest_run(&x.t), ANVIL_ERR_SHAPE);
+    drop(&x);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lengths),   cmocka_unit_test(test_head_sizes),
+        cmocka_unit_test(test_layouts),   cmocka_unit_test(test_masks),
+        cmocka_unit_test(test_broadcast), cmocka_unit_test(test_reference),
+        cmocka_unit_test(test_malformed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
