@@ -19,6 +19,7 @@
 #include "rewrite.h"
 
 #include <float.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,9 @@ typedef struct att_match {
     int32_t nodes[ATT_MAX_NODES];
     int n_nodes;
     int32_t mm1, softmax, mm2, out_transpose;
-    ir_vid q, k, v, mask, keep, out;
+    ir_vid q, k, v, keep, out;
+    ir_vid q_read, k_read; /* what the MatMul read of q and k^T, past a scale absorbed */
+    ir_vid mask[2];        /* [0] the outer Add's, [1] an inner one's (added first) */
     int64_t perm[4][4];
     float scale, fill;
 } att_match;
@@ -103,17 +106,20 @@ static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t rea
         x = n->inputs[1];
         if (!(n = producer(c, x)) || !only_for(c, x, reader)) return false;
     }
-    if (n->op == IR_OP_ADD && n->n_inputs == 2 && !n->fusion) {
-        /* the scores are the operand that a scale or the MatMul produced */
+    /* up to two additive masks (T5 adds its position bias, then the padding mask) */
+    for (int m = 0; m < 2 && n && n->op == IR_OP_ADD && n->n_inputs == 2 && !n->fusion; m++) {
+        /* the scores are the operand that a scale, the MatMul or the first mask's Add made */
         int s = -1;
         for (int i = 0; i < 2 && s < 0; i++) {
             const ir_node *p = producer(c, n->inputs[i]);
-            if (p && (p->op == IR_OP_MATMUL || p->op == IR_OP_MUL || p->op == IR_OP_DIV) &&
+            if (p &&
+                (p->op == IR_OP_MATMUL || p->op == IR_OP_MUL || p->op == IR_OP_DIV ||
+                 (p->op == IR_OP_ADD && m == 0)) &&
                 only_for(c, n->inputs[i], (int32_t)(n - g->nodes)))
                 s = i;
         }
         if (s < 0 || !f32_rank(g, n->inputs[1 - s], 4, 0)) return false;
-        mt->mask = n->inputs[1 - s];
+        mt->mask[m] = n->inputs[1 - s];
         mt->nodes[mt->n_nodes++] = (int32_t)(n - g->nodes);
         reader = (int32_t)(n - g->nodes);
         x = n->inputs[s];
@@ -141,6 +147,24 @@ static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t rea
     return true;
 }
 
+/* q or k^T scaled before the MatMul (ViT's export scales both by the root of the scale): a Mul
+ * by a scalar constant that only the MatMul reads joins the node's scale. */
+static bool operand_scale(const pass_ctx *c, att_match *mt, ir_vid *x) {
+    const ir_node *n = producer(c, *x);
+    if (!n || n->op != IR_OP_MUL || n->n_inputs != 2 || n->fusion || !only_for(c, *x, mt->mm1))
+        return true;
+    float k;
+    for (int i = 0; i < 2; i++)
+        if (pass_const_scalar(c, n->inputs[1 - i], &k) && f32_rank(c->g, n->inputs[i], 4, 4)) {
+            if (mt->n_nodes >= ATT_MAX_NODES - 4) return false;
+            mt->scale *= k;
+            mt->nodes[mt->n_nodes++] = (int32_t)(n - c->g->nodes);
+            *x = n->inputs[i];
+            return true;
+        }
+    return true;
+}
+
 static bool softmax_last_axis(const ir_node *n) {
     int64_t axis;
     if (ir_attr_int(n, "axis", n->opset >= 13 ? -1 : 1, &axis) != ANVIL_OK) return false;
@@ -151,7 +175,7 @@ static bool match(const pass_ctx *c, int32_t k, att_match *mt) {
     const ir_graph *g = c->g;
     const ir_node *sm = &g->nodes[k];
     memset(mt, 0, sizeof *mt);
-    mt->mask = mt->keep = IR_NONE;
+    mt->mask[0] = mt->mask[1] = mt->keep = IR_NONE;
     mt->out_transpose = -1;
     mt->scale = 1.0f;
     mt->fill = -FLT_MAX;
@@ -179,8 +203,12 @@ static bool match(const pass_ctx *c, int32_t k, att_match *mt) {
     const ir_node *mm1 = &g->nodes[mt->mm1];
     if (!f32_rank(g, mm1->inputs[0], 4, 4) || !f32_rank(g, mm1->inputs[1], 4, 4)) return false;
     int64_t m[4];
-    through_transposes(c, mm1->inputs[0], &mt->q, mt->perm[SDPA_Q]);
-    through_transposes(c, mm1->inputs[1], &mt->k, m);
+    ir_vid qs = mm1->inputs[0], ks = mm1->inputs[1];
+    if (!operand_scale(c, mt, &qs) || !operand_scale(c, mt, &ks)) return false;
+    mt->q_read = qs;
+    mt->k_read = ks;
+    through_transposes(c, qs, &mt->q, mt->perm[SDPA_Q]);
+    through_transposes(c, ks, &mt->k, m);
     /* the MatMul's second operand is k transposed: its dims 2 and 3 are k's 3 and 2 */
     const int64_t pk[4] = {m[0], m[1], m[3], m[2]};
     memcpy(mt->perm[SDPA_K], pk, sizeof pk);
@@ -213,11 +241,32 @@ static void drop_unread_transposes(pass_ctx *c, ir_vid v, ir_vid src) {
     }
 }
 
+/* Two masks become one: an Add of the inner and the outer mask (a tensor of the scores' size at
+ * most, computed once per run instead of two passes over the scores). */
+static anvil_status sum_masks(pass_ctx *c, const att_match *mt, ir_vid *out) {
+    ir_graph *g = c->g;
+    const ir_node *sm = &g->nodes[mt->softmax];
+    ir_shape s;
+    CORE_TRY(
+        op_broadcast_shape(sm, &g->values[mt->mask[1]].shape, &g->values[mt->mask[0]].shape, &s));
+    char name[512];
+    snprintf(name, sizeof name, "%s/mask", sm->name);
+    CORE_TRY(pass_add_value(c, name, ANVIL_DTYPE_FLOAT32, &s, out));
+    int32_t k;
+    CORE_TRY(pass_add_node(c, IR_OP_ADD, name, 2, 1, 0, &k));
+    g->nodes[k].outputs[0] = *out;
+    g->values[*out].producer = k;
+    CORE_TRY(op_get(IR_OP_ADD)->check(g, &g->nodes[k]));
+    CORE_TRY(pass_node_set_input(c, k, 0, mt->mask[1]));
+    return pass_node_set_input(c, k, 1, mt->mask[0]);
+}
+
 static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
     ir_graph *g = c->g;
-    const ir_vid qv = g->nodes[mt->mm1].inputs[0], kv = g->nodes[mt->mm1].inputs[1];
-    const ir_vid vv = g->nodes[mt->mm2].inputs[1];
+    const ir_vid qv = mt->q_read, kv = mt->k_read, vv = g->nodes[mt->mm2].inputs[1];
     const ir_vid old_out = g->nodes[mt->softmax].outputs[0];
+    ir_vid mask = mt->mask[0];
+    if (mt->mask[1] != IR_NONE) CORE_TRY(sum_masks(c, mt, &mask));
     for (int i = 0; i < mt->n_nodes; i++) pass_node_kill(c, mt->nodes[i]);
     const int32_t slot = mt->softmax;
     c->dead[slot] = false;
@@ -232,7 +281,7 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
     }
     attrs[4] = (ir_attr){.name = "scale", .type = IR_ATTR_FLOAT, .f = mt->scale};
     attrs[5] = (ir_attr){.name = "fill", .type = IR_ATTR_FLOAT, .f = mt->fill};
-    const int n_in = mt->keep != IR_NONE ? 5 : mt->mask != IR_NONE ? 4 : 3;
+    const int n_in = mt->keep != IR_NONE ? 5 : mask != IR_NONE ? 4 : 3;
     for (int i = 0; i < 5; i++) inputs[i] = IR_NONE;
     ir_node *h = &g->nodes[slot];
     h->op = IR_OP_SDPA;
@@ -242,7 +291,7 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
     h->fusion = NULL;
     h->inputs = inputs;
     h->n_inputs = n_in;
-    const ir_vid ops[5] = {mt->q, mt->k, mt->v, mt->mask, mt->keep};
+    const ir_vid ops[5] = {mt->q, mt->k, mt->v, mask, mt->keep};
     for (int i = 0; i < n_in; i++)
         if (ops[i] != IR_NONE) CORE_TRY(pass_node_set_input(c, slot, i, ops[i]));
     h = &g->nodes[slot];

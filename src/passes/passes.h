@@ -3,6 +3,8 @@
  * Level 0 runs none. Level 1 (the default) runs, in order:
  *   const_nodes     a Constant node's output becomes a constant value (exporters write scalars
  *                   as Constant nodes; to the passes below only constants are operands);
+ *   fold_consts     a node of constant inputs (or a Shape of a static shape) with a small result
+ *                   is computed once and becomes a constant (passes/fold_consts.c);
  *   drop_noops      a Cast to its input's own dtype becomes an Identity (an alias at run time);
  *   fold_conv_bn    Conv followed by an inference BatchNormalization with constant statistics
  *                   becomes one Conv with rescaled weights and a bias;
@@ -63,6 +65,7 @@ typedef struct pass_graph {
     int noops;                     /* drop_noops: Casts to their input's dtype made Identity */
     int cropped_convs;             /* crop_taps: Convs whose never-used kernel taps were dropped */
     int fused_attention;           /* fuse_attention: anvil.Sdpa nodes made */
+    int folded_consts;             /* fold_consts: nodes computed at load */
 } pass_graph;
 
 /* ---- rewrites that may or may not pay ---------------------------------------------------------

@@ -30,6 +30,8 @@ anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pa
     pass_index(&c);
     if ((st = pass_const_nodes(&c)) != ANVIL_OK) goto done;
     pass_index(&c);
+    if ((st = pass_fold_consts(&c)) != ANVIL_OK) goto done;
+    pass_index(&c);
     if ((st = pass_drop_noops(&c)) != ANVIL_OK) goto done;
     pass_index(&c);
     if ((st = pass_fold_conv_bn(&c)) != ANVIL_OK) goto done;

@@ -63,6 +63,7 @@ void pass_compact(pass_ctx *c, const pass_options *opts);
 
 /* The passes, which only pipeline.c calls (re-indexing before each). */
 anvil_status pass_const_nodes(pass_ctx *c);
+anvil_status pass_fold_consts(pass_ctx *c);
 anvil_status pass_drop_noops(pass_ctx *c);
 anvil_status pass_fold_conv_bn(pass_ctx *c);
 anvil_status pass_crop_taps(pass_ctx *c);

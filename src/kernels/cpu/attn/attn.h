@@ -23,13 +23,16 @@ typedef struct attn_prob {
 } attn_prob;
 
 typedef struct attn_isa {
-    int mb;   /* queries per block: the vector lanes times the vectors a tile holds */
-    int nb;   /* keys per block */
-    int rows; /* rows of the register tile (keys of the score tile, head-size rows of the output
-               * tile): the output's transposed rows are padded to a multiple of it */
+    int mb;     /* queries per block: the vector lanes times the vectors a tile holds */
+    int narrow; /* queries per narrow block (one vector), for a sequence's last queries */
+    int nb;     /* keys per block */
+    int rows;   /* rows of the register tile (keys of the score tile, head-size rows of the output
+                 * tile): the output's transposed rows are padded to a multiple of it */
     /* Computes queries [i0, i0 + mb) of (b, h). ws: attn_ws_floats(isa, p) floats, 64-byte
      * aligned, owned by the caller. */
     void (*block)(const attn_prob *p, int64_t b, int64_t h, int64_t i0, float *ws);
+    /* The same for queries [i0, i0 + narrow), in the same workspace. */
+    void (*block_narrow)(const attn_prob *p, int64_t b, int64_t h, int64_t i0, float *ws);
 } attn_isa;
 
 /* Scratch one job needs: q's block transposed (d x mb), one block of scores (nb x mb), the

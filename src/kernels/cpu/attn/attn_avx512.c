@@ -1,14 +1,24 @@
-/* The attention job for AVX-512: 64 queries per block (4 vectors) by 6 rows per register tile,
- * 24 accumulators, the 4 query vectors and a broadcast in 32 registers. */
+/* The attention jobs for AVX-512: 64 queries per block (4 vectors; narrow blocks: 1) by 6 rows
+ * per register tile: 24 accumulators, the 4 query vectors and a broadcast in 32 registers. */
 #include "../eltwise/eltwise_vec_avx512.h"
 #include "attn.h"
 
 #define VW 16
 #define V_LOAD(p) _mm512_load_ps(p)
 #define V_STORE(p, v) _mm512_store_ps((p), (v))
-#define ATT_C 4
 #define ATT_R 6
 #define ATT_NB 60
-#define ATT_ISA_NAME attn_isa_avx512
 
+#define ATT_C 4
 #include "attn_tmpl.h"
+#undef ATT_C
+#define ATT_C 1
+#include "attn_tmpl.h"
+#undef ATT_C
+
+const attn_isa attn_isa_avx512 = {.mb = 4 * VW,
+                                  .narrow = VW,
+                                  .nb = ATT_NB,
+                                  .rows = ATT_R,
+                                  .block = att_block_4,
+                                  .block_narrow = att_block_1};

@@ -1,7 +1,9 @@
 /* One attention job (attn.h): queries [i0, i0 + MB) of one batch and head against every key,
  * written over the vector vocabulary of eltwise_vec_<isa>.h plus VW (lanes), V_LOAD/V_STORE
- * (aligned), ATT_C (vectors per query block), ATT_R (rows per register tile), ATT_NB (keys per
- * block, a multiple of ATT_R) and ATT_ISA_NAME. Included once per ISA file.
+ * (aligned), ATT_C (vectors per query block), ATT_R (rows per register tile) and ATT_NB (keys
+ * per block, a multiple of ATT_R). Included once per query block width: its functions are
+ * suffixed with ATT_C (att_block_4 for blocks of 4 vectors of queries, att_block_1 for the
+ * narrow blocks that take a sequence's last queries instead of a mostly empty wide block).
  *
  * Everything runs transposed, with the queries along the vector lanes:
  *   qt[e][i]  = scale * q[i][e]           packed once per job (zero rows past the last query);
@@ -13,12 +15,22 @@
  *                                         ATT_C vectors of queries, rescaled on the way in.
  * Key tails clamp their row pointers to the last key (the extra rows are computed and never
  * read); head-size tails of the output clamp the same way into the padded rows of ot. */
+#ifndef ANVIL_ATTN_TMPL_ONCE
+#define ANVIL_ATTN_TMPL_ONCE
 #include "../eltwise/eltwise_exp.h"
 
 #include <float.h>
 #include <math.h>
+#endif
 
 #define MB (ATT_C * VW)
+#define ATT_CAT2(a, b) a##_##b
+#define ATT_CAT(a, b) ATT_CAT2(a, b)
+#define att_scores ATT_CAT(att_scores, ATT_C)
+#define att_values ATT_CAT(att_values, ATT_C)
+#define att_masks ATT_CAT(att_masks, ATT_C)
+#define att_softmax ATT_CAT(att_softmax, ATT_C)
+#define att_block ATT_CAT(att_block, ATT_C)
 
 /* a block's score tiles end at its last row: no tile writes past the block */
 _Static_assert(ATT_NB % ATT_R == 0, "ATT_NB must be a multiple of ATT_R");
@@ -177,6 +189,9 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
         for (int64_t e = 0; e < g->dv; e++) o[i * g->o[2] + e * g->o[3]] = ot[e * MB + i] * l[i];
 }
 
-const attn_isa ATT_ISA_NAME = {.mb = MB, .nb = ATT_NB, .rows = ATT_R, .block = att_block};
-
 #undef MB
+#undef att_scores
+#undef att_values
+#undef att_masks
+#undef att_softmax
+#undef att_block

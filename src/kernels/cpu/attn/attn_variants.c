@@ -14,10 +14,11 @@
 
 typedef struct attn_state {
     const attn_isa *isa;
-    attn_prob p; /* geometry, scale, fill; pointers set per run */
-    int64_t jobs, qblocks;
-    size_t ws_floats; /* per thread, rounded up to 16 */
-    int threads;      /* slices the workspace holds */
+    attn_prob p;           /* geometry, scale, fill; pointers set per run */
+    int64_t jobs, qblocks; /* qblocks per (batch, head): wide ones, then narrow ones */
+    int64_t wide;          /* wide blocks per (batch, head) */
+    size_t ws_floats;      /* per thread, rounded up to 16 */
+    int threads;           /* slices the workspace holds */
 } attn_state;
 
 static bool attn_geom_of(const kern_node *kn, sdpa_geom *g) {
@@ -72,7 +73,10 @@ static anvil_status attn_prepare_isa(const kern_node *kn, const attn_isa *isa, v
     s->isa = isa;
     s->p.scale = pp->scale;
     s->p.fill = pp->fill;
-    s->qblocks = (s->p.g.sq + isa->mb - 1) / isa->mb;
+    /* whole wide blocks, then narrow ones for the rest: 197 queries (ViT) are 3 blocks of 64
+     * and one of 16 instead of a fourth block of 64 with 5 queries in it */
+    s->wide = s->p.g.sq / isa->mb;
+    s->qblocks = s->wide + (s->p.g.sq - s->wide * isa->mb + isa->narrow - 1) / isa->narrow;
     s->jobs = s->p.g.batch * s->p.g.heads * s->qblocks;
     s->ws_floats = attn_ws_of(isa, &s->p.g);
     s->threads = (int)attn_threads_of(kn);
@@ -109,7 +113,11 @@ static void attn_slot(void *arg, size_t begin, size_t end) {
         const int64_t hi = (int64_t)((slot + 1) * (size_t)s->jobs / j->slots);
         for (int64_t t = lo; t < hi; t++) {
             const int64_t bh = t / per_bh, qb = t % per_bh;
-            s->isa->block(j->p, bh / heads, bh % heads, qb * s->isa->mb, ws);
+            if (qb < s->wide)
+                s->isa->block(j->p, bh / heads, bh % heads, qb * s->isa->mb, ws);
+            else
+                s->isa->block_narrow(j->p, bh / heads, bh % heads,
+                                     s->wide * s->isa->mb + (qb - s->wide) * s->isa->narrow, ws);
         }
     }
 }
