@@ -325,6 +325,34 @@ def attention_cases(out):
     y = g.op("MatMul", [g.op("Softmax", [g.op("MatMul", [q, kt])], axis=-1), v])
     save(out, "attention_plain", g, [xi], {"x": xv}, [y], lin + ["anvil.Sdpa -"])
 
+    # ViT (scaled_dot_product_attention): q and k^T each scaled by the root of a scale computed
+    # from q's shape at run time (Shape -> Gather -> Cast -> Sqrt -> Div -> Sqrt), which
+    # fold_consts computes at load; the attention pass takes both into its scale.
+    g = G()
+    xi, xv = inputs()
+    q, k, v = (heads(g, g.linear("x", hid, hid)) for _ in range(3))
+    dim = g.op("Cast", [g.op("Gather", [g.op("Shape", [q]), g.const_i64(3)], axis=0)],
+               to=TensorProto.FLOAT)
+    root = g.op("Sqrt", [g.op("Div", [g.const(1.0), g.op("Sqrt", [dim])])])
+    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
+    sc = g.op("MatMul", [g.op("Mul", [q, root]), g.op("Mul", [kt, root])])
+    y = merge(g, g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v]))
+    save(out, "attention_vit", g, [xi], {"x": xv}, [y], lin + ["anvil.Sdpa -", "Reshape -"])
+
+    # T5: no scale, a per-head position bias and then the padding mask, added one after the
+    # other: the two masks are summed once (an Add of the masks), the scores never.
+    g = G()
+    xi, xv = inputs()
+    mi = helper.make_tensor_value_info("m", TensorProto.FLOAT, [b, 1, 1, s])
+    mv = np.where(RNG.uniform(0, 1, (b, 1, 1, s)) < 0.2, -1e9, 0.0).astype(np.float32)
+    bias = g.const(RNG.normal(0, 1, (1, h, s, s)))
+    q, k, v = (heads(g, g.linear("x", hid, hid)) for _ in range(3))
+    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
+    sc = g.op("Add", [g.op("Add", [g.op("MatMul", [q, kt]), bias]), "m"])
+    y = merge(g, g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v]))
+    save(out, "attention_t5", g, [xi, mi], {"x": xv, "m": mv}, [y],
+         lin + ["Add -", "anvil.Sdpa -", "Reshape -"])
+
     # Near misses: the scores are also a graph output; a Softmax over another axis.
     unfused = ((lin[:2] + ["Transpose -"]) * 3 +
                ["Transpose -", "MatMul -", "Softmax -", "MatMul -"])
