@@ -1,9 +1,12 @@
-"""Graph-pass ablation: anvil with its graph rewrites off (--opt-level 0) and on (level 1), per
-model and thread count, in alternating fresh processes, with a Welch t-test on the per-run
-latencies.
+"""Graph-pass ablation: anvil with a graph rewrite off and on, per model and thread count, in
+alternating fresh processes, with a Welch t-test on the per-run latencies. Without --passes the
+rewrite is all of them (--opt-level 0 against 1); with --passes each named pass is measured on its
+own (every other pass on, that one off with `--passes -NAME`, against all on).
 
     .venv/bin/python bench/ablation.py --size full --models resnet50,mobilenetv2,bert_base \
         --threads 1,2 --rounds 4 --runs 10
+    .venv/bin/python bench/ablation.py --size full --models bert_base,distilbert,gpt2 \
+        --passes fuse_attention,fuse_chain --threads 1,2 --rounds 4 --runs 10
 
 Per model and thread count it prints the median latency at each level, the ratio level1/level0,
 Welch's t and the two-sided p-value over all timed runs (rounds x runs samples per level), and the
@@ -77,12 +80,25 @@ def main():
     ap.add_argument("--anvil", default=os.path.join(peer.ROOT, "build-release", "anvil"))
     ap.add_argument("--zoo", help="model folder (default build-release/peer_zoo/<size>)")
     ap.add_argument("--json", help="write the results as JSON here")
+    ap.add_argument("--passes", help="comma-separated pass names, each ablated on its own "
+                    "(default: all passes together, --opt-level 0 against 1)")
+    ap.add_argument("--corpus-dir", default=os.path.join(peer.ROOT, "models", "corpus"),
+                    help="models named here that are not in the zoo are read from this folder")
     args = ap.parse_args()
     zoo = args.zoo or os.path.join(peer.ROOT, "build-release", "peer_zoo", args.size)
-    cases = peer.ensure_models(args.models.split(","), args.size, zoo, sys.executable)
+    names = args.models.split(",")
+    corpus = {n: os.path.join(args.corpus_dir, n) for n in names
+              if os.path.exists(os.path.join(args.corpus_dir, n, "model.onnx"))}
+    cases = peer.ensure_models([n for n in names if n not in corpus], args.size, zoo,
+                               sys.executable) if len(corpus) < len(names) else {}
+    cases.update(corpus)
+    # (label, arguments with the rewrite off, arguments with it on)
+    arms = [("all", ["--opt-level", "0"], ["--opt-level", "1"])]
+    if args.passes:
+        arms = [(p, ["--passes", "-" + p], []) for p in args.passes.split(",")]
     results = []
-    print("| model | threads | O0 median ms | O1 median ms | O1/O0 | Welch t | p | kept |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    print("| model | threads | pass | off median ms | on median ms | on/off | Welch t | p | kept |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, case in cases.items():
             import numpy as np
@@ -92,23 +108,23 @@ def main():
                 path = os.path.join(tmp, f"{name}.{n}.npy")
                 np.save(path, arr)
                 cmd += ["-i", f"{n}={path}"]
-            for threads in [int(t) for t in args.threads.split(",")]:
+            for threads, (label, off, on) in [(int(t), a) for t in args.threads.split(",")
+                                              for a in arms]:
                 samples = {0: [], 1: []}
                 for _ in range(args.rounds):
-                    for level in (0, 1):
-                        out = subprocess.run(cmd + ["--threads", str(threads), "--opt-level",
-                                                    str(level)], check=True,
+                    for level, extra in ((0, off), (1, on)):
+                        out = subprocess.run(cmd + ["--threads", str(threads)] + extra, check=True,
                                              capture_output=True, text=True).stdout
                         samples[level] += json.loads(out)["latency_ms"]["samples"]
                 m0, m1 = statistics.median(samples[0]), statistics.median(samples[1])
                 t, p = welch(samples[1], samples[0])
                 n = min(len(samples[0]), len(samples[1]))
                 kept = m1 < m0 and p < 0.01 and n >= 30
-                results.append({"model": name, "threads": threads, "o0_median_ms": m0,
-                                "o1_median_ms": m1, "ratio": m1 / m0, "t": t, "p": p,
-                                "samples": n, "kept": kept})
-                print(f"| {name} | {threads} | {m0:.2f} | {m1:.2f} | {m1 / m0:.3f} | {t:.2f} | "
-                      f"{p:.2g} | {'yes' if kept else 'no'} |", flush=True)
+                results.append({"model": name, "threads": threads, "pass": label,
+                                "off_median_ms": m0, "on_median_ms": m1, "ratio": m1 / m0,
+                                "t": t, "p": p, "samples": n, "kept": kept})
+                print(f"| {name} | {threads} | {label} | {m0:.2f} | {m1:.2f} | {m1 / m0:.3f} | "
+                      f"{t:.2f} | {p:.2g} | {'yes' if kept else 'no'} |", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

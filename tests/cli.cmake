@@ -300,6 +300,17 @@ anvil_cli_test(e2e.dump_opt 0 ARGS dump ${W}/tiny.onnx --opt-level 1 FIXTURES cl
                    "#0 conv1 = Conv\\(x\\[N,3,8,8\\], w\\[4,3,3,3\\], b\\[4\\]\\) -> feat.map: [^\n]* fused\\[Relu\\]\n")
 anvil_cli_test(e2e.dump_opt_bad 2 ARGS dump ${W}/tiny.onnx --opt-level 7 FIXTURES cli_models
                ERR "--opt-level must be between 0 and 3, got 7")
+# --passes: the pass summary line says what ran; fuse_epilogue off keeps the Relu; bench runs
+# the unfused graph; an unknown pass is a usage error that lists the passes
+anvil_cli_test(e2e.dump_passes 0 ARGS dump ${W}/tiny.onnx --opt-level 1 FIXTURES cli_models
+               OUT "^passes: const_nodes 0 [^\n]*; fuse_epilogue 1 [^\n]*\n" "5 nodes")
+anvil_cli_test(e2e.dump_passes_off 0 ARGS dump ${W}/tiny.onnx --opt-level 1 --passes -fuse_epilogue
+               FIXTURES cli_models OUT "fuse_epilogue off" "6 nodes" NOT_OUT "fused\\[")
+anvil_cli_test(e2e.bench_passes_off 0 ARGS bench ${W}/tiny.onnx --iters 2 --json
+               --passes none,+fold_conv_bn FIXTURES cli_models OUT "\"nodes_run\":5")
+anvil_cli_test(e2e.passes_bad 2 ARGS run ${W}/tiny.onnx --passes -fuse_everything
+               FIXTURES cli_models
+               ERR "'fuse_everything' is not a pass; the passes are const_nodes, [^\n]*fuse_attention")
 anvil_cli_test(e2e.bench_opt0 0 ARGS bench ${W}/tiny.onnx --opt-level 0 --iters 2 --json
                FIXTURES cli_models OUT "\"opt_level\":0" "\"nodes_run\":5")
 anvil_cli_test(e2e.bench_opt1 0 ARGS bench ${W}/tiny.onnx --iters 2 --json

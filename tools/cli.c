@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include "api/api.h"
+#include "passes/passes.h"
 #include "tune/tune.h"
 
 #include <errno.h>
@@ -143,6 +144,12 @@ int cli_parser_next(cli_parser *p, const char **value) {
         }
     }
     return o->id;
+}
+
+bool cli_parse_passes(const char *cmd, const char *spec, uint32_t *off) {
+    if (pass_spec_parse(spec, off) == ANVIL_OK) return true;
+    cli_usage_error(cmd, "--passes: %s", anvil_last_error());
+    return false;
 }
 
 bool cli_parse_int(const char *cmd, const char *what, const char *s, long long lo, long long hi,

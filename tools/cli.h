@@ -87,6 +87,12 @@ int cli_parser_next(cli_parser *p, const char **value);
 
 /* Parses a whole decimal integer in [lo, hi]; on failure prints a usage error naming `what` and
  * returns false. */
+/* --passes SPEC: checks it (pass_spec_parse) and sets *off; false after printing a usage error
+ * that names the unknown pass and lists the passes. */
+#define CLI_PASSES_HELP                                                                            \
+    "  --passes LIST              graph rewrites on/off by name, e.g. -fuse_attention or\n"        \
+    "                             none,+fold_conv_bn (an unknown name lists the passes)\n"
+bool cli_parse_passes(const char *cmd, const char *spec, uint32_t *off);
 bool cli_parse_int(const char *cmd, const char *what, const char *s, long long lo, long long hi,
                    long long *out);
 

@@ -40,7 +40,8 @@ void cli_bench_usage(FILE *f) {
         "  --variant NODE_OR_OP=NAME  force an implementation for a node or an op type (repeat;\n"
         "                             --variant Conv=help lists the variants of Conv)\n"
         "  --opt-level N              graph rewrites: 0 none, 1 (default) fold BatchNorm into\n"
-        "                             Conv and fuse bias/residual/activation epilogues\n"
+        "                             Conv and fuse bias/residual/activation "
+        "epilogues\n" CLI_PASSES_HELP
         "  --profile FILE.json        write per-node timings of all runs as a Chrome trace\n"
         "  --explain                  list per node the implementation that ran and why\n"
         "                             (database, nearest, cascade, forced, "
@@ -58,10 +59,11 @@ enum {
     OPT_VARIANT,
     OPT_LEVEL,
     OPT_EXPLAIN,
+    OPT_PASSES,
 };
 
 typedef struct bench_args {
-    const char *model, *profile;
+    const char *model, *profile, *passes;
     long long warmup, iters, threads, opt_level;
     bool json, explain;
     cli_tuning tuning;
@@ -92,6 +94,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
                                       {"variant", 0, true, OPT_VARIANT},
                                       {"opt-level", 0, true, OPT_LEVEL},
                                       {"explain", 0, false, OPT_EXPLAIN},
+                                      {"passes", 0, true, OPT_PASSES},
                                       CLI_TUNING_OPTIONS,
                                       {0}};
     cli_parser p;
@@ -134,6 +137,12 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             if (!val[0]) return cli_usage_error("bench", "--profile needs a file name");
             a->profile = val;
             break;
+        case OPT_PASSES: {
+            uint32_t off;
+            if (!cli_parse_passes("bench", val, &off)) return CLI_EXIT_USAGE;
+            a->passes = val;
+            break;
+        }
         case OPT_LEVEL:
             if (!cli_parse_int("bench", "--opt-level", val, 0, 3, &a->opt_level))
                 return CLI_EXIT_USAGE;
@@ -299,6 +308,7 @@ static int measure(const bench_args *a, const anvil_model *m, const cli_model_in
     if ((s = anvil_options_create(&opts)) != ANVIL_OK ||
         (s = anvil_options_set_threads(opts, r->threads)) != ANVIL_OK ||
         (s = anvil_options_set_opt_level(opts, (int)a->opt_level)) != ANVIL_OK ||
+        (s = anvil_options_set_passes(opts, a->passes)) != ANVIL_OK ||
         /* always: the slow-path shares come from the profile (two clock reads per node) */
         (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK ||
         (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||

@@ -10,7 +10,7 @@
 #include <string.h>
 
 void cli_dump_usage(FILE *f) {
-    fprintf(f, "usage: anvil dump MODEL.onnx [--dot FILE.dot] [--opt-level N]\n"
+    fprintf(f, "usage: anvil dump MODEL.onnx [--dot FILE.dot] [--opt-level N] [--passes LIST]\n"
                "\n"
                "Without --dot, prints the graph as text: inputs and outputs with dtype and\n"
                "shape, initializers, and one line per node with its inputs, outputs (with\n"
@@ -22,19 +22,59 @@ void cli_dump_usage(FILE *f) {
                "  --dot FILE       write Graphviz dot to FILE\n"
                "  --opt-level N    the graph after the rewrites a session at level N runs\n"
                "                   (0, the default: as loaded; 1: BatchNorm folded, epilogues\n"
-               "                   fused; fused nodes show fused[...])\n"
+               "                   fused; fused nodes show fused[...]); the text starts with\n"
+               "                   a line saying what each pass did\n"
+               "  --passes LIST    rewrites on/off by name, e.g. -fuse_attention or\n"
+               "                   none,+fold_conv_bn (an unknown name lists the passes)\n"
                "  -h, --help       show this help\n");
 }
 
-enum { OPT_DOT = 1, OPT_LEVEL };
+enum { OPT_DOT = 1, OPT_LEVEL, OPT_PASSES };
+
+/* One line: what each pass that ran did (its counters in pass_graph). */
+static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
+    const int did[PASS_COUNT] = {
+        [PASS_CONST_NODES] = pg->const_nodes,
+        [PASS_FOLD_CONSTS] = pg->folded_consts,
+        [PASS_DROP_NOOPS] = pg->noops,
+        [PASS_FOLD_CONV_BN] = pg->folded_bn,
+        [PASS_CROP_TAPS] = pg->cropped_convs,
+        [PASS_FUSE_ATTENTION] = pg->fused_attention,
+        [PASS_FUSE_EPILOGUE] = pg->fused_bias + pg->fused_residual + pg->fused_act,
+        [PASS_FUSE_CHAIN] = pg->fused_chains,
+        [PASS_LAYOUT] = pg->nhwc_convs,
+    };
+    static const char *const what[PASS_COUNT] = {
+        [PASS_CONST_NODES] = "Constant nodes made constants",
+        [PASS_FOLD_CONSTS] = "nodes computed at load",
+        [PASS_DROP_NOOPS] = "no-op Casts made Identity",
+        [PASS_FOLD_CONV_BN] = "BatchNormalizations folded",
+        [PASS_CROP_TAPS] = "Convs cropped",
+        [PASS_FUSE_ATTENTION] = "attentions fused into anvil.Sdpa",
+        [PASS_FUSE_EPILOGUE] = "bias/residual/activation epilogues fused",
+        [PASS_FUSE_CHAIN] = "elementwise chains made",
+        [PASS_LAYOUT] = "convs made channels-last",
+    };
+    fprintf(f, "passes:");
+    for (int i = 0; i < PASS_COUNT; i++) {
+        if (off & (1u << i))
+            fprintf(f, "%s %s off", i ? ";" : "", pass_names[i]);
+        else
+            fprintf(f, "%s %s %d %s", i ? ";" : "", pass_names[i], did[i], what[i]);
+    }
+    fprintf(f, "\n");
+}
 
 int cli_dump_main(int argc, char **argv) {
-    static const cli_option opts[] = {
-        {"dot", 0, true, OPT_DOT}, {"opt-level", 0, true, OPT_LEVEL}, {0}};
+    static const cli_option opts[] = {{"dot", 0, true, OPT_DOT},
+                                      {"opt-level", 0, true, OPT_LEVEL},
+                                      {"passes", 0, true, OPT_PASSES},
+                                      {0}};
     cli_parser p;
     cli_parser_init(&p, "dump", argc, argv, opts);
     const char *val, *path = NULL, *dot = NULL;
     long long level = 0;
+    uint32_t off = 0;
     for (int id; (id = cli_parser_next(&p, &val)) != CLI_ARG_END;) {
         switch (id) {
         case CLI_ARG_HELP:
@@ -54,6 +94,9 @@ int cli_dump_main(int argc, char **argv) {
         case OPT_LEVEL:
             if (!cli_parse_int("dump", "--opt-level", val, 0, 3, &level)) return CLI_EXIT_USAGE;
             break;
+        case OPT_PASSES:
+            if (!cli_parse_passes("dump", val, &off)) return CLI_EXIT_USAGE;
+            break;
         }
     }
     if (!path) return cli_usage_error("dump", "missing the model file");
@@ -64,7 +107,7 @@ int cli_dump_main(int argc, char **argv) {
     const ir_graph *g = api_model_graph(m);
     pass_graph *pg = NULL;
     if (level > 0) {
-        pass_options po = {.opt_level = (int)level};
+        pass_options po = {.opt_level = (int)level, .off = off};
         if ((s = pass_pipeline_run(g, &po, &pg)) != ANVIL_OK) {
             anvil_model_free(m);
             return cli_fail_status(s);
@@ -73,6 +116,7 @@ int cli_dump_main(int argc, char **argv) {
     }
     int code = CLI_EXIT_OK;
     if (!dot) {
+        if (pg) print_pass_summary(pg, off, stdout);
         ir_graph_dump_text(g, stdout);
     } else if (!strcmp(dot, "-")) {
         ir_graph_dump_dot(g, stdout);

@@ -29,15 +29,16 @@ void cli_run_usage(FILE *f) {
         "  --variant NODE_OR_OP=NAME  force an implementation for a node or an op type (repeat;\n"
         "                             --variant Conv=help lists the variants of Conv)\n"
         "  --opt-level N              graph rewrites: 0 none, 1 (default) fold BatchNorm into\n"
-        "                             Conv and fuse bias/residual/activation epilogues\n"
+        "                             Conv and fuse bias/residual/activation "
+        "epilogues\n" CLI_PASSES_HELP
         "  --profile FILE.json        write per-node timings as a Chrome trace\n" CLI_TUNING_HELP
         "  -h, --help                 show this help\n");
 }
 
-enum { OPT_INPUT = 1, OPT_OUTDIR, OPT_THREADS, OPT_PROFILE, OPT_VARIANT, OPT_LEVEL };
+enum { OPT_INPUT = 1, OPT_OUTDIR, OPT_THREADS, OPT_PROFILE, OPT_VARIANT, OPT_LEVEL, OPT_PASSES };
 
 typedef struct run_args {
-    const char *model, *outdir, *profile;
+    const char *model, *outdir, *profile, *passes;
     long long threads, opt_level;
     cli_tuning tuning;
     cli_inputs inputs;
@@ -52,6 +53,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
                                       {"profile", 0, true, OPT_PROFILE},
                                       {"variant", 0, true, OPT_VARIANT},
                                       {"opt-level", 0, true, OPT_LEVEL},
+                                      {"passes", 0, true, OPT_PASSES},
                                       CLI_TUNING_OPTIONS,
                                       {0}};
     cli_parser p;
@@ -87,6 +89,12 @@ static int parse_args(int argc, char **argv, run_args *a) {
         case OPT_VARIANT:
             if (!cli_variants_add(&a->variants, "run", val)) return CLI_EXIT_USAGE;
             break;
+        case OPT_PASSES: {
+            uint32_t off;
+            if (!cli_parse_passes("run", val, &off)) return CLI_EXIT_USAGE;
+            a->passes = val;
+            break;
+        }
         case OPT_LEVEL:
             if (!cli_parse_int("run", "--opt-level", val, 0, 3, &a->opt_level))
                 return CLI_EXIT_USAGE;
@@ -192,6 +200,7 @@ static int run_model(const run_args *a, anvil_model *m) {
     if ((s = anvil_options_create(&opts)) != ANVIL_OK ||
         (s = anvil_options_set_threads(opts, (int)a->threads)) != ANVIL_OK ||
         (s = anvil_options_set_opt_level(opts, (int)a->opt_level)) != ANVIL_OK ||
+        (s = anvil_options_set_passes(opts, a->passes)) != ANVIL_OK ||
         (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK) ||
         (s = cli_tuning_apply(&a->tuning, opts)) != ANVIL_OK ||
         (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||

@@ -16,32 +16,32 @@
 #include <unistd.h>
 
 void cli_tune_usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil tune MODEL.onnx [options]\n"
-            "\n"
-            "Finds the fastest implementation of every distinct problem (op, attributes,\n"
-            "shapes, threads) of the model on this machine: every applicable kernel variant at\n"
-            "every parameter setting the hardware rules keep, each checked against the reference\n"
-            "kernel before it is timed. Winners go to the tuning database as they are found, so\n"
-            "Ctrl-C keeps what was measured and a rerun resumes; problems already in the\n"
-            "database are not measured again. Then it times the model with the cascade (no\n"
-            "database) and tuned, alternating, and reports both.\n"
-            "\n"
-            "options:\n"
-            "  -i, --input NAME=FILE.npy  use this tensor for input NAME (repeatable)\n"
-            "  --shape NAME=DIMS          shape of a generated input, e.g. x=1x3x224x224\n"
-            "  --threads T                threads the sessions will use (default: all cores)\n"
-            "  --budget SECONDS           stop measuring after this long (default: none)\n"
-            "  --db FILE                  the database (default $ANVIL_TUNING_DB, else\n"
-            "                             $XDG_CACHE_HOME/anvil/tuning.db)\n"
-            "  --retune                   measure problems the database already has, too\n"
-            "  --opt-level N              graph rewrites before tuning (default 1)\n"
-            "  --runs N                   timed runs of each session for the before/after\n"
-            "                             latency (default 20; 0 skips it)\n"
-            "  --json                     print the report as one JSON object\n"
-            "  -v, --verbose              list every candidate of every problem\n"
-            "  -q, --quiet                no progress line\n"
-            "  -h, --help                 show this help\n");
+    fprintf(
+        f, "usage: anvil tune MODEL.onnx [options]\n"
+           "\n"
+           "Finds the fastest implementation of every distinct problem (op, attributes,\n"
+           "shapes, threads) of the model on this machine: every applicable kernel variant at\n"
+           "every parameter setting the hardware rules keep, each checked against the reference\n"
+           "kernel before it is timed. Winners go to the tuning database as they are found, so\n"
+           "Ctrl-C keeps what was measured and a rerun resumes; problems already in the\n"
+           "database are not measured again. Then it times the model with the cascade (no\n"
+           "database) and tuned, alternating, and reports both.\n"
+           "\n"
+           "options:\n"
+           "  -i, --input NAME=FILE.npy  use this tensor for input NAME (repeatable)\n"
+           "  --shape NAME=DIMS          shape of a generated input, e.g. x=1x3x224x224\n"
+           "  --threads T                threads the sessions will use (default: all cores)\n"
+           "  --budget SECONDS           stop measuring after this long (default: none)\n"
+           "  --db FILE                  the database (default $ANVIL_TUNING_DB, else\n"
+           "                             $XDG_CACHE_HOME/anvil/tuning.db)\n"
+           "  --retune                   measure problems the database already has, too\n"
+           "  --opt-level N              graph rewrites before tuning (default 1)\n" CLI_PASSES_HELP
+           "  --runs N                   timed runs of each session for the before/after\n"
+           "                             latency (default 20; 0 skips it)\n"
+           "  --json                     print the report as one JSON object\n"
+           "  -v, --verbose              list every candidate of every problem\n"
+           "  -q, --quiet                no progress line\n"
+           "  -h, --help                 show this help\n");
 }
 
 enum {
@@ -56,11 +56,13 @@ enum {
     OPT_JSON,
     OPT_VERBOSE,
     OPT_QUIET,
+    OPT_PASSES,
 };
 
 typedef struct tune_args {
     const char *model, *db;
     long long threads, opt_level, runs, budget;
+    uint32_t passes_off;
     bool retune, json, verbose, quiet;
     cli_inputs inputs;
     cli_shapes shapes;
@@ -74,13 +76,19 @@ static void on_sigint(int sig) {
 }
 
 static int parse_args(int argc, char **argv, tune_args *a) {
-    static const cli_option opts[] = {
-        {"input", 'i', true, OPT_INPUT},   {"shape", 0, true, OPT_SHAPE},
-        {"threads", 0, true, OPT_THREADS}, {"budget", 0, true, OPT_BUDGET},
-        {"db", 0, true, OPT_DB},           {"retune", 0, false, OPT_RETUNE},
-        {"opt-level", 0, true, OPT_LEVEL}, {"runs", 0, true, OPT_RUNS},
-        {"json", 0, false, OPT_JSON},      {"verbose", 'v', false, OPT_VERBOSE},
-        {"quiet", 'q', false, OPT_QUIET},  {0}};
+    static const cli_option opts[] = {{"input", 'i', true, OPT_INPUT},
+                                      {"shape", 0, true, OPT_SHAPE},
+                                      {"threads", 0, true, OPT_THREADS},
+                                      {"budget", 0, true, OPT_BUDGET},
+                                      {"db", 0, true, OPT_DB},
+                                      {"retune", 0, false, OPT_RETUNE},
+                                      {"opt-level", 0, true, OPT_LEVEL},
+                                      {"runs", 0, true, OPT_RUNS},
+                                      {"passes", 0, true, OPT_PASSES},
+                                      {"json", 0, false, OPT_JSON},
+                                      {"verbose", 'v', false, OPT_VERBOSE},
+                                      {"quiet", 'q', false, OPT_QUIET},
+                                      {0}};
     cli_parser p;
     cli_parser_init(&p, "tune", argc, argv, opts);
     const char *val;
@@ -120,6 +128,9 @@ static int parse_args(int argc, char **argv, tune_args *a) {
         case OPT_LEVEL:
             if (!cli_parse_int("tune", "--opt-level", val, 0, 3, &a->opt_level))
                 return CLI_EXIT_USAGE;
+            break;
+        case OPT_PASSES:
+            if (!cli_parse_passes("tune", val, &a->passes_off)) return CLI_EXIT_USAGE;
             break;
         case OPT_RUNS:
             if (!cli_parse_int("tune", "--runs", val, 0, 100000, &a->runs)) return CLI_EXIT_USAGE;
@@ -423,7 +434,8 @@ int cli_tune_main(int argc, char **argv) {
     if (a.threads <= 0)
         a.threads = core_hw_get()->logical_cores > 0 ? core_hw_get()->logical_cores : 1;
     const ir_graph *g = api_model_graph(m);
-    rt_session_config cfg = {.threads = (int)a.threads, .opt_level = (int)a.opt_level};
+    rt_session_config cfg = {
+        .threads = (int)a.threads, .opt_level = (int)a.opt_level, .passes_off = a.passes_off};
     progress_ctx pc = {.on = !a.quiet && isatty(STDERR_FILENO)};
     run.db = db;
     run.fingerprint = fp;

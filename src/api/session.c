@@ -3,6 +3,7 @@
  * before it reaches them. Models (loading) are in model.c. */
 #include "api.h"
 #include "onnx/onnx.h"
+#include "passes/passes.h"
 #include "runtime/runtime.h"
 
 #include <stdio.h>
@@ -13,6 +14,7 @@
 struct anvil_options {
     int threads;
     int opt_level;
+    uint32_t passes_off;
     bool profiling;
     rt_force *forces; /* keys and variants strdup'd, owned */
     int n_forces;
@@ -164,6 +166,14 @@ anvil_status anvil_options_set_opt_level(anvil_options *o, int level) {
     return ANVIL_OK;
 }
 
+anvil_status anvil_options_set_passes(anvil_options *o, const char *spec) {
+    API_CHECK(o, "anvil_options_set_passes: options is NULL");
+    uint32_t off;
+    CORE_TRY(pass_spec_parse(spec, &off));
+    o->passes_off = off;
+    return ANVIL_OK;
+}
+
 anvil_status anvil_options_set_profiling(anvil_options *o, int on) {
     API_CHECK(o, "anvil_options_set_profiling: options is NULL");
     o->profiling = on != 0;
@@ -187,6 +197,7 @@ anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opt
     if (opts) {
         cfg.threads = opts->threads;
         cfg.opt_level = opts->opt_level;
+        cfg.passes_off = opts->passes_off;
         cfg.profiling = opts->profiling;
         cfg.forces = opts->forces;
         cfg.n_forces = opts->n_forces;

@@ -14,13 +14,12 @@
  *
  * The Where's fill must be a scalar constant, the mask float32 and the keep mask bool, both of
  * rank <= 4; the scale a float32 scalar constant (a Div by c is a scale of 1/c, whose rounding
- * differs from the division's by an ulp). ANVIL_FUSE_ATTENTION=off turns the pass off. */
+ * differs from the division's by an ulp). `--passes -fuse_attention` turns the pass off. */
 #include "ops/sdpa_common.h"
 #include "rewrite.h"
 
 #include <float.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* The pattern's nodes: what the rewrite removes. */
@@ -307,8 +306,6 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
 }
 
 anvil_status pass_fuse_attention(pass_ctx *c) {
-    const char *env = getenv("ANVIL_FUSE_ATTENTION");
-    if (env && (!strcmp(env, "off") || !strcmp(env, "0"))) return ANVIL_OK;
     att_match mt;
     for (int32_t k = 0; k < c->g->n_nodes; k++) {
         if (c->dead[k] || !match(c, k, &mt)) continue;

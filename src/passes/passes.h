@@ -12,7 +12,7 @@
  *                   maps) are dropped, with its pads shrunk to match;
  *   fuse_attention  MatMul, scale, mask, Softmax, MatMul (with the Transposes around them)
  *                   become one anvil.Sdpa node, run without the S x S scores
- *                   (passes/fuse_attention.c; ANVIL_FUSE_ATTENTION=off turns it off);
+ *                   (passes/fuse_attention.c);
  *   fuse_epilogue   a MatMul/Gemm/Conv absorbs what follows it into its epilogue (ir_fusion):
  *                   a per-column bias Add (MatMul), a residual Add of the output's own shape, and
  *                   an activation (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish,
@@ -28,7 +28,8 @@
  * A residual Add is fused when its operands have the same shape as far as load-time inference
  * knows (equal known dims; unknown dims allowed); the runtime checks the concrete shapes of each
  * plan and, where a residual turns out to broadcast, rebuilds without that fusion.
- * The model's own graph is never modified. */
+ * Any pass can be turned off by name (pass_options.off, pass_spec_parse). The model's own graph
+ * is never modified. */
 #ifndef ANVIL_PASSES_H
 #define ANVIL_PASSES_H
 
@@ -87,8 +88,31 @@ typedef struct pass_decision {
  * valid only during the call; rewrite and choice_names are static. */
 typedef int (*pass_decide_fn)(void *arg, const pass_decision *q);
 
+/* The passes by name, in pipeline order. A set of passes is a bit mask over this order. */
+typedef enum pass_id {
+    PASS_CONST_NODES,
+    PASS_FOLD_CONSTS,
+    PASS_DROP_NOOPS,
+    PASS_FOLD_CONV_BN,
+    PASS_CROP_TAPS,
+    PASS_FUSE_ATTENTION,
+    PASS_FUSE_EPILOGUE,
+    PASS_FUSE_CHAIN,
+    PASS_LAYOUT,
+    PASS_COUNT
+} pass_id;
+extern const char *const pass_names[PASS_COUNT];
+
+/* Parses a pass list (anvil run/bench/tune/dump --passes): names separated by commas, each
+ * turning that pass on ("name" or "+name") or off ("-name"), read left to right from every pass
+ * on; "all" and "none" turn every pass on or off (e.g. "none,+fuse_attention"). *off gets the
+ * passes turned off (bit i: pass_names[i]). INVALID_ARGUMENT naming an unknown pass and listing
+ * the names. spec NULL or empty: every pass on. */
+anvil_status pass_spec_parse(const char *spec, uint32_t *off);
+
 typedef struct pass_options {
-    int opt_level; /* 0: nothing; >= 1: everything above */
+    int opt_level; /* 0: nothing; >= 1: every pass but those in `off` */
+    uint32_t off;  /* passes turned off (pass_spec_parse) */
     /* Optional: called once for each constant of the source graph that no node of the result
      * reads any more (e.g. weights replaced by folded ones), so the caller can release the pages
      * the passes may have read. */

@@ -4,6 +4,71 @@
 #include "rewrite.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+const char *const pass_names[PASS_COUNT] = {
+    [PASS_CONST_NODES] = "const_nodes",
+    [PASS_FOLD_CONSTS] = "fold_consts",
+    [PASS_DROP_NOOPS] = "drop_noops",
+    [PASS_FOLD_CONV_BN] = "fold_conv_bn",
+    [PASS_CROP_TAPS] = "crop_taps",
+    [PASS_FUSE_ATTENTION] = "fuse_attention",
+    [PASS_FUSE_EPILOGUE] = "fuse_epilogue",
+    [PASS_FUSE_CHAIN] = "fuse_chain",
+    [PASS_LAYOUT] = "layout",
+};
+
+static anvil_status (*const pipeline[PASS_COUNT])(pass_ctx *c) = {
+    [PASS_CONST_NODES] = pass_const_nodes,
+    [PASS_FOLD_CONSTS] = pass_fold_consts,
+    [PASS_DROP_NOOPS] = pass_drop_noops,
+    [PASS_FOLD_CONV_BN] = pass_fold_conv_bn,
+    [PASS_CROP_TAPS] = pass_crop_taps,
+    [PASS_FUSE_ATTENTION] = pass_fuse_attention,
+    [PASS_FUSE_EPILOGUE] = pass_fuse_epilogue,
+    [PASS_FUSE_CHAIN] = pass_fuse_chain,
+    [PASS_LAYOUT] = pass_layout,
+};
+
+anvil_status pass_spec_parse(const char *spec, uint32_t *off) {
+    *off = 0;
+    if (!spec) return ANVIL_OK;
+    const uint32_t all = (1u << PASS_COUNT) - 1;
+    const char *p = spec;
+    while (*p) {
+        const size_t item = strcspn(p, ",");
+        size_t len = item;
+        const char *name = p;
+        int sign = 1;
+        if (len && (*name == '-' || *name == '+')) {
+            sign = *name == '-' ? -1 : 1;
+            name++;
+            len--;
+        }
+        int id = -1;
+        for (int i = 0; i < PASS_COUNT && id < 0; i++)
+            if (strlen(pass_names[i]) == len && !strncmp(pass_names[i], name, len)) id = i;
+        if (len == 3 && !strncmp(name, "all", 3) && sign > 0) {
+            *off = 0;
+        } else if (len == 4 && !strncmp(name, "none", 4) && sign > 0) {
+            *off = all;
+        } else if (id >= 0) {
+            *off = sign > 0 ? *off & ~(1u << id) : *off | (1u << id);
+        } else {
+            char names[512] = "";
+            for (int i = 0; i < PASS_COUNT; i++) {
+                strncat(names, pass_names[i], sizeof names - strlen(names) - 1);
+                strncat(names, i + 1 < PASS_COUNT ? ", " : "", sizeof names - strlen(names) - 1);
+            }
+            return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                            "pass list '%s': '%.*s' is not a pass; the passes are %s (prefix - "
+                            "to turn one off, + to turn it on; all, none)",
+                            spec, (int)len, name, names);
+        }
+        p += item + (p[item] == ',');
+    }
+    return ANVIL_OK;
+}
 
 anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pass_graph **out) {
     *out = NULL;
@@ -27,24 +92,11 @@ anvil_status pass_pipeline_run(const ir_graph *src, const pass_options *opts, pa
         st = ANVIL_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    pass_index(&c);
-    if ((st = pass_const_nodes(&c)) != ANVIL_OK) goto done;
-    pass_index(&c);
-    if ((st = pass_fold_consts(&c)) != ANVIL_OK) goto done;
-    pass_index(&c);
-    if ((st = pass_drop_noops(&c)) != ANVIL_OK) goto done;
-    pass_index(&c);
-    if ((st = pass_fold_conv_bn(&c)) != ANVIL_OK) goto done;
-    pass_index(&c);
-    if ((st = pass_crop_taps(&c)) != ANVIL_OK) goto done;
-    pass_index(&c);
-    if ((st = pass_fuse_attention(&c)) != ANVIL_OK) goto done;
-    pass_index(&c);
-    if ((st = pass_fuse_epilogue(&c)) != ANVIL_OK) goto done;
-    pass_index(&c);
-    if ((st = pass_fuse_chain(&c)) != ANVIL_OK) goto done;
-    pass_index(&c);
-    if ((st = pass_layout(&c)) != ANVIL_OK) goto done;
+    for (int i = 0; i < PASS_COUNT; i++) {
+        if (opts->off & (1u << i)) continue;
+        pass_index(&c);
+        if ((st = pipeline[i](&c)) != ANVIL_OK) goto done;
+    }
     pass_compact(&c, opts);
     st = ir_graph_toposort(pg->g);
 done:

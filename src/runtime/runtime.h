@@ -92,7 +92,8 @@ typedef struct rt_session_config {
      * a key runs it where it applies and keeps the default elsewhere. */
     const rt_force *forces;
     int n_forces;
-    int opt_level; /* 0..3 */
+    int opt_level;       /* 0..3 */
+    uint32_t passes_off; /* passes turned off at opt_level >= 1 (pass_spec_parse) */
     /* The layout pass's mode (pass_layout_mode, passes.h); 0 is AUTO. */
     int layout;
     bool profiling;

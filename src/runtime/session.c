@@ -88,6 +88,7 @@ static anvil_status graph_setup(rt_session *s) {
     s->g = s->src;
     if (s->cfg.opt_level >= 1) {
         pass_options po = {.opt_level = s->cfg.opt_level,
+                           .off = s->cfg.passes_off,
                            .released = s->cfg.released,
                            .released_ctx = s->cfg.released_ctx,
                            .unfused = (const char *const *)s->unfused,
