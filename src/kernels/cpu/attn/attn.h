@@ -26,8 +26,8 @@ typedef struct attn_isa {
     int mb;     /* queries per block: the vector lanes times the vectors a tile holds */
     int narrow; /* queries per narrow block (one vector), for a sequence's last queries */
     int nb;     /* keys per block */
-    int rows;   /* rows of the register tile (keys of the score tile, head-size rows of the output
-                 * tile): the output's transposed rows are padded to a multiple of it */
+    int rows;   /* head-size rows of the output's register tile: the output's transposed rows
+                 * are padded to a multiple of it */
     /* Computes queries [i0, i0 + mb) of (b, h). ws: attn_ws_floats(isa, p) floats, 64-byte
      * aligned, owned by the caller. */
     void (*block)(const attn_prob *p, int64_t b, int64_t h, int64_t i0, float *ws);

@@ -8,6 +8,9 @@
 #define V_STORE(p, v) _mm256_store_ps((p), (v))
 #define ATT_R 5
 #define ATT_NB 60
+#ifndef ATT_RV
+#define ATT_RV 5
+#endif
 
 #define ATT_C 2
 #include "attn_tmpl.h"
@@ -19,6 +22,6 @@
 const attn_isa attn_isa_avx2 = {.mb = 2 * VW,
                                 .narrow = VW,
                                 .nb = ATT_NB,
-                                .rows = ATT_R,
+                                .rows = ATT_RV,
                                 .block = att_block_2,
                                 .block_narrow = att_block_1};

@@ -1,9 +1,10 @@
 /* One attention job (attn.h): queries [i0, i0 + MB) of one batch and head against every key,
  * written over the vector vocabulary of eltwise_vec_<isa>.h plus VW (lanes), V_LOAD/V_STORE
- * (aligned), ATT_C (vectors per query block), ATT_R (rows per register tile) and ATT_NB (keys
- * per block, a multiple of ATT_R). Included once per query block width: its functions are
- * suffixed with ATT_C (att_block_4 for blocks of 4 vectors of queries, att_block_1 for the
- * narrow blocks that take a sequence's last queries instead of a mostly empty wide block).
+ * (aligned), ATT_C (vectors per query block), ATT_R (keys per score tile), ATT_RV (head-size
+ * rows per output tile) and ATT_NB (keys per block, a multiple of ATT_R). Included once per query
+ * block width: its functions are suffixed with ATT_C (att_block_4 for blocks of 4 vectors of
+ * queries, att_block_1 for the narrow blocks that take a sequence's last queries instead of a
+ * mostly empty wide block).
  *
  * Everything runs transposed, with the queries along the vector lanes:
  *   qt[e][i]  = scale * q[i][e]           packed once per job (zero rows past the last query);
@@ -11,7 +12,7 @@
  *                                         times ATT_C vectors of queries per register tile;
  *   the online softmax then works on whole vectors of queries: the running max and sum of each
  *   query are lanes, a key's scores a row, so no horizontal reduction is ever needed;
- *   ot[e][i] += sum_j v[j][e] pt[j][i]    ATT_R head-size rows broadcast from v's rows times
+ *   ot[e][i] += sum_j v[j][e] pt[j][i]    ATT_RV head-size rows broadcast from v's rows times
  *                                         ATT_C vectors of queries, rescaled on the way in.
  * Key tails clamp their row pointers to the last key (the extra rows are computed and never
  * read); head-size tails of the output clamp the same way into the padded rows of ot. */
@@ -59,15 +60,15 @@ static inline void att_scores(const float *qt, const float *const *kr, int64_t d
         for (int c = 0; c < ATT_C; c++) V_STORE(st + r * MB + c * VW, acc[r][c]);
 }
 
-/* ot rows [e0, e0 + ATT_R) = alpha * ot + sum_j v[j][e] pt[j] over nb keys; vr[j] is key j's row
+/* ot rows [e0, e0 + ATT_RV) = alpha * ot + sum_j v[j][e] pt[j] over nb keys; vr[j] is key j's row
  * of v and ec[r] the (clamped) head-size index of row r. */
 static inline void att_values(float *ot, const float *alpha, const float *pt, const float *v0,
                               int64_t vs, int64_t nb, const int64_t *ec) {
-    V acc[ATT_R][ATT_C], al[ATT_C];
+    V acc[ATT_RV][ATT_C], al[ATT_C];
 #pragma GCC unroll 4
     for (int c = 0; c < ATT_C; c++) al[c] = V_LOAD(alpha + c * VW);
 #pragma GCC unroll 8
-    for (int r = 0; r < ATT_R; r++)
+    for (int r = 0; r < ATT_RV; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < ATT_C; c++) acc[r][c] = V_MUL(V_LOAD(ot + r * MB + c * VW), al[c]);
     const float *vj = v0;
@@ -76,14 +77,14 @@ static inline void att_values(float *ot, const float *alpha, const float *pt, co
 #pragma GCC unroll 4
         for (int c = 0; c < ATT_C; c++) x[c] = V_LOAD(pt + j * MB + c * VW);
 #pragma GCC unroll 8
-        for (int r = 0; r < ATT_R; r++) {
+        for (int r = 0; r < ATT_RV; r++) {
             const V vb = V_SET1(vj[ec[r]]);
 #pragma GCC unroll 4
             for (int c = 0; c < ATT_C; c++) acc[r][c] = V_FMA(vb, x[c], acc[r][c]);
         }
     }
 #pragma GCC unroll 8
-    for (int r = 0; r < ATT_R; r++)
+    for (int r = 0; r < ATT_RV; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < ATT_C; c++) V_STORE(ot + r * MB + c * VW, acc[r][c]);
 }
@@ -149,7 +150,7 @@ static void att_softmax(float *st, int64_t nb, float *m, float *l, float *alpha)
 static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, float *ws) {
     const sdpa_geom *g = &p->g;
     const int64_t ni = g->sq - i0 < MB ? g->sq - i0 : MB;
-    const int64_t dvp = (g->dv + ATT_R - 1) / ATT_R * ATT_R;
+    const int64_t dvp = (g->dv + ATT_RV - 1) / ATT_RV * ATT_RV;
     float *qt = ws, *st = qt + g->d * MB, *ot = st + (int64_t)ATT_NB * MB, *m = ot + dvp * MB;
     float *l = m + MB, *alpha = l + MB;
     const float *q = p->q + b * g->q[0] + h * g->q[1] + i0 * g->q[2];
@@ -177,9 +178,9 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
         }
         att_masks(p, b, h, i0, ni, j0, nb, st);
         att_softmax(st, nb, m, l, alpha);
-        for (int64_t e0 = 0; e0 < dvp; e0 += ATT_R) {
-            int64_t ec[ATT_R];
-            for (int r = 0; r < ATT_R; r++) ec[r] = e0 + r < g->dv ? e0 + r : g->dv - 1;
+        for (int64_t e0 = 0; e0 < dvp; e0 += ATT_RV) {
+            int64_t ec[ATT_RV];
+            for (int r = 0; r < ATT_RV; r++) ec[r] = e0 + r < g->dv ? e0 + r : g->dv - 1;
             att_values(ot + e0 * MB, alpha, st, v + j0 * g->v[2], g->v[2], nb, ec);
         }
     }
