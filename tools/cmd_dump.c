@@ -41,6 +41,7 @@ static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
         [PASS_CROP_TAPS] = pg->cropped_convs,
         [PASS_FUSE_ATTENTION] = pg->fused_attention,
         [PASS_FUSE_EPILOGUE] = pg->fused_bias + pg->fused_residual + pg->fused_act,
+        [PASS_FUSE_PARALLEL] = pg->fused_parallel,
         [PASS_FUSE_CHAIN] = pg->fused_chains,
         [PASS_LAYOUT] = pg->nhwc_convs,
     };
@@ -52,6 +53,7 @@ static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
         [PASS_CROP_TAPS] = "Convs cropped",
         [PASS_FUSE_ATTENTION] = "attentions fused into anvil.Sdpa",
         [PASS_FUSE_EPILOGUE] = "bias/residual/activation epilogues fused",
+        [PASS_FUSE_PARALLEL] = "groups of MatMuls made one",
         [PASS_FUSE_CHAIN] = "elementwise chains made",
         [PASS_LAYOUT] = "convs made channels-last",
     };

@@ -5,7 +5,8 @@
  * [batch, heads, sequence, head size]):
  *   s[i, j] = scale * (q[b, h, i, :] . k[b, h, j, :])
  *   s[i, j] += mask[b, h, i, j]                 when input 3 (a float mask) is given
- *   s[i, j] = keep[b, h, i, j] ? s[i, j] : fill when input 4 (a bool mask) is given
+ *   s[i, j] = keep[b, h, i, j] ? s[i, j] : fill when input 4 (a bool mask) is given; with
+ *                                               invert = 1, !keep[...] (it marks what to drop)
  *   o[b, h, i, :] = sum_j softmax_j(s[i, :])[j] * v[b, h, j, :]
  * Inputs: 0 q, 1 k, 2 v (float32, rank 4), 3 mask (float32, rank <= 4, optional), 4 keep (bool,
  * rank <= 4, optional). Output 0: o (float32, rank 4).
@@ -19,7 +20,7 @@
  * Broadcasting: batch and heads broadcast numpy-style over q, k, v and the masks (a dim of 1
  * repeats); the masks are right-aligned onto [batch, heads, q sequence, k sequence] and may
  * broadcast along any dim; k and v must agree on the key sequence. Attributes: scale (FLOAT),
- * fill (FLOAT, the value a masked-out score takes), and the four perms. */
+ * fill (FLOAT, the value a masked-out score takes), invert (INT, 0 or 1) and the four perms. */
 #ifndef ANVIL_OPS_SDPA_COMMON_H
 #define ANVIL_OPS_SDPA_COMMON_H
 
@@ -32,6 +33,7 @@ enum { SDPA_Q, SDPA_K, SDPA_V, SDPA_O, SDPA_MASK = 3, SDPA_KEEP = 4 };
 
 typedef struct sdpa_params {
     float scale, fill;
+    bool invert;       /* keep[...] true marks a score to drop */
     int8_t perm[4][4]; /* [SDPA_Q..SDPA_O][logical dim]: the physical dim */
 } sdpa_params;
 

@@ -3,7 +3,8 @@
  * matrix, and without the transposes that only reshuffle its operands.
  *
  * The pattern, from each Softmax over the last axis of a rank-4 float32 tensor:
- *   MatMul(q', kt') -> [Mul or Div by a scalar constant] -> [Add(mask)] -> [Where(keep, ., c)]
+ *   MatMul(q', kt') -> [Mul or Div by a scalar constant] -> [Add(mask)]... -> [Where(keep, ., c)
+ *   or Where(drop, c, .)]
  *     -> Softmax -> [Identity]... -> MatMul(., v') -> [Transpose]
  * in the spellings torch.onnx.export writes for BERT, GPT-2, ViT, Whisper and T5. Every value
  * inside it must be read once (by the next node) and be no graph output; anything else leaves the
@@ -34,6 +35,7 @@ typedef struct att_match {
     ir_vid mask[2];        /* [0] the outer Add's, [1] an inner one's (added first) */
     int64_t perm[4][4];
     float scale, fill;
+    bool invert; /* the bool mask marks the scores to drop */
 } att_match;
 
 static bool f32_rank(const ir_graph *g, ir_vid v, int max_rank, int min_rank) {
@@ -96,13 +98,18 @@ static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t rea
     if (!n || !only_for(c, x, reader)) return false;
     if (n->op == IR_OP_WHERE && n->n_inputs == 3) {
         const ir_value *cond = &g->values[n->inputs[0]];
+        /* Where(keep, scores, fill) (GPT-2) or Where(masked, fill, scores) (DistilBERT) */
+        const int fill_at = pass_const_scalar(c, n->inputs[2], &mt->fill)   ? 2
+                            : pass_const_scalar(c, n->inputs[1], &mt->fill) ? 1
+                                                                            : 0;
         if (cond->dtype != ANVIL_DTYPE_BOOL || cond->shape.rank < 0 || cond->shape.rank > 4 ||
-            !pass_const_scalar(c, n->inputs[2], &mt->fill))
+            !fill_at)
             return false;
         mt->keep = n->inputs[0];
+        mt->invert = fill_at == 1;
         mt->nodes[mt->n_nodes++] = (int32_t)(n - g->nodes);
         reader = (int32_t)(n - g->nodes);
-        x = n->inputs[1];
+        x = n->inputs[3 - fill_at];
         if (!(n = producer(c, x)) || !only_for(c, x, reader)) return false;
     }
     /* up to two additive masks (T5 adds its position bias, then the padding mask) */
@@ -269,7 +276,7 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
     for (int i = 0; i < mt->n_nodes; i++) pass_node_kill(c, mt->nodes[i]);
     const int32_t slot = mt->softmax;
     c->dead[slot] = false;
-    ir_attr *attrs = core_arena_array(g->arena, 6, sizeof *attrs);
+    ir_attr *attrs = core_arena_array(g->arena, 7, sizeof *attrs);
     ir_vid *inputs = core_arena_array(g->arena, 5, sizeof *inputs);
     int64_t *perms = core_arena_array(g->arena, 16, sizeof *perms);
     if (!attrs || !inputs || !perms) return ANVIL_ERR_OUT_OF_MEMORY;
@@ -280,12 +287,13 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
     }
     attrs[4] = (ir_attr){.name = "scale", .type = IR_ATTR_FLOAT, .f = mt->scale};
     attrs[5] = (ir_attr){.name = "fill", .type = IR_ATTR_FLOAT, .f = mt->fill};
+    attrs[6] = (ir_attr){.name = "invert", .type = IR_ATTR_INT, .i = mt->invert};
     const int n_in = mt->keep != IR_NONE ? 5 : mask != IR_NONE ? 4 : 3;
     for (int i = 0; i < 5; i++) inputs[i] = IR_NONE;
     ir_node *h = &g->nodes[slot];
     h->op = IR_OP_SDPA;
     h->attrs = attrs;
-    h->n_attrs = 6;
+    h->n_attrs = 7;
     h->params = NULL;
     h->fusion = NULL;
     h->inputs = inputs;

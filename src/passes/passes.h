@@ -17,6 +17,8 @@
  *                   a per-column bias Add (MatMul), a residual Add of the output's own shape, and
  *                   an activation (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish,
  *                   Gelu, Gelu written out as Div/Erf/Add/Mul/Mul, and SiLU as Sigmoid/Mul);
+ *   fuse_parallel   MatMuls reading one input with constant weights become one wide MatMul and a
+ *                   Split, where measured faster (passes/fuse_parallel.c; a measured rewrite);
  *   fuse_chain      a chain of two or more elementwise nodes (each the only reader of the one
  *                   before, side operands x or constants) becomes one anvil.EltwiseChain node
  *                   that makes one pass over memory (passes/fuse_chain.c; ANVIL_FUSE_CHAIN=off
@@ -67,6 +69,7 @@ typedef struct pass_graph {
     int cropped_convs;             /* crop_taps: Convs whose never-used kernel taps were dropped */
     int fused_attention;           /* fuse_attention: anvil.Sdpa nodes made */
     int folded_consts;             /* fold_consts: nodes computed at load */
+    int fused_parallel;            /* fuse_parallel: groups of MatMuls made one */
 } pass_graph;
 
 /* ---- rewrites that may or may not pay ---------------------------------------------------------
@@ -97,6 +100,7 @@ typedef enum pass_id {
     PASS_CROP_TAPS,
     PASS_FUSE_ATTENTION,
     PASS_FUSE_EPILOGUE,
+    PASS_FUSE_PARALLEL,
     PASS_FUSE_CHAIN,
     PASS_LAYOUT,
     PASS_COUNT

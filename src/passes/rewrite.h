@@ -69,6 +69,7 @@ anvil_status pass_fold_conv_bn(pass_ctx *c);
 anvil_status pass_crop_taps(pass_ctx *c);
 anvil_status pass_fuse_attention(pass_ctx *c);
 anvil_status pass_fuse_epilogue(pass_ctx *c);
+anvil_status pass_fuse_parallel(pass_ctx *c);
 anvil_status pass_fuse_chain(pass_ctx *c);
 anvil_status pass_layout(pass_ctx *c);
 

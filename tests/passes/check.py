@@ -18,9 +18,9 @@ NODE = re.compile(r"^  #\d+ \S+ = ([\w.]+)\(")
 FUSED = re.compile(r" fused\[([^\]]*)\]$")
 
 
-def rewritten(anvil, model):
+def rewritten(anvil, model, env=None):
     out = subprocess.run([anvil, "dump", model, "--opt-level", "1"], check=True,
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, env=env).stdout
     got = []
     for line in out.splitlines():
         m = NODE.match(line)
@@ -72,7 +72,12 @@ def main():
         d = os.path.join(root, name)
         with open(os.path.join(d, "expect.txt")) as f:
             want = [l.strip() for l in f if l.strip()]
-        got = rewritten(anvil, os.path.join(d, "model.onnx"))
+        # env.txt (optional): KEY=VALUE lines the case runs with (a measured rewrite's override)
+        env = dict(os.environ)
+        if os.path.exists(os.path.join(d, "env.txt")):
+            with open(os.path.join(d, "env.txt")) as f:
+                env.update(l.strip().split("=", 1) for l in f if "=" in l)
+        got = rewritten(anvil, os.path.join(d, "model.onnx"), env)
         if got != want:
             bad += 1
             print(f"FAIL {name}: rewrite\n  want {want}\n  got  {got}")
@@ -80,7 +85,7 @@ def main():
         for level in ("0", "1"):
             for threads in ("1", "2"):
                 r = subprocess.run([run_cases, "--opt-level", level, "--threads", threads, "--quiet",
-                                    d], capture_output=True, text=True)
+                                    d], capture_output=True, text=True, env=env)
                 if r.returncode != 0:
                     bad += 1
                     print(f"FAIL {name}: opt-level {level}, {threads} threads vs ONNX Runtime:\n"

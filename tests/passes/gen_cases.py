@@ -64,7 +64,7 @@ class G:
         return self.op("Add", [y, self.const(RNG.normal(0, 0.1, n), "b")]) if bias else y
 
 
-def save(out, name, g, inputs, feeds, outputs, expect, opset=17):
+def save(out, name, g, inputs, feeds, outputs, expect, opset=17, env=None):
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     graph = helper.make_graph(g.nodes, name, inputs,
@@ -87,6 +87,9 @@ def save(out, name, g, inputs, feeds, outputs, expect, opset=17):
         f.write("\n".join(expect) + "\n")
     with open(os.path.join(d, "tolerance.txt"), "w") as f:
         f.write("rtol 1e-4\natol 1e-5\n")
+    if env:
+        with open(os.path.join(d, "env.txt"), "w") as f:
+            f.write("".join(f"{k}={v}\n" for k, v in env.items()))
 
 
 def image(name, c, hw, n=1):
@@ -317,6 +320,20 @@ def attention_cases(out):
          ["MatMul fused[+bias(in2)]", "Reshape -", "MatMul fused[+bias(in2)]", "Reshape -",
           "MatMul fused[+bias(in2)]", "Reshape -", "anvil.Sdpa -", "Reshape -"])
 
+    # DistilBERT: Where(mask == 0, fill, scores), the bool mask marking what to drop.
+    g = G()
+    xi, xv = inputs()
+    mi = helper.make_tensor_value_info("m", TensorProto.INT64, [b, 1, 1, s])
+    mv = (RNG.uniform(0, 1, (b, 1, 1, s)) > 0.2).astype(np.int64)
+    q, k, v = (heads(g, g.linear("x", hid, hid)) for _ in range(3))
+    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
+    drop = g.op("Equal", ["m", g.const_i64(0)])
+    sc = g.op("Where", [drop, g.const(-np.inf),
+                        g.op("Div", [g.op("MatMul", [q, kt]), g.const(np.sqrt(d))])])
+    y = merge(g, g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v]))
+    save(out, "attention_distilbert", g, [xi, mi], {"x": xv, "m": mv}, [y],
+         lin + ["Equal -", "anvil.Sdpa -", "Reshape -"])
+
     # No scale, no mask, output left as [b, h, s, d] (a graph output of that layout).
     g = G()
     xi, xv = inputs()
@@ -352,6 +369,26 @@ def attention_cases(out):
     y = merge(g, g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v]))
     save(out, "attention_t5", g, [xi, mi], {"x": xv, "m": mv}, [y],
          lin + ["Add -", "anvil.Sdpa -", "Reshape -"])
+
+    # QKV: the three projections read one input; forced fused (the rule keeps them separate
+    # until measured), they become one MatMul with a bias, a Split, and the attention.
+    g = G()
+    xi, xv = inputs()
+    q, k, v = (heads(g, g.linear("x", hid, hid)) for _ in range(3))
+    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
+    y = merge(g, g.op("MatMul", [g.op("Softmax", [g.op("MatMul", [q, kt])], axis=-1), v]))
+    save(out, "parallel_qkv", g, [xi], {"x": xv}, [y],
+         ["MatMul fused[+bias(in2)]", "Split -", "Reshape -", "Reshape -", "Reshape -",
+          "anvil.Sdpa -", "Reshape -"], env={"ANVIL_PARALLEL_GEMM": "fused"})
+    # Siblings that differ (another K, an activation on one of them) stay apart.
+    g = G()
+    xi, xv = inputs()
+    a = g.linear("x", hid, 8)
+    b2 = g.op("Relu", [g.linear("x", hid, 8)])
+    c2 = g.linear("x", hid, 5)
+    save(out, "parallel_mixed", g, [xi], {"x": xv}, [a, b2, c2],
+         ["MatMul fused[+bias(in2)]", "MatMul fused[+bias(in2) Relu]", "Split -"],
+         env={"ANVIL_PARALLEL_GEMM": "fused"})
 
     # Near misses: the scores are also a graph output; a Softmax over another axis.
     unfused = ((lin[:2] + ["Transpose -"]) * 3 +

@@ -29,6 +29,7 @@ typedef struct problem {
     int64_t keep_dims[4];
     bool causal; /* keep = j <= i (keep_dims must be [.., sq, sk]) */
     float scale, fill;
+    bool invert; /* the bool mask marks what to drop */
 } problem;
 
 static void set_dims(int64_t *dst, const int64_t *src, int n) {
@@ -49,13 +50,14 @@ typedef struct built {
 static void build(built *x, const problem *pr) {
     memset(x, 0, sizeof *x);
     const int n_in = pr->keep_rank ? 5 : pr->mask_rank ? 4 : 3;
-    optest_begin(&x->t, IR_OP_SDPA, n_in, 1, 6);
+    optest_begin(&x->t, IR_OP_SDPA, n_in, 1, 7);
     optest_attr_ints(&x->t, 0, "perm_q", pr->perm_q, 4);
     optest_attr_ints(&x->t, 1, "perm_k", pr->perm_kv, 4);
     optest_attr_ints(&x->t, 2, "perm_v", pr->perm_kv, 4);
     optest_attr_ints(&x->t, 3, "perm_o", pr->perm_o, 4);
     optest_attr_float(&x->t, 4, "scale", pr->scale);
     optest_attr_float(&x->t, 5, "fill", pr->fill);
+    optest_attr_int(&x->t, 6, "invert", pr->invert);
     const int64_t lq[4] = {pr->b, pr->h, pr->sq, pr->d},
                   lk[4] = {pr->b, pr->kv_heads, pr->sk, pr->kd ? pr->kd : pr->d};
     const int64_t lv[4] = {pr->b, pr->kv_heads, pr->sk, pr->dv};
@@ -106,9 +108,12 @@ static void check(const problem *pr, int want) {
     build(&x, pr);
     const int got = optest_check_variants(&x.t, 2e-5f, 1e-5f);
     if (got != want)
-        fprintf(stderr, "b%lld h%lld sq%lld sk%lld d%lld dv%lld: %d variants, want %d\n",
+        fprintf(stderr,
+                "b%lld h%lld sq%lld sk%lld d%lld dv%lld mask rank %d keep rank %d%s%s: %d "
+                "variants, want %d\n",
                 (long long)pr->b, (long long)pr->h, (long long)pr->sq, (long long)pr->sk,
-                (long long)pr->d, (long long)pr->dv, got, want);
+                (long long)pr->d, (long long)pr->dv, pr->mask_rank, pr->keep_rank,
+                pr->causal ? " causal" : "", pr->invert ? " inverted" : "", got, want);
     assert_int_equal(got, want);
     drop(&x);
 }
@@ -192,6 +197,9 @@ static void test_masks(void **state) {
     p.keep_rank = 1;
     set_dims(p.keep_dims, (int64_t[]){65}, 1);
     p.fill = -7.0f;
+    check(&p, expected());
+    /* DistilBERT's Where(mask == 0, fill, scores): the bool mask marks what to drop */
+    p.invert = true;
     check(&p, expected());
 }
 

@@ -13,6 +13,7 @@ static anvil_status sdpa_check(ir_graph *g, ir_node *n) {
     OP_PARAMS_NEW(g, sdpa_params, p);
     CORE_TRY(ir_attr_float(n, "scale", 1.0f, &p->scale));
     CORE_TRY(ir_attr_float(n, "fill", -FLT_MAX, &p->fill));
+    CORE_TRY(ir_attr_flag(n, "invert", false, &p->invert));
     for (int x = 0; x < 4; x++) {
         const int64_t *v;
         size_t count;
@@ -246,7 +247,8 @@ static anvil_status sdpa_run(const ir_node *n, const op_tensor *const *in, int n
                     if (mask)
                         acc += mask[b * g.mask[0] + h * g.mask[1] + i * g.mask[2] + j * g.mask[3]];
                     if (keep &&
-                        !keep[b * g.keep[0] + h * g.keep[1] + i * g.keep[2] + j * g.keep[3]])
+                        keep[b * g.keep[0] + h * g.keep[1] + i * g.keep[2] + j * g.keep[3]] ==
+                            p->invert)
                         acc = p->fill;
                     s[j] = acc;
                     if (acc > mx) mx = acc;

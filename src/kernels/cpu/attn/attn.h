@@ -20,6 +20,7 @@ typedef struct attn_prob {
     const bool *keep;
     float *o;
     float scale, fill;
+    bool invert; /* keep[...] == invert drops the score */
 } attn_prob;
 
 typedef struct attn_isa {

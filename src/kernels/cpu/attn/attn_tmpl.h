@@ -114,11 +114,11 @@ static void att_masks(const attn_prob *p, int64_t b, int64_t h, int64_t i0, int6
             const bool *kj = k + (j0 + j) * g->keep[3];
             float *row = st + j * MB;
             if (g->keep[2] == 0) {
-                if (!kj[0])
+                if (kj[0] == p->invert)
                     for (int c = 0; c < ATT_C; c++) V_STORE(row + c * VW, V_SET1(p->fill));
             } else {
                 for (int64_t i = 0; i < ni; i++)
-                    if (!kj[i * g->keep[2]]) row[i] = p->fill;
+                    if (kj[i * g->keep[2]] == p->invert) row[i] = p->fill;
             }
         }
     }
