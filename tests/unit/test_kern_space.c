@@ -1,11 +1,11 @@
-/* The tunable variants' parameter spaces (kernels.h's kern_space) on the GEMM and the GEMM-based
- * convolutions: for each case, every configuration of every space that applies (the cross product
- * of values(), and the all-zero default) is run through rt_variant_exec with kn.config set and
- * compared with the reference variant, on 1 and 2 threads. Rules only count here: a configuration
- * they remove must still compute the right answer. Also: values() never lists 0 or a value twice,
- * the all-zero configuration gives the very bits of no configuration, and every rule removes some
- * configuration somewhere (on this machine's caches or on a small-cache one), so none is
- * vacuous. */
+/* The tunable variants' parameter spaces (kernels.h's kern_space) on the GEMM, the GEMM-based
+ * convolutions and the attention kernels: for each case, every configuration of every space that
+ * applies (the cross product of values(), and the all-zero default) is run through rt_variant_exec
+ * with kn.config set and compared with the reference variant, on 1 and 2 threads. Rules only count
+ * here: a configuration they remove must still compute the right answer. Also: values() never lists
+ * 0 or a value twice, the all-zero configuration gives the very bits of no configuration, and every
+ * rule removes some configuration somewhere (on this machine's caches or on a small-cache one), so
+ * none is vacuous. */
 #include "kernels/cpu/gemm/gemm.h"
 #include "optest.h"
 
@@ -382,11 +382,47 @@ static void test_labels(void **state) {
     free(w);
 }
 
+/* anvil.Sdpa's key block (kb) at 60, 120 and 240 keys, over 250 keys (blocks cut mid-way) with
+ * a per-key mask, heads inside the sequence (BERT's layout). */
+static void test_sdpa(void **state) {
+    (void)state;
+    const int64_t dq[4] = {1, 37, 2, 16}, dk[4] = {1, 250, 2, 16}, dm[4] = {1, 1, 1, 250};
+    const int64_t bshd[4] = {0, 2, 1, 3};
+    float *q = optest_random_f32(optest_prod(dq, 4), 3, -2, 2);
+    float *k = optest_random_f32(optest_prod(dk, 4), 4, -2, 2);
+    float *v = optest_random_f32(optest_prod(dk, 4), 5, -1, 1);
+    float *m = optest_random_f32(250, 6, -3, 0);
+    const int want = (optest_have_avx512() ? 1 : 0) + (optest_have_avx2() ? 1 : 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        optest t;
+        optest_begin(&t, IR_OP_SDPA, 4, 1, 5);
+        optest_attr_ints(&t, 0, "perm_q", bshd, 4);
+        optest_attr_ints(&t, 1, "perm_k", bshd, 4);
+        optest_attr_ints(&t, 2, "perm_v", bshd, 4);
+        optest_attr_ints(&t, 3, "perm_o", bshd, 4);
+        optest_attr_float(&t, 4, "scale", 0.25f);
+        optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dq, q, false);
+        optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dk, k, false);
+        optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 4, dk, v, false);
+        optest_input(&t, 3, ANVIL_DTYPE_FLOAT32, 4, dm, m, false);
+        assert_int_equal(check_spaces(&t, threads), want);
+        optest_end(&t);
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul), cmocka_unit_test(test_gemm_trans_b_bias),
-        cmocka_unit_test(test_conv),   cmocka_unit_test(test_rules_bite),
-        cmocka_unit_test(test_labels), cmocka_unit_test(test_odd_values),
+        cmocka_unit_test(test_sdpa),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_gemm_trans_b_bias),
+        cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_rules_bite),
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_odd_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,14 +21,16 @@ typedef struct attn_prob {
     float *o;
     float scale, fill;
     bool invert; /* keep[...] == invert drops the score */
+    int64_t kb;  /* keys per block: a multiple of the ISA's key tile (attn_isa.key_tile) */
 } attn_prob;
 
 typedef struct attn_isa {
-    int mb;     /* queries per block: the vector lanes times the vectors a tile holds */
-    int narrow; /* queries per narrow block (one vector), for a sequence's last queries */
-    int nb;     /* keys per block */
-    int rows;   /* head-size rows of the output's register tile: the output's transposed rows
-                 * are padded to a multiple of it */
+    int mb;       /* queries per block: the vector lanes times the vectors a tile holds */
+    int narrow;   /* queries per narrow block (one vector), for a sequence's last queries */
+    int nb;       /* keys per block by default (the tuner may pick another multiple of key_tile) */
+    int key_tile; /* keys per register tile of the scores */
+    int rows;     /* head-size rows of the output's register tile: the output's transposed rows
+                   * are padded to a multiple of it */
     /* Computes queries [i0, i0 + mb) of (b, h). ws: attn_ws_floats(isa, p) floats, 64-byte
      * aligned, owned by the caller. */
     void (*block)(const attn_prob *p, int64_t b, int64_t h, int64_t i0, float *ws);
@@ -36,12 +38,12 @@ typedef struct attn_isa {
     void (*block_narrow)(const attn_prob *p, int64_t b, int64_t h, int64_t i0, float *ws);
 } attn_isa;
 
-/* Scratch one job needs: q's block transposed (d x mb), one block of scores (nb x mb), the
- * output block transposed (dv rounded up to rows, x mb), and three vectors of mb (running max,
- * running sum, rescale factors). */
-static inline size_t attn_ws_floats(const attn_isa *isa, const sdpa_geom *g) {
+/* Scratch one job needs with kb keys per block: q's block transposed (d x mb), one block of
+ * scores (kb x mb), the output block transposed (dv rounded up to rows, x mb), and three vectors
+ * of mb (running max, running sum, rescale factors). */
+static inline size_t attn_ws_floats(const attn_isa *isa, const sdpa_geom *g, int64_t kb) {
     const size_t dvp = (size_t)((g->dv + isa->rows - 1) / isa->rows * isa->rows);
-    return (size_t)isa->mb * ((size_t)g->d + (size_t)isa->nb + dvp + 3);
+    return (size_t)isa->mb * ((size_t)g->d + (size_t)kb + dvp + 3);
 }
 
 extern const attn_isa attn_isa_avx512;

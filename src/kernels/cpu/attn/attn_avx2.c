@@ -7,7 +7,6 @@
 #define V_LOAD(p) _mm256_load_ps(p)
 #define V_STORE(p, v) _mm256_store_ps((p), (v))
 #define ATT_R 5
-#define ATT_NB 60
 #ifndef ATT_RV
 #define ATT_RV 5
 #endif
@@ -21,7 +20,8 @@
 
 const attn_isa attn_isa_avx2 = {.mb = 2 * VW,
                                 .narrow = VW,
-                                .nb = ATT_NB,
+                                .nb = 60,
+                                .key_tile = ATT_R,
                                 .rows = ATT_RV,
                                 .block = att_block_2,
                                 .block_narrow = att_block_1};

@@ -7,7 +7,6 @@
 #define V_LOAD(p) _mm512_load_ps(p)
 #define V_STORE(p, v) _mm512_store_ps((p), (v))
 #define ATT_R 6
-#define ATT_NB 60
 #ifndef ATT_RV
 #define ATT_RV 4
 #endif
@@ -21,7 +20,8 @@
 
 const attn_isa attn_isa_avx512 = {.mb = 4 * VW,
                                   .narrow = VW,
-                                  .nb = ATT_NB,
+                                  .nb = 120,
+                                  .key_tile = ATT_R,
                                   .rows = ATT_RV,
                                   .block = att_block_4,
                                   .block_narrow = att_block_1};

@@ -1,14 +1,15 @@
 /* One attention job (attn.h): queries [i0, i0 + MB) of one batch and head against every key,
  * written over the vector vocabulary of eltwise_vec_<isa>.h plus VW (lanes), V_LOAD/V_STORE
  * (aligned), ATT_C (vectors per query block), ATT_R (keys per score tile), ATT_RV (head-size
- * rows per output tile) and ATT_NB (keys per block, a multiple of ATT_R). Included once per query
+ * rows per output tile); the keys per block come with the problem (attn_prob.kb, a multiple of
+ * ATT_R). Included once per query
  * block width: its functions are suffixed with ATT_C (att_block_4 for blocks of 4 vectors of
  * queries, att_block_1 for the narrow blocks that take a sequence's last queries instead of a
  * mostly empty wide block).
  *
  * Everything runs transposed, with the queries along the vector lanes:
  *   qt[e][i]  = scale * q[i][e]           packed once per job (zero rows past the last query);
- *   st[j][i]  = sum_e k[j][e] qt[e][i]    a block of NB keys: ATT_R keys broadcast from k's rows
+ *   st[j][i]  = sum_e k[j][e] qt[e][i]    a block of kb keys: ATT_R keys broadcast from k's rows
  *                                         times ATT_C vectors of queries per register tile;
  *   the online softmax then works on whole vectors of queries: the running max and sum of each
  *   query are lanes, a key's scores a row, so no horizontal reduction is ever needed;
@@ -18,7 +19,6 @@
  * read); head-size tails of the output clamp the same way into the padded rows of ot. */
 #ifndef ANVIL_ATTN_TMPL_ONCE
 #define ANVIL_ATTN_TMPL_ONCE
-#include "../eltwise/eltwise_exp.h"
 
 #include <float.h>
 #include <math.h>
@@ -33,8 +33,26 @@
 #define att_softmax ATT_CAT(att_softmax, ATT_C)
 #define att_block ATT_CAT(att_block, ATT_C)
 
-/* a block's score tiles end at its last row: no tile writes past the block */
-_Static_assert(ATT_NB % ATT_R == 0, "ATT_NB must be a multiple of ATT_R");
+#ifndef ANVIL_ATTN_EXP_ONCE
+#define ANVIL_ATTN_EXP_ONCE
+/* e^x for the softmax's x <= 0 (a score minus the running max, or two maxima apart): one FMA
+ * chain of degree 5 after reducing by n ln 2, |error| < 3e-6 relative, against f_exp_clamped's
+ * degree 7 plus two clamps and a blend: the exponentials are the largest cost in the block after
+ * the two products. Below -87.3 the result is e^-87.3 ~ 1e-38 instead of 0, which no sum of
+ * weights can tell apart; NaN passes (V_MAX returns its second operand for it). */
+static inline V att_exp(V x0) {
+    const V x = V_MAX(V_SET1(-87.3365447504f), x0);
+    const V n = V_ROUND(V_MUL(x, V_SET1(1.44269504088896341f)));
+    V r = V_FMA(n, V_SET1(-0.693359375f), x);
+    r = V_FMA(n, V_SET1(2.12194440e-4f), r);
+    V p = V_FMA(V_SET1(1.0f / 120), r, V_SET1(1.0f / 24));
+    p = V_FMA(p, r, V_SET1(1.0f / 6));
+    p = V_FMA(p, r, V_SET1(0.5f));
+    p = V_FMA(p, r, V_SET1(1.0f));
+    p = V_FMA(p, r, V_SET1(1.0f));
+    return V_LDEXP(p, n);
+}
+#endif
 
 /* st[r][.] = k row r . qt for ATT_R key rows. */
 static inline void att_scores(const float *qt, const float *const *kr, int64_t d, float *st) {
@@ -136,11 +154,11 @@ static void att_softmax(float *st, int64_t nb, float *m, float *l, float *alpha)
         const V off = V_LT(mx, V_SET1(-FLT_MAX), V_SET1(0.0f), mx);
         V sum = V_SET1(0.0f);
         for (int64_t j = 0; j < nb; j++) {
-            const V e = f_exp_clamped(V_SUB(V_LOAD(st + j * MB + c * VW), off));
+            const V e = att_exp(V_SUB(V_LOAD(st + j * MB + c * VW), off));
             V_STORE(st + j * MB + c * VW, e);
             sum = V_ADD(sum, e);
         }
-        const V a = f_exp_clamped(V_SUB(m_old, off));
+        const V a = att_exp(V_SUB(m_old, off));
         V_STORE(alpha + c * VW, a);
         V_STORE(l + c * VW, V_FMA(V_LOAD(l + c * VW), a, sum));
         V_STORE(m + c * VW, mx);
@@ -151,7 +169,8 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
     const sdpa_geom *g = &p->g;
     const int64_t ni = g->sq - i0 < MB ? g->sq - i0 : MB;
     const int64_t dvp = (g->dv + ATT_RV - 1) / ATT_RV * ATT_RV;
-    float *qt = ws, *st = qt + g->d * MB, *ot = st + (int64_t)ATT_NB * MB, *m = ot + dvp * MB;
+    /* p->kb is a multiple of ATT_R: a block's score tiles end at its last row */
+    float *qt = ws, *st = qt + g->d * MB, *ot = st + p->kb * MB, *m = ot + dvp * MB;
     float *l = m + MB, *alpha = l + MB;
     const float *q = p->q + b * g->q[0] + h * g->q[1] + i0 * g->q[2];
     for (int64_t e = 0; e < g->d; e++) {
@@ -166,8 +185,8 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
     for (int64_t e = 0; e < dvp * MB; e += VW) V_STORE(ot + e, V_SET1(0.0f));
     const float *k = p->k + b * g->k[0] + h * g->k[1];
     const float *v = p->v + b * g->v[0] + h * g->v[1];
-    for (int64_t j0 = 0; j0 < g->sk; j0 += ATT_NB) {
-        const int64_t nb = g->sk - j0 < ATT_NB ? g->sk - j0 : ATT_NB;
+    for (int64_t j0 = 0; j0 < g->sk; j0 += p->kb) {
+        const int64_t nb = g->sk - j0 < p->kb ? g->sk - j0 : p->kb;
         for (int64_t j = 0; j < nb; j += ATT_R) {
             const float *kr[ATT_R];
             for (int r = 0; r < ATT_R; r++) {

@@ -41,8 +41,18 @@ static bool attn_supports(const kern_node *kn, const core_hw *hw) {
     return g.k[3] == 1 && g.v[3] == 1 && g.d > 0 && g.dv > 0;
 }
 
-static size_t attn_ws_of(const attn_isa *isa, const sdpa_geom *g) {
-    return (attn_ws_floats(isa, g) + 15) & ~(size_t)15;
+/* Keys per block: the configuration's (the tuner's "kb"), else the ISA's default, as a multiple
+ * of the key tile and no larger than the keys rounded up to one (a short sequence takes one
+ * block). */
+static int64_t attn_kb(const kern_node *kn, const attn_isa *isa, const sdpa_geom *g) {
+    int64_t kb = kern_param(kn, 0) > 0 ? kern_param(kn, 0) : isa->nb;
+    const int64_t t = isa->key_tile, keys = (g->sk + t - 1) / t * t;
+    kb = (kb + t - 1) / t * t;
+    return kb > keys && keys > 0 ? keys : kb;
+}
+
+static size_t attn_ws_of(const kern_node *kn, const attn_isa *isa, const sdpa_geom *g) {
+    return (attn_ws_floats(isa, g, attn_kb(kn, isa, g)) + 15) & ~(size_t)15;
 }
 
 static size_t attn_threads_of(const kern_node *kn) {
@@ -52,13 +62,13 @@ static size_t attn_threads_of(const kern_node *kn) {
 static size_t attn_workspace_avx512(const kern_node *kn) {
     sdpa_geom g;
     if (!attn_geom_of(kn, &g)) return 0;
-    return attn_ws_of(&attn_isa_avx512, &g) * attn_threads_of(kn) * sizeof(float);
+    return attn_ws_of(kn, &attn_isa_avx512, &g) * attn_threads_of(kn) * sizeof(float);
 }
 
 static size_t attn_workspace_avx2(const kern_node *kn) {
     sdpa_geom g;
     if (!attn_geom_of(kn, &g)) return 0;
-    return attn_ws_of(&attn_isa_avx2, &g) * attn_threads_of(kn) * sizeof(float);
+    return attn_ws_of(kn, &attn_isa_avx2, &g) * attn_threads_of(kn) * sizeof(float);
 }
 
 static anvil_status attn_prepare_isa(const kern_node *kn, const attn_isa *isa, void **state) {
@@ -79,7 +89,8 @@ static anvil_status attn_prepare_isa(const kern_node *kn, const attn_isa *isa, v
     s->wide = s->p.g.sq / isa->mb;
     s->qblocks = s->wide + (s->p.g.sq - s->wide * isa->mb + isa->narrow - 1) / isa->narrow;
     s->jobs = s->p.g.batch * s->p.g.heads * s->qblocks;
-    s->ws_floats = attn_ws_of(isa, &s->p.g);
+    s->p.kb = attn_kb(kn, isa, &s->p.g);
+    s->ws_floats = attn_ws_of(kn, isa, &s->p.g);
     s->threads = (int)attn_threads_of(kn);
     *state = s;
     return ANVIL_OK;
@@ -148,6 +159,20 @@ static anvil_status attn_run(const ir_node *n, void *state, const op_tensor *con
     return ANVIL_OK;
 }
 
+/* The tuner's parameter: keys per block. Larger blocks rescale the accumulated output less often
+ * and cut per-block work; smaller ones keep the scores in L1 (60 x 64 floats are 15 KB). */
+static int attn_space_values(const kern_node *kn, const core_hw *hw, int i, int32_t *vals,
+                             int cap) {
+    (void)kn;
+    (void)hw;
+    static const int32_t kbs[] = {60, 120, 240};
+    int n = 0;
+    for (size_t k = 0; i == 0 && k < sizeof kbs / sizeof *kbs && n < cap; k++) vals[n++] = kbs[k];
+    return n;
+}
+
+static const kern_space attn_space = {1, {"kb"}, attn_space_values, NULL, NULL, 0};
+
 static const kern_variant v_sdpa_avx512 = {.name = "sdpa_avx512",
                                            .op = IR_OP_SDPA,
                                            .needs = KERN_NEEDS_AVX512,
@@ -155,7 +180,8 @@ static const kern_variant v_sdpa_avx512 = {.name = "sdpa_avx512",
                                            .workspace_size = attn_workspace_avx512,
                                            .prepare = attn_prepare_avx512,
                                            .release = attn_release,
-                                           .run = attn_run};
+                                           .run = attn_run,
+                                           .space = &attn_space};
 
 static const kern_variant v_sdpa_avx2 = {.name = "sdpa_avx2",
                                          .op = IR_OP_SDPA,
@@ -164,7 +190,8 @@ static const kern_variant v_sdpa_avx2 = {.name = "sdpa_avx2",
                                          .workspace_size = attn_workspace_avx2,
                                          .prepare = attn_prepare_avx2,
                                          .release = attn_release,
-                                         .run = attn_run};
+                                         .run = attn_run,
+                                         .space = &attn_space};
 
 /* The AVX-512 variant first: the first applicable variant is the default. */
 const kern_variant *const kern_family_attn[] = {&v_sdpa_avx512, &v_sdpa_avx2, NULL};
