@@ -10,6 +10,8 @@
  *                   becomes one Conv with rescaled weights and a bias;
  *   crop_taps       a Conv's kernel taps that only ever read padding (large dilations on small
  *                   maps) are dropped, with its pads shrunk to match;
+ *   fuse_norm       LayerNorm and RMSNorm written out in primitive ops become
+ *                   LayerNormalization and RMSNormalization (passes/fuse_norm.c);
  *   fuse_attention  MatMul, scale, mask, Softmax, MatMul (with the Transposes around them)
  *                   become one anvil.Sdpa node, run without the S x S scores
  *                   (passes/fuse_attention.c);
@@ -70,6 +72,7 @@ typedef struct pass_graph {
     int fused_attention;           /* fuse_attention: anvil.Sdpa nodes made */
     int folded_consts;             /* fold_consts: nodes computed at load */
     int fused_parallel;            /* fuse_parallel: groups of MatMuls made one */
+    int fused_norms;               /* fuse_norm: Layer/RMS normalizations made one node */
 } pass_graph;
 
 /* ---- rewrites that may or may not pay ---------------------------------------------------------
@@ -98,6 +101,7 @@ typedef enum pass_id {
     PASS_DROP_NOOPS,
     PASS_FOLD_CONV_BN,
     PASS_CROP_TAPS,
+    PASS_FUSE_NORM,
     PASS_FUSE_ATTENTION,
     PASS_FUSE_EPILOGUE,
     PASS_FUSE_PARALLEL,

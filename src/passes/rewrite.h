@@ -67,6 +67,7 @@ anvil_status pass_fold_consts(pass_ctx *c);
 anvil_status pass_drop_noops(pass_ctx *c);
 anvil_status pass_fold_conv_bn(pass_ctx *c);
 anvil_status pass_crop_taps(pass_ctx *c);
+anvil_status pass_fuse_norm(pass_ctx *c);
 anvil_status pass_fuse_attention(pass_ctx *c);
 anvil_status pass_fuse_epilogue(pass_ctx *c);
 anvil_status pass_fuse_parallel(pass_ctx *c);

@@ -410,8 +410,68 @@ def attention_cases(out):
          unfused)
 
 
+def norm_cases(out):
+    """LayerNorm and RMSNorm written out in primitive ops, and spellings left alone."""
+    shape = [2, 7, 24]
+
+    def data():
+        xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+        return xi, (RNG.normal(0, 2, shape) + 0.5).astype(np.float32)
+
+    def mean(g, x, axes=(-1,), keepdims=1):
+        return g.op("ReduceMean", [x], axes=list(axes), keepdims=keepdims)
+
+    def layernorm(g, x, square="Pow", beta=True):
+        d = g.op("Sub", [x, mean(g, x)])
+        sq = g.op("Pow", [d, g.const(2.0)]) if square == "Pow" else g.op("Mul", [d, d])
+        r = g.op("Sqrt", [g.op("Add", [mean(g, sq), g.const(1e-5)])])
+        y = g.op("Mul", [g.op("Div", [d, r]), g.const(RNG.uniform(0.5, 1.5, shape[-1]))])
+        return g.op("Add", [y, g.const(RNG.normal(0, 0.1, shape[-1]))]) if beta else y
+
+    for square in ("Pow", "Mul"):
+        g = G()
+        xi, xv = data()
+        y = layernorm(g, "x", square)
+        save(out, f"layernorm_{square.lower()}", g, [xi], {"x": xv}, [y],
+             ["LayerNormalization -"])
+    g = G()
+    xi, xv = data()
+    y = layernorm(g, "x", beta=False)
+    save(out, "layernorm_no_beta", g, [xi], {"x": xv}, [y], ["LayerNormalization -"])
+
+    # T5: x * (1 / sqrt(mean(x^2) + eps)) * w, and x / sqrt(...) * w
+    for form in ("reciprocal", "div"):
+        g = G()
+        xi, xv = data()
+        r = g.op("Sqrt", [g.op("Add", [mean(g, g.op("Pow", ["x", g.const(2.0)])), g.const(1e-6)])])
+        n = (g.op("Mul", ["x", g.op("Div", [g.const(1.0), r])]) if form == "reciprocal"
+             else g.op("Div", ["x", r]))
+        y = g.op("Mul", [g.const(RNG.uniform(0.5, 1.5, shape[-1])), n])
+        save(out, f"rmsnorm_{form}", g, [xi], {"x": xv}, [y], ["RMSNormalization -"])
+
+    # Left alone: a mean over another axis. A centred value that is also a graph output keeps
+    # its ReduceMean and Sub; what follows is an RMSNorm of it, which is what it computes.
+    g = G()
+    xi, xv = data()
+    d = g.op("Sub", ["x", mean(g, "x", axes=(1,))])
+    r = g.op("Sqrt", [g.op("Add", [mean(g, g.op("Pow", [d, g.const(2.0)]), axes=(1,)),
+                                   g.const(1e-5)])])
+    y = g.op("Mul", [g.op("Div", [d, r]), g.const(np.ones(shape[-1]))])
+    save(out, "layernorm_other_axis", g, [xi], {"x": xv}, [y],
+         ["ReduceMean -", "Sub -", "Pow -", "ReduceMean -", "anvil.EltwiseChain -", "Div -",
+          "Mul -"])
+    g = G()
+    xi, xv = data()
+    d = g.op("Sub", ["x", mean(g, "x")])
+    r = g.op("Sqrt", [g.op("Add", [mean(g, g.op("Pow", [d, g.const(2.0)])), g.const(1e-5)])])
+    y = g.op("Mul", [g.op("Div", [d, r]), g.const(np.ones(shape[-1]))])
+    save(out, "layernorm_centred_read", g, [xi], {"x": xv}, [y, d],
+         ["ReduceMean -", "Sub -", "RMSNormalization -"])
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     cases(sys.argv[1])
     attention_cases(sys.argv[1])
+    norm_cases(sys.argv[1])
