@@ -37,6 +37,7 @@ static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
         [PASS_CONST_NODES] = pg->const_nodes,
         [PASS_FOLD_CONSTS] = pg->folded_consts,
         [PASS_DROP_NOOPS] = pg->noops,
+        [PASS_CSE] = pg->cse_merged,
         [PASS_FOLD_CONV_BN] = pg->folded_bn,
         [PASS_CROP_TAPS] = pg->cropped_convs,
         [PASS_FUSE_NORM] = pg->fused_norms,
@@ -45,11 +46,14 @@ static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
         [PASS_FUSE_PARALLEL] = pg->fused_parallel,
         [PASS_FUSE_CHAIN] = pg->fused_chains,
         [PASS_LAYOUT] = pg->nhwc_convs,
+        [PASS_TRANSPOSES] = pg->transposes_merged,
+        [PASS_DCE] = pg->dce_removed,
     };
     static const char *const what[PASS_COUNT] = {
         [PASS_CONST_NODES] = "Constant nodes made constants",
         [PASS_FOLD_CONSTS] = "nodes computed at load",
         [PASS_DROP_NOOPS] = "no-op Casts made Identity",
+        [PASS_CSE] = "nodes merged into equal ones",
         [PASS_FOLD_CONV_BN] = "BatchNormalizations folded",
         [PASS_CROP_TAPS] = "Convs cropped",
         [PASS_FUSE_NORM] = "normalizations made one node",
@@ -58,6 +62,8 @@ static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
         [PASS_FUSE_PARALLEL] = "groups of MatMuls made one",
         [PASS_FUSE_CHAIN] = "elementwise chains made",
         [PASS_LAYOUT] = "convs made channels-last",
+        [PASS_TRANSPOSES] = "Transpose pairs merged",
+        [PASS_DCE] = "unread nodes removed",
     };
     fprintf(f, "passes:");
     for (int i = 0; i < PASS_COUNT; i++) {

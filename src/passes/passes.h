@@ -6,6 +6,8 @@
  *   fold_consts     a node of constant inputs (or a Shape of a static shape) with a small result
  *                   is computed once and becomes a constant (passes/fold_consts.c);
  *   drop_noops      a Cast to its input's own dtype becomes an Identity (an alias at run time);
+ *   cse             a node equal to an earlier one (op, inputs, attributes) goes, its readers
+ *                   reading the earlier one's outputs (passes/cse.c);
  *   fold_conv_bn    Conv followed by an inference BatchNormalization with constant statistics
  *                   becomes one Conv with rescaled weights and a bias;
  *   crop_taps       a Conv's kernel taps that only ever read padding (large dilations on small
@@ -27,6 +29,8 @@
  *                   turns it off);
  *   layout          chains of Conv nodes become anvil.ConvNhwc on channels-last tensors, with a
  *                   Transpose where a chain meets the rest of the graph (pass_layout_mode).
+ *   transposes      a Transpose of a Transpose becomes one, or an Identity when they cancel;
+ *   dce             nodes whose outputs nothing reads go (passes/dce.c).
  * A rewrite only fires where it cannot change what the graph computes beyond float rounding
  * (single consumer of every value it removes, none of them a graph output or read by a subgraph).
  * A residual Add is fused when its operands have the same shape as far as load-time inference
@@ -73,6 +77,9 @@ typedef struct pass_graph {
     int folded_consts;             /* fold_consts: nodes computed at load */
     int fused_parallel;            /* fuse_parallel: groups of MatMuls made one */
     int fused_norms;               /* fuse_norm: Layer/RMS normalizations made one node */
+    int cse_merged;                /* cse: nodes merged into an equal earlier one */
+    int transposes_merged;         /* transposes: Transpose pairs made one (or an Identity) */
+    int dce_removed;               /* dce: nodes nothing read */
 } pass_graph;
 
 /* ---- rewrites that may or may not pay ---------------------------------------------------------
@@ -99,6 +106,7 @@ typedef enum pass_id {
     PASS_CONST_NODES,
     PASS_FOLD_CONSTS,
     PASS_DROP_NOOPS,
+    PASS_CSE,
     PASS_FOLD_CONV_BN,
     PASS_CROP_TAPS,
     PASS_FUSE_NORM,
@@ -107,6 +115,8 @@ typedef enum pass_id {
     PASS_FUSE_PARALLEL,
     PASS_FUSE_CHAIN,
     PASS_LAYOUT,
+    PASS_TRANSPOSES,
+    PASS_DCE,
     PASS_COUNT
 } pass_id;
 extern const char *const pass_names[PASS_COUNT];

@@ -12,13 +12,29 @@
 
 #define PINNED (INT32_MAX / 2)
 
+static void pin_bodies_of(const pass_ctx *c, const ir_graph *g);
+
 static void pin_outer_reads(const pass_ctx *c, const ir_graph *sub) {
     for (int32_t v = 0; v < sub->n_values; v++) {
         if (!(sub->values[v].flags & IR_VALUE_OUTER)) continue;
         ir_vid o = ir_graph_find_value(c->g, sub->values[v].name);
         if (o != IR_NONE) c->uses[o] = PINNED;
     }
-    for (int32_t i = 0; i < sub->n_children; i++) pin_outer_reads(c, sub->children[i]);
+    pin_bodies_of(c, sub);
+}
+
+/* Pins what the bodies of g's nodes (and theirs, at any depth) read by name. Found through the
+ * nodes' graph attributes rather than g's children list: a subgraph compiled as a session of its
+ * own is a copy whose nested bodies are reached only that way. */
+static void pin_bodies_of(const pass_ctx *c, const ir_graph *g) {
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        const ir_node *n = &g->nodes[k];
+        for (int a = 0; a < n->n_attrs; a++)
+            for (size_t j = 0; j < ir_attr_graph_count(&n->attrs[a]); j++) {
+                const ir_graph *body = ir_attr_graph_at(&n->attrs[a], j);
+                if (body) pin_outer_reads(c, body);
+            }
+    }
 }
 
 void pass_index(pass_ctx *c) {
@@ -39,6 +55,7 @@ void pass_index(pass_ctx *c) {
     }
     for (int32_t i = 0; i < g->n_outputs; i++) c->uses[g->outputs[i]] = PINNED;
     for (int32_t i = 0; i < c->src->n_children; i++) pin_outer_reads(c, c->src->children[i]);
+    pin_bodies_of(c, g);
 }
 
 uint64_t pass_hash(uint64_t h, const void *p, size_t n) {

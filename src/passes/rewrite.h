@@ -65,6 +65,7 @@ void pass_compact(pass_ctx *c, const pass_options *opts);
 anvil_status pass_const_nodes(pass_ctx *c);
 anvil_status pass_fold_consts(pass_ctx *c);
 anvil_status pass_drop_noops(pass_ctx *c);
+anvil_status pass_cse(pass_ctx *c);
 anvil_status pass_fold_conv_bn(pass_ctx *c);
 anvil_status pass_crop_taps(pass_ctx *c);
 anvil_status pass_fuse_norm(pass_ctx *c);
@@ -73,5 +74,7 @@ anvil_status pass_fuse_epilogue(pass_ctx *c);
 anvil_status pass_fuse_parallel(pass_ctx *c);
 anvil_status pass_fuse_chain(pass_ctx *c);
 anvil_status pass_layout(pass_ctx *c);
+anvil_status pass_transposes(pass_ctx *c);
+anvil_status pass_dce(pass_ctx *c);
 
 #endif

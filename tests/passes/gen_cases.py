@@ -391,7 +391,8 @@ def attention_cases(out):
          env={"ANVIL_PARALLEL_GEMM": "fused"})
 
     # Near misses: the scores are also a graph output; a Softmax over another axis.
-    unfused = ((lin[:2] + ["Transpose -"]) * 3 +
+    # (k's two Transposes left for the MatMul compose into one)
+    unfused = (lin[:2] + ["Transpose -"] + lin[:2] + lin[:2] + ["Transpose -"] +
                ["Transpose -", "MatMul -", "Softmax -", "MatMul -"])
     g = G()
     xi, xv = inputs()
@@ -469,9 +470,37 @@ def norm_cases(out):
          ["ReduceMean -", "Sub -", "RMSNormalization -"])
 
 
+def cleanup_cases(out):
+    """cse, transposes, dce."""
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])
+    xv = RNG.normal(0, 1, (3, 4, 5)).astype(np.float32)
+    # the same Softmax twice: one stays
+    g = G()
+    y = g.op("Concat", [g.op("Softmax", ["x"], axis=-1), g.op("Softmax", ["x"], axis=-1)], axis=0)
+    save(out, "cse_twice", g, [xi], {"x": xv}, [y], ["Softmax -", "Concat -"])
+    # the same op with other attributes stays twice
+    g = G()
+    y = g.op("Concat", [g.op("Softmax", ["x"], axis=-1), g.op("Softmax", ["x"], axis=1)], axis=0)
+    save(out, "cse_other_attrs", g, [xi], {"x": xv}, [y], ["Softmax -", "Softmax -", "Concat -"])
+    # two Transposes that cancel, and two that compose into one
+    g = G()
+    t = g.op("Transpose", [g.op("Transpose", ["x"], perm=[1, 0, 2])], perm=[1, 0, 2])
+    u = g.op("Transpose", [g.op("Transpose", ["x"], perm=[0, 2, 1])], perm=[1, 0, 2])
+    y = g.op("Softmax", [t], axis=-1)
+    z = g.op("Softmax", [u], axis=-1)
+    save(out, "transposes_pairs", g, [xi], {"x": xv}, [y, z],
+         ["Identity -", "Transpose -", "Softmax -", "Softmax -"])
+    # a branch nothing reads goes
+    g = G()
+    g.op("Relu", [g.op("Sigmoid", ["x"])])
+    y = g.op("Softmax", ["x"], axis=-1)
+    save(out, "dce_branch", g, [xi], {"x": xv}, [y], ["Softmax -"])
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     cases(sys.argv[1])
     attention_cases(sys.argv[1])
     norm_cases(sys.argv[1])
+    cleanup_cases(sys.argv[1])
