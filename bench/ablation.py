@@ -90,7 +90,7 @@ def main():
     corpus = {n: os.path.join(args.corpus_dir, n) for n in names
               if os.path.exists(os.path.join(args.corpus_dir, n, "model.onnx"))}
     cases = peer.ensure_models([n for n in names if n not in corpus], args.size, zoo,
-                               sys.executable) if len(corpus) < len(names) else {}
+                               sys.executable)[0] if len(corpus) < len(names) else {}
     cases.update(corpus)
     # (label, arguments with the rewrite off, arguments with it on)
     arms = [("all", ["--opt-level", "0"], ["--opt-level", "1"])]

@@ -311,6 +311,12 @@ anvil_cli_test(e2e.bench_passes_off 0 ARGS bench ${W}/tiny.onnx --iters 2 --json
 anvil_cli_test(e2e.passes_bad 2 ARGS run ${W}/tiny.onnx --passes -fuse_everything
                FIXTURES cli_models
                ERR "'fuse_everything' is not a pass; the passes are const_nodes, [^\n]*fuse_attention")
+anvil_cli_test(e2e.dump_onnx 0 ARGS dump ${W}/tiny.onnx --opt-level 1 --onnx ${W}/tiny_opt.onnx
+               FIXTURES cli_models OUT "^passes: ")
+anvil_cli_test(e2e.dump_onnx_and_dot 2 ARGS dump ${W}/tiny.onnx --dot ${W}/t.dot --onnx ${W}/t.onnx
+               FIXTURES cli_models ERR "--dot and --onnx: give one of them")
+anvil_cli_test(e2e.dump_onnx_unwritable 16 ARGS dump ${W}/tiny.onnx --onnx ${W}/no/such/dir/t.onnx
+               FIXTURES cli_models ERR "cannot open '[^']*t.onnx' for writing")
 anvil_cli_test(e2e.bench_opt0 0 ARGS bench ${W}/tiny.onnx --opt-level 0 --iters 2 --json
                FIXTURES cli_models OUT "\"opt_level\":0" "\"nodes_run\":5")
 anvil_cli_test(e2e.bench_opt1 0 ARGS bench ${W}/tiny.onnx --iters 2 --json

@@ -4,13 +4,15 @@
 
 #include "api/api.h"
 #include "ir/ir.h"
+#include "onnx/onnx.h"
 #include "passes/passes.h"
 
 #include <errno.h>
 #include <string.h>
 
 void cli_dump_usage(FILE *f) {
-    fprintf(f, "usage: anvil dump MODEL.onnx [--dot FILE.dot] [--opt-level N] [--passes LIST]\n"
+    fprintf(f, "usage: anvil dump MODEL.onnx [--dot FILE.dot | --onnx FILE.onnx] [--opt-level N]\n"
+               "                  [--passes LIST]\n"
                "\n"
                "Without --dot, prints the graph as text: inputs and outputs with dtype and\n"
                "shape, initializers, and one line per node with its inputs, outputs (with\n"
@@ -20,6 +22,9 @@ void cli_dump_usage(FILE *f) {
                "\n"
                "options:\n"
                "  --dot FILE       write Graphviz dot to FILE\n"
+               "  --onnx FILE      write the graph as an ONNX model to FILE (e.g. to view in\n"
+               "                   Netron): anvil's own ops and fused nodes in the domain\n"
+               "                   ai.anvil, fused epilogues in a 'fused' attribute\n"
                "  --opt-level N    the graph after the rewrites a session at level N runs\n"
                "                   (0, the default: as loaded; 1: BatchNorm folded, epilogues\n"
                "                   fused; fused nodes show fused[...]); the text starts with\n"
@@ -29,7 +34,7 @@ void cli_dump_usage(FILE *f) {
                "  -h, --help       show this help\n");
 }
 
-enum { OPT_DOT = 1, OPT_LEVEL, OPT_PASSES };
+enum { OPT_DOT = 1, OPT_LEVEL, OPT_PASSES, OPT_ONNX };
 
 /* One line: what each pass that ran did (its counters in pass_graph). */
 static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
@@ -79,10 +84,11 @@ int cli_dump_main(int argc, char **argv) {
     static const cli_option opts[] = {{"dot", 0, true, OPT_DOT},
                                       {"opt-level", 0, true, OPT_LEVEL},
                                       {"passes", 0, true, OPT_PASSES},
+                                      {"onnx", 0, true, OPT_ONNX},
                                       {0}};
     cli_parser p;
     cli_parser_init(&p, "dump", argc, argv, opts);
-    const char *val, *path = NULL, *dot = NULL;
+    const char *val, *path = NULL, *dot = NULL, *onnx_out = NULL;
     long long level = 0;
     uint32_t off = 0;
     for (int id; (id = cli_parser_next(&p, &val)) != CLI_ARG_END;) {
@@ -107,9 +113,14 @@ int cli_dump_main(int argc, char **argv) {
         case OPT_PASSES:
             if (!cli_parse_passes("dump", val, &off)) return CLI_EXIT_USAGE;
             break;
+        case OPT_ONNX:
+            if (!val[0]) return cli_usage_error("dump", "--onnx needs a file name");
+            onnx_out = val;
+            break;
         }
     }
     if (!path) return cli_usage_error("dump", "missing the model file");
+    if (dot && onnx_out) return cli_usage_error("dump", "--dot and --onnx: give one of them");
 
     anvil_model *m = NULL;
     anvil_status s = anvil_model_load(path, &m);
@@ -125,7 +136,10 @@ int cli_dump_main(int argc, char **argv) {
         g = pg->g;
     }
     int code = CLI_EXIT_OK;
-    if (!dot) {
+    if (onnx_out) {
+        if ((s = onnx_graph_write(g, onnx_out)) != ANVIL_OK) code = cli_fail_status(s);
+        if (!code && pg) print_pass_summary(pg, off, stdout);
+    } else if (!dot) {
         if (pg) print_pass_summary(pg, off, stdout);
         ir_graph_dump_text(g, stdout);
     } else if (!strcmp(dot, "-")) {

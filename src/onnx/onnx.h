@@ -93,4 +93,10 @@ void onnx_model_release_pages(const onnx_model *m, const void *p, size_t n);
  * it. */
 anvil_status onnx_tensor_read_pb(const char *path, ir_tensor *out, void **owned);
 
+/* Writes g (and its subgraphs) to path as an ONNX model: the graph as it is, e.g. after the passes,
+ * with anvil's own ops and nodes with fused epilogues in the domain "ai.anvil" (export.c). For
+ * viewing (Netron) and inspection; anvil itself does not load the "ai.anvil" domain. IO error
+ * naming the file; LIMIT when the model would pass protobuf's 2 GiB. */
+anvil_status onnx_graph_write(const ir_graph *g, const char *path);
+
 #endif

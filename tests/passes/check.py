@@ -3,8 +3,9 @@
     check.py ANVIL RUN_CASES CASES_DIR
 
 For every case: `ANVIL dump --opt-level 1` must show exactly the nodes of expect.txt (op type and
-fused[...] annotation, in order), and the model must match ONNX Runtime's outputs with the passes
-off (--opt-level 0) and on (--opt-level 1), on 1 and 2 threads; and for layout_mobilenet, that forced
+fused[...] annotation, in order), and so must the ONNX model `dump --opt-level 1 --onnx` writes;
+the model must match ONNX Runtime's outputs with the passes off (--opt-level 0) and on
+(--opt-level 1), on 1 and 2 threads; and for layout_mobilenet, that forced
 variants pin the layout of their node (check_forces). Exit status 0 only if all hold.
 """
 import json
@@ -27,6 +28,29 @@ def rewritten(anvil, model, env=None):
         if m:
             f = FUSED.search(line)
             got.append(f"{m.group(1)} fused[{f.group(1)}]" if f else f"{m.group(1)} -")
+    return got
+
+
+def exported(anvil, model, env, tmp):
+    """The rewritten graph as `dump --opt-level 1 --onnx` writes it: "<op> <fused or ->" per node,
+    fused nodes and anvil's ops read back from the ai.anvil domain; and the model checks as
+    protobuf (onnx.load) with its initializers present."""
+    import onnx
+    out = os.path.join(tmp, "exported.onnx")
+    subprocess.run([anvil, "dump", model, "--opt-level", "1", "--onnx", out], check=True,
+                   capture_output=True, env=env)
+    m = onnx.load(out)
+    names = {t.name for t in m.graph.initializer}
+    got = []
+    for n in m.graph.node:
+        fused = [a.s.decode() for a in n.attribute if a.name == "fused"]
+        # in ai.anvil: anvil's own ops, and standard ops with a fused epilogue
+        own = n.domain == "ai.anvil" and not onnx.defs.has(n.op_type)
+        op = "anvil." + n.op_type if own else n.op_type
+        got.append(f"{op} fused[{fused[0]}]" if fused else f"{op} -")
+        for i in n.input:
+            assert not i or i in names or any(i in x.output for x in m.graph.node) or \
+                any(i == v.name for v in m.graph.input), f"{n.name} reads '{i}', defined nowhere"
     return got
 
 
@@ -81,6 +105,12 @@ def main():
         if got != want:
             bad += 1
             print(f"FAIL {name}: rewrite\n  want {want}\n  got  {got}")
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            onnx_got = exported(anvil, os.path.join(d, "model.onnx"), env, tmp)
+        if onnx_got != want:
+            bad += 1
+            print(f"FAIL {name}: dump --onnx\n  want {want}\n  got  {onnx_got}")
             continue
         for level in ("0", "1"):
             for threads in ("1", "2"):
