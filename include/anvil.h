@@ -141,8 +141,8 @@ anvil_status anvil_options_set_opt_level(anvil_options *opts, int level);
  * right from every pass on, "-name" turning one off, "name" or "+name" on, "all" and "none" all
  * of them (e.g. "-fuse_attention", "none,+fold_conv_bn"). The names, in the order they run:
  * const_nodes, fold_consts, drop_noops, cse, fold_conv_bn, crop_taps, fuse_norm, fuse_attention,
- * fuse_epilogue, fuse_parallel, fuse_chain, layout, transposes, dce. INVALID_ARGUMENT (naming the
- * pass) for an unknown name; NULL or "": every pass. */
+ * fuse_epilogue, fuse_parallel, attention_views, fuse_chain, layout, transposes, dce.
+ * INVALID_ARGUMENT (naming the pass) for an unknown name; NULL or "": every pass. */
 anvil_status anvil_options_set_passes(anvil_options *opts, const char *spec);
 /* on: nonzero records per-node timings of every run (see anvil_session_write_profile). */
 anvil_status anvil_options_set_profiling(anvil_options *opts, int on);

@@ -19,7 +19,9 @@
  *
  * Broadcasting: batch and heads broadcast numpy-style over q, k, v and the masks (a dim of 1
  * repeats); the masks are right-aligned onto [batch, heads, q sequence, k sequence] and may
- * broadcast along any dim; k and v must agree on the key sequence. Attributes: scale (FLOAT),
+ * broadcast along any dim; k and v must agree on the key sequence. view_q / view_k / view_v
+ * (INTS [offset, heads, head size], optional) read that operand as a column range of a rank-3
+ * [batch, sequence, width] tensor (sdpa_params.view). Attributes: scale (FLOAT),
  * fill (FLOAT, the value a masked-out score takes), invert (INT, 0 or 1) and the four perms. */
 #ifndef ANVIL_OPS_SDPA_COMMON_H
 #define ANVIL_OPS_SDPA_COMMON_H
@@ -35,12 +37,19 @@ typedef struct sdpa_params {
     float scale, fill;
     bool invert;       /* keep[...] true marks a score to drop */
     int8_t perm[4][4]; /* [SDPA_Q..SDPA_O][logical dim]: the physical dim */
+    /* q, k or v read as a column range of a [batch, sequence, width] tensor (e.g. one
+     * projection's share of a fused QKV GEMM): elements [offset, offset + heads * size) of each
+     * row, seen as [batch, sequence, heads, size] before perm applies; viewed[x] false: the
+     * operand is itself 4-D */
+    bool viewed[3];
+    int64_t view[3][3]; /* offset, heads, head size */
 } sdpa_params;
 
 /* One concrete problem: sizes, and element strides of every operand along its logical dims
  * (0 where it broadcasts). Strides along the head-size dim are strides[3]. */
 typedef struct sdpa_geom {
     int64_t batch, heads, sq, sk, d, dv;
+    int64_t off[3]; /* element offset of q, k, v's first element in their tensors (views) */
     int64_t q[4], k[4], v[4], o[4];
     int64_t mask[4], keep[4]; /* over [batch, heads, q sequence, k sequence] */
     bool has_mask, has_keep;

@@ -23,6 +23,8 @@
  *                   Gelu, Gelu written out as Div/Erf/Add/Mul/Mul, and SiLU as Sigmoid/Mul);
  *   fuse_parallel   MatMuls reading one input with constant weights become one wide MatMul and a
  *                   Split, where measured faster (passes/fuse_parallel.c; a measured rewrite);
+ *   attention_views an anvil.Sdpa operand that a Reshape of a Split's output made reads the Split's
+ *                   input as a column range (passes/attention_views.c);
  *   fuse_chain      a chain of two or more elementwise nodes (each the only reader of the one
  *                   before, side operands x or constants) becomes one anvil.EltwiseChain node
  *                   that makes one pass over memory (passes/fuse_chain.c; ANVIL_FUSE_CHAIN=off
@@ -78,6 +80,7 @@ typedef struct pass_graph {
     int fused_parallel;            /* fuse_parallel: groups of MatMuls made one */
     int fused_norms;               /* fuse_norm: Layer/RMS normalizations made one node */
     int cse_merged;                /* cse: nodes merged into an equal earlier one */
+    int attention_views;           /* attention_views: anvil.Sdpa nodes reading a Split's input */
     int transposes_merged;         /* transposes: Transpose pairs made one (or an Identity) */
     int dce_removed;               /* dce: nodes nothing read */
 } pass_graph;
@@ -113,6 +116,7 @@ typedef enum pass_id {
     PASS_FUSE_ATTENTION,
     PASS_FUSE_EPILOGUE,
     PASS_FUSE_PARALLEL,
+    PASS_ATTENTION_VIEWS,
     PASS_FUSE_CHAIN,
     PASS_LAYOUT,
     PASS_TRANSPOSES,

@@ -7,23 +7,39 @@
 #include <string.h>
 
 const char *const pass_names[PASS_COUNT] = {
-    [PASS_CONST_NODES] = "const_nodes",     [PASS_FOLD_CONSTS] = "fold_consts",
-    [PASS_DROP_NOOPS] = "drop_noops",       [PASS_CSE] = "cse",
-    [PASS_FOLD_CONV_BN] = "fold_conv_bn",   [PASS_CROP_TAPS] = "crop_taps",
-    [PASS_FUSE_NORM] = "fuse_norm",         [PASS_FUSE_ATTENTION] = "fuse_attention",
-    [PASS_FUSE_EPILOGUE] = "fuse_epilogue", [PASS_FUSE_PARALLEL] = "fuse_parallel",
-    [PASS_FUSE_CHAIN] = "fuse_chain",       [PASS_LAYOUT] = "layout",
-    [PASS_TRANSPOSES] = "transposes",       [PASS_DCE] = "dce",
+    [PASS_CONST_NODES] = "const_nodes",
+    [PASS_FOLD_CONSTS] = "fold_consts",
+    [PASS_DROP_NOOPS] = "drop_noops",
+    [PASS_CSE] = "cse",
+    [PASS_FOLD_CONV_BN] = "fold_conv_bn",
+    [PASS_CROP_TAPS] = "crop_taps",
+    [PASS_FUSE_NORM] = "fuse_norm",
+    [PASS_FUSE_ATTENTION] = "fuse_attention",
+    [PASS_FUSE_EPILOGUE] = "fuse_epilogue",
+    [PASS_FUSE_PARALLEL] = "fuse_parallel",
+    [PASS_ATTENTION_VIEWS] = "attention_views",
+    [PASS_FUSE_CHAIN] = "fuse_chain",
+    [PASS_LAYOUT] = "layout",
+    [PASS_TRANSPOSES] = "transposes",
+    [PASS_DCE] = "dce",
 };
 
 static anvil_status (*const pipeline[PASS_COUNT])(pass_ctx *c) = {
-    [PASS_CONST_NODES] = pass_const_nodes,     [PASS_FOLD_CONSTS] = pass_fold_consts,
-    [PASS_DROP_NOOPS] = pass_drop_noops,       [PASS_CSE] = pass_cse,
-    [PASS_FOLD_CONV_BN] = pass_fold_conv_bn,   [PASS_CROP_TAPS] = pass_crop_taps,
-    [PASS_FUSE_NORM] = pass_fuse_norm,         [PASS_FUSE_ATTENTION] = pass_fuse_attention,
-    [PASS_FUSE_EPILOGUE] = pass_fuse_epilogue, [PASS_FUSE_PARALLEL] = pass_fuse_parallel,
-    [PASS_FUSE_CHAIN] = pass_fuse_chain,       [PASS_LAYOUT] = pass_layout,
-    [PASS_TRANSPOSES] = pass_transposes,       [PASS_DCE] = pass_dce,
+    [PASS_CONST_NODES] = pass_const_nodes,
+    [PASS_FOLD_CONSTS] = pass_fold_consts,
+    [PASS_DROP_NOOPS] = pass_drop_noops,
+    [PASS_CSE] = pass_cse,
+    [PASS_FOLD_CONV_BN] = pass_fold_conv_bn,
+    [PASS_CROP_TAPS] = pass_crop_taps,
+    [PASS_FUSE_NORM] = pass_fuse_norm,
+    [PASS_FUSE_ATTENTION] = pass_fuse_attention,
+    [PASS_FUSE_EPILOGUE] = pass_fuse_epilogue,
+    [PASS_FUSE_PARALLEL] = pass_fuse_parallel,
+    [PASS_ATTENTION_VIEWS] = pass_attention_views,
+    [PASS_FUSE_CHAIN] = pass_fuse_chain,
+    [PASS_LAYOUT] = pass_layout,
+    [PASS_TRANSPOSES] = pass_transposes,
+    [PASS_DCE] = pass_dce,
 };
 
 anvil_status pass_spec_parse(const char *spec, uint32_t *off) {

@@ -377,9 +377,33 @@ def attention_cases(out):
     q, k, v = (heads(g, g.linear("x", hid, hid)) for _ in range(3))
     kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
     y = merge(g, g.op("MatMul", [g.op("Softmax", [g.op("MatMul", [q, kt])], axis=-1), v]))
+    # (attention_views then reads q, k and v as column ranges of the wide output: the Split,
+    # and the Reshapes only it read, go)
     save(out, "parallel_qkv", g, [xi], {"x": xv}, [y],
-         ["MatMul fused[+bias(in2)]", "Split -", "Reshape -", "Reshape -", "Reshape -",
-          "anvil.Sdpa -", "Reshape -"], env={"ANVIL_PARALLEL_GEMM": "fused"})
+         ["MatMul fused[+bias(in2)]", "anvil.Sdpa -", "Reshape -"],
+         env={"ANVIL_PARALLEL_GEMM": "fused"})
+    # GPT-2's c_attn: one projection to 3 x hidden, split three ways, reshaped by constants;
+    # with the reshape target computed at run time, the Split stays.
+    for const_target in (True, False):
+        g = G()
+        xi, xv = inputs()
+        if not const_target:  # symbolic dims: the Shape is not folded at load
+            xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", hid])
+        parts = g.op("Split", [g.linear("x", hid, 3 * hid), g.const_i64([hid] * 3)], outs=3,
+                     axis=2)
+        target = (g.const_i64([0, -1, h, d]) if const_target else
+                  g.op("Concat", [g.op("Shape", ["x"], end=2), g.const_i64([h, d])], axis=0))
+        q, k, v = (g.op("Transpose", [g.op("Reshape", [p, target])], perm=[0, 2, 1, 3])
+                   for p in parts)
+        kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
+        y = merge(g, g.op("MatMul", [g.op("Softmax", [g.op("MatMul", [q, kt])], axis=-1), v]))
+        if const_target:
+            save(out, "attention_split_views", g, [xi], {"x": xv}, [y],
+                 ["MatMul fused[+bias(in2)]", "anvil.Sdpa -", "Reshape -"])
+        else:
+            save(out, "attention_split_kept", g, [xi], {"x": xv}, [y],
+                 ["MatMul fused[+bias(in2)]", "Split -", "Shape -", "Concat -", "Reshape -",
+                  "Reshape -", "Reshape -", "anvil.Sdpa -", "Reshape -"])
     # Siblings that differ (another K, an activation on one of them) stay apart.
     g = G()
     xi, xv = inputs()

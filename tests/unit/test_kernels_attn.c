@@ -5,8 +5,8 @@
  * sequence lengths around the kernels' query and key blocks (16/64 queries, 60 keys), head sizes
  * around the register tiles, value head sizes unlike the key's, batch and head broadcasting
  * (one k/v head shared by all), float masks per key and per (query, key), bool masks with a
- * fill, and one key. Each check asserts how many variants ran, so a variant that silently stops
- * applying fails the test. */
+ * fill, one key, and q, k, v read as column ranges of one fused projection. Each check asserts how
+ * many variants ran, so a variant that silently stops applying fails the test. */
 #include "kernels/kernels.h"
 #include "ops/sdpa_common.h"
 #include "optest.h"
@@ -215,6 +215,48 @@ static void test_broadcast(void **state) {
     check(&p, expected());
 }
 
+/* q, k and v as column ranges of one [b, s, 3 x heads x size] tensor (a fused QKV projection,
+ * view_q/k/v): against the same operands copied out into separate tensors. */
+static void test_views(void **state) {
+    (void)state;
+    const int64_t b = 2, s = 70, h = 3, d = 16, w = 3 * h * d + 5; /* 5 columns of slack */
+    const int64_t dims[3] = {b, s, w}, sep[4] = {b, s, h, d};
+    float *qkv = optest_random_f32((size_t)(b * s * w), 21, -2, 2);
+    float *parts[3];
+    for (int x = 0; x < 3; x++) {
+        parts[x] = malloc((size_t)(b * s * h * d) * sizeof(float));
+        for (int64_t r = 0; r < b * s; r++)
+            memcpy(parts[x] + r * h * d, qkv + r * w + 5 + x * h * d,
+                   (size_t)(h * d) * sizeof(float));
+    }
+    const int64_t bshd[4] = {0, 2, 1, 3};
+    optest want, got;
+    optest *ts[2] = {&want, &got};
+    for (int i = 0; i < 2; i++) {
+        optest_begin(ts[i], IR_OP_SDPA, 3, 1, i ? 8 : 5);
+        optest_attr_ints(ts[i], 0, "perm_q", bshd, 4);
+        optest_attr_ints(ts[i], 1, "perm_k", bshd, 4);
+        optest_attr_ints(ts[i], 2, "perm_v", bshd, 4);
+        optest_attr_ints(ts[i], 3, "perm_o", bshd, 4);
+        optest_attr_float(ts[i], 4, "scale", 0.25f);
+    }
+    static const char *const names[3] = {"view_q", "view_k", "view_v"};
+    for (int x = 0; x < 3; x++) {
+        optest_input(&want, x, ANVIL_DTYPE_FLOAT32, 4, sep, parts[x], false);
+        optest_attr_ints(&got, 5 + x, names[x], (int64_t[]){5 + x * h * d, h, d}, 3);
+        optest_input(&got, x, ANVIL_DTYPE_FLOAT32, 3, dims, qkv, false);
+    }
+    assert_int_equal(optest_run(&want), ANVIL_OK);
+    assert_int_equal(optest_check_variants(&got, 2e-5f, 1e-5f), expected());
+    const size_t n = op_tensor_numel(&want.out[0]);
+    const float *a = want.out[0].data, *c = got.out[0].data;
+    for (size_t e = 0; e < n; e++) assert_true(fabsf(a[e] - c[e]) <= 1e-6f + 1e-5f * fabsf(a[e]));
+    optest_end(&want);
+    optest_end(&got);
+    for (int x = 0; x < 3; x++) free(parts[x]);
+    free(qkv);
+}
+
 /* The reference against the unfused computation, in double. */
 static void test_reference(void **state) {
     (void)state;
@@ -271,6 +313,25 @@ static void test_malformed(void **state) {
     build(&x, &p);
     assert_int_equal(optest_run(&x.t), ANVIL_ERR_SHAPE);
     drop(&x);
+    /* a view past the end of its rows */
+    {
+        optest t;
+        const int64_t d3[3] = {2, 4, 20}, d4[4] = {2, 4, 3, 8}, bshd[4] = {0, 2, 1, 3};
+        float *a = optest_random_f32(2 * 4 * 24, 1, -1, 1);
+        optest_begin(&t, IR_OP_SDPA, 3, 1, 5);
+        optest_attr_ints(&t, 0, "perm_q", bshd, 4);
+        optest_attr_ints(&t, 1, "perm_k", bshd, 4);
+        optest_attr_ints(&t, 2, "perm_v", bshd, 4);
+        optest_attr_ints(&t, 3, "perm_o", bshd, 4);
+        optest_attr_ints(&t, 4, "view_q", (int64_t[]){0, 3, 8}, 3);
+        optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 3, d3, a, false);
+        optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, d4, a, false);
+        optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 4, d4, a, false);
+        assert_int_equal(optest_run(&t), ANVIL_ERR_SHAPE);
+        assert_non_null(strstr(anvil_last_error(), "viewed as columns [0, 24)"));
+        optest_end(&t);
+        free(a);
+    }
     /* a mask with a key count of its own */
     p = base(4, 4, 8);
     p.mask_rank = 2;
@@ -284,8 +345,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lengths),   cmocka_unit_test(test_head_sizes),
         cmocka_unit_test(test_layouts),   cmocka_unit_test(test_masks),
-        cmocka_unit_test(test_broadcast), cmocka_unit_test(test_reference),
-        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_broadcast), cmocka_unit_test(test_views),
+        cmocka_unit_test(test_reference), cmocka_unit_test(test_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,41 @@ static anvil_status sdpa_check(ir_graph *g, ir_node *n) {
                             ir_node_label(n), sdpa_perm_names[x]);
         for (int a = 0; a < 4; a++) p->perm[x][a] = (int8_t)v[a];
     }
+    static const char *const view_names[3] = {"view_q", "view_k", "view_v"};
+    for (int x = 0; x < 3; x++) {
+        const int64_t *v;
+        size_t count;
+        CORE_TRY(ir_attr_ints(n, view_names[x], &v, &count));
+        if (!v) continue;
+        if (count != 3 || v[0] < 0 || v[1] < 1 || v[2] < 1 || v[0] > NN_MAX_EXTENT ||
+            v[1] > NN_MAX_EXTENT || v[2] > NN_MAX_EXTENT)
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: attribute '%s' must be [offset >= 0, heads >= 1, head size >= 1]",
+                            ir_node_label(n), view_names[x]);
+        p->viewed[x] = true;
+        for (int i = 0; i < 3; i++) p->view[x][i] = v[i];
+    }
     n->params = p;
+    return ANVIL_OK;
+}
+
+/* Operand x as a 4-D shape: itself, or its view [batch, sequence, heads, head size] of a rank-3
+ * [batch, sequence, width] tensor; SHAPE error when the view does not fit. */
+static anvil_status sdpa_view_shape(const ir_node *n, int x, const ir_shape *s, ir_shape *v) {
+    const sdpa_params *p = n->params;
+    *v = *s;
+    if (x > SDPA_V || !p->viewed[x] || s->rank < 0) return ANVIL_OK;
+    const int64_t *w = p->view[x];
+    if (s->rank != 3 || (s->d[2] >= 0 && s->d[2] < w[0] + w[1] * w[2]))
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: input %d is viewed as columns [%lld, %lld) of a rank-3 [batch, "
+                        "sequence, width] tensor; it has rank %d and width %lld",
+                        ir_node_label(n), x, (long long)w[0], (long long)(w[0] + w[1] * w[2]),
+                        s->rank, (long long)(s->rank == 3 ? s->d[2] : -1));
+    v->rank = 4;
+    v->d[2] = w[1];
+    v->d[3] = w[2];
+    v->sym[2] = v->sym[3] = -1;
     return ANVIL_OK;
 }
 
@@ -66,7 +100,9 @@ static anvil_status sdpa_infer(const ir_graph *g, const ir_node *n, const op_tin
             return core_err(ANVIL_ERR_UNSUPPORTED, "%s: input %d is %s; it must be %s",
                             ir_node_label(n), i, anvil_dtype_name(in[i].dtype),
                             anvil_dtype_name(want));
-        if (in[i].shape.rank >= 0 && (i < 3 ? in[i].shape.rank != 4 : in[i].shape.rank > 4))
+        const bool viewed = i < 3 && p->viewed[i];
+        if (in[i].shape.rank >= 0 && !viewed &&
+            (i < 3 ? in[i].shape.rank != 4 : in[i].shape.rank > 4))
             return core_err(ANVIL_ERR_SHAPE, "%s: input %d has rank %d; it must be %s",
                             ir_node_label(n), i, in[i].shape.rank, i < 3 ? "4" : "at most 4");
     }
@@ -76,10 +112,11 @@ static anvil_status sdpa_infer(const ir_graph *g, const ir_node *n, const op_tin
         nn_shape_unknown_dims(&out[0].shape, 4);
         return ANVIL_OK;
     }
-    ir_shape q, k, v, t, b;
-    sdpa_logical(&in[0].shape, p->perm[SDPA_Q], &q);
-    sdpa_logical(&in[1].shape, p->perm[SDPA_K], &k);
-    sdpa_logical(&in[2].shape, p->perm[SDPA_V], &v);
+    ir_shape q, k, v, t, b, w[3];
+    for (int x = 0; x < 3; x++) CORE_TRY(sdpa_view_shape(n, x, &in[x].shape, &w[x]));
+    sdpa_logical(&w[0], p->perm[SDPA_Q], &q);
+    sdpa_logical(&w[1], p->perm[SDPA_K], &k);
+    sdpa_logical(&w[2], p->perm[SDPA_V], &v);
     if (sdpa_known_differ(&q, 3, &k, 3) || sdpa_known_differ(&k, 2, &v, 2))
         return core_err(ANVIL_ERR_SHAPE,
                         "%s: q's head size %lld must equal k's (%lld), and k's key sequence %lld "
@@ -144,9 +181,21 @@ anvil_status sdpa_geometry(const ir_node *n, const ir_shape *const *in, int n_in
     int64_t ld[3][4], ls[3][4];
     for (int x = 0; x < 3; x++) {
         int64_t st[IR_MAX_RANK];
-        sdpa_strides(in[x], st);
+        ir_shape vs;
+        CORE_TRY(sdpa_view_shape(n, x, in[x], &vs));
+        if (p->viewed[x]) {
+            /* [batch, sequence, heads, size] over rows of `width` elements */
+            const int64_t width = in[x]->d[2];
+            st[0] = in[x]->d[1] * width;
+            st[1] = width;
+            st[2] = p->view[x][2];
+            st[3] = 1;
+            g->off[x] = p->view[x][0];
+        } else {
+            sdpa_strides(in[x], st);
+        }
         for (int a = 0; a < 4; a++) {
-            ld[x][a] = in[x]->d[p->perm[x][a]];
+            ld[x][a] = vs.d[p->perm[x][a]];
             ls[x][a] = st[p->perm[x][a]];
         }
     }
@@ -230,7 +279,9 @@ static anvil_status sdpa_run(const ir_node *n, const op_tensor *const *in, int n
     }
     float *s = malloc((size_t)g.sk * sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
-    const float *q = in[0]->data, *k = in[1]->data, *v = in[2]->data;
+    const float *q = (const float *)in[0]->data + g.off[0];
+    const float *k = (const float *)in[1]->data + g.off[1];
+    const float *v = (const float *)in[2]->data + g.off[2];
     const float *mask = g.has_mask ? in[SDPA_MASK]->data : NULL;
     const bool *keep = g.has_keep ? in[SDPA_KEEP]->data : NULL;
     float *o = out[0]->data;

@@ -41,14 +41,17 @@ static bool attn_supports(const kern_node *kn, const core_hw *hw) {
     return g.k[3] == 1 && g.v[3] == 1 && g.d > 0 && g.dv > 0;
 }
 
-/* Keys per block: the configuration's (the tuner's "kb"), else the ISA's default, as a multiple
- * of the key tile and no larger than the keys rounded up to one (a short sequence takes one
- * block). */
+/* Keys per block: the configuration's (the tuner's "kb"), else the ISA's default, then evened out
+ * over the blocks the keys need (128 keys at 120 per block would be blocks of 120 and 8, whose
+ * last tile is mostly padding; evened, 66 and 62), as a multiple of the key tile. */
 static int64_t attn_kb(const kern_node *kn, const attn_isa *isa, const sdpa_geom *g) {
     int64_t kb = kern_param(kn, 0) > 0 ? kern_param(kn, 0) : isa->nb;
-    const int64_t t = isa->key_tile, keys = (g->sk + t - 1) / t * t;
-    kb = (kb + t - 1) / t * t;
-    return kb > keys && keys > 0 ? keys : kb;
+    const int64_t t = isa->key_tile;
+    if (g->sk > 0) {
+        const int64_t blocks = (g->sk + kb - 1) / kb;
+        kb = (g->sk + blocks - 1) / blocks;
+    }
+    return (kb + t - 1) / t * t;
 }
 
 static size_t attn_ws_of(const kern_node *kn, const attn_isa *isa, const sdpa_geom *g) {
@@ -145,9 +148,9 @@ static anvil_status attn_run(const ir_node *n, void *state, const op_tensor *con
         return ANVIL_OK;
     }
     attn_prob p = s->p;
-    p.q = in[SDPA_Q]->data;
-    p.k = in[SDPA_K]->data;
-    p.v = in[SDPA_V]->data;
+    p.q = (const float *)in[SDPA_Q]->data + p.g.off[0];
+    p.k = (const float *)in[SDPA_K]->data + p.g.off[1];
+    p.v = (const float *)in[SDPA_V]->data + p.g.off[2];
     p.mask = p.g.has_mask && n_in > SDPA_MASK ? in[SDPA_MASK]->data : NULL;
     p.keep = p.g.has_keep && n_in > SDPA_KEEP ? in[SDPA_KEEP]->data : NULL;
     p.o = out[0]->data;
