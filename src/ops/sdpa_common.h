@@ -22,7 +22,9 @@
  * broadcast along any dim; k and v must agree on the key sequence. view_q / view_k / view_v
  * (INTS [offset, heads, head size], optional) read that operand as a column range of a rank-3
  * [batch, sequence, width] tensor (sdpa_params.view). Attributes: scale (FLOAT),
- * fill (FLOAT, the value a masked-out score takes), invert (INT, 0 or 1) and the four perms. */
+ * fill (FLOAT, the value a masked-out score takes), invert (INT, 0 or 1), causal (INT, 0 or 1:
+ * s[i, j] = -inf for j > i after the masks, as the ONNX Attention op's is_causal) and the four
+ * perms. */
 #ifndef ANVIL_OPS_SDPA_COMMON_H
 #define ANVIL_OPS_SDPA_COMMON_H
 
@@ -36,6 +38,7 @@ enum { SDPA_Q, SDPA_K, SDPA_V, SDPA_O, SDPA_MASK = 3, SDPA_KEEP = 4 };
 typedef struct sdpa_params {
     float scale, fill;
     bool invert;       /* keep[...] true marks a score to drop */
+    bool causal;       /* key j > query i is dropped (to -inf), upper-left aligned */
     int8_t perm[4][4]; /* [SDPA_Q..SDPA_O][logical dim]: the physical dim */
     /* q, k or v read as a column range of a [batch, sequence, width] tensor (e.g. one
      * projection's share of a fused QKV GEMM): elements [offset, offset + heads * size) of each

@@ -20,6 +20,7 @@
 #include "rewrite.h"
 
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -313,10 +314,176 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
     return ANVIL_OK;
 }
 
+/* ---- the ONNX Attention op (opset 23) ------------------------------------------------------
+ * An Attention node whose only output used is Y, without a past cache, softcap or padded-KV
+ * lengths, on float32 q, k, v of rank 4 ([batch, heads, sequence, size]) or rank 3 ([batch,
+ * sequence, heads x size], heads from q_num_heads / kv_num_heads, sizes known), with as many k/v
+ * heads as q heads or one, becomes an anvil.Sdpa: the same computation on the fast kernel. Rank-3
+ * operands are read as views; a rank-3 Y is the Sdpa's [batch, sequence, heads, size] through a
+ * Reshape (an alias). A mask whose key count is not provably k's (a padded key cache) leaves the
+ * node alone. */
+
+static int64_t int_attr(const ir_node *n, const char *name, int64_t dflt) {
+    int64_t v = dflt;
+    return ir_attr_int(n, name, dflt, &v) == ANVIL_OK ? v : dflt;
+}
+
+/* Head count and size of a rank-3 operand of `heads` heads (the hidden size must be known). */
+static bool split_heads(const ir_value *x, int64_t heads, int64_t *size) {
+    const int64_t hidden = x->shape.d[2];
+    if (heads <= 0 || hidden <= 0 || hidden % heads) return false;
+    *size = hidden / heads;
+    return true;
+}
+
+static bool same_dim(const ir_shape *a, int da, const ir_shape *b, int db) {
+    if (a->d[da] >= 0 || b->d[db] >= 0) return a->d[da] == b->d[db];
+    return a->sym[da] >= 0 && a->sym[da] == b->sym[db];
+}
+
+static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
+    ir_graph *g = c->g;
+    const ir_node *n = &g->nodes[k];
+    if (n->op != IR_OP_ATTENTION || n->n_inputs < 3 || n->fusion) return ANVIL_OK;
+    for (int i = 4; i < n->n_inputs; i++)
+        if (n->inputs[i] != IR_NONE) return ANVIL_OK; /* past cache, nonpad lengths */
+    for (int i = 1; i < n->n_outputs; i++)
+        if (n->outputs[i] != IR_NONE &&
+            (c->uses[n->outputs[i]] > 0 || pass_pinned(c, n->outputs[i])))
+            return ANVIL_OK;
+    float softcap = 0.0f;
+    if (ir_attr_float(n, "softcap", 0.0f, &softcap) != ANVIL_OK || softcap != 0.0f) return ANVIL_OK;
+    const ir_value *q = &g->values[n->inputs[0]], *kv = &g->values[n->inputs[1]];
+    const ir_value *v = &g->values[n->inputs[2]], *y = &g->values[n->outputs[0]];
+    const int rank = q->shape.rank;
+    if ((rank != 3 && rank != 4) || kv->shape.rank != rank || v->shape.rank != rank ||
+        q->dtype != ANVIL_DTYPE_FLOAT32 || kv->dtype != ANVIL_DTYPE_FLOAT32 ||
+        v->dtype != ANVIL_DTYPE_FLOAT32 || y->dtype != ANVIL_DTYPE_FLOAT32)
+        return ANVIL_OK;
+    int64_t hq, hk, dq, dk = 0, dv = 0;
+    if (rank == 4) {
+        hq = q->shape.d[1];
+        hk = kv->shape.d[1];
+        dq = q->shape.d[3];
+        if (v->shape.d[1] != hk) return ANVIL_OK;
+    } else {
+        hq = int_attr(n, "q_num_heads", 0);
+        hk = int_attr(n, "kv_num_heads", 0);
+        if (!split_heads(q, hq, &dq) || !split_heads(kv, hk, &dk) || !split_heads(v, hk, &dv) ||
+            dk != dq)
+            return ANVIL_OK;
+    }
+    /* heads: as many, or one shared; the default scale needs the head size */
+    if (hq <= 0 || hk <= 0 || (hk != hq && hk != 1) || dq <= 0) return ANVIL_OK;
+    ir_vid mask = n->n_inputs > 3 ? n->inputs[3] : IR_NONE;
+    if (mask != IR_NONE) {
+        const ir_value *m = &g->values[mask];
+        /* the mask's key count must be k's: the sequence dim of k */
+        const int kseq = rank == 4 ? 2 : 1;
+        if (m->shape.rank < 1 || m->shape.rank > 4 ||
+            (m->dtype != ANVIL_DTYPE_FLOAT32 && m->dtype != ANVIL_DTYPE_BOOL) ||
+            !same_dim(&m->shape, m->shape.rank - 1, &kv->shape, kseq))
+            return ANVIL_OK;
+    }
+    float scale;
+    const bool has_scale = ir_node_attr(n, "scale") != NULL;
+    if (ir_attr_float(n, "scale", 1.0f, &scale) != ANVIL_OK) return ANVIL_OK;
+    if (!has_scale) scale = 1.0f / sqrtf((float)dq);
+    const bool causal = int_attr(n, "is_causal", 0) != 0;
+
+    /* the node becomes the Sdpa: attributes, inputs, and for rank 3 a Reshape to Y */
+    const int n_attrs = 8 + (rank == 3 ? 3 : 0);
+    ir_attr *attrs = core_arena_array(g->arena, (size_t)n_attrs, sizeof *attrs);
+    int64_t *ints = core_arena_array(g->arena, 16 + 9, sizeof *ints);
+    ir_vid *inputs = core_arena_array(g->arena, 5, sizeof *inputs);
+    if (!attrs || !ints || !inputs) return ANVIL_ERR_OUT_OF_MEMORY;
+    static const char *const perm_names[4] = {"perm_q", "perm_k", "perm_v", "perm_o"};
+    static const char *const view_names[3] = {"view_q", "view_k", "view_v"};
+    /* rank 4: as they are; rank 3: views [b, s, h, d], read with heads outside the sequence */
+    const int64_t ident[4] = {0, 1, 2, 3}, bshd[4] = {0, 2, 1, 3};
+    for (int x = 0; x < 4; x++) {
+        memcpy(ints + 4 * x, rank == 4 ? ident : bshd, 4 * sizeof *ints);
+        attrs[x] =
+            (ir_attr){.name = perm_names[x], .type = IR_ATTR_INTS, .n = 4, .ints = ints + 4 * x};
+    }
+    attrs[4] = (ir_attr){.name = "scale", .type = IR_ATTR_FLOAT, .f = scale};
+    attrs[5] = (ir_attr){.name = "fill", .type = IR_ATTR_FLOAT, .f = -INFINITY};
+    attrs[6] = (ir_attr){.name = "invert", .type = IR_ATTR_INT, .i = 0};
+    attrs[7] = (ir_attr){.name = "causal", .type = IR_ATTR_INT, .i = causal};
+    if (rank == 3) {
+        const int64_t heads[3] = {hq, hk, hk}, sizes[3] = {dq, dq, dv};
+        for (int x = 0; x < 3; x++) {
+            int64_t *w = ints + 16 + 3 * x;
+            w[0] = 0;
+            w[1] = heads[x];
+            w[2] = sizes[x];
+            attrs[8 + x] =
+                (ir_attr){.name = view_names[x], .type = IR_ATTR_INTS, .n = 3, .ints = w};
+        }
+    }
+    const bool bool_mask = mask != IR_NONE && g->values[mask].dtype == ANVIL_DTYPE_BOOL;
+    const ir_vid q_in = n->inputs[0], k_in = n->inputs[1], v_in = n->inputs[2];
+    const ir_vid y_out = n->outputs[0];
+    ir_vid o = y_out;
+    if (rank == 3) {
+        /* the Sdpa writes [b, s, heads, dv]; a Reshape makes it Y's [b, s, heads x dv] */
+        ir_shape os = y->shape;
+        os.rank = 4;
+        os.d[2] = hq;
+        os.d[3] = y->shape.d[2] >= 0 ? y->shape.d[2] / hq : IR_DIM_UNKNOWN;
+        os.sym[2] = os.sym[3] = -1;
+        char name[512];
+        snprintf(name, sizeof name, "%s/heads", n->name);
+        CORE_TRY(pass_add_value(c, name, ANVIL_DTYPE_FLOAT32, &os, &o));
+        ir_vid target;
+        CORE_TRY(pass_add_value(c, name, ANVIL_DTYPE_INT64,
+                                &(ir_shape){.rank = 1, .d = {3}, .sym = {-1}}, &target));
+        int64_t *t = core_arena_array(g->arena, 3, sizeof *t);
+        if (!t) return ANVIL_ERR_OUT_OF_MEMORY;
+        t[0] = 0;
+        t[1] = 0;
+        t[2] = -1;
+        g->values[target].flags |= IR_VALUE_CONST;
+        g->values[target].data = t;
+        g->values[target].data_bytes = 3 * sizeof *t;
+        int32_t r;
+        CORE_TRY(pass_add_node(c, IR_OP_RESHAPE, name, 2, 1, 0, &r));
+        g->nodes[r].outputs[0] = y_out;
+        g->values[y_out].producer = r;
+        CORE_TRY(pass_node_set_input(c, r, 0, o));
+        CORE_TRY(pass_node_set_input(c, r, 1, target));
+        CORE_TRY(op_get(IR_OP_RESHAPE)->check(g, &g->nodes[r]));
+    }
+    pass_node_kill(c, k);
+    c->dead[k] = false;
+    ir_node *h = &g->nodes[k];
+    for (int i = 0; i < 5; i++) inputs[i] = IR_NONE;
+    h->op = IR_OP_SDPA;
+    h->attrs = attrs;
+    h->n_attrs = n_attrs;
+    h->params = NULL;
+    h->inputs = inputs;
+    h->n_inputs = mask == IR_NONE ? 3 : bool_mask ? 5 : 4;
+    h->n_outputs = 1;
+    h->outputs[0] = o;
+    g->values[o].producer = k;
+    CORE_TRY(op_get(IR_OP_SDPA)->check(g, h));
+    const ir_vid ops[3] = {q_in, k_in, v_in};
+    for (int i = 0; i < 3; i++) CORE_TRY(pass_node_set_input(c, k, i, ops[i]));
+    if (mask != IR_NONE) CORE_TRY(pass_node_set_input(c, k, bool_mask ? 4 : 3, mask));
+    c->pg->fused_attention++;
+    return ANVIL_OK;
+}
+
 anvil_status pass_fuse_attention(pass_ctx *c) {
     att_match mt;
     for (int32_t k = 0; k < c->g->n_nodes; k++) {
-        if (c->dead[k] || !match(c, k, &mt)) continue;
+        if (c->dead[k]) continue;
+        if (c->g->nodes[k].op == IR_OP_ATTENTION) {
+            CORE_TRY(rewrite_onnx(c, k));
+            continue;
+        }
+        if (!match(c, k, &mt)) continue;
         CORE_TRY(rewrite(c, &mt));
     }
     return ANVIL_OK;

@@ -414,6 +414,28 @@ def attention_cases(out):
          ["MatMul fused[+bias(in2)]", "MatMul fused[+bias(in2) Relu]", "Split -"],
          env={"ANVIL_PARALLEL_GEMM": "fused"})
 
+    # The ONNX Attention op (opset 23): 4-D with a bool mask and is_causal, and 3-D with heads
+    # from q_num_heads (Y reshaped back); with softcap it stays on its reference kernel.
+    for form in ("4d", "3d", "softcap"):
+        g = G()
+        if form == "3d":
+            shp = [b, s, hid]
+            attrs = {"q_num_heads": h, "kv_num_heads": h}
+        else:
+            shp = [b, h, s, d]
+            attrs = {"is_causal": 1} if form == "4d" else {"softcap": 5.0}
+        ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shp) for n in "qkv"]
+        feeds = {n: RNG.normal(0, 1, shp).astype(np.float32) for n in "qkv"}
+        names = ["q", "k", "v"]
+        if form == "4d":
+            ins.append(helper.make_tensor_value_info("m", TensorProto.BOOL, [b, 1, s, s]))
+            feeds["m"] = RNG.uniform(0, 1, (b, 1, s, s)) > 0.1
+            names.append("m")
+        y = g.op("Attention", names, **attrs)
+        want = ["anvil.Sdpa -"] + (["Reshape -"] if form == "3d" else [])
+        save(out, f"attention_onnx_{form}", g, ins, feeds, [y],
+             ["Attention -"] if form == "softcap" else want, opset=23)
+
     # Near misses: the scores are also a graph output; a Softmax over another axis.
     # (k's two Transposes left for the MatMul compose into one)
     unfused = (lin[:2] + ["Transpose -"] + lin[:2] + lin[:2] + ["Transpose -"] +

@@ -14,6 +14,7 @@ static anvil_status sdpa_check(ir_graph *g, ir_node *n) {
     CORE_TRY(ir_attr_float(n, "scale", 1.0f, &p->scale));
     CORE_TRY(ir_attr_float(n, "fill", -FLT_MAX, &p->fill));
     CORE_TRY(ir_attr_flag(n, "invert", false, &p->invert));
+    CORE_TRY(ir_attr_flag(n, "causal", false, &p->causal));
     for (int x = 0; x < 4; x++) {
         const int64_t *v;
         size_t count;
@@ -301,6 +302,7 @@ static anvil_status sdpa_run(const ir_node *n, const op_tensor *const *in, int n
                         keep[b * g.keep[0] + h * g.keep[1] + i * g.keep[2] + j * g.keep[3]] ==
                             p->invert)
                         acc = p->fill;
+                    if (p->causal && j > i) acc = -INFINITY;
                     s[j] = acc;
                     if (acc > mx) mx = acc;
                 }

@@ -21,6 +21,7 @@ typedef struct attn_prob {
     float *o;
     float scale, fill;
     bool invert; /* keep[...] == invert drops the score */
+    bool causal; /* key j > query i dropped */
     int64_t kb;  /* keys per block: a multiple of the ISA's key tile (attn_isa.key_tile) */
 } attn_prob;
 

@@ -107,8 +107,9 @@ static inline void att_values(float *ot, const float *alpha, const float *pt, co
         for (int c = 0; c < ATT_C; c++) V_STORE(ot + r * MB + c * VW, acc[r][c]);
 }
 
-/* Adds the float mask and applies the bool one to a block of scores: keys [j0, j0 + nb) of
- * queries [i0, i0 + ni). A mask that does not vary along the queries is one value per key row. */
+/* Adds the float mask, applies the bool one and then the causal drop to a block of scores: keys
+ * [j0, j0 + nb) of queries [i0, i0 + ni). A mask that does not vary along the queries is one value
+ * per key row. */
 static void att_masks(const attn_prob *p, int64_t b, int64_t h, int64_t i0, int64_t ni, int64_t j0,
                       int64_t nb, float *st) {
     const sdpa_geom *g = &p->g;
@@ -138,6 +139,13 @@ static void att_masks(const attn_prob *p, int64_t b, int64_t h, int64_t i0, int6
                 for (int64_t i = 0; i < ni; i++)
                     if (kj[i * g->keep[2]] == p->invert) row[i] = p->fill;
             }
+        }
+    }
+    if (p->causal) {
+        /* key j0 + j drops the queries before it: the row's first (j0 + j - i0) lanes */
+        for (int64_t j = 0; j < nb; j++) {
+            const int64_t drop = j0 + j - i0 < ni ? j0 + j - i0 : ni;
+            for (int64_t i = 0; i < drop; i++) st[j * MB + i] = -INFINITY;
         }
     }
 }
@@ -185,7 +193,9 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
     for (int64_t e = 0; e < dvp * MB; e += VW) V_STORE(ot + e, V_SET1(0.0f));
     const float *k = p->k + b * g->k[0] + h * g->k[1];
     const float *v = p->v + b * g->v[0] + h * g->v[1];
-    for (int64_t j0 = 0; j0 < g->sk; j0 += p->kb) {
+    /* causal: the blocks past the last query's key drop everything (the first never does) */
+    const int64_t keys = p->causal && i0 + ni < g->sk ? i0 + ni : g->sk;
+    for (int64_t j0 = 0; j0 < keys; j0 += p->kb) {
         const int64_t nb = g->sk - j0 < p->kb ? g->sk - j0 : p->kb;
         for (int64_t j = 0; j < nb; j += ATT_R) {
             const float *kr[ATT_R];
