@@ -18,13 +18,14 @@
  * that way (what a Transpose [0, 2, 1, 3] after the attention asked for) has perm_o = [0, 2, 1, 3].
  *
  * Broadcasting: batch and heads broadcast numpy-style over q, k, v and the masks (a dim of 1
- * repeats); the masks are right-aligned onto [batch, heads, q sequence, k sequence] and may
- * broadcast along any dim; k and v must agree on the key sequence. view_q / view_k / view_v
- * (INTS [offset, heads, head size], optional) read that operand as a column range of a rank-3
- * [batch, sequence, width] tensor (sdpa_params.view). Attributes: scale (FLOAT),
- * fill (FLOAT, the value a masked-out score takes), invert (INT, 0 or 1), causal (INT, 0 or 1:
- * s[i, j] = -inf for j > i after the masks, as the ONNX Attention op's is_causal) and the four
- * perms. */
+ * repeats); k and v may also have a divisor of q's heads, each k/v head then serving that many
+ * consecutive q heads (grouped-query attention); the masks are right-aligned onto [batch, heads, q
+ * sequence, k sequence] and may broadcast along any dim; k and v must agree on the key sequence.
+ * view_q / view_k / view_v (INTS [offset, heads, head size], optional) read that operand as a
+ * column range of a rank-3 [batch, sequence, width] tensor (sdpa_params.view). Attributes: scale
+ * (FLOAT), fill (FLOAT, the value a masked-out score takes), invert (INT, 0 or 1), causal (INT, 0
+ * or 1: s[i, j] = -inf for j > i after the masks, as the ONNX Attention op's is_causal) and the
+ * four perms. */
 #ifndef ANVIL_OPS_SDPA_COMMON_H
 #define ANVIL_OPS_SDPA_COMMON_H
 
@@ -53,6 +54,8 @@ typedef struct sdpa_params {
 typedef struct sdpa_geom {
     int64_t batch, heads, sq, sk, d, dv;
     int64_t off[3]; /* element offset of q, k, v's first element in their tensors (views) */
+    int64_t group;  /* q heads per k/v head (grouped-query attention; 1 otherwise): head h
+                     * reads k and v head h / group */
     int64_t q[4], k[4], v[4], o[4];
     int64_t mask[4], keep[4]; /* over [batch, heads, q sequence, k sequence] */
     bool has_mask, has_keep;

@@ -317,9 +317,10 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
 /* ---- the ONNX Attention op (opset 23) ------------------------------------------------------
  * An Attention node whose only output used is Y, without a past cache, softcap or padded-KV
  * lengths, on float32 q, k, v of rank 4 ([batch, heads, sequence, size]) or rank 3 ([batch,
- * sequence, heads x size], heads from q_num_heads / kv_num_heads, sizes known), with as many k/v
- * heads as q heads or one, becomes an anvil.Sdpa: the same computation on the fast kernel. Rank-3
- * operands are read as views; a rank-3 Y is the Sdpa's [batch, sequence, heads, size] through a
+ * sequence, heads x size], heads from q_num_heads / kv_num_heads, sizes known), with k/v heads
+ * a divisor of q's, becomes an anvil.Sdpa: the same computation on the fast kernel. Rank-3
+ * operands are read as views; grouped k/v heads stay grouped (sdpa_geom.group); a rank-3 Y is the
+ * Sdpa's [batch, sequence, heads, size] through a
  * Reshape (an alias). A mask whose key count is not provably k's (a padded key cache) leaves the
  * node alone. */
 
@@ -373,8 +374,8 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
             dk != dq)
             return ANVIL_OK;
     }
-    /* heads: as many, or one shared; the default scale needs the head size */
-    if (hq <= 0 || hk <= 0 || (hk != hq && hk != 1) || dq <= 0) return ANVIL_OK;
+    /* heads: as many, one shared, or groups (a divisor); the default scale needs the size */
+    if (hq <= 0 || hk <= 0 || hq % hk || dq <= 0) return ANVIL_OK;
     ir_vid mask = n->n_inputs > 3 ? n->inputs[3] : IR_NONE;
     if (mask != IR_NONE) {
         const ir_value *m = &g->values[mask];

@@ -416,16 +416,22 @@ def attention_cases(out):
 
     # The ONNX Attention op (opset 23): 4-D with a bool mask and is_causal, and 3-D with heads
     # from q_num_heads (Y reshaped back); with softcap it stays on its reference kernel.
-    for form in ("4d", "3d", "softcap"):
+    # And grouped-query attention: 6 query heads over 2 k/v heads.
+    for form in ("4d", "3d", "gqa", "softcap"):
         g = G()
         if form == "3d":
-            shp = [b, s, hid]
+            shp = kv_shp = [b, s, hid]
             attrs = {"q_num_heads": h, "kv_num_heads": h}
+        elif form == "gqa":
+            shp, kv_shp = [b, 6, s, d], [b, 2, s, d]
+            attrs = {}
         else:
-            shp = [b, h, s, d]
+            shp = kv_shp = [b, h, s, d]
             attrs = {"is_causal": 1} if form == "4d" else {"softcap": 5.0}
-        ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shp) for n in "qkv"]
-        feeds = {n: RNG.normal(0, 1, shp).astype(np.float32) for n in "qkv"}
+        ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shp if n == "q" else kv_shp)
+               for n in "qkv"]
+        feeds = {n: RNG.normal(0, 1, shp if n == "q" else kv_shp).astype(np.float32)
+                 for n in "qkv"}
         names = ["q", "k", "v"]
         if form == "4d":
             ins.append(helper.make_tensor_value_info("m", TensorProto.BOOL, [b, 1, s, s]))

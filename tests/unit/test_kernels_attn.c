@@ -4,9 +4,9 @@
  * inside the sequence, as projections write them; heads outside; the output either way),
  * sequence lengths around the kernels' query and key blocks (16/64 queries, 60 keys), head sizes
  * around the register tiles, value head sizes unlike the key's, batch and head broadcasting
- * (one k/v head shared by all), float masks per key and per (query, key), bool masks with a
- * fill, one key, and q, k, v read as column ranges of one fused projection. Each check asserts how
- * many variants ran, so a variant that silently stops applying fails the test. */
+ * (one k/v head shared by all; grouped k/v heads), float masks per key and per (query, key), bool
+ * masks with a fill, one key, and q, k, v read as column ranges of one fused projection. Each check
+ * asserts how many variants ran, so a variant that silently stops applying fails the test. */
 #include "kernels/kernels.h"
 #include "ops/sdpa_common.h"
 #include "optest.h"
@@ -208,6 +208,11 @@ static void test_broadcast(void **state) {
     /* one k/v head for every query head, one query for many keys, one key */
     problem p = base(50, 61, 16);
     p.kv_heads = 1;
+    check(&p, expected());
+    /* grouped-query attention: 6 query heads over 2 k/v heads (3 each) */
+    p = base(40, 61, 16);
+    p.h = 6;
+    p.kv_heads = 2;
     check(&p, expected());
     p = base(1, 200, 64);
     check(&p, expected());

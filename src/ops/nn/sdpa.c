@@ -128,14 +128,19 @@ static anvil_status sdpa_infer(const ir_graph *g, const ir_node *n, const op_tin
     b = q;
     b.d[3] = 1;
     b.sym[3] = -1;
-    t = k;
-    t.d[2] = t.d[3] = 1;
-    t.sym[2] = t.sym[3] = -1;
-    CORE_TRY(op_broadcast_shape(n, &b, &t, &b));
-    t = v;
-    t.d[2] = t.d[3] = 1;
-    t.sym[2] = t.sym[3] = -1;
-    CORE_TRY(op_broadcast_shape(n, &b, &t, &b));
+    /* k and v: their heads may be a divisor of q's (grouped-query attention); such heads
+     * take no part in the broadcast */
+    const ir_shape *kvs[2] = {&k, &v};
+    for (int x = 0; x < 2; x++) {
+        t = *kvs[x];
+        t.d[2] = t.d[3] = 1;
+        t.sym[2] = t.sym[3] = -1;
+        if (t.d[1] > 1 && q.d[1] > t.d[1] && q.d[1] % t.d[1] == 0) {
+            t.d[1] = 1;
+            t.sym[1] = -1;
+        }
+        CORE_TRY(op_broadcast_shape(n, &b, &t, &b));
+    }
     for (int i = SDPA_MASK; i <= SDPA_KEEP && i < n_in; i++) {
         if (!op_has_input(n, i) || in[i].shape.rank < 0) continue;
         const ir_shape *m = &in[i].shape;
@@ -200,10 +205,15 @@ anvil_status sdpa_geometry(const ir_node *n, const ir_shape *const *in, int n_in
             ls[x][a] = st[p->perm[x][a]];
         }
     }
-    g->batch = g->heads = g->sq = 1;
+    g->batch = g->heads = g->sq = g->group = 1;
     bool ok = ld[SDPA_Q][3] == ld[SDPA_K][3] && ld[SDPA_K][2] == ld[SDPA_V][2];
+    /* grouped-query attention: k and v with fewer heads than q, a divisor of them, each shared
+     * by a group of consecutive q heads */
+    const int64_t qh = ld[SDPA_Q][1], kh = ld[SDPA_K][1];
+    if (kh > 1 && ld[SDPA_V][1] == kh && qh > kh && qh % kh == 0) g->group = qh / kh;
     for (int x = 0; x < 3; x++)
-        ok = ok && sdpa_join(&g->batch, ld[x][0]) && sdpa_join(&g->heads, ld[x][1]);
+        ok = ok && sdpa_join(&g->batch, ld[x][0]) &&
+             (x > 0 && g->group > 1 ? true : sdpa_join(&g->heads, ld[x][1]));
     ok = ok && sdpa_join(&g->sq, ld[SDPA_Q][2]);
     g->sk = ld[SDPA_K][2];
     g->d = ld[SDPA_Q][3];
@@ -292,7 +302,7 @@ static anvil_status sdpa_run(const ir_node *n, const op_tensor *const *in, int n
                 const float *qi = q + b * g.q[0] + h * g.q[1] + i * g.q[2];
                 float mx = -INFINITY;
                 for (int64_t j = 0; j < g.sk; j++) {
-                    const float *kj = k + b * g.k[0] + h * g.k[1] + j * g.k[2];
+                    const float *kj = k + b * g.k[0] + h / g.group * g.k[1] + j * g.k[2];
                     float acc = 0;
                     for (int64_t e = 0; e < g.d; e++) acc += qi[e * g.q[3]] * kj[e * g.k[3]];
                     acc *= p->scale;
@@ -315,7 +325,8 @@ static anvil_status sdpa_run(const ir_node *n, const op_tensor *const *in, int n
                 for (int64_t e = 0; e < g.dv; e++) {
                     double acc = 0;
                     for (int64_t j = 0; j < g.sk; j++)
-                        acc += (double)s[j] * v[b * g.v[0] + h * g.v[1] + j * g.v[2] + e * g.v[3]];
+                        acc += (double)s[j] *
+                               v[b * g.v[0] + h / g.group * g.v[1] + j * g.v[2] + e * g.v[3]];
                     oi[e * g.o[3]] = (float)(acc / sum);
                 }
             }

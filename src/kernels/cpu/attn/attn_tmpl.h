@@ -191,8 +191,8 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
         V_STORE(l + c * VW, V_SET1(0.0f));
     }
     for (int64_t e = 0; e < dvp * MB; e += VW) V_STORE(ot + e, V_SET1(0.0f));
-    const float *k = p->k + b * g->k[0] + h * g->k[1];
-    const float *v = p->v + b * g->v[0] + h * g->v[1];
+    const float *k = p->k + b * g->k[0] + h / g->group * g->k[1];
+    const float *v = p->v + b * g->v[0] + h / g->group * g->v[1];
     /* causal: the blocks past the last query's key drop everything (the first never does) */
     const int64_t keys = p->causal && i0 + ni < g->sk ? i0 + ni : g->sk;
     for (int64_t j0 = 0; j0 < keys; j0 += p->kb) {
