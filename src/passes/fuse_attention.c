@@ -37,6 +37,7 @@ typedef struct att_match {
     int64_t perm[4][4];
     float scale, fill;
     bool invert; /* the bool mask marks the scores to drop */
+    bool causal; /* the bool mask was a causal triangle: the node's causal flag instead */
 } att_match;
 
 static bool f32_rank(const ir_graph *g, ir_vid v, int max_rank, int min_rank) {
@@ -92,6 +93,36 @@ static void through_transposes(const pass_ctx *c, ir_vid v, ir_vid *src, int64_t
     *src = v;
 }
 
+/* Whether keep is the lower triangle of a square of ones (GPT-2's causal mask, built as
+ * Trilu(ConstantOfShape([n, n], true)) for the run's sequence length n): the node's causal flag
+ * computes the same and skips the blocks above the diagonal. */
+static bool causal_keep(const pass_ctx *c, ir_vid keep) {
+    const ir_node *t = producer(c, keep);
+    if (!t || t->op != IR_OP_TRILU || (t->n_inputs > 1 && t->inputs[1] != IR_NONE)) return false;
+    int64_t upper;
+    if (ir_attr_int(t, "upper", 1, &upper) != ANVIL_OK || upper != 0) return false;
+    const ir_node *ones = producer(c, t->inputs[0]);
+    const ir_tensor *value = NULL;
+    if (!ones || ones->op != IR_OP_CONSTANTOFSHAPE ||
+        ir_attr_tensor(ones, "value", &value) != ANVIL_OK || !value ||
+        value->dtype != ANVIL_DTYPE_BOOL || value->bytes != 1 || !value->data ||
+        !*(const uint8_t *)value->data)
+        return false;
+    /* square: the shape is Concat(n, n) of one value, or a constant [n, n] */
+    const ir_node *shape = producer(c, ones->inputs[0]);
+    if (shape && shape->op == IR_OP_CONCAT && shape->n_inputs == 2 &&
+        shape->inputs[0] == shape->inputs[1])
+        return true;
+    const ir_value *sv = &c->g->values[ones->inputs[0]];
+    int64_t d[2];
+    if ((sv->flags & IR_VALUE_CONST) && sv->data && sv->dtype == ANVIL_DTYPE_INT64 &&
+        sv->data_bytes == sizeof d) {
+        memcpy(d, sv->data, sizeof d);
+        return d[0] == d[1];
+    }
+    return false;
+}
+
 /* The scores' producers, walking back from the Softmax's input: Where, Add, Mul/Div, MatMul. */
 static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t reader) {
     const ir_graph *g = c->g;
@@ -108,6 +139,10 @@ static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t rea
             return false;
         mt->keep = n->inputs[0];
         mt->invert = fill_at == 1;
+        if (!mt->invert && causal_keep(c, mt->keep)) {
+            mt->keep = IR_NONE;
+            mt->causal = true;
+        }
         mt->nodes[mt->n_nodes++] = (int32_t)(n - g->nodes);
         reader = (int32_t)(n - g->nodes);
         x = n->inputs[3 - fill_at];
@@ -277,7 +312,7 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
     for (int i = 0; i < mt->n_nodes; i++) pass_node_kill(c, mt->nodes[i]);
     const int32_t slot = mt->softmax;
     c->dead[slot] = false;
-    ir_attr *attrs = core_arena_array(g->arena, 7, sizeof *attrs);
+    ir_attr *attrs = core_arena_array(g->arena, 8, sizeof *attrs);
     ir_vid *inputs = core_arena_array(g->arena, 5, sizeof *inputs);
     int64_t *perms = core_arena_array(g->arena, 16, sizeof *perms);
     if (!attrs || !inputs || !perms) return ANVIL_ERR_OUT_OF_MEMORY;
@@ -289,12 +324,13 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
     attrs[4] = (ir_attr){.name = "scale", .type = IR_ATTR_FLOAT, .f = mt->scale};
     attrs[5] = (ir_attr){.name = "fill", .type = IR_ATTR_FLOAT, .f = mt->fill};
     attrs[6] = (ir_attr){.name = "invert", .type = IR_ATTR_INT, .i = mt->invert};
+    attrs[7] = (ir_attr){.name = "causal", .type = IR_ATTR_INT, .i = mt->causal};
     const int n_in = mt->keep != IR_NONE ? 5 : mask != IR_NONE ? 4 : 3;
     for (int i = 0; i < 5; i++) inputs[i] = IR_NONE;
     ir_node *h = &g->nodes[slot];
     h->op = IR_OP_SDPA;
     h->attrs = attrs;
-    h->n_attrs = 7;
+    h->n_attrs = 8;
     h->params = NULL;
     h->fusion = NULL;
     h->inputs = inputs;

@@ -334,6 +334,20 @@ def attention_cases(out):
     save(out, "attention_distilbert", g, [xi, mi], {"x": xv, "m": mv}, [y],
          lin + ["Equal -", "anvil.Sdpa -", "Reshape -"])
 
+    # GPT-2 from transformers builds its causal mask as Trilu(ConstantOfShape([n, n], true)):
+    # the node takes it as its causal flag (and skips the blocks above the diagonal).
+    g = G()
+    xi, xv = inputs()
+    q, k, v = (heads(g, g.linear("x", hid, hid)) for _ in range(3))
+    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
+    ones = g.op("ConstantOfShape", [g.const_i64([s, s])],
+                value=helper.make_tensor("one", TensorProto.BOOL, [1], [True]))
+    tri = g.op("Trilu", [ones], upper=0)
+    sc = g.op("Where", [tri, g.op("Mul", [g.op("MatMul", [q, kt]), g.const(d ** -0.5)]),
+                        g.const(-10000.0)])
+    y = merge(g, g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v]))
+    save(out, "attention_causal_trilu", g, [xi], {"x": xv}, [y], lin + ["anvil.Sdpa -", "Reshape -"])
+
     # No scale, no mask, output left as [b, h, s, d] (a graph output of that layout).
     g = G()
     xi, xv = inputs()
