@@ -29,8 +29,8 @@ static const char *const par_choices[2] = {"separate", "fused"};
 /* The recipe: src[0..which) are the parts, param their K (rows); the parts side by side. */
 static anvil_status par_fill(const ir_graph *g, const pass_const *pc, float *out) {
     const size_t k = (size_t)pc->param;
-    size_t total = 0, n[PAR_MAX];
-    const void *p[PAR_MAX];
+    size_t total = 0, n[PAR_MAX] = {0};
+    const void *p[PAR_MAX] = {0};
     for (int i = 0; i < pc->which; i++) {
         p[i] = pass_graph_const_f32(g, pc->src[i], &n[i]);
         if (!p[i] || !k || n[i] % k)
