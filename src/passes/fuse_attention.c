@@ -351,12 +351,12 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
 }
 
 /* ---- the ONNX Attention op (opset 23) ------------------------------------------------------
- * An Attention node whose only output used is Y, without a past cache, softcap or padded-KV
- * lengths, on float32 q, k, v of rank 4 ([batch, heads, sequence, size]) or rank 3 ([batch,
- * sequence, heads x size], heads from q_num_heads / kv_num_heads, sizes known), with k/v heads
- * a divisor of q's, becomes an anvil.Sdpa: the same computation on the fast kernel. Rank-3
- * operands are read as views; grouped k/v heads stay grouped (sdpa_geom.group); a rank-3 Y is the
- * Sdpa's [batch, sequence, heads, size] through a
+ * An Attention node without softcap, padded-KV lengths or a qk output in use (a past cache
+ * becomes Concats into present_key / present_value, when not causal), on float32 q, k, v of rank 4
+ * ([batch, heads, sequence, size]) or rank 3 ([batch, sequence, heads x size], heads from
+ * q_num_heads / kv_num_heads, sizes known), with k/v heads a divisor of q's, becomes an anvil.Sdpa:
+ * the same computation on the fast kernel. Rank-3 operands are read as views; grouped k/v heads
+ * stay grouped (sdpa_geom.group); a rank-3 Y is the Sdpa's [batch, sequence, heads, size] through a
  * Reshape (an alias). A mask whose key count is not provably k's (a padded key cache) leaves the
  * node alone. */
 
@@ -378,16 +378,53 @@ static bool same_dim(const ir_shape *a, int da, const ir_shape *b, int db) {
     return a->sym[da] >= 0 && a->sym[da] == b->sym[db];
 }
 
+/* present = Concat(past, x) along the sequence (dim 2), into Attention node k's output `out` when
+ * it has one, else a new value; *y set. */
+static anvil_status concat_past(pass_ctx *c, int32_t k, int past_in, ir_vid x, int out, ir_vid *y) {
+    ir_graph *g = c->g;
+    const ir_node *n = &g->nodes[k];
+    const ir_vid pv = n->inputs[past_in];
+    ir_vid o = out < n->n_outputs ? n->outputs[out] : IR_NONE;
+    char name[512];
+    snprintf(name, sizeof name, "%s/present_%s", n->name, past_in == 4 ? "key" : "value");
+    if (o == IR_NONE) {
+        ir_shape s = g->values[pv].shape;
+        const ir_shape *xs = &g->values[x].shape;
+        s.d[2] = s.d[2] >= 0 && xs->d[2] >= 0 ? s.d[2] + xs->d[2] : IR_DIM_UNKNOWN;
+        s.sym[2] = -1;
+        CORE_TRY(pass_add_value(c, name, ANVIL_DTYPE_FLOAT32, &s, &o));
+    }
+    int32_t cat;
+    CORE_TRY(pass_add_node(c, IR_OP_CONCAT, name, 2, 1, 1, &cat));
+    ir_node *cn = &g->nodes[cat];
+    cn->attrs[0] = (ir_attr){.name = "axis", .type = IR_ATTR_INT, .i = 2};
+    cn->outputs[0] = o;
+    g->values[o].producer = cat;
+    CORE_TRY(pass_node_set_input(c, cat, 0, pv));
+    CORE_TRY(pass_node_set_input(c, cat, 1, x));
+    CORE_TRY(op_get(IR_OP_CONCAT)->check(g, &g->nodes[cat]));
+    *y = o;
+    return ANVIL_OK;
+}
+
 static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
     ir_graph *g = c->g;
     const ir_node *n = &g->nodes[k];
     if (n->op != IR_OP_ATTENTION || n->n_inputs < 3 || n->fusion) return ANVIL_OK;
-    for (int i = 4; i < n->n_inputs; i++)
-        if (n->inputs[i] != IR_NONE) return ANVIL_OK; /* past cache, nonpad lengths */
-    for (int i = 1; i < n->n_outputs; i++)
+    /* a past cache (both halves, not causal: its alignment then depends on the past length)
+     * becomes Concats the node reads, whose outputs are present_key/present_value; padded
+     * key lengths and the qk output stay with the reference */
+    const bool past = n->n_inputs > 5 && n->inputs[4] != IR_NONE && n->inputs[5] != IR_NONE;
+    if (n->n_inputs > 6 && n->inputs[6] != IR_NONE) return ANVIL_OK;
+    if (n->n_inputs > 4 && !past &&
+        (n->inputs[4] != IR_NONE || (n->n_inputs > 5 && n->inputs[5] != IR_NONE)))
+        return ANVIL_OK;
+    for (int i = past ? 3 : 1; i < n->n_outputs; i++)
         if (n->outputs[i] != IR_NONE &&
             (c->uses[n->outputs[i]] > 0 || pass_pinned(c, n->outputs[i])))
             return ANVIL_OK;
+    if (past && (int_attr(n, "is_causal", 0) || g->values[n->inputs[0]].shape.rank != 4))
+        return ANVIL_OK;
     float softcap = 0.0f;
     if (ir_attr_float(n, "softcap", 0.0f, &softcap) != ANVIL_OK || softcap != 0.0f) return ANVIL_OK;
     const ir_value *q = &g->values[n->inputs[0]], *kv = &g->values[n->inputs[1]];
@@ -418,9 +455,18 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
         /* the mask's key count must be k's: the sequence dim of k */
         const int kseq = rank == 4 ? 2 : 1;
         if (m->shape.rank < 1 || m->shape.rank > 4 ||
-            (m->dtype != ANVIL_DTYPE_FLOAT32 && m->dtype != ANVIL_DTYPE_BOOL) ||
-            !same_dim(&m->shape, m->shape.rank - 1, &kv->shape, kseq))
+            (m->dtype != ANVIL_DTYPE_FLOAT32 && m->dtype != ANVIL_DTYPE_BOOL))
             return ANVIL_OK;
+        if (past) {
+            /* with a past cache: the keys are past + new, both known */
+            const ir_value *pk = &g->values[n->inputs[4]];
+            const int64_t last = m->shape.d[m->shape.rank - 1];
+            if (pk->shape.rank != 4 || pk->shape.d[2] < 0 || kv->shape.d[2] < 0 ||
+                last != pk->shape.d[2] + kv->shape.d[2])
+                return ANVIL_OK;
+        } else if (!same_dim(&m->shape, m->shape.rank - 1, &kv->shape, kseq)) {
+            return ANVIL_OK;
+        }
     }
     float scale;
     const bool has_scale = ir_node_attr(n, "scale") != NULL;
@@ -491,6 +537,11 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
         CORE_TRY(pass_node_set_input(c, r, 1, target));
         CORE_TRY(op_get(IR_OP_RESHAPE)->check(g, &g->nodes[r]));
     }
+    ir_vid k_read = k_in, v_read = v_in;
+    if (past) {
+        CORE_TRY(concat_past(c, k, 4, k_in, 1, &k_read));
+        CORE_TRY(concat_past(c, k, 5, v_in, 2, &v_read));
+    }
     pass_node_kill(c, k);
     c->dead[k] = false;
     ir_node *h = &g->nodes[k];
@@ -505,7 +556,7 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
     h->outputs[0] = o;
     g->values[o].producer = k;
     CORE_TRY(op_get(IR_OP_SDPA)->check(g, h));
-    const ir_vid ops[3] = {q_in, k_in, v_in};
+    const ir_vid ops[3] = {q_in, k_read, v_read};
     for (int i = 0; i < 3; i++) CORE_TRY(pass_node_set_input(c, k, i, ops[i]));
     if (mask != IR_NONE) CORE_TRY(pass_node_set_input(c, k, bool_mask ? 4 : 3, mask));
     c->pg->fused_attention++;

@@ -456,6 +456,17 @@ def attention_cases(out):
         save(out, f"attention_onnx_{form}", g, ins, feeds, [y],
              ["Attention -"] if form == "softcap" else want, opset=23)
 
+    # With a past cache: present_key / present_value become Concats the node reads.
+    g = G()
+    shp, past = [b, h, 20, d], [b, h, 30, d]
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shp) for n in "qkv"]
+    ins += [helper.make_tensor_value_info(n, TensorProto.FLOAT, past) for n in ("pk", "pv")]
+    feeds = {n: RNG.normal(0, 1, shp).astype(np.float32) for n in "qkv"}
+    feeds.update({n: RNG.normal(0, 1, past).astype(np.float32) for n in ("pk", "pv")})
+    y, pk, pv = g.op("Attention", ["q", "k", "v", "", "pk", "pv"], outs=3)
+    save(out, "attention_onnx_past", g, ins, feeds, [y, pk, pv],
+         ["Concat -", "Concat -", "anvil.Sdpa -"], opset=23)
+
     # Near misses: the scores are also a graph output; a Softmax over another axis.
     # (k's two Transposes left for the MatMul compose into one)
     unfused = (lin[:2] + ["Transpose -"] + lin[:2] + lin[:2] + ["Transpose -"] +
