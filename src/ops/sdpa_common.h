@@ -40,6 +40,7 @@ typedef struct sdpa_params {
     float scale, fill;
     bool invert;       /* keep[...] true marks a score to drop */
     bool causal;       /* key j > query i is dropped (to -inf), upper-left aligned */
+    float softcap;     /* > 0: s = softcap * tanh(s / softcap) before the masks; 0: none */
     int8_t perm[4][4]; /* [SDPA_Q..SDPA_O][logical dim]: the physical dim */
     /* q, k or v read as a column range of a [batch, sequence, width] tensor (e.g. one
      * projection's share of a fused QKV GEMM): elements [offset, offset + heads * size) of each

@@ -351,8 +351,9 @@ static anvil_status rewrite(pass_ctx *c, const att_match *mt) {
 }
 
 /* ---- the ONNX Attention op (opset 23) ------------------------------------------------------
- * An Attention node without softcap, padded-KV lengths or a qk output in use (a past cache
- * becomes Concats into present_key / present_value, when not causal), on float32 q, k, v of rank 4
+ * An Attention node (softcap included) without padded-KV lengths or a qk output in use (a past
+ * cache becomes Concats into present_key / present_value, when not causal), on float32 q, k, v of
+ * rank 4
  * ([batch, heads, sequence, size]) or rank 3 ([batch, sequence, heads x size], heads from
  * q_num_heads / kv_num_heads, sizes known), with k/v heads a divisor of q's, becomes an anvil.Sdpa:
  * the same computation on the fast kernel. Rank-3 operands are read as views; grouped k/v heads
@@ -426,7 +427,8 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
     if (past && (int_attr(n, "is_causal", 0) || g->values[n->inputs[0]].shape.rank != 4))
         return ANVIL_OK;
     float softcap = 0.0f;
-    if (ir_attr_float(n, "softcap", 0.0f, &softcap) != ANVIL_OK || softcap != 0.0f) return ANVIL_OK;
+    if (ir_attr_float(n, "softcap", 0.0f, &softcap) != ANVIL_OK || !(softcap >= 0.0f))
+        return ANVIL_OK;
     const ir_value *q = &g->values[n->inputs[0]], *kv = &g->values[n->inputs[1]];
     const ir_value *v = &g->values[n->inputs[2]], *y = &g->values[n->outputs[0]];
     const int rank = q->shape.rank;
@@ -475,7 +477,7 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
     const bool causal = int_attr(n, "is_causal", 0) != 0;
 
     /* the node becomes the Sdpa: attributes, inputs, and for rank 3 a Reshape to Y */
-    const int n_attrs = 8 + (rank == 3 ? 3 : 0);
+    const int n_attrs = 9 + (rank == 3 ? 3 : 0);
     ir_attr *attrs = core_arena_array(g->arena, (size_t)n_attrs, sizeof *attrs);
     int64_t *ints = core_arena_array(g->arena, 16 + 9, sizeof *ints);
     ir_vid *inputs = core_arena_array(g->arena, 5, sizeof *inputs);
@@ -493,6 +495,7 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
     attrs[5] = (ir_attr){.name = "fill", .type = IR_ATTR_FLOAT, .f = -INFINITY};
     attrs[6] = (ir_attr){.name = "invert", .type = IR_ATTR_INT, .i = 0};
     attrs[7] = (ir_attr){.name = "causal", .type = IR_ATTR_INT, .i = causal};
+    attrs[8] = (ir_attr){.name = "softcap", .type = IR_ATTR_FLOAT, .f = softcap};
     if (rank == 3) {
         const int64_t heads[3] = {hq, hk, hk}, sizes[3] = {dq, dq, dv};
         for (int x = 0; x < 3; x++) {
@@ -500,7 +503,7 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
             w[0] = 0;
             w[1] = heads[x];
             w[2] = sizes[x];
-            attrs[8 + x] =
+            attrs[9 + x] =
                 (ir_attr){.name = view_names[x], .type = IR_ATTR_INTS, .n = 3, .ints = w};
         }
     }

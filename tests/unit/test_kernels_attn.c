@@ -2,10 +2,11 @@
  * (src/ops/nn/sdpa.c), and the reference against attention computed the unfused way (scores,
  * softmax, weighted sum, in double). Shapes cover the layouts the attention pass absorbs (heads
  * inside the sequence, as projections write them; heads outside; the output either way),
- * sequence lengths around the kernels' query and key blocks (16/64 queries, 60 keys), head sizes
- * around the register tiles, value head sizes unlike the key's, batch and head broadcasting
+ * sequence lengths around the kernels' query and key blocks (16/64 queries, 60-120 keys), head
+ * sizes around the register tiles, value head sizes unlike the key's, batch and head broadcasting
  * (one k/v head shared by all; grouped k/v heads), float masks per key and per (query, key), bool
- * masks with a fill, one key, and q, k, v read as column ranges of one fused projection. Each check
+ * masks with a fill (also inverted), causal, softcap, one key, and q, k, v read as column ranges
+ * of one fused projection. Each check
  * asserts how many variants ran, so a variant that silently stops applying fails the test. */
 #include "kernels/kernels.h"
 #include "ops/sdpa_common.h"
@@ -29,7 +30,9 @@ typedef struct problem {
     int64_t keep_dims[4];
     bool causal; /* keep = j <= i (keep_dims must be [.., sq, sk]) */
     float scale, fill;
-    bool invert; /* the bool mask marks what to drop */
+    bool invert;      /* the bool mask marks what to drop */
+    float softcap;    /* 0: none */
+    bool causal_attr; /* the node's causal flag (key j > query i dropped) */
 } problem;
 
 static void set_dims(int64_t *dst, const int64_t *src, int n) {
@@ -50,7 +53,7 @@ typedef struct built {
 static void build(built *x, const problem *pr) {
     memset(x, 0, sizeof *x);
     const int n_in = pr->keep_rank ? 5 : pr->mask_rank ? 4 : 3;
-    optest_begin(&x->t, IR_OP_SDPA, n_in, 1, 7);
+    optest_begin(&x->t, IR_OP_SDPA, n_in, 1, 9);
     optest_attr_ints(&x->t, 0, "perm_q", pr->perm_q, 4);
     optest_attr_ints(&x->t, 1, "perm_k", pr->perm_kv, 4);
     optest_attr_ints(&x->t, 2, "perm_v", pr->perm_kv, 4);
@@ -58,6 +61,8 @@ static void build(built *x, const problem *pr) {
     optest_attr_float(&x->t, 4, "scale", pr->scale);
     optest_attr_float(&x->t, 5, "fill", pr->fill);
     optest_attr_int(&x->t, 6, "invert", pr->invert);
+    optest_attr_float(&x->t, 7, "softcap", pr->softcap);
+    optest_attr_int(&x->t, 8, "causal", pr->causal_attr);
     const int64_t lq[4] = {pr->b, pr->h, pr->sq, pr->d},
                   lk[4] = {pr->b, pr->kv_heads, pr->sk, pr->kd ? pr->kd : pr->d};
     const int64_t lv[4] = {pr->b, pr->kv_heads, pr->sk, pr->dv};
@@ -200,6 +205,21 @@ static void test_masks(void **state) {
     check(&p, expected());
     /* DistilBERT's Where(mask == 0, fill, scores): the bool mask marks what to drop */
     p.invert = true;
+    check(&p, expected());
+    /* the causal flag over several query and key blocks (blocks past the diagonal skipped),
+     * alone and with a mask; and more keys than queries */
+    for (int i = 0; i < 3; i++) {
+        problem c = base(i == 2 ? 70 : 150, 150, 16);
+        c.causal_attr = true;
+        if (i == 1) {
+            c.mask_rank = 4;
+            set_dims(c.mask_dims, (int64_t[]){2, 1, 1, 150}, 4);
+        }
+        check(&c, expected());
+    }
+    /* softcap before the masks (Gemma 2), with scores well past the cap */
+    p.softcap = 1.5f;
+    p.scale = 2.0f;
     check(&p, expected());
 }
 

@@ -15,6 +15,11 @@ static anvil_status sdpa_check(ir_graph *g, ir_node *n) {
     CORE_TRY(ir_attr_float(n, "fill", -FLT_MAX, &p->fill));
     CORE_TRY(ir_attr_flag(n, "invert", false, &p->invert));
     CORE_TRY(ir_attr_flag(n, "causal", false, &p->causal));
+    CORE_TRY(ir_attr_float(n, "softcap", 0.0f, &p->softcap));
+    if (!(p->softcap >= 0.0f))
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute 'softcap' is %g; it must be >= 0 (0: no softcap)",
+                        ir_node_label(n), (double)p->softcap);
     for (int x = 0; x < 4; x++) {
         const int64_t *v;
         size_t count;
@@ -306,6 +311,7 @@ static anvil_status sdpa_run(const ir_node *n, const op_tensor *const *in, int n
                     float acc = 0;
                     for (int64_t e = 0; e < g.d; e++) acc += qi[e * g.q[3]] * kj[e * g.k[3]];
                     acc *= p->scale;
+                    if (p->softcap > 0) acc = p->softcap * tanhf(acc / p->softcap);
                     if (mask)
                         acc += mask[b * g.mask[0] + h * g.mask[1] + i * g.mask[2] + j * g.mask[3]];
                     if (keep &&

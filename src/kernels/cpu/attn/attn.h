@@ -20,9 +20,10 @@ typedef struct attn_prob {
     const bool *keep;
     float *o;
     float scale, fill;
-    bool invert; /* keep[...] == invert drops the score */
-    bool causal; /* key j > query i dropped */
-    int64_t kb;  /* keys per block: a multiple of the ISA's key tile (attn_isa.key_tile) */
+    bool invert;   /* keep[...] == invert drops the score */
+    bool causal;   /* key j > query i dropped */
+    float softcap; /* > 0: scores capped by softcap * tanh(s / softcap) before the masks */
+    int64_t kb;    /* keys per block: a multiple of the ISA's key tile (attn_isa.key_tile) */
 } attn_prob;
 
 typedef struct attn_isa {

@@ -6,6 +6,11 @@
 #define VW 8
 #define V_LOAD(p) _mm256_load_ps(p)
 #define V_STORE(p, v) _mm256_store_ps((p), (v))
+#define ATT_ABS(x) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (x))
+/* |t| with the sign of s */
+#define ATT_COPYSIGN(t, s)                                                                         \
+    _mm256_or_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), (t)),                                     \
+                 _mm256_and_ps(_mm256_set1_ps(-0.0f), (s)))
 #define ATT_R 5
 #ifndef ATT_RV
 #define ATT_RV 5

@@ -6,6 +6,9 @@
 #define VW 16
 #define V_LOAD(p) _mm512_load_ps(p)
 #define V_STORE(p, v) _mm512_store_ps((p), (v))
+#define ATT_ABS(x) _mm512_abs_ps(x)
+/* |t| with the sign of s */
+#define ATT_COPYSIGN(t, s) _mm512_or_ps(_mm512_abs_ps(t), _mm512_and_ps(_mm512_set1_ps(-0.0f), (s)))
 #define ATT_R 6
 #ifndef ATT_RV
 #define ATT_RV 4

@@ -52,6 +52,18 @@ static inline V att_exp(V x0) {
     p = V_FMA(p, r, V_SET1(1.0f));
     return V_LDEXP(p, n);
 }
+
+/* c * tanh(x / c) on a row of n floats (n a multiple of VW): tanh(t) = 1 - 2 / (e^2|t| + 1) with
+ * t's sign, whose exp overflows to inf for large |t| and gives 1 exactly. */
+static void att_softcap(float *row, int64_t n, float c) {
+    const V inv2 = V_SET1(2.0f / c), cap = V_SET1(c), one = V_SET1(1.0f), two = V_SET1(2.0f);
+    for (int64_t i = 0; i < n; i += VW) {
+        const V x = V_LOAD(row + i);
+        const V e = att_exp(V_MUL(ATT_ABS(x), inv2));
+        const V t = V_SUB(one, V_DIV(two, V_ADD(e, one)));
+        V_STORE(row + i, V_MUL(cap, ATT_COPYSIGN(t, x)));
+    }
+}
 #endif
 
 /* st[r][.] = k row r . qt for ATT_R key rows. */
@@ -205,6 +217,7 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
             }
             att_scores(qt, kr, g->d, st + j * MB);
         }
+        if (p->softcap > 0) att_softcap(st, nb * MB, p->softcap);
         att_masks(p, b, h, i0, ni, j0, nb, st);
         att_softmax(st, nb, m, l, alpha);
         for (int64_t e0 = 0; e0 < dvp; e0 += ATT_RV) {

@@ -88,6 +88,7 @@ static anvil_status attn_prepare_isa(const kern_node *kn, const attn_isa *isa, v
     s->p.fill = pp->fill;
     s->p.invert = pp->invert;
     s->p.causal = pp->causal;
+    s->p.softcap = pp->softcap;
     /* whole wide blocks, then narrow ones for the rest: 197 queries (ViT) are 3 blocks of 64
      * and one of 16 instead of a fourth block of 64 with 5 queries in it */
     s->wide = s->p.g.sq / isa->mb;
