@@ -15,21 +15,6 @@
 
 #include <string.h>
 
-static const ir_node *live_producer(const pass_ctx *c, ir_vid v) {
-    const int32_t p = v == IR_NONE ? -1 : c->g->values[v].producer;
-    return p >= 0 && !c->dead[p] ? &c->g->nodes[p] : NULL;
-}
-
-/* An int64 constant of n elements, copied to out. */
-static bool int64s(const pass_ctx *c, ir_vid v, int64_t *out, size_t n) {
-    const ir_value *val = v == IR_NONE ? NULL : &c->g->values[v];
-    if (!val || !(val->flags & IR_VALUE_CONST) || !val->data || val->dtype != ANVIL_DTYPE_INT64 ||
-        val->data_bytes != n * sizeof *out)
-        return false;
-    memcpy(out, val->data, n * sizeof *out);
-    return true;
-}
-
 /* The sizes of Split s's outputs along its last axis (input rank 3), or false. */
 static bool split_sizes(const pass_ctx *c, const ir_node *s, int64_t *sizes) {
     const ir_value *u = &c->g->values[s->inputs[0]];
@@ -38,7 +23,7 @@ static bool split_sizes(const pass_ctx *c, const ir_node *s, int64_t *sizes) {
         (axis != -1 && axis != 2) || s->n_outputs > 8)
         return false;
     if (s->n_inputs >= 2 && s->inputs[1] != IR_NONE)
-        return int64s(c, s->inputs[1], sizes, (size_t)s->n_outputs);
+        return pass_const_int64s(c, s->inputs[1], sizes, (size_t)s->n_outputs);
     const int64_t *a;
     size_t n;
     if (ir_attr_ints(s, "split", &a, &n) == ANVIL_OK && a && n == (size_t)s->n_outputs) {
@@ -53,13 +38,13 @@ static bool split_sizes(const pass_ctx *c, const ir_node *s, int64_t *sizes) {
 
 /* Whether operand v of an Sdpa can be read as a view; *src, view[3] set. */
 static bool view_of(const pass_ctx *c, ir_vid v, ir_vid *src, int64_t *view) {
-    const ir_node *r = live_producer(c, v);
+    const ir_node *r = pass_producer(c, v);
     if (!r || r->op != IR_OP_RESHAPE || r->n_inputs < 2) return false;
     int64_t allowzero = 0, t[4], sizes[8];
     if (ir_attr_int(r, "allowzero", 0, &allowzero) != ANVIL_OK || allowzero ||
-        !int64s(c, r->inputs[1], t, 4))
+        !pass_const_int64s(c, r->inputs[1], t, 4))
         return false;
-    const ir_node *s = live_producer(c, r->inputs[0]);
+    const ir_node *s = pass_producer(c, r->inputs[0]);
     if (!s || s->op != IR_OP_SPLIT || !split_sizes(c, s, sizes)) return false;
     int j = 0;
     while (j < s->n_outputs && s->outputs[j] != r->inputs[0]) j++;

@@ -14,6 +14,7 @@
 
 #include "ops/ops.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define FOLD_MAX_OUT 4096
@@ -71,12 +72,17 @@ static bool fold_node(pass_ctx *c, int32_t k) {
         tin[i] = (op_tensor){.dtype = v->dtype, .rank = v->shape.rank};
         for (int d = 0; d < v->shape.rank; d++) tin[i].dims[d] = v->shape.d[d];
         if (data) {
-            /* constants may be unaligned (mapped from the file): kernels get an aligned copy */
-            void *copy = core_arena_alloc(g->arena, v->data_bytes ? v->data_bytes : 1);
-            if (!copy) return false;
-            memcpy(copy, v->data, v->data_bytes);
-            in[i].value = copy;
-            tin[i].data = copy;
+            /* constants may be unaligned (mapped from the file): kernels read an aligned copy
+             * then, and the constant itself otherwise (inputs are read-only to them) */
+            const size_t align = anvil_dtype_size(v->dtype);
+            void *at = (void *)v->data;
+            if (align > 1 && (uintptr_t)at % align) {
+                if (!(at = core_arena_alloc(g->arena, v->data_bytes ? v->data_bytes : 1)))
+                    return false;
+                memcpy(at, v->data, v->data_bytes);
+            }
+            in[i].value = at;
+            tin[i].data = at;
         }
         ins[i] = &tin[i];
     }

@@ -47,13 +47,8 @@ static bool f32_rank(const ir_graph *g, ir_vid v, int max_rank, int min_rank) {
            x->shape.rank <= max_rank;
 }
 
-static const ir_node *producer(const pass_ctx *c, ir_vid v) {
-    const int32_t p = c->g->values[v].producer;
-    return p >= 0 && !c->dead[p] ? &c->g->nodes[p] : NULL;
-}
-
 static int32_t producer_id(const pass_ctx *c, ir_vid v) {
-    const ir_node *n = producer(c, v);
+    const ir_node *n = pass_producer(c, v);
     return n ? (int32_t)(n - c->g->nodes) : -1;
 }
 
@@ -82,7 +77,7 @@ static bool transpose_perm(const ir_node *n, int64_t *perm) {
 static void through_transposes(const pass_ctx *c, ir_vid v, ir_vid *src, int64_t *m) {
     for (int a = 0; a < 4; a++) m[a] = a;
     for (;;) {
-        const ir_node *n = producer(c, v);
+        const ir_node *n = pass_producer(c, v);
         int64_t p[4];
         if (!n || !transpose_perm(n, p) || !f32_rank(c->g, n->inputs[0], 4, 4)) break;
         int64_t t[4];
@@ -97,11 +92,11 @@ static void through_transposes(const pass_ctx *c, ir_vid v, ir_vid *src, int64_t
  * Trilu(ConstantOfShape([n, n], true)) for the run's sequence length n): the node's causal flag
  * computes the same and skips the blocks above the diagonal. */
 static bool causal_keep(const pass_ctx *c, ir_vid keep) {
-    const ir_node *t = producer(c, keep);
+    const ir_node *t = pass_producer(c, keep);
     if (!t || t->op != IR_OP_TRILU || (t->n_inputs > 1 && t->inputs[1] != IR_NONE)) return false;
     int64_t upper;
     if (ir_attr_int(t, "upper", 1, &upper) != ANVIL_OK || upper != 0) return false;
-    const ir_node *ones = producer(c, t->inputs[0]);
+    const ir_node *ones = pass_producer(c, t->inputs[0]);
     const ir_tensor *value = NULL;
     if (!ones || ones->op != IR_OP_CONSTANTOFSHAPE ||
         ir_attr_tensor(ones, "value", &value) != ANVIL_OK || !value ||
@@ -109,24 +104,18 @@ static bool causal_keep(const pass_ctx *c, ir_vid keep) {
         !*(const uint8_t *)value->data)
         return false;
     /* square: the shape is Concat(n, n) of one value, or a constant [n, n] */
-    const ir_node *shape = producer(c, ones->inputs[0]);
+    const ir_node *shape = pass_producer(c, ones->inputs[0]);
     if (shape && shape->op == IR_OP_CONCAT && shape->n_inputs == 2 &&
         shape->inputs[0] == shape->inputs[1])
         return true;
-    const ir_value *sv = &c->g->values[ones->inputs[0]];
     int64_t d[2];
-    if ((sv->flags & IR_VALUE_CONST) && sv->data && sv->dtype == ANVIL_DTYPE_INT64 &&
-        sv->data_bytes == sizeof d) {
-        memcpy(d, sv->data, sizeof d);
-        return d[0] == d[1];
-    }
-    return false;
+    return pass_const_int64s(c, ones->inputs[0], d, 2) && d[0] == d[1];
 }
 
 /* The scores' producers, walking back from the Softmax's input: Where, Add, Mul/Div, MatMul. */
 static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t reader) {
     const ir_graph *g = c->g;
-    const ir_node *n = producer(c, x);
+    const ir_node *n = pass_producer(c, x);
     if (!n || !only_for(c, x, reader)) return false;
     if (n->op == IR_OP_WHERE && n->n_inputs == 3) {
         const ir_value *cond = &g->values[n->inputs[0]];
@@ -146,14 +135,14 @@ static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t rea
         mt->nodes[mt->n_nodes++] = (int32_t)(n - g->nodes);
         reader = (int32_t)(n - g->nodes);
         x = n->inputs[3 - fill_at];
-        if (!(n = producer(c, x)) || !only_for(c, x, reader)) return false;
+        if (!(n = pass_producer(c, x)) || !only_for(c, x, reader)) return false;
     }
     /* up to two additive masks (T5 adds its position bias, then the padding mask) */
     for (int m = 0; m < 2 && n && n->op == IR_OP_ADD && n->n_inputs == 2 && !n->fusion; m++) {
         /* the scores are the operand that a scale, the MatMul or the first mask's Add made */
         int s = -1;
         for (int i = 0; i < 2 && s < 0; i++) {
-            const ir_node *p = producer(c, n->inputs[i]);
+            const ir_node *p = pass_producer(c, n->inputs[i]);
             if (p &&
                 (p->op == IR_OP_MATMUL || p->op == IR_OP_MUL || p->op == IR_OP_DIV ||
                  (p->op == IR_OP_ADD && m == 0)) &&
@@ -165,7 +154,7 @@ static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t rea
         mt->nodes[mt->n_nodes++] = (int32_t)(n - g->nodes);
         reader = (int32_t)(n - g->nodes);
         x = n->inputs[s];
-        n = producer(c, x);
+        n = pass_producer(c, x);
     }
     if (n && (n->op == IR_OP_MUL || n->op == IR_OP_DIV) && n->n_inputs == 2 && !n->fusion) {
         float k;
@@ -179,7 +168,7 @@ static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t rea
         mt->nodes[mt->n_nodes++] = (int32_t)(n - g->nodes);
         reader = (int32_t)(n - g->nodes);
         x = n->inputs[s];
-        if (!(n = producer(c, x)) || !only_for(c, x, reader)) return false;
+        if (!(n = pass_producer(c, x)) || !only_for(c, x, reader)) return false;
     }
     if (!n || n->op != IR_OP_MATMUL || n->n_inputs != 2 || n->fusion ||
         !f32_rank(g, n->outputs[0], 4, 4))
@@ -192,7 +181,7 @@ static bool match_scores(const pass_ctx *c, att_match *mt, ir_vid x, int32_t rea
 /* q or k^T scaled before the MatMul (ViT's export scales both by the root of the scale): a Mul
  * by a scalar constant that only the MatMul reads joins the node's scale. */
 static bool operand_scale(const pass_ctx *c, att_match *mt, ir_vid *x) {
-    const ir_node *n = producer(c, *x);
+    const ir_node *n = pass_producer(c, *x);
     if (!n || n->op != IR_OP_MUL || n->n_inputs != 2 || n->fusion || !only_for(c, *x, mt->mm1))
         return true;
     float k;
@@ -522,16 +511,7 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
         snprintf(name, sizeof name, "%s/heads", n->name);
         CORE_TRY(pass_add_value(c, name, ANVIL_DTYPE_FLOAT32, &os, &o));
         ir_vid target;
-        CORE_TRY(pass_add_value(c, name, ANVIL_DTYPE_INT64,
-                                &(ir_shape){.rank = 1, .d = {3}, .sym = {-1}}, &target));
-        int64_t *t = core_arena_array(g->arena, 3, sizeof *t);
-        if (!t) return ANVIL_ERR_OUT_OF_MEMORY;
-        t[0] = 0;
-        t[1] = 0;
-        t[2] = -1;
-        g->values[target].flags |= IR_VALUE_CONST;
-        g->values[target].data = t;
-        g->values[target].data_bytes = 3 * sizeof *t;
+        CORE_TRY(pass_add_int64_const(c, name, (const int64_t[]){0, 0, -1}, 3, &target));
         int32_t r;
         CORE_TRY(pass_add_node(c, IR_OP_RESHAPE, name, 2, 1, 0, &r));
         g->nodes[r].outputs[0] = y_out;

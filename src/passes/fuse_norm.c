@@ -60,11 +60,7 @@ static bool mean_last(const pass_ctx *c, const ir_node *n) {
     size_t count = 0;
     int64_t from_input;
     if (n->n_inputs >= 2 && n->inputs[1] != IR_NONE) {
-        const ir_value *a = &c->g->values[n->inputs[1]];
-        if (!(a->flags & IR_VALUE_CONST) || !a->data || a->dtype != ANVIL_DTYPE_INT64 ||
-            a->data_bytes != sizeof from_input)
-            return false;
-        memcpy(&from_input, a->data, sizeof from_input);
+        if (!pass_const_int64s(c, n->inputs[1], &from_input, 1)) return false;
         axes = &from_input;
         count = 1;
     } else if (ir_attr_ints(n, "axes", &axes, &count) != ANVIL_OK) {

@@ -80,23 +80,6 @@ static bool same_epilogue(const ir_fusion *a, const ir_fusion *b) {
            a->beta == b->beta && a->lo == b->lo && a->hi == b->hi;
 }
 
-/* An int64 constant [n] in the graph's arena. */
-static anvil_status int64_const(pass_ctx *c, const char *base, const int64_t *v, int n,
-                                ir_vid *out) {
-    ir_shape s = {.rank = 1};
-    s.d[0] = n;
-    s.sym[0] = -1;
-    CORE_TRY(pass_add_value(c, base, ANVIL_DTYPE_INT64, &s, out));
-    int64_t *data = core_arena_array(c->g->arena, (size_t)n, sizeof *data);
-    if (!data) return ANVIL_ERR_OUT_OF_MEMORY;
-    memcpy(data, v, (size_t)n * sizeof *data);
-    ir_value *val = &c->g->values[*out];
-    val->flags |= IR_VALUE_CONST;
-    val->data = data;
-    val->data_bytes = (size_t)n * sizeof *data;
-    return ANVIL_OK;
-}
-
 static anvil_status fuse_group(pass_ctx *c, const int32_t *ks, int n, int64_t kdim,
                                const int64_t *widths, const ir_vid *biases) {
     ir_graph *g = c->g;
@@ -119,7 +102,7 @@ static anvil_status fuse_group(pass_ctx *c, const int32_t *ks, int n, int64_t kd
     ys.d[ys.rank - 1] = total;
     ys.sym[ys.rank - 1] = -1;
     CORE_TRY(pass_add_value(c, name, ANVIL_DTYPE_FLOAT32, &ys, &y));
-    CORE_TRY(int64_const(c, name, widths, n, &sizes));
+    CORE_TRY(pass_add_int64_const(c, name, widths, n, &sizes));
     /* the head MatMul becomes the wide one; the others go */
     ir_vid outs[PAR_MAX];
     for (int i = 0; i < n; i++) outs[i] = g->nodes[ks[i]].outputs[0];

@@ -68,6 +68,11 @@ bool pass_pinned(const pass_ctx *c, ir_vid v) {
     return v != IR_NONE && c->uses[v] == PINNED;
 }
 
+const ir_node *pass_producer(const pass_ctx *c, ir_vid v) {
+    const int32_t p = v == IR_NONE ? -1 : c->g->values[v].producer;
+    return p >= 0 && !c->dead[p] ? &c->g->nodes[p] : NULL;
+}
+
 int32_t pass_sole_reader(const pass_ctx *c, ir_vid v) {
     if (v == IR_NONE || c->uses[v] != 1) return -1;
     int32_t k = c->reader[v];
@@ -114,6 +119,15 @@ float pass_const_f32_at(const void *data, size_t i) {
     return x;
 }
 
+bool pass_const_int64s(const pass_ctx *c, ir_vid v, int64_t *out, size_t n) {
+    const ir_value *val = v == IR_NONE ? NULL : &c->g->values[v];
+    if (!val || !(val->flags & IR_VALUE_CONST) || !val->data || val->dtype != ANVIL_DTYPE_INT64 ||
+        val->data_bytes != n * sizeof *out)
+        return false;
+    memcpy(out, val->data, n * sizeof *out);
+    return true;
+}
+
 bool pass_const_scalar(const pass_ctx *c, ir_vid v, float *out) {
     size_t n;
     const void *d = pass_const_f32(c, v, &n);
@@ -145,6 +159,22 @@ anvil_status pass_add_value(pass_ctx *c, const char *base, anvil_dtype dtype, co
     CORE_TRY(grow_index(c));
     c->g->values[*out].dtype = dtype;
     c->g->values[*out].shape = *shape;
+    return ANVIL_OK;
+}
+
+anvil_status pass_add_int64_const(pass_ctx *c, const char *base, const int64_t *v, int n,
+                                  ir_vid *out) {
+    ir_shape s;
+    const int64_t dims[1] = {n};
+    ir_shape_set(&s, 1, dims);
+    CORE_TRY(pass_add_value(c, base, ANVIL_DTYPE_INT64, &s, out));
+    int64_t *data = core_arena_array(c->g->arena, (size_t)n, sizeof *data);
+    if (!data) return ANVIL_ERR_OUT_OF_MEMORY;
+    memcpy(data, v, (size_t)n * sizeof *data);
+    ir_value *val = &c->g->values[*out];
+    val->flags |= IR_VALUE_CONST;
+    val->data = data;
+    val->data_bytes = (size_t)n * sizeof *data;
     return ANVIL_OK;
 }
 

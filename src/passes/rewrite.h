@@ -26,6 +26,8 @@ uint64_t pass_hash(uint64_t h, const void *p, size_t n);
 void pass_index(pass_ctx *c);
 /* Whether v is a graph output or read by a subgraph by name (never removable). */
 bool pass_pinned(const pass_ctx *c, ir_vid v);
+/* The live node that writes v, or NULL (v is an input, a constant, or its producer was removed). */
+const ir_node *pass_producer(const pass_ctx *c, ir_vid v);
 /* The node that alone reads v, or -1 (v read more than once, by nothing, or pinned). */
 int32_t pass_sole_reader(const pass_ctx *c, ir_vid v);
 /* Like pass_const_f32, for value v of graph g (e.g. the source graph, which a recipe reads);
@@ -35,12 +37,17 @@ const void *pass_graph_const_f32(const ir_graph *g, ir_vid v, size_t *numel);
  * (pass_const_f32_at). */
 const void *pass_const_f32(const pass_ctx *c, ir_vid v, size_t *numel);
 float pass_const_f32_at(const void *data, size_t i);
+/* v's data copied to out[0..n) if v is an int64 constant of exactly n elements; else false. */
+bool pass_const_int64s(const pass_ctx *c, ir_vid v, int64_t *out, size_t n);
 /* A scalar float32 constant (numel 1): true and *out set. */
 bool pass_const_scalar(const pass_ctx *c, ir_vid v, float *out);
 /* Adds a float32 constant of `dims` computed by recipe->fill (its fill, src, param and which are
  * copied; v, data and numel are set here); pg owns it. */
 anvil_status pass_add_const(pass_ctx *c, const char *base, int rank, const int64_t *dims,
                             const pass_const *recipe, ir_vid *out);
+/* Adds an int64 constant [n] holding v[0..n) (copied into the graph's arena), named after base. */
+anvil_status pass_add_int64_const(pass_ctx *c, const char *base, const int64_t *v, int n,
+                                  ir_vid *out);
 /* Adds a value named after base (made unique) with dtype and shape, no producer and no reads. */
 anvil_status pass_add_value(pass_ctx *c, const char *base, anvil_dtype dtype, const ir_shape *shape,
                             ir_vid *out);

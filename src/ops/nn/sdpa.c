@@ -266,15 +266,6 @@ anvil_status sdpa_geometry(const ir_node *n, const ir_shape *const *in, int n_in
     return ANVIL_OK;
 }
 
-static void sdpa_shape_of(const op_tensor *t, ir_shape *s) {
-    memset(s, 0, sizeof *s);
-    s->rank = t->rank;
-    for (int d = 0; d < t->rank; d++) {
-        s->d[d] = t->dims[d];
-        s->sym[d] = -1;
-    }
-}
-
 static anvil_status sdpa_run(const ir_node *n, const op_tensor *const *in, int n_in,
                              op_tensor *const *out, int n_out, op_ctx *ctx) {
     (void)n_out;
@@ -284,7 +275,7 @@ static anvil_status sdpa_run(const ir_node *n, const op_tensor *const *in, int n
     const ir_shape *shp[5] = {NULL};
     for (int i = 0; i < n_in && i < 5; i++)
         if (in[i]) {
-            sdpa_shape_of(in[i], &sh[i]);
+            ir_shape_set(&sh[i], in[i]->rank, in[i]->dims);
             shp[i] = &sh[i];
         }
     sdpa_geom g;
