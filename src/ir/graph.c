@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 static const char *const op_names[IR_OP_COUNT] = {
@@ -266,6 +267,45 @@ const char *ir_act_name(ir_act act) {
         return "Silu";
     }
     return "?";
+}
+
+bool ir_act_from_name(const char *name, ir_act *out) {
+    for (int a = IR_ACT_NONE; a <= IR_ACT_SILU; a++) {
+        if (!strcmp(name, ir_act_name((ir_act)a))) {
+            *out = (ir_act)a;
+            return true;
+        }
+    }
+    return false;
+}
+
+float ir_act_eval(const ir_fusion *f, float x) {
+    switch (f->act) {
+    case IR_ACT_NONE:
+        return x;
+    case IR_ACT_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case IR_ACT_CLIP:
+        return fminf(fmaxf(x, f->lo), f->hi);
+    case IR_ACT_LEAKY_RELU:
+        return x < 0.0f ? f->alpha * x : x;
+    case IR_ACT_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case IR_ACT_TANH:
+        return tanhf(x);
+    case IR_ACT_GELU_ERF:
+        return 0.5f * x * (1.0f + erff(x / sqrtf(2.0f)));
+    case IR_ACT_GELU_TANH:
+        return 0.5f * x *
+               (1.0f + tanhf(sqrtf(2.0f / 3.14159265358979f) * (x + 0.044715f * x * x * x)));
+    case IR_ACT_HARD_SIGMOID:
+        return fminf(fmaxf(f->alpha * x + f->beta, 0.0f), 1.0f);
+    case IR_ACT_HARD_SWISH:
+        return x * fminf(fmaxf(x / 6.0f + 0.5f, 0.0f), 1.0f);
+    case IR_ACT_SILU:
+        return x / (1.0f + expf(-x));
+    }
+    return x;
 }
 
 anvil_status ir_graph_add_input(ir_graph *g, ir_vid v) {

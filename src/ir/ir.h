@@ -155,6 +155,11 @@ typedef struct ir_fusion {
 
 /* "Relu", "Clip", ...: for dumps and traces. Static storage. */
 const char *ir_act_name(ir_act act);
+/* The activation ir_act_name calls `name` ("none" included); false for any other text. */
+bool ir_act_from_name(const char *name, ir_act *out);
+/* f's activation of x, in plain scalar C: the reference for kernels that apply an ir_fusion
+ * (the optimized epilogues have their own vector code, checked against this). */
+float ir_act_eval(const ir_fusion *f, float x);
 
 typedef struct ir_node {
     const char *name; /* never NULL: the importer names unnamed nodes "<OpType>_<index>" */

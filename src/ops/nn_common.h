@@ -446,6 +446,26 @@ typedef struct conv_params {
     size_t n_output_padding, n_output_shape;
 } conv_params;
 
+/* anvil.ConvPair and anvil.GemmPair (conv.c, gemm_matmul.c): two nodes run back to back as one
+ * (passes/fuse_pair.c), the first's output never written to memory whole. Inputs: 0 X, 1 W1,
+ * 2 B1 (optional), 3 W2, 4 B2 (optional), then the second's fused residual (the node's
+ * ir_fusion, which also carries the second's activation). The first's activation is in the
+ * attributes "act" (ir_act_name; default "none"), "alpha", "beta", "lo" and "hi".
+ *   ConvPair: Y = conv1x1(act1(conv(X, W1) + B1), W2) + B2, NCHW; the first conv's attributes
+ *             are the node's; the second is 1x1, stride 1, unpadded, group 1 (W2 [M2, M1, 1, 1]).
+ *   GemmPair: Y = act1(X W1 + B1) W2 + B2, X [..., K], W1 [K, N0], W2 [N0, N1], biases along the
+ *             last dim. */
+typedef struct pair_params {
+    conv_params conv;  /* ConvPair: the first conv's (first member: conv.c reads it as such) */
+    conv_params conv2; /* ConvPair: the second's, every attribute at its default */
+    ir_fusion first;   /* bias: 2 or -1; act and its parameters from the attributes */
+} pair_params;
+/* Fills first from n's "act", "alpha", "beta", "lo", "hi" and whether input 2 is given;
+ * INVALID_MODEL naming the node for an unknown activation. */
+anvil_status pair_first_parse(const ir_node *n, ir_fusion *first);
+/* t[i] = act(t[i]) over n floats, the first's activation (ir_act_eval). */
+void pair_first_act(const ir_fusion *first, float *t, size_t n);
+
 /* Geometry of a transposed convolution: the output size comes from output_shape, from SAME
  * padding (in * stride) or from the pads; the pads, when derived, follow the ONNX formula with
  * the odd unit at the end for SAME_UPPER and at the start otherwise. A negative total padding

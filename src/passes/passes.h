@@ -23,6 +23,12 @@
  *                   Gelu, Gelu written out as Div/Erf/Add/Mul/Mul, and SiLU as Sigmoid/Mul);
  *   fuse_parallel   MatMuls reading one input with constant weights become one wide MatMul and a
  *                   Split, where measured faster (passes/fuse_parallel.c; a measured rewrite);
+ *   fuse_pair       a Conv and the 1x1 Conv that alone reads it (anvil.ConvPair), or a MatMul and
+ *                   the MatMul that alone reads it (anvil.GemmPair), with constant weights, run
+ *                   as one kernel that keeps the intermediate in cache, where measured faster
+ *                   (passes/fuse_pair.c; a measured rewrite);
+ *   pool_act        a Relu or Clip that only a MaxPool reads becomes the pool's fused activation,
+ *                   applied to the pooled output (passes/pool_act.c);
  *   attention_views an anvil.Sdpa operand that a Reshape of a Split's output made reads the Split's
  *                   input as a column range (passes/attention_views.c);
  *   fuse_chain      a chain of two or more elementwise nodes (each the only reader of the one
@@ -78,6 +84,8 @@ typedef struct pass_graph {
     int fused_attention;           /* fuse_attention: anvil.Sdpa nodes made */
     int folded_consts;             /* fold_consts: nodes computed at load */
     int fused_parallel;            /* fuse_parallel: groups of MatMuls made one */
+    int fused_pairs;               /* fuse_pair: back-to-back pairs made one node */
+    int pool_acts;                 /* pool_act: activations moved into a max pool */
     int fused_norms;               /* fuse_norm: Layer/RMS normalizations made one node */
     int cse_merged;                /* cse: nodes merged into an equal earlier one */
     int attention_views;           /* attention_views: anvil.Sdpa nodes reading a Split's input */
@@ -116,6 +124,8 @@ typedef enum pass_id {
     PASS_FUSE_ATTENTION,
     PASS_FUSE_EPILOGUE,
     PASS_FUSE_PARALLEL,
+    PASS_FUSE_PAIR,
+    PASS_POOL_ACT,
     PASS_ATTENTION_VIEWS,
     PASS_FUSE_CHAIN,
     PASS_LAYOUT,

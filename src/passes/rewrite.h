@@ -79,6 +79,8 @@ anvil_status pass_fuse_norm(pass_ctx *c);
 anvil_status pass_fuse_attention(pass_ctx *c);
 anvil_status pass_fuse_epilogue(pass_ctx *c);
 anvil_status pass_fuse_parallel(pass_ctx *c);
+anvil_status pass_fuse_pair(pass_ctx *c);
+anvil_status pass_pool_act(pass_ctx *c);
 anvil_status pass_attention_views(pass_ctx *c);
 anvil_status pass_fuse_chain(pass_ctx *c);
 anvil_status pass_layout(pass_ctx *c);

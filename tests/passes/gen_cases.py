@@ -573,6 +573,67 @@ def cleanup_cases(out):
     y = g.op("Softmax", ["x"], axis=-1)
     save(out, "dce_branch", g, [xi], {"x": xv}, [y], ["Softmax -"])
 
+    # Back-to-back pairs (forced fused: the rule keeps them separate until measured).
+    # A 3x3 conv with a Relu, then a 1x1 conv whose residual and Relu stay fused: one ConvPair.
+    g = G()
+    xi, xv = image("x", 8, 10, n=2)
+    t = g.op("Relu", [g.conv("x", 8, 16)])
+    y = g.op("Relu", [g.op("Add", [g.conv(t, 16, 8, k=1), "x"])])
+    save(out, "pair_conv", g, [xi], {"x": xv}, [y], ["anvil.ConvPair fused[+residual(in5) Relu]"],
+         env={"ANVIL_B2B": "fused"})
+    # stride 2, no bias on the first, odd sizes, no activation between
+    g = G()
+    xi, xv = image("x", 5, 9)
+    y = g.conv(g.conv("x", 5, 7, stride=2, bias=False), 7, 11, k=1)
+    save(out, "pair_conv_s2", g, [xi], {"x": xv}, [y], ["anvil.ConvPair -"],
+         env={"ANVIL_B2B": "fused"})
+    # a 3x3 after the 3x3, or a first conv read twice: no pair
+    g = G()
+    xi, xv = image("x", 4, 6)
+    t = g.conv("x", 4, 4)
+    y = g.op("Add", [g.conv(g.conv("x", 4, 4), 4, 4), g.conv(t, 4, 4, k=1)])
+    z = g.op("Relu", [t])
+    save(out, "pair_conv_kept", g, [xi], {"x": xv}, [y, z],
+         ["Conv -", "Conv -", "Conv -", "Conv fused[+residual(in3)]", "Relu -"],
+         env={"ANVIL_B2B": "fused"})
+    # An MLP block: Linear + Relu, Linear + bias + residual: one GemmPair.
+    g = G()
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 37, 16])
+    xv = RNG.normal(0, 1, (2, 37, 16)).astype(np.float32)
+    y = g.op("Add", [g.linear(g.op("Relu", [g.linear("x", 16, 48)]), 48, 16), "x"])
+    save(out, "pair_gemm", g, [xi], {"x": xv}, [y], ["anvil.GemmPair fused[+residual(in5)]"],
+         env={"ANVIL_B2B": "fused"})
+    # no biases, a Gelu between, symbolic rows
+    g = G()
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["rows", 24])
+    xv = RNG.normal(0, 1, (131, 24)).astype(np.float32)
+    t = g.linear("x", 24, 40, bias=False)
+    t = g.op("Mul", [g.op("Mul", [t, g.const(0.5)]),
+                     g.op("Add", [g.op("Erf", [g.op("Div", [t, g.const(1.4142135)])]),
+                                  g.const(1.0)])])
+    y = g.linear(t, 40, 9, bias=False)
+    save(out, "pair_gemm_gelu", g, [xi], {"x": xv}, [y], ["anvil.GemmPair -"],
+         env={"ANVIL_B2B": "fused"})
+
+    # pool_act: a Relu or Clip that only a MaxPool reads is applied after the pool; one a Conv
+    # absorbed stays there; one read twice stays a node.
+    g = G()
+    xi, xv = image("x", 3, 12)
+    a = g.op("Relu", [g.op("Mul", ["x", g.const(1.5)])])
+    b = g.op("Clip", [g.op("Add", ["x", g.const(0.2)]), g.const(-0.3), g.const(0.8)])
+    y1 = g.op("MaxPool", [a], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    y2 = g.op("GlobalMaxPool", [b])
+    save(out, "pool_act", g, [xi], {"x": xv}, [y1, y2],
+         ["Mul -", "Add -", "MaxPool fused[Relu]", "GlobalMaxPool fused[Clip]"])
+    g = G()
+    xi, xv = image("x", 3, 8)
+    t = g.op("Relu", [g.op("Mul", ["x", g.const(2.0)])])
+    y1 = g.op("MaxPool", [t], kernel_shape=[2, 2], strides=[2, 2])
+    y2 = g.op("MaxPool", [g.op("Relu", [g.conv("x", 3, 4)])], kernel_shape=[2, 2],
+              strides=[2, 2])
+    save(out, "pool_act_kept", g, [xi], {"x": xv}, [y1, y2, t],
+         ["anvil.EltwiseChain -", "MaxPool -", "Conv fused[Relu]", "MaxPool -"])
+
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:

@@ -414,15 +414,58 @@ static void test_sdpa(void **state) {
     free(m);
 }
 
+/* anvil.GemmPair's rows and anvil.ConvPair's pixels per block: blocks cut mid-way (150 rows,
+ * 169 pixels), both biases, an activation between and the second's fused residual and Relu; a
+ * 160-wide intermediate, so that 128 rows of it break the L2 rule on a small-cache machine. */
+static void test_pairs(void **state) {
+    (void)state;
+    static const ir_fusion second = {.bias = -1, .residual = 5, .act = IR_ACT_RELU};
+    const int64_t dx[3] = {3, 50, 24}, dw1[2] = {24, 160}, dw2[2] = {160, 24};
+    const int64_t cx[4] = {2, 6, 13, 13}, cw1[4] = {10, 6, 3, 3}, cw2[4] = {6, 10, 1, 1};
+    const int64_t pads[4] = {1, 1, 1, 1}, k3[2] = {3, 3};
+    float *x = optest_random_f32(3 * 50 * 24, 11, -1, 1),
+          *r = optest_random_f32(3 * 50 * 24, 12, -1, 1);
+    float *w1 = optest_random_f32(24 * 160, 13, -0.5f, 0.5f),
+          *w2 = optest_random_f32(160 * 24, 14, -0.5f, 0.5f);
+    float *b1 = optest_random_f32(160, 15, -0.5f, 0.5f),
+          *b2 = optest_random_f32(160, 16, -0.5f, 0.5f);
+    for (int threads = 1; threads <= 2; threads++) {
+        for (int conv = 0; conv <= 1; conv++) {
+            optest t;
+            optest_begin(&t, conv ? IR_OP_CONV_PAIR : IR_OP_GEMM_PAIR, 6, 1, conv ? 5 : 3);
+            optest_attr_string(&t, 0, "act", conv ? "Clip" : "Gelu");
+            optest_attr_float(&t, 1, "lo", -0.2f);
+            optest_attr_float(&t, 2, "hi", 0.7f);
+            if (conv) {
+                optest_attr_ints(&t, 3, "pads", pads, 4);
+                optest_attr_ints(&t, 4, "kernel_shape", k3, 2);
+            }
+            optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, conv ? 4 : 3, conv ? cx : dx, x, false);
+            optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, conv ? 4 : 2, conv ? cw1 : dw1, w1, true);
+            optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, conv ? &cw1[0] : &dw1[1], b1, true);
+            optest_input(&t, 3, ANVIL_DTYPE_FLOAT32, conv ? 4 : 2, conv ? cw2 : dw2, w2, true);
+            optest_input(&t, 4, ANVIL_DTYPE_FLOAT32, 1, conv ? &cw2[0] : &dw2[1], b2, true);
+            optest_input(&t, 5, ANVIL_DTYPE_FLOAT32, conv ? 4 : 3,
+                         conv ? (int64_t[]){2, 6, 13, 13} : dx, r, false);
+            optest_node(&t)->fusion = &second;
+            assert_int_equal(check_spaces(&t, threads), 1);
+            optest_end(&t);
+        }
+    }
+    free(x);
+    free(r);
+    free(w1);
+    free(w2);
+    free(b1);
+    free(b2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sdpa),
-        cmocka_unit_test(test_matmul),
-        cmocka_unit_test(test_gemm_trans_b_bias),
-        cmocka_unit_test(test_conv),
-        cmocka_unit_test(test_rules_bite),
-        cmocka_unit_test(test_labels),
-        cmocka_unit_test(test_odd_values),
+        cmocka_unit_test(test_sdpa),   cmocka_unit_test(test_pairs),
+        cmocka_unit_test(test_matmul), cmocka_unit_test(test_gemm_trans_b_bias),
+        cmocka_unit_test(test_conv),   cmocka_unit_test(test_rules_bite),
+        cmocka_unit_test(test_labels), cmocka_unit_test(test_odd_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

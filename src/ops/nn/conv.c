@@ -444,3 +444,76 @@ const op_impl op_impl_conv_nhwc = {.min_inputs = 2,
                                    .check = conv_check,
                                    .infer = conv_nhwc_infer,
                                    .run = conv_nhwc_run};
+
+/* ---- anvil.ConvPair (nn_common.h) ------------------------------------------------------------
+ * A conv and the 1x1 conv that alone reads it. The reference runs them as Conv's reference does,
+ * through a whole intermediate, with the first's activation between. */
+
+static anvil_status conv_pair_check(ir_graph *g, ir_node *n) {
+    OP_PARAMS_NEW(g, pair_params, p);
+    CORE_TRY(nn_window_parse(n, false, true, false, &p->conv.win));
+    CORE_TRY(ir_attr_int(n, "group", 1, &p->conv.group));
+    if (p->conv.group < 1 || p->conv.group > NN_MAX_ATTR)
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: attribute 'group' is %lld; it must be >= 1",
+                        ir_node_label(n), (long long)p->conv.group);
+    p->conv2.group = 1;
+    CORE_TRY(pair_first_parse(n, &p->first));
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status conv_pair_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                    int n_in, op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_out;
+    if (in[0].dtype != ANVIL_DTYPE_FLOAT32)
+        return core_err(ANVIL_ERR_UNSUPPORTED, "%s: %s takes float32; got %s", ir_node_label(n),
+                        ir_op_name(n->op), anvil_dtype_name(in[0].dtype));
+    CORE_TRY(conv_infer_common(n, in, n_in < 3 ? n_in : 3, out, false));
+    const ir_shape *w2 = &in[3].shape;
+    const int64_t m1 = out[0].shape.rank == 4 ? out[0].shape.d[1] : -1;
+    if (out[0].shape.rank != 4 || w2->rank != 4 || w2->d[2] != 1 || w2->d[3] != 1 ||
+        (m1 >= 0 && w2->d[1] >= 0 && w2->d[1] != m1))
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: %s needs a 2-D first conv and W2 of [M2, %lld, 1, 1]; W2 has rank %d",
+                        ir_node_label(n), ir_op_name(n->op), (long long)m1, w2->rank);
+    out[0].shape.d[1] = w2->d[0];
+    out[0].shape.sym[1] = w2->sym[0];
+    if (n_in > 4 && op_has_input(n, 4) &&
+        (in[4].shape.rank != 1 ||
+         (in[4].shape.d[0] >= 0 && w2->d[0] >= 0 && in[4].shape.d[0] != w2->d[0])))
+        return core_err(ANVIL_ERR_SHAPE, "%s: B2 must be [%lld] (W2's output channels)",
+                        ir_node_label(n), (long long)w2->d[0]);
+    return ANVIL_OK;
+}
+
+static anvil_status conv_pair_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                  op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_out;
+    const pair_params *p = n->params;
+    op_tensor t = *out[0];
+    t.dims[1] = in[1]->dims[0];
+    const size_t nt = op_tensor_numel(&t);
+    t.data = malloc((nt ? nt : 1) * sizeof(float));
+    if (!t.data) return ANVIL_ERR_OUT_OF_MEMORY;
+    const op_tensor *first[3] = {in[0], in[1], n_in > 2 ? in[2] : NULL};
+    op_tensor *tp = &t;
+    anvil_status st = conv_run_common(n, first, 3, &tp, ctx, false);
+    if (st == ANVIL_OK) {
+        pair_first_act(&p->first, t.data, nt);
+        ir_node second = *n;
+        second.params = (void *)&p->conv2;
+        const op_tensor *ins[3] = {&t, in[3], n_in > 4 ? in[4] : NULL};
+        st = conv_run_common(&second, ins, 3, out, ctx, false);
+    }
+    free(t.data);
+    return st;
+}
+
+const op_impl op_impl_conv_pair = {.min_inputs = 4,
+                                   .max_inputs = 5,
+                                   .min_outputs = 1,
+                                   .max_outputs = 1,
+                                   .check = conv_pair_check,
+                                   .infer = conv_pair_infer,
+                                   .run = conv_pair_run};

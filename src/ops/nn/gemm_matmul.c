@@ -353,3 +353,100 @@ const op_impl op_impl_matmul = {.min_inputs = 2,
                                 .check = matmul_check,
                                 .infer = matmul_infer,
                                 .run = matmul_run};
+
+/* ---- anvil.GemmPair (nn_common.h) ------------------------------------------------------------
+ * The reference runs the two MatMuls one after the other through a whole intermediate, which is
+ * exactly what the fused kernel avoids, so that it checks the fusion and not only the tiling. */
+
+anvil_status pair_first_parse(const ir_node *n, ir_fusion *first) {
+    const char *act;
+    CORE_TRY(ir_attr_string(n, "act", "none", &act));
+    memset(first, 0, sizeof *first);
+    first->residual = -1;
+    first->bias = op_has_input(n, 2) ? 2 : -1;
+    if (!ir_act_from_name(act, &first->act))
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute 'act' is \"%s\", which is no activation anvil fuses",
+                        ir_node_label(n), act);
+    CORE_TRY(ir_attr_float(n, "alpha", 0.0f, &first->alpha));
+    CORE_TRY(ir_attr_float(n, "beta", 0.0f, &first->beta));
+    CORE_TRY(ir_attr_float(n, "lo", -INFINITY, &first->lo));
+    CORE_TRY(ir_attr_float(n, "hi", INFINITY, &first->hi));
+    return ANVIL_OK;
+}
+
+void pair_first_act(const ir_fusion *first, float *t, size_t n) {
+    if (first->act == IR_ACT_NONE) return;
+    for (size_t i = 0; i < n; i++) t[i] = ir_act_eval(first, t[i]);
+}
+
+static anvil_status gemm_pair_check(ir_graph *g, ir_node *n) {
+    OP_PARAMS_NEW(g, pair_params, p);
+    CORE_TRY(pair_first_parse(n, &p->first));
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status gemm_pair_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                    int n_in, op_tinfo *out, int n_out) {
+    if (in[0].dtype != ANVIL_DTYPE_FLOAT32 || in[1].shape.rank != 2 || in[3].shape.rank != 2)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: %s takes float32 X and rank-2 W1 and W2; got %s X, W1 of rank %d and "
+                        "W2 of rank %d",
+                        ir_node_label(n), ir_op_name(n->op), anvil_dtype_name(in[0].dtype),
+                        in[1].shape.rank, in[3].shape.rank);
+    op_tinfo first[2] = {in[0], in[1]}, second[2];
+    CORE_TRY(matmul_infer(g, n, first, 2, &second[0], 1));
+    second[0].value = NULL;
+    second[1] = in[3];
+    CORE_TRY(matmul_infer(g, n, second, 2, out, n_out));
+    for (int b = 2; b <= 4 && b < n_in; b += 2) {
+        const ir_shape *bs = &in[b].shape, *w = &in[b - 1].shape;
+        if (!op_has_input(n, b)) continue;
+        if (bs->rank != 1 || (bs->d[0] >= 0 && w->d[1] >= 0 && bs->d[0] != w->d[1]))
+            return core_err(ANVIL_ERR_SHAPE, "%s: bias B%d must be [%lld] (W%d's columns)",
+                            ir_node_label(n), b / 2, (long long)w->d[1], b / 2);
+    }
+    (void)n_in;
+    return ANVIL_OK;
+}
+
+/* y[r, j] += bias[j] over rows of cols floats */
+static void pair_add_cols(float *y, size_t rows, int64_t cols, const float *bias) {
+    for (size_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < cols; j++) y[r * (size_t)cols + (size_t)j] += bias[j];
+}
+
+static anvil_status gemm_pair_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                  op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_out;
+    const pair_params *p = n->params;
+    op_tensor t = *in[0];
+    t.dims[t.rank - 1] = in[1]->dims[1];
+    const size_t nt = op_tensor_numel(&t), cols0 = (size_t)in[1]->dims[1];
+    t.data = malloc((nt ? nt : 1) * sizeof(float));
+    if (!t.data) return ANVIL_ERR_OUT_OF_MEMORY;
+    const op_tensor *first[2] = {in[0], in[1]};
+    op_tensor *tp = &t;
+    anvil_status st = matmul_run(n, first, 2, &tp, 1, ctx);
+    if (st == ANVIL_OK) {
+        if (n_in > 2 && in[2])
+            pair_add_cols(t.data, cols0 ? nt / cols0 : 0, (int64_t)cols0, in[2]->data);
+        pair_first_act(&p->first, t.data, nt);
+        const op_tensor *second[2] = {&t, in[3]};
+        st = matmul_run(n, second, 2, out, 1, ctx);
+    }
+    const int64_t cols1 = in[3]->dims[1];
+    if (st == ANVIL_OK && n_in > 4 && in[4] && cols1)
+        pair_add_cols(out[0]->data, op_tensor_numel(out[0]) / (size_t)cols1, cols1, in[4]->data);
+    free(t.data);
+    return st;
+}
+
+const op_impl op_impl_gemm_pair = {.min_inputs = 4,
+                                   .max_inputs = 5,
+                                   .min_outputs = 1,
+                                   .max_outputs = 1,
+                                   .check = gemm_pair_check,
+                                   .infer = gemm_pair_infer,
+                                   .run = gemm_pair_run};

@@ -36,6 +36,9 @@ typedef struct conv_shape {
 bool conv_shape_of(const kern_node *kn, conv_shape *s);
 /* The same for an anvil.ConvNhwc node (X [n, h, w, c], Y [n, oh, ow, m]). */
 bool conv_shape_of_nhwc(const kern_node *kn, conv_shape *s);
+/* The first conv of an anvil.ConvPair node (X NCHW; Y, the second's output, is checked against
+ * it with W1's output channels). */
+bool conv_shape_of_pair(const kern_node *kn, conv_shape *s);
 
 /* The GEMM kernel for a conv GEMM C[m, n] = A[m, k] B[k, n] on hw (never NULL). */
 const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_hw *hw);

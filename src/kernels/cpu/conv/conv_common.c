@@ -106,6 +106,7 @@ static bool shape_of(const kern_node *kn, conv_shape *s, ir_op op) {
         memcpy(y, y2, sizeof y);
         memcpy(w, wd, sizeof w);
     }
+    if (op == IR_OP_CONV_PAIR) y[1] = w[0]; /* Y is the second conv's; s describes the first */
     int64_t kernel[2], strides[2], dil[2], pads[4];
     const char *auto_pad;
     if (!window_attrs(n, one_d, kernel, strides, dil, pads) ||
@@ -149,6 +150,10 @@ bool conv_shape_of(const kern_node *kn, conv_shape *s) {
 
 bool conv_shape_of_nhwc(const kern_node *kn, conv_shape *s) {
     return shape_of(kn, s, IR_OP_CONV_NHWC);
+}
+
+bool conv_shape_of_pair(const kern_node *kn, conv_shape *s) {
+    return shape_of(kn, s, IR_OP_CONV_PAIR);
 }
 
 /* Conv GEMMs have M = output channels, typically 64..2048 (multiples of 8 and rarely of 14), and
