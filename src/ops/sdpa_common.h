@@ -23,9 +23,10 @@
  * sequence, k sequence] and may broadcast along any dim; k and v must agree on the key sequence.
  * view_q / view_k / view_v (INTS [offset, heads, head size], optional) read that operand as a
  * column range of a rank-3 [batch, sequence, width] tensor (sdpa_params.view). Attributes: scale
- * (FLOAT), fill (FLOAT, the value a masked-out score takes), invert (INT, 0 or 1), causal (INT, 0
- * or 1: s[i, j] = -inf for j > i after the masks, as the ONNX Attention op's is_causal) and the
- * four perms. */
+ * (FLOAT), fill (FLOAT, the value a masked-out score takes), invert (INT, 0 or 1), causal (INT:
+ * 0 none; 1 upper-left aligned, s[i, j] = -inf for j > i after the masks, as the ONNX Attention
+ * op's is_causal; 2 lower-right aligned, s[i, j] = -inf for j > i + sk - sq, the queries being the
+ * last sq of sk positions: is_causal with a past cache) and the four perms. */
 #ifndef ANVIL_OPS_SDPA_COMMON_H
 #define ANVIL_OPS_SDPA_COMMON_H
 
@@ -39,7 +40,7 @@ enum { SDPA_Q, SDPA_K, SDPA_V, SDPA_O, SDPA_MASK = 3, SDPA_KEEP = 4 };
 typedef struct sdpa_params {
     float scale, fill;
     bool invert;       /* keep[...] true marks a score to drop */
-    bool causal;       /* key j > query i is dropped (to -inf), upper-left aligned */
+    int causal;        /* 0 none, 1 upper-left, 2 lower-right aligned (above) */
     float softcap;     /* > 0: s = softcap * tanh(s / softcap) before the masks; 0: none */
     int8_t perm[4][4]; /* [SDPA_Q..SDPA_O][logical dim]: the physical dim */
     /* q, k or v read as a column range of a [batch, sequence, width] tensor (e.g. one
@@ -49,6 +50,12 @@ typedef struct sdpa_params {
     bool viewed[3];
     int64_t view[3][3]; /* offset, heads, head size */
 } sdpa_params;
+
+/* The causal offset of a problem with sq queries and sk keys: where p is causal, key j > query
+ * i + offset is dropped (0 upper-left, sk - sq lower-right). */
+static inline int64_t sdpa_causal_offset(const sdpa_params *p, int64_t sq, int64_t sk) {
+    return p->causal == 2 ? sk - sq : 0;
+}
 
 /* One concrete problem: sizes, and element strides of every operand along its logical dims
  * (0 where it broadcasts). Strides along the head-size dim are strides[3]. */

@@ -401,9 +401,10 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
     ir_graph *g = c->g;
     const ir_node *n = &g->nodes[k];
     if (n->op != IR_OP_ATTENTION || n->n_inputs < 3 || n->fusion) return ANVIL_OK;
-    /* a past cache (both halves, not causal: its alignment then depends on the past length)
-     * becomes Concats the node reads, whose outputs are present_key/present_value; padded
-     * key lengths and the qk output stay with the reference */
+    /* a past cache (both halves) becomes Concats the node reads, whose outputs are
+     * present_key/present_value; is_causal then drops key j > i + past, the Sdpa's lower-right
+     * alignment when the new keys are as many as the queries (offset sk - sq = past); padded key
+     * lengths and the qk output stay with the reference */
     const bool past = n->n_inputs > 5 && n->inputs[4] != IR_NONE && n->inputs[5] != IR_NONE;
     if (n->n_inputs > 6 && n->inputs[6] != IR_NONE) return ANVIL_OK;
     if (n->n_inputs > 4 && !past &&
@@ -413,7 +414,9 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
         if (n->outputs[i] != IR_NONE &&
             (c->uses[n->outputs[i]] > 0 || pass_pinned(c, n->outputs[i])))
             return ANVIL_OK;
-    if (past && (int_attr(n, "is_causal", 0) || g->values[n->inputs[0]].shape.rank != 4))
+    if (past && (g->values[n->inputs[0]].shape.rank != 4 ||
+                 (int_attr(n, "is_causal", 0) &&
+                  !same_dim(&g->values[n->inputs[0]].shape, 2, &g->values[n->inputs[1]].shape, 2))))
         return ANVIL_OK;
     float softcap = 0.0f;
     if (ir_attr_float(n, "softcap", 0.0f, &softcap) != ANVIL_OK || !(softcap >= 0.0f))
@@ -463,7 +466,7 @@ static anvil_status rewrite_onnx(pass_ctx *c, int32_t k) {
     const bool has_scale = ir_node_attr(n, "scale") != NULL;
     if (ir_attr_float(n, "scale", 1.0f, &scale) != ANVIL_OK) return ANVIL_OK;
     if (!has_scale) scale = 1.0f / sqrtf((float)dq);
-    const bool causal = int_attr(n, "is_causal", 0) != 0;
+    const int causal = int_attr(n, "is_causal", 0) ? (past ? 2 : 1) : 0;
 
     /* the node becomes the Sdpa: attributes, inputs, and for rank 3 a Reshape to Y */
     const int n_attrs = 9 + (rank == 3 ? 3 : 0);

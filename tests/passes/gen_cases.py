@@ -466,6 +466,12 @@ def attention_cases(out):
     y, pk, pv = g.op("Attention", ["q", "k", "v", "", "pk", "pv"], outs=3)
     save(out, "attention_onnx_past", g, ins, feeds, [y, pk, pv],
          ["Concat -", "Concat -", "anvil.Sdpa -"], opset=23)
+    # ... and causal (a decoder's step over its cache: the new queries see the whole past and
+    # the new keys up to their own), with as many new keys as queries: lower-right aligned.
+    g = G()
+    y, pk, pv = g.op("Attention", ["q", "k", "v", "", "pk", "pv"], outs=3, is_causal=1)
+    save(out, "attention_onnx_past_causal", g, ins, feeds, [y, pk, pv],
+         ["Concat -", "Concat -", "anvil.Sdpa -"], opset=23)
 
     # Near misses: the scores are also a graph output; a Softmax over another axis.
     # (k's two Transposes left for the MatMul compose into one)

@@ -30,9 +30,9 @@ typedef struct problem {
     int64_t keep_dims[4];
     bool causal; /* keep = j <= i (keep_dims must be [.., sq, sk]) */
     float scale, fill;
-    bool invert;      /* the bool mask marks what to drop */
-    float softcap;    /* 0: none */
-    bool causal_attr; /* the node's causal flag (key j > query i dropped) */
+    bool invert;     /* the bool mask marks what to drop */
+    float softcap;   /* 0: none */
+    int causal_attr; /* the node's causal attribute: 1 upper-left, 2 lower-right aligned */
 } problem;
 
 static void set_dims(int64_t *dst, const int64_t *src, int n) {
@@ -215,6 +215,13 @@ static void test_masks(void **state) {
             c.mask_rank = 4;
             set_dims(c.mask_dims, (int64_t[]){2, 1, 1, 150}, 4);
         }
+        check(&c, expected());
+    }
+    /* lower-right aligned (a past cache): the queries are the last of the keys, over several
+     * blocks, and one query (a decoding step), which keeps every key */
+    for (int i = 0; i < 2; i++) {
+        problem c = base(i ? 1 : 70, 150, 16);
+        c.causal_attr = 2;
         check(&c, expected());
     }
     /* softcap before the masks (Gemma 2), with scores up to 2000 times the cap */

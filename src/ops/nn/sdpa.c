@@ -14,7 +14,14 @@ static anvil_status sdpa_check(ir_graph *g, ir_node *n) {
     CORE_TRY(ir_attr_float(n, "scale", 1.0f, &p->scale));
     CORE_TRY(ir_attr_float(n, "fill", -FLT_MAX, &p->fill));
     CORE_TRY(ir_attr_flag(n, "invert", false, &p->invert));
-    CORE_TRY(ir_attr_flag(n, "causal", false, &p->causal));
+    int64_t causal;
+    CORE_TRY(ir_attr_int(n, "causal", 0, &causal));
+    if (causal < 0 || causal > 2)
+        return core_err(ANVIL_ERR_INVALID_MODEL,
+                        "%s: attribute 'causal' is %lld; it must be 0 (none), 1 (upper-left) or "
+                        "2 (lower-right aligned)",
+                        ir_node_label(n), (long long)causal);
+    p->causal = (int)causal;
     CORE_TRY(ir_attr_float(n, "softcap", 0.0f, &p->softcap));
     if (!(p->softcap >= 0.0f))
         return core_err(ANVIL_ERR_INVALID_MODEL,
@@ -291,6 +298,7 @@ static anvil_status sdpa_run(const ir_node *n, const op_tensor *const *in, int n
     const float *v = (const float *)in[2]->data + g.off[2];
     const float *mask = g.has_mask ? in[SDPA_MASK]->data : NULL;
     const bool *keep = g.has_keep ? in[SDPA_KEEP]->data : NULL;
+    const int64_t coff = sdpa_causal_offset(p, g.sq, g.sk);
     float *o = out[0]->data;
     for (int64_t b = 0; b < g.batch; b++)
         for (int64_t h = 0; h < g.heads; h++)
@@ -309,7 +317,7 @@ static anvil_status sdpa_run(const ir_node *n, const op_tensor *const *in, int n
                         keep[b * g.keep[0] + h * g.keep[1] + i * g.keep[2] + j * g.keep[3]] ==
                             p->invert)
                         acc = p->fill;
-                    if (p->causal && j > i) acc = -INFINITY;
+                    if (p->causal && j > i + coff) acc = -INFINITY;
                     s[j] = acc;
                     if (acc > mx) mx = acc;
                 }

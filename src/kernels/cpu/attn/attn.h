@@ -20,8 +20,9 @@ typedef struct attn_prob {
     const bool *keep;
     float *o;
     float scale, fill;
-    bool invert;   /* keep[...] == invert drops the score */
-    bool causal;   /* key j > query i dropped */
+    bool invert; /* keep[...] == invert drops the score */
+    bool causal; /* key j > query i + coff dropped (sdpa_causal_offset) */
+    int64_t coff;
     float softcap; /* > 0: scores capped by softcap * tanh(s / softcap) before the masks */
     int64_t kb;    /* keys per block: a multiple of the ISA's key tile (attn_isa.key_tile) */
 } attn_prob;

@@ -156,9 +156,10 @@ static void att_masks(const attn_prob *p, int64_t b, int64_t h, int64_t i0, int6
         }
     }
     if (p->causal) {
-        /* key j0 + j drops the queries before it: the row's first (j0 + j - i0) lanes */
+        /* key j0 + j drops the queries i it is past (j0 + j > i + coff): the row's first
+         * (j0 + j - i0 - coff) lanes */
         for (int64_t j = 0; j < nb; j++) {
-            const int64_t drop = j0 + j - i0 < ni ? j0 + j - i0 : ni;
+            const int64_t drop = j0 + j - i0 - p->coff < ni ? j0 + j - i0 - p->coff : ni;
             for (int64_t i = 0; i < drop; i++) st[j * MB + i] = -INFINITY;
         }
     }
@@ -207,8 +208,9 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
     for (int64_t e = 0; e < dvp * MB; e += VW) V_STORE(ot + e, V_SET1(0.0f));
     const float *k = p->k + b * g->k[0] + h / g->group * g->k[1];
     const float *v = p->v + b * g->v[0] + h / g->group * g->v[1];
-    /* causal: the blocks past the last query's key drop everything (the first never does) */
-    const int64_t keys = p->causal && i0 + ni < g->sk ? i0 + ni : g->sk;
+    /* causal: the blocks past the last query's last key drop everything */
+    int64_t keys = p->causal && i0 + ni + p->coff < g->sk ? i0 + ni + p->coff : g->sk;
+    if (keys < 0) keys = 0;
     for (int64_t j0 = 0; j0 < keys; j0 += p->kb) {
         const int64_t nb = g->sk - j0 < p->kb ? g->sk - j0 : p->kb;
         for (int64_t j = 0; j < nb; j += ATT_R) {

@@ -87,7 +87,8 @@ static anvil_status attn_prepare_isa(const kern_node *kn, const attn_isa *isa, v
     s->p.scale = pp->scale;
     s->p.fill = pp->fill;
     s->p.invert = pp->invert;
-    s->p.causal = pp->causal;
+    s->p.causal = pp->causal != 0;
+    s->p.coff = sdpa_causal_offset(pp, s->p.g.sq, s->p.g.sk);
     s->p.softcap = pp->softcap;
     /* whole wide blocks, then narrow ones for the rest: 197 queries (ViT) are 3 blocks of 64
      * and one of 16 instead of a fourth block of 64 with 5 queries in it */
