@@ -255,6 +255,71 @@ anvil_status anvil_session_stats_get(const anvil_session *session, anvil_session
  * opens in Perfetto or chrome://tracing. path: borrowed for the call. */
 anvil_status anvil_session_write_profile(const anvil_session *session, const char *path);
 
+/* ---- training ------------------------------------------------------------------------------
+ * A training session trains a model's float32 initializers: each step runs the forward pass, the
+ * loss, the backward pass (a graph anvil derives from the model, planned and run like a model)
+ * and the optimizer's update. The parameters live in the session; anvil_train_export writes the
+ * model with them. */
+
+typedef struct anvil_train_session anvil_train_session;
+
+typedef enum anvil_loss {
+    ANVIL_LOSS_CROSS_ENTROPY = 0, /* mean softmax cross-entropy: logits [N, C], int64 labels [N] */
+    ANVIL_LOSS_MSE = 1,           /* mean squared error: float labels of the output's shape */
+} anvil_loss;
+
+typedef enum anvil_optimizer {
+    ANVIL_OPTIMIZER_SGD = 0,   /* momentum and Nesterov as PyTorch's SGD; weight decay as L2 */
+    ANVIL_OPTIMIZER_ADAM = 1,  /* PyTorch's Adam (weight decay as L2) */
+    ANVIL_OPTIMIZER_ADAMW = 2, /* PyTorch's AdamW (decoupled weight decay) */
+} anvil_optimizer;
+
+typedef struct anvil_train_config {
+    anvil_loss loss;
+    const char *output; /* the model output the loss reads; NULL: the first */
+    anvil_optimizer optimizer;
+    float lr, momentum, weight_decay;
+    int nesterov;            /* 1: Nesterov momentum (SGD) */
+    float beta1, beta2, eps; /* Adam / AdamW */
+    float clip_norm;         /* > 0: gradients scaled down to this global L2 norm */
+    int accumulate;          /* steps whose gradients are summed before one update (>= 1) */
+    /* trainable initializers by name (borrowed for anvil_train_session_create); n 0: every
+     * float32 initializer of 2 elements or more that the loss depends on */
+    const char *const *trainable;
+    size_t n_trainable;
+    int threads;   /* 0: all cores */
+    int opt_level; /* graph rewrites of the training graph, as anvil_options_set_opt_level (1) */
+} anvil_train_config;
+
+/* SGD, lr 0.01, no momentum or decay; Adam's betas 0.9 and 0.999, eps 1e-8; no clipping;
+ * accumulate 1; cross-entropy on the first output; every trainable; all cores. */
+void anvil_train_config_default(anvil_train_config *c);
+
+/* model borrowed (must outlive the session); c borrowed for the call. Fails naming the node when
+ * an op on the way from a trainable to the loss has no gradient rule. *out owned by the caller. */
+anvil_status anvil_train_session_create(const anvil_model *model, const anvil_train_config *c,
+                                        anvil_train_session **out);
+void anvil_train_session_free(anvil_train_session *ts);
+
+/* One step on a batch: inputs by name as for anvil_session_run (every model input), labels as
+ * the loss wants them. *loss receives the batch's loss; prediction (NULL: not wanted) a new
+ * tensor of the output the loss reads, owned by the caller. A NaN or infinite loss fails with
+ * ANVIL_ERR_RUNTIME naming the step, and leaves the parameters as they were. With
+ * accumulate > 1, the update happens on every accumulate-th step. */
+anvil_status anvil_train_step(anvil_train_session *ts, size_t n_inputs,
+                              const char *const *input_names, const anvil_tensor *const *inputs,
+                              const anvil_tensor *labels, float *loss, anvil_tensor **prediction);
+/* The same without the update (validation). */
+anvil_status anvil_train_eval(anvil_train_session *ts, size_t n_inputs,
+                              const char *const *input_names, const anvil_tensor *const *inputs,
+                              const anvil_tensor *labels, float *loss, anvil_tensor **prediction);
+/* The learning rate of the next updates (schedules set it between steps). */
+void anvil_train_set_lr(anvil_train_session *ts, float lr);
+/* Updates so far. */
+uint64_t anvil_train_updates(const anvil_train_session *ts);
+/* Writes the model with the trained initializers as an ONNX file (path borrowed). */
+anvil_status anvil_train_export(const anvil_train_session *ts, const char *path);
+
 /* ---- tensors ------------------------------------------------------------------------------ */
 
 /* Creates a tensor that owns zeroed storage for rank dims (dims borrowed for the call; rank 0 is a

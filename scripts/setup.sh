@@ -33,6 +33,7 @@ APT_PACKAGES=(
     libcmocka-dev libcjson-dev
     # the tuning database (src/tune)
     libsqlite3-dev
+    zlib1g-dev
     clang clang-format libclang-rt-14-dev
     python3 python3-venv
     libsleef-dev

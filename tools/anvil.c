@@ -15,6 +15,8 @@ static const cli_command commands[] = {
     {"tune", "measure the fastest implementation of each of a model's problems", cli_tune_main,
      cli_tune_usage},
     {"db", "show, export, check, merge or prune the tuning database", cli_db_main, cli_db_usage},
+    {"train", "train a model's weights on .npz data and write the trained model", cli_train_main,
+     cli_train_usage},
     {"sysinfo", "show the CPU, its ISA features and the backends built in", cli_sysinfo_main,
      cli_sysinfo_usage},
 };

@@ -36,6 +36,8 @@ int cli_db_main(int argc, char **argv);
 void cli_db_usage(FILE *f);
 int cli_tune_main(int argc, char **argv);
 void cli_tune_usage(FILE *f);
+int cli_train_main(int argc, char **argv);
+void cli_train_usage(FILE *f);
 int cli_sysinfo_main(int argc, char **argv);
 void cli_sysinfo_usage(FILE *f);
 

@@ -35,6 +35,14 @@ void api_model_meta_get(const anvil_model *m, api_model_meta *out);
  * fail with INVALID_ARGUMENT naming the file and the problem; sizes are checked against the file.
  */
 anvil_status npy_read(const char *path, anvil_tensor **out);
+/* The same from n bytes in memory (borrowed); what names them in messages. */
+anvil_status npy_read_mem(const void *buf, size_t n, const char *what, anvil_tensor **out);
+/* .npz archives (numpy.savez / savez_compressed: a zip of .npy files, stored or deflated, zip64
+ * entries included): every array, named by its entry without ".npy". *names and *arrays are new
+ * arrays of *count entries, each name and tensor owned by the caller (npz_free frees them all).
+ * A corrupt archive fails with INVALID_ARGUMENT saying what is wrong. */
+anvil_status npz_read(const char *path, char ***names, anvil_tensor ***arrays, size_t *count);
+void npz_free(char **names, anvil_tensor **arrays, size_t count);
 /* npy_write: writes t (borrowed) to path (created or truncated). */
 anvil_status npy_write(const char *path, const anvil_tensor *t);
 

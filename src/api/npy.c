@@ -211,12 +211,8 @@ static uint32_t npy_le32(const unsigned char *b) {
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
-static anvil_status npy_read_file(FILE *f, const char *path, anvil_tensor **out) {
+static anvil_status npy_read_file(FILE *f, size_t file_size, const char *path, anvil_tensor **out) {
     npy_scan s = {.path = path};
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-        return core_err(ANVIL_ERR_IO, "'%s': not a regular file", path);
-    size_t file_size = (size_t)st.st_size;
 
     unsigned char pre[12];
     if (fread(pre, 1, 10, f) != 10) return npy_bad(&s, "file is shorter than the .npy preamble");
@@ -280,7 +276,19 @@ anvil_status npy_read(const char *path, anvil_tensor **out) {
     if (!f)
         return core_err(ANVIL_ERR_IO, "cannot open '%s': %s; check the path", path,
                         strerror(errno));
-    anvil_status s = npy_read_file(f, path, out);
+    struct stat st;
+    anvil_status s = fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)
+                         ? core_err(ANVIL_ERR_IO, "'%s': not a regular file", path)
+                         : npy_read_file(f, (size_t)st.st_size, path, out);
+    fclose(f);
+    return s;
+}
+
+anvil_status npy_read_mem(const void *buf, size_t n, const char *what, anvil_tensor **out) {
+    if (n == 0) return core_err(ANVIL_ERR_INVALID_ARGUMENT, "'%s': empty .npy data", what);
+    FILE *f = fmemopen((void *)buf, n, "rb");
+    if (!f) return ANVIL_ERR_OUT_OF_MEMORY;
+    anvil_status s = npy_read_file(f, n, what, out);
     fclose(f);
     return s;
 }

@@ -1,0 +1,394 @@
+/* Training sessions (anvil.h): the training graph (autodiff) for each batch shape met, planned
+ * as a session of its own, the parameters and the optimizer's state, and the update after each
+ * step.
+ *
+ * The parameters are the graph's inputs, bound to the session's own buffers, so a step reads the
+ * current weights without a copy and a plan never folds them. The gradients come back as the
+ * graph's outputs; the update runs here, one fused loop per parameter (PyTorch's formulas, so
+ * that the same model on the same batches ends with the same weights). */
+#include "api.h"
+
+#include "autodiff/autodiff.h"
+#include "onnx/onnx.h"
+#include "runtime/runtime.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRAIN_MAX_GRAPHS 4
+
+typedef struct train_graph {
+    ir_shape *shapes; /* [n model inputs]: the batch shapes this graph was built for */
+    ad_graph *ag;
+    rt_session *rt;
+    anvil_tensor **params; /* [n_params]: wrappers of the session's parameter buffers */
+} train_graph;
+
+struct anvil_train_session {
+    const anvil_model *model;
+    const ir_graph *fwd;
+    anvil_train_config cfg;
+    char **trainable; /* copies of cfg.trainable */
+    int n_params;
+    char **names;   /* [n_params], owned */
+    size_t *numel;  /* [n_params] */
+    float **p;      /* the parameters */
+    float **m, **v; /* Adam's moments, or m: SGD's momentum buffer */
+    float **acc;    /* summed gradients while accumulating (accumulate > 1) */
+    uint64_t updates, steps, micro;
+    bool momentum_started;
+    train_graph graphs[TRAIN_MAX_GRAPHS];
+    int n_graphs;
+};
+
+void anvil_train_config_default(anvil_train_config *c) {
+    memset(c, 0, sizeof *c);
+    c->loss = ANVIL_LOSS_CROSS_ENTROPY;
+    c->optimizer = ANVIL_OPTIMIZER_SGD;
+    c->lr = 0.01f;
+    c->beta1 = 0.9f;
+    c->beta2 = 0.999f;
+    c->eps = 1e-8f;
+    c->accumulate = 1;
+    c->opt_level = 1;
+}
+
+static float *buffer(size_t n) {
+    float *b = core_aligned_alloc(64, (n ? n : 1) * sizeof(float));
+    if (b) memset(b, 0, (n ? n : 1) * sizeof(float));
+    return b;
+}
+
+static void free_graph(train_graph *tg, int n_params) {
+    rt_session_free(tg->rt);
+    for (int i = 0; tg->params && i < n_params; i++) anvil_tensor_free(tg->params[i]);
+    free(tg->params);
+    ad_graph_free(tg->ag);
+    free(tg->shapes);
+    memset(tg, 0, sizeof *tg);
+}
+
+void anvil_train_session_free(anvil_train_session *ts) {
+    if (!ts) return;
+    for (int k = 0; k < ts->n_graphs; k++) free_graph(&ts->graphs[k], ts->n_params);
+    for (int i = 0; i < ts->n_params; i++) {
+        free(ts->names[i]);
+        free(ts->p[i]);
+        if (ts->m) free(ts->m[i]);
+        if (ts->v) free(ts->v[i]);
+        if (ts->acc) free(ts->acc[i]);
+    }
+    free(ts->names);
+    free(ts->numel);
+    free(ts->p);
+    free(ts->m);
+    free(ts->v);
+    free(ts->acc);
+    for (size_t i = 0; ts->trainable && i < ts->cfg.n_trainable; i++) free(ts->trainable[i]);
+    free(ts->trainable);
+    free(ts);
+}
+
+/* The parameters and the optimizer's state, from the first graph built. */
+static anvil_status init_params(anvil_train_session *ts, const ad_graph *ag) {
+    const int n = ag->n_params;
+    ts->names = core_calloc((size_t)n, sizeof *ts->names);
+    ts->numel = core_calloc((size_t)n, sizeof *ts->numel);
+    ts->p = core_calloc((size_t)n, sizeof *ts->p);
+    const bool adam = ts->cfg.optimizer != ANVIL_OPTIMIZER_SGD;
+    if (adam || ts->cfg.momentum != 0.0f) ts->m = core_calloc((size_t)n, sizeof *ts->m);
+    if (adam) ts->v = core_calloc((size_t)n, sizeof *ts->v);
+    if (ts->cfg.accumulate > 1) ts->acc = core_calloc((size_t)n, sizeof *ts->acc);
+    if (!ts->names || !ts->numel || !ts->p || ((adam || ts->cfg.momentum != 0.0f) && !ts->m) ||
+        (adam && !ts->v) || (ts->cfg.accumulate > 1 && !ts->acc))
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    ts->n_params = n;
+    for (int i = 0; i < n; i++) {
+        ts->numel[i] = ag->param_numel[i];
+        ts->names[i] = core_strdup(ag->param_names[i]);
+        ts->p[i] = buffer(ts->numel[i]);
+        if (ts->m) ts->m[i] = buffer(ts->numel[i]);
+        if (ts->v) ts->v[i] = buffer(ts->numel[i]);
+        if (ts->acc) ts->acc[i] = buffer(ts->numel[i]);
+        if (!ts->names[i] || !ts->p[i] || (ts->m && !ts->m[i]) || (ts->v && !ts->v[i]) ||
+            (ts->acc && !ts->acc[i]))
+            return ANVIL_ERR_OUT_OF_MEMORY;
+        memcpy(ts->p[i], ag->param_init[i], ts->numel[i] * sizeof(float));
+    }
+    return ANVIL_OK;
+}
+
+anvil_status anvil_train_session_create(const anvil_model *model, const anvil_train_config *c,
+                                        anvil_train_session **out) {
+    API_CHECK(model && c && out, "anvil_train_session_create: model, config and out are required");
+    *out = NULL;
+    API_CHECK(c->lr >= 0.0f && isfinite(c->lr), "learning rate %g: it must be a finite number >= 0",
+              (double)c->lr);
+    API_CHECK(c->accumulate >= 1, "accumulate is %d; it must be >= 1", c->accumulate);
+    API_CHECK(c->threads >= 0 && c->threads <= 1024, "thread count %d is out of range", c->threads);
+    API_CHECK(c->loss == ANVIL_LOSS_CROSS_ENTROPY || c->loss == ANVIL_LOSS_MSE, "unknown loss %d",
+              (int)c->loss);
+    API_CHECK(c->optimizer >= ANVIL_OPTIMIZER_SGD && c->optimizer <= ANVIL_OPTIMIZER_ADAMW,
+              "unknown optimizer %d", (int)c->optimizer);
+    anvil_train_session *ts = core_calloc(1, sizeof *ts);
+    if (!ts) return ANVIL_ERR_OUT_OF_MEMORY;
+    ts->model = model;
+    ts->fwd = api_model_graph(model);
+    ts->cfg = *c;
+    ts->cfg.output = NULL;
+    ts->cfg.trainable = NULL;
+    if (c->n_trainable) {
+        ts->trainable = core_calloc(c->n_trainable, sizeof *ts->trainable);
+        if (!ts->trainable) {
+            free(ts);
+            return ANVIL_ERR_OUT_OF_MEMORY;
+        }
+        for (size_t i = 0; i < c->n_trainable; i++)
+            if (!(ts->trainable[i] = core_strdup(c->trainable[i]))) {
+                anvil_train_session_free(ts);
+                return ANVIL_ERR_OUT_OF_MEMORY;
+            }
+    }
+    if (c->output && !(ts->cfg.output = core_strdup(c->output))) {
+        anvil_train_session_free(ts);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    *out = ts;
+    return ANVIL_OK;
+}
+
+/* The graph for these input shapes: found, or built (and the parameters set up on the first). */
+static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, train_graph **out) {
+    const ir_graph *f = ts->fwd;
+    for (int k = 0; k < ts->n_graphs; k++) {
+        bool same = true;
+        for (int i = 0; i < f->n_inputs && same; i++)
+            same = ir_shape_equal(&ts->graphs[k].shapes[i], &shapes[i]);
+        if (same) {
+            *out = &ts->graphs[k];
+            return ANVIL_OK;
+        }
+    }
+    if (ts->n_graphs == TRAIN_MAX_GRAPHS) {
+        free_graph(&ts->graphs[0], ts->n_params);
+        memmove(&ts->graphs[0], &ts->graphs[1], sizeof ts->graphs[0] * (TRAIN_MAX_GRAPHS - 1));
+        ts->n_graphs--;
+        memset(&ts->graphs[ts->n_graphs], 0, sizeof ts->graphs[0]);
+    }
+    train_graph *tg = &ts->graphs[ts->n_graphs];
+    tg->shapes = core_calloc((size_t)f->n_inputs + 1, sizeof *tg->shapes);
+    if (!tg->shapes) return ANVIL_ERR_OUT_OF_MEMORY;
+    memcpy(tg->shapes, shapes, (size_t)f->n_inputs * sizeof *shapes);
+    const ad_spec spec = {.loss =
+                              ts->cfg.loss == ANVIL_LOSS_MSE ? AD_LOSS_MSE : AD_LOSS_CROSS_ENTROPY,
+                          .output = ts->cfg.output,
+                          .n_inputs = f->n_inputs,
+                          .input_shapes = shapes,
+                          .trainable = (const char *const *)ts->trainable,
+                          .n_trainable = (int)ts->cfg.n_trainable};
+    anvil_status st = ad_build(f, &spec, &tg->ag);
+    if (st == ANVIL_OK && ts->n_params == 0) st = init_params(ts, tg->ag);
+    if (st == ANVIL_OK && tg->ag->n_params != ts->n_params)
+        st = core_err(ANVIL_ERR_INTERNAL, "batch shapes changed the trainable set");
+    if (st == ANVIL_OK) {
+        tg->params = core_calloc((size_t)ts->n_params + 1, sizeof *tg->params);
+        if (!tg->params) st = ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    for (int i = 0; st == ANVIL_OK && i < ts->n_params; i++) {
+        const ir_value *pv = &tg->ag->g->values[tg->ag->params[i]];
+        st = anvil_tensor_wrap(ANVIL_DTYPE_FLOAT32, pv->shape.rank, pv->shape.d, ts->p[i],
+                               &tg->params[i]);
+    }
+    if (st == ANVIL_OK) {
+        rt_session_config cfg = {.threads = ts->cfg.threads, .opt_level = ts->cfg.opt_level};
+        if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
+        st = rt_session_create(tg->ag->g, &cfg, &tg->rt);
+    }
+    if (st != ANVIL_OK) {
+        free_graph(tg, ts->n_params);
+        return st;
+    }
+    ts->n_graphs++;
+    *out = tg;
+    return ANVIL_OK;
+}
+
+/* ---- the update ------------------------------------------------------------------------------ */
+
+static double grad_norm(anvil_train_session *ts, float *const *g) {
+    double s = 0;
+    for (int i = 0; i < ts->n_params; i++)
+        for (size_t j = 0; j < ts->numel[i]; j++) s += (double)g[i][j] * g[i][j];
+    return sqrt(s);
+}
+
+static void update(anvil_train_session *ts, float *const *g) {
+    const anvil_train_config *c = &ts->cfg;
+    float scale = 1.0f;
+    if (c->clip_norm > 0.0f) {
+        const double norm = grad_norm(ts, g);
+        if (norm > c->clip_norm) scale = (float)(c->clip_norm / (norm + 1e-6));
+    }
+    ts->updates++;
+    const float lr = c->lr, wd = c->weight_decay, mu = c->momentum;
+    const float b1 = c->beta1, b2 = c->beta2, eps = c->eps;
+    const float bc1 = 1.0f - powf(b1, (float)ts->updates),
+                bc2 = 1.0f - powf(b2, (float)ts->updates);
+    for (int i = 0; i < ts->n_params; i++) {
+        float *restrict p = ts->p[i];
+        const float *restrict gi = g[i];
+        const size_t n = ts->numel[i];
+        if (c->optimizer == ANVIL_OPTIMIZER_SGD) {
+            float *restrict buf = ts->m ? ts->m[i] : NULL;
+            for (size_t j = 0; j < n; j++) {
+                float d = gi[j] * scale + wd * p[j];
+                if (buf) {
+                    buf[j] = ts->momentum_started ? mu * buf[j] + d : d;
+                    d = c->nesterov ? d + mu * buf[j] : buf[j];
+                }
+                p[j] -= lr * d;
+            }
+            continue;
+        }
+        float *restrict m = ts->m[i], *restrict v = ts->v[i];
+        const bool decoupled = c->optimizer == ANVIL_OPTIMIZER_ADAMW;
+        for (size_t j = 0; j < n; j++) {
+            float d = gi[j] * scale;
+            if (decoupled)
+                p[j] *= 1.0f - lr * wd;
+            else
+                d += wd * p[j];
+            m[j] = b1 * m[j] + (1.0f - b1) * d;
+            v[j] = b2 * v[j] + (1.0f - b2) * d * d;
+            p[j] -= lr * (m[j] / bc1) / (sqrtf(v[j] / bc2) + eps);
+        }
+    }
+    ts->momentum_started = true;
+}
+
+/* ---- steps ---------------------------------------------------------------------------------- */
+
+static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *const *names,
+                        const anvil_tensor *const *inputs, const anvil_tensor *labels, bool train,
+                        float *loss, anvil_tensor **prediction) {
+    API_CHECK(ts && (n_inputs == 0 || (names && inputs)) && labels && loss,
+              "anvil_train_step: session, inputs, labels and loss are required");
+    const ir_graph *f = ts->fwd;
+    API_CHECK(n_inputs == (size_t)f->n_inputs, "the model has %d inputs; %zu given", f->n_inputs,
+              n_inputs);
+    const anvil_tensor *bound[64];
+    ir_shape shapes[64];
+    API_CHECK(f->n_inputs < 64, "too many model inputs");
+    for (int i = 0; i < f->n_inputs; i++) {
+        const char *want = f->values[f->inputs[i]].name;
+        bound[i] = NULL;
+        for (size_t j = 0; j < n_inputs && !bound[i]; j++)
+            if (names[j] && !strcmp(names[j], want)) bound[i] = inputs[j];
+        API_CHECK(bound[i], "no tensor given for model input '%s'", want);
+        ir_shape_set(&shapes[i], bound[i]->rank, bound[i]->dims);
+    }
+    train_graph *tg;
+    CORE_TRY(graph_for(ts, shapes, &tg));
+    const ad_graph *ag = tg->ag;
+    const ir_value *lv = &ag->g->values[ag->labels];
+    ir_shape ls;
+    ir_shape_set(&ls, labels->rank, labels->dims);
+    if (labels->dtype != lv->dtype || !ir_shape_equal(&ls, &lv->shape)) {
+        char want[96], got[96];
+        return core_err(
+            ANVIL_ERR_INVALID_ARGUMENT, "labels are %s %s; the %s loss wants %s %s for this batch",
+            anvil_dtype_name(labels->dtype), ir_shape_str(NULL, &ls, got, sizeof got),
+            ts->cfg.loss == ANVIL_LOSS_MSE ? "mse" : "cross-entropy", anvil_dtype_name(lv->dtype),
+            ir_shape_str(NULL, &lv->shape, want, sizeof want));
+    }
+    const int n_in = ag->g->n_inputs, n_out = ag->g->n_outputs;
+    const anvil_tensor **ins = core_calloc((size_t)n_in, sizeof *ins);
+    anvil_tensor **outs = core_calloc((size_t)n_out, sizeof *outs);
+    bool *want = core_calloc((size_t)n_out, sizeof *want);
+    anvil_status st = ins && outs && want ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
+    if (st == ANVIL_OK) {
+        for (int i = 0; i < f->n_inputs; i++) ins[i] = bound[i];
+        ins[f->n_inputs] = labels;
+        for (int i = 0; i < ts->n_params; i++) ins[f->n_inputs + 1 + i] = tg->params[i];
+        for (int j = 0; j < n_out; j++) want[j] = train || j < 2;
+        st = rt_session_run(tg->rt, ins, want, outs);
+    }
+    if (st == ANVIL_OK) {
+        ts->steps += train;
+        *loss = *(const float *)outs[0]->data;
+        if (!isfinite(*loss))
+            st = core_err(ANVIL_ERR_RUNTIME,
+                          "step %llu: the loss is %s; the parameters were left as they were after "
+                          "the step before (lower the learning rate, or clip the gradients)",
+                          (unsigned long long)ts->steps, isnan(*loss) ? "NaN" : "infinite");
+    }
+    if (st == ANVIL_OK && train) {
+        float **g = core_calloc((size_t)ts->n_params + 1, sizeof *g);
+        if (!g) st = ANVIL_ERR_OUT_OF_MEMORY;
+        for (int i = 0; st == ANVIL_OK && i < ts->n_params; i++) g[i] = outs[2 + i]->data;
+        if (st == ANVIL_OK && ts->acc) {
+            for (int i = 0; i < ts->n_params; i++)
+                for (size_t j = 0; j < ts->numel[i]; j++) ts->acc[i][j] += g[i][j];
+            if (++ts->micro == (uint64_t)ts->cfg.accumulate) {
+                update(ts, ts->acc);
+                for (int i = 0; i < ts->n_params; i++)
+                    memset(ts->acc[i], 0, ts->numel[i] * sizeof(float));
+                ts->micro = 0;
+            }
+        } else if (st == ANVIL_OK) {
+            update(ts, g);
+        }
+        free(g);
+    }
+    if (st == ANVIL_OK && prediction) {
+        *prediction = outs[1];
+        outs[1] = NULL;
+    }
+    for (int j = 0; outs && j < n_out; j++) anvil_tensor_free(outs[j]);
+    free(ins);
+    free(outs);
+    free(want);
+    return st;
+}
+
+anvil_status anvil_train_step(anvil_train_session *ts, size_t n_inputs,
+                              const char *const *input_names, const anvil_tensor *const *inputs,
+                              const anvil_tensor *labels, float *loss, anvil_tensor **prediction) {
+    return run(ts, n_inputs, input_names, inputs, labels, true, loss, prediction);
+}
+
+anvil_status anvil_train_eval(anvil_train_session *ts, size_t n_inputs,
+                              const char *const *input_names, const anvil_tensor *const *inputs,
+                              const anvil_tensor *labels, float *loss, anvil_tensor **prediction) {
+    return run(ts, n_inputs, input_names, inputs, labels, false, loss, prediction);
+}
+
+void anvil_train_set_lr(anvil_train_session *ts, float lr) {
+    if (ts && lr >= 0.0f && isfinite(lr)) ts->cfg.lr = lr;
+}
+
+uint64_t anvil_train_updates(const anvil_train_session *ts) {
+    return ts ? ts->updates : 0;
+}
+
+anvil_status anvil_train_export(const anvil_train_session *ts, const char *path) {
+    API_CHECK(ts && path, "anvil_train_export: session and path are required");
+    API_CHECK(ts->n_params > 0, "anvil_train_export: nothing trained yet (run a step first)");
+    ir_graph *g;
+    CORE_TRY(ir_graph_clone(ts->fwd, &g));
+    anvil_status st = ANVIL_OK;
+    for (int i = 0; i < ts->n_params && st == ANVIL_OK; i++) {
+        const ir_vid v = ir_graph_find_value(g, ts->names[i]);
+        if (v == IR_NONE) {
+            st = core_err(ANVIL_ERR_INTERNAL, "parameter '%s' is not in the model", ts->names[i]);
+            break;
+        }
+        g->values[v].data = ts->p[i];
+        g->values[v].data_bytes = ts->numel[i] * sizeof(float);
+    }
+    if (st == ANVIL_OK) st = onnx_graph_write(g, path);
+    ir_graph_free(g);
+    return st;
+}

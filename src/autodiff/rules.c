@@ -1,0 +1,455 @@
+/* The gradient rules: for a forward node and the gradients of its outputs, the nodes that compute
+ * the gradients of its inputs (only of the inputs that depend on a parameter: c->need). Every
+ * rule reads shapes from the graph, which are static (ad_build). */
+#include "ad_impl.h"
+
+#include "ops/nn_common.h"
+
+#include <string.h>
+
+typedef struct rule_io {
+    ir_node n; /* a copy: adding nodes moves the graph's node array */
+    ir_vid x[8], y, dy;
+    int n_x;
+} rule_io;
+
+static bool needs(const ad_ctx *c, const rule_io *r, int i) {
+    return i < r->n_x && r->x[i] != IR_NONE && c->need[r->x[i]];
+}
+
+static const ir_shape *shape_of(const ad_ctx *c, ir_vid v) {
+    return &c->g->values[v].shape;
+}
+
+static anvil_status unsupported(const ir_node *n, const char *why) {
+    return core_err(ANVIL_ERR_UNSUPPORTED,
+                    "%s: no gradient rule%s%s; anvil cannot train through this node (make the "
+                    "weights before it constants, or change the op)",
+                    ir_node_label(n), why ? " for " : "", why ? why : "");
+}
+
+static anvil_status node1(ad_ctx *c, ir_op op, ir_vid a, ir_vid b, ir_vid *out) {
+    const ir_vid ins[2] = {a, b};
+    return ad_node(c, op, ins, b == IR_NONE ? 1 : 2, NULL, 0, out);
+}
+
+/* a with its last two dims swapped */
+static anvil_status swap_last2(ad_ctx *c, ir_vid a, ir_vid *out) {
+    const int r = shape_of(c, a)->rank;
+    int64_t perm[IR_MAX_RANK];
+    for (int i = 0; i < r; i++) perm[i] = i;
+    perm[r - 1] = r - 2;
+    perm[r - 2] = r - 1;
+    const ir_attr at = ad_ints(c, "perm", perm, r);
+    return ad_node(c, IR_OP_TRANSPOSE, &a, 1, &at, 1, out);
+}
+
+static anvil_status reshape_to(ad_ctx *c, ir_vid a, int rank, const int64_t *dims, ir_vid *out) {
+    ir_vid s;
+    CORE_TRY(ad_const_i64(c, rank, dims, &s));
+    return node1(c, IR_OP_RESHAPE, a, s, out);
+}
+
+static anvil_status gemm_node(ad_ctx *c, ir_vid a, ir_vid b, bool ta, bool tb, float alpha,
+                              ir_vid *out) {
+    const ir_attr at[3] = {{.name = "transA", .type = IR_ATTR_INT, .i = ta},
+                           {.name = "transB", .type = IR_ATTR_INT, .i = tb},
+                           {.name = "alpha", .type = IR_ATTR_FLOAT, .f = alpha}};
+    return ad_node(c, IR_OP_GEMM, (ir_vid[]){a, b}, 2, at, 3, out);
+}
+
+/* ---- linear algebra ------------------------------------------------------------------------- */
+
+static anvil_status rule_matmul(ad_ctx *c, const rule_io *r) {
+    const ir_vid a = r->x[0], b = r->x[1];
+    const ir_shape *as = shape_of(c, a), *bs = shape_of(c, b);
+    if (as->rank < 2 || bs->rank < 2) return unsupported(&r->n, "a rank-1 operand");
+    if (needs(c, r, 0)) {
+        ir_vid bt, da;
+        CORE_TRY(swap_last2(c, b, &bt));
+        CORE_TRY(node1(c, IR_OP_MATMUL, r->dy, bt, &da));
+        CORE_TRY(ad_reduce_to(c, da, a, &da));
+        CORE_TRY(ad_accumulate(c, a, da));
+    }
+    if (needs(c, r, 1)) {
+        ir_vid db;
+        if (bs->rank == 2) {
+            /* a Linear layer: every row of A against every row of dY, one GEMM */
+            const int64_t k = as->d[as->rank - 1], n = bs->d[1];
+            ir_vid a2, dy2;
+            CORE_TRY(reshape_to(c, a, 2, (int64_t[]){-1, k}, &a2));
+            CORE_TRY(reshape_to(c, r->dy, 2, (int64_t[]){-1, n}, &dy2));
+            CORE_TRY(gemm_node(c, a2, dy2, true, false, 1.0f, &db));
+        } else {
+            ir_vid at;
+            CORE_TRY(swap_last2(c, a, &at));
+            CORE_TRY(node1(c, IR_OP_MATMUL, at, r->dy, &db));
+            CORE_TRY(ad_reduce_to(c, db, b, &db));
+        }
+        CORE_TRY(ad_accumulate(c, b, db));
+    }
+    return ANVIL_OK;
+}
+
+static anvil_status rule_gemm(ad_ctx *c, const rule_io *r) {
+    int64_t ta = 0, tb = 0;
+    float alpha = 1.0f, beta = 1.0f;
+    CORE_TRY(ir_attr_int(&r->n, "transA", 0, &ta));
+    CORE_TRY(ir_attr_int(&r->n, "transB", 0, &tb));
+    CORE_TRY(ir_attr_float(&r->n, "alpha", 1.0f, &alpha));
+    CORE_TRY(ir_attr_float(&r->n, "beta", 1.0f, &beta));
+    const ir_vid a = r->x[0], b = r->x[1], dy = r->dy;
+    if (needs(c, r, 0)) {
+        ir_vid da;
+        if (!ta)
+            CORE_TRY(gemm_node(c, dy, b, false, !tb, alpha, &da));
+        else
+            CORE_TRY(gemm_node(c, b, dy, tb, true, alpha, &da));
+        CORE_TRY(ad_accumulate(c, a, da));
+    }
+    if (needs(c, r, 1)) {
+        ir_vid db;
+        if (!tb)
+            CORE_TRY(gemm_node(c, a, dy, !ta, false, alpha, &db));
+        else
+            CORE_TRY(gemm_node(c, dy, a, true, ta, alpha, &db));
+        CORE_TRY(ad_accumulate(c, b, db));
+    }
+    if (needs(c, r, 2)) {
+        ir_vid dc = dy;
+        if (beta != 1.0f) {
+            ir_vid s;
+            CORE_TRY(ad_const_f32(c, 0, NULL, &beta, &s));
+            CORE_TRY(node1(c, IR_OP_MUL, dy, s, &dc));
+        }
+        CORE_TRY(ad_reduce_to(c, dc, r->x[2], &dc));
+        CORE_TRY(ad_accumulate(c, r->x[2], dc));
+    }
+    return ANVIL_OK;
+}
+
+/* ---- elementwise ------------------------------------------------------------------------------
+ */
+
+/* dx = reduce_to(g, x) added to x's gradient */
+static anvil_status give(ad_ctx *c, ir_vid x, ir_vid g) {
+    ir_vid r;
+    CORE_TRY(ad_reduce_to(c, g, x, &r));
+    return ad_accumulate(c, x, r);
+}
+
+static anvil_status rule_binary(ad_ctx *c, const rule_io *r) {
+    const ir_vid a = r->x[0], b = r->x[1], dy = r->dy;
+    ir_vid t, u;
+    switch (r->n.op) {
+    case IR_OP_ADD:
+        if (needs(c, r, 0)) CORE_TRY(give(c, a, dy));
+        if (needs(c, r, 1)) CORE_TRY(give(c, b, dy));
+        return ANVIL_OK;
+    case IR_OP_SUB:
+        if (needs(c, r, 0)) CORE_TRY(give(c, a, dy));
+        if (needs(c, r, 1)) {
+            CORE_TRY(node1(c, IR_OP_NEG, dy, IR_NONE, &t));
+            CORE_TRY(give(c, b, t));
+        }
+        return ANVIL_OK;
+    case IR_OP_MUL:
+        if (needs(c, r, 0)) {
+            CORE_TRY(node1(c, IR_OP_MUL, dy, b, &t));
+            CORE_TRY(give(c, a, t));
+        }
+        if (needs(c, r, 1)) {
+            CORE_TRY(node1(c, IR_OP_MUL, dy, a, &t));
+            CORE_TRY(give(c, b, t));
+        }
+        return ANVIL_OK;
+    case IR_OP_DIV:
+        if (needs(c, r, 0)) {
+            CORE_TRY(node1(c, IR_OP_DIV, dy, b, &t));
+            CORE_TRY(give(c, a, t));
+        }
+        if (needs(c, r, 1)) {
+            /* d(a/b)/db = -a/b^2 = -y/b */
+            CORE_TRY(node1(c, IR_OP_DIV, r->y, b, &t));
+            CORE_TRY(node1(c, IR_OP_MUL, dy, t, &u));
+            CORE_TRY(node1(c, IR_OP_NEG, u, IR_NONE, &t));
+            CORE_TRY(give(c, b, t));
+        }
+        return ANVIL_OK;
+    default:
+        return unsupported(&r->n, NULL);
+    }
+}
+
+static anvil_status rule_unary(ad_ctx *c, const rule_io *r) {
+    const ir_vid x = r->x[0], y = r->y, dy = r->dy;
+    ir_vid t, u;
+    switch (r->n.op) {
+    case IR_OP_NEG:
+        CORE_TRY(node1(c, IR_OP_NEG, dy, IR_NONE, &t));
+        break;
+    case IR_OP_EXP:
+        CORE_TRY(node1(c, IR_OP_MUL, dy, y, &t));
+        break;
+    case IR_OP_LOG:
+        CORE_TRY(node1(c, IR_OP_DIV, dy, x, &t));
+        break;
+    case IR_OP_SQRT: {
+        ir_vid half;
+        CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){0.5f}, &half));
+        CORE_TRY(node1(c, IR_OP_DIV, dy, y, &u));
+        CORE_TRY(node1(c, IR_OP_MUL, u, half, &t));
+        break;
+    }
+    case IR_OP_IDENTITY:
+    case IR_OP_DROPOUT:
+        t = dy;
+        break;
+    default:
+        return unsupported(&r->n, NULL);
+    }
+    return ad_accumulate(c, x, t);
+}
+
+/* Activations: anvil.ActGrad(dY, X) with the activation as an ir_fusion spells it. */
+static anvil_status rule_act(ad_ctx *c, const rule_io *r) {
+    ir_fusion f = {.bias = -1, .residual = -1, .lo = -INFINITY, .hi = INFINITY};
+    switch (r->n.op) {
+    case IR_OP_RELU:
+        f.act = IR_ACT_RELU;
+        break;
+    case IR_OP_SIGMOID:
+        f.act = IR_ACT_SIGMOID;
+        break;
+    case IR_OP_TANH:
+        f.act = IR_ACT_TANH;
+        break;
+    case IR_OP_LEAKYRELU:
+        f.act = IR_ACT_LEAKY_RELU;
+        CORE_TRY(ir_attr_float(&r->n, "alpha", 0.01f, &f.alpha));
+        break;
+    case IR_OP_HARDSIGMOID:
+        f.act = IR_ACT_HARD_SIGMOID;
+        CORE_TRY(ir_attr_float(&r->n, "alpha", 0.2f, &f.alpha));
+        CORE_TRY(ir_attr_float(&r->n, "beta", 0.5f, &f.beta));
+        break;
+    case IR_OP_HARDSWISH:
+        f.act = IR_ACT_HARD_SWISH;
+        break;
+    case IR_OP_GELU: {
+        const char *approx;
+        CORE_TRY(ir_attr_string(&r->n, "approximate", "none", &approx));
+        f.act = strcmp(approx, "tanh") ? IR_ACT_GELU_ERF : IR_ACT_GELU_TANH;
+        break;
+    }
+    default:
+        return unsupported(&r->n, NULL);
+    }
+    const char *name = ir_act_name(f.act);
+    const ir_attr at[5] = {
+        {.name = "act", .type = IR_ATTR_STRING, .s = name, .s_len = strlen(name)},
+        {.name = "alpha", .type = IR_ATTR_FLOAT, .f = f.alpha},
+        {.name = "beta", .type = IR_ATTR_FLOAT, .f = f.beta},
+        {.name = "lo", .type = IR_ATTR_FLOAT, .f = f.lo},
+        {.name = "hi", .type = IR_ATTR_FLOAT, .f = f.hi}};
+    ir_vid t;
+    CORE_TRY(ad_node(c, IR_OP_ACT_GRAD, (ir_vid[]){r->dy, r->x[0]}, 2, at, 5, &t));
+    return ad_accumulate(c, r->x[0], t);
+}
+
+/* Softmax / LogSoftmax over one axis (opset >= 13). */
+static anvil_status rule_softmax(ad_ctx *c, const rule_io *r) {
+    int64_t axis = -1;
+    CORE_TRY(ir_attr_int(&r->n, "axis", -1, &axis));
+    if (r->n.opset < 13) return unsupported(&r->n, "opset < 13 (a flattened softmax)");
+    ir_vid ax, s, t, u;
+    CORE_TRY(ad_const_i64(c, 1, &axis, &ax));
+    const ir_attr keep = {.name = "keepdims", .type = IR_ATTR_INT, .i = 1};
+    if (r->n.op == IR_OP_SOFTMAX) {
+        /* dx = y * (dy - sum(dy * y)) */
+        CORE_TRY(node1(c, IR_OP_MUL, r->dy, r->y, &t));
+        CORE_TRY(ad_node(c, IR_OP_REDUCESUM, (ir_vid[]){t, ax}, 2, &keep, 1, &s));
+        CORE_TRY(node1(c, IR_OP_SUB, r->dy, s, &u));
+        CORE_TRY(node1(c, IR_OP_MUL, u, r->y, &t));
+    } else {
+        /* dx = dy - exp(y) * sum(dy) */
+        CORE_TRY(ad_node(c, IR_OP_REDUCESUM, (ir_vid[]){r->dy, ax}, 2, &keep, 1, &s));
+        CORE_TRY(node1(c, IR_OP_EXP, r->y, IR_NONE, &u));
+        CORE_TRY(node1(c, IR_OP_MUL, u, s, &t));
+        CORE_TRY(node1(c, IR_OP_SUB, r->dy, t, &u));
+        t = u;
+    }
+    return ad_accumulate(c, r->x[0], t);
+}
+
+/* ---- shape ops ------------------------------------------------------------------------------ */
+
+static anvil_status rule_reshape(ad_ctx *c, const rule_io *r) {
+    const ir_shape *xs = shape_of(c, r->x[0]);
+    ir_vid t;
+    CORE_TRY(reshape_to(c, r->dy, xs->rank, xs->d, &t));
+    return ad_accumulate(c, r->x[0], t);
+}
+
+static anvil_status rule_transpose(ad_ctx *c, const rule_io *r) {
+    const int rank = shape_of(c, r->x[0])->rank;
+    const int64_t *perm;
+    size_t count;
+    CORE_TRY(ir_attr_ints(&r->n, "perm", &perm, &count));
+    int64_t inv[IR_MAX_RANK];
+    for (int i = 0; i < rank; i++) inv[perm ? perm[i] : rank - 1 - i] = i;
+    const ir_attr at = ad_ints(c, "perm", inv, rank);
+    ir_vid t;
+    CORE_TRY(ad_node(c, IR_OP_TRANSPOSE, &r->dy, 1, &at, 1, &t));
+    return ad_accumulate(c, r->x[0], t);
+}
+
+static anvil_status rule_global_avgpool(ad_ctx *c, const rule_io *r) {
+    const ir_shape *xs = shape_of(c, r->x[0]);
+    int64_t area = 1;
+    for (int i = 2; i < xs->rank; i++) area *= xs->d[i];
+    ir_vid s, t, shape, u;
+    CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){1.0f / (float)area}, &s));
+    CORE_TRY(node1(c, IR_OP_MUL, r->dy, s, &t));
+    CORE_TRY(ad_const_i64(c, xs->rank, xs->d, &shape));
+    CORE_TRY(node1(c, IR_OP_EXPAND, t, shape, &u));
+    return ad_accumulate(c, r->x[0], u);
+}
+
+/* ---- convolution and pooling ---------------------------------------------------------------- */
+
+/* The window attributes of n with the padding resolved for input spatial dims xs: kernel_shape,
+ * strides, dilations and explicit pads (auto_pad applied). at holds 4 attributes. */
+static anvil_status window_attrs(ad_ctx *c, const ir_node *n, const nn_window *w, int nsp,
+                                 const int64_t *xs, const int64_t *kernel, bool pool, ir_attr *at,
+                                 nn_geom *geo) {
+    CORE_TRY(nn_window_resolve(n, w, nsp, xs, kernel, pool, geo));
+    int64_t pads[2 * NN_MAX_SPATIAL];
+    for (int i = 0; i < nsp; i++) {
+        pads[i] = geo->pad_begin[i];
+        pads[nsp + i] = geo->pad_end[i];
+    }
+    at[0] = ad_ints(c, "kernel_shape", geo->kernel, nsp);
+    at[1] = ad_ints(c, "strides", geo->stride, nsp);
+    at[2] = ad_ints(c, "dilations", geo->dil, nsp);
+    at[3] = ad_ints(c, "pads", pads, 2 * nsp);
+    return ANVIL_OK;
+}
+
+static anvil_status rule_conv(ad_ctx *c, const rule_io *r) {
+    const conv_params *p = r->n.params;
+    const ir_vid x = r->x[0], w = r->x[1];
+    const ir_shape *xs = shape_of(c, x), *ws = shape_of(c, w), *ys = shape_of(c, r->y);
+    const int nsp = xs->rank - 2;
+    if (nsp < 1 || nsp > 2) return unsupported(&r->n, "a 3-D or higher convolution");
+    ir_attr at[6];
+    nn_geom geo;
+    CORE_TRY(window_attrs(c, &r->n, &p->win, nsp, xs->d + 2, ws->d + 2, false, at, &geo));
+    at[4] = (ir_attr){.name = "group", .type = IR_ATTR_INT, .i = p->group};
+    if (needs(c, r, 0)) {
+        /* the transposed conv of dY gives (out - 1) * s - pads + dil * (k - 1) + 1, which falls
+         * short of the input by what the forward conv's floor division dropped */
+        int64_t extra[NN_MAX_SPATIAL];
+        for (int i = 0; i < nsp; i++)
+            extra[i] = xs->d[2 + i] - ((ys->d[2 + i] - 1) * geo.stride[i] - geo.pad_begin[i] -
+                                       geo.pad_end[i] + geo.dil[i] * (geo.kernel[i] - 1) + 1);
+        at[5] = ad_ints(c, "output_padding", extra, nsp);
+        ir_vid dx;
+        CORE_TRY(ad_node(c, IR_OP_CONVTRANSPOSE, (ir_vid[]){r->dy, w}, 2, at, 6, &dx));
+        CORE_TRY(ad_accumulate(c, x, dx));
+    }
+    if (needs(c, r, 1)) {
+        ir_vid dw;
+        CORE_TRY(ad_node(c, IR_OP_CONV_GRAD_W, (ir_vid[]){x, r->dy}, 2, at, 5, &dw));
+        CORE_TRY(ad_accumulate(c, w, dw));
+    }
+    if (needs(c, r, 2)) {
+        int64_t axes[IR_MAX_RANK] = {0};
+        for (int i = 0; i < nsp; i++) axes[1 + i] = 2 + i;
+        ir_vid ax, db;
+        CORE_TRY(ad_const_i64(c, nsp + 1, axes, &ax));
+        const ir_attr keep = {.name = "keepdims", .type = IR_ATTR_INT, .i = 0};
+        CORE_TRY(ad_node(c, IR_OP_REDUCESUM, (ir_vid[]){r->dy, ax}, 2, &keep, 1, &db));
+        CORE_TRY(ad_accumulate(c, r->x[2], db));
+    }
+    return ANVIL_OK;
+}
+
+static anvil_status rule_maxpool(ad_ctx *c, const rule_io *r) {
+    if (r->n.n_outputs > 1 && r->n.outputs[1] != IR_NONE)
+        return unsupported(&r->n, "a MaxPool with an Indices output");
+    nn_window w;
+    CORE_TRY(nn_window_parse(&r->n, true, true, true, &w));
+    const ir_shape *xs = shape_of(c, r->x[0]);
+    const int nsp = xs->rank - 2;
+    if (nsp < 1 || nsp > 2) return unsupported(&r->n, "a 3-D pool");
+    ir_attr at[5];
+    nn_geom geo;
+    CORE_TRY(window_attrs(c, &r->n, &w, nsp, xs->d + 2, w.kernel, true, at, &geo));
+    at[4] = (ir_attr){.name = "ceil_mode", .type = IR_ATTR_INT, .i = w.ceil_mode};
+    ir_vid dx;
+    CORE_TRY(ad_node(c, IR_OP_MAXPOOL_GRAD, (ir_vid[]){r->dy, r->x[0]}, 2, at, 5, &dx));
+    return ad_accumulate(c, r->x[0], dx);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+
+anvil_status ad_rule(ad_ctx *c, int32_t k) {
+    rule_io r;
+    memset(&r, 0, sizeof r);
+    r.n = c->g->nodes[k];
+    if (r.n.fusion)
+        return unsupported(&r.n, "a node with a fused epilogue (train the unoptimized graph)");
+    r.n_x = r.n.n_inputs < 8 ? r.n.n_inputs : 8;
+    for (int i = 0; i < r.n_x; i++) r.x[i] = r.n.inputs[i];
+    r.y = r.n.outputs[0];
+    for (int i = 1; i < r.n.n_outputs; i++)
+        if (r.n.outputs[i] != IR_NONE && c->grad[r.n.outputs[i]] != IR_NONE)
+            return unsupported(&r.n, "a gradient reaching its output beyond the first");
+    r.dy = c->grad[r.y];
+    if (r.dy == IR_NONE) return ANVIL_OK;
+    switch (r.n.op) {
+    case IR_OP_MATMUL:
+        return rule_matmul(c, &r);
+    case IR_OP_GEMM:
+        return rule_gemm(c, &r);
+    case IR_OP_ADD:
+    case IR_OP_SUB:
+    case IR_OP_MUL:
+    case IR_OP_DIV:
+        return rule_binary(c, &r);
+    case IR_OP_NEG:
+    case IR_OP_EXP:
+    case IR_OP_LOG:
+    case IR_OP_SQRT:
+    case IR_OP_IDENTITY:
+    case IR_OP_DROPOUT:
+        return rule_unary(c, &r);
+    case IR_OP_RELU:
+    case IR_OP_SIGMOID:
+    case IR_OP_TANH:
+    case IR_OP_LEAKYRELU:
+    case IR_OP_HARDSIGMOID:
+    case IR_OP_HARDSWISH:
+    case IR_OP_GELU:
+        return rule_act(c, &r);
+    case IR_OP_SOFTMAX:
+    case IR_OP_LOGSOFTMAX:
+        return rule_softmax(c, &r);
+    case IR_OP_RESHAPE:
+    case IR_OP_FLATTEN:
+    case IR_OP_SQUEEZE:
+    case IR_OP_UNSQUEEZE:
+        return rule_reshape(c, &r);
+    case IR_OP_TRANSPOSE:
+        return rule_transpose(c, &r);
+    case IR_OP_GLOBALAVERAGEPOOL:
+        return rule_global_avgpool(c, &r);
+    case IR_OP_CONV:
+        return rule_conv(c, &r);
+    case IR_OP_MAXPOOL:
+        return rule_maxpool(c, &r);
+    default:
+        return unsupported(&r.n, NULL);
+    }
+}

@@ -1,0 +1,179 @@
+"""Every gradient rule of src/autodiff checked against central finite differences.
+
+    check_grads.py ANVIL OUT_DIR
+
+For each case, a small model with trainable initializers around one op family (broadcasting
+included) is trained by `anvil train --loss mse --optimizer sgd --lr 1` for exactly one step on
+one batch, so that the exported weights are w - grad and anvil's gradient is their difference.
+The reference is the gradient of the same loss, mean((model(x) - labels)^2), by central
+differences in float64 through ONNX Runtime (the model converted to double), on up to 12
+elements of every parameter. Where torch is installed, the summary also says so; the oracle is
+the finite difference either way. Exit status 1 if any gradient is off by more than
+atol 1e-5 + rtol 2e-3.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+RNG = np.random.default_rng(2026)
+
+
+def case_models():
+    """(name, nodes, params {name: array}, x array, output name, opset)"""
+    r = RNG
+    out = []
+
+    def p(*shape, scale=0.5):
+        return r.normal(0, scale, shape).astype(np.float32)
+
+    # (the samples along dim 0 are shuffled by `anvil train`: every model treats them alike)
+    x = r.normal(0, 1, (4, 5)).astype(np.float32)
+    out.append(("gemm_transB_bias", [
+        helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1, alpha=0.7, beta=1.3)],
+        {"w": p(3, 5), "b": p(3)}, x, 17))
+    out.append(("gemm_transA", [
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0]),
+        helper.make_node("Gemm", ["xt", "w", "b"], ["y"], transA=1)],
+        {"w": p(5, 3), "b": p(1, 3)}, x, 17))
+    x3 = r.normal(0, 1, (2, 4, 5)).astype(np.float32)
+    out.append(("matmul_bias_relu", [
+        helper.make_node("MatMul", ["x", "w"], ["m"]),
+        helper.make_node("Add", ["m", "b"], ["a"]),
+        helper.make_node("Relu", ["a"], ["y"])],
+        {"w": p(5, 3), "b": p(3)}, x3, 17))
+    out.append(("matmul_batched_weight", [
+        helper.make_node("MatMul", ["x", "w"], ["y"])],
+        {"w": p(1, 5, 3)}, x3, 17))
+    out.append(("broadcast_arith", [
+        helper.make_node("Mul", ["x", "w1"], ["a"]),
+        helper.make_node("Div", ["a", "w2"], ["b"]),
+        helper.make_node("Sub", ["b", "w3"], ["y"])],
+        {"w1": p(5), "w2": (np.abs(p(4, 1)) + 1.0).astype(np.float32), "w3": p(1, 5)}, x3, 17))
+    out.append(("unary_math", [
+        helper.make_node("Mul", ["x", "w"], ["a"]),
+        helper.make_node("Exp", ["a"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["e1"]),
+        helper.make_node("Log", ["e1"], ["l"]),
+        helper.make_node("Sqrt", ["e1"], ["s"]),
+        helper.make_node("Neg", ["s"], ["ns"]),
+        helper.make_node("Add", ["l", "ns"], ["y"])],
+        {"w": p(5, scale=0.3), "one": np.ones(2, np.float32)[:1].repeat(5)}, x, 17))
+    for act, attrs in [("Sigmoid", {}), ("Tanh", {}), ("LeakyRelu", {"alpha": 0.2}),
+                       ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}), ("HardSwish", {})]:
+        out.append((f"act_{act}", [
+            helper.make_node("MatMul", ["x", "w"], ["m"]),
+            helper.make_node(act, ["m"], ["y"], **attrs)],
+            {"w": p(5, 4, scale=1.0)}, x, 17))
+    out.append(("act_Gelu", [
+        helper.make_node("MatMul", ["x", "w"], ["m"]),
+        helper.make_node("Gelu", ["m"], ["y"])], {"w": p(5, 4, scale=1.0)}, x, 20))
+    for sm in ("Softmax", "LogSoftmax"):
+        out.append((f"{sm.lower()}", [
+            helper.make_node("MatMul", ["x", "w"], ["m"]),
+            helper.make_node(sm, ["m"], ["y"], axis=-1)], {"w": p(5, 4, scale=1.0)}, x, 17))
+    out.append(("reshape_transpose", [
+        helper.make_node("MatMul", ["x", "w"], ["m"]),
+        helper.make_node("Reshape", ["m", "shape"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 3, 2, 1]),
+        helper.make_node("Flatten", ["t"], ["y"], axis=1)],
+        {"w": p(5, 6)}, x3, 17))
+    img = r.normal(0, 1, (2, 4, 7, 7)).astype(np.float32)
+    out.append(("conv_s2_group_pool", [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                         strides=[2, 2], group=2),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[2, 2], strides=[1, 1])],
+        {"w": p(6, 2, 3, 3), "b": p(6)}, img, 17))
+    out.append(("conv_dilated_gap", [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], dilations=[2, 2],
+                         pads=[0, 1, 2, 1]),
+        helper.make_node("GlobalAveragePool", ["c"], ["y"])],
+        {"w": p(3, 4, 3, 3)}, img, 17))
+    out.append(("conv_then_conv_1d", [
+        helper.make_node("Conv", ["x", "w1"], ["c"], kernel_shape=[3], pads=[1, 1]),
+        helper.make_node("Conv", ["c", "w2"], ["y"], kernel_shape=[2], strides=[2])],
+        {"w1": p(3, 4, 3), "w2": p(2, 3, 2)}, r.normal(0, 1, (2, 4, 9)).astype(np.float32), 17))
+    return out
+
+
+def build(name, nodes, params, x, opset, dtype):
+    npd = np.float64 if dtype == TensorProto.DOUBLE else np.float32
+    inits = [numpy_helper.from_array(v.astype(npd), k) for k, v in params.items()]
+    if name == "reshape_transpose":
+        inits.append(numpy_helper.from_array(np.array([2, 4, 2, 3], np.int64), "shape"))
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", dtype, list(x.shape))],
+                          [helper.make_tensor_value_info("y", dtype, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def main():
+    anvil, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    bad = 0
+    for name, nodes, params, x, opset in case_models():
+        m32 = build(name, nodes, params, x, opset, TensorProto.FLOAT)
+        path = os.path.join(out, f"{name}.onnx")
+        onnx.save(m32, path)
+        y0 = ort.InferenceSession(m32.SerializeToString(),
+                                  providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        labels = RNG.normal(0, 1, y0.shape).astype(np.float32)
+        data = os.path.join(out, f"{name}.npz")
+        np.savez(data, x=x, labels=labels)
+        trained = os.path.join(out, f"{name}.trained.onnx")
+        r = subprocess.run([anvil, "train", path, "--data", data, "--loss", "mse", "--optimizer",
+                            "sgd", "--lr", "1", "--epochs", "1", "--batch", str(x.shape[0]),
+                            "--threads", "1", "-q", "-o", trained], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"FAIL {name}: anvil train exited {r.returncode}: {r.stderr.strip()}")
+            bad += 1
+            continue
+        after = {t.name: numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
+        try:
+            m64 = build(name, nodes, params, x, opset, TensorProto.DOUBLE)
+            ort.InferenceSession(m64.SerializeToString(), providers=["CPUExecutionProvider"])
+            dtype, eps, npd = TensorProto.DOUBLE, 1e-6, np.float64
+        except Exception:  # an op without a double kernel in ORT: float32, coarser steps
+            dtype, eps, npd = TensorProto.FLOAT, 1e-2, np.float32
+
+        def loss(pv):
+            m = build(name, nodes, pv, x, opset, dtype)
+            s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+            y = s.run(None, {"x": x.astype(npd)})[0].astype(np.float64)
+            return float(np.mean((y - labels.astype(np.float64)) ** 2))
+
+        worst, failed = 0.0, bad
+        for k, w in params.items():
+            grad = w.astype(np.float64) - after[k].astype(np.float64)
+            flat = w.reshape(-1)
+            picks = RNG.choice(flat.size, size=min(12, flat.size), replace=False)
+            for i in picks:
+                pv = {kk: vv.astype(np.float64) for kk, vv in params.items()}
+                f = pv[k].reshape(-1)
+                f[i] += eps
+                lp = loss(pv)
+                f[i] -= 2 * eps
+                lm = loss(pv)
+                want = (lp - lm) / (2 * eps)
+                got = grad.reshape(-1)[i]
+                tol = 1e-5 + 2e-3 * abs(want) + (2e-3 if dtype == TensorProto.FLOAT else 0.0)
+                worst = max(worst, abs(got - want) / (abs(want) + 1e-6))
+                if abs(got - want) > tol:
+                    print(f"FAIL {name}: d loss / d {k}[{i}] = {got:.6g}, finite differences "
+                          f"{want:.6g}")
+                    bad += 1
+                    break
+        print(f"{'ok  ' if bad == failed else 'FAIL'} {name}: worst relative error {worst:.2e} "
+              f"({'float64' if dtype == TensorProto.DOUBLE else 'float32'} differences)")
+    print(f"{bad} failures")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,481 @@
+/* anvil train: trains a model's weights on arrays from an .npz file (anvil.h's training session)
+ * and writes the trained model as ONNX. Epochs of shuffled batches (the last partial batch of an
+ * epoch is left out of the updates, as a seeded shuffle reaches every sample over the epochs);
+ * a progress line per epoch on stderr, the validation set evaluated after each, a summary on
+ * stdout (or one JSON object). */
+#include "api/api.h"
+#include "cli.h"
+#include "core/core.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void cli_train_usage(FILE *f) {
+    fputs(
+        "usage: anvil train MODEL.onnx --data FILE.npz -o TRAINED.onnx [options]\n"
+        "\n"
+        "Trains the model's float32 initializers. FILE.npz holds one array per model input,\n"
+        "named after it, with the samples along the first dim, and the targets in an array\n"
+        "named `labels` (int64 class indices for cross_entropy, floats of the output's shape for\n"
+        "mse). Each epoch shuffles the samples (seeded) and steps through batches of --batch;\n"
+        "the last partial batch of an epoch is not trained on.\n"
+        "\n"
+        "options:\n"
+        "  --data FILE.npz            the training set (required)\n"
+        "  --val FILE.npz             a validation set, evaluated after every epoch\n"
+        "  -o, --out FILE.onnx        where the trained model goes (required)\n"
+        "  --loss cross_entropy|mse   the loss (default cross_entropy)\n"
+        "  --output NAME              the model output the loss reads (default: the first)\n"
+        "  --labels NAME              the array of targets (default labels)\n"
+        "  --optimizer sgd|adam|adamw (default sgd)\n"
+        "  --lr X                     learning rate (default 0.01)\n"
+        "  --momentum M               SGD momentum (default 0); --nesterov for Nesterov's\n"
+        "  --weight-decay W           L2 for sgd and adam, decoupled for adamw (default 0)\n"
+        "  --schedule constant|step|cosine  learning rate over the epochs (default constant;\n"
+        "                             step: x0.1 every --step-epochs, default 30)\n"
+        "  --warmup N                 steps of linear warm-up (default 0)\n"
+        "  --clip NORM                clip the gradients' global L2 norm\n"
+        "  --accumulate K             sum K batches' gradients per update (default 1)\n"
+        "  --epochs N                 (default 10)   --batch B (default 32)\n"
+        "  --seed S                   shuffle seed (default 1)\n"
+        "  --threads T                threads (default: all cores)\n"
+        "  --opt-level N              graph rewrites of the training graph (default 1, 0: none)\n"
+        "  --json                     print the summary as one JSON object\n"
+        "  -q, --quiet                no progress lines\n"
+        "  -h, --help                 show this help\n",
+        f);
+}
+
+enum {
+    O_DATA = 1,
+    O_VAL,
+    O_OUT,
+    O_LOSS,
+    O_OUTPUT,
+    O_LABELS,
+    O_OPT,
+    O_LR,
+    O_MOM,
+    O_NESTEROV,
+    O_WD,
+    O_SCHED,
+    O_STEP,
+    O_WARMUP,
+    O_CLIP,
+    O_ACC,
+    O_EPOCHS,
+    O_BATCH,
+    O_SEED,
+    O_THREADS,
+    O_JSON,
+    O_QUIET,
+    O_OPT_LEVEL
+};
+
+typedef struct dataset {
+    char **names;
+    anvil_tensor **arrays;
+    size_t count;
+    const anvil_tensor **inputs; /* per model input, then the labels (borrowed from arrays) */
+    int64_t samples;
+} dataset;
+
+typedef struct train_args {
+    const char *model, *data, *val, *out, *output, *labels;
+    anvil_train_config cfg;
+    const char *schedule;
+    long long epochs, batch, seed, warmup, step_epochs;
+    bool json, quiet;
+} train_args;
+
+static void dataset_free(dataset *d) {
+    npz_free(d->names, d->arrays, d->count);
+    free(d->inputs);
+}
+
+/* Finds each model input and the labels in the archive; all must share the first dim. */
+static anvil_status dataset_load(const char *path, const anvil_model *m, const char *labels,
+                                 dataset *d) {
+    memset(d, 0, sizeof *d);
+    CORE_TRY(npz_read(path, &d->names, &d->arrays, &d->count));
+    const size_t n_in = anvil_model_input_count(m);
+    d->inputs = calloc(n_in + 1, sizeof *d->inputs);
+    if (!d->inputs) return ANVIL_ERR_OUT_OF_MEMORY;
+    d->samples = -1;
+    for (size_t i = 0; i <= n_in; i++) {
+        anvil_value_info vi = {0};
+        if (i < n_in) CORE_TRY(anvil_model_input_info(m, i, &vi));
+        const char *want = i < n_in ? vi.name : labels;
+        for (size_t j = 0; j < d->count && !d->inputs[i]; j++)
+            if (!strcmp(d->names[j], want)) d->inputs[i] = d->arrays[j];
+        if (!d->inputs[i])
+            return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                            "'%s' has no array named '%s' (%s); save it with numpy.savez(..., "
+                            "%s=array)",
+                            path, want, i < n_in ? "a model input" : "the targets", want);
+        const anvil_tensor *t = d->inputs[i];
+        const int64_t n = anvil_tensor_rank(t) > 0 ? anvil_tensor_dims(t)[0] : -1;
+        if (n <= 0 || (d->samples >= 0 && n != d->samples))
+            return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                            "'%s': array '%s' has %lld samples along its first dim, others %lld",
+                            path, want, (long long)n, (long long)d->samples);
+        d->samples = n;
+    }
+    return ANVIL_OK;
+}
+
+/* Copies samples idx[0..b) of every array into the batch tensors (created on first use). */
+static anvil_status gather(const dataset *d, size_t n_arrays, const int64_t *idx, int64_t b,
+                           anvil_tensor **batch) {
+    for (size_t i = 0; i < n_arrays; i++) {
+        const anvil_tensor *src = d->inputs[i];
+        int64_t dims[ANVIL_MAX_RANK];
+        const int rank = anvil_tensor_rank(src);
+        memcpy(dims, anvil_tensor_dims(src), sizeof(int64_t) * (size_t)rank);
+        dims[0] = b;
+        if (batch[i] && anvil_tensor_dims(batch[i])[0] != b) {
+            anvil_tensor_free(batch[i]);
+            batch[i] = NULL;
+        }
+        if (!batch[i])
+            CORE_TRY(anvil_tensor_create(anvil_tensor_dtype(src), rank, dims, &batch[i]));
+        const size_t row = anvil_tensor_bytes(src) / (size_t)anvil_tensor_dims(src)[0];
+        const char *s = anvil_tensor_data((anvil_tensor *)src);
+        char *o = anvil_tensor_data(batch[i]);
+        for (int64_t k = 0; k < b; k++) memcpy(o + (size_t)k * row, s + (size_t)idx[k] * row, row);
+    }
+    return ANVIL_OK;
+}
+
+/* Correct argmax predictions of a [B, C] float tensor against int64 labels (0 without them). */
+static int64_t correct(const anvil_tensor *pred, const anvil_tensor *labels) {
+    if (!pred || anvil_tensor_rank(pred) != 2 || anvil_tensor_dtype(labels) != ANVIL_DTYPE_INT64)
+        return 0;
+    const int64_t b = anvil_tensor_dims(pred)[0], c = anvil_tensor_dims(pred)[1];
+    const float *p = anvil_tensor_data((anvil_tensor *)pred);
+    const int64_t *l = anvil_tensor_data((anvil_tensor *)labels);
+    int64_t hits = 0;
+    for (int64_t i = 0; i < b; i++) {
+        int64_t best = 0;
+        for (int64_t j = 1; j < c; j++)
+            if (p[i * c + j] > p[i * c + best]) best = j;
+        hits += best == l[i];
+    }
+    return hits;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t next_rand(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+typedef struct pass_stats {
+    double loss;
+    int64_t hits, seen;
+} pass_stats;
+
+/* One pass over d: training steps (train) or evaluation, batches of b. */
+static anvil_status epoch(anvil_train_session *ts, const train_args *a, const dataset *d,
+                          const char *const *names, size_t n_in, bool train, int64_t *order,
+                          long long ep, long long *step, long long total_steps, pass_stats *out) {
+    memset(out, 0, sizeof *out);
+    const int64_t n = d->samples, b = a->batch;
+    const int64_t batches = train ? n / b : (n + b - 1) / b;
+    anvil_tensor *batch[65] = {NULL};
+    anvil_status st = ANVIL_OK;
+    const double t0 = now_s();
+    for (int64_t k = 0; k < batches && st == ANVIL_OK; k++) {
+        const int64_t bs = k * b + b <= n ? b : n - k * b;
+        st = gather(d, n_in + 1, order + k * b, bs, batch);
+        if (st != ANVIL_OK) break;
+        if (train) {
+            /* warm-up, then the schedule */
+            double lr = a->cfg.lr;
+            if (!strcmp(a->schedule, "cosine"))
+                lr *= 0.5 * (1.0 + cos(3.14159265358979 * (double)*step / (double)total_steps));
+            else if (!strcmp(a->schedule, "step"))
+                lr *= pow(0.1, (double)((ep - 1) / a->step_epochs));
+            if (a->warmup > 0 && *step < a->warmup) lr *= (double)(*step + 1) / (double)a->warmup;
+            anvil_train_set_lr(ts, (float)lr);
+        }
+        float loss;
+        anvil_tensor *pred = NULL;
+        st = (train ? anvil_train_step : anvil_train_eval)(
+            ts, n_in, names, (const anvil_tensor *const *)batch, batch[n_in], &loss, &pred);
+        if (st != ANVIL_OK) break;
+        out->loss += (double)loss * (double)bs;
+        out->hits += correct(pred, batch[n_in]);
+        out->seen += bs;
+        anvil_tensor_free(pred);
+        if (train) (*step)++;
+        /* a terminal sees the line redrawn; a log gets it once per epoch */
+        if (train && !a->quiet && (k + 1 == batches || (k % 8 == 0 && isatty(2)))) {
+            const double dt = now_s() - t0, rate = (double)out->seen / (dt > 0 ? dt : 1e-9);
+            const int width = 24, filled = (int)((k + 1) * width / batches);
+            fprintf(stderr, "%sepoch %lld/%lld [%.*s%*s] loss %.4f", isatty(2) ? "\r" : "", ep,
+                    a->epochs, filled, "########################", width - filled, "",
+                    out->loss / (double)out->seen);
+            if (a->cfg.loss == ANVIL_LOSS_CROSS_ENTROPY)
+                fprintf(stderr, " acc %5.1f%%", 100.0 * (double)out->hits / (double)out->seen);
+            fprintf(stderr, " %.0f samples/s ETA %.0fs ", rate,
+                    (double)(n - out->seen) / (rate > 0 ? rate : 1));
+        }
+    }
+    for (size_t i = 0; i <= n_in && i < 65; i++) anvil_tensor_free(batch[i]);
+    if (out->seen) out->loss /= (double)out->seen;
+    return st;
+}
+
+static bool parse_args(int argc, char **argv, train_args *a) {
+    static const cli_option opts[] = {
+        {"data", 0, true, O_DATA},           {"val", 0, true, O_VAL},
+        {"out", 'o', true, O_OUT},           {"loss", 0, true, O_LOSS},
+        {"output", 0, true, O_OUTPUT},       {"labels", 0, true, O_LABELS},
+        {"optimizer", 0, true, O_OPT},       {"lr", 0, true, O_LR},
+        {"momentum", 0, true, O_MOM},        {"nesterov", 0, false, O_NESTEROV},
+        {"weight-decay", 0, true, O_WD},     {"schedule", 0, true, O_SCHED},
+        {"step-epochs", 0, true, O_STEP},    {"warmup", 0, true, O_WARMUP},
+        {"clip", 0, true, O_CLIP},           {"accumulate", 0, true, O_ACC},
+        {"epochs", 0, true, O_EPOCHS},       {"batch", 0, true, O_BATCH},
+        {"seed", 0, true, O_SEED},           {"threads", 0, true, O_THREADS},
+        {"json", 0, false, O_JSON},          {"quiet", 'q', false, O_QUIET},
+        {"opt-level", 0, true, O_OPT_LEVEL}, {NULL, 0, false, 0}};
+    anvil_train_config_default(&a->cfg);
+    a->labels = "labels";
+    a->schedule = "constant";
+    a->epochs = 10;
+    a->batch = 32;
+    a->seed = 1;
+    a->step_epochs = 30;
+    cli_parser p;
+    cli_parser_init(&p, "train", argc, argv, opts);
+    const char *v;
+    int id;
+    long long n;
+    while ((id = cli_parser_next(&p, &v)) != CLI_ARG_END) {
+        char *end = NULL;
+        switch (id) {
+        case CLI_ARG_ERROR:
+            return false;
+        case CLI_ARG_HELP:
+            cli_train_usage(stdout);
+            exit(0);
+        case CLI_ARG_POSITIONAL:
+            if (a->model) return cli_usage_error("train", "one model only"), false;
+            a->model = v;
+            break;
+        case O_DATA:
+            a->data = v;
+            break;
+        case O_VAL:
+            a->val = v;
+            break;
+        case O_OUT:
+            a->out = v;
+            break;
+        case O_OUTPUT:
+            a->output = v;
+            break;
+        case O_LABELS:
+            a->labels = v;
+            break;
+        case O_NESTEROV:
+            a->cfg.nesterov = 1;
+            break;
+        case O_JSON:
+            a->json = true;
+            break;
+        case O_QUIET:
+            a->quiet = true;
+            break;
+        case O_LOSS:
+            if (!strcmp(v, "cross_entropy"))
+                a->cfg.loss = ANVIL_LOSS_CROSS_ENTROPY;
+            else if (!strcmp(v, "mse"))
+                a->cfg.loss = ANVIL_LOSS_MSE;
+            else
+                return cli_usage_error("train", "--loss %s: use cross_entropy or mse", v), false;
+            break;
+        case O_OPT:
+            if (!strcmp(v, "sgd"))
+                a->cfg.optimizer = ANVIL_OPTIMIZER_SGD;
+            else if (!strcmp(v, "adam"))
+                a->cfg.optimizer = ANVIL_OPTIMIZER_ADAM;
+            else if (!strcmp(v, "adamw"))
+                a->cfg.optimizer = ANVIL_OPTIMIZER_ADAMW;
+            else
+                return cli_usage_error("train", "--optimizer %s: use sgd, adam or adamw", v), false;
+            break;
+        case O_SCHED:
+            if (strcmp(v, "constant") && strcmp(v, "step") && strcmp(v, "cosine"))
+                return cli_usage_error("train", "--schedule %s: use constant, step or cosine", v),
+                       false;
+            a->schedule = v;
+            break;
+        case O_LR:
+        case O_MOM:
+        case O_WD:
+        case O_CLIP: {
+            const float f = strtof(v, &end);
+            if (!end || *end || !isfinite(f) || f < 0)
+                return cli_usage_error("train", "'%s' is not a number >= 0", v), false;
+            *(id == O_LR    ? &a->cfg.lr
+              : id == O_MOM ? &a->cfg.momentum
+              : id == O_WD  ? &a->cfg.weight_decay
+                            : &a->cfg.clip_norm) = f;
+            break;
+        }
+        case O_ACC:
+            if (!cli_parse_int("train", "--accumulate", v, 1, 1 << 20, &n)) return false;
+            a->cfg.accumulate = (int)n;
+            break;
+        case O_OPT_LEVEL:
+            if (!cli_parse_int("train", "--opt-level", v, 0, 3, &n)) return false;
+            a->cfg.opt_level = (int)n;
+            break;
+        case O_THREADS:
+            if (!cli_parse_int("train", "--threads", v, 0, 1024, &n)) return false;
+            a->cfg.threads = (int)n;
+            break;
+        case O_EPOCHS:
+            if (!cli_parse_int("train", "--epochs", v, 1, 1 << 24, &a->epochs)) return false;
+            break;
+        case O_BATCH:
+            if (!cli_parse_int("train", "--batch", v, 1, 1 << 24, &a->batch)) return false;
+            break;
+        case O_SEED:
+            if (!cli_parse_int("train", "--seed", v, 0, (1LL << 62), &a->seed)) return false;
+            break;
+        case O_WARMUP:
+            if (!cli_parse_int("train", "--warmup", v, 0, 1LL << 40, &a->warmup)) return false;
+            break;
+        case O_STEP:
+            if (!cli_parse_int("train", "--step-epochs", v, 1, 1 << 24, &a->step_epochs))
+                return false;
+            break;
+        default:
+            break;
+        }
+    }
+    if (!a->model) return cli_usage_error("train", "missing MODEL.onnx"), false;
+    if (!a->data) return cli_usage_error("train", "missing --data FILE.npz"), false;
+    if (!a->out) return cli_usage_error("train", "missing -o TRAINED.onnx"), false;
+    a->cfg.output = a->output;
+    return true;
+}
+
+static void summary(const train_args *a, const pass_stats *tr, const pass_stats *va, bool has_val,
+                    double seconds, uint64_t updates) {
+    const bool ce = a->cfg.loss == ANVIL_LOSS_CROSS_ENTROPY;
+    if (a->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "model", a->model);
+        cJSON_AddStringToObject(o, "output_model", a->out);
+        cJSON_AddNumberToObject(o, "epochs", (double)a->epochs);
+        cJSON_AddNumberToObject(o, "updates", (double)updates);
+        cJSON_AddNumberToObject(o, "seconds", seconds);
+        cJSON_AddNumberToObject(o, "train_loss", tr->loss);
+        if (ce) cJSON_AddNumberToObject(o, "train_accuracy", (double)tr->hits / (double)tr->seen);
+        if (has_val) {
+            cJSON_AddNumberToObject(o, "val_loss", va->loss);
+            if (ce) cJSON_AddNumberToObject(o, "val_accuracy", (double)va->hits / (double)va->seen);
+        }
+        char *s = cJSON_PrintUnformatted(o);
+        if (s) printf("%s\n", s);
+        free(s);
+        cJSON_Delete(o);
+        return;
+    }
+    printf("trained %lld epochs (%llu updates) in %.1f s -> %s\n", a->epochs,
+           (unsigned long long)updates, seconds, a->out);
+    printf("train loss %.4f", tr->loss);
+    if (ce) printf("  accuracy %.2f%%", 100.0 * (double)tr->hits / (double)tr->seen);
+    printf("\n");
+    if (has_val) {
+        printf("val   loss %.4f", va->loss);
+        if (ce) printf("  accuracy %.2f%%", 100.0 * (double)va->hits / (double)va->seen);
+        printf("\n");
+    }
+}
+
+int cli_train_main(int argc, char **argv) {
+    train_args a;
+    memset(&a, 0, sizeof a);
+    if (!parse_args(argc, argv, &a)) return CLI_EXIT_USAGE;
+    anvil_model *m = NULL;
+    anvil_train_session *ts = NULL;
+    dataset tr = {0}, va = {0};
+    int64_t *order = NULL, *val_order = NULL;
+    const char **names = NULL;
+    anvil_status st = anvil_model_load(a.model, &m);
+    if (st == ANVIL_OK) st = dataset_load(a.data, m, a.labels, &tr);
+    if (st == ANVIL_OK && a.val) st = dataset_load(a.val, m, a.labels, &va);
+    const size_t n_in = m ? anvil_model_input_count(m) : 0;
+    if (st == ANVIL_OK && n_in > 64)
+        st =
+            core_err(ANVIL_ERR_UNSUPPORTED, "the model has %zu inputs; anvil train takes 64", n_in);
+    if (st == ANVIL_OK && a.batch > tr.samples)
+        st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                      "--batch %lld is larger than the %lld training samples", a.batch,
+                      (long long)tr.samples);
+    if (st == ANVIL_OK) st = anvil_train_session_create(m, &a.cfg, &ts);
+    if (st == ANVIL_OK) {
+        names = calloc(n_in + 1, sizeof *names);
+        order = calloc((size_t)tr.samples, sizeof *order);
+        val_order = a.val ? calloc((size_t)va.samples, sizeof *val_order) : NULL;
+        if (!names || !order || (a.val && !val_order)) st = ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0; st == ANVIL_OK && i < n_in; i++) {
+        anvil_value_info vi;
+        st = anvil_model_input_info(m, i, &vi);
+        names[i] = vi.name;
+    }
+    for (int64_t i = 0; order && i < tr.samples; i++) order[i] = i;
+    for (int64_t i = 0; val_order && i < va.samples; i++) val_order[i] = i;
+    pass_stats ts_stats = {0}, vs = {0};
+    uint64_t rng = (uint64_t)a.seed;
+    long long step = 0;
+    const long long total = a.epochs * (tr.samples / (a.batch > 0 ? a.batch : 1));
+    const double t0 = now_s();
+    for (long long ep = 1; st == ANVIL_OK && ep <= a.epochs; ep++) {
+        for (int64_t i = tr.samples - 1; i > 0; i--) {
+            const int64_t j = (int64_t)(next_rand(&rng) % (uint64_t)(i + 1)), t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        st = epoch(ts, &a, &tr, names, n_in, true, order, ep, &step, total, &ts_stats);
+        if (st == ANVIL_OK && a.val) {
+            st = epoch(ts, &a, &va, names, n_in, false, val_order, ep, &step, total, &vs);
+            if (st == ANVIL_OK && !a.quiet) {
+                fprintf(stderr, "| val loss %.4f", vs.loss);
+                if (a.cfg.loss == ANVIL_LOSS_CROSS_ENTROPY)
+                    fprintf(stderr, " acc %5.1f%%", 100.0 * (double)vs.hits / (double)vs.seen);
+            }
+        }
+        if (!a.quiet) fputc('\n', stderr);
+    }
+    if (st == ANVIL_OK) st = anvil_train_export(ts, a.out);
+    if (st == ANVIL_OK)
+        summary(&a, &ts_stats, &vs, a.val != NULL, now_s() - t0, anvil_train_updates(ts));
+    free(names);
+    free(order);
+    free(val_order);
+    anvil_train_session_free(ts);
+    dataset_free(&tr);
+    dataset_free(&va);
+    anvil_model_free(m);
+    if (st != ANVIL_OK) return cli_fail_status(st);
+    return CLI_EXIT_OK;
+}
