@@ -319,6 +319,15 @@ void anvil_train_set_lr(anvil_train_session *ts, float lr);
 uint64_t anvil_train_updates(const anvil_train_session *ts);
 /* Writes the model with the trained initializers as an ONNX file (path borrowed). */
 anvil_status anvil_train_export(const anvil_train_session *ts, const char *path);
+/* Checkpoints: the parameters, the optimizer's state and the step counts, in one file with a
+ * checksum, written to PATH.tmp and renamed over path, so an interrupted save leaves the previous
+ * checkpoint whole. Load checks the checksum and that every parameter matches the session's by
+ * name and size (a corrupt or foreign file: INVALID_ARGUMENT saying what differs, the session
+ * unchanged); before the first step it applies when the parameters are set up. */
+anvil_status anvil_train_save(const anvil_train_session *ts, const char *path);
+anvil_status anvil_train_load(anvil_train_session *ts, const char *path);
+/* Steps taken (updating ones; eval excluded). */
+uint64_t anvil_train_steps(const anvil_train_session *ts);
 
 /* ---- tensors ------------------------------------------------------------------------------ */
 

@@ -1,6 +1,7 @@
 # Training (src/autodiff, src/api/train.c, `anvil train`): tests/train/digits.py trains a small
 # CNN on scikit-learn's digits to >= 97% test accuracy and checks the exported model against
-# ONNX Runtime; tests/train/check_grads.py checks every gradient rule against finite differences
+# ONNX Runtime; tests/train/check_cli.py resumes from checkpoints and feeds bad input;
+# tests/train/check_grads.py checks every gradient rule against finite differences
 # (and PyTorch's autograd where torch is installed). Included from tests/CMakeLists.txt.
 
 set(ANVIL_TRAIN_PYTHON ${PROJECT_SOURCE_DIR}/.venv/bin/python)
@@ -15,7 +16,11 @@ endif()
 add_test(NAME train.digits
          COMMAND ${ANVIL_TRAIN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/digits.py
                  $<TARGET_FILE:anvil> ${CMAKE_BINARY_DIR}/train_digits)
-set_tests_properties(train.digits PROPERTIES TIMEOUT 600)
+set_tests_properties(train.digits PROPERTIES TIMEOUT 600 FIXTURES_SETUP train_digits)
+add_test(NAME train.cli
+         COMMAND ${ANVIL_TRAIN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/check_cli.py
+                 $<TARGET_FILE:anvil> ${CMAKE_BINARY_DIR}/train_digits)
+set_tests_properties(train.cli PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED train_digits)
 
 add_test(NAME train.grads
          COMMAND ${ANVIL_TRAIN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/check_grads.py

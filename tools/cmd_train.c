@@ -44,6 +44,9 @@ void cli_train_usage(FILE *f) {
         "  --seed S                   shuffle seed (default 1)\n"
         "  --threads T                threads (default: all cores)\n"
         "  --opt-level N              graph rewrites of the training graph (default 1, 0: none)\n"
+        "  --checkpoint FILE          save parameters and optimizer state after every epoch\n"
+        "                             (atomically: an interrupted run keeps the last one)\n"
+        "  --resume                   continue from --checkpoint FILE when it exists\n"
         "  --json                     print the summary as one JSON object\n"
         "  -q, --quiet                no progress lines\n"
         "  -h, --help                 show this help\n",
@@ -73,7 +76,9 @@ enum {
     O_THREADS,
     O_JSON,
     O_QUIET,
-    O_OPT_LEVEL
+    O_OPT_LEVEL,
+    O_CKPT,
+    O_RESUME
 };
 
 typedef struct dataset {
@@ -87,9 +92,9 @@ typedef struct dataset {
 typedef struct train_args {
     const char *model, *data, *val, *out, *output, *labels;
     anvil_train_config cfg;
-    const char *schedule;
+    const char *schedule, *checkpoint;
     long long epochs, batch, seed, warmup, step_epochs;
-    bool json, quiet;
+    bool json, quiet, resume;
 } train_args;
 
 static void dataset_free(dataset *d) {
@@ -251,7 +256,8 @@ static bool parse_args(int argc, char **argv, train_args *a) {
         {"epochs", 0, true, O_EPOCHS},       {"batch", 0, true, O_BATCH},
         {"seed", 0, true, O_SEED},           {"threads", 0, true, O_THREADS},
         {"json", 0, false, O_JSON},          {"quiet", 'q', false, O_QUIET},
-        {"opt-level", 0, true, O_OPT_LEVEL}, {NULL, 0, false, 0}};
+        {"opt-level", 0, true, O_OPT_LEVEL}, {"checkpoint", 0, true, O_CKPT},
+        {"resume", 0, false, O_RESUME},      {NULL, 0, false, 0}};
     anvil_train_config_default(&a->cfg);
     a->labels = "labels";
     a->schedule = "constant";
@@ -296,6 +302,12 @@ static bool parse_args(int argc, char **argv, train_args *a) {
             break;
         case O_JSON:
             a->json = true;
+            break;
+        case O_CKPT:
+            a->checkpoint = v;
+            break;
+        case O_RESUME:
+            a->resume = true;
             break;
         case O_QUIET:
             a->quiet = true;
@@ -372,6 +384,8 @@ static bool parse_args(int argc, char **argv, train_args *a) {
     if (!a->model) return cli_usage_error("train", "missing MODEL.onnx"), false;
     if (!a->data) return cli_usage_error("train", "missing --data FILE.npz"), false;
     if (!a->out) return cli_usage_error("train", "missing -o TRAINED.onnx"), false;
+    if (a->resume && !a->checkpoint)
+        return cli_usage_error("train", "--resume needs --checkpoint FILE"), false;
     a->cfg.output = a->output;
     return true;
 }
@@ -447,7 +461,19 @@ int cli_train_main(int argc, char **argv) {
     pass_stats ts_stats = {0}, vs = {0};
     uint64_t rng = (uint64_t)a.seed;
     long long step = 0;
-    const long long total = a.epochs * (tr.samples / (a.batch > 0 ? a.batch : 1));
+    const long long per_epoch = tr.samples / (a.batch > 0 ? a.batch : 1);
+    const long long total = a.epochs * per_epoch;
+    long long first = 1;
+    if (st == ANVIL_OK && a.resume && access(a.checkpoint, F_OK) == 0) {
+        st = anvil_train_load(ts, a.checkpoint);
+        if (st == ANVIL_OK) {
+            step = (long long)anvil_train_steps(ts);
+            first = step / (per_epoch > 0 ? per_epoch : 1) + 1;
+            if (!a.quiet)
+                fprintf(stderr, "resuming from '%s' after epoch %lld (%lld steps)\n", a.checkpoint,
+                        first - 1, step);
+        }
+    }
     const double t0 = now_s();
     for (long long ep = 1; st == ANVIL_OK && ep <= a.epochs; ep++) {
         for (int64_t i = tr.samples - 1; i > 0; i--) {
@@ -455,7 +481,9 @@ int cli_train_main(int argc, char **argv) {
             order[i] = order[j];
             order[j] = t;
         }
+        if (ep < first) continue; /* done before the checkpoint: only its shuffle is replayed */
         st = epoch(ts, &a, &tr, names, n_in, true, order, ep, &step, total, &ts_stats);
+        if (st == ANVIL_OK && a.checkpoint) st = anvil_train_save(ts, a.checkpoint);
         if (st == ANVIL_OK && a.val) {
             st = epoch(ts, &a, &va, names, n_in, false, val_order, ep, &step, total, &vs);
             if (st == ANVIL_OK && !a.quiet) {

@@ -6,9 +6,8 @@
  * current weights without a copy and a plan never folds them. The gradients come back as the
  * graph's outputs; the update runs here, one fused loop per parameter (PyTorch's formulas, so
  * that the same model on the same batches ends with the same weights). */
-#include "api.h"
+#include "train_impl.h"
 
-#include "autodiff/autodiff.h"
 #include "onnx/onnx.h"
 #include "runtime/runtime.h"
 
@@ -16,32 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define TRAIN_MAX_GRAPHS 4
-
-typedef struct train_graph {
-    ir_shape *shapes; /* [n model inputs]: the batch shapes this graph was built for */
-    ad_graph *ag;
-    rt_session *rt;
-    anvil_tensor **params; /* [n_params]: wrappers of the session's parameter buffers */
-} train_graph;
-
-struct anvil_train_session {
-    const anvil_model *model;
-    const ir_graph *fwd;
-    anvil_train_config cfg;
-    char **trainable; /* copies of cfg.trainable */
-    int n_params;
-    char **names;   /* [n_params], owned */
-    size_t *numel;  /* [n_params] */
-    float **p;      /* the parameters */
-    float **m, **v; /* Adam's moments, or m: SGD's momentum buffer */
-    float **acc;    /* summed gradients while accumulating (accumulate > 1) */
-    uint64_t updates, steps, micro;
-    bool momentum_started;
-    train_graph graphs[TRAIN_MAX_GRAPHS];
-    int n_graphs;
-};
 
 void anvil_train_config_default(anvil_train_config *c) {
     memset(c, 0, sizeof *c);
@@ -88,6 +61,7 @@ void anvil_train_session_free(anvil_train_session *ts) {
     free(ts->acc);
     for (size_t i = 0; ts->trainable && i < ts->cfg.n_trainable; i++) free(ts->trainable[i]);
     free(ts->trainable);
+    train_ckpt_free(ts->pending);
     free(ts);
 }
 
@@ -116,6 +90,13 @@ static anvil_status init_params(anvil_train_session *ts, const ad_graph *ag) {
             (ts->acc && !ts->acc[i]))
             return ANVIL_ERR_OUT_OF_MEMORY;
         memcpy(ts->p[i], ag->param_init[i], ts->numel[i] * sizeof(float));
+    }
+    if (ts->pending) {
+        /* a checkpoint loaded before the first step */
+        const anvil_status st = train_ckpt_apply(ts, ts->pending);
+        train_ckpt_free(ts->pending);
+        ts->pending = NULL;
+        return st;
     }
     return ANVIL_OK;
 }
@@ -371,6 +352,11 @@ void anvil_train_set_lr(anvil_train_session *ts, float lr) {
 
 uint64_t anvil_train_updates(const anvil_train_session *ts) {
     return ts ? ts->updates : 0;
+}
+
+uint64_t anvil_train_steps(const anvil_train_session *ts) {
+    if (!ts) return 0;
+    return ts->pending ? train_ckpt_steps(ts->pending) : ts->steps;
 }
 
 anvil_status anvil_train_export(const anvil_train_session *ts, const char *path) {

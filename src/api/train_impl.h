@@ -1,0 +1,47 @@
+/* The training session's state, shared by train.c (graphs, steps, the update) and
+ * train_ckpt.c (checkpoints). Only src/api includes it. */
+#ifndef ANVIL_API_TRAIN_IMPL_H
+#define ANVIL_API_TRAIN_IMPL_H
+
+#include "api.h"
+
+#include "autodiff/autodiff.h"
+#include "runtime/runtime.h"
+
+#define TRAIN_MAX_GRAPHS 4
+
+typedef struct train_graph {
+    ir_shape *shapes; /* [n model inputs]: the batch shapes this graph was built for */
+    ad_graph *ag;
+    rt_session *rt;
+    anvil_tensor **params; /* [n_params]: wrappers of the session's parameter buffers */
+} train_graph;
+
+struct anvil_train_session {
+    const anvil_model *model;
+    const ir_graph *fwd;
+    anvil_train_config cfg;
+    char **trainable; /* copies of cfg.trainable */
+    int n_params;
+    char **names;   /* [n_params], owned */
+    size_t *numel;  /* [n_params] */
+    float **p;      /* the parameters */
+    float **m, **v; /* Adam's moments, or m: SGD's momentum buffer */
+    float **acc;    /* summed gradients while accumulating (accumulate > 1) */
+    uint64_t updates, steps, micro;
+    bool momentum_started;
+    train_graph graphs[TRAIN_MAX_GRAPHS];
+    int n_graphs;
+    /* a checkpoint loaded before the parameters were set up, applied by init_params (owned) */
+    struct train_ckpt *pending;
+};
+
+/* A parsed checkpoint (train_ckpt.c). */
+typedef struct train_ckpt train_ckpt;
+/* Applies c to ts (names and sizes checked first: ts is unchanged on failure). */
+anvil_status train_ckpt_apply(anvil_train_session *ts, const train_ckpt *c);
+void train_ckpt_free(train_ckpt *c);
+/* The steps c records. */
+uint64_t train_ckpt_steps(const train_ckpt *c);
+
+#endif

@@ -1,0 +1,109 @@
+"""`anvil train` beyond the happy path: resuming from a checkpoint gives the very weights of an
+uninterrupted run; bad input gets a clear error and loses nothing.
+
+    check_cli.py ANVIL OUT_DIR   (after digits.py has written OUT_DIR's data and model)
+
+Checks, on the digits CNN of digits.py (same OUT_DIR):
+  - 4 epochs in one run, and 2 epochs + --resume to 4, end with identical weights;
+  - a truncated checkpoint: INVALID_ARGUMENT naming the checkpoint, no trained model written;
+  - labels of the wrong dtype: an error naming the labels and what the loss wants;
+  - a learning rate that makes the loss overflow: an error naming the step, and the checkpoint
+    of the last good epoch still loads;
+  - an op without a gradient rule on the way to the loss: an error naming the node.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+FAILS = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        FAILS.append(what)
+
+
+def train(anvil, out, *args):
+    return subprocess.run([anvil, "train", os.path.join(out, "cnn.onnx"), "--data",
+                           os.path.join(out, "train.npz"), "--threads", "1", "--seed", "5",
+                           "--optimizer", "adam", "--lr", "0.003", "-q", *args],
+                          capture_output=True, text=True)
+
+
+def weights(path):
+    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+
+
+def main():
+    anvil, out = sys.argv[1], sys.argv[2]
+    d = os.path.join(out, "cli")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    full, part, ck = (os.path.join(d, n) for n in ("full.onnx", "part.onnx", "ck.bin"))
+    r = train(anvil, out, "--epochs", "4", "-o", full)
+    check(r.returncode == 0, f"4 epochs in one run ({r.stderr.strip()[-200:]})")
+    r = train(anvil, out, "--epochs", "2", "--checkpoint", ck, "-o", part)
+    check(r.returncode == 0 and os.path.exists(ck), "2 epochs with a checkpoint")
+    r = train(anvil, out, "--epochs", "4", "--checkpoint", ck, "--resume", "-o", part)
+    check(r.returncode == 0, f"resumed to 4 epochs ({r.stderr.strip()[-200:]})")
+    if r.returncode == 0:
+        a, b = weights(full), weights(part)
+        same = all(np.array_equal(a[k], b[k]) for k in a)
+        check(same, "resumed run ends with the uninterrupted run's weights, bit for bit")
+    # a damaged checkpoint
+    bad = os.path.join(d, "bad.bin")
+    with open(ck, "rb") as f:
+        data = f.read()
+    with open(bad, "wb") as f:
+        f.write(data[: len(data) // 2])
+    out_bad = os.path.join(d, "never.onnx")
+    r = train(anvil, out, "--epochs", "3", "--checkpoint", bad, "--resume", "-o", out_bad)
+    check(r.returncode == 11 and "bad.bin" in r.stderr and "checksum" in r.stderr
+          and not os.path.exists(out_bad), f"truncated checkpoint refused: {r.stderr.strip()}")
+    # labels of the wrong dtype
+    z = np.load(os.path.join(out, "train.npz"))
+    wrong = os.path.join(d, "wrong.npz")
+    np.savez(wrong, x=z["x"], labels=z["labels"].astype(np.float32))
+    r = subprocess.run([anvil, "train", os.path.join(out, "cnn.onnx"), "--data", wrong, "-q",
+                        "-o", out_bad], capture_output=True, text=True)
+    check(r.returncode == 11 and "labels" in r.stderr and "int64" in r.stderr.lower(),
+          f"float labels for cross-entropy refused: {r.stderr.strip()}")
+    # the loss overflows: the step is named, the last good checkpoint kept
+    ck2 = os.path.join(d, "ck2.bin")
+    r = train(anvil, out, "--epochs", "1", "--checkpoint", ck2, "-o", part)
+    r = train(anvil, out, "--lr", "1e30", "--epochs", "3", "--checkpoint", ck2, "--resume", "-o",
+              out_bad)
+    check(r.returncode != 0 and "step" in r.stderr and ("NaN" in r.stderr or "infinite" in
+                                                        r.stderr),
+          f"diverging loss stops naming the step: {r.stderr.strip()}")
+    r = train(anvil, out, "--epochs", "2", "--checkpoint", ck2, "--resume", "-o", part)
+    check(r.returncode == 0, "the checkpoint of the last good epoch still resumes")
+    # an op with no gradient rule between a weight and the loss
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="proj"),
+         helper.make_node("Cos", ["m"], ["y"], name="the_cos")], "nograd",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+        initializer=[numpy_helper.from_array(np.ones((4, 3), np.float32), "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(d, "nograd.onnx"))
+    np.savez(os.path.join(d, "nograd.npz"), x=np.ones((8, 4), np.float32),
+             labels=np.ones((8, 3), np.float32))
+    r = subprocess.run([anvil, "train", os.path.join(d, "nograd.onnx"), "--data",
+                        os.path.join(d, "nograd.npz"), "--loss", "mse", "--batch", "4", "-q",
+                        "-o", out_bad], capture_output=True, text=True)
+    check(r.returncode != 0 and "the_cos" in r.stderr and "gradient" in r.stderr,
+          f"an op without a gradient rule is named: {r.stderr.strip()}")
+    print(f"{len(FAILS)} failures")
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
