@@ -289,6 +289,7 @@ typedef struct anvil_train_config {
     size_t n_trainable;
     int threads;   /* 0: all cores */
     int opt_level; /* graph rewrites of the training graph, as anvil_options_set_opt_level (1) */
+    int profiling; /* 1: record per-node timings (anvil_train_write_profile) */
 } anvil_train_config;
 
 /* SGD, lr 0.01, no momentum or decay; Adam's betas 0.9 and 0.999, eps 1e-8; no clipping;
@@ -326,6 +327,9 @@ anvil_status anvil_train_export(const anvil_train_session *ts, const char *path)
  * unchanged); before the first step it applies when the parameters are set up. */
 anvil_status anvil_train_save(const anvil_train_session *ts, const char *path);
 anvil_status anvil_train_load(anvil_train_session *ts, const char *path);
+/* Writes the per-node timings of the training graph of the latest batch shape (profiling must
+ * be on) as Chrome trace JSON, as anvil_session_write_profile. */
+anvil_status anvil_train_write_profile(const anvil_train_session *ts, const char *path);
 /* Steps taken (updating ones; eval excluded). */
 uint64_t anvil_train_steps(const anvil_train_session *ts);
 

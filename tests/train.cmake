@@ -26,3 +26,8 @@ add_test(NAME train.grads
          COMMAND ${ANVIL_TRAIN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/check_grads.py
                  $<TARGET_FILE:anvil> ${CMAKE_BINARY_DIR}/train_grads)
 set_tests_properties(train.grads PROPERTIES TIMEOUT 600)
+
+# 20 SGD and 20 AdamW steps against PyTorch's (skips with a message where torch is absent)
+add_test(NAME train.torch COMMAND ${ANVIL_TRAIN_PYTHON} ${PROJECT_SOURCE_DIR}/bench/train_torch.py
+                                  --check --anvil $<TARGET_FILE:anvil>)
+set_tests_properties(train.torch PROPERTIES TIMEOUT 600 SKIP_REGULAR_EXPRESSION "^skipped")

@@ -47,6 +47,8 @@ void cli_train_usage(FILE *f) {
         "  --checkpoint FILE          save parameters and optimizer state after every epoch\n"
         "                             (atomically: an interrupted run keeps the last one)\n"
         "  --resume                   continue from --checkpoint FILE when it exists\n"
+        "  --profile FILE.json        write per-node timings of the training steps as a Chrome\n"
+        "                             trace (forward, backward and loss nodes)\n"
         "  --json                     print the summary as one JSON object\n"
         "  -q, --quiet                no progress lines\n"
         "  -h, --help                 show this help\n",
@@ -78,7 +80,8 @@ enum {
     O_QUIET,
     O_OPT_LEVEL,
     O_CKPT,
-    O_RESUME
+    O_RESUME,
+    O_PROFILE
 };
 
 typedef struct dataset {
@@ -92,7 +95,7 @@ typedef struct dataset {
 typedef struct train_args {
     const char *model, *data, *val, *out, *output, *labels;
     anvil_train_config cfg;
-    const char *schedule, *checkpoint;
+    const char *schedule, *checkpoint, *profile;
     long long epochs, batch, seed, warmup, step_epochs;
     bool json, quiet, resume;
 } train_args;
@@ -244,20 +247,33 @@ static anvil_status epoch(anvil_train_session *ts, const train_args *a, const da
 }
 
 static bool parse_args(int argc, char **argv, train_args *a) {
-    static const cli_option opts[] = {
-        {"data", 0, true, O_DATA},           {"val", 0, true, O_VAL},
-        {"out", 'o', true, O_OUT},           {"loss", 0, true, O_LOSS},
-        {"output", 0, true, O_OUTPUT},       {"labels", 0, true, O_LABELS},
-        {"optimizer", 0, true, O_OPT},       {"lr", 0, true, O_LR},
-        {"momentum", 0, true, O_MOM},        {"nesterov", 0, false, O_NESTEROV},
-        {"weight-decay", 0, true, O_WD},     {"schedule", 0, true, O_SCHED},
-        {"step-epochs", 0, true, O_STEP},    {"warmup", 0, true, O_WARMUP},
-        {"clip", 0, true, O_CLIP},           {"accumulate", 0, true, O_ACC},
-        {"epochs", 0, true, O_EPOCHS},       {"batch", 0, true, O_BATCH},
-        {"seed", 0, true, O_SEED},           {"threads", 0, true, O_THREADS},
-        {"json", 0, false, O_JSON},          {"quiet", 'q', false, O_QUIET},
-        {"opt-level", 0, true, O_OPT_LEVEL}, {"checkpoint", 0, true, O_CKPT},
-        {"resume", 0, false, O_RESUME},      {NULL, 0, false, 0}};
+    static const cli_option opts[] = {{"data", 0, true, O_DATA},
+                                      {"val", 0, true, O_VAL},
+                                      {"out", 'o', true, O_OUT},
+                                      {"loss", 0, true, O_LOSS},
+                                      {"output", 0, true, O_OUTPUT},
+                                      {"labels", 0, true, O_LABELS},
+                                      {"optimizer", 0, true, O_OPT},
+                                      {"lr", 0, true, O_LR},
+                                      {"momentum", 0, true, O_MOM},
+                                      {"nesterov", 0, false, O_NESTEROV},
+                                      {"weight-decay", 0, true, O_WD},
+                                      {"schedule", 0, true, O_SCHED},
+                                      {"step-epochs", 0, true, O_STEP},
+                                      {"warmup", 0, true, O_WARMUP},
+                                      {"clip", 0, true, O_CLIP},
+                                      {"accumulate", 0, true, O_ACC},
+                                      {"epochs", 0, true, O_EPOCHS},
+                                      {"batch", 0, true, O_BATCH},
+                                      {"seed", 0, true, O_SEED},
+                                      {"threads", 0, true, O_THREADS},
+                                      {"json", 0, false, O_JSON},
+                                      {"quiet", 'q', false, O_QUIET},
+                                      {"opt-level", 0, true, O_OPT_LEVEL},
+                                      {"checkpoint", 0, true, O_CKPT},
+                                      {"resume", 0, false, O_RESUME},
+                                      {"profile", 0, true, O_PROFILE},
+                                      {NULL, 0, false, 0}};
     anvil_train_config_default(&a->cfg);
     a->labels = "labels";
     a->schedule = "constant";
@@ -308,6 +324,10 @@ static bool parse_args(int argc, char **argv, train_args *a) {
             break;
         case O_RESUME:
             a->resume = true;
+            break;
+        case O_PROFILE:
+            a->profile = v;
+            a->cfg.profiling = 1;
             break;
         case O_QUIET:
             a->quiet = true;
@@ -495,6 +515,7 @@ int cli_train_main(int argc, char **argv) {
         if (!a.quiet) fputc('\n', stderr);
     }
     if (st == ANVIL_OK) st = anvil_train_export(ts, a.out);
+    if (st == ANVIL_OK && a.profile) st = anvil_train_write_profile(ts, a.profile);
     if (st == ANVIL_OK)
         summary(&a, &ts_stats, &vs, a.val != NULL, now_s() - t0, anvil_train_updates(ts));
     free(names);

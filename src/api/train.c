@@ -52,6 +52,7 @@ void anvil_train_session_free(anvil_train_session *ts) {
         if (ts->m) free(ts->m[i]);
         if (ts->v) free(ts->v[i]);
         if (ts->acc) free(ts->acc[i]);
+        if (ts->stash) free(ts->stash[i]);
     }
     free(ts->names);
     free(ts->numel);
@@ -59,6 +60,7 @@ void anvil_train_session_free(anvil_train_session *ts) {
     free(ts->m);
     free(ts->v);
     free(ts->acc);
+    free(ts->stash);
     for (size_t i = 0; ts->trainable && i < ts->cfg.n_trainable; i++) free(ts->trainable[i]);
     free(ts->trainable);
     train_ckpt_free(ts->pending);
@@ -183,7 +185,9 @@ static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, t
                                &tg->params[i]);
     }
     if (st == ANVIL_OK) {
-        rt_session_config cfg = {.threads = ts->cfg.threads, .opt_level = ts->cfg.opt_level};
+        rt_session_config cfg = {.threads = ts->cfg.threads,
+                                 .opt_level = ts->cfg.opt_level,
+                                 .profiling = ts->cfg.profiling != 0};
         if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
         st = rt_session_create(tg->ag->g, &cfg, &tg->rt);
     }
@@ -198,58 +202,109 @@ static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, t
 
 /* ---- the update ------------------------------------------------------------------------------ */
 
-static double grad_norm(anvil_train_session *ts, float *const *g) {
+static double grad_norm(const anvil_train_session *ts, float *const *g) {
     double s = 0;
     for (int i = 0; i < ts->n_params; i++)
         for (size_t j = 0; j < ts->numel[i]; j++) s += (double)g[i][j] * g[i][j];
     return sqrt(s);
 }
 
-static void update(anvil_train_session *ts, float *const *g) {
+/* The update of parameter i from its gradient g scaled by `scale` (clipping), update number
+ * ts->updates (PyTorch's formulas: L2 weight decay into the gradient for SGD and Adam, decoupled
+ * for AdamW; SGD's momentum buffer starts as the first gradient). */
+static void update_param(anvil_train_session *ts, int i, const float *restrict g, float scale) {
     const anvil_train_config *c = &ts->cfg;
-    float scale = 1.0f;
-    if (c->clip_norm > 0.0f) {
-        const double norm = grad_norm(ts, g);
-        if (norm > c->clip_norm) scale = (float)(c->clip_norm / (norm + 1e-6));
-    }
-    ts->updates++;
     const float lr = c->lr, wd = c->weight_decay, mu = c->momentum;
+    float *restrict p = ts->p[i];
+    const size_t n = ts->numel[i];
+    if (c->optimizer == ANVIL_OPTIMIZER_SGD) {
+        float *restrict buf = ts->m ? ts->m[i] : NULL;
+        if (!buf) {
+            for (size_t j = 0; j < n; j++) p[j] -= lr * (g[j] * scale + wd * p[j]);
+            return;
+        }
+        const bool started = ts->momentum_started, nesterov = c->nesterov;
+        for (size_t j = 0; j < n; j++) {
+            const float d = g[j] * scale + wd * p[j];
+            const float b = started ? mu * buf[j] + d : d;
+            buf[j] = b;
+            p[j] -= lr * (nesterov ? d + mu * b : b);
+        }
+        return;
+    }
     const float b1 = c->beta1, b2 = c->beta2, eps = c->eps;
     const float bc1 = 1.0f - powf(b1, (float)ts->updates),
                 bc2 = 1.0f - powf(b2, (float)ts->updates);
-    for (int i = 0; i < ts->n_params; i++) {
-        float *restrict p = ts->p[i];
-        const float *restrict gi = g[i];
-        const size_t n = ts->numel[i];
-        if (c->optimizer == ANVIL_OPTIMIZER_SGD) {
-            float *restrict buf = ts->m ? ts->m[i] : NULL;
-            for (size_t j = 0; j < n; j++) {
-                float d = gi[j] * scale + wd * p[j];
-                if (buf) {
-                    buf[j] = ts->momentum_started ? mu * buf[j] + d : d;
-                    d = c->nesterov ? d + mu * buf[j] : buf[j];
-                }
-                p[j] -= lr * d;
-            }
-            continue;
-        }
-        float *restrict m = ts->m[i], *restrict v = ts->v[i];
-        const bool decoupled = c->optimizer == ANVIL_OPTIMIZER_ADAMW;
-        for (size_t j = 0; j < n; j++) {
-            float d = gi[j] * scale;
-            if (decoupled)
-                p[j] *= 1.0f - lr * wd;
-            else
-                d += wd * p[j];
-            m[j] = b1 * m[j] + (1.0f - b1) * d;
-            v[j] = b2 * v[j] + (1.0f - b2) * d * d;
-            p[j] -= lr * (m[j] / bc1) / (sqrtf(v[j] / bc2) + eps);
-        }
+    float *restrict m = ts->m[i], *restrict v = ts->v[i];
+    const float keep = c->optimizer == ANVIL_OPTIMIZER_ADAMW ? 1.0f - lr * wd : 1.0f;
+    const float l2 = c->optimizer == ANVIL_OPTIMIZER_ADAMW ? 0.0f : wd;
+    for (size_t j = 0; j < n; j++) {
+        const float d = g[j] * scale + l2 * p[j];
+        m[j] = b1 * m[j] + (1.0f - b1) * d;
+        v[j] = b2 * v[j] + (1.0f - b2) * d * d;
+        p[j] = p[j] * keep - lr * (m[j] / bc1) / (sqrtf(v[j] / bc2) + eps);
     }
+}
+
+/* One update from whole gradients g (clipped to the configured norm first). */
+static void update_all(anvil_train_session *ts, float *const *g) {
+    float scale = 1.0f;
+    if (ts->cfg.clip_norm > 0.0f) {
+        const double norm = grad_norm(ts, g);
+        if (norm > ts->cfg.clip_norm) scale = (float)(ts->cfg.clip_norm / (norm + 1e-6));
+    }
+    ts->updates++;
+    for (int i = 0; i < ts->n_params; i++) update_param(ts, i, g[i], scale);
     ts->momentum_started = true;
 }
 
 /* ---- steps ---------------------------------------------------------------------------------- */
+
+/* What the visits of one run's outputs (rt_session_run_visit) do: the loss first (a bad one
+ * stops the run before any update), the prediction copied out when wanted, then each gradient
+ * applied straight from the session's arena, or kept where the update needs them all at once
+ * (clipping: stash; accumulation: summed into acc). */
+typedef struct step_visit {
+    anvil_train_session *ts;
+    bool train;
+    float loss;
+    anvil_tensor *prediction; /* NULL: not wanted */
+    bool want_prediction;
+} step_visit;
+
+static anvil_status visit_output(void *arg, int32_t j, const op_tensor *t) {
+    step_visit *sv = arg;
+    anvil_train_session *ts = sv->ts;
+    if (j == 0) {
+        sv->loss = *(const float *)t->data;
+        if (!isfinite(sv->loss))
+            return core_err(ANVIL_ERR_RUNTIME,
+                            "step %llu: the loss is %s; the parameters were left as they were "
+                            "after the step before (lower the learning rate, or clip the "
+                            "gradients)",
+                            (unsigned long long)ts->steps + sv->train,
+                            isnan(sv->loss) ? "NaN" : "infinite");
+        if (sv->train) ts->steps++;
+        return ANVIL_OK;
+    }
+    if (j == 1) {
+        if (!sv->want_prediction) return ANVIL_OK;
+        CORE_TRY(anvil_tensor_create(t->dtype, t->rank, t->dims, &sv->prediction));
+        memcpy(anvil_tensor_data(sv->prediction), t->data, anvil_tensor_bytes(sv->prediction));
+        return ANVIL_OK;
+    }
+    const int i = j - 2;
+    const float *g = t->data;
+    if (ts->acc) {
+        for (size_t k = 0; k < ts->numel[i]; k++) ts->acc[i][k] += g[k];
+    } else if (ts->stash) {
+        memcpy(ts->stash[i], g, ts->numel[i] * sizeof(float));
+    } else {
+        if (i == 0) ts->updates++;
+        update_param(ts, i, g, 1.0f);
+    }
+    return ANVIL_OK;
+}
 
 static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *const *names,
                         const anvil_tensor *const *inputs, const anvil_tensor *labels, bool train,
@@ -284,52 +339,45 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
             ts->cfg.loss == ANVIL_LOSS_MSE ? "mse" : "cross-entropy", anvil_dtype_name(lv->dtype),
             ir_shape_str(NULL, &lv->shape, want, sizeof want));
     }
+    if (train && !ts->acc && ts->cfg.clip_norm > 0.0f && !ts->stash) {
+        ts->stash = core_calloc((size_t)ts->n_params, sizeof *ts->stash);
+        for (int i = 0; ts->stash && i < ts->n_params; i++)
+            if (!(ts->stash[i] = buffer(ts->numel[i]))) return ANVIL_ERR_OUT_OF_MEMORY;
+        if (!ts->stash) return ANVIL_ERR_OUT_OF_MEMORY;
+    }
     const int n_in = ag->g->n_inputs, n_out = ag->g->n_outputs;
     const anvil_tensor **ins = core_calloc((size_t)n_in, sizeof *ins);
-    anvil_tensor **outs = core_calloc((size_t)n_out, sizeof *outs);
     bool *want = core_calloc((size_t)n_out, sizeof *want);
-    anvil_status st = ins && outs && want ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
+    anvil_status st = ins && want ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
+    step_visit sv = {ts, train, 0.0f, NULL, prediction != NULL};
     if (st == ANVIL_OK) {
         for (int i = 0; i < f->n_inputs; i++) ins[i] = bound[i];
         ins[f->n_inputs] = labels;
         for (int i = 0; i < ts->n_params; i++) ins[f->n_inputs + 1 + i] = tg->params[i];
         for (int j = 0; j < n_out; j++) want[j] = train || j < 2;
-        st = rt_session_run(tg->rt, ins, want, outs);
-    }
-    if (st == ANVIL_OK) {
-        ts->steps += train;
-        *loss = *(const float *)outs[0]->data;
-        if (!isfinite(*loss))
-            st = core_err(ANVIL_ERR_RUNTIME,
-                          "step %llu: the loss is %s; the parameters were left as they were after "
-                          "the step before (lower the learning rate, or clip the gradients)",
-                          (unsigned long long)ts->steps, isnan(*loss) ? "NaN" : "infinite");
+        st = rt_session_run_visit(tg->rt, ins, want, visit_output, &sv);
     }
     if (st == ANVIL_OK && train) {
-        float **g = core_calloc((size_t)ts->n_params + 1, sizeof *g);
-        if (!g) st = ANVIL_ERR_OUT_OF_MEMORY;
-        for (int i = 0; st == ANVIL_OK && i < ts->n_params; i++) g[i] = outs[2 + i]->data;
-        if (st == ANVIL_OK && ts->acc) {
-            for (int i = 0; i < ts->n_params; i++)
-                for (size_t j = 0; j < ts->numel[i]; j++) ts->acc[i][j] += g[i][j];
+        if (ts->acc) {
             if (++ts->micro == (uint64_t)ts->cfg.accumulate) {
-                update(ts, ts->acc);
+                update_all(ts, ts->acc);
                 for (int i = 0; i < ts->n_params; i++)
                     memset(ts->acc[i], 0, ts->numel[i] * sizeof(float));
                 ts->micro = 0;
             }
-        } else if (st == ANVIL_OK) {
-            update(ts, g);
+        } else if (ts->stash) {
+            update_all(ts, ts->stash);
+        } else {
+            ts->momentum_started = true;
         }
-        free(g);
     }
-    if (st == ANVIL_OK && prediction) {
-        *prediction = outs[1];
-        outs[1] = NULL;
+    if (st == ANVIL_OK) {
+        *loss = sv.loss;
+        if (prediction) *prediction = sv.prediction;
+    } else {
+        anvil_tensor_free(sv.prediction);
     }
-    for (int j = 0; outs && j < n_out; j++) anvil_tensor_free(outs[j]);
     free(ins);
-    free(outs);
     free(want);
     return st;
 }
@@ -352,6 +400,12 @@ void anvil_train_set_lr(anvil_train_session *ts, float lr) {
 
 uint64_t anvil_train_updates(const anvil_train_session *ts) {
     return ts ? ts->updates : 0;
+}
+
+anvil_status anvil_train_write_profile(const anvil_train_session *ts, const char *path) {
+    API_CHECK(ts && path, "anvil_train_write_profile: session and path are required");
+    API_CHECK(ts->n_graphs > 0, "anvil_train_write_profile: no step has run");
+    return rt_session_write_trace(ts->graphs[ts->n_graphs - 1].rt, path);
 }
 
 uint64_t anvil_train_steps(const anvil_train_session *ts) {

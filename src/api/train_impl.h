@@ -28,6 +28,7 @@ struct anvil_train_session {
     float **p;      /* the parameters */
     float **m, **v; /* Adam's moments, or m: SGD's momentum buffer */
     float **acc;    /* summed gradients while accumulating (accumulate > 1) */
+    float **stash;  /* the step's gradients, where clipping needs them all before the update */
     uint64_t updates, steps, micro;
     bool momentum_started;
     train_graph graphs[TRAIN_MAX_GRAPHS];

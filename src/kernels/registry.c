@@ -25,9 +25,9 @@ static const kern_variant reference_variants[IR_OP_COUNT] = {
 /* Preference between families: anvil's own kernels first (they fuse epilogues and pack for the
  * plan), vendor libraries after them. Within a family, its list order. */
 static const kern_variant *const *const cascade[] = {
-    kern_family_conv,  kern_family_gemm, kern_family_eltwise, kern_family_deconv,
-    kern_family_rnn,   kern_family_data, kern_family_math,    kern_family_reduce,
-    kern_family_chain, kern_family_attn, kern_family_pair,    kern_family_vendor,
+    kern_family_conv, kern_family_gemm,  kern_family_eltwise, kern_family_deconv, kern_family_rnn,
+    kern_family_data, kern_family_math,  kern_family_reduce,  kern_family_chain,  kern_family_attn,
+    kern_family_pair, kern_family_train, kern_family_vendor,
 };
 
 static const kern_variant *lists[IR_OP_COUNT][KERN_MAX_VARIANTS];

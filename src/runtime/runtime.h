@@ -148,6 +148,13 @@ void rt_session_free(rt_session *s);
  * the caller; want[j] false skips output j (outputs[j] left NULL). */
 anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, const bool *want,
                             anvil_tensor **outputs);
+/* Called for each wanted output j after a run, with t's data borrowed from the session (valid
+ * during the call only): a caller that only reads an output (a training session its gradients)
+ * spares the copy into a new tensor. A status other than OK stops the visits and is returned. */
+typedef anvil_status (*rt_output_fn)(void *arg, int32_t j, const op_tensor *t);
+/* rt_session_run without the output tensors: visit (required) sees each wanted output instead. */
+anvil_status rt_session_run_visit(rt_session *s, const anvil_tensor *const *inputs,
+                                  const bool *want, rt_output_fn visit, void *arg);
 anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out);
 anvil_status rt_session_write_trace(const rt_session *s, const char *path);
 

@@ -287,10 +287,10 @@ static anvil_status run_dynamic_step(rt_session *s, run_frame *rf, const rt_step
     return rt_node_run_dynamic(g, n, in, out, &s->ctx, &rf->base);
 }
 
-anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, const bool *want,
-                            anvil_tensor **outputs) {
+static anvil_status run_impl(rt_session *s, const anvil_tensor *const *inputs, const bool *want,
+                             anvil_tensor **outputs, rt_output_fn visit, void *visit_arg) {
     const ir_graph *g = s->g;
-    for (int32_t j = 0; j < g->n_outputs; j++) outputs[j] = NULL;
+    for (int32_t j = 0; outputs && j < g->n_outputs; j++) outputs[j] = NULL;
     CORE_TRY(rt_check_inputs(s, inputs));
     int64_t *sig;
     size_t sig_len;
@@ -412,6 +412,11 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
         ir_vid v = g->outputs[j];
         op_tensor t;
         st = run_lookup(&rf.base, v, &t);
+        if (visit) {
+            if (st == ANVIL_OK) st = visit(visit_arg, j, &t);
+            if (st != ANVIL_OK) break;
+            continue;
+        }
         if (st == ANVIL_OK) st = rt_tensor_new_uninit(t.dtype, t.rank, t.dims, &outputs[j]);
         if (st == ANVIL_OK && outputs[j]->bytes) {
             const void *src = t.data;
@@ -434,6 +439,16 @@ anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, co
     if (rf.heap) heap_release(&rf);
     free(rf.heap);
     return st;
+}
+
+anvil_status rt_session_run(rt_session *s, const anvil_tensor *const *inputs, const bool *want,
+                            anvil_tensor **outputs) {
+    return run_impl(s, inputs, want, outputs, NULL, NULL);
+}
+
+anvil_status rt_session_run_visit(rt_session *s, const anvil_tensor *const *inputs,
+                                  const bool *want, rt_output_fn visit, void *arg) {
+    return run_impl(s, inputs, want, NULL, visit, arg);
 }
 
 anvil_status rt_session_stats(const rt_session *s, anvil_session_stats *out) {
