@@ -66,12 +66,36 @@ class Cnn(nn.Module):
         return self.f2(torch.relu(self.f1(x.flatten(1))))
 
 
+class BnCnn(nn.Module):
+    """Conv, BatchNorm (train mode: batch statistics, running ones updated), Relu, and a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.f = nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        return self.f(torch.relu(self.bn(self.c1(x))).flatten(1))
+
+
 def onnx_of(model, example, path):
     """The module as ONNX written by hand from its parameters (names = the state_dict's)."""
     sd = {k: v.detach().numpy().astype(np.float32) for k, v in model.state_dict().items()}
     inits = [numpy_helper.from_array(v, k) for k, v in sd.items()]
     nodes, x = [], "x"
-    if isinstance(model, Mlp):
+    if isinstance(model, BnCnn):
+        nodes = [helper.make_node("Conv", ["x", "c1.weight"], ["a"], kernel_shape=[3, 3],
+                                  pads=[1, 1, 1, 1]),
+                 helper.make_node("BatchNormalization", ["a", "bn.weight", "bn.bias",
+                                                         "bn.running_mean", "bn.running_var"],
+                                  ["b"], epsilon=1e-5, momentum=0.9),
+                 helper.make_node("Relu", ["b"], ["r"]),
+                 helper.make_node("Flatten", ["r"], ["fl"]),
+                 helper.make_node("Gemm", ["fl", "f.weight", "f.bias"], ["out"], transB=1)]
+        inits = [i for i in inits if i.name != "bn.num_batches_tracked"]
+        out, opset = "out", 17
+    elif isinstance(model, Mlp):
         for i in range(len(model.layers)):
             y = f"h{i}"
             nodes.append(helper.make_node("Gemm", [x, f"layers.{i}.weight", f"layers.{i}.bias"],
@@ -120,7 +144,9 @@ def check(anvil, tmp):
     for name, make, x in [
             ("mlp_gelu", lambda: Mlp([20, 32, 32, 10], "gelu"), np.random.default_rng(1).normal(
                 0, 1, (64, 20)).astype(np.float32)),
-            ("cnn", Cnn, np.random.default_rng(2).normal(0, 1, (48, 1, 8, 8)).astype(np.float32))]:
+            ("cnn", Cnn, np.random.default_rng(2).normal(0, 1, (48, 1, 8, 8)).astype(np.float32)),
+            ("cnn_batchnorm", BnCnn,
+             np.random.default_rng(4).normal(0, 1, (32, 1, 8, 8)).astype(np.float32))]:
         y = np.random.default_rng(3).integers(0, 10, x.shape[0]).astype(np.int64)
         for kind in ("sgd", "adamw"):
             torch.manual_seed(0)
@@ -146,12 +172,15 @@ def check(anvil, tmp):
             got = {t.name: numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
             worst = 0.0
             for k, v in model.state_dict().items():
+                if k.endswith("num_batches_tracked"):
+                    continue
                 want = v.detach().numpy()
                 worst = max(worst, float(np.max(np.abs(got[k] - want)) / np.max(np.abs(want))))
             ok = worst <= 1e-4
             bad += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {name} {kind}: 20 steps, parameters within "
-                  f"{worst:.1e} of PyTorch's (relative to each tensor's largest value)")
+            print(f"{'ok  ' if ok else 'FAIL'} {name} {kind}: 20 steps, parameters (and running "
+                  f"statistics) within {worst:.1e} of PyTorch's (relative to each tensor's "
+                  f"largest value)")
     return bad
 
 

@@ -34,9 +34,9 @@ static float *buffer(size_t n) {
     return b;
 }
 
-static void free_graph(train_graph *tg, int n_params) {
+static void free_graph(train_graph *tg, int n_bound) {
     rt_session_free(tg->rt);
-    for (int i = 0; tg->params && i < n_params; i++) anvil_tensor_free(tg->params[i]);
+    for (int i = 0; tg->params && i < n_bound; i++) anvil_tensor_free(tg->params[i]);
     free(tg->params);
     ad_graph_free(tg->ag);
     free(tg->shapes);
@@ -45,7 +45,14 @@ static void free_graph(train_graph *tg, int n_params) {
 
 void anvil_train_session_free(anvil_train_session *ts) {
     if (!ts) return;
-    for (int k = 0; k < ts->n_graphs; k++) free_graph(&ts->graphs[k], ts->n_params);
+    for (int k = 0; k < ts->n_graphs; k++) free_graph(&ts->graphs[k], ts->n_params + ts->n_state);
+    for (int i = 0; i < ts->n_state; i++) {
+        free(ts->state_names[i]);
+        free(ts->state[i]);
+    }
+    free(ts->state_names);
+    free(ts->state_numel);
+    free(ts->state);
     for (int i = 0; i < ts->n_params; i++) {
         free(ts->names[i]);
         free(ts->p[i]);
@@ -92,6 +99,18 @@ static anvil_status init_params(anvil_train_session *ts, const ad_graph *ag) {
             (ts->acc && !ts->acc[i]))
             return ANVIL_ERR_OUT_OF_MEMORY;
         memcpy(ts->p[i], ag->param_init[i], ts->numel[i] * sizeof(float));
+    }
+    ts->state_names = core_calloc((size_t)ag->n_state + 1, sizeof *ts->state_names);
+    ts->state_numel = core_calloc((size_t)ag->n_state + 1, sizeof *ts->state_numel);
+    ts->state = core_calloc((size_t)ag->n_state + 1, sizeof *ts->state);
+    if (!ts->state_names || !ts->state_numel || !ts->state) return ANVIL_ERR_OUT_OF_MEMORY;
+    ts->n_state = ag->n_state;
+    for (int i = 0; i < ag->n_state; i++) {
+        ts->state_numel[i] = ag->state_numel[i];
+        ts->state_names[i] = core_strdup(ag->state_names[i]);
+        ts->state[i] = buffer(ts->state_numel[i]);
+        if (!ts->state_names[i] || !ts->state[i]) return ANVIL_ERR_OUT_OF_MEMORY;
+        memcpy(ts->state[i], ag->state_init[i], ts->state_numel[i] * sizeof(float));
     }
     if (ts->pending) {
         /* a checkpoint loaded before the first step */
@@ -143,10 +162,13 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
 }
 
 /* The graph for these input shapes: found, or built (and the parameters set up on the first). */
-static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, train_graph **out) {
+static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, bool eval,
+                              train_graph **out) {
     const ir_graph *f = ts->fwd;
+    /* the parameters come from a training graph: evaluation before any step builds one first */
+    if (eval && ts->n_params == 0) CORE_TRY(graph_for(ts, shapes, false, out));
     for (int k = 0; k < ts->n_graphs; k++) {
-        bool same = true;
+        bool same = ts->graphs[k].eval == eval;
         for (int i = 0; i < f->n_inputs && same; i++)
             same = ir_shape_equal(&ts->graphs[k].shapes[i], &shapes[i]);
         if (same) {
@@ -154,35 +176,43 @@ static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, t
             return ANVIL_OK;
         }
     }
+    const int n_bound0 = ts->n_params + ts->n_state;
     if (ts->n_graphs == TRAIN_MAX_GRAPHS) {
-        free_graph(&ts->graphs[0], ts->n_params);
+        free_graph(&ts->graphs[0], n_bound0);
         memmove(&ts->graphs[0], &ts->graphs[1], sizeof ts->graphs[0] * (TRAIN_MAX_GRAPHS - 1));
         ts->n_graphs--;
         memset(&ts->graphs[ts->n_graphs], 0, sizeof ts->graphs[0]);
     }
     train_graph *tg = &ts->graphs[ts->n_graphs];
+    tg->eval = eval;
     tg->shapes = core_calloc((size_t)f->n_inputs + 1, sizeof *tg->shapes);
     if (!tg->shapes) return ANVIL_ERR_OUT_OF_MEMORY;
     memcpy(tg->shapes, shapes, (size_t)f->n_inputs * sizeof *shapes);
-    const ad_spec spec = {.loss =
-                              ts->cfg.loss == ANVIL_LOSS_MSE ? AD_LOSS_MSE : AD_LOSS_CROSS_ENTROPY,
-                          .output = ts->cfg.output,
-                          .n_inputs = f->n_inputs,
-                          .input_shapes = shapes,
-                          .trainable = (const char *const *)ts->trainable,
-                          .n_trainable = (int)ts->cfg.n_trainable};
+    /* evaluation names the training graph's parameters, so that both bind the same buffers */
+    const bool named = eval || ts->cfg.n_trainable > 0;
+    const ad_spec spec = {
+        .loss = ts->cfg.loss == ANVIL_LOSS_MSE ? AD_LOSS_MSE : AD_LOSS_CROSS_ENTROPY,
+        .output = ts->cfg.output,
+        .n_inputs = f->n_inputs,
+        .input_shapes = shapes,
+        .trainable = (const char *const *)(eval ? ts->names : ts->trainable),
+        .n_trainable = named ? (eval ? ts->n_params : (int)ts->cfg.n_trainable) : 0,
+        .eval = eval};
     anvil_status st = ad_build(f, &spec, &tg->ag);
     if (st == ANVIL_OK && ts->n_params == 0) st = init_params(ts, tg->ag);
-    if (st == ANVIL_OK && tg->ag->n_params != ts->n_params)
+    if (st == ANVIL_OK && (tg->ag->n_params != ts->n_params || tg->ag->n_state != ts->n_state))
         st = core_err(ANVIL_ERR_INTERNAL, "batch shapes changed the trainable set");
+    const int n_bound = ts->n_params + ts->n_state;
     if (st == ANVIL_OK) {
-        tg->params = core_calloc((size_t)ts->n_params + 1, sizeof *tg->params);
+        tg->params = core_calloc((size_t)n_bound + 1, sizeof *tg->params);
         if (!tg->params) st = ANVIL_ERR_OUT_OF_MEMORY;
     }
-    for (int i = 0; st == ANVIL_OK && i < ts->n_params; i++) {
-        const ir_value *pv = &tg->ag->g->values[tg->ag->params[i]];
-        st = anvil_tensor_wrap(ANVIL_DTYPE_FLOAT32, pv->shape.rank, pv->shape.d, ts->p[i],
-                               &tg->params[i]);
+    for (int i = 0; st == ANVIL_OK && i < n_bound; i++) {
+        const bool param = i < ts->n_params;
+        const ir_vid v = param ? tg->ag->params[i] : tg->ag->state[i - ts->n_params];
+        const ir_value *pv = &tg->ag->g->values[v];
+        st = anvil_tensor_wrap(ANVIL_DTYPE_FLOAT32, pv->shape.rank, pv->shape.d,
+                               param ? ts->p[i] : ts->state[i - ts->n_params], &tg->params[i]);
     }
     if (st == ANVIL_OK) {
         rt_session_config cfg = {.threads = ts->cfg.threads,
@@ -192,7 +222,7 @@ static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, t
         st = rt_session_create(tg->ag->g, &cfg, &tg->rt);
     }
     if (st != ANVIL_OK) {
-        free_graph(tg, ts->n_params);
+        free_graph(tg, n_bound);
         return st;
     }
     ts->n_graphs++;
@@ -293,6 +323,12 @@ static anvil_status visit_output(void *arg, int32_t j, const op_tensor *t) {
         memcpy(anvil_tensor_data(sv->prediction), t->data, anvil_tensor_bytes(sv->prediction));
         return ANVIL_OK;
     }
+    if (j >= 2 + ts->n_params) {
+        /* BatchNormalization's running statistics after this step */
+        const int k = j - 2 - ts->n_params;
+        memcpy(ts->state[k], t->data, ts->state_numel[k] * sizeof(float));
+        return ANVIL_OK;
+    }
     const int i = j - 2;
     const float *g = t->data;
     if (ts->acc) {
@@ -326,7 +362,7 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
         ir_shape_set(&shapes[i], bound[i]->rank, bound[i]->dims);
     }
     train_graph *tg;
-    CORE_TRY(graph_for(ts, shapes, &tg));
+    CORE_TRY(graph_for(ts, shapes, !train, &tg));
     const ad_graph *ag = tg->ag;
     const ir_value *lv = &ag->g->values[ag->labels];
     ir_shape ls;
@@ -353,8 +389,9 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
     if (st == ANVIL_OK) {
         for (int i = 0; i < f->n_inputs; i++) ins[i] = bound[i];
         ins[f->n_inputs] = labels;
-        for (int i = 0; i < ts->n_params; i++) ins[f->n_inputs + 1 + i] = tg->params[i];
-        for (int j = 0; j < n_out; j++) want[j] = train || j < 2;
+        for (int i = 0; i < ts->n_params + ts->n_state; i++)
+            ins[f->n_inputs + 1 + i] = tg->params[i];
+        for (int j = 0; j < n_out; j++) want[j] = true;
         st = rt_session_run_visit(tg->rt, ins, want, visit_output, &sv);
     }
     if (st == ANVIL_OK && train) {
@@ -427,6 +464,16 @@ anvil_status anvil_train_export(const anvil_train_session *ts, const char *path)
         }
         g->values[v].data = ts->p[i];
         g->values[v].data_bytes = ts->numel[i] * sizeof(float);
+    }
+    for (int i = 0; i < ts->n_state && st == ANVIL_OK; i++) {
+        const ir_vid v = ir_graph_find_value(g, ts->state_names[i]);
+        if (v == IR_NONE) {
+            st = core_err(ANVIL_ERR_INTERNAL, "statistic '%s' is not in the model",
+                          ts->state_names[i]);
+            break;
+        }
+        g->values[v].data = ts->state[i];
+        g->values[v].data_bytes = ts->state_numel[i] * sizeof(float);
     }
     if (st == ANVIL_OK) st = onnx_graph_write(g, path);
     ir_graph_free(g);

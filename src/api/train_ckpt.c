@@ -3,6 +3,8 @@
  *   u32 momentum_started | u32 n_params | u32 has_m | u32 has_v | u32 has_acc |
  *   per parameter: u32 name length, the name, u64 numel, then numel floats each of p, m, v, acc
  *   (those present) |
+ *   u32 n_state | per statistic (BatchNormalization's running mean and variance): u32 name
+ *   length, the name, u64 numel, numel floats |
  *   u32 CRC-32 (zlib's) of every byte before it.
  * It is written whole to PATH.tmp, flushed and renamed over PATH, so a crash mid-save leaves the
  * last checkpoint as it was. Loading parses and checks everything before touching the session. */
@@ -15,7 +17,7 @@
 #include <zlib.h>
 
 #define CKPT_MAGIC "ANVILCKP"
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 2u
 
 struct train_ckpt {
     uint32_t optimizer, momentum_started, n, has[3];
@@ -23,6 +25,10 @@ struct train_ckpt {
     char **names;
     uint64_t *numel;
     float **arrays; /* [n * 4]: p, m, v, acc per parameter (NULL where absent) */
+    uint32_t n_state;
+    char **state_names;
+    uint64_t *state_numel;
+    float **state;
 };
 
 uint64_t train_ckpt_steps(const train_ckpt *c) {
@@ -35,9 +41,16 @@ void train_ckpt_free(train_ckpt *c) {
         if (c->names) free(c->names[i]);
         for (int k = 0; c->arrays && k < 4; k++) free(c->arrays[i * 4 + k]);
     }
+    for (uint32_t i = 0; i < c->n_state; i++) {
+        if (c->state_names) free(c->state_names[i]);
+        if (c->state) free(c->state[i]);
+    }
     free(c->names);
     free(c->numel);
     free(c->arrays);
+    free(c->state_names);
+    free(c->state_numel);
+    free(c->state);
     free(c);
 }
 
@@ -97,6 +110,14 @@ anvil_status anvil_train_save(const anvil_train_session *ts, const char *path) {
                                has[2] ? ts->acc[i] : NULL};
         for (int k = 0; k < 4; k++)
             if (arr[k]) put(&b, arr[k], ts->numel[i] * sizeof(float));
+    }
+    put32(&b, (uint32_t)ts->n_state);
+    for (int i = 0; i < ts->n_state; i++) {
+        const size_t len = strlen(ts->state_names[i]);
+        put32(&b, (uint32_t)len);
+        put(&b, ts->state_names[i], len);
+        put64(&b, ts->state_numel[i]);
+        put(&b, ts->state[i], ts->state_numel[i] * sizeof(float));
     }
     put32(&b, (uint32_t)crc32(0L, b.p, (uInt)b.n));
     if (b.oom) {
@@ -214,6 +235,40 @@ static anvil_status parse(const char *path, const unsigned char *p, size_t n, tr
             if (b.short_read) st = corrupt(path, "a parameter's data runs past the file");
         }
     }
+    if (st == ANVIL_OK) {
+        c->n_state = get32(&b);
+        if (b.short_read || c->n_state > (n / 16) + 1) st = corrupt(path, "a broken state count");
+    }
+    if (st == ANVIL_OK) {
+        c->state_names = core_calloc((size_t)c->n_state + 1, sizeof *c->state_names);
+        c->state_numel = core_calloc((size_t)c->n_state + 1, sizeof *c->state_numel);
+        c->state = core_calloc((size_t)c->n_state + 1, sizeof *c->state);
+        if (!c->state_names || !c->state_numel || !c->state) st = ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    for (uint32_t i = 0; st == ANVIL_OK && i < c->n_state; i++) {
+        const uint32_t len = get32(&b);
+        if (b.short_read || len > b.n - b.at || len > 4096) {
+            st = corrupt(path, "a statistic's name runs past the file");
+            break;
+        }
+        if (!(c->state_names[i] = malloc((size_t)len + 1))) {
+            st = ANVIL_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        get(&b, c->state_names[i], len);
+        c->state_names[i][len] = '\0';
+        c->state_numel[i] = get64(&b);
+        if (b.short_read || c->state_numel[i] > (b.n - b.at) / sizeof(float)) {
+            st = corrupt(path, "a statistic's data runs past the file");
+            break;
+        }
+        if (!(c->state[i] =
+                  malloc((size_t)(c->state_numel[i] ? c->state_numel[i] : 1) * sizeof(float)))) {
+            st = ANVIL_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        get(&b, c->state[i], (size_t)c->state_numel[i] * sizeof(float));
+    }
     if (st == ANVIL_OK && b.at != b.n) st = corrupt(path, "bytes left over after the parameters");
     if (st != ANVIL_OK) {
         train_ckpt_free(c);
@@ -239,6 +294,18 @@ anvil_status train_ckpt_apply(anvil_train_session *ts, const train_ckpt *c) {
                             "'%s' of %zu",
                             i, c->names[i], (unsigned long long)c->numel[i], ts->names[i],
                             ts->numel[i]);
+    if (c->n_state != (uint32_t)ts->n_state)
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "the checkpoint holds %u running statistics; the session has %d",
+                        c->n_state, ts->n_state);
+    for (int i = 0; i < ts->n_state; i++)
+        if (strcmp(c->state_names[i], ts->state_names[i]) ||
+            c->state_numel[i] != ts->state_numel[i])
+            return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                            "checkpoint statistic %d is '%s'; the session's is '%s'", i,
+                            c->state_names[i], ts->state_names[i]);
+    for (int i = 0; i < ts->n_state; i++)
+        memcpy(ts->state[i], c->state[i], ts->state_numel[i] * sizeof(float));
     for (int i = 0; i < ts->n_params; i++) {
         float *dst[4] = {ts->p[i], ts->m ? ts->m[i] : NULL, ts->v ? ts->v[i] : NULL,
                          ts->acc ? ts->acc[i] : NULL};

@@ -12,9 +12,10 @@
 
 typedef struct train_graph {
     ir_shape *shapes; /* [n model inputs]: the batch shapes this graph was built for */
+    bool eval;        /* the evaluation graph (forward and loss) */
     ad_graph *ag;
     rt_session *rt;
-    anvil_tensor **params; /* [n_params]: wrappers of the session's parameter buffers */
+    anvil_tensor **params; /* [n_params + n_state]: wrappers of the session's buffers */
 } train_graph;
 
 struct anvil_train_session {
@@ -29,6 +30,10 @@ struct anvil_train_session {
     float **m, **v; /* Adam's moments, or m: SGD's momentum buffer */
     float **acc;    /* summed gradients while accumulating (accumulate > 1) */
     float **stash;  /* the step's gradients, where clipping needs them all before the update */
+    int n_state;    /* BatchNormalization's running statistics, updated by each step */
+    char **state_names;
+    size_t *state_numel;
+    float **state;
     uint64_t updates, steps, micro;
     bool momentum_started;
     train_graph graphs[TRAIN_MAX_GRAPHS];

@@ -32,11 +32,16 @@ typedef struct ad_spec {
      * excepted) */
     const char *const *trainable;
     int n_trainable;
+    /* true: the evaluation graph, forward and loss only (BatchNormalization with its running
+     * statistics, no gradients) */
+    bool eval;
 } ad_spec;
 
-/* The training graph. g's inputs: the model's inputs, then "labels", then the parameters; its
- * outputs: the loss (a float32 scalar), the model output the loss reads, then one gradient per
- * parameter, in the parameters' order. */
+/* The training graph. g's inputs: the model's inputs, then "labels", then the parameters, then
+ * the state (BatchNormalization's running statistics); its outputs: the loss (a float32 scalar),
+ * the model output the loss reads, then one gradient per parameter in the parameters' order, then
+ * the state's new values in the state's order (the evaluation graph: loss and output only).
+ * Every BatchNormalization trains with batch statistics (anvil.BatchNormTrain). */
 typedef struct ad_graph {
     ir_graph *g; /* owned; shares attributes and constant data with the forward graph */
     int n_params;
@@ -45,6 +50,11 @@ typedef struct ad_graph {
     const void **param_init;  /* [n_params]: the initializers' bytes in the forward graph */
     size_t *param_numel;      /* [n_params] */
     ir_vid labels, loss, prediction;
+    int n_state;
+    ir_vid *state;            /* [n_state]: the state inputs of g */
+    const char **state_names; /* [n_state] */
+    const void **state_init;  /* [n_state]: the initializers' bytes in the forward graph */
+    size_t *state_numel;      /* [n_state] */
 } ad_graph;
 
 /* Builds the training graph of fwd (borrowed: it must outlive *out). Errors name the node or

@@ -267,6 +267,80 @@ static anvil_status add_loss(ad_ctx *c, const ad_spec *spec, ad_graph *ag, ir_vi
     return ad_accumulate(c, y, dy);
 }
 
+/* BatchNormalization's running statistics become state (inputs of g, recorded in ag); in the
+ * training graph each node becomes anvil.BatchNormTrain, whose outputs 1 and 2 are the state's
+ * new values (state_out, in the state's order) and 3 and 4 the batch statistics its gradient
+ * reads. */
+static anvil_status take_state(ad_ctx *c, const ad_spec *spec, ad_graph *ag, ir_vid **state_out) {
+    ir_graph *g = c->g;
+    int n_bn = 0;
+    for (int32_t k = 0; k < g->n_nodes; k++) n_bn += g->nodes[k].op == IR_OP_BATCHNORMALIZATION;
+    ag->state = core_calloc((size_t)(2 * n_bn) + 1, sizeof *ag->state);
+    ag->state_names = core_calloc((size_t)(2 * n_bn) + 1, sizeof *ag->state_names);
+    ag->state_init = core_calloc((size_t)(2 * n_bn) + 1, sizeof *ag->state_init);
+    ag->state_numel = core_calloc((size_t)(2 * n_bn) + 1, sizeof *ag->state_numel);
+    *state_out = core_calloc((size_t)(2 * n_bn) + 1, sizeof **state_out);
+    if (!ag->state || !ag->state_names || !ag->state_init || !ag->state_numel || !*state_out)
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        if (g->nodes[k].op != IR_OP_BATCHNORMALIZATION) continue;
+        const ir_node n = g->nodes[k];
+        if (n.n_inputs < 5 || n.n_outputs > 1 || g->values[n.inputs[0]].shape.rank < 2)
+            return core_err(ANVIL_ERR_UNSUPPORTED,
+                            "%s: only an inference-mode BatchNormalization (one output) of rank "
+                            ">= 2 can be trained",
+                            ir_node_label(&g->nodes[k]));
+        for (int i = 3; i < 5; i++) {
+            const ir_vid v = n.inputs[i];
+            if (!is_initializer(&g->values[v]))
+                return core_err(ANVIL_ERR_UNSUPPORTED,
+                                "%s: its running statistics must be float32 initializers",
+                                ir_node_label(&g->nodes[k]));
+            bool seen = false;
+            for (int s = 0; s < ag->n_state && !seen; s++) seen = ag->state[s] == v;
+            if (seen)
+                return core_err(ANVIL_ERR_UNSUPPORTED,
+                                "%s: shares its running statistics with another node",
+                                ir_node_label(&g->nodes[k]));
+        }
+        ir_vid outs[5] = {n.outputs[0], IR_NONE, IR_NONE, IR_NONE, IR_NONE};
+        if (!spec->eval) {
+            for (int i = 1; i < 5; i++) CORE_TRY(new_value(c, "bn", &outs[i]));
+            ir_vid *o = core_arena_array(g->arena, 5, sizeof *o);
+            if (!o) return ANVIL_ERR_OUT_OF_MEMORY;
+            memcpy(o, outs, sizeof outs);
+            ir_node *m = &g->nodes[k];
+            m->op = IR_OP_BATCHNORM_TRAIN;
+            m->outputs = o;
+            m->n_outputs = 5;
+            m->params = NULL;
+            for (int i = 1; i < 5; i++) g->values[o[i]].producer = k;
+            CORE_TRY(op_get(IR_OP_BATCHNORM_TRAIN)->check(g, m));
+        }
+        for (int i = 3; i < 5; i++) {
+            const ir_vid v = n.inputs[i];
+            const int s = ag->n_state++;
+            ag->state[s] = v;
+            ag->state_names[s] = g->values[v].name;
+            ag->state_init[s] = g->values[v].data;
+            ir_shape_numel(&g->values[v].shape, &ag->state_numel[s]);
+            (*state_out)[s] = outs[i - 2];
+        }
+    }
+    return ANVIL_OK;
+}
+
+/* v, an initializer, becomes an input of g (its data stays with the forward graph). */
+static anvil_status to_input(ir_graph *g, ir_vid v) {
+    g->values[v].flags &= ~(uint32_t)IR_VALUE_CONST;
+    g->values[v].data = NULL;
+    g->values[v].data_bytes = 0;
+    return ir_graph_add_input(g, v);
+}
+
+static anvil_status finish(ad_ctx *c, const ad_spec *spec, ad_graph *ag, ir_vid y,
+                           const ir_vid *state_out);
+
 static anvil_status build(const ir_graph *fwd, const ad_spec *spec, ad_graph *ag, ad_ctx *c) {
     CORE_TRY(ir_graph_clone(fwd, &ag->g));
     ir_graph *g = ag->g;
@@ -290,6 +364,17 @@ static anvil_status build(const ir_graph *fwd, const ad_spec *spec, ad_graph *ag
     if (ag->n_params == 0)
         return core_err(ANVIL_ERR_INVALID_ARGUMENT,
                         "the model has no float32 initializer to train");
+    ir_vid *state_out = NULL;
+    anvil_status st = take_state(c, spec, ag, &state_out);
+    if (st == ANVIL_OK) st = finish(c, spec, ag, y, state_out);
+    free(state_out);
+    return st;
+}
+
+/* build's second half: shapes, loss, gradients, inputs and outputs. */
+static anvil_status finish(ad_ctx *c, const ad_spec *spec, ad_graph *ag, ir_vid y,
+                           const ir_vid *state_out) {
+    ir_graph *g = c->g;
     /* every node output recomputed from the concrete input shapes */
     for (int32_t k = 0; k < g->n_nodes; k++)
         for (int i = 0; i < g->nodes[k].n_outputs; i++)
@@ -309,7 +394,7 @@ static anvil_status build(const ir_graph *fwd, const ad_spec *spec, ad_graph *ag
     }
     ag->prediction = y;
     CORE_TRY(add_loss(c, spec, ag, y));
-    for (int32_t k = n_fwd - 1; k >= 0; k--) {
+    for (int32_t k = spec->eval ? -1 : n_fwd - 1; k >= 0; k--) {
         const ir_node *n = &g->nodes[k];
         bool has_grad = false, wants = false;
         for (int i = 0; i < n->n_outputs; i++)
@@ -322,7 +407,7 @@ static anvil_status build(const ir_graph *fwd, const ad_spec *spec, ad_graph *ag
     int kept = 0;
     for (int i = 0; i < ag->n_params; i++) {
         const ir_vid v = ag->params[i];
-        if (c->grad[v] == IR_NONE) {
+        if (!spec->eval && c->grad[v] == IR_NONE) {
             if (spec->n_trainable > 0)
                 return core_err(ANVIL_ERR_INVALID_ARGUMENT,
                                 "trainable '%s' gets no gradient: no differentiable path leads "
@@ -334,11 +419,9 @@ static anvil_status build(const ir_graph *fwd, const ad_spec *spec, ad_graph *ag
         ag->param_names[kept] = ag->param_names[i];
         ag->param_init[kept] = ag->param_init[i];
         ag->param_numel[kept++] = ag->param_numel[i];
-        g->values[v].flags &= ~(uint32_t)IR_VALUE_CONST;
-        g->values[v].data = NULL;
-        g->values[v].data_bytes = 0;
-        CORE_TRY(ir_graph_add_input(g, v));
+        CORE_TRY(to_input(g, v));
     }
+    for (int s = 0; s < ag->n_state; s++) CORE_TRY(to_input(g, ag->state[s]));
     ag->n_params = kept;
     if (kept == 0)
         return core_err(ANVIL_ERR_INVALID_ARGUMENT,
@@ -348,7 +431,7 @@ static anvil_status build(const ir_graph *fwd, const ad_spec *spec, ad_graph *ag
     g->n_outputs = 0;
     CORE_TRY(ir_graph_add_output(g, ag->loss));
     CORE_TRY(ir_graph_add_output(g, y));
-    for (int i = 0; i < ag->n_params; i++) {
+    for (int i = 0; i < ag->n_params && !spec->eval; i++) {
         ir_vid gv = c->grad[ag->params[i]];
         /* an output must be a node's own value: a gradient that is another value (an input
          * passed through) gets an Identity */
@@ -356,6 +439,8 @@ static anvil_status build(const ir_graph *fwd, const ad_spec *spec, ad_graph *ag
             CORE_TRY(ad_node(c, IR_OP_IDENTITY, &gv, 1, NULL, 0, &gv));
         CORE_TRY(ir_graph_add_output(g, gv));
     }
+    for (int s = 0; s < ag->n_state && !spec->eval; s++)
+        CORE_TRY(ir_graph_add_output(g, state_out[s]));
     CORE_TRY(ir_graph_toposort(g));
     return ir_graph_verify(g);
 }
@@ -383,5 +468,9 @@ void ad_graph_free(ad_graph *ag) {
     free(ag->param_names);
     free(ag->param_init);
     free(ag->param_numel);
+    free(ag->state);
+    free(ag->state_names);
+    free(ag->state_init);
+    free(ag->state_numel);
     free(ag);
 }

@@ -392,6 +392,21 @@ static anvil_status rule_maxpool(ad_ctx *c, const rule_io *r) {
     return ad_accumulate(c, r->x[0], dx);
 }
 
+/* BatchNormalization as it trains (build.c made it anvil.BatchNormTrain): anvil.BatchNormGrad
+ * from the batch statistics the forward node saved (outputs 3 and 4). */
+static anvil_status rule_batchnorm(ad_ctx *c, const rule_io *r) {
+    float eps;
+    CORE_TRY(ir_attr_float(&r->n, "epsilon", 1e-5f, &eps));
+    const ir_attr at[1] = {{.name = "epsilon", .type = IR_ATTR_FLOAT, .f = eps}};
+    ir_vid g[3];
+    CORE_TRY(ad_node_n(c, IR_OP_BATCHNORM_GRAD,
+                       (ir_vid[]){r->dy, r->x[0], r->x[1], r->n.outputs[3], r->n.outputs[4]}, 5, at,
+                       1, 3, g));
+    for (int i = 0; i < 3; i++)
+        if (needs(c, r, i)) CORE_TRY(ad_accumulate(c, r->x[i], g[i]));
+    return ANVIL_OK;
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
 anvil_status ad_rule(ad_ctx *c, int32_t k) {
@@ -449,6 +464,8 @@ anvil_status ad_rule(ad_ctx *c, int32_t k) {
         return rule_conv(c, &r);
     case IR_OP_MAXPOOL:
         return rule_maxpool(c, &r);
+    case IR_OP_BATCHNORM_TRAIN:
+        return rule_batchnorm(c, &r);
     default:
         return unsupported(&r.n, NULL);
     }

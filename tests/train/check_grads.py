@@ -98,7 +98,34 @@ def case_models():
         helper.make_node("Conv", ["x", "w1"], ["c"], kernel_shape=[3], pads=[1, 1]),
         helper.make_node("Conv", ["c", "w2"], ["y"], kernel_shape=[2], strides=[2])],
         {"w1": p(3, 4, 3), "w2": p(2, 3, 2)}, r.normal(0, 1, (2, 4, 9)).astype(np.float32), 17))
+    # BatchNormalization trains with batch statistics: the reference spells them out
+    bn_ref = [
+        helper.make_node("Mul", ["x", "w"], ["c"]),
+        helper.make_node("ReduceMean", ["c", "axes"], ["m"], keepdims=1),
+        helper.make_node("Sub", ["c", "m"], ["d"]),
+        helper.make_node("Mul", ["d", "d"], ["d2"]),
+        helper.make_node("ReduceMean", ["d2", "axes"], ["v"], keepdims=1),
+        helper.make_node("Add", ["v", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["sd"]),
+        helper.make_node("Div", ["d", "sd"], ["xh"]),
+        helper.make_node("Reshape", ["scale", "cshape"], ["s4"]),
+        helper.make_node("Reshape", ["bias", "cshape"], ["b4"]),
+        helper.make_node("Mul", ["xh", "s4"], ["ys"]),
+        helper.make_node("Add", ["ys", "b4"], ["yb"]),
+        helper.make_node("Relu", ["yb"], ["y"])]
+    out.append(("batchnorm_train", [
+        helper.make_node("Mul", ["x", "w"], ["c"]),
+        helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["bn"],
+                         epsilon=1e-3),
+        helper.make_node("Relu", ["bn"], ["y"])],
+        {"w": p(4, 1, 1), "scale": (1.0 + p(4, scale=0.2)).astype(np.float32),
+         "bias": p(4, scale=0.2)}, img, 18, bn_ref))
     return out
+
+
+FIXED = {"mean": np.zeros(4, np.float32), "var": np.ones(4, np.float32),
+         "axes": np.array([0, 2, 3], np.int64), "eps": np.array(1e-3, np.float32),
+         "cshape": np.array([1, 4, 1, 1], np.int64)}
 
 
 def build(name, nodes, params, x, opset, dtype):
@@ -106,6 +133,10 @@ def build(name, nodes, params, x, opset, dtype):
     inits = [numpy_helper.from_array(v.astype(npd), k) for k, v in params.items()]
     if name == "reshape_transpose":
         inits.append(numpy_helper.from_array(np.array([2, 4, 2, 3], np.int64), "shape"))
+    used = {i for n in nodes for i in n.input}
+    for k, v in FIXED.items():
+        if k in used:
+            inits.append(numpy_helper.from_array(v.astype(npd) if v.dtype == np.float32 else v, k))
     g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", dtype, list(x.shape))],
                           [helper.make_tensor_value_info("y", dtype, None)], initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
@@ -117,7 +148,9 @@ def main():
     anvil, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
     bad = 0
-    for name, nodes, params, x, opset in case_models():
+    for case in case_models():
+        name, nodes, params, x, opset = case[:5]
+        ref_nodes = case[5] if len(case) > 5 else nodes
         m32 = build(name, nodes, params, x, opset, TensorProto.FLOAT)
         path = os.path.join(out, f"{name}.onnx")
         onnx.save(m32, path)
@@ -136,14 +169,14 @@ def main():
             continue
         after = {t.name: numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
         try:
-            m64 = build(name, nodes, params, x, opset, TensorProto.DOUBLE)
+            m64 = build(name, ref_nodes, params, x, opset, TensorProto.DOUBLE)
             ort.InferenceSession(m64.SerializeToString(), providers=["CPUExecutionProvider"])
             dtype, eps, npd = TensorProto.DOUBLE, 1e-6, np.float64
         except Exception:  # an op without a double kernel in ORT: float32, coarser steps
             dtype, eps, npd = TensorProto.FLOAT, 1e-2, np.float32
 
         def loss(pv):
-            m = build(name, nodes, pv, x, opset, dtype)
+            m = build(name, ref_nodes, pv, x, opset, dtype)
             s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
             y = s.run(None, {"x": x.astype(npd)})[0].astype(np.float64)
             return float(np.mean((y - labels.astype(np.float64)) ** 2))

@@ -9,7 +9,9 @@
  *                      same attributes (kernel_shape required), 1-D or 2-D.
  *   anvil.MaxPoolGrad  (dY, X) -> dX: each output's gradient goes to the first largest input of
  *                      its window (padding never wins), as PyTorch's max_pool2d backward does;
- *                      MaxPool's attributes, 1-D or 2-D. */
+ *                      MaxPool's attributes, 1-D or 2-D.
+ *   anvil.BatchNormTrain and anvil.BatchNormGrad: BatchNormalization with batch statistics, and
+ *                      its gradient (below). */
 #include "ops/nn_common.h"
 
 /* ---- anvil.ActGrad ------------------------------------------------------------------------ */
@@ -327,3 +329,173 @@ const op_impl op_impl_max_pool_grad = {.min_inputs = 2,
                                        .check = max_pool_grad_check,
                                        .infer = same_f32_infer,
                                        .run = max_pool_grad_run};
+
+/* ---- anvil.BatchNormTrain / anvil.BatchNormGrad -------------------------------------------
+ * BatchNormalization as it trains (PyTorch's train mode): statistics of the batch per channel
+ * over N and the spatial dims, the running statistics moved toward them by the node's momentum
+ * (ONNX's: running = running * momentum + batch * (1 - momentum), default 0.9, PyTorch's 0.1;
+ * the running variance takes the unbiased batch variance, as PyTorch's does).
+ *   BatchNormTrain (X, scale, B, running_mean, running_var) ->
+ *                  (Y, new_running_mean, new_running_var, saved_mean, saved_inv_std)
+ *   BatchNormGrad  (dY, X, scale, saved_mean, saved_inv_std) -> (dX, dscale, dB) */
+
+typedef struct bn_params {
+    float epsilon, momentum;
+} bn_params;
+
+static anvil_status bn_check(ir_graph *g, ir_node *n) {
+    OP_PARAMS_NEW(g, bn_params, p);
+    CORE_TRY(ir_attr_float(n, "epsilon", 1e-5f, &p->epsilon));
+    CORE_TRY(ir_attr_float(n, "momentum", 0.9f, &p->momentum));
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status bn_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                             op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    const ir_shape *x = &in[n->op == IR_OP_BATCHNORM_GRAD ? 1 : 0].shape;
+    if (in[0].dtype != ANVIL_DTYPE_FLOAT32 || x->rank < 2)
+        return core_err(ANVIL_ERR_UNSUPPORTED, "%s: %s takes float32 [N, C, ...]", ir_node_label(n),
+                        ir_op_name(n->op));
+    ir_shape c;
+    c.rank = 1;
+    c.d[0] = x->d[1];
+    c.sym[0] = x->sym[1];
+    for (int i = 0; i < n_out; i++) {
+        out[i].dtype = ANVIL_DTYPE_FLOAT32;
+        out[i].shape = i == 0 ? *x : c;
+    }
+    return ANVIL_OK;
+}
+
+typedef struct bn_job {
+    const bn_params *p;
+    const float *x, *dy, *scale, *bias, *rm, *rv, *mean, *inv;
+    float *y, *nrm, *nrv, *smean, *sinv, *dx, *dscale, *dbias;
+    int64_t n, c, area;
+} bn_job;
+
+static void bn_train_range(void *arg, size_t begin, size_t end) {
+    const bn_job *j = arg;
+    const double count = (double)(j->n * j->area);
+    for (size_t ch = begin; ch < end; ch++) {
+        double s = 0, s2 = 0;
+        for (int64_t b = 0; b < j->n; b++) {
+            const float *xp = j->x + (b * j->c + (int64_t)ch) * j->area;
+            for (int64_t i = 0; i < j->area; i++) s += xp[i];
+        }
+        const double mean = s / count;
+        for (int64_t b = 0; b < j->n; b++) {
+            const float *xp = j->x + (b * j->c + (int64_t)ch) * j->area;
+            for (int64_t i = 0; i < j->area; i++) s2 += (xp[i] - mean) * (xp[i] - mean);
+        }
+        const double var = s2 / count, inv = 1.0 / sqrt(var + j->p->epsilon);
+        const float a = (float)(j->scale[ch] * inv), c = (float)(j->bias[ch] - mean * a);
+        for (int64_t b = 0; b < j->n; b++) {
+            const float *xp = j->x + (b * j->c + (int64_t)ch) * j->area;
+            float *yp = j->y + (b * j->c + (int64_t)ch) * j->area;
+            for (int64_t i = 0; i < j->area; i++) yp[i] = xp[i] * a + c;
+        }
+        const float m = j->p->momentum;
+        const double unbiased = count > 1 ? s2 / (count - 1) : var;
+        if (j->nrm) j->nrm[ch] = j->rm[ch] * m + (float)mean * (1.0f - m);
+        if (j->nrv) j->nrv[ch] = j->rv[ch] * m + (float)unbiased * (1.0f - m);
+        if (j->smean) j->smean[ch] = (float)mean;
+        if (j->sinv) j->sinv[ch] = (float)inv;
+    }
+}
+
+static float *opt_out(op_tensor *const *out, int n_out, int i) {
+    return i < n_out && out[i] ? out[i]->data : NULL;
+}
+
+static anvil_status bn_train_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                 op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    const op_tensor *x = in[0];
+    bn_job j = {.p = n->params,
+                .x = x->data,
+                .scale = in[1]->data,
+                .bias = in[2]->data,
+                .rm = in[3]->data,
+                .rv = in[4]->data,
+                .y = out[0]->data,
+                .nrm = opt_out(out, n_out, 1),
+                .nrv = opt_out(out, n_out, 2),
+                .smean = opt_out(out, n_out, 3),
+                .sinv = opt_out(out, n_out, 4),
+                .n = x->dims[0],
+                .c = x->dims[1],
+                .area = 1};
+    for (int d = 2; d < x->rank; d++) j.area *= x->dims[d];
+    op_parallel_for(ctx, (size_t)j.c, bn_train_range, &j);
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_batchnorm_train = {.min_inputs = 5,
+                                         .max_inputs = 5,
+                                         .min_outputs = 1,
+                                         .max_outputs = 5,
+                                         .check = bn_check,
+                                         .infer = bn_infer,
+                                         .run = bn_train_run};
+
+/* dX = scale * inv / M * (M dY - sum dY - xhat sum(dY xhat)), dscale = sum(dY xhat),
+ * dB = sum dY, over the M = N * area values of each channel. */
+static void bn_grad_range(void *arg, size_t begin, size_t end) {
+    const bn_job *j = arg;
+    const double count = (double)(j->n * j->area);
+    for (size_t ch = begin; ch < end; ch++) {
+        const double mean = j->mean[ch], inv = j->inv[ch];
+        double sdy = 0, sdyx = 0;
+        for (int64_t b = 0; b < j->n; b++) {
+            const int64_t off = (b * j->c + (int64_t)ch) * j->area;
+            for (int64_t i = 0; i < j->area; i++) {
+                sdy += j->dy[off + i];
+                sdyx += j->dy[off + i] * (j->x[off + i] - mean) * inv;
+            }
+        }
+        if (j->dscale) j->dscale[ch] = (float)sdyx;
+        if (j->dbias) j->dbias[ch] = (float)sdy;
+        if (!j->dx) continue;
+        const double k = j->scale[ch] * inv / count;
+        for (int64_t b = 0; b < j->n; b++) {
+            const int64_t off = (b * j->c + (int64_t)ch) * j->area;
+            for (int64_t i = 0; i < j->area; i++) {
+                const double xhat = (j->x[off + i] - mean) * inv;
+                j->dx[off + i] = (float)(k * (count * j->dy[off + i] - sdy - xhat * sdyx));
+            }
+        }
+    }
+}
+
+static anvil_status bn_grad_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    const op_tensor *x = in[1];
+    bn_job j = {.p = n->params,
+                .dy = in[0]->data,
+                .x = x->data,
+                .scale = in[2]->data,
+                .mean = in[3]->data,
+                .inv = in[4]->data,
+                .dx = opt_out(out, n_out, 0),
+                .dscale = opt_out(out, n_out, 1),
+                .dbias = opt_out(out, n_out, 2),
+                .n = x->dims[0],
+                .c = x->dims[1],
+                .area = 1};
+    for (int d = 2; d < x->rank; d++) j.area *= x->dims[d];
+    op_parallel_for(ctx, (size_t)j.c, bn_grad_range, &j);
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_batchnorm_grad = {.min_inputs = 5,
+                                        .max_inputs = 5,
+                                        .min_outputs = 1,
+                                        .max_outputs = 3,
+                                        .check = bn_check,
+                                        .infer = bn_infer,
+                                        .run = bn_grad_run};
