@@ -209,10 +209,23 @@ def torch_step_ms(model, x, y, threads, kind):
     return statistics.median(times)
 
 
+def export_torch(model, x, path):
+    """A torchvision model as torch.onnx.export writes it in eval mode: BatchNormalization kept
+    (no constant folding into the convs), initializers named after the state_dict."""
+    model.eval()
+    torch.onnx.export(model, torch.from_numpy(x), path, dynamo=False, do_constant_folding=False,
+                      input_names=["x"], output_names=["out"], dynamic_axes={"x": {0: "N"}},
+                      opset_version=17)
+    model.train()
+
+
 def speed(anvil, tmp, threads_list, rounds):
     print("| model | threads | anvil ms/step | PyTorch ms/step | PyTorch/anvil |")
     print("|---|---:|---:|---:|---:|")
+    import torchvision
     cases = [("MLP 4096x3, batch 64", lambda: Mlp([4096, 4096, 4096, 4096]), (64, 4096)),
+             ("ResNet-18 64x64, batch 16", lambda: torchvision.models.resnet18(num_classes=10),
+              (16, 3, 64, 64)),
              ("digits CNN, batch 256", Cnn, (256, 1, 8, 8))]
     for label, make, shape in cases:
         rng = np.random.default_rng(5)
@@ -221,7 +234,10 @@ def speed(anvil, tmp, threads_list, rounds):
         torch.manual_seed(0)
         model = make()
         path = os.path.join(tmp, "speed.onnx")
-        onnx_of(model, x, path)
+        if isinstance(model, (Mlp, Cnn, BnCnn)):
+            onnx_of(model, x, path)
+        else:
+            export_torch(model, x, path)
         data = os.path.join(tmp, "speed.npz")
         np.savez(data, x=x, labels=y)
         for threads in threads_list:

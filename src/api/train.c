@@ -472,6 +472,22 @@ anvil_status anvil_train_export(const anvil_train_session *ts, const char *path)
                           ts->state_names[i]);
             break;
         }
+        /* a statistic torch.onnx.export shared with another initializer through an Identity
+         * (autodiff/build.c, take_state) is written as an initializer of its own */
+        const int32_t pk = g->values[v].producer;
+        if (pk >= 0 && g->nodes[pk].op == IR_OP_IDENTITY) {
+            char name[512];
+            snprintf(name, sizeof name, "%s/shared", ts->state_names[i]);
+            ir_vid dummy;
+            st = ir_graph_add_value(g, name, &dummy);
+            if (st != ANVIL_OK) break;
+            g->nodes[pk].outputs[0] = dummy;
+            g->values[dummy].producer = pk;
+            g->values[dummy].dtype = ANVIL_DTYPE_FLOAT32;
+            g->values[dummy].shape = g->values[v].shape;
+            g->values[v].producer = -1;
+            g->values[v].flags |= IR_VALUE_CONST;
+        }
         g->values[v].data = ts->state[i];
         g->values[v].data_bytes = ts->state_numel[i] * sizeof(float);
     }

@@ -290,8 +290,25 @@ static anvil_status take_state(ad_ctx *c, const ad_spec *spec, ad_graph *ag, ir_
                             "%s: only an inference-mode BatchNormalization (one output) of rank "
                             ">= 2 can be trained",
                             ir_node_label(&g->nodes[k]));
+        const void *init[2] = {NULL, NULL};
         for (int i = 3; i < 5; i++) {
             const ir_vid v = n.inputs[i];
+            init[i - 3] = g->values[v].data;
+            /* torch.onnx.export shares equal initializers through Identity nodes: a fresh
+             * model's running variance is Identity(the BatchNorm's weight, all ones). The
+             * statistic gets its own state, and the Identity a dummy output. */
+            const int32_t pk = g->values[v].producer;
+            if (pk >= 0 && g->nodes[pk].op == IR_OP_IDENTITY &&
+                is_initializer(&g->values[g->nodes[pk].inputs[0]])) {
+                init[i - 3] = g->values[g->nodes[pk].inputs[0]].data;
+                ir_vid dummy;
+                CORE_TRY(new_value(c, "shared", &dummy));
+                g->nodes[pk].outputs[0] = dummy;
+                g->values[dummy].producer = pk;
+                g->values[v].producer = -1;
+                g->values[v].flags |= IR_VALUE_CONST;
+                g->values[v].data = init[i - 3];
+            }
             if (!is_initializer(&g->values[v]))
                 return core_err(ANVIL_ERR_UNSUPPORTED,
                                 "%s: its running statistics must be float32 initializers",
@@ -322,7 +339,7 @@ static anvil_status take_state(ad_ctx *c, const ad_spec *spec, ad_graph *ag, ir_
             const int s = ag->n_state++;
             ag->state[s] = v;
             ag->state_names[s] = g->values[v].name;
-            ag->state_init[s] = g->values[v].data;
+            ag->state_init[s] = init[i - 3];
             ir_shape_numel(&g->values[v].shape, &ag->state_numel[s]);
             (*state_out)[s] = outs[i - 2];
         }
