@@ -105,7 +105,8 @@ static int expected_variants(const conv_case *c) {
     bool sc_shape = c->group == 1 && c->c <= 4 && c->kh <= 11 && c->kw <= 11 && c->sh <= 2 &&
                     c->sw <= 2 && c->dh == 1 && c->dw == 1;
     if (sc_shape) n += (int)avx2() + (int)avx512();
-    if (regions_apply(c)) n++; /* conv_nhwc_regions */
+    if (regions_apply(c)) n++;           /* conv_nhwc_regions */
+    if (c->group == 1 && c->n >= 2) n++; /* conv_batched_gemm (any map; the cascade: small) */
     return n;
 }
 

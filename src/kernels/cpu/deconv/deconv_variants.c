@@ -390,4 +390,8 @@ static const kern_space deconv_space = {1, {"tile"}, space_values, space_label, 
 DECONV_VARIANT(direct, "deconv_direct_gemm", KIND_DIRECT)
 DECONV_VARIANT(gemm, "deconv_gemm", KIND_GEMM)
 
-const kern_variant *const kern_family_deconv[] = {&deconv_v_direct, &deconv_v_gemm, NULL};
+/* deconv_batched_gemm first: its supports() takes only batches of small inputs, where one GEMM
+ * over the batch beats a GEMM of a few columns per image (deconv_batched.c). */
+extern const kern_variant deconv_v_batched;
+const kern_variant *const kern_family_deconv[] = {&deconv_v_batched, &deconv_v_direct,
+                                                  &deconv_v_gemm, NULL};

@@ -3,11 +3,12 @@
  *   conv_grad_w_gemm  anvil.ConvGradW as one GEMM per group: dW_g [M_g, C_g*k] = dY_g [M_g, N*P]
  *                     x colT_g [N*P, C_g*k], where P is the output pixels. dY is NCHW, so a row of
  *                     dY_g is N runs of P floats: an indirect A (gemm_problem.a_ind, segments of
- *                     P), read in place. colT holds each output pixel's input patch as a row (an
- *                     im2col transposed), built for a chunk of images at a time (at most 32 MiB);
- *                     chunks after the first add into dW.
- *   act_grad_f32      anvil.ActGrad split across threads, one loop per activation (Relu's a
- *                     select the compiler vectorizes; the others the reference's formulas).
+ *                     P), read in place; on maps under 256 pixels, whose segments would cut the
+ *                     GEMM's depth into blocks of P (4 on a 2x2 map), dY_g is copied into a plain
+ *                     [M_g, N*P] matrix first. colT holds each output pixel's input patch as a row
+ * (an im2col transposed), built for a chunk of images at a time (at most 32 MiB); chunks after the
+ * first add into dW. act_grad_f32      anvil.ActGrad split across threads, one loop per activation
+ * (Relu's a select the compiler vectorizes; the others the reference's formulas).
  *
  * Every pointer argument is borrowed for the call. */
 #include "grad.h"
@@ -33,6 +34,7 @@ typedef struct cgw_plan {
     nn_geom g;     /* 2-D view (H = 1 for 1-D) */
     int64_t p, k;  /* output pixels per image; cg * kh * kw */
     int64_t chunk; /* images per colT */
+    bool dense;    /* A gathered into a plain matrix (small maps) rather than read in place */
     const gemm_kernel *kern;
     gemm_blocking blk;
     int threads;
@@ -93,7 +95,9 @@ static bool cgw_plan_of(const kern_node *kn, cgw_plan *pl) {
     pl->blk = gemm_blocking_default(pl->kern, pl->mg, pl->k, depth, hw);
     pl->threads = kn->threads > 0 ? kn->threads : 1;
     pl->colt_bytes = align64((size_t)depth * (size_t)pl->k * sizeof(float));
-    pl->ind_bytes = align64((size_t)pl->mg * (size_t)pl->chunk * sizeof(float *));
+    pl->dense = pl->p < 256;
+    pl->ind_bytes = pl->dense ? align64((size_t)pl->mg * (size_t)depth * sizeof(float))
+                              : align64((size_t)pl->mg * (size_t)pl->chunk * sizeof(float *));
     pl->acc_bytes = pl->chunk < pl->n ? align64((size_t)pl->mg * (size_t)pl->k * sizeof(float)) : 0;
     pl->gemm_bytes = (size_t)pl->threads * align64(gemm_thread_workspace(pl->kern, &pl->blk));
     return pl->p > 0 && pl->k > 0;
@@ -176,22 +180,34 @@ static anvil_status cgw_run(const ir_node *n, void *state, const op_tensor *cons
             const int64_t nb = pl->n - n0 < pl->chunk ? pl->n - n0 : pl->chunk;
             colt_job cj = {pl, x, colt, n0, grp};
             op_parallel_for(ctx, (size_t)nb, colt_range, &cj);
-            /* row r of A: image b's channel (grp * mg + r) of dY, P floats */
+            /* row r of A: image b's channel (grp * mg + r) of dY, P floats each */
+            float *dense = (float *)ind;
             for (int64_t r = 0; r < pl->mg; r++)
-                for (int64_t b = 0; b < nb; b++)
-                    ind[r * nb + b] = dy + ((n0 + b) * pl->m + grp * pl->mg + r) * pl->p;
+                for (int64_t b = 0; b < nb; b++) {
+                    const float *src = dy + ((n0 + b) * pl->m + grp * pl->mg + r) * pl->p;
+                    if (pl->dense)
+                        memcpy(dense + (r * nb + b) * pl->p, src, sizeof(float) * (size_t)pl->p);
+                    else
+                        ind[r * nb + b] = src;
+                }
             float *c = n0 == 0 ? dwg : acc;
-            const gemm_problem p = {.m = pl->mg,
-                                    .n = pl->k,
-                                    .k = nb * pl->p,
-                                    .a_ind = ind,
-                                    .a_seg = pl->p,
-                                    .b = colt,
-                                    .rs_b = pl->k,
-                                    .cs_b = 1,
-                                    .c = c,
-                                    .ldc = pl->k,
-                                    .ep = gemm_epilogue_none()};
+            gemm_problem p = {.m = pl->mg,
+                              .n = pl->k,
+                              .k = nb * pl->p,
+                              .b = colt,
+                              .rs_b = pl->k,
+                              .cs_b = 1,
+                              .c = c,
+                              .ldc = pl->k,
+                              .ep = gemm_epilogue_none()};
+            if (pl->dense) {
+                p.a = dense;
+                p.rs_a = nb * pl->p;
+                p.cs_a = 1;
+            } else {
+                p.a_ind = ind;
+                p.a_seg = pl->p;
+            }
             gemm_run(pl->kern, &pl->blk, &p, base, ctx);
             if (n0 > 0)
                 for (int64_t e = 0; e < pl->mg * pl->k; e++) dwg[e] += acc[e];
