@@ -10,6 +10,7 @@
 typedef struct rule_io {
     ir_node n; /* a copy: adding nodes moves the graph's node array */
     ir_vid x[8], y, dy;
+    ir_vid dys[16]; /* every output's gradient (IR_NONE where none reached it); dy is dys[0] */
     int n_x;
 } rule_io;
 
@@ -203,6 +204,7 @@ static anvil_status rule_unary(ad_ctx *c, const rule_io *r) {
     }
     case IR_OP_IDENTITY:
     case IR_OP_DROPOUT:
+    case IR_OP_CAST:
         t = dy;
         break;
     default:
@@ -407,6 +409,210 @@ static anvil_status rule_batchnorm(ad_ctx *c, const rule_io *r) {
     return ANVIL_OK;
 }
 
+/* ---- reductions, joins and pieces ----------------------------------------------------------- */
+
+/* The axes a Reduce* node reduces (from its input or attribute, as its opset has them), as
+ * non-negative dims in order; every axis when none are given (noop_with_empty_axes aside). */
+static anvil_status reduce_axes(const ad_ctx *c, const rule_io *r, int rank, bool *axis) {
+    const int64_t *v = NULL;
+    size_t count = 0;
+    int64_t from_input[IR_MAX_RANK];
+    const bool input_form = r->n.op == IR_OP_REDUCESUM ? r->n.opset >= 13 : r->n.opset >= 18;
+    if (input_form && r->n_x > 1 && r->x[1] != IR_NONE) {
+        const ir_value *av = &c->g->values[r->x[1]];
+        size_t n = 0;
+        if (!(av->flags & IR_VALUE_CONST) || !ir_shape_numel(&av->shape, &n) || n > IR_MAX_RANK)
+            return unsupported(&r->n, "axes computed at run time");
+        memcpy(from_input, av->data, n * sizeof(int64_t));
+        v = from_input;
+        count = n;
+    } else if (!input_form) {
+        CORE_TRY(ir_attr_ints(&r->n, "axes", &v, &count));
+    }
+    int64_t noop = 0;
+    CORE_TRY(ir_attr_int(&r->n, "noop_with_empty_axes", 0, &noop));
+    if (count == 0 && noop) return unsupported(&r->n, "noop_with_empty_axes");
+    for (int i = 0; i < rank; i++) axis[i] = count == 0;
+    for (size_t i = 0; i < count; i++) axis[v[i] < 0 ? v[i] + rank : v[i]] = true;
+    return ANVIL_OK;
+}
+
+static anvil_status rule_reduce(ad_ctx *c, const rule_io *r) {
+    const ir_shape *xs = shape_of(c, r->x[0]);
+    bool axis[IR_MAX_RANK];
+    CORE_TRY(reduce_axes(c, r, xs->rank, axis));
+    int64_t kept[IR_MAX_RANK], count = 1;
+    for (int i = 0; i < xs->rank; i++) {
+        kept[i] = axis[i] ? 1 : xs->d[i];
+        if (axis[i]) count *= xs->d[i];
+    }
+    ir_vid t, shape, u;
+    CORE_TRY(reshape_to(c, r->dy, xs->rank, kept, &t));
+    if (r->n.op == IR_OP_REDUCEMEAN) {
+        ir_vid s;
+        CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){1.0f / (float)count}, &s));
+        CORE_TRY(node1(c, IR_OP_MUL, t, s, &t));
+    }
+    CORE_TRY(ad_const_i64(c, xs->rank, xs->d, &shape));
+    CORE_TRY(node1(c, IR_OP_EXPAND, t, shape, &u));
+    return ad_accumulate(c, r->x[0], u);
+}
+
+static int norm_axis(int64_t axis, int rank) {
+    return (int)(axis < 0 ? axis + rank : axis);
+}
+
+/* Concat: each input's slice of dY, by a Split along the axis. */
+static anvil_status rule_concat(ad_ctx *c, const rule_io *r) {
+    int64_t axis;
+    CORE_TRY(ir_attr_int(&r->n, "axis", 0, &axis));
+    const int rank = shape_of(c, r->y)->rank, ax = norm_axis(axis, rank);
+    int64_t sizes[16];
+    if (r->n.n_inputs > 16) return unsupported(&r->n, "more than 16 inputs");
+    for (int i = 0; i < r->n.n_inputs; i++) sizes[i] = shape_of(c, r->n.inputs[i])->d[ax];
+    ir_vid split, parts[16];
+    CORE_TRY(ad_const_i64(c, r->n.n_inputs, sizes, &split));
+    const ir_attr at = {.name = "axis", .type = IR_ATTR_INT, .i = ax};
+    CORE_TRY(ad_node_n(c, IR_OP_SPLIT, (ir_vid[]){r->dy, split}, 2, &at, 1, r->n.n_inputs, parts));
+    for (int i = 0; i < r->n.n_inputs; i++)
+        if (c->need[r->n.inputs[i]]) CORE_TRY(ad_accumulate(c, r->n.inputs[i], parts[i]));
+    return ANVIL_OK;
+}
+
+/* zeros of v's shape */
+static anvil_status zeros_like(ad_ctx *c, ir_vid v, ir_vid *out) {
+    const ir_shape *s = shape_of(c, v);
+    ir_vid zero, shape;
+    CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){0.0f}, &zero));
+    CORE_TRY(ad_const_i64(c, s->rank, s->d, &shape));
+    return node1(c, IR_OP_EXPAND, zero, shape, out);
+}
+
+/* Split: the outputs' gradients joined again (zeros for outputs nothing differentiated). */
+static anvil_status rule_split(ad_ctx *c, const rule_io *r) {
+    int64_t axis;
+    CORE_TRY(ir_attr_int(&r->n, "axis", 0, &axis));
+    if (r->n.n_outputs > 16) return unsupported(&r->n, "more than 16 outputs");
+    ir_vid parts[16];
+    for (int i = 0; i < r->n.n_outputs; i++) {
+        parts[i] = r->dys[i];
+        if (parts[i] == IR_NONE) CORE_TRY(zeros_like(c, r->n.outputs[i], &parts[i]));
+    }
+    const ir_attr at = {.name = "axis", .type = IR_ATTR_INT, .i = axis};
+    ir_vid t;
+    CORE_TRY(ad_node(c, IR_OP_CONCAT, parts, r->n.n_outputs, &at, 1, &t));
+    return ad_accumulate(c, r->x[0], t);
+}
+
+/* Slice with constant starts/ends/axes and unit steps: dY padded back to X's shape. */
+static anvil_status rule_slice(ad_ctx *c, const rule_io *r) {
+    if (r->n.opset < 10) return unsupported(&r->n, "opset < 10");
+    const ir_shape *xs = shape_of(c, r->x[0]);
+    const int rank = xs->rank;
+    int64_t v[4][IR_MAX_RANK];
+    size_t n[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 4; k++) {
+        const ir_vid in = r->n_x > k + 1 ? r->x[k + 1] : IR_NONE;
+        if (in == IR_NONE) continue;
+        const ir_value *iv = &c->g->values[in];
+        if (!(iv->flags & IR_VALUE_CONST) || iv->dtype != ANVIL_DTYPE_INT64 ||
+            !ir_shape_numel(&iv->shape, &n[k]) || n[k] > IR_MAX_RANK)
+            return unsupported(&r->n, "bounds computed at run time");
+        memcpy(v[k], iv->data, n[k] * sizeof(int64_t));
+    }
+    int64_t pads[2 * IR_MAX_RANK] = {0};
+    const ir_shape *ys = shape_of(c, r->y);
+    for (size_t i = 0; i < n[0]; i++) {
+        const int ax = n[2] ? norm_axis(v[2][i], rank) : (int)i;
+        if (n[3] && v[3][i] != 1) return unsupported(&r->n, "a step other than 1");
+        int64_t st = v[0][i];
+        if (st < 0) st += xs->d[ax];
+        st = st < 0 ? 0 : st > xs->d[ax] ? xs->d[ax] : st;
+        pads[ax] = st;
+        pads[rank + ax] = xs->d[ax] - st - ys->d[ax];
+    }
+    ir_vid pv, t;
+    CORE_TRY(ad_const_i64(c, 2 * rank, pads, &pv));
+    CORE_TRY(node1(c, IR_OP_PAD, r->dy, pv, &t));
+    return ad_accumulate(c, r->x[0], t);
+}
+
+/* Gather along axis 0 of a table (an embedding): its rows' gradients summed by a ScatterND
+ * with reduction add into zeros of the table's shape; only the rows looked up are touched. */
+static anvil_status rule_gather(ad_ctx *c, const rule_io *r) {
+    int64_t axis;
+    CORE_TRY(ir_attr_int(&r->n, "axis", 0, &axis));
+    if (axis != 0) return unsupported(&r->n, "an axis other than 0");
+    ir_vid zeros, ax, idx, t;
+    CORE_TRY(zeros_like(c, r->x[0], &zeros));
+    CORE_TRY(ad_const_i64(c, 1, (int64_t[]){-1}, &ax));
+    CORE_TRY(node1(c, IR_OP_UNSQUEEZE, r->x[1], ax, &idx));
+    const char *add = "add";
+    const ir_attr at = {.name = "reduction", .type = IR_ATTR_STRING, .s = add, .s_len = 3};
+    CORE_TRY(ad_node(c, IR_OP_SCATTERND, (ir_vid[]){zeros, idx, r->dy}, 3, &at, 1, &t));
+    return ad_accumulate(c, r->x[0], t);
+}
+
+static anvil_status rule_layernorm(ad_ctx *c, const rule_io *r) {
+    int64_t axis;
+    float eps;
+    CORE_TRY(ir_attr_int(&r->n, "axis", -1, &axis));
+    CORE_TRY(ir_attr_float(&r->n, "epsilon", 1e-5f, &eps));
+    const ir_attr at[2] = {{.name = "axis", .type = IR_ATTR_INT, .i = axis},
+                           {.name = "epsilon", .type = IR_ATTR_FLOAT, .f = eps}};
+    ir_vid g[3];
+    CORE_TRY(
+        ad_node_n(c, IR_OP_LAYERNORM_GRAD, (ir_vid[]){r->dy, r->x[0], r->x[1]}, 3, at, 2, 3, g));
+    for (int i = 0; i < 3; i++)
+        if (needs(c, r, i)) CORE_TRY(give(c, r->x[i], g[i]));
+    return ANVIL_OK;
+}
+
+/* Pow with an exponent that is a constant scalar: e * x^(e-1). */
+static anvil_status rule_pow(ad_ctx *c, const rule_io *r) {
+    float e;
+    if (needs(c, r, 1)) return unsupported(&r->n, "a trainable exponent");
+    const ir_value *ev = &c->g->values[r->x[1]];
+    size_t n = 0;
+    if (!(ev->flags & IR_VALUE_CONST) || ev->dtype != ANVIL_DTYPE_FLOAT32 ||
+        !ir_shape_numel(&ev->shape, &n) || n != 1)
+        return unsupported(&r->n, "an exponent that is not a constant float scalar");
+    memcpy(&e, ev->data, sizeof e);
+    ir_vid em1, ec, p, t, u;
+    CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){e - 1.0f}, &em1));
+    CORE_TRY(ad_const_f32(c, 0, NULL, &e, &ec));
+    CORE_TRY(node1(c, IR_OP_POW, r->x[0], em1, &p));
+    CORE_TRY(node1(c, IR_OP_MUL, p, ec, &t));
+    CORE_TRY(node1(c, IR_OP_MUL, r->dy, t, &u));
+    return ad_accumulate(c, r->x[0], u);
+}
+
+/* Erf: 2/sqrt(pi) * exp(-x^2). */
+static anvil_status rule_erf(ad_ctx *c, const rule_io *r) {
+    ir_vid sq, neg, e, k, t, u;
+    CORE_TRY(node1(c, IR_OP_MUL, r->x[0], r->x[0], &sq));
+    CORE_TRY(node1(c, IR_OP_NEG, sq, IR_NONE, &neg));
+    CORE_TRY(node1(c, IR_OP_EXP, neg, IR_NONE, &e));
+    CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){1.1283791670955126f}, &k));
+    CORE_TRY(node1(c, IR_OP_MUL, e, k, &t));
+    CORE_TRY(node1(c, IR_OP_MUL, r->dy, t, &u));
+    return ad_accumulate(c, r->x[0], u);
+}
+
+/* Where(cond, a, b): dY where cond picks a, zeros elsewhere (and the other way for b). */
+static anvil_status rule_where(ad_ctx *c, const rule_io *r) {
+    ir_vid zero;
+    CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){0.0f}, &zero));
+    for (int i = 1; i <= 2; i++) {
+        if (!needs(c, r, i)) continue;
+        ir_vid t;
+        const ir_vid ins[3] = {r->x[0], i == 1 ? r->dy : zero, i == 1 ? zero : r->dy};
+        CORE_TRY(ad_node(c, IR_OP_WHERE, ins, 3, NULL, 0, &t));
+        CORE_TRY(give(c, r->x[i], t));
+    }
+    return ANVIL_OK;
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
 anvil_status ad_rule(ad_ctx *c, int32_t k) {
@@ -418,10 +624,17 @@ anvil_status ad_rule(ad_ctx *c, int32_t k) {
     r.n_x = r.n.n_inputs < 8 ? r.n.n_inputs : 8;
     for (int i = 0; i < r.n_x; i++) r.x[i] = r.n.inputs[i];
     r.y = r.n.outputs[0];
-    for (int i = 1; i < r.n.n_outputs; i++)
-        if (r.n.outputs[i] != IR_NONE && c->grad[r.n.outputs[i]] != IR_NONE)
+    bool any = false;
+    for (int i = 0; i < r.n.n_outputs && i < 16; i++) {
+        r.dys[i] = r.n.outputs[i] != IR_NONE ? c->grad[r.n.outputs[i]] : IR_NONE;
+        any |= r.dys[i] != IR_NONE;
+    }
+    if (!any) return ANVIL_OK;
+    r.dy = r.dys[0];
+    if (r.n.op == IR_OP_SPLIT) return rule_split(c, &r);
+    for (int i = 1; i < r.n.n_outputs && i < 16; i++)
+        if (r.dys[i] != IR_NONE)
             return unsupported(&r.n, "a gradient reaching its output beyond the first");
-    r.dy = c->grad[r.y];
     if (r.dy == IR_NONE) return ANVIL_OK;
     switch (r.n.op) {
     case IR_OP_MATMUL:
@@ -439,6 +652,7 @@ anvil_status ad_rule(ad_ctx *c, int32_t k) {
     case IR_OP_SQRT:
     case IR_OP_IDENTITY:
     case IR_OP_DROPOUT:
+    case IR_OP_CAST:
         return rule_unary(c, &r);
     case IR_OP_RELU:
     case IR_OP_SIGMOID:
@@ -466,6 +680,23 @@ anvil_status ad_rule(ad_ctx *c, int32_t k) {
         return rule_maxpool(c, &r);
     case IR_OP_BATCHNORM_TRAIN:
         return rule_batchnorm(c, &r);
+    case IR_OP_REDUCESUM:
+    case IR_OP_REDUCEMEAN:
+        return rule_reduce(c, &r);
+    case IR_OP_CONCAT:
+        return rule_concat(c, &r);
+    case IR_OP_SLICE:
+        return rule_slice(c, &r);
+    case IR_OP_GATHER:
+        return rule_gather(c, &r);
+    case IR_OP_LAYERNORMALIZATION:
+        return rule_layernorm(c, &r);
+    case IR_OP_POW:
+        return rule_pow(c, &r);
+    case IR_OP_ERF:
+        return rule_erf(c, &r);
+    case IR_OP_WHERE:
+        return rule_where(c, &r);
     default:
         return unsupported(&r.n, NULL);
     }

@@ -98,6 +98,31 @@ def case_models():
         helper.make_node("Conv", ["x", "w1"], ["c"], kernel_shape=[3], pads=[1, 1]),
         helper.make_node("Conv", ["c", "w2"], ["y"], kernel_shape=[2], strides=[2])],
         {"w1": p(3, 4, 3), "w2": p(2, 3, 2)}, r.normal(0, 1, (2, 4, 9)).astype(np.float32), 17))
+    out.append(("reduce_concat_split_slice", [
+        helper.make_node("MatMul", ["x", "w"], ["m"]),
+        helper.make_node("Split", ["m", "sizes"], ["s1", "s2"], axis=-1),
+        helper.make_node("ReduceSum", ["s1", "ax1"], ["r1"], keepdims=1),
+        helper.make_node("ReduceMean", ["s2"], ["r2"], axes=[2], keepdims=0),
+        helper.make_node("Unsqueeze", ["r2", "ax1"], ["r2u"]),
+        helper.make_node("Concat", ["s1", "r1", "r2u"], ["cat"], axis=2),
+        helper.make_node("Slice", ["cat", "st", "en", "ax1"], ["y"])],
+        {"w": p(5, 6)}, x3, 17))
+    ids = r.integers(0, 7, (3, 4)).astype(np.int64)
+    out.append(("embedding_layernorm_gelu", [
+        helper.make_node("Gather", ["table", "x"], ["e"]),
+        helper.make_node("LayerNormalization", ["e", "g", "b"], ["ln"], axis=-1, epsilon=1e-5),
+        helper.make_node("MatMul", ["ln", "w"], ["m"]),
+        helper.make_node("Div", ["m", "sqrt2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["er"]),
+        helper.make_node("Add", ["er", "one1"], ["e1"]),
+        helper.make_node("Mul", ["m", "e1"], ["h"]),
+        helper.make_node("Pow", ["h", "three"], ["h3"]),
+        helper.make_node("Mul", ["h3", "tiny"], ["h3s"]),
+        helper.make_node("Add", ["h", "h3s"], ["hh"]),
+        helper.make_node("Greater", ["hh", "zero"], ["pos"]),
+        helper.make_node("Where", ["pos", "hh", "w2"], ["y"])],
+        {"table": p(7, 6), "g": (1.0 + p(6, scale=0.2)).astype(np.float32), "b": p(6),
+         "w": p(6, 5), "w2": p(5)}, ids, 17))
     # BatchNormalization trains with batch statistics: the reference spells them out
     bn_ref = [
         helper.make_node("Mul", ["x", "w"], ["c"]),
@@ -123,7 +148,12 @@ def case_models():
     return out
 
 
-FIXED = {"mean": np.zeros(4, np.float32), "var": np.ones(4, np.float32),
+FIXED = {"sizes": np.array([2, 4], np.int64), "ax1": np.array([-1], np.int64),
+         "st": np.array([1], np.int64), "en": np.array([6], np.int64),
+         "sqrt2": np.array(1.4142135, np.float32), "one1": np.array(1.0, np.float32),
+         "three": np.array(3.0, np.float32), "tiny": np.array(0.05, np.float32),
+         "zero": np.array(0.0, np.float32),
+         "mean": np.zeros(4, np.float32), "var": np.ones(4, np.float32),
          "axes": np.array([0, 2, 3], np.int64), "eps": np.array(1e-3, np.float32),
          "cshape": np.array([1, 4, 1, 1], np.int64)}
 
@@ -137,7 +167,8 @@ def build(name, nodes, params, x, opset, dtype):
     for k, v in FIXED.items():
         if k in used:
             inits.append(numpy_helper.from_array(v.astype(npd) if v.dtype == np.float32 else v, k))
-    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", dtype, list(x.shape))],
+    xt = TensorProto.INT64 if x.dtype == np.int64 else dtype
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", xt, list(x.shape))],
                           [helper.make_tensor_value_info("y", dtype, None)], initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
@@ -178,7 +209,8 @@ def main():
         def loss(pv):
             m = build(name, ref_nodes, pv, x, opset, dtype)
             s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-            y = s.run(None, {"x": x.astype(npd)})[0].astype(np.float64)
+            xin = x if x.dtype == np.int64 else x.astype(npd)
+            y = s.run(None, {"x": xin})[0].astype(np.float64)
             return float(np.mean((y - labels.astype(np.float64)) ** 2))
 
         worst, failed = 0.0, bad

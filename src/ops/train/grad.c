@@ -499,3 +499,90 @@ const op_impl op_impl_batchnorm_grad = {.min_inputs = 5,
                                         .check = bn_check,
                                         .infer = bn_infer,
                                         .run = bn_grad_run};
+
+/* ---- anvil.LayerNormGrad ------------------------------------------------------------------
+ * (dY, X, scale) -> (dX, dscale, dbias) of LayerNormalization over the dims from `axis` on
+ * (attributes axis, epsilon as the forward node's; scale and bias of those dims' shape). The
+ * statistics are recomputed from X: the forward node need not keep them. Per row of D values:
+ *   xhat = (x - mean) * inv, g = dY * scale,
+ *   dX = inv * (g - mean(g) - xhat * mean(g * xhat)), dscale += dY * xhat, dbias += dY. */
+
+typedef struct ln_params {
+    int64_t axis;
+    float epsilon;
+} ln_params;
+
+static anvil_status ln_grad_check(ir_graph *g, ir_node *n) {
+    OP_PARAMS_NEW(g, ln_params, p);
+    CORE_TRY(ir_attr_int(n, "axis", -1, &p->axis));
+    CORE_TRY(ir_attr_float(n, "epsilon", 1e-5f, &p->epsilon));
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status ln_grad_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in, int n_in,
+                                  op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    if (in[0].dtype != ANVIL_DTYPE_FLOAT32 || in[1].dtype != ANVIL_DTYPE_FLOAT32)
+        return core_err(ANVIL_ERR_UNSUPPORTED, "%s: %s takes float32", ir_node_label(n),
+                        ir_op_name(n->op));
+    for (int i = 0; i < n_out; i++) {
+        out[i].dtype = ANVIL_DTYPE_FLOAT32;
+        out[i].shape = i == 0 ? in[1].shape : in[2].shape;
+    }
+    return ANVIL_OK;
+}
+
+static anvil_status ln_grad_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)ctx;
+    const ln_params *p = n->params;
+    const op_tensor *x = in[1];
+    const int64_t axis = p->axis < 0 ? p->axis + x->rank : p->axis;
+    if (axis < 0 || axis >= x->rank)
+        return core_err(ANVIL_ERR_SHAPE, "%s: axis %lld is outside X's rank %d", ir_node_label(n),
+                        (long long)p->axis, x->rank);
+    int64_t rows = 1, d = 1;
+    for (int i = 0; i < x->rank; i++) *(i < axis ? &rows : &d) *= x->dims[i];
+    if (op_tensor_numel(in[2]) != (size_t)d)
+        return core_err(ANVIL_ERR_SHAPE, "%s: scale must hold the normalized dims' %lld values",
+                        ir_node_label(n), (long long)d);
+    const float *dy = in[0]->data, *xs = x->data, *scale = in[2]->data;
+    float *dx = opt_out(out, n_out, 0), *ds = opt_out(out, n_out, 1), *db = opt_out(out, n_out, 2);
+    if (ds) memset(ds, 0, sizeof(float) * (size_t)d);
+    if (db) memset(db, 0, sizeof(float) * (size_t)d);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = xs + r * d, *gr = dy + r * d;
+        double s = 0, s2 = 0;
+        for (int64_t i = 0; i < d; i++) s += xr[i];
+        const double mean = s / (double)d;
+        for (int64_t i = 0; i < d; i++) s2 += (xr[i] - mean) * (xr[i] - mean);
+        const double inv = 1.0 / sqrt(s2 / (double)d + p->epsilon);
+        double mg = 0, mgx = 0;
+        for (int64_t i = 0; i < d; i++) {
+            const double xhat = (xr[i] - mean) * inv, g = (double)gr[i] * scale[i];
+            mg += g;
+            mgx += g * xhat;
+            if (ds) ds[i] += (float)(gr[i] * xhat);
+            if (db) db[i] += gr[i];
+        }
+        mg /= (double)d;
+        mgx /= (double)d;
+        if (!dx) continue;
+        for (int64_t i = 0; i < d; i++) {
+            const double xhat = (xr[i] - mean) * inv, g = (double)gr[i] * scale[i];
+            dx[r * d + i] = (float)(inv * (g - mg - xhat * mgx));
+        }
+    }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_layernorm_grad = {.min_inputs = 3,
+                                        .max_inputs = 3,
+                                        .min_outputs = 1,
+                                        .max_outputs = 3,
+                                        .check = ln_grad_check,
+                                        .infer = ln_grad_infer,
+                                        .run = ln_grad_run};
