@@ -537,19 +537,47 @@ static anvil_status rule_slice(ad_ctx *c, const rule_io *r) {
     return ad_accumulate(c, r->x[0], t);
 }
 
-/* Gather along axis 0 of a table (an embedding): its rows' gradients summed by a ScatterND
- * with reduction add into zeros of the table's shape; only the rows looked up are touched. */
+static anvil_status transpose_node(ad_ctx *c, ir_vid x, const int64_t *perm, int rank,
+                                   ir_vid *out) {
+    const ir_attr at = ad_ints(c, "perm", perm, rank);
+    return ad_node(c, IR_OP_TRANSPOSE, &x, 1, &at, 1, out);
+}
+
+/* Gather: the looked-up slices' gradients summed by a ScatterND with reduction add into zeros
+ * of the data's shape (an embedding table's rows: only those looked up are touched). Along an
+ * axis other than 0 the axis is moved to the front first (dY's index dims likewise), and back. */
 static anvil_status rule_gather(ad_ctx *c, const rule_io *r) {
     int64_t axis;
     CORE_TRY(ir_attr_int(&r->n, "axis", 0, &axis));
-    if (axis != 0) return unsupported(&r->n, "an axis other than 0");
-    ir_vid zeros, ax, idx, t;
-    CORE_TRY(zeros_like(c, r->x[0], &zeros));
-    CORE_TRY(ad_const_i64(c, 1, (int64_t[]){-1}, &ax));
-    CORE_TRY(node1(c, IR_OP_UNSQUEEZE, r->x[1], ax, &idx));
+    const ir_shape ds = *shape_of(c, r->x[0]);
+    const int rank = ds.rank, ri = shape_of(c, r->x[1])->rank, ax = norm_axis(axis, rank);
+    ir_vid dy = r->dy, zero, shape, zeros, unsq, idx, t;
+    int64_t front[IR_MAX_RANK], back[IR_MAX_RANK], moved[IR_MAX_RANK];
+    if (ax != 0) {
+        /* data' = data with axis first; dY' = dY with its ri index dims (at ax..) first */
+        int k = 0;
+        front[k++] = ax;
+        for (int i = 0; i < rank; i++)
+            if (i != ax) front[k++] = i;
+        for (int i = 0; i < rank; i++) back[front[i]] = i;
+        const int ry = shape_of(c, dy)->rank;
+        k = 0;
+        for (int i = 0; i < ri; i++) moved[k++] = ax + i;
+        for (int i = 0; i < ry; i++)
+            if (i < ax || i >= ax + ri) moved[k++] = i;
+        CORE_TRY(transpose_node(c, dy, moved, ry, &dy));
+    }
+    int64_t dims[IR_MAX_RANK];
+    for (int i = 0; i < rank; i++) dims[i] = ds.d[ax != 0 ? front[i] : i];
+    CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){0.0f}, &zero));
+    CORE_TRY(ad_const_i64(c, rank, dims, &shape));
+    CORE_TRY(node1(c, IR_OP_EXPAND, zero, shape, &zeros));
+    CORE_TRY(ad_const_i64(c, 1, (int64_t[]){-1}, &unsq));
+    CORE_TRY(node1(c, IR_OP_UNSQUEEZE, r->x[1], unsq, &idx));
     const char *add = "add";
     const ir_attr at = {.name = "reduction", .type = IR_ATTR_STRING, .s = add, .s_len = 3};
-    CORE_TRY(ad_node(c, IR_OP_SCATTERND, (ir_vid[]){zeros, idx, r->dy}, 3, &at, 1, &t));
+    CORE_TRY(ad_node(c, IR_OP_SCATTERND, (ir_vid[]){zeros, idx, dy}, 3, &at, 1, &t));
+    if (ax != 0) CORE_TRY(transpose_node(c, t, back, rank, &t));
     return ad_accumulate(c, r->x[0], t);
 }
 

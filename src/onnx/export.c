@@ -9,9 +9,10 @@
  * What is written: the graph's inputs, outputs and every other value with a known dtype as
  * ValueInfo (shapes with their symbolic dims); constants with data as initializers (raw_data,
  * little-endian as in memory; string tensors are written without data); nodes with their
- * attributes, subgraphs recursively. anvil's own ops ("anvil.X") and nodes that carry a fused
- * epilogue (their extra inputs are no ONNX signature) go in the domain "ai.anvil", the latter with
- * a string attribute "fused" that spells the epilogue. */
+ * attributes (tensor attributes, a Constant's value, as raw data too), subgraphs recursively.
+ * anvil's own ops ("anvil.X") and nodes that carry a fused epilogue (their extra inputs are no ONNX
+ * signature) go in the domain "ai.anvil", the latter with a string attribute "fused" that spells
+ * the epilogue. */
 #include "onnx.h"
 
 #include <errno.h>
@@ -104,6 +105,17 @@ static bool put_initializer(pb_ostream_t *s, const void *arg) {
 
 static bool put_graph(pb_ostream_t *s, const void *arg);
 
+/* A tensor attribute's TensorProto (a Constant's value): dims, data type, raw data (a string
+ * tensor without its data, as initializers). */
+static bool put_tensor(pb_ostream_t *s, const void *arg) {
+    const ir_tensor *t = arg;
+    for (int d = 0; d < t->rank; d++)
+        if (!put_int(s, 1, t->dims[d])) return false;
+    if (!put_int(s, 2, t->dtype)) return false;
+    if (t->dtype == ANVIL_DTYPE_STRING || !t->data) return true;
+    return put_bytes(s, 9, t->data, t->bytes);
+}
+
 typedef struct attr_arg {
     const ir_attr *a;
 } attr_arg;
@@ -136,8 +148,14 @@ static bool put_attr(pb_ostream_t *s, const void *arg) {
         for (size_t i = 0; i < a->n; i++)
             if (a->graphs[i] && !put_msg(s, 11, put_graph, a->graphs[i])) return false;
         return true;
+    case IR_ATTR_TENSOR:
+        return !a->t || put_msg(s, 5, put_tensor, a->t);
+    case IR_ATTR_TENSORS:
+        for (size_t i = 0; i < a->n; i++)
+            if (!put_msg(s, 10, put_tensor, &a->tensors[i])) return false;
+        return true;
     default:
-        return true; /* tensor attributes: the name and type only */
+        return true;
     }
 }
 

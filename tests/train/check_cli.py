@@ -101,6 +101,33 @@ def main():
                         "-o", out_bad], capture_output=True, text=True)
     check(r.returncode != 0 and "the_cos" in r.stderr and "gradient" in r.stderr,
           f"an op without a gradient rule is named: {r.stderr.strip()}")
+    # a model with Constant nodes (as torch.onnx.export writes them): the export keeps their
+    # values, and ONNX Runtime loads it
+    g = helper.make_graph(
+        [helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(
+            np.array([0.5, -1.0, 2.0], np.float32))),
+         helper.make_node("MatMul", ["x", "w"], ["m"]),
+         helper.make_node("Add", ["m", "k"], ["y"])], "constants",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+        initializer=[numpy_helper.from_array(np.ones((4, 3), np.float32), "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(d, "constants.onnx"))
+    np.savez(os.path.join(d, "constants.npz"), x=np.ones((8, 4), np.float32),
+             labels=np.zeros((8, 3), np.float32))
+    out_c = os.path.join(d, "constants_trained.onnx")
+    r = subprocess.run([anvil, "train", os.path.join(d, "constants.onnx"), "--data",
+                        os.path.join(d, "constants.npz"), "--loss", "mse", "--batch", "4", "-q",
+                        "-o", out_c], capture_output=True, text=True)
+    ok = r.returncode == 0
+    if ok:
+        import onnxruntime as ort
+        y = ort.InferenceSession(out_c, providers=["CPUExecutionProvider"]).run(
+            None, {"x": np.ones((2, 4), np.float32)})[0]
+        w = weights(out_c)["w"]
+        ok = np.allclose(y, np.ones((2, 4)) @ w + np.array([0.5, -1.0, 2.0]), atol=1e-5)
+    check(ok, f"a trained model with Constant nodes loads in ONNX Runtime ({r.stderr.strip()})")
     print(f"{len(FAILS)} failures")
     return 1 if FAILS else 0
 

@@ -123,6 +123,9 @@ def case_models():
         helper.make_node("Where", ["pos", "hh", "w2"], ["y"])],
         {"table": p(7, 6), "g": (1.0 + p(6, scale=0.2)).astype(np.float32), "b": p(6),
          "w": p(6, 5), "w2": p(5)}, ids, 17))
+    out.append(("gather_axis1", [
+        helper.make_node("MatMul", ["x", "w"], ["m"]),
+        helper.make_node("Gather", ["m", "pick"], ["y"], axis=1)], {"w": p(5, 3)}, x3, 17))
     # BatchNormalization trains with batch statistics: the reference spells them out
     bn_ref = [
         helper.make_node("Mul", ["x", "w"], ["c"]),
@@ -148,7 +151,7 @@ def case_models():
     return out
 
 
-FIXED = {"sizes": np.array([2, 4], np.int64), "ax1": np.array([-1], np.int64),
+FIXED = {"pick": np.array([[3, 0], [3, 1]], np.int64), "sizes": np.array([2, 4], np.int64), "ax1": np.array([-1], np.int64),
          "st": np.array([1], np.int64), "en": np.array([6], np.int64),
          "sqrt2": np.array(1.4142135, np.float32), "one1": np.array(1.0, np.float32),
          "three": np.array(3.0, np.float32), "tiny": np.array(0.05, np.float32),
