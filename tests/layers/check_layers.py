@@ -22,7 +22,9 @@ MAY_CALL = {
     "passes": {"passes", "ops", "ir", "core"},
     "tune": {"tune", "kernels", "ops", "ir", "core"},
     "runtime": {"runtime", "tune", "kernels", "passes", "ops", "ir", "core"},
-    "api": {"api", "runtime", "tune", "kernels", "passes", "onnx", "ops", "ir", "core"},
+    # the training graph: built on the IR with the ops' inference (runtime/infer.c)
+    "autodiff": {"autodiff", "runtime", "ops", "ir", "core"},
+    "api": {"api", "autodiff", "runtime", "tune", "kernels", "passes", "onnx", "ops", "ir", "core"},
 }
 
 
