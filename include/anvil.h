@@ -330,6 +330,14 @@ anvil_status anvil_train_load(anvil_train_session *ts, const char *path);
 /* Writes the per-node timings of the training graph of the latest batch shape (profiling must
  * be on) as Chrome trace JSON, as anvil_session_write_profile. */
 anvil_status anvil_train_write_profile(const anvil_train_session *ts, const char *path);
+/* Memory a training session holds: the activation arena of its largest graph (forward values the
+ * backward pass reads included: one liveness plan over both), the parameters and running
+ * statistics, and the optimizer's state (momentum, Adam's moments, accumulated or stashed
+ * gradients). Bytes. */
+typedef struct anvil_train_memory {
+    size_t arena_bytes, param_bytes, optimizer_bytes;
+} anvil_train_memory;
+anvil_status anvil_train_memory_get(const anvil_train_session *ts, anvil_train_memory *out);
 /* Steps taken (updating ones; eval excluded). */
 uint64_t anvil_train_steps(const anvil_train_session *ts);
 

@@ -411,7 +411,9 @@ static bool parse_args(int argc, char **argv, train_args *a) {
 }
 
 static void summary(const train_args *a, const pass_stats *tr, const pass_stats *va, bool has_val,
-                    double seconds, uint64_t updates) {
+                    double seconds, uint64_t updates, const anvil_train_memory *mem) {
+    const double mib = 1.0 / (1024.0 * 1024.0);
+    const double peak = (double)(mem->arena_bytes + mem->param_bytes + mem->optimizer_bytes) * mib;
     const bool ce = a->cfg.loss == ANVIL_LOSS_CROSS_ENTROPY;
     if (a->json) {
         cJSON *o = cJSON_CreateObject();
@@ -420,6 +422,9 @@ static void summary(const train_args *a, const pass_stats *tr, const pass_stats 
         cJSON_AddNumberToObject(o, "epochs", (double)a->epochs);
         cJSON_AddNumberToObject(o, "updates", (double)updates);
         cJSON_AddNumberToObject(o, "seconds", seconds);
+        cJSON_AddNumberToObject(o, "arena_bytes", (double)mem->arena_bytes);
+        cJSON_AddNumberToObject(o, "param_bytes", (double)mem->param_bytes);
+        cJSON_AddNumberToObject(o, "optimizer_bytes", (double)mem->optimizer_bytes);
         cJSON_AddNumberToObject(o, "train_loss", tr->loss);
         if (ce) cJSON_AddNumberToObject(o, "train_accuracy", (double)tr->hits / (double)tr->seen);
         if (has_val) {
@@ -434,6 +439,10 @@ static void summary(const train_args *a, const pass_stats *tr, const pass_stats 
     }
     printf("trained %lld epochs (%llu updates) in %.1f s -> %s\n", a->epochs,
            (unsigned long long)updates, seconds, a->out);
+    printf("memory %.1f MiB: activations %.1f (forward and backward, one plan), parameters %.1f, "
+           "optimizer state %.1f\n",
+           peak, (double)mem->arena_bytes * mib, (double)mem->param_bytes * mib,
+           (double)mem->optimizer_bytes * mib);
     printf("train loss %.4f", tr->loss);
     if (ce) printf("  accuracy %.2f%%", 100.0 * (double)tr->hits / (double)tr->seen);
     printf("\n");
@@ -516,8 +525,10 @@ int cli_train_main(int argc, char **argv) {
     }
     if (st == ANVIL_OK) st = anvil_train_export(ts, a.out);
     if (st == ANVIL_OK && a.profile) st = anvil_train_write_profile(ts, a.profile);
+    anvil_train_memory mem = {0};
+    if (st == ANVIL_OK) st = anvil_train_memory_get(ts, &mem);
     if (st == ANVIL_OK)
-        summary(&a, &ts_stats, &vs, a.val != NULL, now_s() - t0, anvil_train_updates(ts));
+        summary(&a, &ts_stats, &vs, a.val != NULL, now_s() - t0, anvil_train_updates(ts), &mem);
     free(names);
     free(order);
     free(val_order);

@@ -445,6 +445,26 @@ anvil_status anvil_train_write_profile(const anvil_train_session *ts, const char
     return rt_session_write_trace(ts->graphs[ts->n_graphs - 1].rt, path);
 }
 
+anvil_status anvil_train_memory_get(const anvil_train_session *ts, anvil_train_memory *out) {
+    API_CHECK(ts && out, "anvil_train_memory_get: session and out are required");
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < ts->n_graphs; k++) {
+        anvil_session_stats st;
+        if (rt_session_stats(ts->graphs[k].rt, &st) != ANVIL_OK) {
+            core_err_clear(); /* a graph that has not run yet holds no arena */
+            continue;
+        }
+        if (st.arena_bytes > out->arena_bytes) out->arena_bytes = st.arena_bytes;
+    }
+    size_t per = 0;
+    for (int i = 0; i < ts->n_params; i++) per += ts->numel[i] * sizeof(float);
+    out->param_bytes = per;
+    for (int i = 0; i < ts->n_state; i++) out->param_bytes += ts->state_numel[i] * sizeof(float);
+    out->optimizer_bytes =
+        per * (size_t)((ts->m != NULL) + (ts->v != NULL) + (ts->acc != NULL) + (ts->stash != NULL));
+    return ANVIL_OK;
+}
+
 uint64_t anvil_train_steps(const anvil_train_session *ts) {
     if (!ts) return 0;
     return ts->pending ? train_ckpt_steps(ts->pending) : ts->steps;

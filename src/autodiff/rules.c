@@ -18,8 +18,9 @@ static bool needs(const ad_ctx *c, const rule_io *r, int i) {
     return i < r->n_x && r->x[i] != IR_NONE && c->need[r->x[i]];
 }
 
-static const ir_shape *shape_of(const ad_ctx *c, ir_vid v) {
-    return &c->g->values[v].shape;
+/* A copy: every node a rule adds may move the graph's value array. */
+static ir_shape shape_of(const ad_ctx *c, ir_vid v) {
+    return c->g->values[v].shape;
 }
 
 static anvil_status unsupported(const ir_node *n, const char *why) {
@@ -36,7 +37,7 @@ static anvil_status node1(ad_ctx *c, ir_op op, ir_vid a, ir_vid b, ir_vid *out) 
 
 /* a with its last two dims swapped */
 static anvil_status swap_last2(ad_ctx *c, ir_vid a, ir_vid *out) {
-    const int r = shape_of(c, a)->rank;
+    const int r = shape_of(c, a).rank;
     int64_t perm[IR_MAX_RANK];
     for (int i = 0; i < r; i++) perm[i] = i;
     perm[r - 1] = r - 2;
@@ -63,8 +64,8 @@ static anvil_status gemm_node(ad_ctx *c, ir_vid a, ir_vid b, bool ta, bool tb, f
 
 static anvil_status rule_matmul(ad_ctx *c, const rule_io *r) {
     const ir_vid a = r->x[0], b = r->x[1];
-    const ir_shape *as = shape_of(c, a), *bs = shape_of(c, b);
-    if (as->rank < 2 || bs->rank < 2) return unsupported(&r->n, "a rank-1 operand");
+    const ir_shape as = shape_of(c, a), bs = shape_of(c, b);
+    if (as.rank < 2 || bs.rank < 2) return unsupported(&r->n, "a rank-1 operand");
     if (needs(c, r, 0)) {
         ir_vid bt, da;
         CORE_TRY(swap_last2(c, b, &bt));
@@ -74,9 +75,9 @@ static anvil_status rule_matmul(ad_ctx *c, const rule_io *r) {
     }
     if (needs(c, r, 1)) {
         ir_vid db;
-        if (bs->rank == 2) {
+        if (bs.rank == 2) {
             /* a Linear layer: every row of A against every row of dY, one GEMM */
-            const int64_t k = as->d[as->rank - 1], n = bs->d[1];
+            const int64_t k = as.d[as.rank - 1], n = bs.d[1];
             ir_vid a2, dy2;
             CORE_TRY(reshape_to(c, a, 2, (int64_t[]){-1, k}, &a2));
             CORE_TRY(reshape_to(c, r->dy, 2, (int64_t[]){-1, n}, &dy2));
@@ -287,14 +288,14 @@ static anvil_status rule_softmax(ad_ctx *c, const rule_io *r) {
 /* ---- shape ops ------------------------------------------------------------------------------ */
 
 static anvil_status rule_reshape(ad_ctx *c, const rule_io *r) {
-    const ir_shape *xs = shape_of(c, r->x[0]);
+    const ir_shape xs = shape_of(c, r->x[0]);
     ir_vid t;
-    CORE_TRY(reshape_to(c, r->dy, xs->rank, xs->d, &t));
+    CORE_TRY(reshape_to(c, r->dy, xs.rank, xs.d, &t));
     return ad_accumulate(c, r->x[0], t);
 }
 
 static anvil_status rule_transpose(ad_ctx *c, const rule_io *r) {
-    const int rank = shape_of(c, r->x[0])->rank;
+    const int rank = shape_of(c, r->x[0]).rank;
     const int64_t *perm;
     size_t count;
     CORE_TRY(ir_attr_ints(&r->n, "perm", &perm, &count));
@@ -307,13 +308,13 @@ static anvil_status rule_transpose(ad_ctx *c, const rule_io *r) {
 }
 
 static anvil_status rule_global_avgpool(ad_ctx *c, const rule_io *r) {
-    const ir_shape *xs = shape_of(c, r->x[0]);
+    const ir_shape xs = shape_of(c, r->x[0]);
     int64_t area = 1;
-    for (int i = 2; i < xs->rank; i++) area *= xs->d[i];
+    for (int i = 2; i < xs.rank; i++) area *= xs.d[i];
     ir_vid s, t, shape, u;
     CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){1.0f / (float)area}, &s));
     CORE_TRY(node1(c, IR_OP_MUL, r->dy, s, &t));
-    CORE_TRY(ad_const_i64(c, xs->rank, xs->d, &shape));
+    CORE_TRY(ad_const_i64(c, xs.rank, xs.d, &shape));
     CORE_TRY(node1(c, IR_OP_EXPAND, t, shape, &u));
     return ad_accumulate(c, r->x[0], u);
 }
@@ -341,20 +342,20 @@ static anvil_status window_attrs(ad_ctx *c, const ir_node *n, const nn_window *w
 static anvil_status rule_conv(ad_ctx *c, const rule_io *r) {
     const conv_params *p = r->n.params;
     const ir_vid x = r->x[0], w = r->x[1];
-    const ir_shape *xs = shape_of(c, x), *ws = shape_of(c, w), *ys = shape_of(c, r->y);
-    const int nsp = xs->rank - 2;
+    const ir_shape xs = shape_of(c, x), ws = shape_of(c, w), ys = shape_of(c, r->y);
+    const int nsp = xs.rank - 2;
     if (nsp < 1 || nsp > 2) return unsupported(&r->n, "a 3-D or higher convolution");
     ir_attr at[6];
     nn_geom geo;
-    CORE_TRY(window_attrs(c, &r->n, &p->win, nsp, xs->d + 2, ws->d + 2, false, at, &geo));
+    CORE_TRY(window_attrs(c, &r->n, &p->win, nsp, xs.d + 2, ws.d + 2, false, at, &geo));
     at[4] = (ir_attr){.name = "group", .type = IR_ATTR_INT, .i = p->group};
     if (needs(c, r, 0)) {
         /* the transposed conv of dY gives (out - 1) * s - pads + dil * (k - 1) + 1, which falls
          * short of the input by what the forward conv's floor division dropped */
         int64_t extra[NN_MAX_SPATIAL];
         for (int i = 0; i < nsp; i++)
-            extra[i] = xs->d[2 + i] - ((ys->d[2 + i] - 1) * geo.stride[i] - geo.pad_begin[i] -
-                                       geo.pad_end[i] + geo.dil[i] * (geo.kernel[i] - 1) + 1);
+            extra[i] = xs.d[2 + i] - ((ys.d[2 + i] - 1) * geo.stride[i] - geo.pad_begin[i] -
+                                      geo.pad_end[i] + geo.dil[i] * (geo.kernel[i] - 1) + 1);
         at[5] = ad_ints(c, "output_padding", extra, nsp);
         ir_vid dx;
         CORE_TRY(ad_node(c, IR_OP_CONVTRANSPOSE, (ir_vid[]){r->dy, w}, 2, at, 6, &dx));
@@ -382,12 +383,12 @@ static anvil_status rule_maxpool(ad_ctx *c, const rule_io *r) {
         return unsupported(&r->n, "a MaxPool with an Indices output");
     nn_window w;
     CORE_TRY(nn_window_parse(&r->n, true, true, true, &w));
-    const ir_shape *xs = shape_of(c, r->x[0]);
-    const int nsp = xs->rank - 2;
+    const ir_shape xs = shape_of(c, r->x[0]);
+    const int nsp = xs.rank - 2;
     if (nsp < 1 || nsp > 2) return unsupported(&r->n, "a 3-D pool");
     ir_attr at[5];
     nn_geom geo;
-    CORE_TRY(window_attrs(c, &r->n, &w, nsp, xs->d + 2, w.kernel, true, at, &geo));
+    CORE_TRY(window_attrs(c, &r->n, &w, nsp, xs.d + 2, w.kernel, true, at, &geo));
     at[4] = (ir_attr){.name = "ceil_mode", .type = IR_ATTR_INT, .i = w.ceil_mode};
     ir_vid dx;
     CORE_TRY(ad_node(c, IR_OP_MAXPOOL_GRAD, (ir_vid[]){r->dy, r->x[0]}, 2, at, 5, &dx));
@@ -438,22 +439,22 @@ static anvil_status reduce_axes(const ad_ctx *c, const rule_io *r, int rank, boo
 }
 
 static anvil_status rule_reduce(ad_ctx *c, const rule_io *r) {
-    const ir_shape *xs = shape_of(c, r->x[0]);
+    const ir_shape xs = shape_of(c, r->x[0]);
     bool axis[IR_MAX_RANK];
-    CORE_TRY(reduce_axes(c, r, xs->rank, axis));
+    CORE_TRY(reduce_axes(c, r, xs.rank, axis));
     int64_t kept[IR_MAX_RANK], count = 1;
-    for (int i = 0; i < xs->rank; i++) {
-        kept[i] = axis[i] ? 1 : xs->d[i];
-        if (axis[i]) count *= xs->d[i];
+    for (int i = 0; i < xs.rank; i++) {
+        kept[i] = axis[i] ? 1 : xs.d[i];
+        if (axis[i]) count *= xs.d[i];
     }
     ir_vid t, shape, u;
-    CORE_TRY(reshape_to(c, r->dy, xs->rank, kept, &t));
+    CORE_TRY(reshape_to(c, r->dy, xs.rank, kept, &t));
     if (r->n.op == IR_OP_REDUCEMEAN) {
         ir_vid s;
         CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){1.0f / (float)count}, &s));
         CORE_TRY(node1(c, IR_OP_MUL, t, s, &t));
     }
-    CORE_TRY(ad_const_i64(c, xs->rank, xs->d, &shape));
+    CORE_TRY(ad_const_i64(c, xs.rank, xs.d, &shape));
     CORE_TRY(node1(c, IR_OP_EXPAND, t, shape, &u));
     return ad_accumulate(c, r->x[0], u);
 }
@@ -466,10 +467,10 @@ static int norm_axis(int64_t axis, int rank) {
 static anvil_status rule_concat(ad_ctx *c, const rule_io *r) {
     int64_t axis;
     CORE_TRY(ir_attr_int(&r->n, "axis", 0, &axis));
-    const int rank = shape_of(c, r->y)->rank, ax = norm_axis(axis, rank);
+    const int rank = shape_of(c, r->y).rank, ax = norm_axis(axis, rank);
     int64_t sizes[16];
     if (r->n.n_inputs > 16) return unsupported(&r->n, "more than 16 inputs");
-    for (int i = 0; i < r->n.n_inputs; i++) sizes[i] = shape_of(c, r->n.inputs[i])->d[ax];
+    for (int i = 0; i < r->n.n_inputs; i++) sizes[i] = shape_of(c, r->n.inputs[i]).d[ax];
     ir_vid split, parts[16];
     CORE_TRY(ad_const_i64(c, r->n.n_inputs, sizes, &split));
     const ir_attr at = {.name = "axis", .type = IR_ATTR_INT, .i = ax};
@@ -481,10 +482,10 @@ static anvil_status rule_concat(ad_ctx *c, const rule_io *r) {
 
 /* zeros of v's shape */
 static anvil_status zeros_like(ad_ctx *c, ir_vid v, ir_vid *out) {
-    const ir_shape *s = shape_of(c, v);
+    const ir_shape s = shape_of(c, v);
     ir_vid zero, shape;
     CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){0.0f}, &zero));
-    CORE_TRY(ad_const_i64(c, s->rank, s->d, &shape));
+    CORE_TRY(ad_const_i64(c, s.rank, s.d, &shape));
     return node1(c, IR_OP_EXPAND, zero, shape, out);
 }
 
@@ -507,8 +508,8 @@ static anvil_status rule_split(ad_ctx *c, const rule_io *r) {
 /* Slice with constant starts/ends/axes and unit steps: dY padded back to X's shape. */
 static anvil_status rule_slice(ad_ctx *c, const rule_io *r) {
     if (r->n.opset < 10) return unsupported(&r->n, "opset < 10");
-    const ir_shape *xs = shape_of(c, r->x[0]);
-    const int rank = xs->rank;
+    const ir_shape xs = shape_of(c, r->x[0]);
+    const int rank = xs.rank;
     int64_t v[4][IR_MAX_RANK];
     size_t n[4] = {0, 0, 0, 0};
     for (int k = 0; k < 4; k++) {
@@ -521,15 +522,15 @@ static anvil_status rule_slice(ad_ctx *c, const rule_io *r) {
         memcpy(v[k], iv->data, n[k] * sizeof(int64_t));
     }
     int64_t pads[2 * IR_MAX_RANK] = {0};
-    const ir_shape *ys = shape_of(c, r->y);
+    const ir_shape ys = shape_of(c, r->y);
     for (size_t i = 0; i < n[0]; i++) {
         const int ax = n[2] ? norm_axis(v[2][i], rank) : (int)i;
         if (n[3] && v[3][i] != 1) return unsupported(&r->n, "a step other than 1");
         int64_t st = v[0][i];
-        if (st < 0) st += xs->d[ax];
-        st = st < 0 ? 0 : st > xs->d[ax] ? xs->d[ax] : st;
+        if (st < 0) st += xs.d[ax];
+        st = st < 0 ? 0 : st > xs.d[ax] ? xs.d[ax] : st;
         pads[ax] = st;
-        pads[rank + ax] = xs->d[ax] - st - ys->d[ax];
+        pads[rank + ax] = xs.d[ax] - st - ys.d[ax];
     }
     ir_vid pv, t;
     CORE_TRY(ad_const_i64(c, 2 * rank, pads, &pv));
@@ -549,8 +550,8 @@ static anvil_status transpose_node(ad_ctx *c, ir_vid x, const int64_t *perm, int
 static anvil_status rule_gather(ad_ctx *c, const rule_io *r) {
     int64_t axis;
     CORE_TRY(ir_attr_int(&r->n, "axis", 0, &axis));
-    const ir_shape ds = *shape_of(c, r->x[0]);
-    const int rank = ds.rank, ri = shape_of(c, r->x[1])->rank, ax = norm_axis(axis, rank);
+    const ir_shape ds = shape_of(c, r->x[0]);
+    const int rank = ds.rank, ri = shape_of(c, r->x[1]).rank, ax = norm_axis(axis, rank);
     ir_vid dy = r->dy, zero, shape, zeros, unsq, idx, t;
     int64_t front[IR_MAX_RANK], back[IR_MAX_RANK], moved[IR_MAX_RANK];
     if (ax != 0) {
@@ -560,7 +561,7 @@ static anvil_status rule_gather(ad_ctx *c, const rule_io *r) {
         for (int i = 0; i < rank; i++)
             if (i != ax) front[k++] = i;
         for (int i = 0; i < rank; i++) back[front[i]] = i;
-        const int ry = shape_of(c, dy)->rank;
+        const int ry = shape_of(c, dy).rank;
         k = 0;
         for (int i = 0; i < ri; i++) moved[k++] = ax + i;
         for (int i = 0; i < ry; i++)
