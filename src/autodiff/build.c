@@ -366,7 +366,23 @@ static anvil_status build(const ir_graph *fwd, const ad_spec *spec, ad_graph *ag
     if (spec->n_inputs != g->n_inputs)
         return core_err(ANVIL_ERR_INVALID_ARGUMENT, "the model has %d inputs; %d shapes given",
                         g->n_inputs, spec->n_inputs);
-    for (int i = 0; i < g->n_inputs; i++) g->values[g->inputs[i]].shape = spec->input_shapes[i];
+    for (int i = 0; i < g->n_inputs; i++) {
+        /* the batch must fit what the model declares: a dim exported as a constant stays one */
+        const ir_shape *decl = &g->values[g->inputs[i]].shape, *got = &spec->input_shapes[i];
+        bool fits = decl->rank < 0 || decl->rank == got->rank;
+        for (int d = 0; fits && decl->rank >= 0 && d < decl->rank; d++)
+            fits = decl->d[d] < 0 || decl->d[d] == got->d[d];
+        if (!fits) {
+            char want[96], have[96];
+            return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                            "model input '%s' is declared %s; a batch of %s does not fit (export "
+                            "the model with a symbolic batch dim, or train with the batch size it "
+                            "declares)",
+                            g->values[g->inputs[i]].name, ir_shape_str(g, decl, want, sizeof want),
+                            ir_shape_str(g, got, have, sizeof have));
+        }
+        g->values[g->inputs[i]].shape = *got;
+    }
     ir_vid y = g->n_outputs > 0 ? g->outputs[0] : IR_NONE;
     if (spec->output) {
         y = IR_NONE;

@@ -101,6 +101,20 @@ def main():
                         "-o", out_bad], capture_output=True, text=True)
     check(r.returncode != 0 and "the_cos" in r.stderr and "gradient" in r.stderr,
           f"an op without a gradient rule is named: {r.stderr.strip()}")
+    # a batch that the model's declared static batch dim cannot take
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "static",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])],
+        initializer=[numpy_helper.from_array(np.ones((4, 3), np.float32), "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(d, "static.onnx"))
+    r = subprocess.run([anvil, "train", os.path.join(d, "static.onnx"), "--data",
+                        os.path.join(d, "nograd.npz"), "--loss", "mse", "--batch", "2", "-q",
+                        "-o", out_bad], capture_output=True, text=True)
+    check(r.returncode == 11 and "declared [4,4]" in r.stderr and "'x'" in r.stderr,
+          f"a batch the model's static dims refuse is named: {r.stderr.strip()}")
     # a model with Constant nodes (as torch.onnx.export writes them): the export keeps their
     # values, and ONNX Runtime loads it
     g = helper.make_graph(
