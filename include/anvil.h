@@ -290,6 +290,7 @@ typedef struct anvil_train_config {
     int threads;   /* 0: all cores */
     int opt_level; /* graph rewrites of the training graph, as anvil_options_set_opt_level (1) */
     int profiling; /* 1: record per-node timings (anvil_train_write_profile) */
+    uint64_t seed; /* Dropout's masks: step s of a session draws from (seed, s) */
 } anvil_train_config;
 
 /* SGD, lr 0.01, no momentum or decay; Adam's betas 0.9 and 0.999, eps 1e-8; no clipping;

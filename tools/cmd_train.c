@@ -407,6 +407,7 @@ static bool parse_args(int argc, char **argv, train_args *a) {
     if (a->resume && !a->checkpoint)
         return cli_usage_error("train", "--resume needs --checkpoint FILE"), false;
     a->cfg.output = a->output;
+    a->cfg.seed = (uint64_t)a->seed;
     return true;
 }
 

@@ -36,6 +36,7 @@ static float *buffer(size_t n) {
 
 static void free_graph(train_graph *tg, int n_bound) {
     rt_session_free(tg->rt);
+    anvil_tensor_free(tg->seed);
     for (int i = 0; tg->params && i < n_bound; i++) anvil_tensor_free(tg->params[i]);
     free(tg->params);
     ad_graph_free(tg->ag);
@@ -214,6 +215,8 @@ static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, b
         st = anvil_tensor_wrap(ANVIL_DTYPE_FLOAT32, pv->shape.rank, pv->shape.d,
                                param ? ts->p[i] : ts->state[i - ts->n_params], &tg->params[i]);
     }
+    if (st == ANVIL_OK && tg->ag->seed != IR_NONE)
+        st = anvil_tensor_create(ANVIL_DTYPE_INT64, 0, NULL, &tg->seed);
     if (st == ANVIL_OK) {
         rt_session_config cfg = {.threads = ts->cfg.threads,
                                  .opt_level = ts->cfg.opt_level,
@@ -391,6 +394,12 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
         ins[f->n_inputs] = labels;
         for (int i = 0; i < ts->n_params + ts->n_state; i++)
             ins[f->n_inputs + 1 + i] = tg->params[i];
+        if (tg->seed) {
+            /* each step its own masks, reproducible from the configured seed */
+            *(int64_t *)anvil_tensor_data(tg->seed) =
+                (int64_t)(ts->cfg.seed * 0x9e3779b97f4a7c15ull + ts->steps);
+            ins[f->n_inputs + 1 + ts->n_params + ts->n_state] = tg->seed;
+        }
         for (int j = 0; j < n_out; j++) want[j] = true;
         st = rt_session_run_visit(tg->rt, ins, want, visit_output, &sv);
     }

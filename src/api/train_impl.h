@@ -16,6 +16,7 @@ typedef struct train_graph {
     ad_graph *ag;
     rt_session *rt;
     anvil_tensor **params; /* [n_params + n_state]: wrappers of the session's buffers */
+    anvil_tensor *seed;    /* the Dropout seed input (an int64 scalar), or NULL */
 } train_graph;
 
 struct anvil_train_session {

@@ -41,7 +41,8 @@ typedef struct ad_spec {
  * the state (BatchNormalization's running statistics); its outputs: the loss (a float32 scalar),
  * the model output the loss reads, then one gradient per parameter in the parameters' order, then
  * the state's new values in the state's order (the evaluation graph: loss and output only).
- * Every BatchNormalization trains with batch statistics (anvil.BatchNormTrain). */
+ * Every BatchNormalization trains with batch statistics (anvil.BatchNormTrain), and every
+ * Dropout drops (anvil.DropoutTrain, its masks drawn from the `seed` input). */
 typedef struct ad_graph {
     ir_graph *g; /* owned; shares attributes and constant data with the forward graph */
     int n_params;
@@ -55,6 +56,9 @@ typedef struct ad_graph {
     const char **state_names; /* [n_state] */
     const void **state_init;  /* [n_state]: the initializers' bytes in the forward graph */
     size_t *state_numel;      /* [n_state] */
+    /* the training graph's last input when it holds a Dropout (anvil.DropoutTrain): an int64
+     * scalar the caller changes every step, from which the masks are drawn; else IR_NONE */
+    ir_vid seed;
 } ad_graph;
 
 /* Builds the training graph of fwd (borrowed: it must outlive *out). Errors name the node or

@@ -347,6 +347,67 @@ static anvil_status take_state(ad_ctx *c, const ad_spec *spec, ad_graph *ag, ir_
     return ANVIL_OK;
 }
 
+/* Every Dropout of the training graph drops: anvil.DropoutTrain, reading the step's seed (one
+ * int64 scalar input for them all, ag->seed) and keeping its mask (output 1) for the gradient.
+ * The ratio: the attribute before opset 12, else input 1 when a constant (default 0.5). */
+static anvil_status take_dropout(ad_ctx *c, ad_graph *ag) {
+    ir_graph *g = c->g;
+    ag->seed = IR_NONE;
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        if (g->nodes[k].op != IR_OP_DROPOUT) continue;
+        const ir_node n = g->nodes[k];
+        if (g->values[n.inputs[0]].dtype != ANVIL_DTYPE_FLOAT32) continue;
+        if (n.n_outputs > 1 && n.outputs[1] != IR_NONE)
+            return core_err(ANVIL_ERR_UNSUPPORTED,
+                            "%s: its mask output is read; anvil trains Dropouts whose mask "
+                            "only the gradient uses",
+                            ir_node_label(&g->nodes[k]));
+        float ratio = 0.5f;
+        if (n.opset < 12) {
+            CORE_TRY(ir_attr_float(&g->nodes[k], "ratio", 0.5f, &ratio));
+        } else if (n.n_inputs > 1 && n.inputs[1] != IR_NONE) {
+            const ir_value *rv = &g->values[n.inputs[1]];
+            size_t numel = 0;
+            if (!(rv->flags & IR_VALUE_CONST) || !ir_shape_numel(&rv->shape, &numel) ||
+                numel != 1 || (rv->dtype != ANVIL_DTYPE_FLOAT32))
+                return core_err(ANVIL_ERR_UNSUPPORTED,
+                                "%s: its ratio must be a constant float32 scalar to train",
+                                ir_node_label(&g->nodes[k]));
+            memcpy(&ratio, rv->data, sizeof ratio);
+        }
+        if (ag->seed == IR_NONE) {
+            CORE_TRY(ir_graph_add_value(g, "dropout_seed", &ag->seed));
+            g->values[ag->seed].dtype = ANVIL_DTYPE_INT64;
+            ir_shape_set(&g->values[ag->seed].shape, 0, NULL);
+            /* an input from now on for shape inference; listed last, after the state */
+            g->values[ag->seed].flags |= IR_VALUE_GRAPH_INPUT;
+            CORE_TRY(ensure_cap(c));
+        }
+        ir_vid *ins = core_arena_array(g->arena, 2, sizeof *ins);
+        ir_vid *outs = core_arena_array(g->arena, 2, sizeof *outs);
+        ir_attr *at = core_arena_array(g->arena, 2, sizeof *at);
+        if (!ins || !outs || !at) return ANVIL_ERR_OUT_OF_MEMORY;
+        ins[0] = n.inputs[0];
+        ins[1] = ag->seed;
+        outs[0] = n.outputs[0];
+        CORE_TRY(new_value(c, "dropout_mask", &outs[1]));
+        at[0] = (ir_attr){.name = "ratio", .type = IR_ATTR_FLOAT, .f = ratio};
+        at[1] = (ir_attr){.name = "salt", .type = IR_ATTR_INT, .i = k};
+        ir_node *m = &g->nodes[k];
+        m->op = IR_OP_DROPOUT_TRAIN;
+        m->inputs = ins;
+        m->n_inputs = 2;
+        m->outputs = outs;
+        m->n_outputs = 2;
+        m->attrs = at;
+        m->n_attrs = 2;
+        m->params = NULL;
+        g->values[outs[1]].producer = k;
+        CORE_TRY(op_get(IR_OP_DROPOUT_TRAIN)->check(g, m));
+    }
+    return ANVIL_OK;
+}
+
 /* v, an initializer, becomes an input of g (its data stays with the forward graph). */
 static anvil_status to_input(ir_graph *g, ir_vid v) {
     g->values[v].flags &= ~(uint32_t)IR_VALUE_CONST;
@@ -399,6 +460,10 @@ static anvil_status build(const ir_graph *fwd, const ad_spec *spec, ad_graph *ag
                         "the model has no float32 initializer to train");
     ir_vid *state_out = NULL;
     anvil_status st = take_state(c, spec, ag, &state_out);
+    if (st == ANVIL_OK && !spec->eval)
+        st = take_dropout(c, ag);
+    else
+        ag->seed = IR_NONE;
     if (st == ANVIL_OK) st = finish(c, spec, ag, y, state_out);
     free(state_out);
     return st;
@@ -455,6 +520,7 @@ static anvil_status finish(ad_ctx *c, const ad_spec *spec, ad_graph *ag, ir_vid 
         CORE_TRY(to_input(g, v));
     }
     for (int s = 0; s < ag->n_state; s++) CORE_TRY(to_input(g, ag->state[s]));
+    if (ag->seed != IR_NONE) CORE_TRY(ir_graph_add_input(g, ag->seed));
     ag->n_params = kept;
     if (kept == 0)
         return core_err(ANVIL_ERR_INVALID_ARGUMENT,
@@ -482,6 +548,7 @@ anvil_status ad_build(const ir_graph *fwd, const ad_spec *spec, ad_graph **out) 
     *out = NULL;
     ad_graph *ag = core_calloc(1, sizeof *ag);
     if (!ag) return ANVIL_ERR_OUT_OF_MEMORY;
+    ag->seed = IR_NONE;
     ad_ctx c = {0};
     anvil_status st = build(fwd, spec, ag, &c);
     free(c.grad);

@@ -642,6 +642,13 @@ static anvil_status rule_where(ad_ctx *c, const rule_io *r) {
     return ANVIL_OK;
 }
 
+/* Dropout as it trains: the gradient passes where the mask kept (and scaled) the value. */
+static anvil_status rule_dropout_train(ad_ctx *c, const rule_io *r) {
+    ir_vid t;
+    CORE_TRY(node1(c, IR_OP_MUL, r->dy, r->n.outputs[1], &t));
+    return ad_accumulate(c, r->x[0], t);
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
 anvil_status ad_rule(ad_ctx *c, int32_t k) {
@@ -709,6 +716,8 @@ anvil_status ad_rule(ad_ctx *c, int32_t k) {
         return rule_maxpool(c, &r);
     case IR_OP_BATCHNORM_TRAIN:
         return rule_batchnorm(c, &r);
+    case IR_OP_DROPOUT_TRAIN:
+        return rule_dropout_train(c, &r);
     case IR_OP_REDUCESUM:
     case IR_OP_REDUCEMEAN:
         return rule_reduce(c, &r);

@@ -101,6 +101,48 @@ def main():
                         "-o", out_bad], capture_output=True, text=True)
     check(r.returncode != 0 and "the_cos" in r.stderr and "gradient" in r.stderr,
           f"an op without a gradient rule is named: {r.stderr.strip()}")
+    # Dropout trains: ratio 0 gives the very weights of no Dropout at all; ratio 0.5 draws masks
+    # that a seed reproduces and another seed changes
+    def dropout_model(path, ratio):
+        nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"])]
+        if ratio is not None:
+            nodes.append(helper.make_node("Dropout", ["h", "ratio"], ["hd"]))
+        nodes.append(helper.make_node("MatMul", ["hd" if ratio is not None else "h", "w2"],
+                                      ["y"]))
+        inits = [numpy_helper.from_array(np.linspace(-1, 1, 32).reshape(4, 8).astype(np.float32),
+                                         "w1"),
+                 numpy_helper.from_array(np.linspace(1, -1, 24).reshape(8, 3).astype(np.float32),
+                                         "w2")]
+        if ratio is not None:
+            inits.append(numpy_helper.from_array(np.array(ratio, np.float32), "ratio"))
+        gr = helper.make_graph(nodes, "drop",
+                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+                               initializer=inits)
+        mm = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)])
+        mm.ir_version = 8
+        onnx.save(mm, path)
+
+    rng = np.random.default_rng(9)
+    np.savez(os.path.join(d, "drop.npz"), x=rng.normal(0, 1, (16, 4)).astype(np.float32),
+             labels=rng.normal(0, 1, (16, 3)).astype(np.float32))
+    runs = {}
+    for tag, ratio, seed in (("none", None, 1), ("zero", 0.0, 1), ("half1", 0.5, 1),
+                             ("half1b", 0.5, 1), ("half2", 0.5, 2)):
+        mp = os.path.join(d, f"drop_{tag}.onnx")
+        dropout_model(mp, ratio)
+        outp = os.path.join(d, f"drop_{tag}_t.onnx")
+        r = subprocess.run([anvil, "train", mp, "--data", os.path.join(d, "drop.npz"), "--loss",
+                            "mse", "--batch", "4", "--epochs", "3", "--seed", str(seed), "-q",
+                            "--threads", "1", "-o", outp], capture_output=True, text=True)
+        runs[tag] = weights(outp) if r.returncode == 0 else None
+        if r.returncode:
+            print(r.stderr)
+    ok = all(v is not None for v in runs.values())
+    same = lambda a, b: all(np.array_equal(runs[a][k], runs[b][k]) for k in ("w1", "w2"))
+    check(ok and same("none", "zero"), "Dropout with ratio 0 trains as no Dropout, bit for bit")
+    check(ok and same("half1", "half1b") and not same("half1", "half2") and
+          not same("half1", "none"), "Dropout's masks: one seed reproduces them, another changes them")
     # a batch that the model's declared static batch dim cannot take
     g = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"])], "static",

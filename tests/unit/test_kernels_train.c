@@ -5,6 +5,7 @@
  * by tests/train/check_grads.py. */
 #include "optest.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,10 +71,36 @@ static void test_act_grad(void **state) {
     }
 }
 
+/* anvil.DropoutTrain keeps about 1 - ratio of the values, scaled by 1 / (1 - ratio), and its
+ * output is X times its mask. */
+static void test_dropout_train(void **state) {
+    (void)state;
+    const int64_t n = 100000, seed = 12345;
+    float *x = optest_random_f32((size_t)n, 5, 0.5f, 1.5f);
+    optest t;
+    optest_begin(&t, IR_OP_DROPOUT_TRAIN, 2, 2, 2);
+    optest_attr_float(&t, 0, "ratio", 0.3f);
+    optest_attr_int(&t, 1, "salt", 7);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 1, &n, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_INT64, 0, NULL, &seed, true);
+    assert_int_equal(optest_run(&t), ANVIL_OK);
+    const float *y = t.out[0].data, *mask = t.out[1].data;
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < n; i++) {
+        assert_true(mask[i] == 0.0f || fabsf(mask[i] - 1.0f / 0.7f) < 1e-6f);
+        assert_true(y[i] == x[i] * mask[i]);
+        dropped += mask[i] == 0.0f;
+    }
+    assert_true(dropped > n * 29 / 100 && dropped < n * 31 / 100);
+    optest_end(&t);
+    free(x);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_grad_w),
         cmocka_unit_test(test_act_grad),
+        cmocka_unit_test(test_dropout_train),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

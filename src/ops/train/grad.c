@@ -586,3 +586,74 @@ const op_impl op_impl_layernorm_grad = {.min_inputs = 3,
                                         .check = ln_grad_check,
                                         .infer = ln_grad_infer,
                                         .run = ln_grad_run};
+
+/* ---- anvil.DropoutTrain ---------------------------------------------------------------------
+ * (X, seed) -> (Y, mask): Dropout as it trains. Element i is kept with probability 1 - ratio:
+ * mask[i] = 1 / (1 - ratio) where kept, else 0, and Y = X * mask. The draw is a hash of (seed,
+ * salt, i) (splitmix64), so a mask depends on neither the thread count nor the order of the
+ * work, and a step's seed reproduces it. Attributes: ratio (in [0, 1)), salt (the node's own
+ * stream: two dropouts of one step draw different masks). The gradient is dY * mask. */
+
+typedef struct dropout_train_params {
+    float ratio;
+    int64_t salt;
+} dropout_train_params;
+
+static anvil_status dropout_train_check(ir_graph *g, ir_node *n) {
+    OP_PARAMS_NEW(g, dropout_train_params, p);
+    CORE_TRY(ir_attr_float(n, "ratio", 0.5f, &p->ratio));
+    CORE_TRY(ir_attr_int(n, "salt", 0, &p->salt));
+    if (!(p->ratio >= 0.0f && p->ratio < 1.0f))
+        return core_err(ANVIL_ERR_INVALID_MODEL, "%s: ratio is %g; it must lie in [0, 1)",
+                        ir_node_label(n), (double)p->ratio);
+    n->params = p;
+    return ANVIL_OK;
+}
+
+static anvil_status dropout_train_infer(const ir_graph *g, const ir_node *n, const op_tinfo *in,
+                                        int n_in, op_tinfo *out, int n_out) {
+    (void)g;
+    (void)n_in;
+    if (in[0].dtype != ANVIL_DTYPE_FLOAT32 || in[1].dtype != ANVIL_DTYPE_INT64)
+        return core_err(ANVIL_ERR_UNSUPPORTED, "%s: %s takes float32 X and an int64 seed",
+                        ir_node_label(n), ir_op_name(n->op));
+    for (int i = 0; i < n_out; i++) {
+        out[i].dtype = ANVIL_DTYPE_FLOAT32;
+        out[i].shape = in[0].shape;
+    }
+    return ANVIL_OK;
+}
+
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static anvil_status dropout_train_run(const ir_node *n, const op_tensor *const *in, int n_in,
+                                      op_tensor *const *out, int n_out, op_ctx *ctx) {
+    (void)n_in;
+    (void)ctx;
+    const dropout_train_params *p = n->params;
+    const float *x = in[0]->data;
+    const uint64_t base = mix64((uint64_t) * (const int64_t *)in[1]->data * 0x9e3779b97f4a7c15ull +
+                                (uint64_t)p->salt);
+    const float keep = 1.0f / (1.0f - p->ratio);
+    const uint64_t cut = (uint64_t)((double)p->ratio * 18446744073709551616.0);
+    float *y = out[0]->data, *mask = opt_out(out, n_out, 1);
+    const size_t count = op_tensor_numel(out[0]);
+    for (size_t i = 0; i < count; i++) {
+        const float m = mix64(base + i) >= cut ? keep : 0.0f;
+        y[i] = x[i] * m;
+        if (mask) mask[i] = m;
+    }
+    return ANVIL_OK;
+}
+
+const op_impl op_impl_dropout_train = {.min_inputs = 2,
+                                       .max_inputs = 2,
+                                       .min_outputs = 1,
+                                       .max_outputs = 2,
+                                       .check = dropout_train_check,
+                                       .infer = dropout_train_infer,
+                                       .run = dropout_train_run};
