@@ -291,6 +291,14 @@ typedef struct anvil_train_config {
     int opt_level; /* graph rewrites of the training graph, as anvil_options_set_opt_level (1) */
     int profiling; /* 1: record per-node timings (anvil_train_write_profile) */
     uint64_t seed; /* Dropout's masks: step s of a session draws from (seed, s) */
+    /* The tuning database, as anvil_options_set_tuning_db: NULL the default file (read when it
+     * exists; created for online tuning), "" none, else a path (borrowed for the create call). */
+    const char *tuning_db;
+    /* > 0: BestOf online tuning over the first steps: each node of the training graph (forward
+     * and backward) whose problem the database lacks tries its candidates for this many rounds
+     * of real steps, checked against its default, and keeps the fastest (written to the
+     * database). 0: off. */
+    int online_rounds;
 } anvil_train_config;
 
 /* SGD, lr 0.01, no momentum or decay; Adam's betas 0.9 and 0.999, eps 1e-8; no clipping;

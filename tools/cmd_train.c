@@ -48,7 +48,7 @@ void cli_train_usage(FILE *f) {
         "                             (atomically: an interrupted run keeps the last one)\n"
         "  --resume                   continue from --checkpoint FILE when it exists\n"
         "  --profile FILE.json        write per-node timings of the training steps as a Chrome\n"
-        "                             trace (forward, backward and loss nodes)\n"
+        "                             trace (forward, backward and loss nodes)\n" CLI_TUNING_HELP
         "  --json                     print the summary as one JSON object\n"
         "  -q, --quiet                no progress lines\n"
         "  -h, --help                 show this help\n",
@@ -96,6 +96,7 @@ typedef struct train_args {
     const char *model, *data, *val, *out, *output, *labels;
     anvil_train_config cfg;
     const char *schedule, *checkpoint, *profile;
+    cli_tuning tuning;
     long long epochs, batch, seed, warmup, step_epochs;
     bool json, quiet, resume;
 } train_args;
@@ -273,6 +274,7 @@ static bool parse_args(int argc, char **argv, train_args *a) {
                                       {"checkpoint", 0, true, O_CKPT},
                                       {"resume", 0, false, O_RESUME},
                                       {"profile", 0, true, O_PROFILE},
+                                      CLI_TUNING_OPTIONS,
                                       {NULL, 0, false, 0}};
     anvil_train_config_default(&a->cfg);
     a->labels = "labels";
@@ -398,10 +400,14 @@ static bool parse_args(int argc, char **argv, train_args *a) {
                 return false;
             break;
         default:
+            if (cli_tuning_option(&a->tuning, "train", id, v) < 0) return false;
             break;
         }
     }
     if (!a->model) return cli_usage_error("train", "missing MODEL.onnx"), false;
+    a->cfg.tuning_db = a->tuning.no_db ? "" : a->tuning.db;
+    a->cfg.online_rounds =
+        a->tuning.online ? (int)(a->tuning.rounds > 0 ? a->tuning.rounds : 3) : 0;
     if (!a->data) return cli_usage_error("train", "missing --data FILE.npz"), false;
     if (!a->out) return cli_usage_error("train", "missing -o TRAINED.onnx"), false;
     if (a->resume && !a->checkpoint)

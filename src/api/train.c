@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void anvil_train_config_default(anvil_train_config *c) {
     memset(c, 0, sizeof *c);
@@ -72,7 +73,32 @@ void anvil_train_session_free(anvil_train_session *ts) {
     for (size_t i = 0; ts->trainable && i < ts->cfg.n_trainable; i++) free(ts->trainable[i]);
     free(ts->trainable);
     train_ckpt_free(ts->pending);
+    tune_db_close(ts->db);
+    free((char *)ts->cfg.output);
     free(ts);
+}
+
+/* The database the sessions read (and online tuning writes), as anvil_session_create opens it. */
+static anvil_status open_db(anvil_train_session *ts, const char *given) {
+    char path[4096];
+    const bool online = ts->cfg.online_rounds > 0;
+    if (given) {
+        if (!given[0]) return ANVIL_OK;
+        CORE_TRY(tune_fingerprint(ts->fingerprint, sizeof ts->fingerprint));
+        return tune_db_open(given, &ts->db);
+    }
+    if (tune_db_default_path(path, sizeof path, online) != ANVIL_OK || !path[0] ||
+        (!online && access(path, F_OK) != 0)) {
+        core_err_clear();
+        return ANVIL_OK;
+    }
+    CORE_TRY(tune_fingerprint(ts->fingerprint, sizeof ts->fingerprint));
+    if (tune_db_open(path, &ts->db) != ANVIL_OK) {
+        core_log(CORE_LOG_WARN, "ignoring the tuning database: %s", core_err_message());
+        core_err_clear();
+        ts->db = NULL;
+    }
+    return ANVIL_OK;
 }
 
 /* The parameters and the optimizer's state, from the first graph built. */
@@ -158,6 +184,12 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
         anvil_train_session_free(ts);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
+    ts->cfg.tuning_db = NULL;
+    anvil_status st = open_db(ts, c->tuning_db);
+    if (st != ANVIL_OK) {
+        anvil_train_session_free(ts);
+        return st;
+    }
     *out = ts;
     return ANVIL_OK;
 }
@@ -220,7 +252,10 @@ static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, b
     if (st == ANVIL_OK) {
         rt_session_config cfg = {.threads = ts->cfg.threads,
                                  .opt_level = ts->cfg.opt_level,
-                                 .profiling = ts->cfg.profiling != 0};
+                                 .profiling = ts->cfg.profiling != 0,
+                                 .db = ts->db,
+                                 .fingerprint = ts->db ? ts->fingerprint : NULL,
+                                 .online_rounds = ts->db ? ts->cfg.online_rounds : 0};
         if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
         st = rt_session_create(tg->ag->g, &cfg, &tg->rt);
     }

@@ -39,6 +39,8 @@ struct anvil_train_session {
     bool momentum_started;
     train_graph graphs[TRAIN_MAX_GRAPHS];
     int n_graphs;
+    tune_db *db; /* owned; NULL: none */
+    char fingerprint[TUNE_FINGERPRINT_MAX];
     /* a checkpoint loaded before the parameters were set up, applied by init_params (owned) */
     struct train_ckpt *pending;
 };

@@ -11,6 +11,7 @@ Checks, on the digits CNN of digits.py (same OUT_DIR):
     of the last good epoch still loads;
   - an op without a gradient rule on the way to the loss: an error naming the node.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -143,6 +144,19 @@ def main():
     check(ok and same("none", "zero"), "Dropout with ratio 0 trains as no Dropout, bit for bit")
     check(ok and same("half1", "half1b") and not same("half1", "half2") and
           not same("half1", "none"), "Dropout's masks: one seed reproduces them, another changes them")
+    # online tuning over the first steps: forward and backward nodes try their candidates and
+    # the winners land in the database, while the run still trains
+    import sqlite3
+    db = os.path.join(d, "online.db")
+    r = train(anvil, out, "--epochs", "2", "--tune", "online", "--tune-rounds", "2", "--db", db,
+              "--json", "-o", os.path.join(d, "online.onnx"))
+    n_rec = 0
+    if r.returncode == 0 and os.path.exists(db):
+        with sqlite3.connect(db) as con:
+            n_rec = con.execute("select count(*) from tune_records").fetchone()[0]
+    acc = json.loads(r.stdout)["train_accuracy"] if r.returncode == 0 else 0
+    check(n_rec > 5 and acc > 0.8,
+          f"--tune online: {n_rec} problems of the training graph tuned, accuracy {acc:.3f}")
     # a batch that the model's declared static batch dim cannot take
     g = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"])], "static",
