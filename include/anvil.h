@@ -323,6 +323,14 @@ anvil_status anvil_train_step(anvil_train_session *ts, size_t n_inputs,
 anvil_status anvil_train_eval(anvil_train_session *ts, size_t n_inputs,
                               const char *const *input_names, const anvil_tensor *const *inputs,
                               const anvil_tensor *labels, float *loss, anvil_tensor **prediction);
+/* Offline tuning of the training graph for this batch's shapes (anvil_tune's measurement on
+ * every forward and backward node: each applicable variant at each setting the hardware rules
+ * keep, checked against the reference, winners written to the session's tuning database), then
+ * the graph planned again with the winners. No step is taken. budget_seconds <= 0: no limit;
+ * *tuned (may be NULL): problems measured (those the database had are not). Needs a database. */
+anvil_status anvil_train_tune(anvil_train_session *ts, size_t n_inputs,
+                              const char *const *input_names, const anvil_tensor *const *inputs,
+                              const anvil_tensor *labels, double budget_seconds, int *tuned);
 /* The learning rate of the next updates (schedules set it between steps). */
 void anvil_train_set_lr(anvil_train_session *ts, float lr);
 /* Updates so far. */

@@ -49,6 +49,9 @@ void cli_train_usage(FILE *f) {
         "  --resume                   continue from --checkpoint FILE when it exists\n"
         "  --profile FILE.json        write per-node timings of the training steps as a Chrome\n"
         "                             trace (forward, backward and loss nodes)\n" CLI_TUNING_HELP
+        "  --tune offline             measure every node of the training graph (forward and\n"
+        "                             backward) before the first step, as anvil tune does,\n"
+        "                             and train with the winners\n"
         "  --json                     print the summary as one JSON object\n"
         "  -q, --quiet                no progress lines\n"
         "  -h, --help                 show this help\n",
@@ -97,6 +100,8 @@ typedef struct train_args {
     anvil_train_config cfg;
     const char *schedule, *checkpoint, *profile;
     cli_tuning tuning;
+    bool offline;       /* --tune offline: tune the training graph before the first step */
+    char db_path[4096]; /* where --tune offline writes */
     long long epochs, batch, seed, warmup, step_epochs;
     bool json, quiet, resume;
 } train_args;
@@ -400,12 +405,24 @@ static bool parse_args(int argc, char **argv, train_args *a) {
                 return false;
             break;
         default:
+            if (id == CLI_OPT_TUNE && !strcmp(v, "offline")) {
+                a->offline = true;
+                break;
+            }
             if (cli_tuning_option(&a->tuning, "train", id, v) < 0) return false;
             break;
         }
     }
     if (!a->model) return cli_usage_error("train", "missing MODEL.onnx"), false;
     a->cfg.tuning_db = a->tuning.no_db ? "" : a->tuning.db;
+    if (a->offline) {
+        if (a->tuning.no_db)
+            return cli_usage_error("train",
+                                   "--tune offline writes a tuning database: drop --no-db"),
+                   false;
+        if (cli_tuning_db_path(a->tuning.db, a->db_path, sizeof a->db_path) != 0) return false;
+        a->cfg.tuning_db = a->db_path;
+    }
     a->cfg.online_rounds =
         a->tuning.online ? (int)(a->tuning.rounds > 0 ? a->tuning.rounds : 3) : 0;
     if (!a->data) return cli_usage_error("train", "missing --data FILE.npz"), false;
@@ -509,6 +526,20 @@ int cli_train_main(int argc, char **argv) {
                 fprintf(stderr, "resuming from '%s' after epoch %lld (%lld steps)\n", a.checkpoint,
                         first - 1, step);
         }
+    }
+    if (st == ANVIL_OK && a.offline) {
+        /* the training graph of the first batch measured before any step */
+        anvil_tensor *first[65] = {NULL};
+        const double tt0 = now_s();
+        int tuned = 0;
+        st = gather(&tr, n_in + 1, order, a.batch, first);
+        if (st == ANVIL_OK)
+            st = anvil_train_tune(ts, n_in, names, (const anvil_tensor *const *)first, first[n_in],
+                                  0.0, &tuned);
+        for (size_t i = 0; i <= n_in; i++) anvil_tensor_free(first[i]);
+        if (st == ANVIL_OK && !a.quiet)
+            fprintf(stderr, "tuned %d problems of the training graph in %.1f s (%s)\n", tuned,
+                    now_s() - tt0, a.db_path);
     }
     const double t0 = now_s();
     for (long long ep = 1; st == ANVIL_OK && ep <= a.epochs; ep++) {

@@ -380,9 +380,45 @@ static anvil_status visit_output(void *arg, int32_t j, const op_tensor *t) {
     return ANVIL_OK;
 }
 
+/* Offline tuning of the training graph instead of a step (anvil_train_tune). */
+typedef struct train_tune {
+    double budget_seconds;
+    int tuned; /* out: problems measured */
+} train_tune;
+
+static anvil_status tune_graph(anvil_train_session *ts, train_graph *tg,
+                               const anvil_tensor *const *ins, train_tune *tt) {
+    if (!ts->db)
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "tuning a training graph needs a tuning database (tuning_db or the "
+                        "default file)");
+    rt_session_config cfg = {.threads = ts->cfg.threads, .opt_level = ts->cfg.opt_level};
+    if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
+    rt_tune_run tr = {0};
+    tr.db = ts->db;
+    tr.fingerprint = ts->fingerprint;
+    tr.budget_seconds = tt->budget_seconds;
+    anvil_status st = rt_tune_graph(tg->ag->g, &cfg, ins, &tr);
+    for (int i = 0; st == ANVIL_OK && i < tr.n_items; i++) tt->tuned += !tr.items[i].cached;
+    rt_tune_run_free(&tr);
+    if (st != ANVIL_OK) return st;
+    /* the graph's session is made again, so that its plan reads the winners */
+    rt_session_config sc = {.threads = cfg.threads,
+                            .opt_level = ts->cfg.opt_level,
+                            .profiling = ts->cfg.profiling != 0,
+                            .db = ts->db,
+                            .fingerprint = ts->fingerprint,
+                            .online_rounds = ts->cfg.online_rounds};
+    rt_session *fresh;
+    CORE_TRY(rt_session_create(tg->ag->g, &sc, &fresh));
+    rt_session_free(tg->rt);
+    tg->rt = fresh;
+    return ANVIL_OK;
+}
+
 static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *const *names,
                         const anvil_tensor *const *inputs, const anvil_tensor *labels, bool train,
-                        float *loss, anvil_tensor **prediction) {
+                        float *loss, anvil_tensor **prediction, train_tune *tune) {
     API_CHECK(ts && (n_inputs == 0 || (names && inputs)) && labels && loss,
               "anvil_train_step: session, inputs, labels and loss are required");
     const ir_graph *f = ts->fwd;
@@ -436,6 +472,12 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
             ins[f->n_inputs + 1 + ts->n_params + ts->n_state] = tg->seed;
         }
         for (int j = 0; j < n_out; j++) want[j] = true;
+        if (tune) {
+            st = tune_graph(ts, tg, ins, tune);
+            free(ins);
+            free(want);
+            return st;
+        }
         st = rt_session_run_visit(tg->rt, ins, want, visit_output, &sv);
     }
     if (st == ANVIL_OK && train) {
@@ -466,13 +508,23 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
 anvil_status anvil_train_step(anvil_train_session *ts, size_t n_inputs,
                               const char *const *input_names, const anvil_tensor *const *inputs,
                               const anvil_tensor *labels, float *loss, anvil_tensor **prediction) {
-    return run(ts, n_inputs, input_names, inputs, labels, true, loss, prediction);
+    return run(ts, n_inputs, input_names, inputs, labels, true, loss, prediction, NULL);
 }
 
 anvil_status anvil_train_eval(anvil_train_session *ts, size_t n_inputs,
                               const char *const *input_names, const anvil_tensor *const *inputs,
                               const anvil_tensor *labels, float *loss, anvil_tensor **prediction) {
-    return run(ts, n_inputs, input_names, inputs, labels, false, loss, prediction);
+    return run(ts, n_inputs, input_names, inputs, labels, false, loss, prediction, NULL);
+}
+
+anvil_status anvil_train_tune(anvil_train_session *ts, size_t n_inputs,
+                              const char *const *input_names, const anvil_tensor *const *inputs,
+                              const anvil_tensor *labels, double budget_seconds, int *tuned) {
+    train_tune tt = {budget_seconds, 0};
+    float unused;
+    anvil_status st = run(ts, n_inputs, input_names, inputs, labels, true, &unused, NULL, &tt);
+    if (tuned) *tuned = tt.tuned;
+    return st;
 }
 
 void anvil_train_set_lr(anvil_train_session *ts, float lr) {

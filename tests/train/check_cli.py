@@ -157,6 +157,17 @@ def main():
     acc = json.loads(r.stdout)["train_accuracy"] if r.returncode == 0 else 0
     check(n_rec > 5 and acc > 0.8,
           f"--tune online: {n_rec} problems of the training graph tuned, accuracy {acc:.3f}")
+    # offline: the training graph measured before the first step, then trained with the winners
+    db2 = os.path.join(d, "offline.db")
+    r = train(anvil, out, "--epochs", "2", "--tune", "offline", "--db", db2, "--json", "-o",
+              os.path.join(d, "offline.onnx"))
+    n_rec = 0
+    if r.returncode == 0 and os.path.exists(db2):
+        with sqlite3.connect(db2) as con:
+            n_rec = con.execute("select count(*) from tune_records").fetchone()[0]
+    acc = json.loads(r.stdout)["train_accuracy"] if r.returncode == 0 else 0
+    check(n_rec > 10 and acc > 0.8,
+          f"--tune offline: {n_rec} records, accuracy {acc:.3f}")
     # a batch that the model's declared static batch dim cannot take
     g = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"])], "static",
