@@ -378,6 +378,45 @@ static anvil_status rule_conv(ad_ctx *c, const rule_io *r) {
     return ANVIL_OK;
 }
 
+/* AveragePool where every window divides by the whole kernel (no padding, or padding counted):
+ * a depthwise conv with weights 1/k, so its gradient is that conv's transpose applied to dY. */
+static anvil_status rule_avgpool(ad_ctx *c, const rule_io *r) {
+    nn_window w;
+    CORE_TRY(nn_window_parse(&r->n, true, true, true, &w));
+    int64_t count_pad = 0;
+    CORE_TRY(ir_attr_int(&r->n, "count_include_pad", 0, &count_pad));
+    const ir_shape xs = shape_of(c, r->x[0]), ys = shape_of(c, r->y);
+    const int nsp = xs.rank - 2;
+    if (nsp < 1 || nsp > 2) return unsupported(&r->n, "a 3-D pool");
+    if (w.ceil_mode) return unsupported(&r->n, "ceil_mode");
+    ir_attr at[6];
+    nn_geom geo;
+    CORE_TRY(window_attrs(c, &r->n, &w, nsp, xs.d + 2, w.kernel, true, at, &geo));
+    bool padded = false;
+    for (int i = 0; i < nsp; i++) padded |= geo.pad_begin[i] || geo.pad_end[i];
+    if (padded && !count_pad)
+        return unsupported(&r->n, "padding left out of the average (count_include_pad 0)");
+    int64_t taps = 1, wd[2 + NN_MAX_SPATIAL] = {xs.d[1], 1};
+    for (int i = 0; i < nsp; i++) {
+        taps *= geo.kernel[i];
+        wd[2 + i] = geo.kernel[i];
+    }
+    const size_t nw = (size_t)(xs.d[1] * taps);
+    float *ones = core_arena_array(c->g->arena, nw, sizeof *ones);
+    if (!ones) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < nw; i++) ones[i] = 1.0f / (float)taps;
+    ir_vid wv, dx;
+    CORE_TRY(ad_const_f32(c, 2 + nsp, wd, ones, &wv));
+    int64_t extra[NN_MAX_SPATIAL];
+    for (int i = 0; i < nsp; i++)
+        extra[i] = xs.d[2 + i] - ((ys.d[2 + i] - 1) * geo.stride[i] - geo.pad_begin[i] -
+                                  geo.pad_end[i] + geo.dil[i] * (geo.kernel[i] - 1) + 1);
+    at[4] = (ir_attr){.name = "group", .type = IR_ATTR_INT, .i = xs.d[1]};
+    at[5] = ad_ints(c, "output_padding", extra, nsp);
+    CORE_TRY(ad_node(c, IR_OP_CONVTRANSPOSE, (ir_vid[]){r->dy, wv}, 2, at, 6, &dx));
+    return ad_accumulate(c, r->x[0], dx);
+}
+
 static anvil_status rule_maxpool(ad_ctx *c, const rule_io *r) {
     if (r->n.n_outputs > 1 && r->n.outputs[1] != IR_NONE)
         return unsupported(&r->n, "a MaxPool with an Indices output");
@@ -714,6 +753,8 @@ anvil_status ad_rule(ad_ctx *c, int32_t k) {
         return rule_conv(c, &r);
     case IR_OP_MAXPOOL:
         return rule_maxpool(c, &r);
+    case IR_OP_AVERAGEPOOL:
+        return rule_avgpool(c, &r);
     case IR_OP_BATCHNORM_TRAIN:
         return rule_batchnorm(c, &r);
     case IR_OP_DROPOUT_TRAIN:

@@ -123,6 +123,12 @@ def case_models():
         helper.make_node("Where", ["pos", "hh", "w2"], ["y"])],
         {"table": p(7, 6), "g": (1.0 + p(6, scale=0.2)).astype(np.float32), "b": p(6),
          "w": p(6, 5), "w2": p(5)}, ids, 17))
+    out.append(("averagepool", [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("AveragePool", ["c"], ["a"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("AveragePool", ["a"], ["y"], kernel_shape=[3, 3], strides=[1, 1],
+                         pads=[1, 1, 1, 1], count_include_pad=1)],
+        {"w": p(3, 4, 3, 3)}, img, 17))
     out.append(("gather_axis1", [
         helper.make_node("MatMul", ["x", "w"], ["m"]),
         helper.make_node("Gather", ["m", "pick"], ["y"], axis=1)], {"w": p(5, 3)}, x3, 17))
