@@ -378,6 +378,52 @@ static anvil_status rule_conv(ad_ctx *c, const rule_io *r) {
     return ANVIL_OK;
 }
 
+/* ConvTranspose (group 1, explicit pads, 1-D or 2-D), Y = conv^T(X, W): the adjoint of a
+ * transposed conv is the conv, so dX = Conv(dY, W) with the same window; W's gradient is
+ * ConvGradW with the roles of input and output gradient swapped, which gives W's own layout
+ * [C_in, M, k...]; the bias's, dY summed over images and positions. */
+static anvil_status rule_convtranspose(ad_ctx *c, const rule_io *r) {
+    const ir_shape xs = shape_of(c, r->x[0]), ws = shape_of(c, r->x[1]), ys = shape_of(c, r->y);
+    const int nsp = xs.rank - 2;
+    int64_t group = 1;
+    CORE_TRY(ir_attr_int(&r->n, "group", 1, &group));
+    if (nsp < 1 || nsp > 2 || group != 1) return unsupported(&r->n, "groups or 3-D");
+    if (ir_node_attr(&r->n, "auto_pad") || ir_node_attr(&r->n, "output_shape"))
+        return unsupported(&r->n, "auto_pad or output_shape (give explicit pads)");
+    nn_window w;
+    CORE_TRY(nn_window_parse(&r->n, false, true, false, &w));
+    /* the forward conv that this transposes: input dY's spatial dims, output X's */
+    int64_t kernel[NN_MAX_SPATIAL];
+    for (int i = 0; i < nsp; i++) kernel[i] = ws.d[2 + i];
+    ir_attr at[5];
+    nn_geom geo;
+    CORE_TRY(window_attrs(c, &r->n, &w, nsp, ys.d + 2, kernel, false, at, &geo));
+    for (int i = 0; i < nsp; i++)
+        if (geo.out[i] != xs.d[2 + i])
+            return unsupported(&r->n, "an output size its pads and strides do not give back");
+    at[4] = (ir_attr){.name = "group", .type = IR_ATTR_INT, .i = 1};
+    if (needs(c, r, 0)) {
+        ir_vid dx;
+        CORE_TRY(ad_node(c, IR_OP_CONV, (ir_vid[]){r->dy, r->x[1]}, 2, at, 5, &dx));
+        CORE_TRY(ad_accumulate(c, r->x[0], dx));
+    }
+    if (needs(c, r, 1)) {
+        ir_vid dw;
+        CORE_TRY(ad_node(c, IR_OP_CONV_GRAD_W, (ir_vid[]){r->dy, r->x[0]}, 2, at, 5, &dw));
+        CORE_TRY(ad_accumulate(c, r->x[1], dw));
+    }
+    if (needs(c, r, 2)) {
+        int64_t axes[IR_MAX_RANK] = {0};
+        for (int i = 0; i < nsp; i++) axes[1 + i] = 2 + i;
+        ir_vid ax, db;
+        CORE_TRY(ad_const_i64(c, nsp + 1, axes, &ax));
+        const ir_attr keep = {.name = "keepdims", .type = IR_ATTR_INT, .i = 0};
+        CORE_TRY(ad_node(c, IR_OP_REDUCESUM, (ir_vid[]){r->dy, ax}, 2, &keep, 1, &db));
+        CORE_TRY(ad_accumulate(c, r->x[2], db));
+    }
+    return ANVIL_OK;
+}
+
 /* AveragePool where every window divides by the whole kernel (no padding, or padding counted):
  * a depthwise conv with weights 1/k, so its gradient is that conv's transpose applied to dY. */
 static anvil_status rule_avgpool(ad_ctx *c, const rule_io *r) {
@@ -755,6 +801,8 @@ anvil_status ad_rule(ad_ctx *c, int32_t k) {
         return rule_maxpool(c, &r);
     case IR_OP_AVERAGEPOOL:
         return rule_avgpool(c, &r);
+    case IR_OP_CONVTRANSPOSE:
+        return rule_convtranspose(c, &r);
     case IR_OP_BATCHNORM_TRAIN:
         return rule_batchnorm(c, &r);
     case IR_OP_DROPOUT_TRAIN:

@@ -129,6 +129,11 @@ def case_models():
         helper.make_node("AveragePool", ["a"], ["y"], kernel_shape=[3, 3], strides=[1, 1],
                          pads=[1, 1, 1, 1], count_include_pad=1)],
         {"w": p(3, 4, 3, 3)}, img, 17))
+    out.append(("convtranspose", [
+        helper.make_node("ConvTranspose", ["x", "w", "b"], ["t"], kernel_shape=[3, 3],
+                         strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        helper.make_node("Relu", ["t"], ["y"])],
+        {"w": p(4, 3, 3, 3), "b": p(3)}, img, 17))
     out.append(("gather_axis1", [
         helper.make_node("MatMul", ["x", "w"], ["m"]),
         helper.make_node("Gather", ["m", "pick"], ["y"], axis=1)], {"w": p(5, 3)}, x3, 17))
