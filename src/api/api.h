@@ -30,6 +30,14 @@ typedef struct api_model_meta {
 } api_model_meta;
 void api_model_meta_get(const anvil_model *m, api_model_meta *out);
 
+struct tune_db;
+/* The tuning database a session reads (and online tuning writes): path "" none, a path that
+ * file (it must open), NULL the default file, read when it exists, created when `online`; a
+ * default file that will not open is skipped with a warning. *db owned by the caller
+ * (tune_db_close; NULL: none); fingerprint (cap bytes) set when *db is. */
+anvil_status api_tuning_db_open(const char *path, bool online, struct tune_db **db,
+                                char *fingerprint, size_t cap);
+
 /* .npy files (NumPy format versions 1.0-3.0, little-endian, C order, the dtypes anvil holds).
  * npy_read: *out is a new tensor owned by the caller. path borrowed. Corrupt or unsupported files
  * fail with INVALID_ARGUMENT naming the file and the problem; sizes are checked against the file.

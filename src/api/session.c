@@ -88,26 +88,27 @@ anvil_status anvil_options_set_online_tuning(anvil_options *o, int rounds, doubl
 /* Opens the session's tuning database (see anvil_options_set_tuning_db). A named file must open;
  * the default one is optional, so a session on a machine that never tuned, or whose cache file
  * is damaged, still runs (on the default rules, with a warning for the damaged file). */
-static anvil_status open_tuning_db(const anvil_options *o, anvil_session *s) {
-    char path[4096];
-    if (o && o->db_set) {
-        if (!o->db_path[0]) return ANVIL_OK;
-        CORE_TRY(tune_fingerprint(s->fingerprint, sizeof s->fingerprint));
-        return tune_db_open(o->db_path, &s->db);
+anvil_status api_tuning_db_open(const char *path, bool online, tune_db **db, char *fingerprint,
+                                size_t cap) {
+    char def[4096];
+    *db = NULL;
+    if (path) {
+        if (!path[0]) return ANVIL_OK;
+        CORE_TRY(tune_fingerprint(fingerprint, cap));
+        return tune_db_open(path, db);
     }
     /* Online tuning writes its winners, so it creates the default file; otherwise a session
      * only reads one that exists. */
-    bool online = o && o->online_rounds > 0;
-    if (tune_db_default_path(path, sizeof path, online) != ANVIL_OK || !path[0] ||
-        (!online && access(path, F_OK) != 0)) {
+    if (tune_db_default_path(def, sizeof def, online) != ANVIL_OK || !def[0] ||
+        (!online && access(def, F_OK) != 0)) {
         core_err_clear();
         return ANVIL_OK;
     }
-    CORE_TRY(tune_fingerprint(s->fingerprint, sizeof s->fingerprint));
-    if (tune_db_open(path, &s->db) != ANVIL_OK) {
+    CORE_TRY(tune_fingerprint(fingerprint, cap));
+    if (tune_db_open(def, db) != ANVIL_OK) {
         core_log(CORE_LOG_WARN, "ignoring the tuning database: %s", core_err_message());
         core_err_clear();
-        s->db = NULL;
+        *db = NULL;
     }
     return ANVIL_OK;
 }
@@ -211,7 +212,9 @@ anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opt
     anvil_session *s = core_calloc(1, sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
     s->model = m;
-    anvil_status st = open_tuning_db(opts, s);
+    anvil_status st = api_tuning_db_open(opts && opts->db_set ? opts->db_path : NULL,
+                                         opts && opts->online_rounds > 0, &s->db, s->fingerprint,
+                                         sizeof s->fingerprint);
     if (st == ANVIL_OK && s->db) {
         cfg.db = s->db;
         cfg.fingerprint = s->fingerprint;

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 void anvil_train_config_default(anvil_train_config *c) {
     memset(c, 0, sizeof *c);
@@ -78,27 +77,17 @@ void anvil_train_session_free(anvil_train_session *ts) {
     free(ts);
 }
 
-/* The database the sessions read (and online tuning writes), as anvil_session_create opens it. */
-static anvil_status open_db(anvil_train_session *ts, const char *given) {
-    char path[4096];
-    const bool online = ts->cfg.online_rounds > 0;
-    if (given) {
-        if (!given[0]) return ANVIL_OK;
-        CORE_TRY(tune_fingerprint(ts->fingerprint, sizeof ts->fingerprint));
-        return tune_db_open(given, &ts->db);
-    }
-    if (tune_db_default_path(path, sizeof path, online) != ANVIL_OK || !path[0] ||
-        (!online && access(path, F_OK) != 0)) {
-        core_err_clear();
-        return ANVIL_OK;
-    }
-    CORE_TRY(tune_fingerprint(ts->fingerprint, sizeof ts->fingerprint));
-    if (tune_db_open(path, &ts->db) != ANVIL_OK) {
-        core_log(CORE_LOG_WARN, "ignoring the tuning database: %s", core_err_message());
-        core_err_clear();
-        ts->db = NULL;
-    }
-    return ANVIL_OK;
+/* How the sessions of the training graphs run: the configured threads and rewrites, and the
+ * tuning database (online tuning only with one). */
+static rt_session_config session_config(const anvil_train_session *ts) {
+    rt_session_config cfg = {.threads = ts->cfg.threads,
+                             .opt_level = ts->cfg.opt_level,
+                             .profiling = ts->cfg.profiling != 0,
+                             .db = ts->db,
+                             .fingerprint = ts->db ? ts->fingerprint : NULL,
+                             .online_rounds = ts->db ? ts->cfg.online_rounds : 0};
+    if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
+    return cfg;
 }
 
 /* The parameters and the optimizer's state, from the first graph built. */
@@ -185,7 +174,8 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
     ts->cfg.tuning_db = NULL;
-    anvil_status st = open_db(ts, c->tuning_db);
+    anvil_status st = api_tuning_db_open(c->tuning_db, c->online_rounds > 0, &ts->db,
+                                         ts->fingerprint, sizeof ts->fingerprint);
     if (st != ANVIL_OK) {
         anvil_train_session_free(ts);
         return st;
@@ -250,13 +240,7 @@ static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, b
     if (st == ANVIL_OK && tg->ag->seed != IR_NONE)
         st = anvil_tensor_create(ANVIL_DTYPE_INT64, 0, NULL, &tg->seed);
     if (st == ANVIL_OK) {
-        rt_session_config cfg = {.threads = ts->cfg.threads,
-                                 .opt_level = ts->cfg.opt_level,
-                                 .profiling = ts->cfg.profiling != 0,
-                                 .db = ts->db,
-                                 .fingerprint = ts->db ? ts->fingerprint : NULL,
-                                 .online_rounds = ts->db ? ts->cfg.online_rounds : 0};
-        if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
+        const rt_session_config cfg = session_config(ts);
         st = rt_session_create(tg->ag->g, &cfg, &tg->rt);
     }
     if (st != ANVIL_OK) {
@@ -392,8 +376,8 @@ static anvil_status tune_graph(anvil_train_session *ts, train_graph *tg,
         return core_err(ANVIL_ERR_INVALID_ARGUMENT,
                         "tuning a training graph needs a tuning database (tuning_db or the "
                         "default file)");
-    rt_session_config cfg = {.threads = ts->cfg.threads, .opt_level = ts->cfg.opt_level};
-    if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
+    /* measured as anvil tune measures: no profiling, no online tuning */
+    rt_session_config cfg = {.threads = session_config(ts).threads, .opt_level = ts->cfg.opt_level};
     rt_tune_run tr = {0};
     tr.db = ts->db;
     tr.fingerprint = ts->fingerprint;
@@ -403,12 +387,7 @@ static anvil_status tune_graph(anvil_train_session *ts, train_graph *tg,
     rt_tune_run_free(&tr);
     if (st != ANVIL_OK) return st;
     /* the graph's session is made again, so that its plan reads the winners */
-    rt_session_config sc = {.threads = cfg.threads,
-                            .opt_level = ts->cfg.opt_level,
-                            .profiling = ts->cfg.profiling != 0,
-                            .db = ts->db,
-                            .fingerprint = ts->fingerprint,
-                            .online_rounds = ts->cfg.online_rounds};
+    const rt_session_config sc = session_config(ts);
     rt_session *fresh;
     CORE_TRY(rt_session_create(tg->ag->g, &sc, &fresh));
     rt_session_free(tg->rt);

@@ -180,6 +180,38 @@ static anvil_status corrupt(const char *path, const char *what) {
                     path, what);
 }
 
+/* An entry's name and element count (what: "a parameter" / "a statistic", for messages); the
+ * count is checked against the bytes left, so nothing is allocated past the file's size. */
+static anvil_status get_entry(in_buf *b, const char *path, const char *what, char **name,
+                              uint64_t *numel) {
+    char msg[96];
+    const uint32_t len = get32(b);
+    if (b->short_read || len > b->n - b->at || len > 4096) {
+        snprintf(msg, sizeof msg, "%s's name runs past the file", what);
+        return corrupt(path, msg);
+    }
+    if (!(*name = malloc((size_t)len + 1))) return ANVIL_ERR_OUT_OF_MEMORY;
+    get(b, *name, len);
+    (*name)[len] = '\0';
+    *numel = get64(b);
+    if (b->short_read || *numel > (b->n - b->at) / sizeof(float)) {
+        snprintf(msg, sizeof msg, "%s's data runs past the file", what);
+        return corrupt(path, msg);
+    }
+    return ANVIL_OK;
+}
+
+/* n floats into a new array *out */
+static anvil_status get_floats(in_buf *b, const char *path, const char *what, uint64_t n,
+                               float **out) {
+    if (!(*out = malloc((size_t)(n ? n : 1) * sizeof(float)))) return ANVIL_ERR_OUT_OF_MEMORY;
+    get(b, *out, (size_t)n * sizeof(float));
+    if (!b->short_read) return ANVIL_OK;
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s's data runs past the file", what);
+    return corrupt(path, msg);
+}
+
 static anvil_status parse(const char *path, const unsigned char *p, size_t n, train_ckpt **out) {
     if (n < 8 + 4 + 4 || memcmp(p, CKPT_MAGIC, 8)) return corrupt(path, "not an anvil checkpoint");
     uint32_t crc;
@@ -206,34 +238,10 @@ static anvil_status parse(const char *path, const unsigned char *p, size_t n, tr
         if (!c->names || !c->numel || !c->arrays) st = ANVIL_ERR_OUT_OF_MEMORY;
     }
     for (uint32_t i = 0; st == ANVIL_OK && i < c->n; i++) {
-        const uint32_t len = get32(&b);
-        if (b.short_read || len > b.n - b.at || len > 4096) {
-            st = corrupt(path, "a parameter name runs past the file");
-            break;
-        }
-        c->names[i] = malloc((size_t)len + 1);
-        if (!c->names[i]) {
-            st = ANVIL_ERR_OUT_OF_MEMORY;
-            break;
-        }
-        get(&b, c->names[i], len);
-        c->names[i][len] = '\0';
-        c->numel[i] = get64(&b);
-        if (b.short_read || c->numel[i] > (b.n - b.at) / sizeof(float)) {
-            st = corrupt(path, "a parameter's data runs past the file");
-            break;
-        }
-        for (int k = 0; k < 4 && st == ANVIL_OK; k++) {
-            if (k > 0 && !c->has[k - 1]) continue;
-            float *a = malloc((size_t)(c->numel[i] ? c->numel[i] : 1) * sizeof(float));
-            if (!a) {
-                st = ANVIL_ERR_OUT_OF_MEMORY;
-                break;
-            }
-            get(&b, a, (size_t)c->numel[i] * sizeof(float));
-            c->arrays[i * 4 + k] = a;
-            if (b.short_read) st = corrupt(path, "a parameter's data runs past the file");
-        }
+        st = get_entry(&b, path, "a parameter", &c->names[i], &c->numel[i]);
+        for (int k = 0; k < 4 && st == ANVIL_OK; k++)
+            if (k == 0 || c->has[k - 1])
+                st = get_floats(&b, path, "a parameter", c->numel[i], &c->arrays[i * 4 + k]);
     }
     if (st == ANVIL_OK) {
         c->n_state = get32(&b);
@@ -246,28 +254,9 @@ static anvil_status parse(const char *path, const unsigned char *p, size_t n, tr
         if (!c->state_names || !c->state_numel || !c->state) st = ANVIL_ERR_OUT_OF_MEMORY;
     }
     for (uint32_t i = 0; st == ANVIL_OK && i < c->n_state; i++) {
-        const uint32_t len = get32(&b);
-        if (b.short_read || len > b.n - b.at || len > 4096) {
-            st = corrupt(path, "a statistic's name runs past the file");
-            break;
-        }
-        if (!(c->state_names[i] = malloc((size_t)len + 1))) {
-            st = ANVIL_ERR_OUT_OF_MEMORY;
-            break;
-        }
-        get(&b, c->state_names[i], len);
-        c->state_names[i][len] = '\0';
-        c->state_numel[i] = get64(&b);
-        if (b.short_read || c->state_numel[i] > (b.n - b.at) / sizeof(float)) {
-            st = corrupt(path, "a statistic's data runs past the file");
-            break;
-        }
-        if (!(c->state[i] =
-                  malloc((size_t)(c->state_numel[i] ? c->state_numel[i] : 1) * sizeof(float)))) {
-            st = ANVIL_ERR_OUT_OF_MEMORY;
-            break;
-        }
-        get(&b, c->state[i], (size_t)c->state_numel[i] * sizeof(float));
+        st = get_entry(&b, path, "a statistic", &c->state_names[i], &c->state_numel[i]);
+        if (st == ANVIL_OK)
+            st = get_floats(&b, path, "a statistic", c->state_numel[i], &c->state[i]);
     }
     if (st == ANVIL_OK && b.at != b.n) st = corrupt(path, "bytes left over after the parameters");
     if (st != ANVIL_OK) {

@@ -52,6 +52,20 @@ static anvil_status reshape_to(ad_ctx *c, ir_vid a, int rank, const int64_t *dim
     return node1(c, IR_OP_RESHAPE, a, s, out);
 }
 
+/* a broadcast to `rank` dims `dims` (Expand) */
+static anvil_status expand_to(ad_ctx *c, ir_vid a, int rank, const int64_t *dims, ir_vid *out) {
+    ir_vid s;
+    CORE_TRY(ad_const_i64(c, rank, dims, &s));
+    return node1(c, IR_OP_EXPAND, a, s, out);
+}
+
+/* zeros of `rank` dims `dims` */
+static anvil_status zeros_of(ad_ctx *c, int rank, const int64_t *dims, ir_vid *out) {
+    ir_vid zero;
+    CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){0.0f}, &zero));
+    return expand_to(c, zero, rank, dims, out);
+}
+
 static anvil_status gemm_node(ad_ctx *c, ir_vid a, ir_vid b, bool ta, bool tb, float alpha,
                               ir_vid *out) {
     const ir_attr at[3] = {{.name = "transA", .type = IR_ATTR_INT, .i = ta},
@@ -311,11 +325,10 @@ static anvil_status rule_global_avgpool(ad_ctx *c, const rule_io *r) {
     const ir_shape xs = shape_of(c, r->x[0]);
     int64_t area = 1;
     for (int i = 2; i < xs.rank; i++) area *= xs.d[i];
-    ir_vid s, t, shape, u;
+    ir_vid s, t, u;
     CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){1.0f / (float)area}, &s));
     CORE_TRY(node1(c, IR_OP_MUL, r->dy, s, &t));
-    CORE_TRY(ad_const_i64(c, xs.rank, xs.d, &shape));
-    CORE_TRY(node1(c, IR_OP_EXPAND, t, shape, &u));
+    CORE_TRY(expand_to(c, t, xs.rank, xs.d, &u));
     return ad_accumulate(c, r->x[0], u);
 }
 
@@ -339,6 +352,29 @@ static anvil_status window_attrs(ad_ctx *c, const ir_node *n, const nn_window *w
     return ANVIL_OK;
 }
 
+/* The output_padding attribute that makes the transposed conv of dY (whose spatial dims are
+ * ys's) give back xs's: the transposed conv gives (out - 1) * s - pads + dil * (k - 1) + 1,
+ * which falls short of the input by what the forward window's floor division dropped. */
+static ir_attr transpose_padding(ad_ctx *c, const ir_shape *xs, const ir_shape *ys,
+                                 const nn_geom *geo, int nsp) {
+    int64_t extra[NN_MAX_SPATIAL];
+    for (int i = 0; i < nsp; i++)
+        extra[i] = xs->d[2 + i] - ((ys->d[2 + i] - 1) * geo->stride[i] - geo->pad_begin[i] -
+                                   geo->pad_end[i] + geo->dil[i] * (geo->kernel[i] - 1) + 1);
+    return ad_ints(c, "output_padding", extra, nsp);
+}
+
+/* A conv's bias gradient: dY summed over the images and the nsp spatial dims, added to b's. */
+static anvil_status give_bias(ad_ctx *c, ir_vid dy, int nsp, ir_vid b) {
+    int64_t axes[IR_MAX_RANK] = {0};
+    for (int i = 0; i < nsp; i++) axes[1 + i] = 2 + i;
+    ir_vid ax, db;
+    CORE_TRY(ad_const_i64(c, nsp + 1, axes, &ax));
+    const ir_attr keep = {.name = "keepdims", .type = IR_ATTR_INT, .i = 0};
+    CORE_TRY(ad_node(c, IR_OP_REDUCESUM, (ir_vid[]){dy, ax}, 2, &keep, 1, &db));
+    return ad_accumulate(c, b, db);
+}
+
 static anvil_status rule_conv(ad_ctx *c, const rule_io *r) {
     const conv_params *p = r->n.params;
     const ir_vid x = r->x[0], w = r->x[1];
@@ -350,13 +386,7 @@ static anvil_status rule_conv(ad_ctx *c, const rule_io *r) {
     CORE_TRY(window_attrs(c, &r->n, &p->win, nsp, xs.d + 2, ws.d + 2, false, at, &geo));
     at[4] = (ir_attr){.name = "group", .type = IR_ATTR_INT, .i = p->group};
     if (needs(c, r, 0)) {
-        /* the transposed conv of dY gives (out - 1) * s - pads + dil * (k - 1) + 1, which falls
-         * short of the input by what the forward conv's floor division dropped */
-        int64_t extra[NN_MAX_SPATIAL];
-        for (int i = 0; i < nsp; i++)
-            extra[i] = xs.d[2 + i] - ((ys.d[2 + i] - 1) * geo.stride[i] - geo.pad_begin[i] -
-                                      geo.pad_end[i] + geo.dil[i] * (geo.kernel[i] - 1) + 1);
-        at[5] = ad_ints(c, "output_padding", extra, nsp);
+        at[5] = transpose_padding(c, &xs, &ys, &geo, nsp);
         ir_vid dx;
         CORE_TRY(ad_node(c, IR_OP_CONVTRANSPOSE, (ir_vid[]){r->dy, w}, 2, at, 6, &dx));
         CORE_TRY(ad_accumulate(c, x, dx));
@@ -366,15 +396,7 @@ static anvil_status rule_conv(ad_ctx *c, const rule_io *r) {
         CORE_TRY(ad_node(c, IR_OP_CONV_GRAD_W, (ir_vid[]){x, r->dy}, 2, at, 5, &dw));
         CORE_TRY(ad_accumulate(c, w, dw));
     }
-    if (needs(c, r, 2)) {
-        int64_t axes[IR_MAX_RANK] = {0};
-        for (int i = 0; i < nsp; i++) axes[1 + i] = 2 + i;
-        ir_vid ax, db;
-        CORE_TRY(ad_const_i64(c, nsp + 1, axes, &ax));
-        const ir_attr keep = {.name = "keepdims", .type = IR_ATTR_INT, .i = 0};
-        CORE_TRY(ad_node(c, IR_OP_REDUCESUM, (ir_vid[]){r->dy, ax}, 2, &keep, 1, &db));
-        CORE_TRY(ad_accumulate(c, r->x[2], db));
-    }
+    if (needs(c, r, 2)) CORE_TRY(give_bias(c, r->dy, nsp, r->x[2]));
     return ANVIL_OK;
 }
 
@@ -412,15 +434,7 @@ static anvil_status rule_convtranspose(ad_ctx *c, const rule_io *r) {
         CORE_TRY(ad_node(c, IR_OP_CONV_GRAD_W, (ir_vid[]){r->dy, r->x[0]}, 2, at, 5, &dw));
         CORE_TRY(ad_accumulate(c, r->x[1], dw));
     }
-    if (needs(c, r, 2)) {
-        int64_t axes[IR_MAX_RANK] = {0};
-        for (int i = 0; i < nsp; i++) axes[1 + i] = 2 + i;
-        ir_vid ax, db;
-        CORE_TRY(ad_const_i64(c, nsp + 1, axes, &ax));
-        const ir_attr keep = {.name = "keepdims", .type = IR_ATTR_INT, .i = 0};
-        CORE_TRY(ad_node(c, IR_OP_REDUCESUM, (ir_vid[]){r->dy, ax}, 2, &keep, 1, &db));
-        CORE_TRY(ad_accumulate(c, r->x[2], db));
-    }
+    if (needs(c, r, 2)) CORE_TRY(give_bias(c, r->dy, nsp, r->x[2]));
     return ANVIL_OK;
 }
 
@@ -453,12 +467,8 @@ static anvil_status rule_avgpool(ad_ctx *c, const rule_io *r) {
     for (size_t i = 0; i < nw; i++) ones[i] = 1.0f / (float)taps;
     ir_vid wv, dx;
     CORE_TRY(ad_const_f32(c, 2 + nsp, wd, ones, &wv));
-    int64_t extra[NN_MAX_SPATIAL];
-    for (int i = 0; i < nsp; i++)
-        extra[i] = xs.d[2 + i] - ((ys.d[2 + i] - 1) * geo.stride[i] - geo.pad_begin[i] -
-                                  geo.pad_end[i] + geo.dil[i] * (geo.kernel[i] - 1) + 1);
     at[4] = (ir_attr){.name = "group", .type = IR_ATTR_INT, .i = xs.d[1]};
-    at[5] = ad_ints(c, "output_padding", extra, nsp);
+    at[5] = transpose_padding(c, &xs, &ys, &geo, nsp);
     CORE_TRY(ad_node(c, IR_OP_CONVTRANSPOSE, (ir_vid[]){r->dy, wv}, 2, at, 6, &dx));
     return ad_accumulate(c, r->x[0], dx);
 }
@@ -532,15 +542,14 @@ static anvil_status rule_reduce(ad_ctx *c, const rule_io *r) {
         kept[i] = axis[i] ? 1 : xs.d[i];
         if (axis[i]) count *= xs.d[i];
     }
-    ir_vid t, shape, u;
+    ir_vid t, u;
     CORE_TRY(reshape_to(c, r->dy, xs.rank, kept, &t));
     if (r->n.op == IR_OP_REDUCEMEAN) {
         ir_vid s;
         CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){1.0f / (float)count}, &s));
         CORE_TRY(node1(c, IR_OP_MUL, t, s, &t));
     }
-    CORE_TRY(ad_const_i64(c, xs.rank, xs.d, &shape));
-    CORE_TRY(node1(c, IR_OP_EXPAND, t, shape, &u));
+    CORE_TRY(expand_to(c, t, xs.rank, xs.d, &u));
     return ad_accumulate(c, r->x[0], u);
 }
 
@@ -565,15 +574,6 @@ static anvil_status rule_concat(ad_ctx *c, const rule_io *r) {
     return ANVIL_OK;
 }
 
-/* zeros of v's shape */
-static anvil_status zeros_like(ad_ctx *c, ir_vid v, ir_vid *out) {
-    const ir_shape s = shape_of(c, v);
-    ir_vid zero, shape;
-    CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){0.0f}, &zero));
-    CORE_TRY(ad_const_i64(c, s.rank, s.d, &shape));
-    return node1(c, IR_OP_EXPAND, zero, shape, out);
-}
-
 /* Split: the outputs' gradients joined again (zeros for outputs nothing differentiated). */
 static anvil_status rule_split(ad_ctx *c, const rule_io *r) {
     int64_t axis;
@@ -582,7 +582,10 @@ static anvil_status rule_split(ad_ctx *c, const rule_io *r) {
     ir_vid parts[16];
     for (int i = 0; i < r->n.n_outputs; i++) {
         parts[i] = r->dys[i];
-        if (parts[i] == IR_NONE) CORE_TRY(zeros_like(c, r->n.outputs[i], &parts[i]));
+        if (parts[i] == IR_NONE) {
+            const ir_shape os = shape_of(c, r->n.outputs[i]);
+            CORE_TRY(zeros_of(c, os.rank, os.d, &parts[i]));
+        }
     }
     const ir_attr at = {.name = "axis", .type = IR_ATTR_INT, .i = axis};
     ir_vid t;
@@ -637,7 +640,7 @@ static anvil_status rule_gather(ad_ctx *c, const rule_io *r) {
     CORE_TRY(ir_attr_int(&r->n, "axis", 0, &axis));
     const ir_shape ds = shape_of(c, r->x[0]);
     const int rank = ds.rank, ri = shape_of(c, r->x[1]).rank, ax = norm_axis(axis, rank);
-    ir_vid dy = r->dy, zero, shape, zeros, unsq, idx, t;
+    ir_vid dy = r->dy, zeros, unsq, idx, t;
     int64_t front[IR_MAX_RANK], back[IR_MAX_RANK], moved[IR_MAX_RANK];
     if (ax != 0) {
         /* data' = data with axis first; dY' = dY with its ri index dims (at ax..) first */
@@ -655,9 +658,7 @@ static anvil_status rule_gather(ad_ctx *c, const rule_io *r) {
     }
     int64_t dims[IR_MAX_RANK];
     for (int i = 0; i < rank; i++) dims[i] = ds.d[ax != 0 ? front[i] : i];
-    CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){0.0f}, &zero));
-    CORE_TRY(ad_const_i64(c, rank, dims, &shape));
-    CORE_TRY(node1(c, IR_OP_EXPAND, zero, shape, &zeros));
+    CORE_TRY(zeros_of(c, rank, dims, &zeros));
     CORE_TRY(ad_const_i64(c, 1, (int64_t[]){-1}, &unsq));
     CORE_TRY(node1(c, IR_OP_UNSQUEEZE, r->x[1], unsq, &idx));
     const char *add = "add";

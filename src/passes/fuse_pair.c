@@ -83,6 +83,13 @@ static int32_t pair_of(const pass_ctx *c, int32_t k) {
     return -1;
 }
 
+/* The rows a MatMul's input [..., K] makes (every dim but the last), -1 when one is unknown. */
+static int64_t gemm_rows(const ir_shape *x) {
+    int64_t rows = 1;
+    for (int i = 0; i + 1 < x->rank; i++) rows = rows >= 0 && x->d[i] >= 0 ? rows * x->d[i] : -1;
+    return rows;
+}
+
 /* The group key: the pair's shapes (-1 where symbolic) and activations, no names. */
 static void pair_key(const pass_ctx *c, int32_t k, int32_t r, char *key, size_t cap) {
     const ir_graph *g = c->g;
@@ -100,8 +107,7 @@ static void pair_key(const pass_ctx *c, int32_t k, int32_t r, char *key, size_t 
                  b->fusion && b->fusion->residual >= 0 ? ";res" : "");
         return;
     }
-    int64_t rows = 1;
-    for (int i = 0; i + 1 < x->rank; i++) rows = rows >= 0 && x->d[i] >= 0 ? rows * x->d[i] : -1;
+    const int64_t rows = gemm_rows(x);
     snprintf(key, cap, "gemm;m=%lld;k=%lld;n=%lld,%lld;%s%s,%s%s%s", (long long)rows,
              (long long)w1->d[0], (long long)w1->d[1], (long long)w2->d[1], act1,
              a->fusion && a->fusion->bias >= 0 ? "+b" : "", act2,
@@ -187,8 +193,7 @@ static int pair_rule(const pass_ctx *c, int32_t k) {
         return !winograd && !pointwise && y->d[2] * y->d[3] >= 256 ? 1 : 0;
     }
     const ir_shape *x = &g->values[n->inputs[0]].shape;
-    int64_t rows = 1;
-    for (int i = 0; i + 1 < x->rank; i++) rows = rows >= 0 && x->d[i] >= 0 ? rows * x->d[i] : -1;
+    const int64_t rows = gemm_rows(x);
     return g->values[n->inputs[1]].shape.d[1] <= 256 && rows >= 2048 ? 1 : 0;
 }
 
