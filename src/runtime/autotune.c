@@ -257,18 +257,27 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
 
 /* The measured rewrites' groups of g as a session would take them, as items; then each one not
  * in the database is timed. */
-static anvil_status tune_groups(tune_ctx *c, const ir_graph *g, const rt_session_config *cfg,
-                                const anvil_tensor *const *inputs) {
-    rt_tune_run *r = c->run;
+/* Whether this run has listed a group of this key already. */
+static bool group_listed(const rt_tune_run *r, const char *key) {
+    for (int i = 0; i < r->n_items; i++)
+        if (r->items[i].group && !strcmp(r->items[i].group_key, key)) return true;
+    return false;
+}
+
+/* Adds the groups a session of g takes now (cfg reads the database) that this run has not
+ * listed yet; *added: how many. */
+static anvil_status list_groups(rt_tune_run *r, const ir_graph *g, const rt_session_config *cfg,
+                                int *added) {
+    *added = 0;
     rt_session *s = NULL;
     CORE_TRY(rt_session_create(g, cfg, &s));
     const rt_group *groups;
     int n_groups;
     rt_session_groups(s, &groups, &n_groups);
-    int first = r->n_items;
     anvil_status st = ANVIL_OK;
     for (int k = 0; k < n_groups && st == ANVIL_OK; k++) {
-        if (groups[k].n_choices < 2 || groups[k].n_choices > 4) continue;
+        if (groups[k].n_choices < 2 || groups[k].n_choices > 4 || group_listed(r, groups[k].key))
+            continue;
         if (r->n_items == r->cap_items) {
             int cap = r->cap_items ? r->cap_items * 2 : 8;
             rt_tune_item *gr = realloc(r->items, sizeof *gr * (size_t)cap);
@@ -292,24 +301,43 @@ static anvil_status tune_groups(tune_ctx *c, const ir_graph *g, const rt_session
         it->winner = it->cascade = -1;
         rt_group_key(groups[k].rewrite, groups[k].key, cfg->threads, it->problem.key,
                      sizeof it->problem.key, it->problem.family, sizeof it->problem.family);
+        (*added)++;
     }
     rt_session_free(s);
-    int last = r->n_items; /* time_group adds the items of each choice's own problems */
-    for (int i = first; i < last && st == ANVIL_OK; i++) {
-        bool found = false;
-        if (!r->retune)
-            st = tune_db_get(r->db, r->items[i].problem.key, r->fingerprint, &r->items[i].record,
-                             &found);
-        if (st != ANVIL_OK) break;
-        if (found)
-            r->items[i].cached = true;
-        else if (over(r))
-            r->items[i].skipped = true;
-        else
-            st = time_group(c, g, cfg, inputs, i);
-        r->items[i].settled = true;
-        r->done++;
-        if (r->progress) r->progress(r->arg, r, i);
+    return st;
+}
+
+/* The groups are listed as a session takes them, and timed. One rewrite's decision can change
+ * which nodes another rewrite groups (a back-to-back pair fused changes the layout pass's conv
+ * chains), so the listing is made again with the decisions now in the database, and the new
+ * groups timed, until no new group appears (a few passes at most). */
+static anvil_status tune_groups(tune_ctx *c, const ir_graph *g, const rt_session_config *cfg,
+                                const anvil_tensor *const *inputs) {
+    rt_tune_run *r = c->run;
+    anvil_status st = ANVIL_OK;
+    for (int pass = 0; pass < 4 && st == ANVIL_OK; pass++) {
+        const int first = r->n_items;
+        int added;
+        CORE_TRY(list_groups(r, g, cfg, &added));
+        if (added == 0) break;
+        const int last = r->n_items; /* time_group adds the items of each choice's problems */
+        for (int i = first; i < last && st == ANVIL_OK; i++) {
+            if (!r->items[i].group) continue;
+            bool found = false;
+            if (!r->retune)
+                st = tune_db_get(r->db, r->items[i].problem.key, r->fingerprint,
+                                 &r->items[i].record, &found);
+            if (st != ANVIL_OK) break;
+            if (found)
+                r->items[i].cached = true;
+            else if (over(r))
+                r->items[i].skipped = true;
+            else
+                st = time_group(c, g, cfg, inputs, i);
+            r->items[i].settled = true;
+            r->done++;
+            if (r->progress) r->progress(r->arg, r, i);
+        }
     }
     return st;
 }
