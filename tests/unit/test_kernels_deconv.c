@@ -5,7 +5,8 @@
  * and larger than the full result), bias and no bias, batch 2, odd sizes, sizes that need several
  * chunks, weights known (packed in prepare) and not, and zero-size tensors. The number of variants
  * checked per case is asserted, so a variant that stops applying fails the test; so does a
- * variant that accepts a node it should decline (float64). */
+ * variant that accepts a node it should decline (float64). oneDNN's dnnl_deconv, where built, is
+ * checked on every case it takes (tests/unit/test_kernels_vendor.c asserts which it must). */
 #include "kernels/kernels.h"
 #include "optest.h"
 
@@ -37,8 +38,9 @@ static bool disjoint(const deconv_case *c) {
     return true;
 }
 
-/* Builds the node, runs every variant against the reference; returns the number checked. */
-static int run_case(const deconv_case *c) {
+/* Builds the node, runs every variant against the reference; returns the number checked.
+ * *vendor: whether oneDNN's dnnl_deconv (where the build has it) took the node. */
+static int run_case(const deconv_case *c, bool *vendor) {
     const int nsp = c->nsp, rank = nsp + 2;
     int64_t xd[5] = {c->n, c->c}, wd[5] = {c->c, c->m / c->group}, bd[1] = {c->m};
     for (int d = 0; d < nsp; d++) {
@@ -70,6 +72,7 @@ static int run_case(const deconv_case *c) {
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, rank, xd, x, false);
     optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, rank, wd, w, !c->w_unknown);
     if (c->bias) optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, bd, b, true);
+    *vendor = optest_variant_applies(&t, "dnnl_deconv");
     int got = optest_check_variants(&t, 1e-4f, 1e-4f);
     optest_end(&t);
     free(x);
@@ -86,8 +89,9 @@ static bool batched(const deconv_case *c) {
 }
 
 static void check(const deconv_case *c) {
-    int want = (disjoint(c) ? 2 : 1) + (batched(c) ? 1 : 0);
-    int got = run_case(c);
+    bool vendor;
+    int got = run_case(c, &vendor);
+    int want = (disjoint(c) ? 2 : 1) + (batched(c) ? 1 : 0) + vendor;
     if (got != want)
         fprintf(stderr,
                 "case nsp %d c %lld m %lld g %lld in %lld k %lld s %lld: %d variants, "

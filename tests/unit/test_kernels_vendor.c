@@ -4,7 +4,8 @@
  * from {1, 7, 16, 17, 33}, K = 1, zero-size M/N/K, batched MatMul with broadcasting and 1-D
  * operands, Gemm with transA/transB, alpha/beta and every broadcast of C (constant or not),
  * Conv with groups, depthwise, strides, dilations, asymmetric pads, auto_pad, no bias, 1-D and
- * 3-D, constant and runtime weights; each on 1, 2 and 3 threads. Also: the libraries use the
+ * 3-D, constant and runtime weights; the training passes (ConvTranspose as a Conv's input
+ * gradient, anvil.ConvGradW); each on 1, 2 and 3 threads. Also: the libraries use the
  * session's thread count, and OpenBLAS is loaded (privately) only when its variant is first
  * prepared. A test whose library was not found at build time is skipped. */
 #include <dlfcn.h>
@@ -354,6 +355,75 @@ static void test_conv_zero_batch(void **state) {
     run_conv(&c);
 }
 
+/* ---- training passes: ConvTranspose (a Conv's input gradient) and anvil.ConvGradW ------------ */
+
+/* The ConvTranspose that a Conv's input gradient is (src/autodiff): dY [n, m, oh, ow] and the
+ * Conv's W [m, c/g, k, k] give dX [n, c, h, w]; output_padding where the Conv's floor division
+ * dropped rows. Every vendor variant must take it. */
+static void deconv_grad_case(const int64_t *dyd, int64_t c, int64_t k, int64_t s, int64_t p,
+                             int64_t opad, int64_t g, bool w_const) {
+    const int64_t wd[4] = {dyd[1], c / g, k, k};
+    float *dy = rand_buf(numel(dyd, 4)), *w = rand_buf(numel(wd, 4));
+    optest t;
+    optest_begin(&t, IR_OP_CONVTRANSPOSE, 2, 1, 5);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){k, k}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){s, s}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){p, p, p, p}, 4);
+    optest_attr_ints(&t, 3, "output_padding", (int64_t[]){opad, opad}, 2);
+    optest_attr_int(&t, 4, "group", g);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dyd, dy, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, wd, w, w_const);
+    check_vendor(&t, 1e-4f, 1e-4f);
+    optest_end(&t);
+    free(dy);
+    free(w);
+}
+
+static void test_deconv_training(void **state) {
+    (void)state;
+    skip_without_vendor(IR_OP_CONVTRANSPOSE);
+    /* ResNet's 3x3 stride 1 and stride 2 (odd input: output_padding 1), its 1x1 stride-2
+     * shortcut, a grouped one; weights as inputs (a training graph) and constant */
+    deconv_grad_case((int64_t[]){2, 8, 9, 9}, 6, 3, 1, 1, 0, 1, false);
+    deconv_grad_case((int64_t[]){2, 8, 5, 5}, 6, 3, 2, 1, 0, 1, false);
+    deconv_grad_case((int64_t[]){3, 5, 4, 4}, 7, 1, 2, 0, 1, 1, true);
+    deconv_grad_case((int64_t[]){1, 6, 6, 6}, 4, 3, 1, 1, 0, 2, false);
+    deconv_grad_case((int64_t[]){2, 6, 4, 4}, 9, 3, 2, 1, 1, 3, true);
+}
+
+/* anvil.ConvGradW (X, dY) -> dW for the Conv of those attributes. */
+static void conv_grad_w_vendor_case(const int64_t *xd, int64_t m, int64_t k, int64_t s, int64_t p,
+                                    int64_t d, int64_t g) {
+    const int64_t span = (k - 1) * d + 1;
+    const int64_t oh = (xd[2] + 2 * p - span) / s + 1, ow = (xd[3] + 2 * p - span) / s + 1;
+    const int64_t dyd[4] = {xd[0], m, oh, ow};
+    float *x = rand_buf(numel(xd, 4)), *dy = rand_buf(numel(dyd, 4));
+    optest t;
+    optest_begin(&t, IR_OP_CONV_GRAD_W, 2, 1, 5);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){k, k}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){s, s}, 2);
+    optest_attr_ints(&t, 2, "dilations", (int64_t[]){d, d}, 2);
+    optest_attr_ints(&t, 3, "pads", (int64_t[]){p, p, p, p}, 4);
+    optest_attr_int(&t, 4, "group", g);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, xd, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dyd, dy, false);
+    /* sums over n * oh * ow products in float against the reference's double */
+    check_vendor(&t, 2e-3f, 2e-3f);
+    optest_end(&t);
+    free(x);
+    free(dy);
+}
+
+static void test_conv_grad_w(void **state) {
+    (void)state;
+    skip_without_vendor(IR_OP_CONV_GRAD_W);
+    conv_grad_w_vendor_case((int64_t[]){2, 8, 9, 9}, 16, 3, 1, 1, 1, 1);
+    conv_grad_w_vendor_case((int64_t[]){3, 5, 11, 11}, 7, 3, 2, 1, 1, 1);
+    conv_grad_w_vendor_case((int64_t[]){2, 16, 7, 7}, 32, 1, 2, 0, 1, 1);
+    conv_grad_w_vendor_case((int64_t[]){1, 3, 16, 16}, 8, 7, 2, 3, 1, 1);
+    conv_grad_w_vendor_case((int64_t[]){2, 6, 9, 8}, 9, 3, 1, 2, 2, 3);
+}
+
 /* ---- the libraries' runtime ------------------------------------------------------------------ */
 
 /* An n x n MatMul (B constant) in t with random a and b, run by the reference kernel; *got is a
@@ -499,6 +569,8 @@ int main(void) {
         cmocka_unit_test(test_conv_2d),
         cmocka_unit_test(test_conv_1d_3d),
         cmocka_unit_test(test_conv_zero_batch),
+        cmocka_unit_test(test_deconv_training),
+        cmocka_unit_test(test_conv_grad_w),
         cmocka_unit_test(test_thread_counts),
         cmocka_unit_test(test_vendor_after_anvil),
     };

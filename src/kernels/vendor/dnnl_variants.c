@@ -25,330 +25,11 @@
  * faster on 1 thread and 1.3x-1.7x on 2 than NCHW (gemm:jit), reorders included. */
 #ifdef ANVIL_HAVE_DNNL
 
-#include "vendor_common.h"
+#include "dnnl_impl.h"
 
-#include <dlfcn.h>
-#include <oneapi/dnnl/dnnl.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-/* oneDNN is loaded with dlopen when the first dnnl_* node is prepared, not linked, for the sake
- * of OpenMP's idle threads. libgomp reads its wait policy once, when it is loaded, and by default
- * a worker spins for milliseconds after each parallel region (about 300k pause instructions) before
- * it sleeps. On a 2-core machine that took the second core from anvil's own pool for whatever ran
- * after a oneDNN convolution: Whisper's encoder at 2 threads ran its FFN GEMMs on one core in
- * about half the runs, 60-69 ms end to end, 48 ms with the policy passive (AMD Zen 4). So unless
- * the user set OMP_WAIT_POLICY or libgomp is already in the process, it is set to PASSIVE before
- * libgomp loads with oneDNN; an idle worker then sleeps at once and costs a futex wake per
- * region. The calls below go through `lib`, filled by dlsym. */
-#define DNNL_FUNCS(X)                                                                              \
-    X(dnnl_dilated_convolution_forward_desc_init)                                                  \
-    X(dnnl_engine_create)                                                                          \
-    X(dnnl_matmul_desc_init)                                                                       \
-    X(dnnl_memory_create)                                                                          \
-    X(dnnl_memory_desc_equal)                                                                      \
-    X(dnnl_memory_desc_get_size)                                                                   \
-    X(dnnl_memory_desc_init_by_strides)                                                            \
-    X(dnnl_memory_desc_init_by_tag)                                                                \
-    X(dnnl_memory_destroy)                                                                         \
-    X(dnnl_post_ops_append_sum)                                                                    \
-    X(dnnl_post_ops_create)                                                                        \
-    X(dnnl_post_ops_destroy)                                                                       \
-    X(dnnl_primitive_attr_create)                                                                  \
-    X(dnnl_primitive_attr_destroy)                                                                 \
-    X(dnnl_primitive_attr_set_output_scales)                                                       \
-    X(dnnl_primitive_attr_set_post_ops)                                                            \
-    X(dnnl_primitive_attr_set_scratchpad_mode)                                                     \
-    X(dnnl_primitive_create)                                                                       \
-    X(dnnl_primitive_desc_create)                                                                  \
-    X(dnnl_primitive_desc_destroy)                                                                 \
-    X(dnnl_primitive_desc_query_md)                                                                \
-    X(dnnl_primitive_destroy)                                                                      \
-    X(dnnl_primitive_execute)                                                                      \
-    X(dnnl_reorder_primitive_desc_create)                                                          \
-    X(dnnl_stream_create)                                                                          \
-    X(dnnl_stream_destroy)                                                                         \
-    X(dnnl_stream_wait)
-
-static struct {
-#define DNNL_PTR(f) __typeof__(f) *f;
-    DNNL_FUNCS(DNNL_PTR)
-#undef DNNL_PTR
-    /* the OpenMP runtime's standard entry points (libgomp, loaded with oneDNN) */
-    void (*omp_set_num_threads)(int n);
-    int (*omp_get_max_threads)(void);
-    char error[256];
-} lib;
-
-static dnnl_engine_t engine;
-static dnnl_status_t engine_status = dnnl_runtime_error;
-static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-
-#ifdef ANVIL_DNNL_LINKED
-/* Sanitizer builds link oneDNN and libgomp instead (cmake/vendor.cmake): LeakSanitizer's scan at
- * exit crashed ("Tracer caught signal 11") in every process whose libgomp threads came with a
- * dlopen'ed library (GCC 12). Their OpenMP waits by its default policy; speed is not their
- * point. */
-extern void omp_set_num_threads(int n);
-extern int omp_get_max_threads(void);
-
-static bool lib_load(void) {
-#define DNNL_ADDR(f) lib.f = f;
-    DNNL_FUNCS(DNNL_ADDR)
-#undef DNNL_ADDR
-    lib.omp_set_num_threads = omp_set_num_threads;
-    lib.omp_get_max_threads = omp_get_max_threads;
-    return true;
-}
-#else
-static bool lib_load(void) {
-    void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (gomp)
-        dlclose(gomp);
-    else if (!getenv("OMP_WAIT_POLICY"))
-        setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-    void *h = dlopen(ANVIL_DNNL_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(lib.error, sizeof lib.error, "%s", dlerror());
-        return false;
-    }
-    const char *missing = NULL;
-#define DNNL_SYM(f)                                                                                \
-    if (!(*(void **)&lib.f = dlsym(h, #f))) missing = #f;
-    DNNL_FUNCS(DNNL_SYM)
-#undef DNNL_SYM
-    if (!(*(void **)&lib.omp_set_num_threads = dlsym(h, "omp_set_num_threads")))
-        missing = "omp_set_num_threads";
-    if (!(*(void **)&lib.omp_get_max_threads = dlsym(h, "omp_get_max_threads")))
-        missing = "omp_get_max_threads";
-    if (missing) {
-        snprintf(lib.error, sizeof lib.error, "%s lacks %s (oneDNN 2.x on OpenMP is needed)",
-                 ANVIL_DNNL_PATH, missing);
-        return false;
-    }
-    return true;
-}
-#endif
-
-/* The CPU engine lives for the whole process (oneDNN engines are shared, thread-safe handles). */
-static void engine_init(void) {
-    if (lib_load()) engine_status = lib.dnnl_engine_create(&engine, dnnl_cpu, 0);
-}
-
-static anvil_status dnnl_fail(const ir_node *n, const char *what, dnnl_status_t st) {
-    if (st == dnnl_out_of_memory)
-        return core_err(ANVIL_ERR_OUT_OF_MEMORY, "%s: oneDNN ran out of memory in %s",
-                        ir_node_label(n), what);
-    return core_err(ANVIL_ERR_UNSUPPORTED,
-                    "%s: oneDNN failed in %s (dnnl_status %d); this node cannot run on a dnnl_* "
-                    "variant, use another variant",
-                    ir_node_label(n), what, (int)st);
-}
-
-#define DNNL_TRY(node, what, call)                                                                 \
-    do {                                                                                           \
-        dnnl_status_t dst_ = (call);                                                               \
-        if (dst_ != dnnl_success) return dnnl_fail(node, what, dst_);                              \
-    } while (0)
-
-/* A descriptor of `rank` dims laid out inside a dense row-major tensor of dims `full` (the same
- * rank): a channel slice of an NCHW tensor. */
-static dnnl_status_t md_slice(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
-                              const int64_t *full) {
-    dnnl_dims_t d, s;
-    int64_t step = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        d[i] = dims[i];
-        s[i] = step;
-        step *= full[i] > 0 ? full[i] : 1;
-    }
-    return lib.dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
-}
-
-/* Dense row-major descriptor of `rank` dims. */
-static dnnl_status_t md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
-    return md_slice(md, rank, dims, dims);
-}
-
-/* A 2-D descriptor of a rows x cols matrix stored row-major, or transposed (stored cols x rows)
- * when `trans`. */
-static dnnl_status_t md_matrix(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, bool trans) {
-    dnnl_dims_t d = {rows, cols}, s = {trans ? 1 : cols, trans ? rows : 1};
-    return lib.dnnl_memory_desc_init_by_strides(md, 2, d, dnnl_f32, s);
-}
-
-static dnnl_status_t md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
-    dnnl_dims_t d;
-    for (int i = 0; i < rank; i++) d[i] = dims[i];
-    return lib.dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, dnnl_format_tag_any);
-}
-
-/* What a prepared primitive needs at run time. Memories are created per run around the caller's
- * buffers (cheap handles), so the state holds no per-run pointers. */
-typedef struct dnnl_state {
-    bool trivial; /* empty output or K = 0: computed without oneDNN */
-    int threads;
-    dnnl_stream_t stream;
-    dnnl_primitive_t prim;
-    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md; /* as the primitive takes them */
-    bool has_bias;
-    void *wei_packed;  /* constant weights reordered into wei_md (owned), or NULL */
-    void *bias_packed; /* Gemm: beta * C as the bias (owned), or NULL */
-    /* Conv with blocked activations: reorders between the plain user layout and the
-     * primitive's, with their buffers (owned). */
-    dnnl_memory_desc_t src_user_md, dst_user_md;
-    dnnl_primitive_t src_reorder, dst_reorder;
-    void *src_tmp, *dst_tmp;
-    /* MatMul / Gemm */
-    vk_mm g;
-    bool is_gemm, c_in_dst;
-    /* Conv: where this primitive's slice of the node's tensors starts, in elements
-     * (conv_prepare_part); 0 for a whole node. */
-    size_t x_off, y_off, w_off, b_off;
-    /* The primitive's own scratchpad (owned), when it was created in user scratchpad mode;
-     * else NULL and oneDNN uses its per-process one. */
-    dnnl_memory_desc_t scratch_md;
-    void *scratch;
-} dnnl_state;
-
-static void state_release(void *p) {
-    dnnl_state *s = p;
-    if (!s) return;
-    if (s->prim) lib.dnnl_primitive_destroy(s->prim);
-    if (s->src_reorder) lib.dnnl_primitive_destroy(s->src_reorder);
-    if (s->dst_reorder) lib.dnnl_primitive_destroy(s->dst_reorder);
-    if (s->stream) lib.dnnl_stream_destroy(s->stream);
-    free(s->wei_packed);
-    free(s->bias_packed);
-    free(s->src_tmp);
-    free(s->dst_tmp);
-    free(s->scratch);
-    free(s);
-}
-
-static void *alloc_md(const dnnl_memory_desc_t *md) {
-    size_t bytes = lib.dnnl_memory_desc_get_size(md);
-    return core_aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64);
-}
-
-/* Runs a reorder from (from_md, from) to (to_md, to) once, on the current OpenMP setting. */
-static anvil_status reorder_once(const ir_node *n, dnnl_stream_t stream,
-                                 const dnnl_memory_desc_t *from_md, const void *from,
-                                 const dnnl_memory_desc_t *to_md, void *to) {
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t prim = NULL;
-    dnnl_memory_t m_from = NULL, m_to = NULL;
-    anvil_status st = ANVIL_OK;
-    dnnl_status_t ds =
-        lib.dnnl_reorder_primitive_desc_create(&pd, from_md, engine, to_md, engine, NULL);
-    if (ds == dnnl_success) ds = lib.dnnl_primitive_create(&prim, pd);
-    if (ds == dnnl_success) ds = lib.dnnl_memory_create(&m_from, from_md, engine, (void *)from);
-    if (ds == dnnl_success) ds = lib.dnnl_memory_create(&m_to, to_md, engine, to);
-    if (ds == dnnl_success) {
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m_from}, {DNNL_ARG_TO, m_to}};
-        ds = lib.dnnl_primitive_execute(prim, stream, 2, args);
-    }
-    if (ds == dnnl_success) ds = lib.dnnl_stream_wait(stream);
-    if (ds != dnnl_success) st = dnnl_fail(n, "a weight reorder", ds);
-    if (m_from) lib.dnnl_memory_destroy(m_from);
-    if (m_to) lib.dnnl_memory_destroy(m_to);
-    if (prim) lib.dnnl_primitive_destroy(prim);
-    if (pd) lib.dnnl_primitive_desc_destroy(pd);
-    return st;
-}
-
-/* Creates the primitive of op_desc with attr, records the descriptors it takes, and prepacks
- * constant weights given in the user layout wei_user_md. */
-static anvil_status finish_prepare(const ir_node *n, dnnl_state *s, const void *op_desc,
-                                   dnnl_primitive_attr_t attr,
-                                   const dnnl_memory_desc_t *wei_user_md, const void *wei_value) {
-    dnnl_primitive_desc_t pd = NULL;
-    DNNL_TRY(n, "creating the primitive descriptor",
-             lib.dnnl_primitive_desc_create(&pd, op_desc, attr, engine, NULL));
-    s->src_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    s->wei_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    s->dst_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    if (s->has_bias) s->bias_md = *lib.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
-    const dnnl_memory_desc_t *scratch =
-        lib.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    if (scratch && lib.dnnl_memory_desc_get_size(scratch) > 0) {
-        s->scratch_md = *scratch;
-        if (!(s->scratch = alloc_md(scratch))) {
-            lib.dnnl_primitive_desc_destroy(pd);
-            return ANVIL_ERR_OUT_OF_MEMORY;
-        }
-    }
-    dnnl_status_t ds = lib.dnnl_primitive_create(&s->prim, pd);
-    lib.dnnl_primitive_desc_destroy(pd);
-    DNNL_TRY(n, "creating the primitive", ds);
-    if (wei_value) {
-        if (!(s->wei_packed = alloc_md(&s->wei_md))) return ANVIL_ERR_OUT_OF_MEMORY;
-        CORE_TRY(reorder_once(n, s->stream, wei_user_md, wei_value, &s->wei_md, s->wei_packed));
-    }
-    return ANVIL_OK;
-}
-
-/* Sets OpenMP's thread count for this thread; returns the previous one for threads_restore. */
-static int threads_set(int n) {
-    int saved = lib.omp_get_max_threads();
-    if (saved != n) lib.omp_set_num_threads(n);
-    return saved;
-}
-
-static void threads_restore(int saved, int n) {
-    if (saved != n) lib.omp_set_num_threads(saved);
-}
-
-static anvil_status state_new(const kern_node *kn, dnnl_state **out) {
-    pthread_once(&engine_once, engine_init);
-    if (lib.error[0])
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: the dnnl_* variants cannot load oneDNN (%s); install libdnnl2 or "
-                        "force another variant",
-                        ir_node_label(kn->node), lib.error);
-    if (engine_status != dnnl_success)
-        return dnnl_fail(kn->node, "creating the CPU engine", engine_status);
-    dnnl_state *s = core_calloc(1, sizeof *s);
-    if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
-    s->threads = kn->threads > 0 ? kn->threads : 1;
-    dnnl_status_t ds = lib.dnnl_stream_create(&s->stream, engine, dnnl_stream_default_flags);
-    if (ds != dnnl_success) {
-        free(s);
-        return dnnl_fail(kn->node, "creating a stream", ds);
-    }
-    *out = s;
-    return ANVIL_OK;
-}
-
-/* Executes s->prim with up to 5 (arg, md, buffer) triples, creating the memory handles. */
-typedef struct exec_arg {
-    int arg;
-    const dnnl_memory_desc_t *md;
-    const void *data;
-} exec_arg;
-
-static anvil_status execute(const ir_node *n, dnnl_stream_t stream, dnnl_primitive_t prim,
-                            const exec_arg *a, int na) {
-    dnnl_memory_t mem[5] = {0};
-    dnnl_exec_arg_t args[5] = {{0}};
-    dnnl_status_t ds = dnnl_success;
-    for (int i = 0; i < na && ds == dnnl_success; i++) {
-        ds = lib.dnnl_memory_create(&mem[i], a[i].md, engine, (void *)a[i].data);
-        args[i].arg = a[i].arg;
-        args[i].memory = mem[i];
-    }
-    if (ds == dnnl_success) ds = lib.dnnl_primitive_execute(prim, stream, na, args);
-    if (ds == dnnl_success) ds = lib.dnnl_stream_wait(stream);
-    for (int i = 0; i < na; i++)
-        if (mem[i]) lib.dnnl_memory_destroy(mem[i]);
-    return ds == dnnl_success ? ANVIL_OK : dnnl_fail(n, "executing a primitive", ds);
-}
-
-/* ---- dnnl_matmul: MatMul and Gemm
- * ---------------------------------------------------------------- */
 
 static bool matmul_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
@@ -390,12 +71,12 @@ static void matmul_nd_dims(const kern_node *kn, int *rank, int64_t *ad, int64_t 
 
 static anvil_status matmul_prepare(const kern_node *kn, void **state) {
     const ir_node *n = kn->node;
-    dnnl_state *s;
-    CORE_TRY(state_new(kn, &s));
+    dk_state *s;
+    CORE_TRY(dk_state_new(kn, &s));
     anvil_status st = ANVIL_OK;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t ops = NULL;
-    int saved = threads_set(s->threads);
+    int saved = dk_threads_set(s->threads);
     s->is_gemm = n->op == IR_OP_GEMM;
     if (s->is_gemm) {
         if ((st = vk_gemm_geometry(kn, &s->g)) != ANVIL_OK) goto done;
@@ -415,34 +96,35 @@ static anvil_status matmul_prepare(const kern_node *kn, void **state) {
         int r;
         int64_t ad[DNNL_MAX_NDIMS], bd[DNNL_MAX_NDIMS], yd[DNNL_MAX_NDIMS];
         matmul_nd_dims(kn, &r, ad, bd, yd);
-        ds = md_plain(&a_md, r, ad);
-        if (ds == dnnl_success) ds = md_plain(&b_user_md, r, bd);
-        if (ds == dnnl_success) ds = md_plain(&y_md, r, yd);
+        ds = dk_md_plain(&a_md, r, ad);
+        if (ds == dnnl_success) ds = dk_md_plain(&b_user_md, r, bd);
+        if (ds == dnnl_success) ds = dk_md_plain(&y_md, r, yd);
         b_md = b_user_md;
         if (ds != dnnl_success) {
-            st = dnnl_fail(n, "describing the operands", ds);
+            st = dk_fail(n, "describing the operands", ds);
             goto done;
         }
     } else {
         bool ta = s->is_gemm && g->trans_a, tb = s->is_gemm && g->trans_b;
-        ds = md_matrix(&a_md, g->m, g->k, ta);
-        if (ds == dnnl_success) ds = md_matrix(&b_user_md, g->k, g->n, tb);
-        if (ds == dnnl_success) ds = md_matrix(&y_md, g->m, g->n, false);
+        ds = dk_md_matrix(&a_md, g->m, g->k, ta);
+        if (ds == dnnl_success) ds = dk_md_matrix(&b_user_md, g->k, g->n, tb);
+        if (ds == dnnl_success) ds = dk_md_matrix(&y_md, g->m, g->n, false);
         /* Constant weights: let oneDNN pick their layout; they are reordered below, once. */
         b_md = b_user_md;
-        if (ds == dnnl_success && bt->value) ds = md_any(&b_md, 2, (int64_t[]){g->k, g->n});
+        if (ds == dnnl_success && bt->value) ds = dk_md_any(&b_md, 2, (int64_t[]){g->k, g->n});
         if (ds != dnnl_success) {
-            st = dnnl_fail(n, "describing the operands", ds);
+            st = dk_fail(n, "describing the operands", ds);
             goto done;
         }
     }
-    if ((ds = lib.dnnl_primitive_attr_create(&attr)) != dnnl_success) {
-        st = dnnl_fail(n, "creating attributes", ds);
+    if ((ds = dk_lib.dnnl_primitive_attr_create(&attr)) != dnnl_success) {
+        st = dk_fail(n, "creating attributes", ds);
         goto done;
     }
     dnnl_memory_desc_t bias_md;
     if (s->is_gemm) {
-        if (g->alpha != 1.0f) ds = lib.dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha);
+        if (g->alpha != 1.0f)
+            ds = dk_lib.dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha);
         bool use_c = g->has_c && g->beta != 0.0f;
         const op_tinfo *ct = use_c ? &kn->in[2] : NULL;
         if (ds == dnnl_success && use_c && ct->value && g->c_rows == 1 && g->alpha == 1.0f) {
@@ -455,32 +137,32 @@ static anvil_status matmul_prepare(const kern_node *kn, void **state) {
             vk_broadcast_c(bias, 1, g->n, ct->value, 1, g->c_cols, g->beta);
             s->bias_packed = bias;
             s->has_bias = true;
-            ds = md_matrix(&bias_md, 1, g->n, false);
+            ds = dk_md_matrix(&bias_md, 1, g->n, false);
         } else if (ds == dnnl_success && use_c) {
             s->c_in_dst = true;
-            if ((ds = lib.dnnl_post_ops_create(&ops)) == dnnl_success)
-                ds = lib.dnnl_post_ops_append_sum(ops, g->beta);
-            if (ds == dnnl_success) ds = lib.dnnl_primitive_attr_set_post_ops(attr, ops);
+            if ((ds = dk_lib.dnnl_post_ops_create(&ops)) == dnnl_success)
+                ds = dk_lib.dnnl_post_ops_append_sum(ops, g->beta);
+            if (ds == dnnl_success) ds = dk_lib.dnnl_primitive_attr_set_post_ops(attr, ops);
         }
         if (ds != dnnl_success) {
-            st = dnnl_fail(n, "setting alpha/beta/C", ds);
+            st = dk_fail(n, "setting alpha/beta/C", ds);
             goto done;
         }
     }
     dnnl_matmul_desc_t desc;
-    ds = lib.dnnl_matmul_desc_init(&desc, &a_md, &b_md, s->has_bias ? &bias_md : NULL, &y_md);
+    ds = dk_lib.dnnl_matmul_desc_init(&desc, &a_md, &b_md, s->has_bias ? &bias_md : NULL, &y_md);
     if (ds != dnnl_success) {
-        st = dnnl_fail(n, "describing the matmul", ds);
+        st = dk_fail(n, "describing the matmul", ds);
         goto done;
     }
-    st = finish_prepare(n, s, &desc, attr, &b_user_md,
-                        (s->is_gemm || g->fold) && bt->value ? bt->value : NULL);
+    st = dk_finish_prepare(n, s, &desc, attr, NULL, &b_user_md,
+                           (s->is_gemm || g->fold) && bt->value ? bt->value : NULL);
 done:
-    threads_restore(saved, s->threads);
-    if (ops) lib.dnnl_post_ops_destroy(ops);
-    if (attr) lib.dnnl_primitive_attr_destroy(attr);
+    dk_threads_restore(saved, s->threads);
+    if (ops) dk_lib.dnnl_post_ops_destroy(ops);
+    if (attr) dk_lib.dnnl_primitive_attr_destroy(attr);
     if (st != ANVIL_OK) {
-        state_release(s);
+        dk_state_release(s);
         return st;
     }
     *state = s;
@@ -492,7 +174,7 @@ static anvil_status matmul_run(const ir_node *n, void *state, const op_tensor *c
     (void)n_out;
     (void)workspace;
     (void)ctx;
-    dnnl_state *s = state;
+    dk_state *s = state;
     const vk_mm *g = &s->g;
     op_tensor *y = out[0];
     const op_tensor *c = s->is_gemm && g->has_c && n_in > 2 ? in[2] : NULL;
@@ -507,13 +189,13 @@ static anvil_status matmul_run(const ir_node *n, void *state, const op_tensor *c
         return ANVIL_OK;
     }
     if (s->c_in_dst) vk_broadcast_c(y->data, g->m, g->n, c->data, g->c_rows, g->c_cols, 1.0f);
-    exec_arg a[4] = {{DNNL_ARG_SRC, &s->src_md, in[0]->data},
-                     {DNNL_ARG_WEIGHTS, &s->wei_md, s->wei_packed ? s->wei_packed : in[1]->data},
-                     {DNNL_ARG_DST, &s->dst_md, y->data},
-                     {DNNL_ARG_BIAS, &s->bias_md, s->bias_packed}};
-    int saved = threads_set(s->threads);
-    anvil_status st = execute(n, s->stream, s->prim, a, s->has_bias ? 4 : 3);
-    threads_restore(saved, s->threads);
+    dk_exec_arg a[4] = {{DNNL_ARG_SRC, &s->src_md, in[0]->data},
+                        {DNNL_ARG_WEIGHTS, &s->wei_md, s->wei_packed ? s->wei_packed : in[1]->data},
+                        {DNNL_ARG_DST, &s->dst_md, y->data},
+                        {DNNL_ARG_BIAS, &s->bias_md, s->bias_packed}};
+    int saved = dk_threads_set(s->threads);
+    anvil_status st = dk_execute(n, s->stream, s->prim, a, s->has_bias ? 4 : 3);
+    dk_threads_restore(saved, s->threads);
     return st;
 }
 
@@ -587,13 +269,13 @@ static bool conv_supports(const kern_node *kn, const core_hw *hw) {
  * own_scratch: the primitive gets a scratchpad of its own, for parts that run at the same time
  * (oneDNN's shared one is not made for that: concurrent parts crashed in it). */
 static anvil_status conv_prepare_part(const kern_node *kn, bool blocked, int threads, int64_t u0,
-                                      int64_t un, bool own_scratch, dnnl_state **out) {
+                                      int64_t un, bool own_scratch, dk_state **out) {
     const ir_node *n = kn->node;
-    dnnl_state *s;
-    CORE_TRY(state_new(kn, &s));
+    dk_state *s;
+    CORE_TRY(dk_state_new(kn, &s));
     s->threads = threads;
     anvil_status st = ANVIL_OK;
-    int saved = threads_set(s->threads);
+    int saved = dk_threads_set(s->threads);
     conv_geom cg;
     (void)conv_geometry(kn, &cg);
     const ir_shape *xs = &kn->in[0].shape, *ws = &kn->in[1].shape, *ys = &kn->out[0].shape;
@@ -632,73 +314,73 @@ static anvil_status conv_prepare_part(const kern_node *kn, bool blocked, int thr
     }
     dnnl_memory_desc_t x_md, w_user_md, w_md, y_md, b_md;
     memset(&w_user_md, 0, sizeof w_user_md);
-    dnnl_status_t ds = md_slice(&s->src_user_md, rank, xd, xs->d);
-    if (ds == dnnl_success) ds = md_slice(&s->dst_user_md, rank, yd, ys->d);
-    if (ds == dnnl_success) ds = md_plain(&w_user_md, wrank, wd);
+    dnnl_status_t ds = dk_md_slice(&s->src_user_md, rank, xd, xs->d);
+    if (ds == dnnl_success) ds = dk_md_slice(&s->dst_user_md, rank, yd, ys->d);
+    if (ds == dnnl_success) ds = dk_md_plain(&w_user_md, wrank, wd);
     x_md = s->src_user_md;
     y_md = s->dst_user_md;
     w_md = w_user_md;
-    if (ds == dnnl_success && blocked) ds = md_any(&x_md, rank, xd);
-    if (ds == dnnl_success && blocked) ds = md_any(&y_md, rank, yd);
-    if (ds == dnnl_success && kn->in[1].value) ds = md_any(&w_md, wrank, wd);
+    if (ds == dnnl_success && blocked) ds = dk_md_any(&x_md, rank, xd);
+    if (ds == dnnl_success && blocked) ds = dk_md_any(&y_md, rank, yd);
+    if (ds == dnnl_success && kn->in[1].value) ds = dk_md_any(&w_md, wrank, wd);
     s->has_bias = kn->n_in > 2 && n->n_inputs > 2 && n->inputs[2] != IR_NONE;
     int64_t bn = un * mpu;
-    if (ds == dnnl_success && s->has_bias) ds = md_plain(&b_md, 1, &bn);
+    if (ds == dnnl_success && s->has_bias) ds = dk_md_plain(&b_md, 1, &bn);
     if (ds != dnnl_success) {
-        st = dnnl_fail(n, "describing the operands", ds);
+        st = dk_fail(n, "describing the operands", ds);
         goto done;
     }
     dnnl_convolution_desc_t desc;
-    ds = lib.dnnl_dilated_convolution_forward_desc_init(
+    ds = dk_lib.dnnl_dilated_convolution_forward_desc_init(
         &desc, dnnl_forward_inference, dnnl_convolution_direct, &x_md, &w_md,
         s->has_bias ? &b_md : NULL, &y_md, cg.strides, cg.dilates, cg.pad_l, cg.pad_r);
     if (ds != dnnl_success) {
-        st = dnnl_fail(n, "describing the convolution", ds);
+        st = dk_fail(n, "describing the convolution", ds);
         goto done;
     }
     const float *wv = kn->in[1].value ? (const float *)kn->in[1].value + s->w_off : NULL;
     dnnl_primitive_attr_t attr = NULL;
     if (own_scratch) {
-        ds = lib.dnnl_primitive_attr_create(&attr);
+        ds = dk_lib.dnnl_primitive_attr_create(&attr);
         if (ds == dnnl_success)
-            ds = lib.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+            ds = dk_lib.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
         if (ds != dnnl_success) {
-            if (attr) lib.dnnl_primitive_attr_destroy(attr);
-            st = dnnl_fail(n, "creating attributes", ds);
+            if (attr) dk_lib.dnnl_primitive_attr_destroy(attr);
+            st = dk_fail(n, "creating attributes", ds);
             goto done;
         }
     }
-    st = finish_prepare(n, s, &desc, attr, &w_user_md, wv);
-    if (attr) lib.dnnl_primitive_attr_destroy(attr);
+    st = dk_finish_prepare(n, s, &desc, attr, NULL, &w_user_md, wv);
+    if (attr) dk_lib.dnnl_primitive_attr_destroy(attr);
     if (st != ANVIL_OK) goto done;
     /* The primitive may still take plain activations even when allowed to choose. */
     dnnl_primitive_desc_t pd = NULL;
-    if (!lib.dnnl_memory_desc_equal(&s->src_md, &s->src_user_md)) {
-        ds = lib.dnnl_reorder_primitive_desc_create(&pd, &s->src_user_md, engine, &s->src_md,
-                                                    engine, NULL);
-        if (ds == dnnl_success) ds = lib.dnnl_primitive_create(&s->src_reorder, pd);
-        if (pd) lib.dnnl_primitive_desc_destroy(pd);
+    if (!dk_lib.dnnl_memory_desc_equal(&s->src_md, &s->src_user_md)) {
+        ds = dk_lib.dnnl_reorder_primitive_desc_create(&pd, &s->src_user_md, dk_engine, &s->src_md,
+                                                       dk_engine, NULL);
+        if (ds == dnnl_success) ds = dk_lib.dnnl_primitive_create(&s->src_reorder, pd);
+        if (pd) dk_lib.dnnl_primitive_desc_destroy(pd);
         pd = NULL;
-        if (ds == dnnl_success && !(s->src_tmp = alloc_md(&s->src_md))) {
+        if (ds == dnnl_success && !(s->src_tmp = dk_alloc_md(&s->src_md))) {
             st = ANVIL_ERR_OUT_OF_MEMORY;
             goto done;
         }
     }
-    if (ds == dnnl_success && !lib.dnnl_memory_desc_equal(&s->dst_md, &s->dst_user_md)) {
-        ds = lib.dnnl_reorder_primitive_desc_create(&pd, &s->dst_md, engine, &s->dst_user_md,
-                                                    engine, NULL);
-        if (ds == dnnl_success) ds = lib.dnnl_primitive_create(&s->dst_reorder, pd);
-        if (pd) lib.dnnl_primitive_desc_destroy(pd);
-        if (ds == dnnl_success && !(s->dst_tmp = alloc_md(&s->dst_md))) {
+    if (ds == dnnl_success && !dk_lib.dnnl_memory_desc_equal(&s->dst_md, &s->dst_user_md)) {
+        ds = dk_lib.dnnl_reorder_primitive_desc_create(&pd, &s->dst_md, dk_engine, &s->dst_user_md,
+                                                       dk_engine, NULL);
+        if (ds == dnnl_success) ds = dk_lib.dnnl_primitive_create(&s->dst_reorder, pd);
+        if (pd) dk_lib.dnnl_primitive_desc_destroy(pd);
+        if (ds == dnnl_success && !(s->dst_tmp = dk_alloc_md(&s->dst_md))) {
             st = ANVIL_ERR_OUT_OF_MEMORY;
             goto done;
         }
     }
-    if (ds != dnnl_success) st = dnnl_fail(n, "creating the activation reorders", ds);
+    if (ds != dnnl_success) st = dk_fail(n, "creating the activation reorders", ds);
 done:
-    threads_restore(saved, s->threads);
+    dk_threads_restore(saved, s->threads);
     if (st != ANVIL_OK) {
-        state_release(s);
+        dk_state_release(s);
         return st;
     }
     *out = s;
@@ -714,7 +396,7 @@ static anvil_status conv_prepare_whole(const kern_node *kn, void **state, bool b
     conv_geom cg;
     (void)conv_geometry(kn, &cg);
     return conv_prepare_part(kn, blocked, kn->threads > 0 ? kn->threads : 1, 0, conv_units(kn, &cg),
-                             false, (dnnl_state **)state);
+                             false, (dk_state **)state);
 }
 
 static anvil_status conv_prepare_blocked(const kern_node *kn, void **state) {
@@ -726,37 +408,38 @@ static anvil_status conv_prepare_nchw(const kern_node *kn, void **state) {
 }
 
 /* Runs one prepared part (conv_prepare_part) on the current thread's OpenMP setting. */
-static anvil_status conv_run_part(const ir_node *n, const dnnl_state *s, const op_tensor *const *in,
+static anvil_status conv_run_part(const ir_node *n, const dk_state *s, const op_tensor *const *in,
                                   op_tensor *const *out) {
     if (s->trivial) return ANVIL_OK;
     const float *x = (const float *)in[0]->data + s->x_off;
     float *yuser = (float *)out[0]->data + s->y_off;
     void *y = s->dst_reorder ? s->dst_tmp : yuser;
-    int saved = threads_set(s->threads);
+    int saved = dk_threads_set(s->threads);
     anvil_status st = ANVIL_OK;
     const void *src = x;
     if (s->src_reorder) {
-        exec_arg r[2] = {{DNNL_ARG_FROM, &s->src_user_md, x},
-                         {DNNL_ARG_TO, &s->src_md, s->src_tmp}};
-        st = execute(n, s->stream, s->src_reorder, r, 2);
+        dk_exec_arg r[2] = {{DNNL_ARG_FROM, &s->src_user_md, x},
+                            {DNNL_ARG_TO, &s->src_md, s->src_tmp}};
+        st = dk_execute(n, s->stream, s->src_reorder, r, 2);
         src = s->src_tmp;
     }
     if (st == ANVIL_OK) {
         const float *w = s->wei_packed ? s->wei_packed : (const float *)in[1]->data + s->w_off;
-        exec_arg a[5] = {{DNNL_ARG_SRC, &s->src_md, src},
-                         {DNNL_ARG_WEIGHTS, &s->wei_md, w},
-                         {DNNL_ARG_DST, &s->dst_md, y}};
+        dk_exec_arg a[5] = {{DNNL_ARG_SRC, &s->src_md, src},
+                            {DNNL_ARG_WEIGHTS, &s->wei_md, w},
+                            {DNNL_ARG_DST, &s->dst_md, y}};
         int na = 3;
         if (s->has_bias)
-            a[na++] = (exec_arg){DNNL_ARG_BIAS, &s->bias_md, (const float *)in[2]->data + s->b_off};
-        if (s->scratch) a[na++] = (exec_arg){DNNL_ARG_SCRATCHPAD, &s->scratch_md, s->scratch};
-        st = execute(n, s->stream, s->prim, a, na);
+            a[na++] =
+                (dk_exec_arg){DNNL_ARG_BIAS, &s->bias_md, (const float *)in[2]->data + s->b_off};
+        if (s->scratch) a[na++] = (dk_exec_arg){DNNL_ARG_SCRATCHPAD, &s->scratch_md, s->scratch};
+        st = dk_execute(n, s->stream, s->prim, a, na);
     }
     if (st == ANVIL_OK && s->dst_reorder) {
-        exec_arg r[2] = {{DNNL_ARG_FROM, &s->dst_md, y}, {DNNL_ARG_TO, &s->dst_user_md, yuser}};
-        st = execute(n, s->stream, s->dst_reorder, r, 2);
+        dk_exec_arg r[2] = {{DNNL_ARG_FROM, &s->dst_md, y}, {DNNL_ARG_TO, &s->dst_user_md, yuser}};
+        st = dk_execute(n, s->stream, s->dst_reorder, r, 2);
     }
-    threads_restore(saved, s->threads);
+    dk_threads_restore(saved, s->threads);
     return st;
 }
 
@@ -780,13 +463,13 @@ static anvil_status conv_run(const ir_node *n, void *state, const op_tensor *con
 
 typedef struct split_state {
     int parts;
-    dnnl_state *part[]; /* owned */
+    dk_state *part[]; /* owned */
 } split_state;
 
 static void split_release(void *p) {
     split_state *g = p;
     if (!g) return;
-    for (int i = 0; i < g->parts; i++) state_release(g->part[i]);
+    for (int i = 0; i < g->parts; i++) dk_state_release(g->part[i]);
     free(g);
 }
 
@@ -850,25 +533,25 @@ static anvil_status split_run(const ir_node *n, void *state, const op_tensor *co
 
 const kern_variant kern_dnnl_matmul = {
     "dnnl_matmul", IR_OP_MATMUL,   KERN_OWN_THREADS, matmul_supports,
-    NULL,          matmul_prepare, state_release,    matmul_run,
+    NULL,          matmul_prepare, dk_state_release, matmul_run,
     NULL,          NULL,
 };
 const kern_variant kern_dnnl_gemm = {
     "dnnl_matmul", IR_OP_GEMM,     KERN_OWN_THREADS, matmul_supports,
-    NULL,          matmul_prepare, state_release,    matmul_run,
+    NULL,          matmul_prepare, dk_state_release, matmul_run,
     NULL,          NULL,
 };
 const kern_variant kern_dnnl_conv = {
-    "dnnl_conv",          IR_OP_CONV,    KERN_OWN_THREADS, conv_supports, NULL,
-    conv_prepare_blocked, state_release, conv_run,         NULL,          NULL,
+    "dnnl_conv",          IR_OP_CONV,       KERN_OWN_THREADS, conv_supports, NULL,
+    conv_prepare_blocked, dk_state_release, conv_run,         NULL,          NULL,
 };
 const kern_variant kern_dnnl_conv_split = {
     "dnnl_conv_split", IR_OP_CONV,    0,         conv_supports, NULL,
     split_prepare,     split_release, split_run, NULL,          NULL,
 };
 const kern_variant kern_dnnl_conv_nchw = {
-    "dnnl_conv_nchw",  IR_OP_CONV,    KERN_OWN_THREADS, conv_supports, NULL,
-    conv_prepare_nchw, state_release, conv_run,         NULL,          NULL,
+    "dnnl_conv_nchw",  IR_OP_CONV,       KERN_OWN_THREADS, conv_supports, NULL,
+    conv_prepare_nchw, dk_state_release, conv_run,         NULL,          NULL,
 };
 
 #endif

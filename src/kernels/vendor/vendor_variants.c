@@ -8,7 +8,7 @@
 
 #ifdef ANVIL_HAVE_DNNL
 extern const kern_variant kern_dnnl_matmul, kern_dnnl_gemm, kern_dnnl_conv, kern_dnnl_conv_nchw,
-    kern_dnnl_conv_split;
+    kern_dnnl_conv_split, kern_dnnl_deconv, kern_dnnl_conv_grad_w;
 #endif
 #ifdef ANVIL_HAVE_OPENBLAS
 extern const kern_variant kern_openblas_matmul, kern_openblas_gemm;
@@ -24,6 +24,8 @@ const kern_variant *const kern_family_vendor[] = {
     &kern_dnnl_conv,
     &kern_dnnl_conv_nchw,
     &kern_dnnl_conv_split,
+    &kern_dnnl_deconv,
+    &kern_dnnl_conv_grad_w,
 #endif
 #ifdef ANVIL_HAVE_BLIS
     &kern_blis_matmul,
