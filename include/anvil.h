@@ -266,6 +266,8 @@ typedef struct anvil_train_session anvil_train_session;
 typedef enum anvil_loss {
     ANVIL_LOSS_CROSS_ENTROPY = 0, /* mean softmax cross-entropy: logits [N, C], int64 labels [N] */
     ANVIL_LOSS_MSE = 1,           /* mean squared error: float labels of the output's shape */
+    ANVIL_LOSS_NLL = 2, /* mean negative log-likelihood (PyTorch's nll_loss): an output that holds
+                           log-probabilities [N, C] (a LogSoftmax's), int64 labels [N] */
 } anvil_loss;
 
 typedef enum anvil_optimizer {

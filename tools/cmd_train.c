@@ -20,15 +20,18 @@ void cli_train_usage(FILE *f) {
         "\n"
         "Trains the model's float32 initializers. FILE.npz holds one array per model input,\n"
         "named after it, with the samples along the first dim, and the targets in an array\n"
-        "named `labels` (int64 class indices for cross_entropy, floats of the output's shape for\n"
-        "mse). Each epoch shuffles the samples (seeded) and steps through batches of --batch;\n"
-        "the last partial batch of an epoch is not trained on.\n"
+        "named `labels` (int64 class indices for cross_entropy and nll, floats of the output's\n"
+        "shape for mse). Each epoch shuffles the samples (seeded) and steps through batches of\n"
+        "--batch; the last partial batch of an epoch is not trained on.\n"
         "\n"
         "options:\n"
         "  --data FILE.npz            the training set (required)\n"
         "  --val FILE.npz             a validation set, evaluated after every epoch\n"
         "  -o, --out FILE.onnx        where the trained model goes (required)\n"
-        "  --loss cross_entropy|mse   the loss (default cross_entropy)\n"
+        "  --loss cross_entropy|nll|mse  the loss (default cross_entropy): softmax cross-entropy\n"
+        "                             of logits [N, C]; nll: the mean negative log-likelihood of\n"
+        "                             an output that holds log-probabilities [N, C] (a\n"
+        "                             LogSoftmax's; PyTorch's nll_loss); mse: mean squared error\n"
         "  --output NAME              the model output the loss reads (default: the first)\n"
         "  --labels NAME              the array of targets (default labels)\n"
         "  --optimizer sgd|adam|adamw (default sgd)\n"
@@ -165,6 +168,12 @@ static anvil_status gather(const dataset *d, size_t n_arrays, const int64_t *idx
     return ANVIL_OK;
 }
 
+/* The loss reads class scores (logits or log-probabilities) against class indices: accuracy is
+ * reported. */
+static bool classifies(const anvil_train_config *c) {
+    return c->loss == ANVIL_LOSS_CROSS_ENTROPY || c->loss == ANVIL_LOSS_NLL;
+}
+
 /* Correct argmax predictions of a [B, C] float tensor against int64 labels (0 without them). */
 static int64_t correct(const anvil_tensor *pred, const anvil_tensor *labels) {
     if (!pred || anvil_tensor_rank(pred) != 2 || anvil_tensor_dtype(labels) != ANVIL_DTYPE_INT64)
@@ -241,7 +250,7 @@ static anvil_status epoch(anvil_train_session *ts, const train_args *a, const da
             fprintf(stderr, "%sepoch %lld/%lld [%.*s%*s] loss %.4f", isatty(2) ? "\r" : "", ep,
                     a->epochs, filled, "########################", width - filled, "",
                     out->loss / (double)out->seen);
-            if (a->cfg.loss == ANVIL_LOSS_CROSS_ENTROPY)
+            if (classifies(&a->cfg))
                 fprintf(stderr, " acc %5.1f%%", 100.0 * (double)out->hits / (double)out->seen);
             fprintf(stderr, " %.0f samples/s ETA %.0fs ", rate,
                     (double)(n - out->seen) / (rate > 0 ? rate : 1));
@@ -342,10 +351,13 @@ static bool parse_args(int argc, char **argv, train_args *a) {
         case O_LOSS:
             if (!strcmp(v, "cross_entropy"))
                 a->cfg.loss = ANVIL_LOSS_CROSS_ENTROPY;
+            else if (!strcmp(v, "nll"))
+                a->cfg.loss = ANVIL_LOSS_NLL;
             else if (!strcmp(v, "mse"))
                 a->cfg.loss = ANVIL_LOSS_MSE;
             else
-                return cli_usage_error("train", "--loss %s: use cross_entropy or mse", v), false;
+                return cli_usage_error("train", "--loss %s: use cross_entropy, nll or mse", v),
+                       false;
             break;
         case O_OPT:
             if (!strcmp(v, "sgd"))
@@ -438,7 +450,7 @@ static void summary(const train_args *a, const pass_stats *tr, const pass_stats 
                     double seconds, uint64_t updates, const anvil_train_memory *mem) {
     const double mib = 1.0 / (1024.0 * 1024.0);
     const double peak = (double)(mem->arena_bytes + mem->param_bytes + mem->optimizer_bytes) * mib;
-    const bool ce = a->cfg.loss == ANVIL_LOSS_CROSS_ENTROPY;
+    const bool acc = classifies(&a->cfg);
     if (a->json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "model", a->model);
@@ -450,10 +462,11 @@ static void summary(const train_args *a, const pass_stats *tr, const pass_stats 
         cJSON_AddNumberToObject(o, "param_bytes", (double)mem->param_bytes);
         cJSON_AddNumberToObject(o, "optimizer_bytes", (double)mem->optimizer_bytes);
         cJSON_AddNumberToObject(o, "train_loss", tr->loss);
-        if (ce) cJSON_AddNumberToObject(o, "train_accuracy", (double)tr->hits / (double)tr->seen);
+        if (acc) cJSON_AddNumberToObject(o, "train_accuracy", (double)tr->hits / (double)tr->seen);
         if (has_val) {
             cJSON_AddNumberToObject(o, "val_loss", va->loss);
-            if (ce) cJSON_AddNumberToObject(o, "val_accuracy", (double)va->hits / (double)va->seen);
+            if (acc)
+                cJSON_AddNumberToObject(o, "val_accuracy", (double)va->hits / (double)va->seen);
         }
         char *s = cJSON_PrintUnformatted(o);
         if (s) printf("%s\n", s);
@@ -468,11 +481,11 @@ static void summary(const train_args *a, const pass_stats *tr, const pass_stats 
            peak, (double)mem->arena_bytes * mib, (double)mem->param_bytes * mib,
            (double)mem->optimizer_bytes * mib);
     printf("train loss %.4f", tr->loss);
-    if (ce) printf("  accuracy %.2f%%", 100.0 * (double)tr->hits / (double)tr->seen);
+    if (acc) printf("  accuracy %.2f%%", 100.0 * (double)tr->hits / (double)tr->seen);
     printf("\n");
     if (has_val) {
         printf("val   loss %.4f", va->loss);
-        if (ce) printf("  accuracy %.2f%%", 100.0 * (double)va->hits / (double)va->seen);
+        if (acc) printf("  accuracy %.2f%%", 100.0 * (double)va->hits / (double)va->seen);
         printf("\n");
     }
 }
@@ -555,7 +568,7 @@ int cli_train_main(int argc, char **argv) {
             st = epoch(ts, &a, &va, names, n_in, false, val_order, ep, &step, total, &vs);
             if (st == ANVIL_OK && !a.quiet) {
                 fprintf(stderr, "| val loss %.4f", vs.loss);
-                if (a.cfg.loss == ANVIL_LOSS_CROSS_ENTROPY)
+                if (classifies(&a.cfg))
                     fprintf(stderr, " acc %5.1f%%", 100.0 * (double)vs.hits / (double)vs.seen);
             }
         }

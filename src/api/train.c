@@ -146,8 +146,9 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
               (double)c->lr);
     API_CHECK(c->accumulate >= 1, "accumulate is %d; it must be >= 1", c->accumulate);
     API_CHECK(c->threads >= 0 && c->threads <= 1024, "thread count %d is out of range", c->threads);
-    API_CHECK(c->loss == ANVIL_LOSS_CROSS_ENTROPY || c->loss == ANVIL_LOSS_MSE, "unknown loss %d",
-              (int)c->loss);
+    API_CHECK(c->loss == ANVIL_LOSS_CROSS_ENTROPY || c->loss == ANVIL_LOSS_MSE ||
+                  c->loss == ANVIL_LOSS_NLL,
+              "unknown loss %d", (int)c->loss);
     API_CHECK(c->optimizer >= ANVIL_OPTIMIZER_SGD && c->optimizer <= ANVIL_OPTIMIZER_ADAMW,
               "unknown optimizer %d", (int)c->optimizer);
     anvil_train_session *ts = core_calloc(1, sizeof *ts);
@@ -184,6 +185,16 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
     return ANVIL_OK;
 }
 
+static ad_loss ad_loss_of(anvil_loss l) {
+    return l == ANVIL_LOSS_MSE   ? AD_LOSS_MSE
+           : l == ANVIL_LOSS_NLL ? AD_LOSS_NLL
+                                 : AD_LOSS_CROSS_ENTROPY;
+}
+
+static const char *loss_name(anvil_loss l) {
+    return l == ANVIL_LOSS_MSE ? "mse" : l == ANVIL_LOSS_NLL ? "nll" : "cross-entropy";
+}
+
 /* The graph for these input shapes: found, or built (and the parameters set up on the first). */
 static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, bool eval,
                               train_graph **out) {
@@ -213,14 +224,14 @@ static anvil_status graph_for(anvil_train_session *ts, const ir_shape *shapes, b
     memcpy(tg->shapes, shapes, (size_t)f->n_inputs * sizeof *shapes);
     /* evaluation names the training graph's parameters, so that both bind the same buffers */
     const bool named = eval || ts->cfg.n_trainable > 0;
-    const ad_spec spec = {
-        .loss = ts->cfg.loss == ANVIL_LOSS_MSE ? AD_LOSS_MSE : AD_LOSS_CROSS_ENTROPY,
-        .output = ts->cfg.output,
-        .n_inputs = f->n_inputs,
-        .input_shapes = shapes,
-        .trainable = (const char *const *)(eval ? ts->names : ts->trainable),
-        .n_trainable = named ? (eval ? ts->n_params : (int)ts->cfg.n_trainable) : 0,
-        .eval = eval};
+    const ad_spec spec = {.loss = ad_loss_of(ts->cfg.loss),
+                          .output = ts->cfg.output,
+                          .n_inputs = f->n_inputs,
+                          .input_shapes = shapes,
+                          .trainable = (const char *const *)(eval ? ts->names : ts->trainable),
+                          .n_trainable =
+                              named ? (eval ? ts->n_params : (int)ts->cfg.n_trainable) : 0,
+                          .eval = eval};
     anvil_status st = ad_build(f, &spec, &tg->ag);
     if (st == ANVIL_OK && ts->n_params == 0) st = init_params(ts, tg->ag);
     if (st == ANVIL_OK && (tg->ag->n_params != ts->n_params || tg->ag->n_state != ts->n_state))
@@ -422,11 +433,11 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
     ir_shape_set(&ls, labels->rank, labels->dims);
     if (labels->dtype != lv->dtype || !ir_shape_equal(&ls, &lv->shape)) {
         char want[96], got[96];
-        return core_err(
-            ANVIL_ERR_INVALID_ARGUMENT, "labels are %s %s; the %s loss wants %s %s for this batch",
-            anvil_dtype_name(labels->dtype), ir_shape_str(NULL, &ls, got, sizeof got),
-            ts->cfg.loss == ANVIL_LOSS_MSE ? "mse" : "cross-entropy", anvil_dtype_name(lv->dtype),
-            ir_shape_str(NULL, &lv->shape, want, sizeof want));
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "labels are %s %s; the %s loss wants %s %s for this batch",
+                        anvil_dtype_name(labels->dtype), ir_shape_str(NULL, &ls, got, sizeof got),
+                        loss_name(ts->cfg.loss), anvil_dtype_name(lv->dtype),
+                        ir_shape_str(NULL, &lv->shape, want, sizeof want));
     }
     if (train && !ts->acc && ts->cfg.clip_norm > 0.0f && !ts->stash) {
         ts->stash = core_calloc((size_t)ts->n_params, sizeof *ts->stash);

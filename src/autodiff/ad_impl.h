@@ -1,6 +1,7 @@
-/* What the driver (build.c) and the gradient rules (rules.c) share: the graph being built, the
- * gradients found so far, and helpers that append nodes and constants with their shapes inferred
- * at once (every value the rules read has a static shape). Only src/autodiff includes it. */
+/* What the driver (build.c) and the gradient rules (rules.c, rules_loss.c) share: the graph
+ * being built, the gradients found so far, and helpers that append nodes and constants with their
+ * shapes inferred at once (every value the rules read has a static shape). Only src/autodiff
+ * includes it. */
 #ifndef ANVIL_AD_IMPL_H
 #define ANVIL_AD_IMPL_H
 
@@ -43,5 +44,18 @@ anvil_status ad_reduce_to(ad_ctx *c, ir_vid gv, ir_vid v, ir_vid *out);
 /* Writes the gradients of node k's inputs that need one, from its outputs' gradients
  * (c->grad). INVALID_MODEL / UNSUPPORTED naming the node when it has no rule. */
 anvil_status ad_rule(ad_ctx *c, int32_t k);
+/* UNSUPPORTED naming n: no gradient rule (for `why`, when given). */
+anvil_status ad_unsupported(const ir_node *n, const char *why);
+
+/* The losses over class scores (rules_loss.c). x [N, C, d...] holds scores (softmax: logits
+ * whose log-softmax over dim 1 is taken; else log-probabilities), target [N, d...] class indices;
+ * the gradient of sum(element losses * scale * g) with respect to x, where g (IR_NONE: 1)
+ * broadcasts against [N, C, d...]: (softmax(x) - onehot(target)) * scale * g, or without the
+ * softmax -onehot(target) * scale * g. */
+anvil_status ad_class_grad(ad_ctx *c, ir_vid x, ir_vid target, bool softmax, float scale, ir_vid g,
+                           ir_vid *dx);
+/* The rule of a SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss node of the model (n a copy
+ * of it, dy its loss output's gradient). */
+anvil_status ad_rule_loss(ad_ctx *c, const ir_node *n, ir_vid dy);
 
 #endif

@@ -6,8 +6,9 @@
  *
  * The backward nodes are ordinary ONNX ops where one computes a gradient (MatMul, Gemm,
  * ConvTranspose, ReduceSum, ...) and anvil's own where none does (anvil.ActGrad, ConvGradW,
- * MaxPoolGrad: ops/train/grad.c). One rule per op family (rules.c) writes them; an op without a
- * rule on the path from a trainable initializer to the loss is refused, naming the node.
+ * MaxPoolGrad: ops/train/grad.c). One rule per op family (rules.c; the losses over class scores
+ * in rules_loss.c) writes them; an op without a rule on the path from a trainable initializer to
+ * the loss is refused, naming the node.
  *
  * Shapes are static: the graph is built for the concrete shapes of one batch (the training
  * session builds one per batch shape it meets). */
@@ -19,6 +20,7 @@
 typedef enum ad_loss {
     AD_LOSS_CROSS_ENTROPY, /* mean softmax cross-entropy of logits [N, C] and int64 labels [N] */
     AD_LOSS_MSE,           /* mean squared error of the output and float labels of its shape */
+    AD_LOSS_NLL, /* mean negative log-likelihood of log-probabilities [N, C] and int64 labels [N] */
 } ad_loss;
 
 typedef struct ad_spec {
@@ -64,7 +66,8 @@ typedef struct ad_graph {
 /* Builds the training graph of fwd (borrowed: it must outlive *out). Errors name the node or
  * initializer at fault: an op without a gradient rule on a path to the loss, a trainable name
  * that is no float32 initializer, a trainable the loss does not depend on, an output the loss
- * cannot read (cross-entropy needs [N, C] logits). *out owned by the caller (ad_graph_free). */
+ * cannot read (cross-entropy and NLL need [N, C] scores). *out owned by the caller
+ * (ad_graph_free). */
 anvil_status ad_build(const ir_graph *fwd, const ad_spec *spec, ad_graph **out);
 void ad_graph_free(ad_graph *ag);
 

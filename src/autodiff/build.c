@@ -230,29 +230,23 @@ static anvil_status add_loss(ad_ctx *c, const ad_spec *spec, ad_graph *ag, ir_vi
                         "the loss reads output '%s', which is not a non-empty float32 tensor of "
                         "known shape",
                         g->values[y].name);
-    if (spec->loss == AD_LOSS_CROSS_ENTROPY) {
+    if (spec->loss == AD_LOSS_CROSS_ENTROPY || spec->loss == AD_LOSS_NLL) {
+        const bool ce = spec->loss == AD_LOSS_CROSS_ENTROPY;
         if (ys.rank != 2)
             return core_err(ANVIL_ERR_UNSUPPORTED,
-                            "cross-entropy needs logits [N, C]; output '%s' has rank %d (use "
-                            "--output to name another output, or --loss mse)",
-                            g->values[y].name, ys.rank);
+                            "%s needs %s [N, C]; output '%s' has rank %d (use --output to name "
+                            "another output, or --loss mse)",
+                            ce ? "cross-entropy" : "the NLL loss",
+                            ce ? "logits" : "log-probabilities", g->values[y].name, ys.rank);
         ir_shape ls;
         ir_shape_set(&ls, 1, ys.d);
         CORE_TRY(add_input(g, "labels", ANVIL_DTYPE_INT64, &ls, &ag->labels));
         CORE_TRY(ensure_cap(c));
-        CORE_TRY(ad_node(c, IR_OP_SOFTMAXCROSSENTROPYLOSS, (ir_vid[]){y, ag->labels}, 2, NULL, 0,
-                         &ag->loss));
-        /* d loss / d logits = (softmax(logits) - onehot(labels)) / N */
-        const ir_attr axis = {.name = "axis", .type = IR_ATTR_INT, .i = 1};
-        ir_vid p, depth, values, hot, diff, scale;
-        CORE_TRY(ad_node(c, IR_OP_SOFTMAX, &y, 1, &axis, 1, &p));
-        CORE_TRY(ad_const_i64(c, 1, &ys.d[1], &depth));
-        CORE_TRY(ad_const_f32(c, 1, (int64_t[]){2}, (float[]){0.0f, 1.0f}, &values));
-        CORE_TRY(ad_node(c, IR_OP_ONEHOT, (ir_vid[]){ag->labels, depth, values}, 3, NULL, 0, &hot));
-        CORE_TRY(ad_node(c, IR_OP_SUB, (ir_vid[]){p, hot}, 2, NULL, 0, &diff));
-        CORE_TRY(ad_const_f32(c, 0, NULL, (float[]){1.0f / (float)ys.d[0]}, &scale));
+        CORE_TRY(ad_node(c, ce ? IR_OP_SOFTMAXCROSSENTROPYLOSS : IR_OP_NEGATIVELOGLIKELIHOODLOSS,
+                         (ir_vid[]){y, ag->labels}, 2, NULL, 0, &ag->loss));
+        /* d loss / d y = (softmax(logits) - onehot(labels)) / N, or -onehot(labels) / N */
         ir_vid dy;
-        CORE_TRY(ad_node(c, IR_OP_MUL, (ir_vid[]){diff, scale}, 2, NULL, 0, &dy));
+        CORE_TRY(ad_class_grad(c, y, ag->labels, ce, 1.0f / (float)ys.d[0], IR_NONE, &dy));
         return ad_accumulate(c, y, dy);
     }
     CORE_TRY(add_input(g, "labels", ANVIL_DTYPE_FLOAT32, &ys, &ag->labels));

@@ -23,11 +23,19 @@ static ir_shape shape_of(const ad_ctx *c, ir_vid v) {
     return c->g->values[v].shape;
 }
 
-static anvil_status unsupported(const ir_node *n, const char *why) {
+static int norm_axis(int64_t axis, int rank) {
+    return (int)(axis < 0 ? axis + rank : axis);
+}
+
+anvil_status ad_unsupported(const ir_node *n, const char *why) {
     return core_err(ANVIL_ERR_UNSUPPORTED,
                     "%s: no gradient rule%s%s; anvil cannot train through this node (make the "
                     "weights before it constants, or change the op)",
                     ir_node_label(n), why ? " for " : "", why ? why : "");
+}
+
+static anvil_status unsupported(const ir_node *n, const char *why) {
+    return ad_unsupported(n, why);
 }
 
 static anvil_status node1(ad_ctx *c, ir_op op, ir_vid a, ir_vid b, ir_vid *out) {
@@ -274,28 +282,41 @@ static anvil_status rule_act(ad_ctx *c, const rule_io *r) {
     return ad_accumulate(c, r->x[0], t);
 }
 
-/* Softmax / LogSoftmax over one axis (opset >= 13). */
+/* Softmax / LogSoftmax: over one axis (opset >= 13), or before opset 13 over the input coerced
+ * to 2-D [prod(d[:axis]), prod(d[axis:])] (default axis 1), where dY and Y take that 2-D view,
+ * the same math runs over its second dim, and dX is reshaped back. */
 static anvil_status rule_softmax(ad_ctx *c, const rule_io *r) {
+    const bool flat = r->n.opset < 13;
     int64_t axis = -1;
-    CORE_TRY(ir_attr_int(&r->n, "axis", -1, &axis));
-    if (r->n.opset < 13) return unsupported(&r->n, "opset < 13 (a flattened softmax)");
-    ir_vid ax, s, t, u;
+    CORE_TRY(ir_attr_int(&r->n, "axis", flat ? 1 : -1, &axis));
+    const ir_shape xs = shape_of(c, r->x[0]);
+    ir_vid y = r->y, dy = r->dy, ax, s, t, u;
+    if (flat) {
+        const int a = norm_axis(axis, xs.rank);
+        if (a < 0 || a > xs.rank) return unsupported(&r->n, "an axis outside the input's rank");
+        int64_t d2[2] = {1, 1};
+        for (int i = 0; i < xs.rank; i++) d2[i >= a] *= xs.d[i];
+        CORE_TRY(reshape_to(c, y, 2, d2, &y));
+        CORE_TRY(reshape_to(c, dy, 2, d2, &dy));
+        axis = 1;
+    }
     CORE_TRY(ad_const_i64(c, 1, &axis, &ax));
     const ir_attr keep = {.name = "keepdims", .type = IR_ATTR_INT, .i = 1};
     if (r->n.op == IR_OP_SOFTMAX) {
         /* dx = y * (dy - sum(dy * y)) */
-        CORE_TRY(node1(c, IR_OP_MUL, r->dy, r->y, &t));
+        CORE_TRY(node1(c, IR_OP_MUL, dy, y, &t));
         CORE_TRY(ad_node(c, IR_OP_REDUCESUM, (ir_vid[]){t, ax}, 2, &keep, 1, &s));
-        CORE_TRY(node1(c, IR_OP_SUB, r->dy, s, &u));
-        CORE_TRY(node1(c, IR_OP_MUL, u, r->y, &t));
+        CORE_TRY(node1(c, IR_OP_SUB, dy, s, &u));
+        CORE_TRY(node1(c, IR_OP_MUL, u, y, &t));
     } else {
         /* dx = dy - exp(y) * sum(dy) */
-        CORE_TRY(ad_node(c, IR_OP_REDUCESUM, (ir_vid[]){r->dy, ax}, 2, &keep, 1, &s));
-        CORE_TRY(node1(c, IR_OP_EXP, r->y, IR_NONE, &u));
+        CORE_TRY(ad_node(c, IR_OP_REDUCESUM, (ir_vid[]){dy, ax}, 2, &keep, 1, &s));
+        CORE_TRY(node1(c, IR_OP_EXP, y, IR_NONE, &u));
         CORE_TRY(node1(c, IR_OP_MUL, u, s, &t));
-        CORE_TRY(node1(c, IR_OP_SUB, r->dy, t, &u));
+        CORE_TRY(node1(c, IR_OP_SUB, dy, t, &u));
         t = u;
     }
+    if (flat) CORE_TRY(reshape_to(c, t, xs.rank, xs.d, &t));
     return ad_accumulate(c, r->x[0], t);
 }
 
@@ -400,16 +421,17 @@ static anvil_status rule_conv(ad_ctx *c, const rule_io *r) {
     return ANVIL_OK;
 }
 
-/* ConvTranspose (group 1, explicit pads, 1-D or 2-D), Y = conv^T(X, W): the adjoint of a
- * transposed conv is the conv, so dX = Conv(dY, W) with the same window; W's gradient is
- * ConvGradW with the roles of input and output gradient swapped, which gives W's own layout
- * [C_in, M, k...]; the bias's, dY summed over images and positions. */
+/* ConvTranspose (explicit pads, 1-D or 2-D), Y = conv^T(X, W): the adjoint of a transposed
+ * conv is the conv, so dX = Conv(dY, W) with the same window and group (W [C_in, M/group, k...]
+ * is that conv's weight: C_in outputs, M/group inputs per group); W's gradient is ConvGradW with
+ * the roles of input and output gradient swapped, which gives W's own layout [C_in, M/group,
+ * k...]; the bias's, dY summed over images and positions. */
 static anvil_status rule_convtranspose(ad_ctx *c, const rule_io *r) {
     const ir_shape xs = shape_of(c, r->x[0]), ws = shape_of(c, r->x[1]), ys = shape_of(c, r->y);
     const int nsp = xs.rank - 2;
     int64_t group = 1;
     CORE_TRY(ir_attr_int(&r->n, "group", 1, &group));
-    if (nsp < 1 || nsp > 2 || group != 1) return unsupported(&r->n, "groups or 3-D");
+    if (nsp < 1 || nsp > 2) return unsupported(&r->n, "a 3-D or higher transposed conv");
     if (ir_node_attr(&r->n, "auto_pad") || ir_node_attr(&r->n, "output_shape"))
         return unsupported(&r->n, "auto_pad or output_shape (give explicit pads)");
     nn_window w;
@@ -423,7 +445,7 @@ static anvil_status rule_convtranspose(ad_ctx *c, const rule_io *r) {
     for (int i = 0; i < nsp; i++)
         if (geo.out[i] != xs.d[2 + i])
             return unsupported(&r->n, "an output size its pads and strides do not give back");
-    at[4] = (ir_attr){.name = "group", .type = IR_ATTR_INT, .i = 1};
+    at[4] = (ir_attr){.name = "group", .type = IR_ATTR_INT, .i = group};
     if (needs(c, r, 0)) {
         ir_vid dx;
         CORE_TRY(ad_node(c, IR_OP_CONV, (ir_vid[]){r->dy, r->x[1]}, 2, at, 5, &dx));
@@ -438,8 +460,44 @@ static anvil_status rule_convtranspose(ad_ctx *c, const rule_io *r) {
     return ANVIL_OK;
 }
 
-/* AveragePool where every window divides by the whole kernel (no padding, or padding counted):
- * a depthwise conv with weights 1/k, so its gradient is that conv's transpose applied to dY. */
+/* 1 / the count of input elements (pads left out) that each output position's window covers:
+ * [out spatial dims], the product of each dim's count. */
+static anvil_status inverse_counts(ad_ctx *c, const ir_shape *xs, const nn_geom *geo, int nsp,
+                                   ir_vid *out) {
+    int64_t dims[NN_MAX_SPATIAL], total = 1;
+    int64_t *per[NN_MAX_SPATIAL];
+    for (int i = 0; i < nsp; i++) {
+        dims[i] = geo->out[i];
+        total *= dims[i];
+        if (!(per[i] = core_arena_array(c->g->arena, (size_t)dims[i] + 1, sizeof *per[i])))
+            return ANVIL_ERR_OUT_OF_MEMORY;
+        for (int64_t o = 0; o < dims[i]; o++) {
+            per[i][o] = 0;
+            for (int64_t k = 0; k < geo->kernel[i]; k++) {
+                const int64_t at = o * geo->stride[i] - geo->pad_begin[i] + k * geo->dil[i];
+                per[i][o] += at >= 0 && at < xs->d[2 + i];
+            }
+        }
+    }
+    float *v = core_arena_array(c->g->arena, (size_t)total + 1, sizeof *v);
+    if (!v) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (int64_t e = 0; e < total; e++) {
+        int64_t count = 1, rest = e;
+        for (int i = nsp - 1; i >= 0; i--) {
+            count *= per[i][rest % dims[i]];
+            rest /= dims[i];
+        }
+        /* a window wholly in the padding averages nothing: it gets no gradient */
+        v[e] = count > 0 ? 1.0f / (float)count : 0.0f;
+    }
+    return ad_const_f32(c, nsp, dims, v, out);
+}
+
+/* AveragePool as a depthwise conv with weights 1/k (every window divides by the whole kernel:
+ * no padding, or padding counted), so its gradient is that conv's transpose applied to dY. With
+ * padding left out of the average (count_include_pad 0), each window divides by its own count
+ * of input elements: dY scaled by 1/count (a constant of the output's spatial shape, computed
+ * now), then spread by the transposed conv with weights 1. */
 static anvil_status rule_avgpool(ad_ctx *c, const rule_io *r) {
     nn_window w;
     CORE_TRY(nn_window_parse(&r->n, true, true, true, &w));
@@ -454,22 +512,26 @@ static anvil_status rule_avgpool(ad_ctx *c, const rule_io *r) {
     CORE_TRY(window_attrs(c, &r->n, &w, nsp, xs.d + 2, w.kernel, true, at, &geo));
     bool padded = false;
     for (int i = 0; i < nsp; i++) padded |= geo.pad_begin[i] || geo.pad_end[i];
-    if (padded && !count_pad)
-        return unsupported(&r->n, "padding left out of the average (count_include_pad 0)");
+    const bool own_counts = padded && !count_pad;
     int64_t taps = 1, wd[2 + NN_MAX_SPATIAL] = {xs.d[1], 1};
     for (int i = 0; i < nsp; i++) {
         taps *= geo.kernel[i];
         wd[2 + i] = geo.kernel[i];
     }
     const size_t nw = (size_t)(xs.d[1] * taps);
-    float *ones = core_arena_array(c->g->arena, nw, sizeof *ones);
-    if (!ones) return ANVIL_ERR_OUT_OF_MEMORY;
-    for (size_t i = 0; i < nw; i++) ones[i] = 1.0f / (float)taps;
-    ir_vid wv, dx;
-    CORE_TRY(ad_const_f32(c, 2 + nsp, wd, ones, &wv));
+    float *wts = core_arena_array(c->g->arena, nw, sizeof *wts);
+    if (!wts) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < nw; i++) wts[i] = own_counts ? 1.0f : 1.0f / (float)taps;
+    ir_vid wv, dx, dy = r->dy;
+    if (own_counts) {
+        ir_vid inv;
+        CORE_TRY(inverse_counts(c, &xs, &geo, nsp, &inv));
+        CORE_TRY(node1(c, IR_OP_MUL, dy, inv, &dy));
+    }
+    CORE_TRY(ad_const_f32(c, 2 + nsp, wd, wts, &wv));
     at[4] = (ir_attr){.name = "group", .type = IR_ATTR_INT, .i = xs.d[1]};
     at[5] = transpose_padding(c, &xs, &ys, &geo, nsp);
-    CORE_TRY(ad_node(c, IR_OP_CONVTRANSPOSE, (ir_vid[]){r->dy, wv}, 2, at, 6, &dx));
+    CORE_TRY(ad_node(c, IR_OP_CONVTRANSPOSE, (ir_vid[]){dy, wv}, 2, at, 6, &dx));
     return ad_accumulate(c, r->x[0], dx);
 }
 
@@ -551,10 +613,6 @@ static anvil_status rule_reduce(ad_ctx *c, const rule_io *r) {
     }
     CORE_TRY(expand_to(c, t, xs.rank, xs.d, &u));
     return ad_accumulate(c, r->x[0], u);
-}
-
-static int norm_axis(int64_t axis, int rank) {
-    return (int)(axis < 0 ? axis + rank : axis);
 }
 
 /* Concat: each input's slice of dY, by a Split along the axis. */
@@ -825,6 +883,9 @@ anvil_status ad_rule(ad_ctx *c, int32_t k) {
         return rule_erf(c, &r);
     case IR_OP_WHERE:
         return rule_where(c, &r);
+    case IR_OP_SOFTMAXCROSSENTROPYLOSS:
+    case IR_OP_NEGATIVELOGLIKELIHOODLOSS:
+        return ad_rule_loss(c, &r.n, r.dy);
     default:
         return unsupported(&r.n, NULL);
     }

@@ -9,7 +9,10 @@ Checks, on the digits CNN of digits.py (same OUT_DIR):
   - labels of the wrong dtype: an error naming the labels and what the loss wants;
   - a learning rate that makes the loss overflow: an error naming the step, and the checkpoint
     of the last good epoch still loads;
-  - an op without a gradient rule on the way to the loss: an error naming the node.
+  - an op without a gradient rule on the way to the loss: an error naming the node;
+  - --loss nll on a model ending in LogSoftmax: step 1's loss is PyTorch's nll_loss (mean) and
+    its SGD update the numpy gradient's, training lowers the loss and reports accuracy; labels
+    of the wrong dtype or out of range get an error naming them.
 """
 import json
 import os
@@ -209,6 +212,65 @@ def main():
         w = weights(out_c)["w"]
         ok = np.allclose(y, np.ones((2, 4)) @ w + np.array([0.5, -1.0, 2.0]), atol=1e-5)
     check(ok, f"a trained model with Constant nodes loads in ONNX Runtime ({r.stderr.strip()})")
+    # --loss nll: a linear classifier ending in LogSoftmax, on 256 digits
+    rng = np.random.default_rng(3)
+    w0 = rng.normal(0, 0.1, (10, 64)).astype(np.float32)
+    b0 = rng.normal(0, 0.1, 10).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("Flatten", ["x"], ["f"]),
+         helper.make_node("Gemm", ["f", "w", "b"], ["z"], transB=1),
+         helper.make_node("LogSoftmax", ["z"], ["y"], axis=1)], "nll",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])],
+        initializer=[numpy_helper.from_array(w0, "w"), numpy_helper.from_array(b0, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    nll_model, nll_data = os.path.join(d, "nll.onnx"), os.path.join(d, "nll.npz")
+    onnx.save(m, nll_model)
+    xs, ls = z["x"][:256], z["labels"][:256]
+    np.savez(nll_data, x=xs, labels=ls)
+
+    def nll_train(*args, data=nll_data):
+        return subprocess.run([anvil, "train", nll_model, "--data", data, "--loss", "nll",
+                               "--threads", "1", "-q", "--json", *args],
+                              capture_output=True, text=True)
+
+    # PyTorch's nll_loss(log_softmax(z), labels), reduction mean, and its gradient, in float64
+    zz = xs.reshape(256, 64).astype(np.float64) @ w0.T.astype(np.float64) + b0
+    zz -= zz.max(axis=1, keepdims=True)
+    logp = zz - np.log(np.exp(zz).sum(axis=1, keepdims=True))
+    want = -logp[np.arange(256), ls].mean()
+    dz = (np.exp(logp) - np.eye(10)[ls]) / 256
+    out1 = os.path.join(d, "nll_step1.onnx")
+    r = nll_train("--optimizer", "sgd", "--lr", "1", "--epochs", "1", "--batch", "256", "-o", out1)
+    ok = r.returncode == 0
+    got = json.loads(r.stdout)["train_loss"] if ok else float("nan")
+    if ok:
+        w1 = weights(out1)
+        dw = w0 - w1["w"]
+        ok = np.allclose(dw, dz.T @ xs.reshape(256, 64), atol=1e-6, rtol=1e-4) and np.allclose(
+            b0 - w1["b"], dz.sum(axis=0), atol=1e-6, rtol=1e-4)
+    check(ok and abs(got - want) < 1e-5 * max(1.0, want),
+          f"--loss nll: step 1's loss {got:.6f} is nll_loss's {want:.6f}, and the SGD update "
+          f"is its gradient's ({r.stderr.strip()[-200:]})")
+    r = nll_train("--optimizer", "adam", "--lr", "0.01", "--epochs", "10", "--batch", "32",
+                  "--val", nll_data, "-o", os.path.join(d, "nll_trained.onnx"))
+    res = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(res.get("val_loss", 1e9) < 0.5 * want and res.get("val_accuracy", 0) > 0.9,
+          f"--loss nll trains: loss {want:.3f} -> {res.get('val_loss', float('nan')):.3f}, "
+          f"accuracy {res.get('val_accuracy', 0):.3f} ({r.stderr.strip()[-200:]})")
+    bad_data = os.path.join(d, "nll_float.npz")
+    np.savez(bad_data, x=xs, labels=ls.astype(np.float32))
+    r = nll_train("-o", out_bad, data=bad_data)
+    check(r.returncode == 11 and "labels" in r.stderr and "nll" in r.stderr and
+          "int64" in r.stderr.lower() and not os.path.exists(out_bad),
+          f"float labels for --loss nll refused: {r.stderr.strip()}")
+    bad_data = os.path.join(d, "nll_range.npz")
+    np.savez(bad_data, x=xs, labels=np.where(np.arange(256) == 7, 10, ls))
+    r = nll_train("--batch", "256", "-o", out_bad, data=bad_data)
+    check(r.returncode != 0 and "target 10" in r.stderr and "class index" in r.stderr and
+          not os.path.exists(out_bad),
+          f"a label out of range for --loss nll refused: {r.stderr.strip()}")
     print(f"{len(FAILS)} failures")
     return 1 if FAILS else 0
 

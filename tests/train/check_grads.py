@@ -10,6 +10,11 @@ differences in float64 through ONNX Runtime (the model converted to double), on 
 elements of every parameter. Where torch is installed, the summary also says so; the oracle is
 the finite difference either way. Exit status 1 if any gradient is off by more than
 atol 1e-5 + rtol 2e-3.
+
+A case's input is x, or several inputs by name (the first's dim 0 is the batch): a model whose
+loss is in the graph (SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss) reads its targets as
+an input `t`, so that they are shuffled with the samples; a scalar loss is repeated N times
+(Concat) to give an output with the samples along dim 0.
 """
 import os
 import subprocess
@@ -24,7 +29,7 @@ RNG = np.random.default_rng(2026)
 
 
 def case_models():
-    """(name, nodes, params {name: array}, x array, output name, opset)"""
+    """(name, nodes, params {name: array}, x array or {input name: array}, opset[, ref nodes])"""
     r = RNG
     out = []
 
@@ -159,6 +164,72 @@ def case_models():
         helper.make_node("Relu", ["bn"], ["y"])],
         {"w": p(4, 1, 1), "scale": (1.0 + p(4, scale=0.2)).astype(np.float32),
          "bias": p(4, scale=0.2)}, img, 18, bn_ref))
+    # cases added later draw from a generator of their own (p too), so that the cases above
+    # and every draw of main() for them stay as they were
+    r = np.random.default_rng(2027)
+    # Softmax / LogSoftmax before opset 13: the input coerced to 2-D at the axis
+    n, a, b, f = (int(v) for v in r.integers(2, 5, 4))
+    x4 = r.normal(0, 1, (n, a, b, f)).astype(np.float32)
+    for sm, axis in (("Softmax", None), ("LogSoftmax", 2), ("Softmax", -1), ("LogSoftmax", -3)):
+        attrs = {} if axis is None else {"axis": axis}
+        out.append((f"{sm.lower()}_opset11_axis{axis}", [
+            helper.make_node("MatMul", ["x", "w"], ["m"]),
+            helper.make_node(sm, ["m"], ["y"], **attrs)],
+            {"w": p(f, int(r.integers(2, 5)), scale=1.0)}, x4, 11))
+    # AveragePool leaving the padding out of the average (count_include_pad 0, the default)
+    h, wd = (int(v) for v in r.integers(5, 10, 2))
+    img2 = r.normal(0, 1, (2, 3, h, wd)).astype(np.float32)
+    out.append(("averagepool_pads_excluded", [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("AveragePool", ["c"], ["a"], kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("AveragePool", ["a"], ["y"], kernel_shape=[3, 2], strides=[1, 2],
+                         pads=[0, 1, 2, 1], count_include_pad=0)],
+        {"w": p(4, 3, 3, 3)}, img2, 17))
+    out.append(("averagepool_1d_pads_excluded", [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[2]),
+        helper.make_node("AveragePool", ["c"], ["y"], kernel_shape=[4], strides=[3],
+                         pads=[2, 3])],
+        {"w": p(3, 4, 2)}, r.normal(0, 1, (3, 4, int(r.integers(6, 12)))).astype(np.float32),
+        17))
+    # grouped ConvTranspose
+    h, wd = (int(v) for v in r.integers(3, 7, 2))
+    out.append(("convtranspose_group2", [
+        helper.make_node("Conv", ["x", "w0"], ["c"], kernel_shape=[1, 1]),
+        helper.make_node("ConvTranspose", ["c", "w", "b"], ["t"], kernel_shape=[3, 3],
+                         strides=[2, 2], pads=[1, 0, 1, 1], output_padding=[1, 0], group=2),
+        helper.make_node("Tanh", ["t"], ["y"])],
+        {"w0": p(4, 3, 1, 1), "w": p(4, 3, 3, 3), "b": p(6)},
+        r.normal(0, 1, (2, 3, h, wd)).astype(np.float32), 17))
+    out.append(("convtranspose_1d_depthwise", [
+        helper.make_node("Conv", ["x", "w1"], ["c"], kernel_shape=[1]),
+        helper.make_node("ConvTranspose", ["c", "w2"], ["y"], kernel_shape=[3], strides=[2],
+                         dilations=[2], pads=[1, 2], group=4)],
+        {"w1": p(4, 4, 1), "w2": p(4, 2, 3)},
+        r.normal(0, 1, (2, 4, int(r.integers(4, 9)))).astype(np.float32), 17))
+    # the model's own losses; targets as an input, scalar losses repeated along the batch
+    n, d, f, k = (int(v) for v in r.integers(2, 6, 4))
+    for op, red in (("SoftmaxCrossEntropyLoss", "mean"), ("SoftmaxCrossEntropyLoss", "sum"),
+                    ("SoftmaxCrossEntropyLoss", "none"), ("NegativeLogLikelihoodLoss", "mean"),
+                    ("NegativeLogLikelihoodLoss", "sum"), ("NegativeLogLikelihoodLoss", "none")):
+        spatial = red != "sum"  # [N, C, d] scores; sum: [N, C]
+        xs = (n, d, f) if spatial else (n, f)
+        inputs = {"x": r.normal(0, 1, xs).astype(np.float32),
+                  "t": r.integers(0, k, xs[:-1]).astype(np.int64)}
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["m"])]
+        if spatial:
+            nodes.append(helper.make_node("Transpose", ["m"], ["s"], perm=[0, 2, 1]))
+        scores = "s" if spatial else "m"
+        if op == "NegativeLogLikelihoodLoss":
+            nodes.append(helper.make_node("LogSoftmax", [scores], ["lp"], axis=1))
+            scores = "lp"
+        if red == "none":
+            nodes.append(helper.make_node(op, [scores, "t"], ["y"], reduction=red))
+        else:
+            nodes += [helper.make_node(op, [scores, "t"], ["l"], reduction=red),
+                      helper.make_node("Unsqueeze", ["l", "ax0"], ["l1"]),
+                      helper.make_node("Concat", ["l1"] * n, ["y"], axis=0)]
+        out.append((f"{op}_{red}", nodes, {"w": p(f, k, scale=1.0)}, inputs, 17))
     return out
 
 
@@ -169,7 +240,11 @@ FIXED = {"pick": np.array([[3, 0], [3, 1]], np.int64), "sizes": np.array([2, 4],
          "zero": np.array(0.0, np.float32),
          "mean": np.zeros(4, np.float32), "var": np.ones(4, np.float32),
          "axes": np.array([0, 2, 3], np.int64), "eps": np.array(1e-3, np.float32),
-         "cshape": np.array([1, 4, 1, 1], np.int64)}
+         "cshape": np.array([1, 4, 1, 1], np.int64), "ax0": np.array([0], np.int64)}
+
+
+def as_inputs(x):
+    return x if isinstance(x, dict) else {"x": x}
 
 
 def build(name, nodes, params, x, opset, dtype):
@@ -181,9 +256,10 @@ def build(name, nodes, params, x, opset, dtype):
     for k, v in FIXED.items():
         if k in used:
             inits.append(numpy_helper.from_array(v.astype(npd) if v.dtype == np.float32 else v, k))
-    xt = TensorProto.INT64 if x.dtype == np.int64 else dtype
-    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", xt, list(x.shape))],
-                          [helper.make_tensor_value_info("y", dtype, None)], initializer=inits)
+    ins = [helper.make_tensor_value_info(k, TensorProto.INT64 if v.dtype == np.int64 else dtype,
+                                         list(v.shape)) for k, v in as_inputs(x).items()]
+    g = helper.make_graph(nodes, name, ins, [helper.make_tensor_value_info("y", dtype, None)],
+                          initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     return m
@@ -199,14 +275,16 @@ def main():
         m32 = build(name, nodes, params, x, opset, TensorProto.FLOAT)
         path = os.path.join(out, f"{name}.onnx")
         onnx.save(m32, path)
+        inputs = as_inputs(x)
+        batch = next(iter(inputs.values())).shape[0]
         y0 = ort.InferenceSession(m32.SerializeToString(),
-                                  providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+                                  providers=["CPUExecutionProvider"]).run(None, inputs)[0]
         labels = RNG.normal(0, 1, y0.shape).astype(np.float32)
         data = os.path.join(out, f"{name}.npz")
-        np.savez(data, x=x, labels=labels)
+        np.savez(data, **inputs, labels=labels)
         trained = os.path.join(out, f"{name}.trained.onnx")
         r = subprocess.run([anvil, "train", path, "--data", data, "--loss", "mse", "--optimizer",
-                            "sgd", "--lr", "1", "--epochs", "1", "--batch", str(x.shape[0]),
+                            "sgd", "--lr", "1", "--epochs", "1", "--batch", str(batch),
                             "--threads", "1", "-q", "-o", trained], capture_output=True, text=True)
         if r.returncode != 0:
             print(f"FAIL {name}: anvil train exited {r.returncode}: {r.stderr.strip()}")
@@ -223,8 +301,8 @@ def main():
         def loss(pv):
             m = build(name, ref_nodes, pv, x, opset, dtype)
             s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-            xin = x if x.dtype == np.int64 else x.astype(npd)
-            y = s.run(None, {"x": xin})[0].astype(np.float64)
+            feed = {k: v if v.dtype == np.int64 else v.astype(npd) for k, v in inputs.items()}
+            y = s.run(None, feed)[0].astype(np.float64)
             return float(np.mean((y - labels.astype(np.float64)) ** 2))
 
         worst, failed = 0.0, bad
