@@ -157,7 +157,8 @@ anvil_cli_test(sysinfo 0 ARGS sysinfo
                    "\ncpu\\.physical_cores = [1-9][0-9]*\n"
                    "\ncache\\.l1d = [^\n]+\ncache\\.l2 = [^\n]+\ncache\\.l3 = [^\n]+\n"
                    "${isa_re}"
-                   "\nbackend\\.cpu = 1\nbackend\\.cuda = [01]\nonnx\\.parser = nanopb\n")
+                   "\nbackend\\.cpu = 1\nbackend\\.cuda = [01]\nvendor\\.onednn = [01]"
+                   "\nvendor\\.openblas = [01]\nvendor\\.blis = [01]\nonnx\\.parser = nanopb\n")
 # ANVIL_ISA=scalar must switch every vector feature off in what sysinfo reports
 add_test(NAME cli.sysinfo_isa_cap
          COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=scalar

@@ -86,6 +86,22 @@ size_t anvil_sysinfo(char *buf, size_t cap) {
 #else
     out_line(&o, "backend.cuda = 0\n");
 #endif
+    /* the vendor libraries the build found (their variants load them when first used) */
+#ifdef ANVIL_HAVE_DNNL
+    out_line(&o, "vendor.onednn = 1\n");
+#else
+    out_line(&o, "vendor.onednn = 0\n");
+#endif
+#ifdef ANVIL_HAVE_OPENBLAS
+    out_line(&o, "vendor.openblas = 1\n");
+#else
+    out_line(&o, "vendor.openblas = 0\n");
+#endif
+#ifdef ANVIL_HAVE_BLIS
+    out_line(&o, "vendor.blis = 1\n");
+#else
+    out_line(&o, "vendor.blis = 0\n");
+#endif
     out_line(&o, "onnx.parser = nanopb\n");
 #if defined(__clang__)
     out_line(&o, "build.compiler = %s\n", __VERSION__);

@@ -205,12 +205,38 @@ anvil_status rt_sessions_alternate(rt_session *const *s, int n, const anvil_tens
     return st;
 }
 
+/* A training layer's grouped choice (train_groups.c), timed as its member passes run inside
+ * whole training steps: sessions (profiled) alternating run by run, each run's sum of the
+ * members' step times, medians per choice. */
+static anvil_status alternate_members(rt_session *const *s, int n,
+                                      const anvil_tensor *const *inputs, int runs, const char *key,
+                                      double *median_ms) {
+    size_t n_out = n > 0 ? (size_t)s[0]->src->n_outputs : 0;
+    anvil_tensor **outs = core_calloc(n_out + 1, sizeof *outs);
+    bool *want = core_calloc(n_out + 1, sizeof *want);
+    double *t = core_calloc((size_t)n * (size_t)runs + 1, sizeof *t);
+    anvil_status st = outs && want && t ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
+    for (int j = -1; j < runs && st == ANVIL_OK; j++) /* run -1 warms up */
+        for (int k = 0; k < n && st == ANVIL_OK; k++) {
+            st = rt_session_run(s[k], inputs, want, outs);
+            const double ms = rt_train_group_ms(s[k], key);
+            if (j >= 0) t[k * runs + j] = ms;
+        }
+    for (int k = 0; k < n && st == ANVIL_OK; k++)
+        tune_summarize(t + k * runs, runs, &median_ms[k], NULL, NULL);
+    free(t);
+    free(outs);
+    free(want);
+    return st;
+}
+
 static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_config *cfg,
                                const anvil_tensor *const *inputs, int i) {
     rt_tune_run *r = c->run;
     uint64_t t0 = core_now_ns();
     const int n = r->items[i].n_choices;
     const int runs = r->group_runs > 0 ? r->group_runs : 9;
+    const bool train = !strcmp(r->items[i].op, rt_train_conv_rewrite);
     force_ctx f[4];
     rt_session *s[4] = {NULL, NULL, NULL, NULL};
     anvil_status st = ANVIL_OK;
@@ -221,6 +247,7 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
         rt_session_config sc = *cfg;
         sc.decide = force_decide;
         sc.decide_arg = &f[k];
+        sc.profiling = train; /* the members' own times (alternate_members) */
         /* the choice's own problems first (ConvNhwc nodes for "nhwc") */
         st = plan_once(g, &sc, inputs, c);
         sc.db = r->db;
@@ -229,7 +256,10 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
         if (st == ANVIL_OK) st = rt_session_create(g, &sc, &s[k]);
     }
     double ms[4] = {0};
-    if (st == ANVIL_OK) st = rt_sessions_alternate(s, n, inputs, 2, runs, ms);
+    if (st == ANVIL_OK && train)
+        st = alternate_members(s, n, inputs, runs, r->items[i].group_key, ms);
+    else if (st == ANVIL_OK)
+        st = rt_sessions_alternate(s, n, inputs, 2, runs, ms);
     rt_tune_item *it = &r->items[i];
     int best = -1;
     for (int k = 0; k < n && st == ANVIL_OK; k++) {

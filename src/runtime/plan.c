@@ -304,7 +304,8 @@ static void last_mark(void *arg, ir_vid v) {
 }
 
 /* The variant for a node: a force by node name is strict, one by op type applies where it can;
- * then the tuning database (exact key, then nearest shape); then the cascade. */
+ * then a training layer's grouped choice; then the tuning database (exact key, then nearest
+ * shape); then the cascade. */
 static anvil_status select_variant(const rt_session *s, const kern_node *kn, tune_choice *out) {
     const ir_node *n = kn->node;
     const char *by_op = NULL;
@@ -322,11 +323,14 @@ static anvil_status select_variant(const rt_session *s, const kern_node *kn, tun
             return ANVIL_OK;
         }
     }
+    /* a training layer's grouped choice (train_groups.c) */
+    bool anvil_only = false;
+    if (rt_train_group_select(s, kn, &anvil_only, out)) return ANVIL_OK;
     if (s->cfg.db) {
         bool found = false;
         anvil_status st = tune_lookup(s->cfg.db, s->cfg.fingerprint, kn, out, &found);
         if (st != ANVIL_OK) return st;
-        if (found) return ANVIL_OK;
+        if (found && !(anvil_only && rt_variant_is_vendor(out->v))) return ANVIL_OK;
         memset(out, 0, sizeof *out);
     }
     out->why = TUNE_WHY_CASCADE;

@@ -109,6 +109,7 @@ static anvil_status graph_setup(rt_session *s) {
     if (!s->const_ptr || !s->const_owned) return ANVIL_ERR_OUT_OF_MEMORY;
     for (int32_t v = 0; v < g->n_values; v++)
         if (g->values[v].flags & IR_VALUE_CONST) CORE_TRY(rt_const_materialize(s, v));
+    if (s->cfg.opt_level >= 1) CORE_TRY(rt_train_groups(s));
     return ANVIL_OK;
 }
 
@@ -124,6 +125,7 @@ static void graph_teardown(rt_session *s) {
     s->const_owned = NULL;
     s->const_ptr = NULL;
     s->shape_input = NULL;
+    rt_train_groups_free(s);
     pass_graph_free(s->pg);
     s->pg = NULL;
     s->g = s->src;

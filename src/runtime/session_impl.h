@@ -92,6 +92,9 @@ struct rt_session {
     uint64_t t_origin;
     rt_group *groups; /* the measured rewrites' decisions (decide.c) */
     int n_groups, cap_groups;
+    /* Per node of g: the index in groups of its training layer's grouped choice
+     * (train_groups.c), or -1; NULL when g is not a training graph. Owned. */
+    int32_t *layer_group;
     bool own_pool;        /* pool was made here (else borrowed from cfg.pool) */
     struct rt_sub **subs; /* compiled subgraphs, one record per body (subgraph.c) */
     int n_subs;
@@ -144,6 +147,26 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
 int rt_decide(void *s, const pass_decision *q);
 /* Forgets the decisions (before the graph is rewritten again). */
 void rt_groups_clear(rt_session *s);
+
+/* ---- grouped choices of training graphs (train_groups.c) ---------------------------------
+ */
+
+/* The measured decision's rewrite name: "train_conv" (static). */
+extern const char *const rt_train_conv_rewrite;
+/* Groups each trainable Conv of s->g with its input- and weight-gradient nodes and decides the
+ * group (rt_decide), filling s->layer_group. No-op for a graph without anvil.ConvGradW. */
+anvil_status rt_train_groups(rt_session *s);
+void rt_train_groups_free(rt_session *s);
+/* The variant kn's layer group forces (oneDNN's pass for "onednn"): true with *out filled.
+ * False otherwise, with *anvil_only set when the group chose "anvil" (the node's selection
+ * must then set vendor variants aside). */
+bool rt_train_group_select(const rt_session *s, const kern_node *kn, bool *anvil_only,
+                           tune_choice *out);
+/* Whether v is one of the vendor family's variants (oneDNN, OpenBLAS, BLIS). */
+bool rt_variant_is_vendor(const kern_variant *v);
+/* The milliseconds that the steps of group `key`'s nodes took in the trace s recorded (a
+ * profiled run); the trace is cleared. */
+double rt_train_group_ms(rt_session *s, const char *key);
 
 /* ---- checking tuned winners inside the model (verify.c) ----------------------------------
  */

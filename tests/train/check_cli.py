@@ -171,6 +171,57 @@ def main():
     acc = json.loads(r.stdout)["train_accuracy"] if r.returncode == 0 else 0
     check(n_rec > 10 and acc > 0.8,
           f"--tune offline: {n_rec} records, accuracy {acc:.3f}")
+    # grouped choices: each conv layer's forward, input-gradient and weight-gradient passes
+    # were timed together and decided as one ("rewrite|train_conv|..." records); a record that
+    # says "onednn" makes all three passes run oneDNN's primitives, one that says "anvil" none
+    groups = []
+    if r.returncode == 0:
+        with sqlite3.connect(db2) as con:
+            groups = [k for (k,) in con.execute(
+                "select key from tune_records where key like 'rewrite|train_conv|%'")]
+    check(len(groups) >= 2, f"--tune offline decided {len(groups)} conv layers' grouped choices")
+    ex = subprocess.run([anvil, "db", "export", "--json", "--db", db2], capture_output=True,
+                        text=True)
+    has_dnnl = "vendor.onednn = 1" in subprocess.run([anvil, "sysinfo"], capture_output=True,
+                                                     text=True).stdout
+    if groups and ex.returncode == 0:
+        exported = json.loads(ex.stdout)
+        # per-node records naming oneDNN's pass for every conv node: "tuned" keeps them,
+        # "anvil" sets them aside, "onednn" needs none
+        dnnl = {"Conv|": "dnnl_conv", "ConvTranspose|": "dnnl_deconv",
+                "anvil.ConvGradW|": "dnnl_conv_grad_w"}
+        per_node = [dict(x, variant=v, params="") for x in exported["records"]
+                    for p, v in dnnl.items() if x["key"].startswith(p)] if has_dnnl else []
+        for choice in (["onednn", "anvil", "tuned"] if has_dnnl else ["anvil"]):
+            recs = [dict(x, variant=choice) for x in exported["records"] if x["key"] in groups]
+            if choice != "onednn":
+                recs += per_node
+            fj, fdb = os.path.join(d, f"{choice}.json"), os.path.join(d, f"{choice}.db")
+            with open(fj, "w") as f:
+                json.dump(dict(exported, records=recs), f)
+            if os.path.exists(fdb):
+                os.remove(fdb)
+            imp = subprocess.run([anvil, "db", "import", fj, "--db", fdb], capture_output=True,
+                                 text=True)
+            prof = os.path.join(d, f"{choice}.trace.json")
+            r2 = train(anvil, out, "--epochs", "1", "--db", fdb, "--profile", prof, "-o",
+                       os.path.join(d, f"{choice}.onnx"))
+            ran = set()
+            check(imp.returncode == 0 and r2.returncode == 0,
+                  f"'{choice}' records import and train ({imp.stderr.strip()}{r2.stderr[-200:]})")
+            if imp.returncode == 0 and r2.returncode == 0:
+                for e in json.load(open(prof))["traceEvents"]:
+                    a = e.get("args", {})
+                    if a.get("op") in ("Conv", "ConvTranspose", "anvil.ConvGradW"):
+                        ran.add(a.get("variant"))
+            vendor = {v for v in ran if v and v.startswith("dnnl_")}
+            if choice == "anvil":
+                check(ran and not vendor,
+                      f"grouped choice 'anvil' runs anvil's own kernels, the database's oneDNN "
+                      f"winners set aside ({sorted(ran)})")
+            else:
+                check({"dnnl_conv", "dnnl_conv_grad_w"} <= vendor,
+                      f"grouped choice '{choice}' runs the layers on oneDNN ({sorted(ran)})")
     # a batch that the model's declared static batch dim cannot take
     g = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"])], "static",
