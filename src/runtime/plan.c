@@ -63,6 +63,7 @@ void rt_plan_free(rt_plan *p) {
         rt_step *st = &p->steps[i];
         if (st->state && st->variant->release) st->variant->release(st->state);
         rt_online_free(st->online);
+        rt_step_alts_free(st);
         free(st->in);
         free(st->out);
     }
@@ -73,6 +74,7 @@ void rt_plan_free(rt_plan *p) {
     free(p->sig);
     free(p->heap_vals);
     free(p->heap_last);
+    rt_ogroups_free(p);
     rt_shapes_free(&p->shapes);
     free(p);
 }
@@ -304,9 +306,11 @@ static void last_mark(void *arg, ir_vid v) {
 }
 
 /* The variant for a node: a force by node name is strict, one by op type applies where it can;
- * then a training layer's grouped choice; then the tuning database (exact key, then nearest
+ * then a training layer's grouped choice (group_choice, -1: the group's decision); then the
+ * tuning database (exact key, then nearest
  * shape); then the cascade. */
-static anvil_status select_variant(const rt_session *s, const kern_node *kn, tune_choice *out) {
+static anvil_status select_variant(const rt_session *s, const kern_node *kn, int group_choice,
+                                   tune_choice *out) {
     const ir_node *n = kn->node;
     const char *by_op = NULL;
     memset(out, 0, sizeof *out);
@@ -325,7 +329,7 @@ static anvil_status select_variant(const rt_session *s, const kern_node *kn, tun
     }
     /* a training layer's grouped choice (train_groups.c) */
     bool anvil_only = false;
-    if (rt_train_group_select(s, kn, &anvil_only, out)) return ANVIL_OK;
+    if (rt_train_group_select(s, kn, group_choice, &anvil_only, out)) return ANVIL_OK;
     if (s->cfg.db) {
         bool found = false;
         anvil_status st = tune_lookup(s->cfg.db, s->cfg.fingerprint, kn, out, &found);
@@ -335,6 +339,45 @@ static anvil_status select_variant(const rt_session *s, const kern_node *kn, tun
     }
     out->why = TUNE_WHY_CASCADE;
     return kern_select(kn, NULL, &out->v);
+}
+
+/* A member of a training layer's grouped choice tried online (online_group.c): the node's
+ * variant under every choice, prepared; the step runs the choice of the run. Copies of
+ * constants are not reported (a group's members read trainable weights, not constants). */
+static anvil_status prepare_alts(rt_session *s, rt_plan *p, const kern_node *kn0, rt_step *stp,
+                                 int gi) {
+    const rt_group *gr = &s->groups[gi];
+    stp->alts = core_calloc(RT_OGROUP_MAX_CHOICES, sizeof *stp->alts);
+    if (!stp->alts) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (int c = 0; c < gr->n_choices && c < RT_OGROUP_MAX_CHOICES; c++) {
+        rt_alt *a = &stp->alts[c];
+        tune_choice ch;
+        CORE_TRY(select_variant(s, kn0, c, &ch));
+        a->v = ch.v;
+        a->config = ch.cfg;
+        a->threads = ch.threads;
+        uint32_t copied = 0;
+        kern_node kn = *kn0;
+        kn.copied = &copied;
+        kn.config = &a->config;
+        if (a->threads > 0) kn.threads = a->threads;
+        a->fusion_after = kern_fusion_pending(a->v, &kn);
+        if (a->v->prepare) CORE_TRY(a->v->prepare(&kn, &a->state));
+        const size_t ws = a->v->workspace_size ? a->v->workspace_size(&kn) : 0;
+        if (ws > stp->workspace) stp->workspace = ws;
+    }
+    rt_ogroup *og = rt_ogroup_find(p, gr->key);
+    if (!og)
+        CORE_TRY(
+            rt_ogroup_new(p, gr->key, gr->choice_names, gr->n_choices, s->cfg.online_rounds, &og));
+    rt_ogroup_join(og, stp);
+    /* what --explain shows while the group is tried: the rule's choice */
+    stp->variant = stp->alts[0].v;
+    stp->config = stp->alts[0].config;
+    stp->threads = stp->alts[0].threads;
+    stp->fusion_after = stp->alts[0].fusion_after;
+    stp->why = TUNE_WHY_ONLINE;
+    return ANVIL_OK;
 }
 
 static void mark_kept(void *arg, ir_vid v) {
@@ -515,22 +558,29 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
             goto fail;
         }
         if (s->cfg.on_node && (st = s->cfg.on_node(s->cfg.on_node_arg, &kn)) != ANVIL_OK) goto fail;
-        tune_choice ch;
-        if ((st = select_variant(s, &kn, &ch)) != ANVIL_OK) goto fail;
-        stp->variant = ch.v;
-        stp->config = ch.cfg;
-        stp->threads = ch.threads;
-        stp->why = ch.why;
-        if (s->cfg.online_rounds > 0 && ch.why != TUNE_WHY_FORCED && ch.why != TUNE_WHY_DB &&
-            (st = rt_online_setup(s, p, &kn, stp)) != ANVIL_OK)
-            goto fail;
-        kn.config = &stp->config;
-        if (stp->threads > 0) kn.threads = stp->threads;
-        if (!stp->online) {
-            stp->fusion_after = kern_fusion_pending(stp->variant, &kn);
-            if (stp->variant->prepare && (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
+        /* a training layer whose grouped choice is tried online runs every choice in turn */
+        const int og = rt_train_group_online(s, n);
+        if (og >= 0 && (st = prepare_alts(s, p, &kn, stp, og)) != ANVIL_OK) goto fail;
+        if (og < 0) {
+            tune_choice ch;
+            if ((st = select_variant(s, &kn, -1, &ch)) != ANVIL_OK) goto fail;
+            stp->variant = ch.v;
+            stp->config = ch.cfg;
+            stp->threads = ch.threads;
+            stp->why = ch.why;
+            if (s->cfg.online_rounds > 0 && ch.why != TUNE_WHY_FORCED && ch.why != TUNE_WHY_DB &&
+                (st = rt_online_setup(s, p, &kn, stp)) != ANVIL_OK)
                 goto fail;
-            stp->workspace = stp->variant->workspace_size ? stp->variant->workspace_size(&kn) : 0;
+            kn.config = &stp->config;
+            if (stp->threads > 0) kn.threads = stp->threads;
+            if (!stp->online) {
+                stp->fusion_after = kern_fusion_pending(stp->variant, &kn);
+                if (stp->variant->prepare &&
+                    (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
+                    goto fail;
+                stp->workspace =
+                    stp->variant->workspace_size ? stp->variant->workspace_size(&kn) : 0;
+            }
         }
         release_step(s, readers, n, copied);
         if (stp->workspace > p->workspace_bytes) p->workspace_bytes = stp->workspace;
@@ -682,7 +732,7 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
             p->heap_last[h++] = last[v] >= def[v] ? last[v] : def[v];
         }
     }
-    p->tuning = rt_online_pending(p) > 0;
+    p->tuning = rt_online_pending(p) + rt_ogroups_pending(p) > 0;
     goto done;
 oom:
     st = ANVIL_ERR_OUT_OF_MEMORY;

@@ -371,15 +371,24 @@ static anvil_status run_impl(rt_session *s, const anvil_tensor *const *inputs, c
         bool fusion_after = stp->fusion_after;
         int threads = stp->threads;
         if (stp->online) rt_online_current(stp->online, &v, &state, &fusion_after, &threads);
-        uint64_t t0 = s->cfg.profiling || stp->online ? core_now_ns() : 0;
+        if (stp->ogroup) {
+            const rt_alt *a = rt_ogroup_current(stp);
+            v = a->v;
+            state = a->state;
+            fusion_after = a->fusion_after;
+            threads = a->threads;
+        }
+        const bool timed = s->cfg.profiling || stp->online || stp->ogroup;
+        uint64_t t0 = timed ? core_now_ns() : 0;
         s->ctx.threads = threads;
         st = v->run(n, state, in, n->n_inputs, out, n->n_outputs, p->workspace, &s->ctx);
         if (st == ANVIL_OK && fusion_after)
             st = kern_fusion_apply(n, in, n->n_inputs, out[0], &s->ctx);
         s->ctx.threads = 0;
         if (st != ANVIL_OK) break;
-        uint64_t t1 = s->cfg.profiling || stp->online ? core_now_ns() : 0;
+        uint64_t t1 = timed ? core_now_ns() : 0;
         if (stp->online) rt_online_sample(stp->online, t1 - t0);
+        if (stp->ogroup) rt_ogroup_sample(stp, t1 - t0);
         if (s->cfg.profiling) {
             const kern_variant *d = kern_delegate(v, state);
             trace_add(s, stp->node, v->name, d ? d->name : NULL, stp->why, t0, t1);
@@ -402,11 +411,13 @@ static anvil_status run_impl(rt_session *s, const anvil_tensor *const *inputs, c
     s->runs++;
     if (p->tuning) {
         /* A winner the database could not take is still locked in for this session. */
-        if (rt_online_after_run(s, p) != ANVIL_OK) {
+        const anvil_status nodes = rt_online_after_run(s, p);
+        if (nodes != ANVIL_OK || rt_ogroups_after_run(s, p) != ANVIL_OK) {
             core_log(CORE_LOG_WARN, "online tuning: %s", core_err_message());
             core_err_clear();
+            if (nodes != ANVIL_OK) (void)rt_ogroups_after_run(s, p);
         }
-        p->tuning = rt_online_pending(p) > 0;
+        p->tuning = rt_online_pending(p) + rt_ogroups_pending(p) > 0;
     }
 
     for (int32_t j = 0; j < g->n_outputs; j++) {

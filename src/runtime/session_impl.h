@@ -22,13 +22,30 @@ typedef struct rt_loc {
 
 typedef struct rt_online rt_online;
 
+/* One choice of a training layer's grouped choice, prepared for a member step while the online
+ * tuner tries the choices (online_group.c). */
+typedef struct rt_alt {
+    const kern_variant *v;
+    kern_config config;
+    int threads;
+    bool fusion_after;
+    void *state; /* owned until the group locks */
+} rt_alt;
+#define RT_OGROUP_MAX_CHOICES 3
+typedef struct rt_ogroup rt_ogroup;
+
 typedef struct rt_step {
     int32_t node;
     const kern_variant *variant;
-    kern_config config;  /* the variant's parameters (all 0: its defaults) */
-    int threads;         /* threads the node runs on; 0: all of the session's */
-    tune_why why;        /* where the choice came from, for --explain */
-    rt_online *online;   /* non-NULL while the online tuner is still choosing (online.c) */
+    kern_config config; /* the variant's parameters (all 0: its defaults) */
+    int threads;        /* threads the node runs on; 0: all of the session's */
+    tune_why why;       /* where the choice came from, for --explain */
+    rt_online *online;  /* non-NULL while the online tuner is still choosing (online.c) */
+    /* While a training layer's grouped choice is tried online (online_group.c): its group
+     * (owned by the plan) and this step's variant under each choice [RT_OGROUP_MAX_CHOICES]
+     * (owned); NULL otherwise. */
+    rt_ogroup *ogroup;
+    rt_alt *alts;
     void *state;         /* variant's prepared state */
     size_t workspace;    /* bytes at plan->workspace */
     bool alias;          /* output 0 is input 0's bytes: nothing to run */
@@ -49,7 +66,9 @@ typedef struct rt_plan {
     void *workspace;
     size_t workspace_bytes;
     uint64_t last_used;
-    bool tuning; /* some step is still tuning online */
+    bool tuning;         /* some step is still tuning online */
+    rt_ogroup **ogroups; /* grouped choices tried online (online_group.c; owned) */
+    int n_ogroups;
     /* dynamic steps: the values they produce and the step after which each can go */
     ir_vid *heap_vals;
     int32_t *heap_last;
@@ -157,11 +176,34 @@ extern const char *const rt_train_conv_rewrite;
  * group (rt_decide), filling s->layer_group. No-op for a graph without anvil.ConvGradW. */
 anvil_status rt_train_groups(rt_session *s);
 void rt_train_groups_free(rt_session *s);
-/* The variant kn's layer group forces (oneDNN's pass for "onednn"): true with *out filled.
- * False otherwise, with *anvil_only set when the group chose "anvil" (the node's selection
- * must then set vendor variants aside). */
-bool rt_train_group_select(const rt_session *s, const kern_node *kn, bool *anvil_only,
+/* The variant kn's layer group forces under `choice` (-1: the group's decision; oneDNN's pass
+ * for "onednn"): true with *out filled. False otherwise, with *anvil_only set when the group chose
+ * "anvil" (the node's selection must then set vendor variants aside). */
+bool rt_train_group_select(const rt_session *s, const kern_node *kn, int choice, bool *anvil_only,
                            tune_choice *out);
+/* The group index of n's layer when its grouped choice is to be tried online (online tuning on,
+ * the database silent, more than one choice), else -1. */
+int rt_train_group_online(const rt_session *s, const ir_node *n);
+
+/* ---- online grouped choices (online_group.c) -------------------------------------------- */
+
+/* p's online group of this key, or NULL. */
+rt_ogroup *rt_ogroup_find(rt_plan *p, const char *key);
+/* A new online group in p (owned by p) of the layer group's key and choices. */
+anvil_status rt_ogroup_new(rt_plan *p, const char *key, const char *const *choice_names,
+                           int n_choices, int rounds, rt_ogroup **out);
+/* stp (its alts prepared) becomes a member of og. */
+void rt_ogroup_join(rt_ogroup *og, rt_step *stp);
+/* The alternative a member step runs this run; its time goes back by rt_ogroup_sample. */
+const rt_alt *rt_ogroup_current(const rt_step *stp);
+void rt_ogroup_sample(rt_step *stp, uint64_t ns);
+/* After a run: the run's samples recorded, the next choice; groups whose rounds are done lock
+ * their winner into the member steps and write it to the database. */
+anvil_status rt_ogroups_after_run(const rt_session *s, rt_plan *p);
+int rt_ogroups_pending(const rt_plan *p);
+void rt_ogroups_free(rt_plan *p);
+void rt_step_alts_free(rt_step *stp);
+
 /* Whether v is one of the vendor family's variants (oneDNN, OpenBLAS, BLIS). */
 bool rt_variant_is_vendor(const kern_variant *v);
 /* The milliseconds that the steps of group `key`'s nodes took in the trace s recorded (a

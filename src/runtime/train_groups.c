@@ -130,24 +130,33 @@ anvil_status rt_train_groups(rt_session *s) {
     return ANVIL_OK;
 }
 
-bool rt_train_group_select(const rt_session *s, const kern_node *kn, bool *anvil_only,
+int rt_train_group_online(const rt_session *s, const ir_node *n) {
+    if (!s->layer_group || s->cfg.online_rounds <= 0) return -1;
+    const int32_t k = (int32_t)(n - s->g->nodes);
+    if (k < 0 || k >= s->g->n_nodes || s->layer_group[k] < 0) return -1;
+    const rt_group *gr = &s->groups[s->layer_group[k]];
+    return gr->why == TUNE_WHY_CASCADE && gr->n_choices > 1 ? s->layer_group[k] : -1;
+}
+
+bool rt_train_group_select(const rt_session *s, const kern_node *kn, int choice, bool *anvil_only,
                            tune_choice *out) {
     *anvil_only = false;
     if (!s->layer_group) return false;
     const int32_t k = (int32_t)(kn->node - s->g->nodes);
     if (k < 0 || k >= s->g->n_nodes || s->layer_group[k] < 0) return false;
     const rt_group *gr = &s->groups[s->layer_group[k]];
-    if (gr->chosen == 1) {
+    const int c = choice >= 0 ? choice : gr->chosen;
+    if (c == 1) {
         *anvil_only = true;
         return false;
     }
-    if (gr->chosen != 2) return false;
+    if (c != 2) return false;
     const char *name = onednn_name(kn->node->op);
     const kern_variant *v = name ? kern_find(kn->node->op, name) : NULL;
     if (!v || !kern_applies(v, kn, core_hw_get())) return false;
     memset(out, 0, sizeof *out);
     out->v = v;
-    out->why = gr->why;
+    out->why = choice >= 0 ? TUNE_WHY_ONLINE : gr->why;
     return true;
 }
 

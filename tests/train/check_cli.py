@@ -160,6 +160,16 @@ def main():
     acc = json.loads(r.stdout)["train_accuracy"] if r.returncode == 0 else 0
     check(n_rec > 5 and acc > 0.8,
           f"--tune online: {n_rec} problems of the training graph tuned, accuracy {acc:.3f}")
+    # ... and each conv layer's grouped choice, tried over the first steps, decided and written
+    online_groups = []
+    if r.returncode == 0 and os.path.exists(db):
+        with sqlite3.connect(db) as con:
+            online_groups = con.execute(
+                "select variant, source from tune_records where key like "
+                "'rewrite|train_conv|%'").fetchall()
+    check(len(online_groups) >= 2 and all(src == "online" and v in ("tuned", "anvil", "onednn")
+                                          for v, src in online_groups),
+          f"--tune online decided the conv layers' grouped choices: {online_groups}")
     # offline: the training graph measured before the first step, then trained with the winners
     db2 = os.path.join(d, "offline.db")
     r = train(anvil, out, "--epochs", "2", "--tune", "offline", "--db", db2, "--json", "-o",
