@@ -3,9 +3,9 @@
  * epoch is left out of the updates, as a seeded shuffle reaches every sample over the epochs);
  * a progress line per epoch on stderr, the validation set evaluated after each, a summary on
  * stdout (or one JSON object). */
-#include "api/api.h"
 #include "cli.h"
 #include "core/core.h"
+#include "train_common.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -90,14 +90,6 @@ enum {
     O_PROFILE
 };
 
-typedef struct dataset {
-    char **names;
-    anvil_tensor **arrays;
-    size_t count;
-    const anvil_tensor **inputs; /* per model input, then the labels (borrowed from arrays) */
-    int64_t samples;
-} dataset;
-
 typedef struct train_args {
     const char *model, *data, *val, *out, *output, *labels;
     anvil_train_config cfg;
@@ -108,65 +100,6 @@ typedef struct train_args {
     long long epochs, batch, seed, warmup, step_epochs;
     bool json, quiet, resume;
 } train_args;
-
-static void dataset_free(dataset *d) {
-    npz_free(d->names, d->arrays, d->count);
-    free(d->inputs);
-}
-
-/* Finds each model input and the labels in the archive; all must share the first dim. */
-static anvil_status dataset_load(const char *path, const anvil_model *m, const char *labels,
-                                 dataset *d) {
-    memset(d, 0, sizeof *d);
-    CORE_TRY(npz_read(path, &d->names, &d->arrays, &d->count));
-    const size_t n_in = anvil_model_input_count(m);
-    d->inputs = calloc(n_in + 1, sizeof *d->inputs);
-    if (!d->inputs) return ANVIL_ERR_OUT_OF_MEMORY;
-    d->samples = -1;
-    for (size_t i = 0; i <= n_in; i++) {
-        anvil_value_info vi = {0};
-        if (i < n_in) CORE_TRY(anvil_model_input_info(m, i, &vi));
-        const char *want = i < n_in ? vi.name : labels;
-        for (size_t j = 0; j < d->count && !d->inputs[i]; j++)
-            if (!strcmp(d->names[j], want)) d->inputs[i] = d->arrays[j];
-        if (!d->inputs[i])
-            return core_err(ANVIL_ERR_INVALID_ARGUMENT,
-                            "'%s' has no array named '%s' (%s); save it with numpy.savez(..., "
-                            "%s=array)",
-                            path, want, i < n_in ? "a model input" : "the targets", want);
-        const anvil_tensor *t = d->inputs[i];
-        const int64_t n = anvil_tensor_rank(t) > 0 ? anvil_tensor_dims(t)[0] : -1;
-        if (n <= 0 || (d->samples >= 0 && n != d->samples))
-            return core_err(ANVIL_ERR_INVALID_ARGUMENT,
-                            "'%s': array '%s' has %lld samples along its first dim, others %lld",
-                            path, want, (long long)n, (long long)d->samples);
-        d->samples = n;
-    }
-    return ANVIL_OK;
-}
-
-/* Copies samples idx[0..b) of every array into the batch tensors (created on first use). */
-static anvil_status gather(const dataset *d, size_t n_arrays, const int64_t *idx, int64_t b,
-                           anvil_tensor **batch) {
-    for (size_t i = 0; i < n_arrays; i++) {
-        const anvil_tensor *src = d->inputs[i];
-        int64_t dims[ANVIL_MAX_RANK];
-        const int rank = anvil_tensor_rank(src);
-        memcpy(dims, anvil_tensor_dims(src), sizeof(int64_t) * (size_t)rank);
-        dims[0] = b;
-        if (batch[i] && anvil_tensor_dims(batch[i])[0] != b) {
-            anvil_tensor_free(batch[i]);
-            batch[i] = NULL;
-        }
-        if (!batch[i])
-            CORE_TRY(anvil_tensor_create(anvil_tensor_dtype(src), rank, dims, &batch[i]));
-        const size_t row = anvil_tensor_bytes(src) / (size_t)anvil_tensor_dims(src)[0];
-        const char *s = anvil_tensor_data((anvil_tensor *)src);
-        char *o = anvil_tensor_data(batch[i]);
-        for (int64_t k = 0; k < b; k++) memcpy(o + (size_t)k * row, s + (size_t)idx[k] * row, row);
-    }
-    return ANVIL_OK;
-}
 
 /* The loss reads class scores (logits or log-probabilities) against class indices: accuracy is
  * reported. */
@@ -210,7 +143,7 @@ typedef struct pass_stats {
 } pass_stats;
 
 /* One pass over d: training steps (train) or evaluation, batches of b. */
-static anvil_status epoch(anvil_train_session *ts, const train_args *a, const dataset *d,
+static anvil_status epoch(anvil_train_session *ts, const train_args *a, const cli_dataset *d,
                           const char *const *names, size_t n_in, bool train, int64_t *order,
                           long long ep, long long *step, long long total_steps, pass_stats *out) {
     memset(out, 0, sizeof *out);
@@ -221,7 +154,7 @@ static anvil_status epoch(anvil_train_session *ts, const train_args *a, const da
     const double t0 = now_s();
     for (int64_t k = 0; k < batches && st == ANVIL_OK; k++) {
         const int64_t bs = k * b + b <= n ? b : n - k * b;
-        st = gather(d, n_in + 1, order + k * b, bs, batch);
+        st = cli_dataset_gather(d, n_in + 1, order + k * b, bs, batch);
         if (st != ANVIL_OK) break;
         if (train) {
             /* warm-up, then the schedule */
@@ -294,7 +227,7 @@ static bool parse_args(int argc, char **argv, train_args *a) {
     a->labels = "labels";
     a->schedule = "constant";
     a->epochs = 10;
-    a->batch = 32;
+    a->batch = CLI_TRAIN_BATCH;
     a->seed = 1;
     a->step_epochs = 30;
     cli_parser p;
@@ -349,15 +282,7 @@ static bool parse_args(int argc, char **argv, train_args *a) {
             a->quiet = true;
             break;
         case O_LOSS:
-            if (!strcmp(v, "cross_entropy"))
-                a->cfg.loss = ANVIL_LOSS_CROSS_ENTROPY;
-            else if (!strcmp(v, "nll"))
-                a->cfg.loss = ANVIL_LOSS_NLL;
-            else if (!strcmp(v, "mse"))
-                a->cfg.loss = ANVIL_LOSS_MSE;
-            else
-                return cli_usage_error("train", "--loss %s: use cross_entropy, nll or mse", v),
-                       false;
+            if (!cli_parse_loss("train", v, &a->cfg.loss)) return false;
             break;
         case O_OPT:
             if (!strcmp(v, "sgd"))
@@ -496,12 +421,12 @@ int cli_train_main(int argc, char **argv) {
     if (!parse_args(argc, argv, &a)) return CLI_EXIT_USAGE;
     anvil_model *m = NULL;
     anvil_train_session *ts = NULL;
-    dataset tr = {0}, va = {0};
+    cli_dataset tr = {0}, va = {0};
     int64_t *order = NULL, *val_order = NULL;
     const char **names = NULL;
     anvil_status st = anvil_model_load(a.model, &m);
-    if (st == ANVIL_OK) st = dataset_load(a.data, m, a.labels, &tr);
-    if (st == ANVIL_OK && a.val) st = dataset_load(a.val, m, a.labels, &va);
+    if (st == ANVIL_OK) st = cli_dataset_load(a.data, m, a.labels, &tr);
+    if (st == ANVIL_OK && a.val) st = cli_dataset_load(a.val, m, a.labels, &va);
     const size_t n_in = m ? anvil_model_input_count(m) : 0;
     if (st == ANVIL_OK && n_in > 64)
         st =
@@ -545,7 +470,7 @@ int cli_train_main(int argc, char **argv) {
         anvil_tensor *first[65] = {NULL};
         const double tt0 = now_s();
         int tuned = 0;
-        st = gather(&tr, n_in + 1, order, a.batch, first);
+        st = cli_dataset_gather(&tr, n_in + 1, order, a.batch, first);
         if (st == ANVIL_OK)
             st = anvil_train_tune(ts, n_in, names, (const anvil_tensor *const *)first, first[n_in],
                                   0.0, &tuned);
@@ -584,8 +509,8 @@ int cli_train_main(int argc, char **argv) {
     free(order);
     free(val_order);
     anvil_train_session_free(ts);
-    dataset_free(&tr);
-    dataset_free(&va);
+    cli_dataset_free(&tr);
+    cli_dataset_free(&va);
     anvil_model_free(m);
     if (st != ANVIL_OK) return cli_fail_status(st);
     return CLI_EXIT_OK;

@@ -1,6 +1,9 @@
 /* anvil tune MODEL: measures, on this machine, which implementation of each of the model's
  * distinct problems is fastest, and keeps the winners in the tuning database that every session
- * reads (src/tune, src/runtime/autotune.c).
+ * reads (src/tune, src/runtime/autotune.c). With --train, the problems are those of the model's
+ * training graph (forward, loss and backward nodes, and each conv layer's grouped choice), for
+ * the batch shapes of a training set, measured through anvil_train_tune as `anvil train --tune
+ * offline` measures them.
  *
  * Like `anvil db`, the tool reaches the runtime and src/tune directly: the public API exposes
  * sessions that use the database, not the tuner's report. */
@@ -8,6 +11,8 @@
 
 #include "api/api.h"
 #include "runtime/runtime.h"
+#include "cmd_tune.h"
+#include "train_common.h"
 
 #include <cjson/cJSON.h>
 #include <signal.h>
@@ -18,6 +23,7 @@
 void cli_tune_usage(FILE *f) {
     fprintf(
         f, "usage: anvil tune MODEL.onnx [options]\n"
+           "       anvil tune MODEL.onnx --train --data FILE.npz [options]\n"
            "\n"
            "Finds the fastest implementation of every distinct problem (op, attributes,\n"
            "shapes, threads) of the model on this machine: every applicable kernel variant at\n"
@@ -26,6 +32,13 @@ void cli_tune_usage(FILE *f) {
            "Ctrl-C keeps what was measured and a rerun resumes; problems already in the\n"
            "database are not measured again. Then it times the model with the cascade (no\n"
            "database) and tuned, alternating, and reports both.\n"
+           "\n"
+           "With --train it tunes the training graph instead, as `anvil train --tune offline`\n"
+           "does before its first step: every forward, loss and backward node, and each conv\n"
+           "layer's grouped choice (its forward, input-gradient and weight-gradient passes\n"
+           "decided together: tuned | anvil | onednn), for the shapes of a batch of FILE.npz.\n"
+           "Then it times training steps (SGD with learning rate 0, so every step does the same\n"
+           "work) without the database and with it, alternating, and reports ms per step.\n"
            "\n"
            "options:\n"
            "  -i, --input NAME=FILE.npy  use this tensor for input NAME (repeatable)\n"
@@ -37,7 +50,16 @@ void cli_tune_usage(FILE *f) {
            "  --retune                   measure problems the database already has, too\n"
            "  --opt-level N              graph rewrites before tuning (default 1)\n" CLI_PASSES_HELP
            "  --runs N                   timed runs of each session for the before/after\n"
-           "                             latency (default 20; 0 skips it)\n"
+           "                             latency (default 20, with --train 10 steps; 0 skips it)\n"
+           "  --train                    tune the training graph (needs --data; not with -i,\n"
+           "                             --shape, --retune or --passes)\n"
+           "  --data FILE.npz            the training set, as anvil train reads it: an array\n"
+           "                             per model input and the targets; its first --batch\n"
+           "                             rows give the batch\n"
+           "  --batch B                  the batch size tuned for (default 32)\n"
+           "  --loss cross_entropy|nll|mse  the loss (default cross_entropy)\n"
+           "  --labels NAME              the array of targets (default labels)\n"
+           "  --output NAME              the model output the loss reads (default: the first)\n"
            "  --json                     print the report as one JSON object\n"
            "  -v, --verbose              list every candidate of every problem\n"
            "  -q, --quiet                no progress line\n"
@@ -57,16 +79,13 @@ enum {
     OPT_VERBOSE,
     OPT_QUIET,
     OPT_PASSES,
+    OPT_TRAIN,
+    OPT_DATA,
+    OPT_BATCH,
+    OPT_LOSS,
+    OPT_LABELS,
+    OPT_OUTPUT,
 };
-
-typedef struct tune_args {
-    const char *model, *db;
-    long long threads, opt_level, runs, budget;
-    uint32_t passes_off;
-    bool retune, json, verbose, quiet;
-    cli_inputs inputs;
-    cli_shapes shapes;
-} tune_args;
 
 static volatile int g_stop;
 
@@ -88,6 +107,12 @@ static int parse_args(int argc, char **argv, tune_args *a) {
                                       {"json", 0, false, OPT_JSON},
                                       {"verbose", 'v', false, OPT_VERBOSE},
                                       {"quiet", 'q', false, OPT_QUIET},
+                                      {"train", 0, false, OPT_TRAIN},
+                                      {"data", 0, true, OPT_DATA},
+                                      {"batch", 0, true, OPT_BATCH},
+                                      {"loss", 0, true, OPT_LOSS},
+                                      {"labels", 0, true, OPT_LABELS},
+                                      {"output", 0, true, OPT_OUTPUT},
                                       {0}};
     cli_parser p;
     cli_parser_init(&p, "tune", argc, argv, opts);
@@ -106,9 +131,11 @@ static int parse_args(int argc, char **argv, tune_args *a) {
             break;
         case OPT_INPUT:
             if (!cli_inputs_add(&a->inputs, "tune", val)) return CLI_EXIT_USAGE;
+            if (!a->infer_only) a->infer_only = "-i/--input";
             break;
         case OPT_SHAPE:
             if (!cli_shapes_add(&a->shapes, "tune", val)) return CLI_EXIT_USAGE;
+            if (!a->infer_only) a->infer_only = "--shape";
             break;
         case OPT_THREADS:
             if (!cli_parse_int("tune", "--threads", val, 0, 1024, &a->threads))
@@ -124,6 +151,7 @@ static int parse_args(int argc, char **argv, tune_args *a) {
             break;
         case OPT_RETUNE:
             a->retune = true;
+            if (!a->infer_only) a->infer_only = "--retune";
             break;
         case OPT_LEVEL:
             if (!cli_parse_int("tune", "--opt-level", val, 0, 3, &a->opt_level))
@@ -131,6 +159,7 @@ static int parse_args(int argc, char **argv, tune_args *a) {
             break;
         case OPT_PASSES:
             if (!cli_parse_passes("tune", val, &a->passes_off)) return CLI_EXIT_USAGE;
+            if (!a->infer_only) a->infer_only = "--passes";
             break;
         case OPT_RUNS:
             if (!cli_parse_int("tune", "--runs", val, 0, 100000, &a->runs)) return CLI_EXIT_USAGE;
@@ -144,9 +173,46 @@ static int parse_args(int argc, char **argv, tune_args *a) {
         case OPT_QUIET:
             a->quiet = true;
             break;
+        case OPT_TRAIN:
+            a->train = true;
+            break;
+        case OPT_DATA:
+            if (!val[0]) return cli_usage_error("tune", "--data needs a file name");
+            a->data = val;
+            if (!a->train_only) a->train_only = "--data";
+            break;
+        case OPT_BATCH:
+            if (!cli_parse_int("tune", "--batch", val, 1, 1 << 24, &a->batch))
+                return CLI_EXIT_USAGE;
+            if (!a->train_only) a->train_only = "--batch";
+            break;
+        case OPT_LOSS:
+            if (!cli_parse_loss("tune", val, &a->loss)) return CLI_EXIT_USAGE;
+            if (!a->train_only) a->train_only = "--loss";
+            break;
+        case OPT_LABELS:
+            a->labels = val;
+            if (!a->train_only) a->train_only = "--labels";
+            break;
+        case OPT_OUTPUT:
+            a->output = val;
+            if (!a->train_only) a->train_only = "--output";
+            break;
         }
     }
     if (!a->model) return cli_usage_error("tune", "missing the model file");
+    if (!a->train && a->train_only)
+        return cli_usage_error("tune",
+                               "%s belongs to --train (tuning the training graph); inference "
+                               "inputs are -i NAME=FILE.npy or --shape NAME=DIMS",
+                               a->train_only);
+    if (a->train && !a->data)
+        return cli_usage_error("tune", "--train needs --data FILE.npz: the training set whose "
+                                       "first --batch rows give the shapes to tune");
+    if (a->train && a->infer_only)
+        return cli_usage_error("tune", "%s does not apply to --train (the batch comes from --data)",
+                               a->infer_only);
+    if (a->runs < 0) a->runs = a->train ? 10 : 20;
     return -1;
 }
 
@@ -400,10 +466,12 @@ static int print_json(const tune_args *a, const rt_tune_run *r, const char *db_p
     return CLI_EXIT_OK;
 }
 
-/* ---- main ------------------------------------------------------------------------------------ */
-
 int cli_tune_main(int argc, char **argv) {
-    tune_args a = {.opt_level = 1, .runs = 20};
+    tune_args a = {.opt_level = 1,
+                   .runs = -1,
+                   .labels = "labels",
+                   .batch = CLI_TRAIN_BATCH,
+                   .loss = ANVIL_LOSS_CROSS_ENTROPY};
     int code = parse_args(argc, argv, &a);
     anvil_model *m = NULL;
     cli_model_input *bi = NULL;
@@ -415,6 +483,10 @@ int cli_tune_main(int argc, char **argv) {
     code = CLI_EXIT_OK;
     anvil_status s;
     if ((code = cli_tuning_db_path(a.db, db_path, sizeof db_path)) != 0) goto done;
+    if (a.train) {
+        code = cli_tune_train(&a, db_path);
+        goto done;
+    }
     if ((s = anvil_model_load(a.model, &m)) != ANVIL_OK ||
         (s = tune_fingerprint(fp, sizeof fp)) != ANVIL_OK ||
         (s = tune_db_open(db_path, &db)) != ANVIL_OK) {

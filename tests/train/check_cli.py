@@ -12,7 +12,11 @@ Checks, on the digits CNN of digits.py (same OUT_DIR):
   - an op without a gradient rule on the way to the loss: an error naming the node;
   - --loss nll on a model ending in LogSoftmax: step 1's loss is PyTorch's nll_loss (mean) and
     its SGD update the numpy gradient's, training lowers the loss and reports accuracy; labels
-    of the wrong dtype or out of range get an error naming them.
+    of the wrong dtype or out of range get an error naming them;
+  - anvil tune --train: the training graph's problems and the conv layers' grouped choices
+    land in the database, the report names them and times steps before and after; a rerun
+    measures nothing; --train without --data, --data without --train and a missing .npz are
+    refused with clear errors.
 """
 import json
 import os
@@ -332,6 +336,46 @@ def main():
     check(r.returncode != 0 and "target 10" in r.stderr and "class index" in r.stderr and
           not os.path.exists(out_bad),
           f"a label out of range for --loss nll refused: {r.stderr.strip()}")
+    # anvil tune --train: the training graph tuned offline, as anvil train --tune offline tunes
+    # it, into the same database; then training steps timed without it and with it
+    def tune_train(*args):
+        return subprocess.run([anvil, "tune", os.path.join(out, "cnn.onnx"), *args],
+                              capture_output=True, text=True)
+
+    db3 = os.path.join(d, "tune_train.db")
+    r = tune_train("--train", "--data", os.path.join(out, "train.npz"), "--db", db3, "--runs",
+                   "3", "--json", "-q")
+    res = json.loads(r.stdout) if r.returncode == 0 else {}
+    groups3 = []
+    if r.returncode == 0 and os.path.exists(db3):
+        with sqlite3.connect(db3) as con:
+            groups3 = [k for (k,) in con.execute(
+                "select key from tune_records where key like 'rewrite|train_conv|%'")]
+    reported = res.get("grouped_choices", [])
+    check(r.returncode == 0 and res.get("tuned_problems", 0) > 5 and len(groups3) >= 2 and
+          sorted(g["key"] for g in reported) == sorted(groups3) and
+          all(g["choice"] in ("tuned", "anvil", "onednn") for g in reported),
+          f"anvil tune --train: {res.get('tuned_problems')} problems tuned, grouped choices "
+          f"{[(g['key'].split('shapes=')[-1][:40], g['choice']) for g in reported]} written "
+          f"({r.stderr.strip()[-300:]})")
+    check(res.get("runs") == 3 and res.get("cascade_ms", 0) > 0 and res.get("tuned_ms", 0) > 0,
+          f"anvil tune --train times training steps before and after: cascade "
+          f"{res.get('cascade_ms')} ms, tuned {res.get('tuned_ms')} ms per step")
+    r = tune_train("--train", "--data", os.path.join(out, "train.npz"), "--db", db3, "--runs",
+                   "0", "--json", "-q")
+    res = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(r.returncode == 0 and res.get("tuned_problems") == 0 and "cascade_ms" not in res,
+          f"anvil tune --train again: the database has every problem, none measured "
+          f"({res.get('tuned_problems')}; {r.stderr.strip()[-200:]})")
+    r = tune_train("--train", "--db", db3)
+    check(r.returncode == 2 and "--train needs --data" in r.stderr,
+          f"--train without --data: a usage error ({r.stderr.strip()})")
+    r = tune_train("--data", os.path.join(out, "train.npz"), "--db", db3)
+    check(r.returncode == 2 and "--data belongs to --train" in r.stderr,
+          f"--data without --train: a usage error ({r.stderr.strip()})")
+    r = tune_train("--train", "--data", os.path.join(d, "absent.npz"), "--db", db3)
+    check(r.returncode == 16 and "ANVIL_ERR_IO" in r.stderr and "absent.npz" in r.stderr,
+          f"--train with a missing .npz: an I/O error naming it ({r.stderr.strip()})")
     print(f"{len(FAILS)} failures")
     return 1 if FAILS else 0
 
