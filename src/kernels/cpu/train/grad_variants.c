@@ -9,6 +9,7 @@
  * (an im2col transposed), built for a chunk of images at a time (at most 32 MiB); chunks after the
  * first add into dW. act_grad_f32      anvil.ActGrad split across threads, one loop per activation
  * (Relu's a select the compiler vectorizes; the others the reference's formulas).
+ *   batchnorm_train_*, batchnorm_grad_*, max_pool_grad_*  defined in bn_pool_grad.c, listed here.
  *
  * Every pointer argument is borrowed for the call. */
 #include "grad.h"
@@ -311,4 +312,12 @@ static anvil_status ag_run(const ir_node *n, void *state, const op_tensor *const
 static const kern_variant v_act_grad = {
     .name = "act_grad_f32", .op = IR_OP_ACT_GRAD, .supports = ag_supports, .run = ag_run};
 
-const kern_variant *const kern_family_train[] = {&v_conv_grad_w, &v_act_grad, NULL};
+const kern_variant *const kern_family_train[] = {&v_conv_grad_w,
+                                                 &v_act_grad,
+                                                 &train_v_bn_train_avx512,
+                                                 &train_v_bn_train_f32,
+                                                 &train_v_bn_grad_avx512,
+                                                 &train_v_bn_grad_f32,
+                                                 &train_v_max_pool_grad_avx512,
+                                                 &train_v_max_pool_grad_f32,
+                                                 NULL};
