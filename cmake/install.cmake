@@ -147,3 +147,16 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/anvil.pc.in ${CMAKE_BINARY_DIR}/anvil.p
 install(CODE "set(ANVIL_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
 configure_file(\"${CMAKE_BINARY_DIR}/anvil.pc.in\" \"${CMAKE_BINARY_DIR}/anvil.pc\" @ONLY)")
 install(FILES ${CMAKE_BINARY_DIR}/anvil.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# ---- the Python package (python/pyproject.toml: pip install ./python, scikit-build-core) --------
+# The wheel takes only this component, inside the package: the library as one file under the name
+# the ctypes loader looks for (python/anvil/_lib.py; a wheel holds no symlinks) and the tool
+# (anvil.tune and anvil.bench run it).
+if(SKBUILD)
+  if(NOT ANVIL_SHARED)
+    message(FATAL_ERROR "the Python package loads libanvil.so: configure with ANVIL_SHARED=ON")
+  endif()
+  install(FILES $<TARGET_FILE:anvil_shared> DESTINATION anvil RENAME libanvil.so
+          COMPONENT python)
+  install(TARGETS anvil RUNTIME DESTINATION anvil/bin COMPONENT python)
+endif()

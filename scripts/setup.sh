@@ -123,9 +123,11 @@ if [ "${ANVIL_ZOO_REAL:-1}" = 1 ]; then
     fi
 fi
 
-# Optional: PyTorch and onnx2torch for the torch column of bench/peer.py and the zoo.torch_twin
-# test (bench/torch_twin.py). Several GB, so only when ANVIL_TORCH=1; skipped when the pins hold.
-if [ "${ANVIL_TORCH:-0}" = 1 ]; then
+# PyTorch, torchvision, transformers and onnx2torch: the Python package's torch front end and its
+# tests (python.torch), the training comparisons (train.torch), the torch column of bench/peer.py
+# and the zoo.torch_twin test. Several GB (PyPI's torch wheel comes with its CUDA libraries), so
+# ANVIL_TORCH=0 leaves them out (those tests then skip, saying so); skipped when the pins hold.
+if [ "${ANVIL_TORCH:-1}" = 1 ]; then
     if REQ="$ROOT/scripts/requirements-torch.txt" pins_ok; then
         log "PyTorch packages: pins in scripts/requirements-torch.txt satisfied"
     else

@@ -1,0 +1,122 @@
+"""anvil.torch: modules optimized in one line and torch.compile(backend="anvil") give eager
+PyTorch's outputs; parameters changed in PyTorch reach anvil without a new export; a training
+loop through an optimized module trains. Skips where torch is not installed."""
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (ANVIL_TORCH=1 "
+                                            "scripts/setup.sh installs it)")
+import anvil.torch  # noqa: E402
+
+THREADS = 2
+
+
+def close(a, b, rtol=1e-3, atol=1e-4):
+    a = a if isinstance(a, (tuple, list)) else (a,)
+    b = b if isinstance(b, (tuple, list)) else (b,)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x.detach().numpy(), y.detach().numpy(), rtol=rtol, atol=atol)
+
+
+def resnet18():
+    tv = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    return tv.models.resnet18(num_classes=10).eval(), (torch.randn(2, 3, 64, 64),)
+
+
+def mobilenet_v3():
+    tv = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    return tv.models.mobilenet_v3_small(num_classes=10).eval(), (torch.randn(2, 3, 96, 96),)
+
+
+class BertLogits(torch.nn.Module):
+    def __init__(self, bert):
+        super().__init__()
+        self.bert = bert
+
+    def forward(self, ids, mask):
+        return self.bert(input_ids=ids, attention_mask=mask).logits
+
+
+def bert():
+    tr = pytest.importorskip("transformers")
+    cfg = tr.BertConfig(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=512, num_labels=3, attn_implementation="eager")
+    torch.manual_seed(0)
+    m = BertLogits(tr.BertForSequenceClassification(cfg)).eval()
+    ids = torch.randint(0, cfg.vocab_size, (2, 16))
+    return m, (ids, torch.ones(2, 16, dtype=torch.int64))
+
+
+MODELS = {"resnet18": resnet18, "mobilenet_v3": mobilenet_v3, "bert": bert}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_optimize_matches_eager(name):
+    model, args = MODELS[name]()
+    fast = anvil.torch.optimize(model, args, threads=THREADS, tuning="off")
+    with torch.no_grad():
+        close(fast(*args), model(*args))
+        # another batch size: the batch dimension stays dynamic
+        more = tuple(torch.cat([a, a]) for a in args)
+        close(fast(*more), model(*more))
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_torch_compile_backend(name):
+    import torch._dynamo
+    torch._dynamo.reset()
+    model, args = MODELS[name]()
+    compiled = torch.compile(model, backend="anvil")
+    with torch.no_grad():
+        close(compiled(*args), model(*args))
+
+
+def test_parameters_reach_anvil_without_a_new_export():
+    model, args = resnet18()
+    fast = anvil.torch.optimize(model, args, threads=THREADS, tuning="off")
+    exported = fast._proto
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(0.5)
+        close(fast(*args), model(*args))
+    assert fast._proto is exported  # the kept graph, refreshed in place
+    other = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in other.parameters():
+            p.add_(0.01)
+    fast.load_state_dict(other.state_dict())
+    with torch.no_grad():
+        close(fast(*args), other(*args))
+    assert set(fast.state_dict()) == set(model.state_dict())
+
+
+def test_training_loop_through_an_optimized_module():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+    fast = anvil.torch.optimize(model, (x,), threads=1, tuning="off")
+    opt = torch.optim.SGD(fast.parameters(), lr=0.1)
+    fast.train()
+    first = None
+    for _ in range(10):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(fast(x), y)
+        loss.backward()
+        opt.step()
+        first = first if first is not None else loss.item()
+    assert loss.item() < first
+    fast.eval()
+    with torch.no_grad():  # anvil runs it, with the trained parameters
+        close(fast(x), model(x))
+
+
+def test_bad_input():
+    model, args = resnet18()
+    fast = anvil.torch.optimize(model, args, threads=1, tuning="off")
+    with torch.no_grad(), pytest.raises(anvil.InvalidArgument, match="must have rank 4"):
+        fast(torch.randn(2, 3, 64))
