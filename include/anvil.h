@@ -268,6 +268,10 @@ typedef enum anvil_loss {
     ANVIL_LOSS_MSE = 1,           /* mean squared error: float labels of the output's shape */
     ANVIL_LOSS_NLL = 2, /* mean negative log-likelihood (PyTorch's nll_loss): an output that holds
                            log-probabilities [N, C] (a LogSoftmax's), int64 labels [N] */
+    /* sum(output * labels), float labels of the output's shape: with the output's gradient from
+     * outside as the labels, the parameters' gradients (anvil_train_gradients) are its
+     * vector-Jacobian product (a framework's autograd calling anvil for one module) */
+    ANVIL_LOSS_DOT = 3,
 } anvil_loss;
 
 typedef enum anvil_optimizer {
@@ -333,6 +337,21 @@ anvil_status anvil_train_eval(anvil_train_session *ts, size_t n_inputs,
 anvil_status anvil_train_tune(anvil_train_session *ts, size_t n_inputs,
                               const char *const *input_names, const anvil_tensor *const *inputs,
                               const anvil_tensor *labels, double budget_seconds, int *tuned);
+/* Forward and backward on a batch without an update (and without moving BatchNormalization's
+ * running statistics): the gradients stay in the session, anvil_train_grad_data(ts, i) each. */
+anvil_status anvil_train_gradients(anvil_train_session *ts, size_t n_inputs,
+                                   const char *const *input_names,
+                                   const anvil_tensor *const *inputs, const anvil_tensor *labels,
+                                   float *loss, anvil_tensor **prediction);
+/* The trained parameters, in the order of the gradients: 0 until the first step, eval or
+ * gradients call has set them up from the model. Names and buffers are owned by the session;
+ * param_data is writable (a framework that keeps its own copy writes it there before a step),
+ * *numel (may be NULL) its element count. grad_data: the last anvil_train_gradients' gradient of
+ * parameter i, NULL before one ran. */
+size_t anvil_train_param_count(const anvil_train_session *ts);
+const char *anvil_train_param_name(const anvil_train_session *ts, size_t i);
+float *anvil_train_param_data(anvil_train_session *ts, size_t i, size_t *numel);
+const float *anvil_train_grad_data(const anvil_train_session *ts, size_t i);
 /* The learning rate of the next updates (schedules set it between steps). */
 void anvil_train_set_lr(anvil_train_session *ts, float lr);
 /* Updates so far. */

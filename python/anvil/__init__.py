@@ -362,14 +362,16 @@ class Session:
 
 # ---- training -----------------------------------------------------------------------------------
 
-_LOSSES = {"cross_entropy": 0, "mse": 1, "nll": 2}
+_LOSSES = {"cross_entropy": 0, "mse": 1, "nll": 2, "dot": 3}
 _OPTIMIZERS = {"sgd": 0, "adam": 1, "adamw": 2}
 
 
 class TrainSession:
     """Trains a model's float32 initializers with anvil's gradient graph and optimizer (the C
-    training API). loss: "cross_entropy" | "mse" | "nll"; optimizer: "sgd" | "adam" | "adamw";
-    trainable: initializer names (default: every float initializer the loss reaches)."""
+    training API). loss: "cross_entropy" | "mse" | "nll" | "dot" (sum(output * labels): with the
+    output's gradient as the labels, `gradients` gives the parameters' vector-Jacobian product);
+    optimizer: "sgd" | "adam" | "adamw"; trainable: initializer names (default: every float
+    initializer the loss reaches)."""
 
     def __init__(self, model: Union[Model, str, os.PathLike, bytes], loss: str = "cross_entropy",
                  optimizer: str = "sgd", lr: float = 0.01, momentum: float = 0.0,
@@ -444,6 +446,39 @@ class TrainSession:
         """The loss (and prediction) without an update."""
         loss, pred = self._call(lib.anvil_train_eval, feeds, labels, prediction)
         return (loss, pred) if prediction else loss
+
+    def gradients(self, feeds: Feeds, labels: Any, prediction: bool = False):
+        """Forward and backward without an update: returns the loss (and prediction); the
+        gradients are then `grad(i)` / `grads()`."""
+        loss, pred = self._call(lib.anvil_train_gradients, feeds, labels, prediction)
+        return (loss, pred) if prediction else loss
+
+    @property
+    def param_names(self) -> List[str]:
+        """The trained parameters (empty until the first step, eval or gradients call)."""
+        return [lib.anvil_train_param_name(self._h, i).decode()
+                for i in range(lib.anvil_train_param_count(self._h))]
+
+    def param(self, i: int) -> np.ndarray:
+        """Parameter i as a writable numpy view of the session's own buffer."""
+        n = c_size_t()
+        ptr = lib.anvil_train_param_data(self._h, i, byref(n))
+        if not ptr:
+            raise InvalidArgument(1, f"no parameter {i} (the session has "
+                                     f"{lib.anvil_train_param_count(self._h)})")
+        return np.ctypeslib.as_array(ptr, shape=(n.value,))
+
+    def grad(self, i: int) -> np.ndarray:
+        """The last `gradients` call's gradient of parameter i (a read-only view)."""
+        n = c_size_t()
+        if not lib.anvil_train_param_data(self._h, i, byref(n)):
+            raise InvalidArgument(1, f"no parameter {i}")
+        ptr = lib.anvil_train_grad_data(self._h, i)
+        if not ptr:
+            raise InvalidArgument(1, "no gradients yet: call gradients() first")
+        a = np.ctypeslib.as_array(ptr, shape=(n.value,))
+        a.flags.writeable = False
+        return a
 
     def set_lr(self, lr: float) -> None:
         lib.anvil_train_set_lr(self._h, float(lr))

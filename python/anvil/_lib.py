@@ -134,6 +134,12 @@ _proto("anvil_train_eval", c_int, P, c_size_t, POINTER(c_char_p), POINTER(P), P,
        POINTER(c_float), POINTER(P))
 _proto("anvil_train_tune", c_int, P, c_size_t, POINTER(c_char_p), POINTER(P), P, c_double,
        POINTER(c_int))
+_proto("anvil_train_gradients", c_int, P, c_size_t, POINTER(c_char_p), POINTER(P), P,
+       POINTER(c_float), POINTER(P))
+_proto("anvil_train_param_count", c_size_t, P)
+_proto("anvil_train_param_name", c_char_p, P, c_size_t)
+_proto("anvil_train_param_data", POINTER(c_float), P, c_size_t, POINTER(c_size_t))
+_proto("anvil_train_grad_data", POINTER(c_float), P, c_size_t)
 _proto("anvil_train_set_lr", None, P, c_float)
 _proto("anvil_train_updates", c_uint64, P)
 _proto("anvil_train_export", c_int, P, c_char_p)

@@ -13,10 +13,14 @@ load_state_dict does), the next forward copies the new values into the kept ONNX
 a new session from it, with no new export (SOL's cached parameter context). Inputs and outputs
 cross without copies (CPU tensors are viewed as numpy arrays).
 
-While autograd needs the module's graph (gradients enabled and a parameter or an input that
-requires them), the forward runs the original module in PyTorch, so a training loop stays
-correct; anvil runs it again once gradients are off (`torch.no_grad()`, `model.eval()` in
-inference). Training through anvil's own gradient graph is `anvil.TrainSession`.
+Training through it (SOL's transparent mode): while autograd needs the parameters' gradients (a
+training loop: gradients enabled, the module in training mode), the forward and backward run in
+anvil's training graph for the module (`anvil.TrainSession` with the "dot" loss: the backward
+pass gets PyTorch's upstream gradient and returns the vector-Jacobian product), and PyTorch's
+optimizer updates the parameters, which are copied into anvil's buffers before the next pass.
+Where anvil cannot train the module that way (an input that itself requires gradients, several
+outputs, BatchNormalization or Dropout in training mode, whose statistics and masks anvil's graph
+would keep apart from PyTorch's), the original module runs in PyTorch instead.
 """
 from __future__ import annotations
 
@@ -86,6 +90,15 @@ class OptimizedModule(torch.nn.Module):
         self._session: Optional[anvil.Session] = None
         self._stamp: Dict[str, Tuple[int, int]] = {}
         self._refresh()
+        # transparent training (see the module docstring)
+        self._train_ops = any(n.op_type in ("BatchNormalization", "Dropout")
+                              for n in self._proto.graph.node)
+        self._grad_names = [n for n, t in self._bound.items()
+                            if isinstance(t, torch.nn.Parameter) and t.requires_grad
+                            and t.dtype == torch.float32 and t.numel() >= 2]
+        self._ts: Optional[anvil.TrainSession] = None
+        self._ts_index: Dict[str, int] = {}
+        self._ts_stamp: Dict[str, Tuple[int, int]] = {}
 
     def _stamps(self) -> Dict[str, Tuple[int, int]]:
         return {n: (t._version, t.data_ptr()) for n, t in self._bound.items()}
@@ -103,6 +116,19 @@ class OptimizedModule(torch.nn.Module):
         self._session = anvil.Session(self._model, **self._options)
         self._stamp = self._stamps()
 
+    def _zeros(self, feeds) -> np.ndarray:
+        """Labels for a pass whose loss nobody reads: zeros of the output's shape for this batch
+        (the inference session says what that shape is)."""
+        key = tuple(np.shape(v) for v in feeds.values())
+        z = getattr(self, "_zero_cache", {}).get(key)
+        if z is None:
+            if self._stamps() != self._stamp:
+                self._refresh()
+            out = self._session.run(feeds)[self._out_names[0]]
+            z = np.zeros(out.shape, np.float32)
+            self._zero_cache = {key: z}
+        return z
+
     def state_dict(self, *args, **kwargs):
         return self.original.state_dict(*args, **kwargs)
 
@@ -116,11 +142,13 @@ class OptimizedModule(torch.nn.Module):
             return True
         return any(p.requires_grad for p in self.original.parameters()) and self.training
 
-    def forward(self, *args):
-        if self._needs_autograd(args):
-            return self.original(*args)
-        if self._stamps() != self._stamp:
-            self._refresh()
+    def _anvil_trains(self, args) -> bool:
+        """Whether anvil's training graph can take this training pass (module docstring)."""
+        return (self._single and len(self._out_names) == 1 and not self._train_ops
+                and bool(self._grad_names)
+                and not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args))
+
+    def _feeds(self, args) -> Dict[str, Any]:
         feeds = {}
         for name, a in zip(self._in_names, args):
             if isinstance(a, torch.Tensor):
@@ -129,9 +157,60 @@ class OptimizedModule(torch.nn.Module):
                     raise ValueError(f"anvil runs on the CPU; input {name!r} is on {a.device}")
                 a = a.contiguous().numpy()
             feeds[name] = a
-        out = self._session.run(feeds)
+        return feeds
+
+    def _train_session(self, feeds, zeros) -> anvil.TrainSession:
+        """The training graph's session, its parameters PyTorch's current values."""
+        if self._ts is None:
+            opts = {k: v for k, v in self._options.items() if k in ("threads", "opt_level", "db")}
+            self._ts = anvil.TrainSession(self._model, loss="dot", optimizer="sgd", lr=0.0,
+                                          trainable=self._grad_names, **opts)
+            self._ts.eval(feeds, zeros)  # sets the parameters up (from the model)
+            self._ts_index = {n: i for i, n in enumerate(self._ts.param_names)}
+        for name in self._grad_names:
+            t = self._bound[name]
+            stamp = (t._version, t.data_ptr())
+            if self._ts_stamp.get(name) != stamp:
+                np.copyto(self._ts.param(self._ts_index[name]),
+                          t.detach().contiguous().numpy().reshape(-1))
+                self._ts_stamp[name] = stamp
+        return self._ts
+
+    def forward(self, *args):
+        if self._needs_autograd(args):
+            if not self._anvil_trains(args):
+                return self.original(*args)
+            params = [self._bound[n] for n in self._grad_names]
+            return _TrainPass.apply(self, len(args), *args, *params)
+        if self._stamps() != self._stamp:
+            self._refresh()
+        out = self._session.run(self._feeds(args))
         tensors = [torch.from_numpy(np.asarray(out[n])) for n in self._out_names]
         return tensors[0] if self._single and len(tensors) == 1 else tuple(tensors)
+
+
+class _TrainPass(torch.autograd.Function):
+    """One training pass of an OptimizedModule through anvil: the forward of its training graph
+    (its parameters copied in from PyTorch), and a backward that hands PyTorch's upstream
+    gradient to anvil and returns the parameters' gradients."""
+
+    @staticmethod
+    def forward(ctx, mod, n_in, *tensors):
+        args = tensors[:n_in]
+        feeds = mod._feeds(args)
+        ts = mod._train_session(feeds, mod._zeros(feeds))
+        _, pred = ts.eval(feeds, mod._zeros(feeds), prediction=True)
+        ctx.mod, ctx.n_in, ctx.feeds = mod, n_in, feeds
+        return torch.from_numpy(np.array(pred))
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        mod = ctx.mod
+        ts = mod._train_session(ctx.feeds, None)
+        ts.gradients(ctx.feeds, grad_out.detach().contiguous().numpy())
+        grads = [torch.from_numpy(np.array(ts.grad(mod._ts_index[n]))).reshape(
+            mod._bound[n].shape) for n in mod._grad_names]
+        return (None, None, *([None] * ctx.n_in), *grads)
 
 
 def optimize(module: torch.nn.Module, example_inputs: Sequence[Any], **options: Any

@@ -191,3 +191,29 @@ def test_run_overhead_is_small():
                for _ in range(2000))
     print(f"session.run of a 1-node model: best {best * 1e6:.1f} us")
     assert best < 1e-3
+
+
+def test_vector_jacobian_gradients():
+    """The "dot" loss: with the output's gradient as the labels, the parameters' gradients are
+    its vector-Jacobian product (for y = x @ w: dW = x^T g); parameters are writable views."""
+    rng = np.random.default_rng(2)
+    w = rng.normal(size=(6, 5)).astype(np.float32)
+    b = model_bytes([helper.make_node("MatMul", ["x", "w"], ["y"])],
+                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                    [numpy_helper.from_array(w, "w")])
+    ts = anvil.TrainSession(b, loss="dot", threads=1, db="")
+    x = rng.normal(size=(7, 6)).astype(np.float32)
+    g = rng.normal(size=(7, 5)).astype(np.float32)
+    with pytest.raises(anvil.InvalidArgument, match="gradients"):
+        ts.param_names and ts.grad(0)
+        ts.eval({"x": x}, g)
+        ts.grad(0)
+    assert ts.param_names == ["w"]
+    loss = ts.gradients({"x": x}, g)
+    np.testing.assert_allclose(loss, float((x @ w * g).sum()), rtol=1e-4)
+    np.testing.assert_allclose(ts.grad(0).reshape(6, 5), x.T @ g, rtol=1e-4, atol=1e-5)
+    ts.param(0)[:] = 0  # written through: the next pass sees it
+    _, pred = ts.eval({"x": x}, g, prediction=True)
+    np.testing.assert_array_equal(pred, np.zeros((7, 5), np.float32))
+    assert ts.updates == 0

@@ -61,6 +61,7 @@ void anvil_train_session_free(anvil_train_session *ts) {
         if (ts->v) free(ts->v[i]);
         if (ts->acc) free(ts->acc[i]);
         if (ts->stash) free(ts->stash[i]);
+        if (ts->grads) free(ts->grads[i]);
     }
     free(ts->names);
     free(ts->numel);
@@ -69,6 +70,7 @@ void anvil_train_session_free(anvil_train_session *ts) {
     free(ts->v);
     free(ts->acc);
     free(ts->stash);
+    free(ts->grads);
     for (size_t i = 0; ts->trainable && i < ts->cfg.n_trainable; i++) free(ts->trainable[i]);
     free(ts->trainable);
     train_ckpt_free(ts->pending);
@@ -147,7 +149,7 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
     API_CHECK(c->accumulate >= 1, "accumulate is %d; it must be >= 1", c->accumulate);
     API_CHECK(c->threads >= 0 && c->threads <= 1024, "thread count %d is out of range", c->threads);
     API_CHECK(c->loss == ANVIL_LOSS_CROSS_ENTROPY || c->loss == ANVIL_LOSS_MSE ||
-                  c->loss == ANVIL_LOSS_NLL,
+                  c->loss == ANVIL_LOSS_NLL || c->loss == ANVIL_LOSS_DOT,
               "unknown loss %d", (int)c->loss);
     API_CHECK(c->optimizer >= ANVIL_OPTIMIZER_SGD && c->optimizer <= ANVIL_OPTIMIZER_ADAMW,
               "unknown optimizer %d", (int)c->optimizer);
@@ -188,11 +190,15 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
 static ad_loss ad_loss_of(anvil_loss l) {
     return l == ANVIL_LOSS_MSE   ? AD_LOSS_MSE
            : l == ANVIL_LOSS_NLL ? AD_LOSS_NLL
+           : l == ANVIL_LOSS_DOT ? AD_LOSS_DOT
                                  : AD_LOSS_CROSS_ENTROPY;
 }
 
 static const char *loss_name(anvil_loss l) {
-    return l == ANVIL_LOSS_MSE ? "mse" : l == ANVIL_LOSS_NLL ? "nll" : "cross-entropy";
+    return l == ANVIL_LOSS_MSE   ? "mse"
+           : l == ANVIL_LOSS_NLL ? "nll"
+           : l == ANVIL_LOSS_DOT ? "dot (vector-Jacobian)"
+                                 : "cross-entropy";
 }
 
 /* The graph for these input shapes: found, or built (and the parameters set up on the first). */
@@ -330,6 +336,7 @@ static void update_all(anvil_train_session *ts, float *const *g) {
 typedef struct step_visit {
     anvil_train_session *ts;
     bool train;
+    bool grads; /* anvil_train_gradients: gradients kept in ts->grads, nothing updated */
     float loss;
     anvil_tensor *prediction; /* NULL: not wanted */
     bool want_prediction;
@@ -347,7 +354,7 @@ static anvil_status visit_output(void *arg, int32_t j, const op_tensor *t) {
                             "gradients)",
                             (unsigned long long)ts->steps + sv->train,
                             isnan(sv->loss) ? "NaN" : "infinite");
-        if (sv->train) ts->steps++;
+        if (sv->train && !sv->grads) ts->steps++;
         return ANVIL_OK;
     }
     if (j == 1) {
@@ -357,6 +364,7 @@ static anvil_status visit_output(void *arg, int32_t j, const op_tensor *t) {
         return ANVIL_OK;
     }
     if (j >= 2 + ts->n_params) {
+        if (sv->grads) return ANVIL_OK; /* statistics move with steps only */
         /* BatchNormalization's running statistics after this step */
         const int k = j - 2 - ts->n_params;
         memcpy(ts->state[k], t->data, ts->state_numel[k] * sizeof(float));
@@ -364,7 +372,9 @@ static anvil_status visit_output(void *arg, int32_t j, const op_tensor *t) {
     }
     const int i = j - 2;
     const float *g = t->data;
-    if (ts->acc) {
+    if (sv->grads) {
+        memcpy(ts->grads[i], g, ts->numel[i] * sizeof(float));
+    } else if (ts->acc) {
         for (size_t k = 0; k < ts->numel[i]; k++) ts->acc[i][k] += g[k];
     } else if (ts->stash) {
         memcpy(ts->stash[i], g, ts->numel[i] * sizeof(float));
@@ -408,7 +418,7 @@ static anvil_status tune_graph(anvil_train_session *ts, train_graph *tg,
 
 static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *const *names,
                         const anvil_tensor *const *inputs, const anvil_tensor *labels, bool train,
-                        float *loss, anvil_tensor **prediction, train_tune *tune) {
+                        bool grads, float *loss, anvil_tensor **prediction, train_tune *tune) {
     API_CHECK(ts && (n_inputs == 0 || (names && inputs)) && labels && loss,
               "anvil_train_step: session, inputs, labels and loss are required");
     const ir_graph *f = ts->fwd;
@@ -439,7 +449,13 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
                         loss_name(ts->cfg.loss), anvil_dtype_name(lv->dtype),
                         ir_shape_str(NULL, &lv->shape, want, sizeof want));
     }
-    if (train && !ts->acc && ts->cfg.clip_norm > 0.0f && !ts->stash) {
+    if (grads && !ts->grads) {
+        ts->grads = core_calloc((size_t)ts->n_params + 1, sizeof *ts->grads);
+        for (int i = 0; ts->grads && i < ts->n_params; i++)
+            if (!(ts->grads[i] = buffer(ts->numel[i]))) return ANVIL_ERR_OUT_OF_MEMORY;
+        if (!ts->grads) return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    if (train && !grads && !ts->acc && ts->cfg.clip_norm > 0.0f && !ts->stash) {
         ts->stash = core_calloc((size_t)ts->n_params, sizeof *ts->stash);
         for (int i = 0; ts->stash && i < ts->n_params; i++)
             if (!(ts->stash[i] = buffer(ts->numel[i]))) return ANVIL_ERR_OUT_OF_MEMORY;
@@ -449,7 +465,7 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
     const anvil_tensor **ins = core_calloc((size_t)n_in, sizeof *ins);
     bool *want = core_calloc((size_t)n_out, sizeof *want);
     anvil_status st = ins && want ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
-    step_visit sv = {ts, train, 0.0f, NULL, prediction != NULL};
+    step_visit sv = {ts, train, grads, 0.0f, NULL, prediction != NULL};
     if (st == ANVIL_OK) {
         for (int i = 0; i < f->n_inputs; i++) ins[i] = bound[i];
         ins[f->n_inputs] = labels;
@@ -470,7 +486,8 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
         }
         st = rt_session_run_visit(tg->rt, ins, want, visit_output, &sv);
     }
-    if (st == ANVIL_OK && train) {
+    if (st == ANVIL_OK && grads) ts->have_grads = true;
+    if (st == ANVIL_OK && train && !grads) {
         if (ts->acc) {
             if (++ts->micro == (uint64_t)ts->cfg.accumulate) {
                 update_all(ts, ts->acc);
@@ -498,13 +515,38 @@ static anvil_status run(anvil_train_session *ts, size_t n_inputs, const char *co
 anvil_status anvil_train_step(anvil_train_session *ts, size_t n_inputs,
                               const char *const *input_names, const anvil_tensor *const *inputs,
                               const anvil_tensor *labels, float *loss, anvil_tensor **prediction) {
-    return run(ts, n_inputs, input_names, inputs, labels, true, loss, prediction, NULL);
+    return run(ts, n_inputs, input_names, inputs, labels, true, false, loss, prediction, NULL);
 }
 
 anvil_status anvil_train_eval(anvil_train_session *ts, size_t n_inputs,
                               const char *const *input_names, const anvil_tensor *const *inputs,
                               const anvil_tensor *labels, float *loss, anvil_tensor **prediction) {
-    return run(ts, n_inputs, input_names, inputs, labels, false, loss, prediction, NULL);
+    return run(ts, n_inputs, input_names, inputs, labels, false, false, loss, prediction, NULL);
+}
+
+anvil_status anvil_train_gradients(anvil_train_session *ts, size_t n_inputs,
+                                   const char *const *input_names,
+                                   const anvil_tensor *const *inputs, const anvil_tensor *labels,
+                                   float *loss, anvil_tensor **prediction) {
+    return run(ts, n_inputs, input_names, inputs, labels, true, true, loss, prediction, NULL);
+}
+
+size_t anvil_train_param_count(const anvil_train_session *ts) {
+    return ts ? (size_t)ts->n_params : 0;
+}
+
+const char *anvil_train_param_name(const anvil_train_session *ts, size_t i) {
+    return ts && i < (size_t)ts->n_params ? ts->names[i] : NULL;
+}
+
+float *anvil_train_param_data(anvil_train_session *ts, size_t i, size_t *numel) {
+    if (!ts || i >= (size_t)ts->n_params) return NULL;
+    if (numel) *numel = ts->numel[i];
+    return ts->p[i];
+}
+
+const float *anvil_train_grad_data(const anvil_train_session *ts, size_t i) {
+    return ts && ts->have_grads && i < (size_t)ts->n_params ? ts->grads[i] : NULL;
 }
 
 anvil_status anvil_train_tune(anvil_train_session *ts, size_t n_inputs,
@@ -512,7 +554,8 @@ anvil_status anvil_train_tune(anvil_train_session *ts, size_t n_inputs,
                               const anvil_tensor *labels, double budget_seconds, int *tuned) {
     train_tune tt = {budget_seconds, 0};
     float unused;
-    anvil_status st = run(ts, n_inputs, input_names, inputs, labels, true, &unused, NULL, &tt);
+    anvil_status st =
+        run(ts, n_inputs, input_names, inputs, labels, true, false, &unused, NULL, &tt);
     if (tuned) *tuned = tt.tuned;
     return st;
 }

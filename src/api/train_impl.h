@@ -31,7 +31,9 @@ struct anvil_train_session {
     float **m, **v; /* Adam's moments, or m: SGD's momentum buffer */
     float **acc;    /* summed gradients while accumulating (accumulate > 1) */
     float **stash;  /* the step's gradients, where clipping needs them all before the update */
-    int n_state;    /* BatchNormalization's running statistics, updated by each step */
+    float **grads;  /* anvil_train_gradients' gradients (allocated by its first call) */
+    bool have_grads;
+    int n_state; /* BatchNormalization's running statistics, updated by each step */
     char **state_names;
     size_t *state_numel;
     float **state;

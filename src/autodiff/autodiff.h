@@ -21,6 +21,8 @@ typedef enum ad_loss {
     AD_LOSS_CROSS_ENTROPY, /* mean softmax cross-entropy of logits [N, C] and int64 labels [N] */
     AD_LOSS_MSE,           /* mean squared error of the output and float labels of its shape */
     AD_LOSS_NLL, /* mean negative log-likelihood of log-probabilities [N, C] and int64 labels [N] */
+    AD_LOSS_DOT, /* sum(output * labels), float labels of the output's shape: the labels are the
+                    output's gradient, the parameters' gradients their vector-Jacobian product */
 } ad_loss;
 
 typedef struct ad_spec {

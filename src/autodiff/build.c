@@ -251,6 +251,16 @@ static anvil_status add_loss(ad_ctx *c, const ad_spec *spec, ad_graph *ag, ir_vi
     }
     CORE_TRY(add_input(g, "labels", ANVIL_DTYPE_FLOAT32, &ys, &ag->labels));
     CORE_TRY(ensure_cap(c));
+    if (spec->loss == AD_LOSS_DOT) {
+        /* sum(y * labels): its gradient with respect to y is the labels themselves, so the
+         * parameters' gradients are the vector-Jacobian product of the labels (an upstream
+         * gradient that a framework outside computed) */
+        ir_vid prod;
+        const ir_attr keep0 = {.name = "keepdims", .type = IR_ATTR_INT, .i = 0};
+        CORE_TRY(ad_node(c, IR_OP_MUL, (ir_vid[]){y, ag->labels}, 2, NULL, 0, &prod));
+        CORE_TRY(ad_node(c, IR_OP_REDUCESUM, &prod, 1, &keep0, 1, &ag->loss));
+        return ad_accumulate(c, y, ag->labels);
+    }
     ir_vid d, sq, two, dy;
     CORE_TRY(ad_node(c, IR_OP_SUB, (ir_vid[]){y, ag->labels}, 2, NULL, 0, &d));
     CORE_TRY(ad_node(c, IR_OP_MUL, (ir_vid[]){d, d}, 2, NULL, 0, &sq));

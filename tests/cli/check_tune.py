@@ -10,8 +10,9 @@ On a small CNN made here (six distinct Conv/MatMul problems, fixed seed):
   3. SIGINT in the middle stops cleanly (exit 0, "stopped" in the report);
   4. a warm database measures nothing ("cached" for every problem);
   5. `anvil bench --explain` says "database" for the tuned Conv/MatMul nodes, "cascade" with
-     --no-db, and what conv_f32 handed each conv to; the conv chain's layout is a group decision, both choices timed on the whole model
-     and the winner read back from the database;
+     --no-db, and what conv_f32 handed each conv to; the conv chain's layout is a group
+     decision (several, where a back-to-back pair measured fused splits the chain), both
+     choices timed on the whole model and the winner read back from the database;
   6. the tuned session's outputs equal the cascade's and ONNX Runtime's.
 """
 
@@ -133,11 +134,15 @@ def main():
         fail(f"resume after kill: {kept} records were kept, statuses {status}")
     if len(status) < 6:
         fail(f"expected at least 6 distinct problems, got {status}")
+    # The conv chain's layout is one group; a back-to-back pair measured fused (fuse_pair, whose
+    # decision is timed too and goes either way on a noisy machine) splits the chain, and the
+    # tuner then lists and times the new chains' groups as well.
     groups = [p for p in rep["problems"] if p.get("group") and p["op"] == "layout"]
-    if len(groups) != 1:
-        fail(f"expected one layout group decision, got {groups}")
-    if groups[0]["status"] == "tuned" and sorted(groups[0]["model_ms_by_choice"]) != ["nchw", "nhwc"]:
-        fail(f"layout group: both choices must be timed: {groups[0]}")
+    if not groups:
+        fail(f"expected a layout group decision, got {rep['problems']}")
+    for gr in groups:
+        if gr["status"] == "tuned" and sorted(gr["model_ms_by_choice"]) != ["nchw", "nhwc"]:
+            fail(f"layout group: both choices must be timed: {gr}")
     for p in rep["problems"]:
         if p["status"] == "tuned" and not p.get("group"):
             winners = [c for c in p["candidates"] if c["winner"]]

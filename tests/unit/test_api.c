@@ -222,6 +222,66 @@ static void test_version_and_names(void **state) {
     assert_true(strlen(tiny) < sizeof tiny);
 }
 
+/* The "dot" loss and anvil_train_gradients: with the output's gradient as the labels, the
+ * parameters' gradients are the vector-Jacobian product; here b's of z = Relu(x + b) is the
+ * labels summed over the rows where x + b > 0. Nothing is updated. */
+static void test_vjp_gradients(void **state) {
+    (void)state;
+    anvil_model *m;
+    assert_int_equal(anvil_model_load(model_path, &m), ANVIL_OK);
+    anvil_train_config c;
+    anvil_train_config_default(&c);
+    c.loss = ANVIL_LOSS_DOT;
+    c.output = "z";
+    c.threads = 1;
+    c.tuning_db = "";
+    anvil_train_session *ts;
+    assert_int_equal(anvil_train_session_create(m, &c, &ts), ANVIL_OK);
+    assert_int_equal(anvil_train_param_count(ts), 0);
+    assert_null(anvil_train_grad_data(ts, 0));
+    float x[12], g[12];
+    for (int i = 0; i < 12; i++) {
+        x[i] = (float)(i % 5) - 2.0f;
+        g[i] = 0.5f + (float)i;
+    }
+    const int64_t dims[2] = {3, 4};
+    anvil_tensor *xt, *gt;
+    assert_int_equal(anvil_tensor_wrap(ANVIL_DTYPE_FLOAT32, 2, dims, x, &xt), ANVIL_OK);
+    assert_int_equal(anvil_tensor_wrap(ANVIL_DTYPE_FLOAT32, 2, dims, g, &gt), ANVIL_OK);
+    const char *names[1] = {"x"};
+    const anvil_tensor *ins[1] = {xt};
+    float loss;
+    assert_int_equal(anvil_train_gradients(ts, 1, names, ins, gt, &loss, NULL), ANVIL_OK);
+    assert_int_equal(anvil_train_param_count(ts), 1);
+    assert_non_null(anvil_train_param_name(ts, 0));
+    assert_null(anvil_train_param_name(ts, 1));
+    size_t n = 0;
+    float *b = anvil_train_param_data(ts, 0, &n);
+    const float *db = anvil_train_grad_data(ts, 0);
+    assert_int_equal(n, 4);
+    assert_non_null(db);
+    double want_loss = 0;
+    for (int j = 0; j < 4; j++) {
+        float want = 0;
+        for (int r = 0; r < 3; r++) {
+            const float z = x[r * 4 + j] + b[j];
+            if (z > 0) want += g[r * 4 + j];
+            want_loss += (z > 0 ? z : 0) * g[r * 4 + j];
+        }
+        assert_float_equal(db[j], want, 1e-5);
+    }
+    assert_float_equal(loss, want_loss, 1e-4);
+    assert_int_equal(anvil_train_updates(ts), 0);
+    /* a written parameter is the next pass's */
+    b[0] = 100.0f;
+    assert_int_equal(anvil_train_gradients(ts, 1, names, ins, gt, &loss, NULL), ANVIL_OK);
+    assert_float_equal(anvil_train_grad_data(ts, 0)[0], g[0] + g[4] + g[8], 1e-4);
+    anvil_tensor_free(xt);
+    anvil_tensor_free(gt);
+    anvil_train_session_free(ts);
+    anvil_model_free(m);
+}
+
 int main(void) {
     const char *src = getenv("ANVIL_SOURCE_DIR");
     snprintf(model_path, sizeof model_path, "%s/tests/unit/data/api_small.onnx", src ? src : ".");
@@ -231,6 +291,7 @@ int main(void) {
         cmocka_unit_test(test_misuse),
         cmocka_unit_test(test_anonymous_dims),
         cmocka_unit_test(test_version_and_names),
+        cmocka_unit_test(test_vjp_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
