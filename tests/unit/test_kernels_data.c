@@ -1,10 +1,11 @@
 /* The data family's variants (src/kernels/cpu/data) against the reference kernels: Resize and
  * Upsample in every coordinate and nearest mode, up and down, integer and odd scales, scales and
  * sizes, axes and aspect-ratio policies; Pad; Concat, Split, Slice, Gather, Expand and Tile with
- * odd shapes, broadcasting, negative axes and zero-size tensors, on several dtypes. Each check
- * names the family variant that must apply (so one that silently stops applying fails) and runs
- * every applicable variant on 1, 2 and 3 threads. Outputs are compared byte for byte, except
- * fp32 results of arithmetic (linear resize), which get a tolerance. */
+ * odd shapes, broadcasting, negative axes and zero-size tensors, on several dtypes; ScatterND
+ * (add and none) with repeated, negative and out-of-range indices. Each check names the family
+ * variant that must apply (so one that silently stops applying fails) and runs every applicable
+ * variant on 1, 2 and 3 threads. Outputs are compared byte for byte, except fp32 results of
+ * arithmetic (linear resize), which get a tolerance. */
 #include "kernels/kernels.h"
 #include "optest.h"
 
@@ -645,6 +646,114 @@ static void test_tile(void **state) {
     run_tile(ANVIL_DTYPE_FLOAT32, 0, NULL, NULL);
 }
 
+/* ---- ScatterND --------------------------------------------------------------------------- */
+
+/* ScatterND(data, indices, updates) of dtype dt with reduction red (NULL: the attribute absent),
+ * data of shape dims (zeros when zero, else random; known: a constant the variant sees at
+ * prepare), q index tuples of k values each (idx), updates of shape [q] + dims[k:]. The output
+ * must be the reference's byte for byte: repeated indices add in the reference's order. */
+static void run_scatternd(anvil_dtype dt, const char *red, int rank, const int64_t *dims, bool zero,
+                          bool known, int64_t q, int64_t k, const int64_t *idx) {
+    optest t;
+    optest_begin(&t, IR_OP_SCATTERND, 3, 1, red ? 1 : 0);
+    if (red) optest_attr_string(&t, 0, "reduction", red);
+    const size_t n = optest_prod(dims, rank);
+    void *x = random_data(dt, n, 29);
+    if (zero) memset(x, 0, n * anvil_dtype_size(dt));
+    int64_t ud[IR_MAX_RANK] = {q};
+    for (int i = (int)k; i < rank; i++) ud[1 + i - k] = dims[i];
+    const int urank = 1 + rank - (int)k;
+    void *u = random_data(dt, optest_prod(ud, urank), 31);
+    optest_input(&t, 0, dt, rank, dims, x, known);
+    optest_input(&t, 1, ANVIL_DTYPE_INT64, 2, (int64_t[]){q, k}, idx, false);
+    optest_input(&t, 2, dt, urank, ud, u, false);
+    check(&t, "scatternd_add", false, 0, 0);
+    optest_end(&t);
+    free(x);
+    free(u);
+}
+
+/* q row indices into rows, with repeats and negative spellings */
+static int64_t *rows_of(int64_t q, int64_t rows, unsigned seed) {
+    int64_t *r = malloc(sizeof *r * (size_t)(q ? q : 1));
+    unsigned s = seed * 2654435761u + 3;
+    for (int64_t i = 0; i < q; i++) {
+        s = s * 1664525u + 1013904223u;
+        int64_t v = (int64_t)(s >> 8) % rows;
+        r[i] = (s >> 4) % 3 == 0 ? v - rows : v;
+    }
+    return r;
+}
+
+static void test_scatternd(void **state) {
+    (void)state;
+    const anvil_dtype f32 = ANVIL_DTYPE_FLOAT32;
+    /* the Gather gradient: rows of a zero table (constant, or computed), repeats summed */
+    int64_t *r1 = rows_of(21, 50, 1);
+    run_scatternd(f32, "add", 2, (int64_t[]){50, 40}, true, true, 21, 1, r1);
+    run_scatternd(f32, "add", 2, (int64_t[]){50, 40}, true, false, 21, 1, r1);
+    run_scatternd(f32, "add", 2, (int64_t[]){50, 40}, false, true, 21, 1, r1);
+    /* odd row lengths, few rows hit many times (a token-type table) */
+    int64_t *r2 = rows_of(300, 2, 2);
+    run_scatternd(f32, "add", 2, (int64_t[]){2, 33}, false, false, 300, 1, r2);
+    run_scatternd(f32, "add", 2, (int64_t[]){2, 1}, false, false, 300, 1, r2);
+    run_scatternd(f32, "add", 2, (int64_t[]){2, 517}, true, true, 300, 1, r2);
+    /* enough work for the columns to be split across threads; a table past the parallel copy */
+    int64_t *r3 = rows_of(200, 2100, 3);
+    run_scatternd(f32, "add", 2, (int64_t[]){2100, 512}, true, true, 200, 1, r3);
+    run_scatternd(f32, "add", 2, (int64_t[]){2100, 512}, false, false, 200, 1, r3);
+    run_scatternd(f32, "none", 2, (int64_t[]){2100, 512}, false, false, 200, 1, r3);
+    /* tuples of 2 and 3 indices: slices of a 3-D tensor, and single elements */
+    const int64_t i2[20] = {0, 1, 3, -1, -4, 4, 2, 2, 0, 1, 3, 0, -1, -5, 1, 1, 0, 1, 2, 3};
+    run_scatternd(f32, "add", 3, (int64_t[]){4, 5, 6}, false, false, 10, 2, i2);
+    run_scatternd(f32, "add", 2, (int64_t[]){4, 5}, false, false, 10, 2, i2);
+    const int64_t i3[9] = {1, 2, 3, -1, 0, 0, 1, 2, 3};
+    run_scatternd(f32, "add", 3, (int64_t[]){2, 3, 4}, false, false, 3, 3, i3);
+    /* reduction none (absent or named) on several dtypes: a repeated index keeps the last */
+    run_scatternd(f32, NULL, 3, (int64_t[]){4, 5, 6}, false, false, 10, 2, i2);
+    run_scatternd(ANVIL_DTYPE_INT64, "none", 2, (int64_t[]){50, 40}, false, false, 21, 1, r1);
+    run_scatternd(ANVIL_DTYPE_UINT8, "none", 2, (int64_t[]){2, 33}, false, true, 300, 1, r2);
+    /* no tuples */
+    run_scatternd(f32, "add", 2, (int64_t[]){50, 40}, false, false, 0, 1, r1);
+    free(r1);
+    free(r2);
+    free(r3);
+}
+
+/* An index out of range (past the end, and below -dim): the variant fails exactly like the
+ * reference, message included, and writes nothing. */
+static void test_scatternd_bounds(void **state) {
+    (void)state;
+    const int64_t dims[2] = {6, 20}, bad[2][4] = {{0, 5, 6, 1}, {0, -7, 1, 2}};
+    for (int b = 0; b < 2; b++) {
+        optest t;
+        optest_begin(&t, IR_OP_SCATTERND, 3, 1, 1);
+        optest_attr_string(&t, 0, "reduction", "add");
+        float *x = optest_random_f32(120, 1, -1, 1), *u = optest_random_f32(80, 2, -1, 1);
+        optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, dims, x, false);
+        optest_input(&t, 1, ANVIL_DTYPE_INT64, 2, (int64_t[]){4, 1}, bad[b], false);
+        optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){4, 20}, u, false);
+        assert_int_equal(optest_run(&t), ANVIL_ERR_RUNTIME);
+        char want[512];
+        snprintf(want, sizeof want, "%s", anvil_last_error());
+        assert_true(applies(&t, "scatternd_add"));
+        op_tensor got = t.out[0];
+        got.data = malloc(120 * sizeof(float));
+        memset(got.data, 0xff, 120 * sizeof(float));
+        for (int threads = 1; threads <= 3; threads++) {
+            const kern_variant *v = kern_find(IR_OP_SCATTERND, "scatternd_add");
+            assert_int_equal(optest_run_variant(&t, v, threads, &got), ANVIL_ERR_RUNTIME);
+            assert_string_equal(anvil_last_error(), want);
+        }
+        const unsigned char *p = got.data;
+        for (size_t i = 0; i < 120 * sizeof(float); i++) assert_int_equal(p[i], 0xff);
+        free(got.data);
+        optest_end(&t);
+        free(x);
+        free(u);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resize_modes),
@@ -660,6 +769,8 @@ int main(void) {
         cmocka_unit_test(test_gather_bounds),
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_tile),
+        cmocka_unit_test(test_scatternd),
+        cmocka_unit_test(test_scatternd_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

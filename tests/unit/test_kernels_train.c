@@ -3,7 +3,8 @@
  * enough to be cut into several im2col chunks; act_grad_f32 for each activation it runs itself,
  * with lengths that leave a vector tail; batchnorm_train_* and batchnorm_grad_* on maps of every
  * area class, max_pool_grad_* bit for bit over strides, dilations, pads, ceil_mode, ties and
- * NaNs. The references are checked against finite differences by tests/train/check_grads.py. */
+ * NaNs, layernorm_grad_* on odd row lengths, inner axes and rows split across threads. The
+ * references are checked against finite differences by tests/train/check_grads.py. */
 #include "optest.h"
 
 #include <math.h>
@@ -282,11 +283,74 @@ static void test_max_pool_grad(void **state) {
     free(xg);
 }
 
+/* ---- layer norm ---------------------------------------------------------------------------- */
+
+/* LayerNormGrad over the dims of xd from axis on (epsilon 1e-5), X in [lo, hi) (each row's
+ * first value `spike` instead where that is not 0), its first outs outputs (dX, dscale, dbias)
+ * against the reference. */
+static void ln_case_spiked(int rank, const int64_t *xd, int64_t axis, float lo, float hi,
+                           float spike, int outs) {
+    const size_t n = optest_prod(xd, rank);
+    const int a = (int)(axis < 0 ? axis + rank : axis);
+    float *x = optest_random_f32(n, 41, lo, hi), *dy = optest_random_f32(n, 42, -1, 1);
+    const size_t d = optest_prod(xd + a, rank - a);
+    for (size_t i = 0; spike != 0.0f && i < n; i += d) x[i] = spike;
+    float *scale = optest_random_f32(optest_prod(xd + a, rank - a), 43, 0.5f, 1.5f);
+    optest t;
+    optest_begin(&t, IR_OP_LAYERNORM_GRAD, 3, outs, 2);
+    optest_attr_int(&t, 0, "axis", axis);
+    optest_attr_float(&t, 1, "epsilon", 1e-5f);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, rank, xd, dy, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, rank, xd, x, false);
+    optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, rank - a, xd + a, scale, false);
+    if (optest_check_variants(&t, 1e-5f, 1e-5f) != expected_variants()) {
+        fprintf(stderr, "LayerNormGrad on %zu values, axis %lld\n", n, (long long)axis);
+        fail();
+    }
+    optest_end(&t);
+    free(x);
+    free(dy);
+    free(scale);
+}
+
+static void ln_case(int rank, const int64_t *xd, int64_t axis, float lo, float hi, int outs) {
+    ln_case_spiked(rank, xd, axis, lo, hi, 0.0f, outs);
+}
+
+/* Rows of BERT's length (512) and odd lengths (vector tails, rows under one vector, a single
+ * value), one row and many, the normalized dims more than one (axis inside), enough values for
+ * the rows to be split across threads, a mean far from 0, a first value far from the others,
+ * and optional outputs left out. Rows stay few enough (<= 601) that the reference's float
+ * column sums keep within the tolerance of exact ones (over BERT's 1024 rows of 512 they are
+ * 6x the tolerance off: there a variant can only match the reference's own summation order). */
+static void test_layernorm_grad(void **state) {
+    (void)state;
+    ln_case(3, (int64_t[]){4, 16, 512}, -1, -2, 2, 3);
+    ln_case(2, (int64_t[]){7, 33}, 1, -1, 1, 3);
+    ln_case(3, (int64_t[]){3, 5, 7}, 1, -1, 1, 3);
+    ln_case(4, (int64_t[]){2, 3, 4, 5}, 2, -1, 1, 3);
+    ln_case(4, (int64_t[]){2, 3, 4, 5}, -3, -1, 1, 3);
+    ln_case(2, (int64_t[]){1, 1000}, -1, -1, 1, 3);
+    ln_case(2, (int64_t[]){3, 200}, 0, -1, 1, 3);
+    ln_case(2, (int64_t[]){5, 3}, -1, -1, 1, 3);
+    ln_case(2, (int64_t[]){6, 1}, -1, -1, 1, 3);
+    ln_case(2, (int64_t[]){601, 40}, -1, -1, 1, 3);
+    ln_case(2, (int64_t[]){130, 257}, -1, -1, 1, 3);
+    /* the mean 40x the spread: xhat needs the mean's low part */
+    ln_case(2, (int64_t[]){16, 100}, -1, 40, 41, 3);
+    /* each row's first value (the variants' shift) far from the rest */
+    ln_case_spiked(2, (int64_t[]){16, 100}, -1, -1, 1, 1000.0f, 3);
+    ln_case_spiked(2, (int64_t[]){16, 100}, -1, 40, 41, -3.0f, 3);
+    /* dX alone; dX and dscale */
+    ln_case(3, (int64_t[]){4, 16, 512}, -1, -1, 1, 1);
+    ln_case(2, (int64_t[]){7, 33}, -1, -1, 1, 2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_grad_w),   cmocka_unit_test(test_act_grad),
         cmocka_unit_test(test_dropout_train), cmocka_unit_test(test_batchnorm),
-        cmocka_unit_test(test_max_pool_grad),
+        cmocka_unit_test(test_max_pool_grad), cmocka_unit_test(test_layernorm_grad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,8 @@ extern const kern_variant data_pad_rows;
 /* data_copy.c: Concat, Split, Slice, Gather, Expand, Tile, any dtype. */
 extern const kern_variant data_concat_copy, data_split_copy, data_slice_copy, data_gather_copy,
     data_expand_copy, data_tile_copy;
+/* data_scatter.c: ScatterND with reduction add (float32) or none (any dtype). */
+extern const kern_variant data_scatternd_add;
 
 /* The context to split `bytes` of output over: ctx when the work is worth the pool, else NULL
  * (serial on the calling thread). */

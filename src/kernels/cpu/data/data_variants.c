@@ -1,6 +1,6 @@
 /* The data family: fast data-movement kernels (Resize / Upsample, Pad, Concat, Split, Slice,
- * Gather, Expand, Tile). Each file holds one op group; this table lists them, best first per op
- * (the planner runs the first that applies). */
+ * Gather, Expand, Tile, ScatterND). Each file holds one op group; this table lists them, best first
+ * per op (the planner runs the first that applies). */
 #include "data.h"
 
 /* One entry per line (clang-format off keeps it so, for readable diffs). */
@@ -19,6 +19,7 @@ const kern_variant *const kern_family_data[] = {
     &data_gather_copy,
     &data_expand_copy,
     &data_tile_copy,
+    &data_scatternd_add,
     NULL,
 };
 // clang-format on

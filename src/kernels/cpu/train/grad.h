@@ -1,5 +1,6 @@
-/* ISA loops of the backward kernels (grad_variants.c and bn_pool_grad.c dispatch to them), and
- * the variants bn_pool_grad.c defines for the family table in grad_variants.c. */
+/* ISA loops of the backward kernels (grad_variants.c, bn_pool_grad.c and ln_grad.c dispatch to
+ * them), and the variants bn_pool_grad.c and ln_grad.c define for the family table in
+ * grad_variants.c. */
 #ifndef ANVIL_KERNELS_CPU_TRAIN_GRAD_H
 #define ANVIL_KERNELS_CPU_TRAIN_GRAD_H
 
@@ -60,5 +61,23 @@ void grad_max_pool_planes_avx512(const grad_pool2d *g, const float *x, const flo
  * portable), listed in kern_family_train. */
 extern const kern_variant train_v_bn_train_avx512, train_v_bn_train_f32, train_v_bn_grad_avx512,
     train_v_bn_grad_f32, train_v_max_pool_grad_avx512, train_v_max_pool_grad_f32;
+
+/* ---- LayerNormGrad (ln_grad.c) ---------------------------------------------------------------
+ * Rows of d values (the dims from `axis` on); per row the reference's statistics recomputed from
+ * X in double: mean, inv = 1 / sqrt(var + epsilon), and the means of g = dY * scale and of
+ * g * xhat, xhat = (x - mean) * inv. All pointers borrowed for the call. */
+typedef struct grad_ln {
+    const float *dy, *x, *scale; /* dY and X: rows of d floats; scale: d floats */
+    float *dx;                   /* rows of d floats, or NULL: not wanted */
+    size_t d;
+    float epsilon;
+} grad_ln;
+
+/* Rows [r0, r1): dX of each row written (where wanted), dY * xhat added into ds and dY into db
+ * (d floats each, neither NULL), row after row. */
+void grad_ln_rows_avx512(const grad_ln *p, size_t r0, size_t r1, float *ds, float *db);
+
+/* The variants of anvil.LayerNormGrad (ln_grad.c), listed in kern_family_train. */
+extern const kern_variant train_v_ln_grad_avx512, train_v_ln_grad_f32;
 
 #endif

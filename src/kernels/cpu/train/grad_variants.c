@@ -10,6 +10,7 @@
  * first add into dW. act_grad_f32      anvil.ActGrad split across threads, one loop per activation
  * (Relu's a select the compiler vectorizes; the others the reference's formulas).
  *   batchnorm_train_*, batchnorm_grad_*, max_pool_grad_*  defined in bn_pool_grad.c, listed here.
+ *   layernorm_grad_*  defined in ln_grad.c, listed here.
  *
  * Every pointer argument is borrowed for the call. */
 #include "grad.h"
@@ -320,4 +321,6 @@ const kern_variant *const kern_family_train[] = {&v_conv_grad_w,
                                                  &train_v_bn_grad_f32,
                                                  &train_v_max_pool_grad_avx512,
                                                  &train_v_max_pool_grad_f32,
+                                                 &train_v_ln_grad_avx512,
+                                                 &train_v_ln_grad_f32,
                                                  NULL};
