@@ -111,7 +111,16 @@ def main():
                     anvil.tune(path, threads=threads, db=db, shapes=shapes, runs=0)
                     print(f"<!-- {label}, {threads} threads: tuned in "
                           f"{time.perf_counter() - t:.0f} s -->", flush=True)
+                # PyTorch timed just before and just after optimize: without these calls its
+                # 2-thread runs in this script took 25-190x longer (ResNet-18 640-930 ms against
+                # 29; MobileNetV3 1.3-1.9 s against 21), not understood yet (one libgomp in the
+                # process; anvil's pool spins 0.1 ms, then sleeps). The issue is written up in
+                # bench/README.md.
+                with torch.no_grad():
+                    time_calls(model, args, 5)
                 fast = anvil.torch.optimize(model, args, **opts)
+                with torch.no_grad():
+                    time_calls(model, args, 5)
                 with torch.no_grad():
                     for _ in range(3):
                         model(*args)

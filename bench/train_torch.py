@@ -3,6 +3,7 @@
     .venv/bin/python bench/train_torch.py --check             # parameters after 20 steps agree
     .venv/bin/python bench/train_torch.py --threads 1,2        # time per training step
     .venv/bin/python bench/train_torch.py --threads 1,2 --only bert
+    .venv/bin/python bench/train_torch.py --threads 1,2 --tune     # and anvil tuned offline
 
 --check trains two models (an MLP with Gelu, and a CNN with a strided conv, max pool and two
 Linear layers) for 20 steps of SGD (momentum 0.9, Nesterov, weight decay 1e-4) and 20 steps of
@@ -14,7 +15,10 @@ Without --check it times training steps, anvil and PyTorch alternating, same thr
 3-layer MLP of width 4096 at batch 64 and the digits CNN at batch 256 (`anvil train` runs of 5 and
 25 steps, the difference divided by 20, so that session creation is not counted; PyTorch: the
 median of 20 steps after 3 warm-up steps). Prints a table with the ratio torch/anvil (above 1:
-anvil is faster). Needs torch (skips with a message otherwise).
+anvil is faster). With --tune, anvil also trains with a tuning database that `anvil train
+--tune offline` filled for that model and thread count first (every node of the training graph
+and the conv layers' grouped choices measured; the tuning time is printed, not counted), in its
+own columns. Needs torch (skips with a message otherwise).
 """
 import argparse
 import json
@@ -185,6 +189,45 @@ def check(anvil, tmp):
     return bad
 
 
+def tune_db(anvil, tmp, model, data, batch, threads, tag):
+    """A tuning database for this model and thread count, filled by `anvil train --tune
+    offline`; its path, or None without --tune."""
+    if not TUNE:
+        return None
+    db = os.path.join(tmp, f"{tag}-t{threads}.db")
+    t = time.perf_counter()
+    subprocess.run([anvil, "train", model, "--data", data, "--epochs", "1", "--batch", str(batch),
+                    "--threads", str(threads), "--tune", "offline", "--db", db, "-q", "-o",
+                    model + ".tuned.onnx", *ANVIL_OPT["sgd"]], capture_output=True, text=True,
+                   check=True)
+    print(f"<!-- {tag}, {threads} threads: tuned offline in {time.perf_counter() - t:.0f} s -->",
+          flush=True)
+    return db
+
+
+def row(label, threads, a, at, t):
+    """A table row from the rounds' times (at empty without --tune)."""
+    am, tm = statistics.median(a), statistics.median(t)
+    if not TUNE:
+        return f"| {label} | {threads} | {am:.2f} | {tm:.2f} | {tm / am:.2f} |"
+    atm = statistics.median(at)
+    return (f"| {label} | {threads} | {am:.2f} | {atm:.2f} | {tm:.2f} | {tm / am:.2f} | "
+            f"{tm / atm:.2f} |")
+
+
+def header():
+    if not TUNE:
+        print("| model | threads | anvil ms/step | PyTorch ms/step | PyTorch/anvil |")
+        print("|---|---:|---:|---:|---:|")
+    else:
+        print("| model | threads | anvil ms/step | anvil tuned ms/step | PyTorch ms/step | "
+              "PyTorch/anvil | PyTorch/anvil tuned |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+
+
+TUNE = False
+
+
 def anvil_step_ms(anvil, model, data, batch, threads, extra):
     def run(epochs):
         r = subprocess.run([anvil, "train", model, "--data", data, "--epochs", str(epochs),
@@ -243,9 +286,13 @@ def bert_speed(anvil, tmp, threads_list, rounds):
     model.train()
     np.savez(data, input_ids=ids, attention_mask=mask, labels=y)
     for threads in threads_list:
-        a, t = [], []
+        a, at, t = [], [], []
+        db = tune_db(anvil, tmp, path, data, 8, threads, "bert")
         for _ in range(rounds):
-            a.append(anvil_step_ms(anvil, path, data, 8, threads, ANVIL_OPT["sgd"]))
+            a.append(anvil_step_ms(anvil, path, data, 8, threads, ANVIL_OPT["sgd"] + ["--no-db"]))
+            if db:
+                at.append(anvil_step_ms(anvil, path, data, 8, threads,
+                                        ANVIL_OPT["sgd"] + ["--db", db]))
             torch.set_num_threads(threads)
             opt = optimizer("sgd", model.parameters())
             xi, xm, yt = (torch.from_numpy(v) for v in (ids, mask, y))
@@ -259,14 +306,11 @@ def bert_speed(anvil, tmp, threads_list, rounds):
                 if i >= 3:
                     times.append((time.perf_counter() - s) * 1e3)
             t.append(statistics.median(times))
-        am, tm = statistics.median(a), statistics.median(t)
-        print(f"| BERT L4/H512, seq 128, batch 8 | {threads} | {am:.2f} | {tm:.2f} | "
-              f"{tm / am:.2f} |", flush=True)
+        print(row("BERT L4/H512, seq 128, batch 8", threads, a, at, t), flush=True)
 
 
 def speed(anvil, tmp, threads_list, rounds):
-    print("| model | threads | anvil ms/step | PyTorch ms/step | PyTorch/anvil |")
-    print("|---|---:|---:|---:|---:|")
+    header()
     import torchvision
     cases = [("MLP 4096x3, batch 64", lambda: Mlp([4096, 4096, 4096, 4096]), (64, 4096)),
              ("ResNet-18 64x64, batch 16", lambda: torchvision.models.resnet18(num_classes=10),
@@ -286,12 +330,16 @@ def speed(anvil, tmp, threads_list, rounds):
         data = os.path.join(tmp, "speed.npz")
         np.savez(data, x=x, labels=y)
         for threads in threads_list:
-            a, t = [], []
+            a, at, t = [], [], []
+            db = tune_db(anvil, tmp, path, data, shape[0], threads, label.split()[0])
             for _ in range(rounds):
-                a.append(anvil_step_ms(anvil, path, data, shape[0], threads, ANVIL_OPT["sgd"]))
+                a.append(anvil_step_ms(anvil, path, data, shape[0], threads,
+                                       ANVIL_OPT["sgd"] + ["--no-db"]))
+                if db:
+                    at.append(anvil_step_ms(anvil, path, data, shape[0], threads,
+                                            ANVIL_OPT["sgd"] + ["--db", db]))
                 t.append(torch_step_ms(model, x, y, threads, "sgd"))
-            am, tm = statistics.median(a), statistics.median(t)
-            print(f"| {label} | {threads} | {am:.2f} | {tm:.2f} | {tm / am:.2f} |", flush=True)
+            print(row(label, threads, a, at, t), flush=True)
 
 
 def main():
@@ -301,7 +349,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", choices=["bert"], help="only the BERT row")
     ap.add_argument("--anvil", default=os.path.join(ROOT, "build-release", "anvil"))
+    ap.add_argument("--tune", action="store_true",
+                    help="also time anvil with a database `anvil train --tune offline` filled")
     a = ap.parse_args()
+    global TUNE
+    TUNE = a.tune
     with tempfile.TemporaryDirectory() as tmp:
         if a.check:
             return 1 if check(a.anvil, tmp) else 0
@@ -309,8 +361,7 @@ def main():
         if a.only != "bert":
             speed(a.anvil, tmp, threads, a.rounds)
         else:
-            print("| model | threads | anvil ms/step | PyTorch ms/step | PyTorch/anvil |")
-            print("|---|---:|---:|---:|---:|")
+            header()
         if a.only in (None, "bert"):
             bert_speed(a.anvil, tmp, threads, a.rounds)
     return 0
