@@ -177,24 +177,27 @@ static int force_decide(void *arg, const pass_decision *q) {
     return !strcmp(q->rewrite, f->rewrite) && !strcmp(q->group, f->group) ? f->choice : -1;
 }
 
-/* Times every choice of group item it on the whole model, sessions alternating run by run, and
- * writes the fastest (the rule's unless beaten by more than 1%). Each choice's own node
- * problems are tuned first, so the choices compete at their best. */
-anvil_status rt_sessions_alternate(rt_session *const *s, int n, const anvil_tensor *const *inputs,
-                                   int warmup, int runs, double *median_ms) {
+/* Runs sessions s[0..n) alternating run by run, after `warmup` untimed runs of each, and gives
+ * each one's median: of the whole run's wall time, or with `key` (profiled sessions, a training
+ * layer's grouped choice: train_groups.c) of the time its member passes took in the run. */
+static anvil_status alternate(rt_session *const *s, int n, const anvil_tensor *const *inputs,
+                              int warmup, int runs, const char *key, double *median_ms) {
     size_t n_out = n > 0 ? (size_t)s[0]->src->n_outputs : 0;
     anvil_tensor **outs = core_calloc(n_out + 1, sizeof *outs);
     bool *want = core_calloc(n_out + 1, sizeof *want); /* all false: no output is copied out */
     double *t = core_calloc((size_t)n * (size_t)runs + 1, sizeof *t);
     anvil_status st = outs && want && t ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
     for (int k = 0; k < n && st == ANVIL_OK; k++)
-        for (int w = 0; w < warmup && st == ANVIL_OK; w++)
+        for (int w = 0; w < warmup && st == ANVIL_OK; w++) {
             st = rt_session_run(s[k], inputs, want, outs);
+            if (key) (void)rt_train_group_ms(s[k], key); /* drops the warm-up's trace */
+        }
     for (int j = 0; j < runs && st == ANVIL_OK; j++) {
         for (int k = 0; k < n && st == ANVIL_OK; k++) {
             uint64_t a = core_now_ns();
             st = rt_session_run(s[k], inputs, want, outs);
-            t[k * runs + j] = (double)(core_now_ns() - a) / 1e6;
+            t[k * runs + j] =
+                key ? rt_train_group_ms(s[k], key) : (double)(core_now_ns() - a) / 1e6;
         }
     }
     for (int k = 0; k < n && st == ANVIL_OK && median_ms; k++)
@@ -205,31 +208,15 @@ anvil_status rt_sessions_alternate(rt_session *const *s, int n, const anvil_tens
     return st;
 }
 
-/* A training layer's grouped choice (train_groups.c), timed as its member passes run inside
- * whole training steps: sessions (profiled) alternating run by run, each run's sum of the
- * members' step times, medians per choice. */
-static anvil_status alternate_members(rt_session *const *s, int n,
-                                      const anvil_tensor *const *inputs, int runs, const char *key,
-                                      double *median_ms) {
-    size_t n_out = n > 0 ? (size_t)s[0]->src->n_outputs : 0;
-    anvil_tensor **outs = core_calloc(n_out + 1, sizeof *outs);
-    bool *want = core_calloc(n_out + 1, sizeof *want);
-    double *t = core_calloc((size_t)n * (size_t)runs + 1, sizeof *t);
-    anvil_status st = outs && want && t ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
-    for (int j = -1; j < runs && st == ANVIL_OK; j++) /* run -1 warms up */
-        for (int k = 0; k < n && st == ANVIL_OK; k++) {
-            st = rt_session_run(s[k], inputs, want, outs);
-            const double ms = rt_train_group_ms(s[k], key);
-            if (j >= 0) t[k * runs + j] = ms;
-        }
-    for (int k = 0; k < n && st == ANVIL_OK; k++)
-        tune_summarize(t + k * runs, runs, &median_ms[k], NULL, NULL);
-    free(t);
-    free(outs);
-    free(want);
-    return st;
+anvil_status rt_sessions_alternate(rt_session *const *s, int n, const anvil_tensor *const *inputs,
+                                   int warmup, int runs, double *median_ms) {
+    return alternate(s, n, inputs, warmup, runs, NULL, median_ms);
 }
 
+/* Times every choice of group item it on the whole model, sessions alternating run by run, and
+ * writes the fastest (the rule's unless beaten by more than 1%). Each choice's own node
+ * problems are tuned first, so the choices compete at their best. A training layer's grouped
+ * choice is timed by its member passes' own time in each run (profiled sessions). */
 static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_config *cfg,
                                const anvil_tensor *const *inputs, int i) {
     rt_tune_run *r = c->run;
@@ -247,7 +234,7 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
         rt_session_config sc = *cfg;
         sc.decide = force_decide;
         sc.decide_arg = &f[k];
-        sc.profiling = train; /* the members' own times (alternate_members) */
+        sc.profiling = train; /* the members' own times (alternate) */
         /* the choice's own problems first (ConvNhwc nodes for "nhwc") */
         st = plan_once(g, &sc, inputs, c);
         sc.db = r->db;
@@ -256,10 +243,8 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
         if (st == ANVIL_OK) st = rt_session_create(g, &sc, &s[k]);
     }
     double ms[4] = {0};
-    if (st == ANVIL_OK && train)
-        st = alternate_members(s, n, inputs, runs, r->items[i].group_key, ms);
-    else if (st == ANVIL_OK)
-        st = rt_sessions_alternate(s, n, inputs, 2, runs, ms);
+    if (st == ANVIL_OK)
+        st = alternate(s, n, inputs, train ? 1 : 2, runs, train ? r->items[i].group_key : NULL, ms);
     rt_tune_item *it = &r->items[i];
     int best = -1;
     for (int k = 0; k < n && st == ANVIL_OK; k++) {
