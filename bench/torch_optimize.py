@@ -55,6 +55,36 @@ def models():
     yield "BERT-base seq 128", bert, (ids, torch.ones(1, 128, dtype=torch.int64))
 
 
+class OtherLoad:
+    """How many CPUs other processes kept busy since construction (Linux /proc; 0 elsewhere).
+    Eager PyTorch's OpenMP threads spin at every barrier for milliseconds (libgomp's default
+    wait policy); when another process takes one of the CPUs (a build beside the bench), its
+    2-thread runs on a 2-CPU machine took up to 70x longer (ResNet-18 0.12-1.9 s against 27 ms
+    at 1 thread) while anvil's stayed at about its 1-thread time: such rows say nothing."""
+
+    @staticmethod
+    def _ticks():
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+            with open("/proc/self/stat") as f:
+                own = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        # busy = all but idle and iowait; this process's own time: utime + stime
+        return sum(v) - v[3] - v[4], int(own[11]) + int(own[12])
+
+    def __init__(self):
+        self.t, self.start = time.perf_counter(), self._ticks()
+
+    def cpus(self) -> float:
+        end = self._ticks()
+        if self.start is None or end is None:
+            return 0.0
+        ticks = (end[0] - self.start[0]) - (end[1] - self.start[1])
+        return max(ticks, 0) / os.sysconf("SC_CLK_TCK") / (time.perf_counter() - self.t)
+
+
 def time_calls(fn, args, runs):
     ts = []
     for _ in range(runs):
@@ -111,24 +141,21 @@ def main():
                     anvil.tune(path, threads=threads, db=db, shapes=shapes, runs=0)
                     print(f"<!-- {label}, {threads} threads: tuned in "
                           f"{time.perf_counter() - t:.0f} s -->", flush=True)
-                # PyTorch timed just before and just after optimize: without these calls its
-                # 2-thread runs in this script took 25-190x longer (ResNet-18 640-930 ms against
-                # 29; MobileNetV3 1.3-1.9 s against 21), not understood yet (one libgomp in the
-                # process; anvil's pool spins 0.1 ms, then sleeps). The issue is written up in
-                # bench/README.md.
-                with torch.no_grad():
-                    time_calls(model, args, 5)
                 fast = anvil.torch.optimize(model, args, **opts)
-                with torch.no_grad():
-                    time_calls(model, args, 5)
                 with torch.no_grad():
                     for _ in range(3):
                         model(*args)
                         fast(*args)
                     pt, an = [], []
+                    busy = OtherLoad()
                     for _ in range(a.rounds):
                         pt.append(time_calls(model, args, a.runs))
                         an.append(time_calls(fast, args, a.runs))
+                    others = busy.cpus()
+                if others > 0.2:
+                    print(f"<!-- {label}, {threads} threads: other processes used {others:.1f} "
+                          "CPUs during these rounds; eager PyTorch's multi-threaded times are "
+                          "not valid (bench/README.md) -->", flush=True)
                 p, q = statistics.median(pt), statistics.median(an)
                 print(f"| {label} | {threads} | {p:.2f} | {q:.2f} | {p / q:.2f} |", flush=True)
     return 0
