@@ -173,6 +173,10 @@ anvil_status anvil_options_set_tuning_db(anvil_options *opts, const char *path);
 anvil_status anvil_options_set_online_tuning(anvil_options *opts, int rounds, double prune_factor,
                                              int prune_after);
 
+/* Plans choose only variants that anvil_session_compile can emit as C: the forced or database
+ * choice where it can be emitted, else the first emittable variant that applies (default 0). */
+anvil_status anvil_options_set_emittable_only(anvil_options *opts, int on);
+
 /* ---- sessions ----------------------------------------------------------------------------- */
 
 /* Creates a session that runs `model`. model is borrowed: it must outlive the session.
@@ -180,6 +184,25 @@ anvil_status anvil_options_set_online_tuning(anvil_options *opts, int rounds, do
 anvil_status anvil_session_create(const anvil_model *model, const anvil_options *opts,
                                   anvil_session **out);
 void anvil_session_free(anvil_session *session);
+
+/* ---- compiling to C (anvil compile) --------------------------------------------------------- */
+
+typedef struct anvil_compile_options {
+    const char *name;  /* C identifier that starts the library's symbols and files; NULL: "net" */
+    int embed_weights; /* nonzero: the weights are also compiled into the library (NET_weights.S) */
+} anvil_compile_options;
+
+/* Writes the session's plan for these inputs' shapes (and dtypes) as a standalone C library into
+ * dir (created if missing): NET.h / NET.c (the plan as straight-line calls, arena offsets fixed),
+ * the kernel sources it calls, NET.weights, a Makefile, a CMakeLists.txt, a runner program
+ * NET_run.c and a README. The session runs once on the inputs first (names as anvil_session_run's;
+ * the contents do not matter). Nodes that cannot be emitted are all named in one
+ * ANVIL_ERR_UNSUPPORTED error; sessions made with anvil_options_set_emittable_only avoid most. opts
+ * may be NULL. */
+anvil_status anvil_session_compile(anvil_session *session, size_t n_inputs,
+                                   const char *const *input_names,
+                                   const anvil_tensor *const *inputs,
+                                   const anvil_compile_options *opts, const char *dir);
 
 /* Why a node runs what it runs: what `anvil bench --explain` prints. */
 typedef struct anvil_node_choice {

@@ -17,6 +17,8 @@ static const cli_command commands[] = {
     {"db", "show, export, check, merge or prune the tuning database", cli_db_main, cli_db_usage},
     {"train", "train a model's weights on .npz data and write the trained model", cli_train_main,
      cli_train_usage},
+    {"compile", "write a model as a standalone C library (for fixed input shapes)",
+     cli_compile_main, cli_compile_usage},
     {"sysinfo", "show the CPU, its ISA features and the backends built in", cli_sysinfo_main,
      cli_sysinfo_usage},
 };

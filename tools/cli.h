@@ -40,6 +40,9 @@ int cli_train_main(int argc, char **argv);
 void cli_train_usage(FILE *f);
 int cli_sysinfo_main(int argc, char **argv);
 void cli_sysinfo_usage(FILE *f);
+int cli_compile_main(int argc, char **argv);
+void cli_compile_usage(FILE *f);
+void cli_sysinfo_usage(FILE *f);
 
 /* ---- errors -----------------------------------------------------------------------------------
  */

@@ -22,6 +22,7 @@ struct anvil_options {
     char *db_path;
     int online_rounds, online_prune_after;
     double online_prune_factor;
+    bool emittable_only;
 };
 
 struct anvil_session {
@@ -175,6 +176,12 @@ anvil_status anvil_options_set_passes(anvil_options *o, const char *spec) {
     return ANVIL_OK;
 }
 
+anvil_status anvil_options_set_emittable_only(anvil_options *o, int on) {
+    API_CHECK(o, "anvil_options_set_emittable_only: options is NULL");
+    o->emittable_only = on != 0;
+    return ANVIL_OK;
+}
+
 anvil_status anvil_options_set_profiling(anvil_options *o, int on) {
     API_CHECK(o, "anvil_options_set_profiling: options is NULL");
     o->profiling = on != 0;
@@ -205,6 +212,7 @@ anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opt
         cfg.online_rounds = opts->online_rounds;
         cfg.online_prune_factor = opts->online_prune_factor;
         cfg.online_prune_after = opts->online_prune_after;
+        cfg.emittable_only = opts->emittable_only;
     }
     if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
     cfg.released = release_model_pages;
@@ -319,6 +327,32 @@ static const char *io_names(const ir_graph *g, const ir_vid *list, int32_t n) {
     return buf;
 }
 
+/* bound[k] = the tensor given for graph input k; every input given once by a known name. */
+static anvil_status bind_inputs(const ir_graph *g, size_t n_inputs, const char *const *input_names,
+                                const anvil_tensor *const *inputs, const anvil_tensor **bound) {
+    anvil_status st = ANVIL_OK;
+    for (size_t i = 0; i < n_inputs && st == ANVIL_OK; i++) {
+        if (!input_names[i] || !inputs[i]) {
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input %zu has a NULL name or tensor", i);
+            break;
+        }
+        int32_t k = find_io(g, g->inputs, g->n_inputs, input_names[i]);
+        if (k < 0)
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                          "the model has no input named '%s'; its inputs are %s", input_names[i],
+                          io_names(g, g->inputs, g->n_inputs));
+        else if (bound[k])
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' is given twice", input_names[i]);
+        else
+            bound[k] = inputs[i];
+    }
+    for (int32_t k = 0; k < g->n_inputs && st == ANVIL_OK; k++)
+        if (!bound[k])
+            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' is missing; the model needs %s",
+                          g->values[g->inputs[k]].name, io_names(g, g->inputs, g->n_inputs));
+    return st;
+}
+
 anvil_status anvil_session_run(anvil_session *s, size_t n_inputs, const char *const *input_names,
                                const anvil_tensor *const *inputs, size_t n_outputs,
                                const char *const *output_names, anvil_tensor **outputs) {
@@ -339,25 +373,7 @@ anvil_status anvil_session_run(anvil_session *s, size_t n_inputs, const char *co
         st = ANVIL_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    for (size_t i = 0; i < n_inputs && st == ANVIL_OK; i++) {
-        if (!input_names[i] || !inputs[i]) {
-            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input %zu has a NULL name or tensor", i);
-            break;
-        }
-        int32_t k = find_io(g, g->inputs, g->n_inputs, input_names[i]);
-        if (k < 0)
-            st = core_err(ANVIL_ERR_INVALID_ARGUMENT,
-                          "the model has no input named '%s'; its inputs are %s", input_names[i],
-                          io_names(g, g->inputs, g->n_inputs));
-        else if (bound[k])
-            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' is given twice", input_names[i]);
-        else
-            bound[k] = inputs[i];
-    }
-    for (int32_t k = 0; k < g->n_inputs && st == ANVIL_OK; k++)
-        if (!bound[k])
-            st = core_err(ANVIL_ERR_INVALID_ARGUMENT, "input '%s' is missing; the model needs %s",
-                          g->values[g->inputs[k]].name, io_names(g, g->inputs, g->n_inputs));
+    st = bind_inputs(g, n_inputs, input_names, inputs, bound);
     if (st != ANVIL_OK) goto done;
     if (!output_names) {
         if (n_outputs != (size_t)g->n_outputs) {
@@ -490,4 +506,27 @@ size_t anvil_tensor_bytes(const anvil_tensor *t) {
 
 void *anvil_tensor_data(anvil_tensor *t) {
     return t ? t->data : NULL;
+}
+
+anvil_status anvil_session_compile(anvil_session *s, size_t n_inputs,
+                                   const char *const *input_names,
+                                   const anvil_tensor *const *inputs,
+                                   const anvil_compile_options *opts, const char *dir) {
+    API_CHECK(s, "anvil_session_compile: session is NULL");
+    API_CHECK(dir && *dir, "anvil_session_compile: dir is NULL or empty");
+    API_CHECK(n_inputs == 0 || (input_names && inputs),
+              "anvil_session_compile: input_names or inputs is NULL");
+    core_err_clear();
+    const ir_graph *g = s->model->onnx->graph;
+    const anvil_tensor **bound = core_calloc((size_t)g->n_inputs + 1, sizeof *bound);
+    if (!bound) return ANVIL_ERR_OUT_OF_MEMORY;
+    anvil_status st = bind_inputs(g, n_inputs, input_names, inputs, bound);
+    if (st == ANVIL_OK) {
+        rt_emit_options eo = {0};
+        eo.name = opts && opts->name ? opts->name : "net";
+        eo.embed_weights = opts && opts->embed_weights;
+        st = rt_session_emit(s->rt, bound, &eo, dir);
+    }
+    free(bound);
+    return st;
 }

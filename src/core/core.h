@@ -23,6 +23,8 @@ anvil_status core_err_prefix(anvil_status s, const char *fmt, ...)
 void core_err_clear(void);
 /* This thread's message buffer; owned by core. */
 const char *core_err_message(void);
+/* "ANVIL_ERR_SHAPE" for ANVIL_ERR_SHAPE (anvil_status_name is this). Static storage. */
+const char *core_status_name(anvil_status s);
 
 #define CORE_TRY(expr)                                                                             \
     do {                                                                                           \
@@ -119,17 +121,7 @@ void core_vec_free(core_vec *v);
 
 /* ---- hardware ------------------------------------------------------------------------------ */
 
-typedef struct core_hw {
-    char cpu_model[64];
-    int logical_cores;
-    int physical_cores;
-    size_t l1d_bytes, l2_bytes, l3_bytes; /* per core for L1/L2, total for L3; 0 if unknown */
-    bool sse42, avx, avx2, fma, f16c;
-    bool avx512f, avx512bw, avx512vl, avx512dq, avx512cd;
-    bool avx512_vnni, avx512_bf16, avx512_fp16;
-    bool amx_tile, amx_bf16, amx_int8, amx_fp16;
-    bool os_avx512, os_amx; /* the OS saves the state (XCR0; AMX also needs arch_prctl) */
-} core_hw;
+#include "core/core_hw.h"
 
 /* Detected once on first use (cpuid + sysfs). ANVIL_ISA=avx2|avx512|scalar caps the ISA features
  * reported, so a machine can be made to take the paths of an older one. Pointer to static data. */

@@ -122,21 +122,7 @@ typedef struct ir_attr {
     struct ir_graph **graphs;
 } ir_attr;
 
-/* Activations a graph pass can fold into the node that produces their input; the GEMM epilogue
- * (kernels/cpu/gemm/gemm.h) applies them as they are. */
-typedef enum ir_act {
-    IR_ACT_NONE = 0,
-    IR_ACT_RELU,
-    IR_ACT_CLIP,       /* min(max(x, lo), hi) */
-    IR_ACT_LEAKY_RELU, /* x < 0 ? alpha*x : x */
-    IR_ACT_SIGMOID,
-    IR_ACT_TANH,
-    IR_ACT_GELU_ERF,
-    IR_ACT_GELU_TANH,
-    IR_ACT_HARD_SIGMOID, /* max(0, min(1, alpha*x + beta)) */
-    IR_ACT_HARD_SWISH,
-    IR_ACT_SILU, /* x * sigmoid(x): Sigmoid and Mul written out (EfficientNet, YOLOv8) */
-} ir_act;
+#include "ir/ir_act.h"
 
 /* An epilogue fused into a node by src/passes: output 0 becomes
  *   act(op(x) + bias[col] + residual)

@@ -5,6 +5,10 @@
 
 #include "kernels/cpu/eltwise/eltwise.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #ifdef ANVIL_HAVE_SLEEF
 static bool elt_kind_of(ir_act a, elt_unary_kind *k) {
     switch (a) {
@@ -147,4 +151,47 @@ anvil_status kern_fusion_apply(const ir_node *n, const op_tensor *const *in, int
     }
     op_parallel_for(ctx, numel / (size_t)cols, fusion_rows, &j);
     return ANVIL_OK;
+}
+
+const char *kern_emit_float(float f, char *buf, size_t cap) {
+    /* the builtins, so that the emitted file needs no <math.h> for them */
+    if (isnan(f))
+        snprintf(buf, cap, "__builtin_nanf(\"\")");
+    else if (isinf(f))
+        snprintf(buf, cap, "%s__builtin_inff()", f < 0 ? "-" : "");
+    else
+        snprintf(buf, cap, "%.9gf", (double)f);
+    /* "1f" is not a C constant: a float literal needs a point or an exponent */
+    if (!strpbrk(buf, ".e_") && strlen(buf) + 2 < cap) {
+        size_t n = strlen(buf);
+        memmove(buf + n - 1, ".0f", 4);
+    }
+    return buf;
+}
+
+/* The enumerators' names, for emitted code (indexed by ir_act). */
+static const char *const act_ids[] = {
+    "IR_ACT_NONE",         "IR_ACT_RELU",       "IR_ACT_CLIP",     "IR_ACT_LEAKY_RELU",
+    "IR_ACT_SIGMOID",      "IR_ACT_TANH",       "IR_ACT_GELU_ERF", "IR_ACT_GELU_TANH",
+    "IR_ACT_HARD_SIGMOID", "IR_ACT_HARD_SWISH", "IR_ACT_SILU",
+};
+_Static_assert(sizeof act_ids / sizeof act_ids[0] == IR_ACT_SILU + 1,
+               "act_ids must name every ir_act");
+
+void kern_emit_epilogue(kern_emit *e, const char *var, const gemm_epilogue *ep,
+                        const char *row_bias, const char *col_bias, const char *r) {
+    char a[32], b[32], c[32], d[32], f[32];
+    e->code(e, "gemm_epilogue %s = gemm_epilogue_none();\n", var);
+    if (ep->scale != 1.0f) e->code(e, "%s.scale = %s;\n", var, kern_emit_float(ep->scale, a, 32));
+    if (row_bias) e->code(e, "%s.row_bias = (const float *)(%s);\n", var, row_bias);
+    if (col_bias) e->code(e, "%s.col_bias = (const float *)(%s);\n", var, col_bias);
+    if (r)
+        e->code(e, "%s.r = (const float *)(%s);\n%s.rs_r = %lld;\n%s.cs_r = %lld;\n%s.beta = %s;\n",
+                var, r, var, (long long)ep->rs_r, var, (long long)ep->cs_r, var,
+                kern_emit_float(ep->beta, f, 32));
+    if (ep->act != IR_ACT_NONE && (unsigned)ep->act < sizeof act_ids / sizeof act_ids[0])
+        e->code(e, "%s.act = %s;\n%s.alpha = %s;\n%s.beta_act = %s;\n%s.lo = %s;\n%s.hi = %s;\n",
+                var, act_ids[ep->act], var, kern_emit_float(ep->alpha, a, 32), var,
+                kern_emit_float(ep->beta_act, b, 32), var, kern_emit_float(ep->lo, c, 32), var,
+                kern_emit_float(ep->hi, d, 32));
 }

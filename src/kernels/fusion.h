@@ -18,4 +18,15 @@ gemm_tile_epilogue_fn kern_fusion_rows_fn(void);
  * future activation without a GEMM form is refused in one place). */
 bool kern_fusion_gemm_ok(const ir_fusion *f);
 
+/* ---- emitting (anvil compile) -------------------------------------------------------------- */
+
+/* Writes f as a C constant into buf: "1.5f" (9 significant digits: the same float back),
+ * "-__builtin_inff()", "__builtin_nanf(\"\")". Returns buf. */
+const char *kern_emit_float(float f, char *buf, size_t cap);
+/* Writes the statements declaring `gemm_epilogue VAR` equal to ep with its pointers replaced by the
+ * C expressions given (NULL: none; r with ep's strides and beta). act_row is left NULL: the emitted
+ * epilogue runs the GEMM's own loop (vectorized for ReLU and Clip, libm per element otherwise). */
+void kern_emit_epilogue(kern_emit *e, const char *var, const gemm_epilogue *ep,
+                        const char *row_bias, const char *col_bias, const char *r);
+
 #endif

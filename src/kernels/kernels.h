@@ -9,20 +9,7 @@
 
 #include "ops/ops.h"
 
-/* ISA / backend requirements, checked against core_hw before `supports`. */
-enum {
-    KERN_NEEDS_AVX2 = 1u << 0,   /* AVX2 + FMA */
-    KERN_NEEDS_AVX512 = 1u << 1, /* AVX-512 F/BW/VL/DQ */
-    KERN_NEEDS_AVX512_FP16 = 1u << 2,
-    KERN_NEEDS_AVX512_BF16 = 1u << 3,
-    KERN_NEEDS_AMX = 1u << 4,
-    /* Not a requirement but a property: the variant runs a thread pool of its own beside anvil's
-     * (a vendor library's OpenMP). Its idle threads keep spinning after it returns and take the
-     * CPUs of the nodes that run next, a cost that timing the variant alone cannot see (on Zen 4,
-     * one oneDNN MatMul at the end of ResNet-18 on 2 threads made the whole run 1.6x slower). The
-     * tuner offers such variants only to single-threaded sessions. */
-    KERN_OWN_THREADS = 1u << 5,
-};
+#include "kernels/kern_isa.h"
 
 /* ---- tunable parameters ---------------------------------------------------------------------
  * A variant may expose template parameters for the tuner to time (GEMM: KC, MC, NC; a GEMM-based
@@ -94,6 +81,48 @@ static inline void kern_node_mark_copied(const kern_node *kn, int input) {
     if (kn->copied && input >= 0 && input < 32) *kn->copied |= 1u << input;
 }
 
+/* ---- code generation (anvil compile, src/runtime/emit.c) --------------------------------------
+ * A variant that can be emitted writes, for one planned node, the C statements of a standalone
+ * library that compute it: calls into its own kernel sources, which the emitter copies beside the
+ * generated code (the same files the runtime compiles, built against the shim in
+ * src/runtime/emit_shim/ instead of anvil's headers), with the geometry baked in as constants and
+ * the data it prepared (packed weights) stored in the weights file. */
+typedef struct kern_emit kern_emit;
+struct kern_emit {
+    void *impl; /* the emitter's */
+    /* Appends C text (printf format) to the node's statements. */
+    void (*code)(kern_emit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+    /* Appends C text to the file scope before the run function (static helpers, tables). */
+    void (*decl)(kern_emit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+    /* Stores bytes in the weights, 64-byte aligned, and writes into expr (cap bytes) a C
+     * expression of type `const void *` that points at them while the library runs. */
+    anvil_status (*blob)(kern_emit *e, const void *data, size_t bytes, char *expr, size_t cap);
+    /* Marks a source file under src/ ("kernels/cpu/gemm/gemm.c") as needed by the library;
+     * headers too. The files must be in the emitter's embedded set (emit_sources.cmake). */
+    anvil_status (*need)(kern_emit *e, const char *file);
+    /* need() for a header that the generated code itself includes (gemm.h), as opposed to the
+     * headers that only the copied sources include (templates: gemm_ukernel.h). */
+    anvil_status (*include)(kern_emit *e, const char *header);
+    /* C expressions of input i / output i's data (`float *`-compatible `void *`), "NULL" for an
+     * omitted input. Static strings valid during the write call. */
+    const char *(*in)(kern_emit *e, int i);
+    const char *(*out)(kern_emit *e, int i);
+    const char *ws;  /* the node's workspace (`void *`, 64-byte aligned, at least workspace_size) */
+    const char *ctx; /* the thread context (`op_ctx *`) */
+    const op_tensor *in_t, *out_t; /* the node's input / output dtypes and dims ([n_in], [n_out]) */
+    int n_in, n_out;
+};
+
+typedef struct kern_emitter {
+    /* Writes the statements that compute kn with state as the variant's prepare made it; an
+     * unsupported case is ANVIL_ERR_UNSUPPORTED with a message naming what (the emitter then lists
+     * the node). */
+    anvil_status (*write)(const kern_node *kn, const void *state, kern_emit *e);
+    /* Optional: whether write can emit kn (NULL: every node the variant runs). A plan made to be
+     * emitted (rt_session_config.emittable_only) passes over the variant where it says no. */
+    bool (*can)(const kern_node *kn);
+} kern_emitter;
+
 typedef struct kern_variant {
     const char *name;
     ir_op op;
@@ -114,7 +143,14 @@ typedef struct kern_variant {
     bool (*fuses)(const kern_node *kn);
     /* Its template parameters, for the tuner (NULL: none; the variant is one candidate). */
     const kern_space *space;
+    /* How `anvil compile` emits it (NULL: it cannot be emitted). */
+    const kern_emitter *emit;
 } kern_variant;
+
+/* Whether v can be emitted for kn: it has an emitter that does not refuse kn. */
+static inline bool kern_emittable(const kern_variant *v, const kern_node *kn) {
+    return v->emit && (!v->emit->can || v->emit->can(kn));
+}
 
 /* For a variant that only hands its nodes on (conv_f32, the conv family's cascade), the variant
  * that runs the node whose state v prepared (state as v's prepare made it); NULL for every other
@@ -158,8 +194,6 @@ extern const kern_variant *const kern_family_vendor[];  /* vendor: oneDNN, OpenB
 const kern_variant *kern_reference(ir_op op);
 /* Every variant registered for op, reference first. *count set; pointer to static data. */
 const kern_variant *const *kern_variants(ir_op op, size_t *count);
-/* Whether hw has everything a KERN_NEEDS_* mask asks for. */
-bool kern_isa_ok(uint32_t needs, const core_hw *hw);
 /* Whether a variant can run kn on hw (ISA requirements, then supports()). */
 bool kern_applies(const kern_variant *v, const kern_node *kn, const core_hw *hw);
 /* Writes "a, b, c": the names of op's variants in preference order, or with kn non-NULL only

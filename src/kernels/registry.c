@@ -68,17 +68,6 @@ const kern_variant *kern_find(ir_op op, const char *name) {
     return NULL;
 }
 
-bool kern_isa_ok(uint32_t needs, const core_hw *hw) {
-    if ((needs & KERN_NEEDS_AVX2) && !(hw->avx2 && hw->fma)) return false;
-    if ((needs & KERN_NEEDS_AVX512) &&
-        !(hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512))
-        return false;
-    if ((needs & KERN_NEEDS_AVX512_FP16) && !hw->avx512_fp16) return false;
-    if ((needs & KERN_NEEDS_AVX512_BF16) && !hw->avx512_bf16) return false;
-    if ((needs & KERN_NEEDS_AMX) && !(hw->amx_tile && hw->amx_bf16 && hw->os_amx)) return false;
-    return true;
-}
-
 bool kern_applies(const kern_variant *v, const kern_node *kn, const core_hw *hw) {
     return kern_isa_ok(v->needs, hw) && (!v->supports || v->supports(kn, hw));
 }

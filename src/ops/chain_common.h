@@ -19,40 +19,11 @@
 #ifndef ANVIL_OPS_CHAIN_COMMON_H
 #define ANVIL_OPS_CHAIN_COMMON_H
 
+#include "ops/chain_op.h"
 #include "ops/ops.h"
 
 #include <stdbool.h>
 #include <stdint.h>
-
-typedef enum chain_op {
-    CHAIN_ADD,
-    CHAIN_SUB,
-    CHAIN_MUL,
-    CHAIN_DIV,
-    CHAIN_MAX,
-    CHAIN_MIN,
-    CHAIN_CLIP,
-    CHAIN_RELU,
-    CHAIN_LEAKYRELU,
-    CHAIN_SIGMOID,
-    CHAIN_TANH,
-    CHAIN_ERF,
-    CHAIN_EXP,
-    CHAIN_HARDSIGMOID,
-    CHAIN_HARDSWISH,
-    CHAIN_POW2,
-    CHAIN_POW3,
-    CHAIN_POWHALF,
-    CHAIN_SQRT,
-    CHAIN_NEG,
-    CHAIN_ABS,
-    CHAIN_OP_COUNT
-} chain_op;
-
-/* Longest chain a node may hold (the pass splits longer ones). */
-#define CHAIN_MAX_STEPS 32
-/* Most inputs a chain node may have (x and its side operands). */
-#define CHAIN_MAX_INPUTS 16
 
 /* The names the "ops" attribute uses, indexed by chain_op (static). */
 extern const char *const chain_op_names[CHAIN_OP_COUNT];

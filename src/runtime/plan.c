@@ -341,6 +341,24 @@ static anvil_status select_variant(const rt_session *s, const kern_node *kn, int
     return kern_select(kn, NULL, &out->v);
 }
 
+/* select_variant for a plan that anvil compile will emit: the choice where it has an emitter,
+ * else the first variant of the cascade that has one and applies (the choice stands when none
+ * does; rt_session_emit then lists the node). */
+static anvil_status select_emittable(const rt_session *s, const kern_node *kn, tune_choice *out) {
+    CORE_TRY(select_variant(s, kn, -1, out));
+    if (!s->cfg.emittable_only || kern_emittable(out->v, kn)) return ANVIL_OK;
+    size_t count;
+    const kern_variant *const *vs = kern_variants(kn->node->op, &count);
+    for (size_t i = 0; i < count; i++)
+        if (kern_emittable(vs[i], kn) && kern_applies(vs[i], kn, core_hw_get())) {
+            memset(out, 0, sizeof *out);
+            out->v = vs[i];
+            out->why = TUNE_WHY_CASCADE;
+            return ANVIL_OK;
+        }
+    return ANVIL_OK;
+}
+
 /* A member of a training layer's grouped choice tried online (online_group.c): the node's
  * variant under every choice, prepared; the step runs the choice of the run. Copies of
  * constants are not reported (a group's members read trainable weights, not constants). */
@@ -418,7 +436,8 @@ static int32_t *release_readers(const rt_session *s, const rt_shapes *sh) {
  * earlier plan may still point at a freed copy, but only from steps that copied it and never
  * read it. */
 static void release_step(rt_session *s, int32_t *readers, const ir_node *n, uint32_t copied) {
-    if (!readers) return;
+    /* a plan that anvil compile writes out reads the constants again while it emits */
+    if (!readers || s->cfg.emittable_only) return;
     for (int i = 0; i < n->n_inputs; i++) {
         ir_vid v = n->inputs[i];
         if (v == IR_NONE || readers[v] < 0) continue;
@@ -563,7 +582,7 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
         if (og >= 0 && (st = prepare_alts(s, p, &kn, stp, og)) != ANVIL_OK) goto fail;
         if (og < 0) {
             tune_choice ch;
-            if ((st = select_variant(s, &kn, -1, &ch)) != ANVIL_OK) goto fail;
+            if ((st = select_emittable(s, &kn, &ch)) != ANVIL_OK) goto fail;
             stp->variant = ch.v;
             stp->config = ch.cfg;
             stp->threads = ch.threads;

@@ -124,7 +124,24 @@ typedef struct rt_session_config {
      * storage of its own, so the owner of the original (the model's file mapping) can drop it. */
     void (*released)(void *ctx, const void *p, size_t n);
     void *released_ctx;
+    /* Plans choose only variants that anvil compile can emit (kern_variant.emit): the forced or
+     * database choice where it has an emitter, else the first emittable variant of the cascade
+     * (the node keeps its choice when none applies; rt_session_emit then names it). */
+    bool emittable_only;
 } rt_session_config;
+
+/* ---- anvil compile (emit.c) ------------------------------------------------------------- */
+
+typedef struct rt_emit_options {
+    const char *name;   /* C identifier the library's symbols start with (checked) */
+    bool embed_weights; /* weights in NET_weights.c instead of the NET.weights file */
+} rt_emit_options;
+
+/* Writes the library for the plan of these inputs (the session runs once on them, so the plan
+ * is made and checked) into dir, which is created if missing. Nodes that cannot be emitted are
+ * listed all at once in an ANVIL_ERR_UNSUPPORTED message, and nothing is written. */
+anvil_status rt_session_emit(rt_session *s, const anvil_tensor *const *inputs,
+                             const rt_emit_options *o, const char *dir);
 
 /* One activation storage of a plan: its bytes, the step range where it is live, and the arena
  * offset rt_arena_assign gives it. */

@@ -103,6 +103,56 @@ static void test_load_path_and_run(void **state) {
     anvil_model_free(m);
 }
 
+/* anvil_session_compile writes the library's files, and refuses a bad name, a missing folder
+ * argument and a folder it cannot create, with the reason (the emitted code itself is built and
+ * run by tests/emit/check_emit.py). */
+static void test_compile(void **state) {
+    (void)state;
+    anvil_model *m;
+    assert_int_equal(anvil_model_load(model_path, &m), ANVIL_OK);
+    anvil_options *o;
+    assert_int_equal(anvil_options_create(&o), ANVIL_OK);
+    assert_int_equal(anvil_options_set_emittable_only(o, 1), ANVIL_OK);
+    anvil_session *s;
+    assert_int_equal(anvil_session_create(m, o, &s), ANVIL_OK);
+    anvil_options_free(o);
+    int64_t dims[2] = {3, 4};
+    float x[12] = {0};
+    anvil_tensor *xt;
+    assert_int_equal(anvil_tensor_wrap(ANVIL_DTYPE_FLOAT32, 2, dims, x, &xt), ANVIL_OK);
+    const char *names[1] = {"x"};
+    const anvil_tensor *ins[1] = {xt};
+    char dir[] = "/tmp/anvil_api_compile_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    anvil_compile_options co = {"small", 0};
+    assert_int_equal(anvil_session_compile(s, 1, names, ins, &co, dir), ANVIL_OK);
+    static const char *const files[] = {
+        "small.h",        "small.c",   "small.weights", "small_run.c",     "Makefile",
+        "CMakeLists.txt", "README.md", "src/krt.c",     "src/core/core.h", "src/anvil_status.h"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        fclose(f);
+    }
+    co.name = "1st";
+    assert_int_equal(anvil_session_compile(s, 1, names, ins, &co, dir), ANVIL_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(anvil_last_error(), "not a C identifier"));
+    co.name = NULL;
+    assert_int_equal(anvil_session_compile(s, 1, names, ins, &co, NULL),
+                     ANVIL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(anvil_session_compile(s, 1, names, ins, NULL, "/proc/anvil/nope"),
+                     ANVIL_ERR_IO);
+    assert_non_null(strstr(anvil_last_error(), "/proc/anvil"));
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    anvil_tensor_free(xt);
+    anvil_session_free(s);
+    anvil_model_free(m);
+}
+
 static void test_load_buffer(void **state) {
     (void)state;
     size_t size;
@@ -286,11 +336,9 @@ int main(void) {
     const char *src = getenv("ANVIL_SOURCE_DIR");
     snprintf(model_path, sizeof model_path, "%s/tests/unit/data/api_small.onnx", src ? src : ".");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_path_and_run),
-        cmocka_unit_test(test_load_buffer),
-        cmocka_unit_test(test_misuse),
-        cmocka_unit_test(test_anonymous_dims),
-        cmocka_unit_test(test_version_and_names),
+        cmocka_unit_test(test_load_path_and_run), cmocka_unit_test(test_load_buffer),
+        cmocka_unit_test(test_compile),           cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_anonymous_dims),    cmocka_unit_test(test_version_and_names),
         cmocka_unit_test(test_vjp_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

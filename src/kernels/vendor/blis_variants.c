@@ -51,12 +51,16 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
 }
 
 const kern_variant kern_blis_matmul = {
-    "blis_sgemm", IR_OP_MATMUL, KERN_OWN_THREADS, supports, NULL, vblas_prepare, vblas_release, run,
-    NULL,         NULL,
+    "blis_sgemm",  IR_OP_MATMUL, KERN_OWN_THREADS,
+    supports,      NULL,         vblas_prepare,
+    vblas_release, run,          NULL,
+    NULL,          NULL,
 };
 const kern_variant kern_blis_gemm = {
-    "blis_sgemm", IR_OP_GEMM, KERN_OWN_THREADS, supports, NULL, vblas_prepare, vblas_release, run,
-    NULL,         NULL,
+    "blis_sgemm",  IR_OP_GEMM, KERN_OWN_THREADS,
+    supports,      NULL,       vblas_prepare,
+    vblas_release, run,        NULL,
+    NULL,          NULL,
 };
 
 #endif

@@ -436,10 +436,20 @@ const kern_variant kern_dnnl_deconv = {
     tr_run,
     NULL,
     NULL,
+    NULL,
 };
 const kern_variant kern_dnnl_conv_grad_w = {
-    "dnnl_conv_grad_w", IR_OP_CONV_GRAD_W, KERN_OWN_THREADS, cgw_supports, NULL,
-    cgw_prepare,        tr_release,        tr_run,           NULL,         NULL,
+    "dnnl_conv_grad_w",
+    IR_OP_CONV_GRAD_W,
+    KERN_OWN_THREADS,
+    cgw_supports,
+    NULL,
+    cgw_prepare,
+    tr_release,
+    tr_run,
+    NULL,
+    NULL,
+    NULL,
 };
 
 #endif

@@ -532,26 +532,60 @@ static anvil_status split_run(const ir_node *n, void *state, const op_tensor *co
 /* ---- the variants ---------------------------------------------------------------------------- */
 
 const kern_variant kern_dnnl_matmul = {
-    "dnnl_matmul", IR_OP_MATMUL,   KERN_OWN_THREADS, matmul_supports,
-    NULL,          matmul_prepare, dk_state_release, matmul_run,
-    NULL,          NULL,
+    "dnnl_matmul",
+    IR_OP_MATMUL,
+    KERN_OWN_THREADS,
+    matmul_supports,
+    NULL,
+    matmul_prepare,
+    dk_state_release,
+    matmul_run,
+    NULL,
+    NULL,
+    NULL,
 };
 const kern_variant kern_dnnl_gemm = {
-    "dnnl_matmul", IR_OP_GEMM,     KERN_OWN_THREADS, matmul_supports,
-    NULL,          matmul_prepare, dk_state_release, matmul_run,
-    NULL,          NULL,
+    "dnnl_matmul",
+    IR_OP_GEMM,
+    KERN_OWN_THREADS,
+    matmul_supports,
+    NULL,
+    matmul_prepare,
+    dk_state_release,
+    matmul_run,
+    NULL,
+    NULL,
+    NULL,
 };
 const kern_variant kern_dnnl_conv = {
-    "dnnl_conv",          IR_OP_CONV,       KERN_OWN_THREADS, conv_supports, NULL,
-    conv_prepare_blocked, dk_state_release, conv_run,         NULL,          NULL,
+    "dnnl_conv",
+    IR_OP_CONV,
+    KERN_OWN_THREADS,
+    conv_supports,
+    NULL,
+    conv_prepare_blocked,
+    dk_state_release,
+    conv_run,
+    NULL,
+    NULL,
+    NULL,
 };
 const kern_variant kern_dnnl_conv_split = {
-    "dnnl_conv_split", IR_OP_CONV,    0,         conv_supports, NULL,
-    split_prepare,     split_release, split_run, NULL,          NULL,
+    "dnnl_conv_split", IR_OP_CONV, 0,    conv_supports, NULL, split_prepare,
+    split_release,     split_run,  NULL, NULL,          NULL,
 };
 const kern_variant kern_dnnl_conv_nchw = {
-    "dnnl_conv_nchw",  IR_OP_CONV,       KERN_OWN_THREADS, conv_supports, NULL,
-    conv_prepare_nchw, dk_state_release, conv_run,         NULL,          NULL,
+    "dnnl_conv_nchw",
+    IR_OP_CONV,
+    KERN_OWN_THREADS,
+    conv_supports,
+    NULL,
+    conv_prepare_nchw,
+    dk_state_release,
+    conv_run,
+    NULL,
+    NULL,
+    NULL,
 };
 
 #endif

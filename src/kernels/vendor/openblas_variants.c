@@ -91,6 +91,7 @@ const kern_variant kern_openblas_matmul = {
     run,
     NULL,
     NULL,
+    NULL,
 };
 const kern_variant kern_openblas_gemm = {
     "openblas_sgemm",
@@ -101,6 +102,7 @@ const kern_variant kern_openblas_gemm = {
     prepare,
     vblas_release,
     run,
+    NULL,
     NULL,
     NULL,
 };

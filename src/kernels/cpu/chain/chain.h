@@ -12,8 +12,9 @@
 #ifndef ANVIL_KERNELS_CHAIN_H
 #define ANVIL_KERNELS_CHAIN_H
 
-#include "ops/chain_common.h"
+#include "ops/chain_op.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,5 +50,41 @@ typedef struct chain_isa {
 
 extern const chain_isa chain_isa_avx512;
 extern const chain_isa chain_isa_avx2;
+
+/* ---- a planned node and its run (chain_run.c) -------------------------------------------------
+ * What chain_variants.c's prepare decides for a node, as plain data, and the run over it: the
+ * runtime's variants and the libraries `anvil compile` emits (which copy chain_run.c and the ISA
+ * files and fill a chain_state with the same values) both compute through chain_exec. Uses only
+ * what src/runtime/emit_shim offers. */
+
+typedef struct op_ctx op_ctx;
+
+/* How a side operand varies over the output. */
+typedef enum chain_mode {
+    CHAIN_MODE_UNUSED,
+    CHAIN_MODE_SCALAR, /* one value */
+    CHAIN_MODE_BLOCK,  /* one value per run of `inner` >= CHAIN_SPAN_MIN elements */
+    CHAIN_MODE_ROW,    /* inner == 1: a row of c >= CHAIN_SPAN_MIN elements, repeated */
+    CHAIN_MODE_EXPAND, /* anything else: (i / inner) % c, expanded per span */
+} chain_mode;
+
+/* An operand whose value or row changes more often than every this many elements is expanded
+ * into a buffer of up to CHAIN_EXPAND elements per span instead of cutting tiny spans. */
+#define CHAIN_SPAN_MIN 64
+#define CHAIN_EXPAND 512
+
+typedef struct chain_state {
+    const chain_isa *isa;
+    chain_kprog prog;
+    int n_in;
+    chain_mode mode[CHAIN_MAX_INPUTS];
+    size_t c[CHAIN_MAX_INPUTS], inner[CHAIN_MAX_INPUTS];
+    bool expand; /* some operand is CHAIN_MODE_EXPAND */
+} chain_state;
+
+/* Computes the n output elements y from x and the side operands data[k] (k in [1, s->n_in);
+ * entries whose mode is CHAIN_MODE_UNUSED are not read). */
+void chain_exec(const chain_state *s, float *y, const float *x, size_t n, const float *const *data,
+                op_ctx *ctx);
 
 #endif

@@ -140,15 +140,16 @@ static CHAIN_ALWAYS_INLINE void chain_group(const chain_kprog *p, const float *c
         case CHAIN_ABS:
             EACH(r[u] = V_FABS(r[u]));
             break;
-#ifdef ANVIL_HAVE_SLEEF
+        /* f_exp_clamped's: these compute without SLEEF too (emitted libraries do not link it) */
         case CHAIN_SIGMOID:
             EACH(r[u] = f_sigmoid(r[u]));
             break;
-        case CHAIN_TANH:
-            EACH(r[u] = V_TANH(r[u]));
-            break;
         case CHAIN_ERF:
             EACH(r[u] = f_erf(r[u]));
+            break;
+#ifdef ANVIL_HAVE_SLEEF
+        case CHAIN_TANH:
+            EACH(r[u] = V_TANH(r[u]));
             break;
         case CHAIN_EXP:
             EACH(r[u] = V_EXP(r[u]));

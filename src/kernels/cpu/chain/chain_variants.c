@@ -3,54 +3,23 @@
  *
  * This file is baseline code: prepare turns the node's steps into the kernel's program and
  * classifies each side operand by how it varies over the output (ops/chain_common.h:
- * element (i / inner) % C); run cuts the output into spans over which each operand is one value
- * or one contiguous row, and splits the work across threads. The arithmetic lives in the per-ISA
- * tables of chain.h, generated from chain_simd.h.
+ * element (i / inner) % C) into a chain_state; run hands it to chain_exec (chain_run.c, shared
+ * with `anvil compile`'s libraries), which cuts the output into spans over which each operand is
+ * one value or one contiguous row and splits the work across threads. The arithmetic lives in the
+ * per-ISA tables of chain.h, generated from chain_simd.h.
  *
  * supports() takes float32 nodes of static shapes whose side operands vary over one contiguous
  * block of the output's dims (scalars, per-channel [C,1,1], trailing vectors, full shapes); the
  * steps that need a vector exp/tanh/erf exist only with SLEEF. Everything else stays with the
  * reference. */
 #include "chain.h"
+#include "kernels/cpu/family.h"
+#include "kernels/fusion.h"
 #include "kernels/kernels.h"
+#include "ops/chain_common.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Below this many elements a node runs on the calling thread: waking the pool costs more. */
-#define CHAIN_PAR_MIN ((size_t)1 << 15)
-/* Elements per parallel block. */
-#define CHAIN_BLOCK ((size_t)4096)
-/* An operand whose value or row changes more often than every this many elements is expanded
- * into a buffer of up to CHAIN_EXPAND elements per span instead of cutting tiny spans. */
-#define CHAIN_SPAN_MIN 64
-#define CHAIN_EXPAND 512
-
-/* How a side operand varies over the output. */
-typedef enum chain_mode {
-    MODE_UNUSED,
-    MODE_SCALAR, /* one value */
-    MODE_BLOCK,  /* one value per run of `inner` >= CHAIN_SPAN_MIN elements */
-    MODE_ROW,    /* inner == 1: a row of c >= CHAIN_SPAN_MIN elements, repeated */
-    MODE_EXPAND, /* anything else: (i / inner) % c, expanded per span */
-} chain_mode;
-
-typedef struct chain_state {
-    const chain_isa *isa;
-    chain_kprog prog;
-    int n_in;
-    chain_mode mode[CHAIN_MAX_INPUTS];
-    size_t c[CHAIN_MAX_INPUTS], inner[CHAIN_MAX_INPUTS];
-    bool expand; /* some operand is MODE_EXPAND */
-} chain_state;
-
-typedef struct chain_job {
-    const chain_state *s;
-    const float *x;
-    float *y;
-    const float *data[CHAIN_MAX_INPUTS];
-    size_t n;
-} chain_job;
 
 static bool f32_static(const op_tinfo *t) {
     return t->dtype == ANVIL_DTYPE_FLOAT32 && ir_shape_is_static(&t->shape);
@@ -70,13 +39,13 @@ static bool classify(const kern_node *kn, int k, chain_mode *mode, size_t *c, si
     *c = dims_product(y, first, last);
     *inner = dims_product(y, last, y->rank);
     if (*c == 1)
-        *mode = MODE_SCALAR;
+        *mode = CHAIN_MODE_SCALAR;
     else if (*inner >= CHAIN_SPAN_MIN)
-        *mode = MODE_BLOCK;
+        *mode = CHAIN_MODE_BLOCK;
     else if (*inner == 1 && *c >= CHAIN_SPAN_MIN)
-        *mode = MODE_ROW;
+        *mode = CHAIN_MODE_ROW;
     else
-        *mode = MODE_EXPAND;
+        *mode = CHAIN_MODE_EXPAND;
     return true;
 }
 
@@ -132,9 +101,9 @@ static anvil_status chain_prepare_isa(const kern_node *kn, const chain_isa *isa,
             return core_err(ANVIL_ERR_INTERNAL, "%s: operand %d has no chain pattern",
                             ir_node_label(kn->node), a);
         }
-        k->src =
-            s->mode[a] == MODE_SCALAR || s->mode[a] == MODE_BLOCK ? CHAIN_SRC_BCAST : CHAIN_SRC_ROW;
-        s->expand |= s->mode[a] == MODE_EXPAND;
+        k->src = s->mode[a] == CHAIN_MODE_SCALAR || s->mode[a] == CHAIN_MODE_BLOCK ? CHAIN_SRC_BCAST
+                                                                                   : CHAIN_SRC_ROW;
+        s->expand |= s->mode[a] == CHAIN_MODE_EXPAND;
     }
     *state = s;
     return ANVIL_OK;
@@ -144,76 +113,70 @@ static void chain_release(void *state) {
     free(state);
 }
 
-/* Elements [lo, hi) of the output: spans over which every used operand is one value or one
- * contiguous row (an expanded operand is copied into buf for its span). */
-static void chain_range(const chain_job *j, size_t lo, size_t hi) {
-    const chain_state *s = j->s;
-    float buf[CHAIN_MAX_INPUTS][CHAIN_EXPAND];
-    const float *opnd[CHAIN_MAX_INPUTS] = {0};
-    size_t pos = lo;
-    while (pos < hi) {
-        size_t len = hi - pos;
-        if (s->expand && len > CHAIN_EXPAND) len = CHAIN_EXPAND;
-        for (int k = 1; k < s->n_in; k++) {
-            const size_t c = s->c[k], inner = s->inner[k];
-            switch (s->mode[k]) {
-            case MODE_SCALAR:
-                opnd[k] = j->data[k];
-                break;
-            case MODE_BLOCK: {
-                const size_t q = pos / inner, left = (q + 1) * inner - pos;
-                opnd[k] = j->data[k] + q % c;
-                if (len > left) len = left;
-                break;
-            }
-            case MODE_ROW: {
-                const size_t at = pos % c;
-                opnd[k] = j->data[k] + at;
-                if (len > c - at) len = c - at;
-                break;
-            }
-            default:
-                break;
-            }
-        }
-        for (int k = 1; k < s->n_in; k++) {
-            if (s->mode[k] != MODE_EXPAND) continue;
-            const size_t c = s->c[k], inner = s->inner[k];
-            size_t at = (pos / inner) % c, run = pos % inner;
-            for (size_t e = 0; e < len; e++) {
-                buf[k][e] = j->data[k][at];
-                if (++run == inner) {
-                    run = 0;
-                    if (++at == c) at = 0;
-                }
-            }
-            opnd[k] = buf[k];
-        }
-        s->isa->span(&s->prog, j->y + pos, j->x + pos, len, opnd);
-        pos += len;
-    }
-}
-
-static void chain_chunk(void *arg, size_t begin, size_t end) {
-    const chain_job *j = arg;
-    const size_t lo = begin * CHAIN_BLOCK, hi = end * CHAIN_BLOCK < j->n ? end * CHAIN_BLOCK : j->n;
-    chain_range(j, lo, hi);
-}
-
 static anvil_status chain_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                               op_tensor *const *out, int n_out, void *workspace, op_ctx *ctx) {
     (void)n;
     (void)n_out;
     (void)workspace;
     const chain_state *s = state;
-    chain_job j = {.s = s, .x = in[0]->data, .y = out[0]->data, .n = op_tensor_numel(out[0])};
-    if (j.n == 0) return ANVIL_OK;
+    const float *data[CHAIN_MAX_INPUTS] = {0};
     for (int k = 1; k < n_in && k < s->n_in; k++)
-        if (s->mode[k] != MODE_UNUSED) j.data[k] = in[k]->data;
-    const size_t blocks = (j.n + CHAIN_BLOCK - 1) / CHAIN_BLOCK;
-    op_parallel_for(j.n >= CHAIN_PAR_MIN ? ctx : NULL, blocks, chain_chunk, &j);
+        if (s->mode[k] != CHAIN_MODE_UNUSED) data[k] = in[k]->data;
+    chain_exec(s, out[0]->data, in[0]->data, op_tensor_numel(out[0]), data, ctx);
     return ANVIL_OK;
 }
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The node becomes one chain_exec call on a chain_state holding what this prepare made, so the
+ * library computes exactly what the variant does. Emitted libraries do not link SLEEF: chains
+ * with a Tanh or Exp step are refused. */
+
+static const char *const chain_emit_files[] = {"ops/chain_op.h",
+                                               "kernels/cpu/chain/chain.h",
+                                               "kernels/cpu/chain/chain_run.c",
+                                               "kernels/cpu/chain/chain_simd.h",
+                                               "kernels/cpu/chain/chain_avx512.c",
+                                               "kernels/cpu/chain/chain_avx2.c",
+                                               "kernels/cpu/eltwise/eltwise_act.h",
+                                               "kernels/cpu/eltwise/eltwise_exp.h",
+                                               "kernels/cpu/eltwise/eltwise_vec_avx512.h",
+                                               "kernels/cpu/eltwise/eltwise_vec_avx2.h",
+                                               NULL};
+
+static anvil_status chain_emit_write(const kern_node *kn, const void *state, kern_emit *e) {
+    const chain_state *s = state;
+    for (int i = 0; i < s->prog.n; i++)
+        if (s->prog.st[i].op == CHAIN_TANH || s->prog.st[i].op == CHAIN_EXP)
+            return core_err(ANVIL_ERR_UNSUPPORTED,
+                            "%s: a %s step needs SLEEF's vector functions, which emitted "
+                            "libraries lack",
+                            ir_node_label(kn->node), chain_op_names[s->prog.st[i].op]);
+    for (int i = 0; chain_emit_files[i]; i++) CORE_TRY(e->need(e, chain_emit_files[i]));
+    CORE_TRY(e->include(e, "kernels/cpu/chain/chain.h"));
+    char fa[64], fb[64];
+    e->code(e, "chain_state cs = {0};\n");
+    e->code(e, "cs.isa = &%s;\n",
+            s->isa == &chain_isa_avx512 ? "chain_isa_avx512" : "chain_isa_avx2");
+    e->code(e, "cs.n_in = %d;\ncs.expand = %d;\ncs.prog.n = %d;\n", s->n_in, (int)s->expand,
+            s->prog.n);
+    for (int i = 0; i < s->prog.n; i++) {
+        const chain_kstep *k = &s->prog.st[i];
+        e->code(e, "cs.prog.st[%d] = (chain_kstep){%d, %d, %d, %s, %s};\n", i, k->op, k->src, k->k,
+                kern_emit_float(k->a, fa, sizeof fa), kern_emit_float(k->b, fb, sizeof fb));
+    }
+    e->code(e, "const float *cd[%d] = {0};\n", CHAIN_MAX_INPUTS);
+    for (int k = 1; k < s->n_in && k < e->n_in; k++) {
+        if (s->mode[k] == CHAIN_MODE_UNUSED) continue;
+        e->code(e, "cs.mode[%d] = (chain_mode)%d;\ncs.c[%d] = %zu;\ncs.inner[%d] = %zu;\n", k,
+                (int)s->mode[k], k, s->c[k], k, s->inner[k]);
+        e->code(e, "cd[%d] = (const float *)(%s);\n", k, e->in(e, k));
+    }
+    e->code(e, "chain_exec(&cs, (float *)(%s), (const float *)(%s), %zu, cd, %s);\n", e->out(e, 0),
+            e->in(e, 0), op_tensor_numel(&e->out_t[0]), e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter chain_emitter = {chain_emit_write, NULL};
 
 static anvil_status chain_prepare_avx512(const kern_node *kn, void **state) {
     return chain_prepare_isa(kn, &chain_isa_avx512, state);
@@ -229,7 +192,8 @@ static const kern_variant v_chain_avx512 = {.name = "chain_avx512",
                                             .supports = chain_supports,
                                             .prepare = chain_prepare_avx512,
                                             .release = chain_release,
-                                            .run = chain_run};
+                                            .run = chain_run,
+                                            .emit = &chain_emitter};
 
 static const kern_variant v_chain_avx2 = {.name = "chain_avx2",
                                           .op = IR_OP_ELTWISE_CHAIN,
@@ -237,7 +201,8 @@ static const kern_variant v_chain_avx2 = {.name = "chain_avx2",
                                           .supports = chain_supports,
                                           .prepare = chain_prepare_avx2,
                                           .release = chain_release,
-                                          .run = chain_run};
+                                          .run = chain_run,
+                                          .emit = &chain_emitter};
 
 /* The AVX-512 variant first: the first applicable variant is the default. */
 const kern_variant *const kern_family_chain[] = {&v_chain_avx512, &v_chain_avx2, NULL};

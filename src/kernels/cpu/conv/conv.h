@@ -3,33 +3,21 @@
  * kernels, and the NHWC kernels (tested on their own against the NCHW reference; anvil's graph is
  * NCHW, so their variant conv_nhwc_im2col_gemm transposes around them, see conv_nhwc.c).
  *
- * Files: conv_variants.c (GEMM variants, conv_f32 and the family list), conv_common.c (geometry,
- * im2col, panel packing), conv_depthwise.c + conv_dw_*.c (direct depthwise), conv_winograd.c +
- * conv_wino_*.c (Winograd), conv_nhwc.c (NHWC), conv_smallc.c + conv_sc_*.c (direct, few input
- * channels). The ISA files share conv_vec_<isa>.h (vector macros) and conv_rows_tmpl.h (the
- * padded-row copy of the direct kernels).
+ * Files: conv_variants.c (GEMM variants, conv_f32 and the family list), conv_common.c (geometry
+ * from the node), conv_layout.h / .c (plain-data plans, im2col, panel packing, padded rows and the
+ * run-time part of the emittable variants, shared with `anvil compile`'s libraries),
+ * conv_depthwise.c + conv_dw_*.c (direct depthwise), conv_winograd.c + conv_wino_*.c (Winograd),
+ * conv_nhwc.c (NHWC), conv_smallc.c + conv_sc_*.c (direct, few input channels). The ISA files share
+ * conv_vec_<isa>.h (vector macros) and conv_rows_tmpl.h (the padded-row copy of the direct
+ * kernels).
  *
  * Every pointer argument is borrowed for the duration of the call unless said otherwise. */
 #ifndef ANVIL_KERNELS_CONV_H
 #define ANVIL_KERNELS_CONV_H
 
-#include "kernels/cpu/gemm/gemm.h"
+#include "conv_layout.h"
 
 #include <stdint.h>
-
-/* A 2-D fp32 convolution with every dimension known (NCHW: X [n, c, h, w], W [m, c/group, kh, kw],
- * Y [n, m, oh, ow]). Pads are resolved (auto_pad applied). */
-typedef struct conv_shape {
-    int64_t n, c, h, w; /* input */
-    int64_t m, oh, ow;  /* output channels and spatial size */
-    int64_t kh, kw;     /* kernel */
-    int64_t sh, sw;     /* strides */
-    int64_t dh, dw;     /* dilations */
-    int64_t pt, pl;     /* pads at the top / left (bottom / right follow from oh, ow) */
-    int64_t group;
-    int64_t cg, mg; /* input / output channels per group */
-    bool has_bias;
-} conv_shape;
 
 /* Fills s from a kern_node when it is a 2-D Conv with float32 inputs and static shapes; false
  * otherwise (or on malformed attributes, which the reference reports). */
@@ -109,23 +97,6 @@ anvil_status conv_prepare_unsupported(const kern_node *kn, const char *what);
         return CALL;                                                                               \
     }
 
-/* The depth of one group's GEMM: cg * kh * kw. */
-static inline int64_t conv_kdim(const conv_shape *s) {
-    return s->cg * s->kh * s->kw;
-}
-
-/* im2col of one group of one image for output pixels [p0, p0 + np): col[k][j] (row stride ldc)
- * = x[c][oy*sh - pt + ky*dh][ox*sw - pl + kx*dw] (0 outside), k = (c*kh + ky)*kw + kx, pixel
- * p0 + j = oy*ow + ox; rows [k0, k1) only. x points at the group's first channel. */
-void conv_im2col(const conv_shape *s, const float *x, int64_t k0, int64_t k1, int64_t p0,
-                 int64_t np, float *col, int64_t ldc);
-
-/* Packs the im2col of output pixels [p0, p0 + np) straight into gemm.h's packed-B layout for
- * kernel k: ceil(np/NR) panels of kdim x NR, k-major, zero columns past np. dst holds
- * ceil(np/NR) * NR * kdim floats. */
-void conv_pack_b_panels(const conv_shape *s, const gemm_kernel *k, const float *x, int64_t p0,
-                        int64_t np, float *dst);
-
 /* The variant conv_f32 (the default for Conv) delegates to for kn: the first rule of its cascade
  * that holds and whose variant applies; NULL when no conv variant can run kn. Static data. */
 const kern_variant *conv_auto_pick(const kern_node *kn);
@@ -142,22 +113,28 @@ bool conv_fuses(const kern_node *kn);
 /* The fusion's residual tensor (NCHW, the output's shape), or NULL when there is none. */
 const float *conv_fused_residual(const ir_fusion *f, const op_tensor *const *in, int n_in);
 
-/* A fused epilogue that a direct variant (depthwise, few channels, Winograd) applies itself to
- * runs of output it has just written, while they are in L1. Set by conv_row_fusion_init in
- * prepare: off where the node has no fusion or the variant does not apply it (the runtime then
- * does, so run must not). */
-typedef struct conv_row_fusion {
-    bool on;
-    int residual; /* input index of the fused residual, or -1 */
-    gemm_epilogue ep;
-    gemm_tile_epilogue_fn fn;
-} conv_row_fusion;
+/* Sets f (conv_layout.h) for kn in a direct variant's prepare. */
 void conv_row_fusion_init(const kern_node *kn, conv_row_fusion *f);
 /* The residual tensor of a run (NCHW, the output's shape), or NULL. */
 const float *conv_row_fusion_residual(const conv_row_fusion *f, const op_tensor *const *in,
                                       int n_in);
-/* Applies f to the n consecutive outputs at y; res: their n residual values, or NULL. */
-void conv_row_fusion_apply(const conv_row_fusion *f, const float *res, float *y, int64_t n);
+
+/* ---- emitting (anvil compile; conv_common.c) --------------------------------------------------
+ * The emitters write a variant's prepared plan (conv_layout.h) as C initializers and a call of its
+ * run function in conv_layout.c, which the emitted library copies with the GEMM's files. */
+
+/* Marks conv_layout.h / .c and the GEMM's files as needed, conv_layout.h included by the code. */
+anvil_status conv_emit_files_need(kern_emit *e);
+/* Declares tile k (gemm_kernel_<name>) for the code that names it. */
+void conv_emit_tile(kern_emit *e, const gemm_kernel *k);
+/* Writes `VAR = (conv_shape){...};` (VAR declared by the caller). */
+void conv_emit_shape(kern_emit *e, const char *var, const conv_shape *s);
+/* Writes `conv_row_fusion VAR` equal to f (its function named by the GEMM tile it belongs to);
+ * UNSUPPORTED when f's function is none of the tiles' epilogues. */
+anvil_status conv_emit_row_fusion(kern_emit *e, const char *var, const conv_row_fusion *f);
+/* Copies into buf (cap bytes) the C expression of input i, or "NULL" for i < 0 (no such input:
+ * no bias, no fused residual). Returns buf. */
+const char *conv_emit_in(kern_emit *e, int i, char *buf, size_t cap);
 
 /* ---- depthwise (conv_depthwise.c, conv_dw_avx512.c, conv_dw_avx2.c) ------------------------- */
 
@@ -193,29 +170,11 @@ static inline bool conv_dwn_shape(const conv_shape *s) {
 #define CONV_DW_INSTANCES(X)                                                                       \
     X(3, 3, 1) X(3, 3, 2) X(5, 5, 1) X(5, 5, 2) X(3, 5, 1) X(3, 5, 2) X(5, 3, 1) X(5, 3, 2)
 
-/* A depthwise conv with a kh x kw kernel (3 or 5) reads its input through padded rows: the input
- * rows a band of outputs needs, with the zero padding written out, row stride ldp, so that every
- * tap load is unconditional. At stride 1 padded column q is row[q]. At stride 2 a row is split
- * into its even columns followed by its odd ones (q at row[q / 2] when q is even, at
- * row[half + q / 2] when odd), so that the taps of consecutive outputs, columns 2*ox + kx, are
- * consecutive floats again instead of needing a gather. Its geometry: */
-typedef struct conv_dw_geom {
-    int64_t h, w;   /* input plane */
-    int64_t pt;     /* top padding */
-    int64_t q0, n;  /* input column 0 lands on padded column q0; n input columns are copied */
-    int64_t ldp;    /* padded row stride, a multiple of 16 floats */
-    int64_t half;   /* stride 2: where the odd columns start, a multiple of 16; 0 at stride 1 */
-    int64_t sy, sx; /* strides */
-    int64_t kh, kw; /* kernel: 3 or 5 each */
-    int64_t ow;     /* output width */
-} conv_dw_geom;
-/* The padded rows' geometry of s (kernel, strides and padding; the buffer's row stride and, at
- * stride 2, its halves), for a kernel whose taps reach at most 15 floats past a vector. */
-void conv_dw_geom_init(const conv_shape *s, conv_dw_geom *g);
-/* Output rows [r0, r0 + nr) of one plane: copies the padded input rows they read from plane x
- * (h x w) into xb ((nr - 1) * sy + kh rows of ldp floats, whose pad columns the caller zeroed),
- * then y[oy - r0][ox] = bias + sum w[ky][kx] * xb[(oy - r0) * sy + ky][column ox * sx + kx]. Rows
- * are read a full vector past the last output's last tap (CONV_DW_PAD_FLOATS). */
+/* The padded rows' geometry is conv_dw_geom (conv_layout.h). Output rows [r0, r0 + nr) of one
+ * plane: copies the padded input rows they read from plane x (h x w) into xb ((nr - 1) * sy + kh
+ * rows of ldp floats, whose pad columns the caller zeroed), then y[oy - r0][ox] = bias + sum
+ * w[ky][kx] * xb[(oy - r0) * sy + ky][column ox * sx + kx]. Rows are read a full vector past the
+ * last output's last tap (CONV_DW_PAD_FLOATS). */
 typedef void (*conv_dw_band_fn)(const conv_dw_geom *g, const float *x, float *xb, const float *w,
                                 float bias, float *y, int64_t r0, int64_t nr);
 void conv_dw_band_avx512(const conv_dw_geom *g, const float *x, float *xb, const float *w,
@@ -243,9 +202,6 @@ bool conv_dw_channel_lanes(const conv_shape *s);
  * 16 floats per output pixel for ohw rounded up to 16, 64-byte aligned. */
 void conv_dw_cl16_avx512(const conv_dw_cl_geom *g, const float *x, const float *w,
                          const float *bias, int nc, float *pad, float *out, float *y);
-/* Floats a padded row must be readable past the last output's last tap (a vector and a margin). */
-#define CONV_DW_PAD_FLOATS 64
-
 /* Channels-last (anvil.ConvNhwc) direct kernels (conv_dw_nhwc.c), reading X [h, w, c] of one
  * image in place: depthwise (conv_dwn_tmpl.h, m == c), with weights packed tap-major
  * [kh*kw][vpad]; and few input channels (conv_scn_avx512.c), weights packed [kh][kw][c][vpad].
@@ -272,37 +228,6 @@ void conv_dwn_row_avx2(const conv_last_geom *g, const float *x, const float *wp,
                        float *y, int64_t oy);
 void conv_scn_row_avx512(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
                          float *y, int64_t oy);
-
-/* ---- few input channels (conv_smallc.c, conv_sc_avx512.c, conv_sc_avx2.c) -------------------
- * A network's first conv (3 input channels: RGB) has a GEMM depth of only c*kh*kw = 27..147, so
- * im2col or panel packing moves about as many bytes as the GEMM computes with. It is computed
- * directly instead: vectors of output pixels along a row (the input rows copied into padded,
- * at stride 2 deinterleaved rows as in conv_dw_geom), times blocks of CONV_SC_MB_<isa> output
- * channels whose weights are broadcast. */
-typedef struct conv_sc_geom {
-    conv_dw_geom g;    /* one channel's padded rows; kh, kw up to CONV_SC_MAX_K */
-    int64_t c;         /* input channels */
-    int64_t band_rows; /* padded rows per channel in the band buffer */
-    int64_t m;         /* output channels */
-    int64_t ohw;       /* output pixels per plane: the distance between output channels */
-} conv_sc_geom;
-#define CONV_SC_MAX_K 11
-#define CONV_SC_MB_AVX512 8
-#define CONV_SC_MB_AVX2 4
-/* Output rows [r0, r0 + nr) of the output channel blocks [b0, b1) of one image: copies the padded
- * rows they read of x's c planes into xb (channel ci's rows at xb + ci * band_rows * ldp, pad
- * columns zeroed by the caller), then y[m][oy][ox] = bias[m] + sum over ci, ky, kx of
- * W[m][ci][ky][kx] * x[ci][oy*sy + ky - pt][ox*sx + kx - pl]. wp: the packed weights, per block
- * of MB output channels [c][kh][kw][MB] (zero past m); bias: m values or NULL; y: the image's
- * output, channel j at y + j * ohw. */
-typedef void (*conv_sc_band_fn)(const conv_sc_geom *g, const float *x, float *xb, const float *wp,
-                                const float *bias, float *y, int64_t r0, int64_t nr, int64_t b0,
-                                int64_t b1);
-void conv_sc_band_avx512(const conv_sc_geom *g, const float *x, float *xb, const float *wp,
-                         const float *bias, float *y, int64_t r0, int64_t nr, int64_t b0,
-                         int64_t b1);
-void conv_sc_band_avx2(const conv_sc_geom *g, const float *x, float *xb, const float *wp,
-                       const float *bias, float *y, int64_t r0, int64_t nr, int64_t b0, int64_t b1);
 
 /* ---- Winograd transforms (conv_winograd.c and its ISA files) ------------------------------- */
 

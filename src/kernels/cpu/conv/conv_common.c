@@ -1,5 +1,6 @@
-/* Conv geometry and the two ways of feeding a convolution to the GEMM: an explicit im2col buffer
- * and im2col written straight into packed B panels (the implicit GEMM).
+/* Conv geometry from the ir_node (conv_shape_of), the GEMM tile choice and the fusion helpers
+ * that look at the node. The pure layout helpers (im2col, implicit-GEMM panel packing, padded
+ * rows) are in conv_layout.c, which `anvil compile` copies into the libraries it emits.
  *
  * The window attributes are parsed here rather than through the reference's private helpers
  * (src/ops/nn_common.h is private to the nn ops); the resolved output size is compared with the
@@ -9,6 +10,7 @@
 
 #include "kernels/fusion.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,117 +199,6 @@ const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_
     return best;
 }
 
-/* Output columns [lo, hi) whose tap at input offset `off` (= kx*dw - pl) lands inside [0, w). */
-static void valid_cols(int64_t ow, int64_t sw, int64_t off, int64_t w, int64_t *lo, int64_t *hi) {
-    /* ox*sw + off >= 0  and  ox*sw + off < w */
-    int64_t a = off >= 0 ? 0 : (-off + sw - 1) / sw;
-    int64_t b = w - off <= 0 ? 0 : (w - off + sw - 1) / sw;
-    if (b > ow) b = ow;
-    if (a > b) a = b;
-    *lo = a;
-    *hi = b;
-}
-
-/* d[j] = s[2j]: with the stride a constant the compiler vectorizes it (even-lane shuffles);
- * the general strided loop stays scalar. */
-static void copy_stride2(float *restrict d, const float *restrict s, int64_t n) {
-    for (int64_t j = 0; j < n; j++) d[j] = s[2 * j];
-}
-
-void conv_im2col(const conv_shape *s, const float *x, int64_t k0, int64_t k1, int64_t p0,
-                 int64_t np, float *col, int64_t ldc) {
-    const int64_t khw = s->kh * s->kw, plane = s->h * s->w;
-    for (int64_t k = k0; k < k1; k++) {
-        const int64_t c = k / khw, ky = k % khw / s->kw, kx = k % s->kw;
-        const float *xc = x + c * plane;
-        float *dst = col + k * ldc;
-        int64_t lo, hi;
-        valid_cols(s->ow, s->sw, kx * s->dw - s->pl, s->w, &lo, &hi);
-        for (int64_t p = p0; p < p0 + np;) {
-            const int64_t oy = p / s->ow, ox0 = p % s->ow;
-            int64_t ox1 = s->ow < ox0 + (p0 + np - p) ? s->ow : ox0 + (p0 + np - p);
-            float *d = dst + (p - p0);
-            const int64_t iy = oy * s->sh - s->pt + ky * s->dh;
-            if (iy < 0 || iy >= s->h) {
-                memset(d, 0, sizeof(float) * (size_t)(ox1 - ox0));
-            } else {
-                /* zeros left of the valid columns, the strided copy, zeros right of them */
-                const int64_t a = lo > ox0 ? (lo < ox1 ? lo : ox1) : ox0;
-                const int64_t b = hi < ox1 ? (hi > a ? hi : a) : ox1;
-                for (int64_t ox = ox0; ox < a; ox++) d[ox - ox0] = 0.0f;
-                if (b > a) {
-                    /* input column of output column a; never a pointer before the image */
-                    const float *src = xc + iy * s->w + a * s->sw + kx * s->dw - s->pl;
-                    if (s->sw == 1)
-                        memcpy(d + (a - ox0), src, sizeof(float) * (size_t)(b - a));
-                    else if (s->sw == 2)
-                        copy_stride2(d + (a - ox0), src, b - a);
-                    else
-                        for (int64_t ox = a; ox < b; ox++) d[ox - ox0] = src[(ox - a) * s->sw];
-                }
-                for (int64_t ox = b; ox < ox1; ox++) d[ox - ox0] = 0.0f;
-            }
-            p += ox1 - ox0;
-        }
-    }
-}
-
-void conv_pack_b_panels(const conv_shape *s, const gemm_kernel *k, const float *x, int64_t p0,
-                        int64_t np, float *dst) {
-    const int nr = k->nr;
-    const int64_t kdim = conv_kdim(s), plane = s->h * s->w, sw = s->sw;
-    /* A panel's pixels as runs within one output row (NR <= 64, so at most 64 runs): run r is
-     * panel columns [j0[r], j1[r]), reading input row iy[r] + ky*dh from column ix[r] + kx*dw at
-     * stride sw. Per tap, each run is zeros, a strided copy, zeros. */
-    int64_t rj0[64], rj1[64], riy[64], rix[64];
-    for (int64_t c0 = 0; c0 < np; c0 += nr, dst += kdim * nr) {
-        const int cols = np - c0 < nr ? (int)(np - c0) : nr;
-        int runs = 0;
-        for (int j = 0; j < cols;) {
-            const int64_t p = p0 + c0 + j, oy = p / s->ow, ox = p % s->ow;
-            int len = (int)(s->ow - ox < cols - j ? s->ow - ox : cols - j);
-            rj0[runs] = j;
-            rj1[runs] = j + len;
-            riy[runs] = oy * s->sh - s->pt;
-            rix[runs] = ox * sw - s->pl;
-            runs++;
-            j += len;
-        }
-        int64_t kk = 0;
-        for (int64_t c = 0; c < s->cg; c++) {
-            const float *xc = x + c * plane;
-            for (int64_t ky = 0; ky < s->kh; ky++)
-                for (int64_t kx = 0; kx < s->kw; kx++, kk++) {
-                    float *d = dst + kk * nr;
-                    const int64_t dy = ky * s->dh, dx = kx * s->dw;
-                    for (int r = 0; r < runs; r++) {
-                        float *dr = d + rj0[r];
-                        const int64_t n = rj1[r] - rj0[r], iy = riy[r] + dy;
-                        if (iy < 0 || iy >= s->h) {
-                            memset(dr, 0, sizeof(float) * (size_t)n);
-                            continue;
-                        }
-                        int64_t lo, hi;
-                        valid_cols(n, sw, rix[r] + dx, s->w, &lo, &hi);
-                        for (int64_t j = 0; j < lo; j++) dr[j] = 0.0f;
-                        if (hi > lo) {
-                            /* the first valid tap; never form a pointer before the image */
-                            const float *src = xc + iy * s->w + rix[r] + dx + lo * sw;
-                            if (sw == 1)
-                                memcpy(dr + lo, src, sizeof(float) * (size_t)(hi - lo));
-                            else if (sw == 2)
-                                copy_stride2(dr + lo, src, hi - lo);
-                            else
-                                for (int64_t j = 0; j < hi - lo; j++) dr[lo + j] = src[j * sw];
-                        }
-                        for (int64_t j = hi; j < n; j++) dr[j] = 0.0f;
-                    }
-                    for (int j = cols; j < nr; j++) d[j] = 0.0f;
-                }
-        }
-    }
-}
-
 bool conv_fuses(const kern_node *kn) {
     const ir_fusion *f = kn->node->fusion;
     if (!f) return true;
@@ -337,34 +228,52 @@ const float *conv_row_fusion_residual(const conv_row_fusion *f, const op_tensor 
     return f->residual >= 0 && f->residual < n_in && in[f->residual] ? in[f->residual]->data : NULL;
 }
 
-void conv_row_fusion_apply(const conv_row_fusion *f, const float *res, float *y, int64_t n) {
-    gemm_epilogue ep = f->ep;
-    if (res) {
-        ep.r = res;
-        ep.cs_r = 1;
-        ep.beta = 1.0f;
-    }
-    f->fn(&ep, y, n, 0, 0, 1, n);
+/* ---- emitting (anvil compile) ---------------------------------------------------------------- */
+
+anvil_status conv_emit_files_need(kern_emit *e) {
+    CORE_TRY(gemm_emit_files_need(e));
+    CORE_TRY(e->need(e, "kernels/cpu/conv/conv_layout.c"));
+    return e->include(e, "kernels/cpu/conv/conv_layout.h");
 }
 
-/* The last vector of a row may read CONV_DW_PAD_FLOATS past the last output's taps; at stride 2
- * that is kx/2 < 16 past the outputs rounded up to whole vectors, in each half. Padded column q
- * holds input column q - pl; columns past the row are not copied. */
-void conv_dw_geom_init(const conv_shape *s, conv_dw_geom *g) {
-    *g = (conv_dw_geom){.h = s->h,
-                        .w = s->w,
-                        .pt = s->pt,
-                        .sy = s->sh,
-                        .sx = s->sw,
-                        .kh = s->kh,
-                        .kw = s->kw,
-                        .ow = s->ow};
-    if (s->sw == 1) {
-        g->ldp = ((s->ow - 1) + s->kw + CONV_DW_PAD_FLOATS + 15) / 16 * 16;
-    } else {
-        g->half = (s->ow + 15) / 16 * 16 + 16;
-        g->ldp = 2 * g->half;
-    }
-    g->q0 = s->pl < g->ldp ? s->pl : g->ldp;
-    g->n = s->pl + s->w > g->ldp ? g->ldp - g->q0 : s->w;
+void conv_emit_shape(kern_emit *e, const char *var, const conv_shape *s) {
+    e->code(e,
+            "%s = (conv_shape){%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+            "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %s};\n",
+            var, (long long)s->n, (long long)s->c, (long long)s->h, (long long)s->w,
+            (long long)s->m, (long long)s->oh, (long long)s->ow, (long long)s->kh, (long long)s->kw,
+            (long long)s->sh, (long long)s->sw, (long long)s->dh, (long long)s->dw,
+            (long long)s->pt, (long long)s->pl, (long long)s->group, (long long)s->cg,
+            (long long)s->mg, s->has_bias ? "true" : "false");
+}
+
+void conv_emit_tile(kern_emit *e, const gemm_kernel *k) {
+    /* gemm.h declares no tile: the emitted library compiles only the tiles its code names */
+    e->decl(e, "extern const gemm_kernel gemm_kernel_%s;\n", k->name);
+}
+
+anvil_status conv_emit_row_fusion(kern_emit *e, const char *var, const conv_row_fusion *f) {
+    /* the run-time function is a tile's epilogue (kern_fusion_rows_fn); the emitted code names
+     * the same tile's, which the copied GEMM files define */
+    char fn[64] = "";
+    if (f->fn == gemm_epilogue_apply) snprintf(fn, sizeof fn, "gemm_epilogue_apply");
+    for (int i = 0; !*fn && gemm_kernels[i]; i++)
+        if (gemm_kernels[i]->epilogue == f->fn) {
+            conv_emit_tile(e, gemm_kernels[i]);
+            snprintf(fn, sizeof fn, "gemm_kernel_%s.epilogue", gemm_kernels[i]->name);
+        }
+    if (!*fn)
+        return core_err(ANVIL_ERR_UNSUPPORTED, "a conv's fused epilogue runs a function that no "
+                                               "GEMM tile names");
+    char ep[80];
+    snprintf(ep, sizeof ep, "%s_ep", var);
+    kern_emit_epilogue(e, ep, &f->ep, NULL, NULL, NULL);
+    e->code(e, "const conv_row_fusion %s = {%s, %d, %s, %s};\n", var, f->on ? "true" : "false",
+            f->residual, ep, fn);
+    return ANVIL_OK;
+}
+
+const char *conv_emit_in(kern_emit *e, int i, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", i < 0 ? "NULL" : e->in(e, i));
+    return buf;
 }

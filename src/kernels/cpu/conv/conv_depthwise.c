@@ -202,6 +202,7 @@ const kern_variant conv_v_depthwise_avx512 = {"conv_depthwise_direct_avx512",
                                               dw_release,
                                               dw_run_avx512,
                                               conv_fuses,
+                                              NULL,
                                               NULL};
 const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
                                             IR_OP_CONV,
@@ -212,4 +213,5 @@ const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
                                             dw_release,
                                             dw_run_avx2,
                                             conv_fuses,
+                                            NULL,
                                             NULL};

@@ -270,12 +270,20 @@ CONV_RUN_ENTRY(dwx_run_avx512, dwx_run(state, conv_dwx_band_avx512, true, in, n_
 
 CONV_RUN_ENTRY(dwx_run_avx2, dwx_run(state, conv_dwx_band_avx2, false, in, n_in, out, ws, ctx))
 
-const kern_variant conv_v_dwx_avx512 = {
-    "dwconv_nchw_avx512", IR_OP_CONV,  KERN_NEEDS_AVX512, dwx_supports, dwx_workspace,
-    dwx_prepare,          dwx_release, dwx_run_avx512,    conv_fuses,   NULL};
+const kern_variant conv_v_dwx_avx512 = {"dwconv_nchw_avx512",
+                                        IR_OP_CONV,
+                                        KERN_NEEDS_AVX512,
+                                        dwx_supports,
+                                        dwx_workspace,
+                                        dwx_prepare,
+                                        dwx_release,
+                                        dwx_run_avx512,
+                                        conv_fuses,
+                                        NULL,
+                                        NULL};
 const kern_variant conv_v_dwx_avx2 = {
-    "dwconv_nchw_avx2", IR_OP_CONV,  KERN_NEEDS_AVX2, dwx_supports, dwx_workspace,
-    dwx_prepare,        dwx_release, dwx_run_avx2,    conv_fuses,   NULL};
+    "dwconv_nchw_avx2", IR_OP_CONV,   KERN_NEEDS_AVX2, dwx_supports, dwx_workspace, dwx_prepare,
+    dwx_release,        dwx_run_avx2, conv_fuses,      NULL,         NULL};
 
 /* ---- NHWC ---------------------------------------------------------------------------------- */
 
@@ -406,9 +414,25 @@ CONV_RUN_ENTRY(dwxn_run_avx512, dwxn_run(state, conv_dwx_row_avx512, in, n_in, o
 
 CONV_RUN_ENTRY(dwxn_run_avx2, dwxn_run(state, conv_dwx_row_avx2, in, n_in, out, ws, ctx))
 
-const kern_variant convnhwc_v_dwx_avx512 = {
-    "dwconv_nhwc_avx512", IR_OP_CONV_NHWC, KERN_NEEDS_AVX512, dwxn_supports, dwxn_workspace,
-    dwxn_prepare,         dwxn_release,    dwxn_run_avx512,   conv_fuses,    NULL};
-const kern_variant convnhwc_v_dwx_avx2 = {
-    "dwconv_nhwc_avx2", IR_OP_CONV_NHWC, KERN_NEEDS_AVX2, dwxn_supports, dwxn_workspace,
-    dwxn_prepare,       dwxn_release,    dwxn_run_avx2,   conv_fuses,    NULL};
+const kern_variant convnhwc_v_dwx_avx512 = {"dwconv_nhwc_avx512",
+                                            IR_OP_CONV_NHWC,
+                                            KERN_NEEDS_AVX512,
+                                            dwxn_supports,
+                                            dwxn_workspace,
+                                            dwxn_prepare,
+                                            dwxn_release,
+                                            dwxn_run_avx512,
+                                            conv_fuses,
+                                            NULL,
+                                            NULL};
+const kern_variant convnhwc_v_dwx_avx2 = {"dwconv_nhwc_avx2",
+                                          IR_OP_CONV_NHWC,
+                                          KERN_NEEDS_AVX2,
+                                          dwxn_supports,
+                                          dwxn_workspace,
+                                          dwxn_prepare,
+                                          dwxn_release,
+                                          dwxn_run_avx2,
+                                          conv_fuses,
+                                          NULL,
+                                          NULL};

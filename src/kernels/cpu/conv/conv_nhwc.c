@@ -383,35 +383,11 @@ static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
     return ANVIL_OK;
 }
 
-/* Transposes of `mats` row-major [rows, cols] matrices into [cols, rows] (the eltwise family's
- * 8x8 register blocks), split over `threads` by bands of TR_BAND rows (all matrices together). */
-#define TR_BAND 32
-
-typedef struct transpose_job {
-    const float *src;
-    float *dst;
-    int64_t mats, rows, cols;
-    int threads;
-} transpose_job;
-
-static void transpose_chunk(void *arg, size_t begin, size_t end) {
-    const transpose_job *j = arg;
-    const int64_t bands = (j->rows + TR_BAND - 1) / TR_BAND, total = j->mats * bands;
-    const int64_t T = j->threads;
-    for (size_t t = begin; t < end; t++)
-        for (int64_t q = total * (int64_t)t / T; q < total * ((int64_t)t + 1) / T; q++) {
-            const int64_t mat = q / bands, r0 = q % bands * TR_BAND;
-            const int64_t nr = r0 + TR_BAND < j->rows ? TR_BAND : j->rows - r0;
-            const int64_t off = mat * j->rows * j->cols;
-            elt_transpose_f32(j->dst + off + r0, j->src + off + r0 * j->cols, (size_t)nr,
-                              (size_t)j->cols, (size_t)j->cols, (size_t)j->rows);
-        }
-}
-
+/* The split lives in conv_layout.c (shared with the emitted libraries); the row transposes are the
+ * eltwise family's 8x8 register blocks. */
 void conv_transpose_f32(const float *src, float *dst, int64_t mats, int64_t rows, int64_t cols,
                         op_ctx *ctx) {
-    transpose_job j = {src, dst, mats, rows, cols, op_ctx_threads(ctx)};
-    op_parallel_for(ctx, (size_t)j.threads, transpose_chunk, &j);
+    conv_transpose_run(src, dst, mats, rows, cols, elt_transpose_f32, ctx);
 }
 
 /* Conv: X transposed to NHWC through the workspace, the GEMMs, Y transposed back to NCHW;
@@ -464,9 +440,10 @@ const kern_variant conv_v_nhwc = {"conv_nhwc_im2col_gemm",
                                   nhwc_release,
                                   nhwc_run,
                                   conv_fuses,
-                                  &nhwc_space};
+                                  &nhwc_space,
+                                  NULL};
 
 /* anvil.ConvNhwc through the same GEMMs, no transposes. */
 const kern_variant convnhwc_v_gemm = {
-    "convnhwc_gemm", IR_OP_CONV_NHWC, 0,        nhwc_supports, nhwc_ws,
-    nhwc_prepare,    nhwc_release,    nhwc_run, conv_fuses,    NULL};
+    "convnhwc_gemm", IR_OP_CONV_NHWC, 0,          nhwc_supports, nhwc_ws, nhwc_prepare,
+    nhwc_release,    nhwc_run,        conv_fuses, NULL,          NULL};

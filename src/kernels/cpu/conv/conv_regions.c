@@ -21,31 +21,20 @@
 #include "conv.h"
 
 #include "kernels/fusion.h"
+#include "kernels/cpu/eltwise/eltwise.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define REGIONS_MAX_K 16
 #define REGIONS_RUNS (2 * REGIONS_MAX_K + 2)
-#define REGIONS_MAX 64
+#define REGIONS_MAX CONV_REGIONS_MAX
 #define REGIONS_DENSITY 0.7
 
-typedef struct region {
-    int64_t y0, y1, x0, x1; /* output rectangle */
-    uint32_t ym, xm;        /* the valid taps: rows ky with bit ky of ym set by columns kx of xm */
-    int n_taps;             /* popcount(ym) * popcount(xm) */
-    gemm_blocking blk;
-    gemm_packed pb; /* [n_taps * cg, m] */
-} region;
-
-typedef struct regions_plan {
-    conv_shape s;
-    bool last; /* anvil.ConvNhwc: X and Y channels-last already */
-    int threads, n;
-    region r[REGIONS_MAX];
-    const gemm_kernel *k;
-    size_t xt_bytes, yt_bytes, gemm_bytes, table_bytes, block_bytes;
-} regions_plan;
+/* The plan (conv_regions_plan) is plain data in conv_layout.h, with the run (conv_regions_run)
+ * that the runtime and the libraries `anvil compile` emits share. */
+typedef conv_region region;
+typedef conv_regions_plan regions_plan;
 
 typedef struct regions_state {
     regions_plan p;
@@ -195,76 +184,70 @@ static anvil_status regions_prepare(const kern_node *kn, void **state) {
     return ANVIL_OK;
 }
 
-/* Y (NHWC) of one image from X (NHWC), region by region. */
-static void run_image(const regions_state *st, const float *x, const float *bias, float *y,
-                      char *ws, op_ctx *ctx) {
-    const conv_shape *s = &st->p.s;
-    const float **table = (const float **)(void *)(ws + st->p.gemm_bytes);
-    float *block = (float *)(void *)(ws + st->p.gemm_bytes + st->p.table_bytes);
-    for (int i = 0; i < st->p.n; i++) {
-        const region *r = &st->p.r[i];
-        const int64_t width = r->x1 - r->x0, pix = (r->y1 - r->y0) * width;
-        const float **row = table;
-        for (int64_t oy = r->y0; oy < r->y1; oy++)
-            for (int64_t ox = r->x0; ox < r->x1; ox++)
-                for (int64_t ky = 0; ky < s->kh; ky++)
-                    for (int64_t kx = 0; kx < s->kw; kx++)
-                        if (r->ym >> ky & r->xm >> kx & 1) {
-                            const int64_t iy = oy * s->sh - s->pt + ky * s->dh;
-                            const int64_t ix = ox * s->sw - s->pl + kx * s->dw;
-                            *row++ = x + (iy * s->w + ix) * s->c;
-                        }
-        const bool whole = width == s->ow;
-        gemm_problem p;
-        memset(&p, 0, sizeof p);
-        p.m = pix;
-        p.n = s->mg;
-        p.k = r->n_taps * s->cg;
-        p.a_ind = table;
-        p.a_seg = s->cg;
-        p.cs_a = 1;
-        p.pb = &r->pb;
-        p.c = whole ? y + r->y0 * s->ow * s->m : block;
-        p.ldc = whole ? s->m : s->mg;
-        p.ep = kern_fusion_epilogue(st->fusion);
-        p.ep.col_bias = bias;
-        gemm_run(st->p.k, &r->blk, &p, ws, ctx);
-        if (whole) continue;
-        for (int64_t oy = r->y0; oy < r->y1; oy++)
-            memcpy(y + (oy * s->ow + r->x0) * s->m, block + (oy - r->y0) * width * s->mg,
-                   (size_t)(width * s->mg) * sizeof(float));
-    }
-}
-
 static anvil_status regions_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                                 op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
     (void)n;
     (void)n_out;
     const regions_state *st = state;
-    const conv_shape *s = &st->p.s;
-    const float *bias = conv_bias(s, in, n_in);
-    if (s->n == 0 || s->m == 0) return ANVIL_OK;
-    const float *x = in[0]->data;
-    float *y = out[0]->data;
-    char *run_ws = ws;
-    if (!st->p.last) {
-        float *xt = ws, *yt = (float *)((char *)ws + st->p.xt_bytes);
-        run_ws = (char *)ws + st->p.xt_bytes + st->p.yt_bytes;
-        conv_transpose_f32(x, xt, s->n, s->c, s->h * s->w, ctx);
-        x = xt;
-        y = yt;
-    }
-    for (int64_t img = 0; img < s->n; img++)
-        run_image(st, x + img * s->h * s->w * s->c, bias, y + img * s->oh * s->ow * s->m, run_ws,
-                  ctx);
-    if (!st->p.last) conv_transpose_f32(y, out[0]->data, s->n, s->oh * s->ow, s->m, ctx);
+    const gemm_epilogue ep = kern_fusion_epilogue(st->fusion);
+    conv_regions_run(&st->p, &ep, elt_transpose_f32, in[0]->data, conv_bias(&st->p.s, in, n_in),
+                     out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
 
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The plan as an initializer, each region's packed B as a blob, and a conv_regions_run call: the
+ * very code regions_run runs, but for the transposes (a plain loop instead of the eltwise
+ * family's, which the emitted library does not ship: the same floats moved). */
+
+static anvil_status regions_emit(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    const regions_state *st = state;
+    const regions_plan *p = &st->p;
+    CORE_TRY(conv_emit_files_need(e));
+    e->code(e, "conv_regions_plan rp;\nmemset(&rp, 0, sizeof rp);\n");
+    conv_emit_shape(e, "rp.s", &p->s);
+    conv_emit_tile(e, p->k);
+    e->code(e, "rp.last = %s;\nrp.threads = %d;\nrp.n = %d;\nrp.k = &gemm_kernel_%s;\n",
+            p->last ? "true" : "false", p->threads, p->n, p->k->name);
+    e->code(e,
+            "rp.xt_bytes = %zu;\nrp.yt_bytes = %zu;\nrp.gemm_bytes = %zu;\nrp.table_bytes = "
+            "%zu;\nrp.block_bytes = %zu;\n",
+            p->xt_bytes, p->yt_bytes, p->gemm_bytes, p->table_bytes, p->block_bytes);
+    for (int i = 0; i < p->n; i++) {
+        const region *r = &p->r[i];
+        const size_t floats =
+            (size_t)((r->pb.cols + p->k->nr - 1) / p->k->nr * p->k->nr) * (size_t)r->pb.rows;
+        char blob[96];
+        CORE_TRY(e->blob(e, r->pb.data, floats * sizeof(float), blob, sizeof blob));
+        e->code(e,
+                "rp.r[%d] = (conv_region){%lld, %lld, %lld, %lld, %uu, %uu, %d, {%lld, %lld, "
+                "%lld}, {rp.k, %lld, %lld, (float *)(%s)}};\n",
+                i, (long long)r->y0, (long long)r->y1, (long long)r->x0, (long long)r->x1,
+                (unsigned)r->ym, (unsigned)r->xm, r->n_taps, (long long)r->blk.mc,
+                (long long)r->blk.kc, (long long)r->blk.nc, (long long)r->pb.rows,
+                (long long)r->pb.cols, blob);
+    }
+    const gemm_epilogue act = kern_fusion_epilogue(st->fusion);
+    kern_emit_epilogue(e, "ep", &act, NULL, NULL, NULL);
+    char x[96], b[96];
+    conv_emit_in(e, 0, x, sizeof x);
+    conv_emit_in(e, p->s.has_bias ? 2 : -1, b, sizeof b);
+    e->code(e,
+            "conv_regions_run(&rp, &ep, conv_transpose_rows_plain, (const float *)(%s), "
+            "(const float *)(%s), (float *)(%s), %s, %s);\n",
+            x, b, e->out(e, 0), e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter regions_emitter = {regions_emit, NULL};
+
 const kern_variant conv_v_regions = {
     "conv_nhwc_regions", IR_OP_CONV,      0,           regions_supports, regions_ws,
-    regions_prepare,     regions_release, regions_run, regions_fuses,    NULL};
+    regions_prepare,     regions_release, regions_run, regions_fuses,    NULL,
+    &regions_emitter};
 
 const kern_variant convnhwc_v_regions = {
     "convnhwc_regions", IR_OP_CONV_NHWC, 0,           regions_supports, regions_ws,
-    regions_prepare,    regions_release, regions_run, regions_fuses,    NULL};
+    regions_prepare,    regions_release, regions_run, regions_fuses,    NULL,
+    &regions_emitter};

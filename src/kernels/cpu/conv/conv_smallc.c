@@ -16,21 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct sc_plan {
-    conv_shape s;
-    conv_sc_geom g;
-    int mb;         /* output channels per block */
-    int64_t nblk;   /* blocks of mb output channels */
-    int64_t band;   /* output rows per band */
-    int64_t rsplit; /* row ranges per image, when the blocks are fewer than the threads */
-    int threads;
-    float *wp;            /* owned: packed weights, nblk x [c][kh][kw][mb] */
-    conv_row_fusion fuse; /* set by prepare */
-} sc_plan;
+/* The plan (conv_sc_plan) is plain data in conv_layout.h, with the run (conv_sc_run) that the
+ * runtime and the libraries `anvil compile` emits share; the state adds the packed weights. */
+typedef struct sc_state {
+    conv_sc_plan p;
+    float *wp; /* owned: packed weights, nblk x [c][kh][kw][mb] */
+} sc_state;
 
 /* At most 4 input channels: beyond that the GEMM's depth is enough for it (ResNet-50's and
  * MobileNetV2's stems have 3). */
-static bool sc_plan_of(const kern_node *kn, int mb, sc_plan *p) {
+static bool sc_plan_of(const kern_node *kn, int mb, conv_sc_plan *p) {
     memset(p, 0, sizeof *p);
     conv_shape *s = &p->s;
     if (!conv_shape_of(kn, s) || !kn->in[1].value) return false;
@@ -57,12 +52,8 @@ static bool sc_plan_of(const kern_node *kn, int mb, sc_plan *p) {
     return true;
 }
 
-static size_t sc_slice(const sc_plan *p) {
-    return ((size_t)(p->s.c * p->g.band_rows * p->g.g.ldp) * sizeof(float) + 63) & ~(size_t)63;
-}
-
 static bool sc_supports_mb(const kern_node *kn, int mb) {
-    sc_plan p;
+    conv_sc_plan p;
     return sc_plan_of(kn, mb, &p);
 }
 
@@ -77,33 +68,34 @@ static bool sc_supports_avx2(const kern_node *kn, const core_hw *hw) {
 }
 
 static size_t sc_workspace(const kern_node *kn) {
-    sc_plan p;
+    conv_sc_plan p;
     /* the slice does not depend on mb */
     if (!sc_plan_of(kn, CONV_SC_MB_AVX2, &p)) return 0;
-    return (size_t)p.threads * sc_slice(&p);
+    return (size_t)p.threads * conv_sc_slice(&p);
 }
 
 static anvil_status sc_prepare(const kern_node *kn, int mb, void **state) {
-    sc_plan *p = core_calloc(1, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    sc_state *st = core_calloc(1, sizeof *st);
+    if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
+    conv_sc_plan *p = &st->p;
     if (!sc_plan_of(kn, mb, p)) {
-        free(p);
+        free(st);
         return conv_prepare_unsupported(kn, "few-channel conv variant");
     }
     const conv_shape *s = &p->s;
     const int64_t taps = s->c * s->kh * s->kw;
-    p->wp = core_calloc((size_t)(p->nblk * taps * mb), sizeof(float));
-    if (!p->wp) {
-        free(p);
+    st->wp = core_calloc((size_t)(p->nblk * taps * mb), sizeof(float));
+    if (!st->wp) {
+        free(st);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
     const float *w = kn->in[1].value;
     for (int64_t m = 0; m < s->m; m++)
         for (int64_t t = 0; t < taps; t++)
-            p->wp[((m / mb) * taps + t) * mb + m % mb] = w[m * taps + t];
+            st->wp[((m / mb) * taps + t) * mb + m % mb] = w[m * taps + t];
     kern_node_mark_copied(kn, 1);
     conv_row_fusion_init(kn, &p->fuse);
-    *state = p;
+    *state = st;
     return ANVIL_OK;
 }
 
@@ -116,72 +108,15 @@ static anvil_status sc_prepare_avx2(const kern_node *kn, void **state) {
 }
 
 static void sc_release(void *state) {
-    sc_plan *p = state;
-    if (p) free(p->wp);
-    free(p);
+    sc_state *st = state;
+    if (st) free(st->wp);
+    free(st);
 }
 
-typedef struct sc_job {
-    const sc_plan *p;
-    conv_sc_band_fn band;
-    const float *x, *b, *res;
-    float *y;
-    char *ws;
-} sc_job;
-
-/* The fused epilogue over output channels [m0, m1) of image img, rows [r0, r0 + nr): each
- * channel's rows are consecutive, and were just written. */
-static void sc_epilogue(const sc_job *j, int64_t img, int64_t m0, int64_t m1, int64_t r0,
-                        int64_t nr) {
-    const sc_plan *p = j->p;
-    for (int64_t m = m0; m < m1; m++) {
-        const int64_t off = (img * p->s.m + m) * p->g.ohw + r0 * p->s.ow;
-        conv_row_fusion_apply(&p->fuse, j->res ? j->res + off : NULL, j->y + off, nr * p->s.ow);
-    }
-}
-
-/* Blocks [b0, b1) of image img over the row range rs, band by band. */
-static void sc_range(const sc_job *j, int64_t img, int64_t rs, int64_t b0, int64_t b1, float *xb) {
-    const sc_plan *p = j->p;
-    const conv_shape *s = &p->s;
-    const int64_t y0 = s->oh * rs / p->rsplit, y1 = s->oh * (rs + 1) / p->rsplit;
-    const float *x = j->x + img * s->c * s->h * s->w;
-    float *y = j->y + img * s->m * p->g.ohw;
-    const int64_t m0 = b0 * p->mb, m1 = b1 * p->mb < s->m ? b1 * p->mb : s->m;
-    for (int64_t r0 = y0; r0 < y1; r0 += p->band) {
-        const int64_t nr = y1 - r0 < p->band ? y1 - r0 : p->band;
-        j->band(&p->g, x, xb, p->wp, j->b, y, r0, nr, b0, b1);
-        if (p->fuse.on) sc_epilogue(j, img, m0, m1, r0, nr);
-    }
-}
-
-/* Thread t's share of the items (image, row range, block), taken in runs of consecutive blocks
- * of one image and row range so the input band is copied once per run. */
-static void sc_chunk(void *arg, size_t begin, size_t end) {
-    const sc_job *j = arg;
-    const sc_plan *p = j->p;
-    const int64_t T = p->threads, items = p->s.n * p->rsplit * p->nblk;
-    for (size_t t = begin; t < end; t++) {
-        float *xb = (float *)(j->ws + t * sc_slice(p));
-        memset(xb, 0, sc_slice(p));
-        int64_t q = items * (int64_t)t / T;
-        const int64_t q1 = items * ((int64_t)t + 1) / T;
-        while (q < q1) {
-            const int64_t run = q / p->nblk, b0 = q % p->nblk;
-            const int64_t b1 = q1 - run * p->nblk < p->nblk ? q1 - run * p->nblk : p->nblk;
-            sc_range(j, run / p->rsplit, run % p->rsplit, b0, b1, xb);
-            q = run * p->nblk + b1;
-        }
-    }
-}
-
-static anvil_status sc_run(const sc_plan *p, conv_sc_band_fn band, const op_tensor *const *in,
+static anvil_status sc_run(const sc_state *st, conv_sc_band_fn band, const op_tensor *const *in,
                            int n_in, op_tensor *const *out, void *ws, op_ctx *ctx) {
-    const float *b = conv_bias(&p->s, in, n_in);
-    const float *res = conv_row_fusion_residual(&p->fuse, in, n_in);
-    sc_job j = {p, band, in[0]->data, b, res, out[0]->data, ws};
-    if (p->s.n * p->g.ohw == 0) return ANVIL_OK;
-    op_parallel_for(ctx, (size_t)p->threads, sc_chunk, &j);
+    conv_sc_run(&st->p, band, st->wp, in[0]->data, conv_bias(&st->p.s, in, n_in),
+                conv_row_fusion_residual(&st->p.fuse, in, n_in), out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
 
@@ -189,9 +124,66 @@ CONV_RUN_ENTRY(sc_run_avx512, sc_run(state, conv_sc_band_avx512, in, n_in, out, 
 
 CONV_RUN_ENTRY(sc_run_avx2, sc_run(state, conv_sc_band_avx2, in, n_in, out, ws, ctx))
 
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The plan as an initializer, the packed weights as a blob, and a conv_sc_run call with the
+ * variant's ISA kernel: the very code sc_run runs. */
+
+static anvil_status sc_emit(const kern_node *kn, const sc_state *st, const char *band,
+                            const char *file, kern_emit *e) {
+    const conv_sc_plan *p = &st->p;
+    const conv_shape *s = &p->s;
+    CORE_TRY(conv_emit_files_need(e));
+    static const char *const isa_files[] = {
+        "kernels/cpu/conv/conv_vec_avx512.h", "kernels/cpu/conv/conv_vec_avx2.h",
+        "kernels/cpu/conv/conv_rows_tmpl.h", "kernels/cpu/conv/conv_sc_tmpl.h"};
+    for (size_t i = 0; i < sizeof isa_files / sizeof isa_files[0]; i++)
+        CORE_TRY(e->need(e, isa_files[i]));
+    CORE_TRY(e->need(e, file));
+    char wp[96], x[96], b[96], r[96];
+    const size_t floats = (size_t)(p->nblk * s->c * s->kh * s->kw * p->mb);
+    CORE_TRY(e->blob(e, st->wp, floats * sizeof(float), wp, sizeof wp));
+    CORE_TRY(conv_emit_row_fusion(e, "fuse", &p->fuse));
+    const conv_dw_geom *g = &p->g.g;
+    e->code(e, "conv_sc_plan sp;\nmemset(&sp, 0, sizeof sp);\n");
+    conv_emit_shape(e, "sp.s", s);
+    e->code(e,
+            "sp.g.g = (conv_dw_geom){%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+            "%lld, %lld};\n",
+            (long long)g->h, (long long)g->w, (long long)g->pt, (long long)g->q0, (long long)g->n,
+            (long long)g->ldp, (long long)g->half, (long long)g->sy, (long long)g->sx,
+            (long long)g->kh, (long long)g->kw, (long long)g->ow);
+    e->code(e, "sp.g.c = %lld;\nsp.g.band_rows = %lld;\nsp.g.m = %lld;\nsp.g.ohw = %lld;\n",
+            (long long)p->g.c, (long long)p->g.band_rows, (long long)p->g.m, (long long)p->g.ohw);
+    e->code(e, "sp.mb = %d;\nsp.nblk = %lld;\nsp.band = %lld;\nsp.rsplit = %lld;\n", p->mb,
+            (long long)p->nblk, (long long)p->band, (long long)p->rsplit);
+    e->code(e, "sp.threads = %d;\nsp.fuse = fuse;\n", p->threads);
+    conv_emit_in(e, 0, x, sizeof x);
+    conv_emit_in(e, s->has_bias ? 2 : -1, b, sizeof b);
+    conv_emit_in(e, p->fuse.residual, r, sizeof r);
+    (void)kn;
+    e->code(e,
+            "conv_sc_run(&sp, %s, (const float *)(%s), (const float *)(%s), (const float *)(%s), "
+            "(const float *)(%s), (float *)(%s), %s, %s);\n",
+            band, wp, x, b, r, e->out(e, 0), e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static anvil_status sc_emit_avx512(const kern_node *kn, const void *state, kern_emit *e) {
+    return sc_emit(kn, state, "conv_sc_band_avx512", "kernels/cpu/conv/conv_sc_avx512.c", e);
+}
+
+static anvil_status sc_emit_avx2(const kern_node *kn, const void *state, kern_emit *e) {
+    return sc_emit(kn, state, "conv_sc_band_avx2", "kernels/cpu/conv/conv_sc_avx2.c", e);
+}
+
+static const kern_emitter sc_emitter_avx512 = {sc_emit_avx512, NULL},
+                          sc_emitter_avx2 = {sc_emit_avx2, NULL};
+
 const kern_variant conv_v_smallc_avx512 = {
     "conv_smallc_direct_avx512", IR_OP_CONV, KERN_NEEDS_AVX512, sc_supports_avx512, sc_workspace,
-    sc_prepare_avx512,           sc_release, sc_run_avx512,     conv_fuses,         NULL};
+    sc_prepare_avx512,           sc_release, sc_run_avx512,     conv_fuses,         NULL,
+    &sc_emitter_avx512};
 const kern_variant conv_v_smallc_avx2 = {
     "conv_smallc_direct_avx2", IR_OP_CONV, KERN_NEEDS_AVX2, sc_supports_avx2, sc_workspace,
-    sc_prepare_avx2,           sc_release, sc_run_avx2,     conv_fuses,       NULL};
+    sc_prepare_avx2,           sc_release, sc_run_avx2,     conv_fuses,       NULL,
+    &sc_emitter_avx2};

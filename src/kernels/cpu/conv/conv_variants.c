@@ -26,6 +26,7 @@
 
 #include "kernels/fusion.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,18 +35,9 @@ extern const kern_variant conv_v_nhwc, conv_v_depthwise_avx512, conv_v_depthwise
     conv_v_winograd_f2, conv_v_winograd_f4, conv_v_winograd_s2, conv_v_smallc_avx512,
     conv_v_smallc_avx2;
 
-typedef enum conv_kind { KIND_1X1, KIND_IM2COL, KIND_IMPLICIT } conv_kind;
-
-typedef struct conv_plan {
-    conv_shape s;
-    conv_kind kind;
-    const gemm_kernel *k;
-    gemm_blocking blk;
-    int threads;
-    bool batch_parallel;
-    int64_t nblk;           /* implicit: output pixels per packed block (multiple of NR) */
-    size_t gemm_ws, col_ws; /* per-thread bytes, 64-aligned */
-} conv_plan;
+/* The plan (conv_gemm_plan) is plain data in conv_layout.h, with the run (conv_gemm_run) that
+ * the runtime and the libraries `anvil compile` emits share. */
+typedef conv_gemm_plan conv_plan;
 
 typedef struct conv_gemm_state {
     conv_plan p;
@@ -63,11 +55,11 @@ static bool is_1x1(const conv_shape *s) {
            s->oh == s->h && s->ow == s->w;
 }
 
-static bool plan_of(const kern_node *kn, conv_kind kind, conv_plan *p) {
+static bool plan_of(const kern_node *kn, conv_gemm_kind kind, conv_plan *p) {
     memset(p, 0, sizeof *p);
     if (!conv_shape_of(kn, &p->s)) return false;
     const conv_shape *s = &p->s;
-    if (kind == KIND_1X1 && !is_1x1(s)) return false;
+    if (kind == CONV_GEMM_1X1 && !is_1x1(s)) return false;
     const core_hw *hw = core_hw_get();
     const int64_t kdim = conv_kdim(s), hw_out = s->oh * s->ow;
     p->kind = kind;
@@ -76,7 +68,7 @@ static bool plan_of(const kern_node *kn, conv_kind kind, conv_plan *p) {
     p->k = tile ? tile : conv_gemm_kernel(s->mg, hw_out, kdim, hw);
     p->batch_parallel = p->threads > 1 && s->n * s->group >= p->threads;
     int64_t ncols = hw_out;
-    if (kind == KIND_IMPLICIT) {
+    if (kind == CONV_GEMM_IMPLICIT) {
         /* A block of packed panels (kdim x nblk) about half of L2, at least a few panels wide so
          * each A micro-panel serves several tiles; split finer when threads would idle. */
         const int64_t nr = p->k->nr;
@@ -93,7 +85,7 @@ static bool plan_of(const kern_node *kn, conv_kind kind, conv_plan *p) {
         p->nblk = nb;
         ncols = nb < hw_out ? nb : hw_out;
         p->col_ws = align64((size_t)p->nblk * (size_t)kdim * sizeof(float));
-    } else if (kind == KIND_IM2COL) {
+    } else if (kind == CONV_GEMM_IM2COL) {
         p->col_ws = align64((size_t)kdim * (size_t)hw_out * sizeof(float));
     }
     p->blk = gemm_blocking_config(p->k, s->mg, ncols, kdim, hw, conv_config_kc(kn), 0, 0);
@@ -119,7 +111,7 @@ static void gemm_state_release(void *state) {
     free(st);
 }
 
-static anvil_status gemm_state_prepare(const kern_node *kn, conv_kind kind, void **state) {
+static anvil_status gemm_state_prepare(const kern_node *kn, conv_gemm_kind kind, void **state) {
     conv_gemm_state *st = core_calloc(1, sizeof *st);
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
     if (!plan_of(kn, kind, &st->p)) {
@@ -153,179 +145,83 @@ static anvil_status gemm_state_prepare(const kern_node *kn, conv_kind kind, void
 
 /* ---- run ------------------------------------------------------------------------------------ */
 
-typedef struct conv_job {
-    const conv_gemm_state *st;
-    const float *x, *w, *bias;
-    float *y;
-    char *ws;
-    const float *res; /* the fused residual (NCHW, like y), or NULL */
-} conv_job;
-
-/* The GEMM of one (image, group) item with B given by the caller; output pixels [p0, p0+np). */
-static void item_problem(const conv_job *j, int64_t img, int64_t g, int64_t p0, int64_t np,
-                         gemm_problem *pr) {
-    const conv_shape *s = &j->st->p.s;
-    const int64_t kdim = conv_kdim(s), hw_out = s->oh * s->ow;
-    memset(pr, 0, sizeof *pr);
-    pr->m = s->mg;
-    pr->n = np;
-    pr->k = kdim;
-    if (j->st->pa) {
-        pr->pa = &j->st->pa[g];
-    } else {
-        pr->a = j->w + g * s->mg * kdim;
-        pr->rs_a = kdim;
-        pr->cs_a = 1;
-    }
-    const int64_t off = (img * s->m + g * s->mg) * hw_out + p0;
-    pr->c = j->y + off;
-    pr->ldc = hw_out;
-    pr->ep = kern_fusion_epilogue(j->st->fusion);
-    if (j->bias) pr->ep.row_bias = j->bias + g * s->mg;
-    if (j->res) {
-        pr->ep.r = j->res + off;
-        pr->ep.rs_r = hw_out;
-        pr->ep.cs_r = 1;
-        pr->ep.beta = 1.0f;
-    }
-}
-
-static const float *item_input(const conv_job *j, int64_t img, int64_t g) {
-    const conv_shape *s = &j->st->p.s;
-    return j->x + (img * s->c + g * s->cg) * s->h * s->w;
-}
-
-/* Runs one item entirely on this thread with workspace slice t. */
-static void item_serial(const conv_job *j, int64_t item, size_t t) {
-    const conv_plan *p = &j->st->p;
-    const conv_shape *s = &p->s;
-    const int64_t img = item / s->group, g = item % s->group, hw_out = s->oh * s->ow;
-    void *gws = j->ws + t * p->gemm_ws;
-    float *col = (float *)(j->ws + (size_t)p->threads * p->gemm_ws + t * p->col_ws);
-    const float *xg = item_input(j, img, g);
-    gemm_problem pr;
-    if (p->kind == KIND_IMPLICIT) {
-        for (int64_t p0 = 0; p0 < hw_out; p0 += p->nblk) {
-            const int64_t np = hw_out - p0 < p->nblk ? hw_out - p0 : p->nblk;
-            conv_pack_b_panels(s, p->k, xg, p0, np, col);
-            gemm_packed pb = {p->k, conv_kdim(s), np, col};
-            item_problem(j, img, g, p0, np, &pr);
-            pr.pb = &pb;
-            gemm_run_serial(p->k, &p->blk, &pr, gws);
-        }
-        return;
-    }
-    item_problem(j, img, g, 0, hw_out, &pr);
-    if (p->kind == KIND_1X1) {
-        pr.b = xg;
-        pr.rs_b = s->h * s->w;
-    } else {
-        conv_im2col(s, xg, 0, conv_kdim(s), 0, hw_out, col, hw_out);
-        pr.b = col;
-        pr.rs_b = hw_out;
-    }
-    pr.cs_b = 1;
-    gemm_run_serial(p->k, &p->blk, &pr, gws);
-}
-
-/* One index per thread: thread t runs its share of the items. */
-static void items_chunk(void *arg, size_t begin, size_t end) {
-    const conv_job *j = arg;
-    const int64_t items = j->st->p.s.n * j->st->p.s.group, T = j->st->p.threads;
-    for (size_t t = begin; t < end; t++)
-        for (int64_t i = items * (int64_t)t / T; i < items * ((int64_t)t + 1) / T; i++)
-            item_serial(j, i, t);
-}
-
-/* Implicit GEMM with shared items: jobs are (item, pixel block) pairs, split evenly. */
-static void blocks_chunk(void *arg, size_t begin, size_t end) {
-    const conv_job *j = arg;
-    const conv_plan *p = &j->st->p;
-    const conv_shape *s = &p->s;
-    const int64_t hw_out = s->oh * s->ow, nb = (hw_out + p->nblk - 1) / p->nblk;
-    const int64_t jobs = s->n * s->group * nb, T = p->threads;
-    for (size_t t = begin; t < end; t++) {
-        void *gws = j->ws + t * p->gemm_ws;
-        float *col = (float *)(j->ws + (size_t)T * p->gemm_ws + t * p->col_ws);
-        for (int64_t q = jobs * (int64_t)t / T; q < jobs * ((int64_t)t + 1) / T; q++) {
-            const int64_t item = q / nb, img = item / s->group, g = item % s->group;
-            const int64_t p0 = q % nb * p->nblk, np = hw_out - p0 < p->nblk ? hw_out - p0 : p->nblk;
-            conv_pack_b_panels(s, p->k, item_input(j, img, g), p0, np, col);
-            gemm_packed pb = {p->k, conv_kdim(s), np, col};
-            gemm_problem pr;
-            item_problem(j, img, g, p0, np, &pr);
-            pr.pb = &pb;
-            gemm_run_serial(p->k, &p->blk, &pr, gws);
-        }
-    }
-}
-
-typedef struct im2col_job {
-    const conv_shape *s;
-    const float *x;
-    float *col;
-    int64_t kdim;
-    size_t parts;
-} im2col_job;
-
-static void im2col_chunk(void *arg, size_t begin, size_t end) {
-    const im2col_job *j = arg;
-    const int64_t hw_out = j->s->oh * j->s->ow;
-    for (size_t t = begin; t < end; t++) {
-        int64_t k0 = j->kdim * (int64_t)t / (int64_t)j->parts;
-        int64_t k1 = j->kdim * ((int64_t)t + 1) / (int64_t)j->parts;
-        conv_im2col(j->s, j->x, k0, k1, 0, hw_out, j->col, hw_out);
-    }
-}
-
 static anvil_status gemm_variant_run(const ir_node *n, void *state, const op_tensor *const *in,
                                      int n_in, op_tensor *const *out, int n_out, void *ws,
                                      op_ctx *ctx) {
     (void)n;
     (void)n_out;
     const conv_gemm_state *st = state;
-    const conv_plan *p = &st->p;
-    const conv_shape *s = &p->s;
-    conv_job j = {st,
-                  in[0]->data,
-                  in[1]->data,
-                  conv_bias(s, in, n_in),
-                  out[0]->data,
-                  ws,
-                  conv_fused_residual(st->fusion, in, n_in)};
-    const int64_t items = s->n * s->group, hw_out = s->oh * s->ow;
-    if (items == 0 || s->mg == 0 || hw_out == 0) return ANVIL_OK;
-    if (p->batch_parallel) {
-        op_parallel_for(ctx, (size_t)p->threads, items_chunk, &j);
-        return ANVIL_OK;
-    }
-    if (p->kind == KIND_IMPLICIT) {
-        op_parallel_for(ctx, (size_t)p->threads, blocks_chunk, &j);
-        return ANVIL_OK;
-    }
-    float *col = (float *)((char *)ws + (size_t)p->threads * p->gemm_ws);
-    for (int64_t item = 0; item < items; item++) {
-        const int64_t img = item / s->group, g = item % s->group;
-        const float *xg = item_input(&j, img, g);
-        gemm_problem pr;
-        item_problem(&j, img, g, 0, hw_out, &pr);
-        if (p->kind == KIND_1X1) {
-            pr.b = xg;
-            pr.rs_b = s->h * s->w;
-        } else {
-            im2col_job ij = {s, xg, col, conv_kdim(s), (size_t)p->threads};
-            op_parallel_for(ctx, ij.parts, im2col_chunk, &ij);
-            pr.b = col;
-            pr.rs_b = hw_out;
-        }
-        pr.cs_b = 1;
-        gemm_run(p->k, &p->blk, &pr, ws, ctx);
-    }
+    const gemm_epilogue ep = kern_fusion_epilogue(st->fusion);
+    conv_gemm_run(&st->p, st->pa, &ep, in[0]->data, in[1]->data, conv_bias(&st->p.s, in, n_in),
+                  conv_fused_residual(st->fusion, in, n_in), out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
 
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The plan as an initializer, the packed weights (every group's, each 64-byte aligned) as one
+ * blob, and a conv_gemm_run call: the very code gemm_variant_run runs. */
+
+static const char *const kind_names[] = {"CONV_GEMM_1X1", "CONV_GEMM_IM2COL", "CONV_GEMM_IMPLICIT"};
+
+static anvil_status gemm_emit_write(const kern_node *kn, const void *state, kern_emit *e) {
+    const conv_gemm_state *st = state;
+    const conv_plan *p = &st->p;
+    const conv_shape *s = &p->s;
+    CORE_TRY(conv_emit_files_need(e));
+    if (s->group > 1024) /* pa[] is on the run function's stack */
+        return core_err(ANVIL_ERR_UNSUPPORTED, "%s: a conv of %lld groups", ir_node_label(kn->node),
+                        (long long)s->group);
+    e->code(e, "conv_gemm_plan cp;\nmemset(&cp, 0, sizeof cp);\n");
+    conv_emit_shape(e, "cp.s", s);
+    conv_emit_tile(e, p->k);
+    e->code(e, "cp.kind = %s;\ncp.k = &gemm_kernel_%s;\n", kind_names[p->kind], p->k->name);
+    e->code(e, "cp.blk = (gemm_blocking){%lld, %lld, %lld};\n", (long long)p->blk.mc,
+            (long long)p->blk.kc, (long long)p->blk.nc);
+    e->code(e, "cp.threads = %d;\ncp.batch_parallel = %s;\ncp.nblk = %lld;\n", p->threads,
+            p->batch_parallel ? "true" : "false", (long long)p->nblk);
+    e->code(e, "cp.gemm_ws = %zu;\ncp.col_ws = %zu;\n", p->gemm_ws, p->col_ws);
+    const char *pa = "NULL";
+    if (st->pa) {
+        const int64_t kdim = conv_kdim(s), mr = p->k->mr;
+        const size_t floats = (size_t)((s->mg + mr - 1) / mr * mr * kdim),
+                     stride = (floats + 15) / 16 * 16;
+        float *all = core_calloc(stride * (size_t)s->group, sizeof(float));
+        if (!all) return ANVIL_ERR_OUT_OF_MEMORY;
+        for (int64_t g = 0; g < s->group; g++)
+            memcpy(all + (size_t)g * stride, st->pa[g].data, floats * sizeof(float));
+        char blob[96];
+        anvil_status rc =
+            e->blob(e, all, stride * (size_t)s->group * sizeof(float), blob, sizeof blob);
+        free(all);
+        CORE_TRY(rc);
+        e->code(e, "gemm_packed pa[%lld];\n", (long long)s->group);
+        e->code(e,
+                "for (int64_t g = 0; g < %lld; g++)\n"
+                "    pa[g] = (gemm_packed){cp.k, %lld, %lld, (float *)(%s) + g * %zu};\n",
+                (long long)s->group, (long long)st->pa[0].rows, (long long)st->pa[0].cols, blob,
+                stride);
+        pa = "pa";
+    }
+    /* the activation alone: conv_gemm_run adds the bias and the residual per item */
+    const gemm_epilogue act = kern_fusion_epilogue(st->fusion);
+    kern_emit_epilogue(e, "ep", &act, NULL, NULL, NULL);
+    char x[96], w[96], b[96], r[96];
+    conv_emit_in(e, 0, x, sizeof x);
+    conv_emit_in(e, st->pa ? -1 : 1, w, sizeof w);
+    conv_emit_in(e, s->has_bias ? 2 : -1, b, sizeof b);
+    conv_emit_in(e, st->fusion ? st->fusion->residual : -1, r, sizeof r);
+    e->code(e,
+            "conv_gemm_run(&cp, %s, &ep, (const float *)(%s), (const float *)(%s), "
+            "(const float *)(%s), (const float *)(%s), (float *)(%s), %s, %s);\n",
+            pa, x, w, b, r, e->out(e, 0), e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter gemm_emitter = {gemm_emit_write, NULL};
+
 /* The GEMMs a variant of this file runs for kn under configuration c (its space's view). */
-static bool view_of(const kern_node *kn, const kern_config *c, conv_kind kind, conv_gemm_view *v) {
+static bool view_of(const kern_node *kn, const kern_config *c, conv_gemm_kind kind,
+                    conv_gemm_view *v) {
     kern_node k2 = *kn;
     k2.config = c;
     conv_plan p;
@@ -363,11 +259,12 @@ static bool view_of(const kern_node *kn, const kern_config *c, conv_kind kind, c
                                       gemm_state_release,                                          \
                                       gemm_variant_run,                                            \
                                       conv_fuses,                                                  \
-                                      &space_##ID};
+                                      &space_##ID,                                                 \
+                                      &gemm_emitter};
 
-CONV_GEMM_VARIANT(1x1, "conv_1x1_gemm", KIND_1X1)
-CONV_GEMM_VARIANT(im2col, "conv_im2col_gemm", KIND_IM2COL)
-CONV_GEMM_VARIANT(implicit, "conv_implicit_gemm", KIND_IMPLICIT)
+CONV_GEMM_VARIANT(1x1, "conv_1x1_gemm", CONV_GEMM_1X1)
+CONV_GEMM_VARIANT(im2col, "conv_im2col_gemm", CONV_GEMM_IM2COL)
+CONV_GEMM_VARIANT(implicit, "conv_implicit_gemm", CONV_GEMM_IMPLICIT)
 
 /* ---- conv_f32: the default cascade ------------------------------------------------------------
  */
@@ -597,9 +494,27 @@ static bool auto_fuses(const kern_node *kn) {
     return v && v->fuses && v->fuses(kn);
 }
 
+/* conv_f32 emits what its delegate emits, from the delegate's own state. */
+static anvil_status auto_emit(const kern_node *kn, const void *state, kern_emit *e) {
+    const auto_state *a = state;
+    if (!a->v->emit)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: conv_f32 runs it with %s, which cannot be emitted",
+                        ir_node_label(kn->node), a->v->name);
+    return a->v->emit->write(kn, a->inner, e);
+}
+
+/* conv_f32 can be emitted where the variant it would hand the node to can. */
+static bool auto_can_emit(const kern_node *kn) {
+    const kern_variant *v = conv_auto_pick(kn);
+    return v && kern_emittable(v, kn);
+}
+
+static const kern_emitter auto_emitter = {auto_emit, auto_can_emit};
+
 static const kern_variant conv_v_auto = {
-    "conv_f32",   IR_OP_CONV,   0,        auto_supports, auto_workspace,
-    auto_prepare, auto_release, auto_run, auto_fuses,    NULL};
+    "conv_f32",   IR_OP_CONV, 0,          auto_supports, auto_workspace, auto_prepare,
+    auto_release, auto_run,   auto_fuses, NULL,          &auto_emitter};
 
 const kern_variant *kern_delegate(const kern_variant *v, const void *state) {
     return v == &conv_v_auto && state ? ((const auto_state *)state)->v : NULL;

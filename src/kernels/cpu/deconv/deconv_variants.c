@@ -384,8 +384,8 @@ static const kern_space deconv_space = {1, {"tile"}, space_values, space_label, 
         return state_prepare(kn, KIND, state);                                                     \
     }                                                                                              \
     static const kern_variant deconv_v_##ID = {                                                    \
-        NAME,      IR_OP_CONVTRANSPOSE, 0,           sup_##ID, ws_##ID,                            \
-        prep_##ID, state_release,       variant_run, NULL,     &deconv_space};
+        NAME,          IR_OP_CONVTRANSPOSE, 0,    sup_##ID,      ws_##ID, prep_##ID,               \
+        state_release, variant_run,         NULL, &deconv_space, NULL};
 
 DECONV_VARIANT(direct, "deconv_direct_gemm", KIND_DIRECT)
 DECONV_VARIANT(gemm, "deconv_gemm", KIND_GEMM)

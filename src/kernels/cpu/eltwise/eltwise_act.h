@@ -34,7 +34,9 @@ static inline V f_hardswish(V x) {
     return V_MUL(x, V_MIN(V_SET1(1.0f), V_MAX(V_ZERO(), t)));
 }
 
-#ifdef ANVIL_HAVE_SLEEF
+/* The ones below use only f_exp_clamped, so they exist without SLEEF too (the libraries `anvil
+ * compile` emits do not link it); gelu_tanh and softplus need SLEEF's tanh / log1p. */
+
 /* Three steps of Horner's rule: ((p x + c0) x + c1) x + c2. */
 static inline V v_horner3(V p, V x, float c0, float c1, float c2) {
     return V_FMA(V_FMA(V_FMA(p, x, V_SET1(c0)), x, V_SET1(c1)), x, V_SET1(c2));
@@ -73,6 +75,7 @@ static inline V f_gelu(V x) {
     V e = f_erf(V_MUL(x, V_SET1(0.7071067811865476f)));
     return V_MUL(V_MUL(V_SET1(0.5f), x), V_ADD(V_SET1(1.0f), e));
 }
+#ifdef ANVIL_HAVE_SLEEF
 static inline V f_gelu_tanh(V x) {
     V x3 = V_MUL(V_MUL(x, x), x);
     V u = V_MUL(V_SET1(0.7978845608028654f), V_ADD(x, V_MUL(V_SET1(0.044715f), x3)));

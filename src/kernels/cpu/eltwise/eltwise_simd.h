@@ -57,30 +57,31 @@ static void k_unary(elt_unary_kind k, float a, float b, float *out, const float 
     case ELT_HARDSWISH:
         UNARY_LOOP(f_hardswish(x));
         break;
-#ifdef ANVIL_HAVE_SLEEF
+    /* f_exp_clamped's: these compute without SLEEF too (emitted libraries do not link it) */
     case ELT_SIGMOID:
         UNARY_LOOP(f_sigmoid(x));
-        break;
-    case ELT_TANH:
-        UNARY_LOOP(V_TANH(x));
         break;
     case ELT_ERF:
         UNARY_LOOP(f_erf(x));
         break;
-    case ELT_EXP:
-        UNARY_LOOP(V_EXP(x));
-        break;
     case ELT_GELU:
         UNARY_LOOP(f_gelu(x));
+        break;
+    case ELT_SILU:
+        UNARY_LOOP(V_MUL(x, f_sigmoid(x)));
+        break;
+#ifdef ANVIL_HAVE_SLEEF
+    case ELT_TANH:
+        UNARY_LOOP(V_TANH(x));
+        break;
+    case ELT_EXP:
+        UNARY_LOOP(V_EXP(x));
         break;
     case ELT_GELU_TANH:
         UNARY_LOOP(f_gelu_tanh(x));
         break;
     case ELT_SOFTPLUS:
         UNARY_LOOP(f_softplus(x));
-        break;
-    case ELT_SILU:
-        UNARY_LOOP(V_MUL(x, f_sigmoid(x)));
         break;
 #endif
     default:
@@ -151,7 +152,7 @@ static void k_affine(float *out, const float *in, size_t n, float a, float b) {
     UNARY_LOOP(V_FMA(x, va, vb));
 }
 
-#ifdef ANVIL_HAVE_SLEEF
+/* Softmax needs only f_exp_clamped (no SLEEF). */
 static float k_max(const float *x, size_t n) {
     V acc = V_SET1(-INFINITY);
     size_t i = 0;
@@ -183,7 +184,6 @@ static void k_softmax_row(float *y, const float *x, size_t len, bool logsm) {
     else
         k_affine(y, y, len, 1.0f / sum, 0.0f);
 }
-#endif
 
 /* Two passes (mean, then the mean square deviation): E[x^2] - E[x]^2 cancels badly. */
 static void k_layernorm_row(float *y, const float *x, size_t len, const float *scale,
@@ -380,9 +380,7 @@ static void k_transpose4(uint32_t *dst, const uint32_t *src, size_t rows, size_t
 const elt_isa ELT_ISA_NAME = {
     .unary = k_unary,
     .binary = k_binary,
-#ifdef ANVIL_HAVE_SLEEF
     .softmax_row = k_softmax_row,
-#endif
     .layernorm_row = k_layernorm_row,
     .affine = k_affine,
     .sum = k_sum,

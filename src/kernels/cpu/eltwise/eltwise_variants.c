@@ -3,8 +3,10 @@
  * "<op>_avx512" and "<op>_avx2" variants.
  *
  * This file is baseline code: it reads attributes, decides in prepare what the node reduces to
- * (a folded broadcast, rows of a given length, a pooling geometry, a canonical permutation), and
- * splits the work across threads; the arithmetic lives in the per-ISA tables of eltwise.h. A
+ * (a folded broadcast, rows of a given length, a pooling geometry, a canonical permutation) as
+ * an elt_state, and runs it through elt_run (eltwise_run.c, which splits the work across threads
+ * and which `anvil compile`'s libraries share); the arithmetic lives in the per-ISA tables of
+ * eltwise.h. A
  * variant's supports() says whether it computes the node exactly as the reference does; every
  * other case (other dtypes, broadcasts, axes, permutations, MaxPool's Indices, ...) stays with
  * the reference. Ops that need a vector exp/tanh/erf/log1p exist only with SLEEF.
@@ -13,6 +15,7 @@
  * that auto_pad, ceil_mode and pads resolve identically. */
 #include "eltwise.h"
 #include "kernels/cpu/family.h"
+#include "kernels/fusion.h"
 #include "kernels/kernels.h"
 #include "ops/nn_common.h"
 
@@ -21,111 +24,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Below this many elements a node runs on the calling thread: waking the pool costs more. */
-#define ELT_PAR_MIN ((size_t)1 << 15)
-/* Elements per parallel block of the flat (unary, binary) kernels. */
-#define ELT_BLOCK ((size_t)4096)
-
-typedef struct elt_state {
-    const elt_isa *isa;
-    int threads;
-    /* unary */
-    elt_unary_kind uk;
-    float a, b;
-    /* binary: the output folded to `rank` dims, each operand's element strides (0: broadcast) */
-    elt_binary_kind bk;
-    int rank;
-    int64_t dims[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-    /* softmax / layernorm: contiguous rows */
-    bool logsm;
-    size_t rows, len;
-    float eps;
-    /* batchnorm: folded per-channel multiplier then offset (2 * C), NULL: fold at run time */
-    float *ab;
-    float bn_eps;
-    int64_t channels, plane;
-    /* pooling */
-    elt_pool2d pool;
-    float *cnt_h, *cnt_w; /* per output row / column tap counts (AveragePool) */
-    size_t row_stride;    /* floats of workspace per thread */
-    /* transpose: canonical form */
-    int tform;
-    int64_t tb, t0, t1, tin; /* batch, the two swapped dims, contiguous inner block */
-} elt_state;
-
-/* A run's work as its chunk functions see it: every op reads x (input 0) and writes y, the other
- * fields are per op. */
-typedef struct elt_job {
-    const elt_state *s;
-    const float *x;
-    float *y;
-    const float *in1, *in2; /* binary: B; layernorm: scale, bias; batchnorm: the folded a, b */
-    size_t n;               /* elements; GlobalAveragePool: elements per plane; pooling: planes */
-    float a, b;             /* unary: the op's parameters (Clip's bounds may be inputs) */
-    size_t br, bc;          /* transpose swap: rows and columns per task */
-    bool avg;               /* pooling: AveragePool */
-    char *ws;               /* pooling: the threads' rows */
-    int nthreads;           /* pooling */
-} elt_job;
+_Static_assert(IR_MAX_RANK <= ELT_MAX_RANK, "elt_state's folded dims hold any rank");
 
 static bool has_output(const kern_node *kn, int i) {
     return i < kn->node->n_outputs && kn->node->outputs[i] != IR_NONE;
 }
 
-static op_ctx *par_ctx(op_ctx *ctx, size_t work) {
-    return work >= ELT_PAR_MIN ? ctx : NULL;
-}
-
-static size_t ceil_div(size_t a, size_t b) {
-    return (a + b - 1) / b;
-}
-
-/* Runs fn over the ELT_BLOCK-element blocks of n elements (in parallel when n is large). */
-static void parallel_blocks(op_ctx *ctx, size_t n, op_range_fn fn, void *job) {
-    op_parallel_for(par_ctx(ctx, n), ceil_div(n, ELT_BLOCK), fn, job);
-}
-
-/* The elements [*lo, *hi) of blocks [begin, end) of parallel_blocks over n elements. */
-static inline void block_span(size_t begin, size_t end, size_t n, size_t *lo, size_t *hi) {
-    *lo = begin * ELT_BLOCK;
-    *hi = end * ELT_BLOCK < n ? end * ELT_BLOCK : n;
-}
-
 /* The ops as this file groups them: each kind has one supports, prepare and run path. */
-typedef enum elt_kind {
-    K_UNARY,
-    K_BINARY,
-    K_SOFTMAX,
-    K_LAYERNORM,
-    K_BATCHNORM,
-    K_POOL,
-    K_GAP,
-    K_TRANSPOSE
-} elt_kind;
-
 static elt_kind kind_of(ir_op op) {
     switch (op) {
     case IR_OP_ADD:
     case IR_OP_SUB:
     case IR_OP_MUL:
     case IR_OP_DIV:
-        return K_BINARY;
+        return ELT_K_BINARY;
     case IR_OP_SOFTMAX:
     case IR_OP_LOGSOFTMAX:
-        return K_SOFTMAX;
+        return ELT_K_SOFTMAX;
     case IR_OP_LAYERNORMALIZATION:
-        return K_LAYERNORM;
+        return ELT_K_LAYERNORM;
     case IR_OP_BATCHNORMALIZATION:
-        return K_BATCHNORM;
+        return ELT_K_BATCHNORM;
     case IR_OP_MAXPOOL:
     case IR_OP_AVERAGEPOOL:
-        return K_POOL;
+        return ELT_K_POOL;
     case IR_OP_GLOBALAVERAGEPOOL:
-        return K_GAP;
+        return ELT_K_GAP;
     case IR_OP_TRANSPOSE:
-        return K_TRANSPOSE;
+        return ELT_K_TRANSPOSE;
     default:
-        return K_UNARY;
+        return ELT_K_UNARY;
     }
 }
 
@@ -208,18 +136,11 @@ static anvil_status unary_prepare(const kern_node *kn, elt_state *s) {
     }
 }
 
-static void unary_chunk(void *arg, size_t begin, size_t end) {
-    const elt_job *j = arg;
-    size_t lo, hi;
-    block_span(begin, end, j->n, &lo, &hi);
-    j->s->isa->unary(j->s->uk, j->a, j->b, j->y + lo, j->x + lo, hi - lo);
-}
-
-/* j: the job with s, x, y and n set. */
-static anvil_status unary_run(const ir_node *n, elt_job j, const op_tensor *const *in, int n_in,
-                              op_ctx *ctx) {
-    j.a = j.s->a;
-    j.b = j.s->b;
+/* The run-time parameters: Clip's bounds from opset 11 are inputs. */
+static anvil_status unary_params(const ir_node *n, const elt_state *s, const op_tensor *const *in,
+                                 int n_in, elt_io *io) {
+    io->a = s->a;
+    io->b = s->b;
     if (n->op == IR_OP_CLIP && n->opset >= 11) {
         for (int i = 1; i < n_in && i < 3; i++) {
             if (!in[i]) continue;
@@ -227,11 +148,9 @@ static anvil_status unary_run(const ir_node *n, elt_job j, const op_tensor *cons
                 return core_err(
                     ANVIL_ERR_RUNTIME, "%s: input %d (%s) must be one element but has %zu",
                     ir_node_label(n), i, i == 1 ? "min" : "max", op_tensor_numel(in[i]));
-            *(i == 1 ? &j.a : &j.b) = *(const float *)in[i]->data;
+            *(i == 1 ? &io->a : &io->b) = *(const float *)in[i]->data;
         }
     }
-    if (j.n == 0) return ANVIL_OK;
-    parallel_blocks(ctx, j.n, unary_chunk, &j);
     return ANVIL_OK;
 }
 
@@ -275,43 +194,6 @@ static bool binary_supports(const kern_node *kn) {
            kfam_f32_static(&kn->out[0]) && binary_fold(&kn->in[0], &kn->in[1], &kn->out[0], &s);
 }
 
-/* Output elements of blocks [begin, end): an odometer over the folded dims, one kernel call per
- * (partial) innermost row. */
-static void binary_chunk(void *arg, size_t begin, size_t end) {
-    const elt_job *j = arg;
-    const elt_state *s = j->s;
-    const int r = s->rank;
-    size_t pos, stop;
-    block_span(begin, end, j->n, &pos, &stop);
-    int64_t idx[IR_MAX_RANK], oa = 0, ob = 0;
-    size_t rem = pos;
-    for (int d = r - 1; d >= 0; d--) {
-        idx[d] = (int64_t)(rem % (size_t)s->dims[d]);
-        rem /= (size_t)s->dims[d];
-        oa += idx[d] * s->sa[d];
-        ob += idx[d] * s->sb[d];
-    }
-    const int64_t inner = s->dims[r - 1];
-    while (pos < stop) {
-        size_t cnt = (size_t)(inner - idx[r - 1]);
-        if (cnt > stop - pos) cnt = stop - pos;
-        s->isa->binary(s->bk, j->y + pos, j->x + oa, j->in1 + ob, (int)s->sa[r - 1],
-                       (int)s->sb[r - 1], cnt);
-        pos += cnt;
-        idx[r - 1] += (int64_t)cnt;
-        oa += (int64_t)cnt * s->sa[r - 1];
-        ob += (int64_t)cnt * s->sb[r - 1];
-        for (int d = r - 1; d > 0 && idx[d] == s->dims[d]; d--) {
-            oa -= s->dims[d] * s->sa[d];
-            ob -= s->dims[d] * s->sb[d];
-            idx[d] = 0;
-            idx[d - 1]++;
-            oa += s->sa[d - 1];
-            ob += s->sb[d - 1];
-        }
-    }
-}
-
 /* ---- softmax / logsoftmax ------------------------------------------------------------------ */
 
 /* X as rows of its dims from the "axis" attribute on (default dflt, negative counts from the
@@ -338,13 +220,6 @@ static bool softmax_rows(const kern_node *kn, size_t *rows, size_t *len) {
            (n->opset < 13 || axis == kn->in[0].shape.rank - 1);
 }
 
-static void softmax_chunk(void *arg, size_t begin, size_t end) {
-    const elt_job *j = arg;
-    const size_t len = j->s->len;
-    for (size_t r = begin; r < end; r++)
-        j->s->isa->softmax_row(j->y + r * len, j->x + r * len, len, j->s->logsm);
-}
-
 /* ---- layernorm ---------------------------------------------------------------------------- */
 
 /* Rows over axis..rank-1, with scale and bias holding exactly one element per row element (what
@@ -362,13 +237,6 @@ static bool layernorm_rows(const kern_node *kn, size_t *rows, size_t *len) {
             (kfam_f32_static(&kn->in[2]) && kfam_numel(&kn->in[2].shape) == *len));
 }
 
-static void layernorm_chunk(void *arg, size_t begin, size_t end) {
-    const elt_job *j = arg;
-    const size_t len = j->s->len;
-    for (size_t r = begin; r < end; r++)
-        j->s->isa->layernorm_row(j->y + r * len, j->x + r * len, len, j->in1, j->in2, j->s->eps);
-}
-
 /* ---- batchnorm ---------------------------------------------------------------------------- */
 
 static bool batchnorm_supports(const kern_node *kn) {
@@ -384,27 +252,6 @@ static bool batchnorm_supports(const kern_node *kn) {
     for (int i = 1; i < 5; i++)
         if (kfam_numel(&kn->in[i].shape) != (size_t)kn->in[0].shape.d[1]) return false;
     return true;
-}
-
-/* a = scale / sqrt(var + eps), b = B - mean * a, in double as the reference folds. */
-static void batchnorm_fold(float *ab, int64_t c, const float *scale, const float *bias,
-                           const float *mean, const float *var, float eps) {
-    for (int64_t i = 0; i < c; i++) {
-        double a = (double)scale[i] / sqrt((double)var[i] + (double)eps);
-        ab[i] = (float)a;
-        ab[c + i] = (float)((double)bias[i] - (double)mean[i] * a);
-    }
-}
-
-static void batchnorm_chunk(void *arg, size_t begin, size_t end) {
-    const elt_job *j = arg;
-    const int64_t C = j->s->channels, P = j->s->plane;
-    for (size_t q = begin; q < end; q++) {
-        int64_t c = (int64_t)q % C;
-        const float *x = j->x + (int64_t)q * P;
-        float *y = j->y + (int64_t)q * P;
-        j->s->isa->affine(y, x, (size_t)P, j->in1[c], j->in1[C + c]);
-    }
 }
 
 /* ---- pooling ------------------------------------------------------------------------------ */
@@ -464,30 +311,7 @@ static float *pool_counts(int64_t out, int64_t k, int64_t s, int64_t pb, int64_t
     return cnt;
 }
 
-/* Exactly one index per thread: index t owns workspace row t. */
-static void pool_chunk(void *arg, size_t begin, size_t end) {
-    const elt_job *j = arg;
-    const elt_state *s = j->s;
-    const int64_t in_sz = s->pool.ih * s->pool.iw, out_sz = s->pool.oh * s->pool.ow;
-    for (size_t t = begin; t < end; t++) {
-        float *row = (float *)(void *)(j->ws + t * s->row_stride * sizeof(float));
-        size_t p0 = j->n * t / (size_t)j->nthreads;
-        size_t p1 = j->n * (t + 1) / (size_t)j->nthreads;
-        for (size_t p = p0; p < p1; p++)
-            s->isa->pool2d(&s->pool, j->avg, s->cnt_h, s->cnt_w, j->y + (int64_t)p * out_sz,
-                           j->x + (int64_t)p * in_sz, row);
-    }
-}
-
-static void gap_chunk(void *arg, size_t begin, size_t end) {
-    const elt_job *j = arg;
-    for (size_t p = begin; p < end; p++)
-        j->y[p] = j->s->isa->sum(j->x + p * j->n, j->n) / (float)j->n;
-}
-
 /* ---- transpose ---------------------------------------------------------------------------- */
-
-enum { TR_COPY, TR_SWAP, TR_BLOCKS }; /* identity, [b][t0][t1] -> [b][t1][t0], with inner blocks */
 
 /* Reduces a permutation to its canonical form: size-1 dims dropped, input dims that stay
  * neighbours in the output merged. What is left must be the identity, a (batched) 2-D transpose
@@ -539,7 +363,7 @@ static bool transpose_form(const kern_node *kn, elt_state *s) {
     s->tin = 1;
     s->t0 = s->t1 = 1;
     if (ng <= 1) {
-        s->tform = TR_COPY;
+        s->tform = ELT_TR_COPY;
         return true;
     }
     /* neighbours in the output are never neighbours in the input (they would have merged), so
@@ -547,7 +371,7 @@ static bool transpose_form(const kern_node *kn, elt_state *s) {
      * block kept last (optional) */
     const int lo = cp[0] == 0, hi = cp[ng - 1] == ng - 1 ? ng - 1 : ng;
     if (hi - lo != 2 || cp[lo] != lo + 1 || cp[lo + 1] != lo) return false;
-    s->tform = hi < ng ? TR_BLOCKS : TR_SWAP;
+    s->tform = hi < ng ? ELT_TR_BLOCKS : ELT_TR_SWAP;
     if (lo) s->tb = cd[0];
     s->t0 = cd[lo];
     s->t1 = cd[lo + 1];
@@ -579,50 +403,6 @@ void elt_transpose_f32(float *dst, const float *src, size_t rows, size_t cols, s
         for (size_t c = 0; c < cols; c++) dst[c * lds + r] = src[r * ldx + c];
 }
 
-/* The swap's tasks are (batch item, block of rows, block of columns), each block a set of 8x8
- * tiles: TR_ROWS rows by TR_BLOCK / TR_ROWS columns (64 KiB read, 64 KiB written), or, for a
- * matrix of fewer than TR_ROWS rows (an image's 3 channels turned channels-last), blocks of
- * TR_COLS columns of all its rows. Whole rows per task left NCHW -> NHWC of 96 channels two
- * tasks of 64 and 32 rows: at 2 threads one thread did two thirds of the work. */
-#define TR_ROWS 64
-#define TR_COLS 4096
-#define TR_BLOCK 262144
-
-static void tr_copy_chunk(void *arg, size_t begin, size_t end) {
-    const elt_job *j = arg;
-    size_t lo, hi;
-    block_span(begin, end, j->n, &lo, &hi);
-    memcpy(j->y + lo, j->x + lo, (hi - lo) * sizeof(float));
-}
-
-static void tr_swap_chunk(void *arg, size_t begin, size_t end) {
-    const elt_job *j = arg;
-    const elt_state *s = j->s;
-    const size_t rows = (size_t)s->t0, cols = (size_t)s->t1, br = j->br, bc = j->bc;
-    const size_t nrb = ceil_div(rows, br), ncb = ceil_div(cols, bc);
-    for (size_t t = begin; t < end; t++) {
-        size_t b = t / (nrb * ncb), r0 = t / ncb % nrb * br, c0 = t % ncb * bc;
-        size_t nr = rows - r0 < br ? rows - r0 : br, nc = cols - c0 < bc ? cols - c0 : bc;
-        const float *src = j->x + b * rows * cols + r0 * cols + c0;
-        float *dst = j->y + b * rows * cols + c0 * rows + r0;
-        s->isa->transpose4((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, nr, nc,
-                           cols, rows);
-    }
-}
-
-/* Output block (b, i1, i0) of tin elements is input block (b, i0, i1); task t = (b, i1). */
-static void tr_blocks_chunk(void *arg, size_t begin, size_t end) {
-    const elt_job *j = arg;
-    const elt_state *s = j->s;
-    const size_t d0 = (size_t)s->t0, d1 = (size_t)s->t1, in = (size_t)s->tin;
-    for (size_t t = begin; t < end; t++) {
-        size_t b = t / d1, i1 = t % d1;
-        float *dst = j->y + (b * d1 + i1) * d0 * in;
-        const float *src = j->x + (b * d0 * d1 + i1) * in;
-        for (size_t i0 = 0; i0 < d0; i0++) memcpy(dst + i0 * in, src + i0 * d1 * in, in * 4);
-    }
-}
-
 /* ---- the common variant entry points ------------------------------------------------------ */
 
 static bool supports_common(const kern_node *kn, const core_hw *hw) {
@@ -631,20 +411,20 @@ static bool supports_common(const kern_node *kn, const core_hw *hw) {
     elt_pool2d g;
     bool cip;
     switch (kind_of(kn->node->op)) {
-    case K_BINARY:
+    case ELT_K_BINARY:
         return binary_supports(kn);
-    case K_SOFTMAX:
+    case ELT_K_SOFTMAX:
         return softmax_rows(kn, &rows, &len);
-    case K_LAYERNORM:
+    case ELT_K_LAYERNORM:
         return layernorm_rows(kn, &rows, &len);
-    case K_BATCHNORM:
+    case ELT_K_BATCHNORM:
         return batchnorm_supports(kn);
-    case K_POOL:
+    case ELT_K_POOL:
         return pool_geometry(kn, &g, &cip);
-    case K_GAP:
+    case ELT_K_GAP:
         return kfam_f32_static(&kn->in[0]) && kfam_f32_static(&kn->out[0]) &&
                kn->in[0].shape.rank >= 3;
-    case K_TRANSPOSE:
+    case ELT_K_TRANSPOSE:
         return transpose_supports(kn);
     default:
         return unary_supports(kn);
@@ -659,13 +439,13 @@ static size_t pool_row_stride(const elt_pool2d *g) {
 static size_t workspace_common(const kern_node *kn) {
     const elt_kind kind = kind_of(kn->node->op);
     int threads = kn->threads > 0 ? kn->threads : 1;
-    if (kind == K_POOL) {
+    if (kind == ELT_K_POOL) {
         elt_pool2d g;
         bool cip;
         if (!pool_geometry(kn, &g, &cip)) return 0;
         return (size_t)threads * pool_row_stride(&g) * sizeof(float);
     }
-    if (kind == K_BATCHNORM) return 2 * (size_t)kn->in[0].shape.d[1] * sizeof(float);
+    if (kind == ELT_K_BATCHNORM) return 2 * (size_t)kn->in[0].shape.d[1] * sizeof(float);
     return 0;
 }
 
@@ -682,27 +462,29 @@ static anvil_status prepare_common(const kern_node *kn, const elt_isa *isa, void
     elt_state *s = core_calloc(1, sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
     s->isa = isa;
+    s->kind = kind_of(kn->node->op);
+    s->avg = kn->node->op == IR_OP_AVERAGEPOOL;
     s->threads = kn->threads > 0 ? kn->threads : 1;
     const ir_node *n = kn->node;
     anvil_status st = ANVIL_OK;
     bool cip = false;
     switch (kind_of(n->op)) {
-    case K_BINARY:
+    case ELT_K_BINARY:
         s->bk = n->op == IR_OP_ADD   ? ELT_ADD
                 : n->op == IR_OP_SUB ? ELT_SUB
                 : n->op == IR_OP_MUL ? ELT_MUL
                                      : ELT_DIV;
         binary_fold(&kn->in[0], &kn->in[1], &kn->out[0], s);
         break;
-    case K_SOFTMAX:
+    case ELT_K_SOFTMAX:
         s->logsm = n->op == IR_OP_LOGSOFTMAX;
         softmax_rows(kn, &s->rows, &s->len);
         break;
-    case K_LAYERNORM:
+    case ELT_K_LAYERNORM:
         layernorm_rows(kn, &s->rows, &s->len);
         st = ir_attr_float(n, "epsilon", 1e-5f, &s->eps);
         break;
-    case K_BATCHNORM:
+    case ELT_K_BATCHNORM:
         s->channels = kn->in[0].shape.d[1];
         s->plane = 1;
         for (int d = 2; d < kn->in[0].shape.rank; d++) s->plane *= kn->in[0].shape.d[d];
@@ -715,11 +497,11 @@ static anvil_status prepare_common(const kern_node *kn, const elt_isa *isa, void
                               ir_node_label(n));
                 break;
             }
-            batchnorm_fold(s->ab, s->channels, kn->in[1].value, kn->in[2].value, kn->in[3].value,
-                           kn->in[4].value, s->bn_eps);
+            elt_batchnorm_fold(s->ab, s->channels, kn->in[1].value, kn->in[2].value,
+                               kn->in[3].value, kn->in[4].value, s->bn_eps);
         }
         break;
-    case K_POOL:
+    case ELT_K_POOL:
         pool_geometry(kn, &s->pool, &cip);
         s->row_stride = pool_row_stride(&s->pool);
         if (n->op == IR_OP_AVERAGEPOOL) {
@@ -738,9 +520,9 @@ static anvil_status prepare_common(const kern_node *kn, const elt_isa *isa, void
                               ir_node_label(n));
         }
         break;
-    case K_GAP:
+    case ELT_K_GAP:
         break;
-    case K_TRANSPOSE:
+    case ELT_K_TRANSPOSE:
         transpose_form(kn, s);
         break;
     default:
@@ -755,82 +537,149 @@ static anvil_status prepare_common(const kern_node *kn, const elt_isa *isa, void
     return ANVIL_OK;
 }
 
+/* The tensors of this run as elt_run takes them (plus the run-time parameters of a unary). */
+static anvil_status run_io(const ir_node *n, const elt_state *s, const op_tensor *const *in,
+                           int n_in, op_tensor *const *out, void *ws, elt_io *io) {
+    const op_tensor *x = in[0];
+    *io = (elt_io){.x = x->data,
+                   .y = out[0]->data,
+                   .numel = op_tensor_numel(x),
+                   .out_numel = op_tensor_numel(out[0]),
+                   .ws = ws};
+    if (x->rank >= 2) {
+        io->d0 = x->dims[0];
+        io->d1 = x->dims[1];
+    }
+    for (int i = 1; i < n_in && i < 5; i++) io->in[i - 1] = in[i] ? in[i]->data : NULL;
+    if (s->kind == ELT_K_UNARY) return unary_params(n, s, in, n_in, io);
+    return ANVIL_OK;
+}
+
 static anvil_status run_common(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
     (void)n_out;
     const elt_state *s = state;
-    const op_tensor *x = in[0];
-    op_tensor *y = out[0];
-    size_t numel = op_tensor_numel(x);
-    elt_job j = {.s = s, .x = x->data, .y = y->data, .n = numel};
-    switch (kind_of(n->op)) {
-    case K_BINARY:
-        j.in1 = in[1]->data;
-        j.n = op_tensor_numel(y);
-        if (j.n > 0) parallel_blocks(ctx, j.n, binary_chunk, &j);
-        return ANVIL_OK;
-    case K_SOFTMAX:
-        if (s->rows > 0 && s->len > 0)
-            op_parallel_for(par_ctx(ctx, numel / 2), s->rows, softmax_chunk, &j);
-        return ANVIL_OK;
-    case K_LAYERNORM:
-        j.in1 = in[1]->data;
-        j.in2 = n_in > 2 && in[2] ? in[2]->data : NULL;
-        if (s->rows > 0 && s->len > 0)
-            op_parallel_for(par_ctx(ctx, numel), s->rows, layernorm_chunk, &j);
-        return ANVIL_OK;
-    case K_BATCHNORM: {
-        size_t planes = (size_t)(x->dims[0] * s->channels);
-        if (planes == 0 || s->plane == 0) return ANVIL_OK;
-        j.in1 = s->ab;
-        if (!s->ab) {
-            batchnorm_fold(ws, s->channels, in[1]->data, in[2]->data, in[3]->data, in[4]->data,
-                           s->bn_eps);
-            j.in1 = ws;
-        }
-        op_parallel_for(par_ctx(ctx, numel), planes, batchnorm_chunk, &j);
-        return ANVIL_OK;
-    }
-    case K_POOL: {
-        size_t planes = (size_t)(x->dims[0] * x->dims[1]);
-        if (planes == 0 || op_tensor_numel(y) == 0) return ANVIL_OK;
-        int T = op_ctx_threads(ctx);
-        if (T > s->threads) T = s->threads;
-        if ((size_t)T > planes) T = (int)planes;
-        if (numel < ELT_PAR_MIN || T < 1) T = 1;
-        j.n = planes;
-        j.avg = n->op == IR_OP_AVERAGEPOOL;
-        j.ws = ws;
-        j.nthreads = T;
-        op_parallel_for(T > 1 ? ctx : NULL, (size_t)T, pool_chunk, &j);
-        return ANVIL_OK;
-    }
-    case K_GAP: {
-        size_t planes = (size_t)(x->dims[0] * x->dims[1]);
-        if (planes == 0 || numel / planes == 0) return ANVIL_OK;
-        j.n = numel / planes;
-        op_parallel_for(par_ctx(ctx, numel), planes, gap_chunk, &j);
-        return ANVIL_OK;
-    }
-    case K_TRANSPOSE: {
-        if (numel == 0) return ANVIL_OK;
-        const size_t rows = (size_t)s->t0, cols = (size_t)s->t1;
-        j.br = rows < TR_ROWS ? rows : TR_ROWS;
-        j.bc = rows < TR_ROWS ? TR_COLS : TR_BLOCK / TR_ROWS;
-        op_ctx *c = par_ctx(ctx, numel);
-        if (s->tform == TR_COPY)
-            parallel_blocks(ctx, numel, tr_copy_chunk, &j);
-        else if (s->tform == TR_SWAP)
-            op_parallel_for(c, (size_t)s->tb * ceil_div(rows, j.br) * ceil_div(cols, j.bc),
-                            tr_swap_chunk, &j);
-        else
-            op_parallel_for(c, (size_t)s->tb * cols, tr_blocks_chunk, &j);
-        return ANVIL_OK;
-    }
-    default:
-        return unary_run(n, j, in, n_in, ctx);
-    }
+    elt_io io;
+    CORE_TRY(run_io(n, s, in, n_in, out, ws, &io));
+    elt_run(s, &io, ctx);
+    return ANVIL_OK;
 }
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The node becomes one elt_run call on an elt_state holding the values this prepare made (the
+ * tables it names, counts and folded parameters stored as weights), so the library computes
+ * exactly what the variant does. Emitted libraries do not link SLEEF: the unary kinds that need
+ * it (V_EXP, V_TANH, V_LOG1P) are refused. */
+
+static const char *const elt_emit_files[] = {
+    "kernels/cpu/eltwise/eltwise.h",          "kernels/cpu/eltwise/eltwise_run.c",
+    "kernels/cpu/eltwise/eltwise_avx512.c",   "kernels/cpu/eltwise/eltwise_avx2.c",
+    "kernels/cpu/eltwise/eltwise_simd.h",     "kernels/cpu/eltwise/eltwise_act.h",
+    "kernels/cpu/eltwise/eltwise_exp.h",      "kernels/cpu/eltwise/eltwise_vec_avx512.h",
+    "kernels/cpu/eltwise/eltwise_vec_avx2.h", NULL};
+
+/* Stores n floats of p as weights and assigns them to the state's field (nothing for NULL). */
+static anvil_status emit_floats(kern_emit *e, const char *field, const float *p, size_t n) {
+    if (!p) return ANVIL_OK;
+    char expr[96];
+    CORE_TRY(e->blob(e, p, (n > 0 ? n : 1) * sizeof(float), expr, sizeof expr));
+    e->code(e, "es.%s = (float *)(%s);\n", field, expr);
+    return ANVIL_OK;
+}
+
+/* Whether elt_isa's unary of kind k computes without SLEEF (eltwise_simd.h). */
+static bool emit_unary_ok(elt_unary_kind k) {
+    return k != ELT_TANH && k != ELT_EXP && k != ELT_GELU_TANH && k != ELT_SOFTPLUS;
+}
+
+static anvil_status emit_write(const kern_node *kn, const void *state, kern_emit *e) {
+    const elt_state *s = state;
+    const ir_node *n = kn->node;
+    if (s->kind == ELT_K_UNARY && !emit_unary_ok(s->uk))
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: %s needs SLEEF's vector functions, which emitted libraries lack",
+                        ir_node_label(n), ir_op_name(n->op));
+    for (int i = 0; elt_emit_files[i]; i++) CORE_TRY(e->need(e, elt_emit_files[i]));
+    CORE_TRY(e->include(e, "kernels/cpu/eltwise/eltwise.h"));
+    char f[64];
+    e->code(e, "elt_state es = {0};\n");
+    e->code(e, "es.isa = &%s;\n", s->isa == &elt_isa_avx512 ? "elt_isa_avx512" : "elt_isa_avx2");
+    e->code(e, "es.kind = (elt_kind)%d;\nes.threads = %d;\n", (int)s->kind, s->threads);
+    switch (s->kind) {
+    case ELT_K_UNARY:
+        e->code(e, "es.uk = (elt_unary_kind)%d;\n", (int)s->uk);
+        e->code(e, "es.a = %s;\n", kern_emit_float(s->a, f, sizeof f));
+        e->code(e, "es.b = %s;\n", kern_emit_float(s->b, f, sizeof f));
+        break;
+    case ELT_K_BINARY:
+        e->code(e, "es.bk = (elt_binary_kind)%d;\nes.rank = %d;\n", (int)s->bk, s->rank);
+        for (int d = 0; d < s->rank; d++)
+            e->code(e, "es.dims[%d] = %lld;\nes.sa[%d] = %lld;\nes.sb[%d] = %lld;\n", d,
+                    (long long)s->dims[d], d, (long long)s->sa[d], d, (long long)s->sb[d]);
+        break;
+    case ELT_K_SOFTMAX:
+    case ELT_K_LAYERNORM:
+        e->code(e, "es.logsm = %d;\nes.rows = %zu;\nes.len = %zu;\n", (int)s->logsm, s->rows,
+                s->len);
+        e->code(e, "es.eps = %s;\n", kern_emit_float(s->eps, f, sizeof f));
+        break;
+    case ELT_K_BATCHNORM:
+        e->code(e, "es.channels = %lld;\nes.plane = %lld;\n", (long long)s->channels,
+                (long long)s->plane);
+        e->code(e, "es.bn_eps = %s;\n", kern_emit_float(s->bn_eps, f, sizeof f));
+        CORE_TRY(emit_floats(e, "ab", s->ab, 2 * (size_t)(s->channels > 0 ? s->channels : 1)));
+        break;
+    case ELT_K_POOL: {
+        const elt_pool2d *g = &s->pool;
+        e->code(e, "es.avg = %d;\nes.row_stride = %zu;\n", (int)s->avg, s->row_stride);
+        e->code(e,
+                "es.pool = (elt_pool2d){%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+                "%lld, %lld};\n",
+                (long long)g->ih, (long long)g->iw, (long long)g->oh, (long long)g->ow,
+                (long long)g->kh, (long long)g->kw, (long long)g->sh, (long long)g->sw,
+                (long long)g->pt, (long long)g->pl, (long long)g->row_len);
+        CORE_TRY(emit_floats(e, "cnt_h", s->cnt_h, (size_t)g->oh));
+        CORE_TRY(emit_floats(e, "cnt_w", s->cnt_w, (size_t)g->ow));
+        break;
+    }
+    case ELT_K_GAP:
+        break;
+    case ELT_K_TRANSPOSE:
+        e->code(e, "es.tform = %d;\nes.tb = %lld;\nes.t0 = %lld;\nes.t1 = %lld;\nes.tin = %lld;\n",
+                s->tform, (long long)s->tb, (long long)s->t0, (long long)s->t1, (long long)s->tin);
+        break;
+    }
+    /* the run's tensors, as run_io takes them from the op_tensors */
+    const op_tensor *x = &e->in_t[0];
+    e->code(e, "elt_io eio = {0};\n");
+    e->code(e, "eio.x = (const float *)(%s);\neio.y = (float *)(%s);\n", e->in(e, 0), e->out(e, 0));
+    for (int i = 1; i < e->n_in && i < 5; i++)
+        if (kfam_has_input(kn, i))
+            e->code(e, "eio.in[%d] = (const float *)(%s);\n", i - 1, e->in(e, i));
+    e->code(e, "eio.numel = %zu;\neio.out_numel = %zu;\n", op_tensor_numel(x),
+            op_tensor_numel(&e->out_t[0]));
+    if (x->rank >= 2)
+        e->code(e, "eio.d0 = %lld;\neio.d1 = %lld;\n", (long long)x->dims[0],
+                (long long)x->dims[1]);
+    e->code(e, "eio.ws = %s;\n", e->ws);
+    if (s->kind == ELT_K_UNARY) {
+        e->code(e, "eio.a = es.a;\neio.b = es.b;\n");
+        /* Clip's bounds from opset 11: scalar inputs, read when the library runs */
+        if (n->op == IR_OP_CLIP && n->opset >= 11)
+            for (int i = 1; i < e->n_in && i < 3; i++) {
+                if (!kfam_has_input(kn, i)) continue;
+                if (op_tensor_numel(&e->in_t[i]) != 1)
+                    return core_err(
+                        ANVIL_ERR_UNSUPPORTED, "%s: input %d (%s) must be one element but has %zu",
+                        ir_node_label(n), i, i == 1 ? "min" : "max", op_tensor_numel(&e->in_t[i]));
+                e->code(e, "eio.%c = *(const float *)(%s);\n", i == 1 ? 'a' : 'b', e->in(e, i));
+            }
+    }
+    e->code(e, "elt_run(&es, &eio, %s);\n", e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter elt_emitter = {emit_write, NULL};
 
 /* ---- the variant table ---------------------------------------------------------------------
  * Per (op, ISA) one variant; only prepare differs (it records the ISA table in the state). */
@@ -847,7 +696,8 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
                                                 .workspace_size = workspace_common,                \
                                                 .prepare = prep_##ID##_##ISA,                      \
                                                 .release = release_common,                         \
-                                                .run = run_common};
+                                                .run = run_common,                                 \
+                                                .emit = &elt_emitter};
 
 #define ELT_VARIANT(ID, OP)                                                                        \
     ELT_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)                                             \

@@ -47,7 +47,8 @@ static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c
 }
 
 /* applies every activation itself (the scalar epilogue after its store) */
-static const gemm_kernel gemm_kernel_4x8_portable = {
+/* Not static: code emitted by anvil compile names it like the ISA files' tiles. */
+const gemm_kernel gemm_kernel_4x8_portable = {
     "4x8_portable", 4,           8,    0,   uk_4x8_portable, gemm_epilogue_apply, NULL, NULL,
     NULL,           0xffffffffu, NULL, NULL};
 
@@ -69,6 +70,19 @@ bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw) {
     return kern_isa_ok(k->needs, hw);
 }
 
+static int64_t round_up(int64_t x, int64_t m);
+
+/* Floats per vector of t's ISA. */
+static int64_t kernel_vl(const gemm_kernel *t) {
+    return t->needs & KERN_NEEDS_AVX512 ? 16 : 8;
+}
+
+/* Below how many columns an edge tile of t goes to its column kernel (see gemm_block). */
+static int64_t cols_kernel_below(const gemm_kernel *t) {
+    return t->ukernel_cols ? (int64_t)t->mr * (t->nr / kernel_vl(t)) * 3 / 4 : 0;
+}
+
+#ifndef ANVIL_EMITTED /* an emitted library runs the tiles its plan fixed; it picks none */
 /* Relative speed of each tile on full tiles (1 thread, Zen 4, KC from gemm_blocking_default,
  * anvil_kbench gemm --shape 336x1536x1024: every tile divides it, so no padding): the default
  * picks the tile with the least padded work divided by this. Long-KC tiles with few rows win:
@@ -85,18 +99,6 @@ static const struct {
     {&gemm_kernel_6x16_avx2, 1.00f},    {&gemm_kernel_4x24_avx2, 0.97f},
     {&gemm_kernel_8x8_avx2, 0.90f},
 };
-
-static int64_t round_up(int64_t x, int64_t m);
-
-/* Floats per vector of t's ISA. */
-static int64_t kernel_vl(const gemm_kernel *t) {
-    return t->needs & KERN_NEEDS_AVX512 ? 16 : 8;
-}
-
-/* Below how many columns an edge tile of t goes to its column kernel (see gemm_block). */
-static int64_t cols_kernel_below(const gemm_kernel *t) {
-    return t->ukernel_cols ? (int64_t)t->mr * (t->nr / kernel_vl(t)) * 3 / 4 : 0;
-}
 
 /* The columns of C that t computes for n, in units of its full tiles' columns: a column kernel's
  * nn FMAs per k step count as the nn * NR / (MR * NV) tile columns they would buy, plus a third. */
@@ -126,6 +128,8 @@ const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const co
     }
     return best;
 }
+
+#endif
 
 static int64_t round_up(int64_t x, int64_t m) {
     return (x + m - 1) / m * m;

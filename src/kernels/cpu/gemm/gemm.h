@@ -108,6 +108,11 @@ typedef struct gemm_kernel {
 /* The register tiles, as X(MR, NV, NR, ISA) (NV vectors, NR columns), in the order gemm_kernels
  * lists them: those of the ISA files, then gemm.c's portable one. Each is the gemm_kernel
  * gemm_kernel_<MR>x<NR>_<ISA>. */
+#ifdef ANVIL_EMITTED
+/* A library written by anvil compile instantiates only the tiles its plan runs: the emitter
+ * writes them into gemm_tiles_emitted.h, in the same X(MR, NV, NR, ISA) form. */
+#include "kernels/cpu/gemm/gemm_tiles_emitted.h"
+#else
 #define GEMM_TILES_AVX512(X)                                                                       \
     X(14, 2, 32, avx512)                                                                           \
     X(12, 2, 32, avx512)                                                                           \
@@ -120,6 +125,7 @@ typedef struct gemm_kernel {
     X(16, 1, 16, avx512)                                                                           \
     X(1, 4, 64, avx512)
 #define GEMM_TILES_AVX2(X) X(6, 2, 16, avx2) X(4, 3, 24, avx2) X(8, 1, 8, avx2)
+#endif
 #define GEMM_TILES(X) GEMM_TILES_AVX512(X) GEMM_TILES_AVX2(X) X(4, 1, 8, portable)
 /* The KERN_NEEDS_* of a tile's ISA. */
 #define GEMM_NEEDS_avx512 KERN_NEEDS_AVX512
@@ -207,6 +213,18 @@ void gemm_thread_grid(const gemm_kernel *k, const gemm_blocking *b, const gemm_p
  * ws: threads * gemm_thread_workspace bytes. */
 void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p, void *ws,
               op_ctx *ctx);
+
+/* ---- emitting (anvil compile, gemm_variants.c) -------------------------------------------- */
+
+/* Marks the GEMM's source files as needed by the emitted library (for every variant that emits
+ * gemm_run calls). */
+anvil_status gemm_emit_files_need(kern_emit *e);
+/* The text of gemm_tiles_emitted.h for a library whose code is `code`: the tiles it names
+ * (gemm_kernel_<tile>), as the GEMM_TILES_AVX512 / GEMM_TILES_AVX2 lists. malloc'd (the caller
+ * frees it); NULL when out of memory. */
+char *gemm_emit_tiles_header(const char *code);
+/* Writes `const gemm_kernel *VAR = &gemm_kernel_<tile>;` and `const gemm_blocking VAR_blk`. */
+void gemm_emit_kernel(kern_emit *e, const char *var, const gemm_kernel *k, const gemm_blocking *b);
 
 /* ---- parameter spaces (gemm_space.c): what the GEMM and the GEMM-based convolutions offer a
  * tuner (kernels.h's kern_space), shared so that they list and check values alike. ---------- */

@@ -242,10 +242,12 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
     }
 }
 
-/* Defines `static void gemm_ukc_<isa>(...)`, the column kernel over nn columns (gemm.h). */
+/* Defines `static void gemm_ukc_<isa>(...)`, the column kernel over nn columns (gemm.h). Marked
+ * unused: a library written by anvil compile may instantiate none of the ISA's tiles. */
 #define GEMM_UKERNEL_COLS(ISA)                                                                     \
-    static void gemm_ukc_##ISA(int64_t kc, const float *a, int mr, const float *b, int64_t ldb,    \
-                               int64_t nn, float *t, int64_t ldt, int accumulate) {                \
+    __attribute__((unused)) static void gemm_ukc_##ISA(int64_t kc, const float *a, int mr,         \
+                                                       const float *b, int64_t ldb, int64_t nn,    \
+                                                       float *t, int64_t ldt, int accumulate) {    \
         int64_t j = 0;                                                                             \
         for (; j + 4 <= nn; j += 4)                                                                \
             gemm_ukc_group(kc, a, mr, b + j, ldb, t + j, ldt, accumulate, 4);                      \
@@ -300,10 +302,12 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
 
 /* Defines `static void tile_epilogue_<isa>(...)`, the gemm_tile_epilogue_fn of the ISA's kernels:
  * gemm_epilogue_body written plainly, which the compiler vectorizes for the file's ISA (the row
- * loops of the common cases: bias, residual, ReLU/Clip). */
+ * loops of the common cases: bias, residual, ReLU/Clip). Unused where no tile is instantiated
+ * (as gemm_ukc_<isa>). */
 #define GEMM_TILE_EPILOGUE(ISA)                                                                    \
-    static void tile_epilogue_##ISA(const gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0,    \
-                                    int64_t j0, int64_t m, int64_t n) {                            \
+    __attribute__((unused)) static void tile_epilogue_##ISA(const gemm_epilogue *ep, float *c,     \
+                                                            int64_t ldc, int64_t i0, int64_t j0,   \
+                                                            int64_t m, int64_t n) {                \
         gemm_epilogue_body(ep, c, ldc, i0, j0, m, n);                                              \
     }
 

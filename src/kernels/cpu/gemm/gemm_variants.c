@@ -11,6 +11,7 @@
 #include "gemm.h"
 #include "kernels/fusion.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,6 +338,152 @@ static bool fuses_common(const kern_node *kn) {
     return !has_c || (ir_attr_float(kn->node, "beta", 1.0f, &beta) == ANVIL_OK && beta == 0.0f);
 }
 
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The node becomes one gemm_run call (one per batch item for a batched MatMul, the items' operand
+ * offsets baked in) on the same kernel, blocking and packed B as the runtime's, with the fused
+ * epilogue written out. */
+
+static const char *const gemm_emit_files[] = {"kernels/cpu/gemm/gemm.h",
+                                              "kernels/cpu/gemm/gemm.c",
+                                              "kernels/cpu/gemm/gemm_epilogue.h",
+                                              "kernels/cpu/gemm/gemm_ukernel.h",
+                                              "kernels/cpu/gemm/gemm_avx512.c",
+                                              "kernels/cpu/gemm/gemm_avx2.c",
+                                              "kernels/cpu/eltwise/eltwise_act.h",
+                                              "kernels/cpu/eltwise/eltwise_exp.h",
+                                              "kernels/cpu/eltwise/eltwise_vec_avx512.h",
+                                              "kernels/cpu/eltwise/eltwise_vec_avx2.h",
+                                              NULL};
+
+anvil_status gemm_emit_files_need(kern_emit *e) {
+    for (int i = 0; gemm_emit_files[i]; i++) CORE_TRY(e->need(e, gemm_emit_files[i]));
+    return e->include(e, "kernels/cpu/gemm/gemm.h");
+}
+
+/* `const gemm_kernel *VAR` naming k, and `gemm_blocking VAR_blk`. */
+void gemm_emit_kernel(kern_emit *e, const char *var, const gemm_kernel *k, const gemm_blocking *b) {
+    e->decl(e, "extern const gemm_kernel gemm_kernel_%s;\n", k->name);
+    e->code(e, "const gemm_kernel *%s = &gemm_kernel_%s;\n", var, k->name);
+    e->code(e, "const gemm_blocking %s_blk = {%lld, %lld, %lld};\n", var, (long long)b->mc,
+            (long long)b->kc, (long long)b->nc);
+}
+
+static anvil_status emit_write(const kern_node *kn, const void *state, kern_emit *e) {
+    const gemm_state *s = state;
+    CORE_TRY(gemm_emit_files_need(e));
+    char wexpr[96] = "", cb[64] = "", rr[96] = "";
+    if (s->pb.data) {
+        size_t bytes = (size_t)((s->n + s->k->nr - 1) / s->k->nr) * (size_t)s->k->nr *
+                       (size_t)(s->kdim > 0 ? s->kdim : 1) * sizeof(float);
+        CORE_TRY(e->blob(e, s->pb.data, bytes, wexpr, sizeof wexpr));
+    }
+    gemm_epilogue ep = kern_fusion_epilogue(s->fusion);
+    if (s->fusion && s->fusion->bias >= 0) snprintf(cb, sizeof cb, "%s", e->in(e, s->fusion->bias));
+    if (s->fusion && s->fusion->residual >= 0) {
+        snprintf(rr, sizeof rr, "%s", e->in(e, s->fusion->residual));
+        ep.rs_r = s->n;
+        ep.cs_r = 1;
+        ep.beta = 1.0f;
+    }
+    if (s->is_gemm) {
+        ep.scale = s->alpha;
+        const op_tensor *c = kn->n_in > 2 && kn->node->inputs[2] != IR_NONE ? &e->in_t[2] : NULL;
+        if (c && s->beta != 0.0f) {
+            int64_t cm = c->rank == 2 ? c->dims[0] : 1,
+                    cn = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
+            snprintf(rr, sizeof rr, "%s", e->in(e, 2));
+            ep.rs_r = cm == 1 ? 0 : cn;
+            ep.cs_r = cn == 1 ? 0 : 1;
+            ep.beta = s->beta;
+        }
+    }
+    gemm_emit_kernel(e, "k", s->k, &s->blk);
+    kern_emit_epilogue(e, "ep", &ep, NULL, *cb ? cb : NULL, *rr ? rr : NULL);
+    if (s->pb.data)
+        e->code(e, "const gemm_packed pb = {k, %lld, %lld, (float *)(%s)};\n", (long long)s->kdim,
+                (long long)s->n, wexpr);
+    const bool ta = s->is_gemm && s->trans_a, tb = s->is_gemm && s->trans_b;
+    if (s->fold || s->is_gemm) {
+        e->code(e, "gemm_problem p = {0};\n");
+        e->code(e, "p.m = %lld;\np.n = %lld;\np.k = %lld;\n", (long long)s->m, (long long)s->n,
+                (long long)s->kdim);
+        e->code(e, "p.a = (const float *)(%s);\np.rs_a = %lld;\np.cs_a = %lld;\n", e->in(e, 0),
+                (long long)(ta ? 1 : s->kdim), (long long)(ta ? s->m : 1));
+        if (s->pb.data)
+            e->code(e, "p.pb = &pb;\n");
+        else
+            e->code(e, "p.b = (const float *)(%s);\np.rs_b = %lld;\np.cs_b = %lld;\n", e->in(e, 1),
+                    (long long)(tb ? 1 : s->n), (long long)(tb ? s->kdim : 1));
+        e->code(e, "p.c = (float *)(%s);\np.ldc = %lld;\np.ep = ep;\n", e->out(e, 0),
+                (long long)s->n);
+        e->code(e, "gemm_run(k, &k_blk, &p, %s, %s);\n", e->ws, e->ctx);
+        return ANVIL_OK;
+    }
+    /* a batched MatMul: each item's A and B offsets, in elements */
+    if (s->batch > 4096)
+        return core_err(ANVIL_ERR_UNSUPPORTED, "%s: a batched MatMul of %lld items",
+                        ir_node_label(kn->node), (long long)s->batch);
+    op_tensor a = e->in_t[0], b = e->in_t[1], y = e->out_t[0];
+    e->code(e, "static const int64_t off[][2] = {");
+    for (int64_t i = 0; i < s->batch; i++) {
+        int64_t oa, ob;
+        batch_offsets(&a, &b, &y, i, &oa, &ob);
+        e->code(e, "%s{%lld, %lld}", i ? ", " : "", (long long)oa, (long long)ob);
+    }
+    e->code(e, "};\n");
+    e->code(e, "for (int64_t i = 0; i < %lld; i++) {\n", (long long)s->batch);
+    e->code(e, "gemm_problem p = {0};\n");
+    e->code(e, "p.m = %lld;\np.n = %lld;\np.k = %lld;\n", (long long)s->m, (long long)s->n,
+            (long long)s->kdim);
+    e->code(e, "p.a = (const float *)(%s) + off[i][0];\np.rs_a = %lld;\np.cs_a = 1;\n", e->in(e, 0),
+            (long long)s->kdim);
+    e->code(e, "p.b = (const float *)(%s) + off[i][1];\np.rs_b = %lld;\np.cs_b = 1;\n", e->in(e, 1),
+            (long long)s->n);
+    e->code(e, "p.c = (float *)(%s) + i * %lld;\np.ldc = %lld;\np.ep = ep;\n", e->out(e, 0),
+            (long long)(s->m * s->n), (long long)s->n);
+    if (*rr) e->code(e, "p.ep.r += i * %lld;\n", (long long)(s->m * s->n));
+    e->code(e, "gemm_run(k, &k_blk, &p, %s, %s);\n}\n", e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter gemm_emitter = {emit_write, NULL};
+
+/* Whether text names gemm_kernel_<name> (the whole identifier). */
+static bool names_tile(const char *text, const char *name) {
+    char id[64];
+    snprintf(id, sizeof id, "gemm_kernel_%s", name);
+    for (const char *p = text; (p = strstr(p, id)) != NULL; p++) {
+        char c = p[strlen(id)];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_'))
+            return true;
+    }
+    return false;
+}
+
+char *gemm_emit_tiles_header(const char *code) {
+    size_t cap = 4096, len = 0;
+    char *h = malloc(cap);
+    if (!h) return NULL;
+    len += (size_t)snprintf(h + len, cap - len,
+                            "/* The register tiles this library's plan runs (written by anvil "
+                            "compile; gemm.h). */\n");
+    static const char *const isas[] = {"avx512", "avx2"};
+    for (int i = 0; i < 2; i++) {
+        len +=
+            (size_t)snprintf(h + len, cap - len, "#define GEMM_TILES_%s(X)", i ? "AVX2" : "AVX512");
+        for (const gemm_kernel *const *k = gemm_kernels; *k; k++) {
+            const char *isa = strchr((*k)->name, '_');
+            if (!isa || strcmp(isa + 1, isas[i]) || !names_tile(code, (*k)->name)) continue;
+            if (len + 64 > cap) break;
+            len += (size_t)snprintf(h + len, cap - len, " X(%d, %d, %d, %s)", (*k)->mr,
+                                    (*k)->nr / (i ? 8 : 16), (*k)->nr, isas[i]);
+        }
+        len += (size_t)snprintf(h + len, cap - len, "\n");
+    }
+    return h;
+}
+
 /* ---- the parameter space ------------------------------------------------------------------
  * "kc", "mc", "nc": the cache blocking (gemm_blocking_config). The driver (gemm.c) first splits C
  * among the threads (gemm_thread_grid) and then blocks each thread's part: the A micro-panel
@@ -486,9 +633,9 @@ static bool rule_block_per_thread(const kern_variant *v, const kern_node *kn, co
                                            {"A block fits L3 share", r3_##ID},                     \
                                            {"a block per thread", r4_##ID}};                       \
     static const kern_space space_##ID = {3, {"kc", "mc", "nc"}, vals_##ID, NULL, rules_##ID, 4};  \
-    static const kern_variant v_##ID = {                                                           \
-        NAME,      OP,      NEEDS,      sup_##ID,     ws_##ID,                                     \
-        prep_##ID, release, run_common, fuses_common, &space_##ID};
+    static const kern_variant v_##ID = {NAME,         OP,          NEEDS,        sup_##ID,         \
+                                        ws_##ID,      prep_##ID,   release,      run_common,       \
+                                        fuses_common, &space_##ID, &gemm_emitter};
 
 /* Per tile of gemm.h, the MatMul and the Gemm variant, named PREFIX "_<MR>x<NR>_<isa>". */
 #define TILE_VARIANTS(MR, NV, NR, ISA)                                                             \

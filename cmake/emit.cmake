@@ -1,0 +1,30 @@
+# The source files `anvil compile` copies into the libraries it emits (src/runtime/emit.c), embedded
+# in anvil as byte arrays by tools/embed/embed.c, so that an installed anvil emits the very files
+# it was built from. An emitter that needs a file missing here fails with an error naming it
+# (the emit tests compile every emitted library, so such a gap shows there).
+set(ANVIL_EMIT_FILES
+  core/core_hw.h core/hw.c core/pool.c ir/ir_act.h kernels/kern_isa.h
+  runtime/emit_shim/core.h runtime/emit_shim/kernels.h runtime/emit_shim/krt.c runtime/emit_shim/run_main.h
+  kernels/cpu/gemm/gemm.h kernels/cpu/gemm/gemm.c kernels/cpu/gemm/gemm_epilogue.h
+  kernels/cpu/gemm/gemm_ukernel.h kernels/cpu/gemm/gemm_avx512.c kernels/cpu/gemm/gemm_avx2.c
+  kernels/cpu/eltwise/eltwise_act.h kernels/cpu/eltwise/eltwise_exp.h
+  kernels/cpu/eltwise/eltwise_vec_avx512.h kernels/cpu/eltwise/eltwise_vec_avx2.h
+  kernels/cpu/eltwise/eltwise.h kernels/cpu/eltwise/eltwise_run.c
+  kernels/cpu/eltwise/eltwise_avx512.c kernels/cpu/eltwise/eltwise_avx2.c
+  kernels/cpu/eltwise/eltwise_simd.h
+  ops/chain_op.h kernels/cpu/chain/chain.h kernels/cpu/chain/chain_run.c
+  kernels/cpu/chain/chain_simd.h kernels/cpu/chain/chain_avx512.c kernels/cpu/chain/chain_avx2.c
+  kernels/cpu/conv/conv_layout.h kernels/cpu/conv/conv_layout.c kernels/cpu/conv/conv_vec_avx512.h kernels/cpu/conv/conv_vec_avx2.h kernels/cpu/conv/conv_rows_tmpl.h kernels/cpu/conv/conv_sc_tmpl.h kernels/cpu/conv/conv_sc_avx512.c kernels/cpu/conv/conv_sc_avx2.c)
+
+add_executable(anvil_embed tools/embed/embed.c)
+set(_emit_deps "")
+foreach(f ${ANVIL_EMIT_FILES})
+  list(APPEND _emit_deps ${CMAKE_CURRENT_SOURCE_DIR}/src/${f})
+endforeach()
+add_custom_command(
+  OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/emit_files.c
+  COMMAND anvil_embed ${CMAKE_CURRENT_BINARY_DIR}/emit_files.c ${CMAKE_CURRENT_SOURCE_DIR}/src
+          ${ANVIL_EMIT_FILES}
+  DEPENDS anvil_embed ${_emit_deps}
+  COMMENT "Embedding the sources anvil compile emits")
+target_sources(anvil_static PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/emit_files.c)

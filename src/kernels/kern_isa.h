@@ -1,0 +1,38 @@
+/* The ISA and backend bits a variant or a GEMM tile needs (kernels.h). A header of its own, with
+ * only core_hw.h as include, because `anvil compile` ships it verbatim beside the kernels it emits
+ * (src/runtime/emit.c). */
+#ifndef ANVIL_KERNELS_KERN_ISA_H
+#define ANVIL_KERNELS_KERN_ISA_H
+
+#include "core/core_hw.h"
+
+#include <stdint.h>
+
+/* ISA / backend requirements, checked against core_hw before `supports`. */
+enum {
+    KERN_NEEDS_AVX2 = 1u << 0,   /* AVX2 + FMA */
+    KERN_NEEDS_AVX512 = 1u << 1, /* AVX-512 F/BW/VL/DQ */
+    KERN_NEEDS_AVX512_FP16 = 1u << 2,
+    KERN_NEEDS_AVX512_BF16 = 1u << 3,
+    KERN_NEEDS_AMX = 1u << 4,
+    /* Not a requirement but a property: the variant runs a thread pool of its own beside anvil's
+     * (a vendor library's OpenMP). Its idle threads keep spinning after it returns and take the
+     * CPUs of the nodes that run next, a cost that timing the variant alone cannot see (on Zen 4,
+     * one oneDNN MatMul at the end of ResNet-18 on 2 threads made the whole run 1.6x slower). The
+     * tuner offers such variants only to single-threaded sessions. */
+    KERN_OWN_THREADS = 1u << 5,
+};
+
+/* Whether hw has everything a KERN_NEEDS_* mask asks for. */
+static inline bool kern_isa_ok(uint32_t needs, const core_hw *hw) {
+    if ((needs & KERN_NEEDS_AVX2) && !(hw->avx2 && hw->fma)) return false;
+    if ((needs & KERN_NEEDS_AVX512) &&
+        !(hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512))
+        return false;
+    if ((needs & KERN_NEEDS_AVX512_FP16) && !hw->avx512_fp16) return false;
+    if ((needs & KERN_NEEDS_AVX512_BF16) && !hw->avx512_bf16) return false;
+    if ((needs & KERN_NEEDS_AMX) && !(hw->amx_tile && hw->amx_bf16 && hw->os_amx)) return false;
+    return true;
+}
+
+#endif
