@@ -16,6 +16,27 @@ set(ANVIL_EMIT_FILES
   kernels/cpu/chain/chain_simd.h kernels/cpu/chain/chain_avx512.c kernels/cpu/chain/chain_avx2.c
   kernels/cpu/conv/conv_layout.h kernels/cpu/conv/conv_layout.c kernels/cpu/conv/conv_vec_avx512.h kernels/cpu/conv/conv_vec_avx2.h kernels/cpu/conv/conv_rows_tmpl.h kernels/cpu/conv/conv_sc_tmpl.h kernels/cpu/conv/conv_sc_avx512.c kernels/cpu/conv/conv_sc_avx2.c)
 
+# The attention, data-movement, math and reduce families' run-time halves.
+list(APPEND ANVIL_EMIT_FILES
+  ops/sdpa_geom.h kernels/cpu/attn/attn.h kernels/cpu/attn/attn_run.c kernels/cpu/attn/attn_tmpl.h
+  kernels/cpu/attn/attn_avx512.c kernels/cpu/attn/attn_avx2.c
+  kernels/cpu/data/data_move.h kernels/cpu/data/data_move.c kernels/cpu/data/data_resize.h
+  kernels/cpu/data/data_resize_run.c kernels/cpu/data/data_resize_avx512.c
+  kernels/cpu/math/mathk.h kernels/cpu/math/math_run.c kernels/cpu/math/math_avx512.c kernels/cpu/math/math_avx2.c
+  kernels/cpu/reduce/reduce_run.h kernels/cpu/reduce/reduce_run.c kernels/cpu/reduce/reduce_simd.h
+  kernels/cpu/reduce/reduce_avx512.c kernels/cpu/reduce/reduce_avx2.c)
+
+# The conv family's direct, Winograd and channels-last run-time halves and their ISA kernels.
+list(APPEND ANVIL_EMIT_FILES
+  kernels/cpu/conv/conv_nhwc_run.c kernels/cpu/conv/conv_direct_run.c kernels/cpu/conv/conv_dwx.h
+  kernels/cpu/conv/conv_dw_tmpl.h kernels/cpu/conv/conv_dwn_tmpl.h kernels/cpu/conv/conv_dwx_tmpl.h
+  kernels/cpu/conv/conv_dw_avx512.c kernels/cpu/conv/conv_dw_avx2.c kernels/cpu/conv/conv_scn_avx512.c
+  kernels/cpu/conv/conv_wino_run.c kernels/cpu/conv/conv_wino_tmpl.h kernels/cpu/conv/conv_wino_vec_tmpl.h
+  kernels/cpu/conv/conv_wino_avx512.c kernels/cpu/conv/conv_wino_avx2.c)
+
+# Back-to-back fusion (anvil.GemmPair, anvil.ConvPair).
+list(APPEND ANVIL_EMIT_FILES kernels/cpu/pair/pair.h kernels/cpu/pair/pair_run.c)
+
 add_executable(anvil_embed tools/embed/embed.c)
 set(_emit_deps "")
 foreach(f ${ANVIL_EMIT_FILES})

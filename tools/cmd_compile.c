@@ -3,6 +3,8 @@
  * through ANVIL_ISA, which core_hw_get reads once, so it is set before anything asks. */
 #include "cli.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@ void cli_compile_usage(FILE *f) {
            "  --opt-level N              graph rewrites, as anvil run's (default 1)\n"
            "  --tuning-db FILE, --db FILE  the tuning database whose choices are emitted\n"
            "  --no-db                    the built-in rules only\n"
+           "  --json                     print what was written as JSON\n"
            "  -h, --help                 show this help\n");
 }
 
@@ -44,6 +47,7 @@ enum {
     OPT_OPT_LEVEL,
     OPT_TUNING_DB,
     OPT_ALLOW_VENDOR,
+    OPT_JSON,
 };
 
 static const cli_option options[] = {
@@ -58,13 +62,14 @@ static const cli_option options[] = {
     {"opt-level", 0, true, OPT_OPT_LEVEL},
     {"tuning-db", 0, true, OPT_TUNING_DB},
     {"allow-vendor", 0, false, OPT_ALLOW_VENDOR},
+    {"json", 0, false, OPT_JSON},
     CLI_TUNING_OPTIONS,
     {NULL, 0, false, 0},
 };
 
 typedef struct compile_args {
     const char *model, *dir, *name, *isa;
-    bool embed;
+    bool embed, json;
     long long threads, opt_level;
     cli_inputs inputs;
     cli_shapes shapes;
@@ -113,6 +118,9 @@ static int parse_args(int argc, char **argv, compile_args *a) {
             break;
         case OPT_EMBED:
             a->embed = true;
+            break;
+        case OPT_JSON:
+            a->json = true;
             break;
         case OPT_THREADS:
             if (!cli_parse_int("compile", "--threads", val, 0, 1024, &a->threads))
@@ -178,10 +186,38 @@ static int compile_model(const compile_args *a, anvil_model *m) {
         code = cli_fail_status(st);
         goto done;
     }
-    printf("%s: %s.h, %s.c, %s.weights, Makefile, CMakeLists.txt, README.md\n", a->dir, co.name,
-           co.name, co.name);
-    printf("build: make -C %s    run: %s/%s_run -i NAME=FILE.npy -o OUTDIR (or --bench 100)\n",
-           a->dir, a->dir, co.name);
+    if (a->json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "model", a->model);
+        cJSON_AddStringToObject(root, "dir", a->dir);
+        cJSON_AddStringToObject(root, "name", co.name);
+        cJSON *files = cJSON_AddArrayToObject(root, "files");
+        static const char *const suffix[] = {".h", ".c", ".weights", "_run.c"};
+        for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+            char f[160];
+            snprintf(f, sizeof f, "%s%s", co.name, suffix[i]);
+            cJSON_AddItemToArray(files, cJSON_CreateString(f));
+        }
+        static const char *const fixed[] = {"Makefile", "CMakeLists.txt", "README.md"};
+        for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+            cJSON_AddItemToArray(files, cJSON_CreateString(fixed[i]));
+        char build[4200];
+        snprintf(build, sizeof build, "make -C %s", a->dir);
+        cJSON_AddStringToObject(root, "build", build);
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        if (!text) {
+            code = cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+        puts(text);
+        free(text);
+    } else {
+        printf("%s: %s.h, %s.c, %s.weights, Makefile, CMakeLists.txt, README.md\n", a->dir, co.name,
+               co.name, co.name);
+        printf("build: make -C %s    run: %s/%s_run -i NAME=FILE.npy -o OUTDIR (or --bench 100)\n",
+               a->dir, a->dir, co.name);
+    }
 done:
     anvil_session_free(s);
     anvil_options_free(opts);

@@ -28,7 +28,7 @@ from ._lib import lib
 __all__ = ["Error", "InvalidArgument", "InvalidModel", "Unsupported", "ShapeError",
            "OutOfMemory", "IOError", "LimitError", "RuntimeFailure", "InternalError",
            "Model", "Session", "TrainSession", "ValueInfo", "load", "version", "sysinfo",
-           "tune", "bench"]
+           "tune", "bench", "compile"]
 
 
 # ---- errors ------------------------------------------------------------------------------------
@@ -532,8 +532,10 @@ def _tool() -> str:
 def _cli(args: List[str]) -> Dict[str, Any]:
     r = subprocess.run([_tool(), *args, "--json"], capture_output=True, text=True)
     if r.returncode != 0:
-        raise Error(min(max(r.returncode - 10, 1), 9) if r.returncode >= 11 else 1,
-                    r.stderr.strip() or f"anvil {args[0]} failed with exit code {r.returncode}")
+        # exit codes 11..19 are the library's statuses (cli.h); the class says which
+        status = r.returncode - 10 if 11 <= r.returncode <= 19 else 1
+        raise _ERRORS.get(status, Error)(
+            status, r.stderr.strip() or f"anvil {args[0]} failed with exit code {r.returncode}")
     return json.loads(r.stdout)
 
 
@@ -556,6 +558,30 @@ def tune(model: Union[str, os.PathLike], threads: int = 0, db: Optional[str] = N
         args += ["--db", db]
     if budget:
         args += ["--budget", str(budget)]
+    return _cli(args)
+
+
+def compile(model: Union[str, os.PathLike], out_dir: Union[str, os.PathLike],
+            shapes: Optional[Mapping[str, Sequence[int]]] = None, name: str = "net",
+            isa: Optional[str] = None, embed_weights: bool = False, threads: int = 0,
+            db: Optional[str] = None, tuning: str = "db") -> Dict[str, Any]:
+    """`anvil compile MODEL -o OUT_DIR`: writes the model, for fixed input shapes (`shapes` for
+    its symbolic dims), as a standalone C library (NAME.h, NAME.c, NAME.weights, a Makefile, a
+    CMakeLists.txt and the runner NAME_run.c); `make -C OUT_DIR` builds it. isa: "avx512",
+    "avx2" or "generic" (default: this CPU's). Returns what was written (as --json prints it);
+    raises anvil.Error naming every node that cannot be emitted."""
+    args = ["compile", os.fspath(model), "-o", os.fspath(out_dir), "--name", name]
+    args += _shape_args(shapes)
+    if isa:
+        args += ["--isa", isa]
+    if embed_weights:
+        args += ["--embed-weights"]
+    if threads:
+        args += ["--threads", str(threads)]
+    if tuning == "off":
+        args += ["--no-db"]
+    elif db:
+        args += ["--db", db]
     return _cli(args)
 
 

@@ -178,6 +178,30 @@ def test_tool_mirrors(tmp_path):
         anvil.bench(str(tmp_path / "missing.onnx"))
 
 
+def test_compile_to_c(tmp_path):
+    """anvil.compile writes the library (building and running it is tests/emit's job), and a
+    model it cannot emit raises anvil.Unsupported naming the node."""
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    p = tmp_path / "mm.onnx"
+    p.write_bytes(model_bytes([helper.make_node("MatMul", ["x", "w"], ["y"])],
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+                              [numpy_helper.from_array(w, "w")]))
+    try:
+        r = anvil.compile(p, tmp_path / "lib", shapes={"x": (2, 3)}, name="mm", tuning="off")
+    except FileNotFoundError:
+        pytest.skip("the anvil tool is not next to the library")
+    assert r["name"] == "mm" and "mm.c" in r["files"]
+    for f in r["files"]:
+        assert (tmp_path / "lib" / f).is_file(), f
+    q = tmp_path / "nz.onnx"
+    q.write_bytes(model_bytes([helper.make_node("NonZero", ["x"], ["y"])],
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, None)]))
+    with pytest.raises(anvil.Unsupported, match="NonZero"):
+        anvil.compile(q, tmp_path / "lib2", tuning="off")
+
+
 def test_run_overhead_is_small():
     """The call overhead of session.run from Python (the issue's budget is 20 us): reported,
     asserted only against a generous bound, since CI machines are shared."""

@@ -31,11 +31,10 @@
 #define ANVIL_OPS_SDPA_COMMON_H
 
 #include "ops/ops.h"
+#include "ops/sdpa_geom.h"
 
 #include <stdbool.h>
 #include <stdint.h>
-
-enum { SDPA_Q, SDPA_K, SDPA_V, SDPA_O, SDPA_MASK = 3, SDPA_KEEP = 4 };
 
 typedef struct sdpa_params {
     float scale, fill;
@@ -56,18 +55,6 @@ typedef struct sdpa_params {
 static inline int64_t sdpa_causal_offset(const sdpa_params *p, int64_t sq, int64_t sk) {
     return p->causal == 2 ? sk - sq : 0;
 }
-
-/* One concrete problem: sizes, and element strides of every operand along its logical dims
- * (0 where it broadcasts). Strides along the head-size dim are strides[3]. */
-typedef struct sdpa_geom {
-    int64_t batch, heads, sq, sk, d, dv;
-    int64_t off[3]; /* element offset of q, k, v's first element in their tensors (views) */
-    int64_t group;  /* q heads per k/v head (grouped-query attention; 1 otherwise): head h
-                     * reads k and v head h / group */
-    int64_t q[4], k[4], v[4], o[4];
-    int64_t mask[4], keep[4]; /* over [batch, heads, q sequence, k sequence] */
-    bool has_mask, has_keep;
-} sdpa_geom;
 
 /* The geometry of a node's operands from their static shapes (in[i] NULL for an absent input;
  * n_in may stop before the masks); the output's strides follow from perm_o (its physical shape

@@ -23,9 +23,10 @@ static int fail(const char *fmt, const char *a, const char *b) {
 
 /* numpy's descr of an ONNX dtype name, or NULL. */
 static const char *npy_descr(const char *dtype) {
-    static const char *const map[][2] = {{"FLOAT", "<f4"}, {"DOUBLE", "<f8"}, {"INT64", "<i8"},
-                                         {"INT32", "<i4"}, {"INT8", "|i1"},   {"UINT8", "|u1"},
-                                         {"BOOL", "|b1"}};
+    static const char *const map[][2] = {{"FLOAT", "<f4"},  {"DOUBLE", "<f8"}, {"FLOAT16", "<f2"},
+                                         {"INT64", "<i8"},  {"INT32", "<i4"},  {"INT16", "<i2"},
+                                         {"INT8", "|i1"},   {"UINT64", "<u8"}, {"UINT32", "<u4"},
+                                         {"UINT16", "<u2"}, {"UINT8", "|u1"},  {"BOOL", "|b1"}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (!strcmp(map[i][0], dtype)) return map[i][1];
     return NULL;

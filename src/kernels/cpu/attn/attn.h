@@ -1,13 +1,15 @@
 /* The attention family (kernels/cpu/attn): anvil.Sdpa (ops/sdpa_common.h) as one tiled pass per
  * block of queries with an online softmax, so no score matrix larger than one block exists.
  *
- * attn_variants.c checks the node, cuts the work into jobs (batch x head x query block) and
- * splits them across threads; the per-ISA files (attn_avx512.c, attn_avx2.c) instantiate
- * attn_tmpl.h, which computes one job. Pointers in attn_prob are borrowed for the run. */
+ * attn_variants.c checks the node and plans it (attn_state); attn_run.c cuts the work into jobs
+ * (batch x head x query block) and splits them across threads; the per-ISA files (attn_avx512.c,
+ * attn_avx2.c) instantiate attn_tmpl.h, which computes one job. Pointers in attn_prob are borrowed
+ * for the run. Everything here but attn_variants.c is IR-free: `anvil compile` copies it into the
+ * libraries it emits (against src/runtime/emit_shim), so they run the very code anvil runs. */
 #ifndef ANVIL_KERNELS_ATTN_H
 #define ANVIL_KERNELS_ATTN_H
 
-#include "ops/sdpa_common.h"
+#include "ops/sdpa_geom.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,5 +53,24 @@ static inline size_t attn_ws_floats(const attn_isa *isa, const sdpa_geom *g, int
 
 extern const attn_isa attn_isa_avx512;
 extern const attn_isa attn_isa_avx2;
+
+/* A node as its prepare planned it: what attn_exec needs besides the tensors. */
+typedef struct attn_state {
+    const attn_isa *isa;
+    attn_prob p;           /* geometry, scale, fill; pointers set per run */
+    int64_t jobs, qblocks; /* qblocks per (batch, head): wide ones, then narrow ones */
+    int64_t wide;          /* wide blocks per (batch, head) */
+    size_t ws_floats;      /* per thread, rounded up to 16 */
+    int threads;           /* slices the workspace holds */
+} attn_state;
+
+typedef struct op_ctx op_ctx;
+
+/* Computes the node into o (out_numel floats) from q, k, v and the optional masks (NULL where
+ * absent), their tensors' first elements (the views' offsets are added here). ws: s->threads
+ * slices of s->ws_floats floats, 64-byte aligned. */
+void attn_exec(const attn_state *s, const float *q, const float *k, const float *v,
+               const float *mask, const bool *keep, float *o, size_t out_numel, float *ws,
+               op_ctx *ctx);
 
 #endif

@@ -3,23 +3,16 @@
  * This file is baseline code: supports() takes float32 nodes of static shapes whose k and v have
  * their head-size elements contiguous (what every layout the attention pass absorbs gives:
  * the head size is the last dim of every projection); prepare computes the geometry once per
- * plan; run splits the (batch, head, query block) jobs into one contiguous range per thread, each
- * with its own slice of the workspace. Consecutive jobs share a (batch, head), so a thread's k
- * and v stay in its cache across its query blocks. */
+ * plan; run hands the tensors to attn_exec (attn_run.c), which splits the (batch, head, query
+ * block) jobs across threads. The emitter bakes the same attn_state into the library's code and
+ * calls the same attn_exec. */
 #include "attn.h"
 #include "kernels/cpu/family.h"
+#include "kernels/fusion.h"
+#include "ops/sdpa_common.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct attn_state {
-    const attn_isa *isa;
-    attn_prob p;           /* geometry, scale, fill; pointers set per run */
-    int64_t jobs, qblocks; /* qblocks per (batch, head): wide ones, then narrow ones */
-    int64_t wide;          /* wide blocks per (batch, head) */
-    size_t ws_floats;      /* per thread, rounded up to 16 */
-    int threads;           /* slices the workspace holds */
-} attn_state;
 
 static bool attn_geom_of(const kern_node *kn, sdpa_geom *g) {
     const ir_shape *sh[5] = {NULL};
@@ -114,56 +107,83 @@ static void attn_release(void *state) {
     free(state);
 }
 
-typedef struct attn_run_job {
-    const attn_state *s;
-    const attn_prob *p;
-    float *ws;
-    size_t slots;
-} attn_run_job;
-
-static void attn_slot(void *arg, size_t begin, size_t end) {
-    const attn_run_job *j = arg;
-    const attn_state *s = j->s;
-    const int64_t per_bh = s->qblocks, heads = s->p.g.heads;
-    for (size_t slot = begin; slot < end; slot++) {
-        float *ws = j->ws + slot * s->ws_floats;
-        const int64_t lo = (int64_t)(slot * (size_t)s->jobs / j->slots);
-        const int64_t hi = (int64_t)((slot + 1) * (size_t)s->jobs / j->slots);
-        for (int64_t t = lo; t < hi; t++) {
-            const int64_t bh = t / per_bh, qb = t % per_bh;
-            if (qb < s->wide)
-                s->isa->block(j->p, bh / heads, bh % heads, qb * s->isa->mb, ws);
-            else
-                s->isa->block_narrow(j->p, bh / heads, bh % heads,
-                                     s->wide * s->isa->mb + (qb - s->wide) * s->isa->narrow, ws);
-        }
-    }
-}
-
 static anvil_status attn_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                              op_tensor *const *out, int n_out, void *workspace, op_ctx *ctx) {
     (void)n;
     (void)n_out;
     const attn_state *s = state;
-    if (s->jobs == 0) return ANVIL_OK;
-    if (s->p.g.sk == 0) {
-        memset(out[0]->data, 0, op_tensor_numel(out[0]) * sizeof(float));
-        return ANVIL_OK;
-    }
-    attn_prob p = s->p;
-    p.q = (const float *)in[SDPA_Q]->data + p.g.off[0];
-    p.k = (const float *)in[SDPA_K]->data + p.g.off[1];
-    p.v = (const float *)in[SDPA_V]->data + p.g.off[2];
-    p.mask = p.g.has_mask && n_in > SDPA_MASK ? in[SDPA_MASK]->data : NULL;
-    p.keep = p.g.has_keep && n_in > SDPA_KEEP ? in[SDPA_KEEP]->data : NULL;
-    p.o = out[0]->data;
-    size_t slots = (size_t)op_ctx_threads(ctx);
-    if (slots > (size_t)s->threads) slots = (size_t)s->threads;
-    if (slots > (size_t)s->jobs) slots = (size_t)s->jobs;
-    attn_run_job j = {.s = s, .p = &p, .ws = workspace, .slots = slots};
-    op_parallel_for(slots > 1 ? ctx : NULL, slots, attn_slot, &j);
+    const float *mask = n_in > SDPA_MASK && in[SDPA_MASK] ? in[SDPA_MASK]->data : NULL;
+    const bool *keep = n_in > SDPA_KEEP && in[SDPA_KEEP] ? in[SDPA_KEEP]->data : NULL;
+    attn_exec(s, in[SDPA_Q]->data, in[SDPA_K]->data, in[SDPA_V]->data, mask, keep, out[0]->data,
+              op_tensor_numel(out[0]), workspace, ctx);
     return ANVIL_OK;
 }
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The node becomes one attn_exec call on an attn_state holding what this prepare made, so the
+ * library computes exactly what the variant does. The blocks' exponentials are attn_tmpl.h's own
+ * polynomial, not SLEEF's, so every node the variant runs can be emitted. */
+
+static const char *const attn_emit_files[] = {"ops/sdpa_geom.h",
+                                              "kernels/cpu/attn/attn.h",
+                                              "kernels/cpu/attn/attn_run.c",
+                                              "kernels/cpu/attn/attn_tmpl.h",
+                                              "kernels/cpu/attn/attn_avx512.c",
+                                              "kernels/cpu/attn/attn_avx2.c",
+                                              "kernels/cpu/eltwise/eltwise_vec_avx512.h",
+                                              "kernels/cpu/eltwise/eltwise_vec_avx2.h",
+                                              NULL};
+
+/* "as.p.g.NAME[0..3] = ..." */
+static void attn_emit_4(kern_emit *e, const char *name, const int64_t *v) {
+    e->code(
+        e,
+        "as.p.g.%s[0] = %lld;\nas.p.g.%s[1] = %lld;\nas.p.g.%s[2] = %lld;\nas.p.g.%s[3] = %lld;\n",
+        name, (long long)v[0], name, (long long)v[1], name, (long long)v[2], name, (long long)v[3]);
+}
+
+static anvil_status attn_emit_write(const kern_node *kn, const void *state, kern_emit *e) {
+    const attn_state *s = state;
+    const sdpa_geom *g = &s->p.g;
+    for (int i = 0; attn_emit_files[i]; i++) CORE_TRY(e->need(e, attn_emit_files[i]));
+    CORE_TRY(e->include(e, "kernels/cpu/attn/attn.h"));
+    char f[64];
+    e->code(e, "attn_state as = {0};\n");
+    e->code(e, "as.isa = &%s;\n", s->isa == &attn_isa_avx512 ? "attn_isa_avx512" : "attn_isa_avx2");
+    e->code(e, "as.jobs = %lld;\nas.qblocks = %lld;\nas.wide = %lld;\n", (long long)s->jobs,
+            (long long)s->qblocks, (long long)s->wide);
+    e->code(e, "as.ws_floats = %zu;\nas.threads = %d;\n", s->ws_floats, s->threads);
+    e->code(e, "as.p.scale = %s;\n", kern_emit_float(s->p.scale, f, sizeof f));
+    e->code(e, "as.p.fill = %s;\n", kern_emit_float(s->p.fill, f, sizeof f));
+    e->code(e, "as.p.softcap = %s;\n", kern_emit_float(s->p.softcap, f, sizeof f));
+    e->code(e, "as.p.invert = %d;\nas.p.causal = %d;\nas.p.coff = %lld;\nas.p.kb = %lld;\n",
+            (int)s->p.invert, (int)s->p.causal, (long long)s->p.coff, (long long)s->p.kb);
+    e->code(e,
+            "as.p.g.batch = %lld;\nas.p.g.heads = %lld;\nas.p.g.sq = %lld;\nas.p.g.sk = %lld;\n"
+            "as.p.g.d = %lld;\nas.p.g.dv = %lld;\nas.p.g.group = %lld;\n",
+            (long long)g->batch, (long long)g->heads, (long long)g->sq, (long long)g->sk,
+            (long long)g->d, (long long)g->dv, (long long)g->group);
+    e->code(e, "as.p.g.off[0] = %lld;\nas.p.g.off[1] = %lld;\nas.p.g.off[2] = %lld;\n",
+            (long long)g->off[0], (long long)g->off[1], (long long)g->off[2]);
+    attn_emit_4(e, "q", g->q);
+    attn_emit_4(e, "k", g->k);
+    attn_emit_4(e, "v", g->v);
+    attn_emit_4(e, "o", g->o);
+    attn_emit_4(e, "mask", g->mask);
+    attn_emit_4(e, "keep", g->keep);
+    e->code(e, "as.p.g.has_mask = %d;\nas.p.g.has_keep = %d;\n", (int)g->has_mask,
+            (int)g->has_keep);
+    const char *mask = g->has_mask && kfam_has_input(kn, SDPA_MASK) ? e->in(e, SDPA_MASK) : "NULL";
+    const char *keep = g->has_keep && kfam_has_input(kn, SDPA_KEEP) ? e->in(e, SDPA_KEEP) : "NULL";
+    e->code(e,
+            "attn_exec(&as, (const float *)(%s), (const float *)(%s), (const float *)(%s), "
+            "(const float *)(%s), (const bool *)(%s), (float *)(%s), %zu, (float *)(%s), %s);\n",
+            e->in(e, SDPA_Q), e->in(e, SDPA_K), e->in(e, SDPA_V), mask, keep, e->out(e, 0),
+            op_tensor_numel(&e->out_t[0]), e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter attn_emitter = {attn_emit_write, NULL};
 
 /* The tuner's parameter: keys per block. Larger blocks rescale the accumulated output less often
  * and cut per-block work; smaller ones keep the scores in L1 (60 x 64 floats are 15 KB). */
@@ -187,7 +207,8 @@ static const kern_variant v_sdpa_avx512 = {.name = "sdpa_avx512",
                                            .prepare = attn_prepare_avx512,
                                            .release = attn_release,
                                            .run = attn_run,
-                                           .space = &attn_space};
+                                           .space = &attn_space,
+                                           .emit = &attn_emitter};
 
 static const kern_variant v_sdpa_avx2 = {.name = "sdpa_avx2",
                                          .op = IR_OP_SDPA,
@@ -197,7 +218,8 @@ static const kern_variant v_sdpa_avx2 = {.name = "sdpa_avx2",
                                          .prepare = attn_prepare_avx2,
                                          .release = attn_release,
                                          .run = attn_run,
-                                         .space = &attn_space};
+                                         .space = &attn_space,
+                                         .emit = &attn_emitter};
 
 /* The AVX-512 variant first: the first applicable variant is the default. */
 const kern_variant *const kern_family_attn[] = {&v_sdpa_avx512, &v_sdpa_avx2, NULL};

@@ -7,9 +7,11 @@
  * from the node), conv_layout.h / .c (plain-data plans, im2col, panel packing, padded rows and the
  * run-time part of the emittable variants, shared with `anvil compile`'s libraries),
  * conv_depthwise.c + conv_dw_*.c (direct depthwise), conv_winograd.c + conv_wino_*.c (Winograd),
- * conv_nhwc.c (NHWC), conv_smallc.c + conv_sc_*.c (direct, few input channels). The ISA files share
- * conv_vec_<isa>.h (vector macros) and conv_rows_tmpl.h (the padded-row copy of the direct
- * kernels).
+ * conv_nhwc.c (NHWC), conv_smallc.c + conv_sc_*.c (direct, few input channels). The run-time
+ * halves that `anvil compile` copies: conv_layout.c, conv_nhwc_run.c, conv_direct_run.c
+ * (depthwise and channels-last direct), conv_wino_run.c (with the portable transforms). The ISA
+ * files share conv_vec_<isa>.h (vector macros) and conv_rows_tmpl.h (the padded-row copy of the
+ * direct kernels).
  *
  * Every pointer argument is borrowed for the duration of the call unless said otherwise. */
 #ifndef ANVIL_KERNELS_CONV_H
@@ -135,176 +137,34 @@ anvil_status conv_emit_row_fusion(kern_emit *e, const char *var, const conv_row_
 /* Copies into buf (cap bytes) the C expression of input i, or "NULL" for i < 0 (no such input:
  * no bias, no fused residual). Returns buf. */
 const char *conv_emit_in(kern_emit *e, int i, char *buf, size_t cap);
+/* Marks the direct kernels' shared files as needed (conv_direct_run.c, conv_dwx.h and the
+ * templates and vector headers the ISA files include); the emitter adds its ISA file. */
+anvil_status conv_emit_direct_files(kern_emit *e);
+/* Writes `gemm_packed VAR[n]` equal to pk[0..n) (packed A where is_a, else packed B; all of one
+ * tile and shape), their data stored in the weights as one blob. */
+anvil_status conv_emit_packed(kern_emit *e, const char *var, const gemm_packed *pk, int64_t n,
+                              bool is_a);
 
-/* ---- depthwise (conv_depthwise.c, conv_dw_avx512.c, conv_dw_avx2.c) ------------------------- */
+/* ---- depthwise (conv_depthwise.c; its kernels are declared in conv_layout.h) ---------------- */
 
-/* Whether s is a depthwise conv the direct kernels take, NCHW and NHWC alike: group == C == M,
- * kernels 3 or 5 along each axis, strides 1 or 2, no dilation. */
-static inline bool conv_dw_shape(const conv_shape *s) {
-    return s->group == s->c && s->m == s->c && (s->kh == 3 || s->kh == 5) &&
-           (s->kw == 3 || s->kw == 5) && (s->sh == 1 || s->sh == 2) && (s->sw == 1 || s->sw == 2) &&
-           s->dh == 1 && s->dw == 1;
-}
-/* The channels-last depthwise kernel (conv_dwn_tmpl.h) takes those and, at stride 1, dilation 2
- * (DeepLabV3's and LR-ASPP's MobileNetV3 backbones): a tap is one load at any offset. */
-static inline bool conv_dwn_shape(const conv_shape *s) {
-    if (s->dh == 1 && s->dw == 1) return conv_dw_shape(s);
-    return s->group == s->c && s->m == s->c && (s->kh == 3 || s->kh == 5) &&
-           (s->kw == 3 || s->kw == 5) && s->sh == 1 && s->sw == 1 && s->dh == 2 && s->dw == 2;
-}
-/* Its compile-time instances, X(KH, KW, SX, DX): those of CONV_DW_INSTANCES with DX = 1, and the
- * dilated ones. */
-#define CONV_DWN_INSTANCES(X)                                                                      \
-    X(3, 3, 1, 1)                                                                                  \
-    X(3, 3, 2, 1)                                                                                  \
-    X(5, 5, 1, 1)                                                                                  \
-    X(5, 5, 2, 1)                                                                                  \
-    X(3, 5, 1, 1)                                                                                  \
-    X(3, 5, 2, 1)                                                                                  \
-    X(5, 3, 1, 1)                                                                                  \
-    X(5, 3, 2, 1)                                                                                  \
-    X(3, 3, 1, 2)                                                                                  \
-    X(5, 5, 1, 2)
-/* Those kernels' compile-time instances, X(KH, KW, SX) (SX the stride along a row): each
- * instance file dispatches on this list. */
-#define CONV_DW_INSTANCES(X)                                                                       \
-    X(3, 3, 1) X(3, 3, 2) X(5, 5, 1) X(5, 5, 2) X(3, 5, 1) X(3, 5, 2) X(5, 3, 1) X(5, 3, 2)
-
-/* The padded rows' geometry is conv_dw_geom (conv_layout.h). Output rows [r0, r0 + nr) of one
- * plane: copies the padded input rows they read from plane x (h x w) into xb ((nr - 1) * sy + kh
- * rows of ldp floats, whose pad columns the caller zeroed), then y[oy - r0][ox] = bias + sum
- * w[ky][kx] * xb[(oy - r0) * sy + ky][column ox * sx + kx]. Rows are read a full vector past the
- * last output's last tap (CONV_DW_PAD_FLOATS). */
-typedef void (*conv_dw_band_fn)(const conv_dw_geom *g, const float *x, float *xb, const float *w,
-                                float bias, float *y, int64_t r0, int64_t nr);
-void conv_dw_band_avx512(const conv_dw_geom *g, const float *x, float *xb, const float *w,
-                         float bias, float *y, int64_t r0, int64_t nr);
-void conv_dw_band_avx2(const conv_dw_geom *g, const float *x, float *xb, const float *w, float bias,
-                       float *y, int64_t r0, int64_t nr);
-/* Small planes (up to 28x28) instead go 16 channels at a time with the channels in the vector
- * lanes (AVX-512): along a 7-wide row most lanes would idle and every tap load would straddle
- * cache lines. The 16 planes are transposed into a zero-padded pixel-major buffer, each output
- * pixel is then kh*kw aligned FMAs on full vectors, and the result is transposed back. Pixel
- * indices are precomputed, so the kernel needs no shape arithmetic: */
-typedef struct conv_dw_cl_geom {
-    int64_t hw, ohw;       /* input and output pixels per plane */
-    int64_t ntaps;         /* kh * kw, at most 25 */
-    const int32_t *in_at;  /* [hw]: the padded pixel each input pixel goes to */
-    const int32_t *out_at; /* [ohw rounded up to 8, the last repeated]: each output pixel's
-                              first tap, (oy*sh)*pw + ox*sw, in padded pixels */
-    const int32_t *tap_at; /* [ntaps]: tap ky*kw + kx's offset from it, ky*pw + kx */
-} conv_dw_cl_geom;
 /* Whether the depthwise variants take s's planes through the channel-lanes kernel (AVX-512). */
 bool conv_dw_channel_lanes(const conv_shape *s);
-/* nc <= 16 channels: planes x (hw floats each, consecutive), weights w (ntaps per channel),
- * bias (nc, or NULL) -> planes y (ohw floats each). pad: the padded buffer, 16 floats per padded
- * pixel, 64-byte aligned, its border zeroed by the caller (only in_at pixels are written); out:
- * 16 floats per output pixel for ohw rounded up to 16, 64-byte aligned. */
-void conv_dw_cl16_avx512(const conv_dw_cl_geom *g, const float *x, const float *w,
-                         const float *bias, int nc, float *pad, float *out, float *y);
-/* Channels-last (anvil.ConvNhwc) direct kernels (conv_dw_nhwc.c), reading X [h, w, c] of one
- * image in place: depthwise (conv_dwn_tmpl.h, m == c), with weights packed tap-major
- * [kh*kw][vpad]; and few input channels (conv_scn_avx512.c), weights packed [kh][kw][c][vpad].
- * vpad is m rounded up to 16; the bias is [vpad]; both are zero past m. Output columns
- * [ox_lo, ox_hi) have every tap inside the input's columns. */
-typedef struct conv_last_geom {
-    int64_t h, w, c, m, vpad;
-    int64_t oh, ow;
-    int64_t kh, kw, sh, sw, pt, pl;
-    int64_t dh, dw; /* dilations (1: none); the depthwise kernel only */
-    int64_t ox_lo, ox_hi;
-    /* The depthwise kernel's fused piecewise-linear activation, applied in registers before
-     * each store: y = (act_mul ? y : 1) * min(act_hi, max(act_lo, act_s * y + act_t)); none
-     * when act_on is false (ReLU, Clip, HardSigmoid and HardSwish all take this form). */
-    bool act_on, act_mul;
-    float act_s, act_t, act_lo, act_hi;
-} conv_last_geom;
-/* Output row oy of one image: y[ox][o] (y: the row, ow*m floats) for every ox and channel o. */
-typedef void (*conv_last_row_fn)(const conv_last_geom *g, const float *x, const float *wp,
-                                 const float *bp, float *y, int64_t oy);
-void conv_dwn_row_avx512(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
-                         float *y, int64_t oy);
-void conv_dwn_row_avx2(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
-                       float *y, int64_t oy);
-void conv_scn_row_avx512(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
-                         float *y, int64_t oy);
-
-/* ---- Winograd transforms (conv_winograd.c and its ISA files) ------------------------------- */
-
-/* F(2x2,3x3) (m = 2, t = 4), F(4x4,3x3) (m = 4, t = 6), and F(2x2,3x3) at stride 2 (m = 2,
- * t = 5, input tiles 4 apart). */
-typedef enum conv_wino_kind {
-    CONV_WINO_F2,
-    CONV_WINO_F4,
-    CONV_WINO_S2,
-    CONV_WINO_KINDS
-} conv_wino_kind;
-
-/* Input transform of one row of tiles of one channel. The t padded input rows the tile row covers
- * come split into their `step` phases: ph[i * step + f][k] is padded column k * step + f of row i
- * (readable for k <= tiles_x). v[off[pos] + tx] for pos < t*t receives position pos of B^T d B of
- * tile tx. */
-typedef void (*conv_wino_in_fn)(const float *const *ph, int64_t tiles_x, float *v,
-                                const int64_t *off);
-/* The phases of the first n floats (n a multiple of s * 16; s = 2 or 4) of the zero-padded row
- * whose column q is x[q - pl] for 0 <= q - pl < w and 0 elsewhere: ph[f * lp + k] is its column
- * k * s + f. Reads x only within [0, w). */
-typedef void (*conv_wino_split_fn)(const float *x, int64_t w, int64_t pl, int64_t n, int s,
-                                   float *ph, int64_t lp);
-/* Output transform of one row of tiles of one output channel: mo[off[pos] + tx] are the t*t
- * GEMM results of tile tx; rows[r] (r < m) receive A^T M A + bias for tiles_x * m columns. */
-typedef void (*conv_wino_out_fn)(const float *mo, const int64_t *off, int64_t tiles_x, float bias,
-                                 float *const *rows);
-/* Output transform of one tile for nch (<= 16) consecutive output channels: mo[off[pos] + o] is
- * position pos of channel o; bias: nch values or NULL; out[(r * m + c) * 16 + o] receives output
- * (r, c) of channel o. */
-typedef void (*conv_wino_outc_fn)(const float *mo, const int64_t *off, int64_t nch,
-                                  const float *bias, float *out);
-
-/* Indexed by conv_wino_kind. */
-typedef struct conv_wino_fns {
-    conv_wino_in_fn in[CONV_WINO_KINDS];
-    conv_wino_out_fn out[CONV_WINO_KINDS];
-    conv_wino_outc_fn outc[CONV_WINO_KINDS];
-    conv_wino_split_fn split;
-} conv_wino_fns;
-
-extern const conv_wino_fns conv_wino_fns_base, conv_wino_fns_avx2, conv_wino_fns_avx512;
 
 /* ---- NHWC (conv_nhwc.c) -----------------------------------------------------------------------
  */
-
-/* Weights for conv_nhwc_run: W [m, cg, kh, kw] rearranged to B [(ky*kw + kx)*cg + c, m_g] per
- * group and packed once. Owned by the caller; free with conv_nhwc_weights_free. */
-typedef struct conv_nhwc_weights {
-    const gemm_kernel *k;
-    gemm_blocking blk;
-    int64_t groups;
-    gemm_packed *pb; /* one per group */
-    bool indirect;   /* A is an implicit GEMM's pointer table (gemm_problem.a_ind), not an im2col */
-    float *zeros;    /* owned, indirect only: cg zeros, the segment of every tap in the padding */
-} conv_nhwc_weights;
 
 /* Transposes `mats` row-major [rows, cols] float matrices at src into [cols, rows] at dst, split
  * over ctx's threads (NCHW <-> NHWC around the channels-last variants). */
 void conv_transpose_f32(const float *src, float *dst, int64_t mats, int64_t rows, int64_t cols,
                         op_ctx *ctx);
 
+/* Packs w (W [m, cg, kh, kw]) for conv_nhwc_run (conv_nhwc_weights, conv_layout.h). */
 anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nhwc_weights *out);
 void conv_nhwc_weights_free(conv_nhwc_weights *pw);
-/* Scratch bytes conv_nhwc_run needs (with threads slices). */
-size_t conv_nhwc_workspace(const conv_shape *s, const conv_nhwc_weights *pw, int threads);
-/* Y [n, oh, ow, m] = conv(X [n, h, w, c]) + bias (NULL: none): each image is a GEMM with
- * A [oh*ow, kh*kw*cg] = X itself for 1x1 stride-1 unpadded convs, else the NHWC im2col, read
- * in place through a table of a pointer per pixel and tap where the channels are many
- * (pw->indirect), copied where they are few. */
-void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
-                   const float *bias, float *y, void *ws, op_ctx *ctx);
-/* The same with f's activation (f may be NULL) and its residual res (NULL: none), which is
- * NHWC like y when res_nhwc, else NCHW [n, m, oh, ow]; f->bias is not used. */
-void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
-                         const float *bias, const ir_fusion *f, const float *res, bool res_nhwc,
-                         float *y, void *ws, op_ctx *ctx);
+
+/* The general depthwise variants (conv_dwx.c, kernels in conv_dwx.h). */
+extern const kern_variant conv_v_dwx_avx512, conv_v_dwx_avx2, convnhwc_v_dwx_avx512,
+    convnhwc_v_dwx_avx2;
 
 /* anvil.ConvNhwc's variants (conv_nhwc.c, conv_dw_nhwc.c). */
 extern const kern_variant convnhwc_v_gemm, convnhwc_v_depthwise_avx512, convnhwc_v_depthwise_avx2,

@@ -273,7 +273,44 @@ anvil_status conv_emit_row_fusion(kern_emit *e, const char *var, const conv_row_
     return ANVIL_OK;
 }
 
+anvil_status conv_emit_direct_files(kern_emit *e) {
+    static const char *const files[] = {
+        "kernels/cpu/conv/conv_direct_run.c", "kernels/cpu/conv/conv_dwx.h",
+        "kernels/cpu/conv/conv_vec_avx512.h", "kernels/cpu/conv/conv_vec_avx2.h",
+        "kernels/cpu/conv/conv_rows_tmpl.h",  "kernels/cpu/conv/conv_dw_tmpl.h",
+        "kernels/cpu/conv/conv_dwn_tmpl.h",   "kernels/cpu/conv/conv_dwx_tmpl.h"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) CORE_TRY(e->need(e, files[i]));
+    return ANVIL_OK;
+}
+
 const char *conv_emit_in(kern_emit *e, int i, char *buf, size_t cap) {
     snprintf(buf, cap, "%s", i < 0 ? "NULL" : e->in(e, i));
     return buf;
+}
+
+anvil_status conv_emit_packed(kern_emit *e, const char *var, const gemm_packed *pk, int64_t n,
+                              bool is_a) {
+    if (n < 1) return core_err(ANVIL_ERR_UNSUPPORTED, "a conv with no packed operand");
+    const gemm_kernel *k = pk[0].kernel;
+    const int64_t rows = pk[0].rows, cols = pk[0].cols;
+    const int64_t width = is_a ? k->mr : k->nr, across = is_a ? rows : cols;
+    const size_t floats = (size_t)((across + width - 1) / width * width * (is_a ? cols : rows)),
+                 stride = (floats + 15) / 16 * 16;
+    for (int64_t i = 1; i < n; i++)
+        if (pk[i].kernel != k || pk[i].rows != rows || pk[i].cols != cols)
+            return core_err(ANVIL_ERR_UNSUPPORTED, "a conv's packed operands differ in shape");
+    float *all = core_calloc(stride * (size_t)n, sizeof(float));
+    if (!all) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < n; i++) memcpy(all + (size_t)i * stride, pk[i].data, floats * 4);
+    char blob[96];
+    anvil_status rc = e->blob(e, all, stride * (size_t)n * sizeof(float), blob, sizeof blob);
+    free(all);
+    CORE_TRY(rc);
+    conv_emit_tile(e, k);
+    e->code(e, "gemm_packed %s[%lld];\n", var, (long long)n);
+    e->code(e,
+            "for (int64_t i = 0; i < %lld; i++)\n"
+            "    %s[i] = (gemm_packed){&gemm_kernel_%s, %lld, %lld, (float *)(%s) + i * %zu};\n",
+            (long long)n, var, k->name, (long long)rows, (long long)cols, blob, stride);
+    return ANVIL_OK;
 }

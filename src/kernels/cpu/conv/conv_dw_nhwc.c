@@ -11,27 +11,29 @@
  * fused epilogue (activation, residual: NHWC like the output) runs right after it, in L1. */
 #include "conv.h"
 
+#include "kernels/fusion.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct last_plan {
-    conv_shape s;
-    conv_last_geom g;
-    int threads;
-    conv_row_fusion fuse;
-    bool act_in_regs; /* the fusion is the kernel's in-register activation (g.act_*) alone */
-    float *wp;        /* owned: the packed weights (conv_last_geom), 64-byte aligned */
-} last_plan;
+/* The plan (conv_last_plan) is plain data in conv_layout.h, with the run (conv_last_run in
+ * conv_direct_run.c) that the runtime and the libraries `anvil compile` emits share; the state
+ * adds the packed weights. */
+typedef struct last_state {
+    conv_last_plan p;
+    float *wp; /* owned: the packed weights (conv_last_geom), 64-byte aligned */
+} last_state;
+typedef conv_last_plan last_plan;
 
 /* Whether s is depthwise (else: few input channels) decides the kernel and the packing. */
 static bool depthwise(const conv_shape *s) {
     return s->group == s->c && s->m == s->c && s->group > 1;
 }
 
-/* The shapes the two kernels take: the depthwise one conv_dwn_shape (conv.h); this one a single
- * group, at most 4 input channels (conv_smallc.c's rule) and 64 output channels (4 vectors), no
- * dilation, kernels up to 11 and strides up to 4. A 1-channel conv is both; it goes to the
+/* The shapes the two kernels take: the depthwise one conv_dwn_shape (conv_layout.h); this one a
+ * single group, at most 4 input channels (conv_smallc.c's rule) and 64 output channels (4 vectors),
+ * no dilation, kernels up to 11 and strides up to 4. A 1-channel conv is both; it goes to the
  * depthwise kernel. */
 static bool sc_shape(const conv_shape *s) {
     return s->group == 1 && s->c <= 4 && s->m <= 64 && s->dh == 1 && s->dw == 1 && s->kh <= 11 &&
@@ -90,6 +92,12 @@ static size_t last_workspace(const kern_node *kn) {
                : 0;
 }
 
+/* The packed weights' floats: depthwise [kh*kw][vpad], else [kh][kw][c][vpad]. */
+static size_t last_wp_floats(const last_plan *p) {
+    const conv_shape *s = &p->s;
+    return (size_t)((depthwise(s) ? 1 : s->c) * s->kh * s->kw * p->g.vpad);
+}
+
 /* Packs W [m][c/group][kh][kw] as the kernel reads it: depthwise [kh*kw][vpad], else
  * [kh][kw][c][vpad]; zeros past m. */
 static void pack(const conv_shape *s, const float *w, int64_t vpad, float *wp) {
@@ -140,70 +148,39 @@ static bool act_in_registers(const kern_node *kn, const conv_row_fusion *f, conv
 }
 
 static anvil_status last_prepare(const kern_node *kn, void **state) {
-    last_plan *p = core_calloc(1, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    last_state *st = core_calloc(1, sizeof *st);
+    if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
+    last_plan *p = &st->p;
     if (!plan_of(kn, conv_dwn_shape, p) && !plan_of(kn, sc_shape, p)) {
-        free(p);
+        free(st);
         return conv_prepare_unsupported(kn, "channels-last direct conv");
     }
     const conv_shape *s = &p->s;
-    const size_t n = (size_t)((depthwise(s) ? 1 : s->c) * s->kh * s->kw * p->g.vpad);
-    p->wp = core_aligned_alloc(64, sizeof(float) * n);
-    if (!p->wp) {
-        free(p);
+    const size_t n = last_wp_floats(p);
+    st->wp = core_aligned_alloc(64, sizeof(float) * n);
+    if (!st->wp) {
+        free(st);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
-    memset(p->wp, 0, sizeof(float) * n);
-    pack(s, kn->in[1].value, p->g.vpad, p->wp);
+    memset(st->wp, 0, sizeof(float) * n);
+    pack(s, kn->in[1].value, p->g.vpad, st->wp);
     kern_node_mark_copied(kn, 1);
     conv_row_fusion_init(kn, &p->fuse);
     if (depthwise(s)) p->act_in_regs = act_in_registers(kn, &p->fuse, &p->g);
-    *state = p;
+    *state = st;
     return ANVIL_OK;
 }
 
 static void last_release(void *state) {
-    last_plan *p = state;
-    if (p) free(p->wp);
-    free(p);
+    last_state *st = state;
+    if (st) free(st->wp);
+    free(st);
 }
 
-typedef struct last_job {
-    const last_plan *p;
-    conv_last_row_fn row;
-    const float *x, *bias, *res;
-    float *y;
-} last_job;
-
-/* Thread t's share of the output rows of all images. */
-static void last_chunk(void *arg, size_t begin, size_t end) {
-    const last_job *j = arg;
-    const last_plan *p = j->p;
-    const conv_shape *s = &p->s;
-    const int64_t rows = s->n * s->oh, T = p->threads, rowf = s->ow * s->m;
-    for (size_t t = begin; t < end; t++)
-        for (int64_t r = rows * (int64_t)t / T; r < rows * ((int64_t)t + 1) / T; r++) {
-            const int64_t img = r / s->oh, oy = r % s->oh;
-            j->row(&p->g, j->x + img * s->h * s->w * s->c, p->wp, j->bias, j->y + r * rowf, oy);
-            if (p->fuse.on && !p->act_in_regs)
-                conv_row_fusion_apply(&p->fuse, j->res ? j->res + r * rowf : NULL, j->y + r * rowf,
-                                      rowf);
-        }
-}
-
-/* The bias is copied into the workspace, zero-padded to vpad, per run: B is an input, constant
- * in every model the pass turns but not promised to be. */
-static anvil_status last_run(const last_plan *p, conv_last_row_fn row, const op_tensor *const *in,
+static anvil_status last_run(const last_state *st, conv_last_row_fn row, const op_tensor *const *in,
                              int n_in, op_tensor *const *out, void *ws, op_ctx *ctx) {
-    const conv_shape *s = &p->s;
-    if (s->n * s->oh * s->ow * s->m == 0) return ANVIL_OK;
-    float *bias = ws;
-    memset(bias, 0, sizeof(float) * (size_t)p->g.vpad);
-    const float *b = conv_bias(s, in, n_in);
-    if (b) memcpy(bias, b, sizeof(float) * (size_t)s->m);
-    last_job j = {p,           row, in[0]->data, bias, conv_row_fusion_residual(&p->fuse, in, n_in),
-                  out[0]->data};
-    op_parallel_for(ctx, (size_t)p->threads, last_chunk, &j);
+    conv_last_run(&st->p, row, st->wp, in[0]->data, conv_bias(&st->p.s, in, n_in),
+                  conv_row_fusion_residual(&st->p.fuse, in, n_in), out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
 
@@ -212,6 +189,65 @@ CONV_RUN_ENTRY(dw_run_avx512, last_run(state, conv_dwn_row_avx512, in, n_in, out
 CONV_RUN_ENTRY(dw_run_avx2, last_run(state, conv_dwn_row_avx2, in, n_in, out, ws, ctx))
 
 CONV_RUN_ENTRY(sc_run_avx512, last_run(state, conv_scn_row_avx512, in, n_in, out, ws, ctx))
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The plan as an initializer, the packed weights as a blob, and a conv_last_run call with the
+ * variant's ISA kernel: the very code last_run runs. */
+
+static anvil_status last_emit(const void *state, const char *row, const char *file, kern_emit *e) {
+    const last_state *st = state;
+    const last_plan *p = &st->p;
+    const conv_shape *s = &p->s;
+    const conv_last_geom *g = &p->g;
+    CORE_TRY(conv_emit_files_need(e));
+    CORE_TRY(conv_emit_direct_files(e));
+    CORE_TRY(e->need(e, file));
+    char wp[96], x[96], b[96], r[96], f[6][32];
+    CORE_TRY(e->blob(e, st->wp, last_wp_floats(p) * sizeof(float), wp, sizeof wp));
+    CORE_TRY(conv_emit_row_fusion(e, "fuse", &p->fuse));
+    e->code(e, "conv_last_plan lp;\nmemset(&lp, 0, sizeof lp);\n");
+    conv_emit_shape(e, "lp.s", s);
+    e->code(
+        e,
+        "lp.g = (conv_last_geom){%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+        "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %s, %s, %s, %s, %s, %s};\n",
+        (long long)g->h, (long long)g->w, (long long)g->c, (long long)g->m, (long long)g->vpad,
+        (long long)g->oh, (long long)g->ow, (long long)g->kh, (long long)g->kw, (long long)g->sh,
+        (long long)g->sw, (long long)g->pt, (long long)g->pl, (long long)g->dh, (long long)g->dw,
+        (long long)g->ox_lo, (long long)g->ox_hi, g->act_on ? "true" : "false",
+        g->act_mul ? "true" : "false", kern_emit_float(g->act_s, f[0], sizeof f[0]),
+        kern_emit_float(g->act_t, f[1], sizeof f[1]), kern_emit_float(g->act_lo, f[2], sizeof f[2]),
+        kern_emit_float(g->act_hi, f[3], sizeof f[3]));
+    e->code(e, "lp.threads = %d;\nlp.fuse = fuse;\nlp.act_in_regs = %s;\n", p->threads,
+            p->act_in_regs ? "true" : "false");
+    conv_emit_in(e, 0, x, sizeof x);
+    conv_emit_in(e, s->has_bias ? 2 : -1, b, sizeof b);
+    conv_emit_in(e, p->fuse.residual, r, sizeof r);
+    e->code(e,
+            "conv_last_run(&lp, %s, (const float *)(%s), (const float *)(%s), "
+            "(const float *)(%s), (const float *)(%s), (float *)(%s), %s, %s);\n",
+            row, wp, x, b, r, e->out(e, 0), e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static anvil_status dw_emit_avx512(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    return last_emit(state, "conv_dwn_row_avx512", "kernels/cpu/conv/conv_dw_avx512.c", e);
+}
+
+static anvil_status dw_emit_avx2(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    return last_emit(state, "conv_dwn_row_avx2", "kernels/cpu/conv/conv_dw_avx2.c", e);
+}
+
+static anvil_status sc_emit_avx512(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    return last_emit(state, "conv_scn_row_avx512", "kernels/cpu/conv/conv_scn_avx512.c", e);
+}
+
+static const kern_emitter dw_emitter_avx512 = {dw_emit_avx512, NULL},
+                          dw_emitter_avx2 = {dw_emit_avx2, NULL},
+                          sc_emitter_avx512 = {sc_emit_avx512, NULL};
 
 const kern_variant convnhwc_v_depthwise_avx512 = {"convnhwc_depthwise_avx512",
                                                   IR_OP_CONV_NHWC,
@@ -223,7 +259,7 @@ const kern_variant convnhwc_v_depthwise_avx512 = {"convnhwc_depthwise_avx512",
                                                   dw_run_avx512,
                                                   conv_fuses,
                                                   NULL,
-                                                  NULL};
+                                                  &dw_emitter_avx512};
 const kern_variant convnhwc_v_depthwise_avx2 = {"convnhwc_depthwise_avx2",
                                                 IR_OP_CONV_NHWC,
                                                 KERN_NEEDS_AVX2,
@@ -234,7 +270,7 @@ const kern_variant convnhwc_v_depthwise_avx2 = {"convnhwc_depthwise_avx2",
                                                 dw_run_avx2,
                                                 conv_fuses,
                                                 NULL,
-                                                NULL};
+                                                &dw_emitter_avx2};
 const kern_variant convnhwc_v_smallc_avx512 = {"convnhwc_smallc_direct_avx512",
                                                IR_OP_CONV_NHWC,
                                                KERN_NEEDS_AVX512,
@@ -245,4 +281,4 @@ const kern_variant convnhwc_v_smallc_avx512 = {"convnhwc_smallc_direct_avx512",
                                                sc_run_avx512,
                                                conv_fuses,
                                                NULL,
-                                               NULL};
+                                               &sc_emitter_avx512};

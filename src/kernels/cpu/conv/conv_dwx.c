@@ -16,6 +16,7 @@
  * The names avoid the conv_ and convnhwc_ prefixes on purpose: test_kernels_conv.c counts the
  * variants so named that apply to each of its cases, for the older kernels' shape rules; these
  * are checked there against the reference all the same, and counted in test_kernels_conv_dw.c. */
+#include "conv.h"
 #include "conv_dwx.h"
 
 #include <stdlib.h>

@@ -4,11 +4,14 @@
  * undilated kernels of conv_depthwise.c and conv_dw_nhwc.c unroll their taps at compile time;
  * these take the taps from a table instead, so one instance per ISA serves every shape.
  *
+ * Copied into the libraries `anvil compile` writes with the kernels (conv_layout.h's rule: no IR
+ * types); the variants are declared in conv.h.
+ *
  * Every pointer argument is borrowed for the duration of the call. */
 #ifndef ANVIL_CONV_DWX_H
 #define ANVIL_CONV_DWX_H
 
-#include "conv.h"
+#include "conv_layout.h"
 
 /* The largest kernel side, stride and dilation the variants take (far beyond real models; they
  * bound the tap table and the padded rows). */
@@ -17,8 +20,8 @@
 #define CONV_DWX_MAX_DILATION 256
 
 /* NCHW: a plane is computed in bands of output rows from padded rows, as in conv_dw_geom
- * (conv.h), generalised to any stride s along a row: a padded row is split into its s phases,
- * padded column q at row[(q % s) * lp + q / s], so the taps of consecutive outputs, columns
+ * (conv_layout.h), generalised to any stride s along a row: a padded row is split into its s
+ * phases, padded column q at row[(q % s) * lp + q / s], so the taps of consecutive outputs, columns
  * ox * s + kx * dw, are consecutive floats of one phase. Rows and columns in the padding are
  * zeros; phases are readable a vector past the last output's last tap. */
 typedef struct conv_dwx_rows {
@@ -63,8 +66,9 @@ void conv_dwx_row_avx512(const conv_dwx_last *g, const float *x, const float *wp
 void conv_dwx_row_avx2(const conv_dwx_last *g, const float *x, const float *wp, const float *bp,
                        float *y, int64_t oy);
 
-/* The largest kh * kw that conv_dw_cl16_avx512 (conv.h) takes in this build: the NCHW variant
- * sends small planes of any stride and dilation through it (its index arrays carry both). */
+/* The largest kh * kw that conv_dw_cl16_avx512 (conv_layout.h) takes in this build: the NCHW
+ * variant sends small planes of any stride and dilation through it (its index arrays carry both).
+ */
 #define CONV_DWX_CL_MAX_TAPS 121
 
 /* The channel-lanes kernel's index tables for s (any stride and dilation) over a padded plane of
@@ -72,9 +76,5 @@ void conv_dwx_row_avx2(const conv_dwx_last *g, const float *x, const float *wp, 
  * returned in *idx for the caller to free, that g's arrays point into. */
 anvil_status conv_dwx_cl_build(const conv_shape *s, int64_t pw, int64_t ph, int32_t **idx,
                                conv_dw_cl_geom *g);
-
-/* The variants (conv_dwx.c). */
-extern const kern_variant conv_v_dwx_avx512, conv_v_dwx_avx2, convnhwc_v_dwx_avx512,
-    convnhwc_v_dwx_avx2;
 
 #endif

@@ -174,6 +174,51 @@ void conv_transpose_rows_plain(float *dst, const float *src, size_t rows, size_t
 void conv_transpose_run(const float *src, float *dst, int64_t mats, int64_t rows, int64_t cols,
                         conv_transpose_rows_fn fn, op_ctx *ctx);
 
+/* ---- pixels-as-rows GEMMs over channels-last images (conv_nhwc_run.c; conv_nhwc.c plans) ----
+ * Weights for conv_nhwc_run: W [m, cg, kh, kw] rearranged to B [(ky*kw + kx)*cg + c, m_g] per
+ * group and packed once. Owned by the caller; free with conv_nhwc_weights_free (conv.h). */
+typedef struct conv_nhwc_weights {
+    const gemm_kernel *k;
+    gemm_blocking blk;
+    int64_t groups;
+    gemm_packed *pb; /* one per group */
+    bool indirect;   /* A is an implicit GEMM's pointer table (gemm_problem.a_ind), not an im2col */
+    float *zeros;    /* owned, indirect only: cg zeros, the segment of every tap in the padding */
+} conv_nhwc_weights;
+
+/* Whether A is X itself: a 1x1 stride-1 unpadded conv. */
+static inline bool conv_nhwc_direct(const conv_shape *s) {
+    return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 && s->pl == 0 &&
+           s->oh == s->h && s->ow == s->w;
+}
+/* Scratch bytes conv_nhwc_run needs (with threads slices). */
+size_t conv_nhwc_workspace(const conv_shape *s, const conv_nhwc_weights *pw, int threads);
+/* Y [n, oh, ow, m] = conv(X [n, h, w, c]) + bias (NULL: none): each image is a GEMM with
+ * A [oh*ow, kh*kw*cg] = X itself for 1x1 stride-1 unpadded convs, else the NHWC im2col, read
+ * in place through a table of a pointer per pixel and tap where the channels are many
+ * (pw->indirect), copied where they are few. */
+void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
+                   const float *bias, float *y, void *ws, op_ctx *ctx);
+/* The same with the activation act (its pointers unused; NULL: none) in the GEMM epilogue and the
+ * residual res (NULL: none), which is NHWC like y when res_nhwc, else NCHW [n, m, oh, ow]. */
+void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
+                         const float *bias, const gemm_epilogue *act, const float *res,
+                         bool res_nhwc, float *y, void *ws, op_ctx *ctx);
+
+/* The plan of conv_nhwc_im2col_gemm (Conv: NCHW, transposed in and out through the workspace) and
+ * convnhwc_gemm (anvil.ConvNhwc: last, no transposes). */
+typedef struct conv_nhwc_plan {
+    conv_shape s;
+    bool last;
+    int threads;
+    size_t xt_bytes, yt_bytes, run_bytes; /* the workspace: X^T, Y^T, conv_nhwc_run's */
+} conv_nhwc_plan;
+/* Y = conv(X) for p with the packed weights pw, act and res as in conv_nhwc_run_fused (res NCHW
+ * unless p->last) and tr the transposer of the NCHW conv. ws: xt_bytes + yt_bytes + run_bytes. */
+void conv_nhwc_plan_run(const conv_nhwc_plan *p, const conv_nhwc_weights *pw,
+                        const gemm_epilogue *act, conv_transpose_rows_fn tr, const float *x,
+                        const float *bias, const float *res, float *y, void *ws, op_ctx *ctx);
+
 /* ---- output regions (conv_regions.c: conv_nhwc_regions, convnhwc_regions) -------------------
  * The plan: the output split into regions that each see one set of valid taps, each a GEMM whose
  * B (its taps' rows of the weights) is packed. */
@@ -202,5 +247,224 @@ typedef struct conv_regions_plan {
 void conv_regions_run(const conv_regions_plan *p, const gemm_epilogue *ep,
                       conv_transpose_rows_fn tr, const float *x, const float *bias, float *y,
                       void *ws, op_ctx *ctx);
+
+/* ---- depthwise (conv_depthwise.c, conv_dw_avx512.c, conv_dw_avx2.c) ------------------------- */
+
+/* Whether s is a depthwise conv the direct kernels take, NCHW and NHWC alike: group == C == M,
+ * kernels 3 or 5 along each axis, strides 1 or 2, no dilation. */
+static inline bool conv_dw_shape(const conv_shape *s) {
+    return s->group == s->c && s->m == s->c && (s->kh == 3 || s->kh == 5) &&
+           (s->kw == 3 || s->kw == 5) && (s->sh == 1 || s->sh == 2) && (s->sw == 1 || s->sw == 2) &&
+           s->dh == 1 && s->dw == 1;
+}
+/* The channels-last depthwise kernel (conv_dwn_tmpl.h) takes those and, at stride 1, dilation 2
+ * (DeepLabV3's and LR-ASPP's MobileNetV3 backbones): a tap is one load at any offset. */
+static inline bool conv_dwn_shape(const conv_shape *s) {
+    if (s->dh == 1 && s->dw == 1) return conv_dw_shape(s);
+    return s->group == s->c && s->m == s->c && (s->kh == 3 || s->kh == 5) &&
+           (s->kw == 3 || s->kw == 5) && s->sh == 1 && s->sw == 1 && s->dh == 2 && s->dw == 2;
+}
+/* Its compile-time instances, X(KH, KW, SX, DX): those of CONV_DW_INSTANCES with DX = 1, and the
+ * dilated ones. */
+#define CONV_DWN_INSTANCES(X)                                                                      \
+    X(3, 3, 1, 1)                                                                                  \
+    X(3, 3, 2, 1)                                                                                  \
+    X(5, 5, 1, 1)                                                                                  \
+    X(5, 5, 2, 1)                                                                                  \
+    X(3, 5, 1, 1)                                                                                  \
+    X(3, 5, 2, 1)                                                                                  \
+    X(5, 3, 1, 1)                                                                                  \
+    X(5, 3, 2, 1)                                                                                  \
+    X(3, 3, 1, 2)                                                                                  \
+    X(5, 5, 1, 2)
+/* Those kernels' compile-time instances, X(KH, KW, SX) (SX the stride along a row): each
+ * instance file dispatches on this list. */
+#define CONV_DW_INSTANCES(X)                                                                       \
+    X(3, 3, 1) X(3, 3, 2) X(5, 5, 1) X(5, 5, 2) X(3, 5, 1) X(3, 5, 2) X(5, 3, 1) X(5, 3, 2)
+
+/* The padded rows' geometry is conv_dw_geom (above). Output rows [r0, r0 + nr) of one
+ * plane: copies the padded input rows they read from plane x (h x w) into xb ((nr - 1) * sy + kh
+ * rows of ldp floats, whose pad columns the caller zeroed), then y[oy - r0][ox] = bias + sum
+ * w[ky][kx] * xb[(oy - r0) * sy + ky][column ox * sx + kx]. Rows are read a full vector past the
+ * last output's last tap (CONV_DW_PAD_FLOATS). */
+typedef void (*conv_dw_band_fn)(const conv_dw_geom *g, const float *x, float *xb, const float *w,
+                                float bias, float *y, int64_t r0, int64_t nr);
+void conv_dw_band_avx512(const conv_dw_geom *g, const float *x, float *xb, const float *w,
+                         float bias, float *y, int64_t r0, int64_t nr);
+void conv_dw_band_avx2(const conv_dw_geom *g, const float *x, float *xb, const float *w, float bias,
+                       float *y, int64_t r0, int64_t nr);
+/* Small planes (up to 28x28) instead go 16 channels at a time with the channels in the vector
+ * lanes (AVX-512): along a 7-wide row most lanes would idle and every tap load would straddle
+ * cache lines. The 16 planes are transposed into a zero-padded pixel-major buffer, each output
+ * pixel is then kh*kw aligned FMAs on full vectors, and the result is transposed back. Pixel
+ * indices are precomputed, so the kernel needs no shape arithmetic: */
+typedef struct conv_dw_cl_geom {
+    int64_t hw, ohw;       /* input and output pixels per plane */
+    int64_t ntaps;         /* kh * kw, at most 25 */
+    const int32_t *in_at;  /* [hw]: the padded pixel each input pixel goes to */
+    const int32_t *out_at; /* [ohw rounded up to 8, the last repeated]: each output pixel's
+                              first tap, (oy*sh)*pw + ox*sw, in padded pixels */
+    const int32_t *tap_at; /* [ntaps]: tap ky*kw + kx's offset from it, ky*pw + kx */
+} conv_dw_cl_geom;
+/* nc <= 16 channels: planes x (hw floats each, consecutive), weights w (ntaps per channel),
+ * bias (nc, or NULL) -> planes y (ohw floats each). pad: the padded buffer, 16 floats per padded
+ * pixel, 64-byte aligned, its border zeroed by the caller (only in_at pixels are written); out:
+ * 16 floats per output pixel for ohw rounded up to 16, 64-byte aligned. */
+void conv_dw_cl16_avx512(const conv_dw_cl_geom *g, const float *x, const float *w,
+                         const float *bias, int nc, float *pad, float *out, float *y);
+/* Channels-last (anvil.ConvNhwc) direct kernels (conv_dw_nhwc.c), reading X [h, w, c] of one
+ * image in place: depthwise (conv_dwn_tmpl.h, m == c), with weights packed tap-major
+ * [kh*kw][vpad]; and few input channels (conv_scn_avx512.c), weights packed [kh][kw][c][vpad].
+ * vpad is m rounded up to 16; the bias is [vpad]; both are zero past m. Output columns
+ * [ox_lo, ox_hi) have every tap inside the input's columns. */
+typedef struct conv_last_geom {
+    int64_t h, w, c, m, vpad;
+    int64_t oh, ow;
+    int64_t kh, kw, sh, sw, pt, pl;
+    int64_t dh, dw; /* dilations (1: none); the depthwise kernel only */
+    int64_t ox_lo, ox_hi;
+    /* The depthwise kernel's fused piecewise-linear activation, applied in registers before
+     * each store: y = (act_mul ? y : 1) * min(act_hi, max(act_lo, act_s * y + act_t)); none
+     * when act_on is false (ReLU, Clip, HardSigmoid and HardSwish all take this form). */
+    bool act_on, act_mul;
+    float act_s, act_t, act_lo, act_hi;
+} conv_last_geom;
+/* Output row oy of one image: y[ox][o] (y: the row, ow*m floats) for every ox and channel o. */
+typedef void (*conv_last_row_fn)(const conv_last_geom *g, const float *x, const float *wp,
+                                 const float *bp, float *y, int64_t oy);
+void conv_dwn_row_avx512(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
+                         float *y, int64_t oy);
+void conv_dwn_row_avx2(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
+                       float *y, int64_t oy);
+void conv_scn_row_avx512(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
+                         float *y, int64_t oy);
+
+/* The plan of the channels-last direct variants (conv_dw_nhwc.c makes it): threads take whole
+ * output rows, and each row's fused epilogue (fuse, NHWC residual) runs right after it unless
+ * act_in_regs (the fusion is the kernel's in-register activation, g.act_*, alone). */
+typedef struct conv_last_plan {
+    conv_shape s;
+    conv_last_geom g;
+    int threads;
+    conv_row_fusion fuse;
+    bool act_in_regs;
+} conv_last_plan;
+/* Y = conv(X) for p with row (the variant's kernel), wp the weights packed as row reads them
+ * (conv_last_geom), bias (m) and res (the fused residual, NHWC like y) each NULL when absent. ws:
+ * vpad floats, 64-byte aligned (the bias zero-padded). */
+void conv_last_run(const conv_last_plan *p, conv_last_row_fn row, const float *wp, const float *x,
+                   const float *bias, const float *res, float *y, void *ws, op_ctx *ctx);
+
+/* The plan of conv_depthwise_direct_<isa> (conv_depthwise.c makes it): each thread takes whole
+ * planes, swept in bands of output rows read from padded rows, or, for small planes (cl), groups
+ * of 16 channels through the channel-lanes kernel. */
+typedef struct conv_dw_plan {
+    conv_shape s;
+    int64_t ph;     /* padded plane rows */
+    conv_dw_geom g; /* the padded rows' layout, for the ISA kernel */
+    int threads;
+    conv_row_fusion fuse; /* set by prepare */
+    int64_t band;         /* output rows per band */
+    int64_t band_rows;    /* padded input rows a band reads: the workspace slice per thread */
+    /* Small planes: 16 channels at a time with the channels in the vector lanes, where the ISA
+     * has that kernel (conv_dw_cl_geom above). cl_pw x ph padded pixels, plus one that
+     * takes the input pixels no output reads. The index arrays are built by prepare and owned by
+     * its state. */
+    bool cl;
+    int64_t cl_pw;
+    conv_dw_cl_geom clg;
+} conv_dw_plan;
+/* The channel-lanes kernel (conv_dw_cl16_avx512's signature). */
+typedef void (*conv_dw_cl_fn)(const conv_dw_cl_geom *g, const float *x, const float *w,
+                              const float *bias, int nc, float *pad, float *out, float *y);
+/* The workspace per thread: the padded rows of a band; the channel-lanes buffers (padded pixels
+ * (+1) and output pixels rounded up to 16, 16 floats each; 0 unless p->cl), of which the padded
+ * part is conv_dw_cl_pad_bytes. */
+size_t conv_dw_slice(const conv_dw_plan *p);
+size_t conv_dw_cl_slice(const conv_dw_plan *p);
+size_t conv_dw_cl_pad_bytes(const conv_dw_plan *p);
+/* Y = conv(X) for p with band (the ISA's band kernel) and cl16 (the channel-lanes kernel, taken
+ * where p->cl; NULL: never), w the weights [c][kh][kw], b (c) and res (the fused residual, NCHW
+ * like y) each NULL when absent. ws: threads * the larger slice, 64-byte aligned. */
+void conv_dw_run(const conv_dw_plan *p, conv_dw_band_fn band, conv_dw_cl_fn cl16, const float *x,
+                 const float *w, const float *b, const float *res, float *y, void *ws, op_ctx *ctx);
+
+/* ---- Winograd transforms (conv_winograd.c and its ISA files) ------------------------------- */
+
+/* F(2x2,3x3) (m = 2, t = 4), F(4x4,3x3) (m = 4, t = 6), and F(2x2,3x3) at stride 2 (m = 2,
+ * t = 5, input tiles 4 apart). */
+typedef enum conv_wino_kind {
+    CONV_WINO_F2,
+    CONV_WINO_F4,
+    CONV_WINO_S2,
+    CONV_WINO_KINDS
+} conv_wino_kind;
+
+/* Input transform of one row of tiles of one channel. The t padded input rows the tile row covers
+ * come split into their `step` phases: ph[i * step + f][k] is padded column k * step + f of row i
+ * (readable for k <= tiles_x). v[off[pos] + tx] for pos < t*t receives position pos of B^T d B of
+ * tile tx. */
+typedef void (*conv_wino_in_fn)(const float *const *ph, int64_t tiles_x, float *v,
+                                const int64_t *off);
+/* The phases of the first n floats (n a multiple of s * 16; s = 2 or 4) of the zero-padded row
+ * whose column q is x[q - pl] for 0 <= q - pl < w and 0 elsewhere: ph[f * lp + k] is its column
+ * k * s + f. Reads x only within [0, w). */
+typedef void (*conv_wino_split_fn)(const float *x, int64_t w, int64_t pl, int64_t n, int s,
+                                   float *ph, int64_t lp);
+/* Output transform of one row of tiles of one output channel: mo[off[pos] + tx] are the t*t
+ * GEMM results of tile tx; rows[r] (r < m) receive A^T M A + bias for tiles_x * m columns. */
+typedef void (*conv_wino_out_fn)(const float *mo, const int64_t *off, int64_t tiles_x, float bias,
+                                 float *const *rows);
+/* Output transform of one tile for nch (<= 16) consecutive output channels: mo[off[pos] + o] is
+ * position pos of channel o; bias: nch values or NULL; out[(r * m + c) * 16 + o] receives output
+ * (r, c) of channel o. */
+typedef void (*conv_wino_outc_fn)(const float *mo, const int64_t *off, int64_t nch,
+                                  const float *bias, float *out);
+
+/* Indexed by conv_wino_kind. */
+typedef struct conv_wino_fns {
+    conv_wino_in_fn in[CONV_WINO_KINDS];
+    conv_wino_out_fn out[CONV_WINO_KINDS];
+    conv_wino_outc_fn outc[CONV_WINO_KINDS];
+    conv_wino_split_fn split;
+} conv_wino_fns;
+
+extern const conv_wino_fns conv_wino_fns_base, conv_wino_fns_avx2, conv_wino_fns_avx512;
+
+/* ---- Winograd (conv_wino_run.c; conv_winograd.c plans and transforms the weights) -----------
+ * The plan of conv_winograd_<kind> (the algorithm is described in conv_winograd.c). */
+#define CONV_WINO_MAX_T 6
+#define CONV_WINO_MAX_POS (CONV_WINO_MAX_T * CONV_WINO_MAX_T)
+/* Output channels per output transform call in tile_rows mode. */
+#define CONV_WINO_OUT_CH 16
+typedef struct conv_wino_plan {
+    conv_shape s;
+    conv_wino_kind kind;
+    int m, t, step;                     /* outputs per tile side, tile side, input step per tile */
+    int ncls, qmax;                     /* filter classes (GEMMs per block), largest class */
+    int pos_cls[CONV_WINO_MAX_POS];     /* class of each position of the t x t tile */
+    int pos_dup[CONV_WINO_MAX_POS];     /* which of its class's q positions it is */
+    int cls_q[CONV_WINO_MAX_POS];       /* positions per class */
+    int64_t tiles_x, tiles_y, rows_blk; /* tile rows per block */
+    int64_t wp;                         /* padded input row width */
+    int64_t wpa, lp; /* the row rounded up to whole split vectors; each of its phases */
+    const gemm_kernel *k;
+    gemm_blocking blk;
+    int threads;
+    bool shared; /* threads split each block's phases instead of taking whole blocks */
+    /* The GEMMs run with the block's tiles as rows, M[cls] (q*tiles x Cout) = V[cls]^T U[cls]^T,
+     * U packed as the B operand; otherwise Cout is the rows and the tiles the columns. */
+    bool tile_rows;
+    size_t v_off, mo_off, row_off, out_off, gemm_off, slice; /* per-thread layout, bytes */
+} conv_wino_plan;
+/* Where each class of a block with ntile tiles starts in V (ch = Cin) or M (ch = Cout): base[cls]
+ * (ncls values); returns the floats all of them take. */
+int64_t conv_wino_class_bases(const conv_wino_plan *p, int64_t ntile, int64_t ch, int64_t *base);
+/* Y = conv(X) for p with u the ncls transformed filters U[cls] (packed A [Cout, Cin], or packed B
+ * [Cin, Cout] where p->tile_rows), fns the transforms, fuse the fused epilogue (its residual res,
+ * NCHW like y, or NULL) and b the bias (Cout, or NULL). ws: threads * slice bytes, 64-aligned. */
+void conv_wino_run(const conv_wino_plan *p, const gemm_packed *u, const conv_wino_fns *fns,
+                   const conv_row_fusion *fuse, const float *x, const float *b, const float *res,
+                   float *y, void *ws, op_ctx *ctx);
 
 #endif

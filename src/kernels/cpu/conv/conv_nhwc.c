@@ -33,11 +33,6 @@ static size_t align64(size_t x) {
     return (x + 63) & ~(size_t)63;
 }
 
-static bool direct_1x1(const conv_shape *s) {
-    return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 && s->pl == 0 &&
-           s->oh == s->h && s->ow == s->w;
-}
-
 /* The GEMM kernel for s. The output channels are the GEMM's columns, and 24 of them (MobileNetV2's
  * 1x1 projections at 56x56) fit no AVX-512 tile: 16x16 spends a full tile on the last 8 and 14x32
  * on all 24, both through the edge path. 4x24 (AVX2, 8-float vectors) covers them exactly, and on a
@@ -71,7 +66,7 @@ static void nhwc_kernel(const conv_shape *s, const kern_node *kn, conv_nhwc_weig
     out->blk =
         gemm_blocking_config(out->k, pix, s->mg, kdim, hw, kn ? conv_config_kc(kn) : 0, 0, 0);
     const char *env = getenv("ANVIL_CONV_IM2COL");
-    out->indirect = !direct_1x1(s) && s->cg >= INDIRECT_MIN_CG && !(env && atoi(env) == 1);
+    out->indirect = !conv_nhwc_direct(s) && s->cg >= INDIRECT_MIN_CG && !(env && atoi(env) == 1);
 }
 
 static anvil_status weights_pack(const conv_shape *s, const kern_node *kn, const float *w,
@@ -114,210 +109,12 @@ void conv_nhwc_weights_free(conv_nhwc_weights *pw) {
     memset(pw, 0, sizeof *pw);
 }
 
-/* A's storage per thread: the im2col, or the pointer table (one per pixel and tap). */
-static size_t col_bytes(const conv_shape *s, const conv_nhwc_weights *pw) {
-    const size_t pix = (size_t)(s->oh * s->ow);
-    if (direct_1x1(s)) return 0;
-    if (pw->indirect) return align64(pix * (size_t)(s->kh * s->kw) * sizeof(const float *));
-    return align64(pix * (size_t)conv_kdim(s) * sizeof(float));
-}
-
-static size_t gemm_bytes(const conv_nhwc_weights *pw) {
-    return align64(gemm_thread_workspace(pw->k, &pw->blk));
-}
-
-size_t conv_nhwc_workspace(const conv_shape *s, const conv_nhwc_weights *pw, int threads) {
-    return (size_t)(threads > 0 ? threads : 1) * (gemm_bytes(pw) + col_bytes(s, pw));
-}
-
-static void copy_floats(float *restrict d, const float *restrict s, int64_t n) {
-    for (int64_t i = 0; i < n; i++) d[i] = s[i];
-}
-
-/* Rows [p0, p1) (output pixels) of the NHWC im2col of group g of one image. With one group and
- * no dilation, a kernel row's taps of a pixel whose taps are all inside the image are kw*c
- * consecutive floats of X: one copy (a network's first conv, 3 channels: 9 floats, where a
- * memcpy per tap cost more than the GEMM). */
-static void im2col_nhwc(const conv_shape *s, const float *x, int64_t g, int64_t p0, int64_t p1,
-                        float *col) {
-    const int64_t kdim = conv_kdim(s);
-    const bool rows = s->group == 1 && s->dw == 1;
-    for (int64_t p = p0; p < p1; p++) {
-        const int64_t oy = p / s->ow, ox = p % s->ow;
-        float *d = col + p * kdim;
-        const int64_t ix0 = ox * s->sw - s->pl;
-        if (rows && ix0 >= 0 && ix0 + s->kw <= s->w) {
-            for (int64_t ky = 0; ky < s->kh; ky++, d += s->kw * s->c) {
-                const int64_t iy = oy * s->sh - s->pt + ky * s->dh;
-                if (iy < 0 || iy >= s->h)
-                    memset(d, 0, sizeof(float) * (size_t)(s->kw * s->c));
-                else
-                    copy_floats(d, x + (iy * s->w + ix0) * s->c, s->kw * s->c);
-            }
-            continue;
-        }
-        for (int64_t ky = 0; ky < s->kh; ky++) {
-            const int64_t iy = oy * s->sh - s->pt + ky * s->dh;
-            for (int64_t kx = 0; kx < s->kw; kx++, d += s->cg) {
-                const int64_t ix = ox * s->sw - s->pl + kx * s->dw;
-                if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w)
-                    memset(d, 0, sizeof(float) * (size_t)s->cg);
-                else
-                    memcpy(d, x + (iy * s->w + ix) * s->c + g * s->cg,
-                           sizeof(float) * (size_t)s->cg);
-            }
-        }
-    }
-}
-
-/* The implicit GEMM's table for group g of one image: row p (an output pixel) is its kh*kw taps,
- * each the tap's cg channels in X or, in the padding, `zeros` (cg of them). */
-static void pointer_table(const conv_shape *s, const float *x, int64_t g, const float *zeros,
-                          const float **tab) {
-    for (int64_t p = 0; p < s->oh * s->ow; p++) {
-        const int64_t oy = p / s->ow, ox = p % s->ow;
-        for (int64_t ky = 0; ky < s->kh; ky++) {
-            const int64_t iy = oy * s->sh - s->pt + ky * s->dh;
-            for (int64_t kx = 0; kx < s->kw; kx++) {
-                const int64_t ix = ox * s->sw - s->pl + kx * s->dw;
-                *tab++ = iy < 0 || iy >= s->h || ix < 0 || ix >= s->w
-                             ? zeros
-                             : x + (iy * s->w + ix) * s->c + g * s->cg;
-            }
-        }
-    }
-}
-
-/* A for one item into `col` (the thread's slice): the table, or the im2col of all pixels. */
-static void form_a(const conv_shape *s, const conv_nhwc_weights *pw, const float *x_img, int64_t g,
-                   void *col) {
-    if (pw->indirect)
-        pointer_table(s, x_img, g, pw->zeros, col);
-    else
-        im2col_nhwc(s, x_img, g, 0, s->oh * s->ow, col);
-}
-
-typedef struct nhwc_job {
-    const conv_shape *s;
-    const conv_nhwc_weights *pw;
-    const float *x, *bias;
-    float *y;
-    char *ws;
-    int threads;
-    int64_t img, g;        /* the shared item (im2col_chunk) */
-    const ir_fusion *fuse; /* applied in the epilogue, or NULL */
-    const float *res;      /* its residual, or NULL */
-    bool res_nhwc;         /* res is NHWC like y (else NCHW) */
-} nhwc_job;
-
-static void item_problem(const nhwc_job *j, int64_t img, int64_t g, const void *col,
-                         gemm_problem *p) {
-    const conv_shape *s = j->s;
-    memset(p, 0, sizeof *p);
-    p->m = s->oh * s->ow;
-    p->n = s->mg;
-    p->k = conv_kdim(s);
-    if (col && j->pw->indirect) {
-        p->a_ind = col;
-        p->a_seg = s->cg;
-    } else if (col) {
-        p->a = col;
-        p->rs_a = p->k;
-    } else {
-        p->a = j->x + img * s->h * s->w * s->c + g * s->cg;
-        p->rs_a = s->c;
-    }
-    p->cs_a = 1;
-    p->pb = &j->pw->pb[g];
-    p->c = j->y + img * p->m * s->m + g * s->mg;
-    p->ldc = s->m;
-    p->ep = kern_fusion_epilogue(j->fuse);
-    if (j->bias) p->ep.col_bias = j->bias + g * s->mg;
-    if (j->res && j->res_nhwc) {
-        p->ep.r = j->res + img * p->m * s->m + g * s->mg;
-        p->ep.rs_r = s->m;
-        p->ep.cs_r = 1;
-        p->ep.beta = 1.0f;
-    } else if (j->res) {
-        /* C[pixel, channel] of this item is residual[img][g*mg + channel][pixel] */
-        p->ep.r = j->res + (img * s->m + g * s->mg) * p->m;
-        p->ep.rs_r = 1;
-        p->ep.cs_r = p->m;
-        p->ep.beta = 1.0f;
-    }
-}
-
-static void items_chunk(void *arg, size_t begin, size_t end) {
-    const nhwc_job *j = arg;
-    const conv_shape *s = j->s;
-    const int64_t items = s->n * s->group, T = j->threads;
-    for (size_t t = begin; t < end; t++) {
-        void *gws = j->ws + t * gemm_bytes(j->pw);
-        void *col =
-            direct_1x1(s) ? NULL : j->ws + (size_t)T * gemm_bytes(j->pw) + t * col_bytes(s, j->pw);
-        for (int64_t i = items * (int64_t)t / T; i < items * ((int64_t)t + 1) / T; i++) {
-            const int64_t img = i / s->group, g = i % s->group;
-            if (col) form_a(s, j->pw, j->x + img * s->h * s->w * s->c, g, col);
-            gemm_problem p;
-            item_problem(j, img, g, col, &p);
-            gemm_run_serial(j->pw->k, &j->pw->blk, &p, gws);
-        }
-    }
-}
-
-static void im2col_chunk(void *arg, size_t begin, size_t end) {
-    const nhwc_job *j = arg;
-    const conv_shape *s = j->s;
-    const int64_t pix = s->oh * s->ow, T = j->threads;
-    float *col = (float *)(j->ws + (size_t)T * gemm_bytes(j->pw));
-    for (size_t t = begin; t < end; t++)
-        im2col_nhwc(s, j->x + j->img * s->h * s->w * s->c, j->g, pix * (int64_t)t / T,
-                    pix * ((int64_t)t + 1) / T, col);
-}
-
-void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
-                   const float *bias, float *y, void *ws, op_ctx *ctx) {
-    conv_nhwc_run_fused(s, pw, x, bias, NULL, NULL, false, y, ws, ctx);
-}
-
-void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
-                         const float *bias, const ir_fusion *f, const float *res, bool res_nhwc,
-                         float *y, void *ws, op_ctx *ctx) {
-    const int threads = op_ctx_threads(ctx);
-    nhwc_job j = {s, pw, x, bias, y, ws, threads, 0, 0, f, f ? res : NULL, res_nhwc};
-    const int64_t items = s->n * s->group;
-    if (items == 0 || s->mg == 0 || s->oh * s->ow == 0) return;
-    if (threads > 1 && items >= threads) {
-        op_parallel_for(ctx, (size_t)threads, items_chunk, &j);
-        return;
-    }
-    for (int64_t i = 0; i < items; i++) {
-        j.img = i / s->group;
-        j.g = i % s->group;
-        void *col = NULL;
-        if (pw->indirect) {
-            /* a table of oh*ow*kh*kw pointers: not worth a fork-join */
-            col = (char *)ws + (size_t)threads * gemm_bytes(pw);
-            pointer_table(s, x + j.img * s->h * s->w * s->c, j.g, pw->zeros, col);
-        } else if (!direct_1x1(s)) {
-            op_parallel_for(ctx, (size_t)threads, im2col_chunk, &j);
-            col = (char *)ws + (size_t)threads * gemm_bytes(pw);
-        }
-        gemm_problem p;
-        item_problem(&j, j.img, j.g, col, &p);
-        gemm_run(pw->k, &pw->blk, &p, ws, ctx);
-    }
-}
-
 /* ---- the variant: NCHW in and out, NHWC inside ------------------------------------------------
  */
 
-typedef struct nhwc_plan {
-    conv_shape s;
-    bool last; /* anvil.ConvNhwc: X and Y are channels-last already */
-    int threads;
-    size_t xt_bytes, yt_bytes, run_bytes;
-} nhwc_plan;
+/* The plan (conv_nhwc_plan) is plain data in conv_layout.h, with the run (conv_nhwc_plan_run in
+ * conv_nhwc_run.c) that the runtime and the libraries `anvil compile` emits share. */
+typedef conv_nhwc_plan nhwc_plan;
 
 typedef struct nhwc_state {
     nhwc_plan p;
@@ -397,21 +194,59 @@ static anvil_status nhwc_run(const ir_node *n, void *state, const op_tensor *con
     (void)n;
     (void)n_out;
     const nhwc_state *st = state;
-    const conv_shape *s = &st->p.s;
-    const float *bias = conv_bias(s, in, n_in), *res = conv_fused_residual(st->fusion, in, n_in);
-    if (s->n == 0 || s->m == 0) return ANVIL_OK;
-    if (st->p.last) {
-        conv_nhwc_run_fused(s, &st->w, in[0]->data, bias, st->fusion, res, true, out[0]->data, ws,
-                            ctx);
-        return ANVIL_OK;
-    }
-    float *xt = ws, *yt = (float *)((char *)ws + st->p.xt_bytes);
-    void *run_ws = (char *)ws + st->p.xt_bytes + st->p.yt_bytes;
-    conv_transpose_f32(in[0]->data, xt, s->n, s->c, s->h * s->w, ctx);
-    conv_nhwc_run_fused(s, &st->w, xt, bias, st->fusion, res, false, yt, run_ws, ctx);
-    conv_transpose_f32(yt, out[0]->data, s->n, s->oh * s->ow, s->m, ctx);
+    const gemm_epilogue act = kern_fusion_epilogue(st->fusion);
+    conv_nhwc_plan_run(&st->p, &st->w, st->fusion ? &act : NULL, elt_transpose_f32, in[0]->data,
+                       conv_bias(&st->p.s, in, n_in), conv_fused_residual(st->fusion, in, n_in),
+                       out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The plan and the packed weights (every group's B, and the zeros of the padding taps) as
+ * initializers and blobs, and a conv_nhwc_plan_run call: the very code nhwc_run runs, but for the
+ * transposes (a plain loop instead of the eltwise family's, which the emitted library does not
+ * ship: the same floats moved). */
+
+static anvil_status nhwc_emit(const kern_node *kn, const void *state, kern_emit *e) {
+    const nhwc_state *st = state;
+    const nhwc_plan *p = &st->p;
+    const conv_shape *s = &p->s;
+    const conv_nhwc_weights *w = &st->w;
+    CORE_TRY(conv_emit_files_need(e));
+    CORE_TRY(e->need(e, "kernels/cpu/conv/conv_nhwc_run.c"));
+    if (s->group > 1024) /* pb[] is on the run function's stack */
+        return core_err(ANVIL_ERR_UNSUPPORTED, "%s: a conv of %lld groups", ir_node_label(kn->node),
+                        (long long)s->group);
+    e->code(e, "conv_nhwc_plan np;\nmemset(&np, 0, sizeof np);\n");
+    conv_emit_shape(e, "np.s", s);
+    e->code(e, "np.last = %s;\nnp.threads = %d;\n", p->last ? "true" : "false", p->threads);
+    e->code(e, "np.xt_bytes = %zu;\nnp.yt_bytes = %zu;\nnp.run_bytes = %zu;\n", p->xt_bytes,
+            p->yt_bytes, p->run_bytes);
+    conv_emit_tile(e, w->k);
+    CORE_TRY(conv_emit_packed(e, "pb", w->pb, w->groups, false));
+    char zeros[96] = "NULL";
+    if (w->zeros) {
+        CORE_TRY(e->blob(e, w->zeros, (size_t)s->cg * sizeof(float), zeros, sizeof zeros));
+    }
+    e->code(e,
+            "const conv_nhwc_weights nw = {&gemm_kernel_%s, {%lld, %lld, %lld}, %lld, pb, %s, "
+            "(float *)(%s)};\n",
+            w->k->name, (long long)w->blk.mc, (long long)w->blk.kc, (long long)w->blk.nc,
+            (long long)w->groups, w->indirect ? "true" : "false", zeros);
+    const gemm_epilogue act = kern_fusion_epilogue(st->fusion);
+    if (st->fusion) kern_emit_epilogue(e, "ep", &act, NULL, NULL, NULL);
+    char x[96], b[96], r[96];
+    conv_emit_in(e, 0, x, sizeof x);
+    conv_emit_in(e, s->has_bias ? 2 : -1, b, sizeof b);
+    conv_emit_in(e, st->fusion ? st->fusion->residual : -1, r, sizeof r);
+    e->code(e,
+            "conv_nhwc_plan_run(&np, &nw, %s, conv_transpose_rows_plain, (const float *)(%s), "
+            "(const float *)(%s), (const float *)(%s), (float *)(%s), %s, %s);\n",
+            st->fusion ? "&ep" : "NULL", x, b, r, e->out(e, 0), e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter nhwc_emitter = {nhwc_emit, NULL};
 
 /* The GEMMs the variant runs for kn under configuration c (its space's view). */
 static bool nhwc_view(const kern_node *kn, const kern_config *c, conv_gemm_view *v) {
@@ -441,9 +276,9 @@ const kern_variant conv_v_nhwc = {"conv_nhwc_im2col_gemm",
                                   nhwc_run,
                                   conv_fuses,
                                   &nhwc_space,
-                                  NULL};
+                                  &nhwc_emitter};
 
 /* anvil.ConvNhwc through the same GEMMs, no transposes. */
 const kern_variant convnhwc_v_gemm = {
-    "convnhwc_gemm", IR_OP_CONV_NHWC, 0,          nhwc_supports, nhwc_ws, nhwc_prepare,
-    nhwc_release,    nhwc_run,        conv_fuses, NULL,          NULL};
+    "convnhwc_gemm", IR_OP_CONV_NHWC, 0,          nhwc_supports, nhwc_ws,      nhwc_prepare,
+    nhwc_release,    nhwc_run,        conv_fuses, NULL,          &nhwc_emitter};

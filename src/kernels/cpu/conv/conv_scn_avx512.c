@@ -6,7 +6,7 @@
  * (4 where there are more than 2 vectors of channels) by every channel vector, and each tap is one
  * broadcast of an input value per pixel times the tap's weight vectors, so X is read in place and
  * nothing is copied. Pixels whose taps leave the image take the taps one by one. */
-#include "conv.h"
+#include "conv_layout.h"
 
 #include <immintrin.h>
 

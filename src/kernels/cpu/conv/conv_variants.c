@@ -22,7 +22,7 @@
  * "conv_f32" comes first: it picks one of the others per node from the rule table `cascade`
  * below (data, not code paths; each rule cites the measurement behind it), so the default is
  * deterministic while every variant stays forcible by name. */
-#include "conv_dwx.h"
+#include "conv.h"
 
 #include "kernels/fusion.h"
 

@@ -1,6 +1,6 @@
 /* AVX2 instance of the vector Winograd transforms (conv_wino_vec_tmpl.h); used only on machines
  * with AVX2 and FMA. */
-#include "conv.h"
+#include "conv_layout.h"
 #include "conv_vec_avx2.h"
 #include "conv_wino_tmpl.h"
 

@@ -4,14 +4,13 @@
 #ifndef ANVIL_KERNELS_DATA_H
 #define ANVIL_KERNELS_DATA_H
 
+#include "data_move.h"
 #include "kernels/kernels.h"
+
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Below this many output bytes a node runs on the calling thread: waking the pool costs more
- * than the copy (about 32K fp32 elements). */
-#define DATA_PAR_MIN_BYTES ((size_t)128 << 10)
 
 /* data_resize.c: Resize and Upsample, nearest (any dtype) and linear (fp32). */
 extern const kern_variant data_resize_nearest, data_resize_linear_f32_avx512,
@@ -25,12 +24,6 @@ extern const kern_variant data_concat_copy, data_split_copy, data_slice_copy, da
     data_expand_copy, data_tile_copy;
 /* data_scatter.c: ScatterND with reduction add (float32) or none (any dtype). */
 extern const kern_variant data_scatternd_add;
-
-/* The context to split `bytes` of output over: ctx when the work is worth the pool, else NULL
- * (serial on the calling thread). */
-static inline op_ctx *data_par(op_ctx *ctx, size_t bytes) {
-    return bytes >= DATA_PAR_MIN_BYTES ? ctx : NULL;
-}
 
 /* Whether input i of kn exists (was given and not omitted). */
 static inline bool data_has_input(const kern_node *kn, int i) {
@@ -60,32 +53,30 @@ static inline int64_t data_load_index(anvil_dtype dt, const void *p, size_t i) {
     return dt == ANVIL_DTYPE_INT32 ? (int64_t)((const int32_t *)p)[i] : ((const int64_t *)p)[i];
 }
 
-/* Copies n elements of es bytes from a source walked with element stride `stride` (may be
- * negative) into dense dst. */
-static inline void data_strided_copy(char *dst, const char *src, size_t n, int64_t stride,
-                                     size_t es) {
-    if (stride == 1) {
-        memcpy(dst, src, n * es);
-        return;
-    }
-    switch (es) {
-    case 1:
-        for (size_t i = 0; i < n; i++) dst[i] = src[(int64_t)i * stride];
-        break;
-    case 2:
-        for (size_t i = 0; i < n; i++) memcpy(dst + 2 * i, src + 2 * (int64_t)i * stride, 2);
-        break;
-    case 4:
-        for (size_t i = 0; i < n; i++) memcpy(dst + 4 * i, src + 4 * (int64_t)i * stride, 4);
-        break;
-    case 8:
-        for (size_t i = 0; i < n; i++) memcpy(dst + 8 * i, src + 8 * (int64_t)i * stride, 8);
-        break;
-    default:
-        for (size_t i = 0; i < n; i++)
-            memcpy(dst + es * i, src + (int64_t)es * (int64_t)i * stride, es);
-        break;
-    }
+/* The source files a data variant's emitted code calls into (data_move.h), for kern_emit.need. */
+static inline anvil_status data_emit_need(kern_emit *e) {
+    CORE_TRY(e->need(e, "kernels/cpu/data/data_move.h"));
+    CORE_TRY(e->need(e, "kernels/cpu/data/data_move.c"));
+    return e->include(e, "kernels/cpu/data/data_move.h");
+}
+
+/* n's label with every character that could end or format a C string literal ('"', '\\', '%',
+ * controls) replaced by '_', for the messages of emitted code. */
+static inline const char *data_emit_label(const ir_node *n, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", ir_node_label(n));
+    for (char *c = buf; *c; c++)
+        if (*c == '"' || *c == '\\' || *c == '%' || (unsigned char)*c < 32 || *c == 127) *c = '_';
+    return buf;
+}
+
+/* Emits `TYPE NAME[n] = {v...};` into the node's statements, for the tables a state points at
+ * (the file scope would not do: kern_emit.decl drops text it already holds). */
+static inline void data_emit_table(kern_emit *e, const char *type, const char *name,
+                                   const int64_t *v, size_t n) {
+    e->code(e, "%s %s[%zu] = {", type, name, n ? n : 1);
+    for (size_t i = 0; i < n; i++)
+        e->code(e, "%s%lld", i ? (i % 16 ? ", " : ",\n    ") : "", (long long)v[i]);
+    e->code(e, "%s};\n", n ? "" : "0");
 }
 
 #endif

@@ -14,14 +14,14 @@
  *    even a single row spreads over the threads.
  * Gather copies one slice per (outer index, index), after checking every index as the
  * reference does (same error, same message), so a bad index leaves the output untouched.
- * Small problems run on the calling thread. */
+ * Small problems run on the calling thread.
+ *
+ * This file plans; the engines themselves are in data_move.c (IR-free), which the variants' run
+ * and the code `anvil compile` emits for them (the emitters below) both call. */
 #include "data.h"
 #include "ops/tensor_common.h"
 
-/* Bytes per unit of parallel work. */
-#define DC_BLOCK ((size_t)64 << 10)
-/* Dims of a strided view: Tile splits each input dim in two. */
-#define DC_MAX (2 * IR_MAX_RANK)
+_Static_assert(DM_MAX_RANK == IR_MAX_RANK, "data_move.h's rank bound must be anvil's");
 
 static size_t dc_ceil_div(size_t a, size_t b) {
     return (a + b - 1) / b;
@@ -38,13 +38,6 @@ static bool dc_axis(const ir_node *n, const char *name, int64_t dflt, int rank, 
 }
 
 /* ---- segments: Concat and Split ---------------------------------------------------------- */
-
-typedef struct dc_seg_state {
-    int axis, parts;
-    size_t es, outer, row_bytes;
-    size_t *seg_bytes; /* per part: bytes of one row's segment */
-    size_t *seg_start; /* per part: the segment's offset in a row */
-} dc_seg_state;
 
 static void dc_seg_release(void *state) {
     dc_seg_state *s = state;
@@ -77,51 +70,6 @@ static anvil_status dc_seg_prepare(const op_tinfo *dense, const op_tinfo *parts,
     s->row_bytes = at;
     *state = s;
     return ANVIL_OK;
-}
-
-typedef struct dc_seg_job {
-    const dc_seg_state *s;
-    char *dense;       /* Concat: written; Split: read */
-    char *const *part; /* per part: its data (Split: NULL for an omitted output) */
-    bool split;
-    size_t total;
-} dc_seg_job;
-
-/* Dense bytes [begin * DC_BLOCK, end * DC_BLOCK): walk row by row and segment by segment. */
-static void dc_seg_blocks(void *arg, size_t begin, size_t end) {
-    const dc_seg_job *j = arg;
-    const dc_seg_state *s = j->s;
-    size_t cur = begin * DC_BLOCK, stop = end * DC_BLOCK < j->total ? end * DC_BLOCK : j->total;
-    size_t o = cur / s->row_bytes, r = cur % s->row_bytes;
-    int i = 0;
-    while (i + 1 < s->parts && s->seg_start[i + 1] <= r) i++;
-    while (cur < stop) {
-        size_t in_seg = r - s->seg_start[i], n = s->seg_bytes[i] - in_seg;
-        if (n > stop - cur) n = stop - cur;
-        if (n) {
-            char *p = j->part[i];
-            size_t at = o * s->seg_bytes[i] + in_seg;
-            if (!j->split)
-                memcpy(j->dense + cur, p + at, n);
-            else if (p)
-                memcpy(p + at, j->dense + cur, n);
-        }
-        cur += n;
-        r += n;
-        if (r == s->seg_start[i] + s->seg_bytes[i] && ++i == s->parts) {
-            i = 0;
-            r = 0;
-            o++;
-        }
-    }
-}
-
-static void dc_seg_run(const dc_seg_state *s, char *dense, char *const *part, bool split,
-                       op_ctx *ctx) {
-    size_t total = s->outer * s->row_bytes;
-    if (total == 0) return;
-    dc_seg_job j = {.s = s, .dense = dense, .part = part, .split = split, .total = total};
-    op_parallel_for(data_par(ctx, total), dc_ceil_div(total, DC_BLOCK), dc_seg_blocks, &j);
 }
 
 static bool dc_concat_supports(const kern_node *kn, const core_hw *hw) {
@@ -197,14 +145,6 @@ static anvil_status dc_split_run(const ir_node *n, void *state, const op_tensor 
 
 /* ---- strided views: Slice, Expand, Tile -------------------------------------------------- */
 
-typedef struct dc_view {
-    int rank; /* >= 1 after dc_view_coalesce */
-    size_t es;
-    int64_t dims[DC_MAX], stride[DC_MAX]; /* source element strides per output dim */
-    int64_t offset;                       /* source element of output index (0, ..., 0) */
-    size_t numel, rows, pieces, piece;    /* rows of dims[rank-1]; each cut into pieces */
-} dc_view;
-
 /* Drops dims of size 1, merges contiguous neighbours and decides the pieces. */
 static void dc_view_coalesce(dc_view *v) {
     int r = 0;
@@ -235,56 +175,18 @@ static void dc_view_coalesce(dc_view *v) {
     v->piece = dc_ceil_div(inner ? inner : 1, v->pieces);
 }
 
-typedef struct dc_view_job {
-    const dc_view *v;
-    const char *src;
-    char *dst;
-} dc_view_job;
-
-static void dc_view_units(void *arg, size_t begin, size_t end) {
-    const dc_view_job *j = arg;
-    const dc_view *v = j->v;
-    const int last = v->rank - 1;
-    const size_t inner = (size_t)v->dims[last], es = v->es;
-    int64_t idx[DC_MAX], off = 0;
-    size_t row = begin / v->pieces;
-    size_t rest = row;
-    for (int d = last - 1; d >= 0; d--) {
-        idx[d] = (int64_t)(rest % (size_t)v->dims[d]);
-        rest /= (size_t)v->dims[d];
-        off += idx[d] * v->stride[d];
-    }
-    for (size_t u = begin; u < end; u++) {
-        if (u / v->pieces != row) {
-            row++;
-            for (int d = last - 1; d >= 0; d--) {
-                off += v->stride[d];
-                if (++idx[d] < v->dims[d]) break;
-                off -= idx[d] * v->stride[d];
-                idx[d] = 0;
-            }
-        }
-        size_t lo = (u % v->pieces) * v->piece, hi = lo + v->piece < inner ? lo + v->piece : inner;
-        if (lo >= hi) continue;
-        const char *src = j->src + (v->offset + off + (int64_t)lo * v->stride[last]) * (int64_t)es;
-        data_strided_copy(j->dst + (row * inner + lo) * es, src, hi - lo, v->stride[last], es);
-    }
-}
-
 static void dc_view_release(void *state) {
     free(state);
 }
 
-static anvil_status dc_view_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
-                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+static anvil_status dc_view_node_run(const ir_node *n, void *state, const op_tensor *const *in,
+                                     int n_in, op_tensor *const *out, int n_out, void *ws,
+                                     op_ctx *ctx) {
     (void)n;
     (void)n_in;
     (void)n_out;
     (void)ws;
-    const dc_view *v = state;
-    if (v->numel == 0) return ANVIL_OK;
-    dc_view_job j = {.v = v, .src = in[0]->data, .dst = out[0]->data};
-    op_parallel_for(data_par(ctx, v->numel * v->es), v->rows * v->pieces, dc_view_units, &j);
+    dc_view_run(state, in[0]->data, out[0]->data, ctx);
     return ANVIL_OK;
 }
 
@@ -412,12 +314,6 @@ static anvil_status dc_tile_prepare(const kern_node *kn, void **state) {
 
 /* ---- Gather ------------------------------------------------------------------------------ */
 
-typedef struct dc_gather_state {
-    int axis;
-    size_t es, outer, q, inner_bytes;
-    int64_t axis_dim;
-} dc_gather_state;
-
 static bool dc_gather_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
     const op_tinfo *x = &kn->in[0], *ix = &kn->in[1], *y = &kn->out[0];
@@ -440,60 +336,96 @@ static anvil_status dc_gather_prepare(const kern_node *kn, void **state) {
     s->q = data_prod(ix->d, 0, ix->rank);
     s->axis_dim = x->d[s->axis];
     s->inner_bytes = data_prod(x->d, s->axis + 1, x->rank) * s->es;
+    s->idx32 = kn->in[1].dtype == ANVIL_DTYPE_INT32;
     *state = s;
     return ANVIL_OK;
 }
 
-typedef struct dc_gather_job {
-    const dc_gather_state *s;
-    const char *src;
-    char *dst;
-    anvil_dtype idt;
-    const void *idx;
-} dc_gather_job;
-
-/* Rows [begin, end) of (outer index, index): one slice of inner_bytes each. */
-static void dc_gather_rows(void *arg, size_t begin, size_t end) {
-    const dc_gather_job *j = arg;
-    const dc_gather_state *s = j->s;
-    const size_t ib = s->inner_bytes;
-    size_t o = begin / s->q, t = begin % s->q;
-    for (size_t row = begin; row < end; row++) {
-        int64_t i = data_load_index(j->idt, j->idx, t);
-        if (i < 0) i += s->axis_dim;
-        const char *src = j->src + ((size_t)o * (size_t)s->axis_dim + (size_t)i) * ib;
-        if (ib <= 8)
-            op_elem_copy(j->dst + row * ib, src, ib);
-        else
-            memcpy(j->dst + row * ib, src, ib);
-        if (++t == s->q) {
-            t = 0;
-            o++;
-        }
-    }
-}
-
-static anvil_status dc_gather_run(const ir_node *n, void *state, const op_tensor *const *in,
-                                  int n_in, op_tensor *const *out, int n_out, void *ws,
-                                  op_ctx *ctx) {
+static anvil_status dc_gather_node_run(const ir_node *n, void *state, const op_tensor *const *in,
+                                       int n_in, op_tensor *const *out, int n_out, void *ws,
+                                       op_ctx *ctx) {
     (void)n_in;
     (void)n_out;
     (void)ws;
     const dc_gather_state *s = state;
     const op_tensor *ix = in[1];
-    const int64_t lim = s->axis_dim;
     /* every index is checked before any byte moves, as the reference does */
-    for (size_t t = 0; t < s->q; t++) {
-        int64_t v = data_load_index(ix->dtype, ix->data, t);
-        if (v < -lim || v >= lim) return tensor_gather_index_error(n, ix, t, v, s->axis, lim);
-    }
-    size_t rows = s->outer * s->q;
-    if (rows == 0 || s->inner_bytes == 0) return ANVIL_OK;
-    dc_gather_job j = {
-        .s = s, .src = in[0]->data, .dst = out[0]->data, .idt = ix->dtype, .idx = ix->data};
-    op_parallel_for(data_par(ctx, rows * s->inner_bytes), rows, dc_gather_rows, &j);
+    size_t t;
+    if (!dc_gather_check(s, ix->data, &t))
+        return tensor_gather_index_error(n, ix, t, data_load_index(ix->dtype, ix->data, t), s->axis,
+                                         s->axis_dim);
+    dc_gather_run(s, in[0]->data, ix->data, out[0]->data, ctx);
     return ANVIL_OK;
 }
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * Each node becomes one call into data_move.c on the state this prepare made, baked in as
+ * constants, so the library moves exactly the bytes the variant moves. Any dtype: the engines
+ * copy bytes. */
+
+static anvil_status dc_seg_emit(const kern_node *kn, const void *state, kern_emit *e) {
+    const dc_seg_state *s = state;
+    const bool split = kn->node->op == IR_OP_SPLIT;
+    CORE_TRY(data_emit_need(e));
+    int64_t t[512];
+    for (int i = 0; i < s->parts; i++) {
+        t[i] = (int64_t)s->seg_bytes[i];
+        t[s->parts + i] = (int64_t)s->seg_start[i];
+    }
+    data_emit_table(e, "size_t", "segt", t, 2 * (size_t)s->parts);
+    e->code(e, "const dc_seg_state ss = {%d, %d, %zu, %zu, %zu, segt, segt + %d};\n", s->axis,
+            s->parts, s->es, s->outer, s->row_bytes, s->parts);
+    e->code(e, "char *const parts[%d] = {", s->parts);
+    for (int i = 0; i < s->parts; i++)
+        e->code(e, "%s(char *)(%s)", i ? ", " : "", split ? e->out(e, i) : e->in(e, i));
+    e->code(e, "};\n");
+    e->code(e, "dc_seg_run(&ss, (char *)(%s), parts, %d, %s);\n",
+            split ? e->in(e, 0) : e->out(e, 0), (int)split, e->ctx);
+    return ANVIL_OK;
+}
+
+static anvil_status dc_view_emit(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    const dc_view *v = state;
+    CORE_TRY(data_emit_need(e));
+    e->code(e, "dc_view dv = {0};\n");
+    e->code(e, "dv.rank = %d;\ndv.es = %zu;\ndv.offset = %lld;\n", v->rank, v->es,
+            (long long)v->offset);
+    for (int d = 0; d < v->rank; d++)
+        e->code(e, "dv.dims[%d] = %lld;\ndv.stride[%d] = %lld;\n", d, (long long)v->dims[d], d,
+                (long long)v->stride[d]);
+    e->code(e, "dv.numel = %zu;\ndv.rows = %zu;\ndv.pieces = %zu;\ndv.piece = %zu;\n", v->numel,
+            v->rows, v->pieces, v->piece);
+    e->code(e, "dc_view_run(&dv, (const char *)(%s), (char *)(%s), %s);\n", e->in(e, 0),
+            e->out(e, 0), e->ctx);
+    return ANVIL_OK;
+}
+
+static anvil_status dc_gather_emit(const kern_node *kn, const void *state, kern_emit *e) {
+    const dc_gather_state *s = state;
+    char label[160];
+    CORE_TRY(data_emit_need(e));
+    e->code(e, "const dc_gather_state gs = {%d, %zu, %zu, %zu, %zu, %lld, %d};\n", s->axis, s->es,
+            s->outer, s->q, s->inner_bytes, (long long)s->axis_dim, (int)s->idx32);
+    /* the indices are read when the library runs (a constant's are in the weights), so they are
+     * checked then, as the variant's run checks them */
+    e->code(e, "size_t bad;\n");
+    e->code(e, "if (!dc_gather_check(&gs, %s, &bad))\n", e->in(e, 1));
+    e->code(e,
+            "    return core_err(ANVIL_ERR_RUNTIME, \"node '%s' (Gather): index %%lld at position "
+            "%%zu of the "
+            "indices is out of range for axis %d of size %lld\", (long long)dc_gather_index(&gs, "
+            "%s, bad), bad);\n",
+            data_emit_label(kn->node, label, sizeof label), s->axis, (long long)s->axis_dim,
+            e->in(e, 1));
+    e->code(e, "dc_gather_run(&gs, (const char *)(%s), %s, (char *)(%s), %s);\n", e->in(e, 0),
+            e->in(e, 1), e->out(e, 0), e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter dc_seg_emitter = {dc_seg_emit, NULL};
+static const kern_emitter dc_view_emitter = {dc_view_emit, NULL};
+static const kern_emitter dc_gather_emitter = {dc_gather_emit, NULL};
 
 /* ---- the variants ------------------------------------------------------------------------ */
 
@@ -502,39 +434,45 @@ const kern_variant data_concat_copy = {.name = "concat_copy",
                                        .supports = dc_concat_supports,
                                        .prepare = dc_concat_prepare,
                                        .release = dc_seg_release,
-                                       .run = dc_concat_run};
+                                       .run = dc_concat_run,
+                                       .emit = &dc_seg_emitter};
 
 const kern_variant data_split_copy = {.name = "split_copy",
                                       .op = IR_OP_SPLIT,
                                       .supports = dc_split_supports,
                                       .prepare = dc_split_prepare,
                                       .release = dc_seg_release,
-                                      .run = dc_split_run};
+                                      .run = dc_split_run,
+                                      .emit = &dc_seg_emitter};
 
 const kern_variant data_slice_copy = {.name = "slice_copy",
                                       .op = IR_OP_SLICE,
                                       .supports = dc_slice_supports,
                                       .prepare = dc_slice_prepare,
                                       .release = dc_view_release,
-                                      .run = dc_view_run};
+                                      .run = dc_view_node_run,
+                                      .emit = &dc_view_emitter};
 
 const kern_variant data_expand_copy = {.name = "expand_copy",
                                        .op = IR_OP_EXPAND,
                                        .supports = dc_expand_supports,
                                        .prepare = dc_expand_prepare,
                                        .release = dc_view_release,
-                                       .run = dc_view_run};
+                                       .run = dc_view_node_run,
+                                       .emit = &dc_view_emitter};
 
 const kern_variant data_tile_copy = {.name = "tile_copy",
                                      .op = IR_OP_TILE,
                                      .supports = dc_tile_supports,
                                      .prepare = dc_tile_prepare,
                                      .release = dc_view_release,
-                                     .run = dc_view_run};
+                                     .run = dc_view_node_run,
+                                     .emit = &dc_view_emitter};
 
 const kern_variant data_gather_copy = {.name = "gather_copy",
                                        .op = IR_OP_GATHER,
                                        .supports = dc_gather_supports,
                                        .prepare = dc_gather_prepare,
                                        .release = dc_view_release,
-                                       .run = dc_gather_run};
+                                       .run = dc_gather_node_run,
+                                       .emit = &dc_gather_emitter};

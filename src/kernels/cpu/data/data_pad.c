@@ -6,20 +6,11 @@
  * leading indices fall in a constant pad is a copy of a prepared row of the constant; any other row
  * is its mapped ends element by element around one memcpy of the kept run. Rows are walked with an
  * odometer rather than dividing the row number per row, and split across threads in contiguous
- * ranges. Pads only known at run time stay with the reference. */
+ * ranges. Pads only known at run time stay with the reference. The rows are filled by
+ * dp_run_rows (data_move.c, IR-free), which the run and the code `anvil compile` emits both call.
+ */
 #include "data.h"
 #include "ops/pad_common.h"
-
-typedef struct dp_state {
-    int rank;
-    size_t es;
-    int64_t in_dims[IR_MAX_RANK], out_dims[IR_MAX_RANK], istr[IR_MAX_RANK];
-    int64_t *map[IR_MAX_RANK]; /* per axis: output index -> input index or -1 */
-    int64_t lead, kept, crop;  /* the last axis's copied run */
-    unsigned char attr_fill[16];
-    bool fill_from_input; /* input 2 holds the constant (opset >= 11) */
-    int64_t *block;
-} dp_state;
 
 /* Per-axis begin / end pads through the reference's pad_resolve; false where they are unknown at
  * plan time or invalid. */
@@ -108,57 +99,6 @@ static size_t dp_workspace(const kern_node *kn) {
     return (size_t)y->shape.d[y->shape.rank - 1] * anvil_dtype_size(y->dtype);
 }
 
-typedef struct dp_job {
-    const dp_state *s;
-    const char *x;
-    char *y;
-    const char *fill_row; /* ow elements of the constant */
-} dp_job;
-
-static void dp_rows(void *arg, size_t begin, size_t end) {
-    const dp_job *j = arg;
-    const dp_state *s = j->s;
-    const int last = s->rank - 1;
-    const size_t es = s->es, ow = (size_t)s->out_dims[last], row_bytes = ow * es;
-    const int64_t *mw = s->map[last];
-    /* the leading output indices of row `begin` */
-    int64_t idx[IR_MAX_RANK];
-    size_t rest = begin;
-    for (int d = last - 1; d >= 0; d--) {
-        idx[d] = (int64_t)(rest % (size_t)s->out_dims[d]);
-        rest /= (size_t)s->out_dims[d];
-    }
-    for (size_t r = begin; r < end; r++) {
-        char *y = j->y + r * row_bytes;
-        int64_t src = 0;
-        bool constant_row = false;
-        for (int d = 0; d < last; d++) {
-            int64_t si = s->map[d][idx[d]];
-            if (si < 0) constant_row = true;
-            src += si * s->istr[d];
-        }
-        for (int d = last - 1; d >= 0; d--) {
-            if (++idx[d] < s->out_dims[d]) break;
-            idx[d] = 0;
-        }
-        if (constant_row) {
-            memcpy(y, j->fill_row, row_bytes);
-            continue;
-        }
-        const char *xrow = j->x + (size_t)src * es;
-        size_t lead = (size_t)s->lead, kept = (size_t)s->kept;
-        for (size_t o = 0; o < ow; o++) {
-            if (o == lead && kept > 0) {
-                memcpy(y + o * es, xrow + (size_t)s->crop * es, kept * es);
-                o += kept - 1;
-                continue;
-            }
-            int64_t si = mw[o];
-            op_elem_copy(y + o * es, si < 0 ? j->fill_row : xrow + (size_t)si * es, es);
-        }
-    }
-}
-
 static anvil_status dp_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                            op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
     (void)n_out;
@@ -172,30 +112,40 @@ static anvil_status dp_run(const ir_node *n, void *state, const op_tensor *const
         return core_err(ANVIL_ERR_RUNTIME,
                         "%s: the tensors' shapes differ from those the pad was prepared for",
                         ir_node_label(n));
-    size_t total = op_tensor_numel(y);
-    if (total == 0) return ANVIL_OK;
-    const size_t es = s->es, ow = (size_t)s->out_dims[s->rank - 1];
-    unsigned char fill[16];
-    memcpy(fill, s->attr_fill, sizeof fill);
-    if (s->fill_from_input) {
-        memset(fill, 0, sizeof fill);
-        if (n_in > 2 && in[2] && op_tensor_numel(in[2]) >= 1) memcpy(fill, in[2]->data, es);
-    }
-    char *fill_row = ws;
-    bool zero = true;
-    for (size_t i = 0; i < es; i++) zero = zero && fill[i] == 0;
-    if (zero) {
-        memset(fill_row, 0, ow * es);
-    } else {
-        memcpy(fill_row, fill, es);
-        /* doubling copies: log2(ow) memcpy calls */
-        for (size_t have = 1; have < ow; have *= 2)
-            memcpy(fill_row + have * es, fill_row, (have * 2 <= ow ? have : ow - have) * es);
-    }
-    dp_job j = {.s = s, .x = x->data, .y = y->data, .fill_row = fill_row};
-    op_parallel_for(data_par(ctx, total * es), total / ow, dp_rows, &j);
+    const void *fill = n_in > 2 && in[2] ? in[2]->data : NULL;
+    dp_run_rows(s, x->data, y->data, fill, fill ? op_tensor_numel(in[2]) : 0, ws, ctx);
     return ANVIL_OK;
 }
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * One dp_run_rows call on this prepare's state: the index tables in the weights, the rest as
+ * constants; the constant input (opset >= 11) is read when the library runs. */
+static anvil_status dp_emit(const kern_node *kn, const void *state, kern_emit *e) {
+    const dp_state *s = state;
+    CORE_TRY(data_emit_need(e));
+    size_t len = 0;
+    for (int d = 0; d < s->rank; d++) len += (size_t)s->out_dims[d];
+    char tab[96];
+    CORE_TRY(e->blob(e, s->block, (len + 1) * sizeof(int64_t), tab, sizeof tab));
+    e->code(e, "dp_state ps = {0};\nps.rank = %d;\nps.es = %zu;\n", s->rank, s->es);
+    for (int d = 0; d < s->rank; d++)
+        e->code(e,
+                "ps.in_dims[%d] = %lld;\nps.out_dims[%d] = %lld;\nps.istr[%d] = %lld;\n"
+                "ps.map[%d] = (int64_t *)(%s) + %td;\n",
+                d, (long long)s->in_dims[d], d, (long long)s->out_dims[d], d, (long long)s->istr[d],
+                d, tab, s->map[d] - s->block);
+    e->code(e, "ps.lead = %lld;\nps.kept = %lld;\nps.crop = %lld;\nps.fill_from_input = %d;\n",
+            (long long)s->lead, (long long)s->kept, (long long)s->crop, (int)s->fill_from_input);
+    for (size_t i = 0; i < sizeof s->attr_fill; i++)
+        if (s->attr_fill[i]) e->code(e, "ps.attr_fill[%zu] = %u;\n", i, s->attr_fill[i]);
+    const bool fill = s->fill_from_input && data_has_input(kn, 2);
+    e->code(e, "dp_run_rows(&ps, (const char *)(%s), (char *)(%s), %s, %zu, (char *)(%s), %s);\n",
+            e->in(e, 0), e->out(e, 0), fill ? e->in(e, 2) : "NULL",
+            fill ? op_tensor_numel(&e->in_t[2]) : 0, e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter dp_emitter = {dp_emit, NULL};
 
 const kern_variant data_pad_rows = {.name = "pad_rows",
                                     .op = IR_OP_PAD,
@@ -203,4 +153,5 @@ const kern_variant data_pad_rows = {.name = "pad_rows",
                                     .workspace_size = dp_workspace,
                                     .prepare = dp_prepare,
                                     .release = dp_release,
-                                    .run = dp_run};
+                                    .run = dp_run,
+                                    .emit = &dp_emitter};

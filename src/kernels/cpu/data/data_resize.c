@@ -21,9 +21,6 @@
 #include "ops/resize_common.h"
 
 #include <math.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* The node's attributes: a Resize node's are the reference's own (its params), an Upsample
  * node's are written in the same terms, plus its scales attribute before opset 9. */
@@ -101,26 +98,6 @@ static bool rz_geometry(const kern_node *kn, const rz_attrs *a, rs_axis *ax) {
 
 /* ---- state ------------------------------------------------------------------------------- */
 
-typedef struct rz_state {
-    size_t es;
-    int threads;
-    int64_t planes, ih, iw, oh, ow;
-    int64_t in_dims[IR_MAX_RANK], out_dims[IR_MAX_RANK];
-    int rank;
-    /* nearest: source row per output row, source column per output column */
-    int64_t *mh, *mw;
-    int factor;      /* > 0: mw[o] == o / factor for every o (integer upsampling) */
-    bool w_identity; /* mw[o] == o and ow == iw */
-    /* linear: two taps per output row and column */
-    int64_t *y0, *y1, *x0, *x1;
-    float *wy0, *wy1, *wx0, *wx1;
-    bool w_resized;
-    size_t ws_stride; /* floats of workspace per thread (linear) */
-    bool avx512;      /* linear rows through rz_linear_row_avx512 and hplan */
-    rz_hplan hplan;
-    void *block, *hblock; /* the allocations behind the tables */
-} rz_state;
-
 static void rz_release(void *state) {
     rz_state *s = state;
     if (!s) return;
@@ -167,7 +144,8 @@ static bool rz_supports_linear_avx512(const kern_node *kn, const core_hw *hw) {
 /* The blocks of the AVX-512 row kernel (data_resize.h) from the column taps. */
 static anvil_status rz_hplan_build(rz_state *s) {
     size_t ow = (size_t)s->ow, nb = (ow + 15) / 16;
-    char *m = malloc(nb * (sizeof(int32_t) + 1) + 2 * ow * sizeof(int32_t) + 8);
+    s->hblock_bytes = nb * (sizeof(int32_t) + 1) + 2 * ow * sizeof(int32_t) + 8;
+    char *m = malloc(s->hblock_bytes);
     if (!m) return ANVIL_ERR_OUT_OF_MEMORY;
     s->hblock = m;
     int32_t *base = (int32_t *)m, *off0 = base + nb, *off1 = off0 + ow;
@@ -248,7 +226,8 @@ static anvil_status rz_prepare_isa(const kern_node *kn, bool avx512, void **stat
     s->w_resized = aw->resized;
     size_t oh = (size_t)s->oh, ow = (size_t)s->ow;
     if (a.p.mode == RS_NEAREST) {
-        s->block = malloc((oh + ow + 1) * sizeof(int64_t));
+        s->block_bytes = (oh + ow + 1) * sizeof(int64_t);
+        s->block = malloc(s->block_bytes);
         if (!s->block) {
             rz_release(s);
             return ANVIL_ERR_OUT_OF_MEMORY;
@@ -272,7 +251,8 @@ static anvil_status rz_prepare_isa(const kern_node *kn, bool avx512, void **stat
         }
     } else {
         size_t ints = 2 * (oh + ow), floats = 2 * (oh + ow);
-        s->block = malloc(ints * sizeof(int64_t) + floats * sizeof(float) + 8);
+        s->block_bytes = ints * sizeof(int64_t) + floats * sizeof(float) + 8;
+        s->block = malloc(s->block_bytes);
         if (!s->block) {
             rz_release(s);
             return ANVIL_ERR_OUT_OF_MEMORY;
@@ -319,114 +299,6 @@ static size_t rz_workspace(const kern_node *kn) {
 
 /* ---- run --------------------------------------------------------------------------------- */
 
-typedef struct rz_job {
-    const rz_state *s;
-    const char *x;
-    char *y;
-    float *ws;
-    size_t rows, parts;
-} rz_job;
-
-/* One output row of nearest: dst[o] = src[mw[o]]. */
-static void rz_nearest_row(const rz_state *s, char *dst, const char *src) {
-    const size_t ow = (size_t)s->ow, es = s->es;
-    const int64_t *mw = s->mw;
-    if (s->w_identity) {
-        memcpy(dst, src, ow * es);
-        return;
-    }
-    if (s->factor == 2 && es == 4) {
-        const uint32_t *in = (const uint32_t *)src;
-        uint32_t *out = (uint32_t *)dst;
-        size_t i = 0;
-#ifdef __SSE2__
-        for (; i + 4 <= ow / 2; i += 4) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(in + i));
-            _mm_storeu_si128((__m128i *)(out + 2 * i), _mm_unpacklo_epi32(v, v));
-            _mm_storeu_si128((__m128i *)(out + 2 * i + 4), _mm_unpackhi_epi32(v, v));
-        }
-#endif
-        for (; i < ow / 2; i++) {
-            uint32_t v = in[i];
-            out[2 * i] = v;
-            out[2 * i + 1] = v;
-        }
-        return;
-    }
-    switch (es) {
-    case 1:
-        for (size_t o = 0; o < ow; o++) dst[o] = src[mw[o]];
-        break;
-    case 2:
-        for (size_t o = 0; o < ow; o++) ((uint16_t *)dst)[o] = ((const uint16_t *)src)[mw[o]];
-        break;
-    case 4:
-        for (size_t o = 0; o < ow; o++) ((uint32_t *)dst)[o] = ((const uint32_t *)src)[mw[o]];
-        break;
-    case 8:
-        for (size_t o = 0; o < ow; o++) ((uint64_t *)dst)[o] = ((const uint64_t *)src)[mw[o]];
-        break;
-    default:
-        for (size_t o = 0; o < ow; o++) memcpy(dst + o * es, src + (size_t)mw[o] * es, es);
-        break;
-    }
-}
-
-/* Output rows [begin, end) of all planes (row r: plane r / oh, output row r % oh). A row whose
- * source is the previous row's copies that output row instead of gathering again. */
-static void rz_nearest_rows(void *arg, size_t begin, size_t end) {
-    const rz_job *j = arg;
-    const rz_state *s = j->s;
-    const size_t oh = (size_t)s->oh, row_out = (size_t)s->ow * s->es;
-    const size_t row_in = (size_t)s->iw * s->es, plane_in = (size_t)s->ih * row_in;
-    for (size_t r = begin; r < end; r++) {
-        size_t p = r / oh, oy = r % oh;
-        char *dst = j->y + r * row_out;
-        if (r > begin && oy > 0 && s->mh[oy] == s->mh[oy - 1]) {
-            memcpy(dst, dst - row_out, row_out);
-            continue;
-        }
-        rz_nearest_row(s, dst, j->x + p * plane_in + (size_t)s->mh[oy] * row_in);
-    }
-}
-
-/* Part t of the output rows with its own row of workspace: blend the two source rows, then
- * gather the columns. */
-static void rz_linear_parts(void *arg, size_t begin, size_t end) {
-    const rz_job *j = arg;
-    const rz_state *s = j->s;
-    const size_t oh = (size_t)s->oh, iw = (size_t)s->iw, ow = (size_t)s->ow;
-    const float *x = (const float *)j->x;
-    float *y = (float *)j->y;
-    for (size_t t = begin; t < end; t++) {
-        float *tmp = j->ws + t * s->ws_stride;
-        size_t lo = j->rows * t / j->parts, hi = j->rows * (t + 1) / j->parts;
-        for (size_t r = lo; r < hi; r++) {
-            size_t p = r / oh, oy = r % oh;
-            const float *plane = x + p * (size_t)s->ih * iw;
-            const float *r0 = plane + (size_t)s->y0[oy] * iw, *r1 = plane + (size_t)s->y1[oy] * iw;
-            float *dst = y + r * ow, *row = s->w_resized ? tmp : dst;
-            const float a = s->wy0[oy], b = s->wy1[oy];
-            if (s->avx512) {
-                rz_linear_row_avx512(&s->hplan, r0, r1, a, b, s->w_resized, tmp, dst);
-                continue;
-            }
-            if (b == 0) {
-                if (a == 1 && s->w_resized)
-                    row = (float *)r0;
-                else
-                    for (size_t i = 0; i < iw; i++) row[i] = a * r0[i];
-            } else {
-                for (size_t i = 0; i < iw; i++) row[i] = a * r0[i] + b * r1[i];
-            }
-            if (!s->w_resized) continue;
-            const int64_t *x0 = s->x0, *x1 = s->x1;
-            const float *w0 = s->wx0, *w1 = s->wx1;
-            for (size_t o = 0; o < ow; o++) dst[o] = w0[o] * row[x0[o]] + w1[o] * row[x1[o]];
-        }
-    }
-}
-
 /* Whether the run's tensors have the shapes prepare saw (the plan is per shape signature, so
  * anything else is a runtime inconsistency). */
 static anvil_status rz_check_shapes(const ir_node *n, const rz_state *s, const op_tensor *x,
@@ -447,30 +319,73 @@ static anvil_status rz_run(const ir_node *n, void *state, const op_tensor *const
     (void)n_out;
     const rz_state *s = state;
     CORE_TRY(rz_check_shapes(n, s, in[0], out[0]));
-    size_t rows = (size_t)s->planes * (size_t)s->oh;
-    size_t bytes = rows * (size_t)s->ow * s->es;
-    if (bytes == 0) return ANVIL_OK;
-    rz_job j = {.s = s, .x = in[0]->data, .y = out[0]->data, .ws = ws, .rows = rows};
-    op_ctx *c = data_par(ctx, bytes);
-    if (s->mh) {
-        op_parallel_for(c, rows, rz_nearest_rows, &j);
-        return ANVIL_OK;
-    }
-    int T = op_ctx_threads(c);
-    if (T > s->threads) T = s->threads;
-    if ((size_t)T > rows) T = (int)rows;
-    if (T < 1) T = 1;
-    j.parts = (size_t)T;
-    op_parallel_for(T > 1 ? c : NULL, j.parts, rz_linear_parts, &j);
+    rz_run_rows(s, in[0]->data, out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * One rz_run_rows call on this prepare's state: its tables (and the AVX-512 column plan) in the
+ * weights at the same offsets within their allocation, the rest as constants. */
+static anvil_status rz_emit(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    const rz_state *s = state;
+    CORE_TRY(data_emit_need(e));
+    CORE_TRY(e->need(e, "kernels/cpu/data/data_resize.h"));
+    CORE_TRY(e->need(e, "kernels/cpu/data/data_resize_run.c"));
+    /* rz_run_rows names the AVX-512 row, which it calls only for an avx512 state */
+    CORE_TRY(e->need(e, "kernels/cpu/data/data_resize_avx512.c"));
+    CORE_TRY(e->include(e, "kernels/cpu/data/data_resize.h"));
+    char blk[96], hblk[96];
+    CORE_TRY(e->blob(e, s->block, s->block_bytes, blk, sizeof blk));
+    e->code(e, "char *blk = (char *)(%s);\n", blk);
+    e->code(e, "rz_state rs = {0};\n");
+    e->code(e, "rs.es = %zu;\nrs.threads = %d;\nrs.rank = %d;\n", s->es, s->threads, s->rank);
+    e->code(e, "rs.planes = %lld;\nrs.ih = %lld;\nrs.iw = %lld;\nrs.oh = %lld;\nrs.ow = %lld;\n",
+            (long long)s->planes, (long long)s->ih, (long long)s->iw, (long long)s->oh,
+            (long long)s->ow);
+    e->code(e, "rs.factor = %d;\nrs.w_identity = %d;\nrs.w_resized = %d;\n", s->factor,
+            (int)s->w_identity, (int)s->w_resized);
+    e->code(e, "rs.ws_stride = %zu;\nrs.avx512 = %d;\n", s->ws_stride, (int)s->avx512);
+    /* the tables' places within the block */
+    const char *const names[] = {"mh", "mw", "y0", "y1", "x0", "x1"};
+    const int64_t *const ptrs[] = {s->mh, s->mw, s->y0, s->y1, s->x0, s->x1};
+    for (int i = 0; i < 6; i++)
+        if (ptrs[i])
+            e->code(e, "rs.%s = (int64_t *)(blk + %td);\n", names[i],
+                    (const char *)ptrs[i] - (const char *)s->block);
+    const char *const fnames[] = {"wy0", "wy1", "wx0", "wx1"};
+    const float *const fptrs[] = {s->wy0, s->wy1, s->wx0, s->wx1};
+    for (int i = 0; i < 4; i++)
+        if (fptrs[i])
+            e->code(e, "rs.%s = (float *)(blk + %td);\n", fnames[i],
+                    (const char *)fptrs[i] - (const char *)s->block);
+    if (s->avx512) {
+        const rz_hplan *h = &s->hplan;
+        CORE_TRY(e->blob(e, s->hblock, s->hblock_bytes, hblk, sizeof hblk));
+        const char *hb = s->hblock;
+        e->code(e, "const char *hblk = (const char *)(%s);\n", hblk);
+        e->code(e,
+                "rs.hplan = (rz_hplan){%zu, %zu, (const int32_t *)(hblk + %td), (const uint8_t "
+                "*)(hblk + %td), (const int32_t *)(hblk + %td), (const int32_t *)(hblk + %td), "
+                "rs.wx0, rs.wx1};\n",
+                h->iw, h->ow, (const char *)h->base - hb, (const char *)h->fits - hb,
+                (const char *)h->off0 - hb, (const char *)h->off1 - hb);
+    }
+    e->code(e, "rz_run_rows(&rs, (const char *)(%s), (char *)(%s), %s%s%s, %s);\n", e->in(e, 0),
+            e->out(e, 0), s->mh ? "" : "(float *)(", s->mh ? "NULL" : e->ws, s->mh ? "" : ")",
+            e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter rz_emitter = {rz_emit, NULL};
 
 const kern_variant data_resize_nearest = {.name = "resize_nearest",
                                           .op = IR_OP_RESIZE,
                                           .supports = rz_supports_nearest,
                                           .prepare = rz_prepare,
                                           .release = rz_release,
-                                          .run = rz_run};
+                                          .run = rz_run,
+                                          .emit = &rz_emitter};
 
 const kern_variant data_resize_linear_f32_avx512 = {.name = "resize_linear_f32_avx512",
                                                     .op = IR_OP_RESIZE,
@@ -479,7 +394,8 @@ const kern_variant data_resize_linear_f32_avx512 = {.name = "resize_linear_f32_a
                                                     .workspace_size = rz_workspace,
                                                     .prepare = rz_prepare_avx512,
                                                     .release = rz_release,
-                                                    .run = rz_run};
+                                                    .run = rz_run,
+                                                    .emit = &rz_emitter};
 
 const kern_variant data_upsample_linear_f32_avx512 = {.name = "upsample_linear_f32_avx512",
                                                       .op = IR_OP_UPSAMPLE,
@@ -488,7 +404,8 @@ const kern_variant data_upsample_linear_f32_avx512 = {.name = "upsample_linear_f
                                                       .workspace_size = rz_workspace,
                                                       .prepare = rz_prepare_avx512,
                                                       .release = rz_release,
-                                                      .run = rz_run};
+                                                      .run = rz_run,
+                                                      .emit = &rz_emitter};
 
 const kern_variant data_resize_linear_f32 = {.name = "resize_linear_f32",
                                              .op = IR_OP_RESIZE,
@@ -496,14 +413,16 @@ const kern_variant data_resize_linear_f32 = {.name = "resize_linear_f32",
                                              .workspace_size = rz_workspace,
                                              .prepare = rz_prepare,
                                              .release = rz_release,
-                                             .run = rz_run};
+                                             .run = rz_run,
+                                             .emit = &rz_emitter};
 
 const kern_variant data_upsample_nearest = {.name = "upsample_nearest",
                                             .op = IR_OP_UPSAMPLE,
                                             .supports = rz_supports_nearest,
                                             .prepare = rz_prepare,
                                             .release = rz_release,
-                                            .run = rz_run};
+                                            .run = rz_run,
+                                            .emit = &rz_emitter};
 
 const kern_variant data_upsample_linear_f32 = {.name = "upsample_linear_f32",
                                                .op = IR_OP_UPSAMPLE,
@@ -511,4 +430,5 @@ const kern_variant data_upsample_linear_f32 = {.name = "upsample_linear_f32",
                                                .workspace_size = rz_workspace,
                                                .prepare = rz_prepare,
                                                .release = rz_release,
-                                               .run = rz_run};
+                                               .run = rz_run,
+                                               .emit = &rz_emitter};

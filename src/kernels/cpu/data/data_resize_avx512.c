@@ -1,7 +1,6 @@
 /* The AVX-512 row kernel of linear resize (see data_resize.h). Upsampling and mild downsampling
  * read a 16-column output block from at most 32 consecutive input columns, so two masked loads
  * and a two-source permute replace a gather; other blocks gather. */
-#include "data.h"
 #include "data_resize.h"
 
 #include <immintrin.h>

@@ -91,21 +91,21 @@ gemm_ukernel_epilogue(gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX], const gemm_epilogue 
     case IR_ACT_HARD_SWISH:
         IR_ACT_ALL(f_hardswish(x));
         break;
-#ifdef ANVIL_HAVE_SLEEF
     case IR_ACT_SIGMOID:
         IR_ACT_ALL(f_sigmoid(x));
-        break;
-    case IR_ACT_TANH:
-        IR_ACT_ALL(V_TANH(x));
         break;
     case IR_ACT_GELU_ERF:
         IR_ACT_ALL(f_gelu(x));
         break;
-    case IR_ACT_GELU_TANH:
-        IR_ACT_ALL(f_gelu_tanh(x));
-        break;
     case IR_ACT_SILU:
         IR_ACT_ALL(V_MUL(x, f_sigmoid(x)));
+        break;
+#ifdef ANVIL_HAVE_SLEEF /* tanh is SLEEF's; the ones above need only eltwise_act.h's exp */
+    case IR_ACT_TANH:
+        IR_ACT_ALL(V_TANH(x));
+        break;
+    case IR_ACT_GELU_TANH:
+        IR_ACT_ALL(f_gelu_tanh(x));
         break;
 #endif
     default:
@@ -122,7 +122,8 @@ gemm_ukernel_epilogue(gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX], const gemm_epilogue 
 #elif defined(GEMM_HAVE_ACT_VEC)
 #define GEMM_ACTS_IN_REGISTERS                                                                     \
     (GEMM_ACTS_RELU_CLIP | (1u << IR_ACT_LEAKY_RELU) | (1u << IR_ACT_HARD_SIGMOID) |               \
-     (1u << IR_ACT_HARD_SWISH))
+     (1u << IR_ACT_HARD_SWISH) | (1u << IR_ACT_SIGMOID) | (1u << IR_ACT_GELU_ERF) |                \
+     (1u << IR_ACT_SILU))
 #else
 #define GEMM_ACTS_IN_REGISTERS GEMM_ACTS_RELU_CLIP
 #endif

@@ -451,30 +451,8 @@ static void k_where(size_t es, void *out, const uint8_t *c, const void *x, const
  *   float -> BFLOAT16: round to nearest even on the bits, NaN as (bits >> 16) | 0x40.
  * The last partial block goes through a stack buffer, so nothing touches memory past a row. */
 
-enum { CF32, CF16, CBF16, CI32, CI64, CI8, CU8, CBOOL, C_COUNT };
-
-static int cast_code(anvil_dtype dt) {
-    switch (dt) {
-    case ANVIL_DTYPE_FLOAT32:
-        return CF32;
-    case ANVIL_DTYPE_FLOAT16:
-        return CF16;
-    case ANVIL_DTYPE_BFLOAT16:
-        return CBF16;
-    case ANVIL_DTYPE_INT32:
-        return CI32;
-    case ANVIL_DTYPE_INT64:
-        return CI64;
-    case ANVIL_DTYPE_INT8:
-        return CI8;
-    case ANVIL_DTYPE_UINT8:
-        return CU8;
-    case ANVIL_DTYPE_BOOL:
-        return CBOOL;
-    default:
-        return -1;
-    }
-}
+/* mk_ctype's codes, short */
+enum { CF32 = MK_CF32, CF16, CBF16, CI32, CI64, CI8, CU8, CBOOL, C_COUNT };
 
 static const size_t cast_size[C_COUNT] = {4, 2, 2, 4, 8, 1, 1, 1};
 
@@ -633,14 +611,10 @@ CAST_ROW(CBOOL)
 #define CAST_ENTRY(F)                                                                              \
     {cast_##F##_CF32, cast_##F##_CF16, cast_##F##_CBF16, cast_##F##_CI32,                          \
      cast_##F##_CI64, cast_##F##_CI8,  cast_##F##_CU8,   cast_##F##_CBOOL},
+_Static_assert((int)C_COUNT == (int)MK_C_COUNT, "the cast codes must be mk_ctype's");
 static const mk_cast_fn cast_table[C_COUNT][C_COUNT] = {
     CAST_ENTRY(CF32) CAST_ENTRY(CF16) CAST_ENTRY(CBF16) CAST_ENTRY(CI32) CAST_ENTRY(CI64)
         CAST_ENTRY(CI8) CAST_ENTRY(CU8) CAST_ENTRY(CBOOL)};
-
-static mk_cast_fn k_cast(anvil_dtype from, anvil_dtype to) {
-    int f = cast_code(from), t = cast_code(to);
-    return f < 0 || t < 0 ? NULL : cast_table[f][t];
-}
 
 /* ---- Softmax / LogSoftmax along a strided axis --------------------------------------------------
  * 16 adjacent lines at a time, one per lane: the maximum, then e^(x - max) summed in double (as
@@ -697,7 +671,7 @@ const mk_isa mk_isa_avx512 = {
     .compare = k_compare,
     .logic = k_logic,
     .where = k_where,
-    .cast = k_cast,
+    .cast = cast_table,
 #ifdef ANVIL_HAVE_SLEEF
     .softmax_cols = k_softmax_cols,
 #endif

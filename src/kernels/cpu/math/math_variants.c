@@ -19,62 +19,14 @@
 #include "../eltwise/eltwise.h"
 #include "kernels/kernels.h"
 #include "kernels/cpu/family.h"
+#include "kernels/fusion.h"
 #include "mathk.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Below this many elements a node runs on the calling thread: waking the pool costs more. */
-#define MK_PAR_MIN ((size_t)1 << 15)
-/* Elements per parallel block of the flat and broadcast kernels. */
-#define MK_BLOCK ((size_t)4096)
-/* Most operands of a folded broadcast (Where's 3, variadic ops' inputs). */
-#define MK_MAX_OPS 8
-/* Lines per task of the strided softmax (adjacent lines share cache lines). */
-#define MK_SMX_COLS ((size_t)64)
-
-/* The output walked as `rank` dims (after folding), each operand with its element strides (0:
- * repeated along that dim). The innermost strides are 0 or 1. */
-typedef struct mk_fold {
-    int rank, nops;
-    int64_t dims[IR_MAX_RANK];
-    int64_t st[MK_MAX_OPS][IR_MAX_RANK];
-} mk_fold;
-
-typedef enum mk_kind {
-    K_UNARY,    /* also Pow with a constant exponent */
-    K_BINARY,   /* Pow with a tensor exponent, PRelu */
-    K_COMPARE,  /* fp32 -> BOOL */
-    K_LOGIC,    /* And, Or, Xor (broadcast), Not (flat) */
-    K_VARIADIC, /* Max, Min, Sum, Mean */
-    K_WHERE,
-    K_CAST,
-    K_SOFTMAX,
-} mk_kind;
-
-typedef struct mk_state {
-    const mk_isa *isa;  /* the variant's kernels */
-    const elt_isa *elt; /* its ISA's eltwise kernels (softmax rows) */
-    mk_kind kind;
-    mk_unary uk;
-    mk_uparam up;
-    mk_binary bk;
-    mk_fold fold;
-    size_t es;       /* Where: element bytes */
-    mk_cast_fn cast; /* Cast */
-    size_t es_in, es_out;
-    size_t outer, len, inner; /* softmax lines */
-    bool logsm;
-} mk_state;
-
-typedef struct mk_job {
-    const mk_state *s;
-    const void *in[MK_MAX_OPS];
-    void *out;
-    size_t n; /* output elements */
-    int n_in;
-} mk_job;
+_Static_assert(MK_MAX_RANK == IR_MAX_RANK, "mathk.h's rank bound must be anvil's");
 
 #ifdef ANVIL_HAVE_SLEEF
 static const bool have_sleef = true;
@@ -84,21 +36,6 @@ static const bool have_sleef = false;
 
 static bool static_of(const op_tinfo *t, anvil_dtype dt) {
     return t->dtype == dt && ir_shape_is_static(&t->shape);
-}
-
-static size_t ceil_div(size_t a, size_t b) {
-    return (a + b - 1) / b;
-}
-
-/* Runs fn over the MK_BLOCK-element blocks of n elements (in parallel when n is large). */
-static void parallel_blocks(op_ctx *ctx, size_t n, op_range_fn fn, void *job) {
-    if (n == 0) return;
-    op_parallel_for(n >= MK_PAR_MIN ? ctx : NULL, ceil_div(n, MK_BLOCK), fn, job);
-}
-
-static inline void block_span(size_t begin, size_t end, size_t n, size_t *lo, size_t *hi) {
-    *lo = begin * MK_BLOCK;
-    *hi = end * MK_BLOCK < n ? end * MK_BLOCK : n;
 }
 
 /* ---- broadcast folding ---------------------------------------------------------------------- */
@@ -135,99 +72,6 @@ static bool fold_init(mk_fold *f, const op_tinfo *const *ops, int nops, const op
     f->rank = k;
     f->nops = nops;
     return true;
-}
-
-/* One (partial) innermost row: output elements [pos, pos + cnt), operand w starting at element
- * off[w] with stride s->fold.st[w][rank - 1]. */
-typedef void (*mk_row_fn)(const mk_job *j, size_t pos, const int64_t *off, size_t cnt);
-
-/* Output elements [pos, stop): an odometer over the folded dims, one call per row. */
-static void fold_walk(const mk_fold *f, size_t pos, size_t stop, mk_row_fn fn, const mk_job *j) {
-    const int r = f->rank, no = f->nops;
-    int64_t idx[IR_MAX_RANK], off[MK_MAX_OPS] = {0};
-    size_t rem = pos;
-    for (int d = r - 1; d >= 0; d--) {
-        idx[d] = (int64_t)(rem % (size_t)f->dims[d]);
-        rem /= (size_t)f->dims[d];
-        for (int w = 0; w < no; w++) off[w] += idx[d] * f->st[w][d];
-    }
-    const int64_t inner = f->dims[r - 1];
-    while (pos < stop) {
-        size_t cnt = (size_t)(inner - idx[r - 1]);
-        if (cnt > stop - pos) cnt = stop - pos;
-        fn(j, pos, off, cnt);
-        pos += cnt;
-        idx[r - 1] += (int64_t)cnt;
-        for (int w = 0; w < no; w++) off[w] += (int64_t)cnt * f->st[w][r - 1];
-        for (int d = r - 1; d > 0 && idx[d] == f->dims[d]; d--) {
-            for (int w = 0; w < no; w++) off[w] += f->st[w][d - 1] - f->dims[d] * f->st[w][d];
-            idx[d] = 0;
-            idx[d - 1]++;
-        }
-    }
-}
-
-static int inner_stride(const mk_state *s, int w) {
-    return (int)s->fold.st[w][s->fold.rank - 1];
-}
-
-static void row_binary(const mk_job *j, size_t pos, const int64_t *off, size_t cnt) {
-    const mk_state *s = j->s;
-    s->isa->binary(s->bk, (float *)j->out + pos, (const float *)j->in[0] + off[0],
-                   (const float *)j->in[1] + off[1], inner_stride(s, 0), inner_stride(s, 1), cnt);
-}
-
-static void row_compare(const mk_job *j, size_t pos, const int64_t *off, size_t cnt) {
-    const mk_state *s = j->s;
-    s->isa->compare(s->bk, (uint8_t *)j->out + pos, (const float *)j->in[0] + off[0],
-                    (const float *)j->in[1] + off[1], inner_stride(s, 0), inner_stride(s, 1), cnt);
-}
-
-static void row_logic(const mk_job *j, size_t pos, const int64_t *off, size_t cnt) {
-    const mk_state *s = j->s;
-    s->isa->logic(s->bk, (uint8_t *)j->out + pos, (const uint8_t *)j->in[0] + off[0],
-                  (const uint8_t *)j->in[1] + off[1], inner_stride(s, 0), inner_stride(s, 1), cnt);
-}
-
-static void row_where(const mk_job *j, size_t pos, const int64_t *off, size_t cnt) {
-    const mk_state *s = j->s;
-    const size_t es = s->es;
-    s->isa->where(es, (char *)j->out + pos * es, (const uint8_t *)j->in[0] + off[0],
-                  (const char *)j->in[1] + (size_t)off[1] * es,
-                  (const char *)j->in[2] + (size_t)off[2] * es, inner_stride(s, 0),
-                  inner_stride(s, 1), inner_stride(s, 2), cnt);
-}
-
-/* The inputs folded into the output row in the reference's order: f(x0, x1), then f(out, xk);
- * Mean divides at the end. One input: a copy (broadcast when the output is larger). */
-static void row_variadic(const mk_job *j, size_t pos, const int64_t *off, size_t cnt) {
-    const mk_state *s = j->s;
-    float *o = (float *)j->out + pos;
-    const float *x0 = (const float *)j->in[0] + off[0];
-    if (j->n_in == 1) {
-        if (inner_stride(s, 0))
-            s->isa->unary(MK_COPY, NULL, o, x0, cnt);
-        else
-            s->isa->unary(MK_FILL, &(mk_uparam){.a = x0[0]}, o, o, cnt);
-        return;
-    }
-    s->isa->binary(s->bk, o, x0, (const float *)j->in[1] + off[1], inner_stride(s, 0),
-                   inner_stride(s, 1), cnt);
-    for (int w = 2; w < j->n_in; w++)
-        s->isa->binary(s->bk, o, o, (const float *)j->in[w] + off[w], 1, inner_stride(s, w), cnt);
-    if (s->kind == K_VARIADIC && s->uk == MK_DIVC) s->isa->unary(MK_DIVC, &s->up, o, o, cnt);
-}
-
-typedef struct walk_arg {
-    const mk_job *j;
-    mk_row_fn fn;
-} walk_arg;
-
-static void walk_chunk(void *arg, size_t begin, size_t end) {
-    const walk_arg *a = arg;
-    size_t lo, hi;
-    block_span(begin, end, a->j->n, &lo, &hi);
-    fold_walk(&a->j->s->fold, lo, hi, a->fn, a->j);
 }
 
 /* ---- what each op means ------------------------------------------------------------------- */
@@ -408,6 +252,30 @@ static bool softmax_lines(const kern_node *kn, size_t *outer, size_t *len, size_
     return true;
 }
 
+/* dt's index in the cast tables (mk_ctype), or -1 where Cast has no kernel for it. */
+static int cast_code(anvil_dtype dt) {
+    switch (dt) {
+    case ANVIL_DTYPE_FLOAT32:
+        return MK_CF32;
+    case ANVIL_DTYPE_FLOAT16:
+        return MK_CF16;
+    case ANVIL_DTYPE_BFLOAT16:
+        return MK_CBF16;
+    case ANVIL_DTYPE_INT32:
+        return MK_CI32;
+    case ANVIL_DTYPE_INT64:
+        return MK_CI64;
+    case ANVIL_DTYPE_INT8:
+        return MK_CI8;
+    case ANVIL_DTYPE_UINT8:
+        return MK_CU8;
+    case ANVIL_DTYPE_BOOL:
+        return MK_CBOOL;
+    default:
+        return -1;
+    }
+}
+
 /* Fills s with what node kn reduces to on the kernels of isa / elt; false when the family does
  * not run it. */
 static bool plan(const kern_node *kn, mk_state *s, const mk_isa *isa, const elt_isa *elt) {
@@ -483,7 +351,11 @@ static bool plan(const kern_node *kn, mk_state *s, const mk_isa *isa, const elt_
         s->kind = K_CAST;
         if (kn->in[0].dtype == kn->out[0].dtype || !ir_shape_is_static(&kn->in[0].shape))
             return false;
-        s->cast = s->isa->cast ? s->isa->cast(kn->in[0].dtype, kn->out[0].dtype) : NULL;
+        s->cast_from = cast_code(kn->in[0].dtype);
+        s->cast_to = cast_code(kn->out[0].dtype);
+        s->cast = s->isa->cast && s->cast_from >= 0 && s->cast_to >= 0
+                      ? s->isa->cast[s->cast_from][s->cast_to]
+                      : NULL;
         s->es_in = anvil_dtype_size(kn->in[0].dtype);
         s->es_out = anvil_dtype_size(kn->out[0].dtype);
         return s->cast != NULL;
@@ -499,99 +371,97 @@ static bool plan(const kern_node *kn, mk_state *s, const mk_isa *isa, const elt_
     }
 }
 
-/* ---- run ------------------------------------------------------------------------------------ */
-
-static void unary_chunk(void *arg, size_t begin, size_t end) {
-    const mk_job *j = arg;
-    size_t lo, hi;
-    block_span(begin, end, j->n, &lo, &hi);
-    j->s->isa->unary(j->s->uk, &j->s->up, (float *)j->out + lo, (const float *)j->in[0] + lo,
-                     hi - lo);
-}
-
-static void not_chunk(void *arg, size_t begin, size_t end) {
-    const mk_job *j = arg;
-    size_t lo, hi;
-    block_span(begin, end, j->n, &lo, &hi);
-    j->s->isa->logic(MK_NOT, (uint8_t *)j->out + lo, (const uint8_t *)j->in[0] + lo, NULL, 1, 0,
-                     hi - lo);
-}
-
-static void cast_chunk(void *arg, size_t begin, size_t end) {
-    const mk_job *j = arg;
-    size_t lo, hi;
-    block_span(begin, end, j->n, &lo, &hi);
-    j->s->cast((char *)j->out + lo * j->s->es_out, (const char *)j->in[0] + lo * j->s->es_in,
-               hi - lo);
-}
-
-/* Task t: outer slice t / tasks-per-slice, lines [c0, c0 + MK_SMX_COLS) of it; with one line
- * per slice (inner == 1) a task is a contiguous row. */
-static void softmax_chunk(void *arg, size_t begin, size_t end) {
-    const mk_job *j = arg;
-    const mk_state *s = j->s;
-    const float *x = j->in[0];
-    float *y = j->out;
-    if (s->inner == 1) {
-        const elt_isa *e = s->elt;
-        for (size_t t = begin; t < end; t++)
-            e->softmax_row(y + t * s->len, x + t * s->len, s->len, s->logsm);
-        return;
-    }
-    const size_t per = ceil_div(s->inner, MK_SMX_COLS);
-    for (size_t t = begin; t < end; t++) {
-        size_t o = t / per, c0 = t % per * MK_SMX_COLS;
-        size_t cols = s->inner - c0 < MK_SMX_COLS ? s->inner - c0 : MK_SMX_COLS;
-        size_t base = o * s->len * s->inner + c0;
-        s->isa->softmax_cols(y + base, x + base, s->len, s->inner, cols, s->logsm);
-    }
-}
-
 static anvil_status run_common(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
     (void)n;
     (void)n_out;
     (void)ws;
-    const mk_state *s = state;
-    mk_job j = {.s = s, .out = out[0]->data, .n = op_tensor_numel(out[0]), .n_in = n_in};
-    for (int i = 0; i < n_in && i < MK_MAX_OPS; i++) j.in[i] = in[i] ? in[i]->data : NULL;
-    if (j.n == 0) return ANVIL_OK;
-    walk_arg w = {&j, NULL};
-    switch (s->kind) {
-    case K_UNARY:
-        parallel_blocks(ctx, j.n, unary_chunk, &j);
-        return ANVIL_OK;
-    case K_CAST:
-        parallel_blocks(ctx, j.n, cast_chunk, &j);
-        return ANVIL_OK;
-    case K_LOGIC:
-        if (s->bk == MK_NOT) {
-            parallel_blocks(ctx, j.n, not_chunk, &j);
-            return ANVIL_OK;
-        }
-        w.fn = row_logic;
-        break;
-    case K_BINARY:
-        w.fn = row_binary;
-        break;
-    case K_COMPARE:
-        w.fn = row_compare;
-        break;
-    case K_VARIADIC:
-        w.fn = row_variadic;
-        break;
-    case K_WHERE:
-        w.fn = row_where;
-        break;
-    case K_SOFTMAX: {
-        size_t tasks = s->inner == 1 ? s->outer : s->outer * ceil_div(s->inner, MK_SMX_COLS);
-        op_parallel_for(j.n >= MK_PAR_MIN / 2 ? ctx : NULL, tasks, softmax_chunk, &j);
-        return ANVIL_OK;
-    }
-    }
-    parallel_blocks(ctx, j.n, walk_chunk, &w);
+    const void *data[MK_MAX_OPS] = {0};
+    for (int i = 0; i < n_in && i < MK_MAX_OPS; i++) data[i] = in[i] ? in[i]->data : NULL;
+    mk_exec(state, out[0]->data, data, n_in, op_tensor_numel(out[0]), ctx);
     return ANVIL_OK;
 }
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The node becomes one mk_exec call on an mk_state holding what this prepare made, so the library
+ * computes exactly what the variant does. Emitted libraries do not link SLEEF: the kinds whose
+ * kernels need it (mathk.h's (S): Log, the trigonometric functions, Elu, ..., a general Pow, the
+ * strided Softmax) are refused, by `can` so that plans made to be emitted leave them to another
+ * variant. */
+
+static const char *const mk_emit_files[] = {"kernels/cpu/math/mathk.h",
+                                            "kernels/cpu/math/math_run.c",
+                                            "kernels/cpu/math/math_avx512.c",
+                                            "kernels/cpu/math/math_avx2.c",
+                                            "kernels/cpu/eltwise/eltwise.h",
+                                            "kernels/cpu/eltwise/eltwise_act.h",
+                                            "kernels/cpu/eltwise/eltwise_exp.h",
+                                            "kernels/cpu/eltwise/eltwise_vec_avx512.h",
+                                            "kernels/cpu/eltwise/eltwise_vec_avx2.h",
+                                            NULL};
+
+/* Whether s computes without SLEEF (mathk.h marks the kernels that need it (S)). */
+static bool mk_emit_ok(const mk_state *s) {
+    switch (s->kind) {
+    case K_SOFTMAX:
+        return false;
+    case K_UNARY:
+        return s->uk < MK_POWC;
+    case K_BINARY:
+        return s->bk != MK_POW;
+    default:
+        return true;
+    }
+}
+
+static bool mk_emit_can(const kern_node *kn) {
+    mk_state s;
+    /* the ISA does not change what a node reduces to (only Cast's kernels differ, and those are
+     * AVX-512 only) */
+    return plan(kn, &s, &mk_isa_avx512, &elt_isa_avx512) && mk_emit_ok(&s);
+}
+
+static anvil_status mk_emit_write(const kern_node *kn, const void *state, kern_emit *e) {
+    const mk_state *s = state;
+    if (!mk_emit_ok(s))
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: %s needs SLEEF's vector functions, which emitted libraries lack",
+                        ir_node_label(kn->node), ir_op_name(kn->node->op));
+    if (!mk_emit_can(kn))
+        return core_err(ANVIL_ERR_UNSUPPORTED, "%s: emitted libraries do not take this %s yet",
+                        ir_node_label(kn->node), ir_op_name(kn->node->op));
+    for (int i = 0; mk_emit_files[i]; i++) CORE_TRY(e->need(e, mk_emit_files[i]));
+    CORE_TRY(e->include(e, "kernels/cpu/math/mathk.h"));
+    const bool avx512 = s->isa == &mk_isa_avx512;
+    char fa[64], fb[64];
+    e->code(e, "mk_state ms = {0};\n");
+    e->code(e, "ms.isa = &%s;\n", avx512 ? "mk_isa_avx512" : "mk_isa_avx2");
+    e->code(e, "ms.kind = (mk_kind)%d;\nms.uk = (mk_unary)%d;\nms.bk = (mk_binary)%d;\n",
+            (int)s->kind, (int)s->uk, (int)s->bk);
+    e->code(e, "ms.up = (mk_uparam){%s, %s, %d};\n", kern_emit_float(s->up.a, fa, sizeof fa),
+            kern_emit_float(s->up.b, fb, sizeof fb), s->up.n);
+    e->code(e, "ms.fold.rank = %d;\nms.fold.nops = %d;\n", s->fold.rank, s->fold.nops);
+    for (int d = 0; d < s->fold.rank; d++) {
+        e->code(e, "ms.fold.dims[%d] = %lld;\n", d, (long long)s->fold.dims[d]);
+        for (int w = 0; w < s->fold.nops; w++)
+            if (s->fold.st[w][d])
+                e->code(e, "ms.fold.st[%d][%d] = %lld;\n", w, d, (long long)s->fold.st[w][d]);
+    }
+    e->code(e, "ms.es = %zu;\nms.es_in = %zu;\nms.es_out = %zu;\n", s->es, s->es_in, s->es_out);
+    if (s->kind == K_CAST)
+        e->code(e, "ms.cast_from = %d;\nms.cast_to = %d;\nms.cast = ms.isa->cast[%d][%d];\n",
+                s->cast_from, s->cast_to, s->cast_from, s->cast_to);
+    const int n_in = e->n_in < MK_MAX_OPS ? e->n_in : MK_MAX_OPS;
+    e->code(e, "const void *const min[%d] = {", n_in > 0 ? n_in : 1);
+    for (int i = 0; i < n_in; i++)
+        e->code(e, "%s%s", i ? ", " : "", kfam_has_input(kn, i) ? e->in(e, i) : "NULL");
+    e->code(e, "%s};\n", n_in > 0 ? "" : "NULL");
+    e->code(e, "mk_exec(&ms, %s, min, %d, %zu, %s);\n", e->out(e, 0), e->n_in,
+            op_tensor_numel(&e->out_t[0]), e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter mk_emitter = {mk_emit_write, mk_emit_can};
 
 /* ---- the variant table -------------------------------------------------------------------- */
 
@@ -632,7 +502,8 @@ MK_ISA_FNS(avx2)
                                                 .supports = supports_##SFX,                        \
                                                 .prepare = prepare_##SFX,                          \
                                                 .release = release_common,                         \
-                                                .run = run_common};
+                                                .run = run_common,                                 \
+                                                .emit = &mk_emitter};
 #define MK_VARIANT_AVX512(ID, OP) MK_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)
 #define MK_VARIANT_AVX2(ID, OP) MK_VARIANT_ISA(ID, OP, avx2, KERN_NEEDS_AVX2)
 

@@ -85,6 +85,20 @@ typedef enum mk_binary {
 /* Converts n contiguous elements between two dtypes (see mk_isa.cast). */
 typedef void (*mk_cast_fn)(void *out, const void *in, size_t n);
 
+/* The dtypes Cast converts between, as the cast tables index them (math_variants.c maps
+ * anvil_dtype to them, so that the kernels need no anvil header). */
+typedef enum mk_ctype {
+    MK_CF32,
+    MK_CF16,
+    MK_CBF16,
+    MK_CI32,
+    MK_CI64,
+    MK_CI8,
+    MK_CU8,
+    MK_CBOOL,
+    MK_C_COUNT
+} mk_ctype;
+
 typedef struct mk_isa {
     /* out[i] = f(in[i]), i < n. */
     void (*unary)(mk_unary k, const mk_uparam *p, float *out, const float *in, size_t n);
@@ -100,10 +114,10 @@ typedef struct mk_isa {
     /* out[i] = c[i * sc] ? x[i * sx] : y[i * sy] for elements of es bytes (1, 2, 4 or 8). */
     void (*where)(size_t es, void *out, const uint8_t *c, const void *x, const void *y, int sc,
                   int sx, int sy, size_t n);
-    /* The kernel converting `from` to `to` exactly as the reference Cast does, for the dtypes
-     * FLOAT, FLOAT16, BFLOAT16, INT32, INT64, INT8, UINT8 and BOOL; NULL for other pairs.
-     * NULL itself in mk_isa_avx2 (no Cast kernels there). */
-    mk_cast_fn (*cast)(anvil_dtype from, anvil_dtype to);
+    /* cast[from][to]: the kernel converting `from` to `to` exactly as the reference Cast does
+     * (mk_ctype: FLOAT, FLOAT16, BFLOAT16, INT32, INT64, INT8, UINT8 and BOOL). NULL in
+     * mk_isa_avx2 (no Cast kernels there). */
+    const mk_cast_fn (*cast)[MK_C_COUNT];
     /* Softmax (logsm false) or LogSoftmax along lines of len >= 1 elements `inner` apart, for the
      * cols adjacent lines that start at x[0 .. cols) (and y[0 .. cols)). NULL without SLEEF. */
     void (*softmax_cols)(float *y, const float *x, size_t len, size_t inner, size_t cols,
@@ -112,5 +126,56 @@ typedef struct mk_isa {
 
 extern const mk_isa mk_isa_avx512;
 extern const mk_isa mk_isa_avx2;
+
+/* ---- a planned node (math_variants.c plans, math_run.c runs) --------------------------------
+ * IR-free: `anvil compile` copies mathk.h, math_run.c and the ISA files into the libraries it
+ * emits and bakes the same mk_state into their code, so they compute what anvil computes. */
+
+/* anvil's ANVIL_MAX_RANK (math_variants.c checks that they agree). */
+#define MK_MAX_RANK 8
+/* Most operands of a folded broadcast (Where's 3, variadic ops' inputs). */
+#define MK_MAX_OPS 8
+
+/* The output walked as `rank` dims (after folding), each operand with its element strides (0:
+ * repeated along that dim). The innermost strides are 0 or 1. */
+typedef struct mk_fold {
+    int rank, nops;
+    int64_t dims[MK_MAX_RANK];
+    int64_t st[MK_MAX_OPS][MK_MAX_RANK];
+} mk_fold;
+
+typedef enum mk_kind {
+    K_UNARY,    /* also Pow with a constant exponent */
+    K_BINARY,   /* Pow with a tensor exponent, PRelu */
+    K_COMPARE,  /* fp32 -> BOOL */
+    K_LOGIC,    /* And, Or, Xor (broadcast), Not (flat) */
+    K_VARIADIC, /* Max, Min, Sum, Mean */
+    K_WHERE,
+    K_CAST,
+    K_SOFTMAX,
+} mk_kind;
+
+typedef struct elt_isa elt_isa;
+
+typedef struct mk_state {
+    const mk_isa *isa;  /* the variant's kernels */
+    const elt_isa *elt; /* its ISA's eltwise kernels (softmax rows) */
+    mk_kind kind;
+    mk_unary uk;
+    mk_uparam up;
+    mk_binary bk;
+    mk_fold fold;
+    size_t es;       /* Where: element bytes */
+    mk_cast_fn cast; /* Cast: isa->cast[cast_from][cast_to] */
+    int cast_from, cast_to;
+    size_t es_in, es_out;
+    size_t outer, len, inner; /* softmax lines */
+    bool logsm;
+} mk_state;
+
+typedef struct op_ctx op_ctx;
+
+/* Computes the node: out (n elements) from in[0 .. n_in) (NULL for an omitted input). */
+void mk_exec(const mk_state *s, void *out, const void *const *in, int n_in, size_t n, op_ctx *ctx);
 
 #endif

@@ -15,6 +15,8 @@
  * epilogues are the GEMM's own. The block size is the tuner's parameter: too small and each
  * block re-reads the weights from L2 for little work, too large and T spills. Whether the pair
  * beats the two nodes at all is the pass's measured decision (passes/fuse_pair.c). */
+#include "pair.h"
+
 #include "kernels/cpu/conv/conv.h"
 #include "kernels/cpu/family.h"
 #include "kernels/fusion.h"
@@ -25,10 +27,6 @@
 
 static size_t align64(size_t x) {
     return (x + 63) & ~(size_t)63;
-}
-
-static int64_t min64(int64_t a, int64_t b) {
-    return a < b ? a : b;
 }
 
 static size_t l2_bytes(void) {
@@ -55,20 +53,6 @@ static int64_t pair_share(int64_t block, int64_t total, int64_t unit, int thread
     }
     return block < unit ? unit : block;
 }
-
-typedef struct pair_state {
-    bool conv;
-    conv_shape s;         /* conv: the first conv */
-    int64_t m, k, n0, n1; /* gemm: rows, depth, and the two widths; conv: n0 = M1, n1 = M2 */
-    int64_t block;        /* rows (gemm) or pixels (conv) per block */
-    int threads;
-    const gemm_kernel *k1, *k2;
-    gemm_blocking b1, b2;
-    gemm_packed w1, w2;
-    size_t gemm_ws, t_ws, col_ws; /* per thread, 64-aligned */
-    gemm_epilogue ep1, ep2;       /* without their data pointers */
-    int residual;                 /* input index of the second's fused residual, or -1 */
-} pair_state;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
 
@@ -208,122 +192,16 @@ static anvil_status pair_prepare(const kern_node *kn, void **state) {
     return ANVIL_OK;
 }
 
-typedef struct pair_job {
-    const pair_state *p;
-    const float *x, *b1, *b2, *res;
-    float *y;
-    char *ws;
-} pair_job;
-
-/* GemmPair: rows [r0, r0 + mb) on this thread. */
-static void gemm_block(const pair_job *j, int64_t r0, int64_t mb, char *gws, float *t) {
-    const pair_state *p = j->p;
-    gemm_problem q = {.m = mb,
-                      .n = p->n0,
-                      .k = p->k,
-                      .a = j->x + r0 * p->k,
-                      .rs_a = p->k,
-                      .cs_a = 1,
-                      .pb = &p->w1,
-                      .c = t,
-                      .ldc = p->n0,
-                      .ep = p->ep1};
-    q.ep.col_bias = j->b1;
-    gemm_run_serial(p->k1, &p->b1, &q, gws);
-    gemm_problem r = {.m = mb,
-                      .n = p->n1,
-                      .k = p->n0,
-                      .a = t,
-                      .rs_a = p->n0,
-                      .cs_a = 1,
-                      .pb = &p->w2,
-                      .c = j->y + r0 * p->n1,
-                      .ldc = p->n1,
-                      .ep = p->ep2};
-    r.ep.col_bias = j->b2;
-    if (j->res) {
-        r.ep.r = j->res + r0 * p->n1;
-        r.ep.rs_r = p->n1;
-        r.ep.cs_r = 1;
-        r.ep.beta = 1.0f;
-    }
-    gemm_run_serial(p->k2, &p->b2, &r, gws);
-}
-
-/* ConvPair: pixels [p0, p0 + np) of image img on this thread. */
-static void conv_block(const pair_job *j, int64_t img, int64_t p0, int64_t np, char *gws, float *t,
-                       float *col) {
-    const pair_state *p = j->p;
-    const conv_shape *s = &p->s;
-    const int64_t pix = s->oh * s->ow;
-    conv_pack_b_panels(s, p->k1, j->x + img * s->c * s->h * s->w, p0, np, col);
-    const gemm_packed pb = {p->k1, p->k, np, col};
-    gemm_problem q = {.m = p->n0,
-                      .n = np,
-                      .k = p->k,
-                      .pa = &p->w1,
-                      .pb = &pb,
-                      .c = t,
-                      .ldc = p->block,
-                      .ep = p->ep1};
-    q.ep.row_bias = j->b1;
-    gemm_run_serial(p->k1, &p->b1, &q, gws);
-    const int64_t off = img * p->n1 * pix + p0;
-    gemm_problem r = {.m = p->n1,
-                      .n = np,
-                      .k = p->n0,
-                      .pa = &p->w2,
-                      .b = t,
-                      .rs_b = p->block,
-                      .cs_b = 1,
-                      .c = j->y + off,
-                      .ldc = pix,
-                      .ep = p->ep2};
-    r.ep.row_bias = j->b2;
-    if (j->res) {
-        r.ep.r = j->res + off;
-        r.ep.rs_r = pix;
-        r.ep.cs_r = 1;
-        r.ep.beta = 1.0f;
-    }
-    gemm_run_serial(p->k2, &p->b2, &r, gws);
-}
-
-/* One index per thread: thread t runs an even share of the blocks (image-major for a conv). */
-static void pair_chunk(void *arg, size_t begin, size_t end) {
-    const pair_job *j = arg;
-    const pair_state *p = j->p;
-    const int64_t T = p->threads;
-    const int64_t extent = p->conv ? p->s.oh * p->s.ow : p->m;
-    const int64_t per = (extent + p->block - 1) / p->block, jobs = (p->conv ? p->s.n : 1) * per;
-    for (size_t t = begin; t < end; t++) {
-        char *base = j->ws + t * (p->gemm_ws + p->t_ws + p->col_ws);
-        float *tile = (float *)(base + p->gemm_ws), *col = (float *)(base + p->gemm_ws + p->t_ws);
-        for (int64_t q = jobs * (int64_t)t / T; q < jobs * ((int64_t)t + 1) / T; q++) {
-            const int64_t at = q % per * p->block, len = min64(p->block, extent - at);
-            if (p->conv)
-                conv_block(j, q / per, at, len, base, tile, col);
-            else
-                gemm_block(j, at, len, base, tile);
-        }
-    }
-}
-
 static anvil_status pair_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                              op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
     (void)n;
     (void)n_out;
     const pair_state *p = state;
-    pair_job j = {p,
-                  in[0]->data,
-                  n_in > 2 && in[2] ? in[2]->data : NULL,
-                  n_in > 4 && in[4] ? in[4]->data : NULL,
-                  p->residual >= 0 && p->residual < n_in && in[p->residual] ? in[p->residual]->data
-                                                                            : NULL,
-                  out[0]->data,
-                  ws};
-    if ((p->conv ? p->s.n : p->m) == 0) return ANVIL_OK;
-    op_parallel_for(ctx, (size_t)p->threads, pair_chunk, &j);
+    pair_exec(p, in[0]->data, n_in > 2 && in[2] ? in[2]->data : NULL,
+              n_in > 4 && in[4] ? in[4]->data : NULL,
+              p->residual >= 0 && p->residual < n_in && in[p->residual] ? in[p->residual]->data
+                                                                        : NULL,
+              out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
 
@@ -331,6 +209,48 @@ static bool pair_fuses(const kern_node *kn) {
     (void)kn;
     return true; /* supports() took only fusions the GEMM epilogue applies */
 }
+
+/* ---- emitting (anvil compile): the plan as C, then pair_exec, as pair_run calls it ---------- */
+
+static anvil_status pair_emit(const kern_node *kn, const void *state, kern_emit *e) {
+    const pair_state *p = state;
+    CORE_TRY(conv_emit_files_need(e));
+    CORE_TRY(e->need(e, "kernels/cpu/pair/pair_run.c"));
+    CORE_TRY(e->include(e, "kernels/cpu/pair/pair.h"));
+    CORE_TRY(conv_emit_packed(e, "w1", &p->w1, 1, p->conv));
+    CORE_TRY(conv_emit_packed(e, "w2", &p->w2, 1, p->conv));
+    conv_emit_tile(e, p->k1);
+    conv_emit_tile(e, p->k2);
+    e->code(e, "pair_state ps = {0};\nps.conv = %s;\n", p->conv ? "true" : "false");
+    if (p->conv) conv_emit_shape(e, "ps.s", &p->s);
+    e->code(e, "ps.m = %lld;\nps.k = %lld;\nps.n0 = %lld;\nps.n1 = %lld;\nps.block = %lld;\n",
+            (long long)p->m, (long long)p->k, (long long)p->n0, (long long)p->n1,
+            (long long)p->block);
+    e->code(e, "ps.threads = %d;\nps.k1 = &gemm_kernel_%s;\nps.k2 = &gemm_kernel_%s;\n", p->threads,
+            p->k1->name, p->k2->name);
+    e->code(e,
+            "ps.b1 = (gemm_blocking){%lld, %lld, %lld};\nps.b2 = (gemm_blocking){%lld, %lld, "
+            "%lld};\n",
+            (long long)p->b1.mc, (long long)p->b1.kc, (long long)p->b1.nc, (long long)p->b2.mc,
+            (long long)p->b2.kc, (long long)p->b2.nc);
+    e->code(e, "ps.w1 = w1[0];\nps.w2 = w2[0];\n");
+    e->code(e, "ps.gemm_ws = %zu;\nps.t_ws = %zu;\nps.col_ws = %zu;\nps.residual = %d;\n",
+            p->gemm_ws, p->t_ws, p->col_ws, p->residual);
+    kern_emit_epilogue(e, "ep1", &p->ep1, NULL, NULL, NULL);
+    kern_emit_epilogue(e, "ep2", &p->ep2, NULL, NULL, NULL);
+    e->code(e, "ps.ep1 = ep1;\nps.ep2 = ep2;\n");
+    const int n_in = kn->n_in;
+    e->code(
+        e, "pair_exec(&ps, (const float *)(%s), %s%s%s, %s%s%s, %s%s%s, (float *)(%s), %s, %s);\n",
+        e->in(e, 0), n_in > 2 ? "(const float *)(" : "", n_in > 2 ? e->in(e, 2) : "NULL",
+        n_in > 2 ? ")" : "", n_in > 4 ? "(const float *)(" : "", n_in > 4 ? e->in(e, 4) : "NULL",
+        n_in > 4 ? ")" : "", p->residual >= 0 ? "(const float *)(" : "",
+        p->residual >= 0 ? e->in(e, p->residual) : "NULL", p->residual >= 0 ? ")" : "",
+        e->out(e, 0), e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter pair_emitter = {pair_emit, NULL};
 
 /* ---- the tuner's parameter: the block --------------------------------------------------------
  */
@@ -372,7 +292,8 @@ static const kern_variant v_gemm_pair = {.name = "gemm_pair_f32",
                                          .release = pair_release,
                                          .run = pair_run,
                                          .fuses = pair_fuses,
-                                         .space = &gemm_pair_space};
+                                         .space = &gemm_pair_space,
+                                         .emit = &pair_emitter};
 
 static const kern_variant v_conv_pair = {.name = "conv_pair_f32",
                                          .op = IR_OP_CONV_PAIR,
@@ -382,6 +303,7 @@ static const kern_variant v_conv_pair = {.name = "conv_pair_f32",
                                          .release = pair_release,
                                          .run = pair_run,
                                          .fuses = pair_fuses,
-                                         .space = &conv_pair_space};
+                                         .space = &conv_pair_space,
+                                         .emit = &pair_emitter};
 
 const kern_variant *const kern_family_pair[] = {&v_gemm_pair, &v_conv_pair, NULL};

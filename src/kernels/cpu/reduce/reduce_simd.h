@@ -19,7 +19,7 @@
  * Max and min must propagate NaN (the reference's ReduceMax/Min); the ISA's max/min return their
  * second operand when either is NaN, so nanmax(acc, x) = isnan(x) ? x : max(x, acc) keeps a NaN in
  * acc once it got there. */
-#include "reduce.h"
+#include "reduce_run.h"
 #include "../eltwise/eltwise_exp.h"
 
 #include <float.h>

@@ -22,29 +22,10 @@
 #include <string.h>
 
 /* Below this many input elements a node runs on the calling thread: waking the pool costs
- * more. */
+ * more (reduce_run.c has the same). */
 #define RED_PAR_MIN ((size_t)1 << 15)
-/* Columns per task of a pass whose inner dim is > 1. */
-#define COL_BLOCK ((size_t)256)
 
-typedef struct red_pass {
-    size_t outer, len, inner;
-} red_pass;
-
-typedef enum red_fin { FIN_NONE, FIN_MEAN, FIN_SQRT, FIN_LOG } red_fin;
-
-typedef struct red_state {
-    const red_isa *isa;
-    int npass;
-    red_pass pass[IR_MAX_RANK];
-    red_op first, rest; /* the op of pass 0 and of the passes combining partial results */
-    red_fin fin;
-    size_t count;      /* input elements per output element */
-    size_t buf[2];     /* floats of the two workspace buffers the passes alternate between */
-    int threads;       /* the session's: rows split into this many parts (see run_pass) */
-    size_t parts;      /* floats of the workspace for those parts' partial results */
-    bool is_max, last; /* ArgMax / ArgMin */
-} red_state;
+_Static_assert(RED_MAX_RANK == IR_MAX_RANK, "reduce_run.h's rank bound must be anvil's");
 
 typedef enum red_family_kind { K_REDUCE, K_ARG, K_GMP } red_family_kind;
 
@@ -231,6 +212,7 @@ static void form_common(const kern_node *kn, red_state *s) {
     switch (kind_of(kn->node->op)) {
     case K_ARG:
         arg_form(kn, s);
+        s->arg = true;
         break;
     case K_GMP: {
         size_t planes = (size_t)x->d[0] * (size_t)x->d[1];
@@ -249,8 +231,7 @@ static void form_common(const kern_node *kn, red_state *s) {
     }
 }
 
-/* Rows too few for the threads (a reduction to a handful of values) are split into `threads`
- * parts each, whose partial results the pass's combining op reduces afterwards. */
+/* Whether run_pass splits p's rows (reduce_run.c's split_rows, for the workspace). */
 static bool split_rows(const red_state *s, const red_pass *p) {
     return s->threads > 1 && p->inner == 1 && p->outer < (size_t)s->threads &&
            p->len >= RED_PAR_MIN;
@@ -285,122 +266,64 @@ static void release_common(void *state) {
     free(state);
 }
 
-/* One pass (or ArgMax) as its chunk functions see it. */
-typedef struct red_job {
-    const red_state *s;
-    red_op op;
-    red_pass p;
-    const float *x;
-    float *y;
-    int64_t *iy; /* ArgMax / ArgMin */
-    size_t nblk; /* column blocks per outer index */
-    float *part; /* split rows: the parts' partial results, threads per row */
-    size_t np;   /* split rows: parts per row */
-} red_job;
-
-static void rows_chunk(void *arg, size_t begin, size_t end) {
-    const red_job *j = arg;
-    const size_t len = j->p.len;
-    if (j->iy)
-        j->s->isa->arg_rows(j->s->is_max, j->s->last, j->x + begin * len, len, end - begin,
-                            j->iy + begin);
-    else
-        j->s->isa->rows(j->op, j->x + begin * len, len, end - begin, j->y + begin);
-}
-
-/* Task t: part t % np of row t / np. */
-static void parts_chunk(void *arg, size_t begin, size_t end) {
-    const red_job *j = arg;
-    const size_t len = j->p.len;
-    for (size_t t = begin; t < end; t++) {
-        size_t r = t / j->np, q = t % j->np;
-        size_t lo = len * q / j->np, hi = len * (q + 1) / j->np;
-        j->s->isa->rows(j->op, j->x + r * len + lo, hi - lo, 1, j->part + t);
-    }
-}
-
-static void cols_chunk(void *arg, size_t begin, size_t end) {
-    const red_job *j = arg;
-    const size_t len = j->p.len, inner = j->p.inner;
-    for (size_t t = begin; t < end; t++) {
-        size_t o = t / j->nblk, c0 = t % j->nblk * COL_BLOCK;
-        size_t nc = inner - c0 < COL_BLOCK ? inner - c0 : COL_BLOCK;
-        const float *x = j->x + o * len * inner + c0;
-        if (j->iy)
-            j->s->isa->arg_cols(j->s->is_max, j->s->last, x, len, inner, nc,
-                                j->iy + o * inner + c0);
-        else
-            j->s->isa->cols(j->op, x, len, inner, nc, j->y + o * inner + c0);
-    }
-}
-
-/* Runs one (outer, len, inner) pass: rows across threads, or (outer, column block) tasks. */
-static void run_pass(red_job *j, op_ctx *ctx) {
-    const red_pass *p = &j->p;
-    size_t work = p->outer * p->len * p->inner;
-    op_ctx *c = work >= RED_PAR_MIN ? ctx : NULL;
-    if (p->outer == 0 || p->inner == 0) return;
-    if (p->inner == 1 && !j->iy && c && split_rows(j->s, p)) {
-        j->np = (size_t)j->s->threads;
-        op_parallel_for(c, p->outer * j->np, parts_chunk, j);
-        j->s->isa->rows(j->s->rest, j->part, j->np, p->outer, j->y);
-        return;
-    }
-    if (p->inner == 1) {
-        op_parallel_for(c, p->outer, rows_chunk, j);
-        return;
-    }
-    j->nblk = (p->inner + COL_BLOCK - 1) / COL_BLOCK;
-    op_parallel_for(c, p->outer * j->nblk, cols_chunk, j);
-}
-
-static void finalize(const red_state *s, float *y, size_t n) {
-    switch (s->fin) {
-    case FIN_MEAN: {
-        /* the reference divides in double; a float division differs by at most an ulp */
-        const float cnt = (float)s->count;
-        for (size_t i = 0; i < n; i++) y[i] /= cnt;
-        break;
-    }
-    case FIN_SQRT:
-        for (size_t i = 0; i < n; i++) y[i] = sqrtf(y[i]);
-        break;
-    case FIN_LOG:
-        for (size_t i = 0; i < n; i++) y[i] = logf(y[i]);
-        break;
-    default:
-        break;
-    }
-}
-
 static anvil_status run_common(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+    (void)n;
     (void)n_in;
     (void)n_out;
-    const red_state *s = state;
-    const size_t ny = op_tensor_numel(out[0]);
-    if (ny == 0) return ANVIL_OK;
-    red_job j = {.s = s, .p = s->pass[0], .x = in[0]->data};
-    if (kind_of(n->op) == K_ARG) {
-        j.iy = out[0]->data;
-        run_pass(&j, ctx);
-        return ANVIL_OK;
-    }
-    float *bufs[2] = {ws, ws};
-    if (ws) {
-        bufs[1] = (float *)ws + s->buf[0];
-        j.part = bufs[1] + s->buf[1];
-    }
-    for (int i = 0; i < s->npass; i++) {
-        j.p = s->pass[i];
-        j.op = i == 0 ? s->first : s->rest;
-        j.y = i == s->npass - 1 ? out[0]->data : bufs[i % 2];
-        run_pass(&j, ctx);
-        j.x = j.y;
-    }
-    finalize(s, out[0]->data, ny);
+    red_exec(state, in[0]->data, out[0]->data, op_tensor_numel(out[0]), ws, ctx);
     return ANVIL_OK;
 }
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The node becomes one red_exec call on a red_state holding what this prepare made, so the
+ * library computes exactly what the variant does. ReduceLogSumExp's kernels need SLEEF's vector
+ * exp, which emitted libraries lack: `can` refuses it, so plans made to be emitted leave it to
+ * the reference. */
+
+static const char *const red_emit_files[] = {"kernels/cpu/reduce/reduce_run.h",
+                                             "kernels/cpu/reduce/reduce_run.c",
+                                             "kernels/cpu/reduce/reduce_simd.h",
+                                             "kernels/cpu/reduce/reduce_avx512.c",
+                                             "kernels/cpu/reduce/reduce_avx2.c",
+                                             "kernels/cpu/eltwise/eltwise_exp.h",
+                                             "kernels/cpu/eltwise/eltwise_vec_avx512.h",
+                                             "kernels/cpu/eltwise/eltwise_vec_avx2.h",
+                                             NULL};
+
+static bool red_emit_can(const kern_node *kn) {
+    return kn->node->op != IR_OP_REDUCELOGSUMEXP;
+}
+
+static anvil_status red_emit_write(const kern_node *kn, const void *state, kern_emit *e) {
+    const red_state *s = state;
+    if (!red_emit_can(kn) || s->first == RED_OP_LSE || s->rest == RED_OP_LSE)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: %s needs SLEEF's vector exp, which emitted libraries lack",
+                        ir_node_label(kn->node), ir_op_name(kn->node->op));
+    for (int i = 0; red_emit_files[i]; i++) CORE_TRY(e->need(e, red_emit_files[i]));
+    CORE_TRY(e->include(e, "kernels/cpu/reduce/reduce_run.h"));
+    e->code(e, "red_state rs = {0};\n");
+    e->code(e, "rs.isa = &%s;\n", s->isa == &red_isa_avx512 ? "red_isa_avx512" : "red_isa_avx2");
+    e->code(e, "rs.npass = %d;\n", s->npass);
+    for (int i = 0; i < s->npass; i++)
+        e->code(e, "rs.pass[%d] = (red_pass){%zu, %zu, %zu};\n", i, s->pass[i].outer,
+                s->pass[i].len, s->pass[i].inner);
+    e->code(e, "rs.first = (red_op)%d;\nrs.rest = (red_op)%d;\nrs.fin = (red_fin)%d;\n",
+            (int)s->first, (int)s->rest, (int)s->fin);
+    e->code(e, "rs.count = %zu;\nrs.buf[0] = %zu;\nrs.buf[1] = %zu;\n", s->count, s->buf[0],
+            s->buf[1]);
+    e->code(e, "rs.threads = %d;\nrs.parts = %zu;\n", s->threads, s->parts);
+    e->code(e, "rs.is_max = %d;\nrs.last = %d;\nrs.arg = %d;\n", (int)s->is_max, (int)s->last,
+            (int)s->arg);
+    const bool ws = s->buf[0] + s->buf[1] + s->parts > 0;
+    e->code(e, "red_exec(&rs, (const float *)(%s), %s, %zu, %s%s%s, %s);\n", e->in(e, 0),
+            e->out(e, 0), op_tensor_numel(&e->out_t[0]), ws ? "(float *)(" : "",
+            ws ? e->ws : "NULL", ws ? ")" : "", e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter red_emitter = {red_emit_write, red_emit_can};
 
 /* ---- the variant table ---------------------------------------------------------------------
  * Per (op, ISA) one variant; only prepare differs (it records the ISA table in the state). */
@@ -416,7 +339,8 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
                                                 .workspace_size = workspace_common,                \
                                                 .prepare = prep_##ID##_##ISA,                      \
                                                 .release = release_common,                         \
-                                                .run = run_common};
+                                                .run = run_common,                                 \
+                                                .emit = &red_emitter};
 
 #define RED_VARIANT(ID, OP)                                                                        \
     RED_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)                                             \

@@ -1,0 +1,137 @@
+/* The run-time half of the conv family's direct kernels (conv_layout.h): the channels-last
+ * depthwise and few-channel convs (conv_last_run; conv_dw_nhwc.c plans them). Shared by anvil's
+ * variants and the libraries `anvil compile` writes, which copy this file verbatim: it sees only
+ * what the emitter's shim declares. */
+#include "conv_layout.h"
+
+#include <string.h>
+
+/* ---- channels-last (convnhwc_depthwise_<isa>, convnhwc_smallc_direct_avx512) ---------------- */
+
+typedef struct last_job {
+    const conv_last_plan *p;
+    conv_last_row_fn row;
+    const float *wp, *x, *bias, *res;
+    float *y;
+} last_job;
+
+/* Thread t's share of the output rows of all images. */
+static void last_chunk(void *arg, size_t begin, size_t end) {
+    const last_job *j = arg;
+    const conv_last_plan *p = j->p;
+    const conv_shape *s = &p->s;
+    const int64_t rows = s->n * s->oh, T = p->threads, rowf = s->ow * s->m;
+    for (size_t t = begin; t < end; t++)
+        for (int64_t r = rows * (int64_t)t / T; r < rows * ((int64_t)t + 1) / T; r++) {
+            const int64_t img = r / s->oh, oy = r % s->oh;
+            j->row(&p->g, j->x + img * s->h * s->w * s->c, j->wp, j->bias, j->y + r * rowf, oy);
+            if (p->fuse.on && !p->act_in_regs)
+                conv_row_fusion_apply(&p->fuse, j->res ? j->res + r * rowf : NULL, j->y + r * rowf,
+                                      rowf);
+        }
+}
+
+/* The bias is copied into the workspace, zero-padded to vpad, per run: B is an input, constant
+ * in every model the pass turns but not promised to be. */
+void conv_last_run(const conv_last_plan *p, conv_last_row_fn row, const float *wp, const float *x,
+                   const float *bias, const float *res, float *y, void *ws, op_ctx *ctx) {
+    const conv_shape *s = &p->s;
+    if (s->n * s->oh * s->ow * s->m == 0) return;
+    float *bp = ws;
+    memset(bp, 0, sizeof(float) * (size_t)p->g.vpad);
+    if (bias) memcpy(bp, bias, sizeof(float) * (size_t)s->m);
+    last_job j = {p, row, wp, x, bp, res, y};
+    op_parallel_for(ctx, (size_t)p->threads, last_chunk, &j);
+}
+
+/* ---- NCHW depthwise (conv_depthwise_direct_<isa>) ------------------------------------------- */
+
+/* The channel-lanes path's buffers per thread: the padded pixels (+1) and the output pixels
+ * (rounded up to 16), 16 floats each. */
+size_t conv_dw_cl_pad_bytes(const conv_dw_plan *p) {
+    return ((size_t)(p->cl_pw * p->ph + 1) * 16 * sizeof(float) + 63) & ~(size_t)63;
+}
+
+size_t conv_dw_cl_slice(const conv_dw_plan *p) {
+    const size_t ohw = (size_t)(p->s.oh * p->s.ow + 15) / 16 * 16;
+    return p->cl ? conv_dw_cl_pad_bytes(p) + ohw * 16 * sizeof(float) : 0;
+}
+
+size_t conv_dw_slice(const conv_dw_plan *p) {
+    return ((size_t)p->band_rows * (size_t)p->g.ldp * sizeof(float) + 63) & ~(size_t)63;
+}
+
+typedef struct dw_job {
+    const conv_dw_plan *p;
+    conv_dw_band_fn band;
+    conv_dw_cl_fn cl16;
+    const float *x, *w, *b;
+    float *y;
+    char *ws;
+    const float *res; /* the fused residual (NCHW, like y), or NULL */
+    bool cl;          /* 16-channel groups through the channel-lanes kernel, else planes */
+} dw_job;
+
+/* The fused epilogue over n consecutive outputs from y + off, while they are in L1. */
+static void dw_epilogue(const dw_job *j, int64_t off, int64_t n) {
+    conv_row_fusion_apply(&j->p->fuse, j->res ? j->res + off : NULL, j->y + off, n);
+}
+
+/* Plane q (image-major: image q / c, channel q % c), band by band, each band's input copied into
+ * xb and, when fused, its output given the epilogue while it is in L1. */
+static void dw_plane(const dw_job *j, int64_t q, float *xb) {
+    const conv_dw_plan *p = j->p;
+    const conv_shape *s = &p->s;
+    const int64_t c = q % s->c, plane = q * s->oh * s->ow;
+    const float *x = j->x + q * s->h * s->w;
+    for (int64_t r0 = 0; r0 < s->oh; r0 += p->band) {
+        const int64_t nr = s->oh - r0 < p->band ? s->oh - r0 : p->band, off = plane + r0 * s->ow;
+        j->band(&p->g, x, xb, j->w + c * s->kh * s->kw, j->b ? j->b[c] : 0.0f, j->y + off, r0, nr);
+        if (p->fuse.on) dw_epilogue(j, off, nr * s->ow);
+    }
+}
+
+/* Channels [c0, c0 + nc) of image img through the channel-lanes kernel, then the fused
+ * epilogue over their planes (consecutive in NCHW). */
+static void dw_group(const dw_job *j, int64_t img, int64_t c0, int nc, float *pad, float *out) {
+    const conv_dw_plan *p = j->p;
+    const conv_shape *s = &p->s;
+    const int64_t ohw = s->oh * s->ow, off = (img * s->c + c0) * ohw;
+    j->cl16(&p->clg, j->x + (img * s->c + c0) * s->h * s->w, j->w + c0 * p->clg.ntaps,
+            j->b ? j->b + c0 : NULL, nc, pad, out, j->y + off);
+    if (p->fuse.on) dw_epilogue(j, off, nc * ohw);
+}
+
+/* Thread t's share of the items (planes, or 16-channel groups of an image), with its
+ * workspace slice, whose padding is zeroed once per run. */
+static void dw_chunk(void *arg, size_t begin, size_t end) {
+    const dw_job *j = arg;
+    const conv_dw_plan *p = j->p;
+    const conv_shape *s = &p->s;
+    const int64_t groups = (s->c + 15) / 16, T = p->threads;
+    const int64_t items = s->n * (j->cl ? groups : s->c);
+    const size_t stride = j->cl ? conv_dw_cl_slice(p) : conv_dw_slice(p);
+    const size_t zeroed =
+        j->cl ? conv_dw_cl_pad_bytes(p) : sizeof(float) * (size_t)(p->band_rows * p->g.ldp);
+    for (size_t t = begin; t < end; t++) {
+        char *slice = j->ws + t * stride;
+        memset(slice, 0, zeroed);
+        for (int64_t q = items * (int64_t)t / T; q < items * ((int64_t)t + 1) / T; q++) {
+            if (!j->cl) {
+                dw_plane(j, q, (float *)slice);
+                continue;
+            }
+            const int64_t c0 = q % groups * 16;
+            dw_group(j, q / groups, c0, (int)(s->c - c0 < 16 ? s->c - c0 : 16), (float *)slice,
+                     (float *)(slice + zeroed));
+        }
+    }
+}
+
+void conv_dw_run(const conv_dw_plan *p, conv_dw_band_fn band, conv_dw_cl_fn cl16, const float *x,
+                 const float *w, const float *b, const float *res, float *y, void *ws,
+                 op_ctx *ctx) {
+    dw_job j = {p, band, cl16, x, w, b, y, ws, res, cl16 && p->cl};
+    if (p->s.n * p->s.c == 0) return;
+    op_parallel_for(ctx, (size_t)p->threads, dw_chunk, &j);
+}
