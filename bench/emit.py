@@ -2,7 +2,7 @@
 """anvil compile's libraries against `anvil run`'s latency, side by side.
 
   .venv/bin/python bench/emit.py [--models resnet50,mobilenetv2,...] [--threads 1,2]
-                                 [--rounds 5] [--iters 20] [--size ci|full]
+                                 [--rounds 5] [--iters 20] [--size ci|full] [--zoo DIR]
 
 For each zoo model (tests/models/gen_zoo.py, fixed seeds) and thread count: `anvil compile` (no
 database, so both sides run the built-in rules), `make`, then alternating rounds of
@@ -31,15 +31,42 @@ def sh(cmd, **kw):
 
 
 def input_shapes(model):
+    """NAME=DIMS per input: the generator's test data's shapes (its sequence length, batch 1),
+    else the declared ones with symbolic dims 1."""
     import onnx
     m = onnx.load(model, load_external_data=False)
     init = {t.name for t in m.graph.initializer}
+    data = os.path.join(os.path.dirname(model), "test_data_set_0")
     out = []
-    for i in m.graph.input:
-        if i.name in init:
-            continue
-        dims = [d.dim_value if d.dim_value > 0 else 1 for d in i.type.tensor_type.shape.dim]
+    for k, i in enumerate(x for x in m.graph.input if x.name not in init):
+        pb = os.path.join(data, f"input_{k}.pb")
+        if os.path.exists(pb):
+            t = onnx.TensorProto()
+            with open(pb, "rb") as f:
+                t.ParseFromString(f.read())
+            dims = list(t.dims)
+        else:
+            dims = [d.dim_value if d.dim_value > 0 else 1 for d in i.type.tensor_type.shape.dim]
         out.append(f"{i.name}={'x'.join(map(str, dims)) or 'scalar'}")
+    return out
+
+
+def zero_int_inputs(model, shapes, tmp):
+    """-i NAME=FILE.npy of zeros for the integer inputs: anvil bench's random integers are not
+    valid indices everywhere (BERT's token_type_ids has 2 rows), and NET_run --bench feeds zeros
+    to them too."""
+    import numpy as np
+    import onnx
+    m = onnx.load(model, load_external_data=False)
+    kinds = {i.name: i.type.tensor_type.elem_type for i in m.graph.input}
+    out = []
+    for s in shapes:
+        name, dims = s.split("=", 1)
+        if kinds.get(name) in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+            path = os.path.join(tmp, f"zeros_{name}.npy")
+            dt = np.int64 if kinds[name] == onnx.TensorProto.INT64 else np.int32
+            np.save(path, np.zeros([int(d) for d in dims.split("x")], dt))
+            out += ["-i", f"{name}={path}"]
     return out
 
 
@@ -50,13 +77,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--size", default="ci")
+    ap.add_argument("--zoo", help="a folder of generated models to reuse (NAME/model.onnx)")
     a = ap.parse_args()
     print("| model | threads | anvil run ms | emitted ms | emitted/anvil | NET_run bytes | "
           "arena + weights + workspace |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models.split(","):
-            case = os.path.join(tmp, name)
+            case = os.path.join(a.zoo or tmp, name)
             r = sh([sys.executable, GEN, name, case, "--size", a.size])
             if r.returncode:
                 print(f"| {name} | - | generation failed: {r.stderr.strip()[-200:]} |")
@@ -83,8 +111,12 @@ def main():
                 exe = os.path.join(lib, "net_run")
                 bench = [ANVIL, "bench", model, "--iters", str(a.iters), "--threads",
                          str(threads), "--no-db", "--json"]
+                zeros = zero_int_inputs(model, shapes, tmp)
+                given = {z.split("=", 1)[0] for z in zeros[1::2]}
                 for s in shapes:
-                    bench += ["--shape", s]
+                    if s.split("=", 1)[0] not in given:
+                        bench += ["--shape", s]
+                bench += zeros
                 ours, theirs = [], []
                 for _ in range(a.rounds):
                     r = sh(bench)

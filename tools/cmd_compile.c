@@ -170,6 +170,10 @@ static int compile_model(const compile_args *a, anvil_model *m) {
     for (size_t i = 0; i < n_in; i++) {
         names[i] = bi[i].name;
         in[i] = bi[i].t;
+        /* only the shapes and dtypes matter to the plan; zeros are a valid index for any Gather
+         * (random ids are not: BERT's token_type_ids has 2 rows) */
+        if (!bi[i].from_file && anvil_tensor_data(bi[i].t))
+            memset(anvil_tensor_data(bi[i].t), 0, anvil_tensor_bytes(bi[i].t));
     }
     if ((st = anvil_options_create(&opts)) != ANVIL_OK ||
         (st = anvil_options_set_threads(opts, (int)a->threads)) != ANVIL_OK ||
