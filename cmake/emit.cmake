@@ -37,6 +37,10 @@ list(APPEND ANVIL_EMIT_FILES
 # Back-to-back fusion (anvil.GemmPair, anvil.ConvPair).
 list(APPEND ANVIL_EMIT_FILES kernels/cpu/pair/pair.h kernels/cpu/pair/pair_run.c)
 
+# The general depthwise variants' ISA kernels (dwconv_nchw_<isa>, dwconv_nhwc_<isa>; their run
+# is in conv_direct_run.c).
+list(APPEND ANVIL_EMIT_FILES kernels/cpu/conv/conv_dwx_avx512.c kernels/cpu/conv/conv_dwx_avx2.c)
+
 add_executable(anvil_embed tools/embed/embed.c)
 set(_emit_deps "")
 foreach(f ${ANVIL_EMIT_FILES})

@@ -17,20 +17,18 @@
 
 #define BATCHED_COL_BYTES ((size_t)64 << 20)
 
-typedef struct batched_plan {
-    conv_shape s;
-    const gemm_kernel *k;
-    gemm_blocking blk;
-    int threads;
-    size_t gemm_ws, col_bytes, c_bytes;
-    gemm_packed pa; /* W packed once when it is a constant; else the GEMM packs it per run */
-} batched_plan;
+/* The plan (conv_layout.h) and W packed once when it is a constant (else the GEMM packs it per
+ * run). */
+typedef struct batched_state {
+    conv_batched_plan p;
+    gemm_packed pa;
+} batched_state;
 
 static size_t align64(size_t x) {
     return (x + 63) & ~(size_t)63;
 }
 
-static bool plan_of(const kern_node *kn, batched_plan *p) {
+static bool plan_of(const kern_node *kn, conv_batched_plan *p) {
     memset(p, 0, sizeof *p);
     if (!conv_shape_of(kn, &p->s)) return false;
     const conv_shape *s = &p->s;
@@ -49,111 +47,89 @@ static bool plan_of(const kern_node *kn, batched_plan *p) {
 
 static bool batched_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    batched_plan p;
+    conv_batched_plan p;
     return plan_of(kn, &p);
 }
 
 static size_t batched_ws(const kern_node *kn) {
-    batched_plan p;
+    conv_batched_plan p;
     return plan_of(kn, &p) ? p.gemm_ws + p.col_bytes + p.c_bytes : 0;
 }
 
 static void batched_release(void *state) {
-    batched_plan *p = state;
-    if (!p) return;
-    gemm_packed_free(&p->pa);
-    free(p);
+    batched_state *st = state;
+    if (!st) return;
+    gemm_packed_free(&st->pa);
+    free(st);
 }
 
 static anvil_status batched_prepare(const kern_node *kn, void **state) {
-    batched_plan *p = core_calloc(1, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    batched_state *st = core_calloc(1, sizeof *st);
+    if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
+    conv_batched_plan *p = &st->p;
     if (!plan_of(kn, p)) {
-        free(p);
+        free(st);
         return conv_prepare_unsupported(kn, "conv_batched_gemm");
     }
     const float *w = kn->in[1].value;
     if (w) {
         const int64_t kdim = conv_kdim(&p->s);
-        anvil_status st = gemm_pack_a(p->k, p->s.m, kdim, w, kdim, 1, &p->pa);
-        if (st != ANVIL_OK) {
-            free(p);
-            return st;
+        anvil_status rc = gemm_pack_a(p->k, p->s.m, kdim, w, kdim, 1, &st->pa);
+        if (rc != ANVIL_OK) {
+            free(st);
+            return rc;
         }
         kern_node_mark_copied(kn, 1);
     }
-    *state = p;
+    *state = st;
     return ANVIL_OK;
-}
-
-typedef struct batched_job {
-    const batched_plan *p;
-    const float *x, *bias;
-    float *col, *c, *y;
-} batched_job;
-
-/* image i's im2col into columns [i*P, (i+1)*P) of the batch's */
-static void im2col_range(void *arg, size_t begin, size_t end) {
-    const batched_job *j = arg;
-    const conv_shape *s = &j->p->s;
-    const int64_t pix = s->oh * s->ow, cols = s->n * pix;
-    for (size_t i = begin; i < end; i++)
-        conv_im2col(s, j->x + (int64_t)i * s->c * s->h * s->w, 0, conv_kdim(s), 0, pix,
-                    j->col + (int64_t)i * pix, cols);
-}
-
-/* output channels [begin, end): y[n, m, :] = c[m, n*P : (n+1)*P] + bias[m] */
-static void scatter_range(void *arg, size_t begin, size_t end) {
-    const batched_job *j = arg;
-    const conv_shape *s = &j->p->s;
-    const int64_t pix = s->oh * s->ow, cols = s->n * pix;
-    for (size_t m = begin; m < end; m++) {
-        const float b = j->bias ? j->bias[m] : 0.0f;
-        for (int64_t n = 0; n < s->n; n++) {
-            const float *src = j->c + (int64_t)m * cols + n * pix;
-            float *dst = j->y + (n * s->m + (int64_t)m) * pix;
-            for (int64_t q = 0; q < pix; q++) dst[q] = src[q] + b;
-        }
-    }
 }
 
 static anvil_status batched_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                                 op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
     (void)n;
     (void)n_out;
-    const batched_plan *p = state;
-    const conv_shape *s = &p->s;
-    char *base = ws;
-    batched_job j = {p,
-                     in[0]->data,
-                     conv_bias(s, in, n_in),
-                     (float *)(base + p->gemm_ws),
-                     (float *)(base + p->gemm_ws + p->col_bytes),
-                     out[0]->data};
-    op_parallel_for(ctx, (size_t)s->n, im2col_range, &j);
-    const int64_t cols = s->n * s->oh * s->ow, kdim = conv_kdim(s);
-    gemm_problem pr;
-    memset(&pr, 0, sizeof pr);
-    pr.m = s->m;
-    pr.n = cols;
-    pr.k = kdim;
-    if (p->pa.data) {
-        pr.pa = &p->pa;
-    } else {
-        pr.a = in[1]->data;
-        pr.rs_a = kdim;
-        pr.cs_a = 1;
-    }
-    pr.b = j.col;
-    pr.rs_b = cols;
-    pr.cs_b = 1;
-    pr.c = j.c;
-    pr.ldc = cols;
-    pr.ep = gemm_epilogue_none();
-    gemm_run(p->k, &p->blk, &pr, base, ctx);
-    op_parallel_for(ctx, (size_t)s->m, scatter_range, &j);
+    const batched_state *st = state;
+    const conv_batched_plan *p = &st->p;
+    conv_batched_run(p, st->pa.data ? &st->pa : NULL, in[0]->data, st->pa.data ? NULL : in[1]->data,
+                     conv_bias(&p->s, in, n_in), out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
+
+/* ---- emitting (anvil compile) ---------------------------------------------------------------
+ * The plan as an initializer, the packed weights (when constant) as a blob, and a
+ * conv_batched_run call: the very code batched_run runs. */
+
+static anvil_status batched_emit(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    const batched_state *st = state;
+    const conv_batched_plan *p = &st->p;
+    const conv_shape *s = &p->s;
+    CORE_TRY(conv_emit_files_need(e));
+    const char *pa = "NULL";
+    if (st->pa.data) {
+        CORE_TRY(conv_emit_packed(e, "pa", &st->pa, 1, true));
+        pa = "pa";
+    }
+    conv_emit_tile(e, p->k);
+    e->code(e, "conv_batched_plan bp;\nmemset(&bp, 0, sizeof bp);\n");
+    conv_emit_shape(e, "bp.s", s);
+    e->code(e, "bp.k = &gemm_kernel_%s;\nbp.blk = (gemm_blocking){%lld, %lld, %lld};\n", p->k->name,
+            (long long)p->blk.mc, (long long)p->blk.kc, (long long)p->blk.nc);
+    e->code(e, "bp.threads = %d;\nbp.gemm_ws = %zu;\nbp.col_bytes = %zu;\nbp.c_bytes = %zu;\n",
+            p->threads, p->gemm_ws, p->col_bytes, p->c_bytes);
+    char x[96], w[96], b[96];
+    conv_emit_in(e, 0, x, sizeof x);
+    conv_emit_in(e, st->pa.data ? -1 : 1, w, sizeof w);
+    conv_emit_in(e, s->has_bias ? 2 : -1, b, sizeof b);
+    e->code(e,
+            "conv_batched_run(&bp, %s, (const float *)(%s), (const float *)(%s), "
+            "(const float *)(%s), (float *)(%s), %s, %s);\n",
+            pa, x, w, b, e->out(e, 0), e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static const kern_emitter batched_emitter = {batched_emit, NULL};
 
 const kern_variant conv_v_batched = {.name = "conv_batched_gemm",
                                      .op = IR_OP_CONV,
@@ -161,4 +137,5 @@ const kern_variant conv_v_batched = {.name = "conv_batched_gemm",
                                      .workspace_size = batched_ws,
                                      .prepare = batched_prepare,
                                      .release = batched_release,
-                                     .run = batched_run};
+                                     .run = batched_run,
+                                     .emit = &batched_emitter};

@@ -31,14 +31,6 @@ static bool dwx_shape(const conv_shape *s) {
            s->pl >= 0;
 }
 
-/* Problems with fewer multiply-adds than this run on the calling thread: waking the pool costs
- * more than it saves. */
-#define DWX_SERIAL_FMAS ((int64_t)1 << 18)
-
-static size_t align64(size_t x) {
-    return (x + 63) & ~(size_t)63;
-}
-
 /* ---- the channel-lanes index tables (shared with conv_depthwise.c) --------------------------
  */
 
@@ -67,24 +59,14 @@ anvil_status conv_dwx_cl_build(const conv_shape *s, int64_t pw, int64_t ph, int3
 
 /* ---- NCHW ---------------------------------------------------------------------------------- */
 
-typedef struct dwx_plan {
-    conv_shape s;
-    int64_t mult; /* output channels per input channel */
-    conv_dwx_rows g;
-    int64_t off[CONV_DWX_MAX_K * CONV_DWX_MAX_K]; /* g.off */
-    int threads;
-    int64_t band, band_rows; /* output rows per band; padded rows it reads (the slice) */
-    conv_row_fusion fuse;    /* set by prepare */
-    /* Small planes through the channel-lanes kernel (AVX-512 only, multiplier 1): a padded
-     * plane of cl_pw x cl_ph pixels, the tables built by prepare. */
-    bool cl;
-    int64_t cl_pw, cl_ph;
-    conv_dw_cl_geom clg;
+/* The plan (conv_dwx.h) and the channel-lanes tables it points into. */
+typedef struct dwx_state {
+    conv_dwx_plan p;
     int32_t *cl_idx; /* owned */
-} dwx_plan;
+} dwx_state;
 
 /* The plan of kn, with g.off pointing into p itself. */
-static bool dwx_plan_of(const kern_node *kn, dwx_plan *p) {
+static bool dwx_plan_of(const kern_node *kn, conv_dwx_plan *p) {
     memset(p, 0, sizeof *p);
     conv_shape *s = &p->s;
     if (!conv_shape_of(kn, s) || !dwx_shape(s)) return false;
@@ -124,179 +106,145 @@ static bool dwx_plan_of(const kern_node *kn, dwx_plan *p) {
     return true;
 }
 
-static size_t dwx_band_slice(const dwx_plan *p) {
-    return align64((size_t)p->band_rows * (size_t)p->g.ldp * sizeof(float));
-}
-
-/* The channel-lanes buffers per thread: the padded pixels (+1, the trash pixel) and the output
- * pixels (rounded up to 16), 16 floats each. */
-static size_t dwx_cl_pad_bytes(const dwx_plan *p) {
-    return align64((size_t)(p->cl_pw * p->cl_ph + 1) * 16 * sizeof(float));
-}
-
-static size_t dwx_cl_slice(const dwx_plan *p) {
-    const size_t ohw = (size_t)(p->s.oh * p->s.ow + 15) / 16 * 16;
-    return dwx_cl_pad_bytes(p) + ohw * 16 * sizeof(float);
-}
-
 static bool dwx_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    dwx_plan p;
+    conv_dwx_plan p;
     return dwx_plan_of(kn, &p);
 }
 
 /* Both paths' slices: the AVX2 variant never takes the channel lanes, but sizing for them keeps
  * the workspace independent of which variant asks. */
 static size_t dwx_workspace(const kern_node *kn) {
-    dwx_plan p;
+    conv_dwx_plan p;
     if (!dwx_plan_of(kn, &p)) return 0;
-    const size_t band = dwx_band_slice(&p), cl = p.cl ? dwx_cl_slice(&p) : 0;
+    const size_t band = conv_dwx_band_slice(&p), cl = p.cl ? conv_dwx_cl_slice(&p) : 0;
     return (size_t)p.threads * (band > cl ? band : cl);
 }
 
 static anvil_status dwx_prepare(const kern_node *kn, void **state) {
-    dwx_plan *p = core_calloc(1, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    dwx_state *st = core_calloc(1, sizeof *st);
+    if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
+    conv_dwx_plan *p = &st->p;
     if (!dwx_plan_of(kn, p)) {
-        free(p);
+        free(st);
         return conv_prepare_unsupported(kn, "depthwise variant");
     }
     conv_row_fusion_init(kn, &p->fuse);
-    if (p->cl && conv_dwx_cl_build(&p->s, p->cl_pw, p->cl_ph, &p->cl_idx, &p->clg) != ANVIL_OK) {
-        free(p);
+    if (p->cl && conv_dwx_cl_build(&p->s, p->cl_pw, p->cl_ph, &st->cl_idx, &p->clg) != ANVIL_OK) {
+        free(st);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
-    *state = p;
+    *state = st;
     return ANVIL_OK;
 }
 
 static void dwx_release(void *state) {
-    dwx_plan *p = state;
-    if (p) free(p->cl_idx);
-    free(p);
+    dwx_state *st = state;
+    if (st) free(st->cl_idx);
+    free(st);
 }
 
-typedef struct dwx_job {
-    const dwx_plan *p;
-    conv_dwx_band_fn band;
-    const float *x, *w, *b;
-    float *y;
-    char *ws;
-    const float *res; /* the fused residual (NCHW, like y), or NULL */
-    bool cl;          /* 16-channel groups through the channel-lanes kernel, else bands */
-    int64_t parts;
-} dwx_job;
-
-/* The fused epilogue over n consecutive outputs from y + off, while they are in L1. */
-static void dwx_epilogue(const dwx_job *j, int64_t off, int64_t n) {
-    if (j->p->fuse.on)
-        conv_row_fusion_apply(&j->p->fuse, j->res ? j->res + off : NULL, j->y + off, n);
-}
-
-/* Item q of the band path: band q % nb of output plane q / nb (image-major), read from the
- * input plane of its channel. */
-static void dwx_band_item(const dwx_job *j, int64_t q, float *xb) {
-    const dwx_plan *p = j->p;
-    const conv_shape *s = &p->s;
-    const int64_t nb = (s->oh + p->band - 1) / p->band, plane = q / nb, r0 = q % nb * p->band;
-    const int64_t img = plane / s->m, o = plane % s->m,
-                  nr = s->oh - r0 < p->band ? s->oh - r0 : p->band;
-    const int64_t off = plane * s->oh * s->ow + r0 * s->ow;
-    const float *x = j->x + (img * s->c + o / p->mult) * s->h * s->w;
-    j->band(&p->g, x, xb, j->w + o * p->g.ntaps, j->b ? j->b[o] : 0.0f, j->y + off, r0, nr);
-    dwx_epilogue(j, off, nr * s->ow);
-}
-
-/* Item q of the channel-lanes path: channels [c0, c0 + 16) of image q / groups. */
-static void dwx_cl_item(const dwx_job *j, int64_t q, float *pad, float *out) {
-    const dwx_plan *p = j->p;
-    const conv_shape *s = &p->s;
-    const int64_t groups = (s->c + 15) / 16, img = q / groups, c0 = q % groups * 16;
-    const int nc = (int)(s->c - c0 < 16 ? s->c - c0 : 16);
-    const int64_t ohw = s->oh * s->ow, off = (img * s->c + c0) * ohw;
-    conv_dw_cl16_avx512(&p->clg, j->x + (img * s->c + c0) * s->h * s->w, j->w + c0 * p->g.ntaps,
-                        j->b ? j->b + c0 : NULL, nc, pad, out, j->y + off);
-    dwx_epilogue(j, off, nc * ohw);
-}
-
-static int64_t dwx_items(const dwx_job *j) {
-    const conv_shape *s = &j->p->s;
-    return j->cl ? s->n * ((s->c + 15) / 16)
-                 : s->n * s->m * ((s->oh + j->p->band - 1) / j->p->band);
-}
-
-/* Part t's share of the items, with workspace slice t, whose padding is zeroed once per run
- * (the kernels write only where input lands, the same places for every item). */
-static void dwx_chunk(void *arg, size_t begin, size_t end) {
-    const dwx_job *j = arg;
-    const dwx_plan *p = j->p;
-    const int64_t items = dwx_items(j), T = j->parts;
-    const size_t stride = j->cl ? dwx_cl_slice(p) : dwx_band_slice(p);
-    const size_t zeroed = j->cl ? dwx_cl_pad_bytes(p) : dwx_band_slice(p);
-    for (size_t t = begin; t < end; t++) {
-        char *slice = j->ws + t * stride;
-        memset(slice, 0, zeroed);
-        for (int64_t q = items * (int64_t)t / T; q < items * ((int64_t)t + 1) / T; q++) {
-            if (j->cl)
-                dwx_cl_item(j, q, (float *)slice, (float *)(slice + zeroed));
-            else
-                dwx_band_item(j, q, (float *)slice);
-        }
-    }
-}
-
-static anvil_status dwx_run(const dwx_plan *p, conv_dwx_band_fn band, bool cl,
+static anvil_status dwx_run(const dwx_state *st, conv_dwx_band_fn band, conv_dw_cl_fn cl16,
                             const op_tensor *const *in, int n_in, op_tensor *const *out, void *ws,
                             op_ctx *ctx) {
-    const conv_shape *s = &p->s;
-    if (s->n * s->m == 0) return ANVIL_OK;
-    dwx_job j = {p,
-                 band,
-                 in[0]->data,
-                 in[1]->data,
-                 conv_bias(s, in, n_in),
-                 out[0]->data,
-                 ws,
-                 conv_row_fusion_residual(&p->fuse, in, n_in),
-                 cl && p->cl,
-                 1};
-    const int64_t fmas = s->n * s->m * s->oh * s->ow * p->g.ntaps;
-    j.parts = fmas < DWX_SERIAL_FMAS ? 1 : p->threads;
-    if (j.parts > dwx_items(&j)) j.parts = dwx_items(&j);
-    op_parallel_for(j.parts > 1 ? ctx : NULL, (size_t)j.parts, dwx_chunk, &j);
+    const conv_dwx_plan *p = &st->p;
+    conv_dwx_run(p, band, cl16, in[0]->data, in[1]->data, conv_bias(&p->s, in, n_in),
+                 conv_row_fusion_residual(&p->fuse, in, n_in), out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
 
-CONV_RUN_ENTRY(dwx_run_avx512, dwx_run(state, conv_dwx_band_avx512, true, in, n_in, out, ws, ctx))
+CONV_RUN_ENTRY(dwx_run_avx512,
+               dwx_run(state, conv_dwx_band_avx512, conv_dw_cl16_avx512, in, n_in, out, ws, ctx))
 
-CONV_RUN_ENTRY(dwx_run_avx2, dwx_run(state, conv_dwx_band_avx2, false, in, n_in, out, ws, ctx))
+CONV_RUN_ENTRY(dwx_run_avx2, dwx_run(state, conv_dwx_band_avx2, NULL, in, n_in, out, ws, ctx))
 
-const kern_variant conv_v_dwx_avx512 = {"dwconv_nchw_avx512",
-                                        IR_OP_CONV,
-                                        KERN_NEEDS_AVX512,
-                                        dwx_supports,
-                                        dwx_workspace,
-                                        dwx_prepare,
-                                        dwx_release,
-                                        dwx_run_avx512,
-                                        conv_fuses,
-                                        NULL,
-                                        NULL};
+/* ---- NCHW: emitting (anvil compile) ----------------------------------------------------------
+ * The plan as an initializer, the tap offsets and the channel-lanes tables as blobs, and a
+ * conv_dwx_run call with the variant's ISA kernels: the very code dwx_run runs. */
+
+static anvil_status dwx_emit(const void *state, bool avx512, kern_emit *e) {
+    const dwx_state *st = state;
+    const conv_dwx_plan *p = &st->p;
+    const conv_shape *s = &p->s;
+    const conv_dwx_rows *g = &p->g;
+    CORE_TRY(conv_emit_files_need(e));
+    CORE_TRY(conv_emit_direct_files(e));
+    CORE_TRY(e->need(e, avx512 ? "kernels/cpu/conv/conv_dwx_avx512.c"
+                               : "kernels/cpu/conv/conv_dwx_avx2.c"));
+    CORE_TRY(e->include(e, "kernels/cpu/conv/conv_dwx.h"));
+    if (avx512) CORE_TRY(e->need(e, "kernels/cpu/conv/conv_dw_avx512.c"));
+    char off[96];
+    CORE_TRY(e->blob(e, p->off, (size_t)g->ntaps * sizeof(int64_t), off, sizeof off));
+    CORE_TRY(conv_emit_row_fusion(e, "fuse", &p->fuse));
+    e->code(e, "conv_dwx_plan dp;\nmemset(&dp, 0, sizeof dp);\n");
+    conv_emit_shape(e, "dp.s", s);
+    e->code(e,
+            "dp.mult = %lld;\ndp.g = (conv_dwx_rows){%lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+            "%lld, %lld, %lld, %lld, %lld, (const int64_t *)(%s)};\n",
+            (long long)p->mult, (long long)g->h, (long long)g->w, (long long)g->pt,
+            (long long)g->q0, (long long)g->n, (long long)g->sy, (long long)g->sx, (long long)g->lp,
+            (long long)g->ldp, (long long)g->ext, (long long)g->ow, (long long)g->ntaps, off);
+    e->code(e,
+            "dp.threads = %d;\ndp.band = %lld;\ndp.band_rows = %lld;\ndp.fuse = fuse;\n"
+            "dp.cl = %s;\ndp.cl_pw = %lld;\ndp.cl_ph = %lld;\n",
+            p->threads, (long long)p->band, (long long)p->band_rows,
+            p->cl && avx512 ? "true" : "false", (long long)p->cl_pw, (long long)p->cl_ph);
+    if (p->cl && avx512) {
+        const conv_dw_cl_geom *c = &p->clg;
+        const int32_t *base = st->cl_idx;
+        const int64_t ohw8 = (c->ohw + 7) / 8 * 8, n = c->hw + ohw8 + c->ntaps;
+        char idx[96];
+        CORE_TRY(e->blob(e, base, (size_t)n * sizeof(int32_t), idx, sizeof idx));
+        e->code(e,
+                "dp.clg = (conv_dw_cl_geom){%lld, %lld, %lld, (const int32_t *)(%s) + %lld, "
+                "(const int32_t *)(%s) + %lld, (const int32_t *)(%s) + %lld};\n",
+                (long long)c->hw, (long long)c->ohw, (long long)c->ntaps, idx,
+                (long long)(c->in_at - base), idx, (long long)(c->out_at - base), idx,
+                (long long)(c->tap_at - base));
+    }
+    char x[96], w[96], b[96], r[96];
+    conv_emit_in(e, 0, x, sizeof x);
+    conv_emit_in(e, 1, w, sizeof w);
+    conv_emit_in(e, s->has_bias ? 2 : -1, b, sizeof b);
+    conv_emit_in(e, p->fuse.residual, r, sizeof r);
+    e->code(e,
+            "conv_dwx_run(&dp, %s, %s, (const float *)(%s), (const float *)(%s), "
+            "(const float *)(%s), (const float *)(%s), (float *)(%s), %s, %s);\n",
+            avx512 ? "conv_dwx_band_avx512" : "conv_dwx_band_avx2",
+            avx512 ? "conv_dw_cl16_avx512" : "NULL", x, w, b, r, e->out(e, 0), e->ws, e->ctx);
+    return ANVIL_OK;
+}
+
+static anvil_status dwx_emit_avx512(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    return dwx_emit(state, true, e);
+}
+
+static anvil_status dwx_emit_avx2(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    return dwx_emit(state, false, e);
+}
+
+static const kern_emitter dwx_emitter_avx512 = {dwx_emit_avx512, NULL},
+                          dwx_emitter_avx2 = {dwx_emit_avx2, NULL};
+
+const kern_variant conv_v_dwx_avx512 = {
+    "dwconv_nchw_avx512", IR_OP_CONV,  KERN_NEEDS_AVX512,  dwx_supports,
+    dwx_workspace,        dwx_prepare, dwx_release,        dwx_run_avx512,
+    conv_fuses,           NULL,        &dwx_emitter_avx512};
 const kern_variant conv_v_dwx_avx2 = {
-    "dwconv_nchw_avx2", IR_OP_CONV,   KERN_NEEDS_AVX2, dwx_supports, dwx_workspace, dwx_prepare,
-    dwx_release,        dwx_run_avx2, conv_fuses,      NULL,         NULL};
+    "dwconv_nchw_avx2", IR_OP_CONV,   KERN_NEEDS_AVX2, dwx_supports, dwx_workspace,    dwx_prepare,
+    dwx_release,        dwx_run_avx2, conv_fuses,      NULL,         &dwx_emitter_avx2};
 
 /* ---- NHWC ---------------------------------------------------------------------------------- */
 
-typedef struct dwxn_plan {
-    conv_shape s;
-    conv_dwx_last g;
-    int threads;
-    conv_row_fusion fuse;
+/* The plan (conv_dwx.h) and the packed weights. */
+typedef struct dwxn_state {
+    conv_dwxn_plan p;
     float *wp; /* owned: the packed weights [kh*kw][vpad], 64-byte aligned */
-} dwxn_plan;
+} dwxn_state;
 
-static bool dwxn_plan_of(const kern_node *kn, dwxn_plan *p) {
+static bool dwxn_plan_of(const kern_node *kn, conv_dwxn_plan *p) {
     memset(p, 0, sizeof *p);
     conv_shape *s = &p->s;
     if (!conv_shape_of_nhwc(kn, s) || !kn->in[1].value || !dwx_shape(s) || s->m != s->c)
@@ -328,86 +276,56 @@ static bool dwxn_plan_of(const kern_node *kn, dwxn_plan *p) {
 
 static bool dwxn_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    dwxn_plan p;
+    conv_dwxn_plan p;
     return dwxn_plan_of(kn, &p);
 }
 
 /* The bias, zero-padded to vpad, per run. */
 static size_t dwxn_workspace(const kern_node *kn) {
-    dwxn_plan p;
+    conv_dwxn_plan p;
     return dwxn_plan_of(kn, &p) ? sizeof(float) * (size_t)p.g.vpad : 0;
 }
 
+static size_t dwxn_wp_floats(const conv_dwxn_plan *p) {
+    return (size_t)(p->s.kh * p->s.kw * p->g.vpad);
+}
+
 static anvil_status dwxn_prepare(const kern_node *kn, void **state) {
-    dwxn_plan *p = core_calloc(1, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    dwxn_state *st = core_calloc(1, sizeof *st);
+    if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
+    conv_dwxn_plan *p = &st->p;
     if (!dwxn_plan_of(kn, p)) {
-        free(p);
+        free(st);
         return conv_prepare_unsupported(kn, "channels-last depthwise variant");
     }
     const conv_shape *s = &p->s;
     const int64_t ntaps = s->kh * s->kw, vpad = p->g.vpad;
-    p->wp = core_aligned_alloc(64, sizeof(float) * (size_t)(ntaps * vpad));
-    if (!p->wp) {
-        free(p);
+    st->wp = core_aligned_alloc(64, sizeof(float) * dwxn_wp_floats(p));
+    if (!st->wp) {
+        free(st);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
-    memset(p->wp, 0, sizeof(float) * (size_t)(ntaps * vpad));
+    memset(st->wp, 0, sizeof(float) * dwxn_wp_floats(p));
     const float *w = kn->in[1].value;
     for (int64_t o = 0; o < s->c; o++)
-        for (int64_t t = 0; t < ntaps; t++) p->wp[t * vpad + o] = w[o * ntaps + t];
+        for (int64_t t = 0; t < ntaps; t++) st->wp[t * vpad + o] = w[o * ntaps + t];
     kern_node_mark_copied(kn, 1);
     conv_row_fusion_init(kn, &p->fuse);
-    *state = p;
+    *state = st;
     return ANVIL_OK;
 }
 
 static void dwxn_release(void *state) {
-    dwxn_plan *p = state;
-    if (p) free(p->wp);
-    free(p);
+    dwxn_state *st = state;
+    if (st) free(st->wp);
+    free(st);
 }
 
-typedef struct dwxn_job {
-    const dwxn_plan *p;
-    conv_dwx_row_fn row;
-    const float *x, *bias, *res;
-    float *y;
-    int64_t parts;
-} dwxn_job;
-
-/* Part t's share of the output rows of all images, each row's epilogue right after it. */
-static void dwxn_chunk(void *arg, size_t begin, size_t end) {
-    const dwxn_job *j = arg;
-    const dwxn_plan *p = j->p;
-    const conv_shape *s = &p->s;
-    const int64_t rows = s->n * s->oh, T = j->parts, rowf = s->ow * s->m;
-    for (size_t t = begin; t < end; t++)
-        for (int64_t r = rows * (int64_t)t / T; r < rows * ((int64_t)t + 1) / T; r++) {
-            j->row(&p->g, j->x + r / s->oh * s->h * s->w * s->c, p->wp, j->bias, j->y + r * rowf,
-                   r % s->oh);
-            if (p->fuse.on)
-                conv_row_fusion_apply(&p->fuse, j->res ? j->res + r * rowf : NULL, j->y + r * rowf,
-                                      rowf);
-        }
-}
-
-/* The bias is copied into the workspace per run: B is an input, constant in every model the
- * layout pass turns but not promised to be. */
-static anvil_status dwxn_run(const dwxn_plan *p, conv_dwx_row_fn row, const op_tensor *const *in,
+static anvil_status dwxn_run(const dwxn_state *st, conv_dwx_row_fn row, const op_tensor *const *in,
                              int n_in, op_tensor *const *out, void *ws, op_ctx *ctx) {
-    const conv_shape *s = &p->s;
-    if (s->n * s->oh * s->ow * s->m == 0) return ANVIL_OK;
-    float *bias = ws;
-    memset(bias, 0, sizeof(float) * (size_t)p->g.vpad);
-    const float *b = conv_bias(s, in, n_in);
-    if (b) memcpy(bias, b, sizeof(float) * (size_t)s->m);
-    dwxn_job j = {
-        p, row, in[0]->data, bias, conv_row_fusion_residual(&p->fuse, in, n_in), out[0]->data, 1};
-    const int64_t fmas = s->n * s->m * s->oh * s->ow * s->kh * s->kw;
-    j.parts = fmas < DWX_SERIAL_FMAS ? 1 : p->threads;
-    if (j.parts > s->n * s->oh) j.parts = s->n * s->oh;
-    op_parallel_for(j.parts > 1 ? ctx : NULL, (size_t)j.parts, dwxn_chunk, &j);
+    const conv_dwxn_plan *p = &st->p;
+    conv_dwxn_run(p, row, st->wp, in[0]->data, conv_bias(&p->s, in, n_in),
+                  conv_row_fusion_residual(&p->fuse, in, n_in), out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
 
@@ -415,25 +333,62 @@ CONV_RUN_ENTRY(dwxn_run_avx512, dwxn_run(state, conv_dwx_row_avx512, in, n_in, o
 
 CONV_RUN_ENTRY(dwxn_run_avx2, dwxn_run(state, conv_dwx_row_avx2, in, n_in, out, ws, ctx))
 
-const kern_variant convnhwc_v_dwx_avx512 = {"dwconv_nhwc_avx512",
-                                            IR_OP_CONV_NHWC,
-                                            KERN_NEEDS_AVX512,
-                                            dwxn_supports,
-                                            dwxn_workspace,
-                                            dwxn_prepare,
-                                            dwxn_release,
-                                            dwxn_run_avx512,
-                                            conv_fuses,
-                                            NULL,
-                                            NULL};
-const kern_variant convnhwc_v_dwx_avx2 = {"dwconv_nhwc_avx2",
-                                          IR_OP_CONV_NHWC,
-                                          KERN_NEEDS_AVX2,
-                                          dwxn_supports,
-                                          dwxn_workspace,
-                                          dwxn_prepare,
-                                          dwxn_release,
-                                          dwxn_run_avx2,
-                                          conv_fuses,
-                                          NULL,
-                                          NULL};
+/* ---- NHWC: emitting (anvil compile) ----------------------------------------------------------
+ * The plan as an initializer, the packed weights as a blob, and a conv_dwxn_run call with the
+ * variant's ISA kernel: the very code dwxn_run runs. */
+
+static anvil_status dwxn_emit(const void *state, bool avx512, kern_emit *e) {
+    const dwxn_state *st = state;
+    const conv_dwxn_plan *p = &st->p;
+    const conv_shape *s = &p->s;
+    const conv_dwx_last *g = &p->g;
+    CORE_TRY(conv_emit_files_need(e));
+    CORE_TRY(conv_emit_direct_files(e));
+    CORE_TRY(e->need(e, avx512 ? "kernels/cpu/conv/conv_dwx_avx512.c"
+                               : "kernels/cpu/conv/conv_dwx_avx2.c"));
+    CORE_TRY(e->include(e, "kernels/cpu/conv/conv_dwx.h"));
+    char wp[96], x[96], b[96], r[96];
+    CORE_TRY(e->blob(e, st->wp, dwxn_wp_floats(p) * sizeof(float), wp, sizeof wp));
+    CORE_TRY(conv_emit_row_fusion(e, "fuse", &p->fuse));
+    e->code(e, "conv_dwxn_plan np;\nmemset(&np, 0, sizeof np);\n");
+    conv_emit_shape(e, "np.s", s);
+    e->code(e,
+            "np.g = (conv_dwx_last){%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+            "%lld, %lld, %lld, %lld, %lld};\n",
+            (long long)g->h, (long long)g->w, (long long)g->c, (long long)g->vpad, (long long)g->ow,
+            (long long)g->kh, (long long)g->kw, (long long)g->sh, (long long)g->sw,
+            (long long)g->dh, (long long)g->dw, (long long)g->pt, (long long)g->pl,
+            (long long)g->ox_lo, (long long)g->ox_hi);
+    e->code(e, "np.threads = %d;\nnp.fuse = fuse;\n", p->threads);
+    conv_emit_in(e, 0, x, sizeof x);
+    conv_emit_in(e, s->has_bias ? 2 : -1, b, sizeof b);
+    conv_emit_in(e, p->fuse.residual, r, sizeof r);
+    e->code(e,
+            "conv_dwxn_run(&np, %s, (const float *)(%s), (const float *)(%s), "
+            "(const float *)(%s), (const float *)(%s), (float *)(%s), %s, %s);\n",
+            avx512 ? "conv_dwx_row_avx512" : "conv_dwx_row_avx2", wp, x, b, r, e->out(e, 0), e->ws,
+            e->ctx);
+    return ANVIL_OK;
+}
+
+static anvil_status dwxn_emit_avx512(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    return dwxn_emit(state, true, e);
+}
+
+static anvil_status dwxn_emit_avx2(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    return dwxn_emit(state, false, e);
+}
+
+static const kern_emitter dwxn_emitter_avx512 = {dwxn_emit_avx512, NULL},
+                          dwxn_emitter_avx2 = {dwxn_emit_avx2, NULL};
+
+const kern_variant convnhwc_v_dwx_avx512 = {
+    "dwconv_nhwc_avx512", IR_OP_CONV_NHWC, KERN_NEEDS_AVX512, dwxn_supports, dwxn_workspace,
+    dwxn_prepare,         dwxn_release,    dwxn_run_avx512,   conv_fuses,    NULL,
+    &dwxn_emitter_avx512};
+const kern_variant convnhwc_v_dwx_avx2 = {
+    "dwconv_nhwc_avx2", IR_OP_CONV_NHWC, KERN_NEEDS_AVX2, dwxn_supports, dwxn_workspace,
+    dwxn_prepare,       dwxn_release,    dwxn_run_avx2,   conv_fuses,    NULL,
+    &dwxn_emitter_avx2};

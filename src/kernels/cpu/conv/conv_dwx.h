@@ -77,4 +77,54 @@ void conv_dwx_row_avx2(const conv_dwx_last *g, const float *x, const float *wp, 
 anvil_status conv_dwx_cl_build(const conv_shape *s, int64_t pw, int64_t ph, int32_t **idx,
                                conv_dw_cl_geom *g);
 
+/* ---- the variants' plans and runs (conv_direct_run.c; conv_dwx.c plans) ---------------------
+ * Shared by anvil's variants and the libraries `anvil compile` writes, so both run one code. */
+
+/* Problems with fewer multiply-adds than this run on the calling thread: waking the pool costs
+ * more than it saves. */
+#define CONV_DWX_SERIAL_FMAS ((int64_t)1 << 18)
+
+/* The plan of dwconv_nchw_<isa>: each plane in bands of output rows read from padded rows, or,
+ * for small planes, 16 channels at a time through the channel-lanes kernel. */
+typedef struct conv_dwx_plan {
+    conv_shape s;
+    int64_t mult; /* output channels per input channel */
+    conv_dwx_rows g;
+    int64_t off[CONV_DWX_MAX_K * CONV_DWX_MAX_K]; /* g.off points here (or at a copy of it) */
+    int threads;
+    int64_t band, band_rows; /* output rows per band; padded rows it reads (the slice) */
+    conv_row_fusion fuse;
+    /* Small planes through the channel-lanes kernel (AVX-512 only, multiplier 1): a padded
+     * plane of cl_pw x cl_ph pixels; clg's tables are owned by whoever made the plan. */
+    bool cl;
+    int64_t cl_pw, cl_ph;
+    conv_dw_cl_geom clg;
+} conv_dwx_plan;
+/* The workspace per thread of the band path and of the channel-lanes path (the padded pixels
+ * (+1, the trash pixel) and the output pixels rounded up to 16, 16 floats each), and the
+ * channel-lanes slice's padded part, which each run zeroes. */
+size_t conv_dwx_band_slice(const conv_dwx_plan *p);
+size_t conv_dwx_cl_slice(const conv_dwx_plan *p);
+size_t conv_dwx_cl_pad_bytes(const conv_dwx_plan *p);
+/* Y = conv(X) for p with band (the ISA's band kernel) and cl16 (the channel-lanes kernel, taken
+ * where p->cl; NULL: never), w the weights [m][kh][kw], b (m) and res (the fused residual, NCHW
+ * like y) each NULL when absent. ws: threads * the larger slice, 64-byte aligned. */
+void conv_dwx_run(const conv_dwx_plan *p, conv_dwx_band_fn band, conv_dw_cl_fn cl16, const float *x,
+                  const float *w, const float *b, const float *res, float *y, void *ws,
+                  op_ctx *ctx);
+
+/* The plan of dwconv_nhwc_<isa>: threads take whole output rows, each row's fused epilogue
+ * right after it. */
+typedef struct conv_dwxn_plan {
+    conv_shape s;
+    conv_dwx_last g;
+    int threads;
+    conv_row_fusion fuse;
+} conv_dwxn_plan;
+/* Y = conv(X) for p with row (the ISA's kernel), wp the weights packed [kh*kw][vpad], bias (m)
+ * and res (the fused residual, NHWC like y) each NULL when absent. ws: vpad floats, 64-byte
+ * aligned (the bias zero-padded). */
+void conv_dwxn_run(const conv_dwxn_plan *p, conv_dwx_row_fn row, const float *wp, const float *x,
+                   const float *bias, const float *res, float *y, void *ws, op_ctx *ctx);
+
 #endif

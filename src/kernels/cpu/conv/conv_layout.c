@@ -480,3 +480,66 @@ void conv_regions_run(const conv_regions_plan *p, const gemm_epilogue *ep,
                       run_ws, ctx);
     if (!p->last) conv_transpose_run(y, out, s->n, s->oh * s->ow, s->m, tr, ctx);
 }
+
+/* ---- a batch as one GEMM (conv_batched_gemm) ------------------------------------------------ */
+
+typedef struct batched_job {
+    const conv_batched_plan *p;
+    const float *x, *bias;
+    float *col, *c, *y;
+} batched_job;
+
+/* image i's im2col into columns [i*P, (i+1)*P) of the batch's */
+static void batched_im2col(void *arg, size_t begin, size_t end) {
+    const batched_job *j = arg;
+    const conv_shape *s = &j->p->s;
+    const int64_t pix = s->oh * s->ow, cols = s->n * pix;
+    for (size_t i = begin; i < end; i++)
+        conv_im2col(s, j->x + (int64_t)i * s->c * s->h * s->w, 0, conv_kdim(s), 0, pix,
+                    j->col + (int64_t)i * pix, cols);
+}
+
+/* output channels [begin, end): y[n, m, :] = c[m, n*P : (n+1)*P] + bias[m] */
+static void batched_scatter(void *arg, size_t begin, size_t end) {
+    const batched_job *j = arg;
+    const conv_shape *s = &j->p->s;
+    const int64_t pix = s->oh * s->ow, cols = s->n * pix;
+    for (size_t m = begin; m < end; m++) {
+        const float b = j->bias ? j->bias[m] : 0.0f;
+        for (int64_t n = 0; n < s->n; n++) {
+            const float *src = j->c + (int64_t)m * cols + n * pix;
+            float *dst = j->y + (n * s->m + (int64_t)m) * pix;
+            for (int64_t q = 0; q < pix; q++) dst[q] = src[q] + b;
+        }
+    }
+}
+
+void conv_batched_run(const conv_batched_plan *p, const gemm_packed *pa, const float *x,
+                      const float *w, const float *bias, float *y, void *ws, op_ctx *ctx) {
+    const conv_shape *s = &p->s;
+    char *base = ws;
+    batched_job j = {
+        p, x, bias, (float *)(base + p->gemm_ws), (float *)(base + p->gemm_ws + p->col_bytes), y};
+    op_parallel_for(ctx, (size_t)s->n, batched_im2col, &j);
+    const int64_t cols = s->n * s->oh * s->ow, kdim = conv_kdim(s);
+    gemm_problem pr;
+    memset(&pr, 0, sizeof pr);
+    pr.m = s->m;
+    pr.n = cols;
+    pr.k = kdim;
+    if (pa) {
+        pr.pa = pa;
+    } else {
+        pr.a = w;
+        pr.rs_a = kdim;
+        pr.cs_a = 1;
+    }
+    pr.b = j.col;
+    pr.rs_b = cols;
+    pr.cs_b = 1;
+    pr.c = j.c;
+    pr.ldc = cols;
+    pr.ep = gemm_epilogue_none();
+    gemm_run(p->k, &p->blk, &pr, base, ctx);
+    op_parallel_for(ctx, (size_t)s->m, batched_scatter, &j);
+}

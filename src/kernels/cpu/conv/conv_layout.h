@@ -389,6 +389,22 @@ size_t conv_dw_cl_pad_bytes(const conv_dw_plan *p);
 void conv_dw_run(const conv_dw_plan *p, conv_dw_band_fn band, conv_dw_cl_fn cl16, const float *x,
                  const float *w, const float *b, const float *res, float *y, void *ws, op_ctx *ctx);
 
+/* ---- a batch as one GEMM (conv_batched_gemm; conv_batched.c plans) --------------------------
+ * Every image's im2col side by side, [kdim, n*oh*ow], one GEMM into a scratch [m, n*oh*ow], then
+ * a scatter to NCHW with the bias. Group 1 only. */
+typedef struct conv_batched_plan {
+    conv_shape s;
+    const gemm_kernel *k;
+    gemm_blocking blk;
+    int threads;
+    size_t gemm_ws, col_bytes, c_bytes; /* the workspace: GEMM slices, the im2col, the scratch */
+} conv_batched_plan;
+/* Y = conv(X) for p with pa the weights packed (gemm_pack_a of [m, kdim] with p->k), or NULL to
+ * read w [m, c, kh, kw] in place; bias (m) or NULL. ws: gemm_ws + col_bytes + c_bytes bytes,
+ * 64-byte aligned. */
+void conv_batched_run(const conv_batched_plan *p, const gemm_packed *pa, const float *x,
+                      const float *w, const float *bias, float *y, void *ws, op_ctx *ctx);
+
 /* ---- Winograd transforms (conv_winograd.c and its ISA files) ------------------------------- */
 
 /* F(2x2,3x3) (m = 2, t = 4), F(4x4,3x3) (m = 4, t = 6), and F(2x2,3x3) at stride 2 (m = 2,
