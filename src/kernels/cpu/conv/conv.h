@@ -140,6 +140,10 @@ const char *conv_emit_in(kern_emit *e, int i, char *buf, size_t cap);
 /* Marks the direct kernels' shared files as needed (conv_direct_run.c, conv_dwx.h and the
  * templates and vector headers the ISA files include); the emitter adds its ISA file. */
 anvil_status conv_emit_direct_files(kern_emit *e);
+/* Writes `VAR = (conv_dw_cl_geom){...}` for the channel-lanes depthwise path, its index tables
+ * (starting at base, as prepare made them) stored in the weights. */
+anvil_status conv_emit_cl_geom(kern_emit *e, const char *var, const conv_dw_cl_geom *c,
+                               const int32_t *base);
 /* Writes `gemm_packed VAR[n]` equal to pk[0..n) (packed A where is_a, else packed B; all of one
  * tile and shape), their data stored in the weights as one blob. */
 anvil_status conv_emit_packed(kern_emit *e, const char *var, const gemm_packed *pk, int64_t n,

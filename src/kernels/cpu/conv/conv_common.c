@@ -314,3 +314,17 @@ anvil_status conv_emit_packed(kern_emit *e, const char *var, const gemm_packed *
             (long long)n, var, k->name, (long long)rows, (long long)cols, blob, stride);
     return ANVIL_OK;
 }
+
+anvil_status conv_emit_cl_geom(kern_emit *e, const char *var, const conv_dw_cl_geom *c,
+                               const int32_t *base) {
+    const int64_t ohw8 = (c->ohw + 7) / 8 * 8, n = c->hw + ohw8 + c->ntaps;
+    char idx[96];
+    CORE_TRY(e->blob(e, base, (size_t)n * sizeof(int32_t), idx, sizeof idx));
+    e->code(e,
+            "%s = (conv_dw_cl_geom){%lld, %lld, %lld, (const int32_t *)(%s) + %lld, "
+            "(const int32_t *)(%s) + %lld, (const int32_t *)(%s) + %lld};\n",
+            var, (long long)c->hw, (long long)c->ohw, (long long)c->ntaps, idx,
+            (long long)(c->in_at - base), idx, (long long)(c->out_at - base), idx,
+            (long long)(c->tap_at - base));
+    return ANVIL_OK;
+}

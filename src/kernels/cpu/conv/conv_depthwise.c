@@ -132,19 +132,7 @@ static anvil_status dw_emit(const void *state, bool avx512, kern_emit *e) {
             "%lld;\ndp.cl = %s;\ndp.cl_pw = %lld;\n",
             (long long)p->ph, p->threads, (long long)p->band, (long long)p->band_rows,
             p->cl ? "true" : "false", (long long)p->cl_pw);
-    if (p->cl && avx512) {
-        const conv_dw_cl_geom *c = &p->clg;
-        const int32_t *base = st->cl_idx;
-        const int64_t ohw8 = (c->ohw + 7) / 8 * 8, n = c->hw + ohw8 + c->ntaps;
-        char idx[96];
-        CORE_TRY(e->blob(e, base, (size_t)n * sizeof(int32_t), idx, sizeof idx));
-        e->code(e,
-                "dp.clg = (conv_dw_cl_geom){%lld, %lld, %lld, (const int32_t *)(%s) + %lld, "
-                "(const int32_t *)(%s) + %lld, (const int32_t *)(%s) + %lld};\n",
-                (long long)c->hw, (long long)c->ohw, (long long)c->ntaps, idx,
-                (long long)(c->in_at - base), idx, (long long)(c->out_at - base), idx,
-                (long long)(c->tap_at - base));
-    }
+    if (p->cl && avx512) CORE_TRY(conv_emit_cl_geom(e, "dp.clg", &p->clg, st->cl_idx));
     char x[96], w[96], b[96], r[96];
     conv_emit_in(e, 0, x, sizeof x);
     conv_emit_in(e, 1, w, sizeof w);
