@@ -8,7 +8,7 @@
 #   fuzz     build-fuzz/     clang with libFuzzer targets and sanitizers (-DANVIL_FUZZ=ON)
 #
 # Every configuration treats warnings as errors. ANVIL_JOBS sets the parallel build jobs (default:
-# the number of cores).
+# the number of cores); ANVIL_CCACHE=0 builds without ccache.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,6 +31,11 @@ fuzz) ARGS=(-DCMAKE_C_COMPILER=clang -DANVIL_FUZZ=ON) ;;
     exit 2
     ;;
 esac
+
+# ccache, where installed, makes rebuilds after a branch switch (or in a second worktree) cheap.
+if command -v ccache >/dev/null 2>&1 && [ "${ANVIL_CCACHE:-1}" = 1 ]; then
+    ARGS+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 
 DIR="$ROOT/build-$CONFIG"
 echo "[build] $CONFIG in $DIR (-j$JOBS)"
