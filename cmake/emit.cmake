@@ -1,10 +1,10 @@
-# The source files `anvil compile` copies into the libraries it emits (src/runtime/emit.c), embedded
+# The source files `anvil compile` copies into the libraries it emits (src/emit/emit.c), embedded
 # in anvil as byte arrays by tools/embed/embed.c, so that an installed anvil emits the very files
 # it was built from. An emitter that needs a file missing here fails with an error naming it
 # (the emit tests compile every emitted library, so such a gap shows there).
 set(ANVIL_EMIT_FILES
   core/core_hw.h core/hw.c core/pool.c ir/ir_act.h kernels/kern_isa.h
-  runtime/emit_shim/core.h runtime/emit_shim/kernels.h runtime/emit_shim/krt.c runtime/emit_shim/run_main.h
+  emit/shim/core.h emit/shim/kernels.h emit/shim/krt.c emit/shim/run_main.h
   kernels/cpu/gemm/gemm.h kernels/cpu/gemm/gemm.c kernels/cpu/gemm/gemm_epilogue.h
   kernels/cpu/gemm/gemm_ukernel.h kernels/cpu/gemm/gemm_avx512.c kernels/cpu/gemm/gemm_avx2.c
   kernels/cpu/eltwise/eltwise_act.h kernels/cpu/eltwise/eltwise_exp.h

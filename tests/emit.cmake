@@ -1,4 +1,4 @@
-# anvil compile (src/runtime/emit.c): models written out as C libraries, built with nothing but
+# anvil compile (src/emit/emit.c): models written out as C libraries, built with nothing but
 # cc -std=c11 -O2 -Wall -Werror and no anvil header or library, must compute what `anvil run`
 # computes (tests/emit/check_emit.py). Under the sanitizers the emitter runs instrumented, on
 # fewer random graphs. Included from tests/CMakeLists.txt; the fixtures come from ort.cmake.

@@ -85,7 +85,7 @@ static inline void kern_node_mark_copied(const kern_node *kn, int input) {
  * A variant that can be emitted writes, for one planned node, the C statements of a standalone
  * library that compute it: calls into its own kernel sources, which the emitter copies beside the
  * generated code (the same files the runtime compiles, built against the shim in
- * src/runtime/emit_shim/ instead of anvil's headers), with the geometry baked in as constants and
+ * src/emit/shim/ instead of anvil's headers), with the geometry baked in as constants and
  * the data it prepared (packed weights) stored in the weights file. */
 typedef struct kern_emit kern_emit;
 struct kern_emit {

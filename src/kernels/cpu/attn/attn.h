@@ -5,7 +5,7 @@
  * (batch x head x query block) and splits them across threads; the per-ISA files (attn_avx512.c,
  * attn_avx2.c) instantiate attn_tmpl.h, which computes one job. Pointers in attn_prob are borrowed
  * for the run. Everything here but attn_variants.c is IR-free: `anvil compile` copies it into the
- * libraries it emits (against src/runtime/emit_shim), so they run the very code anvil runs. */
+ * libraries it emits (against src/emit/shim), so they run the very code anvil runs. */
 #ifndef ANVIL_KERNELS_ATTN_H
 #define ANVIL_KERNELS_ATTN_H
 

@@ -2,7 +2,7 @@
  * contiguous range per thread, each with its own slice of the workspace. Consecutive jobs share a
  * (batch, head), so a thread's k and v stay in its cache across its query blocks. Called by
  * attn_variants.c's run and by the libraries `anvil compile` emits, so both compute the same; it
- * uses only what src/runtime/emit_shim offers. */
+ * uses only what src/emit/shim offers. */
 #include "attn.h"
 #include "kernels/kernels.h"
 

@@ -55,7 +55,7 @@ extern const chain_isa chain_isa_avx2;
  * What chain_variants.c's prepare decides for a node, as plain data, and the run over it: the
  * runtime's variants and the libraries `anvil compile` emits (which copy chain_run.c and the ISA
  * files and fill a chain_state with the same values) both compute through chain_exec. Uses only
- * what src/runtime/emit_shim offers. */
+ * what src/emit/shim offers. */
 
 typedef struct op_ctx op_ctx;
 

@@ -6,7 +6,7 @@
  * libraries `anvil compile` writes (which bake the same plans into C initializers and copy this
  * header and conv_layout.c verbatim) call these functions, so what the runtime runs and what the
  * emitted code runs cannot drift apart. Hence this header and conv_layout.c see only what the
- * emitter's shim (src/runtime/emit_shim) declares: gemm.h, op_ctx / op_parallel_for, ir_act; no
+ * emitter's shim (src/emit/shim) declares: gemm.h, op_ctx / op_parallel_for, ir_act; no
  * ir_node, op_tensor or kern_node in any function body.
  *
  * Every pointer argument is borrowed for the duration of the call unless said otherwise. */

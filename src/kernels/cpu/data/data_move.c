@@ -1,7 +1,7 @@
 /* The run-time halves of the data family's copies (data_move.h): the segment engine (Concat,
  * Split), the strided views (Slice, Expand, Tile), Gather and Pad. Called by the variants' run in
  * data_copy.c and data_pad.c and by the libraries `anvil compile` emits, so both compute the
- * same; uses only what src/runtime/emit_shim offers (op_parallel_for). data_copy.c's and
+ * same; uses only what src/emit/shim offers (op_parallel_for). data_copy.c's and
  * data_pad.c's headers describe the engines. */
 #include "data_move.h"
 #include "kernels/kernels.h"

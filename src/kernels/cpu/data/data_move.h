@@ -1,7 +1,7 @@
 /* The run-time halves of the data family's copies (data_copy.c: Concat, Split, Slice, Expand,
  * Tile, Gather; data_pad.c: Pad): the states their prepare makes and the functions their run
  * calls, in data_move.c. IR-free: `anvil compile` copies both files into the libraries it emits
- * (they build against src/runtime/emit_shim) and bakes the same states into their code, so a
+ * (they build against src/emit/shim) and bakes the same states into their code, so a
  * library moves exactly the bytes anvil moves. Pointers are borrowed for the call. */
 #ifndef ANVIL_KERNELS_DATA_MOVE_H
 #define ANVIL_KERNELS_DATA_MOVE_H

@@ -1,7 +1,7 @@
 /* The run-time half of the Resize / Upsample variants (data_resize.h): output rows split across
  * threads, nearest as copies through the index tables, linear as a vertical blend then the column
  * taps. Called by data_resize.c's run and by the libraries `anvil compile` emits, so both compute
- * the same; uses only what src/runtime/emit_shim offers. */
+ * the same; uses only what src/emit/shim offers. */
 #include "data_resize.h"
 #include "kernels/kernels.h"
 

@@ -76,7 +76,7 @@ extern const elt_isa elt_isa_avx2;
  * What eltwise_variants.c's prepare decides for a node, as plain data, and the run over it: the
  * runtime's variants and the libraries `anvil compile` emits (which copy eltwise_run.c and the
  * ISA files, and fill an elt_state with the same values) both compute through elt_run, so the two
- * cannot differ. Uses only what src/runtime/emit_shim offers (op_ctx, op_parallel_for). */
+ * cannot differ. Uses only what src/emit/shim offers (op_ctx, op_parallel_for). */
 
 typedef struct op_ctx op_ctx;
 

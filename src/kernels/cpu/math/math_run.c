@@ -1,7 +1,7 @@
 /* The run-time half of the math variants (mathk.h): a planned node (mk_state) split into blocks
  * across threads, the broadcast walked by an odometer over the folded dims, the rows handed to the
  * ISA's kernels. Called by math_variants.c's run and by the libraries `anvil compile` emits, so
- * both compute the same; uses only what src/runtime/emit_shim offers. */
+ * both compute the same; uses only what src/emit/shim offers. */
 #include "../eltwise/eltwise.h"
 #include "kernels/kernels.h"
 #include "mathk.h"

@@ -2,7 +2,7 @@
  * (reduce_run.h): each pass's rows or column blocks split across threads and handed to the ISA's
  * table, then the final step (mean, sqrt, log). Called by reduce_variants.c's run and by the
  * libraries `anvil compile` emits, so both compute the same; uses only what
- * src/runtime/emit_shim offers. */
+ * src/emit/shim offers. */
 #include "kernels/kernels.h"
 #include "reduce_run.h"
 

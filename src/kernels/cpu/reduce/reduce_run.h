@@ -1,7 +1,7 @@
 /* The reduce family's kernel tables and the run-time half of its Reduce* / ArgMax / ArgMin /
  * GlobalMaxPool variants (reduce.h describes the family): IR-free, so that `anvil compile` can copy
  * this header, reduce_run.c and the ISA files into the libraries it emits (against
- * src/runtime/emit_shim) and bake the same red_state into their code. Pointers are borrowed for
+ * src/emit/shim) and bake the same red_state into their code. Pointers are borrowed for
  * the call. */
 #ifndef ANVIL_KERNELS_REDUCE_RUN_H
 #define ANVIL_KERNELS_REDUCE_RUN_H

@@ -1,7 +1,7 @@
 /* anvil compile's files beside NET.c: the copied sources, the Makefile and CMakeLists.txt, the
  * runner program NET_run.c (the arguments of `anvil run`, plus --bench) and the README. */
-#include "runtime/emit.h"
-#include "runtime/emit_files.h"
+#include "emit/emit.h"
+#include "emit/emit_files.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -239,7 +239,7 @@ static anvil_status write_readme(const char *dir, const emit_lib *l) {
 
 /* NET_run.c: the library's names for the shipped runner (run_main.h), and the outputs' files. */
 static anvil_status emit_runner(const char *dir, const emit_lib *l) {
-    CORE_TRY(emit_copy_source(dir, "runtime/emit_shim/run_main.h", "run_main.h"));
+    CORE_TRY(emit_copy_source(dir, "emit/shim/run_main.h", "run_main.h"));
     emit_buf b = {0};
     const char *N = l->name;
     emit_buf_printf(&b,

@@ -7,7 +7,7 @@
  *
  * The emitted NET.c has no graph, no parser and no allocation while it runs: NET_create makes
  * the arena, the workspace and the thread pool once, NET_run is the steps in order. */
-#include "runtime/emit.h"
+#include "emit/emit.h"
 #include "runtime/session_impl.h"
 
 #include "kernels/cpu/gemm/gemm.h"
@@ -670,9 +670,9 @@ static anvil_status emit_all(emitter *m, const rt_emit_options *o, const char *d
     static const char *const base[] = {"core/core_hw.h", "core/hw.c", "core/pool.c", "ir/ir_act.h",
                                        "kernels/kern_isa.h"};
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) CORE_TRY(cb_need(&m->e, base[i]));
-    CORE_TRY(emit_copy_source(dir, "runtime/emit_shim/core.h", "core/core.h"));
-    CORE_TRY(emit_copy_source(dir, "runtime/emit_shim/kernels.h", "kernels/kernels.h"));
-    CORE_TRY(emit_copy_source(dir, "runtime/emit_shim/krt.c", "krt.c"));
+    CORE_TRY(emit_copy_source(dir, "emit/shim/core.h", "core/core.h"));
+    CORE_TRY(emit_copy_source(dir, "emit/shim/kernels.h", "kernels/kernels.h"));
+    CORE_TRY(emit_copy_source(dir, "emit/shim/krt.c", "krt.c"));
     CORE_TRY(write_status_header(dir));
     const char *sources[EMIT_MAX_FILES + 1];
     int n_sources = 0;

@@ -7,7 +7,7 @@
 
 typedef struct emit_file {
     const char
-        *path; /* under src/: "kernels/cpu/gemm/gemm.c"; the shims under runtime/emit_shim/ */
+        *path; /* under src/: "kernels/cpu/gemm/gemm.c"; the shims under emit/shim/ */
     const char *text; /* bytes, NUL-terminated */
     size_t size;
 } emit_file;
