@@ -12,7 +12,7 @@
  * a slower model. If the tuned model is slower than the cascade's past MODEL_MARGIN, every
  * choice this run made that differs from the cascade goes back to the cascade's: a tune never
  * leaves a model slower than it found it. */
-#include "session_impl.h"
+#include "runtime/session_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

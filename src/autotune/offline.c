@@ -6,7 +6,7 @@
  * is measured and its winner written, so the choice right after already reads the new record.
  * Two plans are made: the first only lists the distinct problems (so progress can say i of N
  * and the budget can be spread), the second measures them. */
-#include "session_impl.h"
+#include "runtime/session_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
