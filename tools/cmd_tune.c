@@ -10,7 +10,7 @@
 #include "cli.h"
 
 #include "api/api.h"
-#include "runtime/runtime.h"
+#include "autotune/autotune.h"
 #include "cmd_tune.h"
 #include "train_common.h"
 
@@ -224,12 +224,12 @@ typedef struct progress_ctx {
     double measured_s;
 } progress_ctx;
 
-static double elapsed(const rt_tune_run *r) {
+static double elapsed(const autotune_run *r) {
     return (double)(core_now_ns() - r->t0) / 1e9;
 }
 
 /* ETA from the measured problems' average; cached ones are nearly free. */
-static double eta(const rt_tune_run *r, const progress_ctx *p) {
+static double eta(const autotune_run *r, const progress_ctx *p) {
     int left = r->n_items - r->done;
     double per = p->measured ? p->measured_s / p->measured : 1.0;
     double e = per * left;
@@ -238,9 +238,9 @@ static double eta(const rt_tune_run *r, const progress_ctx *p) {
     return e > 0 ? e : 0;
 }
 
-static void show_line(const rt_tune_run *r, const progress_ctx *p, int item, int alive,
+static void show_line(const autotune_run *r, const progress_ctx *p, int item, int alive,
                       double best_ns) {
-    const rt_tune_item *it = &r->items[item];
+    const autotune_item *it = &r->items[item];
     char best[32] = "-";
     if (best_ns > 0) snprintf(best, sizeof best, "%.3f ms", best_ns / 1e6);
     fprintf(stderr, "\r\033[K[%d/%d] %-14.14s %-24.24s %3d left  best %-11s %5.0fs  ETA %4.0fs",
@@ -248,9 +248,9 @@ static void show_line(const rt_tune_run *r, const progress_ctx *p, int item, int
     fflush(stderr);
 }
 
-static void on_progress(void *arg, const rt_tune_run *r, int item) {
+static void on_progress(void *arg, const autotune_run *r, int item) {
     progress_ctx *p = arg;
-    const rt_tune_item *it = &r->items[item];
+    const autotune_item *it = &r->items[item];
     if (!it->cached && !it->skipped) {
         p->measured++;
         p->measured_s += it->seconds;
@@ -258,7 +258,7 @@ static void on_progress(void *arg, const rt_tune_run *r, int item) {
     if (p->on) show_line(r, p, item, 0, it->winner >= 0 ? it->cands[it->winner].median_ns : 0);
 }
 
-static void on_round(void *arg, const rt_tune_run *r, int item, int alive, double best_ns) {
+static void on_round(void *arg, const autotune_run *r, int item, int alive, double best_ns) {
     progress_ctx *p = arg;
     if (p->on) show_line(r, p, item, alive, best_ns);
 }
@@ -285,7 +285,7 @@ static const char *state_name(tune_cand_state s) {
     return "?";
 }
 
-static const char *item_status(const rt_tune_item *it) {
+static const char *item_status(const autotune_item *it) {
     return !it->settled  ? "unused"
            : it->cached  ? "cached"
            : it->skipped ? "skipped"
@@ -294,13 +294,13 @@ static const char *item_status(const rt_tune_item *it) {
 }
 
 /* The group's chosen choice: the one its record names. */
-static int group_choice(const rt_tune_item *it) {
+static int group_choice(const autotune_item *it) {
     for (int k = 0; k < it->n_choices; k++)
         if (!strcmp(it->record.variant, it->choice_names[k])) return k;
     return -1;
 }
 
-static double item_speedup(const rt_tune_item *it) {
+static double item_speedup(const autotune_item *it) {
     if (it->group) {
         int w = group_choice(it);
         return w >= 0 && it->choice_ms[w] > 0 && it->choice_ms[it->rule] > 0
@@ -312,13 +312,13 @@ static double item_speedup(const rt_tune_item *it) {
     return w->median_ns > 0 && c->reps ? c->median_ns / w->median_ns : 0;
 }
 
-static void print_text(const tune_args *a, const rt_tune_run *r, const char *db_path,
+static void print_text(const tune_args *a, const autotune_run *r, const char *db_path,
                        double t_cascade, double t_tuned) {
     int tuned = 0, cached = 0, skipped = 0, failed = 0, changed = 0;
     printf("%-4s %-12s %-22s %5s %11s %-46s %10s %8s\n", "#", "op", "first node", "nodes",
            "candidates", "winner", "median", "vs casc.");
     for (int i = 0; i < r->n_items; i++) {
-        const rt_tune_item *it = &r->items[i];
+        const autotune_item *it = &r->items[i];
         char cands[32] = "-", winner[TUNE_VARIANT_MAX + TUNE_PARAMS_MAX + 8] = "-", med[24] = "-",
              sp[16] = "-";
         if (it->n_cands) snprintf(cands, sizeof cands, "%d/%d", it->stats.kept, it->stats.raw);
@@ -383,7 +383,7 @@ static void print_text(const tune_args *a, const rt_tune_run *r, const char *db_
     if (r->stopped) printf("stopped: rerun the same command to resume\n");
 }
 
-static cJSON *item_json(const rt_tune_item *it) {
+static cJSON *item_json(const autotune_item *it) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "op", it->op);
     cJSON_AddStringToObject(o, "node", it->node);
@@ -437,8 +437,8 @@ static cJSON *item_json(const rt_tune_item *it) {
     return o;
 }
 
-static int print_json(const tune_args *a, const rt_tune_run *r, const char *db_path, const char *fp,
-                      double t_cascade, double t_tuned) {
+static int print_json(const tune_args *a, const autotune_run *r, const char *db_path,
+                      const char *fp, double t_cascade, double t_tuned) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", a->model);
     cJSON_AddStringToObject(root, "database", db_path);
@@ -477,7 +477,7 @@ int cli_tune_main(int argc, char **argv) {
     cli_model_input *bi = NULL;
     const anvil_tensor **in = NULL;
     tune_db *db = NULL;
-    rt_tune_run run = {0};
+    autotune_run run = {0};
     char db_path[4096], fp[TUNE_FINGERPRINT_MAX];
     if (code >= 0) goto done;
     code = CLI_EXIT_OK;
@@ -520,7 +520,7 @@ int cli_tune_main(int argc, char **argv) {
     struct sigaction sa = {0}, old;
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, &old);
-    s = rt_tune_graph(g, &cfg, in, &run);
+    s = autotune_graph(g, &cfg, in, &run);
     sigaction(SIGINT, &old, NULL);
     if (pc.on) fprintf(stderr, "\r\033[K");
     if (s != ANVIL_OK) {
@@ -529,7 +529,7 @@ int cli_tune_main(int argc, char **argv) {
     }
     double t_cascade = 0, t_tuned = 0;
     if (a.runs > 0 && !run.stopped &&
-        (s = rt_cascade_vs_db(g, &cfg, db, fp, in, 3, (int)a.runs, &t_cascade, &t_tuned)) !=
+        (s = autotune_cascade_vs_db(g, &cfg, db, fp, in, 3, (int)a.runs, &t_cascade, &t_tuned)) !=
             ANVIL_OK) {
         code = cli_fail_status(s);
         goto done;
@@ -539,7 +539,7 @@ int cli_tune_main(int argc, char **argv) {
     else
         print_text(&a, &run, db_path, t_cascade, t_tuned);
 done:
-    rt_tune_run_free(&run);
+    autotune_run_free(&run);
     tune_db_close(db);
     free(in);
     cli_model_inputs_free(bi, bi ? anvil_model_input_count(m) : 0);

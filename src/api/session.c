@@ -4,6 +4,7 @@
 #include "api.h"
 #include "onnx/onnx.h"
 #include "passes/passes.h"
+#include "emit/emit.h"
 #include "runtime/runtime.h"
 
 #include <stdio.h>
@@ -522,10 +523,10 @@ anvil_status anvil_session_compile(anvil_session *s, size_t n_inputs,
     if (!bound) return ANVIL_ERR_OUT_OF_MEMORY;
     anvil_status st = bind_inputs(g, n_inputs, input_names, inputs, bound);
     if (st == ANVIL_OK) {
-        rt_emit_options eo = {0};
+        emit_options eo = {0};
         eo.name = opts && opts->name ? opts->name : "net";
         eo.embed_weights = opts && opts->embed_weights;
-        st = rt_session_emit(s->rt, bound, &eo, dir);
+        st = emit_library(s->rt, bound, &eo, dir);
     }
     free(bound);
     return st;

@@ -404,13 +404,13 @@ static anvil_status tune_graph(anvil_train_session *ts, train_graph *tg,
                         "default file)");
     /* measured as anvil tune measures: no profiling, no online tuning */
     rt_session_config cfg = {.threads = session_config(ts).threads, .opt_level = ts->cfg.opt_level};
-    rt_tune_run tr = {0};
+    autotune_run tr = {0};
     tr.db = ts->db;
     tr.fingerprint = ts->fingerprint;
     tr.budget_seconds = tt->budget_seconds;
-    anvil_status st = rt_tune_graph(tg->ag->g, &cfg, ins, &tr);
+    anvil_status st = autotune_graph(tg->ag->g, &cfg, ins, &tr);
     for (int i = 0; st == ANVIL_OK && i < tr.n_items; i++) tt->tuned += !tr.items[i].cached;
-    rt_tune_run_free(&tr);
+    autotune_run_free(&tr);
     if (st != ANVIL_OK) return st;
     /* the graph's session is made again, so that its plan reads the winners */
     const rt_session_config sc = session_config(ts);

@@ -6,7 +6,7 @@
 #include "api.h"
 
 #include "autodiff/autodiff.h"
-#include "runtime/runtime.h"
+#include "autotune/autotune.h"
 
 #define TRAIN_MAX_GRAPHS 4
 

@@ -12,7 +12,8 @@
  * a slower model. If the tuned model is slower than the cascade's past MODEL_MARGIN, every
  * choice this run made that differs from the cascade goes back to the cascade's: a tune never
  * leaves a model slower than it found it. */
-#include "runtime/session_impl.h"
+#include "autotune/autotune.h"
+#include "runtime/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 #define VERIFY_MARGIN 0.05
 #define VERIFY_MIN_NS 2000.0
 /* The whole-model check: rounds alternating, and how much slower tuned may be before it counts
- * (rt_tune_run.model_margin overrides it). */
+ * (autotune_run.model_margin overrides it). */
 #define MODEL_ROUNDS 9
 #define MODEL_MARGIN 0.02
 
@@ -74,22 +75,25 @@ static void key_map_free(key_map *m) {
  * nodes that never ran. out has g->n_nodes entries. The events are grouped by node in one pass
  * (counted, then placed), not scanned once per node. */
 static anvil_status node_medians(const rt_session *s, uint32_t from_run, double *out) {
-    const int32_t nn = s->g->n_nodes;
-    double *buf = core_calloc((size_t)s->n_events + 1, sizeof *buf);
+    const int32_t nn = rt_session_graph(s)->n_nodes;
+    const rt_event *events;
+    size_t n_events;
+    rt_session_trace(s, &events, &n_events);
+    double *buf = core_calloc(n_events + 1, sizeof *buf);
     size_t *start = core_calloc((size_t)nn + 2, sizeof *start);
     if (!buf || !start) {
         free(buf);
         free(start);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
-    for (size_t e = 0; e < s->n_events; e++) {
-        const rt_event *ev = &s->events[e];
+    for (size_t e = 0; e < n_events; e++) {
+        const rt_event *ev = &events[e];
         if (ev->node >= 0 && ev->node < nn && ev->run >= from_run) start[ev->node + 2]++;
     }
     for (int32_t k = 0; k < nn; k++) start[k + 2] += start[k + 1];
     /* start[k + 1] is now node k's first slot; it advances while filling */
-    for (size_t e = 0; e < s->n_events; e++) {
-        const rt_event *ev = &s->events[e];
+    for (size_t e = 0; e < n_events; e++) {
+        const rt_event *ev = &events[e];
         if (ev->node >= 0 && ev->node < nn && ev->run >= from_run)
             buf[start[ev->node + 1]++] = (double)(ev->t1 - ev->t0);
     }
@@ -108,14 +112,15 @@ static int32_t node_named(const ir_graph *g, const char *name) {
 
 /* The step of s's last plan that runs node k, or NULL. */
 static const rt_step *step_of(const rt_session *s, int32_t k) {
-    for (int32_t i = 0; s->last && i < s->last->n_steps; i++)
-        if (s->last->steps[i].node == k) return &s->last->steps[i];
+    const rt_plan *p = rt_session_last_plan(s);
+    for (int32_t i = 0; p && i < p->n_steps; i++)
+        if (p->steps[i].node == k) return &p->steps[i];
     return NULL;
 }
 
 /* Item it's record set back to the cascade's choice and written; false if it has none to go back
  * to (cached or skipped items, failed ones, those already at the cascade's). */
-static anvil_status back_to_cascade(rt_tune_run *run, rt_tune_item *it, bool *changed) {
+static anvil_status back_to_cascade(autotune_run *run, autotune_item *it, bool *changed) {
     *changed = false;
     if (it->cached || it->skipped || it->failed || it->reverted) return ANVIL_OK;
     tune_record rec = it->record;
@@ -137,31 +142,10 @@ static anvil_status back_to_cascade(rt_tune_run *run, rt_tune_item *it, bool *ch
     return ANVIL_OK;
 }
 
-anvil_status rt_cascade_vs_db(const ir_graph *g, const rt_session_config *cfg, tune_db *db,
-                              const char *fp, const anvil_tensor *const *inputs, int warmup,
-                              int runs, double *cascade_ms, double *tuned_ms) {
-    rt_session_config ca = *cfg, cb = *cfg;
-    ca.db = NULL;
-    ca.on_node = cb.on_node = NULL;
-    ca.profiling = cb.profiling = false;
-    cb.db = db;
-    cb.fingerprint = fp;
-    rt_session *ab[2] = {NULL, NULL};
-    double ms[2] = {0, 0};
-    anvil_status st = rt_session_create(g, &ca, &ab[0]);
-    if (st == ANVIL_OK) st = rt_session_create(g, &cb, &ab[1]);
-    if (st == ANVIL_OK) st = rt_sessions_alternate(ab, 2, inputs, warmup, runs, ms);
-    rt_session_free(ab[0]);
-    rt_session_free(ab[1]);
-    *cascade_ms = ms[0];
-    *tuned_ms = ms[1];
-    return st;
-}
-
 static anvil_status model_check(const ir_graph *g, const rt_session_config *cfg,
-                                const anvil_tensor *const *inputs, rt_tune_run *run) {
-    CORE_TRY(rt_cascade_vs_db(g, cfg, run->db, run->fingerprint, inputs, 2, MODEL_ROUNDS,
-                              &run->model_cascade_ms, &run->model_tuned_ms));
+                                const anvil_tensor *const *inputs, autotune_run *run) {
+    CORE_TRY(autotune_cascade_vs_db(g, cfg, run->db, run->fingerprint, inputs, 2, MODEL_ROUNDS,
+                                    &run->model_cascade_ms, &run->model_tuned_ms));
     const double margin = run->model_margin != 0 ? run->model_margin : MODEL_MARGIN;
     if (!(run->model_tuned_ms > run->model_cascade_ms * (1 + margin))) return ANVIL_OK;
     for (int i = 0; i < run->n_items; i++) {
@@ -172,8 +156,8 @@ static anvil_status model_check(const ir_graph *g, const rt_session_config *cfg,
     return ANVIL_OK;
 }
 
-anvil_status rt_tune_verify(const ir_graph *g, const rt_session_config *cfg,
-                            const anvil_tensor *const *inputs, rt_tune_run *run) {
+anvil_status autotune_check_in_model(const ir_graph *g, const rt_session_config *cfg,
+                                     const anvil_tensor *const *inputs, autotune_run *run) {
     key_map map = {0};
     rt_session_config ca = *cfg, cb = *cfg;
     ca.db = NULL;
@@ -188,12 +172,13 @@ anvil_status rt_tune_verify(const ir_graph *g, const rt_session_config *cfg,
     anvil_status st = rt_session_create(g, &ca, &ab[0]);
     if (st == ANVIL_OK) st = rt_session_create(g, &cb, &ab[1]);
     rt_session *a = ab[0], *b = ab[1];
+    const ir_graph *ga = a ? rt_session_graph(a) : NULL, *gb = b ? rt_session_graph(b) : NULL;
     /* two warm-up runs each (the first makes the plan; node_medians skips both), then rounds
      * alternating */
-    if (st == ANVIL_OK) st = rt_sessions_alternate(ab, 2, inputs, 2, VERIFY_ROUNDS, NULL);
+    if (st == ANVIL_OK) st = autotune_alternate(ab, 2, inputs, 2, VERIFY_ROUNDS, NULL, NULL);
     if (st == ANVIL_OK) {
-        ma = core_calloc((size_t)a->g->n_nodes + 1, sizeof *ma);
-        mb = core_calloc((size_t)b->g->n_nodes + 1, sizeof *mb);
+        ma = core_calloc((size_t)ga->n_nodes + 1, sizeof *ma);
+        mb = core_calloc((size_t)gb->n_nodes + 1, sizeof *mb);
         if (!ma || !mb) st = ANVIL_ERR_OUT_OF_MEMORY;
     }
     if (st == ANVIL_OK) st = node_medians(a, 2, ma);
@@ -209,11 +194,10 @@ anvil_status rt_tune_verify(const ir_graph *g, const rt_session_config *cfg,
         for (int j = i; j < map.n; j++) {
             if (strcmp(map.key[j], map.key[i])) continue;
             done[j] = true;
-            int32_t kb = node_named(b->g, map.name[j]), ka = node_named(a->g, map.name[j]);
+            int32_t kb = node_named(gb, map.name[j]), ka = node_named(ga, map.name[j]);
             const rt_step *sb = kb >= 0 ? step_of(b, kb) : NULL;
             const rt_step *sa = ka >= 0 ? step_of(a, ka) : NULL;
-            if (!sb || !sa || sb->dynamic || sa->dynamic ||
-                a->g->nodes[ka].op != b->g->nodes[kb].op)
+            if (!sb || !sa || sb->dynamic || sa->dynamic || ga->nodes[ka].op != gb->nodes[kb].op)
                 continue;
             from_db |= sb->why == TUNE_WHY_DB;
             tuned += mb[kb];

@@ -6,7 +6,7 @@
  * is measured and its winner written, so the choice right after already reads the new record.
  * Two plans are made: the first only lists the distinct problems (so progress can say i of N
  * and the budget can be spread), the second measures them. */
-#include "runtime/session_impl.h"
+#include "autotune/autotune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,27 +14,27 @@
 #include <time.h>
 
 typedef struct tune_ctx {
-    rt_tune_run *run;
+    autotune_run *run;
     bool measure; /* false: the listing plan */
     core_pool *pool;
     int threads;
 } tune_ctx;
 
-static int find_item(const rt_tune_run *r, const char *key) {
+static int find_item(const autotune_run *r, const char *key) {
     for (int i = 0; i < r->n_items; i++)
         if (!strcmp(r->items[i].problem.key, key)) return i;
     return -1;
 }
 
-static anvil_status add_item(rt_tune_run *r, const kern_node *kn, const tune_problem *pr) {
+static anvil_status add_item(autotune_run *r, const kern_node *kn, const tune_problem *pr) {
     if (r->n_items == r->cap_items) {
         int cap = r->cap_items ? r->cap_items * 2 : 8;
-        rt_tune_item *g = realloc(r->items, sizeof *g * (size_t)cap);
+        autotune_item *g = realloc(r->items, sizeof *g * (size_t)cap);
         if (!g) return ANVIL_ERR_OUT_OF_MEMORY;
         r->items = g;
         r->cap_items = cap;
     }
-    rt_tune_item *it = &r->items[r->n_items++];
+    autotune_item *it = &r->items[r->n_items++];
     memset(it, 0, sizeof *it);
     it->problem = *pr;
     snprintf(it->node, sizeof it->node, "%s", kn->node->name);
@@ -45,7 +45,7 @@ static anvil_status add_item(rt_tune_run *r, const kern_node *kn, const tune_pro
 }
 
 /* Whether the tune must stop measuring: interrupted, or past its budget. */
-static bool over(const rt_tune_run *r) {
+static bool over(const autotune_run *r) {
     return (r->stop && *r->stop) ||
            (r->budget_seconds > 0 && (double)(core_now_ns() - r->t0) / 1e9 >= r->budget_seconds);
 }
@@ -53,15 +53,15 @@ static bool over(const rt_tune_run *r) {
 static void on_round(void *arg, int round, int alive, double best_ns) {
     (void)round;
     tune_ctx *c = arg;
-    rt_tune_run *r = c->run;
+    autotune_run *r = c->run;
     if (r->round) r->round(r->arg, r, r->done, alive, best_ns);
 }
 
 /* Measures item i for kn and writes its winner. A failure of this one problem is kept in the
  * item (the cascade then runs it) rather than ending the whole tune. */
 static anvil_status measure(tune_ctx *c, int i, const kern_node *kn) {
-    rt_tune_run *r = c->run;
-    rt_tune_item *it = &r->items[i];
+    autotune_run *r = c->run;
+    autotune_item *it = &r->items[i];
     uint64_t t0 = core_now_ns();
     anvil_status s = tune_candidates(kn, c->threads, &it->cands, &it->n_cands, &it->stats);
     tune_profile_opts o = r->prof;
@@ -97,7 +97,7 @@ static anvil_status measure(tune_ctx *c, int i, const kern_node *kn) {
 
 static anvil_status on_node(void *arg, const kern_node *kn) {
     tune_ctx *c = arg;
-    rt_tune_run *r = c->run;
+    autotune_run *r = c->run;
     tune_problem pr;
     if (tune_problem_of(kn, &pr) != ANVIL_OK) {
         core_err_clear(); /* not tunable (control flow, unknown shapes): the cascade runs it */
@@ -115,7 +115,7 @@ static anvil_status on_node(void *arg, const kern_node *kn) {
         CORE_TRY(add_item(r, kn, &pr));
         i = r->n_items - 1;
     }
-    rt_tune_item *it = &r->items[i];
+    autotune_item *it = &r->items[i];
     if (it->settled) return ANVIL_OK; /* a repeated block */
     bool found = false;
     anvil_status s = ANVIL_OK;
@@ -177,49 +177,13 @@ static int force_decide(void *arg, const pass_decision *q) {
     return !strcmp(q->rewrite, f->rewrite) && !strcmp(q->group, f->group) ? f->choice : -1;
 }
 
-/* Runs sessions s[0..n) alternating run by run, after `warmup` untimed runs of each, and gives
- * each one's median: of the whole run's wall time, or with `key` (profiled sessions, a training
- * layer's grouped choice: train_groups.c) of the time its member passes took in the run. */
-static anvil_status alternate(rt_session *const *s, int n, const anvil_tensor *const *inputs,
-                              int warmup, int runs, const char *key, double *median_ms) {
-    size_t n_out = n > 0 ? (size_t)s[0]->src->n_outputs : 0;
-    anvil_tensor **outs = core_calloc(n_out + 1, sizeof *outs);
-    bool *want = core_calloc(n_out + 1, sizeof *want); /* all false: no output is copied out */
-    double *t = core_calloc((size_t)n * (size_t)runs + 1, sizeof *t);
-    anvil_status st = outs && want && t ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
-    for (int k = 0; k < n && st == ANVIL_OK; k++)
-        for (int w = 0; w < warmup && st == ANVIL_OK; w++) {
-            st = rt_session_run(s[k], inputs, want, outs);
-            if (key) (void)rt_train_group_ms(s[k], key); /* drops the warm-up's trace */
-        }
-    for (int j = 0; j < runs && st == ANVIL_OK; j++) {
-        for (int k = 0; k < n && st == ANVIL_OK; k++) {
-            uint64_t a = core_now_ns();
-            st = rt_session_run(s[k], inputs, want, outs);
-            t[k * runs + j] =
-                key ? rt_train_group_ms(s[k], key) : (double)(core_now_ns() - a) / 1e6;
-        }
-    }
-    for (int k = 0; k < n && st == ANVIL_OK && median_ms; k++)
-        tune_summarize(t + k * runs, runs, &median_ms[k], NULL, NULL);
-    free(t);
-    free(outs);
-    free(want);
-    return st;
-}
-
-anvil_status rt_sessions_alternate(rt_session *const *s, int n, const anvil_tensor *const *inputs,
-                                   int warmup, int runs, double *median_ms) {
-    return alternate(s, n, inputs, warmup, runs, NULL, median_ms);
-}
-
 /* Times every choice of group item it on the whole model, sessions alternating run by run, and
  * writes the fastest (the rule's unless beaten by more than 1%). Each choice's own node
  * problems are tuned first, so the choices compete at their best. A training layer's grouped
  * choice is timed by its member passes' own time in each run (profiled sessions). */
 static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_config *cfg,
                                const anvil_tensor *const *inputs, int i) {
-    rt_tune_run *r = c->run;
+    autotune_run *r = c->run;
     uint64_t t0 = core_now_ns();
     const int n = r->items[i].n_choices;
     const int runs = r->group_runs > 0 ? r->group_runs : 9;
@@ -244,8 +208,9 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
     }
     double ms[4] = {0};
     if (st == ANVIL_OK)
-        st = alternate(s, n, inputs, train ? 1 : 2, runs, train ? r->items[i].group_key : NULL, ms);
-    rt_tune_item *it = &r->items[i];
+        st = autotune_alternate(s, n, inputs, train ? 1 : 2, runs,
+                                train ? r->items[i].group_key : NULL, ms);
+    autotune_item *it = &r->items[i];
     int best = -1;
     for (int k = 0; k < n && st == ANVIL_OK; k++) {
         it->choice_ms[k] = ms[k];
@@ -273,7 +238,7 @@ static anvil_status time_group(tune_ctx *c, const ir_graph *g, const rt_session_
 /* The measured rewrites' groups of g as a session would take them, as items; then each one not
  * in the database is timed. */
 /* Whether this run has listed a group of this key already. */
-static bool group_listed(const rt_tune_run *r, const char *key) {
+static bool group_listed(const autotune_run *r, const char *key) {
     for (int i = 0; i < r->n_items; i++)
         if (r->items[i].group && !strcmp(r->items[i].group_key, key)) return true;
     return false;
@@ -281,7 +246,7 @@ static bool group_listed(const rt_tune_run *r, const char *key) {
 
 /* Adds the groups a session of g takes now (cfg reads the database) that this run has not
  * listed yet; *added: how many. */
-static anvil_status list_groups(rt_tune_run *r, const ir_graph *g, const rt_session_config *cfg,
+static anvil_status list_groups(autotune_run *r, const ir_graph *g, const rt_session_config *cfg,
                                 int *added) {
     *added = 0;
     rt_session *s = NULL;
@@ -295,7 +260,7 @@ static anvil_status list_groups(rt_tune_run *r, const ir_graph *g, const rt_sess
             continue;
         if (r->n_items == r->cap_items) {
             int cap = r->cap_items ? r->cap_items * 2 : 8;
-            rt_tune_item *gr = realloc(r->items, sizeof *gr * (size_t)cap);
+            autotune_item *gr = realloc(r->items, sizeof *gr * (size_t)cap);
             if (!gr) {
                 st = ANVIL_ERR_OUT_OF_MEMORY;
                 break;
@@ -303,7 +268,7 @@ static anvil_status list_groups(rt_tune_run *r, const ir_graph *g, const rt_sess
             r->items = gr;
             r->cap_items = cap;
         }
-        rt_tune_item *it = &r->items[r->n_items++];
+        autotune_item *it = &r->items[r->n_items++];
         memset(it, 0, sizeof *it);
         it->group = true;
         snprintf(it->group_key, sizeof it->group_key, "%s", groups[k].key);
@@ -328,7 +293,7 @@ static anvil_status list_groups(rt_tune_run *r, const ir_graph *g, const rt_sess
  * groups timed, until no new group appears (a few passes at most). */
 static anvil_status tune_groups(tune_ctx *c, const ir_graph *g, const rt_session_config *cfg,
                                 const anvil_tensor *const *inputs) {
-    rt_tune_run *r = c->run;
+    autotune_run *r = c->run;
     anvil_status st = ANVIL_OK;
     for (int pass = 0; pass < 4 && st == ANVIL_OK; pass++) {
         const int first = r->n_items;
@@ -357,8 +322,8 @@ static anvil_status tune_groups(tune_ctx *c, const ir_graph *g, const rt_session
     return st;
 }
 
-anvil_status rt_tune_graph(const ir_graph *g, const rt_session_config *cfg,
-                           const anvil_tensor *const *inputs, rt_tune_run *run) {
+anvil_status autotune_graph(const ir_graph *g, const rt_session_config *cfg,
+                            const anvil_tensor *const *inputs, autotune_run *run) {
     run->t0 = core_now_ns();
     run->done = 0;
     tune_ctx c = {.run = run, .threads = cfg->threads > 0 ? cfg->threads : 1};
@@ -379,12 +344,13 @@ anvil_status rt_tune_graph(const ir_graph *g, const rt_session_config *cfg,
     bool measured = false;
     for (int i = 0; i < run->n_items; i++)
         measured |= run->items[i].settled && !run->items[i].cached && !run->items[i].skipped;
-    if (st == ANVIL_OK && !run->stopped && measured) st = rt_tune_verify(g, cfg, inputs, run);
+    if (st == ANVIL_OK && !run->stopped && measured)
+        st = autotune_check_in_model(g, cfg, inputs, run);
     run->seconds = (double)(core_now_ns() - run->t0) / 1e9;
     return st;
 }
 
-void rt_tune_run_free(rt_tune_run *run) {
+void autotune_run_free(autotune_run *run) {
     for (int i = 0; i < run->n_items; i++) free(run->items[i].cands);
     free(run->items);
     run->items = NULL;

@@ -8,7 +8,7 @@
  * The emitted NET.c has no graph, no parser and no allocation while it runs: NET_create makes
  * the arena, the workspace and the thread pool once, NET_run is the steps in order. */
 #include "emit/emit.h"
-#include "runtime/session_impl.h"
+#include "runtime/plan.h"
 
 #include "kernels/cpu/gemm/gemm.h"
 #include "kernels/fusion.h"
@@ -25,7 +25,8 @@
 typedef struct emitter {
     kern_emit e; /* first: the callbacks get the emitter back by a cast */
     rt_session *s;
-    rt_plan *p;
+    const ir_graph *g; /* rt_session_graph(s) */
+    const rt_plan *p;
     emit_buf code, decls, weights;
     const char *files[EMIT_MAX_FILES];
     int n_files;
@@ -130,7 +131,7 @@ static anvil_status value_expr(emitter *m, ir_vid v, char *buf, size_t cap) {
             size_t bytes = 0;
             if (!core_tensor_bytes(t->dtype, t->shape.d, t->shape.rank, &bytes))
                 return core_err(ANVIL_ERR_LIMIT, "constant '%s' is too large",
-                                m->s->g->values[v].name);
+                                m->g->values[v].name);
             m->const_off[v] = blob_add(m, l->ptr, bytes);
             if (m->weights.oom) return ANVIL_ERR_OUT_OF_MEMORY;
         }
@@ -139,7 +140,7 @@ static anvil_status value_expr(emitter *m, ir_vid v, char *buf, size_t cap) {
     }
     default:
         return core_err(ANVIL_ERR_UNSUPPORTED, "value '%s' is made while running (dynamic)",
-                        m->s->g->values[v].name);
+                        m->g->values[v].name);
     }
 }
 
@@ -176,13 +177,14 @@ static const char *step_blocker(const rt_step *stp) {
 
 /* Checks the whole plan first and lists every node that cannot be emitted in one message. */
 static anvil_status check_plan(const rt_session *s, const rt_plan *p) {
+    const ir_graph *g = rt_session_graph(s);
     emit_buf msg = {0};
     int bad = 0;
     for (int32_t i = 0; i < p->n_steps; i++) {
         const rt_step *stp = &p->steps[i];
         const char *why = step_blocker(stp);
         if (!why) continue;
-        const ir_node *n = &s->g->nodes[stp->node];
+        const ir_node *n = &g->nodes[stp->node];
         const kern_variant *d = stp->variant ? kern_delegate(stp->variant, stp->state) : NULL;
         emit_buf_printf(&msg, "\n  %s: %s%s%s%s", ir_node_label(n),
                         stp->variant ? stp->variant->name : "", d ? " -> " : "", d ? d->name : "",
@@ -190,10 +192,10 @@ static anvil_status check_plan(const rt_session *s, const rt_plan *p) {
         emit_buf_printf(&msg, "%s", why);
         bad++;
     }
-    for (int32_t i = 0; i < s->g->n_inputs; i++)
-        if (s->shape_input[i]) {
+    for (int32_t i = 0; i < g->n_inputs; i++)
+        if (rt_session_input_decides_shapes(s, i)) {
             emit_buf_printf(&msg, "\n  input '%s': its contents decide shapes",
-                            s->g->values[s->g->inputs[i]].name);
+                            g->values[g->inputs[i]].name);
             bad++;
         }
     anvil_status st = ANVIL_OK;
@@ -272,7 +274,8 @@ static anvil_status emit_fusion_after(emitter *m, const ir_node *n, const op_ten
 
 static anvil_status emit_step(emitter *m, const rt_step *stp) {
     const rt_session *s = m->s;
-    const ir_node *n = &s->g->nodes[stp->node];
+    const ir_graph *g = m->g;
+    const ir_node *n = &g->nodes[stp->node];
     m->n = n;
     op_tinfo *in = core_calloc((size_t)n->n_inputs + 1, sizeof *in);
     op_tinfo *out = core_calloc((size_t)n->n_outputs + 1, sizeof *out);
@@ -300,9 +303,10 @@ static anvil_status emit_step(emitter *m, const rt_step *stp) {
         out[i] = m->p->shapes.info[n->outputs[i]];
         if ((st = value_expr(m, n->outputs[i], m->out_expr[i], 64)) != ANVIL_OK) goto done;
     }
-    kern_node kn = {n,    in,           n->n_inputs,
-                    out,  n->n_outputs, stp->threads > 0 ? stp->threads : s->cfg.threads,
-                    NULL, &stp->config};
+    kern_node kn = {
+        n,    in,           n->n_inputs,
+        out,  n->n_outputs, stp->threads > 0 ? stp->threads : rt_session_config_of(s)->threads,
+        NULL, &stp->config};
     m->e.in_t = stp->in;
     m->e.out_t = stp->out;
     m->e.n_in = n->n_inputs;
@@ -371,6 +375,7 @@ static void io_tables(emit_buf *h, emit_buf *c, const char *name, const char *ki
 
 static anvil_status write_header(const char *dir, const char *name, const rt_session *s,
                                  const rt_plan *p) {
+    const ir_graph *g = rt_session_graph(s);
     emit_buf h = {0}, unused = {0};
     const char *N = name;
     emit_buf_printf(
@@ -391,9 +396,9 @@ static anvil_status write_header(const char *dir, const char *name, const rt_ses
         "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n",
         N, N, N, N, N, N, N, N, N, N, N, N);
     emit_buf_printf(&h, "#define %s_PLAN_THREADS %d /* the threads the plan was made for */\n", N,
-                    s->cfg.threads);
-    io_tables(&h, &unused, N, "INPUT", s->g, p, s->g->inputs, s->g->n_inputs);
-    io_tables(&h, &unused, N, "OUTPUT", s->g, p, s->g->outputs, s->g->n_outputs);
+                    rt_session_config_of(s)->threads);
+    io_tables(&h, &unused, N, "INPUT", g, p, g->inputs, g->n_inputs);
+    io_tables(&h, &unused, N, "OUTPUT", g, p, g->outputs, g->n_outputs);
     emit_buf_free(&unused);
     emit_buf_printf(
         &h,
@@ -453,6 +458,7 @@ static anvil_status write_status_header(const char *dir) {
 static void write_source_body(emitter *m, emit_buf *c, const char *N, const char *model,
                               bool embed) {
     const rt_session *s = m->s;
+    const ir_graph *g = m->g;
     const rt_plan *p = m->p;
     const size_t wbytes = m->weights.len - EMIT_WEIGHTS_HEADER;
     emit_buf_printf(c,
@@ -467,8 +473,8 @@ static void write_source_body(emitter *m, emit_buf *c, const char *N, const char
     emit_buf_printf(c, "\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n%s\n",
                     embed ? "" : "#include <sys/mman.h>\n");
     emit_buf unused = {0};
-    io_tables(&unused, c, N, "INPUT", s->g, p, s->g->inputs, s->g->n_inputs);
-    io_tables(&unused, c, N, "OUTPUT", s->g, p, s->g->outputs, s->g->n_outputs);
+    io_tables(&unused, c, N, "INPUT", g, p, g->inputs, g->n_inputs);
+    io_tables(&unused, c, N, "OUTPUT", g, p, g->outputs, g->n_outputs);
     emit_buf_free(&unused);
     emit_buf_printf(c,
                     "\n#define ARENA_BYTES %zu\n#define WS_BYTES %zu\n#define WEIGHTS_BYTES "
@@ -478,7 +484,7 @@ static void write_source_body(emitter *m, emit_buf *c, const char *N, const char
                     p->arena_bytes, p->workspace_bytes, wbytes,
                     (unsigned long long)fnv1a(
                         (const unsigned char *)m->weights.data + EMIT_WEIGHTS_HEADER, wbytes),
-                    s->cfg.threads);
+                    rt_session_config_of(s)->threads);
     emit_buf_printf(c,
                     "struct %s {\n    unsigned char *arena, *weights;\n    void *ws;\n    "
                     "core_pool *pool;\n    int own_arena, own_weights;\n};\n\n",
@@ -496,7 +502,7 @@ static void write_source_body(emitter *m, emit_buf *c, const char *N, const char
 
 /* The rest of NET.c: create (weights from the file or the object, checked), run, free. */
 static void write_source_tail(emitter *m, emit_buf *c, const char *N, bool embed) {
-    const rt_session *s = m->s;
+    const ir_graph *g = m->g;
     const rt_plan *p = m->p;
     if (embed) emit_buf_printf(c, "extern const unsigned char %s_weights_data[];\n\n", N);
     if (!embed)
@@ -622,7 +628,7 @@ static void write_source_tail(emitter *m, emit_buf *c, const char *N, bool embed
                     "    (void)A;\n    (void)W;\n    (void)ws;\n    (void)in;\n",
                     N, N);
     indent_into(c, m->code.data, 1);
-    for (int32_t j = 0; j < s->g->n_outputs; j++)
+    for (int32_t j = 0; j < g->n_outputs; j++)
         emit_buf_printf(c, "    memcpy(out[%d], %s, %s_outputs[%d].bytes);\n", j, m->result_expr[j],
                         N, j);
     emit_buf_printf(c, "    return 0;\n}\n");
@@ -653,17 +659,18 @@ static anvil_status write_weights(emitter *m, const char *dir, const char *N, bo
     return st;
 }
 
-static anvil_status emit_all(emitter *m, const rt_emit_options *o, const char *dir) {
+static anvil_status emit_all(emitter *m, const emit_options *o, const char *dir) {
     rt_session *s = m->s;
-    rt_plan *p = m->p;
+    const ir_graph *g = m->g;
+    const rt_plan *p = m->p;
     const char *N = o->name;
     static const unsigned char header[EMIT_WEIGHTS_HEADER];
     emit_buf_bytes(&m->weights, header, sizeof header);
     for (int32_t i = 0; i < p->n_steps; i++)
         if (!p->steps[i].alias) CORE_TRY(emit_step(m, &p->steps[i]));
     /* the outputs' places (a constant output joins the weights here, before they are written) */
-    for (int32_t j = 0; j < s->g->n_outputs; j++)
-        CORE_TRY(value_expr(m, s->g->outputs[j], m->result_expr[j], sizeof m->result_expr[j]));
+    for (int32_t j = 0; j < g->n_outputs; j++)
+        CORE_TRY(value_expr(m, g->outputs[j], m->result_expr[j], sizeof m->result_expr[j]));
     if (m->code.oom || m->decls.oom || m->weights.oom) return ANVIL_ERR_OUT_OF_MEMORY;
 
     /* the shipped runtime: the shims, core's hardware detection and pool, the status enum */
@@ -700,8 +707,7 @@ static anvil_status emit_all(emitter *m, const rt_emit_options *o, const char *d
     CORE_TRY(write_header(dir, N, s, p));
     CORE_TRY(write_weights(m, dir, N, o->embed_weights));
     emit_buf c = {0};
-    write_source_body(m, &c, N, s->g->name && *s->g->name ? s->g->name : "a model",
-                      o->embed_weights);
+    write_source_body(m, &c, N, g->name && *g->name ? g->name : "a model", o->embed_weights);
     write_source_tail(m, &c, N, o->embed_weights);
     char file[128];
     snprintf(file, sizeof file, "%s.c", N);
@@ -713,13 +719,13 @@ static anvil_status emit_all(emitter *m, const rt_emit_options *o, const char *d
                     sources,
                     n_sources,
                     o->embed_weights,
-                    s->g->n_inputs,
-                    s->g->n_outputs,
+                    g->n_inputs,
+                    g->n_outputs,
                     (const char *const *)m->out_files,
                     m->latency_ms,
                     p->arena_bytes,
                     m->weights.len - EMIT_WEIGHTS_HEADER,
-                    s->g->name};
+                    g->name};
     return emit_support_files(dir, &lib);
 }
 
@@ -750,7 +756,7 @@ static anvil_status output_file(const ir_graph *g, int32_t j, char *const *earli
 
 /* Runs the session on inputs without fetching any output. */
 static anvil_status run_once(rt_session *s, const anvil_tensor *const *inputs) {
-    bool *none = core_calloc((size_t)s->g->n_outputs + 1, sizeof *none);
+    bool *none = core_calloc((size_t)rt_session_graph(s)->n_outputs + 1, sizeof *none);
     if (!none) return ANVIL_ERR_OUT_OF_MEMORY;
     anvil_status st = rt_session_run(s, inputs, none, NULL);
     free(none);
@@ -776,20 +782,21 @@ static double median_latency(rt_session *s, const anvil_tensor *const *inputs) {
     return n ? t[n / 2] : 0;
 }
 
-anvil_status rt_session_emit(rt_session *s, const anvil_tensor *const *inputs,
-                             const rt_emit_options *o, const char *dir) {
+anvil_status emit_library(rt_session *s, const anvil_tensor *const *inputs, const emit_options *o,
+                          const char *dir) {
+    const ir_graph *g = rt_session_graph(s);
     if (!c_identifier(o->name))
         return core_err(ANVIL_ERR_INVALID_ARGUMENT,
                         "library name '%s' is not a C identifier of at most 48 characters",
                         o->name ? o->name : "");
     /* one run makes the plan for these shapes and proves it runs */
     CORE_TRY(run_once(s, inputs));
-    rt_plan *p = s->last;
+    const rt_plan *p = rt_session_last_plan(s);
     if (!p) return core_err(ANVIL_ERR_INTERNAL, "no plan after a run");
     if (p->tuning)
         return core_err(ANVIL_ERR_UNSUPPORTED, "the session is still tuning online; compile "
                                                "from a tuning database instead");
-    if (s->n_subs)
+    if (rt_session_has_compiled_bodies(s))
         return core_err(ANVIL_ERR_UNSUPPORTED,
                         "the model has control flow (If/Loop/Scan bodies), which cannot be "
                         "emitted as C");
@@ -805,18 +812,19 @@ anvil_status rt_session_emit(rt_session *s, const anvil_tensor *const *inputs,
     m.e.out = cb_out;
     m.e.ws = "ws";
     m.s = s;
+    m.g = g;
     m.p = p;
     m.latency_ms = median_latency(s, inputs);
-    m.const_off = malloc(((size_t)s->g->n_values + 1) * sizeof *m.const_off);
-    m.out_files = core_calloc((size_t)s->g->n_outputs + 1, sizeof *m.out_files);
-    m.result_expr = core_calloc((size_t)s->g->n_outputs + 1, sizeof *m.result_expr);
+    m.const_off = malloc(((size_t)g->n_values + 1) * sizeof *m.const_off);
+    m.out_files = core_calloc((size_t)g->n_outputs + 1, sizeof *m.out_files);
+    m.result_expr = core_calloc((size_t)g->n_outputs + 1, sizeof *m.result_expr);
     anvil_status st =
         m.const_off && m.out_files && m.result_expr ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
-    for (int32_t v = 0; st == ANVIL_OK && v <= s->g->n_values; v++) m.const_off[v] = SIZE_MAX;
-    for (int32_t j = 0; st == ANVIL_OK && j < s->g->n_outputs; j++)
-        st = output_file(s->g, j, m.out_files, &m.out_files[j]);
+    for (int32_t v = 0; st == ANVIL_OK && v <= g->n_values; v++) m.const_off[v] = SIZE_MAX;
+    for (int32_t j = 0; st == ANVIL_OK && j < g->n_outputs; j++)
+        st = output_file(g, j, m.out_files, &m.out_files[j]);
     if (st == ANVIL_OK) st = emit_all(&m, o, dir);
-    for (int32_t j = 0; m.out_files && j < s->g->n_outputs; j++) free(m.out_files[j]);
+    for (int32_t j = 0; m.out_files && j < g->n_outputs; j++) free(m.out_files[j]);
     free(m.out_files);
     free(m.result_expr);
     free(m.const_off);

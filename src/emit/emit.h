@@ -1,13 +1,25 @@
-/* anvil compile: a session's plan for fixed input shapes, written out as a standalone C library
- * (emit.c: the plan walk and NET.c / NET.h; emit_files.c: the kernel sources, the build files,
- * the runner program and the README). Private to src/runtime; the public entry is
- * anvil_session_compile (api/session.c). */
-#ifndef ANVIL_RUNTIME_EMIT_H
-#define ANVIL_RUNTIME_EMIT_H
+/* emit: `anvil compile`, a session's plan for fixed input shapes written out as a standalone C
+ * library (emit.c: the plan walk and NET.c / NET.h; emit_files.c: the kernel sources, the build
+ * files, the runner program and the README). It sits above the runtime and reads its plans
+ * through runtime/plan.h; the public entry is anvil_session_compile (api/session.c). */
+#ifndef ANVIL_EMIT_H
+#define ANVIL_EMIT_H
 
 #include "runtime/runtime.h"
 
 #include <stdarg.h>
+
+typedef struct emit_options {
+    const char *name;   /* C identifier the library's symbols start with (checked) */
+    bool embed_weights; /* weights in NET_weights.c instead of the NET.weights file */
+} emit_options;
+
+/* Writes the library for the plan of these inputs (the session runs once on them, so the plan
+ * is made and checked) into dir, which is created if missing. Nodes that cannot be emitted are
+ * listed all at once in an ANVIL_ERR_UNSUPPORTED message, and nothing is written. s, inputs, o
+ * and dir borrowed. */
+anvil_status emit_library(rt_session *s, const anvil_tensor *const *inputs, const emit_options *o,
+                          const char *dir);
 
 /* ---- emit_files.c ---------------------------------------------------------------------------- */
 

@@ -1,7 +1,7 @@
 /* The source files `anvil compile` copies into the libraries it emits, embedded in anvil at build
  * time (cmake/emit.cmake lists them; tools/embed/embed.c writes the table). */
-#ifndef ANVIL_RUNTIME_EMIT_FILES_H
-#define ANVIL_RUNTIME_EMIT_FILES_H
+#ifndef ANVIL_EMIT_FILES_H
+#define ANVIL_EMIT_FILES_H
 
 #include <stddef.h>
 

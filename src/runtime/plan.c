@@ -79,97 +79,6 @@ void rt_plan_free(rt_plan *p) {
     free(p);
 }
 
-/* Union-find over values: a value that aliases or overwrites another shares its storage. */
-static int32_t uf_find(int32_t *parent, int32_t v) {
-    while (parent[v] != v) {
-        parent[v] = parent[parent[v]];
-        v = parent[v];
-    }
-    return v;
-}
-
-typedef rt_arena_buf group;
-
-static int cmp_group_size(const void *a, const void *b) {
-    const group *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    return x->first - y->first;
-}
-
-static size_t arena_round(size_t bytes) {
-    return (bytes + RT_ARENA_ALIGN - 1) & ~(size_t)(RT_ARENA_ALIGN - 1);
-}
-
-/* Whether [off, off + size) overlaps no placed buffer gr[0..i) live at the same time as gr[i]. */
-static bool slot_free(const group *gr, int32_t i, size_t off, size_t size) {
-    for (int32_t j = 0; j < i; j++) {
-        if (gr[j].last < gr[i].first || gr[i].last < gr[j].first) continue;
-        if (off < gr[j].offset + arena_round(gr[j].bytes) && gr[j].offset < off + size)
-            return false;
-    }
-    return true;
-}
-
-/* The offset of the latest placed buffer of gr[i]'s size that died before gr[i] is born, if
- * that slot is free for gr[i] (SIZE_MAX if none; the latest few candidates are tried). */
-static size_t same_size_slot(const group *gr, int32_t i, size_t size) {
-    int32_t below = gr[i].first;
-    for (int tries = 0; tries < 4; tries++) {
-        int32_t best = -1;
-        for (int32_t j = 0; j < i; j++)
-            if (gr[j].bytes == gr[i].bytes && gr[j].last < below &&
-                (best < 0 || gr[j].last > gr[best].last))
-                best = j;
-        if (best < 0) return SIZE_MAX;
-        if (slot_free(gr, i, gr[best].offset, size)) return gr[best].offset;
-        below = gr[best].last;
-    }
-    return SIZE_MAX;
-}
-
-/* Offset assignment: biggest buffers first. A buffer takes the slot of the latest buffer of its
- * size that died before it, where that slot is free: the threads of the node that writes it
- * then mostly write the bytes they wrote last time (nodes split their outputs the same way),
- * so a cache line is rarely still modified in another core's L2, which costs a write far more
- * than a line in L3. MobileNetV2 at 2 threads: its 384-channel 14x14 depthwise convs took 22 us
- * or 38-39 us depending on where the lowest free offset put their outputs, and take 21 us in
- * such slots (576-channel: 55 -> 31-38 us; the 1x1 convs that follow lose a few us, as both
- * threads read all of their input); end to end 4.30 -> 4.24 ms, medians of 5 alternating pairs.
- * ResNet-50's arena grows from 6.89 to 7.66 MiB, MobileNetV2's stays 5.74. Otherwise the lowest
- * offset that overlaps no placed buffer live at the same time. */
-anvil_status rt_arena_assign(rt_arena_buf *gr, int32_t n, size_t *arena_bytes) {
-    qsort(gr, (size_t)n, sizeof *gr, cmp_group_size);
-    size_t top = 0;
-    for (int32_t i = 0; i < n; i++) {
-        size_t size;
-        if (!core_add_size(gr[i].bytes, RT_ARENA_ALIGN - 1, &size))
-            return core_err(ANVIL_ERR_LIMIT, "activation of %zu bytes is too large", gr[i].bytes);
-        size &= ~(size_t)(RT_ARENA_ALIGN - 1);
-        size_t off = same_size_slot(gr, i, size);
-        if (off == SIZE_MAX) {
-            off = 0;
-            for (bool moved = true; moved;) {
-                moved = false;
-                for (int32_t j = 0; j < i; j++) {
-                    if (gr[j].last < gr[i].first || gr[i].last < gr[j].first) continue;
-                    size_t jend = gr[j].offset + arena_round(gr[j].bytes);
-                    if (off < jend && gr[j].offset < off + size) {
-                        off = jend;
-                        moved = true;
-                    }
-                }
-            }
-        }
-        gr[i].offset = off;
-        size_t end;
-        if (!core_add_size(off, size, &end))
-            return core_err(ANVIL_ERR_LIMIT, "the activation arena would overflow");
-        if (end > top) top = end;
-    }
-    *arena_bytes = top;
-    return ANVIL_OK;
-}
-
 anvil_status rt_check_inputs(const rt_session *s, const anvil_tensor *const *inputs) {
     const ir_graph *g = s->g;
     /* sym_val[k]: the value bound to symbolic dim k by an earlier input, or -1 */
@@ -295,16 +204,6 @@ anvil_status rt_mark_shape_inputs(rt_session *s) {
     return st;
 }
 
-typedef struct last_ctx {
-    int32_t *last;
-    int32_t step;
-} last_ctx;
-
-static void last_mark(void *arg, ir_vid v) {
-    last_ctx *c = arg;
-    if (c->last[v] < c->step) c->last[v] = c->step;
-}
-
 /* The variant for a node: a force by node name is strict, one by op type applies where it can;
  * then a training layer's grouped choice (group_choice, -1: the group's decision); then the
  * tuning database (exact key, then nearest
@@ -343,7 +242,7 @@ static anvil_status select_variant(const rt_session *s, const kern_node *kn, int
 
 /* select_variant for a plan that anvil compile will emit: the choice where it has an emitter,
  * else the first variant of the cascade that has one and applies (the choice stands when none
- * does; rt_session_emit then lists the node). */
+ * does; emit_library then lists the node). */
 static anvil_status select_emittable(const rt_session *s, const kern_node *kn, tune_choice *out) {
     CORE_TRY(select_variant(s, kn, -1, out));
     if (!s->cfg.emittable_only || kern_emittable(out->v, kn)) return ANVIL_OK;
@@ -483,27 +382,16 @@ anvil_status rt_const_materialize(rt_session *s, ir_vid v) {
     return ANVIL_OK;
 }
 
-/* *unfuse: set to the node whose fused epilogue does not fit the concrete shapes (the caller
- * rebuilds the graph without that fusion and tries again), else -1. */
-anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out,
-                          int32_t *unfuse) {
+/* ---- making a plan: shapes, steps, memory ---------------------------------------------------- */
+
+/* Shapes with every input concrete; what is known is folded (evaluated once, here). */
+static anvil_status plan_shapes(rt_session *s, rt_plan *p, const anvil_tensor *const *inputs) {
     const ir_graph *g = s->g;
-    *out = NULL;
-    *unfuse = -1;
-    rt_plan *p = core_calloc(1, sizeof *p);
-    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    anvil_status st = ANVIL_OK;
-    int32_t *uf = NULL, *def = NULL, *last = NULL, *gidx = NULL, *readers = NULL;
-    group *groups = NULL;
-
-    if ((st = rt_plan_signature(s, inputs, &p->sig, &p->sig_len)) != ANVIL_OK) goto fail;
-
-    /* 1. shapes with every input concrete; fold what is known */
-    if ((st = rt_shapes_init(&p->shapes, g)) != ANVIL_OK) goto fail;
+    CORE_TRY(rt_shapes_init(&p->shapes, g));
     rt_shapes *sh = &p->shapes;
     for (int32_t v = 0; v < g->n_values; v++) {
         if (g->values[v].flags & IR_VALUE_CONST) {
-            if (!s->const_ptr[v] && (st = rt_const_materialize(s, v)) != ANVIL_OK) goto fail;
+            if (!s->const_ptr[v]) CORE_TRY(rt_const_materialize(s, v));
             sh->info[v].dtype = g->values[v].dtype;
             sh->info[v].shape = g->values[v].shape;
             sh->info[v].value = s->const_ptr[v];
@@ -517,7 +405,7 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
         if (s->shape_input[i]) {
             /* the plan is keyed by these contents, so it may keep its own copy of them */
             sh->owned[v] = core_aligned_alloc(64, inputs[i]->bytes ? inputs[i]->bytes : 64);
-            if (!sh->owned[v]) goto oom;
+            if (!sh->owned[v]) return ANVIL_ERR_OUT_OF_MEMORY;
             if (inputs[i]->bytes) memcpy(sh->owned[v], inputs[i]->data, inputs[i]->bytes);
             t->value = sh->owned[v];
         }
@@ -527,13 +415,76 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
                         .allow_dynamic = true,
                         .ctx = &s->ctx,
                         .apply_fusion = kern_fusion_apply};
-    if ((st = rt_shapes_infer(g, sh, &io)) != ANVIL_OK) goto fail;
+    return rt_shapes_infer(g, sh, &io);
+}
 
-    /* 2. steps: every node not folded; pick its variant */
-    readers = release_readers(s, sh);
+/* The step's variant: a training layer whose grouped choice is tried online prepares every
+ * choice's; otherwise the selection (forces, group, database, cascade), then either the online
+ * tuner's candidates or the chosen variant prepared (weights packed) with its workspace. */
+static anvil_status choose_variant(rt_session *s, rt_plan *p, kern_node *kn, rt_step *stp) {
+    const int og = rt_train_group_online(s, kn->node);
+    if (og >= 0) return prepare_alts(s, p, kn, stp, og);
+    tune_choice ch;
+    CORE_TRY(select_emittable(s, kn, &ch));
+    stp->variant = ch.v;
+    stp->config = ch.cfg;
+    stp->threads = ch.threads;
+    stp->why = ch.why;
+    if (s->cfg.online_rounds > 0 && ch.why != TUNE_WHY_FORCED && ch.why != TUNE_WHY_DB)
+        CORE_TRY(rt_online_setup(s, p, kn, stp));
+    kn->config = &stp->config;
+    if (stp->threads > 0) kn->threads = stp->threads;
+    if (stp->online) return ANVIL_OK;
+    stp->fusion_after = kern_fusion_pending(stp->variant, kn);
+    if (stp->variant->prepare) CORE_TRY(stp->variant->prepare(kn, &stp->state));
+    stp->workspace = stp->variant->workspace_size ? stp->variant->workspace_size(kn) : 0;
+    return ANVIL_OK;
+}
+
+/* The step's tensor templates, whose data pointers each run binds. */
+static anvil_status step_templates(rt_step *stp, const ir_node *n, const op_tinfo *in,
+                                   const op_tinfo *out) {
+    stp->in = core_calloc((size_t)n->n_inputs + 1, sizeof *stp->in);
+    stp->out = core_calloc((size_t)n->n_outputs + 1, sizeof *stp->out);
+    if (!stp->in || !stp->out) return ANVIL_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < n->n_inputs; i++) {
+        stp->in[i].dtype = in[i].dtype;
+        stp->in[i].rank = in[i].shape.rank;
+        memcpy(stp->in[i].dims, in[i].shape.d, sizeof stp->in[i].dims);
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        stp->out[i].dtype = out[i].dtype;
+        stp->out[i].rank = out[i].shape.rank;
+        memcpy(stp->out[i].dims, out[i].shape.d, sizeof stp->out[i].dims);
+    }
+    return ANVIL_OK;
+}
+
+/* The shapes of a node's inputs or outputs (an omitted one: unknown). */
+static void node_infos(const rt_shapes *sh, const ir_vid *vals, int n, op_tinfo *out) {
+    for (int i = 0; i < n; i++) {
+        if (vals[i] == IR_NONE) {
+            memset(&out[i], 0, sizeof out[i]);
+            ir_shape_unknown(&out[i].shape);
+        } else {
+            out[i] = sh->info[vals[i]];
+        }
+    }
+}
+
+/* A step for every node not folded: dynamic ones run by the interpreter, the others through
+ * their chosen variant. The model's constants each step copied are released as the last step
+ * reading them is made. *unfuse as rt_plan_make. */
+static anvil_status plan_steps(rt_session *s, rt_plan *p, int32_t *unfuse) {
+    const ir_graph *g = s->g;
+    const rt_shapes *sh = &p->shapes;
+    int32_t *readers = release_readers(s, sh);
     p->loc = core_calloc((size_t)g->n_values + 1, sizeof *p->loc);
     p->steps = core_calloc((size_t)g->n_nodes + 1, sizeof *p->steps);
-    if (!p->loc || !p->steps) goto oom;
+    if (!p->loc || !p->steps) {
+        free(readers);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
     for (int32_t v = 0; v < g->n_values; v++) {
         if (sh->info[v].value) {
             p->loc[v].kind = LOC_CONST;
@@ -544,7 +495,8 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
         p->loc[g->inputs[i]].kind = LOC_INPUT;
         p->loc[g->inputs[i]].input = i;
     }
-    for (int32_t k = 0; k < g->n_nodes; k++) {
+    anvil_status st = ANVIL_OK;
+    for (int32_t k = 0; k < g->n_nodes && st == ANVIL_OK; k++) {
         if (sh->folded[k]) continue;
         const ir_node *n = &g->nodes[k];
         rt_step *stp = &p->steps[p->n_steps++];
@@ -554,217 +506,39 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
             continue;
         }
         op_tinfo in[128], outi[128];
-        for (int i = 0; i < n->n_inputs; i++) {
-            if (n->inputs[i] == IR_NONE) {
-                memset(&in[i], 0, sizeof in[i]);
-                ir_shape_unknown(&in[i].shape);
-            } else {
-                in[i] = sh->info[n->inputs[i]];
-            }
-        }
-        for (int i = 0; i < n->n_outputs; i++) {
-            if (n->outputs[i] == IR_NONE) {
-                memset(&outi[i], 0, sizeof outi[i]);
-                ir_shape_unknown(&outi[i].shape);
-            } else {
-                outi[i] = sh->info[n->outputs[i]];
-            }
-        }
+        node_infos(sh, n->inputs, n->n_inputs, in);
+        node_infos(sh, n->outputs, n->n_outputs, outi);
         uint32_t copied = 0;
         kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs, s->cfg.threads, &copied, NULL};
         if ((st = kern_fusion_check(&kn)) != ANVIL_OK) {
             *unfuse = k;
-            goto fail;
+            break;
         }
-        if (s->cfg.on_node && (st = s->cfg.on_node(s->cfg.on_node_arg, &kn)) != ANVIL_OK) goto fail;
-        /* a training layer whose grouped choice is tried online runs every choice in turn */
-        const int og = rt_train_group_online(s, n);
-        if (og >= 0 && (st = prepare_alts(s, p, &kn, stp, og)) != ANVIL_OK) goto fail;
-        if (og < 0) {
-            tune_choice ch;
-            if ((st = select_emittable(s, &kn, &ch)) != ANVIL_OK) goto fail;
-            stp->variant = ch.v;
-            stp->config = ch.cfg;
-            stp->threads = ch.threads;
-            stp->why = ch.why;
-            if (s->cfg.online_rounds > 0 && ch.why != TUNE_WHY_FORCED && ch.why != TUNE_WHY_DB &&
-                (st = rt_online_setup(s, p, &kn, stp)) != ANVIL_OK)
-                goto fail;
-            kn.config = &stp->config;
-            if (stp->threads > 0) kn.threads = stp->threads;
-            if (!stp->online) {
-                stp->fusion_after = kern_fusion_pending(stp->variant, &kn);
-                if (stp->variant->prepare &&
-                    (st = stp->variant->prepare(&kn, &stp->state)) != ANVIL_OK)
-                    goto fail;
-                stp->workspace =
-                    stp->variant->workspace_size ? stp->variant->workspace_size(&kn) : 0;
-            }
-        }
+        if (s->cfg.on_node && (st = s->cfg.on_node(s->cfg.on_node_arg, &kn)) != ANVIL_OK) break;
+        if ((st = choose_variant(s, p, &kn, stp)) != ANVIL_OK) break;
         release_step(s, readers, n, copied);
         if (stp->workspace > p->workspace_bytes) p->workspace_bytes = stp->workspace;
-        stp->in = core_calloc((size_t)n->n_inputs + 1, sizeof *stp->in);
-        stp->out = core_calloc((size_t)n->n_outputs + 1, sizeof *stp->out);
-        if (!stp->in || !stp->out) goto oom;
-        for (int i = 0; i < n->n_inputs; i++) {
-            stp->in[i].dtype = in[i].dtype;
-            stp->in[i].rank = in[i].shape.rank;
-            memcpy(stp->in[i].dims, in[i].shape.d, sizeof stp->in[i].dims);
-        }
-        for (int i = 0; i < n->n_outputs; i++) {
-            stp->out[i].dtype = outi[i].dtype;
-            stp->out[i].rank = outi[i].shape.rank;
-            memcpy(stp->out[i].dims, outi[i].shape.d, sizeof stp->out[i].dims);
-        }
+        st = step_templates(stp, n, in, outi);
     }
+    free(readers);
+    return st;
+}
 
-    /* 3. liveness: def = producing step, last = last reading step (graph outputs: the end) */
-    uf = core_calloc((size_t)g->n_values + 1, sizeof *uf);
-    def = core_calloc((size_t)g->n_values + 1, sizeof *def);
-    last = core_calloc((size_t)g->n_values + 1, sizeof *last);
-    if (!uf || !def || !last) goto oom;
-    for (int32_t v = 0; v < g->n_values; v++) {
-        uf[v] = v;
-        def[v] = -1;
-        last[v] = -1;
-    }
-    for (int32_t i = 0; i < p->n_steps; i++) {
-        const ir_node *n = &g->nodes[p->steps[i].node];
-        for (int k = 0; k < n->n_inputs; k++)
-            if (n->inputs[k] != IR_NONE) last[n->inputs[k]] = i;
-        for (int k = 0; k < n->n_outputs; k++)
-            if (n->outputs[k] != IR_NONE) def[n->outputs[k]] = i;
-    }
-    for (int32_t i = 0; i < p->n_steps; i++) {
-        /* subgraphs read outer values by name, not through the node's inputs */
-        last_ctx lc = {last, i};
-        if ((st = rt_node_outer_reads(g, &g->nodes[p->steps[i].node], last_mark, &lc)) != ANVIL_OK)
-            goto fail;
-    }
-    for (int32_t i = 0; i < g->n_outputs; i++) last[g->outputs[i]] = p->n_steps;
-
-    /* 4. aliasing and in-place reuse; everything else produced by a step lives in the arena */
-    for (int32_t i = 0; i < p->n_steps; i++) {
-        rt_step *stp = &p->steps[i];
-        const ir_node *n = &g->nodes[stp->node];
-        const op_impl *impl = op_get(n->op);
-        if (stp->dynamic) {
-            for (int k = 0; k < n->n_outputs; k++)
-                if (n->outputs[k] != IR_NONE) p->loc[n->outputs[k]].kind = LOC_HEAP;
-            continue;
-        }
-        for (int k = 0; k < n->n_outputs; k++)
-            if (n->outputs[k] != IR_NONE) p->loc[n->outputs[k]].kind = LOC_ARENA;
-        if (n->n_outputs < 1 || n->outputs[0] == IR_NONE || n->n_inputs < 1 ||
-            n->inputs[0] == IR_NONE)
-            continue;
-        ir_vid x = n->inputs[0], y = n->outputs[0];
-        size_t xb = 0, yb = 0;
-        core_tensor_bytes(sh->info[x].dtype, sh->info[x].shape.d, sh->info[x].shape.rank, &xb);
-        core_tensor_bytes(sh->info[y].dtype, sh->info[y].shape.d, sh->info[y].shape.rank, &yb);
-        /* an alias never runs, so every other input must have been checked at plan time
-         * (e.g. Dropout's training_mode fed by the caller must reach the kernel) */
-        bool other_io = false;
-        for (int k = 1; k < n->n_outputs; k++) other_io |= n->outputs[k] != IR_NONE;
-        for (int k = 1; k < n->n_inputs; k++)
-            other_io |= n->inputs[k] != IR_NONE && !sh->info[n->inputs[k]].value;
-        if ((impl->flags & OP_ALIAS_0) && !other_io && xb == yb) {
-            stp->alias = true;
-            p->loc[y] = p->loc[x];
-            if (p->loc[x].kind == LOC_ARENA) uf[y] = uf_find(uf, x);
-            continue;
-        }
-        if ((impl->flags & OP_INPLACE_0) && p->loc[x].kind == LOC_ARENA && xb == yb &&
-            sh->info[x].dtype == sh->info[y].dtype && last[x] == i) {
-            /* the group must die here and must not be read through another input */
-            int32_t root = uf_find(uf, x);
-            bool ok = true;
-            for (int32_t v = 0; v < g->n_values && ok; v++)
-                if (p->loc[v].kind == LOC_ARENA && uf_find(uf, v) == root && last[v] > i)
-                    ok = false;
-            for (int k = 1; k < n->n_inputs && ok; k++)
-                if (n->inputs[k] != IR_NONE && p->loc[n->inputs[k]].kind == LOC_ARENA &&
-                    uf_find(uf, n->inputs[k]) == root)
-                    ok = false;
-            if (ok) uf[y] = root;
-        }
-    }
-
-    /* 5. one group per storage root: size and live range; then offsets */
-    gidx = core_calloc((size_t)g->n_values + 1, sizeof *gidx);
-    groups = core_calloc((size_t)g->n_values + 1, sizeof *groups);
-    if (!gidx || !groups) goto oom;
-    int32_t n_groups = 0;
-    for (int32_t v = 0; v < g->n_values; v++) gidx[v] = -1;
-    for (int32_t v = 0; v < g->n_values; v++) {
-        if (p->loc[v].kind != LOC_ARENA) continue;
-        int32_t r = uf_find(uf, v);
-        if (gidx[r] < 0) {
-            gidx[r] = n_groups;
-            groups[n_groups].root = r;
-            groups[n_groups].first = INT32_MAX;
-            groups[n_groups].last = -1;
-            n_groups++;
-        }
-        group *gr = &groups[gidx[r]];
-        size_t b = 0;
-        core_tensor_bytes(sh->info[v].dtype, sh->info[v].shape.d, sh->info[v].shape.rank, &b);
-        if (b > gr->bytes) gr->bytes = b;
-        int32_t first = def[v] >= 0 ? def[v] : 0;
-        int32_t end = last[v] > first ? last[v] : first;
-        if (first < gr->first) gr->first = first;
-        if (end > gr->last) gr->last = end;
-    }
-    /* what a plan without any reuse would hold: every output of every node that runs */
-    for (int32_t i = 0; i < p->n_steps; i++) {
-        if (p->steps[i].alias || p->steps[i].dynamic) continue;
-        const ir_node *n = &g->nodes[p->steps[i].node];
-        for (int k = 0; k < n->n_outputs; k++) {
-            ir_vid v = n->outputs[k];
-            size_t b = 0;
-            if (v == IR_NONE) continue;
-            core_tensor_bytes(sh->info[v].dtype, sh->info[v].shape.d, sh->info[v].shape.rank, &b);
-            if (!core_add_size(p->activation_bytes, b, &p->activation_bytes))
-                p->activation_bytes = SIZE_MAX;
-        }
-    }
-    if ((st = rt_arena_assign(groups, n_groups, &p->arena_bytes)) != ANVIL_OK) goto fail;
-    for (int32_t i = 0; i < n_groups; i++) gidx[groups[i].root] = i;
-    for (int32_t v = 0; v < g->n_values; v++)
-        if (p->loc[v].kind == LOC_ARENA) p->loc[v].offset = groups[gidx[uf_find(uf, v)]].offset;
-    p->arena = core_aligned_alloc(RT_ARENA_ALIGN, p->arena_bytes ? p->arena_bytes : 64);
-    if (!p->arena) goto oom;
-    if (p->workspace_bytes) {
-        p->workspace = core_aligned_alloc(64, p->workspace_bytes);
-        if (!p->workspace) goto oom;
-    }
-    for (int32_t v = 0; v < g->n_values; v++) p->n_heap += p->loc[v].kind == LOC_HEAP;
-    if (p->n_heap) {
-        p->heap_vals = core_calloc((size_t)p->n_heap, sizeof *p->heap_vals);
-        p->heap_last = core_calloc((size_t)p->n_heap, sizeof *p->heap_last);
-        if (!p->heap_vals || !p->heap_last) goto oom;
-        int32_t h = 0;
-        for (int32_t v = 0; v < g->n_values; v++) {
-            if (p->loc[v].kind != LOC_HEAP) continue;
-            p->heap_vals[h] = v;
-            /* never read: it goes right after the step that made it */
-            p->heap_last[h++] = last[v] >= def[v] ? last[v] : def[v];
-        }
+anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out,
+                          int32_t *unfuse) {
+    *out = NULL;
+    *unfuse = -1;
+    rt_plan *p = core_calloc(1, sizeof *p);
+    if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+    anvil_status st = rt_plan_signature(s, inputs, &p->sig, &p->sig_len);
+    if (st == ANVIL_OK) st = plan_shapes(s, p, inputs);
+    if (st == ANVIL_OK) st = plan_steps(s, p, unfuse);
+    if (st == ANVIL_OK) st = rt_plan_memory(s->g, p);
+    if (st != ANVIL_OK) {
+        rt_plan_free(p);
+        return st;
     }
     p->tuning = rt_online_pending(p) + rt_ogroups_pending(p) > 0;
-    goto done;
-oom:
-    st = ANVIL_ERR_OUT_OF_MEMORY;
-fail:
-    rt_plan_free(p);
-    p = NULL;
-done:
-    free(readers);
-    free(uf);
-    free(def);
-    free(last);
-    free(gidx);
-    free(groups);
     *out = p;
-    return st;
+    return ANVIL_OK;
 }

@@ -126,22 +126,9 @@ typedef struct rt_session_config {
     void *released_ctx;
     /* Plans choose only variants that anvil compile can emit (kern_variant.emit): the forced or
      * database choice where it has an emitter, else the first emittable variant of the cascade
-     * (the node keeps its choice when none applies; rt_session_emit then names it). */
+     * (the node keeps its choice when none applies; emit_library then names it). */
     bool emittable_only;
 } rt_session_config;
-
-/* ---- anvil compile (emit.c) ------------------------------------------------------------- */
-
-typedef struct rt_emit_options {
-    const char *name;   /* C identifier the library's symbols start with (checked) */
-    bool embed_weights; /* weights in NET_weights.c instead of the NET.weights file */
-} rt_emit_options;
-
-/* Writes the library for the plan of these inputs (the session runs once on them, so the plan
- * is made and checked) into dir, which is created if missing. Nodes that cannot be emitted are
- * listed all at once in an ANVIL_ERR_UNSUPPORTED message, and nothing is written. */
-anvil_status rt_session_emit(rt_session *s, const anvil_tensor *const *inputs,
-                             const rt_emit_options *o, const char *dir);
 
 /* One activation storage of a plan: its bytes, the step range where it is live, and the arena
  * offset rt_arena_assign gives it. */
@@ -194,6 +181,10 @@ void rt_session_groups(const rt_session *s, const rt_group **groups, int *n);
 void rt_group_key(const char *rewrite, const char *group, int threads, char *key, size_t cap,
                   char *family, size_t family_cap);
 
+/* The rewrite name of a training conv layer's grouped choice (its forward, input- and
+ * weight-gradient passes decided together): "train_conv" (static). */
+extern const char *const rt_train_conv_rewrite;
+
 /* One step of the latest plan, for --explain. Strings borrowed from the session. */
 typedef struct rt_step_info {
     const char *node, *op;
@@ -216,95 +207,6 @@ typedef struct rt_step_info {
  * session has not run yet. */
 anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const rt_step_info *),
                                 void *arg);
-
-/* ---- offline tuning (autotune.c) ---------------------------------------------------------------
- * Tunes every distinct problem of a graph for the given inputs' shapes: the nodes are found by
- * planning a session (so they are the nodes it will really run, after the graph passes), each new
- * problem's candidates are profiled and the winner is written to the database at once, so an
- * interrupted tune keeps everything measured so far and a rerun resumes where it stopped. */
-
-/* One distinct problem. */
-typedef struct rt_tune_item {
-    tune_problem problem;
-    char node[128]; /* the first node that poses it */
-    const char *op; /* its ONNX op type (static) */
-    int nodes;      /* nodes sharing the problem */
-    bool cached;    /* already in the database: not measured again */
-    bool skipped;   /* not measured: the budget ran out or the tune was stopped */
-    bool failed;    /* measuring it failed (message in error) */
-    char error[256];
-    tune_space_stats stats;
-    tune_candidate *cands; /* [n_cands], owned by the run (NULL for cached/skipped) */
-    int n_cands;
-    int winner, cascade; /* indices into cands, -1 if none */
-    tune_record record;  /* what the database now holds for it (cached or new) */
-    double seconds;      /* spent measuring it */
-    bool settled;        /* measured, cached or skipped */
-    /* A measured rewrite's group (pass_decision) instead of a node's problem: each choice timed
-     * on the whole model (its transposes and the other nodes' reaction included). op is the
-     * rewrite's name, node the group's first node, nodes its size. */
-    bool group;
-    char group_key[TUNE_KEY_MAX]; /* pass_decision.group */
-    int n_choices, rule;
-    const char *const *choice_names; /* static */
-    double choice_ms[4];             /* whole-model median per choice; 0 if not timed */
-    /* Checked in the model (verify.c): its winner took longer in place than the cascade, which
-     * is now its record; the two in-place times, summed over its nodes. */
-    bool reverted;
-    double in_model_tuned_ns, in_model_cascade_ns;
-} rt_tune_item;
-
-typedef struct rt_tune_run {
-    /* in */
-    tune_db *db;             /* borrowed */
-    const char *fingerprint; /* borrowed */
-    bool retune;             /* measure problems the database already has, too */
-    double budget_seconds;   /* whole run; <= 0: no limit */
-    tune_profile_opts prof;  /* pool is set by rt_tune_graph */
-    volatile int *stop;      /* optional: set (e.g. by SIGINT) to stop after the current problem */
-    /* How much slower the tuned model may be than the cascade's before this run's choices go
-     * back to the cascade's (verify.c); 0: the default, 2%. -1 makes any tuned model count as
-     * slower (tests). */
-    double model_margin;
-    /* Optional: after each problem is settled (measured, cached or skipped). */
-    void (*progress)(void *arg, const struct rt_tune_run *run, int item);
-    /* Optional: during a problem's rounds (item i of n_items, live candidates, best so far). */
-    void (*round)(void *arg, const struct rt_tune_run *run, int item, int alive, double best_ns);
-    void *arg;
-    /* out */
-    rt_tune_item *items; /* [n_items] in the order the plan meets them */
-    int n_items, cap_items;
-    int done;       /* items settled so far */
-    int group_runs; /* timed runs per choice of a group (0: 9) */
-    uint64_t t0;
-    double seconds; /* the whole tune, set when rt_tune_graph returns */
-    int reverted;   /* problems whose winner lost to the cascade inside the model */
-    /* The whole model checked last (verify.c), after those reverts: its median latency with the
-     * cascade and with the tuned choices (0: not checked); and, where tuned was still slower,
-     * how many further choices of this run went back to the cascade's. */
-    double model_cascade_ms, model_tuned_ms;
-    int model_reverted;
-    bool stopped;
-} rt_tune_run;
-
-/* Runs sessions s[0..n) on the same inputs: `warmup` untimed runs each, then `runs` rounds in
- * which each runs once in turn, so the machine's noise falls on all alike. median_ms (may be
- * NULL): per session, the median of its timed runs in milliseconds. */
-anvil_status rt_sessions_alternate(rt_session *const *s, int n, const anvil_tensor *const *inputs,
-                                   int warmup, int runs, double *median_ms);
-
-/* g's median latency in ms with the cascade (no database) and with db (fingerprint fp), its two
- * sessions run alternating (rt_sessions_alternate: warmup, runs); cfg as for a session, its
- * database, node hook and profiling ignored. */
-anvil_status rt_cascade_vs_db(const ir_graph *g, const rt_session_config *cfg, tune_db *db,
-                              const char *fp, const anvil_tensor *const *inputs, int warmup,
-                              int runs, double *cascade_ms, double *tuned_ms);
-
-/* Tunes g (cfg as for a session: threads, opt level, layout; cfg->db is ignored) for inputs.
- * run->items is filled even on failure; free with rt_tune_run_free. */
-anvil_status rt_tune_graph(const ir_graph *g, const rt_session_config *cfg,
-                           const anvil_tensor *const *inputs, rt_tune_run *run);
-void rt_tune_run_free(rt_tune_run *run);
 
 /* ---- tensors (the public anvil_tensor, shared with the API layer) ------------------------------
  */

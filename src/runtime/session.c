@@ -240,7 +240,7 @@ static void *loc_ptr(const rt_plan *p, const rt_loc *l, const anvil_tensor *cons
  * read outer values. */
 typedef struct run_frame {
     rt_frame base; /* first: lookup casts back */
-    const rt_plan *p;
+    rt_plan *p;    /* steps bind their tensors to this run's storage */
     const anvil_tensor *const *inputs;
     op_tensor *heap; /* per value; data set for LOC_HEAP values that are alive */
 } run_frame;
@@ -289,11 +289,22 @@ static anvil_status run_dynamic_step(rt_session *s, run_frame *rf, const rt_step
     return rt_node_run_dynamic(g, n, in, out, &s->ctx, &rf->base);
 }
 
-static anvil_status run_impl(rt_session *s, const anvil_tensor *const *inputs, const bool *want,
-                             anvil_tensor **outputs, rt_output_fn visit, void *visit_arg) {
-    const ir_graph *g = s->g;
-    for (int32_t j = 0; outputs && j < g->n_outputs; j++) outputs[j] = NULL;
-    CORE_TRY(rt_check_inputs(s, inputs));
+/* The plan cache: the least recently used plan goes when it is full. */
+static void plan_cache_add(rt_session *s, rt_plan *p) {
+    if (s->n_plans == RT_MAX_PLANS) {
+        int oldest = 0;
+        for (int i = 1; i < s->n_plans; i++)
+            if (s->plans[i]->last_used < s->plans[oldest]->last_used) oldest = i;
+        rt_plan_free(s->plans[oldest]);
+        s->plans[oldest] = s->plans[--s->n_plans];
+    }
+    s->plans[s->n_plans++] = p;
+}
+
+/* The plan for these inputs: cached for their signature, or made. A fused epilogue that the
+ * concrete shapes do not fit (a residual matched on symbolic shapes) is taken out of the graph
+ * and the plan made again. *out borrowed from the session's cache. */
+static anvil_status plan_for(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out) {
     int64_t *sig;
     size_t sig_len;
     CORE_TRY(rt_plan_signature(s, inputs, &sig, &sig_len));
@@ -308,100 +319,99 @@ static anvil_status run_impl(rt_session *s, const anvil_tensor *const *inputs, c
         }
         if (st != ANVIL_OK) return st;
         s->plans_made++;
-        if (s->n_plans == RT_MAX_PLANS) {
-            int oldest = 0;
-            for (int i = 1; i < s->n_plans; i++)
-                if (s->plans[i]->last_used < s->plans[oldest]->last_used) oldest = i;
-            rt_plan_free(s->plans[oldest]);
-            s->plans[oldest] = s->plans[--s->n_plans];
-        }
-        s->plans[s->n_plans++] = p;
+        plan_cache_add(s, p);
     }
     p->last_used = ++s->tick;
     s->last = p;
-    g = s->g; /* unfuse_node may have rebuilt it */
+    *out = p;
+    return ANVIL_OK;
+}
 
-    run_frame rf = {{g, NULL, run_lookup}, p, inputs, NULL};
-    if (p->n_heap) {
-        rf.heap = core_calloc((size_t)g->n_values + 1, sizeof *rf.heap);
-        if (!rf.heap) return ANVIL_ERR_OUT_OF_MEMORY;
+/* A dynamic step, timed when profiling; then the heap values whose last reader it was go. */
+static anvil_status run_dynamic_timed(rt_session *s, run_frame *rf, int32_t i) {
+    const rt_plan *p = rf->p;
+    const rt_step *stp = &p->steps[i];
+    uint64_t t0 = s->cfg.profiling ? core_now_ns() : 0;
+    anvil_status st = run_dynamic_step(s, rf, stp);
+    if (st == ANVIL_OK && s->cfg.profiling) {
+        uint64_t t1 = core_now_ns();
+        trace_add(s, stp->node, "dynamic", NULL, TUNE_WHY_CASCADE, t0, t1);
+        /* a dynamic step runs its reference kernel; one that runs bodies is timed there instead
+         * (compiled: by the nested session, else as interpreted) */
+        if (!rt_node_has_subgraph(&s->g->nodes[stp->node])) s->prof_ref_ns += t1 - t0;
     }
-    anvil_status st = ANVIL_OK;
-    uint64_t run_t0 = core_now_ns();
-    for (int32_t i = 0; i < p->n_steps && st == ANVIL_OK; i++) {
-        rt_step *stp = &p->steps[i];
-        if (stp->alias) continue;
-        const ir_node *n = &g->nodes[stp->node];
-        if (stp->dynamic) {
-            uint64_t t0 = s->cfg.profiling ? core_now_ns() : 0;
-            st = run_dynamic_step(s, &rf, stp);
-            if (st == ANVIL_OK && s->cfg.profiling) {
-                uint64_t t1 = core_now_ns();
-                trace_add(s, stp->node, "dynamic", NULL, TUNE_WHY_CASCADE, t0, t1);
-                /* a dynamic step runs its reference kernel; one that runs bodies is timed
-                 * there instead (compiled: by the nested session, else as interpreted) */
-                if (!rt_node_has_subgraph(n)) s->prof_ref_ns += t1 - t0;
-            }
-            for (int32_t h = 0; h < p->n_heap; h++)
-                if (p->heap_last[h] <= i) op_tensor_release(&rf.heap[p->heap_vals[h]]);
+    for (int32_t h = 0; h < p->n_heap; h++)
+        if (p->heap_last[h] <= i) op_tensor_release(&rf->heap[p->heap_vals[h]]);
+    return st;
+}
+
+/* A step through its variant: the tensors bound to this run's storage, the variant the step runs
+ * this time (its choice, or the online tuner's current candidate or grouped choice), its fused
+ * epilogue, the sample for the online tuner and the trace event. */
+static anvil_status run_variant_step(rt_session *s, run_frame *rf, int32_t i) {
+    rt_plan *p = rf->p;
+    rt_step *stp = &p->steps[i];
+    const ir_node *n = &s->g->nodes[stp->node];
+    const op_tensor *in[128];
+    op_tensor *out[128];
+    for (int k = 0; k < n->n_inputs; k++) {
+        if (n->inputs[k] == IR_NONE) {
+            in[k] = NULL;
             continue;
         }
-        const op_tensor *in[128];
-        op_tensor *out[128];
-        for (int k = 0; k < n->n_inputs; k++) {
-            if (n->inputs[k] == IR_NONE) {
-                in[k] = NULL;
-                continue;
-            }
-            stp->in[k].data = p->loc[n->inputs[k]].kind == LOC_HEAP
-                                  ? rf.heap[n->inputs[k]].data
-                                  : loc_ptr(p, &p->loc[n->inputs[k]], inputs);
-            in[k] = &stp->in[k];
-        }
-        for (int k = 0; k < n->n_outputs; k++) {
-            if (n->outputs[k] == IR_NONE) {
-                out[k] = NULL;
-                continue;
-            }
-            stp->out[k].data = loc_ptr(p, &p->loc[n->outputs[k]], inputs);
-            out[k] = &stp->out[k];
-        }
-        const kern_variant *v = stp->variant;
-        void *state = stp->state;
-        bool fusion_after = stp->fusion_after;
-        int threads = stp->threads;
-        if (stp->online) rt_online_current(stp->online, &v, &state, &fusion_after, &threads);
-        if (stp->ogroup) {
-            const rt_alt *a = rt_ogroup_current(stp);
-            v = a->v;
-            state = a->state;
-            fusion_after = a->fusion_after;
-            threads = a->threads;
-        }
-        const bool timed = s->cfg.profiling || stp->online || stp->ogroup;
-        uint64_t t0 = timed ? core_now_ns() : 0;
-        s->ctx.threads = threads;
-        st = v->run(n, state, in, n->n_inputs, out, n->n_outputs, p->workspace, &s->ctx);
-        if (st == ANVIL_OK && fusion_after)
-            st = kern_fusion_apply(n, in, n->n_inputs, out[0], &s->ctx);
-        s->ctx.threads = 0;
-        if (st != ANVIL_OK) break;
-        uint64_t t1 = timed ? core_now_ns() : 0;
-        if (stp->online) rt_online_sample(stp->online, t1 - t0);
-        if (stp->ogroup) rt_ogroup_sample(stp, t1 - t0);
-        if (s->cfg.profiling) {
-            const kern_variant *d = kern_delegate(v, state);
-            trace_add(s, stp->node, v->name, d ? d->name : NULL, stp->why, t0, t1);
-            if (v == kern_reference(n->op)) s->prof_ref_ns += t1 - t0;
-        }
-        if (p->n_heap)
-            for (int32_t h = 0; h < p->n_heap; h++)
-                if (p->heap_last[h] == i) op_tensor_release(&rf.heap[p->heap_vals[h]]);
+        stp->in[k].data = p->loc[n->inputs[k]].kind == LOC_HEAP
+                              ? rf->heap[n->inputs[k]].data
+                              : loc_ptr(p, &p->loc[n->inputs[k]], rf->inputs);
+        in[k] = &stp->in[k];
     }
-    if (st != ANVIL_OK) {
-        if (rf.heap) heap_release(&rf);
-        free(rf.heap);
-        return st;
+    for (int k = 0; k < n->n_outputs; k++) {
+        if (n->outputs[k] == IR_NONE) {
+            out[k] = NULL;
+            continue;
+        }
+        stp->out[k].data = loc_ptr(p, &p->loc[n->outputs[k]], rf->inputs);
+        out[k] = &stp->out[k];
+    }
+    const kern_variant *v = stp->variant;
+    void *state = stp->state;
+    bool fusion_after = stp->fusion_after;
+    int threads = stp->threads;
+    if (stp->online) rt_online_current(stp->online, &v, &state, &fusion_after, &threads);
+    if (stp->ogroup) {
+        const rt_alt *a = rt_ogroup_current(stp);
+        v = a->v;
+        state = a->state;
+        fusion_after = a->fusion_after;
+        threads = a->threads;
+    }
+    const bool timed = s->cfg.profiling || stp->online || stp->ogroup;
+    uint64_t t0 = timed ? core_now_ns() : 0;
+    s->ctx.threads = threads;
+    anvil_status st = v->run(n, state, in, n->n_inputs, out, n->n_outputs, p->workspace, &s->ctx);
+    if (st == ANVIL_OK && fusion_after) st = kern_fusion_apply(n, in, n->n_inputs, out[0], &s->ctx);
+    s->ctx.threads = 0;
+    if (st != ANVIL_OK) return st;
+    uint64_t t1 = timed ? core_now_ns() : 0;
+    if (stp->online) rt_online_sample(stp->online, t1 - t0);
+    if (stp->ogroup) rt_ogroup_sample(stp, t1 - t0);
+    if (s->cfg.profiling) {
+        const kern_variant *d = kern_delegate(v, state);
+        trace_add(s, stp->node, v->name, d ? d->name : NULL, stp->why, t0, t1);
+        if (v == kern_reference(n->op)) s->prof_ref_ns += t1 - t0;
+    }
+    for (int32_t h = 0; h < p->n_heap; h++)
+        if (p->heap_last[h] == i) op_tensor_release(&rf->heap[p->heap_vals[h]]);
+    return ANVIL_OK;
+}
+
+/* The executor: every step of the plan in order (aliases have nothing to run). */
+static anvil_status run_steps(rt_session *s, run_frame *rf) {
+    const rt_plan *p = rf->p;
+    uint64_t run_t0 = core_now_ns();
+    for (int32_t i = 0; i < p->n_steps; i++) {
+        const rt_step *stp = &p->steps[i];
+        if (stp->alias) continue;
+        CORE_TRY(stp->dynamic ? run_dynamic_timed(s, rf, i) : run_variant_step(s, rf, i));
     }
     uint64_t run_t1 = core_now_ns();
     if (s->cfg.profiling) {
@@ -409,22 +419,34 @@ static anvil_status run_impl(rt_session *s, const anvil_tensor *const *inputs, c
         s->prof_run_ns += run_t1 - run_t0;
     }
     s->runs++;
-    if (p->tuning) {
-        /* A winner the database could not take is still locked in for this session. */
-        const anvil_status nodes = rt_online_after_run(s, p);
-        if (nodes != ANVIL_OK || rt_ogroups_after_run(s, p) != ANVIL_OK) {
-            core_log(CORE_LOG_WARN, "online tuning: %s", core_err_message());
-            core_err_clear();
-            if (nodes != ANVIL_OK) (void)rt_ogroups_after_run(s, p);
-        }
-        p->tuning = rt_online_pending(p) + rt_ogroups_pending(p) > 0;
-    }
+    return ANVIL_OK;
+}
 
+/* After a successful run of a plan still tuning online: samples in, next candidates, winners
+ * locked. A winner the database could not take is still locked in for this session, so a failure
+ * here is a warning, not the run's failure. */
+static void online_after_run(rt_session *s, rt_plan *p) {
+    if (!p->tuning) return;
+    const anvil_status nodes = rt_online_after_run(s, p);
+    if (nodes != ANVIL_OK || rt_ogroups_after_run(s, p) != ANVIL_OK) {
+        core_log(CORE_LOG_WARN, "online tuning: %s", core_err_message());
+        core_err_clear();
+        if (nodes != ANVIL_OK) (void)rt_ogroups_after_run(s, p);
+    }
+    p->tuning = rt_online_pending(p) + rt_ogroups_pending(p) > 0;
+}
+
+/* The wanted outputs: each handed to visit (borrowed), or copied into a new tensor of outputs
+ * (on failure none is left). */
+static anvil_status deliver_outputs(const rt_session *s, run_frame *rf, const bool *want,
+                                    anvil_tensor **outputs, rt_output_fn visit, void *visit_arg) {
+    const ir_graph *g = s->g;
+    anvil_status st = ANVIL_OK;
     for (int32_t j = 0; j < g->n_outputs; j++) {
         if (want && !want[j]) continue;
         ir_vid v = g->outputs[j];
         op_tensor t;
-        st = run_lookup(&rf.base, v, &t);
+        st = run_lookup(&rf->base, v, &t);
         if (visit) {
             if (st == ANVIL_OK) st = visit(visit_arg, j, &t);
             if (st != ANVIL_OK) break;
@@ -448,6 +470,26 @@ static anvil_status run_impl(rt_session *s, const anvil_tensor *const *inputs, c
             }
             break;
         }
+    }
+    return st;
+}
+
+static anvil_status run_impl(rt_session *s, const anvil_tensor *const *inputs, const bool *want,
+                             anvil_tensor **outputs, rt_output_fn visit, void *visit_arg) {
+    for (int32_t j = 0; outputs && j < s->g->n_outputs; j++) outputs[j] = NULL;
+    CORE_TRY(rt_check_inputs(s, inputs));
+    rt_plan *p;
+    CORE_TRY(plan_for(s, inputs, &p));
+    const ir_graph *g = s->g; /* after plan_for, which may have rebuilt it */
+    run_frame rf = {{g, NULL, run_lookup}, p, inputs, NULL};
+    if (p->n_heap) {
+        rf.heap = core_calloc((size_t)g->n_values + 1, sizeof *rf.heap);
+        if (!rf.heap) return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    anvil_status st = run_steps(s, &rf);
+    if (st == ANVIL_OK) {
+        online_after_run(s, p);
+        st = deliver_outputs(s, &rf, want, outputs, visit, visit_arg);
     }
     if (rf.heap) heap_release(&rf);
     free(rf.heap);
@@ -576,4 +618,35 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
     }
     rt_subgraphs_explain(s, fn, arg);
     return ANVIL_OK;
+}
+
+/* ---- read access for the layers above (plan.h) ----------------------------------------------- */
+
+const ir_graph *rt_session_graph(const rt_session *s) {
+    return s->g;
+}
+
+const rt_plan *rt_session_last_plan(const rt_session *s) {
+    return s->last;
+}
+
+const rt_session_config *rt_session_config_of(const rt_session *s) {
+    return &s->cfg;
+}
+
+bool rt_session_input_decides_shapes(const rt_session *s, int32_t i) {
+    return s->shape_input && i >= 0 && i < s->g->n_inputs && s->shape_input[i];
+}
+
+bool rt_session_has_compiled_bodies(const rt_session *s) {
+    return s->n_subs > 0;
+}
+
+void rt_session_trace(const rt_session *s, const rt_event **events, size_t *n) {
+    *events = s->events;
+    *n = s->n_events;
+}
+
+void rt_session_trace_clear(rt_session *s) {
+    s->n_events = 0;
 }

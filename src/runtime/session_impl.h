@@ -1,88 +1,15 @@
 /* runtime/session_impl.h: what a session is made of, shared by the files that build and run it
- * (plan.c makes plans, session.c holds sessions and runs them). Private to src/runtime. */
+ * (plan.c makes plans, session.c holds sessions and runs them). Private to src/runtime; the layers
+ * above read plans and traces through runtime/plan.h. */
 #ifndef ANVIL_RUNTIME_SESSION_IMPL_H
 #define ANVIL_RUNTIME_SESSION_IMPL_H
 
-#include "runtime/runtime.h"
+#include "runtime/plan.h"
 #include "passes/passes.h"
 
 #define RT_MAX_PLANS 8
 #define RT_ARENA_ALIGN 64
 #define RT_TRACE_MAX_EVENTS (1u << 20)
-
-/* LOC_HEAP: produced by a dynamic step; storage allocated per run, freed after its last reader */
-typedef enum { LOC_NONE = 0, LOC_ARENA, LOC_INPUT, LOC_CONST, LOC_HEAP } loc_kind;
-
-typedef struct rt_loc {
-    loc_kind kind;
-    int32_t input;   /* LOC_INPUT: graph input index */
-    size_t offset;   /* LOC_ARENA */
-    const void *ptr; /* LOC_CONST */
-} rt_loc;
-
-typedef struct rt_online rt_online;
-
-/* One choice of a training layer's grouped choice, prepared for a member step while the online
- * tuner tries the choices (online_group.c). */
-typedef struct rt_alt {
-    const kern_variant *v;
-    kern_config config;
-    int threads;
-    bool fusion_after;
-    void *state; /* owned until the group locks */
-} rt_alt;
-#define RT_OGROUP_MAX_CHOICES 3
-typedef struct rt_ogroup rt_ogroup;
-
-typedef struct rt_step {
-    int32_t node;
-    const kern_variant *variant;
-    kern_config config; /* the variant's parameters (all 0: its defaults) */
-    int threads;        /* threads the node runs on; 0: all of the session's */
-    tune_why why;       /* where the choice came from, for --explain */
-    rt_online *online;  /* non-NULL while the online tuner is still choosing (online.c) */
-    /* While a training layer's grouped choice is tried online (online_group.c): its group
-     * (owned by the plan) and this step's variant under each choice [RT_OGROUP_MAX_CHOICES]
-     * (owned); NULL otherwise. */
-    rt_ogroup *ogroup;
-    rt_alt *alts;
-    void *state;         /* variant's prepared state */
-    size_t workspace;    /* bytes at plan->workspace */
-    bool alias;          /* output 0 is input 0's bytes: nothing to run */
-    bool dynamic;        /* shapes inferred and outputs allocated while running */
-    bool fusion_after;   /* the node's fused epilogue is applied after the variant ran */
-    op_tensor *in, *out; /* [n_inputs], [n_outputs] templates; data bound per run */
-} rt_step;
-
-typedef struct rt_plan {
-    int64_t *sig;
-    size_t sig_len;
-    rt_shapes shapes; /* owns folded values */
-    rt_loc *loc;      /* per value */
-    rt_step *steps;
-    int32_t n_steps;
-    unsigned char *arena;
-    size_t arena_bytes, activation_bytes;
-    void *workspace;
-    size_t workspace_bytes;
-    uint64_t last_used;
-    bool tuning;         /* some step is still tuning online */
-    rt_ogroup **ogroups; /* grouped choices tried online (online_group.c; owned) */
-    int n_ogroups;
-    /* dynamic steps: the values they produce and the step after which each can go */
-    ir_vid *heap_vals;
-    int32_t *heap_last;
-    int32_t n_heap;
-} rt_plan;
-
-typedef struct rt_event {
-    int32_t node; /* -1: a whole run */
-    uint32_t run;
-    uint64_t t0, t1;
-    const char *variant;
-    const char *runs; /* kern_delegate's variant's name, or NULL */
-    tune_why why;     /* where the variant came from; ONLINE while it was being tried */
-} rt_event;
 
 struct rt_session {
     const ir_graph *g;   /* what runs: the passes' rewrite of src, or src at level 0 */
@@ -158,6 +85,12 @@ anvil_status rt_const_materialize(rt_session *s, ir_vid v);
 anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out,
                           int32_t *unfuse);
 
+/* ---- a plan's memory (plan_memory.c) ------------------------------------------------------ */
+
+/* Liveness, aliasing and in-place reuse, arena offsets, the arena and workspace, the heap values of
+ * dynamic steps: everything of p (whose steps are made) that says where values live. */
+anvil_status rt_plan_memory(const ir_graph *g, rt_plan *p);
+
 /* ---- measured rewrites (decide.c) --------------------------------------------------------
  */
 
@@ -170,8 +103,6 @@ void rt_groups_clear(rt_session *s);
 /* ---- grouped choices of training graphs (train_groups.c) ---------------------------------
  */
 
-/* The measured decision's rewrite name: "train_conv" (static). */
-extern const char *const rt_train_conv_rewrite;
 /* Groups each trainable Conv of s->g with its input- and weight-gradient nodes and decides the
  * group (rt_decide), filling s->layer_group. No-op for a graph without anvil.ConvGradW. */
 anvil_status rt_train_groups(rt_session *s);
@@ -206,17 +137,6 @@ void rt_step_alts_free(rt_step *stp);
 
 /* Whether v is one of the vendor family's variants (oneDNN, OpenBLAS, BLIS). */
 bool rt_variant_is_vendor(const kern_variant *v);
-/* The milliseconds that the steps of group `key`'s nodes took in the trace s recorded (a
- * profiled run); the trace is cleared. */
-double rt_train_group_ms(rt_session *s, const char *key);
-
-/* ---- checking tuned winners inside the model (verify.c) ----------------------------------
- */
-
-/* Runs g with the cascade and with run->db alternating, timing every node in place, and writes
- * the cascade's choice back for each problem whose tuned nodes were slower there. */
-anvil_status rt_tune_verify(const ir_graph *g, const rt_session_config *cfg,
-                            const anvil_tensor *const *inputs, rt_tune_run *run);
 
 /* ---- online tuning (online.c) ------------------------------------------------------------
  */

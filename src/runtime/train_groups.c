@@ -164,14 +164,7 @@ bool rt_variant_is_vendor(const kern_variant *v) {
     return is_vendor(v);
 }
 
-double rt_train_group_ms(rt_session *s, const char *key) {
-    uint64_t ns = 0;
-    for (size_t i = 0; i < s->n_events; i++) {
-        const rt_event *e = &s->events[i];
-        if (e->node < 0 || !s->layer_group || e->node >= s->g->n_nodes) continue;
-        const int gi = s->layer_group[e->node];
-        if (gi >= 0 && !strcmp(s->groups[gi].key, key)) ns += e->t1 - e->t0;
-    }
-    s->n_events = 0;
-    return (double)ns / 1e6;
+const char *rt_session_layer_group_key(const rt_session *s, int32_t k) {
+    if (!s->layer_group || k < 0 || k >= s->g->n_nodes || s->layer_group[k] < 0) return NULL;
+    return s->groups[s->layer_group[k]].key;
 }

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "runtime/runtime.h"
+#include "autotune/autotune.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -212,14 +212,14 @@ static void test_verify_reverts_slow_record(void **state) {
     rt_session_config cfg = {.threads = 2, .opt_level = 1, .layout = PASS_LAYOUT_NCHW};
     /* c3's record, from a tune into a scratch database, planted into a fresh one with the
      * reference kernel as its winner */
-    rt_tune_run run = {.db = scratch, .fingerprint = fp, .prof = {.max_seconds = 0.5}};
-    assert_int_equal(rt_tune_graph(c.g, &cfg, ins, &run), ANVIL_OK);
+    autotune_run run = {.db = scratch, .fingerprint = fp, .prof = {.max_seconds = 0.5}};
+    assert_int_equal(autotune_graph(c.g, &cfg, ins, &run), ANVIL_OK);
     char key[TUNE_KEY_MAX] = "";
     for (int i = 0; i < run.n_items; i++)
         if (!strcmp(run.items[i].node, "c3"))
             snprintf(key, sizeof key, "%s", run.items[i].problem.key);
     assert_true(key[0]);
-    rt_tune_run_free(&run);
+    autotune_run_free(&run);
     tune_record rec;
     bool found;
     assert_int_equal(tune_db_get(scratch, key, fp, &rec, &found), ANVIL_OK);
@@ -232,14 +232,14 @@ static void test_verify_reverts_slow_record(void **state) {
 
     /* the tune measures the other problems, takes c3's from the database, and then checks all
      * of them in the model */
-    rt_tune_run again = {.db = db, .fingerprint = fp, .prof = {.max_seconds = 0.5}};
-    assert_int_equal(rt_tune_graph(c.g, &cfg, ins, &again), ANVIL_OK);
+    autotune_run again = {.db = db, .fingerprint = fp, .prof = {.max_seconds = 0.5}};
+    assert_int_equal(autotune_graph(c.g, &cfg, ins, &again), ANVIL_OK);
     assert_true(again.reverted >= 1);
     bool marked = false;
     for (int i = 0; i < again.n_items; i++)
         marked |= !strcmp(again.items[i].problem.key, key) && again.items[i].reverted;
     assert_true(marked);
-    rt_tune_run_free(&again);
+    autotune_run_free(&again);
     assert_int_equal(tune_db_get(db, key, fp, &rec, &found), ANVIL_OK);
     assert_true(found);
     assert_string_not_equal(rec.variant, "reference");
@@ -265,13 +265,13 @@ static void test_model_check_reverts_all(void **state) {
     memset(x->data, 0, x->bytes);
     const anvil_tensor *ins[1] = {x};
     rt_session_config cfg = {.threads = 2, .opt_level = 1};
-    rt_tune_run run = {
+    autotune_run run = {
         .db = db, .fingerprint = fp, .prof = {.max_seconds = 0.5}, .model_margin = -1};
-    assert_int_equal(rt_tune_graph(c.g, &cfg, ins, &run), ANVIL_OK);
+    assert_int_equal(autotune_graph(c.g, &cfg, ins, &run), ANVIL_OK);
     assert_true(run.model_cascade_ms > 0 && run.model_tuned_ms > 0);
     int measured = 0, marked = 0;
     for (int i = 0; i < run.n_items; i++) {
-        const rt_tune_item *it = &run.items[i];
+        const autotune_item *it = &run.items[i];
         marked += it->reverted;
         if (it->cached || it->skipped || it->failed) continue;
         measured++;
@@ -289,7 +289,7 @@ static void test_model_check_reverts_all(void **state) {
     assert_true(measured > 0);
     /* (on 2 threads some winners differ from the cascade: 4 to 6 of 8 in practice) */
     assert_int_equal(marked, run.reverted + run.model_reverted);
-    rt_tune_run_free(&run);
+    autotune_run_free(&run);
     anvil_tensor_free(x);
     tune_db_close(db);
     cnn_free(&c);
