@@ -6,8 +6,7 @@
 #include <stddef.h>
 
 typedef struct emit_file {
-    const char
-        *path; /* under src/: "kernels/cpu/gemm/gemm.c"; the shims under emit/shim/ */
+    const char *path; /* under src/: "kernels/cpu/gemm/gemm.c"; the shims under emit/shim/ */
     const char *text; /* bytes, NUL-terminated */
     size_t size;
 } emit_file;
