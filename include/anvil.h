@@ -402,6 +402,92 @@ anvil_status anvil_train_memory_get(const anvil_train_session *ts, anvil_train_m
 /* Steps taken (updating ones; eval excluded). */
 uint64_t anvil_train_steps(const anvil_train_session *ts);
 
+/* ---- tuning (anvil tune) ------------------------------------------------------------------ */
+
+typedef struct anvil_tune_report anvil_tune_report;
+
+/* Where a tune stands, for a progress line: handed to anvil_tune_options.progress after each
+ * problem is settled and during each problem's rounds. Strings borrowed for the call. */
+typedef struct anvil_tune_progress {
+    int item, n_items;       /* the problem (0-based) of how many */
+    const char *op, *node;   /* its op type (or a measured rewrite's name) and first node */
+    int alive;               /* candidates still timed in its rounds; 0 once it is settled */
+    double best_ms;          /* the fastest so far; 0 if none yet */
+    double elapsed_s, eta_s; /* since the tune started; estimate of what is left */
+} anvil_tune_progress;
+
+typedef struct anvil_tune_options {
+    int threads;             /* threads the sessions will run on; 0: every core */
+    int opt_level;           /* graph rewrites first, as anvil_options_set_opt_level */
+    const char *passes;      /* as anvil_options_set_passes; NULL: every pass */
+    const char *db;          /* the database file (created if missing); NULL: $ANVIL_TUNING_DB, else
+                              * $XDG_CACHE_HOME/anvil/tuning.db, else ~/.cache/anvil/tuning.db */
+    double budget_seconds;   /* stop measuring after this long; <= 0: no limit */
+    int retune;              /* nonzero: measure problems the database already has, too */
+    int runs;                /* timed runs each of the cascade and the tuned model afterwards,
+                              * alternating; 0 skips that comparison */
+    const char *model_label; /* what the report calls the model (e.g. its path); NULL: "" */
+    /* Optional, called on the tuning thread; arg is progress_arg. */
+    void (*progress)(void *arg, const anvil_tune_progress *p);
+    void *progress_arg;
+    /* Optional: set nonzero (e.g. from a SIGINT handler) to stop after the current problem. */
+    volatile int *stop;
+} anvil_tune_options;
+
+/* Defaults: every core, opt level 1, every pass, the default database, no budget, 20 runs. */
+void anvil_tune_options_default(anvil_tune_options *o);
+
+/* Measures, on this machine, which implementation of each distinct problem of the model (op,
+ * attributes, shapes, threads, after the graph rewrites) is fastest for these inputs' shapes:
+ * every applicable variant at every parameter setting the hardware rules keep, each checked
+ * against the reference kernel, and the graph rewrites decided by measurement on the whole model.
+ * Winners are written to the database as they are found (a stopped or failed tune keeps them; a
+ * rerun resumes), then checked inside the model (a winner slower in place goes back to the
+ * cascade's choice). Every model input must be given (names as anvil_session_run's; the contents
+ * only matter where they decide shapes). model, o and the inputs are borrowed for the call;
+ * *out (set also when the tune fails part-way, else NULL) is owned by the caller
+ * (anvil_tune_report_free). `anvil tune` is this call. */
+anvil_status anvil_tune_model(const anvil_model *model, const anvil_tune_options *o,
+                              size_t n_inputs, const char *const *input_names,
+                              const anvil_tensor *const *inputs, anvil_tune_report **out);
+void anvil_tune_report_free(anvil_tune_report *r);
+
+/* The whole tune. Strings borrowed from the report. */
+typedef struct anvil_tune_summary {
+    int problems, tuned, cached, skipped, failed;
+    int changed;  /* problems whose winner differs from the built-in rules' choice */
+    int reverted; /* winners that ran slower inside the model and went back to the rules' */
+    double seconds;
+    double cascade_ms, tuned_ms; /* the model's median latency without and with the database (0:
+                                  * not measured) */
+    int stopped;                 /* stopped by o->stop: rerun to resume */
+    const char *database, *fingerprint;
+} anvil_tune_summary;
+anvil_status anvil_tune_report_summary(const anvil_tune_report *r, anvil_tune_summary *out);
+
+/* One problem, in the order the plan meets them. Strings borrowed from the report. */
+typedef struct anvil_tune_problem {
+    const char *op, *node, *key;
+    const char *status;  /* "tuned", "cached", "skipped", "failed" or "unused" */
+    const char *winner;  /* the variant (or a rewrite's choice) now in the database; "" */
+    const char *params;  /* its parameters; "" */
+    const char *error;   /* why it failed; "" */
+    int nodes;           /* nodes that pose it */
+    int candidates, raw; /* timed candidates, configurations before the hardware rules */
+    double median_ms;    /* the winner's; 0 if none */
+    double speedup;      /* the rules' choice's time over the winner's; 0: not known */
+    int group;           /* a measured rewrite's group, timed on the whole model */
+    int kept_cascade;    /* its winner lost inside the model and the rules' choice stays */
+} anvil_tune_problem;
+size_t anvil_tune_report_count(const anvil_tune_report *r);
+anvil_status anvil_tune_report_problem(const anvil_tune_report *r, size_t i,
+                                       anvil_tune_problem *out);
+/* The report as `anvil tune` prints it (verbose: every candidate of every problem) and as
+ * `anvil tune --json` prints it. Owned by r, valid until the next call on r or its free; NULL
+ * when out of memory. */
+const char *anvil_tune_report_text(anvil_tune_report *r, int verbose);
+const char *anvil_tune_report_json(anvil_tune_report *r);
+
 /* ---- tensors ------------------------------------------------------------------------------ */
 
 /* Creates a tensor that owns zeroed storage for rank dims (dims borrowed for the call; rank 0 is a

@@ -1,20 +1,16 @@
 /* anvil tune MODEL: measures, on this machine, which implementation of each of the model's
  * distinct problems is fastest, and keeps the winners in the tuning database that every session
- * reads (src/tune, src/runtime/autotune.c). With --train, the problems are those of the model's
- * training graph (forward, loss and backward nodes, and each conv layer's grouped choice), for
- * the batch shapes of a training set, measured through anvil_train_tune as `anvil train --tune
- * offline` measures them.
- *
- * Like `anvil db`, the tool reaches the runtime and src/tune directly: the public API exposes
- * sessions that use the database, not the tuner's report. */
+ * reads (anvil_tune_model: src/api/tune.c over src/autotune). With --train, the problems are those
+ * of the model's training graph (forward, loss and backward nodes, and each conv layer's grouped
+ * choice), for the batch shapes of a training set, measured through anvil_train_tune as `anvil
+ * train --tune offline` measures them.
+ */
 #include "cli.h"
 
 #include "api/api.h"
-#include "autotune/autotune.h"
 #include "cmd_tune.h"
 #include "train_common.h"
 
-#include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +155,7 @@ static int parse_args(int argc, char **argv, tune_args *a) {
             break;
         case OPT_PASSES:
             if (!cli_parse_passes("tune", val, &a->passes_off)) return CLI_EXIT_USAGE;
+            a->passes = val;
             if (!a->infer_only) a->infer_only = "--passes";
             break;
         case OPT_RUNS:
@@ -218,252 +215,13 @@ static int parse_args(int argc, char **argv, tune_args *a) {
 
 /* ---- progress ------------------------------------------------------------------------------- */
 
-typedef struct progress_ctx {
-    bool on;
-    int measured; /* problems measured so far (cached ones take no time) */
-    double measured_s;
-} progress_ctx;
-
-static double elapsed(const autotune_run *r) {
-    return (double)(core_now_ns() - r->t0) / 1e9;
-}
-
-/* ETA from the measured problems' average; cached ones are nearly free. */
-static double eta(const autotune_run *r, const progress_ctx *p) {
-    int left = r->n_items - r->done;
-    double per = p->measured ? p->measured_s / p->measured : 1.0;
-    double e = per * left;
-    if (r->budget_seconds > 0 && e > r->budget_seconds - elapsed(r))
-        e = r->budget_seconds - elapsed(r);
-    return e > 0 ? e : 0;
-}
-
-static void show_line(const autotune_run *r, const progress_ctx *p, int item, int alive,
-                      double best_ns) {
-    const autotune_item *it = &r->items[item];
+static void show_progress(void *arg, const anvil_tune_progress *p) {
+    (void)arg;
     char best[32] = "-";
-    if (best_ns > 0) snprintf(best, sizeof best, "%.3f ms", best_ns / 1e6);
+    if (p->best_ms > 0) snprintf(best, sizeof best, "%.3f ms", p->best_ms);
     fprintf(stderr, "\r\033[K[%d/%d] %-14.14s %-24.24s %3d left  best %-11s %5.0fs  ETA %4.0fs",
-            item + 1, r->n_items, it->op, it->node, alive, best, elapsed(r), eta(r, p));
+            p->item + 1, p->n_items, p->op, p->node, p->alive, best, p->elapsed_s, p->eta_s);
     fflush(stderr);
-}
-
-static void on_progress(void *arg, const autotune_run *r, int item) {
-    progress_ctx *p = arg;
-    const autotune_item *it = &r->items[item];
-    if (!it->cached && !it->skipped) {
-        p->measured++;
-        p->measured_s += it->seconds;
-    }
-    if (p->on) show_line(r, p, item, 0, it->winner >= 0 ? it->cands[it->winner].median_ns : 0);
-}
-
-static void on_round(void *arg, const autotune_run *r, int item, int alive, double best_ns) {
-    progress_ctx *p = arg;
-    if (p->on) show_line(r, p, item, alive, best_ns);
-}
-
-/* ---- before / after --------------------------------------------------------------------------
- */
-
-/* ---- report ----------------------------------------------------------------------------------
- */
-
-static const char *state_name(tune_cand_state s) {
-    switch (s) {
-    case TUNE_CAND_ALIVE:
-        return "timed";
-    case TUNE_CAND_FAILED:
-        return "failed";
-    case TUNE_CAND_WRONG:
-        return "wrong";
-    case TUNE_CAND_SLOW:
-        return "pruned";
-    case TUNE_CAND_UNTIMED:
-        return "untimed";
-    }
-    return "?";
-}
-
-static const char *item_status(const autotune_item *it) {
-    return !it->settled  ? "unused"
-           : it->cached  ? "cached"
-           : it->skipped ? "skipped"
-           : it->failed  ? "failed"
-                         : "tuned";
-}
-
-/* The group's chosen choice: the one its record names. */
-static int group_choice(const autotune_item *it) {
-    for (int k = 0; k < it->n_choices; k++)
-        if (!strcmp(it->record.variant, it->choice_names[k])) return k;
-    return -1;
-}
-
-static double item_speedup(const autotune_item *it) {
-    if (it->group) {
-        int w = group_choice(it);
-        return w >= 0 && it->choice_ms[w] > 0 && it->choice_ms[it->rule] > 0
-                   ? it->choice_ms[it->rule] / it->choice_ms[w]
-                   : 0;
-    }
-    if (it->winner < 0 || it->cascade < 0) return 0;
-    const tune_candidate *w = &it->cands[it->winner], *c = &it->cands[it->cascade];
-    return w->median_ns > 0 && c->reps ? c->median_ns / w->median_ns : 0;
-}
-
-static void print_text(const tune_args *a, const autotune_run *r, const char *db_path,
-                       double t_cascade, double t_tuned) {
-    int tuned = 0, cached = 0, skipped = 0, failed = 0, changed = 0;
-    printf("%-4s %-12s %-22s %5s %11s %-46s %10s %8s\n", "#", "op", "first node", "nodes",
-           "candidates", "winner", "median", "vs casc.");
-    for (int i = 0; i < r->n_items; i++) {
-        const autotune_item *it = &r->items[i];
-        char cands[32] = "-", winner[TUNE_VARIANT_MAX + TUNE_PARAMS_MAX + 8] = "-", med[24] = "-",
-             sp[16] = "-";
-        if (it->n_cands) snprintf(cands, sizeof cands, "%d/%d", it->stats.kept, it->stats.raw);
-        if (it->group) snprintf(cands, sizeof cands, "%d choices", it->n_choices);
-        if (it->cached || it->winner >= 0 || (it->group && it->record.variant[0])) {
-            snprintf(winner, sizeof winner, "%s%s%s%s", it->record.variant,
-                     it->record.params[0] ? " [" : "", it->record.params,
-                     it->record.params[0] ? "]" : "");
-            snprintf(med, sizeof med, "%.3f ms", it->record.median_ns / 1e6);
-        }
-        double s = item_speedup(it);
-        if (s > 0) snprintf(sp, sizeof sp, "%.2fx", s);
-        if (it->skipped)
-            snprintf(winner, sizeof winner, "(skipped: %s)", r->stopped ? "stopped" : "budget");
-        if (it->failed) snprintf(winner, sizeof winner, "(failed: %.120s)", it->error);
-        if (it->reverted) snprintf(sp, sizeof sp, "kept");
-        printf("%-4d %-12.12s %-22.22s %5d %11s %-46.46s %10s %8s\n", i + 1, it->op, it->node,
-               it->nodes, cands, winner, med, sp);
-        tuned += it->settled && !it->cached && !it->skipped && !it->failed;
-        cached += it->cached;
-        skipped += it->skipped;
-        failed += it->failed;
-        changed += it->winner >= 0 && it->winner != it->cascade;
-        changed +=
-            it->group && !it->cached && group_choice(it) >= 0 && group_choice(it) != it->rule;
-        if (a->verbose && it->group && !it->cached)
-            for (int k = 0; k < it->n_choices; k++)
-                printf("       %c %-34s whole model %10.3f ms%s\n",
-                       !strcmp(it->record.variant, it->choice_names[k]) ? '*' : ' ',
-                       it->choice_names[k], it->choice_ms[k], k == it->rule ? "  (rule)" : "");
-        if (!a->verbose || !it->n_cands) continue;
-        for (int k = 0; k < it->stats.n_rules; k++)
-            printf("       rule '%s' removed %d\n", it->stats.rules[k].name,
-                   it->stats.rules[k].removed);
-        for (int k = 0; k < it->n_cands; k++) {
-            const tune_candidate *c = &it->cands[k];
-            char params[TUNE_PARAMS_MAX];
-            tune_params_format(c->v, &c->cfg, c->threads, params, sizeof params);
-            printf("       %c %-34s %-28s %-7s %10.3f ms  err %.1e%s\n",
-                   k == it->winner ? '*' : ' ', c->v->name, params, state_name(c->state),
-                   c->median_ns / 1e6, c->max_err, c->cascade ? "  (cascade)" : "");
-        }
-    }
-    printf("\nproblems: %d (%d tuned, %d from the database, %d skipped, %d failed); "
-           "%d differ from the cascade\n",
-           r->n_items, tuned, cached, skipped, failed, changed);
-    if (r->reverted)
-        printf("checked in the model: %d problem(s) whose winner ran slower in place than the "
-               "cascade keep the cascade ('kept')\n",
-               r->reverted);
-    if (r->model_cascade_ms > 0)
-        printf("checked the whole model (alternating): cascade %.3f ms, tuned %.3f ms%s\n",
-               r->model_cascade_ms, r->model_tuned_ms,
-               r->model_reverted ? "; tuned was slower, so this run's other choices that differ "
-                                   "from the cascade went back to it ('kept')"
-                                 : "");
-    printf("tuning time: %.1f s   database: %s\n", r->seconds, db_path);
-    if (t_cascade > 0)
-        printf("model latency (median of %lld, alternating): cascade %.3f ms, tuned %.3f ms "
-               "(%.2fx)\n",
-               a->runs, t_cascade, t_tuned, t_cascade / t_tuned);
-    if (r->stopped) printf("stopped: rerun the same command to resume\n");
-}
-
-static cJSON *item_json(const autotune_item *it) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "op", it->op);
-    cJSON_AddStringToObject(o, "node", it->node);
-    cJSON_AddNumberToObject(o, "nodes", it->nodes);
-    cJSON_AddStringToObject(o, "key", it->problem.key);
-    cJSON_AddStringToObject(o, "status", item_status(it));
-    if (it->failed) cJSON_AddStringToObject(o, "error", it->error);
-    if (it->cached || it->winner >= 0) {
-        cJSON_AddStringToObject(o, "winner", it->record.variant);
-        cJSON_AddStringToObject(o, "params", it->record.params);
-        cJSON_AddNumberToObject(o, "median_ns", it->record.median_ns);
-        cJSON_AddNumberToObject(o, "max_err", it->record.max_err);
-    }
-    double s = item_speedup(it);
-    if (s > 0) cJSON_AddNumberToObject(o, "speedup_vs_cascade", s);
-    if (it->reverted) {
-        cJSON_AddBoolToObject(o, "kept_cascade_in_model", true);
-        cJSON_AddNumberToObject(o, "in_model_tuned_ns", it->in_model_tuned_ns);
-        cJSON_AddNumberToObject(o, "in_model_cascade_ns", it->in_model_cascade_ns);
-    }
-    if (it->group) {
-        cJSON_AddBoolToObject(o, "group", true);
-        cJSON_AddStringToObject(o, "rule", it->choice_names[it->rule]);
-        cJSON *ch = cJSON_AddObjectToObject(o, "model_ms_by_choice");
-        for (int k = 0; k < it->n_choices && !it->cached; k++)
-            cJSON_AddNumberToObject(ch, it->choice_names[k], it->choice_ms[k]);
-    }
-    if (!it->n_cands) return o;
-    cJSON_AddNumberToObject(o, "raw_configurations", it->stats.raw);
-    cJSON *rules = cJSON_AddObjectToObject(o, "removed_by_rule");
-    for (int k = 0; k < it->stats.n_rules; k++)
-        cJSON_AddNumberToObject(rules, it->stats.rules[k].name, it->stats.rules[k].removed);
-    cJSON *cs = cJSON_AddArrayToObject(o, "candidates");
-    for (int k = 0; k < it->n_cands; k++) {
-        const tune_candidate *c = &it->cands[k];
-        char params[TUNE_PARAMS_MAX];
-        tune_params_format(c->v, &c->cfg, c->threads, params, sizeof params);
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "variant", c->v->name);
-        cJSON_AddStringToObject(j, "params", params);
-        cJSON_AddStringToObject(j, "state", state_name(c->state));
-        if (c->state == TUNE_CAND_SLOW) cJSON_AddNumberToObject(j, "pruned_after_round", c->round);
-        cJSON_AddNumberToObject(j, "median_ns", c->median_ns);
-        cJSON_AddNumberToObject(j, "spread", c->spread);
-        cJSON_AddNumberToObject(j, "reps", c->reps);
-        cJSON_AddNumberToObject(j, "max_err", c->max_err);
-        cJSON_AddBoolToObject(j, "cascade", c->cascade);
-        cJSON_AddBoolToObject(j, "winner", k == it->winner);
-        cJSON_AddItemToArray(cs, j);
-    }
-    return o;
-}
-
-static int print_json(const tune_args *a, const autotune_run *r, const char *db_path,
-                      const char *fp, double t_cascade, double t_tuned) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "model", a->model);
-    cJSON_AddStringToObject(root, "database", db_path);
-    cJSON_AddStringToObject(root, "fingerprint", fp);
-    cJSON_AddNumberToObject(root, "threads", (double)a->threads);
-    cJSON_AddNumberToObject(root, "seconds", r->seconds);
-    cJSON_AddBoolToObject(root, "stopped", r->stopped);
-    if (t_cascade > 0) {
-        cJSON_AddNumberToObject(root, "cascade_ms", t_cascade);
-        cJSON_AddNumberToObject(root, "tuned_ms", t_tuned);
-    }
-    if (r->model_cascade_ms > 0) {
-        cJSON *mc = cJSON_AddObjectToObject(root, "model_check");
-        cJSON_AddNumberToObject(mc, "cascade_ms", r->model_cascade_ms);
-        cJSON_AddNumberToObject(mc, "tuned_ms", r->model_tuned_ms);
-        cJSON_AddNumberToObject(mc, "reverted", r->model_reverted);
-    }
-    cJSON *items = cJSON_AddArrayToObject(root, "problems");
-    for (int i = 0; i < r->n_items; i++) cJSON_AddItemToArray(items, item_json(&r->items[i]));
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text) return cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
-    puts(text);
-    free(text);
-    return CLI_EXIT_OK;
 }
 
 int cli_tune_main(int argc, char **argv) {
@@ -476,9 +234,9 @@ int cli_tune_main(int argc, char **argv) {
     anvil_model *m = NULL;
     cli_model_input *bi = NULL;
     const anvil_tensor **in = NULL;
-    tune_db *db = NULL;
-    autotune_run run = {0};
-    char db_path[4096], fp[TUNE_FINGERPRINT_MAX];
+    const char **names = NULL;
+    anvil_tune_report *rep = NULL;
+    char db_path[4096];
     if (code >= 0) goto done;
     code = CLI_EXIT_OK;
     anvil_status s;
@@ -487,9 +245,7 @@ int cli_tune_main(int argc, char **argv) {
         code = cli_tune_train(&a, db_path);
         goto done;
     }
-    if ((s = anvil_model_load(a.model, &m)) != ANVIL_OK ||
-        (s = tune_fingerprint(fp, sizeof fp)) != ANVIL_OK ||
-        (s = tune_db_open(db_path, &db)) != ANVIL_OK) {
+    if ((s = anvil_model_load(a.model, &m)) != ANVIL_OK) {
         code = cli_fail_status(s);
         goto done;
     }
@@ -497,51 +253,52 @@ int cli_tune_main(int argc, char **argv) {
     size_t n_in = anvil_model_input_count(m);
     bi = calloc(n_in + 1, sizeof *bi);
     in = calloc(n_in + 1, sizeof *in);
-    if (!bi || !in) {
+    names = calloc(n_in + 1, sizeof *names);
+    if (!bi || !in || !names) {
         code = cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
     if ((code = cli_model_inputs(&a.inputs, &a.shapes, m, bi, n_in)) != 0) goto done;
-    for (size_t i = 0; i < n_in; i++) in[i] = bi[i].t;
-    if (a.threads <= 0)
-        a.threads = core_hw_get()->logical_cores > 0 ? core_hw_get()->logical_cores : 1;
-    const ir_graph *g = api_model_graph(m);
-    rt_session_config cfg = {
-        .threads = (int)a.threads, .opt_level = (int)a.opt_level, .passes_off = a.passes_off};
-    progress_ctx pc = {.on = !a.quiet && isatty(STDERR_FILENO)};
-    run.db = db;
-    run.fingerprint = fp;
-    run.retune = a.retune;
-    run.budget_seconds = (double)a.budget;
-    run.stop = &g_stop;
-    run.progress = on_progress;
-    run.round = on_round;
-    run.arg = &pc;
+    for (size_t i = 0; i < n_in; i++) {
+        in[i] = bi[i].t;
+        names[i] = bi[i].name;
+    }
+    anvil_tune_options o;
+    anvil_tune_options_default(&o);
+    o.threads = (int)a.threads;
+    o.opt_level = (int)a.opt_level;
+    o.passes = a.passes;
+    o.db = db_path;
+    o.budget_seconds = (double)a.budget;
+    o.retune = a.retune;
+    o.runs = (int)a.runs;
+    o.model_label = a.model;
+    o.stop = &g_stop;
+    if (!a.quiet && isatty(STDERR_FILENO)) o.progress = show_progress;
     struct sigaction sa = {0}, old;
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, &old);
-    s = autotune_graph(g, &cfg, in, &run);
+    s = anvil_tune_model(m, &o, n_in, names, in, &rep);
     sigaction(SIGINT, &old, NULL);
-    if (pc.on) fprintf(stderr, "\r\033[K");
+    if (o.progress) fprintf(stderr, "\r\033[K");
     if (s != ANVIL_OK) {
         code = cli_fail_status(s);
         goto done;
     }
-    double t_cascade = 0, t_tuned = 0;
-    if (a.runs > 0 && !run.stopped &&
-        (s = autotune_cascade_vs_db(g, &cfg, db, fp, in, 3, (int)a.runs, &t_cascade, &t_tuned)) !=
-            ANVIL_OK) {
-        code = cli_fail_status(s);
+    const char *text =
+        a.json ? anvil_tune_report_json(rep) : anvil_tune_report_text(rep, a.verbose);
+    if (!text) {
+        code = cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
     if (a.json)
-        code = print_json(&a, &run, db_path, fp, t_cascade, t_tuned);
+        puts(text);
     else
-        print_text(&a, &run, db_path, t_cascade, t_tuned);
+        fputs(text, stdout);
 done:
-    autotune_run_free(&run);
-    tune_db_close(db);
+    anvil_tune_report_free(rep);
     free(in);
+    free(names);
     cli_model_inputs_free(bi, bi ? anvil_model_input_count(m) : 0);
     anvil_model_free(m);
     cli_inputs_free(&a.inputs);

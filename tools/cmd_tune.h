@@ -7,6 +7,7 @@
 
 typedef struct tune_args {
     const char *model, *db;
+    const char *passes; /* --passes as given (passes_off: parsed, for the checks) */
     long long threads, opt_level, runs, budget;
     uint32_t passes_off;
     bool retune, json, verbose, quiet;

@@ -5,7 +5,7 @@
 #include "cmd_tune.h"
 
 #include "api/api.h"
-#include "autotune/autotune.h"
+#include "tune/tune.h"
 #include "train_common.h"
 
 #include <cjson/cJSON.h>

@@ -546,19 +546,81 @@ def _shape_args(shapes: Optional[Mapping[str, Sequence[int]]]) -> List[str]:
     return out
 
 
-def tune(model: Union[str, os.PathLike], threads: int = 0, db: Optional[str] = None,
+def _generated_inputs(model: Model, shapes: Optional[Mapping[str, Sequence[int]]],
+                      seed: int = 0) -> Dict[str, np.ndarray]:
+    """Seeded random data for every input of `model`, as `anvil bench` and `anvil tune` make it:
+    floats uniform in [-1, 1], integers in [0, 3], booleans random; a symbolic dim comes from
+    `shapes` (the whole shape, by input name), else 1."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for info in model.inputs:
+        if shapes and info.name in shapes:
+            dims = tuple(int(d) for d in shapes[info.name])
+        else:
+            dims = tuple(d if isinstance(d, int) else 1 for d in (info.shape or ()))
+        dt = np.dtype(_NP_OF.get(info.dtype, np.float32))
+        if dt.kind == "f":
+            a = rng.uniform(-1, 1, dims).astype(dt)
+        elif dt.kind == "b":
+            a = rng.integers(0, 2, dims).astype(dt)
+        elif dt.kind in "iu":
+            a = rng.integers(0, 4, dims).astype(dt)
+        else:
+            raise Unsupported(3, f"input '{info.name}': cannot generate data of dtype "
+                                 f"{info.dtype_name}; pass it")
+        out[info.name] = np.ascontiguousarray(a)
+    return out
+
+
+def tune(model: Union[str, os.PathLike, Model], threads: int = 0, db: Optional[str] = None,
          shapes: Optional[Mapping[str, Sequence[int]]] = None, budget: Optional[float] = None,
-         runs: int = 20) -> Dict[str, Any]:
-    """`anvil tune MODEL`: measures every problem of the model, writes the winners to the tuning
-    database, and returns the report (as --json prints it)."""
-    args = ["tune", os.fspath(model), "--runs", str(runs), "-q"] + _shape_args(shapes)
-    if threads:
-        args += ["--threads", str(threads)]
-    if db:
-        args += ["--db", db]
-    if budget:
-        args += ["--budget", str(budget)]
-    return _cli(args)
+         runs: int = 20, inputs: Optional[Feeds] = None, opt_level: int = 1,
+         passes: Optional[str] = None, retune: bool = False,
+         progress: Optional[Any] = None) -> Dict[str, Any]:
+    """Measures every problem of the model on this machine (anvil_tune_model, in this process),
+    writes the winners to the tuning database, and returns the report (the dict `anvil tune
+    --json` prints). Inputs not given are generated for `shapes`. progress(dict) is called as the
+    tune goes (item, n_items, op, node, alive, best_ms, elapsed_s, eta_s)."""
+    m = model if isinstance(model, Model) else Model(model)
+    feeds = _generated_inputs(m, shapes)
+    for name, x in (inputs or {}).items():
+        feeds[name] = _as_array(x, f"input '{name}'")
+    names = (c_char_p * max(len(feeds), 1))(*[k.encode() for k in feeds])
+    arrays = list(feeds.values())
+    handles = [_wrap(a, f"input '{k}'") for k, a in feeds.items()]
+    tensors = (c_void_p * max(len(handles), 1))(*handles)
+    o = _lib.TuneOptions()
+    lib.anvil_tune_options_default(byref(o))
+    o.threads = int(threads)
+    o.opt_level = int(opt_level)
+    o.passes = passes.encode() if passes else None
+    o.db = os.fsencode(db) if db else None
+    o.budget_seconds = float(budget or 0)
+    o.retune = int(bool(retune))
+    o.runs = int(runs)
+    o.model_label = os.fsencode(model) if isinstance(model, (str, os.PathLike)) else None
+    if progress is not None:
+        def relay(_arg, p):
+            v = p.contents
+            progress({"item": v.item, "n_items": v.n_items,
+                      "op": (v.op or b"").decode(), "node": (v.node or b"").decode(),
+                      "alive": v.alive, "best_ms": v.best_ms, "elapsed_s": v.elapsed_s,
+                      "eta_s": v.eta_s})
+        o.progress = _lib.TUNE_PROGRESS_FN(relay)
+    report = c_void_p()
+    try:
+        status = lib.anvil_tune_model(m._h, byref(o), len(handles), names, tensors,
+                                      byref(report))
+        _check(status)
+        text = lib.anvil_tune_report_json(report)
+        if text is None:
+            raise MemoryError("anvil_tune_report_json: out of memory")
+        return json.loads(text.decode())
+    finally:
+        lib.anvil_tune_report_free(report)
+        for h in handles:
+            lib.anvil_tensor_free(h)
+        del arrays
 
 
 def compile(model: Union[str, os.PathLike], out_dir: Union[str, os.PathLike],

@@ -54,6 +54,22 @@ class TrainMemory(Structure):
                 ("optimizer_bytes", c_size_t)]
 
 
+class TuneProgress(Structure):
+    _fields_ = [("item", c_int), ("n_items", c_int), ("op", c_char_p), ("node", c_char_p),
+                ("alive", c_int), ("best_ms", c_double), ("elapsed_s", c_double),
+                ("eta_s", c_double)]
+
+
+TUNE_PROGRESS_FN = ctypes.CFUNCTYPE(None, c_void_p, ctypes.POINTER(TuneProgress))
+
+
+class TuneOptions(Structure):
+    _fields_ = [("threads", c_int), ("opt_level", c_int), ("passes", c_char_p), ("db", c_char_p),
+                ("budget_seconds", c_double), ("retune", c_int), ("runs", c_int),
+                ("model_label", c_char_p), ("progress", TUNE_PROGRESS_FN),
+                ("progress_arg", c_void_p), ("stop", ctypes.POINTER(c_int))]
+
+
 def _candidates():
     env = os.environ.get("ANVIL_LIBRARY")
     if env:
@@ -146,3 +162,9 @@ _proto("anvil_train_export", c_int, P, c_char_p)
 _proto("anvil_train_save", c_int, P, c_char_p)
 _proto("anvil_train_load", c_int, P, c_char_p)
 _proto("anvil_train_memory_get", c_int, P, POINTER(TrainMemory))
+_proto("anvil_tune_options_default", None, POINTER(TuneOptions))
+_proto("anvil_tune_model", c_int, P, POINTER(TuneOptions), c_size_t, POINTER(c_char_p), POINTER(P),
+       POINTER(P))
+_proto("anvil_tune_report_free", None, P)
+_proto("anvil_tune_report_json", c_char_p, P)
+_proto("anvil_tune_report_text", c_char_p, P, c_int)

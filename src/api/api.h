@@ -30,6 +30,11 @@ typedef struct api_model_meta {
 } api_model_meta;
 void api_model_meta_get(const anvil_model *m, api_model_meta *out);
 
+/* bound[k] (g->n_inputs entries, NULL on entry) = the tensor given for graph input k: every input
+ * given once, by a name g has; INVALID_ARGUMENT naming the input otherwise. Tensors borrowed. */
+anvil_status api_bind_inputs(const ir_graph *g, size_t n_inputs, const char *const *input_names,
+                             const anvil_tensor *const *inputs, const anvil_tensor **bound);
+
 struct tune_db;
 /* The tuning database a session reads (and online tuning writes): path "" none, a path that
  * file (it must open), NULL the default file, read when it exists, created when `online`; a

@@ -328,9 +328,8 @@ static const char *io_names(const ir_graph *g, const ir_vid *list, int32_t n) {
     return buf;
 }
 
-/* bound[k] = the tensor given for graph input k; every input given once by a known name. */
-static anvil_status bind_inputs(const ir_graph *g, size_t n_inputs, const char *const *input_names,
-                                const anvil_tensor *const *inputs, const anvil_tensor **bound) {
+anvil_status api_bind_inputs(const ir_graph *g, size_t n_inputs, const char *const *input_names,
+                             const anvil_tensor *const *inputs, const anvil_tensor **bound) {
     anvil_status st = ANVIL_OK;
     for (size_t i = 0; i < n_inputs && st == ANVIL_OK; i++) {
         if (!input_names[i] || !inputs[i]) {
@@ -374,7 +373,7 @@ anvil_status anvil_session_run(anvil_session *s, size_t n_inputs, const char *co
         st = ANVIL_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    st = bind_inputs(g, n_inputs, input_names, inputs, bound);
+    st = api_bind_inputs(g, n_inputs, input_names, inputs, bound);
     if (st != ANVIL_OK) goto done;
     if (!output_names) {
         if (n_outputs != (size_t)g->n_outputs) {
@@ -521,7 +520,7 @@ anvil_status anvil_session_compile(anvil_session *s, size_t n_inputs,
     const ir_graph *g = s->model->onnx->graph;
     const anvil_tensor **bound = core_calloc((size_t)g->n_inputs + 1, sizeof *bound);
     if (!bound) return ANVIL_ERR_OUT_OF_MEMORY;
-    anvil_status st = bind_inputs(g, n_inputs, input_names, inputs, bound);
+    anvil_status st = api_bind_inputs(g, n_inputs, input_names, inputs, bound);
     if (st == ANVIL_OK) {
         emit_options eo = {0};
         eo.name = opts && opts->name ? opts->name : "net";
