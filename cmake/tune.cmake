@@ -1,5 +1,6 @@
 # The tuning database's dependencies (src/tune, part of anvil_static): SQLite (Debian
-# libsqlite3-dev) for the file, cJSON (libcjson-dev) for its JSON export.
+# libsqlite3-dev) for the file, cJSON (libcjson-dev) for its JSON export (and for
+# src/api/bench.c's JSON report, also in anvil_static).
 find_library(SQLITE3_LIB sqlite3 REQUIRED)
 find_path(SQLITE3_INCLUDE sqlite3.h)
 if(NOT SQLITE3_INCLUDE)

@@ -510,6 +510,70 @@ size_t anvil_tensor_bytes(const anvil_tensor *t);
 /* The tensor's storage, owned by the tensor (or by the caller for a wrapped tensor). */
 void *anvil_tensor_data(anvil_tensor *t);
 
+/* ---- benchmarking (anvil bench) ------------------------------------------------------------ */
+
+/* A measurement of one model: what `anvil bench` reports. Opaque; anvil_bench_report_free. */
+typedef struct anvil_bench_report anvil_bench_report;
+
+typedef struct anvil_bench_options {
+    /* The session's options (threads, optimization level, passes, forced variants, tuning
+     * database, online tuning), borrowed for the call; NULL: the defaults. Profiling is turned on
+     * in the measured session's own copy whatever these say: the report's slow-path shares come
+     * from it. */
+    const anvil_options *session;
+    int warmup;  /* untimed runs after the first one; < 0: 5 */
+    int iters;   /* timed runs; < 1: 50 */
+    int explain; /* nonzero: the report lists per node what ran and why (anvil_session_explain) */
+    /* What the report calls the model (e.g. its path), borrowed for the call; NULL: "". */
+    const char *model_label;
+    /* The time it took the caller to load the model, reported as "load" (milliseconds). The API
+     * takes a loaded model, so one loaded from memory or already loaded for other work can be
+     * measured too; only the caller knows what loading it cost. */
+    double load_ms;
+    /* NULL, or per input (in the order of the names) where its data came from, e.g. "file" or
+     * "random", borrowed for the call; NULL: "given" for every input. */
+    const char *const *input_sources;
+    /* NULL, or a file to write the per-node timings of every run to as a Chrome trace (as
+     * anvil_session_write_profile), borrowed for the call. */
+    const char *profile_path;
+} anvil_bench_options;
+
+/* Measures the model on these inputs: a session created and run once (reported as the first
+ * run, planning included), `warmup` untimed runs, then `iters` timed runs. Every model input
+ * must be given, once, by name (names and inputs: n_inputs each, borrowed for the call). model
+ * and o (NULL: the defaults) are borrowed for the call. *out is owned by the caller
+ * (anvil_bench_report_free). A bad argument fails with INVALID_ARGUMENT before anything runs; a
+ * failing run fails with its status. */
+anvil_status anvil_bench_model(const anvil_model *model, const anvil_bench_options *o,
+                               size_t n_inputs, const char *const *names,
+                               const anvil_tensor *const *inputs, anvil_bench_report **out);
+
+/* The report's numbers. Latencies in milliseconds, over the timed runs; percentiles interpolate
+ * linearly between the sorted samples. */
+typedef struct anvil_bench_stats {
+    double load_ms;      /* as given in anvil_bench_options */
+    double first_run_ms; /* session creation and the first run */
+    double min_ms, median_ms, mean_ms, p90_ms, p99_ms, max_ms, stddev_ms;
+    double per_second; /* throughput: 1000 / mean_ms (0 when the mean is 0) */
+    int iters, warmup, threads;
+    size_t arena_bytes, activation_bytes; /* as anvil_session_stats */
+    /* Online tuning: the run (1-based, the first run counts as 1) after which no node was
+     * tuning any more, 0 when some still were after the last run, -1 without online tuning;
+     * when > 0, the median of the timed runs from then on. */
+    int64_t online_locked_after;
+    double online_locked_median_ms;
+} anvil_bench_stats;
+/* out: caller-provided, filled on success. */
+anvil_status anvil_bench_report_stats(const anvil_bench_report *r, anvil_bench_stats *out);
+/* The report as `anvil bench` prints it, newline-terminated. Owned by r. */
+const char *anvil_bench_report_text(const anvil_bench_report *r);
+/* The report as one JSON object, as `anvil bench --json` prints it (newline-terminated): the
+ * numbers above, each timed run's latency ("latency_ms"."samples", in run order), the inputs,
+ * the plan's statistics and, with explain, "nodes". Owned by r. */
+const char *anvil_bench_report_json(const anvil_bench_report *r);
+/* NULL is accepted. */
+void anvil_bench_report_free(anvil_bench_report *r);
+
 /* ---- system --------------------------------------------------------------------------------- */
 
 /* Writes a description of the CPU (model, cores, caches, every ISA feature anvil can use as

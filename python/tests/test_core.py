@@ -169,13 +169,35 @@ def test_training_session(tmp_path):
 def test_tool_mirrors(tmp_path):
     p = tmp_path / "m.onnx"
     p.write_bytes(identity(np.float32, TensorProto.FLOAT, (2, 3)))
-    try:
-        r = anvil.bench(str(p), threads=1, iters=5, tuning="off")
-    except FileNotFoundError:
-        pytest.skip("the anvil tool is not next to the library")
+    r = anvil.bench(str(p), threads=1, iters=5, tuning="off")
     assert isinstance(r, dict) and r
     with pytest.raises(anvil.Error):
         anvil.bench(str(tmp_path / "missing.onnx"))
+
+
+def test_bench_in_process(tmp_path):
+    """anvil.bench measures through the C API: the tool's JSON report, inputs made here (symbolic
+    dims from shapes, else 1), and the library's errors as exceptions."""
+    p = tmp_path / "m.onnx"
+    p.write_bytes(identity(np.int64, TensorProto.INT64))
+    r = anvil.bench(p, threads=1, iters=4, shapes={"x": (5, 3)}, tuning="off")
+    assert r["model"] == str(p) and r["threads"] == 1 and r["iterations"] == 4
+    assert r["warmup"] == 5 and r["load_ms"] > 0 and r["first_run_ms"] > 0
+    lat = r["latency_ms"]
+    assert len(lat["samples"]) == 4 and 0 < lat["min"] <= lat["median"] <= lat["max"]
+    assert r["inputs"] == [{"shape": [5, 3], "name": "x", "dtype": "INT64", "source": "random"}]
+    m = anvil.load(p)
+    r = anvil.bench(m, iters=2)
+    assert r["model"] == "" and r["load_ms"] == 0 and r["inputs"][0]["shape"] == [1, 3]
+    assert len(r["latency_ms"]["samples"]) == 2
+    with pytest.raises(anvil.InvalidArgument, match="rank"):
+        anvil.bench(p, shapes={"x": (5,)})
+    with pytest.raises(anvil.InvalidArgument, match="y"):
+        anvil.bench(p, shapes={"y": (5, 3)})
+    with pytest.raises(anvil.InvalidArgument, match="thread"):
+        anvil.bench(p, threads=-1)
+    with pytest.raises(ValueError, match="tuning"):
+        anvil.bench(p, tuning="sometimes")
 
 
 def test_compile_to_c(tmp_path):

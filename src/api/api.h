@@ -35,6 +35,17 @@ void api_model_meta_get(const anvil_model *m, api_model_meta *out);
 anvil_status api_bind_inputs(const ir_graph *g, size_t n_inputs, const char *const *input_names,
                              const anvil_tensor *const *inputs, const anvil_tensor **bound);
 
+/* What anvil_bench_model reads of session options (NULL: the defaults): the threads asked for
+ * (0: every core), the optimization level, and whether online tuning is on. */
+typedef struct api_options_summary {
+    int threads, opt_level;
+    bool online;
+} api_options_summary;
+void api_options_summarize(const anvil_options *o, api_options_summary *out);
+/* A copy of o (NULL: new default options) that the caller may change; *out owned by the caller
+ * (anvil_options_free). */
+anvil_status api_options_copy(const anvil_options *o, anvil_options **out);
+
 struct tune_db;
 /* The tuning database a session reads (and online tuning writes): path "" none, a path that
  * file (it must open), NULL the default file, read when it exists, created when `online`; a

@@ -189,6 +189,33 @@ anvil_status anvil_options_set_profiling(anvil_options *o, int on) {
     return ANVIL_OK;
 }
 
+void api_options_summarize(const anvil_options *o, api_options_summary *out) {
+    *out = (api_options_summary){.threads = o ? o->threads : 0,
+                                 .opt_level = o ? o->opt_level : 1,
+                                 .online = o && o->online_rounds > 0};
+}
+
+anvil_status api_options_copy(const anvil_options *o, anvil_options **out) {
+    anvil_options *c;
+    CORE_TRY(anvil_options_create(&c));
+    if (o) {
+        anvil_status s = ANVIL_OK;
+        *c = *o;
+        c->forces = NULL;
+        c->n_forces = 0;
+        c->db_path = NULL;
+        if (o->db_set) s = anvil_options_set_tuning_db(c, o->db_path);
+        for (int i = 0; s == ANVIL_OK && i < o->n_forces; i++)
+            s = anvil_options_set_variant(c, o->forces[i].key, o->forces[i].variant);
+        if (s != ANVIL_OK) {
+            anvil_options_free(c);
+            return s;
+        }
+    }
+    *out = c;
+    return ANVIL_OK;
+}
+
 /* ---- sessions ------------------------------------------------------------------------------ */
 
 /* Weights a session realigned are not read from the mapping again: let the pages go, so a model's
