@@ -417,11 +417,12 @@ typedef struct anvil_tune_progress {
 } anvil_tune_progress;
 
 typedef struct anvil_tune_options {
-    int threads;             /* threads the sessions will run on; 0: every core */
-    int opt_level;           /* graph rewrites first, as anvil_options_set_opt_level */
-    const char *passes;      /* as anvil_options_set_passes; NULL: every pass */
-    const char *db;          /* the database file (created if missing); NULL: $ANVIL_TUNING_DB, else
-                              * $XDG_CACHE_HOME/anvil/tuning.db, else ~/.cache/anvil/tuning.db */
+    /* The options of the sessions that will use the winners (borrowed for the call; NULL: the
+     * defaults): their threads, optimization level and passes make the problems, and their
+     * tuning database (anvil_options_set_tuning_db) receives the winners: the file named, created
+     * if missing, or the default file when none is named; "" (no database) is refused. Forced
+     * variants and online tuning are not used. */
+    const anvil_options *session;
     double budget_seconds;   /* stop measuring after this long; <= 0: no limit */
     int retune;              /* nonzero: measure problems the database already has, too */
     int runs;                /* timed runs each of the cascade and the tuned model afterwards,
@@ -434,7 +435,7 @@ typedef struct anvil_tune_options {
     volatile int *stop;
 } anvil_tune_options;
 
-/* Defaults: every core, opt level 1, every pass, the default database, no budget, 20 runs. */
+/* Defaults: the default session options, no budget, 20 runs, no progress callback. */
 void anvil_tune_options_default(anvil_tune_options *o);
 
 /* Measures, on this machine, which implementation of each distinct problem of the model (op,

@@ -236,6 +236,7 @@ int cli_tune_main(int argc, char **argv) {
     const anvil_tensor **in = NULL;
     const char **names = NULL;
     anvil_tune_report *rep = NULL;
+    anvil_options *opts = NULL;
     char db_path[4096];
     if (code >= 0) goto done;
     code = CLI_EXIT_OK;
@@ -263,12 +264,17 @@ int cli_tune_main(int argc, char **argv) {
         in[i] = bi[i].t;
         names[i] = bi[i].name;
     }
+    if ((s = anvil_options_create(&opts)) != ANVIL_OK ||
+        (s = anvil_options_set_threads(opts, (int)a.threads)) != ANVIL_OK ||
+        (s = anvil_options_set_opt_level(opts, (int)a.opt_level)) != ANVIL_OK ||
+        (s = anvil_options_set_passes(opts, a.passes)) != ANVIL_OK ||
+        (s = anvil_options_set_tuning_db(opts, db_path)) != ANVIL_OK) {
+        code = cli_fail_status(s);
+        goto done;
+    }
     anvil_tune_options o;
     anvil_tune_options_default(&o);
-    o.threads = (int)a.threads;
-    o.opt_level = (int)a.opt_level;
-    o.passes = a.passes;
-    o.db = db_path;
+    o.session = opts;
     o.budget_seconds = (double)a.budget;
     o.retune = a.retune;
     o.runs = (int)a.runs;
@@ -297,6 +303,7 @@ int cli_tune_main(int argc, char **argv) {
         fputs(text, stdout);
 done:
     anvil_tune_report_free(rep);
+    anvil_options_free(opts);
     free(in);
     free(names);
     cli_model_inputs_free(bi, bi ? anvil_model_input_count(m) : 0);

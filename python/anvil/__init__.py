@@ -546,32 +546,6 @@ def _shape_args(shapes: Optional[Mapping[str, Sequence[int]]]) -> List[str]:
     return out
 
 
-def _generated_inputs(model: Model, shapes: Optional[Mapping[str, Sequence[int]]],
-                      seed: int = 0) -> Dict[str, np.ndarray]:
-    """Seeded random data for every input of `model`, as `anvil bench` and `anvil tune` make it:
-    floats uniform in [-1, 1], integers in [0, 3], booleans random; a symbolic dim comes from
-    `shapes` (the whole shape, by input name), else 1."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for info in model.inputs:
-        if shapes and info.name in shapes:
-            dims = tuple(int(d) for d in shapes[info.name])
-        else:
-            dims = tuple(d if isinstance(d, int) else 1 for d in (info.shape or ()))
-        dt = np.dtype(_NP_OF.get(info.dtype, np.float32))
-        if dt.kind == "f":
-            a = rng.uniform(-1, 1, dims).astype(dt)
-        elif dt.kind == "b":
-            a = rng.integers(0, 2, dims).astype(dt)
-        elif dt.kind in "iu":
-            a = rng.integers(0, 4, dims).astype(dt)
-        else:
-            raise Unsupported(3, f"input '{info.name}': cannot generate data of dtype "
-                                 f"{info.dtype_name}; pass it")
-        out[info.name] = np.ascontiguousarray(a)
-    return out
-
-
 def tune(model: Union[str, os.PathLike, Model], threads: int = 0, db: Optional[str] = None,
          shapes: Optional[Mapping[str, Sequence[int]]] = None, budget: Optional[float] = None,
          runs: int = 20, inputs: Optional[Feeds] = None, opt_level: int = 1,
@@ -581,20 +555,20 @@ def tune(model: Union[str, os.PathLike, Model], threads: int = 0, db: Optional[s
     writes the winners to the tuning database, and returns the report (the dict `anvil tune
     --json` prints). Inputs not given are generated for `shapes`. progress(dict) is called as the
     tune goes (item, n_items, op, node, alive, best_ms, elapsed_s, eta_s)."""
+    from ._bench import generated_inputs
     m = model if isinstance(model, Model) else Model(model)
-    feeds = _generated_inputs(m, shapes)
+    feeds = generated_inputs(m, shapes)
     for name, x in (inputs or {}).items():
         feeds[name] = _as_array(x, f"input '{name}'")
     names = (c_char_p * max(len(feeds), 1))(*[k.encode() for k in feeds])
     arrays = list(feeds.values())
     handles = [_wrap(a, f"input '{k}'") for k, a in feeds.items()]
     tensors = (c_void_p * max(len(handles), 1))(*handles)
+    opts = c_void_p()
+    _check(lib.anvil_options_create(byref(opts)))
     o = _lib.TuneOptions()
     lib.anvil_tune_options_default(byref(o))
-    o.threads = int(threads)
-    o.opt_level = int(opt_level)
-    o.passes = passes.encode() if passes else None
-    o.db = os.fsencode(db) if db else None
+    o.session = opts
     o.budget_seconds = float(budget or 0)
     o.retune = int(bool(retune))
     o.runs = int(runs)
@@ -609,6 +583,12 @@ def tune(model: Union[str, os.PathLike, Model], threads: int = 0, db: Optional[s
         o.progress = _lib.TUNE_PROGRESS_FN(relay)
     report = c_void_p()
     try:
+        _check(lib.anvil_options_set_threads(opts, int(threads)))
+        _check(lib.anvil_options_set_opt_level(opts, int(opt_level)))
+        if passes:
+            _check(lib.anvil_options_set_passes(opts, passes.encode()))
+        if db:
+            _check(lib.anvil_options_set_tuning_db(opts, os.fsencode(db)))
         status = lib.anvil_tune_model(m._h, byref(o), len(handles), names, tensors,
                                       byref(report))
         _check(status)
@@ -618,6 +598,7 @@ def tune(model: Union[str, os.PathLike, Model], threads: int = 0, db: Optional[s
         return json.loads(text.decode())
     finally:
         lib.anvil_tune_report_free(report)
+        lib.anvil_options_free(opts)
         for h in handles:
             lib.anvil_tensor_free(h)
         del arrays

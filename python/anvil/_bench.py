@@ -64,6 +64,19 @@ def _random_input(info: ValueInfo, dims: List[int], rng: np.random.Generator) ->
                          f"data for it")
 
 
+def generated_inputs(model: Model, shapes: Optional[Mapping[str, Sequence[int]]],
+                     seed: int = 0) -> Dict[str, np.ndarray]:
+    """Seeded random data for every input of `model`, by the tool's rule (anvil tune and anvil
+    bench use it for the inputs not given): symbolic dims from `shapes` ({input: dims}), else 1."""
+    shapes = dict(shapes or {})
+    unknown = set(shapes) - {i.name for i in model.inputs}
+    if unknown:
+        raise InvalidArgument(1, f"shapes names {sorted(unknown)}, not inputs of the model")
+    rng = np.random.default_rng(seed)
+    return {i.name: np.ascontiguousarray(_random_input(i, _dims(i, shapes.get(i.name)), rng))
+            for i in model.inputs}
+
+
 def bench_model(model: Union[str, os.PathLike, Model], threads: int,
                 shapes: Optional[Mapping[str, Sequence[int]]], iters: Optional[int],
                 tuning: str) -> Dict[str, Any]:
@@ -75,13 +88,7 @@ def bench_model(model: Union[str, os.PathLike, Model], threads: int,
         t0 = time.perf_counter()
         model = Model(model)
         load_ms = (time.perf_counter() - t0) * 1e3
-    shapes = dict(shapes or {})
-    unknown = set(shapes) - {i.name for i in model.inputs}
-    if unknown:
-        raise InvalidArgument(1, f"shapes names {sorted(unknown)}, not inputs of the model")
-    rng = np.random.default_rng(0)
-    arrays = [np.ascontiguousarray(_random_input(i, _dims(i, shapes.get(i.name)), rng))
-              for i in model.inputs]
+    arrays = list(generated_inputs(model, shapes).values())
     n = len(arrays)
     tensors: List[c_void_p] = []
     opts, report = c_void_p(), c_void_p()

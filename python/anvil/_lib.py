@@ -64,8 +64,7 @@ TUNE_PROGRESS_FN = ctypes.CFUNCTYPE(None, c_void_p, ctypes.POINTER(TuneProgress)
 
 
 class TuneOptions(Structure):
-    _fields_ = [("threads", c_int), ("opt_level", c_int), ("passes", c_char_p), ("db", c_char_p),
-                ("budget_seconds", c_double), ("retune", c_int), ("runs", c_int),
+    _fields_ = [("session", c_void_p), ("budget_seconds", c_double), ("retune", c_int), ("runs", c_int),
                 ("model_label", c_char_p), ("progress", TUNE_PROGRESS_FN),
                 ("progress_arg", c_void_p), ("stop", ctypes.POINTER(c_int))]
 

@@ -35,11 +35,15 @@ void api_model_meta_get(const anvil_model *m, api_model_meta *out);
 anvil_status api_bind_inputs(const ir_graph *g, size_t n_inputs, const char *const *input_names,
                              const anvil_tensor *const *inputs, const anvil_tensor **bound);
 
-/* What anvil_bench_model reads of session options (NULL: the defaults): the threads asked for
- * (0: every core), the optimization level, and whether online tuning is on. */
+/* What anvil_bench_model and anvil_tune_model read of session options (NULL: the defaults): the
+ * threads asked for (0: every core), the optimization level and passes, whether online tuning is
+ * on, and the tuning database named (db_set; db_path borrowed from o, NULL: the default file). */
 typedef struct api_options_summary {
     int threads, opt_level;
+    uint32_t passes_off;
     bool online;
+    bool db_set;
+    const char *db_path;
 } api_options_summary;
 void api_options_summarize(const anvil_options *o, api_options_summary *out);
 /* A copy of o (NULL: new default options) that the caller may change; *out owned by the caller

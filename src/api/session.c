@@ -192,7 +192,10 @@ anvil_status anvil_options_set_profiling(anvil_options *o, int on) {
 void api_options_summarize(const anvil_options *o, api_options_summary *out) {
     *out = (api_options_summary){.threads = o ? o->threads : 0,
                                  .opt_level = o ? o->opt_level : 1,
-                                 .online = o && o->online_rounds > 0};
+                                 .passes_off = o ? o->passes_off : 0,
+                                 .online = o && o->online_rounds > 0,
+                                 .db_set = o && o->db_set,
+                                 .db_path = o && o->db_set ? o->db_path : NULL};
 }
 
 anvil_status api_options_copy(const anvil_options *o, anvil_options **out) {

@@ -28,7 +28,6 @@ struct anvil_tune_report {
 void anvil_tune_options_default(anvil_tune_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
-    o->opt_level = 1;
     o->runs = 20;
 }
 
@@ -83,12 +82,13 @@ static void on_round(void *arg, const autotune_run *r, int item, int alive, doub
 
 /* The database file the tune writes: the one named, else the default path (which must not be
  * turned off, since a tune has to write somewhere). */
-static anvil_status db_path_of(const anvil_tune_options *o, char *buf, size_t cap) {
-    if (o->db) {
-        if (!o->db[0])
-            return core_err(ANVIL_ERR_INVALID_ARGUMENT, "anvil_tune_model: the database path is "
-                                                        "empty; name a file");
-        if ((size_t)snprintf(buf, cap, "%s", o->db) >= cap)
+static anvil_status db_path_of(const api_options_summary *so, char *buf, size_t cap) {
+    if (so->db_set && so->db_path) {
+        if (!so->db_path[0])
+            return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                            "anvil_tune_model: the session options name no tuning database (\"\"); "
+                            "a tune writes its winners to one: name a file");
+        if ((size_t)snprintf(buf, cap, "%s", so->db_path) >= cap)
             return core_err(ANVIL_ERR_LIMIT, "the database path is too long");
         return ANVIL_OK;
     }
@@ -101,15 +101,15 @@ static anvil_status db_path_of(const anvil_tune_options *o, char *buf, size_t ca
 
 static anvil_status tune(const anvil_model *model, const anvil_tune_options *o,
                          const anvil_tensor *const *bound, anvil_tune_report *rep) {
-    uint32_t passes_off = 0;
-    if (o->passes) CORE_TRY(pass_spec_parse(o->passes, &passes_off));
-    CORE_TRY(db_path_of(o, rep->db_path, sizeof rep->db_path));
+    api_options_summary so;
+    api_options_summarize(o->session, &so);
+    CORE_TRY(db_path_of(&so, rep->db_path, sizeof rep->db_path));
     CORE_TRY(tune_fingerprint(rep->fingerprint, sizeof rep->fingerprint));
     tune_db *db = NULL;
     CORE_TRY(tune_db_open(rep->db_path, &db));
     const ir_graph *g = api_model_graph(model);
     rt_session_config cfg = {
-        .threads = rep->threads, .opt_level = o->opt_level, .passes_off = passes_off};
+        .threads = rep->threads, .opt_level = so.opt_level, .passes_off = so.passes_off};
     autotune_run *run = &rep->run;
     run->db = db;
     run->fingerprint = rep->fingerprint;
@@ -139,10 +139,6 @@ anvil_status anvil_tune_model(const anvil_model *model, const anvil_tune_options
     anvil_tune_options defaults;
     anvil_tune_options_default(&defaults);
     if (!o) o = &defaults;
-    API_CHECK(o->threads >= 0 && o->threads <= 1024,
-              "anvil_tune_model: threads is %d; give 1..1024, or 0 for every core", o->threads);
-    API_CHECK(o->opt_level >= 0 && o->opt_level <= 3,
-              "anvil_tune_model: opt_level is %d; give 0..3", o->opt_level);
     API_CHECK(o->runs >= 0, "anvil_tune_model: runs is %d; give 0 (skip) or more", o->runs);
     core_err_clear();
     const ir_graph *g = api_model_graph(model);
@@ -155,9 +151,10 @@ anvil_status anvil_tune_model(const anvil_model *model, const anvil_tune_options
     }
     rep->opts = o;
     rep->runs = o->runs;
-    rep->threads = o->threads > 0                     ? o->threads
-                   : core_hw_get()->logical_cores > 0 ? core_hw_get()->logical_cores
-                                                      : 1;
+    api_options_summary so;
+    api_options_summarize(o->session, &so);
+    const int cores = core_hw_get()->logical_cores;
+    rep->threads = so.threads > 0 ? so.threads : cores > 0 ? cores : 1;
     rep->model_label = strdup(o->model_label ? o->model_label : "");
     anvil_status st = rep->model_label ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
     if (st == ANVIL_OK) st = api_bind_inputs(g, n_inputs, input_names, inputs, bound);
