@@ -575,6 +575,72 @@ const char *anvil_bench_report_json(const anvil_bench_report *r);
 /* NULL is accepted. */
 void anvil_bench_report_free(anvil_bench_report *r);
 
+/* ---- the tuning database -------------------------------------------------------------------- */
+
+/* The tuning database (`anvil tune` fills it; anvil_options_set_tuning_db makes a session read
+ * it): one SQLite file holding, per problem key and machine fingerprint, the implementation
+ * measured fastest. Several processes may share it. anvil refuses files that are not its own
+ * and never modifies them. */
+typedef struct anvil_tuning_db anvil_tuning_db;
+
+/* Room for a fingerprint, terminating NUL included. */
+#define ANVIL_TUNING_FINGERPRINT_MAX 512
+
+/* The version of the database schema this library reads and writes. */
+int anvil_tuning_db_schema_version(void);
+/* This machine's fingerprint (CPU model, ISA features, caches, logical cores, anvil's version
+ * and a hash of its implementations' names: what a measurement holds for) into buf (caller-owned,
+ * cap bytes, NUL-terminated). LIMIT if cap is too small. */
+anvil_status anvil_tuning_fingerprint(char *buf, size_t cap);
+/* The default file into buf (caller-owned, cap bytes): $ANVIL_TUNING_DB, else
+ * $XDG_CACHE_HOME/anvil/tuning.db, else ~/.cache/anvil/tuning.db; "" when $ANVIL_TUNING_DB is
+ * "off". create_dir nonzero makes the file's folder when it is missing. */
+anvil_status anvil_tuning_db_default_path(char *buf, size_t cap, int create_dir);
+/* Opens the database at path (borrowed for the call), creating it when absent. Fails naming the
+ * path and the problem for a file that is not anvil's, is corrupt or has a newer schema. *out is
+ * owned by the caller (anvil_tuning_db_close). */
+anvil_status anvil_tuning_db_open(const char *path, anvil_tuning_db **out);
+/* Closes db and frees it. NULL is a no-op. */
+void anvil_tuning_db_close(anvil_tuning_db *db);
+/* The path db was opened with. Owned by db. */
+const char *anvil_tuning_db_path(const anvil_tuning_db *db);
+
+/* One record: the implementation measured fastest for a problem on a machine. The strings are
+ * owned by the library and valid only during the callback that receives the record. */
+typedef struct anvil_tuning_record {
+    const char *key;         /* the problem: op, attributes, shapes and dtypes, threads */
+    const char *fingerprint; /* the machine it was measured on */
+    const char *variant;     /* the implementation that won */
+    double median_ns;        /* its median time per run */
+} anvil_tuning_record;
+/* Calls fn for every record, ordered by key then fingerprint; arg is passed through. Stops at
+ * the first status fn returns other than ANVIL_OK and returns it. */
+anvil_status anvil_tuning_db_foreach(anvil_tuning_db *db,
+                                     anvil_status (*fn)(const anvil_tuning_record *rec, void *arg),
+                                     void *arg);
+/* The number of records into *out. */
+anvil_status anvil_tuning_db_count(anvil_tuning_db *db, size_t *out);
+/* SQLite's integrity check and anvil's schema and fields: IO naming the first problem. */
+anvil_status anvil_tuning_db_check(anvil_tuning_db *db);
+/* Every record as JSON ({"schema_version": N, "records": [...]}, ended by a newline), handed
+ * whole to write: text (len bytes, NUL-terminated, owned by the library and valid during the
+ * call) and arg. Returns what write returns, or the failure before it. */
+anvil_status anvil_tuning_db_export_json(
+    anvil_tuning_db *db, anvil_status (*write)(const char *text, size_t len, void *arg), void *arg);
+/* Puts the records of such a JSON file (path borrowed for the call) into db, all or none: the
+ * whole file is checked first. On a clash (same key and fingerprint) the faster record stays.
+ * *changed: records inserted or replaced; *kept: clashes where db's record was the faster (either
+ * may be NULL). */
+anvil_status anvil_tuning_db_import_json(anvil_tuning_db *db, const char *path, size_t *changed,
+                                         size_t *kept);
+/* Copies the records of the database file other_path (opened read only, checked like
+ * anvil_tuning_db_open; borrowed for the call) into db, the faster staying on a clash.
+ * *changed (may be NULL): records inserted or replaced. */
+anvil_status anvil_tuning_db_merge(anvil_tuning_db *db, const char *other_path, size_t *changed);
+/* Deletes every record whose fingerprint is not `fingerprint` (borrowed for the call).
+ * *removed (may be NULL): records deleted. */
+anvil_status anvil_tuning_db_prune(anvil_tuning_db *db, const char *fingerprint, size_t *removed);
+
 /* ---- system --------------------------------------------------------------------------------- */
 
 /* Writes a description of the CPU (model, cores, caches, every ISA feature anvil can use as

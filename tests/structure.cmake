@@ -1,7 +1,8 @@
 # Checks on the code's structure, made on the libraries' own objects with nm. Included from
 # tests/CMakeLists.txt.
 #   ops.table_files  every row of src/ir/ops.def names the src/ops file that defines its op_impl
-#   layers.calls     calls between layers only go down (ARCHITECTURE.md)
+#   layers.calls     calls between layers only go down (ARCHITECTURE.md), the anvil tool's
+#                    included
 find_package(Python3 COMPONENTS Interpreter)
 find_program(ANVIL_NM nm)
 if(Python3_Interpreter_FOUND AND ANVIL_NM)
@@ -10,5 +11,6 @@ if(Python3_Interpreter_FOUND AND ANVIL_NM)
                    ${PROJECT_SOURCE_DIR}/src/ir/ops.def $<TARGET_OBJECTS:anvil_loader>)
   add_test(NAME layers.calls
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_layers.py
-                   $<TARGET_OBJECTS:anvil_loader> $<TARGET_OBJECTS:anvil_static>)
+                   $<TARGET_OBJECTS:anvil_loader> $<TARGET_OBJECTS:anvil_static>
+                   $<TARGET_OBJECTS:anvil>)
 endif()

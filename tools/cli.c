@@ -8,8 +8,6 @@
 #include "cli.h"
 
 #include "api/api.h"
-#include "passes/passes.h"
-#include "tune/tune.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -147,7 +145,7 @@ int cli_parser_next(cli_parser *p, const char **value) {
 }
 
 bool cli_parse_passes(const char *cmd, const char *spec, uint32_t *off) {
-    if (pass_spec_parse(spec, off) == ANVIL_OK) return true;
+    if (api_passes_parse(spec, off) == ANVIL_OK) return true;
     cli_usage_error(cmd, "--passes: %s", anvil_last_error());
     return false;
 }
@@ -485,7 +483,7 @@ int cli_tuning_db_path(const char *given, char *buf, size_t cap) {
             return cli_fail(ANVIL_ERR_LIMIT, "--db path is too long");
         return 0;
     }
-    anvil_status s = tune_db_default_path(buf, cap, true);
+    anvil_status s = anvil_tuning_db_default_path(buf, cap, 1);
     if (s != ANVIL_OK) return cli_fail_status(s);
     if (!buf[0])
         return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,

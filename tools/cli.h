@@ -92,7 +92,7 @@ int cli_parser_next(cli_parser *p, const char **value);
 
 /* Parses a whole decimal integer in [lo, hi]; on failure prints a usage error naming `what` and
  * returns false. */
-/* --passes SPEC: checks it (pass_spec_parse) and sets *off; false after printing a usage error
+/* --passes SPEC: checks it (api_passes_parse) and sets *off; false after printing a usage error
  * that names the unknown pass and lists the passes. */
 #define CLI_PASSES_HELP                                                                            \
     "  --passes LIST              graph rewrites on/off by name, e.g. -fuse_attention or\n"        \
@@ -141,8 +141,8 @@ enum { CLI_OPT_DB = 1000, CLI_OPT_NO_DB, CLI_OPT_TUNE, CLI_OPT_TUNE_ROUNDS };
     "                             the runs, lock the fastest and write it to the database\n"       \
     "  --tune-rounds N            rounds of online tuning before locking (default 3)\n"
 /* The tuning database a command that writes one uses: `given` (--db FILE) when non-NULL, else
- * the default (tune_db_default_path, its folder created). An error when the path is too long
- * or $ANVIL_TUNING_DB is "off" (such a command needs a file). 0 or the exit code. */
+ * the default (anvil_tuning_db_default_path, its folder created). An error when the path is too
+ * long or $ANVIL_TUNING_DB is "off" (such a command needs a file). 0 or the exit code. */
 int cli_tuning_db_path(const char *given, char *buf, size_t cap);
 /* Handles option id if it is one of CLI_TUNING_OPTIONS: returns 1 when taken, 0 when id is not
  * a tuning option, -1 after a usage error. */

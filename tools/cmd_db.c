@@ -1,11 +1,11 @@
-/* anvil db: looks after the tuning database (src/tune) from the shell: what it holds, a JSON
- * export and its import, an integrity check, merging another machine's or run's file, and
- * pruning records of other machines. The CLI reaches src/tune directly because the public API
- * does not expose the database yet. */
+/* anvil db: looks after the tuning database from the shell through the public API
+ * (anvil_tuning_db_*): what it holds, a JSON export and its import, an integrity check, merging
+ * another machine's or run's file, and pruning records of other machines. */
 #include "cli.h"
 
-#include "tune/tune.h"
+#include "core/core.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +38,7 @@ typedef struct db_show_ctx {
     size_t total, mine;
 } db_show_ctx;
 
-static anvil_status db_show_one(const tune_record *r, void *arg) {
+static anvil_status db_show_one(const anvil_tuning_record *r, void *arg) {
     db_show_ctx *c = arg;
     bool mine = strcmp(r->fingerprint, c->fingerprint) == 0;
     c->total++;
@@ -47,17 +47,25 @@ static anvil_status db_show_one(const tune_record *r, void *arg) {
     return ANVIL_OK;
 }
 
-static int db_show(tune_db *db) {
-    char fp[TUNE_FINGERPRINT_MAX];
-    anvil_status s = tune_fingerprint(fp, sizeof fp);
+static int db_show(anvil_tuning_db *db) {
+    char fp[ANVIL_TUNING_FINGERPRINT_MAX];
+    anvil_status s = anvil_tuning_fingerprint(fp, sizeof fp);
     if (s != ANVIL_OK) return cli_fail_status(s);
-    printf("database: %s\nschema version: %d\nthis machine: %s\n", tune_db_path(db),
-           TUNE_SCHEMA_VERSION, fp);
+    printf("database: %s\nschema version: %d\nthis machine: %s\n", anvil_tuning_db_path(db),
+           anvil_tuning_db_schema_version(), fp);
     db_show_ctx c = {fp, 0, 0};
-    s = tune_db_foreach(db, db_show_one, &c);
+    s = anvil_tuning_db_foreach(db, db_show_one, &c);
     if (s != ANVIL_OK) return cli_fail_status(s);
     printf("records: %zu (%zu of this machine)\n", c.total, c.mine);
     return CLI_EXIT_OK;
+}
+
+/* export --json: the text onto stdout; arg is the database's path. */
+static anvil_status db_write_stdout(const char *text, size_t len, void *arg) {
+    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0)
+        return core_err(ANVIL_ERR_IO, "exporting the tuning database '%s': write failed: %s",
+                        (const char *)arg, strerror(errno));
+    return ANVIL_OK;
 }
 
 enum { OPT_DB = 1, OPT_JSON };
@@ -105,38 +113,38 @@ int cli_db_main(int argc, char **argv) {
     char path[PATH_MAX];
     int prc = cli_tuning_db_path(db_path, path, sizeof path);
     if (prc != 0) return prc;
-    tune_db *db = NULL;
-    anvil_status s = tune_db_open(path, &db);
+    anvil_tuning_db *db = NULL;
+    anvil_status s = anvil_tuning_db_open(path, &db);
     if (s != ANVIL_OK) return cli_fail_status(s);
     int rc = CLI_EXIT_OK;
     if (!strcmp(action, "show")) {
         rc = db_show(db);
     } else if (!strcmp(action, "export")) {
-        s = tune_db_export_json(db, stdout);
+        s = anvil_tuning_db_export_json(db, db_write_stdout, path);
     } else if (!strcmp(action, "check")) {
         size_t n = 0;
-        s = tune_db_check(db);
-        if (s == ANVIL_OK) s = tune_db_count(db, &n);
+        s = anvil_tuning_db_check(db);
+        if (s == ANVIL_OK) s = anvil_tuning_db_count(db, &n);
         if (s == ANVIL_OK) printf("%s: ok, %zu records\n", path, n);
     } else if (!strcmp(action, "import")) {
         size_t changed = 0, kept = 0;
-        s = tune_db_import_json(db, other, &changed, &kept);
+        s = anvil_tuning_db_import_json(db, other, &changed, &kept);
         if (s == ANVIL_OK)
             printf("imported %s into %s: %zu records inserted or replaced, %zu kept\n", other, path,
                    changed, kept);
     } else if (!strcmp(action, "merge")) {
         size_t changed = 0;
-        s = tune_db_merge(db, other, &changed);
+        s = anvil_tuning_db_merge(db, other, &changed);
         if (s == ANVIL_OK)
             printf("merged %s into %s: %zu records added or replaced\n", other, path, changed);
     } else {
-        char fp[TUNE_FINGERPRINT_MAX];
+        char fp[ANVIL_TUNING_FINGERPRINT_MAX];
         size_t removed = 0;
-        s = tune_fingerprint(fp, sizeof fp);
-        if (s == ANVIL_OK) s = tune_db_prune(db, fp, &removed);
+        s = anvil_tuning_fingerprint(fp, sizeof fp);
+        if (s == ANVIL_OK) s = anvil_tuning_db_prune(db, fp, &removed);
         if (s == ANVIL_OK) printf("%s: removed %zu records of other machines\n", path, removed);
     }
     if (s != ANVIL_OK) rc = cli_fail_status(s);
-    tune_db_close(db);
+    anvil_tuning_db_close(db);
     return rc;
 }

@@ -5,6 +5,8 @@
 #include "anvil.h"
 #include "ir/ir.h"
 
+#include <stdio.h>
+
 struct onnx_model;
 
 /* A loaded model: the imported ONNX file (its mapping, graph and metadata), owned. */
@@ -57,6 +59,52 @@ struct tune_db;
  * (tune_db_close; NULL: none); fingerprint (cap bytes) set when *db is. */
 anvil_status api_tuning_db_open(const char *path, bool online, struct tune_db **db,
                                 char *fingerprint, size_t cap);
+
+/* An open tuning database (anvil_tuning_db_open): the tune layer's, owned. */
+struct anvil_tuning_db {
+    struct tune_db *db;
+};
+
+/* ---- for the CLI's `anvil dump` and `anvil info` (src/api/inspect.c) ---- */
+
+/* A --passes SPEC (anvil_options_set_passes's form) as the mask of passes it turns off (bit i:
+ * the i-th pass in running order). INVALID_ARGUMENT naming the unknown pass and listing them. */
+anvil_status api_passes_parse(const char *spec, uint32_t *off);
+
+typedef enum api_dump_format {
+    API_DUMP_TEXT, /* ir_graph_dump_text's form, on out */
+    API_DUMP_DOT,  /* Graphviz, into path ("-": out) */
+    API_DUMP_ONNX, /* an ONNX model (anvil's own ops in the domain ai.anvil), into path */
+} api_dump_format;
+/* Writes the model's graph (borrowed) in format: as loaded for opt_level 0, else after the
+ * rewrites a session at that level runs with the passes in passes_off turned off. Then a line on
+ * out says what each pass did: before the text, after the ONNX file is written, not with dot.
+ * path borrowed, unused for text; out borrowed (the CLI's stdout). */
+anvil_status api_model_dump(const anvil_model *m, int opt_level, uint32_t passes_off,
+                            api_dump_format format, const char *path, FILE *out);
+
+/* What a model contains and costs, from its loaded graph (subgraphs included). */
+typedef struct api_op_count {
+    const char *op; /* the op's name; static */
+    uint64_t count;
+} api_op_count;
+typedef struct api_model_stats {
+    const char *graph_name;    /* owned by the model; "" when absent */
+    int opset;                 /* the default domain's */
+    uint64_t nodes, sub_nodes; /* in the main graph, in subgraphs */
+    /* the initializers, and the floating-point and 8-bit tensors of Constant nodes */
+    uint64_t params, param_bytes, initializers;
+    /* FLOPs of one run: an If's costlier branch, a Loop's or Scan's body once (then
+     * flops_loops is set); flops_approx when a symbolic or unknown dim was taken as 1 */
+    uint64_t flops;
+    bool flops_approx, flops_loops;
+    const char *const *syms; /* the main graph's symbolic dims (n_syms), owned by the model */
+    int32_t n_syms;
+    api_op_count *ops; /* n_ops op types, most frequent first, then by name; owned (free) */
+    size_t n_ops;
+} api_model_stats;
+/* Fills *out; out->ops is the caller's to free. */
+anvil_status api_model_stats_get(const anvil_model *m, api_model_stats *out);
 
 /* .npy files (NumPy format versions 1.0-3.0, little-endian, C order, the dtypes anvil holds).
  * npy_read: *out is a new tensor owned by the caller. path borrowed. Corrupt or unsupported files

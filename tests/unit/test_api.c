@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char model_path[4096];
 
@@ -332,6 +333,98 @@ static void test_vjp_gradients(void **state) {
     anvil_model_free(m);
 }
 
+/* The tuning database through the public API: a new file, one record imported from JSON, read
+ * back by foreach and export, pruned as another machine's; and the refusals. */
+typedef struct export_text {
+    char buf[8192];
+    size_t len;
+} export_text;
+
+static anvil_status keep_text(const char *text, size_t len, void *arg) {
+    export_text *e = arg;
+    assert_true(len < sizeof e->buf);
+    assert_int_equal(strlen(text), len);
+    memcpy(e->buf, text, len + 1);
+    e->len = len;
+    return ANVIL_OK;
+}
+
+static anvil_status count_record(const anvil_tuning_record *r, void *arg) {
+    assert_string_equal(r->key, "Relu|f32[4]|t1");
+    assert_string_equal(r->fingerprint, "other-machine");
+    assert_string_equal(r->variant, "relu_f32");
+    assert_float_equal(r->median_ns, 1500.0, 1e-9);
+    ++*(int *)arg;
+    return ANVIL_OK;
+}
+
+static void test_tuning_db(void **state) {
+    (void)state;
+    char dir[] = "/tmp/anvil_api_db_XXXXXX", path[4200], json[4200];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/tuning.db", dir);
+    snprintf(json, sizeof json, "%s/records.json", dir);
+    char fp[ANVIL_TUNING_FINGERPRINT_MAX];
+    assert_int_equal(anvil_tuning_fingerprint(fp, sizeof fp), ANVIL_OK);
+    assert_true(fp[0] != '\0');
+    assert_int_equal(anvil_tuning_fingerprint(fp, 4), ANVIL_ERR_LIMIT);
+    assert_true(anvil_tuning_db_schema_version() >= 1);
+
+    anvil_tuning_db *db = NULL;
+    assert_int_equal(anvil_tuning_db_open(path, &db), ANVIL_OK);
+    assert_string_equal(anvil_tuning_db_path(db), path);
+    size_t n = 99, changed = 99, kept = 99;
+    assert_int_equal(anvil_tuning_db_count(db, &n), ANVIL_OK);
+    assert_int_equal(n, 0);
+    FILE *f = fopen(json, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"schema_version\": 1, \"records\": [{\"key\": \"Relu|f32[4]|t1\", "
+               "\"fingerprint\": \"other-machine\", \"family\": \"Relu|f32\", \"dims\": [4], "
+               "\"variant\": \"relu_f32\", \"params\": \"\", \"median_ns\": 1500, "
+               "\"spread\": 1.1, \"reps\": 5, \"max_err\": 0, \"source\": \"offline\", "
+               "\"unix_time\": 1700000000}]}\n");
+    fclose(f);
+    assert_int_equal(anvil_tuning_db_import_json(db, json, &changed, &kept), ANVIL_OK);
+    assert_int_equal(changed, 1);
+    assert_int_equal(kept, 0);
+    assert_int_equal(anvil_tuning_db_check(db), ANVIL_OK);
+    int seen = 0;
+    assert_int_equal(anvil_tuning_db_foreach(db, count_record, &seen), ANVIL_OK);
+    assert_int_equal(seen, 1);
+    export_text *e = calloc(1, sizeof *e);
+    assert_non_null(e);
+    assert_int_equal(anvil_tuning_db_export_json(db, keep_text, e), ANVIL_OK);
+    assert_non_null(strstr(e->buf, "\"relu_f32\""));
+    assert_true(e->len > 0 && e->buf[e->len - 1] == '\n');
+    free(e);
+    assert_int_equal(anvil_tuning_db_merge(db, path, &changed), ANVIL_OK);
+    assert_int_equal(changed, 0);
+    assert_int_equal(anvil_tuning_db_prune(db, fp, &n), ANVIL_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(anvil_tuning_db_count(db, &n), ANVIL_OK);
+    assert_int_equal(n, 0);
+
+    assert_int_equal(anvil_tuning_db_foreach(db, NULL, NULL), ANVIL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(anvil_tuning_db_export_json(db, NULL, NULL), ANVIL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(anvil_tuning_db_count(NULL, &n), ANVIL_ERR_INVALID_ARGUMENT);
+    anvil_tuning_db_close(db);
+    anvil_tuning_db_close(NULL);
+    /* a file that is not a tuning database is refused, and left alone */
+    db = (anvil_tuning_db *)&n;
+    assert_int_not_equal(anvil_tuning_db_open(json, &db), ANVIL_OK);
+    assert_null(db);
+    assert_true(strlen(anvil_last_error()) > 0);
+    assert_int_equal(anvil_tuning_db_open(NULL, &db), ANVIL_ERR_INVALID_ARGUMENT);
+    remove(json);
+    remove(path);
+    char side[4300];
+    snprintf(side, sizeof side, "%s-wal", path);
+    remove(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    remove(side);
+    rmdir(dir);
+}
+
 int main(void) {
     const char *src = getenv("ANVIL_SOURCE_DIR");
     snprintf(model_path, sizeof model_path, "%s/tests/unit/data/api_small.onnx", src ? src : ".");
@@ -339,7 +432,7 @@ int main(void) {
         cmocka_unit_test(test_load_path_and_run), cmocka_unit_test(test_load_buffer),
         cmocka_unit_test(test_compile),           cmocka_unit_test(test_misuse),
         cmocka_unit_test(test_anonymous_dims),    cmocka_unit_test(test_version_and_names),
-        cmocka_unit_test(test_vjp_gradients),
+        cmocka_unit_test(test_vjp_gradients),     cmocka_unit_test(test_tuning_db),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
