@@ -69,7 +69,7 @@ echo "pip install ./python: $((SECONDS - start)) s"
 grep -E "ONNX parser from .*/pip-build-env-[^/]*/.*/onnx/onnx.proto \(onnx $onnx_pin\)" \
     "$WORK/pip.log" ||
     fail "the build did not report onnx.proto from the build environment's onnx $onnx_pin"
-grep -E "nanopb generator: " "$WORK/pip.log"
+grep -E "nanopb generator: " "$WORK/pip.log" || fail "the build did not report its nanopb generator"
 
 "$PY" -m pip install -q --disable-pip-version-check "onnx==$onnx_pin" \
     "$(grep '^numpy==' "$ROOT/scripts/requirements.txt")" \
