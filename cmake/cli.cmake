@@ -1,13 +1,4 @@
-# The anvil CLI's extra dependency: cJSON (Debian libcjson-dev) for `anvil bench --json`.
-find_package(cJSON CONFIG QUIET)
-if(TARGET cjson)
-  target_link_libraries(anvil PRIVATE cjson)
-else()
-  find_library(ANVIL_CJSON_LIB cjson)
-  find_path(ANVIL_CJSON_INCLUDE cjson/cJSON.h)
-  if(NOT ANVIL_CJSON_LIB OR NOT ANVIL_CJSON_INCLUDE)
-    message(FATAL_ERROR "cJSON not found: install libcjson-dev (needed by the anvil CLI)")
-  endif()
-  target_include_directories(anvil PRIVATE ${ANVIL_CJSON_INCLUDE})
-  target_link_libraries(anvil PRIVATE ${ANVIL_CJSON_LIB})
-endif()
+# The anvil CLI's extra dependency: cJSON (Debian libcjson-dev) for `anvil bench --json`, found by
+# cmake/deps.cmake.
+target_include_directories(anvil PRIVATE ${ANVIL_CJSON_INCLUDE})
+target_link_libraries(anvil PRIVATE ${ANVIL_CJSON_LIB})

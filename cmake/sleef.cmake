@@ -11,6 +11,7 @@ if(ANVIL_SLEEF)
     list(APPEND ANVIL_KERNEL_DEFS ANVIL_HAVE_SLEEF=1)
     include_directories(${SLEEF_INCLUDE_DIR})
   else()
-    message(STATUS "SLEEF: not found (vector exp/tanh/erf eltwise variants disabled)")
+    message(STATUS "SLEEF: not found, the vector exp/tanh/erf eltwise variants are left out "
+                   "(Debian: apt-get install libsleef-dev)")
   endif()
 endif()

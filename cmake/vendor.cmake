@@ -46,8 +46,8 @@ if(ANVIL_OPENBLAS_INCLUDE AND ANVIL_OPENBLAS_LIB)
     PROPERTIES COMPILE_OPTIONS "-isystem;${ANVIL_OPENBLAS_INCLUDE}")
   message(STATUS "anvil vendor: OpenBLAS found (${ANVIL_OPENBLAS_LIB})")
 else()
-  message(STATUS "anvil vendor: OpenBLAS not found (Debian: libopenblas-pthread-dev); "
-                 "variant openblas_sgemm absent")
+  message(STATUS "anvil vendor: OpenBLAS not found (Debian: apt-get install "
+                 "libopenblas-pthread-dev); variant openblas_sgemm absent")
 endif()
 
 # ---- BLIS (pthread flavour) ----------------------------------------------------------------------
@@ -65,7 +65,7 @@ if(ANVIL_BLIS_INCLUDE AND ANVIL_BLIS_LIB)
     PROPERTIES COMPILE_OPTIONS "-isystem;${ANVIL_BLIS_INCLUDE}")
   message(STATUS "anvil vendor: BLIS found (${ANVIL_BLIS_LIB})")
 else()
-  message(STATUS "anvil vendor: BLIS not found (Debian: libblis-pthread-dev); "
+  message(STATUS "anvil vendor: BLIS not found (Debian: apt-get install libblis-pthread-dev); "
                  "variant blis_sgemm absent")
 endif()
 
@@ -99,5 +99,6 @@ elseif(ANVIL_DNNL_INCLUDE AND ANVIL_DNNL_LIB)
   message(STATUS "anvil vendor: oneDNN found but not built on OpenMP (or libgomp missing); "
                  "variants dnnl_* absent")
 else()
-  message(STATUS "anvil vendor: oneDNN not found (Debian: libdnnl-dev); variants dnnl_* absent")
+  message(STATUS "anvil vendor: oneDNN not found (Debian: apt-get install libdnnl-dev); "
+                 "variants dnnl_* absent")
 endif()

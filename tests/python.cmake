@@ -24,7 +24,9 @@ add_test(NAME python.torch
                  ${PROJECT_SOURCE_DIR}/python/tests/test_torch.py)
 set_tests_properties(python.api python.torch PROPERTIES TIMEOUT 900)
 
-# the package as a user installs it (a release build of its own: about 1.5 min on 2 cores)
+# the package as a user installs it: a copy of the working tree without .venv, pip install into a
+# fresh venv (build requirements from PyPI), a release build of its own (about 2 min on 2 busy
+# cores with ccache warm, 6 cold), then the core tests against the installed copy
 add_test(NAME python.package
          COMMAND ${PROJECT_SOURCE_DIR}/python/tests/check_package.sh
                  ${CMAKE_BINARY_DIR}/python-package)
