@@ -3,7 +3,7 @@
 #ifndef ANVIL_API_TRAIN_IMPL_H
 #define ANVIL_API_TRAIN_IMPL_H
 
-#include "api.h"
+#include "api/api.h"
 
 #include "autodiff/autodiff.h"
 #include "runtime/runtime.h"
