@@ -1,9 +1,10 @@
-/* The training session's state, shared by train.c (graphs, steps, the update) and
- * train_ckpt.c (checkpoints). Only src/api includes it. */
-#ifndef ANVIL_API_TRAIN_IMPL_H
-#define ANVIL_API_TRAIN_IMPL_H
+/* The training session's state, shared by the files of src/train/: session.c (the session and
+ * its step loop), graphs.c (the graphs per batch shape), optim.c (the update) and ckpt.c
+ * (checkpoints). Only src/train includes it; everyone else goes through train.h. */
+#ifndef ANVIL_TRAIN_IMPL_H
+#define ANVIL_TRAIN_IMPL_H
 
-#include "api/api.h"
+#include "train.h"
 
 #include "autodiff/autodiff.h"
 #include "runtime/runtime.h"
@@ -20,8 +21,7 @@ typedef struct train_graph {
 } train_graph;
 
 struct anvil_train_session {
-    const anvil_model *model;
-    const ir_graph *fwd;
+    const ir_graph *fwd; /* the model's graph, borrowed */
     anvil_train_config cfg;
     char **trainable; /* copies of cfg.trainable */
     int n_params;
@@ -31,7 +31,7 @@ struct anvil_train_session {
     float **m, **v; /* Adam's moments, or m: SGD's momentum buffer */
     float **acc;    /* summed gradients while accumulating (accumulate > 1) */
     float **stash;  /* the step's gradients, where clipping needs them all before the update */
-    float **grads;  /* anvil_train_gradients' gradients (allocated by its first call) */
+    float **grads;  /* TRAIN_GRADIENTS' gradients (allocated by its first run) */
     bool have_grads;
     int n_state; /* BatchNormalization's running statistics, updated by each step */
     char **state_names;
@@ -47,10 +47,38 @@ struct anvil_train_session {
     struct train_ckpt *pending;
 };
 
-/* A parsed checkpoint (train_ckpt.c). */
+/* ---- graphs.c ---- */
+
+/* The graph for these input shapes (shapes[n model inputs], copied): found, or built (and the
+ * parameters and the optimizer's state set up by the first). *out belongs to the session; a
+ * build may evict the oldest graph. */
+anvil_status train_graph_for(train_session *ts, const ir_shape *shapes, bool eval,
+                             train_graph **out);
+/* Frees what tg holds (n_bound: how many parameter wrappers it has) and zeroes it. */
+void train_graph_free(train_graph *tg, int n_bound);
+/* How the graphs' sessions run: the configured threads and rewrites, and the tuning database
+ * (online tuning only with one). */
+rt_session_config train_rt_config(const train_session *ts);
+/* n zeroed floats, 64-byte aligned (at least one); free() frees them. NULL: out of memory. */
+float *train_buffer(size_t n);
+/* Frees a tensor made here (rt_tensor_new, or a wrapper of the session's buffers). */
+void train_tensor_free(anvil_tensor *t);
+
+/* ---- optim.c ---- */
+
+/* The update of parameter i from its gradient g scaled by `scale` (clipping), update number
+ * ts->updates (PyTorch's formulas: L2 weight decay into the gradient for SGD and Adam, decoupled
+ * for AdamW; SGD's momentum buffer starts as the first gradient). */
+void train_optim_param(train_session *ts, int i, const float *restrict g, float scale);
+/* One update from whole gradients g[n_params] (clipped to the configured norm first). */
+void train_optim_update(train_session *ts, float *const *g);
+
+/* ---- ckpt.c ---- */
+
+/* A parsed checkpoint. */
 typedef struct train_ckpt train_ckpt;
 /* Applies c to ts (names and sizes checked first: ts is unchanged on failure). */
-anvil_status train_ckpt_apply(anvil_train_session *ts, const train_ckpt *c);
+anvil_status train_ckpt_apply(train_session *ts, const train_ckpt *c);
 void train_ckpt_free(train_ckpt *c);
 /* The steps c records. */
 uint64_t train_ckpt_steps(const train_ckpt *c);

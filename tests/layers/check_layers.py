@@ -24,7 +24,9 @@ MAY_CALL = {
     "runtime": {"runtime", "tune", "kernels", "passes", "ops", "ir", "core"},
     # the training graph: built on the IR with the ops' inference (runtime/infer.c)
     "autodiff": {"autodiff", "runtime", "ops", "ir", "core"},
-    "api": {"api", "autodiff", "runtime", "tune", "kernels", "passes", "onnx", "ops", "ir", "core"},
+    # training sessions: the training graph (autodiff) run as runtime sessions; export writes ONNX
+    "train": {"train", "autodiff", "runtime", "tune", "onnx", "ir", "core"},
+    "api": {"api", "train", "runtime", "tune", "kernels", "passes", "onnx", "ops", "ir", "core"},
 }
 
 
