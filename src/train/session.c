@@ -2,8 +2,9 @@
  * shapes (graphs.c), runs it, and visits its outputs as they are made: the loss, the prediction,
  * the gradients and BatchNormalization's running statistics. The gradients come back as the
  * graph's outputs; where nothing needs them whole, each is applied straight from the graph's
- * arena (optim.c), so a step copies no gradient. Clipping and accumulation need them whole:
- * they are kept (stash, acc) and go through one update at the end of the step. */
+ * arena (optim.c), so a step copies no gradient. Clipping, accumulation and the gradient hook
+ * need them whole: they are kept (stash, acc) and go through one update at the end of the step,
+ * through `update` below: the seam where data parallelism plugs its allreduce in. */
 #include "train_impl.h"
 
 #include "onnx/onnx.h"
@@ -63,6 +64,8 @@ anvil_status train_session_create(const ir_graph *fwd, const train_config *c, tr
     ts->cfg.trainable = NULL;
     ts->cfg.tuning_db = NULL;
     ts->db = c->db;
+    ts->grad_hook = c->grad_hook;
+    ts->grad_hook_arg = c->grad_hook_arg;
     if (c->db && c->fingerprint)
         snprintf(ts->fingerprint, sizeof ts->fingerprint, "%s", c->fingerprint);
     if (c->opt.n_trainable) {
@@ -182,6 +185,19 @@ static anvil_status tune_graph(train_session *ts, train_graph *tg, const anvil_t
     return ANVIL_OK;
 }
 
+/* ---- the seam between a step's gradients and its update ------------------------------------
+ * Every update from whole gradients comes here, once, with g[n_params] complete: the step's own,
+ * or the sum over the micro-steps of an accumulation. The grad hook (train.h) sees them first and
+ * may rewrite them (an allreduce across data-parallel ranks goes here, so that clipping and the
+ * optimizer act on the global gradients); then clipping and the optimizer (optim.c). A hook's
+ * error returns before anything is updated. With no hook, clipping nor accumulation, the update
+ * runs from the graph's outputs as they come instead (visit_output) and never comes here. */
+static anvil_status update(train_session *ts, float *const *g) {
+    if (ts->grad_hook) CORE_TRY(ts->grad_hook(ts->grad_hook_arg, ts->n_params, g, ts->numel));
+    train_optim_update(ts, g);
+    return ANVIL_OK;
+}
+
 static anvil_status run(train_session *ts, size_t n_inputs, const char *const *names,
                         const anvil_tensor *const *inputs, const anvil_tensor *labels, bool train,
                         bool grads, float *loss, anvil_tensor **prediction, tune_request *tune) {
@@ -222,7 +238,7 @@ static anvil_status run(train_session *ts, size_t n_inputs, const char *const *n
             if (!(ts->grads[i] = train_buffer(ts->numel[i]))) return ANVIL_ERR_OUT_OF_MEMORY;
         if (!ts->grads) return ANVIL_ERR_OUT_OF_MEMORY;
     }
-    if (train && !grads && !ts->acc && ts->cfg.clip_norm > 0.0f && !ts->stash) {
+    if (train && !grads && !ts->acc && (ts->cfg.clip_norm > 0.0f || ts->grad_hook) && !ts->stash) {
         ts->stash = core_calloc((size_t)ts->n_params, sizeof *ts->stash);
         for (int i = 0; ts->stash && i < ts->n_params; i++)
             if (!(ts->stash[i] = train_buffer(ts->numel[i]))) return ANVIL_ERR_OUT_OF_MEMORY;
@@ -257,13 +273,14 @@ static anvil_status run(train_session *ts, size_t n_inputs, const char *const *n
     if (st == ANVIL_OK && train && !grads) {
         if (ts->acc) {
             if (++ts->micro == (uint64_t)ts->cfg.accumulate) {
-                train_optim_update(ts, ts->acc);
+                st = update(ts, ts->acc);
+                /* summed gradients go with their update, applied or not */
                 for (int i = 0; i < ts->n_params; i++)
                     memset(ts->acc[i], 0, ts->numel[i] * sizeof(float));
                 ts->micro = 0;
             }
         } else if (ts->stash) {
-            train_optim_update(ts, ts->stash);
+            st = update(ts, ts->stash);
         } else {
             ts->momentum_started = true;
         }

@@ -19,6 +19,17 @@ struct tune_db;
 
 typedef struct anvil_train_session train_session;
 
+/* The seam between a step's gradients and its update: called once per update, after the step's
+ * gradients are complete (summed over the micro-steps when accumulating) and before clipping and
+ * the optimizer read them. grads[i] holds numel[i] floats of parameter i (n parameters, in
+ * train_param_name's order); the hook may rewrite them in place (data parallelism's allreduce).
+ * A status other than ANVIL_OK fails the step with that status, and nothing is updated: the
+ * parameters, the optimizer's state and train_updates stay as they were, and accumulated
+ * gradients are dropped (the run itself happened: train_steps counts it, and BatchNormalization's
+ * running statistics moved). Evaluation and train_run's TRAIN_GRADIENTS never call it. grads and
+ * numel belong to the session and are valid during the call only. */
+typedef anvil_status (*train_grad_hook)(void *arg, int n, float *const *grads, const size_t *numel);
+
 typedef struct train_config {
     /* the public configuration; its strings (trainable, output) are copied, tuning_db is unused
      * (the database comes as db below) */
@@ -26,7 +37,9 @@ typedef struct train_config {
     /* the tuning database the graphs' sessions read (and online tuning writes), or NULL: owned by
      * the session from train_session_create on, also when it fails */
     struct tune_db *db;
-    const char *fingerprint; /* db's hardware fingerprint (copied); unused without db */
+    const char *fingerprint;   /* db's hardware fingerprint (copied); unused without db */
+    train_grad_hook grad_hook; /* called before each update (above); NULL: none */
+    void *grad_hook_arg;       /* grad_hook's first argument, borrowed for the session's life */
 } train_config;
 
 /* A new training session on forward graph fwd, which the session borrows (it must outlive it: it

@@ -30,7 +30,7 @@ struct anvil_train_session {
     float **p;      /* the parameters */
     float **m, **v; /* Adam's moments, or m: SGD's momentum buffer */
     float **acc;    /* summed gradients while accumulating (accumulate > 1) */
-    float **stash;  /* the step's gradients, where clipping needs them all before the update */
+    float **stash;  /* the step's gradients, where clipping or the hook needs them all at once */
     float **grads;  /* TRAIN_GRADIENTS' gradients (allocated by its first run) */
     bool have_grads;
     int n_state; /* BatchNormalization's running statistics, updated by each step */
@@ -41,6 +41,8 @@ struct anvil_train_session {
     bool momentum_started;
     train_graph graphs[TRAIN_MAX_GRAPHS];
     int n_graphs;
+    train_grad_hook grad_hook; /* train_config's: called before each update; NULL: none */
+    void *grad_hook_arg;
     tune_db *db; /* owned; NULL: none */
     char fingerprint[TUNE_FINGERPRINT_MAX];
     /* a checkpoint loaded before the parameters were set up, applied by init_params (owned) */
