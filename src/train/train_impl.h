@@ -8,6 +8,7 @@
 
 #include "autodiff/autodiff.h"
 #include "runtime/runtime.h"
+#include "tune/tune.h"
 
 #define TRAIN_MAX_GRAPHS 4
 
