@@ -1,4 +1,4 @@
-# Training (src/autodiff, src/api/train.c, `anvil train`): tests/train/digits.py trains a small
+# Training (src/autodiff, src/train, `anvil train`): tests/train/digits.py trains a small
 # CNN on scikit-learn's digits to >= 97% test accuracy and checks the exported model against
 # ONNX Runtime; tests/train/check_cli.py resumes from checkpoints and feeds bad input;
 # tests/train/check_grads.py checks every gradient rule against finite differences

@@ -29,9 +29,13 @@ MAY_CALL = {
     "autodiff": {"autodiff", "runtime/infer.c", "ops", "ir", "core"},
     # measured selection's drivers: offline tuning, the in-model check, timing sessions
     "autotune": {"autotune", "runtime", "tune", "kernels", "passes", "ops", "ir", "core"},
+    # training sessions: the training graph (autodiff) run as runtime sessions, tuned offline
+    # (autotune); export writes ONNX
+    "train": {"train", "autodiff", "autotune", "runtime", "tune", "onnx", "ir", "core"},
     # anvil compile: a session's plan written out as C
     "emit": {"emit", "runtime", "tune", "kernels", "ops", "ir", "core"},
-    "api": {"api", "autotune", "emit", "autodiff", "runtime", "tune", "kernels", "passes", "onnx", "ops", "ir", "core"},
+    "api": {"api", "train", "autotune", "emit", "runtime", "tune", "kernels", "passes", "onnx",
+            "ops", "ir", "core"},
     # loading a model: in the loader library, which holds no more than these (CMakeLists.txt)
     "api/model.c": {"onnx", "runtime/infer.c", "ops", "ir", "core"},
     # the anvil CLI: the public API, src/api/api.h's internal API, and core's utilities

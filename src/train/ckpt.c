@@ -87,9 +87,7 @@ static void put64(out_buf *b, uint64_t v) {
     put(b, &v, 8);
 }
 
-anvil_status anvil_train_save(const anvil_train_session *ts, const char *path) {
-    API_CHECK(ts && path, "anvil_train_save: session and path are required");
-    API_CHECK(ts->n_params > 0, "anvil_train_save: nothing to save yet (run a step first)");
+anvil_status train_save(const train_session *ts, const char *path) {
     out_buf b = {0};
     const uint32_t has[3] = {ts->m != NULL, ts->v != NULL, ts->acc != NULL};
     put(&b, CKPT_MAGIC, 8);
@@ -267,7 +265,7 @@ static anvil_status parse(const char *path, const unsigned char *p, size_t n, tr
     return ANVIL_OK;
 }
 
-anvil_status train_ckpt_apply(anvil_train_session *ts, const train_ckpt *c) {
+anvil_status train_ckpt_apply(train_session *ts, const train_ckpt *c) {
     if (c->n != (uint32_t)ts->n_params || c->optimizer != (uint32_t)ts->cfg.optimizer ||
         c->has[0] != (ts->m != NULL) || c->has[1] != (ts->v != NULL) ||
         c->has[2] != (ts->acc != NULL))
@@ -309,8 +307,7 @@ anvil_status train_ckpt_apply(anvil_train_session *ts, const train_ckpt *c) {
     return ANVIL_OK;
 }
 
-anvil_status anvil_train_load(anvil_train_session *ts, const char *path) {
-    API_CHECK(ts && path, "anvil_train_load: session and path are required");
+anvil_status train_load(train_session *ts, const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return core_err(ANVIL_ERR_IO, "cannot open checkpoint '%s': %s", path, strerror(errno));
     unsigned char *p = NULL;
