@@ -612,6 +612,10 @@ typedef struct anvil_tuning_record {
     const char *fingerprint; /* the machine it was measured on */
     const char *variant;     /* the implementation that won */
     double median_ns;        /* its median time per run */
+    const char *params;      /* the winner's parameters ("" for its defaults) */
+    double max_err;          /* its largest difference from the reference kernel's output */
+    int64_t unix_time;       /* when it was measured */
+    const char *source;      /* "offline", "online", ... */
 } anvil_tuning_record;
 /* Calls fn for every record, ordered by key then fingerprint; arg is passed through. Stops at
  * the first status fn returns other than ANVIL_OK and returns it. */

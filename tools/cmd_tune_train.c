@@ -5,7 +5,6 @@
 #include "cmd_tune.h"
 
 #include "api/api.h"
-#include "tune/tune.h"
 #include "train_common.h"
 
 #include <cjson/cJSON.h>
@@ -19,9 +18,16 @@
  * "rewrite|train_conv|<the forward Conv's problem>|t=<threads>". */
 static const char group_prefix[] = "rewrite|train_conv|";
 
-static bool is_group(const tune_record *r) {
+static bool is_group(const anvil_tuning_record *r) {
     return !strncmp(r->key, group_prefix, sizeof group_prefix - 1);
 }
+
+/* A record kept past anvil_tuning_db_foreach's call (strings owned). */
+typedef struct saved_record {
+    char *key, *variant, *params;
+    double median_ns, max_err;
+    bool group;
+} saved_record;
 
 /* What this run wrote: the records of this machine that were not in the database before it,
  * or have changed (the training API reports a count, not the records). A record is known by a
@@ -31,11 +37,11 @@ typedef struct train_records {
     uint64_t *before; /* owned, sorted: the hashes before the run */
     size_t n_before, cap_before;
     bool after;
-    tune_record *recs; /* owned: what the run wrote */
+    saved_record *recs; /* owned: what the run wrote */
     int n, cap, groups;
 } train_records;
 
-static uint64_t record_hash(const tune_record *r) {
+static uint64_t record_hash(const anvil_tuning_record *r) {
     uint64_t h = 1469598103934665603ull, bits;
     for (const char *p = r->key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
     memcpy(&bits, &r->median_ns, sizeof bits);
@@ -48,7 +54,7 @@ static int cmp_u64(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-static anvil_status collect_record(const tune_record *r, void *arg) {
+static anvil_status collect_record(const anvil_tuning_record *r, void *arg) {
     train_records *c = arg;
     if (strcmp(r->fingerprint, c->fingerprint)) return ANVIL_OK;
     uint64_t h = record_hash(r);
@@ -66,14 +72,35 @@ static anvil_status collect_record(const tune_record *r, void *arg) {
     if (c->n_before && bsearch(&h, c->before, c->n_before, sizeof h, cmp_u64)) return ANVIL_OK;
     if (c->n == c->cap) {
         const int cap = c->cap ? 2 * c->cap : 64;
-        tune_record *p = realloc(c->recs, (size_t)cap * sizeof *p);
+        saved_record *p = realloc(c->recs, (size_t)cap * sizeof *p);
         if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
         c->recs = p;
         c->cap = cap;
     }
-    c->recs[c->n++] = *r;
-    c->groups += is_group(r);
+    saved_record *k = &c->recs[c->n];
+    *k = (saved_record){strdup(r->key), strdup(r->variant), strdup(r->params),
+                        r->median_ns,   r->max_err,         is_group(r)};
+    if (!k->key || !k->variant || !k->params) {
+        free(k->key);
+        free(k->variant);
+        free(k->params);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    c->n++;
+    c->groups += k->group;
     return ANVIL_OK;
+}
+
+static int cmp_double(const void *x, const void *y) {
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The median of t[0..n) (sorted in place); 0 for none. */
+static double median(double *t, int n) {
+    if (n <= 0) return 0;
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
 /* Median ms per training step of two sessions, the cascade's (no database) and the database's,
@@ -107,8 +134,8 @@ static anvil_status time_steps(const tune_args *a, const anvil_model *m,
     }
     if (progress) fprintf(stderr, "\r\033[K");
     if (st == ANVIL_OK) {
-        tune_summarize(t, runs, cascade_ms, NULL, NULL);
-        tune_summarize(t + runs, runs, tuned_ms, NULL, NULL);
+        *cascade_ms = median(t, runs);
+        *tuned_ms = median(t + runs, runs);
     }
     anvil_train_session_free(s[0]);
     anvil_train_session_free(s[1]);
@@ -131,7 +158,7 @@ typedef struct train_report {
 
 /* A group's layer as the key tells it: the forward Conv's shapes and the key's flags (fields
  * without '=', e.g. "no dx": a first layer, whose input needs no gradient). */
-static const char *group_layer(const tune_record *r, char *buf, size_t cap) {
+static const char *group_layer(const saved_record *r, char *buf, size_t cap) {
     buf[0] = 0;
     for (const char *f = r->key + sizeof group_prefix - 1; *f;) {
         const size_t n = strcspn(f, "|");
@@ -155,8 +182,8 @@ static void train_print_text(const tune_args *a, const train_report *r) {
         printf("grouped choices (a conv layer's forward, input-gradient and weight-gradient "
                "passes, decided together):\n");
     for (int i = 0; i < c->n; i++) {
-        char layer[TUNE_KEY_MAX];
-        if (is_group(&c->recs[i]))
+        char layer[1024];
+        if (c->recs[i].group)
             printf("  %-7s %9.3f ms  %s\n", c->recs[i].variant, c->recs[i].median_ns / 1e6,
                    group_layer(&c->recs[i], layer, sizeof layer));
     }
@@ -164,8 +191,8 @@ static void train_print_text(const tune_args *a, const train_report *r) {
         printf("the database had every problem of this training graph (anvil db show lists "
                "them; --db another file measures them again)\n");
     for (int i = 0; a->verbose && i < c->n; i++) {
-        const tune_record *rec = &c->recs[i];
-        if (is_group(rec)) continue;
+        const saved_record *rec = &c->recs[i];
+        if (rec->group) continue;
         printf("  %-34s %-24s %10.3f ms  %s\n", rec->variant, rec->params, rec->median_ns / 1e6,
                rec->key);
     }
@@ -192,10 +219,10 @@ static int train_print_json(const tune_args *a, const train_report *r) {
     cJSON *groups = cJSON_AddArrayToObject(root, "grouped_choices");
     cJSON *winners = cJSON_AddArrayToObject(root, "winners");
     for (int i = 0; i < c->n; i++) {
-        const tune_record *rec = &c->recs[i];
+        const saved_record *rec = &c->recs[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "key", rec->key);
-        if (is_group(rec)) {
+        if (rec->group) {
             cJSON_AddStringToObject(o, "choice", rec->variant);
             cJSON_AddNumberToObject(o, "median_ms", rec->median_ns / 1e6);
             cJSON_AddItemToArray(groups, o);
@@ -227,17 +254,17 @@ static int train_print_json(const tune_args *a, const train_report *r) {
 int cli_tune_train(tune_args *a, const char *db_path) {
     anvil_model *m = NULL;
     anvil_train_session *ts = NULL;
-    tune_db *db = NULL;
+    anvil_tuning_db *db = NULL;
     cli_dataset d = {0};
     anvil_tensor *batch[65] = {NULL};
     const char **names = NULL;
     int64_t *idx = NULL;
-    char fp[TUNE_FINGERPRINT_MAX], desc[256] = "";
+    char fp[ANVIL_TUNING_FINGERPRINT_MAX], desc[256] = "";
     train_records recs = {.fingerprint = fp};
     train_report rep = {.db_path = db_path, .fp = fp, .batch_desc = desc, .recs = &recs};
     anvil_status st = anvil_model_load(a->model, &m);
-    if (st == ANVIL_OK) st = tune_fingerprint(fp, sizeof fp);
-    if (st == ANVIL_OK) st = tune_db_open(db_path, &db);
+    if (st == ANVIL_OK) st = anvil_tuning_fingerprint(fp, sizeof fp);
+    if (st == ANVIL_OK) st = anvil_tuning_db_open(db_path, &db);
     if (st == ANVIL_OK) st = cli_dataset_load(a->data, m, a->labels, &d);
     const size_t n_in = m ? anvil_model_input_count(m) : 0;
     if (st == ANVIL_OK && n_in > 64)
@@ -281,7 +308,7 @@ int cli_tune_train(tune_args *a, const char *db_path) {
                 "tuning the training graph for batch %s (forward, backward and grouped "
                 "choices; no progress until it is done)...",
                 desc);
-    if (st == ANVIL_OK) st = tune_db_foreach(db, collect_record, &recs);
+    if (st == ANVIL_OK) st = anvil_tuning_db_foreach(db, collect_record, &recs);
     if (recs.n_before) qsort(recs.before, recs.n_before, sizeof *recs.before, cmp_u64);
     recs.after = true;
     const uint64_t t0 = core_now_ns();
@@ -292,7 +319,7 @@ int cli_tune_train(tune_args *a, const char *db_path) {
     rep.seconds = (double)(core_now_ns() - t0) / 1e9;
     if (progress) fprintf(stderr, "\r\033[K");
     anvil_train_session_free(ts);
-    if (st == ANVIL_OK) st = tune_db_foreach(db, collect_record, &recs);
+    if (st == ANVIL_OK) st = anvil_tuning_db_foreach(db, collect_record, &recs);
     if (st == ANVIL_OK && a->runs > 0)
         st = time_steps(a, m, &cfg, db_path, n_in, names, (const anvil_tensor *const *)batch,
                         &rep.cascade_ms, &rep.tuned_ms);
@@ -304,12 +331,17 @@ int cli_tune_train(tune_args *a, const char *db_path) {
     else
         train_print_text(a, &rep);
     for (size_t i = 0; i <= n_in && i < 65; i++) anvil_tensor_free(batch[i]);
+    for (int i = 0; i < recs.n; i++) {
+        free(recs.recs[i].key);
+        free(recs.recs[i].variant);
+        free(recs.recs[i].params);
+    }
     free(recs.recs);
     free(recs.before);
     free(names);
     free(idx);
     cli_dataset_free(&d);
-    tune_db_close(db);
+    anvil_tuning_db_close(db);
     anvil_model_free(m);
     return code;
 }

@@ -57,7 +57,8 @@ typedef struct db_foreach_ctx {
 
 static anvil_status db_foreach_one(const tune_record *r, void *arg) {
     const db_foreach_ctx *c = arg;
-    anvil_tuning_record rec = {r->key, r->fingerprint, r->variant, r->median_ns};
+    anvil_tuning_record rec = {r->key,    r->fingerprint, r->variant,   r->median_ns,
+                               r->params, r->max_err,     r->unix_time, r->source};
     return c->fn(&rec, c->arg);
 }
 
