@@ -2,8 +2,9 @@
  * run them and read their plans and traces (runtime/plan.h), and write what they measure to the
  * tuning database (src/tune). offline.c is `anvil tune` (every distinct problem of a graph, then
  * the measured rewrites' groups), in_model.c checks the winners inside the model, alternate.c
- * times sessions against each other. The online tuner (BestOf while a session serves) runs
- * inside the executor and lives with the runtime. */
+ * times sessions against each other. The online tuner (BestOf while a session serves) is not a
+ * driver of sessions but runs inside them: its tuners are tune/online.c and tune/race.c, the
+ * runtime's side of them runtime/online_steps.c and online_group.c. */
 #ifndef ANVIL_AUTOTUNE_H
 #define ANVIL_AUTOTUNE_H
 

@@ -8,7 +8,9 @@
  * with the lowest median wins (the rule's, "tuned", unless beaten by more than 1%), the other
  * choices' states are released, and the decision goes to the database under the same key the
  * offline tuner writes ("rewrite|train_conv|<key>|t=<threads>", source "online"). Outputs stay
- * right while it tries: every choice's variants are checked kernels computing the same pass. */
+ * right while it tries: every choice's variants are checked kernels computing the same pass.
+ * The score (rounds, medians, the winner) is tune/race.c's; this file keeps the member steps and
+ * their prepared alternatives, and writes the decision. */
 #include "session_impl.h"
 
 #include <stdio.h>
@@ -16,18 +18,11 @@
 #include <string.h>
 #include <time.h>
 
-#define OG_MAX_ROUNDS 64
-
 struct rt_ogroup {
     char key[TUNE_KEY_MAX];
     const char *const *choice_names; /* static, as the layer group's */
-    int n_choices;
-    int current;     /* the choice this run takes */
-    int round;       /* rounds completed */
-    int rounds;      /* rounds before locking */
-    uint64_t acc_ns; /* this run's member time */
-    double times[RT_OGROUP_MAX_CHOICES][OG_MAX_ROUNDS];
-    int n_members; /* steps that point here */
+    tune_race *race;                 /* owned: the choices' score (tune/race.c) */
+    int n_members;                   /* steps that point here */
 };
 
 rt_ogroup *rt_ogroup_find(rt_plan *p, const char *key) {
@@ -45,8 +40,10 @@ anvil_status rt_ogroup_new(rt_plan *p, const char *key, const char *const *choic
     if (!og) return ANVIL_ERR_OUT_OF_MEMORY;
     snprintf(og->key, sizeof og->key, "%s", key);
     og->choice_names = choice_names;
-    og->n_choices = n_choices < RT_OGROUP_MAX_CHOICES ? n_choices : RT_OGROUP_MAX_CHOICES;
-    og->rounds = rounds < 1 ? 1 : rounds > OG_MAX_ROUNDS ? OG_MAX_ROUNDS : rounds;
+    if (tune_race_new(n_choices, rounds, &og->race) != ANVIL_OK) {
+        free(og);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
     p->ogroups[p->n_ogroups++] = og;
     *out = og;
     return ANVIL_OK;
@@ -58,11 +55,11 @@ void rt_ogroup_join(rt_ogroup *og, rt_step *stp) {
 }
 
 const rt_alt *rt_ogroup_current(const rt_step *stp) {
-    return &stp->alts[stp->ogroup->current];
+    return &stp->alts[tune_race_current(stp->ogroup->race)];
 }
 
 void rt_ogroup_sample(rt_step *stp, uint64_t ns) {
-    stp->ogroup->acc_ns += ns;
+    tune_race_sample(stp->ogroup->race, ns);
 }
 
 static void alt_release(rt_alt *a) {
@@ -77,28 +74,6 @@ void rt_step_alts_free(rt_step *stp) {
     stp->alts = NULL;
 }
 
-static double median(double *v, int n) {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
-}
-
-static int winner_of(rt_ogroup *og, double *ms) {
-    int best = 0;
-    for (int c = 0; c < og->n_choices; c++) {
-        double tmp[OG_MAX_ROUNDS];
-        memcpy(tmp, og->times[c], sizeof(double) * (size_t)og->round);
-        ms[c] = median(tmp, og->round) / 1e6;
-        if (ms[c] < ms[best]) best = c;
-    }
-    /* choice 0 is the rule's: it stays unless beaten by more than 1% */
-    return ms[0] <= ms[best] * 1.01 ? 0 : best;
-}
-
 static anvil_status put_record(const rt_session *s, const rt_ogroup *og, int w, double ms) {
     if (!s->cfg.db) return ANVIL_OK;
     tune_record rec;
@@ -108,7 +83,7 @@ static anvil_status put_record(const rt_session *s, const rt_ogroup *og, int w, 
     snprintf(rec.fingerprint, sizeof rec.fingerprint, "%s", s->cfg.fingerprint);
     snprintf(rec.variant, sizeof rec.variant, "%s", og->choice_names[w]);
     rec.median_ns = ms * 1e6;
-    rec.reps = og->round;
+    rec.reps = tune_race_rounds(og->race);
     snprintf(rec.source, sizeof rec.source, "online");
     rec.unix_time = (int64_t)time(NULL);
     return tune_db_put(s->cfg.db, &rec);
@@ -118,15 +93,9 @@ anvil_status rt_ogroups_after_run(const rt_session *s, rt_plan *p) {
     anvil_status st = ANVIL_OK;
     for (int i = 0; i < p->n_ogroups; i++) {
         rt_ogroup *og = p->ogroups[i];
-        if (og->round >= og->rounds) continue; /* locked */
-        og->times[og->current][og->round] = (double)og->acc_ns;
-        og->acc_ns = 0;
-        if (++og->current < og->n_choices) continue;
-        og->current = 0;
-        if (++og->round < og->rounds) continue;
-        double ms[RT_OGROUP_MAX_CHOICES];
-        const int w = winner_of(og, ms);
-        og->current = w;
+        double ms = 0;
+        const int w = tune_race_after_run(og->race, &ms);
+        if (w < 0) continue;
         for (int32_t k = 0; k < p->n_steps; k++) {
             rt_step *stp = &p->steps[k];
             if (stp->ogroup != og) continue;
@@ -141,7 +110,7 @@ anvil_status rt_ogroups_after_run(const rt_session *s, rt_plan *p) {
             stp->ogroup = NULL;
             rt_step_alts_free(stp);
         }
-        anvil_status ps = put_record(s, og, w, ms[w]);
+        anvil_status ps = put_record(s, og, w, ms);
         if (st == ANVIL_OK) st = ps;
     }
     return st;
@@ -149,12 +118,15 @@ anvil_status rt_ogroups_after_run(const rt_session *s, rt_plan *p) {
 
 int rt_ogroups_pending(const rt_plan *p) {
     int k = 0;
-    for (int i = 0; i < p->n_ogroups; i++) k += p->ogroups[i]->round < p->ogroups[i]->rounds;
+    for (int i = 0; i < p->n_ogroups; i++) k += !tune_race_done(p->ogroups[i]->race);
     return k;
 }
 
 void rt_ogroups_free(rt_plan *p) {
-    for (int i = 0; i < p->n_ogroups; i++) free(p->ogroups[i]);
+    for (int i = 0; i < p->n_ogroups; i++) {
+        tune_race_free(p->ogroups[i]->race);
+        free(p->ogroups[i]);
+    }
     free(p->ogroups);
     p->ogroups = NULL;
     p->n_ogroups = 0;

@@ -62,7 +62,7 @@ void rt_plan_free(rt_plan *p) {
     for (int32_t i = 0; i < p->n_steps; i++) {
         rt_step *st = &p->steps[i];
         if (st->state && st->variant->release) st->variant->release(st->state);
-        rt_online_free(st->online);
+        tune_online_free(st->online);
         rt_step_alts_free(st);
         free(st->in);
         free(st->out);

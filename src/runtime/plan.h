@@ -17,8 +17,6 @@ typedef struct rt_loc {
     const void *ptr; /* LOC_CONST */
 } rt_loc;
 
-typedef struct rt_online rt_online;
-
 /* One choice of a training layer's grouped choice, prepared for a member step while the online
  * tuner tries the choices (online_group.c). */
 typedef struct rt_alt {
@@ -28,16 +26,16 @@ typedef struct rt_alt {
     bool fusion_after;
     void *state; /* owned until the group locks */
 } rt_alt;
-#define RT_OGROUP_MAX_CHOICES 3
+#define RT_OGROUP_MAX_CHOICES TUNE_RACE_MAX_CHOICES
 typedef struct rt_ogroup rt_ogroup;
 
 typedef struct rt_step {
     int32_t node;
     const kern_variant *variant;
-    kern_config config; /* the variant's parameters (all 0: its defaults) */
-    int threads;        /* threads the node runs on; 0: all of the session's */
-    tune_why why;       /* where the choice came from, for --explain */
-    rt_online *online;  /* non-NULL while the online tuner is still choosing (online.c) */
+    kern_config config;  /* the variant's parameters (all 0: its defaults) */
+    int threads;         /* threads the node runs on; 0: all of the session's */
+    tune_why why;        /* where the choice came from, for --explain */
+    tune_online *online; /* non-NULL while the online tuner is still choosing (tune/online.c) */
     /* While a training layer's grouped choice is tried online (online_group.c): its group
      * (owned by the plan) and this step's variant under each choice [RT_OGROUP_MAX_CHOICES]
      * (owned); NULL otherwise. */

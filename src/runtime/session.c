@@ -376,7 +376,7 @@ static anvil_status run_variant_step(rt_session *s, run_frame *rf, int32_t i) {
     void *state = stp->state;
     bool fusion_after = stp->fusion_after;
     int threads = stp->threads;
-    if (stp->online) rt_online_current(stp->online, &v, &state, &fusion_after, &threads);
+    if (stp->online) tune_online_current(stp->online, &v, &state, &fusion_after, &threads);
     if (stp->ogroup) {
         const rt_alt *a = rt_ogroup_current(stp);
         v = a->v;
@@ -392,7 +392,7 @@ static anvil_status run_variant_step(rt_session *s, run_frame *rf, int32_t i) {
     s->ctx.threads = 0;
     if (st != ANVIL_OK) return st;
     uint64_t t1 = timed ? core_now_ns() : 0;
-    if (stp->online) rt_online_sample(stp->online, t1 - t0);
+    if (stp->online) tune_online_sample(stp->online, t1 - t0);
     if (stp->ogroup) rt_ogroup_sample(stp, t1 - t0);
     if (s->cfg.profiling) {
         const kern_variant *d = kern_delegate(v, state);

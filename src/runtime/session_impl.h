@@ -138,26 +138,17 @@ void rt_step_alts_free(rt_step *stp);
 /* Whether v is one of the vendor family's variants (oneDNN, OpenBLAS, BLIS). */
 bool rt_variant_is_vendor(const kern_variant *v);
 
-/* ---- online tuning (online.c) ------------------------------------------------------------
- */
+/* ---- online tuning: the steps' tuners (online_steps.c; the tuner itself is tune/online.c) --- */
 
 /* At plan time, for a step whose problem the database lacks (p: the plan being made, whose
- * earlier steps with the same problem it joins): candidates checked against the
- * cascade and prepared; sets stp->online (or leaves it NULL when there is nothing to choose
- * between) and raises stp->workspace to the largest candidate's. kn as for prepare; its copied
- * bits become those every candidate copied. */
+ * earlier steps' tuners it may join): sets stp->online (or leaves it NULL when there is nothing
+ * to choose between) and raises stp->workspace to the largest candidate's. */
 anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_node *kn,
                              rt_step *stp);
-/* The candidate the step runs this time. */
-void rt_online_current(const rt_online *on, const kern_variant **v, void **state,
-                       bool *fusion_after, int *threads);
-/* Records that candidate's time in this run. */
-void rt_online_sample(rt_online *on, uint64_t ns);
-/* After a successful run: moves every tuning step to its next candidate, prunes at round ends
- * and locks the winners (writing them to s->cfg.db when set). */
+/* After a successful run: every tuning step to its next candidate, pruning at round ends, the
+ * winners locked into their steps (and written to s->cfg.db when set). */
 anvil_status rt_online_after_run(const rt_session *s, rt_plan *p);
 /* Steps of p still tuning. */
 int rt_online_pending(const rt_plan *p);
-void rt_online_free(rt_online *on);
 
 #endif

@@ -317,4 +317,64 @@ anvil_status tune_lookup(tune_db *db, const char *fingerprint, const kern_node *
 void tune_record_of(const tune_problem *problem, const char *fingerprint,
                     const tune_candidate *winner, const char *source, tune_record *rec);
 
+/* ---- online tuning: one step's BestOf tuner (online.c) -------------------------------------- */
+
+typedef struct tune_online tune_online;
+typedef struct tune_online_opts {
+    core_pool *pool;     /* borrowed: the plan-time check runs' threads */
+    int rounds;          /* rounds before the fastest is locked */
+    int prune_after;     /* rounds before pruning starts; <= 0: 1 */
+    double prune_factor; /* slower than the best by more than this drops out; <= 1: 1.3 */
+    bool keep_all;       /* tests: no cut on the check run's time (rt_test_online_keep_all) */
+} tune_online_opts;
+
+/* A tuner for the step of node kn (as for prepare; kn->copied, when set, receives the bits every
+ * candidate copied): every applicable variant at its defaults, on each thread count, checked
+ * against the cascade's choice and prepared. peers[0..n_peers) are the tuners made before in the
+ * same plan (borrowed): a step with the same problem as one of them checks only what that one
+ * kept, and joins it (one decision) when it offers the same candidates. *out (owned by the
+ * caller, tune_online_free) is NULL when there is nothing to choose between; *workspace is raised
+ * to the largest candidate's. */
+anvil_status tune_online_setup(const tune_online_opts *o, const kern_node *kn,
+                               tune_online *const *peers, int n_peers, tune_online **out,
+                               size_t *workspace);
+void tune_online_free(tune_online *on);
+/* The candidate the step runs this time (state borrowed). */
+void tune_online_current(const tune_online *on, const kern_variant **v, void **state,
+                         bool *fusion_after, int *threads);
+/* That candidate's time in this run (a member's goes to its leader). */
+void tune_online_sample(tune_online *on, uint64_t ns);
+/* After a run, for every tuner: a leader moves to its next candidate, prunes at a round's end and
+ * decides to lock (members: no-op). Then tune_online_follow for every tuner: the leader's cursor
+ * and pruning (dropped candidates' states released); returns the winner when its group locks,
+ * else -1. Members must follow before their leader is freed. */
+void tune_online_advance(tune_online *on);
+int tune_online_follow(tune_online *on);
+bool tune_online_is_member(const tune_online *on);
+/* Candidate w's choice (why ONLINE) and prepared state, which moves to the caller. */
+void tune_online_take(tune_online *on, int w, tune_choice *choice, void **state,
+                      bool *fusion_after);
+/* A leader's record of its winner w (source "online"); false for a member, which writes none. */
+bool tune_online_record(const tune_online *on, int w, const char *fingerprint, tune_record *rec);
+
+/* ---- a race between a few choices over real runs (race.c) ------------------------------------ */
+
+#define TUNE_RACE_MAX_CHOICES 3
+typedef struct tune_race tune_race;
+/* n_choices (clamped to 1..TUNE_RACE_MAX_CHOICES; choice 0 is the rule's) raced for `rounds`
+ * rounds (clamped to 1..64). *out owned by the caller (tune_race_free). */
+anvil_status tune_race_new(int n_choices, int rounds, tune_race **out);
+void tune_race_free(tune_race *r);
+/* The choice this run takes. */
+int tune_race_current(const tune_race *r);
+/* Adds a member's time in this run to the current choice's sample. */
+void tune_race_sample(tune_race *r, uint64_t ns);
+/* After a run: the run's sample recorded, the next choice taken; the winner (the lowest median,
+ * choice 0 unless beaten by more than 1%) when the last round ends now, with its median in
+ * *winner_ms; else -1 (also once done). */
+int tune_race_after_run(tune_race *r, double *winner_ms);
+bool tune_race_done(const tune_race *r);
+/* Rounds completed. */
+int tune_race_rounds(const tune_race *r);
+
 #endif

@@ -12,8 +12,13 @@
  *
  * The search is the offline one's first level only (variants x threads, not their parameters):
  * a session cannot afford hundreds of runs per node, and a locked winner's parameters are what
- * `anvil tune` refines later. */
-#include "session_impl.h"
+ * `anvil tune` refines later.
+ *
+ * This file is the tuner of one step, and knows nothing of sessions: the runtime makes one per
+ * step at plan time, asks it which candidate to run, hands it each run's time, and after each run
+ * advances the leaders, lets every tuner follow its leader and takes the winner out of the ones
+ * that locked (runtime/plan.c, session.c). */
+#include "tune/tune.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,7 +30,7 @@
 /* The most candidates a node tries online. */
 #define ONLINE_MAX_CANDIDATES 6
 
-struct rt_online {
+struct tune_online {
     tune_problem problem;
     tune_candidate *c; /* [n] */
     int n;
@@ -39,16 +44,16 @@ struct rt_online {
     /* Steps with the same problem and the same candidates decide together: a member's times
      * go to its leader (pooled, so a model's repeated blocks tune as fast as one), and it
      * follows the leader's cursor, pruning and winner. NULL for a leader. */
-    rt_online *leader;
+    tune_online *leader;
     int lock_at; /* a leader's winner while after_run locks its group; -1 otherwise */
 };
 
-static void drop(rt_online *on, int i) {
+static void drop(tune_online *on, int i) {
     if (on->state[i] && on->c[i].v->release) on->c[i].v->release(on->state[i]);
     on->state[i] = NULL;
 }
 
-void rt_online_free(rt_online *on) {
+void tune_online_free(tune_online *on) {
     if (!on) return;
     for (int i = 0; i < on->n; i++) drop(on, i);
     free(on->c);
@@ -58,14 +63,14 @@ void rt_online_free(rt_online *on) {
     free(on);
 }
 
-static int alive(const rt_online *on) {
+static int alive(const tune_online *on) {
     int k = 0;
     for (int i = 0; i < on->n; i++) k += on->c[i].state == TUNE_CAND_ALIVE;
     return k;
 }
 
 /* The next live candidate after i (cyclic); -1 if none. */
-static int next_alive(const rt_online *on, int i) {
+static int next_alive(const tune_online *on, int i) {
     for (int k = 1; k <= on->n; k++) {
         int j = (i + k) % on->n;
         if (on->c[j].state == TUNE_CAND_ALIVE) return j;
@@ -79,15 +84,17 @@ static bool same_candidate(const tune_candidate *a, const tune_candidate *b) {
 }
 
 /* Whether a and b offer the same candidates in the same order. */
-static bool same_candidates(const rt_online *a, const rt_online *b) {
+static bool same_candidates(const tune_online *a, const tune_online *b) {
     if (a->n != b->n || strcmp(a->problem.key, b->problem.key)) return false;
     for (int i = 0; i < a->n; i++)
         if (!same_candidate(&a->c[i], &b->c[i])) return false;
     return true;
 }
 
-anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_node *kn,
-                             rt_step *stp) {
+anvil_status tune_online_setup(const tune_online_opts *o, const kern_node *kn,
+                               tune_online *const *peers, int n_peers, tune_online **out,
+                               size_t *workspace) {
+    *out = NULL;
     tune_problem pr;
     if (tune_problem_of(kn, &pr) != ANVIL_OK) {
         core_err_clear(); /* not tunable: the step keeps its choice */
@@ -101,10 +108,10 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
         core_err_clear();
         return ANVIL_OK;
     }
-    rt_online *on = core_calloc(1, sizeof *on);
+    tune_online *on = core_calloc(1, sizeof *on);
     anvil_status st = on ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
     tune_profiler *chk = NULL;
-    tune_profile_opts po = {.pool = s->pool, .oracle = cascade};
+    tune_profile_opts po = {.pool = o->pool, .oracle = cascade};
     if (st == ANVIL_OK) {
         on->problem = pr;
         on->c = core_calloc((size_t)n_all + 1, sizeof *on->c);
@@ -118,11 +125,9 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
      * one kept (the others were cut there already): a model's repeated blocks then pay the
      * check runs of all the variants once, not once per block (BERT-base at 2 threads, its 72
      * MatMuls in 4 problems: the session's first run took 23.6 s). */
-    const rt_online *lead = NULL;
-    for (int32_t j = 0; j < p->n_steps && !lead; j++) {
-        const rt_online *o = p->steps[j].online;
-        if (o && !o->leader && !strcmp(o->problem.key, pr.key)) lead = o;
-    }
+    const tune_online *lead = NULL;
+    for (int j = 0; j < n_peers && !lead; j++)
+        if (!peers[j]->leader && !strcmp(peers[j]->problem.key, pr.key)) lead = peers[j];
     /* Candidates at their defaults that pass the check and whose check run took at most twice
      * the cascade's (so that no run while tuning is much slower than an untuned one), prepared
      * for real. A constant may only be let go if every candidate copied it. */
@@ -141,22 +146,22 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
     }
     /* A step with the same problem as an earlier one joins it (one decision for both) when
      * every candidate of the earlier one passed the check here too; its list, in its order. */
-    const rt_online *leader = NULL;
+    const tune_online *leader = NULL;
     int *pick = core_calloc((size_t)n_all + 1, sizeof *pick);
     int n_pick = 0;
     if (!pick && st == ANVIL_OK) st = ANVIL_ERR_OUT_OF_MEMORY;
-    for (int32_t j = 0; st == ANVIL_OK && j < p->n_steps && !leader; j++) {
-        const rt_online *o = p->steps[j].online;
-        if (!o || o->leader || strcmp(o->problem.key, pr.key)) continue;
+    for (int j = 0; st == ANVIL_OK && j < n_peers && !leader; j++) {
+        const tune_online *q = peers[j];
+        if (q->leader || strcmp(q->problem.key, pr.key)) continue;
         n_pick = 0;
-        for (int k = 0; k < o->n; k++) {
+        for (int k = 0; k < q->n; k++) {
             int found = -1;
             for (int i = 0; i < n_all && found < 0; i++)
-                if (all[i].state == TUNE_CAND_ALIVE && same_candidate(&all[i], &o->c[k])) found = i;
+                if (all[i].state == TUNE_CAND_ALIVE && same_candidate(&all[i], &q->c[k])) found = i;
             if (found < 0) break;
             pick[n_pick++] = found;
         }
-        if (n_pick == o->n) leader = o;
+        if (n_pick == q->n) leader = q;
     }
     /* Otherwise its own: the check's warm run is a first, single-sample estimate, enough to
      * leave out what is far behind (more than ONLINE_FIRST_CUT x the best, or twice the
@@ -165,7 +170,7 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
     if (!leader) {
         double limit = best_ns * ONLINE_FIRST_CUT;
         if (cascade_ns > 0 && 2 * cascade_ns < limit) limit = 2 * cascade_ns;
-        if (s->cfg.online_keep_all) limit = 0;
+        if (o->keep_all) limit = 0;
         n_pick = 0;
         for (int i = 0; pick && i < n_all; i++)
             if (all[i].state == TUNE_CAND_ALIVE && !(limit > 0 && all[i].median_ns > limit))
@@ -173,7 +178,7 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
         /* At most ONLINE_MAX_CANDIDATES, the fastest by their check run, the cascade always
          * among them: a MatMul's dozen register tiles are all within the cut, and round 1
          * alone would take a run each. */
-        if (!s->cfg.online_keep_all && n_pick > ONLINE_MAX_CANDIDATES) {
+        if (!o->keep_all && n_pick > ONLINE_MAX_CANDIDATES) {
             for (int q = 1; q < n_pick; q++)
                 for (int r = q; r > 0 && all[pick[r]].median_ns < all[pick[r - 1]].median_ns; r--) {
                     int tmp = pick[r];
@@ -206,7 +211,7 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
             continue;
         }
         size_t ws = c.v->workspace_size ? c.v->workspace_size(&at) : 0;
-        if (ws > stp->workspace) stp->workspace = ws;
+        if (ws > *workspace) *workspace = ws;
         copied_all &= copied;
         on->fusion_after[on->n] = kern_fusion_pending(c.v, &at);
         on->state[on->n] = state;
@@ -216,24 +221,23 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
     free(all);
     free(pick);
     if (st != ANVIL_OK || !on || on->n < 2) {
-        rt_online_free(on);
+        tune_online_free(on);
         return st; /* nothing to choose between: the step keeps its choice */
     }
     if (kn->copied) *kn->copied = copied_all;
-    on->rounds = s->cfg.online_rounds;
-    on->prune_after = s->cfg.online_prune_after > 0 ? s->cfg.online_prune_after : 1;
-    on->prune_factor = s->cfg.online_prune_factor > 1 ? s->cfg.online_prune_factor : 1.3;
+    on->rounds = o->rounds;
+    on->prune_after = o->prune_after > 0 ? o->prune_after : 1;
+    on->prune_factor = o->prune_factor > 1 ? o->prune_factor : 1.3;
     on->current = 0;
     on->lock_at = -1;
     /* A candidate that failed to prepare here breaks the correspondence: decide alone. */
-    if (leader && same_candidates(leader, on)) on->leader = (rt_online *)leader;
-    stp->online = on;
-    stp->why = TUNE_WHY_ONLINE;
+    if (leader && same_candidates(leader, on)) on->leader = (tune_online *)leader;
+    *out = on;
     return ANVIL_OK;
 }
 
-void rt_online_current(const rt_online *on, const kern_variant **v, void **state,
-                       bool *fusion_after, int *threads) {
+void tune_online_current(const tune_online *on, const kern_variant **v, void **state,
+                         bool *fusion_after, int *threads) {
     const tune_candidate *c = &on->c[on->current];
     *v = c->v;
     *state = on->state[on->current];
@@ -241,7 +245,7 @@ void rt_online_current(const rt_online *on, const kern_variant **v, void **state
     *threads = c->threads;
 }
 
-static void summarize(rt_online *on, int i) {
+static void summarize(tune_online *on, int i) {
     tune_candidate *c = &on->c[i];
     int n = c->reps < ONLINE_MAX_SAMPLES ? c->reps : ONLINE_MAX_SAMPLES;
     double s[ONLINE_MAX_SAMPLES];
@@ -249,8 +253,8 @@ static void summarize(rt_online *on, int i) {
     tune_summarize(s, n, &c->median_ns, &c->spread, NULL);
 }
 
-void rt_online_sample(rt_online *on, uint64_t ns) {
-    rt_online *l = on->leader ? on->leader : on;
+void tune_online_sample(tune_online *on, uint64_t ns) {
+    tune_online *l = on->leader ? on->leader : on;
     tune_candidate *c = &l->c[on->current];
     if (c->reps < ONLINE_MAX_SAMPLES)
         l->times[(size_t)on->current * ONLINE_MAX_SAMPLES + (size_t)c->reps] = (double)ns;
@@ -259,7 +263,7 @@ void rt_online_sample(rt_online *on, uint64_t ns) {
 }
 
 /* The fastest live candidate of a leader; the cascade unless beaten by more than 1%. */
-static int winner_of(const rt_online *on) {
+static int winner_of(const tune_online *on) {
     int best = -1, cascade = -1;
     for (int i = 0; i < on->n; i++) {
         if (on->c[i].state != TUNE_CAND_ALIVE || !on->c[i].reps) continue;
@@ -271,26 +275,28 @@ static int winner_of(const rt_online *on) {
     return best >= 0 ? best : on->current;
 }
 
-/* Locks candidate w of stp's tuner into stp; the leader writes the group's record. The tuner
- * itself is freed by the caller once its whole group is locked. */
-static anvil_status lock(const rt_session *s, rt_step *stp, int w) {
-    rt_online *on = stp->online;
-    const rt_online *l = on->leader ? on->leader : on;
-    stp->variant = on->c[w].v;
-    stp->state = on->state[w];
+void tune_online_take(tune_online *on, int w, tune_choice *choice, void **state,
+                      bool *fusion_after) {
+    *choice = (tune_choice){.v = on->c[w].v,
+                            .cfg = on->c[w].cfg,
+                            .threads = on->c[w].threads,
+                            .why = TUNE_WHY_ONLINE,
+                            .median_ns = on->c[w].median_ns};
+    *state = on->state[w];
     on->state[w] = NULL;
-    stp->config = on->c[w].cfg;
-    stp->threads = on->c[w].threads;
-    stp->fusion_after = on->fusion_after[w];
-    if (on->leader || !s->cfg.db) return ANVIL_OK;
-    tune_record rec;
-    tune_record_of(&l->problem, s->cfg.fingerprint, &l->c[w], "online", &rec);
-    return tune_db_put(s->cfg.db, &rec);
+    *fusion_after = on->fusion_after[w];
+}
+
+bool tune_online_record(const tune_online *on, int w, const char *fingerprint, tune_record *rec) {
+    if (on->leader) return false;
+    tune_record_of(&on->problem, fingerprint, &on->c[w], "online", rec);
+    return true;
 }
 
 /* A leader's round logic after a run: next candidate, pruning at round ends, and whether the
  * group locks now (lock_at). */
-static void advance(rt_online *on) {
+void tune_online_advance(tune_online *on) {
+    if (on->leader) return;
     int nxt = next_alive(on, on->current);
     if (nxt <= on->current) { /* every live candidate has run once more: a round */
         on->round++;
@@ -317,42 +323,14 @@ static void advance(rt_online *on) {
     if (nxt >= 0) on->current = nxt;
 }
 
-anvil_status rt_online_after_run(const rt_session *s, rt_plan *p) {
-    anvil_status st = ANVIL_OK;
-    for (int32_t i = 0; i < p->n_steps; i++)
-        if (p->steps[i].online && !p->steps[i].online->leader) advance(p->steps[i].online);
-    /* Members follow their leader: its cursor, its pruning, its winner. Leaders go last so
-     * their tuners outlive their members' locking. */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int32_t i = 0; i < p->n_steps; i++) {
-            rt_step *stp = &p->steps[i];
-            rt_online *on = stp->online;
-            if (!on || (pass == 0) != (on->leader != NULL)) continue;
-            const rt_online *l = on->leader ? on->leader : on;
-            on->current = l->current;
-            for (int k = 0; k < on->n; k++)
-                if (l->c[k].state != TUNE_CAND_ALIVE) drop(on, k);
-            if (l->lock_at < 0) continue;
-            anvil_status ls = lock(s, stp, l->lock_at);
-            if (st == ANVIL_OK) st = ls;
-            if (on->leader) {
-                rt_online_free(on);
-                stp->online = NULL;
-            }
-        }
-    }
-    for (int32_t i = 0; i < p->n_steps; i++) {
-        rt_step *stp = &p->steps[i];
-        if (stp->online && stp->online->lock_at >= 0) {
-            rt_online_free(stp->online);
-            stp->online = NULL;
-        }
-    }
-    return st;
+int tune_online_follow(tune_online *on) {
+    const tune_online *l = on->leader ? on->leader : on;
+    on->current = l->current;
+    for (int k = 0; k < on->n; k++)
+        if (l->c[k].state != TUNE_CAND_ALIVE) drop(on, k);
+    return l->lock_at;
 }
 
-int rt_online_pending(const rt_plan *p) {
-    int k = 0;
-    for (int32_t i = 0; i < p->n_steps; i++) k += p->steps[i].online != NULL;
-    return k;
+bool tune_online_is_member(const tune_online *on) {
+    return on->leader != NULL;
 }
