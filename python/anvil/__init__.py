@@ -15,8 +15,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import shutil
-import subprocess
 from ctypes import POINTER, byref, c_char_p, c_float, c_int, c_int64, c_size_t, c_void_p
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -513,38 +511,7 @@ class TrainSession:
         self.close()
 
 
-# ---- the command-line tool's measurements -------------------------------------------------------
-
-def _tool() -> str:
-    """The `anvil` tool: $ANVIL_TOOL, the copy installed with the package, the source tree's
-    build, or PATH."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    for p in (os.environ.get("ANVIL_TOOL"), os.path.join(here, "bin", "anvil"),
-              os.path.join(os.path.dirname(_lib.path), "anvil")):
-        if p and os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    p = shutil.which("anvil")
-    if not p:
-        raise FileNotFoundError("the anvil tool was not found (set ANVIL_TOOL to its path)")
-    return p
-
-
-def _cli(args: List[str]) -> Dict[str, Any]:
-    r = subprocess.run([_tool(), *args, "--json"], capture_output=True, text=True)
-    if r.returncode != 0:
-        # exit codes 11..19 are the library's statuses (cli.h); the class says which
-        status = r.returncode - 10 if 11 <= r.returncode <= 19 else 1
-        raise _ERRORS.get(status, Error)(
-            status, r.stderr.strip() or f"anvil {args[0]} failed with exit code {r.returncode}")
-    return json.loads(r.stdout)
-
-
-def _shape_args(shapes: Optional[Mapping[str, Sequence[int]]]) -> List[str]:
-    out = []
-    for name, dims in (shapes or {}).items():
-        out += ["--shape", f"{name}={'x'.join(str(int(d)) for d in dims)}"]
-    return out
-
+# ---- tuning, benchmarking and compiling: the C API's calls, in this process ------------------
 
 def tune(model: Union[str, os.PathLike, Model], threads: int = 0, db: Optional[str] = None,
          shapes: Optional[Mapping[str, Sequence[int]]] = None, budget: Optional[float] = None,
@@ -604,28 +571,56 @@ def tune(model: Union[str, os.PathLike, Model], threads: int = 0, db: Optional[s
         del arrays
 
 
-def compile(model: Union[str, os.PathLike], out_dir: Union[str, os.PathLike],
+def compile(model: Union[str, os.PathLike, Model], out_dir: Union[str, os.PathLike],
             shapes: Optional[Mapping[str, Sequence[int]]] = None, name: str = "net",
             isa: Optional[str] = None, embed_weights: bool = False, threads: int = 0,
             db: Optional[str] = None, tuning: str = "db") -> Dict[str, Any]:
-    """`anvil compile MODEL -o OUT_DIR`: writes the model, for fixed input shapes (`shapes` for
-    its symbolic dims), as a standalone C library (NAME.h, NAME.c, NAME.weights, a Makefile, a
-    CMakeLists.txt and the runner NAME_run.c); `make -C OUT_DIR` builds it. isa: "avx512",
-    "avx2" or "generic" (default: this CPU's). Returns what was written (as --json prints it);
-    raises anvil.Error naming every node that cannot be emitted."""
-    args = ["compile", os.fspath(model), "-o", os.fspath(out_dir), "--name", name]
-    args += _shape_args(shapes)
-    if isa:
-        args += ["--isa", isa]
-    if embed_weights:
-        args += ["--embed-weights"]
-    if threads:
-        args += ["--threads", str(threads)]
-    if tuning == "off":
-        args += ["--no-db"]
-    elif db:
-        args += ["--db", db]
-    return _cli(args)
+    """What `anvil compile MODEL -o OUT_DIR` does, in this process (anvil_session_compile): writes
+    the model, for fixed input shapes (`shapes` for its symbolic dims), as a standalone C library
+    (NAME.h, NAME.c, NAME.weights, a Makefile, a CMakeLists.txt and the runner NAME_run.c);
+    `make -C OUT_DIR` builds it. isa: "avx512", "avx2" or "generic" caps the ISA the kernels are
+    chosen for (default: this CPU's; the cap is the process's while the plan is made, and is put
+    back after). Returns what was written (the dict `anvil compile --json` prints); raises
+    anvil.Unsupported naming every node that cannot be emitted."""
+    from ._bench import generated_inputs
+    if tuning not in ("db", "off"):
+        raise ValueError(f"tuning must be 'db' or 'off', not {tuning!r}")
+    if isa not in (None, "avx512", "avx2", "generic"):
+        raise ValueError(f"isa must be 'avx512', 'avx2' or 'generic', not {isa!r}")
+    m = model if isinstance(model, Model) else Model(model)
+    # only the shapes and dtypes matter to the plan; zeros are a valid index for any Gather
+    feeds = {k: np.zeros_like(v) for k, v in generated_inputs(m, shapes).items()}
+    handles = [_wrap(a, f"input '{k}'") for k, a in feeds.items()]
+    names = (c_char_p * max(len(feeds), 1))(*[k.encode() for k in feeds])
+    tensors = (c_void_p * max(len(handles), 1))(*handles)
+    opts, sess = c_void_p(), c_void_p()
+    previous = lib.anvil_isa_cap()
+    try:
+        if isa:
+            _check(lib.anvil_set_isa_cap(b"scalar" if isa == "generic" else isa.encode()))
+        _check(lib.anvil_options_create(byref(opts)))
+        _check(lib.anvil_options_set_threads(opts, int(threads)))
+        _check(lib.anvil_options_set_emittable_only(opts, 1))
+        if tuning == "off":
+            _check(lib.anvil_options_set_tuning_db(opts, b""))
+        elif db:
+            _check(lib.anvil_options_set_tuning_db(opts, os.fsencode(db)))
+        _check(lib.anvil_session_create(m._h, opts, byref(sess)))
+        co = _lib.CompileOptions(name=name.encode(), embed_weights=int(bool(embed_weights)))
+        _check(lib.anvil_session_compile(sess, len(handles), names, tensors, byref(co),
+                                         os.fsencode(out_dir)))
+    finally:
+        if sess:
+            lib.anvil_session_free(sess)
+        lib.anvil_options_free(opts)
+        for h in handles:
+            lib.anvil_tensor_free(h)
+        lib.anvil_set_isa_cap(previous)
+    files = [f"{name}.h", f"{name}.c", f"{name}.weights", f"{name}_run.c", "Makefile",
+             "CMakeLists.txt", "README.md"]
+    return {"model": os.fspath(model) if not isinstance(model, Model) else "",
+            "dir": os.fspath(out_dir), "name": name, "files": files,
+            "build": f"make -C {os.fspath(out_dir)}"}
 
 
 def bench(model: Union[str, os.PathLike, Model], threads: int = 0,

@@ -54,6 +54,10 @@ class TrainMemory(Structure):
                 ("optimizer_bytes", c_size_t)]
 
 
+class CompileOptions(Structure):
+    _fields_ = [("name", c_char_p), ("embed_weights", c_int)]
+
+
 class TuneProgress(Structure):
     _fields_ = [("item", c_int), ("n_items", c_int), ("op", c_char_p), ("node", c_char_p),
                 ("alive", c_int), ("best_ms", c_double), ("elapsed_s", c_double),
@@ -161,6 +165,11 @@ _proto("anvil_train_export", c_int, P, c_char_p)
 _proto("anvil_train_save", c_int, P, c_char_p)
 _proto("anvil_train_load", c_int, P, c_char_p)
 _proto("anvil_train_memory_get", c_int, P, POINTER(TrainMemory))
+_proto("anvil_options_set_emittable_only", c_int, P, c_int)
+_proto("anvil_session_compile", c_int, P, c_size_t, POINTER(c_char_p), POINTER(P),
+       POINTER(CompileOptions), c_char_p)
+_proto("anvil_set_isa_cap", c_int, c_char_p)
+_proto("anvil_isa_cap", c_char_p)
 _proto("anvil_tune_options_default", None, POINTER(TuneOptions))
 _proto("anvil_tune_model", c_int, P, POINTER(TuneOptions), c_size_t, POINTER(c_char_p), POINTER(P),
        POINTER(P))
