@@ -13,6 +13,7 @@
  * The search is the offline one's first level only (variants x threads, not their parameters):
  * a session cannot afford hundreds of runs per node, and a locked winner's parameters are what
  * `anvil tune` refines later. */
+#include "runtime_test.h"
 #include "session_impl.h"
 
 #include <math.h>
@@ -165,7 +166,7 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
     if (!leader) {
         double limit = best_ns * ONLINE_FIRST_CUT;
         if (cascade_ns > 0 && 2 * cascade_ns < limit) limit = 2 * cascade_ns;
-        if (s->cfg.online_keep_all) limit = 0;
+        if (s->online_keep_all) limit = 0;
         n_pick = 0;
         for (int i = 0; pick && i < n_all; i++)
             if (all[i].state == TUNE_CAND_ALIVE && !(limit > 0 && all[i].median_ns > limit))
@@ -173,7 +174,7 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
         /* At most ONLINE_MAX_CANDIDATES, the fastest by their check run, the cascade always
          * among them: a MatMul's dozen register tiles are all within the cut, and round 1
          * alone would take a run each. */
-        if (!s->cfg.online_keep_all && n_pick > ONLINE_MAX_CANDIDATES) {
+        if (!s->online_keep_all && n_pick > ONLINE_MAX_CANDIDATES) {
             for (int q = 1; q < n_pick; q++)
                 for (int r = q; r > 0 && all[pick[r]].median_ns < all[pick[r - 1]].median_ns; r--) {
                     int tmp = pick[r];
@@ -355,4 +356,8 @@ int rt_online_pending(const rt_plan *p) {
     int k = 0;
     for (int32_t i = 0; i < p->n_steps; i++) k += p->steps[i].online != NULL;
     return k;
+}
+
+void rt_test_online_keep_all(rt_session *s, bool on) {
+    s->online_keep_all = on;
 }

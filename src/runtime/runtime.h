@@ -107,9 +107,6 @@ typedef struct rt_session_config {
     int online_rounds;
     double online_prune_factor;
     int online_prune_after;
-    /* Tests only: try every candidate that passes the check, without the plan-time cut on its
-     * check-run time (which makes how many candidates a node has depend on the machine). */
-    bool online_keep_all;
     /* Optional: answers the graph's measured rewrites (pass_decision) before the database and
      * the rules do; a return outside 0..n_choices-1 passes. The tuner forces each choice of a
      * group this way to time it. */
