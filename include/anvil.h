@@ -173,6 +173,14 @@ anvil_status anvil_options_set_tuning_db(anvil_options *opts, const char *path);
 anvil_status anvil_options_set_online_tuning(anvil_options *opts, int rounds, double prune_factor,
                                              int prune_after);
 
+/* Sets one of the session settings that the environment variables of the README's table also
+ * set (name as the variable is spelled, e.g. "ANVIL_LAYOUT", "ANVIL_GEMM_KC"; value as the
+ * variable takes it). An option set here overrides the environment, which overrides the default.
+ * INVALID_ARGUMENT for a name that is not a session setting (the process-wide ANVIL_ISA, ANVIL_LOG
+ * and ANVIL_MAX_TENSOR_BYTES are not) or a value it refuses. Both strings are copied; setting a
+ * name again replaces its value. */
+anvil_status anvil_options_set_knob(anvil_options *opts, const char *name, const char *value);
+
 /* Plans choose only variants that anvil_session_compile can emit as C: the forced or database
  * choice where it can be emitted, else the first emittable variant that applies (default 0). */
 anvil_status anvil_options_set_emittable_only(anvil_options *opts, int on);

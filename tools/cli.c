@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include "api/api.h"
+#include "api/env.h"
 #include "passes/passes.h"
 #include "tune/tune.h"
 
@@ -485,7 +486,8 @@ int cli_tuning_db_path(const char *given, char *buf, size_t cap) {
             return cli_fail(ANVIL_ERR_LIMIT, "--db path is too long");
         return 0;
     }
-    anvil_status s = tune_db_default_path(buf, cap, true);
+    const tune_path_env env = api_env_tune_paths();
+    anvil_status s = tune_db_default_path(&env, buf, cap, true);
     if (s != ANVIL_OK) return cli_fail_status(s);
     if (!buf[0])
         return cli_fail(ANVIL_ERR_INVALID_ARGUMENT,

@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "api/api.h"
+#include "api/env.h"
 #include "ir/ir.h"
 #include "onnx/onnx.h"
 #include "passes/passes.h"
@@ -134,7 +135,18 @@ int cli_dump_main(int argc, char **argv) {
     const ir_graph *g = api_model_graph(m);
     pass_graph *pg = NULL;
     if (level > 0) {
-        pass_options po = {.opt_level = (int)level, .off = off};
+        /* the environment's settings of the passes (api/env.h), then --passes */
+        rt_session_config env = {0};
+        if ((s = api_env_session(&env)) != ANVIL_OK) {
+            anvil_model_free(m);
+            return cli_fail_status(s);
+        }
+        off |= env.passes_off;
+        pass_options po = {.opt_level = (int)level,
+                           .off = off,
+                           .layout = env.layout,
+                           .parallel_gemm = env.parallel_gemm,
+                           .b2b = env.b2b};
         if ((s = pass_pipeline_run(g, &po, &pg)) != ANVIL_OK) {
             anvil_model_free(m);
             return cli_fail_status(s);

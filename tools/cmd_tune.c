@@ -10,6 +10,7 @@
 #include "cli.h"
 
 #include "api/api.h"
+#include "api/env.h"
 #include "runtime/runtime.h"
 #include "cmd_tune.h"
 #include "train_common.h"
@@ -506,8 +507,14 @@ int cli_tune_main(int argc, char **argv) {
     if (a.threads <= 0)
         a.threads = core_hw_get()->logical_cores > 0 ? core_hw_get()->logical_cores : 1;
     const ir_graph *g = api_model_graph(m);
-    rt_session_config cfg = {
-        .threads = (int)a.threads, .opt_level = (int)a.opt_level, .passes_off = a.passes_off};
+    /* the environment's settings, then the options (api/env.h) */
+    rt_session_config cfg = {.threads = (int)a.threads, .opt_level = (int)a.opt_level};
+    anvil_status es = api_env_session(&cfg);
+    if (es != ANVIL_OK) {
+        code = cli_fail_status(es);
+        goto done;
+    }
+    cfg.passes_off |= a.passes_off;
     progress_ctx pc = {.on = !a.quiet && isatty(STDERR_FILENO)};
     run.db = db;
     run.fingerprint = fp;

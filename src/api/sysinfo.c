@@ -5,6 +5,7 @@
  * ANVIL_ISA cap and after the OS-support checks; ISA feature lines use the bare upper-case feature
  * name so scripts can grep for "AVX512F = 1". */
 #include "core/core.h"
+#include "env.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@ static void out_cache(sysinfo_out *o, const char *key, size_t bytes) {
 
 size_t anvil_sysinfo(char *buf, size_t cap) {
     sysinfo_out o = {buf, buf ? cap : 0, 0};
+    api_env_init();
     const core_hw *h = core_hw_get();
 
     out_line(&o, "anvil.version = %d.%d.%d\n", ANVIL_VERSION_MAJOR, ANVIL_VERSION_MINOR,
@@ -77,8 +79,7 @@ size_t anvil_sysinfo(char *buf, size_t cap) {
     for (size_t i = 0; i < sizeof isa / sizeof *isa; i++)
         out_line(&o, "%s = %d\n", isa[i].name, isa[i].on ? 1 : 0);
 
-    const char *cap_env = getenv("ANVIL_ISA");
-    out_line(&o, "isa.cap = %s\n", cap_env && cap_env[0] ? cap_env : "none");
+    out_line(&o, "isa.cap = %s\n", core_isa_cap_name(core_hw_cap()));
 
     out_line(&o, "backend.cpu = 1\n");
 #ifdef ANVIL_WITH_CUDA

@@ -8,6 +8,7 @@
  * that the same model on the same batches ends with the same weights). */
 #include "train_impl.h"
 
+#include "env.h"
 #include "onnx/onnx.h"
 #include "runtime/runtime.h"
 
@@ -89,6 +90,8 @@ static rt_session_config session_config(const anvil_train_session *ts) {
                              .fingerprint = ts->db ? ts->fingerprint : NULL,
                              .online_rounds = ts->db ? ts->cfg.online_rounds : 0};
     if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
+    /* the environment's settings (env.h): anvil_train_session_create checked them */
+    (void)api_env_session(&cfg);
     return cfg;
 }
 
@@ -148,6 +151,8 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
               (double)c->lr);
     API_CHECK(c->accumulate >= 1, "accumulate is %d; it must be >= 1", c->accumulate);
     API_CHECK(c->threads >= 0 && c->threads <= 1024, "thread count %d is out of range", c->threads);
+    rt_session_config env = {0};
+    CORE_TRY(api_env_session(&env));
     API_CHECK(c->loss == ANVIL_LOSS_CROSS_ENTROPY || c->loss == ANVIL_LOSS_MSE ||
                   c->loss == ANVIL_LOSS_NLL || c->loss == ANVIL_LOSS_DOT,
               "unknown loss %d", (int)c->loss);
@@ -404,6 +409,7 @@ static anvil_status tune_graph(anvil_train_session *ts, train_graph *tg,
                         "default file)");
     /* measured as anvil tune measures: no profiling, no online tuning */
     rt_session_config cfg = {.threads = session_config(ts).threads, .opt_level = ts->cfg.opt_level};
+    (void)api_env_session(&cfg);
     rt_tune_run tr = {0};
     tr.db = ts->db;
     tr.fingerprint = ts->fingerprint;

@@ -571,7 +571,8 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
             }
         }
         uint32_t copied = 0;
-        kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs, s->cfg.threads, &copied, NULL};
+        kern_node kn = {n,       in,   n->n_inputs,  outi, n->n_outputs, s->cfg.threads,
+                        &copied, NULL, &s->cfg.knobs};
         if ((st = kern_fusion_check(&kn)) != ANVIL_OK) {
             *unfuse = k;
             goto fail;

@@ -96,6 +96,10 @@ typedef struct rt_session_config {
     uint32_t passes_off; /* passes turned off at opt_level >= 1 (pass_spec_parse) */
     /* The layout pass's mode (pass_layout_mode, passes.h); 0 is AUTO. */
     int layout;
+    /* fuse_parallel's and fuse_pair's choice forced (pass_force, passes.h); 0: decided */
+    int parallel_gemm, b2b;
+    /* The kernels' knobs (kernels.h), for every node the session plans; all zero: none. */
+    kern_knobs knobs;
     bool profiling;
     /* Optional (borrowed; must outlive the session): the tuning database whose winners the plan
      * runs, looked up under `fingerprint` (tune_fingerprint, borrowed). NULL: the cascade. */

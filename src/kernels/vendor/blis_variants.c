@@ -31,7 +31,8 @@ static void blis_sgemm(const vblas_call *c) {
                  rs_a, cs_a, (float *)c->b, rs_b, cs_b, &beta, c->c, c->ldc, 1, NULL, &rntm);
 }
 
-/* False when BLIS would abort at init (see the top of the file). */
+/* False when BLIS would abort at init (see the top of the file). BLIS_ARCH_TYPE is BLIS's own
+ * variable, read here because BLIS reads it; anvil's are read by src/api/env.c only. */
 static bool blis_usable(void) {
     const char *forced = getenv("BLIS_ARCH_TYPE");
     return !(forced && *forced && !strncmp(bli_info_get_version_str(), "0.9.", 4));

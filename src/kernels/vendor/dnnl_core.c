@@ -43,6 +43,7 @@ static bool lib_load(void) {
 }
 #else
 static bool lib_load(void) {
+    /* OMP_WAIT_POLICY is OpenMP's own variable (anvil's are read by src/api/env.c only) */
     void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (gomp)
         dlclose(gomp);

@@ -102,7 +102,7 @@ static bool plan_of(const kern_node *kn, regions_plan *p) {
             /* a region that no tap reaches is bias and activation alone: not handled here */
             if (r->n_taps == 0) return false;
             const int64_t pix = (r->y1 - r->y0) * (r->x1 - r->x0), kdim = r->n_taps * s->cg;
-            r->blk = gemm_blocking_default(p->k, pix, s->mg, kdim, hw);
+            r->blk = gemm_blocking_for(kn, p->k, pix, s->mg, kdim, hw, 0, 0, 0);
             const size_t t = (size_t)(pix * r->n_taps) * sizeof(const float *);
             table = table > t ? table : t;
             if (r->x1 - r->x0 < s->ow) {

@@ -65,7 +65,7 @@ static bool plan_of(const kern_node *kn, conv_gemm_kind kind, conv_plan *p) {
     p->kind = kind;
     p->threads = kn->threads > 0 ? kn->threads : 1;
     const gemm_kernel *tile = conv_config_tile(kn, hw); /* the tuner's, where it sets one */
-    p->k = tile ? tile : conv_gemm_kernel(s->mg, hw_out, kdim, hw);
+    p->k = tile ? tile : conv_gemm_kernel(kn, s->mg, hw_out, kdim, hw);
     p->batch_parallel = p->threads > 1 && s->n * s->group >= p->threads;
     int64_t ncols = hw_out;
     if (kind == CONV_GEMM_IMPLICIT) {
@@ -88,7 +88,7 @@ static bool plan_of(const kern_node *kn, conv_gemm_kind kind, conv_plan *p) {
     } else if (kind == CONV_GEMM_IM2COL) {
         p->col_ws = align64((size_t)kdim * (size_t)hw_out * sizeof(float));
     }
-    p->blk = gemm_blocking_config(p->k, s->mg, ncols, kdim, hw, conv_config_kc(kn), 0, 0);
+    p->blk = gemm_blocking_for(kn, p->k, s->mg, ncols, kdim, hw, conv_config_kc(kn), 0, 0);
     p->gemm_ws = align64(gemm_thread_workspace(p->k, &p->blk));
     return true;
 }

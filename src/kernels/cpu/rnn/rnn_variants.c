@@ -227,11 +227,11 @@ static bool plan(const kern_node *kn, const core_hw *hw, rnn_state *s) {
     s->r_small = chunk_rows <= R_SMALL_ROWS;
     if (!s->x_small) {
         s->kx = gemm_kernel_default(rows, s->DGHp, s->I, hw);
-        s->bx = gemm_blocking_default(s->kx, rows, s->DGHp, s->I, hw);
+        s->bx = gemm_blocking_for(kn, s->kx, rows, s->DGHp, s->I, hw, 0, 0, 0);
     }
     if (!s->r_small) {
         s->kr = gemm_kernel_default(chunk_rows, s->GHp, H, hw);
-        s->br = gemm_blocking_default(s->kr, chunk_rows, s->GHp, H, hw);
+        s->br = gemm_blocking_for(kn, s->kr, chunk_rows, s->GHp, H, hw, 0, 0, 0);
     }
 
     size_t off = 0, units = (size_t)(D * chunks);
