@@ -111,7 +111,6 @@ void *core_arena_array(core_arena *a, size_t n, size_t elem); /* overflow-checke
 char *core_arena_strdup(core_arena *a, const char *s);
 char *core_arena_strndup(core_arena *a, const char *s, size_t n);
 char *core_arena_printf(core_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-size_t core_arena_bytes(const core_arena *a); /* bytes handed out so far */
 
 /* A growable array of fixed-size elements (for graph building). Owns its buffer (free()). */
 typedef struct core_vec {

@@ -158,11 +158,6 @@ bool conv_dw_channel_lanes(const conv_shape *s);
 /* ---- NHWC (conv_nhwc.c) -----------------------------------------------------------------------
  */
 
-/* Transposes `mats` row-major [rows, cols] float matrices at src into [cols, rows] at dst, split
- * over ctx's threads (NCHW <-> NHWC around the channels-last variants). */
-void conv_transpose_f32(const float *src, float *dst, int64_t mats, int64_t rows, int64_t cols,
-                        op_ctx *ctx);
-
 /* Packs w (W [m, cg, kh, kw]) for conv_nhwc_run (conv_nhwc_weights, conv_layout.h); kn (NULL:
  * none) may carry a tuner's configuration and knobs. */
 anvil_status conv_nhwc_weights_pack(const kern_node *kn, const conv_shape *s, const float *w,

@@ -183,13 +183,6 @@ static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
     return ANVIL_OK;
 }
 
-/* The split lives in conv_layout.c (shared with the emitted libraries); the row transposes are the
- * eltwise family's 8x8 register blocks. */
-void conv_transpose_f32(const float *src, float *dst, int64_t mats, int64_t rows, int64_t cols,
-                        op_ctx *ctx) {
-    conv_transpose_run(src, dst, mats, rows, cols, elt_transpose_f32, ctx);
-}
-
 /* Conv: X transposed to NHWC through the workspace, the GEMMs, Y transposed back to NCHW;
  * anvil.ConvNhwc (p.last): the GEMMs alone, on X and Y where they lie. */
 static anvil_status nhwc_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
