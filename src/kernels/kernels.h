@@ -101,6 +101,16 @@ static inline int32_t kern_param(const kern_node *kn, int i) {
     return kn->config && i >= 0 && i < KERN_MAX_PARAMS ? kn->config->v[i] : 0;
 }
 
+/* Whether input i of kn exists (was given and not omitted). */
+static inline bool kern_has_input(const kern_node *kn, int i) {
+    return i < kn->n_in && i < kn->node->n_inputs && kn->node->inputs[i] != IR_NONE;
+}
+
+/* Whether output i of kn exists. */
+static inline bool kern_has_output(const kern_node *kn, int i) {
+    return i < kn->n_out && i < kn->node->n_outputs && kn->node->outputs[i] != IR_NONE;
+}
+
 /* kn's knobs; all zero where it has none. */
 static inline const kern_knobs *kern_knobs_of(const kern_node *kn) {
     static const kern_knobs none;

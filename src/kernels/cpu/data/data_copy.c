@@ -81,7 +81,7 @@ static bool dc_concat_supports(const kern_node *kn, const core_hw *hw) {
     int64_t sum = 0;
     for (int i = 0; i < kn->n_in; i++) {
         const op_tinfo *x = &kn->in[i];
-        if (!data_has_input(kn, i) || !data_static(x) || x->dtype != y->dtype || x->shape.rank != r)
+        if (!kern_has_input(kn, i) || !data_static(x) || x->dtype != y->dtype || x->shape.rank != r)
             return false;
         for (int d = 0; d < r; d++)
             if (d != axis && x->shape.d[d] != y->shape.d[d]) return false;
@@ -219,8 +219,8 @@ static bool dc_slice_plan(const kern_node *kn, int64_t *start, int64_t *step, in
         slice_lists_from_attrs(n->params, &l);
     } else {
         for (int i = 1; i <= 4; i++)
-            if (data_has_input(kn, i) && !kn->in[i].value) return false;
-        if (!data_has_input(kn, 1) || !data_has_input(kn, 2) ||
+            if (kern_has_input(kn, i) && !kn->in[i].value) return false;
+        if (!kern_has_input(kn, 1) || !kern_has_input(kn, 2) ||
             slice_lists_from_values(n, kn->in, &l) != ANVIL_OK)
             return false;
     }

@@ -27,7 +27,7 @@ static bool dp_supports(const kern_node *kn, const core_hw *hw) {
     int rank = x->shape.rank;
     if (rank < 1 || y->shape.rank != rank || y->dtype != x->dtype) return false;
     if (anvil_dtype_size(x->dtype) > 16) return false;
-    if (kn->node->opset >= 11 && data_has_input(kn, 2) && kn->in[2].dtype != x->dtype) return false;
+    if (kn->node->opset >= 11 && kern_has_input(kn, 2) && kn->in[2].dtype != x->dtype) return false;
     int64_t b[IR_MAX_RANK], e[IR_MAX_RANK];
     if (!dp_pads(kn, rank, b, e)) return false;
     const pad_params *p = kn->node->params;
@@ -87,7 +87,7 @@ static anvil_status dp_prepare(const kern_node *kn, void **state) {
     if (n->opset < 11) {
         core_store_f64(x->dtype, s->attr_fill, 0, p->value);
     } else {
-        s->fill_from_input = data_has_input(kn, 2);
+        s->fill_from_input = kern_has_input(kn, 2);
     }
     *state = s;
     return ANVIL_OK;
@@ -138,7 +138,7 @@ static anvil_status dp_emit(const kern_node *kn, const void *state, kern_emit *e
             (long long)s->lead, (long long)s->kept, (long long)s->crop, (int)s->fill_from_input);
     for (size_t i = 0; i < sizeof s->attr_fill; i++)
         if (s->attr_fill[i]) e->code(e, "ps.attr_fill[%zu] = %u;\n", i, s->attr_fill[i]);
-    const bool fill = s->fill_from_input && data_has_input(kn, 2);
+    const bool fill = s->fill_from_input && kern_has_input(kn, 2);
     e->code(e, "dp_run_rows(&ps, (const char *)(%s), (char *)(%s), %s, %zu, (char *)(%s), %s);\n",
             e->in(e, 0), e->out(e, 0), fill ? e->in(e, 2) : "NULL",
             fill ? op_tensor_numel(&e->in_t[2]) : 0, e->ws, e->ctx);

@@ -337,7 +337,7 @@ static bool plan(const kern_node *kn, mk_state *s, const mk_isa *isa, const elt_
         }
         if (!kfam_f32_static(&kn->out[0]) || kn->n_in > MK_MAX_OPS) return false;
         for (int i = 0; i < kn->n_in; i++)
-            if (!kfam_has_input(kn, i) || !kfam_f32_static(&kn->in[i])) return false;
+            if (!kern_has_input(kn, i) || !kfam_f32_static(&kn->in[i])) return false;
         return fold_init(&s->fold, ops, kn->n_in, &kn->out[0]);
     case IR_OP_WHERE:
         s->kind = K_WHERE;
@@ -454,7 +454,7 @@ static anvil_status mk_emit_write(const kern_node *kn, const void *state, kern_e
     const int n_in = e->n_in < MK_MAX_OPS ? e->n_in : MK_MAX_OPS;
     e->code(e, "const void *const min[%d] = {", n_in > 0 ? n_in : 1);
     for (int i = 0; i < n_in; i++)
-        e->code(e, "%s%s", i ? ", " : "", kfam_has_input(kn, i) ? e->in(e, i) : "NULL");
+        e->code(e, "%s%s", i ? ", " : "", kern_has_input(kn, i) ? e->in(e, i) : "NULL");
     e->code(e, "%s};\n", n_in > 0 ? "" : "NULL");
     e->code(e, "mk_exec(&ms, %s, min, %d, %zu, %s);\n", e->out(e, 0), e->n_in,
             op_tensor_numel(&e->out_t[0]), e->ctx);

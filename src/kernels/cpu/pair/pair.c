@@ -70,7 +70,7 @@ static bool gemm_pair_shape(const kern_node *kn, pair_state *p) {
     if (x->shape.d[x->shape.rank - 1] != p->k || w2->shape.d[0] != p->n0) return false;
     p->m = (int64_t)(kfam_numel(&x->shape) / (size_t)(p->k ? p->k : 1));
     for (int b = 2; b <= 4; b += 2)
-        if (kfam_has_input(kn, b) &&
+        if (kern_has_input(kn, b) &&
             (!kfam_f32_static(&kn->in[b]) ||
              kfam_numel(&kn->in[b].shape) != (size_t)(b == 2 ? p->n0 : p->n1)))
             return false;
@@ -89,7 +89,7 @@ static bool conv_pair_shape(const kern_node *kn, pair_state *p) {
     p->n0 = s->m;
     p->n1 = w2->shape.d[0];
     p->k = conv_kdim(s);
-    if (kfam_has_input(kn, 4) &&
+    if (kern_has_input(kn, 4) &&
         (!kfam_f32_static(&kn->in[4]) || kfam_numel(&kn->in[4].shape) != (size_t)p->n1))
         return false;
     return p->n1 > 0 && s->oh * s->ow > 0;

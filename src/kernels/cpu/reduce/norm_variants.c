@@ -52,7 +52,7 @@ static bool norm_form(const kern_node *kn, norm_state *s) {
     s->kind = kind_of(n->op);
     if (!kfam_f32_static(&kn->in[0]) || !kfam_f32_static(&kn->out[0])) return false;
     for (int i = 1; i < kn->n_in; i++)
-        if (kfam_has_input(kn, i) && !kfam_f32_static(&kn->in[i])) return false;
+        if (kern_has_input(kn, i) && !kfam_f32_static(&kn->in[i])) return false;
     if (s->kind == N_LP) {
         int64_t axis;
         if (ir_attr_int(n, "axis", -1, &axis) != ANVIL_OK ||
@@ -72,14 +72,14 @@ static bool norm_form(const kern_node *kn, norm_state *s) {
     if (ir_attr_float(n, "epsilon", 1e-5f, &s->eps) != ANVIL_OK) return false;
     if (s->kind == N_RMS) {
         int64_t axis;
-        if (!kfam_has_input(kn, 1) || ir_attr_int(n, "axis", -1, &axis) != ANVIL_OK) return false;
+        if (!kern_has_input(kn, 1) || ir_attr_int(n, "axis", -1, &axis) != ANVIL_OK) return false;
         if (axis < 0) axis += x->rank;
         if (axis < 0 || axis >= x->rank) return false;
         s->rows = s->blk = 1;
         for (int d = 0; d < x->rank; d++) *(d < axis ? &s->rows : &s->blk) *= (size_t)x->d[d];
         return kfam_numel(&kn->in[1].shape) == s->blk;
     }
-    if (x->rank < 2 || !kfam_has_input(kn, 1) || !kfam_has_input(kn, 2)) return false;
+    if (x->rank < 2 || !kern_has_input(kn, 1) || !kern_has_input(kn, 2)) return false;
     s->channels = (size_t)x->d[1];
     s->spatial = 1;
     for (int d = 2; d < x->rank; d++) s->spatial *= (size_t)x->d[d];

@@ -56,7 +56,7 @@ static bool reduce_axes(const kern_node *kn, bool *red) {
     const int64_t *axes = NULL;
     size_t count = 0;
     if (n->opset >= since) {
-        if (kfam_has_input(kn, 1)) {
+        if (kern_has_input(kn, 1)) {
             const op_tinfo *a = &kn->in[1];
             if (!a->value || a->dtype != ANVIL_DTYPE_INT64 || a->shape.rank != 1 ||
                 a->shape.d[0] > IR_MAX_RANK)
@@ -65,7 +65,7 @@ static bool reduce_axes(const kern_node *kn, bool *red) {
             axes = buf;
         }
     } else {
-        if (kfam_has_input(kn, 1)) return false;
+        if (kern_has_input(kn, 1)) return false;
         if (ir_attr_ints(n, "axes", &axes, &count) != ANVIL_OK) return false;
     }
     for (int d = 0; d < rank; d++) red[d] = count == 0 && !noop;
@@ -328,23 +328,8 @@ static const kern_emitter red_emitter = {red_emit_write, red_emit_can};
 /* ---- the variant table ---------------------------------------------------------------------
  * Per (op, ISA) one variant; only prepare differs (it records the ISA table in the state). */
 
-#define RED_VARIANT_ISA(ID, OP, ISA, NEEDS)                                                        \
-    static anvil_status prep_##ID##_##ISA(const kern_node *kn, void **state) {                     \
-        return prepare_common(kn, &red_isa_##ISA, state);                                          \
-    }                                                                                              \
-    static const kern_variant v_##ID##_##ISA = {.name = #ID "_" #ISA,                              \
-                                                .op = OP,                                          \
-                                                .needs = NEEDS,                                    \
-                                                .supports = supports_common,                       \
-                                                .workspace_size = workspace_common,                \
-                                                .prepare = prep_##ID##_##ISA,                      \
-                                                .release = release_common,                         \
-                                                .run = run_common,                                 \
-                                                .emit = &red_emitter};
-
-#define RED_VARIANT(ID, OP)                                                                        \
-    RED_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)                                             \
-    RED_VARIANT_ISA(ID, OP, avx2, KERN_NEEDS_AVX2)
+/* The variants of op OP, "<ID>_avx512" and "<ID>_avx2" (family.h). */
+#define RED_VARIANT(ID, OP) KFAM_ISA_VARIANTS(ID, OP, red_isa_, &red_emitter)
 
 #define RED_OPS(X)                                                                                 \
     X(reducel1, IR_OP_REDUCEL1)                                                                    \
