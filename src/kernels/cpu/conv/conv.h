@@ -103,6 +103,9 @@ anvil_status conv_prepare_unsupported(const kern_node *kn, const char *what);
 /* The variant conv_f32 (the default for Conv) delegates to for kn: the first rule of its cascade
  * that holds and whose variant applies; NULL when no conv variant can run kn. Static data. */
 const kern_variant *conv_auto_pick(const kern_node *kn);
+/* kern_delegate for the conv family: the variant conv_f32's state hands its node to; NULL for
+ * every other variant. */
+const kern_variant *conv_delegate(const kern_variant *v, const void *state);
 
 /* ---- fused epilogues (ir_fusion on a Conv: act(conv + bias + residual)) ----------------------
  * For a Conv the passes never set fusion->bias (the conv's own bias is input 2) and the residual
@@ -165,11 +168,11 @@ anvil_status conv_nhwc_weights_pack(const kern_node *kn, const conv_shape *s, co
 void conv_nhwc_weights_free(conv_nhwc_weights *pw);
 
 /* The general depthwise variants (conv_dwx.c, kernels in conv_dwx.h). */
-extern const kern_variant conv_v_dwx_avx512, conv_v_dwx_avx2, convnhwc_v_dwx_avx512,
-    convnhwc_v_dwx_avx2;
+extern const kern_variant conv_v_dwx_avx512, conv_v_dwx_avx2, conv_nhwc_v_dwx_avx512,
+    conv_nhwc_v_dwx_avx2;
 
 /* anvil.ConvNhwc's variants (conv_nhwc.c, conv_dw_nhwc.c). */
-extern const kern_variant convnhwc_v_gemm, convnhwc_v_depthwise_avx512, convnhwc_v_depthwise_avx2,
-    convnhwc_v_smallc_avx512;
+extern const kern_variant conv_nhwc_v_gemm, conv_nhwc_v_depthwise_avx512,
+    conv_nhwc_v_depthwise_avx2, conv_nhwc_v_smallc_avx512;
 
 #endif

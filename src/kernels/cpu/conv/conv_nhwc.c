@@ -275,6 +275,6 @@ const kern_variant conv_v_nhwc = {"conv_nhwc_im2col_gemm",
                                   &nhwc_emitter};
 
 /* anvil.ConvNhwc through the same GEMMs, no transposes. */
-const kern_variant convnhwc_v_gemm = {
+const kern_variant conv_nhwc_v_gemm = {
     "convnhwc_gemm", IR_OP_CONV_NHWC, 0,          nhwc_supports, nhwc_ws,      nhwc_prepare,
     nhwc_release,    nhwc_run,        conv_fuses, NULL,          &nhwc_emitter};

@@ -247,7 +247,7 @@ const kern_variant conv_v_regions = {
     regions_prepare,     regions_release, regions_run, regions_fuses,    NULL,
     &regions_emitter};
 
-const kern_variant convnhwc_v_regions = {
+const kern_variant conv_nhwc_v_regions = {
     "convnhwc_regions", IR_OP_CONV_NHWC, 0,           regions_supports, regions_ws,
     regions_prepare,    regions_release, regions_run, regions_fuses,    NULL,
     &regions_emitter};

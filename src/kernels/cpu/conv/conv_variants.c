@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const kern_variant conv_v_regions, convnhwc_v_regions, conv_v_batched;
+extern const kern_variant conv_v_regions, conv_nhwc_v_regions, conv_v_batched;
 extern const kern_variant conv_v_nhwc, conv_v_depthwise_avx512, conv_v_depthwise_avx2,
     conv_v_winograd_f2, conv_v_winograd_f4, conv_v_winograd_s2, conv_v_smallc_avx512,
     conv_v_smallc_avx2;
@@ -516,7 +516,7 @@ static const kern_variant conv_v_auto = {
     "conv_f32",   IR_OP_CONV, 0,          auto_supports, auto_workspace, auto_prepare,
     auto_release, auto_run,   auto_fuses, NULL,          &auto_emitter};
 
-const kern_variant *kern_delegate(const kern_variant *v, const void *state) {
+const kern_variant *conv_delegate(const kern_variant *v, const void *state) {
     return v == &conv_v_auto && state ? ((const auto_state *)state)->v : NULL;
 }
 
@@ -537,12 +537,12 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_batched,
     &conv_v_smallc_avx512,
     &conv_v_smallc_avx2,
-    &convnhwc_v_depthwise_avx512,
-    &convnhwc_v_depthwise_avx2,
-    &convnhwc_v_dwx_avx512,
-    &convnhwc_v_dwx_avx2,
-    &convnhwc_v_smallc_avx512,
-    &convnhwc_v_regions,
-    &convnhwc_v_gemm,
+    &conv_nhwc_v_depthwise_avx512,
+    &conv_nhwc_v_depthwise_avx2,
+    &conv_nhwc_v_dwx_avx512,
+    &conv_nhwc_v_dwx_avx2,
+    &conv_nhwc_v_smallc_avx512,
+    &conv_nhwc_v_regions,
+    &conv_nhwc_v_gemm,
     NULL,
 };
