@@ -229,15 +229,15 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
 
 #define NORM_VARIANT_ISA(ID, OP, ISA, NEEDS)                                                       \
     static anvil_status prep_##ID##_##ISA(const kern_node *kn, void **state) {                     \
-        return prepare_common(kn, &red_isa_##ISA, state);                                          \
+        return prepare_common(kn, &reduce_isa_##ISA, state);                                       \
     }                                                                                              \
-    const kern_variant red_v_##ID##_##ISA = {.name = #ID "_" #ISA,                                 \
-                                             .op = OP,                                             \
-                                             .needs = NEEDS,                                       \
-                                             .supports = supports_common,                          \
-                                             .prepare = prep_##ID##_##ISA,                         \
-                                             .release = release_common,                            \
-                                             .run = run_common};
+    const kern_variant reduce_v_##ID##_##ISA = {.name = #ID "_" #ISA,                              \
+                                                .op = OP,                                          \
+                                                .needs = NEEDS,                                    \
+                                                .supports = supports_common,                       \
+                                                .prepare = prep_##ID##_##ISA,                      \
+                                                .release = release_common,                         \
+                                                .run = run_common};
 
 #define NORM_VARIANT(ID, OP)                                                                       \
     NORM_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)                                            \

@@ -271,12 +271,12 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
     (void)n;
     (void)n_in;
     (void)n_out;
-    red_exec(state, in[0]->data, out[0]->data, op_tensor_numel(out[0]), ws, ctx);
+    reduce_exec(state, in[0]->data, out[0]->data, op_tensor_numel(out[0]), ws, ctx);
     return ANVIL_OK;
 }
 
 /* ---- emitting (anvil compile) ---------------------------------------------------------------
- * The node becomes one red_exec call on a red_state holding what this prepare made, so the
+ * The node becomes one reduce_exec call on a red_state holding what this prepare made, so the
  * library computes exactly what the variant does. ReduceLogSumExp's kernels need SLEEF's vector
  * exp, which emitted libraries lack: `can` refuses it, so plans made to be emitted leave it to
  * the reference. */
@@ -304,7 +304,8 @@ static anvil_status red_emit_write(const kern_node *kn, const void *state, kern_
     for (int i = 0; red_emit_files[i]; i++) CORE_TRY(e->need(e, red_emit_files[i]));
     CORE_TRY(e->include(e, "kernels/cpu/reduce/reduce_run.h"));
     e->code(e, "red_state rs = {0};\n");
-    e->code(e, "rs.isa = &%s;\n", s->isa == &red_isa_avx512 ? "red_isa_avx512" : "red_isa_avx2");
+    e->code(e, "rs.isa = &%s;\n",
+            s->isa == &reduce_isa_avx512 ? "reduce_isa_avx512" : "reduce_isa_avx2");
     e->code(e, "rs.npass = %d;\n", s->npass);
     for (int i = 0; i < s->npass; i++)
         e->code(e, "rs.pass[%d] = (red_pass){%zu, %zu, %zu};\n", i, s->pass[i].outer,
@@ -317,7 +318,7 @@ static anvil_status red_emit_write(const kern_node *kn, const void *state, kern_
     e->code(e, "rs.is_max = %d;\nrs.last = %d;\nrs.arg = %d;\n", (int)s->is_max, (int)s->last,
             (int)s->arg);
     const bool ws = s->buf[0] + s->buf[1] + s->parts > 0;
-    e->code(e, "red_exec(&rs, (const float *)(%s), %s, %zu, %s%s%s, %s);\n", e->in(e, 0),
+    e->code(e, "reduce_exec(&rs, (const float *)(%s), %s, %zu, %s%s%s, %s);\n", e->in(e, 0),
             e->out(e, 0), op_tensor_numel(&e->out_t[0]), ws ? "(float *)(" : "",
             ws ? e->ws : "NULL", ws ? ")" : "", e->ctx);
     return ANVIL_OK;
@@ -329,7 +330,7 @@ static const kern_emitter red_emitter = {red_emit_write, red_emit_can};
  * Per (op, ISA) one variant; only prepare differs (it records the ISA table in the state). */
 
 /* The variants of op OP, "<ID>_avx512" and "<ID>_avx2" (family.h). */
-#define RED_VARIANT(ID, OP) KFAM_ISA_VARIANTS(ID, OP, red_isa_, &red_emitter)
+#define RED_VARIANT(ID, OP) KFAM_ISA_VARIANTS(ID, OP, reduce_isa_, &red_emitter)
 
 #define RED_OPS(X)                                                                                 \
     X(reducel1, IR_OP_REDUCEL1)                                                                    \
@@ -350,8 +351,8 @@ RED_OPS(RED_VARIANT)
 
 /* For each op the AVX-512 variant first: the first applicable variant is the default. */
 #define RED_REF(ID, OP) &v_##ID##_avx512, &v_##ID##_avx2,
-#define RED_NORM_REF(ID) &red_v_##ID##_avx512, &red_v_##ID##_avx2,
+#define RED_NORM_REF(ID) &reduce_v_##ID##_avx512, &reduce_v_##ID##_avx2,
 const kern_variant *const kern_family_reduce[] = {
-    RED_OPS(RED_REF) RED_NORM_VARIANTS(RED_NORM_REF) & red_v_topk,
+    RED_OPS(RED_REF) RED_NORM_VARIANTS(RED_NORM_REF) & reduce_v_topk,
     NULL,
 };
