@@ -256,7 +256,7 @@ static void ag_range(void *arg, size_t begin, size_t end) {
         switch (f->act) {
         case IR_ACT_RELU:
             if (j->avx512)
-                grad_relu_avx512(dy + lo, x + lo, dx + lo, hi - lo);
+                train_relu_avx512(dy + lo, x + lo, dx + lo, hi - lo);
             else
                 for (size_t i = lo; i < hi; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
             break;
