@@ -387,7 +387,7 @@ static bool rule_grouped(const conv_shape *s) {
 }
 
 #ifdef ANVIL_HAVE_DNNL
-extern const kern_variant kern_dnnl_conv_split;
+extern const kern_variant vendor_dnnl_conv_split;
 #endif
 
 typedef struct conv_rule {
@@ -415,7 +415,7 @@ static const conv_rule cascade[] = {
      * dnnl_variants.c), which costs more than the second thread gains on convs this small.
      * RegNetY-400MF at 2 threads, medians of 6 alternating runs: 7.3 ms with these convs on one
      * thread, 6.0 split (OpenMP's 2 threads, earlier: 9.3-12.9 ms). */
-    {&kern_dnnl_conv_split, rule_grouped},
+    {&vendor_dnnl_conv_split, rule_grouped},
 #endif
     {&conv_v_nhwc, rule_tiny_map},
     {&conv_v_1x1, rule_1x1},
