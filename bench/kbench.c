@@ -12,6 +12,8 @@
  * what the columns mean. */
 #include "kbench.h"
 
+#include "api/env.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +30,7 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
+    api_env_init(); /* ANVIL_ISA caps what the kernels see, as in anvil */
     if (argc < 2) {
         usage();
         return 2;

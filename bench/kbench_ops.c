@@ -108,7 +108,7 @@ typedef struct slot {
 
 static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_opts *o) {
     const core_hw *hw = core_hw_get();
-    kern_node kn = {kb_case_node(c), c->tin, c->n_in, &c->tout, 1, threads, NULL, NULL};
+    kern_node kn = {kb_case_node(c), c->tin, c->n_in, &c->tout, 1, threads, NULL, NULL, NULL};
     const kern_variant *def = NULL;
     if (kern_select(&kn, NULL, &def) != ANVIL_OK) def = NULL;
     size_t count;

@@ -173,6 +173,14 @@ anvil_status anvil_options_set_tuning_db(anvil_options *opts, const char *path);
 anvil_status anvil_options_set_online_tuning(anvil_options *opts, int rounds, double prune_factor,
                                              int prune_after);
 
+/* Sets one of the session settings that the environment variables of the README's table also
+ * set (name as the variable is spelled, e.g. "ANVIL_LAYOUT", "ANVIL_GEMM_KC"; value as the
+ * variable takes it). An option set here overrides the environment, which overrides the default.
+ * INVALID_ARGUMENT for a name that is not a session setting (the process-wide ANVIL_ISA, ANVIL_LOG
+ * and ANVIL_MAX_TENSOR_BYTES are not) or a value it refuses. Both strings are copied; setting a
+ * name again replaces its value. */
+anvil_status anvil_options_set_knob(anvil_options *opts, const char *name, const char *value);
+
 /* Plans choose only variants that anvil_session_compile can emit as C: the forced or database
  * choice where it can be emitted, else the first emittable variant that applies (default 0). */
 anvil_status anvil_options_set_emittable_only(anvil_options *opts, int on);
@@ -651,6 +659,14 @@ anvil_status anvil_tuning_db_prune(anvil_tuning_db *db, const char *fingerprint,
  * "NAME = 0|1") and of the libraries and backends built in, one item per line, into buf
  * (caller-owned, cap bytes, always NUL-terminated). Returns the length it needed. */
 size_t anvil_sysinfo(char *buf, size_t cap);
+
+/* Caps the ISA features this process's plans may use, as if the CPU were older: "avx512" (no
+ * AMX), "avx2" (no AVX-512), "scalar" (no AVX either), or "none" / NULL (what the CPU has; the
+ * default, unless $ANVIL_ISA sets a cap). Plans made later follow it; variants already chosen keep
+ * their ISA. INVALID_ARGUMENT for another name. `anvil compile --isa` is this call. */
+anvil_status anvil_set_isa_cap(const char *isa);
+/* The cap in force: "none", "avx512", "avx2" or "scalar" (static). */
+const char *anvil_isa_cap(void);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 #   ops.table_files  every row of src/ir/ops.def names the src/ops file that defines its op_impl
 #   layers.calls     calls between layers only go down (ARCHITECTURE.md), the anvil tool's
 #                    included
+#   layers.prefixes  every global of src/kernels carries its folder's prefix (ARCHITECTURE.md)
 find_package(Python3 COMPONENTS Interpreter)
 find_program(ANVIL_NM nm)
 if(Python3_Interpreter_FOUND AND ANVIL_NM)
@@ -13,4 +14,7 @@ if(Python3_Interpreter_FOUND AND ANVIL_NM)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_layers.py
                    $<TARGET_OBJECTS:anvil_loader> $<TARGET_OBJECTS:anvil_static>
                    $<TARGET_OBJECTS:anvil>)
+  add_test(NAME layers.prefixes
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_prefixes.py
+                   $<TARGET_OBJECTS:anvil_static>)
 endif()

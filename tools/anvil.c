@@ -2,6 +2,8 @@
  * in its own cmd_<name>.c. */
 #include "cli.h"
 
+#include "api/env.h"
+
 #include <string.h>
 
 static const cli_command commands[] = {
@@ -50,10 +52,12 @@ static void usage(FILE *f) {
                "  19  internal error (a bug in anvil; please report it)\n"
                "\n"
                "environment: ANVIL_LOG=error|warn|info|debug, ANVIL_ISA=avx2|avx512|scalar,\n"
-               "             ANVIL_LAYOUT=auto|nchw|nhwc (the conv layout pass)\n");
+               "             ANVIL_LAYOUT=auto|nchw|nhwc (the conv layout pass); the README lists\n"
+               "             every variable\n");
 }
 
 int main(int argc, char **argv) {
+    api_env_init();
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;

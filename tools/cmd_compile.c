@@ -1,7 +1,9 @@
 /* anvil compile: a model, for fixed input shapes, as a standalone C library (anvil_session_compile
  * does the work; this file is the command line). --isa caps the CPU features anvil plans for
- * through ANVIL_ISA, which core_hw_get reads once, so it is set before anything asks. */
+ * (anvil_set_isa_cap, over ANVIL_ISA: the option wins), before anything plans. */
 #include "cli.h"
+
+#include "api/env.h"
 
 #include <cjson/cJSON.h>
 
@@ -236,8 +238,12 @@ int cli_compile_main(int argc, char **argv) {
     int code = parse_args(argc, argv, &a);
     anvil_model *m = NULL;
     if (code >= 0) goto done;
-    if (a.isa) setenv("ANVIL_ISA", strcmp(a.isa, "generic") ? a.isa : "scalar", 1);
-    anvil_status s = anvil_model_load(a.model, &m);
+    anvil_status s;
+    if (a.isa && (s = anvil_set_isa_cap(strcmp(a.isa, "generic") ? a.isa : "scalar")) != ANVIL_OK) {
+        code = cli_fail_status(s);
+        goto done;
+    }
+    s = anvil_model_load(a.model, &m);
     if (s != ANVIL_OK) {
         code = cli_fail_status(s);
         goto done;

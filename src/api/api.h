@@ -52,6 +52,12 @@ void api_options_summarize(const anvil_options *o, api_options_summary *out);
  * (anvil_options_free). */
 anvil_status api_options_copy(const anvil_options *o, anvil_options **out);
 
+struct rt_session_config;
+/* The configuration a session made with opts (NULL: the defaults) runs under: the defaults, then
+ * the environment (env.h), then the options; threads resolved (0: every core). Pointers in *out
+ * (forces) borrowed from opts. */
+anvil_status api_session_config(const anvil_options *opts, struct rt_session_config *out);
+
 struct tune_db;
 /* The tuning database a session reads (and online tuning writes): path "" none, a path that
  * file (it must open), NULL the default file, read when it exists, created when `online`; a

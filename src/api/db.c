@@ -1,6 +1,7 @@
 /* The public tuning database API (anvil.h, "the tuning database"): src/tune's database behind
  * an opaque handle, for `anvil db` and for library users. */
 #include "api/api.h"
+#include "api/env.h"
 #include "core/core.h"
 #include "tune/tune.h"
 
@@ -22,7 +23,8 @@ anvil_status anvil_tuning_fingerprint(char *buf, size_t cap) {
 
 anvil_status anvil_tuning_db_default_path(char *buf, size_t cap, int create_dir) {
     API_CHECK(buf && cap, "anvil_tuning_db_default_path: no buffer");
-    return tune_db_default_path(buf, cap, create_dir != 0);
+    const tune_path_env env = api_env_tune_paths();
+    return tune_db_default_path(&env, buf, cap, create_dir != 0);
 }
 
 anvil_status anvil_tuning_db_open(const char *path, anvil_tuning_db **out) {

@@ -8,6 +8,7 @@
  * 8-bit tensors of Constant nodes (exporters put a body's weights there); integer Constant nodes
  * are shape arithmetic. */
 #include "api/api.h"
+#include "api/env.h"
 #include "core/core.h"
 #include "onnx/onnx.h"
 #include "passes/passes.h"
@@ -89,7 +90,15 @@ anvil_status api_model_dump(const anvil_model *m, int opt_level, uint32_t passes
     const ir_graph *g = api_model_graph(m);
     pass_graph *pg = NULL;
     if (opt_level > 0) {
-        pass_options po = {.opt_level = opt_level, .off = passes_off};
+        /* the environment's settings of the passes (env.h), then --passes */
+        rt_session_config env = {0};
+        CORE_TRY(api_env_session(&env));
+        passes_off |= env.passes_off;
+        pass_options po = {.opt_level = opt_level,
+                           .off = passes_off,
+                           .layout = env.layout,
+                           .parallel_gemm = env.parallel_gemm,
+                           .b2b = env.b2b};
         CORE_TRY(pass_pipeline_run(g, &po, &pg));
         g = pg->g;
     }

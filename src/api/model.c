@@ -2,6 +2,7 @@
  * Kept apart from sessions (session.c) so that loading a model needs no kernel, pass or executor:
  * the loader fuzz target links only this side (library anvil_loader). */
 #include "api.h"
+#include "env.h"
 #include "onnx/onnx.h"
 #include "runtime/infer.h"
 
@@ -37,6 +38,7 @@ anvil_status anvil_model_load(const char *path, anvil_model **out) {
     API_CHECK(out, "anvil_model_load: out is NULL");
     *out = NULL;
     API_CHECK(path && *path, "anvil_model_load: path is NULL or empty");
+    api_env_init();
     core_err_clear();
     onnx_model *om;
     anvil_status st = onnx_load_file(path, &om);
@@ -50,6 +52,7 @@ anvil_status anvil_model_load_buffer(const void *data, size_t size, anvil_model 
     API_CHECK(out, "anvil_model_load_buffer: out is NULL");
     *out = NULL;
     API_CHECK(data || size == 0, "anvil_model_load_buffer: data is NULL");
+    api_env_init();
     core_err_clear();
     onnx_model *om;
     CORE_TRY(onnx_load_buffer(data, size, &om));

@@ -2,6 +2,7 @@
  * of substance happens in the layers below; this file's job is to refuse misuse with a message
  * before it reaches them. Models (loading) are in model.c. */
 #include "api.h"
+#include "env.h"
 #include "onnx/onnx.h"
 #include "passes/passes.h"
 #include "emit/emit.h"
@@ -24,6 +25,9 @@ struct anvil_options {
     int online_rounds, online_prune_after;
     double online_prune_factor;
     bool emittable_only;
+    /* anvil_options_set_knob's settings: names and values strdup'd, owned */
+    char **knob_names, **knob_values;
+    int n_knobs;
 };
 
 struct anvil_session {
@@ -42,6 +46,7 @@ struct anvil_session {
 
 anvil_status anvil_options_create(anvil_options **out) {
     API_CHECK(out, "anvil_options_create: out is NULL");
+    api_env_init();
     anvil_options *o = core_calloc(1, sizeof *o);
     if (!o) return ANVIL_ERR_OUT_OF_MEMORY;
     o->threads = 0;
@@ -58,7 +63,46 @@ void anvil_options_free(anvil_options *o) {
     }
     free(o->forces);
     free(o->db_path);
+    for (int i = 0; i < o->n_knobs; i++) {
+        free(o->knob_names[i]);
+        free(o->knob_values[i]);
+    }
+    free(o->knob_names);
+    free(o->knob_values);
     free(o);
+}
+
+#define API_MAX_KNOBS 64
+
+anvil_status anvil_options_set_knob(anvil_options *o, const char *name, const char *value) {
+    API_CHECK(o, "anvil_options_set_knob: options is NULL");
+    API_CHECK(name && value, "anvil_options_set_knob: name or value is NULL");
+    rt_session_config probe = {0};
+    CORE_TRY(api_knob_set(&probe, name, value));
+    int at = 0;
+    while (at < o->n_knobs && strcmp(o->knob_names[at], name)) at++;
+    API_CHECK(at < API_MAX_KNOBS, "anvil_options_set_knob: more than %d settings", API_MAX_KNOBS);
+    char *v = strdup(value);
+    if (!v) return ANVIL_ERR_OUT_OF_MEMORY;
+    if (at < o->n_knobs) {
+        free(o->knob_values[at]);
+        o->knob_values[at] = v;
+        return ANVIL_OK;
+    }
+    char *n = strdup(name);
+    char **names = realloc(o->knob_names, (size_t)(at + 1) * sizeof *names);
+    if (names) o->knob_names = names;
+    char **values = realloc(o->knob_values, (size_t)(at + 1) * sizeof *values);
+    if (values) o->knob_values = values;
+    if (!n || !names || !values) {
+        free(n);
+        free(v);
+        return ANVIL_ERR_OUT_OF_MEMORY;
+    }
+    o->knob_names[at] = n;
+    o->knob_values[at] = v;
+    o->n_knobs++;
+    return ANVIL_OK;
 }
 
 anvil_status anvil_options_set_tuning_db(anvil_options *o, const char *path) {
@@ -101,7 +145,8 @@ anvil_status api_tuning_db_open(const char *path, bool online, tune_db **db, cha
     }
     /* Online tuning writes its winners, so it creates the default file; otherwise a session
      * only reads one that exists. */
-    if (tune_db_default_path(def, sizeof def, online) != ANVIL_OK || !def[0] ||
+    const tune_path_env env = api_env_tune_paths();
+    if (tune_db_default_path(&env, def, sizeof def, online) != ANVIL_OK || !def[0] ||
         (!online && access(def, F_OK) != 0)) {
         core_err_clear();
         return ANVIL_OK;
@@ -227,16 +272,14 @@ static void release_model_pages(void *ctx, const void *p, size_t n) {
     onnx_model_release_pages(ctx, p, n);
 }
 
-anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opts,
-                                  anvil_session **out) {
-    API_CHECK(out, "anvil_session_create: out is NULL");
-    *out = NULL;
-    API_CHECK(m, "anvil_session_create: model is NULL");
+anvil_status api_session_config(const anvil_options *opts, rt_session_config *out) {
+    /* the defaults, then the environment, then the options (env.h) */
     rt_session_config cfg = {.threads = 0, .opt_level = 1, .profiling = false};
+    CORE_TRY(api_env_session(&cfg));
     if (opts) {
         cfg.threads = opts->threads;
         cfg.opt_level = opts->opt_level;
-        cfg.passes_off = opts->passes_off;
+        cfg.passes_off |= opts->passes_off;
         cfg.profiling = opts->profiling;
         cfg.forces = opts->forces;
         cfg.n_forces = opts->n_forces;
@@ -244,8 +287,21 @@ anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opt
         cfg.online_prune_factor = opts->online_prune_factor;
         cfg.online_prune_after = opts->online_prune_after;
         cfg.emittable_only = opts->emittable_only;
+        for (int i = 0; i < opts->n_knobs; i++)
+            CORE_TRY(api_knob_set(&cfg, opts->knob_names[i], opts->knob_values[i]));
     }
     if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
+    *out = cfg;
+    return ANVIL_OK;
+}
+
+anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opts,
+                                  anvil_session **out) {
+    API_CHECK(out, "anvil_session_create: out is NULL");
+    *out = NULL;
+    API_CHECK(m, "anvil_session_create: model is NULL");
+    rt_session_config cfg;
+    CORE_TRY(api_session_config(opts, &cfg));
     cfg.released = release_model_pages;
     cfg.released_ctx = m->onnx;
     anvil_session *s = core_calloc(1, sizeof *s);

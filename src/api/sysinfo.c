@@ -4,7 +4,9 @@
  * all show the same thing. It reports what core_hw_get() says anvil will use, i.e. after the
  * ANVIL_ISA cap and after the OS-support checks; ISA feature lines use the bare upper-case feature
  * name so scripts can grep for "AVX512F = 1". */
+#include "api.h"
 #include "core/core.h"
+#include "env.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,6 +41,7 @@ static void out_cache(sysinfo_out *o, const char *key, size_t bytes) {
 
 size_t anvil_sysinfo(char *buf, size_t cap) {
     sysinfo_out o = {buf, buf ? cap : 0, 0};
+    api_env_init();
     const core_hw *h = core_hw_get();
 
     out_line(&o, "anvil.version = %d.%d.%d\n", ANVIL_VERSION_MAJOR, ANVIL_VERSION_MINOR,
@@ -77,8 +80,7 @@ size_t anvil_sysinfo(char *buf, size_t cap) {
     for (size_t i = 0; i < sizeof isa / sizeof *isa; i++)
         out_line(&o, "%s = %d\n", isa[i].name, isa[i].on ? 1 : 0);
 
-    const char *cap_env = getenv("ANVIL_ISA");
-    out_line(&o, "isa.cap = %s\n", cap_env && cap_env[0] ? cap_env : "none");
+    out_line(&o, "isa.cap = %s\n", core_isa_cap_name(core_hw_cap()));
 
     out_line(&o, "backend.cpu = 1\n");
 #ifdef ANVIL_WITH_CUDA
@@ -118,4 +120,22 @@ size_t anvil_sysinfo(char *buf, size_t cap) {
 
     if (buf && cap > 0 && o.len >= cap) buf[cap - 1] = '\0';
     return o.len + 1;
+}
+
+anvil_status anvil_set_isa_cap(const char *isa) {
+    api_env_init(); /* so that a later first use does not put $ANVIL_ISA's cap over this one */
+    if (!isa || !strcmp(isa, "none") || !strcmp(isa, "native")) {
+        core_hw_set_cap(CORE_ISA_NATIVE);
+        return ANVIL_OK;
+    }
+    const core_isa_cap cap = core_isa_cap_parse(isa);
+    API_CHECK(cap != CORE_ISA_NATIVE,
+              "anvil_set_isa_cap: '%s' is not an ISA cap; give avx512, avx2, scalar or none", isa);
+    core_hw_set_cap(cap);
+    return ANVIL_OK;
+}
+
+const char *anvil_isa_cap(void) {
+    api_env_init();
+    return core_isa_cap_name(core_hw_cap());
 }

@@ -4,6 +4,7 @@
  * configuration names (as anvil_session_create does). */
 #include "api.h"
 
+#include "env.h"
 #include "train/train.h"
 #include "tune/tune.h"
 
@@ -37,6 +38,7 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
               "unknown optimizer %d", (int)c->optimizer);
     char fingerprint[TUNE_FINGERPRINT_MAX] = "";
     train_config tc = {.opt = *c, .fingerprint = fingerprint};
+    CORE_TRY(api_env_session(&tc.env));
     CORE_TRY(api_tuning_db_open(c->tuning_db, c->online_rounds > 0, &tc.db, fingerprint,
                                 sizeof fingerprint));
     return train_session_create(api_model_graph(model), &tc, out);

@@ -5,6 +5,7 @@
 #include "api.h"
 
 #include "autotune/autotune.h"
+#include "env.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -92,7 +93,8 @@ static anvil_status db_path_of(const api_options_summary *so, char *buf, size_t 
             return core_err(ANVIL_ERR_LIMIT, "the database path is too long");
         return ANVIL_OK;
     }
-    CORE_TRY(tune_db_default_path(buf, cap, true));
+    const tune_path_env env = api_env_tune_paths();
+    CORE_TRY(tune_db_default_path(&env, buf, cap, true));
     if (!buf[0])
         return core_err(ANVIL_ERR_INVALID_ARGUMENT,
                         "$ANVIL_TUNING_DB is 'off': name the database to tune into");
@@ -105,11 +107,19 @@ static anvil_status tune(const anvil_model *model, const anvil_tune_options *o,
     api_options_summarize(o->session, &so);
     CORE_TRY(db_path_of(&so, rep->db_path, sizeof rep->db_path));
     CORE_TRY(tune_fingerprint(rep->fingerprint, sizeof rep->fingerprint));
+    const ir_graph *g = api_model_graph(model);
+    /* the sessions' configuration (environment and options), less what a tune does not use:
+     * forced variants, online tuning, profiling */
+    rt_session_config cfg;
+    CORE_TRY(api_session_config(o->session, &cfg));
+    cfg.forces = NULL;
+    cfg.n_forces = 0;
+    cfg.online_rounds = 0;
+    cfg.profiling = false;
+    cfg.emittable_only = false;
+    cfg.threads = rep->threads;
     tune_db *db = NULL;
     CORE_TRY(tune_db_open(rep->db_path, &db));
-    const ir_graph *g = api_model_graph(model);
-    rt_session_config cfg = {
-        .threads = rep->threads, .opt_level = so.opt_level, .passes_off = so.passes_off};
     autotune_run *run = &rep->run;
     run->db = db;
     run->fingerprint = rep->fingerprint;

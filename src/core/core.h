@@ -40,8 +40,10 @@ typedef enum {
     CORE_LOG_INFO = 2,
     CORE_LOG_DEBUG = 3
 } core_log_level;
-/* The level comes from ANVIL_LOG=error|warn|info|debug (default warn). */
+/* Messages above the level (default warn) are dropped. */
 void core_log(core_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Sets the level (the API sets it from ANVIL_LOG, src/api/env.c). */
+void core_log_set_level(core_log_level lvl);
 
 /* ---- dtypes -------------------------------------------------------------------------------- */
 
@@ -84,9 +86,11 @@ bool core_numel(const int64_t *dims, int rank, size_t *out);
 /* Bytes of a tensor: numel * element size, false on overflow or unsupported dtype. */
 bool core_tensor_bytes(anvil_dtype dt, const int64_t *dims, int rank, size_t *out);
 
-/* Largest single tensor anvil will allocate (bytes). ANVIL_MAX_TENSOR_BYTES overrides; default
- * 16 GiB. Declared shapes beyond it are refused with ANVIL_ERR_LIMIT before any allocation. */
+/* Largest single tensor anvil will allocate (bytes); default 16 GiB. Declared shapes beyond it are
+ * refused with ANVIL_ERR_LIMIT before any allocation. */
 size_t core_max_tensor_bytes(void);
+/* Sets that limit; 0 restores the default (the API sets it from ANVIL_MAX_TENSOR_BYTES). */
+void core_max_tensor_bytes_set(size_t bytes);
 
 /* ---- memory -------------------------------------------------------------------------------- */
 
@@ -107,7 +111,6 @@ void *core_arena_array(core_arena *a, size_t n, size_t elem); /* overflow-checke
 char *core_arena_strdup(core_arena *a, const char *s);
 char *core_arena_strndup(core_arena *a, const char *s, size_t n);
 char *core_arena_printf(core_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-size_t core_arena_bytes(const core_arena *a); /* bytes handed out so far */
 
 /* A growable array of fixed-size elements (for graph building). Owns its buffer (free()). */
 typedef struct core_vec {
@@ -123,9 +126,24 @@ void core_vec_free(core_vec *v);
 
 #include "core/core_hw.h"
 
-/* Detected once on first use (cpuid + sysfs). ANVIL_ISA=avx2|avx512|scalar caps the ISA features
- * reported, so a machine can be made to take the paths of an older one. Pointer to static data. */
+/* Detected once on first use (cpuid + sysfs), with the ISA features above the cap
+ * (core_hw_set_cap) switched off. Pointer to static data. */
 const core_hw *core_hw_get(void);
+/* A cap on the ISA features core_hw_get reports, so a machine can be made to take the paths of
+ * an older one (the API sets it from ANVIL_ISA, `anvil compile --isa` from its option). */
+typedef enum core_isa_cap {
+    CORE_ISA_NATIVE = 0, /* no cap */
+    CORE_ISA_AVX512,     /* no AMX */
+    CORE_ISA_AVX2,       /* no AVX-512, no AMX */
+    CORE_ISA_SCALAR,     /* no AVX, AVX2, FMA, F16C either */
+} core_isa_cap;
+/* Sets the cap; call it before the first plan (kernels chosen earlier keep their ISA). */
+void core_hw_set_cap(core_isa_cap cap);
+core_isa_cap core_hw_cap(void);
+/* The cap's name: "none", "avx512", "avx2", "scalar". Static. */
+const char *core_isa_cap_name(core_isa_cap cap);
+/* The cap a name ("avx512", "avx2", "scalar") gives; CORE_ISA_NATIVE for anything else. */
+core_isa_cap core_isa_cap_parse(const char *name);
 /* For tests: replace the hardware description (NULL restores detection). Not thread-safe. */
 void core_hw_override(const core_hw *hw);
 

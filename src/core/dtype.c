@@ -295,12 +295,13 @@ bool core_tensor_bytes(anvil_dtype dt, const int64_t *dims, int rank, size_t *ou
     return core_mul_size(n, es, out);
 }
 
+/* 0: the default, 16 GiB */
+static size_t max_tensor_bytes;
+
 size_t core_max_tensor_bytes(void) {
-    static size_t limit;
-    if (!limit) {
-        const char *e = getenv("ANVIL_MAX_TENSOR_BYTES");
-        unsigned long long v = e ? strtoull(e, NULL, 10) : 0;
-        limit = v ? (size_t)v : ((size_t)16 << 30);
-    }
-    return limit;
+    return max_tensor_bytes ? max_tensor_bytes : (size_t)16 << 30;
+}
+
+void core_max_tensor_bytes_set(size_t bytes) {
+    max_tensor_bytes = bytes;
 }

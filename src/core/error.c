@@ -45,27 +45,15 @@ const char *core_err_message(void) {
     return err_buf;
 }
 
-static int log_level(void) {
-    static int level = -1;
-    if (level < 0) {
-        const char *e = getenv("ANVIL_LOG");
-        int l = CORE_LOG_WARN;
-        if (e) {
-            if (!strcmp(e, "error"))
-                l = CORE_LOG_ERROR;
-            else if (!strcmp(e, "info"))
-                l = CORE_LOG_INFO;
-            else if (!strcmp(e, "debug"))
-                l = CORE_LOG_DEBUG;
-        }
-        level = l;
-    }
-    return level;
+static core_log_level log_level = CORE_LOG_WARN;
+
+void core_log_set_level(core_log_level lvl) {
+    log_level = lvl;
 }
 
 void core_log(core_log_level lvl, const char *fmt, ...) {
     static const char *names[] = {"error", "warn", "info", "debug"};
-    if ((int)lvl > log_level()) return;
+    if (lvl > log_level) return;
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "anvil %s: ", names[lvl]);

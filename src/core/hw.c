@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static core_hw hw_detected;
+/* as detected; as core_hw_get reports it (with the cap applied) */
+static core_hw hw_detected, hw_capped;
+static core_isa_cap hw_cap;
 static const core_hw *hw_current;
 
 static uint64_t xgetbv0(void) {
@@ -137,27 +139,55 @@ static void detect(core_hw *h) {
     }
     h->physical_cores = h->logical_cores / siblings > 0 ? h->logical_cores / siblings : 1;
     detect_caches(h);
+}
 
-    /* ANVIL_ISA caps what is reported, so tests and users can force older paths. */
-    const char *cap = getenv("ANVIL_ISA");
-    if (cap && (!strcmp(cap, "avx2") || !strcmp(cap, "scalar"))) {
+/* The features above cap switched off in h. */
+static void apply_cap(core_hw *h, core_isa_cap cap) {
+    if (cap == CORE_ISA_AVX2 || cap == CORE_ISA_SCALAR) {
         h->avx512f = h->avx512bw = h->avx512vl = h->avx512dq = h->avx512cd = false;
         h->avx512_vnni = h->avx512_bf16 = h->avx512_fp16 = false;
         h->amx_tile = h->amx_bf16 = h->amx_int8 = h->amx_fp16 = false;
-        if (!strcmp(cap, "scalar")) h->avx = h->avx2 = h->fma = h->f16c = false;
-    } else if (cap && !strcmp(cap, "avx512")) {
+        if (cap == CORE_ISA_SCALAR) h->avx = h->avx2 = h->fma = h->f16c = false;
+    } else if (cap == CORE_ISA_AVX512) {
         h->amx_tile = h->amx_bf16 = h->amx_int8 = h->amx_fp16 = false;
     }
 }
 
+static pthread_once_t detect_once_flag = PTHREAD_ONCE_INIT;
+
 static void detect_once(void) {
     detect(&hw_detected);
+    hw_capped = hw_detected;
+    apply_cap(&hw_capped, hw_cap);
 }
 
 const core_hw *core_hw_get(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, detect_once);
-    return hw_current ? hw_current : &hw_detected;
+    pthread_once(&detect_once_flag, detect_once);
+    return hw_current ? hw_current : &hw_capped;
+}
+
+void core_hw_set_cap(core_isa_cap cap) {
+    pthread_once(&detect_once_flag, detect_once);
+    if (cap == hw_cap) return;
+    hw_cap = cap;
+    hw_capped = hw_detected;
+    apply_cap(&hw_capped, cap);
+}
+
+core_isa_cap core_hw_cap(void) {
+    return hw_cap;
+}
+
+static const char *const cap_names[] = {"none", "avx512", "avx2", "scalar"};
+
+const char *core_isa_cap_name(core_isa_cap cap) {
+    return (unsigned)cap < sizeof cap_names / sizeof cap_names[0] ? cap_names[cap] : "none";
+}
+
+core_isa_cap core_isa_cap_parse(const char *name) {
+    for (int c = CORE_ISA_AVX512; c <= CORE_ISA_SCALAR; c++)
+        if (name && !strcmp(name, cap_names[c])) return (core_isa_cap)c;
+    return CORE_ISA_NATIVE;
 }
 
 void core_hw_override(const core_hw *hw) {

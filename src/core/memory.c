@@ -49,7 +49,6 @@ typedef struct arena_chunk {
 
 struct core_arena {
     arena_chunk *head;
-    size_t total;
 };
 
 #define ARENA_CHUNK 65536
@@ -91,7 +90,6 @@ void *core_arena_alloc(core_arena *a, size_t bytes) {
     }
     void *p = a->head->mem + a->head->used;
     a->head->used += need;
-    a->total += need;
     memset(p, 0, need);
     return p;
 overflow:
@@ -133,10 +131,6 @@ char *core_arena_printf(core_arena *a, const char *fmt, ...) {
     vsnprintf(p, (size_t)n + 1, fmt, ap);
     va_end(ap);
     return p;
-}
-
-size_t core_arena_bytes(const core_arena *a) {
-    return a->total;
 }
 
 void core_vec_init(core_vec *v, size_t elem) {

@@ -303,10 +303,10 @@ static anvil_status emit_step(emitter *m, const rt_step *stp) {
         out[i] = m->p->shapes.info[n->outputs[i]];
         if ((st = value_expr(m, n->outputs[i], m->out_expr[i], 64)) != ANVIL_OK) goto done;
     }
-    kern_node kn = {
-        n,    in,           n->n_inputs,
-        out,  n->n_outputs, stp->threads > 0 ? stp->threads : rt_session_config_of(s)->threads,
-        NULL, &stp->config};
+    const rt_session_config *cfg = rt_session_config_of(s);
+    kern_node kn = {n,    in,           n->n_inputs,
+                    out,  n->n_outputs, stp->threads > 0 ? stp->threads : cfg->threads,
+                    NULL, &stp->config, &cfg->knobs};
     m->e.in_t = stp->in;
     m->e.out_t = stp->out;
     m->e.n_in = n->n_inputs;
@@ -582,6 +582,7 @@ static void write_source_tail(emitter *m, emit_buf *c, const char *N, bool embed
         "    free(net);\n}\n\n"
         "int %s_create(const char *weights, int threads, void *arena, %s **out) {\n"
         "    *out = NULL;\n"
+        "    krt_env_load();\n"
         "    %s *net = core_calloc(1, sizeof *net);\n"
         "    if (!net) return ANVIL_ERR_OUT_OF_MEMORY;\n"
         "    int st = 0;\n"

@@ -23,6 +23,27 @@ typedef struct kern_config {
 
 struct kern_node;
 
+/* ---- knobs -----------------------------------------------------------------------------------
+ * Settings for experiments and comparisons that override a variant's own choice for every node
+ * of a session (rt_session_config.knobs). The API fills them from its options and the ANVIL_*
+ * variables (src/api/env.c, which lists them); kernels never read the environment. All zero is
+ * every variant's own choice. */
+#define KERN_KNOB_NAME 32
+typedef struct kern_knobs {
+    /* > 0: the GEMM cache blocks (KC, MC and NC rounded to the tile) of every GEMM-based
+     * variant, where the tuner's configuration leaves them (ANVIL_GEMM_KC/MC/NC) */
+    int32_t gemm_kc, gemm_mc, gemm_nc;
+    /* Winograd's GEMM: 0 the rule, 1 tiles as its rows, 2 as its columns (ANVIL_WINO_ROWS) */
+    int wino_rows;
+    /* the GEMM-based convs' register tile by kernel name ("8x32_avx512"; ANVIL_CONV_TILE) and
+     * ConvTranspose's (ANVIL_DECONV_TILE); "": the variant's choice */
+    char conv_tile[KERN_KNOB_NAME];
+    char deconv_tile[KERN_KNOB_NAME];
+    /* the NHWC GEMM conv always copies its input (im2col) instead of indirect A rows
+     * (ANVIL_CONV_IM2COL) */
+    bool conv_im2col;
+} kern_knobs;
+
 /* A hardware rule: a configuration that breaks it is not worth timing (its accumulators do not
  * fit the registers, its A micro-panel does not fit L1, ...). The tuner counts, per rule, the
  * candidates it removed, for its report. */
@@ -63,6 +84,9 @@ typedef struct kern_node {
     /* Optional (NULL: every parameter at its default): the configuration of the variant's
      * kern_space that workspace_size and prepare must use. Only read during those calls. */
     const kern_config *config;
+    /* Optional (NULL: all zero): the session's knobs (borrowed; read by workspace_size, prepare
+     * and supports). */
+    const kern_knobs *knobs;
 } kern_node;
 
 /* Whether every parameter of c is at the variant's default (0). */
@@ -75,6 +99,22 @@ static inline bool kern_config_is_default(const kern_config *c) {
 /* Parameter i of kn's configuration, or 0 (the default) when kn has none. */
 static inline int32_t kern_param(const kern_node *kn, int i) {
     return kn->config && i >= 0 && i < KERN_MAX_PARAMS ? kn->config->v[i] : 0;
+}
+
+/* Whether input i of kn exists (was given and not omitted). */
+static inline bool kern_has_input(const kern_node *kn, int i) {
+    return i < kn->n_in && i < kn->node->n_inputs && kn->node->inputs[i] != IR_NONE;
+}
+
+/* Whether output i of kn exists. */
+static inline bool kern_has_output(const kern_node *kn, int i) {
+    return i < kn->n_out && i < kn->node->n_outputs && kn->node->outputs[i] != IR_NONE;
+}
+
+/* kn's knobs; all zero where it has none. */
+static inline const kern_knobs *kern_knobs_of(const kern_node *kn) {
+    static const kern_knobs none;
+    return kn && kn->knobs ? kn->knobs : &none;
 }
 
 static inline void kern_node_mark_copied(const kern_node *kn, int input) {

@@ -2,6 +2,7 @@
  * variant 0 without a line per op; optimized families contribute NULL-terminated lists, merged
  * here per op in the order of `cascade`, the data that makes the default choice. */
 #include "kernels.h"
+#include "kernels/cpu/conv/conv.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -113,4 +114,9 @@ anvil_status kern_select(const kern_node *kn, const char *forced, const kern_var
         }
     *out = list[0];
     return ANVIL_OK;
+}
+
+/* conv_f32 is the only variant that hands its nodes on. */
+const kern_variant *kern_delegate(const kern_variant *v, const void *state) {
+    return conv_delegate(v, state);
 }

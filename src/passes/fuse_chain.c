@@ -18,7 +18,7 @@
  * Conv, a bias + GELU after a MatMul) stays there, and before the layout pass, while node order
  * is still topological: a chain's first node then comes before its others, so walking the
  * nodes in order meets every chain at its start. The chain node takes the first node's place
- * and name. ANVIL_FUSE_CHAIN=off turns the pass off (for comparisons). */
+ * and name. ANVIL_FUSE_CHAIN=off turns the pass off (pass_options.off, src/api/env.c). */
 #include "rewrite.h"
 
 #include "ops/chain_common.h"
@@ -224,8 +224,6 @@ static anvil_status rewrite(pass_ctx *c, const chain *ch) {
 }
 
 anvil_status pass_fuse_chain(pass_ctx *c) {
-    const char *env = getenv("ANVIL_FUSE_CHAIN");
-    if (env && (!strcmp(env, "off") || !strcmp(env, "0"))) return ANVIL_OK;
     chain ch;
     for (int32_t k = 0; k < c->g->n_nodes; k++) {
         if (c->dead[k]) continue;

@@ -10,7 +10,7 @@
  * The gain is memory traffic saved against GEMMs cut into blocks, so it depends on the shapes
  * and the cache sizes: each pair is a measured rewrite ("b2b": "separate" or "fused"), which the
  * tuner times on the whole model; without a measurement, pair_rule's shape rule decides.
- * ANVIL_B2B=fused|separate overrides every pair (experiments). The fused
+ * pass_options.b2b (ANVIL_B2B=fused|separate) overrides every pair (experiments). The fused
  * node takes the second node's name, so the runtime's rebuild without a fusion that did not hold
  * for concrete shapes (pass_options.unfused) still finds it. */
 #include "rewrite.h"
@@ -200,7 +200,6 @@ static int pair_rule(const pass_ctx *c, int32_t k) {
 anvil_status pass_fuse_pair(pass_ctx *c) {
     ir_graph *g = c->g;
     const int32_t n_nodes = g->n_nodes;
-    const char *env = getenv("ANVIL_B2B");
     for (int32_t k = 0; k < n_nodes; k++) {
         const int32_t r = pair_of(c, k);
         if (r < 0) continue;
@@ -215,8 +214,8 @@ anvil_status pass_fuse_pair(pass_ctx *c) {
                                  .rule = pair_rule(c, k)};
         int ch = c->opts->decide ? c->opts->decide(c->opts->decide_arg, &q) : q.rule;
         if (ch != 0 && ch != 1) ch = q.rule;
-        if (env && !strcmp(env, "fused")) ch = 1;
-        if (env && !strcmp(env, "separate")) ch = 0;
+        if (c->opts->b2b == PASS_FORCE_FUSED) ch = 1;
+        if (c->opts->b2b == PASS_FORCE_SEPARATE) ch = 0;
         if (ch == 1) CORE_TRY(rewrite(c, k, r));
     }
     return ANVIL_OK;

@@ -12,8 +12,8 @@
  * copies the outputs), so each group asks pass_options.decide ("parallel_gemm": "separate" or
  * "fused"): the tuner times both, the database remembers. Without a measurement the rule is
  * "separate": on the Zen 4 this was written on, fused measured no faster (see the closing notes
- * of issue 19). ANVIL_PARALLEL_GEMM=fused|separate overrides every group (for experiments and
- * comparisons). Runs after fuse_epilogue, whose biases it carries. */
+ * of issue 19). pass_options.parallel_gemm (ANVIL_PARALLEL_GEMM=fused|separate) overrides every
+ * group (for experiments and comparisons). Runs after fuse_epilogue, whose biases it carries. */
 #include "rewrite.h"
 
 #include "ops/ops.h"
@@ -176,9 +176,8 @@ anvil_status pass_fuse_parallel(pass_ctx *c) {
                                  .rule = 0};
         int ch = c->opts->decide ? c->opts->decide(c->opts->decide_arg, &q) : q.rule;
         if (ch != 0 && ch != 1) ch = q.rule;
-        const char *env = getenv("ANVIL_PARALLEL_GEMM");
-        if (env && !strcmp(env, "fused")) ch = 1;
-        if (env && !strcmp(env, "separate")) ch = 0;
+        if (c->opts->parallel_gemm == PASS_FORCE_FUSED) ch = 1;
+        if (c->opts->parallel_gemm == PASS_FORCE_SEPARATE) ch = 0;
         if (ch == 1) CORE_TRY(fuse_group(c, ks, n, kdim, widths, biases));
     }
     return ANVIL_OK;

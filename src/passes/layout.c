@@ -179,21 +179,6 @@ static anvil_status add_transpose(pass_ctx *c, const char *name, ir_vid from, ir
     return pass_node_set_input(c, *node, 0, from);
 }
 
-/* The mode: the options', or ANVIL_LAYOUT's where they leave it AUTO. */
-static anvil_status layout_mode(const pass_options *o, int *mode) {
-    *mode = o->layout;
-    const char *env = getenv("ANVIL_LAYOUT");
-    if (*mode != PASS_LAYOUT_AUTO || !env || !strcmp(env, "auto")) return ANVIL_OK;
-    if (!strcmp(env, "nchw"))
-        *mode = PASS_LAYOUT_NCHW;
-    else if (!strcmp(env, "nhwc"))
-        *mode = PASS_LAYOUT_NHWC;
-    else
-        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
-                        "ANVIL_LAYOUT is '%s'; it must be auto, nchw or nhwc", env);
-    return ANVIL_OK;
-}
-
 /* Asks opts->decide about the chain rooted at root: its key hashes, conv by conv in graph order,
  * what decides the cost of either layout (weight shape, strides, pads, dilations, group, the
  * fused epilogue, the input's shape) and not the names, so equal chains share a decision. */
@@ -239,8 +224,7 @@ static int decide_chain(pass_ctx *c, int32_t *parent, const bool *chosen, int32_
 static anvil_status choose(pass_ctx *c, bool *chosen) {
     const ir_graph *g = c->g;
     const int32_t nn = g->n_nodes;
-    int mode;
-    CORE_TRY(layout_mode(c->opts, &mode));
+    const int mode = c->opts->layout;
     for (int32_t k = 0; k < nn; k++) chosen[k] = candidate(c, k);
     if (mode == PASS_LAYOUT_NHWC) return ANVIL_OK;
     if (mode == PASS_LAYOUT_NCHW) {

@@ -33,8 +33,8 @@
  *                   input as a column range (passes/attention_views.c);
  *   fuse_chain      a chain of two or more elementwise nodes (each the only reader of the one
  *                   before, side operands x or constants) becomes one anvil.EltwiseChain node
- *                   that makes one pass over memory (passes/fuse_chain.c; ANVIL_FUSE_CHAIN=off
- *                   turns it off);
+ *                   that makes one pass over memory (passes/fuse_chain.c; off like any
+ *                   pass, which ANVIL_FUSE_CHAIN=off does);
  *   layout          chains of Conv nodes become anvil.ConvNhwc on channels-last tensors, with a
  *                   Transpose where a chain meets the rest of the graph (pass_layout_mode).
  *   transposes      a Transpose of a Transpose becomes one, or an Identity when they cancel;
@@ -154,9 +154,11 @@ typedef struct pass_options {
      * matched on symbolic dims not to hold for concrete shapes. */
     const char *const *unfused;
     int n_unfused;
-    /* The layout pass (pass_layout_mode); 0 is PASS_LAYOUT_AUTO, which the environment
-     * variable ANVIL_LAYOUT=auto|nchw|nhwc overrides (for experiments and comparisons). */
+    /* The layout pass (pass_layout_mode); 0 is PASS_LAYOUT_AUTO. */
     int layout;
+    /* fuse_parallel's and fuse_pair's choice, forced over decide and the rule (pass_force);
+     * 0: not forced. */
+    int parallel_gemm, b2b;
     /* Nodes the layout pass must leave Conv (borrowed): those a user forced a Conv variant on;
      * keep_all_conv: Conv itself was forced. */
     const char *const *keep_conv;
@@ -181,6 +183,14 @@ typedef enum pass_layout_mode {
     PASS_LAYOUT_NCHW,
     PASS_LAYOUT_NHWC,
 } pass_layout_mode;
+
+/* A measured rewrite's choice forced, for experiments and comparisons (ANVIL_PARALLEL_GEMM,
+ * ANVIL_B2B). */
+typedef enum pass_force {
+    PASS_FORCE_NONE = 0,
+    PASS_FORCE_SEPARATE, /* the rewrite is not made */
+    PASS_FORCE_FUSED,    /* it is made wherever it can be */
+} pass_force;
 
 /* Rewrites a copy of src (borrowed; must outlive *out) at opts->opt_level. *out owned by the
  * caller (pass_graph_free). */

@@ -3,6 +3,7 @@
  * earlier step's where they pose the same problem; after each run the leaders advance, every
  * tuner follows its leader, and a step whose group locked takes its winner (prepared state and
  * all) and, for the leader, writes it to the database. */
+#include "runtime/runtime_test.h"
 #include "runtime/session_impl.h"
 
 #include <stdlib.h>
@@ -18,7 +19,7 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
                                 .rounds = s->cfg.online_rounds,
                                 .prune_after = s->cfg.online_prune_after,
                                 .prune_factor = s->cfg.online_prune_factor,
-                                .keep_all = s->cfg.online_keep_all};
+                                .keep_all = s->online_keep_all};
     anvil_status st = tune_online_setup(&o, kn, peers, n_peers, &stp->online, &stp->workspace);
     free(peers);
     if (st == ANVIL_OK && stp->online) stp->why = TUNE_WHY_ONLINE;
@@ -76,4 +77,8 @@ int rt_online_pending(const rt_plan *p) {
     int k = 0;
     for (int32_t i = 0; i < p->n_steps; i++) k += p->steps[i].online != NULL;
     return k;
+}
+
+void rt_test_online_keep_all(rt_session *s, bool on) {
+    s->online_keep_all = on;
 }

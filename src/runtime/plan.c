@@ -509,7 +509,8 @@ static anvil_status plan_steps(rt_session *s, rt_plan *p, int32_t *unfuse) {
         node_infos(sh, n->inputs, n->n_inputs, in);
         node_infos(sh, n->outputs, n->n_outputs, outi);
         uint32_t copied = 0;
-        kern_node kn = {n, in, n->n_inputs, outi, n->n_outputs, s->cfg.threads, &copied, NULL};
+        kern_node kn = {n,       in,   n->n_inputs,  outi, n->n_outputs, s->cfg.threads,
+                        &copied, NULL, &s->cfg.knobs};
         if ((st = kern_fusion_check(&kn)) != ANVIL_OK) {
             *unfuse = k;
             break;

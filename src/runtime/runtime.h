@@ -96,6 +96,10 @@ typedef struct rt_session_config {
     uint32_t passes_off; /* passes turned off at opt_level >= 1 (pass_spec_parse) */
     /* The layout pass's mode (pass_layout_mode, passes.h); 0 is AUTO. */
     int layout;
+    /* fuse_parallel's and fuse_pair's choice forced (pass_force, passes.h); 0: decided */
+    int parallel_gemm, b2b;
+    /* The kernels' knobs (kernels.h), for every node the session plans; all zero: none. */
+    kern_knobs knobs;
     bool profiling;
     /* Optional (borrowed; must outlive the session): the tuning database whose winners the plan
      * runs, looked up under `fingerprint` (tune_fingerprint, borrowed). NULL: the cascade. */
@@ -107,9 +111,6 @@ typedef struct rt_session_config {
     int online_rounds;
     double online_prune_factor;
     int online_prune_after;
-    /* Tests only: try every candidate that passes the check, without the plan-time cut on its
-     * check-run time (which makes how many candidates a node has depend on the machine). */
-    bool online_keep_all;
     /* Optional: answers the graph's measured rewrites (pass_decision) before the database and
      * the rules do; a return outside 0..n_choices-1 passes. The tuner forces each choice of a
      * group this way to time it. */

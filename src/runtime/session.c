@@ -93,6 +93,8 @@ static anvil_status graph_setup(rt_session *s) {
                            .released_ctx = s->cfg.released_ctx,
                            .unfused = (const char *const *)s->unfused,
                            .n_unfused = s->n_unfused,
+                           .parallel_gemm = s->cfg.parallel_gemm,
+                           .b2b = s->cfg.b2b,
                            .decide = rt_decide,
                            .decide_arg = s};
         rt_groups_clear(s);

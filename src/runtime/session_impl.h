@@ -20,7 +20,10 @@ struct rt_session {
     char **unfused;
     int n_unfused;
     rt_session_config cfg; /* cfg.forces points at `forces` below */
-    rt_force *forces;      /* owned copies; strings in force_text */
+    /* tests only (rt_test_online_keep_all, runtime_test.h): online tuning tries every
+     * candidate that passes the check */
+    bool online_keep_all;
+    rt_force *forces; /* owned copies; strings in force_text */
     char *force_text;
     core_pool *pool;
     op_ctx ctx;

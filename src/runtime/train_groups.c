@@ -62,7 +62,7 @@ static bool group_key(const rt_session *s, const ir_node *f, char *key, size_t c
     if (f->n_inputs > 4 || f->n_outputs != 1) return false;
     for (int i = 0; i < f->n_inputs; i++) tinfo_of(s, f->inputs[i], &in[i]);
     tinfo_of(s, f->outputs[0], &out[0]);
-    kern_node kn = {f, in, f->n_inputs, out, 1, s->cfg.threads, NULL, NULL};
+    kern_node kn = {f, in, f->n_inputs, out, 1, s->cfg.threads, NULL, NULL, &s->cfg.knobs};
     tune_problem pr;
     if (tune_problem_of(&kn, &pr) != ANVIL_OK) {
         core_err_clear();

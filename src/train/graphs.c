@@ -49,12 +49,13 @@ void train_graph_free(train_graph *tg, int n_bound) {
 }
 
 rt_session_config train_rt_config(const train_session *ts) {
-    rt_session_config cfg = {.threads = ts->cfg.threads,
-                             .opt_level = ts->cfg.opt_level,
-                             .profiling = ts->cfg.profiling != 0,
-                             .db = ts->db,
-                             .fingerprint = ts->db ? ts->fingerprint : NULL,
-                             .online_rounds = ts->db ? ts->cfg.online_rounds : 0};
+    rt_session_config cfg = ts->env; /* the environment's settings under the session's own */
+    cfg.threads = ts->cfg.threads;
+    cfg.opt_level = ts->cfg.opt_level;
+    cfg.profiling = ts->cfg.profiling != 0;
+    cfg.db = ts->db;
+    cfg.fingerprint = ts->db ? ts->fingerprint : NULL;
+    cfg.online_rounds = ts->db ? ts->cfg.online_rounds : 0;
     if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
     return cfg;
 }

@@ -64,6 +64,7 @@ anvil_status train_session_create(const ir_graph *fwd, const train_config *c, tr
     ts->cfg.trainable = NULL;
     ts->cfg.tuning_db = NULL;
     ts->db = c->db;
+    ts->env = c->env;
     ts->grad_hook = c->grad_hook;
     ts->grad_hook_arg = c->grad_hook_arg;
     if (c->db && c->fingerprint)
@@ -166,8 +167,9 @@ static anvil_status tune_graph(train_session *ts, train_graph *tg, const anvil_t
                         "tuning a training graph needs a tuning database (tuning_db or the "
                         "default file)");
     /* measured as anvil tune measures: no profiling, no online tuning */
-    rt_session_config cfg = {.threads = train_rt_config(ts).threads,
-                             .opt_level = ts->cfg.opt_level};
+    rt_session_config cfg = ts->env;
+    cfg.threads = train_rt_config(ts).threads;
+    cfg.opt_level = ts->cfg.opt_level;
     autotune_run tr = {0};
     tr.db = ts->db;
     tr.fingerprint = ts->fingerprint;

@@ -11,6 +11,7 @@
 
 #include "anvil.h"
 #include "ir/ir.h"
+#include "runtime/runtime.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -37,7 +38,10 @@ typedef struct train_config {
     /* the tuning database the graphs' sessions read (and online tuning writes), or NULL: owned by
      * the session from train_session_create on, also when it fails */
     struct tune_db *db;
-    const char *fingerprint;   /* db's hardware fingerprint (copied); unused without db */
+    const char *fingerprint; /* db's hardware fingerprint (copied); unused without db */
+    /* the environment's session settings (api_env_session: layout, passes, kernel knobs), under
+     * which the training graphs' sessions are configured */
+    rt_session_config env;
     train_grad_hook grad_hook; /* called before each update (above); NULL: none */
     void *grad_hook_arg;       /* grad_hook's first argument, borrowed for the session's life */
 } train_config;

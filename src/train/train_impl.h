@@ -42,6 +42,7 @@ struct anvil_train_session {
     bool momentum_started;
     train_graph graphs[TRAIN_MAX_GRAPHS];
     int n_graphs;
+    rt_session_config env;     /* the environment's session settings (train_config.env) */
     train_grad_hook grad_hook; /* train_config's: called before each update; NULL: none */
     void *grad_hook_arg;
     tune_db *db; /* owned; NULL: none */

@@ -26,8 +26,8 @@ static anvil_status make_dirs(char *path) {
     }
 }
 
-anvil_status tune_db_default_path(char *buf, size_t cap, bool create) {
-    const char *env = getenv("ANVIL_TUNING_DB");
+anvil_status tune_db_default_path(const tune_path_env *e, char *buf, size_t cap, bool create) {
+    const char *env = e->tuning_db;
     if (env && env[0]) {
         if (!strcmp(env, "off")) {
             if (cap) buf[0] = '\0';
@@ -38,7 +38,7 @@ anvil_status tune_db_default_path(char *buf, size_t cap, bool create) {
         return ANVIL_OK;
     }
     char dir[4096];
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *xdg = e->xdg_cache_home, *home = e->home;
     int n;
     if (xdg && xdg[0])
         n = snprintf(dir, sizeof dir, "%s/anvil", xdg);

@@ -67,10 +67,16 @@ typedef struct tune_db tune_db;
  * SQLite file of another application, and one with a newer schema; the message names the path,
  * what is wrong and what to do. *out is owned by the caller (tune_db_close). */
 anvil_status tune_db_open(const char *path, tune_db **out);
-/* The database to use when none is named (path.c): $ANVIL_TUNING_DB, else
- * $XDG_CACHE_HOME/anvil/tuning.db, else ~/.cache/anvil/tuning.db; "" when $ANVIL_TUNING_DB is
- * "off". create: make the folder if it is missing. */
-anvil_status tune_db_default_path(char *buf, size_t cap, bool create);
+/* What places the default database: the environment's values (src/api/env.c reads them), each
+ * borrowed, NULL where unset. */
+typedef struct tune_path_env {
+    const char *tuning_db; /* $ANVIL_TUNING_DB */
+    const char *xdg_cache_home, *home;
+} tune_path_env;
+/* The database to use when none is named (path.c): env->tuning_db, else
+ * env->xdg_cache_home/anvil/tuning.db, else env->home/.cache/anvil/tuning.db; "" when tuning_db
+ * is "off". create: make the folder if it is missing. */
+anvil_status tune_db_default_path(const tune_path_env *env, char *buf, size_t cap, bool create);
 /* Closes db and frees it. NULL is a no-op. */
 void tune_db_close(tune_db *db);
 /* The path db was opened with. Owned by db. */

@@ -16,6 +16,7 @@
 #ifndef ANVIL_OPTEST_H
 #define ANVIL_OPTEST_H
 
+#include "api/env.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
 
@@ -36,6 +37,14 @@ typedef struct optest {
     op_tensor out[OPTEST_MAX_IO]; /* outputs: data malloc'd by optest_run, freed by optest_end */
     op_tinfo out_info[OPTEST_MAX_IO];
 } optest;
+
+/* cmocka group setup of the kernel tests: the environment read as the API reads it
+ * (api_env_init), so that ctest's ANVIL_ISA caps the ISA they see. */
+static inline int optest_env(void **state) {
+    (void)state;
+    api_env_init();
+    return 0;
+}
 
 static inline ir_node *optest_node(optest *t) {
     return &t->g->nodes[t->node];
@@ -230,7 +239,7 @@ static inline anvil_status optest_run_variant(optest *t, const kern_variant *v, 
                                               op_tensor *got) {
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, threads, NULL, NULL};
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, threads, NULL, NULL, NULL};
     if (!kern_applies(v, &kn, core_hw_get())) return ANVIL_ERR_UNSUPPORTED;
     rt_variant_exec *e;
     anvil_status s = rt_variant_exec_create(v, &kn, NULL, &e);
@@ -318,7 +327,7 @@ static inline bool optest_variant_applies(optest *t, const char *name) {
     if (optest_infer(t) != ANVIL_OK) abort();
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL, NULL};
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL, NULL, NULL};
     const kern_variant *v = kern_find(optest_node(t)->op, name);
     return v && kern_applies(v, &kn, core_hw_get());
 }

@@ -104,7 +104,7 @@ static int check_spaces(optest *t, int threads) {
     const ir_op op = optest_node(t)->op;
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, 1, threads, NULL, NULL};
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, 1, threads, NULL, NULL, NULL};
     core_pool *pool;
     assert_int_equal(core_pool_create(threads, &pool), ANVIL_OK);
     const size_t numel = op_tensor_numel(&t->out[0]);
@@ -302,7 +302,7 @@ static void check_odd_configs(optest *t, const char *name, const kern_config *cs
     assert_non_null(v);
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, 1, 2, NULL, NULL};
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, 1, 2, NULL, NULL, NULL};
     if (!kern_applies(v, &kn, core_hw_get())) return;
     float rtol, atol;
     tolerance(name, &rtol, &atol);
@@ -370,7 +370,7 @@ static void test_labels(void **state) {
     assert_int_equal(optest_infer(&t), ANVIL_OK);
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(&t, in);
-    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, 1, NULL, NULL};
+    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, 1, NULL, NULL, NULL};
     const int n = v->space->values(&kn, core_hw_get(), 0, vals, MAX_VALS);
     for (int i = 0; i < n; i++) {
         const gemm_kernel *k = gemm_kernels[vals[i] - 1];

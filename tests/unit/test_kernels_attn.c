@@ -380,5 +380,5 @@ int main(void) {
         cmocka_unit_test(test_broadcast), cmocka_unit_test(test_views),
         cmocka_unit_test(test_reference), cmocka_unit_test(test_malformed),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -356,5 +356,5 @@ int main(void) {
         cmocka_unit_test(test_declined),     cmocka_unit_test(test_reference_matches_single_ops),
         cmocka_unit_test(test_malformed),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -492,7 +492,7 @@ static const char *default_pick(const conv_case *c, int threads) {
     assert_int_equal(optest_infer(&t), ANVIL_OK);
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(&t, in);
-    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads, NULL, NULL};
+    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads, NULL, NULL, NULL};
     const kern_variant *v = conv_auto_pick(&kn);
     const kern_variant *sel = NULL;
     assert_int_equal(kern_select(&kn, NULL, &sel), ANVIL_OK);
@@ -570,7 +570,7 @@ static void test_conv_default_cascade(void **state) {
 
 /* Case c through conv_nhwc_run on threads threads, its A formed by im2col (indirect false) or
  * through the implicit GEMM's pointer table, which must then be what the kernel picks unless
- * the channels are few (ANVIL_CONV_IM2COL=1 forces the copy). */
+ * the channels are few (the knob conv_im2col, ANVIL_CONV_IM2COL=1, forces the copy). */
 static void check_nhwc(const conv_case *c, int threads, bool indirect) {
     optest t;
     float *x, *w, *b;
@@ -582,13 +582,12 @@ static void check_nhwc(const conv_case *c, int threads, bool indirect) {
         in[i].dtype = ANVIL_DTYPE_FLOAT32;
         ir_shape_set(&in[i].shape, t.in[i].rank, t.in[i].dims);
     }
-    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads, NULL, NULL};
+    const kern_knobs knobs = {.conv_im2col = !indirect};
+    kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, threads, NULL, NULL, &knobs};
     conv_shape s;
     assert_true(conv_shape_of(&kn, &s));
     conv_nhwc_weights pw;
-    if (!indirect) setenv("ANVIL_CONV_IM2COL", "1", 1);
-    assert_int_equal(conv_nhwc_weights_pack(&s, w, &pw), ANVIL_OK);
-    unsetenv("ANVIL_CONV_IM2COL");
+    assert_int_equal(conv_nhwc_weights_pack(&kn, &s, w, &pw), ANVIL_OK);
     const bool one_by_one = s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 &&
                             s.pl == 0 && s.oh == s.h && s.ow == s.w;
     assert_int_equal(pw.indirect, indirect && !one_by_one && s.cg >= 64);
@@ -798,7 +797,7 @@ static void test_conv_1d(void **state) {
         assert_true(check_all_variants(&t) >= 1);
         op_tinfo in[OPTEST_MAX_IO];
         optest_input_info(&t, in);
-        kern_node kn = {optest_node(&t), in, 3, t.out_info, 1, 2, NULL, NULL};
+        kern_node kn = {optest_node(&t), in, 3, t.out_info, 1, 2, NULL, NULL, NULL};
         const kern_variant *v = conv_auto_pick(&kn);
         assert_non_null(v);
         assert_true(strncmp(v->name, "dnnl", 4) != 0); /* anvil's own, not the vendor's */
@@ -842,5 +841,5 @@ int main(void) {
         cmocka_unit_test(test_conv_nhwc_op),      cmocka_unit_test(test_conv_regions),
         cmocka_unit_test(test_conv_1d),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -106,7 +106,7 @@ static int applying(optest *t, const char *prefix) {
     assert_int_equal(optest_infer(t), ANVIL_OK);
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL, NULL};
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL, NULL, NULL};
     size_t count;
     const kern_variant *const *list = kern_variants(optest_node(t)->op, &count);
     int n = 0;
@@ -277,7 +277,7 @@ static void test_dw_default_pick(void **state) {
         assert_int_equal(optest_infer(&t), ANVIL_OK);
         op_tinfo in[OPTEST_MAX_IO];
         optest_input_info(&t, in);
-        kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, 1, NULL, NULL};
+        kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, 1, 1, NULL, NULL, NULL};
         const kern_variant *v = conv_auto_pick(&kn);
         if (avx2()) {
             assert_non_null(v);
@@ -295,5 +295,5 @@ int main(void) {
         cmocka_unit_test(test_dw_declines),
         cmocka_unit_test(test_dw_default_pick),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

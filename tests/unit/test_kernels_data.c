@@ -38,7 +38,7 @@ static bool applies(optest *t, const char *name) {
     }
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 3, NULL, NULL};
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 3, NULL, NULL, NULL};
     const kern_variant *v = kern_find(optest_node(t)->op, name);
     assert_non_null(v);
     return kern_applies(v, &kn, core_hw_get());
@@ -772,5 +772,5 @@ int main(void) {
         cmocka_unit_test(test_scatternd),
         cmocka_unit_test(test_scatternd_bounds),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

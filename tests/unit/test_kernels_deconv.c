@@ -581,7 +581,7 @@ static void test_tiles(void **state) {
         assert_int_equal(optest_run(&t), ANVIL_OK);
         op_tinfo in[OPTEST_MAX_IO];
         optest_input_info(&t, in);
-        kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, t.n_out, 2, NULL, NULL};
+        kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, t.n_out, 2, NULL, NULL, NULL};
         size_t count;
         const kern_variant *const *list = kern_variants(IR_OP_CONVTRANSPOSE, &count);
         const size_t n = op_tensor_numel(&t.out[0]);
@@ -643,5 +643,5 @@ int main(void) {
         cmocka_unit_test(test_1d_3d),         cmocka_unit_test(test_zero_size),
         cmocka_unit_test(test_declines),      cmocka_unit_test(test_tiles),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -395,5 +395,5 @@ int main(void) {
         cmocka_unit_test(test_pool),         cmocka_unit_test(test_global_avgpool),
         cmocka_unit_test(test_transpose),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

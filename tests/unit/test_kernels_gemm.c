@@ -276,7 +276,7 @@ static void test_default_single_row(void **state) {
     assert_int_equal(optest_infer(&t), ANVIL_OK);
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(&t, in);
-    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL, NULL};
+    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL, NULL, NULL};
     assert_ptr_equal(gemm_node_default_kernel(&kn), gemm_kernel_default(197, 1152, 384, hw));
     assert_true(gemm_node_default_kernel(&kn) != one);
     optest_end(&t);
@@ -293,7 +293,7 @@ static void test_forced_names(void **state) {
     assert_int_equal(optest_infer(&t), ANVIL_OK);
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(&t, in);
-    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL, NULL};
+    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL, NULL, NULL};
     const kern_variant *v = NULL;
     assert_int_equal(kern_select(&kn, "gemm_f32_4x8_portable", &v), ANVIL_OK);
     assert_string_equal(v->name, "gemm_f32_4x8_portable");
@@ -391,5 +391,5 @@ int main(void) {
         cmocka_unit_test(test_forced_names),   cmocka_unit_test(test_fused_epilogue),
         cmocka_unit_test(test_indirect_a),     cmocka_unit_test(test_default_single_row),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -522,5 +522,5 @@ int main(void) {
         cmocka_unit_test(test_cast),          cmocka_unit_test(test_softmax_axis),
         cmocka_unit_test(test_compare_logic),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

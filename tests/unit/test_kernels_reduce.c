@@ -474,5 +474,5 @@ int main(void) {
         cmocka_unit_test(test_lpnorm),
         cmocka_unit_test(test_topk),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -278,7 +278,7 @@ static void test_no_y(void **state) {
         optest_node(&t)->outputs[0] = IR_NONE;
         op_tinfo in[OPTEST_MAX_IO];
         optest_input_info(&t, in);
-        kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, t.n_out, 2, NULL, NULL};
+        kern_node kn = {optest_node(&t), in, t.n_in, t.out_info, t.n_out, 2, NULL, NULL, NULL};
         size_t count;
         const kern_variant *const *list = kern_variants(c.op, &count);
         int ran = 0;
@@ -430,5 +430,5 @@ int main(void) {
         cmocka_unit_test(test_bad_lens),      cmocka_unit_test(test_declines),
         cmocka_unit_test(test_gate_accuracy),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

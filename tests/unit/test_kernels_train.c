@@ -352,5 +352,5 @@ int main(void) {
         cmocka_unit_test(test_dropout_train), cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_max_pool_grad), cmocka_unit_test(test_layernorm_grad),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -574,5 +574,5 @@ int main(void) {
         cmocka_unit_test(test_thread_counts),
         cmocka_unit_test(test_vendor_after_anvil),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, optest_env, NULL);
 }

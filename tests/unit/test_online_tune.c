@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "autotune/autotune.h"
+#include "runtime/runtime_test.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -131,10 +132,10 @@ static void test_online_tunes_and_stays_correct(void **state) {
     on.db = db;
     on.fingerprint = fp;
     on.online_rounds = 3;
-    on.online_keep_all = true; /* every candidate, so the counts below do not depend on timing */
     rt_session *ref, *tun;
     assert_int_equal(rt_session_create(c.g, &base, &ref), ANVIL_OK);
     assert_int_equal(rt_session_create(c.g, &on, &tun), ANVIL_OK);
+    rt_test_online_keep_all(tun, true); /* so the counts below do not depend on timing */
 
     anvil_tensor *x;
     assert_int_equal(rt_tensor_new(ANVIL_DTYPE_FLOAT32, 4, (int64_t[]){1, 8, 24, 24}, &x),

@@ -2,14 +2,16 @@
  * spelled out become one anvil.EltwiseChain each; a graph output or a second reader in the middle
  * ends a chain, a non-constant side input, an integer dtype, an operand varying over two blocks
  * of dims and a single node are left alone; an activation a MatMul's epilogue takes stays there;
- * ANVIL_FUSE_CHAIN=off turns the pass off. Every graph runs without the passes, with them, and
- * with them but the chain node on its reference kernel, and the outputs must agree. */
+ * ANVIL_FUSE_CHAIN=off (read by api/env.c) turns the pass off. Every graph runs without the passes,
+ * with them, and with them but the chain node on its reference kernel, and the outputs must agree.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "api/env.h"
 #include "ops/chain_common.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
@@ -83,7 +85,9 @@ static void finish(ir_graph *g) {
 
 /* The rewritten graph's nodes as "Op" or "Chain[Add,Clip,...]", joined by spaces. */
 static void rewritten(const ir_graph *g, char *out, size_t cap) {
-    pass_options o = {.opt_level = 1};
+    rt_session_config cfg = {.opt_level = 1};
+    assert_int_equal(api_env_session(&cfg), ANVIL_OK); /* ANVIL_FUSE_CHAIN, as the API reads it */
+    pass_options o = {.opt_level = 1, .off = cfg.passes_off};
     pass_graph *pg;
     assert_int_equal(pass_pipeline_run(g, &o, &pg), ANVIL_OK);
     size_t len = 0;
@@ -129,6 +133,7 @@ static void run(const ir_graph *g, int level, bool reference, const anvil_tensor
                 anvil_tensor **out) {
     rt_force force = {"anvil.EltwiseChain", "reference"};
     rt_session_config cfg = {.threads = 2, .opt_level = level};
+    assert_int_equal(api_env_session(&cfg), ANVIL_OK); /* ANVIL_FUSE_CHAIN, as the API reads it */
     if (reference) {
         cfg.forces = &force;
         cfg.n_forces = 1;
@@ -209,7 +214,9 @@ static void test_gelu(void **state) {
     ir_vid y = node(g, IR_OP_MUL, "y", 2, (ir_vid[]){m, scalar(g, "half", &c_half)});
     assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
     finish(g);
-    pass_options o = {.opt_level = 1};
+    rt_session_config cfg = {.opt_level = 1};
+    assert_int_equal(api_env_session(&cfg), ANVIL_OK); /* ANVIL_FUSE_CHAIN, as the API reads it */
+    pass_options o = {.opt_level = 1, .off = cfg.passes_off};
     pass_graph *pg;
     assert_int_equal(pass_pipeline_run(g, &o, &pg), ANVIL_OK);
     assert_int_equal(pg->fused_chains, 1);
@@ -248,7 +255,9 @@ static void test_gelu_constant_nodes(void **state) {
     assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
     assert_int_equal(ir_graph_add_output(g, constant_node(g, "out_const", c3)), ANVIL_OK);
     finish(g);
-    pass_options o = {.opt_level = 1};
+    rt_session_config cfg = {.opt_level = 1};
+    assert_int_equal(api_env_session(&cfg), ANVIL_OK); /* ANVIL_FUSE_CHAIN, as the API reads it */
+    pass_options o = {.opt_level = 1, .off = cfg.passes_off};
     pass_graph *pg;
     assert_int_equal(pass_pipeline_run(g, &o, &pg), ANVIL_OK);
     assert_int_equal(pg->const_nodes, 3);

@@ -113,7 +113,7 @@ static void conv_build(conv_case *c, const conv_spec *s) {
     }
     c->out[0].dtype = s->dt;
     ir_shape_set(&c->out[0].shape, 4, (int64_t[]){1, s->cout, ho, ho});
-    c->kn = (kern_node){&c->g->nodes[c->node], c->in, 3, c->out, 1, s->threads, NULL, NULL};
+    c->kn = (kern_node){&c->g->nodes[c->node], c->in, 3, c->out, 1, s->threads, NULL, NULL, NULL};
 }
 
 static tune_problem problem_of(const conv_spec *s) {
@@ -244,7 +244,7 @@ static void test_string_attribute_is_escaped(void **state) {
     op_tinfo in = {ANVIL_DTYPE_FLOAT32, {0}, NULL}, out = in;
     ir_shape_set(&in.shape, 1, (int64_t[]){8});
     out.shape = in.shape;
-    kern_node kn = {&g->nodes[k], &in, 1, &out, 1, 1, NULL, NULL};
+    kern_node kn = {&g->nodes[k], &in, 1, &out, 1, 1, NULL, NULL, NULL};
     tune_problem p;
     assert_int_equal(tune_problem_of(&kn, &p), ANVIL_OK);
     assert_string_equal(p.family,
@@ -285,7 +285,7 @@ static void test_graph_attribute_is_unsupported(void **state) {
     op_tinfo in = {ANVIL_DTYPE_BOOL, {0}, NULL}, out = {ANVIL_DTYPE_FLOAT32, {0}, NULL};
     ir_shape_set(&in.shape, 0, NULL);
     ir_shape_set(&out.shape, 1, (int64_t[]){4});
-    kern_node kn = {&g->nodes[k], &in, 1, &out, 1, 1, NULL, NULL};
+    kern_node kn = {&g->nodes[k], &in, 1, &out, 1, 1, NULL, NULL, NULL};
     tune_problem p;
     assert_int_equal(tune_problem_of(&kn, &p), ANVIL_ERR_UNSUPPORTED);
     assert_non_null(strstr(anvil_last_error(), "branch_on_flag"));
@@ -309,7 +309,7 @@ static void test_overlong_family_is_limit(void **state) {
     op_tinfo in = {ANVIL_DTYPE_FLOAT32, {0}, NULL}, out = in;
     ir_shape_set(&in.shape, 1, (int64_t[]){8});
     out.shape = in.shape;
-    kern_node kn = {&g->nodes[k], &in, 1, &out, 1, 1, NULL, NULL};
+    kern_node kn = {&g->nodes[k], &in, 1, &out, 1, 1, NULL, NULL, NULL};
     tune_problem p;
     assert_int_equal(tune_problem_of(&kn, &p), ANVIL_ERR_LIMIT);
     assert_non_null(strstr(anvil_last_error(), "many_attrs"));
@@ -331,7 +331,7 @@ static void test_dims_capped(void **state) {
         ir_shape_set(&in[i].shape, 4, (int64_t[]){i + 1, 2, 3, 4});
     }
     out = in[4];
-    kern_node kn = {&g->nodes[k], in, 5, &out, 1, 2, NULL, NULL};
+    kern_node kn = {&g->nodes[k], in, 5, &out, 1, 2, NULL, NULL, NULL};
     tune_problem p;
     assert_int_equal(tune_problem_of(&kn, &p), ANVIL_OK);
     assert_int_equal(p.n_dims, TUNE_MAX_DIMS);

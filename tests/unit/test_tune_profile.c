@@ -32,7 +32,7 @@ static void mm_build(mm_case *c, int64_t m, int threads) {
     optest_input(&c->t, 1, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){96, 80}, c->b, true);
     assert_int_equal(optest_infer(&c->t), ANVIL_OK);
     optest_input_info(&c->t, c->in);
-    c->kn = (kern_node){optest_node(&c->t), c->in, 2, c->t.out_info, 1, threads, NULL, NULL};
+    c->kn = (kern_node){optest_node(&c->t), c->in, 2, c->t.out_info, 1, threads, NULL, NULL, NULL};
 }
 
 static void mm_free(mm_case *c) {
@@ -192,7 +192,7 @@ static int search_conv(double prune_factor, int *timed, int *n_out) {
     assert_int_equal(optest_infer(&t), ANVIL_OK);
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(&t, in);
-    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 2, NULL, NULL};
+    kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 2, NULL, NULL, NULL};
     tune_candidate *c;
     int n, win;
     assert_int_equal(tune_candidates(&kn, 2, &c, &n, NULL), ANVIL_OK);

@@ -36,8 +36,22 @@ static inline bool core_add_size(size_t a, size_t b, size_t *out) {
 void *core_calloc(size_t n, size_t size);
 void *core_aligned_alloc(size_t align, size_t bytes);
 
-/* The CPU as cpuid reports it (ANVIL_ISA=avx2|avx512|scalar caps it), detected once. */
+/* The CPU as cpuid reports it, detected once, less what the cap switches off. */
 const core_hw *core_hw_get(void);
+/* The cap on the ISA features (anvil's core.h; krt_env_load sets it from ANVIL_ISA). */
+typedef enum core_isa_cap {
+    CORE_ISA_NATIVE = 0,
+    CORE_ISA_AVX512,
+    CORE_ISA_AVX2,
+    CORE_ISA_SCALAR,
+} core_isa_cap;
+void core_hw_set_cap(core_isa_cap cap);
+core_isa_cap core_hw_cap(void);
+const char *core_isa_cap_name(core_isa_cap cap);
+core_isa_cap core_isa_cap_parse(const char *name);
+/* The library's one reading of the environment: ANVIL_ISA=avx512|avx2|scalar caps the ISA as it
+ * does in anvil. NET_create calls it first. */
+void krt_env_load(void);
 /* Monotonic clock in nanoseconds. */
 uint64_t core_now_ns(void);
 

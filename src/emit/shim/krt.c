@@ -53,3 +53,8 @@ int op_ctx_threads(const op_ctx *ctx) {
     int t = core_pool_threads(ctx->pool);
     return ctx->threads > 0 && ctx->threads < t ? ctx->threads : t;
 }
+
+void krt_env_load(void) {
+    const char *isa = getenv("ANVIL_ISA");
+    if (isa) core_hw_set_cap(core_isa_cap_parse(isa));
+}

@@ -1,7 +1,7 @@
 /* Small helpers shared by the CPU kernel families that take float32 nodes with static shapes
  * (eltwise, math, reduce): the checks every supports() makes and the broadcast strides that the
- * binary / n-ary folding starts from. Everything is static inline; pointers are borrowed for the
- * call. */
+ * binary / n-ary folding starts from, and the variant table of a family whose variants differ only
+ * by ISA. Everything is static inline or a macro; pointers are borrowed for the call. */
 #ifndef ANVIL_KERNELS_CPU_FAMILY_H
 #define ANVIL_KERNELS_CPU_FAMILY_H
 
@@ -23,10 +23,27 @@ static inline size_t kfam_numel(const ir_shape *s) {
     return n;
 }
 
-/* Whether input i of kn exists (was given and not omitted). */
-static inline bool kfam_has_input(const kern_node *kn, int i) {
-    return i < kn->n_in && i < kn->node->n_inputs && kn->node->inputs[i] != IR_NONE;
-}
+/* The variants of a family whose (op, ISA) variants differ only in the ISA table their prepare
+ * records: v_<ID>_avx512 and v_<ID>_avx2, named "<ID>_avx512" / "<ID>_avx2", each with a
+ * prep_<ID>_<ISA> calling prepare_common(kn, &<TABLE><ISA>, state). The file defines
+ * supports_common, workspace_common, prepare_common, release_common and run_common. */
+#define KFAM_ISA_VARIANT(ID, OP, ISA, NEEDS, TABLE, EMITTER)                                       \
+    static anvil_status prep_##ID##_##ISA(const kern_node *kn, void **state) {                     \
+        return prepare_common(kn, &TABLE##ISA, state);                                             \
+    }                                                                                              \
+    static const kern_variant v_##ID##_##ISA = {.name = #ID "_" #ISA,                              \
+                                                .op = OP,                                          \
+                                                .needs = NEEDS,                                    \
+                                                .supports = supports_common,                       \
+                                                .workspace_size = workspace_common,                \
+                                                .prepare = prep_##ID##_##ISA,                      \
+                                                .release = release_common,                         \
+                                                .run = run_common,                                 \
+                                                .emit = EMITTER};
+
+#define KFAM_ISA_VARIANTS(ID, OP, TABLE, EMITTER)                                                  \
+    KFAM_ISA_VARIANT(ID, OP, avx512, KERN_NEEDS_AVX512, TABLE, EMITTER)                            \
+    KFAM_ISA_VARIANT(ID, OP, avx2, KERN_NEEDS_AVX2, TABLE, EMITTER)
 
 /* st[0..o's rank): t's element stride along each dim of o when t broadcasts onto o numpy-style
  * (0 along a dim t lacks or has as 1); false when t does not broadcast to o. */

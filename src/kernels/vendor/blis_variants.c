@@ -31,7 +31,8 @@ static void blis_sgemm(const vblas_call *c) {
                  rs_a, cs_a, (float *)c->b, rs_b, cs_b, &beta, c->c, c->ldc, 1, NULL, &rntm);
 }
 
-/* False when BLIS would abort at init (see the top of the file). */
+/* False when BLIS would abort at init (see the top of the file). BLIS_ARCH_TYPE is BLIS's own
+ * variable, read here because BLIS reads it; anvil's are read by src/api/env.c only. */
 static bool blis_usable(void) {
     const char *forced = getenv("BLIS_ARCH_TYPE");
     return !(forced && *forced && !strncmp(bli_info_get_version_str(), "0.9.", 4));
@@ -39,7 +40,7 @@ static bool blis_usable(void) {
 
 static bool supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    return blis_usable() && vblas_supports(kn, INT64_MAX);
+    return blis_usable() && vendor_blas_supports(kn, INT64_MAX);
 }
 
 static anvil_status run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
@@ -47,20 +48,34 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
     (void)n;
     (void)n_out;
     (void)workspace;
-    return vblas_run(blis_sgemm, state, in, n_in, out, ctx);
+    return vendor_blas_run(blis_sgemm, state, in, n_in, out, ctx);
 }
 
-const kern_variant kern_blis_matmul = {
-    "blis_sgemm",  IR_OP_MATMUL, KERN_OWN_THREADS,
-    supports,      NULL,         vblas_prepare,
-    vblas_release, run,          NULL,
-    NULL,          NULL,
+const kern_variant vendor_blis_matmul = {
+    "blis_sgemm",
+    IR_OP_MATMUL,
+    KERN_OWN_THREADS,
+    supports,
+    NULL,
+    vendor_blas_prepare,
+    vendor_blas_release,
+    run,
+    NULL,
+    NULL,
+    NULL,
 };
-const kern_variant kern_blis_gemm = {
-    "blis_sgemm",  IR_OP_GEMM, KERN_OWN_THREADS,
-    supports,      NULL,       vblas_prepare,
-    vblas_release, run,        NULL,
-    NULL,          NULL,
+const kern_variant vendor_blis_gemm = {
+    "blis_sgemm",
+    IR_OP_GEMM,
+    KERN_OWN_THREADS,
+    supports,
+    NULL,
+    vendor_blas_prepare,
+    vendor_blas_release,
+    run,
+    NULL,
+    NULL,
+    NULL,
 };
 
 #endif

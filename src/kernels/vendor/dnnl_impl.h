@@ -12,8 +12,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-/* The oneDNN entry points anvil calls, each through dk_lib (filled by dlsym, or by the linker in
- * sanitizer builds). */
+/* The oneDNN entry points anvil calls, each through vendor_dnnl_lib (filled by dlsym, or by the
+ * linker in sanitizer builds). */
 #define DNNL_FUNCS(X)                                                                              \
     X(dnnl_dilated_convolution_backward_weights_desc_init)                                         \
     X(dnnl_dilated_convolution_forward_desc_init)                                                  \
@@ -55,30 +55,31 @@ typedef struct dk_lib_t {
     char error[256]; /* why loading failed; empty when it did not */
 } dk_lib_t;
 
-extern dk_lib_t dk_lib;
-/* The process's CPU engine (a shared, thread-safe handle); valid once dk_state_new succeeded. */
-extern dnnl_engine_t dk_engine;
+extern dk_lib_t vendor_dnnl_lib;
+/* The process's CPU engine (a shared, thread-safe handle); valid once vendor_dnnl_state_new
+ * succeeded. */
+extern dnnl_engine_t vendor_dnnl_engine;
 
 /* An error status naming n and what failed in oneDNN. */
-anvil_status dk_fail(const ir_node *n, const char *what, dnnl_status_t st);
+anvil_status vendor_dnnl_fail(const ir_node *n, const char *what, dnnl_status_t st);
 
 #define DNNL_TRY(node, what, call)                                                                 \
     do {                                                                                           \
         dnnl_status_t dst_ = (call);                                                               \
-        if (dst_ != dnnl_success) return dk_fail(node, what, dst_);                                \
+        if (dst_ != dnnl_success) return vendor_dnnl_fail(node, what, dst_);                       \
     } while (0)
 
 /* A descriptor of `rank` dims laid out inside a dense row-major tensor of dims `full` (the same
  * rank): a channel slice of an NCHW tensor. */
-dnnl_status_t dk_md_slice(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
-                          const int64_t *full);
+dnnl_status_t vendor_dnnl_md_slice(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
+                                   const int64_t *full);
 /* Dense row-major descriptor of `rank` dims. */
-dnnl_status_t dk_md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims);
+dnnl_status_t vendor_dnnl_md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims);
 /* A 2-D descriptor of a rows x cols matrix stored row-major, or transposed (stored cols x rows)
  * when `trans`. */
-dnnl_status_t dk_md_matrix(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, bool trans);
+dnnl_status_t vendor_dnnl_md_matrix(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, bool trans);
 /* `rank` dims in the layout the primitive prefers (format "any"). */
-dnnl_status_t dk_md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims);
+dnnl_status_t vendor_dnnl_md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims);
 
 /* What a prepared primitive needs at run time. Memories are created per run around the caller's
  * buffers (cheap handles), so the state holds no per-run pointers. */
@@ -109,24 +110,27 @@ typedef struct dk_state {
 } dk_state;
 
 /* A new state for kn (stream created, threads from kn), loading oneDNN on first use; *out owned
- * by the caller, freed by dk_state_release (which takes NULL). */
-anvil_status dk_state_new(const kern_node *kn, dk_state **out);
-void dk_state_release(void *p);
+ * by the caller, freed by vendor_dnnl_state_release (which takes NULL). */
+anvil_status vendor_dnnl_state_new(const kern_node *kn, dk_state **out);
+void vendor_dnnl_state_release(void *p);
 /* A 64-byte aligned buffer of md's size (free()). */
-void *dk_alloc_md(const dnnl_memory_desc_t *md);
+void *vendor_dnnl_alloc_md(const dnnl_memory_desc_t *md);
 /* Runs a reorder from (from_md, from) to (to_md, to) once, on the current OpenMP setting. */
-anvil_status dk_reorder_once(const ir_node *n, dnnl_stream_t stream,
-                             const dnnl_memory_desc_t *from_md, const void *from,
-                             const dnnl_memory_desc_t *to_md, void *to);
+anvil_status vendor_dnnl_reorder_once(const ir_node *n, dnnl_stream_t stream,
+                                      const dnnl_memory_desc_t *from_md, const void *from,
+                                      const dnnl_memory_desc_t *to_md, void *to);
 /* Creates the primitive of op_desc with attr (hint: a forward primitive descriptor for backward
  * ones, else NULL), records the descriptors it takes, and prepacks constant weights given in the
  * user layout wei_user_md (wei_value NULL: none). */
-anvil_status dk_finish_prepare(const ir_node *n, dk_state *s, const void *op_desc,
-                               dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint,
-                               const dnnl_memory_desc_t *wei_user_md, const void *wei_value);
-/* Sets OpenMP's thread count for this thread; returns the previous one for dk_threads_restore. */
-int dk_threads_set(int n);
-void dk_threads_restore(int saved, int n);
+anvil_status vendor_dnnl_finish_prepare(const ir_node *n, dk_state *s, const void *op_desc,
+                                        dnnl_primitive_attr_t attr,
+                                        const_dnnl_primitive_desc_t hint,
+                                        const dnnl_memory_desc_t *wei_user_md,
+                                        const void *wei_value);
+/* Sets OpenMP's thread count for this thread; returns the previous one for
+ * vendor_dnnl_threads_restore. */
+int vendor_dnnl_threads_set(int n);
+void vendor_dnnl_threads_restore(int saved, int n);
 
 /* Executes s->prim with up to 5 (arg, md, buffer) triples, creating the memory handles. */
 typedef struct dk_exec_arg {
@@ -135,8 +139,8 @@ typedef struct dk_exec_arg {
     const void *data;
 } dk_exec_arg;
 /* Executes prim with up to 5 (arg, md, buffer) triples, creating the memory handles. */
-anvil_status dk_execute(const ir_node *n, dnnl_stream_t stream, dnnl_primitive_t prim,
-                        const dk_exec_arg *a, int na);
+anvil_status vendor_dnnl_execute(const ir_node *n, dnnl_stream_t stream, dnnl_primitive_t prim,
+                                 const dk_exec_arg *a, int na);
 
 #endif
 #endif

@@ -54,11 +54,11 @@ static void tr_release(void *p) {
     tr_state *t = p;
     if (!t) return;
     for (int i = 0; i < t->n_op; i++) {
-        if (t->op[i].reorder) dk_lib.dnnl_primitive_destroy(t->op[i].reorder);
+        if (t->op[i].reorder) vendor_dnnl_lib.dnnl_primitive_destroy(t->op[i].reorder);
         free(t->op[i].tmp);
         free(t->op[i].packed);
     }
-    dk_state_release(t->base);
+    vendor_dnnl_state_release(t->base);
     free(t);
 }
 
@@ -78,33 +78,35 @@ static anvil_status tr_finish(const kern_node *kn, tr_state *t, dnnl_primitive_d
     for (int i = 0; i < t->n_op; i++)
         t->op[i].prim = query[i] == dnnl_query_undef
                             ? t->op[i].user
-                            : *dk_lib.dnnl_primitive_desc_query_md(pd, query[i], 0);
+                            : *vendor_dnnl_lib.dnnl_primitive_desc_query_md(pd, query[i], 0);
     const dnnl_memory_desc_t *scratch =
-        dk_lib.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    if (scratch && dk_lib.dnnl_memory_desc_get_size(scratch) > 0) {
+        vendor_dnnl_lib.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (scratch && vendor_dnnl_lib.dnnl_memory_desc_get_size(scratch) > 0) {
         t->base->scratch_md = *scratch;
-        if (!(t->base->scratch = dk_alloc_md(scratch))) st = ANVIL_ERR_OUT_OF_MEMORY;
+        if (!(t->base->scratch = vendor_dnnl_alloc_md(scratch))) st = ANVIL_ERR_OUT_OF_MEMORY;
     }
-    if (st == ANVIL_OK) ds = dk_lib.dnnl_primitive_create(&t->base->prim, pd);
-    dk_lib.dnnl_primitive_desc_destroy(pd);
+    if (st == ANVIL_OK) ds = vendor_dnnl_lib.dnnl_primitive_create(&t->base->prim, pd);
+    vendor_dnnl_lib.dnnl_primitive_desc_destroy(pd);
     if (st != ANVIL_OK) return st;
-    if (ds != dnnl_success) return dk_fail(n, "creating the primitive", ds);
+    if (ds != dnnl_success) return vendor_dnnl_fail(n, "creating the primitive", ds);
     for (int i = 0; i < t->n_op; i++) {
         tr_operand *o = &t->op[i];
-        if (dk_lib.dnnl_memory_desc_equal(&o->user, &o->prim)) continue;
+        if (vendor_dnnl_lib.dnnl_memory_desc_equal(&o->user, &o->prim)) continue;
         if (values[i]) {
-            if (!(o->packed = dk_alloc_md(&o->prim))) return ANVIL_ERR_OUT_OF_MEMORY;
-            CORE_TRY(dk_reorder_once(n, t->base->stream, &o->user, values[i], &o->prim, o->packed));
+            if (!(o->packed = vendor_dnnl_alloc_md(&o->prim))) return ANVIL_ERR_OUT_OF_MEMORY;
+            CORE_TRY(vendor_dnnl_reorder_once(n, t->base->stream, &o->user, values[i], &o->prim,
+                                              o->packed));
             continue;
         }
         const bool out = o->index < 0;
         dnnl_primitive_desc_t rpd = NULL;
-        ds = dk_lib.dnnl_reorder_primitive_desc_create(&rpd, out ? &o->prim : &o->user, dk_engine,
-                                                       out ? &o->user : &o->prim, dk_engine, NULL);
-        if (ds == dnnl_success) ds = dk_lib.dnnl_primitive_create(&o->reorder, rpd);
-        if (rpd) dk_lib.dnnl_primitive_desc_destroy(rpd);
-        if (ds != dnnl_success) return dk_fail(n, "creating a layout reorder", ds);
-        if (!(o->tmp = dk_alloc_md(&o->prim))) return ANVIL_ERR_OUT_OF_MEMORY;
+        ds = vendor_dnnl_lib.dnnl_reorder_primitive_desc_create(
+            &rpd, out ? &o->prim : &o->user, vendor_dnnl_engine, out ? &o->user : &o->prim,
+            vendor_dnnl_engine, NULL);
+        if (ds == dnnl_success) ds = vendor_dnnl_lib.dnnl_primitive_create(&o->reorder, rpd);
+        if (rpd) vendor_dnnl_lib.dnnl_primitive_desc_destroy(rpd);
+        if (ds != dnnl_success) return vendor_dnnl_fail(n, "creating a layout reorder", ds);
+        if (!(o->tmp = vendor_dnnl_alloc_md(&o->prim))) return ANVIL_ERR_OUT_OF_MEMORY;
     }
     return ANVIL_OK;
 }
@@ -137,7 +139,7 @@ static anvil_status tr_run(const ir_node *n, void *state, const op_tensor *const
         return ANVIL_OK;
     }
     const dk_state *b = t->base;
-    const int saved = dk_threads_set(b->threads);
+    const int saved = vendor_dnnl_threads_set(b->threads);
     anvil_status st = ANVIL_OK;
     dk_exec_arg a[TR_MAX_OPERANDS + 1];
     int na = 0;
@@ -149,20 +151,20 @@ static anvil_status tr_run(const ir_node *n, void *state, const op_tensor *const
         if (o->index >= 0 && o->reorder) {
             const dk_exec_arg r[2] = {{DNNL_ARG_FROM, &o->user, user},
                                       {DNNL_ARG_TO, &o->prim, o->tmp}};
-            st = dk_execute(n, b->stream, o->reorder, r, 2);
+            st = vendor_dnnl_execute(n, b->stream, o->reorder, r, 2);
         }
         if (o->index < 0) res = o;
         a[na++] = (dk_exec_arg){o->arg, &o->prim, data};
     }
     if (st == ANVIL_OK && b->scratch)
         a[na++] = (dk_exec_arg){DNNL_ARG_SCRATCHPAD, &b->scratch_md, b->scratch};
-    if (st == ANVIL_OK) st = dk_execute(n, b->stream, b->prim, a, na);
+    if (st == ANVIL_OK) st = vendor_dnnl_execute(n, b->stream, b->prim, a, na);
     if (st == ANVIL_OK && res && res->reorder) {
         const dk_exec_arg r[2] = {{DNNL_ARG_FROM, &res->prim, res->tmp},
                                   {DNNL_ARG_TO, &res->user, out[0]->data}};
-        st = dk_execute(n, b->stream, res->reorder, r, 2);
+        st = vendor_dnnl_execute(n, b->stream, res->reorder, r, 2);
     }
-    dk_threads_restore(saved, b->threads);
+    vendor_dnnl_threads_restore(saved, b->threads);
     if (st == ANVIL_OK && t->tail) fill_tail(t, in, out);
     return st;
 }
@@ -170,7 +172,7 @@ static anvil_status tr_run(const ir_node *n, void *state, const op_tensor *const
 static anvil_status tr_new(const kern_node *kn, tr_state **out) {
     tr_state *t = core_calloc(1, sizeof *t);
     if (!t) return ANVIL_ERR_OUT_OF_MEMORY;
-    anvil_status st = dk_state_new(kn, &t->base);
+    anvil_status st = vendor_dnnl_state_new(kn, &t->base);
     if (st != ANVIL_OK) {
         free(t);
         return st;
@@ -277,28 +279,28 @@ static anvil_status deconv_prepare(const kern_node *kn, void **state) {
     *src = (tr_operand){.arg = DNNL_ARG_SRC, .index = 0};
     *wei = (tr_operand){.arg = DNNL_ARG_WEIGHTS, .index = 1};
     *dst = (tr_operand){.arg = DNNL_ARG_DST, .index = -1};
-    dnnl_status_t ds = dk_md_plain(&src->user, rank, xd);
-    if (ds == dnnl_success) ds = dk_md_slice(&dst->user, rank, yd, fd);
+    dnnl_status_t ds = vendor_dnnl_md_plain(&src->user, rank, xd);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_slice(&dst->user, rank, yd, fd);
     if (ds == dnnl_success)
-        ds = dk_lib.dnnl_memory_desc_init_by_strides(&wei->user, wr, wd, dnnl_f32, ws);
-    if (ds == dnnl_success) ds = dk_md_any(&x_any, rank, xd);
-    if (ds == dnnl_success) ds = dk_md_any(&y_any, rank, yd);
-    if (ds == dnnl_success) ds = dk_md_any(&w_any, wr, wd);
+        ds = vendor_dnnl_lib.dnnl_memory_desc_init_by_strides(&wei->user, wr, wd, dnnl_f32, ws);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_any(&x_any, rank, xd);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_any(&y_any, rank, yd);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_any(&w_any, wr, wd);
     if (ds == dnnl_success && g.has_bias) {
-        ds = dk_md_plain(&b_md, 1, &g.m);
+        ds = vendor_dnnl_md_plain(&b_md, 1, &g.m);
         t->op[3] = (tr_operand){.arg = DNNL_ARG_BIAS, .index = 2, .user = b_md};
         t->n_op = 4;
     }
     dnnl_deconvolution_desc_t desc;
     if (ds == dnnl_success)
-        ds = dk_lib.dnnl_dilated_deconvolution_forward_desc_init(
+        ds = vendor_dnnl_lib.dnnl_dilated_deconvolution_forward_desc_init(
             &desc, dnnl_forward_inference, dnnl_deconvolution_direct, &x_any, &w_any,
             g.has_bias ? &b_md : NULL, &y_any, s, d, pb, pe);
     dnnl_primitive_desc_t pd = NULL;
-    const int saved = dk_threads_set(t->base->threads);
+    const int saved = vendor_dnnl_threads_set(t->base->threads);
     if (ds == dnnl_success)
-        ds = dk_lib.dnnl_primitive_desc_create(&pd, &desc, NULL, dk_engine, NULL);
-    anvil_status st = ds == dnnl_success ? ANVIL_OK : dk_fail(n, pass_name(n), ds);
+        ds = vendor_dnnl_lib.dnnl_primitive_desc_create(&pd, &desc, NULL, vendor_dnnl_engine, NULL);
+    anvil_status st = ds == dnnl_success ? ANVIL_OK : vendor_dnnl_fail(n, pass_name(n), ds);
     if (st == ANVIL_OK) {
         /* the bias was described plain, and stays so */
         const dnnl_query_t q[4] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md,
@@ -306,7 +308,7 @@ static anvil_status deconv_prepare(const kern_node *kn, void **state) {
         const void *v[4] = {NULL, kn->in[1].value, NULL, NULL};
         st = tr_finish(kn, t, pd, q, v);
     }
-    dk_threads_restore(saved, t->base->threads);
+    vendor_dnnl_threads_restore(saved, t->base->threads);
     if (st != ANVIL_OK) {
         tr_release(t);
         return st;
@@ -388,35 +390,36 @@ static anvil_status cgw_prepare(const kern_node *kn, void **state) {
     *ddst = (tr_operand){.arg = DNNL_ARG_DIFF_DST, .index = 1};
     *dwei = (tr_operand){.arg = DNNL_ARG_DIFF_WEIGHTS, .index = -1};
     dnnl_memory_desc_t x_any, y_any, w_any;
-    dnnl_status_t ds = dk_md_plain(&src->user, c.rank, c.xd);
-    if (ds == dnnl_success) ds = dk_md_plain(&ddst->user, c.rank, c.yd);
-    if (ds == dnnl_success) ds = dk_md_plain(&dwei->user, c.wrank, c.wd);
-    if (ds == dnnl_success) ds = dk_md_any(&x_any, c.rank, c.xd);
-    if (ds == dnnl_success) ds = dk_md_any(&y_any, c.rank, c.yd);
-    if (ds == dnnl_success) ds = dk_md_any(&w_any, c.wrank, c.wd);
+    dnnl_status_t ds = vendor_dnnl_md_plain(&src->user, c.rank, c.xd);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_plain(&ddst->user, c.rank, c.yd);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_plain(&dwei->user, c.wrank, c.wd);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_any(&x_any, c.rank, c.xd);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_any(&y_any, c.rank, c.yd);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_any(&w_any, c.wrank, c.wd);
     dnnl_convolution_desc_t fwd, bwd;
     if (ds == dnnl_success)
-        ds = dk_lib.dnnl_dilated_convolution_forward_desc_init(
+        ds = vendor_dnnl_lib.dnnl_dilated_convolution_forward_desc_init(
             &fwd, dnnl_forward_training, dnnl_convolution_direct, &x_any, &w_any, NULL, &y_any, c.s,
             c.d, c.pb, c.pe);
     if (ds == dnnl_success)
-        ds = dk_lib.dnnl_dilated_convolution_backward_weights_desc_init(
+        ds = vendor_dnnl_lib.dnnl_dilated_convolution_backward_weights_desc_init(
             &bwd, dnnl_convolution_direct, &x_any, &w_any, NULL, &y_any, c.s, c.d, c.pb, c.pe);
-    const int saved = dk_threads_set(t->base->threads);
+    const int saved = vendor_dnnl_threads_set(t->base->threads);
     dnnl_primitive_desc_t hint = NULL, pd = NULL;
     if (ds == dnnl_success)
-        ds = dk_lib.dnnl_primitive_desc_create(&hint, &fwd, NULL, dk_engine, NULL);
+        ds =
+            vendor_dnnl_lib.dnnl_primitive_desc_create(&hint, &fwd, NULL, vendor_dnnl_engine, NULL);
     if (ds == dnnl_success)
-        ds = dk_lib.dnnl_primitive_desc_create(&pd, &bwd, NULL, dk_engine, hint);
-    if (hint) dk_lib.dnnl_primitive_desc_destroy(hint);
-    anvil_status st = ds == dnnl_success ? ANVIL_OK : dk_fail(n, pass_name(n), ds);
+        ds = vendor_dnnl_lib.dnnl_primitive_desc_create(&pd, &bwd, NULL, vendor_dnnl_engine, hint);
+    if (hint) vendor_dnnl_lib.dnnl_primitive_desc_destroy(hint);
+    anvil_status st = ds == dnnl_success ? ANVIL_OK : vendor_dnnl_fail(n, pass_name(n), ds);
     if (st == ANVIL_OK) {
         const dnnl_query_t q[3] = {dnnl_query_src_md, dnnl_query_diff_dst_md,
                                    dnnl_query_diff_weights_md};
         const void *v[3] = {kn->in[0].value, kn->in[1].value, NULL};
         st = tr_finish(kn, t, pd, q, v);
     }
-    dk_threads_restore(saved, t->base->threads);
+    vendor_dnnl_threads_restore(saved, t->base->threads);
     if (st != ANVIL_OK) {
         tr_release(t);
         return st;
@@ -425,7 +428,7 @@ static anvil_status cgw_prepare(const kern_node *kn, void **state) {
     return ANVIL_OK;
 }
 
-const kern_variant kern_dnnl_deconv = {
+const kern_variant vendor_dnnl_deconv = {
     "dnnl_deconv",
     IR_OP_CONVTRANSPOSE,
     KERN_OWN_THREADS,
@@ -438,7 +441,7 @@ const kern_variant kern_dnnl_deconv = {
     NULL,
     NULL,
 };
-const kern_variant kern_dnnl_conv_grad_w = {
+const kern_variant vendor_dnnl_conv_grad_w = {
     "dnnl_conv_grad_w",
     IR_OP_CONV_GRAD_W,
     KERN_OWN_THREADS,

@@ -72,11 +72,11 @@ static void matmul_nd_dims(const kern_node *kn, int *rank, int64_t *ad, int64_t 
 static anvil_status matmul_prepare(const kern_node *kn, void **state) {
     const ir_node *n = kn->node;
     dk_state *s;
-    CORE_TRY(dk_state_new(kn, &s));
+    CORE_TRY(vendor_dnnl_state_new(kn, &s));
     anvil_status st = ANVIL_OK;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t ops = NULL;
-    int saved = dk_threads_set(s->threads);
+    int saved = vendor_dnnl_threads_set(s->threads);
     s->is_gemm = n->op == IR_OP_GEMM;
     if (s->is_gemm) {
         if ((st = vk_gemm_geometry(kn, &s->g)) != ANVIL_OK) goto done;
@@ -96,35 +96,36 @@ static anvil_status matmul_prepare(const kern_node *kn, void **state) {
         int r;
         int64_t ad[DNNL_MAX_NDIMS], bd[DNNL_MAX_NDIMS], yd[DNNL_MAX_NDIMS];
         matmul_nd_dims(kn, &r, ad, bd, yd);
-        ds = dk_md_plain(&a_md, r, ad);
-        if (ds == dnnl_success) ds = dk_md_plain(&b_user_md, r, bd);
-        if (ds == dnnl_success) ds = dk_md_plain(&y_md, r, yd);
+        ds = vendor_dnnl_md_plain(&a_md, r, ad);
+        if (ds == dnnl_success) ds = vendor_dnnl_md_plain(&b_user_md, r, bd);
+        if (ds == dnnl_success) ds = vendor_dnnl_md_plain(&y_md, r, yd);
         b_md = b_user_md;
         if (ds != dnnl_success) {
-            st = dk_fail(n, "describing the operands", ds);
+            st = vendor_dnnl_fail(n, "describing the operands", ds);
             goto done;
         }
     } else {
         bool ta = s->is_gemm && g->trans_a, tb = s->is_gemm && g->trans_b;
-        ds = dk_md_matrix(&a_md, g->m, g->k, ta);
-        if (ds == dnnl_success) ds = dk_md_matrix(&b_user_md, g->k, g->n, tb);
-        if (ds == dnnl_success) ds = dk_md_matrix(&y_md, g->m, g->n, false);
+        ds = vendor_dnnl_md_matrix(&a_md, g->m, g->k, ta);
+        if (ds == dnnl_success) ds = vendor_dnnl_md_matrix(&b_user_md, g->k, g->n, tb);
+        if (ds == dnnl_success) ds = vendor_dnnl_md_matrix(&y_md, g->m, g->n, false);
         /* Constant weights: let oneDNN pick their layout; they are reordered below, once. */
         b_md = b_user_md;
-        if (ds == dnnl_success && bt->value) ds = dk_md_any(&b_md, 2, (int64_t[]){g->k, g->n});
+        if (ds == dnnl_success && bt->value)
+            ds = vendor_dnnl_md_any(&b_md, 2, (int64_t[]){g->k, g->n});
         if (ds != dnnl_success) {
-            st = dk_fail(n, "describing the operands", ds);
+            st = vendor_dnnl_fail(n, "describing the operands", ds);
             goto done;
         }
     }
-    if ((ds = dk_lib.dnnl_primitive_attr_create(&attr)) != dnnl_success) {
-        st = dk_fail(n, "creating attributes", ds);
+    if ((ds = vendor_dnnl_lib.dnnl_primitive_attr_create(&attr)) != dnnl_success) {
+        st = vendor_dnnl_fail(n, "creating attributes", ds);
         goto done;
     }
     dnnl_memory_desc_t bias_md;
     if (s->is_gemm) {
         if (g->alpha != 1.0f)
-            ds = dk_lib.dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha);
+            ds = vendor_dnnl_lib.dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha);
         bool use_c = g->has_c && g->beta != 0.0f;
         const op_tinfo *ct = use_c ? &kn->in[2] : NULL;
         if (ds == dnnl_success && use_c && ct->value && g->c_rows == 1 && g->alpha == 1.0f) {
@@ -137,32 +138,34 @@ static anvil_status matmul_prepare(const kern_node *kn, void **state) {
             vk_broadcast_c(bias, 1, g->n, ct->value, 1, g->c_cols, g->beta);
             s->bias_packed = bias;
             s->has_bias = true;
-            ds = dk_md_matrix(&bias_md, 1, g->n, false);
+            ds = vendor_dnnl_md_matrix(&bias_md, 1, g->n, false);
         } else if (ds == dnnl_success && use_c) {
             s->c_in_dst = true;
-            if ((ds = dk_lib.dnnl_post_ops_create(&ops)) == dnnl_success)
-                ds = dk_lib.dnnl_post_ops_append_sum(ops, g->beta);
-            if (ds == dnnl_success) ds = dk_lib.dnnl_primitive_attr_set_post_ops(attr, ops);
+            if ((ds = vendor_dnnl_lib.dnnl_post_ops_create(&ops)) == dnnl_success)
+                ds = vendor_dnnl_lib.dnnl_post_ops_append_sum(ops, g->beta);
+            if (ds == dnnl_success)
+                ds = vendor_dnnl_lib.dnnl_primitive_attr_set_post_ops(attr, ops);
         }
         if (ds != dnnl_success) {
-            st = dk_fail(n, "setting alpha/beta/C", ds);
+            st = vendor_dnnl_fail(n, "setting alpha/beta/C", ds);
             goto done;
         }
     }
     dnnl_matmul_desc_t desc;
-    ds = dk_lib.dnnl_matmul_desc_init(&desc, &a_md, &b_md, s->has_bias ? &bias_md : NULL, &y_md);
+    ds = vendor_dnnl_lib.dnnl_matmul_desc_init(&desc, &a_md, &b_md, s->has_bias ? &bias_md : NULL,
+                                               &y_md);
     if (ds != dnnl_success) {
-        st = dk_fail(n, "describing the matmul", ds);
+        st = vendor_dnnl_fail(n, "describing the matmul", ds);
         goto done;
     }
-    st = dk_finish_prepare(n, s, &desc, attr, NULL, &b_user_md,
-                           (s->is_gemm || g->fold) && bt->value ? bt->value : NULL);
+    st = vendor_dnnl_finish_prepare(n, s, &desc, attr, NULL, &b_user_md,
+                                    (s->is_gemm || g->fold) && bt->value ? bt->value : NULL);
 done:
-    dk_threads_restore(saved, s->threads);
-    if (ops) dk_lib.dnnl_post_ops_destroy(ops);
-    if (attr) dk_lib.dnnl_primitive_attr_destroy(attr);
+    vendor_dnnl_threads_restore(saved, s->threads);
+    if (ops) vendor_dnnl_lib.dnnl_post_ops_destroy(ops);
+    if (attr) vendor_dnnl_lib.dnnl_primitive_attr_destroy(attr);
     if (st != ANVIL_OK) {
-        dk_state_release(s);
+        vendor_dnnl_state_release(s);
         return st;
     }
     *state = s;
@@ -193,9 +196,9 @@ static anvil_status matmul_run(const ir_node *n, void *state, const op_tensor *c
                         {DNNL_ARG_WEIGHTS, &s->wei_md, s->wei_packed ? s->wei_packed : in[1]->data},
                         {DNNL_ARG_DST, &s->dst_md, y->data},
                         {DNNL_ARG_BIAS, &s->bias_md, s->bias_packed}};
-    int saved = dk_threads_set(s->threads);
-    anvil_status st = dk_execute(n, s->stream, s->prim, a, s->has_bias ? 4 : 3);
-    dk_threads_restore(saved, s->threads);
+    int saved = vendor_dnnl_threads_set(s->threads);
+    anvil_status st = vendor_dnnl_execute(n, s->stream, s->prim, a, s->has_bias ? 4 : 3);
+    vendor_dnnl_threads_restore(saved, s->threads);
     return st;
 }
 
@@ -272,10 +275,10 @@ static anvil_status conv_prepare_part(const kern_node *kn, bool blocked, int thr
                                       int64_t un, bool own_scratch, dk_state **out) {
     const ir_node *n = kn->node;
     dk_state *s;
-    CORE_TRY(dk_state_new(kn, &s));
+    CORE_TRY(vendor_dnnl_state_new(kn, &s));
     s->threads = threads;
     anvil_status st = ANVIL_OK;
-    int saved = dk_threads_set(s->threads);
+    int saved = vendor_dnnl_threads_set(s->threads);
     conv_geom cg;
     (void)conv_geometry(kn, &cg);
     const ir_shape *xs = &kn->in[0].shape, *ws = &kn->in[1].shape, *ys = &kn->out[0].shape;
@@ -314,73 +317,75 @@ static anvil_status conv_prepare_part(const kern_node *kn, bool blocked, int thr
     }
     dnnl_memory_desc_t x_md, w_user_md, w_md, y_md, b_md;
     memset(&w_user_md, 0, sizeof w_user_md);
-    dnnl_status_t ds = dk_md_slice(&s->src_user_md, rank, xd, xs->d);
-    if (ds == dnnl_success) ds = dk_md_slice(&s->dst_user_md, rank, yd, ys->d);
-    if (ds == dnnl_success) ds = dk_md_plain(&w_user_md, wrank, wd);
+    dnnl_status_t ds = vendor_dnnl_md_slice(&s->src_user_md, rank, xd, xs->d);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_slice(&s->dst_user_md, rank, yd, ys->d);
+    if (ds == dnnl_success) ds = vendor_dnnl_md_plain(&w_user_md, wrank, wd);
     x_md = s->src_user_md;
     y_md = s->dst_user_md;
     w_md = w_user_md;
-    if (ds == dnnl_success && blocked) ds = dk_md_any(&x_md, rank, xd);
-    if (ds == dnnl_success && blocked) ds = dk_md_any(&y_md, rank, yd);
-    if (ds == dnnl_success && kn->in[1].value) ds = dk_md_any(&w_md, wrank, wd);
+    if (ds == dnnl_success && blocked) ds = vendor_dnnl_md_any(&x_md, rank, xd);
+    if (ds == dnnl_success && blocked) ds = vendor_dnnl_md_any(&y_md, rank, yd);
+    if (ds == dnnl_success && kn->in[1].value) ds = vendor_dnnl_md_any(&w_md, wrank, wd);
     s->has_bias = kn->n_in > 2 && n->n_inputs > 2 && n->inputs[2] != IR_NONE;
     int64_t bn = un * mpu;
-    if (ds == dnnl_success && s->has_bias) ds = dk_md_plain(&b_md, 1, &bn);
+    if (ds == dnnl_success && s->has_bias) ds = vendor_dnnl_md_plain(&b_md, 1, &bn);
     if (ds != dnnl_success) {
-        st = dk_fail(n, "describing the operands", ds);
+        st = vendor_dnnl_fail(n, "describing the operands", ds);
         goto done;
     }
     dnnl_convolution_desc_t desc;
-    ds = dk_lib.dnnl_dilated_convolution_forward_desc_init(
+    ds = vendor_dnnl_lib.dnnl_dilated_convolution_forward_desc_init(
         &desc, dnnl_forward_inference, dnnl_convolution_direct, &x_md, &w_md,
         s->has_bias ? &b_md : NULL, &y_md, cg.strides, cg.dilates, cg.pad_l, cg.pad_r);
     if (ds != dnnl_success) {
-        st = dk_fail(n, "describing the convolution", ds);
+        st = vendor_dnnl_fail(n, "describing the convolution", ds);
         goto done;
     }
     const float *wv = kn->in[1].value ? (const float *)kn->in[1].value + s->w_off : NULL;
     dnnl_primitive_attr_t attr = NULL;
     if (own_scratch) {
-        ds = dk_lib.dnnl_primitive_attr_create(&attr);
+        ds = vendor_dnnl_lib.dnnl_primitive_attr_create(&attr);
         if (ds == dnnl_success)
-            ds = dk_lib.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+            ds = vendor_dnnl_lib.dnnl_primitive_attr_set_scratchpad_mode(attr,
+                                                                         dnnl_scratchpad_mode_user);
         if (ds != dnnl_success) {
-            if (attr) dk_lib.dnnl_primitive_attr_destroy(attr);
-            st = dk_fail(n, "creating attributes", ds);
+            if (attr) vendor_dnnl_lib.dnnl_primitive_attr_destroy(attr);
+            st = vendor_dnnl_fail(n, "creating attributes", ds);
             goto done;
         }
     }
-    st = dk_finish_prepare(n, s, &desc, attr, NULL, &w_user_md, wv);
-    if (attr) dk_lib.dnnl_primitive_attr_destroy(attr);
+    st = vendor_dnnl_finish_prepare(n, s, &desc, attr, NULL, &w_user_md, wv);
+    if (attr) vendor_dnnl_lib.dnnl_primitive_attr_destroy(attr);
     if (st != ANVIL_OK) goto done;
     /* The primitive may still take plain activations even when allowed to choose. */
     dnnl_primitive_desc_t pd = NULL;
-    if (!dk_lib.dnnl_memory_desc_equal(&s->src_md, &s->src_user_md)) {
-        ds = dk_lib.dnnl_reorder_primitive_desc_create(&pd, &s->src_user_md, dk_engine, &s->src_md,
-                                                       dk_engine, NULL);
-        if (ds == dnnl_success) ds = dk_lib.dnnl_primitive_create(&s->src_reorder, pd);
-        if (pd) dk_lib.dnnl_primitive_desc_destroy(pd);
+    if (!vendor_dnnl_lib.dnnl_memory_desc_equal(&s->src_md, &s->src_user_md)) {
+        ds = vendor_dnnl_lib.dnnl_reorder_primitive_desc_create(
+            &pd, &s->src_user_md, vendor_dnnl_engine, &s->src_md, vendor_dnnl_engine, NULL);
+        if (ds == dnnl_success) ds = vendor_dnnl_lib.dnnl_primitive_create(&s->src_reorder, pd);
+        if (pd) vendor_dnnl_lib.dnnl_primitive_desc_destroy(pd);
         pd = NULL;
-        if (ds == dnnl_success && !(s->src_tmp = dk_alloc_md(&s->src_md))) {
+        if (ds == dnnl_success && !(s->src_tmp = vendor_dnnl_alloc_md(&s->src_md))) {
             st = ANVIL_ERR_OUT_OF_MEMORY;
             goto done;
         }
     }
-    if (ds == dnnl_success && !dk_lib.dnnl_memory_desc_equal(&s->dst_md, &s->dst_user_md)) {
-        ds = dk_lib.dnnl_reorder_primitive_desc_create(&pd, &s->dst_md, dk_engine, &s->dst_user_md,
-                                                       dk_engine, NULL);
-        if (ds == dnnl_success) ds = dk_lib.dnnl_primitive_create(&s->dst_reorder, pd);
-        if (pd) dk_lib.dnnl_primitive_desc_destroy(pd);
-        if (ds == dnnl_success && !(s->dst_tmp = dk_alloc_md(&s->dst_md))) {
+    if (ds == dnnl_success &&
+        !vendor_dnnl_lib.dnnl_memory_desc_equal(&s->dst_md, &s->dst_user_md)) {
+        ds = vendor_dnnl_lib.dnnl_reorder_primitive_desc_create(
+            &pd, &s->dst_md, vendor_dnnl_engine, &s->dst_user_md, vendor_dnnl_engine, NULL);
+        if (ds == dnnl_success) ds = vendor_dnnl_lib.dnnl_primitive_create(&s->dst_reorder, pd);
+        if (pd) vendor_dnnl_lib.dnnl_primitive_desc_destroy(pd);
+        if (ds == dnnl_success && !(s->dst_tmp = vendor_dnnl_alloc_md(&s->dst_md))) {
             st = ANVIL_ERR_OUT_OF_MEMORY;
             goto done;
         }
     }
-    if (ds != dnnl_success) st = dk_fail(n, "creating the activation reorders", ds);
+    if (ds != dnnl_success) st = vendor_dnnl_fail(n, "creating the activation reorders", ds);
 done:
-    dk_threads_restore(saved, s->threads);
+    vendor_dnnl_threads_restore(saved, s->threads);
     if (st != ANVIL_OK) {
-        dk_state_release(s);
+        vendor_dnnl_state_release(s);
         return st;
     }
     *out = s;
@@ -414,13 +419,13 @@ static anvil_status conv_run_part(const ir_node *n, const dk_state *s, const op_
     const float *x = (const float *)in[0]->data + s->x_off;
     float *yuser = (float *)out[0]->data + s->y_off;
     void *y = s->dst_reorder ? s->dst_tmp : yuser;
-    int saved = dk_threads_set(s->threads);
+    int saved = vendor_dnnl_threads_set(s->threads);
     anvil_status st = ANVIL_OK;
     const void *src = x;
     if (s->src_reorder) {
         dk_exec_arg r[2] = {{DNNL_ARG_FROM, &s->src_user_md, x},
                             {DNNL_ARG_TO, &s->src_md, s->src_tmp}};
-        st = dk_execute(n, s->stream, s->src_reorder, r, 2);
+        st = vendor_dnnl_execute(n, s->stream, s->src_reorder, r, 2);
         src = s->src_tmp;
     }
     if (st == ANVIL_OK) {
@@ -433,13 +438,13 @@ static anvil_status conv_run_part(const ir_node *n, const dk_state *s, const op_
             a[na++] =
                 (dk_exec_arg){DNNL_ARG_BIAS, &s->bias_md, (const float *)in[2]->data + s->b_off};
         if (s->scratch) a[na++] = (dk_exec_arg){DNNL_ARG_SCRATCHPAD, &s->scratch_md, s->scratch};
-        st = dk_execute(n, s->stream, s->prim, a, na);
+        st = vendor_dnnl_execute(n, s->stream, s->prim, a, na);
     }
     if (st == ANVIL_OK && s->dst_reorder) {
         dk_exec_arg r[2] = {{DNNL_ARG_FROM, &s->dst_md, y}, {DNNL_ARG_TO, &s->dst_user_md, yuser}};
-        st = dk_execute(n, s->stream, s->dst_reorder, r, 2);
+        st = vendor_dnnl_execute(n, s->stream, s->dst_reorder, r, 2);
     }
-    dk_threads_restore(saved, s->threads);
+    vendor_dnnl_threads_restore(saved, s->threads);
     return st;
 }
 
@@ -469,7 +474,7 @@ typedef struct split_state {
 static void split_release(void *p) {
     split_state *g = p;
     if (!g) return;
-    for (int i = 0; i < g->parts; i++) dk_state_release(g->part[i]);
+    for (int i = 0; i < g->parts; i++) vendor_dnnl_state_release(g->part[i]);
     free(g);
 }
 
@@ -531,57 +536,57 @@ static anvil_status split_run(const ir_node *n, void *state, const op_tensor *co
 
 /* ---- the variants ---------------------------------------------------------------------------- */
 
-const kern_variant kern_dnnl_matmul = {
+const kern_variant vendor_dnnl_matmul = {
     "dnnl_matmul",
     IR_OP_MATMUL,
     KERN_OWN_THREADS,
     matmul_supports,
     NULL,
     matmul_prepare,
-    dk_state_release,
+    vendor_dnnl_state_release,
     matmul_run,
     NULL,
     NULL,
     NULL,
 };
-const kern_variant kern_dnnl_gemm = {
+const kern_variant vendor_dnnl_gemm = {
     "dnnl_matmul",
     IR_OP_GEMM,
     KERN_OWN_THREADS,
     matmul_supports,
     NULL,
     matmul_prepare,
-    dk_state_release,
+    vendor_dnnl_state_release,
     matmul_run,
     NULL,
     NULL,
     NULL,
 };
-const kern_variant kern_dnnl_conv = {
+const kern_variant vendor_dnnl_conv = {
     "dnnl_conv",
     IR_OP_CONV,
     KERN_OWN_THREADS,
     conv_supports,
     NULL,
     conv_prepare_blocked,
-    dk_state_release,
+    vendor_dnnl_state_release,
     conv_run,
     NULL,
     NULL,
     NULL,
 };
-const kern_variant kern_dnnl_conv_split = {
+const kern_variant vendor_dnnl_conv_split = {
     "dnnl_conv_split", IR_OP_CONV, 0,    conv_supports, NULL, split_prepare,
     split_release,     split_run,  NULL, NULL,          NULL,
 };
-const kern_variant kern_dnnl_conv_nchw = {
+const kern_variant vendor_dnnl_conv_nchw = {
     "dnnl_conv_nchw",
     IR_OP_CONV,
     KERN_OWN_THREADS,
     conv_supports,
     NULL,
     conv_prepare_nchw,
-    dk_state_release,
+    vendor_dnnl_state_release,
     conv_run,
     NULL,
     NULL,

@@ -59,7 +59,7 @@ static void openblas_sgemm(const vblas_call *c) {
 
 static bool supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    return vblas_supports(kn, sizeof(blasint) >= 8 ? INT64_MAX : INT_MAX);
+    return vendor_blas_supports(kn, sizeof(blasint) >= 8 ? INT64_MAX : INT_MAX);
 }
 
 static anvil_status prepare(const kern_node *kn, void **state) {
@@ -69,7 +69,7 @@ static anvil_status prepare(const kern_node *kn, void **state) {
                         "%s: variant openblas_sgemm cannot load OpenBLAS (%s); install "
                         "libopenblas0-pthread or force another variant",
                         ir_node_label(kn->node), lib.error);
-    return vblas_prepare(kn, state);
+    return vendor_blas_prepare(kn, state);
 }
 
 static anvil_status run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
@@ -77,30 +77,30 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
     (void)n;
     (void)n_out;
     (void)workspace;
-    return vblas_run(openblas_sgemm, state, in, n_in, out, ctx);
+    return vendor_blas_run(openblas_sgemm, state, in, n_in, out, ctx);
 }
 
-const kern_variant kern_openblas_matmul = {
+const kern_variant vendor_openblas_matmul = {
     "openblas_sgemm",
     IR_OP_MATMUL,
     KERN_OWN_THREADS,
     supports,
     NULL,
     prepare,
-    vblas_release,
+    vendor_blas_release,
     run,
     NULL,
     NULL,
     NULL,
 };
-const kern_variant kern_openblas_gemm = {
+const kern_variant vendor_openblas_gemm = {
     "openblas_sgemm",
     IR_OP_GEMM,
     KERN_OWN_THREADS,
     supports,
     NULL,
     prepare,
-    vblas_release,
+    vendor_blas_release,
     run,
     NULL,
     NULL,

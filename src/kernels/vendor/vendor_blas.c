@@ -12,7 +12,7 @@ typedef struct vblas_state {
     bool is_gemm;
 } vblas_state;
 
-bool vblas_supports(const kern_node *kn, int64_t max_dim) {
+bool vendor_blas_supports(const kern_node *kn, int64_t max_dim) {
     ir_op op = kn->node->op;
     if ((op != IR_OP_MATMUL && op != IR_OP_GEMM) || kn->n_in < 2 || kn->n_out < 1) return false;
     if (!vk_all_static_f32(kn, 2)) return false;
@@ -29,7 +29,7 @@ bool vblas_supports(const kern_node *kn, int64_t max_dim) {
     return g.m <= max_dim && g.n <= max_dim && g.k <= max_dim;
 }
 
-anvil_status vblas_prepare(const kern_node *kn, void **state) {
+anvil_status vendor_blas_prepare(const kern_node *kn, void **state) {
     vblas_state *s = core_calloc(1, sizeof *s);
     if (!s) return ANVIL_ERR_OUT_OF_MEMORY;
     s->is_gemm = kn->node->op == IR_OP_GEMM;
@@ -46,7 +46,7 @@ anvil_status vblas_prepare(const kern_node *kn, void **state) {
     return ANVIL_OK;
 }
 
-void vblas_release(void *state) {
+void vendor_blas_release(void *state) {
     free(state);
 }
 
@@ -109,8 +109,8 @@ static anvil_status gemm_run(vblas_sgemm_fn sgemm, const vk_mm *g, const op_tens
     return ANVIL_OK;
 }
 
-anvil_status vblas_run(vblas_sgemm_fn sgemm, void *state, const op_tensor *const *in, int n_in,
-                       op_tensor *const *out, op_ctx *ctx) {
+anvil_status vendor_blas_run(vblas_sgemm_fn sgemm, void *state, const op_tensor *const *in,
+                             int n_in, op_tensor *const *out, op_ctx *ctx) {
     const vblas_state *s = state;
     int threads = op_ctx_threads(ctx);
     if (threads < 1) threads = 1;

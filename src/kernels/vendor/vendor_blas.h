@@ -30,12 +30,12 @@ typedef void (*vblas_sgemm_fn)(const vblas_call *call);
 
 /* Whether the layer can run kn (MatMul or Gemm, float32, static shapes) with every dimension
  * and leading dimension at most max_dim (the library's integer range). */
-bool vblas_supports(const kern_node *kn, int64_t max_dim);
-/* The plan-time geometry; *state is released with vblas_release. */
-anvil_status vblas_prepare(const kern_node *kn, void **state);
-void vblas_release(void *state);
+bool vendor_blas_supports(const kern_node *kn, int64_t max_dim);
+/* The plan-time geometry; *state is released with vendor_blas_release. */
+anvil_status vendor_blas_prepare(const kern_node *kn, void **state);
+void vendor_blas_release(void *state);
 /* Computes the node with `sgemm`, on op_ctx_threads(ctx) threads. */
-anvil_status vblas_run(vblas_sgemm_fn sgemm, void *state, const op_tensor *const *in, int n_in,
-                       op_tensor *const *out, op_ctx *ctx);
+anvil_status vendor_blas_run(vblas_sgemm_fn sgemm, void *state, const op_tensor *const *in,
+                             int n_in, op_tensor *const *out, op_ctx *ctx);
 
 #endif

@@ -7,33 +7,33 @@
 #include "kernels/kernels.h"
 
 #ifdef ANVIL_HAVE_DNNL
-extern const kern_variant kern_dnnl_matmul, kern_dnnl_gemm, kern_dnnl_conv, kern_dnnl_conv_nchw,
-    kern_dnnl_conv_split, kern_dnnl_deconv, kern_dnnl_conv_grad_w;
+extern const kern_variant vendor_dnnl_matmul, vendor_dnnl_gemm, vendor_dnnl_conv,
+    vendor_dnnl_conv_nchw, vendor_dnnl_conv_split, vendor_dnnl_deconv, vendor_dnnl_conv_grad_w;
 #endif
 #ifdef ANVIL_HAVE_OPENBLAS
-extern const kern_variant kern_openblas_matmul, kern_openblas_gemm;
+extern const kern_variant vendor_openblas_matmul, vendor_openblas_gemm;
 #endif
 #ifdef ANVIL_HAVE_BLIS
-extern const kern_variant kern_blis_matmul, kern_blis_gemm;
+extern const kern_variant vendor_blis_matmul, vendor_blis_gemm;
 #endif
 
 const kern_variant *const kern_family_vendor[] = {
 #ifdef ANVIL_HAVE_DNNL
-    &kern_dnnl_matmul,
-    &kern_dnnl_gemm,
-    &kern_dnnl_conv,
-    &kern_dnnl_conv_nchw,
-    &kern_dnnl_conv_split,
-    &kern_dnnl_deconv,
-    &kern_dnnl_conv_grad_w,
+    &vendor_dnnl_matmul,
+    &vendor_dnnl_gemm,
+    &vendor_dnnl_conv,
+    &vendor_dnnl_conv_nchw,
+    &vendor_dnnl_conv_split,
+    &vendor_dnnl_deconv,
+    &vendor_dnnl_conv_grad_w,
 #endif
 #ifdef ANVIL_HAVE_BLIS
-    &kern_blis_matmul,
-    &kern_blis_gemm,
+    &vendor_blis_matmul,
+    &vendor_blis_gemm,
 #endif
 #ifdef ANVIL_HAVE_OPENBLAS
-    &kern_openblas_matmul,
-    &kern_openblas_gemm,
+    &vendor_openblas_matmul,
+    &vendor_openblas_gemm,
 #endif
     NULL,
 };

@@ -1,4 +1,4 @@
-"""Writes the small models the C API unit test loads (tests/unit/test_api.c).
+"""Writes the small models the C API unit tests load (tests/unit/test_api.c, test_env.c).
 
 Run with the project's venv: .venv/bin/python tests/unit/data/gen_api_models.py
 The outputs are committed; rerunning gives the same bytes.
@@ -44,6 +44,26 @@ def api_anon_dims():
     onnx.save(model, os.path.join(HERE, "api_anon_dims.onnx"))
 
 
+def api_conv():
+    # y = Relu(Conv(x, W, b)), 3x3, 8 -> 16 channels, padded: one conv the layout pass may turn
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 12])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 12, 12])
+    rng = np.random.default_rng(7)
+    w = numpy_helper.from_array(rng.standard_normal((16, 8, 3, 3)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b")
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(nodes, "api_conv", [x], [y], [w, b])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="anvil-tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(HERE, "api_conv.onnx"))
+
+
 if __name__ == "__main__":
     api_small()
     api_anon_dims()
+    api_conv()

@@ -17,7 +17,7 @@
 static bool attn_geom_of(const kern_node *kn, sdpa_geom *g) {
     const ir_shape *sh[5] = {NULL};
     for (int i = 0; i < kn->n_in && i < 5; i++)
-        if (kfam_has_input(kn, i)) sh[i] = &kn->in[i].shape;
+        if (kern_has_input(kn, i)) sh[i] = &kn->in[i].shape;
     return sdpa_geometry(kn->node, sh, kn->n_in < 5 ? kn->n_in : 5, g) == ANVIL_OK;
 }
 
@@ -25,7 +25,7 @@ static bool attn_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
     if (!kn->node->params || kn->n_in < 3 || kn->n_out != 1) return false;
     for (int i = 0; i < kn->n_in; i++) {
-        if (!kfam_has_input(kn, i)) continue;
+        if (!kern_has_input(kn, i)) continue;
         if (!ir_shape_is_static(&kn->in[i].shape)) return false;
         if (i != SDPA_KEEP && kn->in[i].dtype != ANVIL_DTYPE_FLOAT32) return false;
     }
@@ -173,8 +173,8 @@ static anvil_status attn_emit_write(const kern_node *kn, const void *state, kern
     attn_emit_4(e, "keep", g->keep);
     e->code(e, "as.p.g.has_mask = %d;\nas.p.g.has_keep = %d;\n", (int)g->has_mask,
             (int)g->has_keep);
-    const char *mask = g->has_mask && kfam_has_input(kn, SDPA_MASK) ? e->in(e, SDPA_MASK) : "NULL";
-    const char *keep = g->has_keep && kfam_has_input(kn, SDPA_KEEP) ? e->in(e, SDPA_KEEP) : "NULL";
+    const char *mask = g->has_mask && kern_has_input(kn, SDPA_MASK) ? e->in(e, SDPA_MASK) : "NULL";
+    const char *keep = g->has_keep && kern_has_input(kn, SDPA_KEEP) ? e->in(e, SDPA_KEEP) : "NULL";
     e->code(e,
             "attn_exec(&as, (const float *)(%s), (const float *)(%s), (const float *)(%s), "
             "(const float *)(%s), (const bool *)(%s), (float *)(%s), %zu, (float *)(%s), %s);\n",

@@ -30,11 +30,12 @@ bool conv_shape_of_nhwc(const kern_node *kn, conv_shape *s);
  * it with W1's output channels). */
 bool conv_shape_of_pair(const kern_node *kn, conv_shape *s);
 
-/* The GEMM kernel for a conv GEMM C[m, n] = A[m, k] B[k, n] on hw (never NULL). */
-const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_hw *hw);
-/* The kernel ANVIL_CONV_TILE names (e.g. "8x48_avx512"), for experiments, where hw can run it;
- * else NULL. conv_gemm_kernel returns it first. */
-const gemm_kernel *conv_gemm_kernel_forced(const core_hw *hw);
+/* The GEMM kernel for a conv GEMM C[m, n] = A[m, k] B[k, n] of kn on hw (never NULL). */
+const gemm_kernel *conv_gemm_kernel(const kern_node *kn, int64_t m, int64_t n, int64_t k,
+                                    const core_hw *hw);
+/* The kernel kn's knobs name (kern_knobs.conv_tile, e.g. "8x48_avx512"), for experiments, where
+ * hw can run it; else NULL. conv_gemm_kernel returns it first. kn may be NULL. */
+const gemm_kernel *conv_gemm_kernel_forced(const kern_node *kn, const core_hw *hw);
 
 /* ---- the tuner's parameters of the GEMM-based variants (conv_space.c) -----------------------
  * Each has a kern_space of "tile" (1 + an index into gemm_kernels, labelled with the tile's name;
@@ -102,6 +103,9 @@ anvil_status conv_prepare_unsupported(const kern_node *kn, const char *what);
 /* The variant conv_f32 (the default for Conv) delegates to for kn: the first rule of its cascade
  * that holds and whose variant applies; NULL when no conv variant can run kn. Static data. */
 const kern_variant *conv_auto_pick(const kern_node *kn);
+/* kern_delegate for the conv family: the variant conv_f32's state hands its node to; NULL for
+ * every other variant. */
+const kern_variant *conv_delegate(const kern_variant *v, const void *state);
 
 /* ---- fused epilogues (ir_fusion on a Conv: act(conv + bias + residual)) ----------------------
  * For a Conv the passes never set fusion->bias (the conv's own bias is input 2) and the residual
@@ -157,21 +161,18 @@ bool conv_dw_channel_lanes(const conv_shape *s);
 /* ---- NHWC (conv_nhwc.c) -----------------------------------------------------------------------
  */
 
-/* Transposes `mats` row-major [rows, cols] float matrices at src into [cols, rows] at dst, split
- * over ctx's threads (NCHW <-> NHWC around the channels-last variants). */
-void conv_transpose_f32(const float *src, float *dst, int64_t mats, int64_t rows, int64_t cols,
-                        op_ctx *ctx);
-
-/* Packs w (W [m, cg, kh, kw]) for conv_nhwc_run (conv_nhwc_weights, conv_layout.h). */
-anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nhwc_weights *out);
+/* Packs w (W [m, cg, kh, kw]) for conv_nhwc_run (conv_nhwc_weights, conv_layout.h); kn (NULL:
+ * none) may carry a tuner's configuration and knobs. */
+anvil_status conv_nhwc_weights_pack(const kern_node *kn, const conv_shape *s, const float *w,
+                                    conv_nhwc_weights *out);
 void conv_nhwc_weights_free(conv_nhwc_weights *pw);
 
 /* The general depthwise variants (conv_dwx.c, kernels in conv_dwx.h). */
-extern const kern_variant conv_v_dwx_avx512, conv_v_dwx_avx2, convnhwc_v_dwx_avx512,
-    convnhwc_v_dwx_avx2;
+extern const kern_variant conv_v_dwx_avx512, conv_v_dwx_avx2, conv_nhwc_v_dwx_avx512,
+    conv_nhwc_v_dwx_avx2;
 
 /* anvil.ConvNhwc's variants (conv_nhwc.c, conv_dw_nhwc.c). */
-extern const kern_variant convnhwc_v_gemm, convnhwc_v_depthwise_avx512, convnhwc_v_depthwise_avx2,
-    convnhwc_v_smallc_avx512;
+extern const kern_variant conv_nhwc_v_gemm, conv_nhwc_v_depthwise_avx512,
+    conv_nhwc_v_depthwise_avx2, conv_nhwc_v_smallc_avx512;
 
 #endif

@@ -38,8 +38,8 @@ static bool plan_of(const kern_node *kn, conv_batched_plan *p) {
     p->c_bytes = align64((size_t)s->m * (size_t)cols * sizeof(float));
     if (p->col_bytes > BATCHED_COL_BYTES) return false;
     const core_hw *hw = core_hw_get();
-    p->k = conv_gemm_kernel(s->m, cols, kdim, hw);
-    p->blk = gemm_blocking_default(p->k, s->m, cols, kdim, hw);
+    p->k = conv_gemm_kernel(kn, s->m, cols, kdim, hw);
+    p->blk = gemm_blocking_for(kn, p->k, s->m, cols, kdim, hw, 0, 0, 0);
     p->threads = kn->threads > 0 ? kn->threads : 1;
     p->gemm_ws = (size_t)p->threads * align64(gemm_thread_workspace(p->k, &p->blk));
     return true;

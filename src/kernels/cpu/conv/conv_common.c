@@ -162,15 +162,17 @@ bool conv_shape_of_pair(const kern_node *kn, conv_shape *s) {
  * the FMA-bound 32-column tiles run at the same speed for MR 8..14 on Zen 4, so the tile that
  * pads M least wins: measured (1 thread, implicit GEMM) 8x32 vs the default 14x32 on ResNet-50's
  * stem 3.20 vs 3.42 ms, 128 ch 3x3 s2 2.64 vs 2.84 ms, 256 ch 3x3 s2 2.67 vs 2.75 ms, and equal
- * where neither pads (M = 512, 2048). ANVIL_CONV_TILE=<kernel name> overrides, for experiments. */
-const gemm_kernel *conv_gemm_kernel_forced(const core_hw *hw) {
-    const char *force = getenv("ANVIL_CONV_TILE");
-    const gemm_kernel *f = force ? gemm_kernel_find(force) : NULL;
+ * where neither pads (M = 512, 2048). The knob conv_tile (ANVIL_CONV_TILE) overrides, for
+ * experiments. */
+const gemm_kernel *conv_gemm_kernel_forced(const kern_node *kn, const core_hw *hw) {
+    const char *force = kern_knobs_of(kn)->conv_tile;
+    const gemm_kernel *f = force[0] ? gemm_kernel_find(force) : NULL;
     return f && gemm_kernel_usable(f, hw) ? f : NULL;
 }
 
-const gemm_kernel *conv_gemm_kernel(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
-    const gemm_kernel *f = conv_gemm_kernel_forced(hw);
+const gemm_kernel *conv_gemm_kernel(const kern_node *kn, int64_t m, int64_t n, int64_t k,
+                                    const core_hw *hw) {
+    const gemm_kernel *f = conv_gemm_kernel_forced(kn, hw);
     if (f) return f;
     const gemm_kernel *def = gemm_kernel_default(m, n, k, hw);
     /* The default takes 16x16 where one 16-column tile plus the GEMM's column kernel covers a

@@ -38,9 +38,10 @@ static size_t align64(size_t x) {
  * on all 24, both through the edge path. 4x24 (AVX2, 8-float vectors) covers them exactly, and on a
  * CPU that splits 512-bit FMAs in two (Zen 4) its full tiles run at the AVX-512 ones' rate: 96 > 24
  * at 56x56 204 -> 144 us, 144 > 24 291 -> 209 us (1 thread, per node in the model). */
-static const gemm_kernel *nhwc_tile(const conv_shape *s, int64_t pix, int64_t kdim) {
+static const gemm_kernel *nhwc_tile(const kern_node *kn, const conv_shape *s, int64_t pix,
+                                    int64_t kdim) {
     const core_hw *hw = core_hw_get();
-    const gemm_kernel *forced = conv_gemm_kernel_forced(hw);
+    const gemm_kernel *forced = conv_gemm_kernel_forced(kn, hw);
     if (forced) return forced;
     const gemm_kernel *k24 = gemm_kernel_find("4x24_avx2");
     if (s->mg % 24 == 0 && s->mg <= 48 && k24 && gemm_kernel_usable(k24, hw)) return k24;
@@ -53,7 +54,8 @@ static const gemm_kernel *nhwc_tile(const conv_shape *s, int64_t pix, int64_t kd
  * alternated runs, ms, table vs copy) the 64-channel 56x56 3x3 measured the same within the
  * noise (1 thread 2.31-2.61 vs 2.41-2.62, 2 threads 1.27-1.28 vs 1.22-1.33), and 512ch 14->7
  * stride 2 gained 1-4% on 1 thread, where the copy had been 1-4% of the time (`perf`); fewer
- * channels were not measured. ANVIL_CONV_IM2COL=1 copies always (for comparisons). */
+ * channels were not measured. The knob conv_im2col (ANVIL_CONV_IM2COL=1) copies always (for
+ * comparisons). */
 #define INDIRECT_MIN_CG 64
 
 /* The GEMM kernel and blocking for s, and how A is formed (what conv_nhwc_workspace needs
@@ -62,11 +64,11 @@ static void nhwc_kernel(const conv_shape *s, const kern_node *kn, conv_nhwc_weig
     const int64_t kdim = conv_kdim(s), pix = s->oh * s->ow;
     const core_hw *hw = core_hw_get();
     const gemm_kernel *tile = kn ? conv_config_tile(kn, hw) : NULL;
-    out->k = tile ? tile : nhwc_tile(s, pix, kdim);
+    out->k = tile ? tile : nhwc_tile(kn, s, pix, kdim);
     out->blk =
-        gemm_blocking_config(out->k, pix, s->mg, kdim, hw, kn ? conv_config_kc(kn) : 0, 0, 0);
-    const char *env = getenv("ANVIL_CONV_IM2COL");
-    out->indirect = !conv_nhwc_direct(s) && s->cg >= INDIRECT_MIN_CG && !(env && atoi(env) == 1);
+        gemm_blocking_for(kn, out->k, pix, s->mg, kdim, hw, kn ? conv_config_kc(kn) : 0, 0, 0);
+    out->indirect =
+        !conv_nhwc_direct(s) && s->cg >= INDIRECT_MIN_CG && !kern_knobs_of(kn)->conv_im2col;
 }
 
 static anvil_status weights_pack(const conv_shape *s, const kern_node *kn, const float *w,
@@ -96,8 +98,9 @@ fail:
     return st;
 }
 
-anvil_status conv_nhwc_weights_pack(const conv_shape *s, const float *w, conv_nhwc_weights *out) {
-    return weights_pack(s, NULL, w, out);
+anvil_status conv_nhwc_weights_pack(const kern_node *kn, const conv_shape *s, const float *w,
+                                    conv_nhwc_weights *out) {
+    return weights_pack(s, kn, w, out);
 }
 
 void conv_nhwc_weights_free(conv_nhwc_weights *pw) {
@@ -178,13 +181,6 @@ static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
     st->fusion = conv_fuses(kn) ? kn->node->fusion : NULL;
     *state = st;
     return ANVIL_OK;
-}
-
-/* The split lives in conv_layout.c (shared with the emitted libraries); the row transposes are the
- * eltwise family's 8x8 register blocks. */
-void conv_transpose_f32(const float *src, float *dst, int64_t mats, int64_t rows, int64_t cols,
-                        op_ctx *ctx) {
-    conv_transpose_run(src, dst, mats, rows, cols, elt_transpose_f32, ctx);
 }
 
 /* Conv: X transposed to NHWC through the workspace, the GEMMs, Y transposed back to NCHW;
@@ -279,6 +275,6 @@ const kern_variant conv_v_nhwc = {"conv_nhwc_im2col_gemm",
                                   &nhwc_emitter};
 
 /* anvil.ConvNhwc through the same GEMMs, no transposes. */
-const kern_variant convnhwc_v_gemm = {
+const kern_variant conv_nhwc_v_gemm = {
     "convnhwc_gemm", IR_OP_CONV_NHWC, 0,          nhwc_supports, nhwc_ws,      nhwc_prepare,
     nhwc_release,    nhwc_run,        conv_fuses, NULL,          &nhwc_emitter};

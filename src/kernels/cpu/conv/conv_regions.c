@@ -102,7 +102,7 @@ static bool plan_of(const kern_node *kn, regions_plan *p) {
             /* a region that no tap reaches is bias and activation alone: not handled here */
             if (r->n_taps == 0) return false;
             const int64_t pix = (r->y1 - r->y0) * (r->x1 - r->x0), kdim = r->n_taps * s->cg;
-            r->blk = gemm_blocking_default(p->k, pix, s->mg, kdim, hw);
+            r->blk = gemm_blocking_for(kn, p->k, pix, s->mg, kdim, hw, 0, 0, 0);
             const size_t t = (size_t)(pix * r->n_taps) * sizeof(const float *);
             table = table > t ? table : t;
             if (r->x1 - r->x0 < s->ow) {
@@ -247,7 +247,7 @@ const kern_variant conv_v_regions = {
     regions_prepare,     regions_release, regions_run, regions_fuses,    NULL,
     &regions_emitter};
 
-const kern_variant convnhwc_v_regions = {
+const kern_variant conv_nhwc_v_regions = {
     "convnhwc_regions", IR_OP_CONV_NHWC, 0,           regions_supports, regions_ws,
     regions_prepare,    regions_release, regions_run, regions_fuses,    NULL,
     &regions_emitter};

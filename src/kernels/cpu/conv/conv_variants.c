@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const kern_variant conv_v_regions, convnhwc_v_regions, conv_v_batched;
+extern const kern_variant conv_v_regions, conv_nhwc_v_regions, conv_v_batched;
 extern const kern_variant conv_v_nhwc, conv_v_depthwise_avx512, conv_v_depthwise_avx2,
     conv_v_winograd_f2, conv_v_winograd_f4, conv_v_winograd_s2, conv_v_smallc_avx512,
     conv_v_smallc_avx2;
@@ -65,7 +65,7 @@ static bool plan_of(const kern_node *kn, conv_gemm_kind kind, conv_plan *p) {
     p->kind = kind;
     p->threads = kn->threads > 0 ? kn->threads : 1;
     const gemm_kernel *tile = conv_config_tile(kn, hw); /* the tuner's, where it sets one */
-    p->k = tile ? tile : conv_gemm_kernel(s->mg, hw_out, kdim, hw);
+    p->k = tile ? tile : conv_gemm_kernel(kn, s->mg, hw_out, kdim, hw);
     p->batch_parallel = p->threads > 1 && s->n * s->group >= p->threads;
     int64_t ncols = hw_out;
     if (kind == CONV_GEMM_IMPLICIT) {
@@ -88,7 +88,7 @@ static bool plan_of(const kern_node *kn, conv_gemm_kind kind, conv_plan *p) {
     } else if (kind == CONV_GEMM_IM2COL) {
         p->col_ws = align64((size_t)kdim * (size_t)hw_out * sizeof(float));
     }
-    p->blk = gemm_blocking_config(p->k, s->mg, ncols, kdim, hw, conv_config_kc(kn), 0, 0);
+    p->blk = gemm_blocking_for(kn, p->k, s->mg, ncols, kdim, hw, conv_config_kc(kn), 0, 0);
     p->gemm_ws = align64(gemm_thread_workspace(p->k, &p->blk));
     return true;
 }
@@ -387,7 +387,7 @@ static bool rule_grouped(const conv_shape *s) {
 }
 
 #ifdef ANVIL_HAVE_DNNL
-extern const kern_variant kern_dnnl_conv_split;
+extern const kern_variant vendor_dnnl_conv_split;
 #endif
 
 typedef struct conv_rule {
@@ -415,7 +415,7 @@ static const conv_rule cascade[] = {
      * dnnl_variants.c), which costs more than the second thread gains on convs this small.
      * RegNetY-400MF at 2 threads, medians of 6 alternating runs: 7.3 ms with these convs on one
      * thread, 6.0 split (OpenMP's 2 threads, earlier: 9.3-12.9 ms). */
-    {&kern_dnnl_conv_split, rule_grouped},
+    {&vendor_dnnl_conv_split, rule_grouped},
 #endif
     {&conv_v_nhwc, rule_tiny_map},
     {&conv_v_1x1, rule_1x1},
@@ -516,7 +516,7 @@ static const kern_variant conv_v_auto = {
     "conv_f32",   IR_OP_CONV, 0,          auto_supports, auto_workspace, auto_prepare,
     auto_release, auto_run,   auto_fuses, NULL,          &auto_emitter};
 
-const kern_variant *kern_delegate(const kern_variant *v, const void *state) {
+const kern_variant *conv_delegate(const kern_variant *v, const void *state) {
     return v == &conv_v_auto && state ? ((const auto_state *)state)->v : NULL;
 }
 
@@ -537,12 +537,12 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_batched,
     &conv_v_smallc_avx512,
     &conv_v_smallc_avx2,
-    &convnhwc_v_depthwise_avx512,
-    &convnhwc_v_depthwise_avx2,
-    &convnhwc_v_dwx_avx512,
-    &convnhwc_v_dwx_avx2,
-    &convnhwc_v_smallc_avx512,
-    &convnhwc_v_regions,
-    &convnhwc_v_gemm,
+    &conv_nhwc_v_depthwise_avx512,
+    &conv_nhwc_v_depthwise_avx2,
+    &conv_nhwc_v_dwx_avx512,
+    &conv_nhwc_v_dwx_avx2,
+    &conv_nhwc_v_smallc_avx512,
+    &conv_nhwc_v_regions,
+    &conv_nhwc_v_gemm,
     NULL,
 };

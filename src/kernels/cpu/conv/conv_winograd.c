@@ -82,10 +82,10 @@ static size_t align64(size_t x) {
  * 1 / 2 threads, columns -> rows: 128ch 56->28 stride 2 2.07/1.20 -> 1.99/1.11, 256ch 28->14
  * 1.75/0.95 -> 1.68/0.87, 512ch 14->7 2.90/1.47 -> 2.47/1.26, 128ch 28x28 F(4x4) 0.78/0.42 ->
  * 0.74/0.40, 256ch 14x14 F(4x4) 1.15/0.63 -> 1.05/0.45. With 64 channels the rows lose (56x56
- * F(2x2) 1.26 -> 1.46). ANVIL_WINO_ROWS=0/1 forces either, for experiments. */
-static bool wino_tile_rows(const conv_shape *s, int64_t ntile) {
-    const char *e = getenv("ANVIL_WINO_ROWS");
-    if (e && *e) return *e == '1';
+ * F(2x2) 1.26 -> 1.46). The knob wino_rows (ANVIL_WINO_ROWS=0/1) forces either, for experiments. */
+static bool wino_tile_rows(const kern_node *kn, const conv_shape *s, int64_t ntile) {
+    const int forced = kern_knobs_of(kn)->wino_rows;
+    if (forced) return forced == 1;
     return ntile <= 32 || s->m >= 128;
 }
 
@@ -154,17 +154,17 @@ static bool wino_plan_of(const kern_node *kn, conv_wino_kind kind, wino_plan *p)
     p->wp = p->tiles_x * p->step + (t - p->step);
     p->wpa = (p->wp + 16 * p->step - 1) / (16 * p->step) * (16 * p->step);
     p->lp = p->wpa / p->step;
-    p->tile_rows = wino_tile_rows(s, ntile);
+    p->tile_rows = wino_tile_rows(kn, s, ntile);
     /* the tuner's tile and KC, where it sets them */
     const gemm_kernel *tile = conv_config_tile(kn, hw);
     const int64_t kc = conv_config_kc(kn);
     if (p->tile_rows) {
-        p->k = tile ? tile : conv_gemm_kernel_forced(hw);
+        p->k = tile ? tile : conv_gemm_kernel_forced(kn, hw);
         if (!p->k) p->k = gemm_kernel_default(ntile, s->m, s->c, hw);
-        p->blk = gemm_blocking_config(p->k, ncol, s->m, s->c, hw, kc, 0, 0);
+        p->blk = gemm_blocking_for(kn, p->k, ncol, s->m, s->c, hw, kc, 0, 0);
     } else {
-        p->k = tile ? tile : conv_gemm_kernel(s->m, ntile, s->c, hw);
-        p->blk = gemm_blocking_config(p->k, s->m, ncol, s->c, hw, kc, 0, 0);
+        p->k = tile ? tile : conv_gemm_kernel(kn, s->m, ntile, s->c, hw);
+        p->blk = gemm_blocking_for(kn, p->k, s->m, ncol, s->c, hw, kc, 0, 0);
     }
     int64_t base[WINO_MAX_POS];
     size_t off = 0;

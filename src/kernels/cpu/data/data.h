@@ -25,16 +25,6 @@ extern const kern_variant data_concat_copy, data_split_copy, data_slice_copy, da
 /* data_scatter.c: ScatterND with reduction add (float32) or none (any dtype). */
 extern const kern_variant data_scatternd_add;
 
-/* Whether input i of kn exists (was given and not omitted). */
-static inline bool data_has_input(const kern_node *kn, int i) {
-    return i < kn->n_in && i < kn->node->n_inputs && kn->node->inputs[i] != IR_NONE;
-}
-
-/* Whether output i of kn exists. */
-static inline bool data_has_output(const kern_node *kn, int i) {
-    return i < kn->n_out && i < kn->node->n_outputs && kn->node->outputs[i] != IR_NONE;
-}
-
 /* Whether t's dtype is one anvil holds as fixed-size elements and its shape is static. */
 static inline bool data_static(const op_tinfo *t) {
     return core_dtype_supported(t->dtype) && anvil_dtype_size(t->dtype) > 0 &&

@@ -81,7 +81,7 @@ static bool dc_concat_supports(const kern_node *kn, const core_hw *hw) {
     int64_t sum = 0;
     for (int i = 0; i < kn->n_in; i++) {
         const op_tinfo *x = &kn->in[i];
-        if (!data_has_input(kn, i) || !data_static(x) || x->dtype != y->dtype || x->shape.rank != r)
+        if (!kern_has_input(kn, i) || !data_static(x) || x->dtype != y->dtype || x->shape.rank != r)
             return false;
         for (int d = 0; d < r; d++)
             if (d != axis && x->shape.d[d] != y->shape.d[d]) return false;
@@ -104,7 +104,7 @@ static anvil_status dc_concat_run(const ir_node *n, void *state, const op_tensor
     (void)ws;
     char *parts[256];
     for (int i = 0; i < n_in; i++) parts[i] = in[i]->data;
-    dc_seg_run(state, out[0]->data, parts, false, ctx);
+    data_seg_run(state, out[0]->data, parts, false, ctx);
     return ANVIL_OK;
 }
 
@@ -139,7 +139,7 @@ static anvil_status dc_split_run(const ir_node *n, void *state, const op_tensor 
     (void)ws;
     char *parts[256];
     for (int i = 0; i < n_out; i++) parts[i] = out[i] ? out[i]->data : NULL;
-    dc_seg_run(state, in[0]->data, parts, true, ctx);
+    data_seg_run(state, in[0]->data, parts, true, ctx);
     return ANVIL_OK;
 }
 
@@ -186,7 +186,7 @@ static anvil_status dc_view_node_run(const ir_node *n, void *state, const op_ten
     (void)n_in;
     (void)n_out;
     (void)ws;
-    dc_view_run(state, in[0]->data, out[0]->data, ctx);
+    data_view_run(state, in[0]->data, out[0]->data, ctx);
     return ANVIL_OK;
 }
 
@@ -219,8 +219,8 @@ static bool dc_slice_plan(const kern_node *kn, int64_t *start, int64_t *step, in
         slice_lists_from_attrs(n->params, &l);
     } else {
         for (int i = 1; i <= 4; i++)
-            if (data_has_input(kn, i) && !kn->in[i].value) return false;
-        if (!data_has_input(kn, 1) || !data_has_input(kn, 2) ||
+            if (kern_has_input(kn, i) && !kn->in[i].value) return false;
+        if (!kern_has_input(kn, 1) || !kern_has_input(kn, 2) ||
             slice_lists_from_values(n, kn->in, &l) != ANVIL_OK)
             return false;
     }
@@ -351,10 +351,10 @@ static anvil_status dc_gather_node_run(const ir_node *n, void *state, const op_t
     const op_tensor *ix = in[1];
     /* every index is checked before any byte moves, as the reference does */
     size_t t;
-    if (!dc_gather_check(s, ix->data, &t))
+    if (!data_gather_check(s, ix->data, &t))
         return tensor_gather_index_error(n, ix, t, data_load_index(ix->dtype, ix->data, t), s->axis,
                                          s->axis_dim);
-    dc_gather_run(s, in[0]->data, ix->data, out[0]->data, ctx);
+    data_gather_run(s, in[0]->data, ix->data, out[0]->data, ctx);
     return ANVIL_OK;
 }
 
@@ -379,7 +379,7 @@ static anvil_status dc_seg_emit(const kern_node *kn, const void *state, kern_emi
     for (int i = 0; i < s->parts; i++)
         e->code(e, "%s(char *)(%s)", i ? ", " : "", split ? e->out(e, i) : e->in(e, i));
     e->code(e, "};\n");
-    e->code(e, "dc_seg_run(&ss, (char *)(%s), parts, %d, %s);\n",
+    e->code(e, "data_seg_run(&ss, (char *)(%s), parts, %d, %s);\n",
             split ? e->in(e, 0) : e->out(e, 0), (int)split, e->ctx);
     return ANVIL_OK;
 }
@@ -396,7 +396,7 @@ static anvil_status dc_view_emit(const kern_node *kn, const void *state, kern_em
                 (long long)v->stride[d]);
     e->code(e, "dv.numel = %zu;\ndv.rows = %zu;\ndv.pieces = %zu;\ndv.piece = %zu;\n", v->numel,
             v->rows, v->pieces, v->piece);
-    e->code(e, "dc_view_run(&dv, (const char *)(%s), (char *)(%s), %s);\n", e->in(e, 0),
+    e->code(e, "data_view_run(&dv, (const char *)(%s), (char *)(%s), %s);\n", e->in(e, 0),
             e->out(e, 0), e->ctx);
     return ANVIL_OK;
 }
@@ -410,7 +410,7 @@ static anvil_status dc_gather_emit(const kern_node *kn, const void *state, kern_
     /* the indices are read when the library runs (a constant's are in the weights), so they are
      * checked then, as the variant's run checks them */
     e->code(e, "size_t bad;\n");
-    e->code(e, "if (!dc_gather_check(&gs, %s, &bad))\n", e->in(e, 1));
+    e->code(e, "if (!data_gather_check(&gs, %s, &bad))\n", e->in(e, 1));
     e->code(e,
             "    return core_err(ANVIL_ERR_RUNTIME, \"node '%s' (Gather): index %%lld at position "
             "%%zu of the "
@@ -418,7 +418,7 @@ static anvil_status dc_gather_emit(const kern_node *kn, const void *state, kern_
             "%s, bad), bad);\n",
             data_emit_label(kn->node, label, sizeof label), s->axis, (long long)s->axis_dim,
             e->in(e, 1));
-    e->code(e, "dc_gather_run(&gs, (const char *)(%s), %s, (char *)(%s), %s);\n", e->in(e, 0),
+    e->code(e, "data_gather_run(&gs, (const char *)(%s), %s, (char *)(%s), %s);\n", e->in(e, 0),
             e->in(e, 1), e->out(e, 0), e->ctx);
     return ANVIL_OK;
 }

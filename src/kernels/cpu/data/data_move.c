@@ -49,7 +49,7 @@ static void dc_seg_blocks(void *arg, size_t begin, size_t end) {
     }
 }
 
-void dc_seg_run(const dc_seg_state *s, char *dense, char *const *part, bool split, op_ctx *ctx) {
+void data_seg_run(const dc_seg_state *s, char *dense, char *const *part, bool split, op_ctx *ctx) {
     size_t total = s->outer * s->row_bytes;
     if (total == 0) return;
     dc_seg_job j = {.s = s, .dense = dense, .part = part, .split = split, .total = total};
@@ -94,7 +94,7 @@ static void dc_view_units(void *arg, size_t begin, size_t end) {
     }
 }
 
-void dc_view_run(const dc_view *v, const char *src, char *dst, op_ctx *ctx) {
+void data_view_run(const dc_view *v, const char *src, char *dst, op_ctx *ctx) {
     if (v->numel == 0) return;
     dc_view_job j = {.v = v, .src = src, .dst = dst};
     op_parallel_for(data_par(ctx, v->numel * v->es), v->rows * v->pieces, dc_view_units, &j);
@@ -102,7 +102,7 @@ void dc_view_run(const dc_view *v, const char *src, char *dst, op_ctx *ctx) {
 
 /* ---- Gather ---- */
 
-bool dc_gather_check(const dc_gather_state *s, const void *idx, size_t *pos) {
+bool data_gather_check(const dc_gather_state *s, const void *idx, size_t *pos) {
     const int64_t lim = s->axis_dim;
     for (size_t t = 0; t < s->q; t++) {
         int64_t v = dc_gather_index(s, idx, t);
@@ -142,8 +142,8 @@ static void dc_gather_rows(void *arg, size_t begin, size_t end) {
     }
 }
 
-void dc_gather_run(const dc_gather_state *s, const char *src, const void *idx, char *dst,
-                   op_ctx *ctx) {
+void data_gather_run(const dc_gather_state *s, const char *src, const void *idx, char *dst,
+                     op_ctx *ctx) {
     size_t rows = s->outer * s->q;
     if (rows == 0 || s->inner_bytes == 0) return;
     dc_gather_job j = {.s = s, .src = src, .dst = dst, .idx = idx};
@@ -203,8 +203,8 @@ static void dp_rows(void *arg, size_t begin, size_t end) {
     }
 }
 
-void dp_run_rows(const dp_state *s, const char *x, char *y, const void *fill_in, size_t fill_numel,
-                 char *ws, op_ctx *ctx) {
+void data_pad_run_rows(const dp_state *s, const char *x, char *y, const void *fill_in,
+                       size_t fill_numel, char *ws, op_ctx *ctx) {
     size_t total = 1;
     for (int d = 0; d < s->rank; d++) total *= (size_t)s->out_dims[d];
     if (total == 0) return;

@@ -91,7 +91,7 @@ typedef struct dc_seg_state {
 
 /* dense: the concatenated tensor (Concat: written; Split: read); part[i]: the others' data
  * (Split: NULL for an omitted output). */
-void dc_seg_run(const dc_seg_state *s, char *dense, char *const *part, bool split, op_ctx *ctx);
+void data_seg_run(const dc_seg_state *s, char *dense, char *const *part, bool split, op_ctx *ctx);
 
 /* ---- strided views: Slice, Expand, Tile (data_copy.c) ---- */
 
@@ -104,7 +104,7 @@ typedef struct dc_view {
 } dc_view;
 
 /* dst (dense, v->numel elements) = the view of src. */
-void dc_view_run(const dc_view *v, const char *src, char *dst, op_ctx *ctx);
+void data_view_run(const dc_view *v, const char *src, char *dst, op_ctx *ctx);
 
 /* ---- Gather (data_copy.c) ---- */
 
@@ -121,10 +121,10 @@ static inline int64_t dc_gather_index(const dc_gather_state *s, const void *idx,
 }
 
 /* Whether every index is in [-axis_dim, axis_dim); else *pos is the first bad one's position. */
-bool dc_gather_check(const dc_gather_state *s, const void *idx, size_t *pos);
+bool data_gather_check(const dc_gather_state *s, const void *idx, size_t *pos);
 /* dst = the gathered slices of src (the indices checked). */
-void dc_gather_run(const dc_gather_state *s, const char *src, const void *idx, char *dst,
-                   op_ctx *ctx);
+void data_gather_run(const dc_gather_state *s, const char *src, const void *idx, char *dst,
+                     op_ctx *ctx);
 
 /* ---- Pad (data_pad.c) ---- */
 
@@ -141,7 +141,7 @@ typedef struct dp_state {
 
 /* y = x padded; fill: the constant input's data when s->fill_from_input (NULL: absent, zero),
  * else unused; ws: one output row (out_dims[rank - 1] elements). */
-void dp_run_rows(const dp_state *s, const char *x, char *y, const void *fill, size_t fill_numel,
-                 char *ws, op_ctx *ctx);
+void data_pad_run_rows(const dp_state *s, const char *x, char *y, const void *fill,
+                       size_t fill_numel, char *ws, op_ctx *ctx);
 
 #endif

@@ -7,7 +7,8 @@
  * is its mapped ends element by element around one memcpy of the kept run. Rows are walked with an
  * odometer rather than dividing the row number per row, and split across threads in contiguous
  * ranges. Pads only known at run time stay with the reference. The rows are filled by
- * dp_run_rows (data_move.c, IR-free), which the run and the code `anvil compile` emits both call.
+ * data_pad_run_rows (data_move.c, IR-free), which the run and the code `anvil compile` emits both
+ * call.
  */
 #include "data.h"
 #include "ops/pad_common.h"
@@ -27,7 +28,7 @@ static bool dp_supports(const kern_node *kn, const core_hw *hw) {
     int rank = x->shape.rank;
     if (rank < 1 || y->shape.rank != rank || y->dtype != x->dtype) return false;
     if (anvil_dtype_size(x->dtype) > 16) return false;
-    if (kn->node->opset >= 11 && data_has_input(kn, 2) && kn->in[2].dtype != x->dtype) return false;
+    if (kn->node->opset >= 11 && kern_has_input(kn, 2) && kn->in[2].dtype != x->dtype) return false;
     int64_t b[IR_MAX_RANK], e[IR_MAX_RANK];
     if (!dp_pads(kn, rank, b, e)) return false;
     const pad_params *p = kn->node->params;
@@ -87,7 +88,7 @@ static anvil_status dp_prepare(const kern_node *kn, void **state) {
     if (n->opset < 11) {
         core_store_f64(x->dtype, s->attr_fill, 0, p->value);
     } else {
-        s->fill_from_input = data_has_input(kn, 2);
+        s->fill_from_input = kern_has_input(kn, 2);
     }
     *state = s;
     return ANVIL_OK;
@@ -113,12 +114,12 @@ static anvil_status dp_run(const ir_node *n, void *state, const op_tensor *const
                         "%s: the tensors' shapes differ from those the pad was prepared for",
                         ir_node_label(n));
     const void *fill = n_in > 2 && in[2] ? in[2]->data : NULL;
-    dp_run_rows(s, x->data, y->data, fill, fill ? op_tensor_numel(in[2]) : 0, ws, ctx);
+    data_pad_run_rows(s, x->data, y->data, fill, fill ? op_tensor_numel(in[2]) : 0, ws, ctx);
     return ANVIL_OK;
 }
 
 /* ---- emitting (anvil compile) ---------------------------------------------------------------
- * One dp_run_rows call on this prepare's state: the index tables in the weights, the rest as
+ * One data_pad_run_rows call on this prepare's state: the index tables in the weights, the rest as
  * constants; the constant input (opset >= 11) is read when the library runs. */
 static anvil_status dp_emit(const kern_node *kn, const void *state, kern_emit *e) {
     const dp_state *s = state;
@@ -138,10 +139,11 @@ static anvil_status dp_emit(const kern_node *kn, const void *state, kern_emit *e
             (long long)s->lead, (long long)s->kept, (long long)s->crop, (int)s->fill_from_input);
     for (size_t i = 0; i < sizeof s->attr_fill; i++)
         if (s->attr_fill[i]) e->code(e, "ps.attr_fill[%zu] = %u;\n", i, s->attr_fill[i]);
-    const bool fill = s->fill_from_input && data_has_input(kn, 2);
-    e->code(e, "dp_run_rows(&ps, (const char *)(%s), (char *)(%s), %s, %zu, (char *)(%s), %s);\n",
-            e->in(e, 0), e->out(e, 0), fill ? e->in(e, 2) : "NULL",
-            fill ? op_tensor_numel(&e->in_t[2]) : 0, e->ws, e->ctx);
+    const bool fill = s->fill_from_input && kern_has_input(kn, 2);
+    e->code(
+        e, "data_pad_run_rows(&ps, (const char *)(%s), (char *)(%s), %s, %zu, (char *)(%s), %s);\n",
+        e->in(e, 0), e->out(e, 0), fill ? e->in(e, 2) : "NULL",
+        fill ? op_tensor_numel(&e->in_t[2]) : 0, e->ws, e->ctx);
     return ANVIL_OK;
 }
 

@@ -319,20 +319,20 @@ static anvil_status rz_run(const ir_node *n, void *state, const op_tensor *const
     (void)n_out;
     const rz_state *s = state;
     CORE_TRY(rz_check_shapes(n, s, in[0], out[0]));
-    rz_run_rows(s, in[0]->data, out[0]->data, ws, ctx);
+    data_resize_run_rows(s, in[0]->data, out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
 
 /* ---- emitting (anvil compile) ---------------------------------------------------------------
- * One rz_run_rows call on this prepare's state: its tables (and the AVX-512 column plan) in the
- * weights at the same offsets within their allocation, the rest as constants. */
+ * One data_resize_run_rows call on this prepare's state: its tables (and the AVX-512 column plan)
+ * in the weights at the same offsets within their allocation, the rest as constants. */
 static anvil_status rz_emit(const kern_node *kn, const void *state, kern_emit *e) {
     (void)kn;
     const rz_state *s = state;
     CORE_TRY(data_emit_need(e));
     CORE_TRY(e->need(e, "kernels/cpu/data/data_resize.h"));
     CORE_TRY(e->need(e, "kernels/cpu/data/data_resize_run.c"));
-    /* rz_run_rows names the AVX-512 row, which it calls only for an avx512 state */
+    /* data_resize_run_rows names the AVX-512 row, which it calls only for an avx512 state */
     CORE_TRY(e->need(e, "kernels/cpu/data/data_resize_avx512.c"));
     CORE_TRY(e->include(e, "kernels/cpu/data/data_resize.h"));
     char blk[96], hblk[96];
@@ -371,9 +371,9 @@ static anvil_status rz_emit(const kern_node *kn, const void *state, kern_emit *e
                 h->iw, h->ow, (const char *)h->base - hb, (const char *)h->fits - hb,
                 (const char *)h->off0 - hb, (const char *)h->off1 - hb);
     }
-    e->code(e, "rz_run_rows(&rs, (const char *)(%s), (char *)(%s), %s%s%s, %s);\n", e->in(e, 0),
-            e->out(e, 0), s->mh ? "" : "(float *)(", s->mh ? "NULL" : e->ws, s->mh ? "" : ")",
-            e->ctx);
+    e->code(e, "data_resize_run_rows(&rs, (const char *)(%s), (char *)(%s), %s%s%s, %s);\n",
+            e->in(e, 0), e->out(e, 0), s->mh ? "" : "(float *)(", s->mh ? "NULL" : e->ws,
+            s->mh ? "" : ")", e->ctx);
     return ANVIL_OK;
 }
 

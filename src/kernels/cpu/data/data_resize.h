@@ -26,8 +26,8 @@ typedef struct rz_hplan {
 /* One output row of a linear resize with AVX-512: blends source rows r0 and r1 (weights a, b;
  * b == 0 reads r0 alone) into tmp (iw floats, 64-byte aligned) and gathers dst (ow floats)
  * from it through the plan; dst = tmp's blend when w_resized is false. */
-void rz_linear_row_avx512(const rz_hplan *p, const float *r0, const float *r1, float a, float b,
-                          bool w_resized, float *tmp, float *dst);
+void data_resize_linear_row_avx512(const rz_hplan *p, const float *r0, const float *r1, float a,
+                                   float b, bool w_resized, float *tmp, float *dst);
 
 typedef struct rz_state {
     size_t es;
@@ -44,13 +44,13 @@ typedef struct rz_state {
     float *wy0, *wy1, *wx0, *wx1;
     bool w_resized;
     size_t ws_stride; /* floats of workspace per thread (linear) */
-    bool avx512;      /* linear rows through rz_linear_row_avx512 and hplan */
+    bool avx512;      /* linear rows through data_resize_linear_row_avx512 and hplan */
     rz_hplan hplan;
     void *block, *hblock; /* the allocations behind the tables */
     size_t block_bytes, hblock_bytes;
 } rz_state;
 
 /* y = the resize of x (shapes as prepared); ws: threads rows of ws_stride floats (linear). */
-void rz_run_rows(const rz_state *s, const char *x, char *y, float *ws, op_ctx *ctx);
+void data_resize_run_rows(const rz_state *s, const char *x, char *y, float *ws, op_ctx *ctx);
 
 #endif

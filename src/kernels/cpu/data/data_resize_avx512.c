@@ -33,8 +33,8 @@ static void blend(float *row, const float *r0, const float *r1, float a, float b
     }
 }
 
-void rz_linear_row_avx512(const rz_hplan *p, const float *r0, const float *r1, float a, float b,
-                          bool w_resized, float *tmp, float *dst) {
+void data_resize_linear_row_avx512(const rz_hplan *p, const float *r0, const float *r1, float a,
+                                   float b, bool w_resized, float *tmp, float *dst) {
     if (!w_resized) {
         blend(dst, r0, r1, a, b, p->iw);
         return;

@@ -99,7 +99,7 @@ static void rz_linear_parts(void *arg, size_t begin, size_t end) {
             float *dst = y + r * ow, *row = s->w_resized ? tmp : dst;
             const float a = s->wy0[oy], b = s->wy1[oy];
             if (s->avx512) {
-                rz_linear_row_avx512(&s->hplan, r0, r1, a, b, s->w_resized, tmp, dst);
+                data_resize_linear_row_avx512(&s->hplan, r0, r1, a, b, s->w_resized, tmp, dst);
                 continue;
             }
             if (b == 0) {
@@ -118,7 +118,7 @@ static void rz_linear_parts(void *arg, size_t begin, size_t end) {
     }
 }
 
-void rz_run_rows(const rz_state *s, const char *x, char *y, float *ws, op_ctx *ctx) {
+void data_resize_run_rows(const rz_state *s, const char *x, char *y, float *ws, op_ctx *ctx) {
     size_t rows = (size_t)s->planes * (size_t)s->oh;
     size_t bytes = rows * (size_t)s->ow * s->es;
     if (bytes == 0) return;

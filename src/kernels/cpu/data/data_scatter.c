@@ -33,7 +33,7 @@ typedef struct sc_state {
 static bool sc_plan_of(const kern_node *kn, sc_state *s) {
     memset(s, 0, sizeof *s);
     const ir_node *n = kn->node;
-    if (n->op != IR_OP_SCATTERND || kn->n_in < 3 || kn->n_out < 1 || !data_has_input(kn, 2))
+    if (n->op != IR_OP_SCATTERND || kn->n_in < 3 || kn->n_out < 1 || !kern_has_input(kn, 2))
         return false;
     const op_tinfo *x = &kn->in[0], *ix = &kn->in[1], *u = &kn->in[2], *y = &kn->out[0];
     if (!data_static(x) || !data_static(u) || !data_static(y) || u->dtype != x->dtype ||

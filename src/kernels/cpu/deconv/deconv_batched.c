@@ -39,7 +39,7 @@ static bool plan_of(const kern_node *kn, dbatch *p) {
     if (p->col_bytes + p->x_bytes > BATCHED_BYTES) return false;
     const core_hw *hw = core_hw_get();
     p->k = gemm_kernel_default(rows, cols, g->c, hw);
-    p->blk = gemm_blocking_default(p->k, rows, cols, g->c, hw);
+    p->blk = gemm_blocking_for(kn, p->k, rows, cols, g->c, hw, 0, 0, 0);
     p->threads = kn->threads > 0 ? kn->threads : 1;
     p->gemm_ws = (size_t)p->threads * align64(gemm_thread_workspace(p->k, &p->blk));
     p->rk = deconv_rows_for(hw);

@@ -84,12 +84,13 @@ static bool plan_of(const kern_node *kn, deconv_kind kind, deconv_plan *p) {
     p->batch_parallel = kind == KIND_GEMM && p->threads > 1 && items >= p->threads;
     const int64_t ncols = rows * inner, kdim = g->cg > 0 ? g->cg : 1;
     if ((double)p->r * (double)ncols * sizeof(float) > (double)((size_t)1 << 28)) return false;
-    /* the tuner's tile, else ANVIL_DECONV_TILE (for experiments), else the GEMM's default */
-    const char *force = getenv("ANVIL_DECONV_TILE");
+    /* the tuner's tile, else the knob deconv_tile (ANVIL_DECONV_TILE, for experiments), else
+     * the GEMM's default */
+    const char *force = kern_knobs_of(kn)->deconv_tile;
     const gemm_kernel *f = gemm_kernel_of_param(kern_param(kn, 0), hw);
-    if (!f && force) f = gemm_kernel_find(force);
+    if (!f && force[0]) f = gemm_kernel_find(force);
     p->k = f && gemm_kernel_usable(f, hw) ? f : gemm_kernel_default(p->r, ncols, kdim, hw);
-    p->blk = gemm_blocking_default(p->k, p->r, ncols, kdim, hw);
+    p->blk = gemm_blocking_for(kn, p->k, p->r, ncols, kdim, hw, 0, 0, 0);
     p->gemm_ws = align64(gemm_thread_workspace(p->k, &p->blk));
     p->col_ws = align64((size_t)p->r * (size_t)ncols * sizeof(float));
     return true;

@@ -26,10 +26,6 @@
 
 _Static_assert(IR_MAX_RANK <= ELT_MAX_RANK, "elt_state's folded dims hold any rank");
 
-static bool has_output(const kern_node *kn, int i) {
-    return i < kn->node->n_outputs && kn->node->outputs[i] != IR_NONE;
-}
-
 /* The ops as this file groups them: each kind has one supports, prepare and run path. */
 static elt_kind kind_of(ir_op op) {
     switch (op) {
@@ -108,7 +104,7 @@ static bool unary_supports(const kern_node *kn) {
         return false;
     /* Clip's bounds (opset >= 11) are scalar inputs of X's dtype */
     for (int i = 1; i < kn->n_in; i++)
-        if (kfam_has_input(kn, i) && kn->in[i].dtype != ANVIL_DTYPE_FLOAT32) return false;
+        if (kern_has_input(kn, i) && kn->in[i].dtype != ANVIL_DTYPE_FLOAT32) return false;
     return true;
 }
 
@@ -229,11 +225,11 @@ static bool layernorm_rows(const kern_node *kn, size_t *rows, size_t *len) {
         !kfam_f32_static(&kn->in[1]))
         return false;
     for (int i = 1; i < 3; i++)
-        if (has_output(kn, i)) return false; /* Mean / InvStdDev outputs: reference */
+        if (kern_has_output(kn, i)) return false; /* Mean / InvStdDev outputs: reference */
     int64_t axis;
     if (!rows_at_axis(kn, -1, &axis, rows, len)) return false;
     return kfam_numel(&kn->in[1].shape) == *len &&
-           (!kfam_has_input(kn, 2) ||
+           (!kern_has_input(kn, 2) ||
             (kfam_f32_static(&kn->in[2]) && kfam_numel(&kn->in[2].shape) == *len));
 }
 
@@ -264,7 +260,7 @@ static bool pool_geometry(const kern_node *kn, elt_pool2d *g, bool *cip) {
     if (!kfam_f32_static(&kn->in[0]) || !kfam_f32_static(&kn->out[0]) || kn->in[0].shape.rank != 4)
         return false;
     bool maxpool = n->op == IR_OP_MAXPOOL;
-    if (maxpool && has_output(kn, 1)) return false;
+    if (maxpool && kern_has_output(kn, 1)) return false;
     nn_window w;
     if (nn_window_parse(n, true, n->opset >= (maxpool ? 10 : 19), n->opset >= 10, &w) != ANVIL_OK)
         return false;
@@ -654,7 +650,7 @@ static anvil_status emit_write(const kern_node *kn, const void *state, kern_emit
     e->code(e, "elt_io eio = {0};\n");
     e->code(e, "eio.x = (const float *)(%s);\neio.y = (float *)(%s);\n", e->in(e, 0), e->out(e, 0));
     for (int i = 1; i < e->n_in && i < 5; i++)
-        if (kfam_has_input(kn, i))
+        if (kern_has_input(kn, i))
             e->code(e, "eio.in[%d] = (const float *)(%s);\n", i - 1, e->in(e, i));
     e->code(e, "eio.numel = %zu;\neio.out_numel = %zu;\n", op_tensor_numel(x),
             op_tensor_numel(&e->out_t[0]));
@@ -667,7 +663,7 @@ static anvil_status emit_write(const kern_node *kn, const void *state, kern_emit
         /* Clip's bounds from opset 11: scalar inputs, read when the library runs */
         if (n->op == IR_OP_CLIP && n->opset >= 11)
             for (int i = 1; i < e->n_in && i < 3; i++) {
-                if (!kfam_has_input(kn, i)) continue;
+                if (!kern_has_input(kn, i)) continue;
                 if (op_tensor_numel(&e->in_t[i]) != 1)
                     return core_err(
                         ANVIL_ERR_UNSUPPORTED, "%s: input %d (%s) must be one element but has %zu",
@@ -684,24 +680,8 @@ static const kern_emitter elt_emitter = {emit_write, NULL};
 /* ---- the variant table ---------------------------------------------------------------------
  * Per (op, ISA) one variant; only prepare differs (it records the ISA table in the state). */
 
-/* The variant of op OP on the ISA table elt_isa_<ISA>, named "<ID>_<ISA>". */
-#define ELT_VARIANT_ISA(ID, OP, ISA, NEEDS)                                                        \
-    static anvil_status prep_##ID##_##ISA(const kern_node *kn, void **state) {                     \
-        return prepare_common(kn, &elt_isa_##ISA, state);                                          \
-    }                                                                                              \
-    static const kern_variant v_##ID##_##ISA = {.name = #ID "_" #ISA,                              \
-                                                .op = OP,                                          \
-                                                .needs = NEEDS,                                    \
-                                                .supports = supports_common,                       \
-                                                .workspace_size = workspace_common,                \
-                                                .prepare = prep_##ID##_##ISA,                      \
-                                                .release = release_common,                         \
-                                                .run = run_common,                                 \
-                                                .emit = &elt_emitter};
-
-#define ELT_VARIANT(ID, OP)                                                                        \
-    ELT_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)                                             \
-    ELT_VARIANT_ISA(ID, OP, avx2, KERN_NEEDS_AVX2)
+/* The variants of op OP, "<ID>_avx512" and "<ID>_avx2" (family.h). */
+#define ELT_VARIANT(ID, OP) KFAM_ISA_VARIANTS(ID, OP, elt_isa_, &elt_emitter)
 
 /* Ops whose kernels need only arithmetic. */
 #define ELT_PLAIN(X)                                                                               \

@@ -135,17 +135,9 @@ static int64_t round_up(int64_t x, int64_t m) {
     return (x + m - 1) / m * m;
 }
 
-static int64_t env_int(const char *name, int64_t fallback) {
-    const char *s = getenv(name);
-    if (!s || !*s) return fallback;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    return (*end || v <= 0 || v > (1 << 20)) ? fallback : (int64_t)v;
-}
-
 /* The blocking for k; kc_set, mc_set, nc_set > 0 replace the computed KC, MC, NC (a tuner's
  * configuration: gemm_blocking_config), and the values derived from them follow: NC from the
- * configured KC. Explicit values win over the ANVIL_GEMM_* variables; all zero is the default. */
+ * configured KC. All zero is the default. */
 static gemm_blocking blocking(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
                               const core_hw *hw, int64_t kc_set, int64_t mc_set, int64_t nc_set) {
     size_t l1 = hw->l1d_bytes ? hw->l1d_bytes : 32u << 10;
@@ -189,9 +181,6 @@ static gemm_blocking blocking(const gemm_kernel *k, int64_t m, int64_t n, int64_
         b.mc = round_up(mc_set, k->mr);
         if (b.mc > m_all) b.mc = m_all;
     }
-    if (mc_set <= 0) b.mc = round_up(env_int("ANVIL_GEMM_MC", b.mc), k->mr);
-    if (kc_set <= 0) b.kc = env_int("ANVIL_GEMM_KC", b.kc);
-    if (nc_set <= 0) b.nc = round_up(env_int("ANVIL_GEMM_NC", b.nc), k->nr);
     return b;
 }
 

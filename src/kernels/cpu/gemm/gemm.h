@@ -150,7 +150,7 @@ const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const co
 /* The tile "gemm_f32" runs for a MatMul or Gemm node: gemm_kernel_default of the GEMM's rows and
  * columns, a MatMul's batch folded into the rows where B is one matrix (gemm_variants.c). */
 const gemm_kernel *gemm_node_default_kernel(const kern_node *kn);
-/* Blocking for k from the cache sizes in hw (ANVIL_GEMM_MC/KC/NC override, for experiments). */
+/* Blocking for k from the cache sizes in hw. */
 gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
                                     const core_hw *hw);
 
@@ -160,6 +160,12 @@ gemm_blocking gemm_blocking_default(const gemm_kernel *k, int64_t m, int64_t n, 
  * and nc of NR, and each is clipped to the problem (kc to K, mc to M and nc to N rounded up). */
 gemm_blocking gemm_blocking_config(const gemm_kernel *k, int64_t m, int64_t n, int64_t kdim,
                                    const core_hw *hw, int64_t kc, int64_t mc, int64_t nc);
+/* gemm_blocking_config, then kn's knobs (kern_knobs.gemm_kc/mc/nc, > 0) in place of the blocks
+ * that kc, mc, nc leave at the default, taken as they are (MC and NC rounded up to the tile).
+ * What every GEMM-based variant's plan calls (gemm_variants.c; not in emitted libraries). */
+gemm_blocking gemm_blocking_for(const kern_node *kn, const gemm_kernel *k, int64_t m, int64_t n,
+                                int64_t kdim, const core_hw *hw, int64_t kc, int64_t mc,
+                                int64_t nc);
 
 /* A packed operand: A as ceil(M/MR) panels of K × MR, or B as ceil(N/NR) panels of K × NR,
  * zero-padded. Owned by whoever called gemm_pack_*; free with gemm_packed_free. */

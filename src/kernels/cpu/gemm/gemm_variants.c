@@ -124,6 +124,23 @@ static void batch_offsets(const op_tensor *a, const op_tensor *b, const op_tenso
 
 /* Everything about the problem that the node's shapes and attributes decide: the kernel, the
  * Gemm attributes, the geometry and the blocking. Shared by workspace_size and prepare. */
+static int64_t round_to(int64_t x, int64_t m) {
+    return (x + m - 1) / m * m;
+}
+
+/* The knobs replace only what the configuration leaves; they are not clipped to the problem, as
+ * a configuration is, so an experiment gets exactly the blocks it names. */
+gemm_blocking gemm_blocking_for(const kern_node *kn, const gemm_kernel *k, int64_t m, int64_t n,
+                                int64_t kdim, const core_hw *hw, int64_t kc, int64_t mc,
+                                int64_t nc) {
+    gemm_blocking b = gemm_blocking_config(k, m, n, kdim, hw, kc, mc, nc);
+    const kern_knobs *kb = kern_knobs_of(kn);
+    if (mc <= 0 && kb->gemm_mc > 0) b.mc = round_to(kb->gemm_mc, k->mr);
+    if (kc <= 0 && kb->gemm_kc > 0) b.kc = kb->gemm_kc;
+    if (nc <= 0 && kb->gemm_nc > 0) b.nc = round_to(kb->gemm_nc, k->nr);
+    return b;
+}
+
 static anvil_status geometry(const kern_variant *v, const kern_node *kn, gemm_state *s) {
     s->k = kernel_of(v, kn);
     s->is_gemm = kn->node->op == IR_OP_GEMM;
@@ -144,8 +161,8 @@ static anvil_status geometry(const kern_variant *v, const kern_node *kn, gemm_st
         matmul_geometry(kn, s);
     }
     /* the tuner's configuration, where it sets one: KC, MC, NC (0 keeps each default) */
-    s->blk = gemm_blocking_config(s->k, s->m, s->n, s->kdim, core_hw_get(), kern_param(kn, 0),
-                                  kern_param(kn, 1), kern_param(kn, 2));
+    s->blk = gemm_blocking_for(kn, s->k, s->m, s->n, s->kdim, core_hw_get(), kern_param(kn, 0),
+                               kern_param(kn, 1), kern_param(kn, 2));
     /* Many small items (attention heads): one item per thread beats splitting each tiny GEMM. */
     s->batch_parallel = s->batch >= s->threads && s->threads > 1;
     return ANVIL_OK;

@@ -1,7 +1,7 @@
 /* The math family's AVX2 + FMA kernels (8 float lanes). Tails go through vmaskmov, which never
  * touches the masked-off lanes' memory, so no kernel reads or writes past its row. Each function
  * reproduces the reference kernel's arithmetic lane by lane as math_avx512.c does (same SLEEF u10
- * functions, same special cases); Cast is not here (mk_isa_avx2.cast is NULL: its conversions
+ * functions, same special cases); Cast is not here (math_isa_avx2.cast is NULL: its conversions
  * lean on AVX-512's int64 instructions). */
 #include "mathk.h"
 
@@ -463,7 +463,7 @@ static void k_softmax_cols(float *y, const float *x, size_t len, size_t inner, s
 }
 #endif
 
-const mk_isa mk_isa_avx2 = {
+const mk_isa math_isa_avx2 = {
     .unary = k_unary,
     .binary = k_binary,
     .compare = k_compare,

@@ -665,7 +665,7 @@ static void k_softmax_cols(float *y, const float *x, size_t len, size_t inner, s
 }
 #endif
 
-const mk_isa mk_isa_avx512 = {
+const mk_isa math_isa_avx512 = {
     .unary = k_unary,
     .binary = k_binary,
     .compare = k_compare,

@@ -177,7 +177,8 @@ static void softmax_chunk(void *arg, size_t begin, size_t end) {
     }
 }
 
-void mk_exec(const mk_state *s, void *out, const void *const *in, int n_in, size_t n, op_ctx *ctx) {
+void math_exec(const mk_state *s, void *out, const void *const *in, int n_in, size_t n,
+               op_ctx *ctx) {
     mk_job j = {.s = s, .out = out, .n = n, .n_in = n_in};
     for (int i = 0; i < n_in && i < MK_MAX_OPS; i++) j.in[i] = in[i];
     if (j.n == 0) return;

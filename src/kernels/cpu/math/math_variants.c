@@ -337,7 +337,7 @@ static bool plan(const kern_node *kn, mk_state *s, const mk_isa *isa, const elt_
         }
         if (!kfam_f32_static(&kn->out[0]) || kn->n_in > MK_MAX_OPS) return false;
         for (int i = 0; i < kn->n_in; i++)
-            if (!kfam_has_input(kn, i) || !kfam_f32_static(&kn->in[i])) return false;
+            if (!kern_has_input(kn, i) || !kfam_f32_static(&kn->in[i])) return false;
         return fold_init(&s->fold, ops, kn->n_in, &kn->out[0]);
     case IR_OP_WHERE:
         s->kind = K_WHERE;
@@ -378,12 +378,12 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
     (void)ws;
     const void *data[MK_MAX_OPS] = {0};
     for (int i = 0; i < n_in && i < MK_MAX_OPS; i++) data[i] = in[i] ? in[i]->data : NULL;
-    mk_exec(state, out[0]->data, data, n_in, op_tensor_numel(out[0]), ctx);
+    math_exec(state, out[0]->data, data, n_in, op_tensor_numel(out[0]), ctx);
     return ANVIL_OK;
 }
 
 /* ---- emitting (anvil compile) ---------------------------------------------------------------
- * The node becomes one mk_exec call on an mk_state holding what this prepare made, so the library
+ * The node becomes one math_exec call on an mk_state holding what this prepare made, so the library
  * computes exactly what the variant does. Emitted libraries do not link SLEEF: the kinds whose
  * kernels need it (mathk.h's (S): Log, the trigonometric functions, Elu, ..., a general Pow, the
  * strided Softmax) are refused, by `can` so that plans made to be emitted leave them to another
@@ -418,7 +418,7 @@ static bool mk_emit_can(const kern_node *kn) {
     mk_state s;
     /* the ISA does not change what a node reduces to (only Cast's kernels differ, and those are
      * AVX-512 only) */
-    return plan(kn, &s, &mk_isa_avx512, &elt_isa_avx512) && mk_emit_ok(&s);
+    return plan(kn, &s, &math_isa_avx512, &elt_isa_avx512) && mk_emit_ok(&s);
 }
 
 static anvil_status mk_emit_write(const kern_node *kn, const void *state, kern_emit *e) {
@@ -432,10 +432,10 @@ static anvil_status mk_emit_write(const kern_node *kn, const void *state, kern_e
                         ir_node_label(kn->node), ir_op_name(kn->node->op));
     for (int i = 0; mk_emit_files[i]; i++) CORE_TRY(e->need(e, mk_emit_files[i]));
     CORE_TRY(e->include(e, "kernels/cpu/math/mathk.h"));
-    const bool avx512 = s->isa == &mk_isa_avx512;
+    const bool avx512 = s->isa == &math_isa_avx512;
     char fa[64], fb[64];
     e->code(e, "mk_state ms = {0};\n");
-    e->code(e, "ms.isa = &%s;\n", avx512 ? "mk_isa_avx512" : "mk_isa_avx2");
+    e->code(e, "ms.isa = &%s;\n", avx512 ? "math_isa_avx512" : "math_isa_avx2");
     e->code(e, "ms.kind = (mk_kind)%d;\nms.uk = (mk_unary)%d;\nms.bk = (mk_binary)%d;\n",
             (int)s->kind, (int)s->uk, (int)s->bk);
     e->code(e, "ms.up = (mk_uparam){%s, %s, %d};\n", kern_emit_float(s->up.a, fa, sizeof fa),
@@ -454,9 +454,9 @@ static anvil_status mk_emit_write(const kern_node *kn, const void *state, kern_e
     const int n_in = e->n_in < MK_MAX_OPS ? e->n_in : MK_MAX_OPS;
     e->code(e, "const void *const min[%d] = {", n_in > 0 ? n_in : 1);
     for (int i = 0; i < n_in; i++)
-        e->code(e, "%s%s", i ? ", " : "", kfam_has_input(kn, i) ? e->in(e, i) : "NULL");
+        e->code(e, "%s%s", i ? ", " : "", kern_has_input(kn, i) ? e->in(e, i) : "NULL");
     e->code(e, "%s};\n", n_in > 0 ? "" : "NULL");
-    e->code(e, "mk_exec(&ms, %s, min, %d, %zu, %s);\n", e->out(e, 0), e->n_in,
+    e->code(e, "math_exec(&ms, %s, min, %d, %zu, %s);\n", e->out(e, 0), e->n_in,
             op_tensor_numel(&e->out_t[0]), e->ctx);
     return ANVIL_OK;
 }
@@ -487,10 +487,10 @@ static void release_common(void *state) {
     static bool supports_##SFX(const kern_node *kn, const core_hw *hw) {                           \
         (void)hw;                                                                                  \
         mk_state s;                                                                                \
-        return plan(kn, &s, &mk_isa_##SFX, &elt_isa_##SFX);                                        \
+        return plan(kn, &s, &math_isa_##SFX, &elt_isa_##SFX);                                      \
     }                                                                                              \
     static anvil_status prepare_##SFX(const kern_node *kn, void **state) {                         \
-        return prepare_isa(kn, state, &mk_isa_##SFX, &elt_isa_##SFX);                              \
+        return prepare_isa(kn, state, &math_isa_##SFX, &elt_isa_##SFX);                            \
     }
 MK_ISA_FNS(avx512)
 MK_ISA_FNS(avx2)

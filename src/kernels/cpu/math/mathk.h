@@ -2,8 +2,8 @@
  *
  * math_variants.c (baseline code) decides what a node means (a constant exponent, a folded
  * broadcast, a pair of dtypes, strided lines), splits the work across threads and calls the table
- * of its variant's ISA: mk_isa_avx512 (math_avx512.c) or mk_isa_avx2 (math_avx2.c). Nothing in a
- * table may be called unless the CPU has that ISA (the variants' `needs` matched).
+ * of its variant's ISA: math_isa_avx512 (math_avx512.c) or math_isa_avx2 (math_avx2.c). Nothing in
+ * a table may be called unless the CPU has that ISA (the variants' `needs` matched).
  *
  * All pointers are borrowed for the call. Strides named sa, sb, ... are 0 (the operand is one
  * element repeated along the row) or 1 (contiguous). An output row may be the same memory as a
@@ -116,7 +116,7 @@ typedef struct mk_isa {
                   int sx, int sy, size_t n);
     /* cast[from][to]: the kernel converting `from` to `to` exactly as the reference Cast does
      * (mk_ctype: FLOAT, FLOAT16, BFLOAT16, INT32, INT64, INT8, UINT8 and BOOL). NULL in
-     * mk_isa_avx2 (no Cast kernels there). */
+     * math_isa_avx2 (no Cast kernels there). */
     const mk_cast_fn (*cast)[MK_C_COUNT];
     /* Softmax (logsm false) or LogSoftmax along lines of len >= 1 elements `inner` apart, for the
      * cols adjacent lines that start at x[0 .. cols) (and y[0 .. cols)). NULL without SLEEF. */
@@ -124,8 +124,8 @@ typedef struct mk_isa {
                          bool logsm);
 } mk_isa;
 
-extern const mk_isa mk_isa_avx512;
-extern const mk_isa mk_isa_avx2;
+extern const mk_isa math_isa_avx512;
+extern const mk_isa math_isa_avx2;
 
 /* ---- a planned node (math_variants.c plans, math_run.c runs) --------------------------------
  * IR-free: `anvil compile` copies mathk.h, math_run.c and the ISA files into the libraries it
@@ -176,6 +176,7 @@ typedef struct mk_state {
 typedef struct op_ctx op_ctx;
 
 /* Computes the node: out (n elements) from in[0 .. n_in) (NULL for an omitted input). */
-void mk_exec(const mk_state *s, void *out, const void *const *in, int n_in, size_t n, op_ctx *ctx);
+void math_exec(const mk_state *s, void *out, const void *const *in, int n_in, size_t n,
+               op_ctx *ctx);
 
 #endif

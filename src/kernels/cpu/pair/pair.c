@@ -70,7 +70,7 @@ static bool gemm_pair_shape(const kern_node *kn, pair_state *p) {
     if (x->shape.d[x->shape.rank - 1] != p->k || w2->shape.d[0] != p->n0) return false;
     p->m = (int64_t)(kfam_numel(&x->shape) / (size_t)(p->k ? p->k : 1));
     for (int b = 2; b <= 4; b += 2)
-        if (kfam_has_input(kn, b) &&
+        if (kern_has_input(kn, b) &&
             (!kfam_f32_static(&kn->in[b]) ||
              kfam_numel(&kn->in[b].shape) != (size_t)(b == 2 ? p->n0 : p->n1)))
             return false;
@@ -89,7 +89,7 @@ static bool conv_pair_shape(const kern_node *kn, pair_state *p) {
     p->n0 = s->m;
     p->n1 = w2->shape.d[0];
     p->k = conv_kdim(s);
-    if (kfam_has_input(kn, 4) &&
+    if (kern_has_input(kn, 4) &&
         (!kfam_f32_static(&kn->in[4]) || kfam_numel(&kn->in[4].shape) != (size_t)p->n1))
         return false;
     return p->n1 > 0 && s->oh * s->ow > 0;
@@ -112,13 +112,13 @@ static bool pair_plan(const kern_node *kn, pair_state *p) {
         const int64_t unit = p->k1->mr > p->k2->mr ? p->k1->mr : p->k2->mr;
         p->block = pair_block(kn, dflt < 4 * unit ? 4 * unit : dflt, unit, p->m);
         if (!kern_param(kn, 0)) p->block = pair_share(p->block, p->m, unit, p->threads);
-        p->b1 = gemm_blocking_default(p->k1, p->block, p->n0, p->k, hw);
-        p->b2 = gemm_blocking_default(p->k2, p->block, p->n1, p->n0, hw);
+        p->b1 = gemm_blocking_for(kn, p->k1, p->block, p->n0, p->k, hw, 0, 0, 0);
+        p->b2 = gemm_blocking_for(kn, p->k2, p->block, p->n1, p->n0, hw, 0, 0, 0);
         p->t_ws = align64((size_t)p->block * (size_t)p->n0 * sizeof(float));
     } else {
         const int64_t pix = p->s.oh * p->s.ow;
-        p->k1 = conv_gemm_kernel(p->n0, pix, p->k, hw);
-        p->k2 = conv_gemm_kernel(p->n1, pix, p->n0, hw);
+        p->k1 = conv_gemm_kernel(kn, p->n0, pix, p->k, hw);
+        p->k2 = conv_gemm_kernel(kn, p->n1, pix, p->n0, hw);
         const int64_t unit = p->k1->nr;
         /* the block's packed im2col and T about half of L2 */
         const int64_t per_px = (p->k + p->n0) * (int64_t)sizeof(float);
@@ -127,8 +127,8 @@ static bool pair_plan(const kern_node *kn, pair_state *p) {
         p->block = pair_block(kn, dflt < 2 * unit ? 2 * unit : dflt, unit, pix);
         if (!kern_param(kn, 0) && p->s.n < p->threads)
             p->block = pair_share(p->block, pix, unit, p->threads);
-        p->b1 = gemm_blocking_default(p->k1, p->n0, p->block, p->k, hw);
-        p->b2 = gemm_blocking_default(p->k2, p->n1, p->block, p->n0, hw);
+        p->b1 = gemm_blocking_for(kn, p->k1, p->n0, p->block, p->k, hw, 0, 0, 0);
+        p->b2 = gemm_blocking_for(kn, p->k2, p->n1, p->block, p->n0, hw, 0, 0, 0);
         p->t_ws = align64((size_t)p->n0 * (size_t)p->block * sizeof(float));
         p->col_ws = align64((size_t)p->block * (size_t)p->k * sizeof(float));
     }

@@ -52,7 +52,7 @@ static bool norm_form(const kern_node *kn, norm_state *s) {
     s->kind = kind_of(n->op);
     if (!kfam_f32_static(&kn->in[0]) || !kfam_f32_static(&kn->out[0])) return false;
     for (int i = 1; i < kn->n_in; i++)
-        if (kfam_has_input(kn, i) && !kfam_f32_static(&kn->in[i])) return false;
+        if (kern_has_input(kn, i) && !kfam_f32_static(&kn->in[i])) return false;
     if (s->kind == N_LP) {
         int64_t axis;
         if (ir_attr_int(n, "axis", -1, &axis) != ANVIL_OK ||
@@ -72,14 +72,14 @@ static bool norm_form(const kern_node *kn, norm_state *s) {
     if (ir_attr_float(n, "epsilon", 1e-5f, &s->eps) != ANVIL_OK) return false;
     if (s->kind == N_RMS) {
         int64_t axis;
-        if (!kfam_has_input(kn, 1) || ir_attr_int(n, "axis", -1, &axis) != ANVIL_OK) return false;
+        if (!kern_has_input(kn, 1) || ir_attr_int(n, "axis", -1, &axis) != ANVIL_OK) return false;
         if (axis < 0) axis += x->rank;
         if (axis < 0 || axis >= x->rank) return false;
         s->rows = s->blk = 1;
         for (int d = 0; d < x->rank; d++) *(d < axis ? &s->rows : &s->blk) *= (size_t)x->d[d];
         return kfam_numel(&kn->in[1].shape) == s->blk;
     }
-    if (x->rank < 2 || !kfam_has_input(kn, 1) || !kfam_has_input(kn, 2)) return false;
+    if (x->rank < 2 || !kern_has_input(kn, 1) || !kern_has_input(kn, 2)) return false;
     s->channels = (size_t)x->d[1];
     s->spatial = 1;
     for (int d = 2; d < x->rank; d++) s->spatial *= (size_t)x->d[d];
@@ -229,15 +229,15 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
 
 #define NORM_VARIANT_ISA(ID, OP, ISA, NEEDS)                                                       \
     static anvil_status prep_##ID##_##ISA(const kern_node *kn, void **state) {                     \
-        return prepare_common(kn, &red_isa_##ISA, state);                                          \
+        return prepare_common(kn, &reduce_isa_##ISA, state);                                       \
     }                                                                                              \
-    const kern_variant red_v_##ID##_##ISA = {.name = #ID "_" #ISA,                                 \
-                                             .op = OP,                                             \
-                                             .needs = NEEDS,                                       \
-                                             .supports = supports_common,                          \
-                                             .prepare = prep_##ID##_##ISA,                         \
-                                             .release = release_common,                            \
-                                             .run = run_common};
+    const kern_variant reduce_v_##ID##_##ISA = {.name = #ID "_" #ISA,                              \
+                                                .op = OP,                                          \
+                                                .needs = NEEDS,                                    \
+                                                .supports = supports_common,                       \
+                                                .prepare = prep_##ID##_##ISA,                      \
+                                                .release = release_common,                         \
+                                                .run = run_common};
 
 #define NORM_VARIANT(ID, OP)                                                                       \
     NORM_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)                                            \

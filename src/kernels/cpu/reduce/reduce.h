@@ -29,9 +29,9 @@
     X(rmsnorm)                                                                                     \
     X(lpnorm)
 #define RED_DECLARE(ID)                                                                            \
-    extern const kern_variant red_v_##ID##_avx512;                                                 \
-    extern const kern_variant red_v_##ID##_avx2;
+    extern const kern_variant reduce_v_##ID##_avx512;                                              \
+    extern const kern_variant reduce_v_##ID##_avx2;
 RED_NORM_VARIANTS(RED_DECLARE)
-extern const kern_variant red_v_topk;
+extern const kern_variant reduce_v_topk;
 
 #endif

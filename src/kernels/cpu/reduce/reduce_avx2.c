@@ -24,6 +24,6 @@ static inline __m256 red_avx2_mload(const float *p, __m256i m, __m256 fill) {
 #define C_BITS(c) ((unsigned)_mm256_movemask_ps(c))
 #define V_BLEND(c, a, b) _mm256_blendv_ps((a), (b), (c))
 #define V_ABS(x) _mm256_and_ps((x), _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)))
-#define RED_ISA_NAME red_isa_avx2
+#define RED_ISA_NAME reduce_isa_avx2
 
 #include "reduce_simd.h"

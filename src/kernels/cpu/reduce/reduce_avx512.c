@@ -15,6 +15,6 @@
 #define C_BITS(c) ((unsigned)(c))
 #define V_BLEND(c, a, b) _mm512_mask_blend_ps((c), (a), (b))
 #define V_ABS(x) _mm512_abs_ps(x)
-#define RED_ISA_NAME red_isa_avx512
+#define RED_ISA_NAME reduce_isa_avx512
 
 #include "reduce_simd.h"

@@ -109,7 +109,7 @@ static void finalize(const red_state *s, float *y, size_t n) {
     }
 }
 
-void red_exec(const red_state *s, const float *x, void *y, size_t ny, float *ws, op_ctx *ctx) {
+void reduce_exec(const red_state *s, const float *x, void *y, size_t ny, float *ws, op_ctx *ctx) {
     if (ny == 0) return;
     red_job j = {.s = s, .p = s->pass[0], .x = x};
     if (s->arg) {

@@ -41,8 +41,8 @@ typedef struct red_isa {
     void (*scale)(float *y, const float *x, size_t n, float a, const float *s);
 } red_isa;
 
-extern const red_isa red_isa_avx512;
-extern const red_isa red_isa_avx2;
+extern const red_isa reduce_isa_avx512;
+extern const red_isa reduce_isa_avx2;
 
 /* anvil's ANVIL_MAX_RANK (reduce_variants.c checks that they agree). */
 #define RED_MAX_RANK 8
@@ -72,6 +72,6 @@ typedef struct op_ctx op_ctx;
 
 /* Computes the node: y (ny elements: floats, or int64 for s->arg) from x. ws: the workspace
  * (buf[0] + buf[1] + parts floats), NULL where that is 0. */
-void red_exec(const red_state *s, const float *x, void *y, size_t ny, float *ws, op_ctx *ctx);
+void reduce_exec(const red_state *s, const float *x, void *y, size_t ny, float *ws, op_ctx *ctx);
 
 #endif

@@ -56,7 +56,7 @@ static bool reduce_axes(const kern_node *kn, bool *red) {
     const int64_t *axes = NULL;
     size_t count = 0;
     if (n->opset >= since) {
-        if (kfam_has_input(kn, 1)) {
+        if (kern_has_input(kn, 1)) {
             const op_tinfo *a = &kn->in[1];
             if (!a->value || a->dtype != ANVIL_DTYPE_INT64 || a->shape.rank != 1 ||
                 a->shape.d[0] > IR_MAX_RANK)
@@ -65,7 +65,7 @@ static bool reduce_axes(const kern_node *kn, bool *red) {
             axes = buf;
         }
     } else {
-        if (kfam_has_input(kn, 1)) return false;
+        if (kern_has_input(kn, 1)) return false;
         if (ir_attr_ints(n, "axes", &axes, &count) != ANVIL_OK) return false;
     }
     for (int d = 0; d < rank; d++) red[d] = count == 0 && !noop;
@@ -271,12 +271,12 @@ static anvil_status run_common(const ir_node *n, void *state, const op_tensor *c
     (void)n;
     (void)n_in;
     (void)n_out;
-    red_exec(state, in[0]->data, out[0]->data, op_tensor_numel(out[0]), ws, ctx);
+    reduce_exec(state, in[0]->data, out[0]->data, op_tensor_numel(out[0]), ws, ctx);
     return ANVIL_OK;
 }
 
 /* ---- emitting (anvil compile) ---------------------------------------------------------------
- * The node becomes one red_exec call on a red_state holding what this prepare made, so the
+ * The node becomes one reduce_exec call on a red_state holding what this prepare made, so the
  * library computes exactly what the variant does. ReduceLogSumExp's kernels need SLEEF's vector
  * exp, which emitted libraries lack: `can` refuses it, so plans made to be emitted leave it to
  * the reference. */
@@ -304,7 +304,8 @@ static anvil_status red_emit_write(const kern_node *kn, const void *state, kern_
     for (int i = 0; red_emit_files[i]; i++) CORE_TRY(e->need(e, red_emit_files[i]));
     CORE_TRY(e->include(e, "kernels/cpu/reduce/reduce_run.h"));
     e->code(e, "red_state rs = {0};\n");
-    e->code(e, "rs.isa = &%s;\n", s->isa == &red_isa_avx512 ? "red_isa_avx512" : "red_isa_avx2");
+    e->code(e, "rs.isa = &%s;\n",
+            s->isa == &reduce_isa_avx512 ? "reduce_isa_avx512" : "reduce_isa_avx2");
     e->code(e, "rs.npass = %d;\n", s->npass);
     for (int i = 0; i < s->npass; i++)
         e->code(e, "rs.pass[%d] = (red_pass){%zu, %zu, %zu};\n", i, s->pass[i].outer,
@@ -317,7 +318,7 @@ static anvil_status red_emit_write(const kern_node *kn, const void *state, kern_
     e->code(e, "rs.is_max = %d;\nrs.last = %d;\nrs.arg = %d;\n", (int)s->is_max, (int)s->last,
             (int)s->arg);
     const bool ws = s->buf[0] + s->buf[1] + s->parts > 0;
-    e->code(e, "red_exec(&rs, (const float *)(%s), %s, %zu, %s%s%s, %s);\n", e->in(e, 0),
+    e->code(e, "reduce_exec(&rs, (const float *)(%s), %s, %zu, %s%s%s, %s);\n", e->in(e, 0),
             e->out(e, 0), op_tensor_numel(&e->out_t[0]), ws ? "(float *)(" : "",
             ws ? e->ws : "NULL", ws ? ")" : "", e->ctx);
     return ANVIL_OK;
@@ -328,23 +329,8 @@ static const kern_emitter red_emitter = {red_emit_write, red_emit_can};
 /* ---- the variant table ---------------------------------------------------------------------
  * Per (op, ISA) one variant; only prepare differs (it records the ISA table in the state). */
 
-#define RED_VARIANT_ISA(ID, OP, ISA, NEEDS)                                                        \
-    static anvil_status prep_##ID##_##ISA(const kern_node *kn, void **state) {                     \
-        return prepare_common(kn, &red_isa_##ISA, state);                                          \
-    }                                                                                              \
-    static const kern_variant v_##ID##_##ISA = {.name = #ID "_" #ISA,                              \
-                                                .op = OP,                                          \
-                                                .needs = NEEDS,                                    \
-                                                .supports = supports_common,                       \
-                                                .workspace_size = workspace_common,                \
-                                                .prepare = prep_##ID##_##ISA,                      \
-                                                .release = release_common,                         \
-                                                .run = run_common,                                 \
-                                                .emit = &red_emitter};
-
-#define RED_VARIANT(ID, OP)                                                                        \
-    RED_VARIANT_ISA(ID, OP, avx512, KERN_NEEDS_AVX512)                                             \
-    RED_VARIANT_ISA(ID, OP, avx2, KERN_NEEDS_AVX2)
+/* The variants of op OP, "<ID>_avx512" and "<ID>_avx2" (family.h). */
+#define RED_VARIANT(ID, OP) KFAM_ISA_VARIANTS(ID, OP, reduce_isa_, &red_emitter)
 
 #define RED_OPS(X)                                                                                 \
     X(reducel1, IR_OP_REDUCEL1)                                                                    \
@@ -365,8 +351,8 @@ RED_OPS(RED_VARIANT)
 
 /* For each op the AVX-512 variant first: the first applicable variant is the default. */
 #define RED_REF(ID, OP) &v_##ID##_avx512, &v_##ID##_avx2,
-#define RED_NORM_REF(ID) &red_v_##ID##_avx512, &red_v_##ID##_avx2,
+#define RED_NORM_REF(ID) &reduce_v_##ID##_avx512, &reduce_v_##ID##_avx2,
 const kern_variant *const kern_family_reduce[] = {
-    RED_OPS(RED_REF) RED_NORM_VARIANTS(RED_NORM_REF) & red_v_topk,
+    RED_OPS(RED_REF) RED_NORM_VARIANTS(RED_NORM_REF) & reduce_v_topk,
     NULL,
 };

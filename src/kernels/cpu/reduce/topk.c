@@ -181,10 +181,10 @@ static anvil_status topk_run(const ir_node *n, void *state, const op_tensor *con
     return ANVIL_OK;
 }
 
-const kern_variant red_v_topk = {.name = "topk_heap",
-                                 .op = IR_OP_TOPK,
-                                 .supports = topk_supports,
-                                 .workspace_size = topk_workspace,
-                                 .prepare = topk_prepare,
-                                 .release = topk_release,
-                                 .run = topk_run};
+const kern_variant reduce_v_topk = {.name = "topk_heap",
+                                    .op = IR_OP_TOPK,
+                                    .supports = topk_supports,
+                                    .workspace_size = topk_workspace,
+                                    .prepare = topk_prepare,
+                                    .release = topk_release,
+                                    .run = topk_run};

@@ -83,14 +83,6 @@ typedef struct rnn_state {
         total;
 } rnn_state;
 
-static bool has_input(const kern_node *kn, int i) {
-    return i < kn->n_in && i < kn->node->n_inputs && kn->node->inputs[i] != IR_NONE;
-}
-
-static bool has_output(const kern_node *kn, int i) {
-    return i < kn->n_out && i < kn->node->n_outputs && kn->node->outputs[i] != IR_NONE;
-}
-
 /* Input i is a static fp32 tensor of the given rank (and constant, if asked). */
 static bool f32_input(const kern_node *kn, int i, int rank, bool constant) {
     const op_tinfo *t = &kn->in[i];
@@ -162,8 +154,8 @@ static bool region(size_t *off, size_t *at, int64_t n, size_t size) {
 static bool plan(const kern_node *kn, const core_hw *hw, rnn_state *s) {
     memset(s, 0, sizeof *s);
     const ir_node *n = kn->node;
-    if (kn->n_in < 3 || !has_input(kn, 0) || !has_input(kn, 1) || !has_input(kn, 2) ||
-        !read_attrs(n, s))
+    if (kn->n_in < 3 || !kern_has_input(kn, 0) || !kern_has_input(kn, 1) ||
+        !kern_has_input(kn, 2) || !read_attrs(n, s))
         return false;
     if (!f32_input(kn, 0, 3, false) || !f32_input(kn, 1, 3, true) || !f32_input(kn, 2, 3, true))
         return false;
@@ -178,29 +170,29 @@ static bool plan(const kern_node *kn, const core_hw *hw, rnn_state *s) {
         r[1] != s->G * s->H || w[2] != s->I)
         return false;
     const int64_t D = s->D, H = s->H;
-    if (has_input(kn, 3)) {
+    if (kern_has_input(kn, 3)) {
         const int64_t *b = kn->in[3].shape.d;
         if (!f32_input(kn, 3, 2, true) || b[0] != D || b[1] != 2 * s->G * H) return false;
     }
-    if (has_input(kn, 4)) {
+    if (kern_has_input(kn, 4)) {
         const op_tinfo *t = &kn->in[4];
         if ((t->dtype != ANVIL_DTYPE_INT32 && t->dtype != ANVIL_DTYPE_INT64) ||
             !ir_shape_is_static(&t->shape) || t->shape.rank != 1 || t->shape.d[0] != s->B)
             return false;
     }
     for (int i = 5; i <= 6; i++) {
-        if (!has_input(kn, i) || (i == 6 && s->kind != K_LSTM)) continue;
+        if (!kern_has_input(kn, i) || (i == 6 && s->kind != K_LSTM)) continue;
         const int64_t *d = kn->in[i].shape.d;
         if (!f32_input(kn, i, 3, false) || d[s->batch_first ? 1 : 0] != D ||
             d[s->batch_first ? 0 : 1] != s->B || d[2] != H)
             return false;
     }
-    if (s->kind == K_LSTM && has_input(kn, 7)) {
+    if (s->kind == K_LSTM && kern_has_input(kn, 7)) {
         const int64_t *p = kn->in[7].shape.d;
         if (!f32_input(kn, 7, 2, true) || p[0] != D || p[1] != 3 * H) return false;
     }
     for (int o = 0; o < kn->n_out; o++)
-        if (has_output(kn, o) && kn->out[o].dtype != ANVIL_DTYPE_FLOAT32) return false;
+        if (kern_has_output(kn, o) && kn->out[o].dtype != ANVIL_DTYPE_FLOAT32) return false;
 
     s->Hp = (H + RNN_PAD - 1) / RNN_PAD * RNN_PAD;
     s->GHp = s->G * s->Hp;
@@ -227,11 +219,11 @@ static bool plan(const kern_node *kn, const core_hw *hw, rnn_state *s) {
     s->r_small = chunk_rows <= R_SMALL_ROWS;
     if (!s->x_small) {
         s->kx = gemm_kernel_default(rows, s->DGHp, s->I, hw);
-        s->bx = gemm_blocking_default(s->kx, rows, s->DGHp, s->I, hw);
+        s->bx = gemm_blocking_for(kn, s->kx, rows, s->DGHp, s->I, hw, 0, 0, 0);
     }
     if (!s->r_small) {
         s->kr = gemm_kernel_default(chunk_rows, s->GHp, H, hw);
-        s->br = gemm_blocking_default(s->kr, chunk_rows, s->GHp, H, hw);
+        s->br = gemm_blocking_for(kn, s->kr, chunk_rows, s->GHp, H, hw, 0, 0, 0);
     }
 
     size_t off = 0, units = (size_t)(D * chunks);
@@ -406,10 +398,10 @@ static anvil_status prepare_isa(const kern_node *kn, void **state, const rnn_isa
                         ir_node_label(kn->node));
     }
     s->isa = isa;
-    const bool peep = s->kind == K_LSTM && has_input(kn, 7);
+    const bool peep = s->kind == K_LSTM && kern_has_input(kn, 7);
     anvil_status st = lay_out_weights(s, kn->in[1].value, kn->in[2].value);
     if (st == ANVIL_OK)
-        st = lay_out_vectors(s, has_input(kn, 3) ? kn->in[3].value : NULL,
+        st = lay_out_vectors(s, kern_has_input(kn, 3) ? kn->in[3].value : NULL,
                              peep ? kn->in[7].value : NULL);
     if (st != ANVIL_OK) {
         release(s);
@@ -419,7 +411,7 @@ static anvil_status prepare_isa(const kern_node *kn, void **state, const rnn_isa
     }
     kern_node_mark_copied(kn, 1);
     kern_node_mark_copied(kn, 2);
-    if (has_input(kn, 3)) kern_node_mark_copied(kn, 3);
+    if (kern_has_input(kn, 3)) kern_node_mark_copied(kn, 3);
     if (peep) kern_node_mark_copied(kn, 7);
     *state = s;
     return ANVIL_OK;

@@ -168,9 +168,9 @@ typedef struct bn_loops {
                const float *c);
 } bn_loops;
 
-static const bn_loops loops_avx512 = {grad_bn_sum_avx512, grad_bn_sqdev_avx512,
-                                      grad_bn_dsums_avx512, grad_bn_affine_avx512,
-                                      grad_bn_dx_avx512};
+static const bn_loops loops_avx512 = {train_bn_sum_avx512, train_bn_sqdev_avx512,
+                                      train_bn_dsums_avx512, train_bn_affine_avx512,
+                                      train_bn_dx_avx512};
 static const bn_loops loops_c = {sum_c, sqdev_c, dsums_c, affine_c, dx_c};
 
 /* ---- plans ----------------------------------------------------------------------------------- */
@@ -594,8 +594,8 @@ static void mpg_range(void *arg, size_t begin, size_t end) {
     const grad_pool2d *g = &j->pl->g;
     const size_t in = (size_t)g->ih * (size_t)g->iw, on = (size_t)g->oh * (size_t)g->ow;
     if (j->pl->avx512) {
-        grad_max_pool_planes_avx512(g, j->x + begin * in, j->dy + begin * on, j->dx + begin * in,
-                                    end - begin);
+        train_max_pool_planes_avx512(g, j->x + begin * in, j->dy + begin * on, j->dx + begin * in,
+                                     end - begin);
         return;
     }
     for (size_t p = begin; p < end; p++)

@@ -131,15 +131,15 @@ static inline __attribute__((always_inline)) void red_block(int mode, const grad
     }
 }
 
-void grad_bn_sum_avx512(const grad_block *b, double *s) {
+void train_bn_sum_avx512(const grad_block *b, double *s) {
     red_block(RED_SUM, b, NULL, s, NULL);
 }
 
-void grad_bn_sqdev_avx512(const grad_block *b, const float *m, double *s) {
+void train_bn_sqdev_avx512(const grad_block *b, const float *m, double *s) {
     red_block(RED_SQDEV, b, m, s, NULL);
 }
 
-void grad_bn_dsums_avx512(const grad_block *b, const float *m, double *sdy, double *sdyx) {
+void train_bn_dsums_avx512(const grad_block *b, const float *m, double *sdy, double *sdyx) {
     red_block(RED_DSUMS, b, m, sdy, sdyx);
 }
 
@@ -164,7 +164,7 @@ static inline __attribute__((always_inline)) void affine_vch(const float *x, flo
     }
 }
 
-void grad_bn_affine_avx512(const grad_block *b, const float *a, const float *c) {
+void train_bn_affine_avx512(const grad_block *b, const float *a, const float *c) {
     const size_t ones = b->len == 16 ? b->total / 16 : 0;
     const __m512i idx = lane_index(b);
     for (size_t q = 0; q < b->runs; q++) {
@@ -206,8 +206,8 @@ static inline __attribute__((always_inline)) void dx_vch(const float *x, const f
     }
 }
 
-void grad_bn_dx_avx512(const grad_block *b, const float *m, const float *a, const float *bb,
-                       const float *c) {
+void train_bn_dx_avx512(const grad_block *b, const float *m, const float *a, const float *bb,
+                        const float *c) {
     const size_t ones = b->len == 16 ? b->total / 16 : 0;
     const __m512i idx = lane_index(b);
     for (size_t q = 0; q < b->runs; q++) {
@@ -355,7 +355,7 @@ static void planes_of(int S, const grad_pool2d *g, const float *x, const float *
 #undef PLANES
 }
 
-void grad_max_pool_planes_avx512(const grad_pool2d *g, const float *x, const float *dy, float *dx,
-                                 size_t count) {
+void train_max_pool_planes_avx512(const grad_pool2d *g, const float *x, const float *dy, float *dx,
+                                  size_t count) {
     planes_of(g->sw == 1 || g->sw == 2 ? g->sw : 0, g, x, dy, dx, count);
 }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* dx[i] = x[i] > 0 ? dy[i] : 0 for i < n (AVX-512F). */
-void grad_relu_avx512(const float *dy, const float *x, float *dx, size_t n);
+void train_relu_avx512(const float *dy, const float *x, float *dx, size_t n);
 
 /* ---- BatchNormTrain / BatchNormGrad (bn_pool_grad.c) ----------------------------------------
  * A virtual channel is one channel, or group = 16 / area adjacent channels when their area
@@ -32,16 +32,16 @@ typedef struct grad_block {
 } grad_block;
 
 /* s (16 nv doubles, written) = lane sums of x */
-void grad_bn_sum_avx512(const grad_block *b, double *s);
+void train_bn_sum_avx512(const grad_block *b, double *s);
 /* s = lane sums of (x - m)^2 */
-void grad_bn_sqdev_avx512(const grad_block *b, const float *m, double *s);
+void train_bn_sqdev_avx512(const grad_block *b, const float *m, double *s);
 /* sdy = lane sums of dy, sdyx = lane sums of dy * (x - m) */
-void grad_bn_dsums_avx512(const grad_block *b, const float *m, double *sdy, double *sdyx);
+void train_bn_dsums_avx512(const grad_block *b, const float *m, double *sdy, double *sdyx);
 /* out = x * a + c */
-void grad_bn_affine_avx512(const grad_block *b, const float *a, const float *c);
+void train_bn_affine_avx512(const grad_block *b, const float *a, const float *c);
 /* out = a * dy + bb * (x - m) + c */
-void grad_bn_dx_avx512(const grad_block *b, const float *m, const float *a, const float *bb,
-                       const float *c);
+void train_bn_dx_avx512(const grad_block *b, const float *m, const float *a, const float *bb,
+                        const float *c);
 
 /* ---- MaxPoolGrad (bn_pool_grad.c) -------------------------------------------------------------
  * One N x C plane of a 2-D max pool (a 1-D pool has ih = oh = kh = 1): pads at the start of each
@@ -54,8 +54,8 @@ typedef struct grad_pool2d {
  * gradient of the plane's pool: dy[o] added at the first largest valid input of window o,
  * windows in order (the reference's sums, bit for bit). x, dy, dx borrowed for the call, dx not
  * overlapping the others. */
-void grad_max_pool_planes_avx512(const grad_pool2d *g, const float *x, const float *dy, float *dx,
-                                 size_t count);
+void train_max_pool_planes_avx512(const grad_pool2d *g, const float *x, const float *dy, float *dx,
+                                  size_t count);
 
 /* The variants of anvil.BatchNormTrain, anvil.BatchNormGrad and anvil.MaxPoolGrad (AVX-512 and
  * portable), listed in kern_family_train. */
@@ -75,7 +75,7 @@ typedef struct grad_ln {
 
 /* Rows [r0, r1): dX of each row written (where wanted), dY * xhat added into ds and dY into db
  * (d floats each, neither NULL), row after row. */
-void grad_ln_rows_avx512(const grad_ln *p, size_t r0, size_t r1, float *ds, float *db);
+void train_ln_rows_avx512(const grad_ln *p, size_t r0, size_t r1, float *ds, float *db);
 
 /* The variants of anvil.LayerNormGrad (ln_grad.c), listed in kern_family_train. */
 extern const kern_variant train_v_ln_grad_avx512, train_v_ln_grad_f32;

@@ -5,7 +5,7 @@
 
 #include <immintrin.h>
 
-void grad_relu_avx512(const float *dy, const float *x, float *dx, size_t n) {
+void train_relu_avx512(const float *dy, const float *x, float *dx, size_t n) {
     const __m512 zero = _mm512_setzero_ps();
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {

@@ -94,7 +94,7 @@ static bool cgw_plan_of(const kern_node *kn, cgw_plan *pl) {
     const core_hw *hw = core_hw_get();
     const int64_t depth = pl->chunk * pl->p;
     pl->kern = gemm_kernel_default(pl->mg, pl->k, depth, hw);
-    pl->blk = gemm_blocking_default(pl->kern, pl->mg, pl->k, depth, hw);
+    pl->blk = gemm_blocking_for(kn, pl->kern, pl->mg, pl->k, depth, hw, 0, 0, 0);
     pl->threads = kn->threads > 0 ? kn->threads : 1;
     pl->colt_bytes = align64((size_t)depth * (size_t)pl->k * sizeof(float));
     pl->dense = pl->p < 256;
@@ -256,7 +256,7 @@ static void ag_range(void *arg, size_t begin, size_t end) {
         switch (f->act) {
         case IR_ACT_RELU:
             if (j->avx512)
-                grad_relu_avx512(dy + lo, x + lo, dx + lo, hi - lo);
+                train_relu_avx512(dy + lo, x + lo, dx + lo, hi - lo);
             else
                 for (size_t i = lo; i < hi; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
             break;

@@ -94,7 +94,7 @@ static anvil_status lng_prepare_c(const kern_node *kn, void **state) {
     return lng_prepare(kn, false, state);
 }
 
-/* ---- the portable rows (the contract of grad_ln_rows_avx512) -------------------------------- */
+/* ---- the portable rows (the contract of train_ln_rows_avx512) -------------------------------- */
 
 #define LANES 8
 
@@ -169,7 +169,7 @@ static void lng_range(void *arg, size_t begin, size_t end) {
         memset(ds, 0, 2 * pl->stride * sizeof(float));
         const size_t r0 = pl->rows * part / j->parts, r1 = pl->rows * (part + 1) / j->parts;
         if (pl->avx512)
-            grad_ln_rows_avx512(&j->p, r0, r1, ds, db);
+            train_ln_rows_avx512(&j->p, r0, r1, ds, db);
         else
             ln_rows_c(&j->p, r0, r1, ds, db);
     }

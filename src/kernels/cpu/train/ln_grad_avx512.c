@@ -46,7 +46,7 @@ static inline double hsum2(__m512d a, __m512d b) {
     return _mm512_reduce_add_pd(_mm512_add_pd(a, b));
 }
 
-void grad_ln_rows_avx512(const grad_ln *p, size_t r0, size_t r1, float *ds, float *db) {
+void train_ln_rows_avx512(const grad_ln *p, size_t r0, size_t r1, float *ds, float *db) {
     const size_t d = p->d;
     const float *sc = p->scale;
     const __m512d zd = _mm512_setzero_pd();
