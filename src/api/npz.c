@@ -109,14 +109,12 @@ static anvil_status read_all(const char *path, unsigned char **buf, size_t *n) {
     return st;
 }
 
-anvil_status npz_read(const char *path, char ***names_out, anvil_tensor ***arrays_out,
-                      size_t *count) {
+anvil_status npz_read_mem(const void *buf, size_t size, const char *path, char ***names_out,
+                          anvil_tensor ***arrays_out, size_t *count) {
     *names_out = NULL;
     *arrays_out = NULL;
     *count = 0;
-    unsigned char *z = NULL;
-    size_t size = 0;
-    CORE_TRY(read_all(path, &z, &size));
+    const unsigned char *z = buf;
     /* the end-of-central-directory record: within the last 64 KiB + 22 bytes */
     int64_t eocd = -1;
     for (int64_t at = (int64_t)size - 22; at >= 0 && at >= (int64_t)size - 22 - 65535; at--)
@@ -193,7 +191,6 @@ anvil_status npz_read(const char *path, char ***names_out, anvil_tensor ***array
         if (st == ANVIL_OK && !(names[n++] = core_strdup(name))) st = ANVIL_ERR_OUT_OF_MEMORY;
         at += 46 + name_len + extra_len + comment_len;
     }
-    free(z);
     if (st != ANVIL_OK) {
         npz_free(names, arrays, n + 1);
         return st;
@@ -202,4 +199,17 @@ anvil_status npz_read(const char *path, char ***names_out, anvil_tensor ***array
     *arrays_out = arrays;
     *count = n;
     return ANVIL_OK;
+}
+
+anvil_status npz_read(const char *path, char ***names_out, anvil_tensor ***arrays_out,
+                      size_t *count) {
+    *names_out = NULL;
+    *arrays_out = NULL;
+    *count = 0;
+    unsigned char *z = NULL;
+    size_t size = 0;
+    CORE_TRY(read_all(path, &z, &size));
+    anvil_status st = npz_read_mem(z, size, path, names_out, arrays_out, count);
+    free(z);
+    return st;
 }

@@ -212,7 +212,8 @@ static anvil_status get_floats(in_buf *b, const char *path, const char *what, ui
     return corrupt(path, msg);
 }
 
-static anvil_status parse(const char *path, const unsigned char *p, size_t n, train_ckpt **out) {
+anvil_status train_ckpt_parse(const char *path, const unsigned char *p, size_t n,
+                              train_ckpt **out) {
     if (n < 8 + 4 + 4 || memcmp(p, CKPT_MAGIC, 8)) return corrupt(path, "not an anvil checkpoint");
     uint32_t crc;
     memcpy(&crc, p + n - 4, 4);
@@ -332,7 +333,7 @@ anvil_status anvil_train_load(anvil_train_session *ts, const char *path) {
     }
     fclose(f);
     train_ckpt *c = NULL;
-    if (st == ANVIL_OK) st = parse(path, p, n, &c);
+    if (st == ANVIL_OK) st = train_ckpt_parse(path, p, n, &c);
     free(p);
     if (st != ANVIL_OK) return st;
     if (ts->n_params == 0) {

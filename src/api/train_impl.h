@@ -49,6 +49,10 @@ struct anvil_train_session {
 
 /* A parsed checkpoint (train_ckpt.c). */
 typedef struct train_ckpt train_ckpt;
+/* Parses and checks the n bytes of a checkpoint file at p (borrowed; path names them in
+ * messages) into *out, owned by the caller (train_ckpt_free). Nothing is allocated past what the
+ * bytes hold; a damaged file is INVALID_ARGUMENT. */
+anvil_status train_ckpt_parse(const char *path, const unsigned char *p, size_t n, train_ckpt **out);
 /* Applies c to ts (names and sizes checked first: ts is unchanged on failure). */
 anvil_status train_ckpt_apply(anvil_train_session *ts, const train_ckpt *c);
 void train_ckpt_free(train_ckpt *c);
