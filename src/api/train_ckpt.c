@@ -231,7 +231,10 @@ anvil_status train_ckpt_parse(const char *path, const unsigned char *p, size_t n
     c->n = get32(&b);
     for (int k = 0; k < 3; k++) c->has[k] = get32(&b);
     anvil_status st = ANVIL_OK;
-    if (b.short_read || c->n > (n / 16) + 1) st = corrupt(path, "a broken header");
+    if (b.short_read || c->n > (n / 16) + 1) {
+        c->n = 0; /* nothing allocated: train_ckpt_free must not walk a corrupt count */
+        st = corrupt(path, "a broken header");
+    }
     if (st == ANVIL_OK) {
         c->names = core_calloc((size_t)c->n + 1, sizeof *c->names);
         c->numel = core_calloc((size_t)c->n + 1, sizeof *c->numel);
@@ -246,7 +249,10 @@ anvil_status train_ckpt_parse(const char *path, const unsigned char *p, size_t n
     }
     if (st == ANVIL_OK) {
         c->n_state = get32(&b);
-        if (b.short_read || c->n_state > (n / 16) + 1) st = corrupt(path, "a broken state count");
+        if (b.short_read || c->n_state > (n / 16) + 1) {
+            c->n_state = 0;
+            st = corrupt(path, "a broken state count");
+        }
     }
     if (st == ANVIL_OK) {
         c->state_names = core_calloc((size_t)c->n_state + 1, sizeof *c->state_names);
