@@ -54,7 +54,8 @@ static anvil_status entry_data(const char *path, const unsigned char *z, size_t 
         return ANVIL_OK;
     }
     if (method != 8) return bad(path, "an entry uses a compression other than deflate");
-    if (usize > ((uint64_t)1 << 40)) return bad(path, "an entry claims more than 1 TiB");
+    /* deflate expands at most 1032 times: a larger claim is a lie that would allocate it */
+    if (usize / 1032 > csize) return bad(path, "an entry claims more than its deflated bytes hold");
     unsigned char *out = malloc(usize ? (size_t)usize : 1);
     if (!out) return ANVIL_ERR_OUT_OF_MEMORY;
     z_stream zs;
