@@ -305,7 +305,7 @@ static anvil_status draw_attr(draw *d, ir_graph *g, blocks *b, ir_attr *a, const
 
 /* Adds a fresh value named <prefix><index> to g. */
 static anvil_status new_value(ir_graph *g, const char *prefix, int index, ir_vid *v) {
-    char name[32];
+    char name[64];
     snprintf(name, sizeof name, "%s%d", prefix, index);
     return ir_graph_add_value(g, name, v);
 }
