@@ -7,7 +7,7 @@
 #   graph      bytes that draw a small random graph -> op checks and shape inference
 # Each target is tests/fuzz/fuzz_<name>.c, seeded with tests/fuzz/seeds/<name> (made by
 # tests/fuzz/make_seeds.py with fixed seeds) and tests/fuzz/regressions/<name> (inputs that once
-# crashed or hung it).
+# crashed or hung it); tests/fuzz/dict/ holds libFuzzer dictionaries (npz uses npy's).
 #
 # With -DANVIL_FUZZ=ON: fuzz_<name> built with libFuzzer, and the ctest `fuzz.<name>`: a short
 # run under ASan/UBSan (ANVIL_FUZZ_SECONDS_<name> seconds; new inputs go to
@@ -66,9 +66,17 @@ foreach(name ${ANVIL_FUZZ_TARGETS})
     target_link_options(${_exe} PRIVATE -fsanitize=fuzzer)
     set(_corpus ${CMAKE_BINARY_DIR}/fuzz_${name}_corpus)
     file(MAKE_DIRECTORY ${_corpus})
+    set(_dict ${_fuzz_dir}/dict/${name}.dict)
+    if(name STREQUAL "npz")
+      set(_dict ${_fuzz_dir}/dict/npy.dict)
+    endif()
+    set(_dict_arg "")
+    if(EXISTS ${_dict})
+      set(_dict_arg -dict=${_dict})
+    endif()
     add_test(NAME fuzz.${name}
              COMMAND ${_exe} -max_total_time=${ANVIL_FUZZ_SECONDS_${name}} -rss_limit_mb=2048
-                     -timeout=10 -print_final_stats=1 ${_corpus} ${_inputs})
+                     -timeout=10 -print_final_stats=1 ${_dict_arg} ${_corpus} ${_inputs})
     set_tests_properties(fuzz.${name} PROPERTIES TIMEOUT 300 LABELS fuzz)
   else()
     set(_exe fuzz_${name}_replay)
