@@ -42,7 +42,9 @@ if(NOT ANVIL_FUZZ)
                    ${CMAKE_CURRENT_SOURCE_DIR}/bad_models ${CMAKE_CURRENT_SOURCE_DIR}/unit/data)
   set_tests_properties(fuzz.replay PROPERTIES TIMEOUT 120)
 else()
-  add_test(NAME fuzz.replay
-           COMMAND fuzz_load -runs=1 ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/regressions/load)
+  # Files, not the folder: libFuzzer runs named files once each, while a folder would be taken as
+  # the corpus to add new inputs to (in the source tree).
+  file(GLOB _load_regressions CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/regressions/load/*)
+  add_test(NAME fuzz.replay COMMAND fuzz_load ${_load_regressions})
   set_tests_properties(fuzz.replay PROPERTIES TIMEOUT 120)
 endif()
