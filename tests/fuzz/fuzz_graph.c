@@ -1,8 +1,8 @@
 /* libFuzzer target: op checks and whole-graph shape inference over small random graphs.
  *
  * The fuzzer's bytes are not a file here but the choices that draw a graph through the ir API:
- * an opset, typed graph inputs (static, zero-size or symbolic dims), a few small integer and float
- * constants, then up to 8 nodes of ops from ir/ops.def (anvil's internal ops excluded, as the
+ * an opset, typed graph inputs (static, zero-size, huge or symbolic dims), a few small integer and
+ * float constants, then up to 8 nodes of ops from ir/ops.def (anvil's internal ops excluded, as the
  * importer excludes them), each with an arity within its op's bounds, inputs taken mostly from
  * the values made just before (so nodes chain), and attributes drawn from the names the ops read
  * with values of any type (small numbers mostly, the extremes sometimes). The graph then goes
@@ -211,6 +211,14 @@ static int64_t draw_int(draw *d) {
     return extreme_ints[r % (sizeof extreme_ints / sizeof extreme_ints[0])];
 }
 
+/* A graph input's dim: small mostly, sometimes one whose products overflow. */
+static int64_t draw_dim(draw *d) {
+    static const int64_t huge[] = {(int64_t)1 << 20, (int64_t)1 << 31, (int64_t)1 << 40,
+                                   (int64_t)1 << 62, INT64_MAX};
+    unsigned r = byte(d);
+    return r < 240 ? (int64_t)(r % 6) : huge[r % (sizeof huge / sizeof huge[0])];
+}
+
 static float draw_float(draw *d) {
     static const float special[] = {0.f, 1.f, -1.f, 0.5f, 1e-5f, 2.f, 1e30f, -1e30f, 0.f / 0.f};
     unsigned r = byte(d);
@@ -374,7 +382,7 @@ static anvil_status draw_graph(draw *d, ir_graph *g, blocks *b) {
         val->dtype = dtypes[pick(d, sizeof dtypes / sizeof dtypes[0])];
         int rank = (int)pick(d, 5);
         int64_t dims[IR_MAX_RANK];
-        for (int k = 0; k < rank; k++) dims[k] = (int64_t)pick(d, 6);
+        for (int k = 0; k < rank; k++) dims[k] = draw_dim(d);
         ir_shape_set(&val->shape, rank, dims);
         for (int k = 0; k < rank; k++) {
             if (byte(d) < 230) continue;
