@@ -148,6 +148,10 @@ anvil_status npz_read_mem(const void *buf, size_t size, const char *path, char *
     if (st == ANVIL_OK && (!names || !arrays)) st = ANVIL_ERR_OUT_OF_MEMORY;
     size_t n = 0;
     uint64_t at = dir;
+    /* What all entries may hold together: entries that do not overlap hold at most 1032 times
+     * the file (deflate's largest ratio). Entries sharing their bytes could otherwise make a
+     * small file allocate without bound. */
+    uint64_t budget = size > UINT64_MAX / 1032 ? UINT64_MAX : (uint64_t)size * 1032;
     for (uint64_t e = 0; st == ANVIL_OK && e < entries; e++) {
         if (at > size || size - at < 46 || le32(z + at) != 0x02014b50) {
             st = bad(path, "a directory entry is broken");
@@ -180,6 +184,11 @@ anvil_status npz_read_mem(const void *buf, size_t size, const char *path, char *
         memcpy(name, h + 46, nl);
         name[nl] = '\0';
         if (nl > 4 && !strcmp(name + nl - 4, ".npy")) name[nl - 4] = '\0';
+        if (usize > budget) {
+            st = bad(path, "its entries claim more than the archive can hold (they overlap)");
+            break;
+        }
+        budget -= usize;
         const unsigned char *data = NULL;
         unsigned char *owned = NULL;
         st = entry_data(path, z, size, method, local, csize, usize, &data, &owned);
