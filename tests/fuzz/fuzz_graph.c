@@ -1,13 +1,14 @@
 /* libFuzzer target: op checks and whole-graph shape inference over small random graphs.
  *
  * The fuzzer's bytes are not a file here but the choices that draw a graph through the ir API:
- * an opset, typed graph inputs (static, zero-size, huge or symbolic dims), a few small integer and
- * float constants, then up to 8 nodes of ops from ir/ops.def (anvil's internal ops excluded, as the
- * importer excludes them), each with an arity within its op's bounds, inputs taken mostly from
- * the values made just before (so nodes chain), and attributes drawn from the names the ops read
- * with values of any type (small numbers mostly, the extremes sometimes). The graph then goes
- * through what loading does after import: toposort, op_check_graph, rt_infer_graph_static
- * (which folds constants through the reference kernels) and ir_graph_verify.
+ * an opset, typed graph inputs (static, zero-size, huge or symbolic dims; a quarter of them
+ * constants filled from the bytes), a few small integer and float constants, then up to 8 nodes of
+ * ops from ir/ops.def (anvil's internal ops excluded, as the importer excludes them), each with an
+ * arity within its op's bounds, inputs taken mostly from the values made just before (so nodes
+ * chain), and attributes drawn from the names the ops read with values of any type (small numbers
+ * mostly, the extremes sometimes). The graph then goes through what loading does after import:
+ * toposort, op_check_graph, rt_infer_graph_static (which folds constants through the reference
+ * kernels) and ir_graph_verify.
  *
  * The invariant: no crash, sanitizer report, leak, hang or allocation past the RSS limit, and a
  * failure other than out-of-memory leaves a message (core_err_message) saying why. The constants'
@@ -384,6 +385,20 @@ static anvil_status draw_graph(draw *d, ir_graph *g, blocks *b) {
         int64_t dims[IR_MAX_RANK];
         for (int k = 0; k < rank; k++) dims[k] = draw_dim(d);
         ir_shape_set(&val->shape, rank, dims);
+        /* a quarter of them become constants filled from the bytes, so that nodes fold */
+        size_t numel, es = anvil_dtype_size(val->dtype);
+        if (byte(d) >= 192 && val->dtype != ANVIL_DTYPE_STRING && es &&
+            ir_shape_numel(&val->shape, &numel) && numel <= 256) {
+            unsigned char *p = block_alloc(b, numel * es);
+            if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
+            for (size_t k = 0; k < numel * es; k++)
+                p[k] = (unsigned char)(val->dtype == ANVIL_DTYPE_BOOL ? byte(d) & 1 : byte(d));
+            val->flags = IR_VALUE_CONST;
+            val->data = p;
+            val->data_bytes = numel * es;
+            pool[n_pool++] = v;
+            continue;
+        }
         for (int k = 0; k < rank; k++) {
             if (byte(d) < 230) continue;
             int32_t sym;
