@@ -282,6 +282,15 @@ static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opt
     return ANVIL_OK;
 }
 
+/* Whether the known dims of a shape multiply within int64 (zero dims skipped): what every op's
+ * shape arithmetic and every kernel's strides may assume of an input. */
+static bool dims_fit(const ir_shape *sh) {
+    int64_t p = 1;
+    for (int d = 0; d < sh->rank; d++)
+        if (sh->d[d] > 0 && !core_mul_i64(p, sh->d[d], &p)) return false;
+    return true;
+}
+
 anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opts *opts) {
     op_tinfo in[128], out[128];
     for (int32_t k = 0; k < g->n_nodes; k++) {
@@ -299,6 +308,14 @@ anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opt
             }
             in[i] = s->info[v];
             if (!in[i].value) all_known = false;
+            if (!dims_fit(&in[i].shape)) {
+                char b[160];
+                return core_err(ANVIL_ERR_SHAPE,
+                                "%s: input %d '%s' has shape %s, whose dims multiply past 2^63; "
+                                "no tensor has that shape",
+                                ir_node_label(n), i, g->values[v].name,
+                                ir_shape_str(g, &in[i].shape, b, sizeof b));
+            }
         }
         for (int i = 0; i < n->n_outputs; i++) {
             memset(&out[i], 0, sizeof out[i]);
