@@ -6,7 +6,7 @@
 #   format   scripts/check_format.sh (always; differences fail the run unless ANVIL_FORMAT=warn)
 #   release  build-release, full ctest
 #   asan     build-asan (AddressSanitizer + UBSan), full ctest
-#   fuzz     build-fuzz (clang + libFuzzer): only the fuzz target, only the fuzz tests (ctest -R '^fuzz\.')
+#   fuzz     build-fuzz (clang + libFuzzer): only the fuzz targets, only the fuzz tests (ctest -R '^fuzz\.')
 #
 # Every step runs even after an earlier one failed, and a summary closes the output. Run
 # scripts/setup.sh first (it installs the dependencies and the Python environment the tests use).
@@ -43,10 +43,10 @@ export ANVIL_TUNING_DB=off
 for cfg in "${CONFIGS[@]}"; do
     echo
     echo "==================== $cfg ===================="
-    # The fuzz configuration runs only the fuzz tests, so it builds only their target.
+    # The fuzz configuration runs only the fuzz tests, so it builds only their targets.
     case "$cfg" in
     release | asan) filter=() targets=() ;;
-    fuzz) filter=(-R '^fuzz\.') targets=(fuzz_load) ;;
+    fuzz) filter=(-R '^fuzz\.') targets=(fuzz_load fuzz_npy fuzz_npz fuzz_ckpt fuzz_db_import fuzz_graph) ;;
     *)
         echo "test.sh: unknown configuration '$cfg'" >&2
         exit 2

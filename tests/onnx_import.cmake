@@ -29,19 +29,22 @@ if(ANVIL_FUZZ)
   set_tests_properties(fuzz.load PROPERTIES TIMEOUT 300 LABELS fuzz)
 endif()
 
-# Every build: replay the fuzz seeds and tests/fuzz/regressions (inputs that once crashed or hung
-# the loader) through the fuzz target without libFuzzer; under ANVIL_SANITIZE this catches memory
-# errors on exactly the inputs the fuzzer starts from.
+# Every build: replay the fuzz seeds and tests/fuzz/regressions/load (inputs that once crashed or
+# hung the loader) through the fuzz target without libFuzzer; under ANVIL_SANITIZE this catches
+# memory errors on exactly the inputs the fuzzer starts from. The other parsers' fuzz targets are
+# in tests/fuzz.cmake.
 if(NOT ANVIL_FUZZ)
   add_executable(fuzz_load_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_load.c
                                   ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/replay_main.c)
   target_link_libraries(fuzz_load_replay PRIVATE anvil_loader)
   add_test(NAME fuzz.replay
-           COMMAND fuzz_load_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/regressions
+           COMMAND fuzz_load_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/regressions/load
                    ${CMAKE_CURRENT_SOURCE_DIR}/bad_models ${CMAKE_CURRENT_SOURCE_DIR}/unit/data)
   set_tests_properties(fuzz.replay PROPERTIES TIMEOUT 120)
 else()
-  add_test(NAME fuzz.replay
-           COMMAND fuzz_load -runs=1 ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/regressions)
+  # Files, not the folder: libFuzzer runs named files once each, while a folder would be taken as
+  # the corpus to add new inputs to (in the source tree).
+  file(GLOB _load_regressions CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/regressions/load/*)
+  add_test(NAME fuzz.replay COMMAND fuzz_load ${_load_regressions})
   set_tests_properties(fuzz.replay PROPERTIES TIMEOUT 120)
 endif()

@@ -124,6 +124,9 @@ anvil_status npy_read_mem(const void *buf, size_t n, const char *what, anvil_ten
  * arrays of *count entries, each name and tensor owned by the caller (npz_free frees them all).
  * A corrupt archive fails with INVALID_ARGUMENT saying what is wrong. */
 anvil_status npz_read(const char *path, char ***names, anvil_tensor ***arrays, size_t *count);
+/* The same from size bytes in memory (borrowed); what names them in messages. */
+anvil_status npz_read_mem(const void *buf, size_t size, const char *what, char ***names,
+                          anvil_tensor ***arrays, size_t *count);
 void npz_free(char **names, anvil_tensor **arrays, size_t count);
 /* npy_write: writes t (borrowed) to path (created or truncated). */
 anvil_status npy_write(const char *path, const anvil_tensor *t);

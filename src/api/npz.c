@@ -54,7 +54,8 @@ static anvil_status entry_data(const char *path, const unsigned char *z, size_t 
         return ANVIL_OK;
     }
     if (method != 8) return bad(path, "an entry uses a compression other than deflate");
-    if (usize > ((uint64_t)1 << 40)) return bad(path, "an entry claims more than 1 TiB");
+    /* deflate expands at most 1032 times: a larger claim is a lie that would allocate it */
+    if (usize / 1032 > csize) return bad(path, "an entry claims more than its deflated bytes hold");
     unsigned char *out = malloc(usize ? (size_t)usize : 1);
     if (!out) return ANVIL_ERR_OUT_OF_MEMORY;
     z_stream zs;
@@ -109,14 +110,12 @@ static anvil_status read_all(const char *path, unsigned char **buf, size_t *n) {
     return st;
 }
 
-anvil_status npz_read(const char *path, char ***names_out, anvil_tensor ***arrays_out,
-                      size_t *count) {
+anvil_status npz_read_mem(const void *buf, size_t size, const char *path, char ***names_out,
+                          anvil_tensor ***arrays_out, size_t *count) {
     *names_out = NULL;
     *arrays_out = NULL;
     *count = 0;
-    unsigned char *z = NULL;
-    size_t size = 0;
-    CORE_TRY(read_all(path, &z, &size));
+    const unsigned char *z = buf;
     /* the end-of-central-directory record: within the last 64 KiB + 22 bytes */
     int64_t eocd = -1;
     for (int64_t at = (int64_t)size - 22; at >= 0 && at >= (int64_t)size - 22 - 65535; at--)
@@ -149,6 +148,10 @@ anvil_status npz_read(const char *path, char ***names_out, anvil_tensor ***array
     if (st == ANVIL_OK && (!names || !arrays)) st = ANVIL_ERR_OUT_OF_MEMORY;
     size_t n = 0;
     uint64_t at = dir;
+    /* What all entries may hold together: entries that do not overlap hold at most 1032 times
+     * the file (deflate's largest ratio). Entries sharing their bytes could otherwise make a
+     * small file allocate without bound. */
+    uint64_t budget = size > UINT64_MAX / 1032 ? UINT64_MAX : (uint64_t)size * 1032;
     for (uint64_t e = 0; st == ANVIL_OK && e < entries; e++) {
         if (at > size || size - at < 46 || le32(z + at) != 0x02014b50) {
             st = bad(path, "a directory entry is broken");
@@ -181,6 +184,11 @@ anvil_status npz_read(const char *path, char ***names_out, anvil_tensor ***array
         memcpy(name, h + 46, nl);
         name[nl] = '\0';
         if (nl > 4 && !strcmp(name + nl - 4, ".npy")) name[nl - 4] = '\0';
+        if (usize > budget) {
+            st = bad(path, "its entries claim more than the archive can hold (they overlap)");
+            break;
+        }
+        budget -= usize;
         const unsigned char *data = NULL;
         unsigned char *owned = NULL;
         st = entry_data(path, z, size, method, local, csize, usize, &data, &owned);
@@ -193,7 +201,6 @@ anvil_status npz_read(const char *path, char ***names_out, anvil_tensor ***array
         if (st == ANVIL_OK && !(names[n++] = core_strdup(name))) st = ANVIL_ERR_OUT_OF_MEMORY;
         at += 46 + name_len + extra_len + comment_len;
     }
-    free(z);
     if (st != ANVIL_OK) {
         npz_free(names, arrays, n + 1);
         return st;
@@ -202,4 +209,17 @@ anvil_status npz_read(const char *path, char ***names_out, anvil_tensor ***array
     *arrays_out = arrays;
     *count = n;
     return ANVIL_OK;
+}
+
+anvil_status npz_read(const char *path, char ***names_out, anvil_tensor ***arrays_out,
+                      size_t *count) {
+    *names_out = NULL;
+    *arrays_out = NULL;
+    *count = 0;
+    unsigned char *z = NULL;
+    size_t size = 0;
+    CORE_TRY(read_all(path, &z, &size));
+    anvil_status st = npz_read_mem(z, size, path, names_out, arrays_out, count);
+    free(z);
+    return st;
 }

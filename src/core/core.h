@@ -81,7 +81,8 @@ static inline bool core_mul_i64(int64_t a, int64_t b, int64_t *out) {
 static inline bool core_add_i64(int64_t a, int64_t b, int64_t *out) {
     return !__builtin_add_overflow(a, b, out);
 }
-/* Element count of a shape with rank dims (all >= 0); false on overflow or negative dims. */
+/* Element count of a shape with rank dims (all >= 0); false on negative dims or when the
+ * product of the non-zero dims overflows int64 (a zero-size shape included). */
 bool core_numel(const int64_t *dims, int rank, size_t *out);
 /* Bytes of a tensor: numel * element size, false on overflow or unsupported dtype. */
 bool core_tensor_bytes(anvil_dtype dt, const int64_t *dims, int rank, size_t *out);

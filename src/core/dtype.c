@@ -280,12 +280,18 @@ void core_store_i64(anvil_dtype dt, void *p, size_t i, int64_t v) {
 }
 
 bool core_numel(const int64_t *dims, int rank, size_t *out) {
-    size_t n = 1;
+    /* The product of the non-zero dims must fit in int64 even where a zero dim makes the count
+     * 0: kernels compute strides as products of dims, zero-size tensors included. */
+    int64_t n = 1;
+    bool zero = false;
     for (int i = 0; i < rank; i++) {
         if (dims[i] < 0) return false;
-        if (!core_mul_size(n, (size_t)dims[i], &n)) return false;
+        if (dims[i] == 0)
+            zero = true;
+        else if (!core_mul_i64(n, dims[i], &n))
+            return false;
     }
-    *out = n;
+    *out = zero ? 0 : (size_t)n;
     return true;
 }
 

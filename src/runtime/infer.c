@@ -254,6 +254,7 @@ static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opt
                               int32_t node_index) {
     fold_io io;
     fold_inputs(n, s, &io);
+    bool any_data = false;
     for (int i = 0; i < n->n_outputs; i++) {
         ir_vid v = n->outputs[i];
         if (v == IR_NONE) {
@@ -263,6 +264,7 @@ static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opt
         op_tinfo *t = &s->info[v];
         size_t bytes = 0;
         core_tensor_bytes(t->dtype, t->shape.d, t->shape.rank, &bytes);
+        any_data |= bytes > 0;
         void *buf = core_aligned_alloc(64, bytes ? bytes : 64);
         if (!buf) return ANVIL_ERR_OUT_OF_MEMORY;
         memset(buf, 0, bytes);
@@ -271,8 +273,12 @@ static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opt
         tensor_view(&io.out_t[i], t, buf);
         io.outs[i] = &io.out_t[i];
     }
-    anvil_status st = op_get(n->op)->run(n, io.ins, n->n_inputs, io.outs, n->n_outputs, opts->ctx);
-    if (st == ANVIL_OK && n->fusion)
+    /* Outputs without elements need no kernel, which could still walk the inputs' outer dims
+     * (a [2^62, 0, ...] tensor has zero elements but 2^62 rows). */
+    anvil_status st =
+        any_data ? op_get(n->op)->run(n, io.ins, n->n_inputs, io.outs, n->n_outputs, opts->ctx)
+                 : ANVIL_OK;
+    if (st == ANVIL_OK && any_data && n->fusion)
         st = opts->apply_fusion(n, io.ins, n->n_inputs, io.outs[0], opts->ctx);
     if (st != ANVIL_OK) return st;
     for (int i = 0; i < n->n_outputs; i++)
@@ -280,6 +286,15 @@ static anvil_status fold_node(const ir_node *n, rt_shapes *s, const rt_infer_opt
     s->folded[node_index] = true;
     s->folded_count++;
     return ANVIL_OK;
+}
+
+/* Whether the known dims of a shape multiply within int64 (zero dims skipped): what every op's
+ * shape arithmetic and every kernel's strides may assume of an input. */
+static bool dims_fit(const ir_shape *sh) {
+    int64_t p = 1;
+    for (int d = 0; d < sh->rank; d++)
+        if (sh->d[d] > 0 && !core_mul_i64(p, sh->d[d], &p)) return false;
+    return true;
 }
 
 anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opts *opts) {
@@ -299,6 +314,14 @@ anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opt
             }
             in[i] = s->info[v];
             if (!in[i].value) all_known = false;
+            if (!dims_fit(&in[i].shape)) {
+                char b[160];
+                return core_err(ANVIL_ERR_SHAPE,
+                                "%s: input %d '%s' has shape %s, whose dims multiply past 2^63; "
+                                "no tensor has that shape",
+                                ir_node_label(n), i, g->values[v].name,
+                                ir_shape_str(g, &in[i].shape, b, sizeof b));
+            }
         }
         for (int i = 0; i < n->n_outputs; i++) {
             memset(&out[i], 0, sizeof out[i]);

@@ -210,7 +210,8 @@ static anvil_status get_floats(in_buf *b, const char *path, const char *what, ui
     return corrupt(path, msg);
 }
 
-static anvil_status parse(const char *path, const unsigned char *p, size_t n, train_ckpt **out) {
+anvil_status train_ckpt_parse(const char *path, const unsigned char *p, size_t n,
+                              train_ckpt **out) {
     if (n < 8 + 4 + 4 || memcmp(p, CKPT_MAGIC, 8)) return corrupt(path, "not an anvil checkpoint");
     uint32_t crc;
     memcpy(&crc, p + n - 4, 4);
@@ -228,7 +229,10 @@ static anvil_status parse(const char *path, const unsigned char *p, size_t n, tr
     c->n = get32(&b);
     for (int k = 0; k < 3; k++) c->has[k] = get32(&b);
     anvil_status st = ANVIL_OK;
-    if (b.short_read || c->n > (n / 16) + 1) st = corrupt(path, "a broken header");
+    if (b.short_read || c->n > (n / 16) + 1) {
+        c->n = 0; /* nothing allocated: train_ckpt_free must not walk a corrupt count */
+        st = corrupt(path, "a broken header");
+    }
     if (st == ANVIL_OK) {
         c->names = core_calloc((size_t)c->n + 1, sizeof *c->names);
         c->numel = core_calloc((size_t)c->n + 1, sizeof *c->numel);
@@ -243,7 +247,10 @@ static anvil_status parse(const char *path, const unsigned char *p, size_t n, tr
     }
     if (st == ANVIL_OK) {
         c->n_state = get32(&b);
-        if (b.short_read || c->n_state > (n / 16) + 1) st = corrupt(path, "a broken state count");
+        if (b.short_read || c->n_state > (n / 16) + 1) {
+            c->n_state = 0;
+            st = corrupt(path, "a broken state count");
+        }
     }
     if (st == ANVIL_OK) {
         c->state_names = core_calloc((size_t)c->n_state + 1, sizeof *c->state_names);
@@ -329,7 +336,7 @@ anvil_status train_load(train_session *ts, const char *path) {
     }
     fclose(f);
     train_ckpt *c = NULL;
-    if (st == ANVIL_OK) st = parse(path, p, n, &c);
+    if (st == ANVIL_OK) st = train_ckpt_parse(path, p, n, &c);
     free(p);
     if (st != ANVIL_OK) return st;
     if (ts->n_params == 0) {

@@ -81,6 +81,10 @@ void train_optim_update(train_session *ts, float *const *g);
 
 /* A parsed checkpoint. */
 typedef struct train_ckpt train_ckpt;
+/* Parses and checks the n bytes of a checkpoint file at p (borrowed; path names them in
+ * messages) into *out, owned by the caller (train_ckpt_free). Nothing is allocated past what the
+ * bytes hold; a damaged file is INVALID_ARGUMENT. */
+anvil_status train_ckpt_parse(const char *path, const unsigned char *p, size_t n, train_ckpt **out);
 /* Applies c to ts (names and sizes checked first: ts is unchanged on failure). */
 anvil_status train_ckpt_apply(train_session *ts, const train_ckpt *c);
 void train_ckpt_free(train_ckpt *c);

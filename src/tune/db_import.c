@@ -270,6 +270,18 @@ anvil_status tune_db_import_json(tune_db *db, const char *path, size_t *changed,
     char *text = NULL;
     size_t len = 0;
     CORE_TRY(tune_import_read(path, &text, &len));
+    anvil_status s = tune_db_import_json_text(db, text, len, path, changed, kept);
+    free(text);
+    return s;
+}
+
+anvil_status tune_db_import_json_text(tune_db *db, const char *text, size_t len, const char *path,
+                                      size_t *changed, size_t *kept) {
+    if (changed) *changed = 0;
+    if (kept) *kept = 0;
+    if (!db || !text || !path)
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "tune_db_import_json_text: db, text and path are required");
     anvil_status s = ANVIL_OK;
     cJSON *root = NULL;
     if (len == 0) {
@@ -292,7 +304,6 @@ anvil_status tune_db_import_json(tune_db *db, const char *path, size_t *changed,
                          path, line, col);
         }
     }
-    free(text);
     const cJSON *records = NULL;
     if (s == ANVIL_OK) s = tune_import_top(path, root, &records);
     /* First pass: every record converted and checked, before the database is touched. */

@@ -128,6 +128,10 @@ anvil_status tune_db_export_json(tune_db *db, FILE *f);
  * may be NULL): records inserted or replaced, and records not written because db's were
  * faster. */
 anvil_status tune_db_import_json(tune_db *db, const char *path, size_t *changed, size_t *kept);
+/* The same for JSON text already in memory: text (borrowed) holds len bytes and a NUL after them;
+ * path names it in messages. tune_db_import_json reads the file and calls this. */
+anvil_status tune_db_import_json_text(tune_db *db, const char *text, size_t len, const char *path,
+                                      size_t *changed, size_t *kept);
 /* Gives tune_db_merge_records the next record: fills *out, or sets *end when there is none. */
 typedef anvil_status (*tune_record_next_fn)(void *arg, tune_record *out, bool *end);
 /* Puts every record next yields into db in one transaction, keeping on a (key, fingerprint)

@@ -61,6 +61,11 @@ static void test_sizes_overflow(void **state) {
     assert_int_equal(n, 24);
     assert_false(core_numel(neg, 2, &n));
     assert_false(core_numel(huge, 3, &n));
+    /* a zero dim does not hide the others' overflow (kernels multiply them into strides) */
+    int64_t empty_huge[3] = {0, 1ll << 62, 1ll << 62}, empty[3] = {4, 0, 1ll << 40};
+    assert_false(core_numel(empty_huge, 3, &n));
+    assert_true(core_numel(empty, 3, &n));
+    assert_int_equal(n, 0);
     int64_t big[1] = {1ll << 62};
     assert_false(core_tensor_bytes(ANVIL_DTYPE_FLOAT32, big, 1, &n));
     assert_false(core_tensor_bytes(ANVIL_DTYPE_STRING, ok, 3, &n));

@@ -170,6 +170,10 @@ static void ss_cubic_coeffs(double t, double *w) {
     w[3] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
 }
 
+/* A coordinate this far from the input is outside it whatever its size, and converts to an
+ * index without overflow. */
+#define GRID_FAR 1e15
+
 static anvil_status grid_run(const ir_node *n, const op_tensor *const *in, int n_in,
                              op_tensor *const *out, int n_out, op_ctx *ctx) {
     (void)n_in;
@@ -203,6 +207,9 @@ static anvil_status grid_run(const ir_node *n, const op_tensor *const *in, int n
                     double hi = p->align_corners ? (double)(a.len[i] - 1) : (double)a.len[i] - 0.5;
                     v = ss_reflect(v, lo, hi);
                 }
+                /* NaN, infinite or huge coordinates (from the grid's data) would overflow the
+                 * conversion to an index: they become a point far outside the input */
+                v = v >= -GRID_FAR && v <= GRID_FAR ? v : v > 0 ? GRID_FAR : -GRID_FAR;
                 pos[i] = v;
             }
             for (size_t c = 0; c < C; c++) {

@@ -240,7 +240,12 @@ static anvil_status rnn_infer(const ir_graph *g, const ir_node *n, const op_tinf
     if (H < 0 && r->rank == 3) H = r->d[2];
     if (H < 0 && r->rank == 3 && r->d[1] >= 0) H = r->d[1] / p->gates;
     if (H < 0 && w->rank == 3 && w->d[1] >= 0) H = w->d[1] / p->gates;
-    int64_t GH = H < 0 ? -1 : H * p->gates, D = p->dirs;
+    int64_t GH = -1, D = p->dirs;
+    /* gates x hidden_size, and twice that for B, must not overflow */
+    if (H >= 0 && (!core_mul_i64(H, p->gates, &GH) || GH > INT64_MAX / 2))
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: hidden_size %lld is too large (gates x hidden_size overflows)",
+                        ir_node_label(n), (long long)H);
     CORE_TRY(rnn_dim(n, "W", w, 0, D, "the number of directions"));
     CORE_TRY(rnn_dim(n, "W", w, 1, GH, "gates x hidden_size"));
     CORE_TRY(rnn_dim(n, "W", w, 2, input, "X's input size"));
