@@ -3,7 +3,7 @@
 # it was built from. An emitter that needs a file missing here fails with an error naming it
 # (the emit tests compile every emitted library, so such a gap shows there).
 set(ANVIL_EMIT_FILES
-  core/core_hw.h core/hw.c core/pool.c ir/ir_act.h kernels/kern_isa.h
+  core/core_hw.h core/core_copy.h core/hw.c core/pool.c ir/ir_act.h kernels/kern_isa.h
   emit/shim/core.h emit/shim/kernels.h emit/shim/krt.c emit/shim/run_main.h
   kernels/cpu/gemm/gemm.h kernels/cpu/gemm/gemm.c kernels/cpu/gemm/gemm_epilogue.h
   kernels/cpu/gemm/gemm_ukernel.h kernels/cpu/gemm/gemm_avx512.c kernels/cpu/gemm/gemm_avx2.c

@@ -675,8 +675,8 @@ static anvil_status emit_all(emitter *m, const emit_options *o, const char *dir)
     if (m->code.oom || m->decls.oom || m->weights.oom) return ANVIL_ERR_OUT_OF_MEMORY;
 
     /* the shipped runtime: the shims, core's hardware detection and pool, the status enum */
-    static const char *const base[] = {"core/core_hw.h", "core/hw.c", "core/pool.c", "ir/ir_act.h",
-                                       "kernels/kern_isa.h"};
+    static const char *const base[] = {"core/core_hw.h", "core/core_copy.h", "core/hw.c",
+                                       "core/pool.c",    "ir/ir_act.h",      "kernels/kern_isa.h"};
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) CORE_TRY(cb_need(&m->e, base[i]));
     CORE_TRY(emit_copy_source(dir, "emit/shim/core.h", "core/core.h"));
     CORE_TRY(emit_copy_source(dir, "emit/shim/kernels.h", "kernels/kernels.h"));

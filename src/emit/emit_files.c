@@ -123,6 +123,13 @@ anvil_status emit_copy_source(const char *dir, const char *path, const char *des
 #define FLAGS_AVX2 "-mavx2 -mfma -mf16c"
 #define FLAGS_AVX512 "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c"
 
+/* Writes b's text to dir/rel and frees b (a buffer that ran out of memory is not written). */
+static anvil_status write_buf(const char *dir, const char *rel, emit_buf *b) {
+    anvil_status st = b->oom ? ANVIL_ERR_OUT_OF_MEMORY : emit_write_file(dir, rel, b->data, b->len);
+    emit_buf_free(b);
+    return st;
+}
+
 static anvil_status write_makefile(const char *dir, const emit_lib *l) {
     emit_buf b = {0};
     const char *N = l->name;
@@ -157,10 +164,7 @@ static anvil_status write_makefile(const char *dir, const emit_lib *l) {
                     "clean:\n\trm -f $(OBJS) lib%s.a %s_run\n\n.PHONY: all clean\n"
                     "$(OBJS): $(wildcard src/*.h src/*/*.h src/*/*/*.h src/*/*/*/*.h) %s.h\n",
                     N, N, N);
-    anvil_status st =
-        b.oom ? ANVIL_ERR_OUT_OF_MEMORY : emit_write_file(dir, "Makefile", b.data, b.len);
-    emit_buf_free(&b);
-    return st;
+    return write_buf(dir, "Makefile", &b);
 }
 
 static anvil_status write_cmake(const char *dir, const emit_lib *l) {
@@ -201,10 +205,7 @@ static anvil_status write_cmake(const char *dir, const emit_lib *l) {
                     "add_executable(%s_run %s_run.c)\n"
                     "target_link_libraries(%s_run PRIVATE %s)\n",
                     N, N, N, N);
-    anvil_status st =
-        b.oom ? ANVIL_ERR_OUT_OF_MEMORY : emit_write_file(dir, "CMakeLists.txt", b.data, b.len);
-    emit_buf_free(&b);
-    return st;
+    return write_buf(dir, "CMakeLists.txt", &b);
 }
 
 static anvil_status write_readme(const char *dir, const emit_lib *l) {
@@ -231,10 +232,7 @@ static anvil_status write_readme(const char *dir, const emit_lib *l) {
                         "\nanvil ran this plan in %.3f ms (median) on the machine that compiled "
                         "it; `%s_run --bench` measures the library.\n",
                         l->latency_ms, N);
-    anvil_status st =
-        b.oom ? ANVIL_ERR_OUT_OF_MEMORY : emit_write_file(dir, "README.md", b.data, b.len);
-    emit_buf_free(&b);
-    return st;
+    return write_buf(dir, "README.md", &b);
 }
 
 /* NET_run.c: the library's names for the shipped runner (run_main.h), and the outputs' files. */
@@ -262,9 +260,7 @@ static anvil_status emit_runner(const char *dir, const emit_lib *l) {
     emit_buf_printf(&b, "%s};\n\n#include \"src/run_main.h\"\n", l->n_outputs ? "" : "NULL");
     char file[128];
     snprintf(file, sizeof file, "%s_run.c", N);
-    anvil_status st = b.oom ? ANVIL_ERR_OUT_OF_MEMORY : emit_write_file(dir, file, b.data, b.len);
-    emit_buf_free(&b);
-    return st;
+    return write_buf(dir, file, &b);
 }
 
 anvil_status emit_support_files(const char *dir, const emit_lib *l) {

@@ -7,6 +7,7 @@
 #ifndef ANVIL_OPS_H
 #define ANVIL_OPS_H
 
+#include "core/core_copy.h"
 #include "ir/ir.h"
 
 #include <string.h>
@@ -159,27 +160,5 @@ static inline bool op_has_input(const ir_node *n, int i) {
 /* True when the first `count` dims of a and b agree wherever both are known (an unknown dim
  * matches anything); both ranks must be at least count. */
 bool op_dims_may_equal(const ir_shape *a, const ir_shape *b, int count);
-
-/* Copies one element of `size` bytes. Fixed-size memcpy calls compile to single moves, and memcpy
- * keeps the copy free of alignment and aliasing assumptions. */
-static inline void op_elem_copy(char *dst, const char *src, size_t size) {
-    switch (size) {
-    case 1:
-        *dst = *src;
-        break;
-    case 2:
-        memcpy(dst, src, 2);
-        break;
-    case 4:
-        memcpy(dst, src, 4);
-        break;
-    case 8:
-        memcpy(dst, src, 8);
-        break;
-    default:
-        memcpy(dst, src, size);
-        break;
-    }
-}
 
 #endif

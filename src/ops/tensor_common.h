@@ -185,7 +185,7 @@ static inline void tensor_strided_rows(void *arg, size_t begin, size_t end) {
         }
         int64_t step = s->stride[last] * es;
         for (size_t i = 0; i < inner; i++)
-            op_elem_copy(dst + i * s->esize, src + (int64_t)i * step, s->esize);
+            core_elem_copy(dst + i * s->esize, src + (int64_t)i * step, s->esize);
     }
 }
 

@@ -314,7 +314,7 @@ static void logic_where_chunk(void *arg, size_t begin, size_t end) {
     for (size_t pos = begin; pos < end; pos++) {
         const char *src =
             j->c[off[0]] ? j->x + (size_t)off[1] * j->es : j->y + (size_t)off[2] * j->es;
-        op_elem_copy(j->out + pos * j->es, src, j->es);
+        core_elem_copy(j->out + pos * j->es, src, j->es);
         for (int d = r - 1; d >= 0; d--) {
             idx[d]++;
             for (int k = 0; k < 3; k++) off[k] += j->st[k][d];

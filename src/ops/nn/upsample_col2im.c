@@ -154,7 +154,7 @@ static anvil_status upsample_run(const ir_node *n, const op_tensor *const *in, i
         if (!p->linear) {
             int64_t off = 0;
             for (int i = 0; i < r; i++) off += lo[i] * xs[i];
-            op_elem_copy((char *)y->data + e * es, (const char *)x->data + off * (int64_t)es, es);
+            core_elem_copy((char *)y->data + e * es, (const char *)x->data + off * (int64_t)es, es);
             continue;
         }
         /* every corner of the cell around the point, weighted; axes with weight 0 on the far

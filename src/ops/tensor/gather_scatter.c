@@ -122,7 +122,7 @@ static void idx_copy_data(const op_tensor *x, op_tensor *y) {
 /* Writes src over dst or reduces it into dst. */
 static inline void idx_apply(anvil_dtype dt, idx_red red, size_t es, char *dst, const char *src) {
     if (red == IDX_RED_NONE)
-        op_elem_copy(dst, src, es);
+        core_elem_copy(dst, src, es);
     else
         idx_reduce_elem(dt, red, dst, src);
 }
@@ -257,7 +257,7 @@ static anvil_status gather_elements_run(const ir_node *n, const op_tensor *const
     for (size_t e = 0; e < cnt; e++) {
         int64_t v = core_load_i64(ix->dtype, ix->data, e);
         if (v < 0) v += s;
-        op_elem_copy((char *)out[0]->data + e * es,
+        core_elem_copy((char *)out[0]->data + e * es,
                      (const char *)x->data + elem_offset(ix, xs, axis, e, v) * es, es);
     }
     return ANVIL_OK;
@@ -621,7 +621,7 @@ static anvil_status onehot_run(const ir_node *n, const op_tensor *const *in, int
                 double v = core_load_f64(ix->dtype, ix->data, o * inner + i);
                 int64_t k = (v > -9.0e15 && v < 9.0e15) ? (int64_t)v : INT64_MIN;
                 if (k < 0 && k >= -depth) k += depth;
-                op_elem_copy(dst, k == d ? on : off, es);
+                core_elem_copy(dst, k == d ? on : off, es);
                 dst += es;
             }
     return ANVIL_OK;

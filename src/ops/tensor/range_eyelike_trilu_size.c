@@ -267,7 +267,7 @@ static anvil_status trilu_run(const ir_node *n, const op_tensor *const *in, int 
                 bool keep = p->upper ? j - i >= k : j - i <= k;
                 size_t off = base + (size_t)j * es;
                 if (keep)
-                    op_elem_copy(dst + off, src + off, es);
+                    core_elem_copy(dst + off, src + off, es);
                 else
                     memset(dst + off, 0, es);
             }

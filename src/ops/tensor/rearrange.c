@@ -332,7 +332,7 @@ static anvil_status ccp_run(const ir_node *n, const op_tensor *const *in, int n_
             xo += (k + x0[i]) * xs[i];
             yo += (k + y0[i]) * ys[i];
         }
-        op_elem_copy((char *)y->data + (size_t)yo * es, (const char *)x->data + (size_t)xo * es,
+        core_elem_copy((char *)y->data + (size_t)yo * es, (const char *)x->data + (size_t)xo * es,
                      es);
     }
     return ANVIL_OK;

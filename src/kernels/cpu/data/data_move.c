@@ -132,7 +132,7 @@ static void dc_gather_rows(void *arg, size_t begin, size_t end) {
         if (i < 0) i += s->axis_dim;
         const char *src = j->src + ((size_t)o * (size_t)s->axis_dim + (size_t)i) * ib;
         if (ib <= 8)
-            data_elem_copy(j->dst + row * ib, src, ib);
+            core_elem_copy(j->dst + row * ib, src, ib);
         else
             memcpy(j->dst + row * ib, src, ib);
         if (++t == s->q) {
@@ -198,7 +198,7 @@ static void dp_rows(void *arg, size_t begin, size_t end) {
                 continue;
             }
             int64_t si = mw[o];
-            data_elem_copy(y + o * es, si < 0 ? j->fill_row : xrow + (size_t)si * es, es);
+            core_elem_copy(y + o * es, si < 0 ? j->fill_row : xrow + (size_t)si * es, es);
         }
     }
 }

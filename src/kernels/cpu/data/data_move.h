@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/core_copy.h"
+
 /* anvil's ANVIL_MAX_RANK (data_copy.c checks that they agree). */
 #define DM_MAX_RANK 8
 /* Below this many output bytes a node runs on the calling thread: waking the pool costs more
@@ -27,29 +29,6 @@ typedef struct op_ctx op_ctx;
  * (serial on the calling thread). */
 static inline op_ctx *data_par(op_ctx *ctx, size_t bytes) {
     return bytes >= DATA_PAR_MIN_BYTES ? ctx : NULL;
-}
-
-/* Copies one element of `size` bytes. Fixed-size memcpy calls compile to single moves, and memcpy
- * keeps the copy free of alignment and aliasing assumptions (ops.h's op_elem_copy, which the
- * emitted libraries lack). */
-static inline void data_elem_copy(char *dst, const char *src, size_t size) {
-    switch (size) {
-    case 1:
-        *dst = *src;
-        break;
-    case 2:
-        memcpy(dst, src, 2);
-        break;
-    case 4:
-        memcpy(dst, src, 4);
-        break;
-    case 8:
-        memcpy(dst, src, 8);
-        break;
-    default:
-        memcpy(dst, src, size);
-        break;
-    }
 }
 
 /* Copies n elements of es bytes from a source walked with element stride `stride` (may be
