@@ -258,7 +258,7 @@ static anvil_status gather_elements_run(const ir_node *n, const op_tensor *const
         int64_t v = core_load_i64(ix->dtype, ix->data, e);
         if (v < 0) v += s;
         core_elem_copy((char *)out[0]->data + e * es,
-                     (const char *)x->data + elem_offset(ix, xs, axis, e, v) * es, es);
+                       (const char *)x->data + elem_offset(ix, xs, axis, e, v) * es, es);
     }
     return ANVIL_OK;
 }

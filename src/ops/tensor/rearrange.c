@@ -333,7 +333,7 @@ static anvil_status ccp_run(const ir_node *n, const op_tensor *const *in, int n_
             yo += (k + y0[i]) * ys[i];
         }
         core_elem_copy((char *)y->data + (size_t)yo * es, (const char *)x->data + (size_t)xo * es,
-                     es);
+                       es);
     }
     return ANVIL_OK;
 }
