@@ -117,7 +117,8 @@ static anvil_status tune(const anvil_model *model, const anvil_tune_options *o,
     cfg.online_rounds = 0;
     cfg.profiling = false;
     cfg.emittable_only = false;
-    cfg.threads = rep->threads;
+    if (cfg.threads < 1) cfg.threads = 1;
+    rep->threads = cfg.threads;
     tune_db *db = NULL;
     CORE_TRY(tune_db_open(rep->db_path, &db));
     autotune_run *run = &rep->run;
@@ -161,10 +162,6 @@ anvil_status anvil_tune_model(const anvil_model *model, const anvil_tune_options
     }
     rep->opts = o;
     rep->runs = o->runs;
-    api_options_summary so;
-    api_options_summarize(o->session, &so);
-    const int cores = core_hw_get()->logical_cores;
-    rep->threads = so.threads > 0 ? so.threads : cores > 0 ? cores : 1;
     rep->model_label = strdup(o->model_label ? o->model_label : "");
     anvil_status st = rep->model_label ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
     if (st == ANVIL_OK) st = api_bind_inputs(g, n_inputs, input_names, inputs, bound);

@@ -26,8 +26,7 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
     return st;
 }
 
-/* Locks candidate w of stp's tuner into stp; the leader writes the group's record. The tuner
- * itself is freed by the caller once its whole group is locked. */
+/* Locks candidate w of stp's tuner into stp; the leader writes the group's record. */
 static anvil_status lock(const rt_session *s, rt_step *stp, int w) {
     tune_choice ch;
     tune_online_take(stp->online, w, &ch, &stp->state, &stp->fusion_after);
@@ -44,10 +43,8 @@ anvil_status rt_online_after_run(const rt_session *s, rt_plan *p) {
     anvil_status st = ANVIL_OK;
     for (int32_t i = 0; i < p->n_steps; i++)
         if (p->steps[i].online) tune_online_advance(p->steps[i].online);
-    /* Members follow their leader: its cursor, its pruning, its winner. Leaders go last so
-     * their tuners outlive their members' locking. */
-    bool *locked = core_calloc((size_t)p->n_steps + 1, sizeof *locked);
-    if (!locked) return ANVIL_ERR_OUT_OF_MEMORY;
+    /* Members follow their leader: its cursor, its pruning, its winner. Members go first, so a
+     * leader that locks has no member left pointing at it when it is freed. */
     for (int pass = 0; pass < 2; pass++) {
         for (int32_t i = 0; i < p->n_steps; i++) {
             rt_step *stp = &p->steps[i];
@@ -57,19 +54,10 @@ anvil_status rt_online_after_run(const rt_session *s, rt_plan *p) {
             if (w < 0) continue;
             anvil_status ls = lock(s, stp, w);
             if (st == ANVIL_OK) st = ls;
-            locked[i] = true;
-            if (tune_online_is_member(on)) {
-                tune_online_free(on);
-                stp->online = NULL;
-            }
+            tune_online_free(on);
+            stp->online = NULL;
         }
     }
-    for (int32_t i = 0; i < p->n_steps; i++) {
-        if (!locked[i] || !p->steps[i].online) continue;
-        tune_online_free(p->steps[i].online);
-        p->steps[i].online = NULL;
-    }
-    free(locked);
     return st;
 }
 
