@@ -21,6 +21,10 @@ enum {
      * one oneDNN MatMul at the end of ResNet-18 on 2 threads made the whole run 1.6x slower). The
      * tuner offers such variants only to single-threaded sessions. */
     KERN_OWN_THREADS = 1u << 5,
+    /* A property too: the variant rounds its operands to bf16 (fp32 accumulators, fp32 in and
+     * out of memory), so its results differ from fp32 by bf16's 8-bit mantissa. Offered only to
+     * sessions whose precision accepts it (kern_knobs.precision, kern_applies). */
+    KERN_ROUNDS_BF16 = 1u << 6,
 };
 
 /* Whether hw has everything a KERN_NEEDS_* mask asks for. */

@@ -29,6 +29,19 @@ struct kern_node;
  * variables (src/api/env.c, which lists them); kernels never read the environment. All zero is
  * every variant's own choice. */
 #define KERN_KNOB_NAME 32
+
+/* The arithmetic a session accepts (kern_knobs.precision). FP32 runs only variants that compute
+ * in fp32; BF16 also offers the variants that round their operands to bf16 and accumulate in fp32
+ * (KERN_ROUNDS_BF16), and puts them first; AUTO offers them too, and the tuner keeps them only
+ * where they measure faster and the session's error tolerance holds (tune/, api/). FP16 is
+ * reserved for the AVX512-FP16 variants. */
+typedef enum kern_precision {
+    KERN_PREC_F32 = 0,
+    KERN_PREC_BF16 = 1,
+    KERN_PREC_FP16 = 2,
+    KERN_PREC_AUTO = 3,
+} kern_precision;
+
 typedef struct kern_knobs {
     /* > 0: the GEMM cache blocks (KC, MC and NC rounded to the tile) of every GEMM-based
      * variant, where the tuner's configuration leaves them (ANVIL_GEMM_KC/MC/NC) */
@@ -42,6 +55,10 @@ typedef struct kern_knobs {
     /* the NHWC GEMM conv always copies its input (im2col) instead of indirect A rows
      * (ANVIL_CONV_IM2COL) */
     bool conv_im2col;
+    /* What the session accepts of reduced-precision arithmetic (kern_precision; 0: fp32 only).
+     * Not an experiment: kern_applies refuses a KERN_ROUNDS_BF16 variant where this is F32, and
+     * the tuning key records anything else (tune/key.c). */
+    int precision;
 } kern_knobs;
 
 /* A hardware rule: a configuration that breaks it is not worth timing (its accumulators do not

@@ -263,6 +263,11 @@ static anvil_status problem_fill(const kern_node *kn, tune_problem *out) {
                   : kn->in[i].value    ? "1"
                                        : "0");
     put_dtype_ranks(&f, kn);
+    /* A session that accepts reduced precision asks another question (its candidates include
+     * the bf16 variants), so it keys apart; fp32 keys stay as they always were. */
+    static const char *const prec[] = {"", "|p=bf16", "|p=fp16", "|p=auto"};
+    const int pr = kern_knobs_of(kn)->precision;
+    if (pr > 0 && pr < 4) kb_printf(&f, "%s", prec[pr]);
     if (f.over) return too_long(n, "family", sizeof out->family);
 
     key_buf k = {out->key, sizeof out->key, 0, false};
