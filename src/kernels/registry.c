@@ -70,7 +70,8 @@ const kern_variant *kern_find(ir_op op, const char *name) {
 }
 
 bool kern_applies(const kern_variant *v, const kern_node *kn, const core_hw *hw) {
-    if ((v->needs & KERN_ROUNDS_BF16) && kern_knobs_of(kn)->precision == KERN_PREC_F32) return false;
+    if ((v->needs & KERN_ROUNDS_BF16) && kern_knobs_of(kn)->precision == KERN_PREC_F32)
+        return false;
     return kern_isa_ok(v->needs, hw) && (!v->supports || v->supports(kn, hw));
 }
 
