@@ -3,6 +3,7 @@
 # the CPU (kern_applies), so the shipped build never depends on -march=native.
 #   *_avx2.c    AVX2 + FMA (+ F16C)
 #   *_avx512.c  AVX-512 F/BW/VL/DQ (+ AVX2/FMA)
+#   *_avx512bf16.c  the same + AVX512-BF16
 # Vendor files (src/kernels/vendor) compile to nothing unless their ANVIL_HAVE_* is defined.
 # Vendor libraries (cmake/vendor.cmake) and SLEEF (cmake/sleef.cmake) add their sources, libraries
 # and ANVIL_HAVE_* definitions to the same three lists.
@@ -26,7 +27,9 @@ elseif(ANVIL_SANITIZE)
   set(ANVIL_KERNEL_OPT -O1)
 endif()
 foreach(f ${ANVIL_KERNEL_SOURCES})
-  if(f MATCHES "_avx512\\.c$")
+  if(f MATCHES "_avx512bf16\\.c$")
+    set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${ANVIL_FLAGS_AVX512};-mavx512bf16;${ANVIL_KERNEL_OPT}")
+  elseif(f MATCHES "_avx512\\.c$")
     set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${ANVIL_FLAGS_AVX512};${ANVIL_KERNEL_OPT}")
   elseif(f MATCHES "_avx2\\.c$")
     set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${ANVIL_FLAGS_AVX2};${ANVIL_KERNEL_OPT}")

@@ -36,6 +36,8 @@ typedef struct optest {
     op_tensor in[OPTEST_MAX_IO];
     op_tensor out[OPTEST_MAX_IO]; /* outputs: data malloc'd by optest_run, freed by optest_end */
     op_tinfo out_info[OPTEST_MAX_IO];
+    /* The session settings the variants see (borrowed; NULL: none, i.e. fp32 only). */
+    const kern_knobs *knobs;
 } optest;
 
 /* cmocka group setup of the kernel tests: the environment read as the API reads it
@@ -239,7 +241,8 @@ static inline anvil_status optest_run_variant(optest *t, const kern_variant *v, 
                                               op_tensor *got) {
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, threads, NULL, NULL, NULL};
+    kern_node kn = {optest_node(t), in,   t->n_in, t->out_info, t->n_out,
+                    threads,        NULL, NULL,    t->knobs};
     if (!kern_applies(v, &kn, core_hw_get())) return ANVIL_ERR_UNSUPPORTED;
     rt_variant_exec *e;
     anvil_status s = rt_variant_exec_create(v, &kn, NULL, &e);
@@ -327,7 +330,7 @@ static inline bool optest_variant_applies(optest *t, const char *name) {
     if (optest_infer(t) != ANVIL_OK) abort();
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(t, in);
-    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL, NULL, NULL};
+    kern_node kn = {optest_node(t), in, t->n_in, t->out_info, t->n_out, 1, NULL, NULL, t->knobs};
     const kern_variant *v = kern_find(optest_node(t)->op, name);
     return v && kern_applies(v, &kn, core_hw_get());
 }

@@ -48,22 +48,45 @@ static void uk_4x8_portable(int64_t kc, const float *a, const float *b, float *c
 
 /* applies every activation itself (the scalar epilogue after its store) */
 /* Not static: code emitted by anvil compile names it like the ISA files' tiles. */
-const gemm_kernel gemm_kernel_4x8_portable = {
-    "4x8_portable", 4,           8,    0,   uk_4x8_portable, gemm_epilogue_apply, NULL, NULL,
-    NULL,           0xffffffffu, NULL, NULL};
+const gemm_kernel gemm_kernel_4x8_portable = {"4x8_portable",
+                                              4,
+                                              8,
+                                              0,
+                                              uk_4x8_portable,
+                                              gemm_epilogue_apply,
+                                              NULL,
+                                              NULL,
+                                              NULL,
+                                              0xffffffffu,
+                                              NULL,
+                                              NULL,
+                                              1,
+                                              NULL,
+                                              NULL};
 
 /* The ISA files' kernels (gemm_avx512.c, gemm_avx2.c). */
 #define KERNEL_DECL(MR, NV, NR, ISA) extern const gemm_kernel gemm_kernel_##MR##x##NR##_##ISA;
 GEMM_TILES_AVX512(KERNEL_DECL)
 GEMM_TILES_AVX2(KERNEL_DECL)
 
+GEMM_TILES_AVX512BF16(KERNEL_DECL)
+
 #define KERNEL_REF(MR, NV, NR, ISA) &gemm_kernel_##MR##x##NR##_##ISA,
 const gemm_kernel *const gemm_kernels[] = {GEMM_TILES(KERNEL_REF) NULL};
+const gemm_kernel *const gemm_kernels_bf16[] = {GEMM_TILES_AVX512BF16(KERNEL_REF) NULL};
 
-const gemm_kernel *gemm_kernel_find(const char *name) {
-    for (const gemm_kernel *const *k = gemm_kernels; *k; k++)
+static const gemm_kernel *find_in(const gemm_kernel *const *list, const char *name) {
+    for (const gemm_kernel *const *k = list; *k; k++)
         if (!strcmp((*k)->name, name)) return *k;
     return NULL;
+}
+
+const gemm_kernel *gemm_kernel_find(const char *name) {
+    return find_in(gemm_kernels, name);
+}
+
+const gemm_kernel *gemm_kernel_find_bf16(const char *name) {
+    return find_in(gemm_kernels_bf16, name);
 }
 
 bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw) {
@@ -129,6 +152,26 @@ const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const co
     return best;
 }
 
+/* The bf16 tiles have not been ranked on full tiles the way the fp32 ones were; until they are,
+ * the least padded work picks, ties going to the earlier (longer-KC, wider) tile. The tuner
+ * times them all. */
+const gemm_kernel *gemm_kernel_default_bf16(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
+    (void)k;
+    const gemm_kernel *best = NULL;
+    double best_cost = -1.0;
+    if (m < 1) m = 1;
+    if (n < 1) n = 1;
+    for (const gemm_kernel *const *t = gemm_kernels_bf16; *t; t++) {
+        if (!gemm_kernel_usable(*t, hw)) continue;
+        const double cost = (double)round_up(m, (*t)->mr) * (double)round_up(n, (*t)->nr);
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            best = *t;
+        }
+    }
+    return best;
+}
+
 #endif
 
 static int64_t round_up(int64_t x, int64_t m) {
@@ -151,11 +194,15 @@ static gemm_blocking blocking(const gemm_kernel *k, int64_t m, int64_t n, int64_
      * at 512x2304x2304, 512x2304x3072, 512x3072x2304, within +-0.4% on the other transformer
      * shapes and 1024^3, 2048^3 (1 thread, 3 interleaved runs of each). A configured KC is taken
      * as it is (clipped to K), so the tuner times exactly the blocks it names. */
-    int64_t kc = (int64_t)(l1 * 3 / 4 / sizeof(float)) / k->mr;
+    /* A bf16 tile's panels take half the bytes per k, so its KC and NC go twice as far. */
+    const int64_t pair = k->kpair == 2 ? 2 : 1;
+    int64_t kc = (int64_t)(l1 * 3 / 4 / sizeof(float)) * pair / k->mr;
     kc = kc / 16 * 16;
     if (kc < 128) kc = 128;
-    if (kc > 2048) kc = 2048;
+    if (kc > 2048 * pair) kc = 2048 * pair;
     if (kc_set > 0) {
+        /* every block but the last must hold whole bf16 pairs */
+        if (pair == 2) kc_set += kc_set & 1;
         b.kc = kc_set < kdim ? kc_set : (kdim > 0 ? kdim : 1);
     } else if (kdim <= kc) {
         b.kc = kdim > 0 ? kdim : 1;
@@ -164,7 +211,7 @@ static gemm_blocking blocking(const gemm_kernel *k, int64_t m, int64_t n, int64_
         b.kc = ((kdim + blocks - 1) / blocks + 15) / 16 * 16;
     }
     /* NC: the B block (KC x NC) takes half of L2, leaving room for C tiles and A. */
-    int64_t nc = (int64_t)(l2 / 2 / sizeof(float)) / b.kc;
+    int64_t nc = (int64_t)(l2 / 2 / sizeof(float)) * pair / b.kc;
     nc = nc / k->nr * k->nr;
     if (nc < k->nr) nc = k->nr;
     const int64_t n_all = round_up(n > 0 ? n : 1, k->nr);
@@ -276,12 +323,30 @@ static void pack_b_block(const gemm_kernel *k, const float *b, int64_t rs, int64
     }
 }
 
+/* A block of A or B into panels with k's packer: its own for a bf16 tile, else the fp32 one. */
+static void pack_a_any(const gemm_kernel *k, const float *a, int64_t rs, int64_t cs, int64_t m,
+                       int64_t kc, float *dst) {
+    if (k->pack_a)
+        k->pack_a(k->mr, a, rs, cs, m, kc, dst);
+    else
+        pack_a_block(k, a, rs, cs, m, kc, dst);
+}
+
+static void pack_b_any(const gemm_kernel *k, const float *b, int64_t rs, int64_t cs, int64_t kc,
+                       int64_t n, float *dst) {
+    if (k->pack_b)
+        k->pack_b(k->nr, b, rs, cs, kc, n, dst);
+    else
+        pack_b_block(k, b, rs, cs, kc, n, dst);
+}
+
 static anvil_status packed_alloc(const gemm_kernel *k, int64_t panels, int64_t width, int64_t kdim,
                                  gemm_packed *out) {
     memset(out, 0, sizeof *out);
     size_t elems, bytes;
+    const int64_t slots = gemm_slots(k, kdim);
     if (!core_mul_size((size_t)panels, (size_t)width, &elems) ||
-        !core_mul_size(elems, (size_t)(kdim > 0 ? kdim : 1), &elems) ||
+        !core_mul_size(elems, (size_t)(slots > 0 ? slots : 1), &elems) ||
         !core_mul_size(elems, sizeof(float), &bytes))
         return core_err(ANVIL_ERR_LIMIT, "packed GEMM operand of %lld panels is too large",
                         (long long)panels);
@@ -312,9 +377,9 @@ static anvil_status pack_operand(const gemm_kernel *k, bool is_a, int64_t rows, 
     out->rows = rows;
     out->cols = cols;
     if (is_a)
-        pack_a_block(k, src, rs, cs, rows, cols, out->data);
+        pack_a_any(k, src, rs, cs, rows, cols, out->data);
     else
-        pack_b_block(k, src, rs, cs, rows, cols, out->data);
+        pack_b_any(k, src, rs, cs, rows, cols, out->data);
     return ANVIL_OK;
 }
 
@@ -457,13 +522,14 @@ static pf_plan next_b_block(const gemm_kernel *k, const gemm_blocking *blk, cons
     if (nic >= m1) return pf;
     const int64_t nkc = block_kc(blk, p, npc);
     const int64_t nnc = n1 - njc < blk->nc ? n1 - njc : blk->nc;
-    pf.base = p->pb->data + (njc / nr) * p->k * nr + npc * nr;
-    pf.panel_stride = p->k * nr;
-    pf.seg_lines = (nkc * nr + 15) / 16;
+    pf.base = p->pb->data + (njc / nr) * gemm_slots(k, p->k) * nr + gemm_slots(k, npc) * nr;
+    pf.panel_stride = gemm_slots(k, p->k) * nr;
+    pf.seg_lines = (gemm_slots(k, nkc) * nr + 15) / 16;
     pf.lines = (nnc + nr - 1) / nr * pf.seg_lines;
     const int64_t calls = (mc + mr - 1) / mr * ((nc + nr - 1) / nr);
     pf.per = (pf.lines + calls - 1) / calls;
-    if (pf.per > kc) pf.per = kc; /* at most a line per k step; the rest comes on demand */
+    /* at most a line per k step; the rest comes on demand */
+    if (pf.per > gemm_slots(k, kc)) pf.per = gemm_slots(k, kc);
     return pf;
 }
 
@@ -518,10 +584,14 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
             gemm_epilogue_apply(&p->ep, p->c + m0 * p->ldc + n0, p->ldc, m0, n0, m1 - m0, n1 - n0);
         return;
     }
+    /* Panel offsets and micro-kernel depths count 32-bit slots: k itself for fp32, bf16 pairs
+     * for a bf16 tile (every K block but the last is even, so pc / 2 slots precede block pc). */
+    const int64_t ks = gemm_slots(k, kdim);
     for (int64_t ic = m0; ic < m1; ic += blk->mc) {
         const int64_t mc = m1 - ic < blk->mc ? m1 - ic : blk->mc;
         for (int64_t pc = 0, kc; pc < kdim; pc += kc) {
             kc = block_kc(blk, p, pc);
+            const int64_t kcs = gemm_slots(k, kc), pcs = gemm_slots(k, pc);
             const bool first = pc == 0, last = pc + kc == kdim;
             const float *ap;
             int64_t a_stride; /* between MR panels */
@@ -530,8 +600,8 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
             int64_t a_direct = 0;
             if (p->pa) {
                 /* ic is a multiple of MR: row splits and MC are in whole panels. */
-                ap = p->pa->data + (ic / mr) * kdim * mr + pc * mr;
-                a_stride = kdim * mr;
+                ap = p->pa->data + (ic / mr) * ks * mr + pcs * mr;
+                a_stride = ks * mr;
             } else if (p->a_ind) {
                 a_direct = direct_ind ? mc / mr * mr : 0;
                 if (a_direct < mc) pack_a_ind(k, p, ic + a_direct, mc - a_direct, pc, kc, abuf);
@@ -545,9 +615,9 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                 ap = abuf; /* the panel of rows a_direct.. */
                 a_stride = kc * mr;
             } else {
-                pack_a_block(k, p->a + ic * p->rs_a + pc * p->cs_a, p->rs_a, p->cs_a, mc, kc, abuf);
+                pack_a_any(k, p->a + ic * p->rs_a + pc * p->cs_a, p->rs_a, p->cs_a, mc, kc, abuf);
                 ap = abuf;
-                a_stride = kc * mr;
+                a_stride = kcs * mr;
             }
             for (int64_t jc = n0; jc < n1; jc += blk->nc) {
                 const int64_t nc = n1 - jc < blk->nc ? n1 - jc : blk->nc;
@@ -555,8 +625,8 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                 int64_t b_stride;
                 int64_t b_direct = 0; /* columns of this block read in place */
                 if (p->pb) {
-                    bp = p->pb->data + (jc / nr) * kdim * nr + pc * nr;
-                    b_stride = kdim * nr;
+                    bp = p->pb->data + (jc / nr) * ks * nr + pcs * nr;
+                    b_stride = ks * nr;
                 } else if (direct_b) {
                     b_direct = nc / nr * nr;
                     if (b_direct < nc)
@@ -565,10 +635,10 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                     bp = bbuf; /* the panel of columns b_direct.. */
                     b_stride = kc * nr;
                 } else {
-                    pack_b_block(k, p->b + pc * p->rs_b + jc * p->cs_b, p->rs_b, p->cs_b, kc, nc,
-                                 bbuf);
+                    pack_b_any(k, p->b + pc * p->rs_b + jc * p->cs_b, p->rs_b, p->cs_b, kc, nc,
+                               bbuf);
                     bp = bbuf;
-                    b_stride = kc * nr;
+                    b_stride = kcs * nr;
                 }
                 pf_plan pf = {0};
                 if (p->pb) pf = next_b_block(k, blk, p, m1, n0, n1, ic, pc, kc, jc, mc, nc);
@@ -617,7 +687,7 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                             uk_a_in_place(kc, a_panel, lda_in_place, b_panel, ct, ldt, !first,
                                           pf_at, pf_n, ep, gi, gj);
                         else
-                            k->ukernel(kc, a_panel, b_panel, ct, ldt, !first, pf_at, pf_n, ep, gi,
+                            k->ukernel(kcs, a_panel, b_panel, ct, ldt, !first, pf_at, pf_n, ep, gi,
                                        gj);
                         if (ct == tile) {
                             for (int64_t i = 0; i < mm; i++)

@@ -103,7 +103,23 @@ typedef struct gemm_kernel {
     uint32_t acts_in_registers;
     gemm_ukernel_rows_fn ukernel_acols; /* A by columns in place; NULL: the driver packs it */
     gemm_ukernel_ind_fn ukernel_aind;   /* indirect A in place; NULL: the driver packs it */
+    /* A tile over bf16 (kpair 2, the *bf16 ISAs): each 32-bit slot of its packed panels holds
+     * two bf16 values of consecutive k, so a panel of depth kc has (kc + 1) / 2 slots and the
+     * micro-kernel (given the slot count as kc) multiplies pairs into fp32 accumulators. Its
+     * panels can only be packed, by pack_a / pack_b (same contract as the driver's fp32
+     * packers: fp32 in, rounded to nearest even, zero-padded in rows, columns and the odd k);
+     * every in-place kernel above is NULL. 0 or 1: fp32 panels, the driver's packers. */
+    int kpair;
+    void (*pack_a)(int mr, const float *a, int64_t rs, int64_t cs, int64_t m, int64_t kc,
+                   float *dst);
+    void (*pack_b)(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
+                   float *dst);
 } gemm_kernel;
+
+/* The 32-bit slots a panel of depth kdim has on k: kdim, or (kdim + 1) / 2 for a bf16 tile. */
+static inline int64_t gemm_slots(const gemm_kernel *k, int64_t kdim) {
+    return k->kpair == 2 ? (kdim + 1) / 2 : kdim;
+}
 
 /* The register tiles, as X(MR, NV, NR, ISA) (NV vectors, NR columns), in the order gemm_kernels
  * lists them: those of the ISA files, then gemm.c's portable one. Each is the gemm_kernel
@@ -125,9 +141,19 @@ typedef struct gemm_kernel {
     X(16, 1, 16, avx512)                                                                           \
     X(1, 4, 64, avx512)
 #define GEMM_TILES_AVX2(X) X(6, 2, 16, avx2) X(4, 3, 24, avx2) X(8, 1, 8, avx2)
+/* The bf16 tiles (gemm_avx512bf16.c): fp32 tile shapes whose vectors each hold 16 columns of bf16
+ * pairs. Listed apart (gemm_kernels_bf16), so that nothing choosing among the fp32 tiles (the
+ * convolutions' tile spaces, the defaults) can pick one. */
+#define GEMM_TILES_AVX512BF16(X)                                                                   \
+    X(14, 2, 32, avx512bf16)                                                                       \
+    X(8, 3, 48, avx512bf16)                                                                        \
+    X(6, 4, 64, avx512bf16)                                                                        \
+    X(4, 4, 64, avx512bf16)                                                                        \
+    X(16, 1, 16, avx512bf16)
 #endif
 #define GEMM_TILES(X) GEMM_TILES_AVX512(X) GEMM_TILES_AVX2(X) X(4, 1, 8, portable)
 /* The KERN_NEEDS_* of a tile's ISA. */
+#define GEMM_NEEDS_avx512bf16 (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16)
 #define GEMM_NEEDS_avx512 KERN_NEEDS_AVX512
 #define GEMM_NEEDS_avx2 KERN_NEEDS_AVX2
 #define GEMM_NEEDS_portable 0u
@@ -140,13 +166,19 @@ typedef struct gemm_blocking {
 
 /* Every kernel instance, best first for large problems; NULL-terminated. Static data. */
 extern const gemm_kernel *const gemm_kernels[];
-/* Kernel by name ("14x32_avx512"); NULL if unknown. */
+/* The bf16 tiles (kpair 2), best first; NULL-terminated. Static data. */
+extern const gemm_kernel *const gemm_kernels_bf16[];
+/* Kernel by name ("14x32_avx512"); NULL if unknown. The fp32 tiles only: gemm_kernel_find_bf16
+ * looks up the bf16 ones ("14x32_avx512bf16"). */
 const gemm_kernel *gemm_kernel_find(const char *name);
+const gemm_kernel *gemm_kernel_find_bf16(const char *name);
 /* Whether hw can run k. */
 bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw);
 /* The default kernel for a problem on hw (never NULL: the portable 4x8 kernel is always usable),
  * chosen by rules on the shape: tall-enough N favours wide tiles, small N narrow ones. */
 const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const core_hw *hw);
+/* The same among the bf16 tiles; NULL where hw has none. */
+const gemm_kernel *gemm_kernel_default_bf16(int64_t m, int64_t n, int64_t k, const core_hw *hw);
 /* The tile "gemm_f32" runs for a MatMul or Gemm node: gemm_kernel_default of the GEMM's rows and
  * columns, a MatMul's batch folded into the rows where B is one matrix (gemm_variants.c). */
 const gemm_kernel *gemm_node_default_kernel(const kern_node *kn);

@@ -117,5 +117,5 @@ size_t gemm_l3_bytes(const core_hw *hw) {
  * where the default takes three quarters (B's micro-panels stream through the rest): values
  * between the two are worth timing, values past it are not. */
 bool gemm_a_panel_fits_l1(const gemm_kernel *k, int64_t kc_max, const core_hw *hw) {
-    return (size_t)k->mr * (size_t)kc_max * sizeof(float) <= gemm_l1_bytes(hw);
+    return (size_t)k->mr * (size_t)gemm_slots(k, kc_max) * sizeof(float) <= gemm_l1_bytes(hw);
 }

@@ -301,6 +301,16 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                           MR, NV);                                                                 \
     }
 
+/* Defines only `static void gemm_uk_<MR>x<NR>_<isa>(...)`, on packed panels: for the tiles whose
+ * panels hold something other than floats (bf16 pairs), which can only be read packed. */
+#define GEMM_UKERNEL_PACKED_INSTANCE(MR, NV, NR, ISA)                                              \
+    static void gemm_uk_##MR##x##NR##_##ISA(                                                       \
+        int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate,         \
+        const float *pf, int64_t pf_n, const gemm_epilogue *ep, int64_t i0, int64_t j0) {          \
+        gemm_ukernel_body(kc, a, 1, MR, NULL, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, \
+                          NV);                                                                     \
+    }
+
 /* Defines `static void tile_epilogue_<isa>(...)`, the gemm_tile_epilogue_fn of the ISA's kernels:
  * gemm_epilogue_body written plainly, which the compiler vectorizes for the file's ISA (the row
  * loops of the common cases: bias, residual, ReLU/Clip). Unused where no tile is instantiated
@@ -326,6 +336,28 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                                                          gemm_ukc_##ISA,                           \
                                                          GEMM_ACTS_IN_REGISTERS,                   \
                                                          gemm_ukt_##MR##x##NR##_##ISA,             \
-                                                         gemm_uki_##MR##x##NR##_##ISA};
+                                                         gemm_uki_##MR##x##NR##_##ISA,             \
+                                                         1,                                        \
+                                                         NULL,                                     \
+                                                         NULL};
+
+/* The gemm_kernel of a GEMM_UKERNEL_PACKED_INSTANCE tile over bf16 pairs (kpair 2), whose ISA
+ * file names its packers GEMM_PACK_A_<isa> and GEMM_PACK_B_<isa>. */
+#define GEMM_KERNEL_DEF_PAIRS(MR, NV, NR, ISA)                                                     \
+    const gemm_kernel gemm_kernel_##MR##x##NR##_##ISA = {#MR "x" #NR "_" #ISA,                     \
+                                                         MR,                                       \
+                                                         NR,                                       \
+                                                         GEMM_NEEDS_##ISA,                         \
+                                                         gemm_uk_##MR##x##NR##_##ISA,              \
+                                                         tile_epilogue_##ISA,                      \
+                                                         NULL,                                     \
+                                                         NULL,                                     \
+                                                         NULL,                                     \
+                                                         GEMM_ACTS_IN_REGISTERS,                   \
+                                                         NULL,                                     \
+                                                         NULL,                                     \
+                                                         2,                                        \
+                                                         GEMM_PACK_A_##ISA,                        \
+                                                         GEMM_PACK_B_##ISA};
 
 #endif

@@ -4,6 +4,12 @@
  * users can force any of them, and first a "gemm_f32" variant that picks the tile from the shape
  * with gemm_kernel_default: the default cascade takes it whenever the node is fp32.
  *
+ * The bf16 tiles make the same variants under "gemm_bf16" ("gemm_bf16_14x32_avx512bf16"): fp32
+ * tensors in and out, operands rounded to bf16 as they are packed, fp32 sums. They are
+ * KERN_ROUNDS_BF16, so only sessions that accept bf16 see them, and "gemm_bf16" comes first in
+ * the cascade: a session that asks for bf16 gets it wherever the CPU has the instruction, and the
+ * tuner weighs it against the fp32 tiles by time.
+ *
  * A constant B (the weights of a MatMul or Gemm) is packed once in prepare. MatMul batch dims
  * broadcast: when B is one matrix, A's batch dims fold into M (one big GEMM, better tiles);
  * otherwise each batch item is its own GEMM, run in parallel over items when there are enough of
@@ -16,6 +22,7 @@
 #include <string.h>
 
 #define PREFIX "gemm_f32"
+#define PREFIX_BF16 "gemm_bf16"
 
 typedef struct gemm_state {
     const gemm_kernel *k;
@@ -40,7 +47,7 @@ static void matmul_geometry(const kern_node *kn, gemm_state *s);
  * folds A's batch into M. Judged by A's last-but-one dim alone, torch's attention input
  * projection ([197, 1, 384] x [384, 1152], ViT) took the one-row GEMV tile for 197 rows: 53
  * GFLOP/s instead of 100. */
-const gemm_kernel *gemm_node_default_kernel(const kern_node *kn) {
+static void node_mn(const kern_node *kn, int64_t *mp, int64_t *np) {
     const op_tinfo *out = &kn->out[0];
     int r = out->shape.rank;
     int64_t m = r >= 2 ? out->shape.d[r - 2] : 1, n = r >= 1 ? out->shape.d[r - 1] : 1;
@@ -51,12 +58,28 @@ const gemm_kernel *gemm_node_default_kernel(const kern_node *kn) {
         m = g.m;
         n = g.n;
     }
+    *mp = m;
+    *np = n;
+}
+
+const gemm_kernel *gemm_node_default_kernel(const kern_node *kn) {
+    int64_t m, n;
+    node_mn(kn, &m, &n);
     return gemm_kernel_default(m, n, 0, core_hw_get());
 }
 
+static bool rounds_bf16(const kern_variant *v) {
+    return v->needs & KERN_ROUNDS_BF16;
+}
+
 static const gemm_kernel *kernel_of(const kern_variant *v, const kern_node *kn) {
-    const char *tail = v->name + strlen(PREFIX);
-    return *tail == '_' ? gemm_kernel_find(tail + 1) : gemm_node_default_kernel(kn);
+    const bool bf16 = rounds_bf16(v);
+    const char *tail = v->name + strlen(bf16 ? PREFIX_BF16 : PREFIX);
+    if (*tail == '_') return bf16 ? gemm_kernel_find_bf16(tail + 1) : gemm_kernel_find(tail + 1);
+    if (!bf16) return gemm_node_default_kernel(kn);
+    int64_t m, n;
+    node_mn(kn, &m, &n);
+    return gemm_kernel_default_bf16(m, n, 0, core_hw_get());
 }
 
 static bool static_f32(const op_tinfo *t) {
@@ -619,6 +642,10 @@ static bool rule_block_per_thread(const kern_variant *v, const kern_node *kn, co
 /* ---- the variant table ------------------------------------------------------------------------
  * C has no closures, so each variant gets thin wrappers that pass its own descriptor. */
 
+/* The bf16 tiles are not written into emitted libraries yet (their ISA file is not among the
+ * sources anvil compile ships): a plan made to be emitted keeps the fp32 ones. */
+#define GEMM_EMITTER(NEEDS) ((NEEDS)&KERN_ROUNDS_BF16 ? NULL : &gemm_emitter)
+
 #define GEMM_VARIANT(ID, OP, NAME, NEEDS)                                                          \
     static const kern_variant v_##ID;                                                              \
     static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
@@ -650,25 +677,37 @@ static bool rule_block_per_thread(const kern_variant *v, const kern_node *kn, co
                                            {"A block fits L3 share", r3_##ID},                     \
                                            {"a block per thread", r4_##ID}};                       \
     static const kern_space space_##ID = {3, {"kc", "mc", "nc"}, vals_##ID, NULL, rules_##ID, 4};  \
-    static const kern_variant v_##ID = {NAME,         OP,          NEEDS,        sup_##ID,         \
-                                        ws_##ID,      prep_##ID,   release,      run_common,       \
-                                        fuses_common, &space_##ID, &gemm_emitter};
+    static const kern_variant v_##ID = {                                                           \
+        NAME,       OP,           NEEDS,       sup_##ID,           ws_##ID, prep_##ID, release,    \
+        run_common, fuses_common, &space_##ID, GEMM_EMITTER(NEEDS)};
 
-/* Per tile of gemm.h, the MatMul and the Gemm variant, named PREFIX "_<MR>x<NR>_<isa>". */
+/* Per tile of gemm.h, the MatMul and the Gemm variant, named PREFIX "_<MR>x<NR>_<isa>" (bf16
+ * tiles: PREFIX_BF16 "_<MR>x<NR>_<isa>"). */
 #define TILE_VARIANTS(MR, NV, NR, ISA)                                                             \
     GEMM_VARIANT(mm_##MR##x##NR##_##ISA, IR_OP_MATMUL, PREFIX "_" #MR "x" #NR "_" #ISA,            \
                  GEMM_NEEDS_##ISA)                                                                 \
     GEMM_VARIANT(gm_##MR##x##NR##_##ISA, IR_OP_GEMM, PREFIX "_" #MR "x" #NR "_" #ISA,              \
                  GEMM_NEEDS_##ISA)
 
+#define TILE_VARIANTS_BF16(MR, NV, NR, ISA)                                                        \
+    GEMM_VARIANT(mm_##MR##x##NR##_##ISA, IR_OP_MATMUL, PREFIX_BF16 "_" #MR "x" #NR "_" #ISA,       \
+                 GEMM_NEEDS_##ISA | KERN_ROUNDS_BF16)                                              \
+    GEMM_VARIANT(gm_##MR##x##NR##_##ISA, IR_OP_GEMM, PREFIX_BF16 "_" #MR "x" #NR "_" #ISA,         \
+                 GEMM_NEEDS_##ISA | KERN_ROUNDS_BF16)
+
 GEMM_VARIANT(mm_auto, IR_OP_MATMUL, PREFIX, 0)
 GEMM_VARIANT(gm_auto, IR_OP_GEMM, PREFIX, 0)
 GEMM_TILES(TILE_VARIANTS)
+GEMM_VARIANT(mm_bf16, IR_OP_MATMUL, PREFIX_BF16, GEMM_NEEDS_avx512bf16 | KERN_ROUNDS_BF16)
+GEMM_VARIANT(gm_bf16, IR_OP_GEMM, PREFIX_BF16, GEMM_NEEDS_avx512bf16 | KERN_ROUNDS_BF16)
+GEMM_TILES_AVX512BF16(TILE_VARIANTS_BF16)
 
-/* Per op its "gemm_f32" first, then its tiles in gemm_kernels' order. */
-#define AUTO_REF(OPID) &v_##OPID##_auto,
+/* Per op "gemm_bf16" (which only sessions accepting bf16 see), "gemm_f32", then the tiles in
+ * gemm_kernels' order and the bf16 tiles. */
+#define AUTO_REF(OPID) &v_##OPID##_bf16, &v_##OPID##_auto,
 #define MM_REF(MR, NV, NR, ISA) &v_mm_##MR##x##NR##_##ISA,
 #define GM_REF(MR, NV, NR, ISA) &v_gm_##MR##x##NR##_##ISA,
 const kern_variant *const kern_family_gemm[] = {
-    AUTO_REF(mm) GEMM_TILES(MM_REF) AUTO_REF(gm) GEMM_TILES(GM_REF) NULL,
+    AUTO_REF(mm) GEMM_TILES(MM_REF) GEMM_TILES_AVX512BF16(MM_REF) AUTO_REF(gm) GEMM_TILES(GM_REF)
+        GEMM_TILES_AVX512BF16(GM_REF) NULL,
 };

@@ -1,0 +1,121 @@
+/* bf16 instances of the GEMM template: AVX-512 register tiles whose multiply is vdpbf16ps (this
+ * file is compiled with AVX-512 and AVX512-BF16 flags; the driver calls it only where the CPU has
+ * both, see cmake/kernels.cmake and kern_isa_ok).
+ *
+ * The micro-kernel is gemm_ukernel.h's, unchanged but for its multiply: each 32-bit slot of the
+ * packed panels holds a pair of bf16 values of consecutive k, so the B vector of a slot is 16
+ * columns x 2 k, the A "broadcast" is one row's pair, and vdpbf16ps adds both products into the
+ * fp32 accumulator of each column. One instruction thus does the work of two FMAs; the
+ * accumulators, the fused epilogue and the store are the fp32 tile's. Operands arrive in fp32 and
+ * are rounded to nearest even when packed (A per block while the GEMM runs, constant weights once
+ * per session), which is the only rounding: the sums are fp32. */
+#include "gemm.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+typedef __m512 gemm_v;
+#define GEMM_VL 16
+#define GEMM_LOAD(p) _mm512_loadu_ps(p)
+#define GEMM_STORE(p, v) _mm512_storeu_ps((p), (v))
+/* a row's pair, as the 32 bits it was packed into (a broadcast moves bits, it never rounds) */
+#define GEMM_BCAST(p) _mm512_set1_ps(*(p))
+#define GEMM_FMA(a, b, c) _mm512_dpbf16_ps((c), (__m512bh)(a), (__m512bh)(b))
+#define GEMM_ADD(a, b) _mm512_add_ps((a), (b))
+#define GEMM_ZERO() _mm512_setzero_ps()
+#define GEMM_LOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), (p))
+#define GEMM_UKC_SPLIT 4
+#define GEMM_SET1(x) _mm512_set1_ps(x)
+#define GEMM_MUL(a, b) _mm512_mul_ps((a), (b))
+#define GEMM_MAX(a, b) _mm512_max_ps((a), (b))
+#define GEMM_MIN(a, b) _mm512_min_ps((a), (b))
+#include "kernels/cpu/eltwise/eltwise_vec_avx512.h"
+#include "kernels/cpu/eltwise/eltwise_act.h"
+#define GEMM_HAVE_ACT_VEC 1
+#include "gemm_epilogue.h"
+#include "gemm_ukernel.h"
+
+/* ---- packing: fp32 in, bf16 pairs out -------------------------------------------------------- */
+
+/* The 16 pair slots of up to 32 values x[0], x[cs], ... (count of them; zeros past count). */
+static __m512i pairs_of(const float *x, int64_t cs, int64_t count) {
+    __m512 lo, hi;
+    if (cs == 1) {
+        const int64_t nl = count < 16 ? count : 16;
+        const int64_t nh = count > 32 ? 16 : count > 16 ? count - 16 : 0;
+        lo = _mm512_maskz_loadu_ps((__mmask16)((1u << nl) - 1u), x);
+        hi = _mm512_maskz_loadu_ps((__mmask16)((1u << nh) - 1u), x + 16);
+    } else {
+        float t[32];
+        for (int64_t q = 0; q < 32; q++) t[q] = q < count ? x[q * cs] : 0.0f;
+        lo = _mm512_loadu_ps(t);
+        hi = _mm512_loadu_ps(t + 16);
+    }
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* gemm_kernel.pack_a: A (m x kc, A[i,p] at a[i*rs + p*cs]) into MR-row panels of pair slots,
+ * slot q of row i at dst[q*mr + i]. */
+static void pack_a_bf16(int mr, const float *a, int64_t rs, int64_t cs, int64_t m, int64_t kc,
+                        float *dst) {
+    const int64_t slots = (kc + 1) / 2;
+    uint32_t w[16];
+    for (int64_t i0 = 0; i0 < m; i0 += mr, dst += slots * mr) {
+        const int64_t rows = m - i0 < mr ? m - i0 : mr;
+        uint32_t *d = (uint32_t *)dst;
+        for (int64_t i = 0; i < mr; i++) {
+            const float *src = a + (i0 + i) * rs;
+            for (int64_t q0 = 0; q0 < slots; q0 += 16) {
+                const int64_t n = slots - q0 < 16 ? slots - q0 : 16;
+                if (i < rows)
+                    _mm512_storeu_si512(w, pairs_of(src + 2 * q0 * cs, cs, kc - 2 * q0));
+                else
+                    memset(w, 0, sizeof w);
+                for (int64_t q = 0; q < n; q++) d[(q0 + q) * mr + i] = w[q];
+            }
+        }
+    }
+}
+
+/* The slots of 16 columns at rows p and p + 1 of B (columns past n and a row past kc zero). */
+static __m512i pairs_across(const float *b, int64_t rs, int64_t cs, int64_t p, int64_t kc,
+                            int64_t n) {
+    __m512 r0, r1 = _mm512_setzero_ps();
+    const __mmask16 m = (__mmask16)((1u << (n < 16 ? n : 16)) - 1u);
+    if (cs == 1) {
+        r0 = _mm512_maskz_loadu_ps(m, b + p * rs);
+        if (p + 1 < kc) r1 = _mm512_maskz_loadu_ps(m, b + (p + 1) * rs);
+    } else {
+        float t0[16], t1[16];
+        for (int64_t j = 0; j < 16; j++) {
+            t0[j] = j < n ? b[p * rs + j * cs] : 0.0f;
+            t1[j] = j < n && p + 1 < kc ? b[(p + 1) * rs + j * cs] : 0.0f;
+        }
+        r0 = _mm512_loadu_ps(t0);
+        r1 = _mm512_loadu_ps(t1);
+    }
+    const __m512i e0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(r0));
+    const __m512i e1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(r1));
+    return _mm512_or_si512(e0, _mm512_slli_epi32(e1, 16));
+}
+
+/* gemm_kernel.pack_b: B (kc x n, B[p,j] at b[p*rs + j*cs]) into NR-column panels of pair slots,
+ * slot q of column j at dst[q*nr + j]. */
+static void pack_b_bf16(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
+                        float *dst) {
+    const int64_t slots = (kc + 1) / 2;
+    for (int64_t j0 = 0; j0 < n; j0 += nr, dst += slots * nr) {
+        const int64_t cols = n - j0 < nr ? n - j0 : nr;
+        for (int64_t q = 0; q < slots; q++)
+            for (int64_t j = 0; j < nr; j += 16)
+                _mm512_storeu_si512(dst + q * nr + j,
+                                    pairs_across(b + (j0 + j) * cs, rs, cs, 2 * q, kc,
+                                                 cols - j > 0 ? cols - j : 0));
+    }
+}
+
+GEMM_TILES_AVX512BF16(GEMM_UKERNEL_PACKED_INSTANCE)
+GEMM_TILE_EPILOGUE(avx512bf16)
+#define GEMM_PACK_A_avx512bf16 pack_a_bf16
+#define GEMM_PACK_B_avx512bf16 pack_b_bf16
+GEMM_TILES_AVX512BF16(GEMM_KERNEL_DEF_PAIRS)

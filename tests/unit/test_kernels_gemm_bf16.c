@@ -1,0 +1,184 @@
+/* The bf16 GEMM variants (gemm_bf16*, src/kernels/cpu/gemm/gemm_avx512bf16.c).
+ *
+ * On operands that bf16 holds exactly, a bf16 GEMM must equal the fp32 reference up to the order
+ * of its fp32 sums, so every bf16 variant is checked at fp32's tolerance on the shapes where the
+ * tiling, the pairing along K (odd K, K blocks) and the packing (run-time B, transposed operands)
+ * go wrong. On operands it does not hold, the rounding must show: the same check then fails at
+ * that tolerance and passes at bf16's, which is what a session asking for bf16 accepts. The
+ * rounding is to nearest even. Skipped where the CPU lacks AVX512-BF16. */
+#include "kernels/cpu/gemm/gemm.h"
+#include "optest.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+static const kern_knobs bf16_session = {.precision = KERN_PREC_BF16};
+
+static bool have_bf16(void) {
+    return kern_isa_ok(KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16, core_hw_get());
+}
+
+/* n uniform values in [-1, 1), rounded to bf16 when exact is set. */
+static float *operand(size_t n, unsigned seed, bool exact) {
+    float *x = optest_random_f32(n, seed, -1.0f, 1.0f);
+    for (size_t i = 0; exact && i < n; i++) x[i] = core_bf16_to_f32(core_f32_to_bf16(x[i]));
+    return x;
+}
+
+/* The bf16 variants of the node's op that apply (the count, after checking each at rtol/atol
+ * against the reference: -1 on a mismatch). The fp32 variants are checked too. */
+static int check(optest *t, float tol) {
+    t->knobs = &bf16_session;
+    return optest_check_variants(t, tol, tol);
+}
+
+static int bf16_variants(optest *t) {
+    size_t count;
+    const kern_variant *const *list = kern_variants(optest_node(t)->op, &count);
+    int n = 0;
+    for (size_t i = 0; i < count; i++)
+        if ((list[i]->needs & KERN_ROUNDS_BF16) && optest_variant_applies(t, list[i]->name)) n++;
+    return n;
+}
+
+static int matmul(int ra, const int64_t *da, int rb, const int64_t *db, bool b_known, bool exact,
+                  float tol) {
+    optest t;
+    optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
+    float *a = operand(optest_prod(da, ra), 1, exact), *b = operand(optest_prod(db, rb), 2, exact);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, ra, da, a, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, rb, db, b, b_known);
+    t.knobs = &bf16_session;
+    const int nb = bf16_variants(&t);
+    int n = check(&t, tol);
+    optest_end(&t);
+    free(a);
+    free(b);
+    /* every bf16 tile (and "gemm_bf16") must have run */
+    return n < 0 ? -1 : nb;
+}
+
+static void test_edges_exact(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    static const int64_t ms[] = {1, 5, 13, 14, 15, 17};
+    static const int64_t ns[] = {1, 15, 16, 17, 33, 47, 65};
+    static const int64_t ks[] = {1, 2, 3, 17, 64};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
+        for (size_t j = 0; j < sizeof ns / sizeof *ns; j++) {
+            const int64_t k = ks[(i + j) % 5];
+            const int n = matmul(2, (int64_t[]){ms[i], k}, 2, (int64_t[]){k, ns[j]},
+                                 (i + j) % 2 == 0, true, 1e-5f);
+            assert_true(n >= 6); /* gemm_bf16 and its five tiles */
+        }
+}
+
+static void test_blocks_and_batches_exact(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    /* K past KC (odd, so the last block ends in half a pair), and batched MatMuls whose B is
+     * packed while the GEMM runs. 4,000 fp32 sums in another order differ by ~1e-5: fp32's own
+     * tolerance for long K, still far below what bf16 rounding would show (test below). */
+    assert_true(matmul(2, (int64_t[]){37, 4001}, 2, (int64_t[]){4001, 45}, true, true, 1e-4f) > 0);
+    assert_true(matmul(2, (int64_t[]){29, 4097}, 2, (int64_t[]){4097, 70}, false, true, 1e-4f) > 0);
+    assert_true(matmul(3, (int64_t[]){3, 5, 9}, 2, (int64_t[]){9, 17}, true, true, 1e-4f) > 0);
+    assert_true(
+        matmul(4, (int64_t[]){2, 3, 5, 8}, 4, (int64_t[]){2, 1, 8, 17}, false, true, 1e-4f) > 0);
+}
+
+/* On values bf16 does not hold, the bf16 variants differ from fp32 by bf16's rounding: more
+ * than fp32's tolerance, within bf16's (K = 256 products of 2^-9 relative error each). */
+static void test_rounding_shows(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    const int64_t da[] = {16, 256}, db[] = {256, 64};
+    assert_int_equal(matmul(2, da, 2, db, true, false, 1e-5f), -1);
+    assert_true(matmul(2, da, 2, db, true, false, 3e-2f) > 0);
+}
+
+/* Halfway cases round to the even neighbour: 1 + 2^-8 lies between 1 and 1 + 2^-7 and goes to 1;
+ * 1 + 3 * 2^-8 goes to 1 + 2^-6. */
+static void test_round_to_even(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    float a[2] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f}, b[2] = {1.0f, 0.0f}, c[2] = {0};
+    const gemm_kernel *k = gemm_kernel_find_bf16("16x16_avx512bf16");
+    assert_non_null(k);
+    gemm_blocking blk = gemm_blocking_default(k, 2, 1, 1, core_hw_get());
+    void *ws = core_aligned_alloc(64, gemm_thread_workspace(k, &blk));
+    gemm_problem p = {.m = 2,
+                      .n = 1,
+                      .k = 1,
+                      .a = a,
+                      .rs_a = 1,
+                      .cs_a = 1,
+                      .b = b,
+                      .rs_b = 1,
+                      .cs_b = 1,
+                      .c = c,
+                      .ldc = 1,
+                      .ep = gemm_epilogue_none()};
+    gemm_run_serial(k, &blk, &p, ws);
+    free(ws);
+    assert_true(c[0] == 1.0f);
+    assert_true(c[1] == 1.0f + 0x1p-6f);
+}
+
+/* Not offered to an fp32 session, whatever the CPU. */
+static void test_fp32_session_refuses(void **state) {
+    (void)state;
+    optest t;
+    optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
+    float a[6] = {0}, b[6] = {0};
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){2, 3}, a, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){3, 2}, b, true);
+    assert_false(optest_variant_applies(&t, "gemm_bf16"));
+    t.knobs = &bf16_session;
+    assert_int_equal(optest_variant_applies(&t, "gemm_bf16"), have_bf16());
+    optest_end(&t);
+}
+
+static void gemm_exact(bool ta, bool tb, bool b_known) {
+    optest t;
+    const int64_t m = 15, n = 33, k = 19;
+    optest_begin(&t, IR_OP_GEMM, 3, 1, 4);
+    optest_attr_int(&t, 0, "transA", ta);
+    optest_attr_int(&t, 1, "transB", tb);
+    optest_attr_float(&t, 2, "alpha", 0.5f);
+    optest_attr_float(&t, 3, "beta", 2.0f);
+    float *a = operand((size_t)(m * k), 3, true), *b = operand((size_t)(k * n), 4, true),
+          *c = operand((size_t)n, 5, true);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, ta ? (int64_t[]){k, m} : (int64_t[]){m, k}, a,
+                 false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, tb ? (int64_t[]){n, k} : (int64_t[]){k, n}, b,
+                 b_known);
+    optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){n}, c, true);
+    t.knobs = &bf16_session;
+    assert_true(bf16_variants(&t) >= 6);
+    assert_true(check(&t, 1e-5f) > 0);
+    optest_end(&t);
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void test_gemm_transposed_exact(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) gemm_exact(ta, tb, (ta + tb) % 2 == 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_edges_exact),
+        cmocka_unit_test(test_blocks_and_batches_exact),
+        cmocka_unit_test(test_rounding_shows),
+        cmocka_unit_test(test_round_to_even),
+        cmocka_unit_test(test_fp32_session_refuses),
+        cmocka_unit_test(test_gemm_transposed_exact),
+    };
+    return cmocka_run_group_tests(tests, optest_env, NULL);
+}
