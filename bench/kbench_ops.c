@@ -18,6 +18,9 @@
 
 #define MAX_THREADS 16
 #define TOLERANCE 1e-3
+/* bf16 variants round both operands to 8 significant bits: K products of relative error up to
+ * 2^-8 each, which on these random operands stays near 1e-2 of the output's largest value. */
+#define TOLERANCE_BF16 3e-2
 
 /* ---- options --------------------------------------------------------------------------------- */
 
@@ -38,6 +41,7 @@ typedef struct kb_opts {
     int kernel;        /* conv: only layers with this kernel size (0: all) */
     const char *layer; /* conv: only layers whose label contains this (NULL: all) */
     bool nhwc;         /* conv: anvil.ConvNhwc (channels-last) instead of Conv */
+    kern_knobs knobs;  /* the session settings the variants see: --precision */
 } kb_opts;
 
 /* ---- results --------------------------------------------------------------------------------- */
@@ -57,7 +61,8 @@ typedef struct kb_result {
 typedef struct kb_run {
     kb_result *r;
     size_t n, cap;
-    kb_peak peak[MAX_THREADS][2]; /* per thread-count slot: [0] avx512 f32, [1] avx2 f32 */
+    /* per thread-count slot: [0] avx512 f32, [1] avx2 f32, [2] avx512 bf16 (--precision bf16) */
+    kb_peak peak[MAX_THREADS][3];
 } kb_run;
 
 static kb_result *result_push(kb_run *run) {
@@ -86,6 +91,7 @@ static bool is_vendor(const kern_variant *v) {
  * need none (portable code and vendor libraries, which pick their ISA themselves). */
 static double peak_for(const kb_run *run, int ti, const kern_variant *v) {
     const kb_peak *p = run->peak[ti];
+    if (v->needs & KERN_ROUNDS_BF16) return p[2].gflops_cpu;
     if (v->needs & KERN_NEEDS_AVX512) return p[0].gflops_cpu;
     if (v->needs & KERN_NEEDS_AVX2) return p[1].gflops_cpu;
     return p[0].measured ? p[0].gflops_cpu : p[1].gflops_cpu;
@@ -108,7 +114,7 @@ typedef struct slot {
 
 static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_opts *o) {
     const core_hw *hw = core_hw_get();
-    kern_node kn = {kb_case_node(c), c->tin, c->n_in, &c->tout, 1, threads, NULL, NULL, NULL};
+    kern_node kn = {kb_case_node(c), c->tin, c->n_in, &c->tout, 1, threads, NULL, NULL, &o->knobs};
     const kern_variant *def = NULL;
     if (kern_select(&kn, NULL, &def) != ANVIL_OK) def = NULL;
     size_t count;
@@ -162,7 +168,7 @@ static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_op
             continue;
         }
         r->maxrel = kb_case_error(c, out);
-        if (!(r->maxrel <= TOLERANCE)) {
+        if (!(r->maxrel <= (v->needs & KERN_ROUNDS_BF16 ? TOLERANCE_BF16 : TOLERANCE))) {
             r->status = RES_WRONG;
             continue;
         }
@@ -334,8 +340,12 @@ static void print_tables(const kb_run *run, const case_info *infos, int n_cases,
     const char *opname = !strcmp(o->cmd, "gemm") ? "MatMul" : o->nhwc ? "ConvNhwc" : "Conv";
     for (int ti = 0; ti < o->n_threads; ti++) {
         int T = o->threads[ti];
-        printf("\n## %s, %d thread%s (fp32 peak: avx512 %.1f, avx2 %.1f GFLOP/s)\n\n", opname, T,
+        printf("\n## %s, %d thread%s (fp32 peak: avx512 %.1f, avx2 %.1f GFLOP/s", opname, T,
                T > 1 ? "s" : "", run->peak[ti][0].gflops_cpu, run->peak[ti][1].gflops_cpu);
+        if (run->peak[ti][2].measured)
+            printf("; bf16 peak: avx512_bf16 %.1f, the %% peak of the bf16 variants",
+                   run->peak[ti][2].gflops_cpu);
+        printf(")\n\n");
         printf("| shape | GFLOP | variant | reps | median ms | p90 ms | min ms | GFLOP/s | best "
                "GFLOP/s | %% peak | vs %s | max rel err | prep ms | cpu share |\n",
                o->baseline);
@@ -489,13 +499,14 @@ static bool write_json(const kb_run *run, const case_info *infos, const kb_opts 
     fprintf(f, ", \"cpu\": ");
     json_str(f, core_hw_get()->cpu_model);
     fprintf(f, ",\n \"peaks\": [");
+    static const char *const peak_names[] = {"avx512_f32", "avx2_f32", "avx512_bf16"};
     for (int ti = 0; ti < o->n_threads; ti++)
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < (o->knobs.precision == KERN_PREC_BF16 ? 3 : 2); k++) {
             const kb_peak *p = &run->peak[ti][k];
             fprintf(f,
                     "%s\n  {\"isa\": \"%s\", \"threads\": %d, \"measured\": %s, \"gflops\": %.3f, "
                     "\"gflops_cpu\": %.3f, \"ghz\": %.3f}",
-                    ti || k ? "," : "", k ? "avx2_f32" : "avx512_f32", o->threads[ti],
+                    ti || k ? "," : "", peak_names[k], o->threads[ti],
                     p->measured ? "true" : "false", p->gflops, p->gflops_cpu, p->ghz);
         }
     fprintf(f, "],\n \"results\": [");
@@ -551,6 +562,8 @@ static void ops_usage(const char *cmd) {
             "                      (default 1)\n"
             "  --seed N            data seed (default 1)\n"
             "  --json FILE         also write every result as JSON\n"
+            "  --precision P       fp32 (default) or bf16: bf16 also times the variants that\n"
+            "                      round to bf16 (gemm_bf16*), against the bf16 peak\n"
             "%s",
             cmd,
             gemm ? "--shapes squares|transformer|all (default all); --big adds 4096^3;\n"
@@ -614,6 +627,10 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
             o.seed = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(a, "--json") && has) {
             o.json = argv[++i];
+        } else if (!strcmp(a, "--precision") && has) {
+            const char *p = argv[++i];
+            if (strcmp(p, "fp32") && strcmp(p, "bf16")) goto bad;
+            o.knobs.precision = !strcmp(p, "bf16") ? KERN_PREC_BF16 : KERN_PREC_F32;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             ops_usage(cmd);
             return 0;
@@ -640,9 +657,11 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
     printf("Load average at start: %s\n\n", kb_loadavg());
     printf("| fp32 FMA peak | threads | GFLOP/s (wall) | GFLOP/s (CPU time) | GHz |\n"
            "|---|---:|---:|---:|---:|\n");
+    const int n_peaks = o.knobs.precision == KERN_PREC_BF16 ? 3 : 2;
     for (int ti = 0; ti < o.n_threads; ti++)
-        for (int k = 0; k < 2; k++) {
-            kb_isa isa = k ? KB_ISA_AVX2_F32 : KB_ISA_AVX512_F32;
+        for (int k = 0; k < n_peaks; k++) {
+            static const kb_isa isas[] = {KB_ISA_AVX512_F32, KB_ISA_AVX2_F32, KB_ISA_AVX512_BF16};
+            kb_isa isa = isas[k];
             run.peak[ti][k] = kb_peak_measure(isa, o.threads[ti], 0.3);
             if (run.peak[ti][k].measured)
                 printf("| %s | %d | %.1f | %.1f | %.2f |\n", kb_isa_name(isa), o.threads[ti],
