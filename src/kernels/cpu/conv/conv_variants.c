@@ -55,17 +55,27 @@ static bool is_1x1(const conv_shape *s) {
            s->oh == s->h && s->ow == s->w;
 }
 
-static bool plan_of(const kern_node *kn, conv_gemm_kind kind, conv_plan *p) {
+/* bf16: the plan on a bf16 tile (gemm.h's kpair 2). Such a tile packs both of its operands
+ * itself, so it runs the 1x1 and im2col kinds (the weights pre-packed as A, the image or its
+ * im2col copy packed as B while the GEMM runs) but not the implicit one, whose panels
+ * conv_pack_b_panels writes in fp32. */
+static bool plan_of_as(const kern_node *kn, conv_gemm_kind kind, bool bf16, conv_plan *p) {
     memset(p, 0, sizeof *p);
     if (!conv_shape_of(kn, &p->s)) return false;
     const conv_shape *s = &p->s;
     if (kind == CONV_GEMM_1X1 && !is_1x1(s)) return false;
+    if (bf16 && kind == CONV_GEMM_IMPLICIT) return false;
     const core_hw *hw = core_hw_get();
     const int64_t kdim = conv_kdim(s), hw_out = s->oh * s->ow;
     p->kind = kind;
     p->threads = kn->threads > 0 ? kn->threads : 1;
-    const gemm_kernel *tile = conv_config_tile(kn, hw); /* the tuner's, where it sets one */
-    p->k = tile ? tile : conv_gemm_kernel(kn, s->mg, hw_out, kdim, hw);
+    if (bf16) {
+        p->k = gemm_kernel_default_bf16(s->mg, hw_out, kdim, hw);
+        if (!p->k) return false;
+    } else {
+        const gemm_kernel *tile = conv_config_tile(kn, hw); /* the tuner's, where it sets one */
+        p->k = tile ? tile : conv_gemm_kernel(kn, s->mg, hw_out, kdim, hw);
+    }
     p->batch_parallel = p->threads > 1 && s->n * s->group >= p->threads;
     int64_t ncols = hw_out;
     if (kind == CONV_GEMM_IMPLICIT) {
@@ -93,6 +103,10 @@ static bool plan_of(const kern_node *kn, conv_gemm_kind kind, conv_plan *p) {
     return true;
 }
 
+static bool plan_of(const kern_node *kn, conv_gemm_kind kind, conv_plan *p) {
+    return plan_of_as(kn, kind, false, p);
+}
+
 /* Workspace: threads GEMM slices (contiguous, as gemm_run expects), then threads column slices
  * (only slice 0 is used when the threads share an item, but the size must not depend on it). */
 static size_t plan_workspace(const conv_plan *p) {
@@ -111,10 +125,11 @@ static void gemm_state_release(void *state) {
     free(st);
 }
 
-static anvil_status gemm_state_prepare(const kern_node *kn, conv_gemm_kind kind, void **state) {
+static anvil_status gemm_state_prepare(const kern_node *kn, conv_gemm_kind kind, bool bf16,
+                                       void **state) {
     conv_gemm_state *st = core_calloc(1, sizeof *st);
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!plan_of(kn, kind, &st->p)) {
+    if (!plan_of_as(kn, kind, bf16, &st->p)) {
         free(st);
         return conv_prepare_unsupported(kn, "conv variant");
     }
@@ -244,7 +259,7 @@ static bool view_of(const kern_node *kn, const kern_config *c, conv_gemm_kind ki
         return plan_of(kn, KIND, &p) ? plan_workspace(&p) : 0;                                     \
     }                                                                                              \
     static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
-        return gemm_state_prepare(kn, KIND, state);                                                \
+        return gemm_state_prepare(kn, KIND, false, state);                                         \
     }                                                                                              \
     static bool view_##ID(const kern_node *kn, const kern_config *c, conv_gemm_view *v) {          \
         return view_of(kn, c, KIND, v);                                                            \
@@ -265,6 +280,39 @@ static bool view_of(const kern_node *kn, const kern_config *c, conv_gemm_kind ki
 CONV_GEMM_VARIANT(1x1, "conv_1x1_gemm", CONV_GEMM_1X1)
 CONV_GEMM_VARIANT(im2col, "conv_im2col_gemm", CONV_GEMM_IM2COL)
 CONV_GEMM_VARIANT(implicit, "conv_implicit_gemm", CONV_GEMM_IMPLICIT)
+
+/* The same GEMMs on a bf16 tile: fp32 tensors, weights rounded to bf16 once when packed, the image
+ * (or its im2col copy) as each B block is packed, fp32 sums and epilogue. Offered only to sessions
+ * that accept bf16 (KERN_ROUNDS_BF16); their tile is the bf16 default (no tuner space yet), and
+ * they are not emitted yet (their tiles' ISA file is not among anvil compile's sources). */
+#define CONV_BF16_VARIANT(ID, NAME, KIND)                                                          \
+    static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
+        (void)hw;                                                                                  \
+        conv_plan p;                                                                               \
+        return plan_of_as(kn, KIND, true, &p);                                                     \
+    }                                                                                              \
+    static size_t ws_##ID(const kern_node *kn) {                                                   \
+        conv_plan p;                                                                               \
+        return plan_of_as(kn, KIND, true, &p) ? plan_workspace(&p) : 0;                            \
+    }                                                                                              \
+    static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
+        return gemm_state_prepare(kn, KIND, true, state);                                          \
+    }                                                                                              \
+    const kern_variant conv_v_##ID = {NAME,                                                        \
+                                      IR_OP_CONV,                                                  \
+                                      KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |                 \
+                                          KERN_ROUNDS_BF16,                                        \
+                                      sup_##ID,                                                    \
+                                      ws_##ID,                                                     \
+                                      prep_##ID,                                                   \
+                                      gemm_state_release,                                          \
+                                      gemm_variant_run,                                            \
+                                      conv_fuses,                                                  \
+                                      NULL,                                                        \
+                                      NULL};
+
+CONV_BF16_VARIANT(bf16_1x1, "conv_bf16_1x1", CONV_GEMM_1X1)
+CONV_BF16_VARIANT(bf16_im2col, "conv_bf16_im2col", CONV_GEMM_IM2COL)
 
 /* ---- conv_f32: the default cascade ------------------------------------------------------------
  */
@@ -361,6 +409,14 @@ static bool rule_smallc(const conv_shape *s) {
     return s->group == 1 && s->c <= 4 && s->kh * s->kw >= 9 && s->ow >= 16;
 }
 
+/* A session that accepts bf16 runs a dense conv's GEMM on bf16 tiles (conv_bf16_im2col), twice
+ * the multiply rate of fp32, where the GEMM is not a sliver: grouped convs with narrow groups and
+ * the pooled maps of squeeze-excitation blocks keep their own rules. */
+static bool rule_bf16_dense(const conv_shape *s) {
+    return (s->group == 1 || (s->cg >= 32 && s->mg >= 32)) && s->oh * s->ow > 4 &&
+           s->cg * s->kh * s->kw >= 16;
+}
+
 /* Everything else: the implicit GEMM, measured ahead of im2col + GEMM on the ResNet-50 stem
  * (3.5 vs 4.4 ms) and level on its 3x3 stride-2 layers, without an im2col buffer of
  * kh*kw times the input. */
@@ -407,6 +463,8 @@ static const conv_rule cascade[] = {
     {&conv_v_dwx_avx2, rule_depthwise_mult},
     {&conv_v_smallc_avx512, rule_smallc},
     {&conv_v_smallc_avx2, rule_smallc},
+    {&conv_v_bf16_1x1, rule_bf16_dense},
+    {&conv_v_bf16_im2col, rule_bf16_dense},
     {&conv_v_regions, rule_any},
     {&conv_v_batched, rule_batched},
 #ifdef ANVIL_HAVE_DNNL
@@ -535,6 +593,8 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_implicit,
     &conv_v_im2col,
     &conv_v_batched,
+    &conv_v_bf16_1x1,
+    &conv_v_bf16_im2col,
     &conv_v_smallc_avx512,
     &conv_v_smallc_avx2,
     &conv_nhwc_v_depthwise_avx512,

@@ -1,4 +1,5 @@
-/* The bf16 GEMM variants (gemm_bf16*, src/kernels/cpu/gemm/gemm_avx512bf16.c).
+/* The bf16 variants: the GEMM's (gemm_bf16*, src/kernels/cpu/gemm/gemm_avx512bf16.c) and the
+ * convolutions on its tiles (conv_bf16_*, conv_variants.c).
  *
  * On operands that bf16 holds exactly, a bf16 GEMM must equal the fp32 reference up to the order
  * of its fp32 sums, so every bf16 variant is checked at fp32's tolerance on the shapes where the
@@ -171,6 +172,41 @@ static void test_gemm_transposed_exact(void **state) {
         for (int tb = 0; tb < 2; tb++) gemm_exact(ta, tb, (ta + tb) % 2 == 0);
 }
 
+/* A conv through every variant, fp32 and bf16 (and conv_f32, which hands it to a bf16 one in a
+ * bf16 session), on bf16-exact operands. */
+static void conv_exact(int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stride, int64_t pad,
+                       int64_t group) {
+    optest t;
+    optest_begin(&t, IR_OP_CONV, 3, 1, 4);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){k, k}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){stride, stride}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
+    optest_attr_int(&t, 3, "group", group);
+    const int64_t dx[] = {1, c, hw, hw}, dw[] = {m, c / group, k, k};
+    float *x = operand(optest_prod(dx, 4), 6, true), *w = operand(optest_prod(dw, 4), 7, true),
+          *b = operand((size_t)m, 8, true);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dx, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dw, w, true);
+    optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){m}, b, true);
+    t.knobs = &bf16_session;
+    assert_true(bf16_variants(&t) >= 1);
+    assert_true(check(&t, 1e-4f) > 0);
+    optest_end(&t);
+    free(x);
+    free(w);
+    free(b);
+}
+
+static void test_conv_exact(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    conv_exact(16, 24, 9, 1, 1, 0, 1);  /* 1x1: the image read as B */
+    conv_exact(17, 33, 11, 3, 1, 1, 1); /* 3x3 padded, odd K = 153 */
+    conv_exact(8, 16, 12, 3, 2, 1, 1);  /* strided */
+    conv_exact(64, 64, 6, 3, 1, 1, 2);  /* two groups of 32 */
+    conv_exact(12, 20, 10, 1, 2, 0, 1); /* strided 1x1: im2col */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edges_exact),
@@ -179,6 +215,7 @@ int main(void) {
         cmocka_unit_test(test_round_to_even),
         cmocka_unit_test(test_fp32_session_refuses),
         cmocka_unit_test(test_gemm_transposed_exact),
+        cmocka_unit_test(test_conv_exact),
     };
     return cmocka_run_group_tests(tests, optest_env, NULL);
 }
