@@ -201,6 +201,16 @@ def bert_small(rng):
               ["last_hidden_state", "pooler_output"])
 
 
+def bert_base(rng):
+    # bert-base-uncased's shape: 12 layers, hidden 768, 12 heads, at sequence 128.
+    from transformers import BertConfig, BertModel
+    cfg = BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                     intermediate_size=3072, attn_implementation="eager")
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    return hf(BertModel(cfg), tokens(rng, cfg.vocab_size, 128, names),
+              ["last_hidden_state", "pooler_output"])
+
+
 def gpt2_6l(rng):
     # distilgpt2's shape: 6 layers of GPT-2 small with the tied language-model head, no cache.
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -258,6 +268,8 @@ MODELS = {
                 "YOLOv8n detector from its yaml (C2f, SPPF, DFL head in export mode), 640x640"),
     "bert_small": (bert_small, "transformers",
                    "BERT L4/H512/A8 (BertModel from a config), sequence 128"),
+    "bert_base": (bert_base, "transformers",
+                  "BERT-base L12/H768/A12 (BertModel from a config), sequence 128"),
     "gpt2_6l": (gpt2_6l, "transformers",
                 "GPT-2 6 layers x 768 with the LM head (distilgpt2's shape), sequence 128"),
     "whisper_tiny_enc": (whisper_tiny_encoder, "transformers",

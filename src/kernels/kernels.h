@@ -204,6 +204,13 @@ typedef struct kern_variant {
     const kern_emitter *emit;
 } kern_variant;
 
+/* Whether the default cascade (kern_select, conv_f32's rules) may pick v for kn: everything the
+ * session accepts, except that under KERN_PREC_AUTO a bf16 variant runs only once a measurement
+ * chose it (the tuner's, which checks its error against the session's tolerance). */
+static inline bool kern_cascade_may_pick(const kern_variant *v, const kern_node *kn) {
+    return !((v->needs & KERN_ROUNDS_BF16) && kern_knobs_of(kn)->precision == KERN_PREC_AUTO);
+}
+
 /* Whether v can be emitted for kn: it has an emitter that does not refuse kn. */
 static inline bool kern_emittable(const kern_variant *v, const kern_node *kn) {
     return v->emit && (!v->emit->can || v->emit->can(kn));

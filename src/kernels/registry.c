@@ -110,7 +110,7 @@ anvil_status kern_select(const kern_node *kn, const char *forced, const kern_var
                         ir_node_label(kn->node), ir_op_name(kn->node->op), forced, names);
     }
     for (size_t i = 1; i < count; i++)
-        if (kern_applies(list[i], kn, hw)) {
+        if (kern_cascade_may_pick(list[i], kn) && kern_applies(list[i], kn, hw)) {
             *out = list[i];
             return ANVIL_OK;
         }

@@ -20,6 +20,14 @@ void tune_profile_defaults(tune_profile_opts *o) {
     if (o->round_seconds <= 0) o->round_seconds = 0.004;
     if (o->max_seconds <= 0) o->max_seconds = 4.0;
     if (o->tolerance <= 0) o->tolerance = 1e-3;
+    if (o->tolerance_bf16 <= 0) o->tolerance_bf16 = 5e-2;
+}
+
+/* The error c may have against o's oracle: bf16's where either rounds to bf16. */
+static double tolerance_of(const tune_profile_opts *o, const tune_candidate *c) {
+    const bool reduced =
+        (c->v->needs & KERN_ROUNDS_BF16) || (o->oracle && (o->oracle->needs & KERN_ROUNDS_BF16));
+    return reduced ? o->tolerance_bf16 : o->tolerance;
 }
 
 /* One candidate made runnable: its prepared state, workspace and fusion duty. */
@@ -230,7 +238,7 @@ static anvil_status first_round(prof *p, tune_candidate *c, int n, uint64_t dead
             ci->state = TUNE_CAND_FAILED;
         } else {
             ci->max_err = max_error(p);
-            if (!(ci->max_err <= p->o->tolerance)) ci->state = TUNE_CAND_WRONG;
+            if (!(ci->max_err <= tolerance_of(p->o, ci))) ci->state = TUNE_CAND_WRONG;
         }
         double *times = p->times + (size_t)i * (size_t)p->o->max_reps;
         if (ci->state == TUNE_CAND_ALIVE) {
@@ -393,7 +401,7 @@ anvil_status tune_profiler_check(tune_profiler *t, tune_candidate *c) {
         c->state = TUNE_CAND_FAILED;
     } else {
         c->max_err = max_error(&t->p);
-        if (!(c->max_err <= t->o.tolerance)) c->state = TUNE_CAND_WRONG;
+        if (!(c->max_err <= tolerance_of(&t->o, c))) c->state = TUNE_CAND_WRONG;
     }
     /* One more, warm, run: a first estimate of its time. */
     if (c->state == TUNE_CAND_ALIVE) {

@@ -240,6 +240,10 @@ typedef struct tune_profile_opts {
     double round_seconds; /* time one round gives a candidate (default 0.004) */
     double max_seconds;   /* whole node, checks included (default 4) */
     double tolerance;     /* max_err a candidate may have (default 1e-3) */
+    /* max_err a candidate that rounds to bf16 may have, and any candidate checked against an
+     * oracle that does (default 5e-2: bf16's 8 significant bits over sums of random signs; a
+     * session under precision auto passes its own tolerance) */
+    double tolerance_bf16;
     /* The variant whose output is the truth (NULL: the reference kernel). The online tuner
      * checks against the cascade's choice, which is fast and itself tested against the
      * reference, so that checking does not cost a naive convolution per node. */

@@ -490,7 +490,9 @@ static const conv_rule *pick_rule(const kern_node *kn) {
     if (!conv_shape_of(kn, &s)) return NULL;
     const core_hw *hw = core_hw_get();
     for (size_t i = 0; i < sizeof cascade / sizeof cascade[0]; i++)
-        if (cascade[i].when(&s) && kern_applies(cascade[i].v, kn, hw)) return &cascade[i];
+        if (cascade[i].when(&s) && kern_cascade_may_pick(cascade[i].v, kn) &&
+            kern_applies(cascade[i].v, kn, hw))
+            return &cascade[i];
     return NULL;
 }
 
