@@ -642,10 +642,10 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
            "|---|---:|---:|---:|---:|\n");
     for (int ti = 0; ti < o.n_threads; ti++)
         for (int k = 0; k < 2; k++) {
-            kb_isa isa = k ? KB_ISA_AVX2_F32 : KB_ISA_AVX512_F32;
+            peak_isa isa = k ? PEAK_AVX2_F32 : PEAK_AVX512_F32;
             run.peak[ti][k] = kb_peak_measure(isa, o.threads[ti], 0.3);
             if (run.peak[ti][k].measured)
-                printf("| %s | %d | %.1f | %.1f | %.2f |\n", kb_isa_name(isa), o.threads[ti],
+                printf("| %s | %d | %.1f | %.1f | %.2f |\n", peak_isa_name(isa), o.threads[ti],
                        run.peak[ti][k].gflops, run.peak[ti][k].gflops_cpu, run.peak[ti][k].ghz);
         }
     fflush(stdout);
