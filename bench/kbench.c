@@ -1,6 +1,6 @@
 /* anvil_kbench: kernel benchmarks, printed as markdown tables (and JSON on request).
  *
- *   anvil_kbench peak [--threads 1,2] [--seconds S]
+ *   anvil_kbench peak [--threads 1,2] [--seconds S] [--json F]
  *   anvil_kbench gemm [--shapes squares|transformer|all] [--big] [--threads 1,2] [--variants a,b]
  *                     [--reps N] [--json F] ...
  *   anvil_kbench conv [--set resnet50|vgg16|mobilenetv2_dw|all] [--threads 1,2] [--variants a,b]
@@ -22,8 +22,9 @@ static void usage(void) {
     fprintf(
         stderr,
         "usage: anvil_kbench COMMAND [options]\n"
-        "  peak   the machine's FMA peak per ISA (fp32 AVX-512/AVX2, AVX512-BF16, AVX512-FP16,\n"
-        "         AMX-BF16 where present), 1 thread and all threads\n"
+        "  peak   the machine's multiply-accumulate peak per ISA (fp32 AVX-512/AVX2/SSE,\n"
+        "         AVX512-BF16, AVX512-FP16, AMX-BF16, int8 AVX512-VNNI/AVX-VNNI/AMX-INT8 where\n"
+        "         present), 1 thread and all threads\n"
         "  gemm   every applicable MatMul variant on square and transformer shapes\n"
         "  conv   every applicable Conv variant on ResNet-50, VGG-16, MobileNetV2 layers\n"
         "Run 'anvil_kbench COMMAND --help' for the options of a command.\n");

@@ -660,11 +660,11 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
     const int n_peaks = o.knobs.precision == KERN_PREC_BF16 ? 3 : 2;
     for (int ti = 0; ti < o.n_threads; ti++)
         for (int k = 0; k < n_peaks; k++) {
-            static const kb_isa isas[] = {KB_ISA_AVX512_F32, KB_ISA_AVX2_F32, KB_ISA_AVX512_BF16};
-            kb_isa isa = isas[k];
+            static const peak_isa isas[] = {PEAK_AVX512_F32, PEAK_AVX2_F32, PEAK_AVX512_BF16};
+            peak_isa isa = isas[k];
             run.peak[ti][k] = kb_peak_measure(isa, o.threads[ti], 0.3);
             if (run.peak[ti][k].measured)
-                printf("| %s | %d | %.1f | %.1f | %.2f |\n", kb_isa_name(isa), o.threads[ti],
+                printf("| %s | %d | %.1f | %.1f | %.2f |\n", peak_isa_name(isa), o.threads[ti],
                        run.peak[ti][k].gflops, run.peak[ti][k].gflops_cpu, run.peak[ti][k].ghz);
         }
     fflush(stdout);

@@ -1,5 +1,6 @@
 /* The machine's multiply-accumulate peak, measured rather than computed from a data sheet: each
- * ISA's loop of independent FMA chains (bench/peak_*.c) runs on 1..N threads at once, and the
+ * ISA's loop of independent multiply-accumulate chains (the library's, kernels/cpu/peak/peak.h;
+ * the library times them briefly on one thread, this longer) runs on 1..N threads at once, and the
  * core clock is read with a chain of dependent integer adds (one cycle each on every x86 core) so
  * the result can be stated in flops per cycle as well as GFLOP/s. The kernel benchmarks measure
  * this in the same run to express their numbers as a fraction of it. */
@@ -8,49 +9,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const isa_names[KB_ISA_COUNT] = {
-    "avx512_f32", "avx2_f32", "avx512_bf16", "avx512_fp16", "amx_bf16",
-};
-
-const char *kb_isa_name(kb_isa isa) {
-    return isa_names[isa];
-}
-
-bool kb_peak_available(kb_isa isa) {
-    const core_hw *hw = core_hw_get();
-    switch (isa) {
-    case KB_ISA_AVX512_F32:
-        return hw->avx512f;
-    case KB_ISA_AVX2_F32:
-        return hw->avx2 && hw->fma;
-    case KB_ISA_AVX512_BF16:
-        return hw->avx512f && hw->avx512_bf16;
-    case KB_ISA_AVX512_FP16:
-        return hw->avx512f && hw->avx512_fp16 && kb_peak_have_fp16();
-    case KB_ISA_AMX_BF16:
-        return hw->amx_tile && hw->amx_bf16 && kb_peak_have_amx();
-    default:
-        return false;
-    }
-}
-
-typedef uint64_t (*peak_fn)(uint64_t iters, float *sink);
-
-static peak_fn fn_of(kb_isa isa) {
-    switch (isa) {
-    case KB_ISA_AVX512_F32:
-        return kb_peak_avx512_f32;
-    case KB_ISA_AVX2_F32:
-        return kb_peak_avx2_f32;
-    case KB_ISA_AVX512_BF16:
-        return kb_peak_avx512_bf16;
-    case KB_ISA_AVX512_FP16:
-        return kb_peak_avx512_fp16;
-    default:
-        return kb_peak_amx_bf16;
-    }
-}
 
 /* 8 dependent register-register adds per iteration: 8 cycles, whatever the core's width (the
  * loop counter runs beside them). Register operands, so no core can eliminate the adds the way
@@ -83,7 +41,7 @@ double kb_measure_ghz(void) {
 }
 
 typedef struct peak_job {
-    peak_fn fn;
+    peak_loop fn;
     uint64_t iters;
     pthread_barrier_t *start;
     double end_s, cpu_s;
@@ -101,10 +59,10 @@ static void *peak_thread(void *p) {
     return NULL;
 }
 
-kb_peak kb_peak_measure(kb_isa isa, int threads, double seconds_target) {
+kb_peak kb_peak_measure(peak_isa isa, int threads, double seconds_target) {
     kb_peak r = {0};
-    if (!kb_peak_available(isa) || threads < 1) return r;
-    peak_fn fn = fn_of(isa);
+    peak_loop fn = peak_isa_loop(isa);
+    if (!fn || threads < 1) return r;
     /* Calibrate the iteration count on one thread: grow until a run takes >= 20 ms. */
     float sink = 0;
     uint64_t iters = 1000;
@@ -169,9 +127,40 @@ kb_peak kb_peak_measure(kb_isa isa, int threads, double seconds_target) {
 }
 
 static void peak_usage(void) {
-    fprintf(stderr, "usage: anvil_kbench peak [--threads 1,2] [--seconds S]\n"
+    fprintf(stderr, "usage: anvil_kbench peak [--threads 1,2] [--seconds S] [--json F]\n"
                     "  --threads  thread counts (default: 1 and every logical core)\n"
-                    "  --seconds  duration of each measurement (default 0.5)\n");
+                    "  --seconds  duration of each measurement (default 0.5)\n"
+                    "  --json     also write every row to file F\n");
+}
+
+static const char *const format_names[PEAK_FORMAT_COUNT] = {"f32", "bf16", "fp16", "i8"};
+
+/* One row of the JSON file: an ISA that is absent has no thread count and no rates. */
+static void json_row(FILE *f, bool first, peak_isa isa, int threads, const kb_peak *p) {
+    fprintf(f, "%s\n  {\"isa\": \"%s\", \"format\": \"%s\"", first ? "" : ",", peak_isa_name(isa),
+            format_names[peak_isa_format(isa)]);
+    if (!p) {
+        fprintf(f, ", \"absent\": true}");
+        return;
+    }
+    fprintf(f,
+            ", \"absent\": false, \"threads\": %d, \"measured\": %s, \"gops\": %.3f, "
+            "\"gops_cpu\": %.3f, \"ghz\": %.3f, \"ops_per_cycle_per_core\": %.3f}",
+            threads, p->measured ? "true" : "false", p->gflops, p->gflops_cpu, p->ghz,
+            p->ghz > 0 ? p->gflops_cpu / (p->ghz * threads) : 0.0);
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
 }
 
 int kb_cmd_peak(int argc, char **argv) {
@@ -179,6 +168,7 @@ int kb_cmd_peak(int argc, char **argv) {
     int threads[16] = {1, hw->logical_cores};
     int n_threads = hw->logical_cores > 1 ? 2 : 1;
     double seconds = 0.5;
+    const char *json = NULL;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             n_threads = kb_parse_ints(argv[++i], threads, 16, 1, 1024);
@@ -192,33 +182,63 @@ int kb_cmd_peak(int argc, char **argv) {
                 peak_usage();
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+            json = argv[++i];
         } else {
             peak_usage();
             return !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ? 0 : 2;
         }
     }
-    printf("# FMA peak: %s, %d logical cores\n\n", hw->cpu_model, hw->logical_cores);
+    FILE *jf = NULL;
+    if (json) {
+        jf = fopen(json, "w");
+        if (!jf) {
+            fprintf(stderr, "kbench: cannot write %s\n", json);
+            return 1;
+        }
+        fprintf(jf, "{\"cmd\": \"peak\", \"cpu\": ");
+        json_str(jf, hw->cpu_model);
+        fprintf(jf, ", \"logical_cores\": %d, \"seconds\": %g,\n \"peaks\": [", hw->logical_cores,
+                seconds);
+    }
+    printf("# Multiply-accumulate peak: %s, %d logical cores\n\n", hw->cpu_model,
+           hw->logical_cores);
     printf("| ISA | threads | GFLOP/s (wall) | GFLOP/s (CPU time) | GHz | flops/cycle/core |\n");
     printf("|---|---:|---:|---:|---:|---:|\n");
-    for (int isa = 0; isa < KB_ISA_COUNT; isa++) {
-        if (!kb_peak_available((kb_isa)isa)) {
-            printf("| %s | - | absent | | | |\n", kb_isa_name((kb_isa)isa));
+    bool first = true;
+    for (int i = 0; i < PEAK_ISA_COUNT; i++) {
+        peak_isa isa = (peak_isa)i;
+        if (!peak_isa_loop(isa)) {
+            printf("| %s | - | absent | | | |\n", peak_isa_name(isa));
+            if (jf) json_row(jf, first, isa, 0, NULL);
+            first = false;
             continue;
         }
         for (int ti = 0; ti < n_threads; ti++) {
-            kb_peak p = kb_peak_measure((kb_isa)isa, threads[ti], seconds);
+            kb_peak p = kb_peak_measure(isa, threads[ti], seconds);
+            if (jf) json_row(jf, first, isa, threads[ti], &p);
+            first = false;
             if (!p.measured) {
-                printf("| %s | %d | failed | | | |\n", kb_isa_name((kb_isa)isa), threads[ti]);
+                printf("| %s | %d | failed | | | |\n", peak_isa_name(isa), threads[ti]);
                 continue;
             }
             if (p.ghz > 0)
-                printf("| %s | %d | %.1f | %.1f | %.2f | %.1f |\n", kb_isa_name((kb_isa)isa),
-                       threads[ti], p.gflops, p.gflops_cpu, p.ghz,
-                       p.gflops_cpu / (p.ghz * threads[ti]));
+                printf("| %s | %d | %.1f | %.1f | %.2f | %.1f |\n", peak_isa_name(isa), threads[ti],
+                       p.gflops, p.gflops_cpu, p.ghz, p.gflops_cpu / (p.ghz * threads[ti]));
             else
-                printf("| %s | %d | %.1f | %.1f | ? | ? |\n", kb_isa_name((kb_isa)isa), threads[ti],
+                printf("| %s | %d | %.1f | %.1f | ? | ? |\n", peak_isa_name(isa), threads[ti],
                        p.gflops, p.gflops_cpu);
             fflush(stdout);
+        }
+    }
+    if (jf) {
+        fprintf(jf, "],\n \"load_average\": ");
+        json_str(jf, kb_loadavg());
+        fprintf(jf, "}\n");
+        bool ok = !ferror(jf);
+        if (fclose(jf) != 0 || !ok) {
+            fprintf(stderr, "kbench: writing %s failed\n", json);
+            return 1;
         }
     }
     printf(
@@ -227,7 +247,8 @@ int kb_cmd_peak(int argc, char **argv) {
         "thread's flops / its own CPU time, i.e. the cores' rate while they run, which other\n"
         "processes sharing the cores do not lower. GHz: core clock from a chain of dependent adds\n"
         "over thread CPU time, measured before and after each run; flops/cycle/core uses the CPU\n"
-        "time rate. Load average now: %s\n",
+        "time rate. The int8 rows count operations the same way (a u8 x s8 multiply-add is 2):\n"
+        "GOP/s. Load average now: %s\n",
         kb_loadavg());
     return 0;
 }

@@ -656,8 +656,12 @@ anvil_status anvil_tuning_db_prune(anvil_tuning_db *db, const char *fingerprint,
 /* ---- system --------------------------------------------------------------------------------- */
 
 /* Writes a description of the CPU (model, cores, caches, every ISA feature anvil can use as
- * "NAME = 0|1") and of the libraries and backends built in, one item per line, into buf
- * (caller-owned, cap bytes, always NUL-terminated). Returns the length it needed. */
+ * "NAME = 0|1", the multiply-accumulate peak of one core per number format as anvil measures it:
+ * "peak.fp32.gflops", "peak.bf16.gflops", "peak.fp16.gflops", "peak.int8.gops", 0 where absent,
+ * each with "peak.FORMAT.isa" naming the loop or "none") and of the libraries and backends built
+ * in, one "key = value" per line, into buf (caller-owned, cap bytes, always NUL-terminated).
+ * Returns the length it needed. The first call measures the peaks (about 10-20 ms per loop the
+ * CPU has, on the calling thread); they are kept for the process. */
 size_t anvil_sysinfo(char *buf, size_t cap);
 
 /* Caps the ISA features this process's plans may use, as if the CPU were older: "avx512" (no

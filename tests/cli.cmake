@@ -148,15 +148,21 @@ add_test(NAME cli.db.env_path
 set_tests_properties(cli.db.env_path PROPERTIES FIXTURES_REQUIRED cli_workdir)
 
 # ---- sysinfo -----------------------------------------------------------------------------
-string(CONCAT isa_re "\nAVX2 = [01]\nFMA = [01]\nF16C = [01]\nAVX512F = [01]\nAVX512BW = [01]"
+string(CONCAT isa_re "\nAVX2 = [01]\nFMA = [01]\nF16C = [01]\nAVX_VNNI = [01]\nAVX512F = [01]"
+       "\nAVX512BW = [01]"
        "\nAVX512VL = [01]\nAVX512DQ = [01]\nAVX512CD = [01]\nAVX512_VNNI = [01]"
        "\nAVX512_BF16 = [01]\nAVX512_FP16 = [01]\nAMX_TILE = [01]\nAMX_BF16 = [01]"
        "\nAMX_INT8 = [01]\n")
+# the measured peaks: fp32 on every x86-64 (the baseline SSE loop at least), the rest 0 or more
+string(CONCAT peak_re "\npeak\\.fp32\\.gflops = [1-9][0-9]*\\.[0-9]\npeak\\.fp32\\.isa = [a-z0-9]+_f32\n"
+       "peak\\.bf16\\.gflops = [0-9]+\\.[0-9]\npeak\\.bf16\\.isa = [a-z0-9_]+\n"
+       "peak\\.fp16\\.gflops = [0-9]+\\.[0-9]\npeak\\.fp16\\.isa = [a-z0-9_]+\n"
+       "peak\\.int8\\.gops = [0-9]+\\.[0-9]\npeak\\.int8\\.isa = [a-z0-9_]+\n")
 anvil_cli_test(sysinfo 0 ARGS sysinfo
                OUT "\ncpu\\.model = [^\n]+\n" "\ncpu\\.logical_cores = [1-9][0-9]*\n"
                    "\ncpu\\.physical_cores = [1-9][0-9]*\n"
                    "\ncache\\.l1d = [^\n]+\ncache\\.l2 = [^\n]+\ncache\\.l3 = [^\n]+\n"
-                   "${isa_re}"
+                   "${isa_re}" "${peak_re}"
                    "\nbackend\\.cpu = 1\nbackend\\.cuda = [01]\nvendor\\.onednn = [01]"
                    "\nvendor\\.openblas = [01]\nvendor\\.blis = [01]\nonnx\\.parser = nanopb\n")
 # ANVIL_ISA=scalar must switch every vector feature off in what sysinfo reports
@@ -164,7 +170,28 @@ add_test(NAME cli.sysinfo_isa_cap
          COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=scalar
                  ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|sysinfo" -DEXPECT_RC=0
                  "-DOUT1=\nAVX2 = 0\nFMA = 0\n" "-DOUT2=\nAVX512F = 0\n"
-                 "-DOUT3=\nisa\\.cap = scalar\n" -P ${ANVIL_CLI_DIR}/expect.cmake)
+                 "-DOUT3=\nisa\\.cap = scalar\n" "-DOUT4=\nAVX_VNNI = 0\n"
+                 "-DOUT5=\npeak\\.fp32\\.isa = sse_f32\n"
+                 "-DOUT6=\npeak\\.bf16\\.gflops = 0\\.0\npeak\\.bf16\\.isa = none\n"
+                 "-DOUT7=\npeak\\.int8\\.gops = 0\\.0\npeak\\.int8\\.isa = none\n"
+                 -P ${ANVIL_CLI_DIR}/expect.cmake)
+# ANVIL_ISA=avx2 leaves no bf16 or fp16 loop (they are AVX-512 or AMX)
+add_test(NAME cli.sysinfo_peak_avx2
+         COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=avx2
+                 ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|sysinfo" -DEXPECT_RC=0
+                 "-DOUT1=\npeak\\.fp32\\.gflops = [1-9][0-9]*\\.[0-9]\n"
+                 "-DOUT2=\npeak\\.bf16\\.gflops = 0\\.0\npeak\\.bf16\\.isa = none\n"
+                 "-DOUT3=\npeak\\.fp16\\.gflops = 0\\.0\npeak\\.fp16\\.isa = none\n"
+                 -P ${ANVIL_CLI_DIR}/expect.cmake)
+# --json: the same keys as one JSON object, numbers as numbers
+anvil_cli_test(sysinfo_json 0 ARGS sysinfo --json
+               OUT "^.\n  \"anvil\\.version\": \"[0-9]+\\.[0-9]+\\.[0-9]+\",\n"
+                   "\n  \"cpu\\.logical_cores\": [1-9][0-9]*,\n" "\n  \"AVX2\": [01],\n"
+                   "\n  \"peak\\.fp32\\.gflops\": [1-9][0-9]*\\.[0-9],\n  \"peak\\.fp32\\.isa\": \"[a-z0-9]+_f32\",\n"
+                   "\n  \"peak\\.bf16\\.gflops\": [0-9]+\\.[0-9],\n  \"peak\\.bf16\\.isa\": \"[a-z0-9_]+\",\n"
+                   "\n  \"peak\\.fp16\\.gflops\": [0-9]+\\.[0-9],\n  \"peak\\.fp16\\.isa\": \"[a-z0-9_]+\",\n"
+                   "\n  \"peak\\.int8\\.gops\": [0-9]+\\.[0-9],\n  \"peak\\.int8\\.isa\": \"[a-z0-9_]+\",\n"
+                   "\n.\n$")
 
 # ---- end to end on generated models --------------------------------------------------------
 set(ANVIL_CLI_PYTHON ${PROJECT_SOURCE_DIR}/.venv/bin/python

@@ -21,8 +21,8 @@ static const cli_command commands[] = {
      cli_train_usage},
     {"compile", "write a model as a standalone C library (for fixed input shapes)",
      cli_compile_main, cli_compile_usage},
-    {"sysinfo", "show the CPU, its ISA features and the backends built in", cli_sysinfo_main,
-     cli_sysinfo_usage},
+    {"sysinfo", "show the CPU, its ISA features, its peaks and the backends built in",
+     cli_sysinfo_main, cli_sysinfo_usage},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 

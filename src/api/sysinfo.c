@@ -3,10 +3,16 @@
  * The text is produced here, in the library, so that the CLI, the Python package and bug reports
  * all show the same thing. It reports what core_hw_get() says anvil will use, i.e. after the
  * ANVIL_ISA cap and after the OS-support checks; ISA feature lines use the bare upper-case feature
- * name so scripts can grep for "AVX512F = 1". */
+ * name so scripts can grep for "AVX512F = 1".
+ *
+ * The multiply-accumulate peaks are the ones the runtime itself measures and decides by
+ * (peak_rates_get): per format, one core's rate over its own CPU time and the loop that gave it,
+ * so what a user sees is what the runtime saw. The first call pays for the measurement (about
+ * 10-20 ms per loop the CPU has); the rates are kept for the process. */
 #include "api.h"
 #include "core/core.h"
 #include "env.h"
+#include "kernels/cpu/peak/peak.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,6 +68,7 @@ size_t anvil_sysinfo(char *buf, size_t cap) {
         {"AVX2", h->avx2},
         {"FMA", h->fma},
         {"F16C", h->f16c},
+        {"AVX_VNNI", h->avx_vnni},
         {"AVX512F", h->avx512f},
         {"AVX512BW", h->avx512bw},
         {"AVX512VL", h->avx512vl},
@@ -81,6 +88,22 @@ size_t anvil_sysinfo(char *buf, size_t cap) {
         out_line(&o, "%s = %d\n", isa[i].name, isa[i].on ? 1 : 0);
 
     out_line(&o, "isa.cap = %s\n", core_isa_cap_name(core_hw_cap()));
+
+    const peak_rates *pk = peak_rates_get();
+    const struct {
+        const char *format, *unit;
+        double rate;
+        const char *isa;
+    } peaks[] = {
+        {"fp32", "gflops", pk->f32, pk->f32_isa},
+        {"bf16", "gflops", pk->bf16, pk->bf16_isa},
+        {"fp16", "gflops", pk->fp16, pk->fp16_isa},
+        {"int8", "gops", pk->i8, pk->i8_isa},
+    };
+    for (size_t i = 0; i < sizeof peaks / sizeof *peaks; i++) {
+        out_line(&o, "peak.%s.%s = %.1f\n", peaks[i].format, peaks[i].unit, peaks[i].rate);
+        out_line(&o, "peak.%s.isa = %s\n", peaks[i].format, peaks[i].isa ? peaks[i].isa : "none");
+    }
 
     out_line(&o, "backend.cpu = 1\n");
 #ifdef ANVIL_WITH_CUDA

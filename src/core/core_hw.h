@@ -13,6 +13,7 @@ typedef struct core_hw {
     int physical_cores;
     size_t l1d_bytes, l2_bytes, l3_bytes; /* per core for L1/L2, total for L3; 0 if unknown */
     bool sse42, avx, avx2, fma, f16c;
+    bool avx_vnni; /* the VEX-encoded (ymm) vpdpbusd of AVX2-era CPUs, CPUID 7.1 EAX bit 4 */
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512cd;
     bool avx512_vnni, avx512_bf16, avx512_fp16;
     bool amx_tile, amx_bf16, amx_int8, amx_fp16;

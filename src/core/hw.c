@@ -112,6 +112,7 @@ static void detect(core_hw *h) {
         }
         bool amx_bf16 = d & (1u << 22), amx_tile = d & (1u << 24), amx_int8 = d & (1u << 25);
         __cpuid_count(7, 1, a, b, c, d);
+        h->avx_vnni = os_avx && (a & (1u << 4));
         if (h->os_avx512) h->avx512_bf16 = a & (1u << 5);
         bool amx_fp16 = a & (1u << 21);
         if (amx_tile && os_amx_xcr) {
@@ -147,7 +148,8 @@ static void apply_cap(core_hw *h, core_isa_cap cap) {
         h->avx512f = h->avx512bw = h->avx512vl = h->avx512dq = h->avx512cd = false;
         h->avx512_vnni = h->avx512_bf16 = h->avx512_fp16 = false;
         h->amx_tile = h->amx_bf16 = h->amx_int8 = h->amx_fp16 = false;
-        if (cap == CORE_ISA_SCALAR) h->avx = h->avx2 = h->fma = h->f16c = false;
+        /* AVX-VNNI is a VEX (AVX2-era) extension: the avx2 cap keeps it, scalar does not. */
+        if (cap == CORE_ISA_SCALAR) h->avx = h->avx2 = h->fma = h->f16c = h->avx_vnni = false;
     } else if (cap == CORE_ISA_AVX512) {
         h->amx_tile = h->amx_bf16 = h->amx_int8 = h->amx_fp16 = false;
     }

@@ -53,6 +53,7 @@ anvil_status tune_fingerprint(char *buf, size_t cap) {
         {hw->avx2, "avx2"},
         {hw->fma, "fma"},
         {hw->f16c, "f16c"},
+        {hw->avx_vnni, "avxvnni"},
         {hw->avx512f && z, "avx512f"},
         {hw->avx512bw && z, "bw"},
         {hw->avx512vl && z, "vl"},

@@ -1,10 +1,10 @@
 /* The AVX512-FP16 peak loop: vfmadd231ph on zmm, 32 half lanes x 2 = 64 flops per instruction.
- * Compiled with -mavx512fp16 when the compiler knows the flag (KB_HAVE_FP16, set by
- * bench/CMakeLists.txt), else a stub reporting that the build has no such loop. Called only after
+ * Compiled with -mavx512fp16 when the compiler knows the flag (ANVIL_CC_AVX512FP16, set by
+ * cmake/kernels.cmake), else a stub reporting that the build has no such loop. Called only after
  * core_hw_get() reported AVX512-FP16. */
-#include "kbench.h"
+#include "peak.h"
 
-#ifdef KB_HAVE_FP16
+#ifdef ANVIL_CC_AVX512FP16
 #include <immintrin.h>
 
 #define CHAINS 24
@@ -13,11 +13,11 @@
 #define CHAINS_LO(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define CHAINS_HI(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
 
-bool kb_peak_have_fp16(void) {
+bool peak_build_has_fp16(void) {
     return true;
 }
 
-uint64_t kb_peak_avx512_fp16(uint64_t iters, float *sink) {
+uint64_t peak_avx512_fp16(uint64_t iters, float *sink) {
     /* Increments that stay normal in fp16 (no denormal slow paths on any core). */
     __m512h a = _mm512_set1_ph((_Float16)0.5f), b = _mm512_set1_ph((_Float16)0.001f);
     /* One named variable per chain (an array would be kept in memory by gcc). */
@@ -40,11 +40,11 @@ uint64_t kb_peak_avx512_fp16(uint64_t iters, float *sink) {
     return iters * CHAINS * 32u * 2u;
 }
 #else
-bool kb_peak_have_fp16(void) {
+bool peak_build_has_fp16(void) {
     return false;
 }
 
-uint64_t kb_peak_avx512_fp16(uint64_t iters, float *sink) {
+uint64_t peak_avx512_fp16(uint64_t iters, float *sink) {
     (void)iters;
     (void)sink;
     return 0;

@@ -1,9 +1,9 @@
-/* The AVX2 fp32 FMA peak loop (ymm). Compiled with -mavx2 -mfma (bench/CMakeLists.txt) and called
+/* The AVX2 fp32 FMA peak loop (ymm). Compiled with -mavx2 -mfma (cmake/kernels.cmake) and called
  * only after core_hw_get() reported AVX2 + FMA.
  *
  * 12 independent accumulators cover latency (4-5 cycles) x throughput (2 ymm FMAs per cycle) on
  * every recent x86 core and leave registers for the two multiplicands in the 16 ymm registers. */
-#include "kbench.h"
+#include "peak.h"
 
 #include <immintrin.h>
 
@@ -11,7 +11,7 @@
 /* X(i) for every chain i. */
 #define CHAINS_X(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-uint64_t kb_peak_avx2_f32(uint64_t iters, float *sink) {
+uint64_t peak_avx2_f32(uint64_t iters, float *sink) {
     __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-6f);
     /* One named variable per chain (an array would be kept in memory by gcc). */
 #define DECL(i) __m256 acc##i = _mm256_set1_ps((float)i);
