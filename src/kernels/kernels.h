@@ -205,11 +205,12 @@ typedef struct kern_variant {
 } kern_variant;
 
 /* Whether the default cascade (kern_select, conv_f32's rules) may pick v for kn: everything the
- * session accepts, except that under KERN_PREC_AUTO a bf16 variant runs only once a measurement
- * chose it (the tuner's, which checks its error against the session's tolerance). */
-static inline bool kern_cascade_may_pick(const kern_variant *v, const kern_node *kn) {
-    return !((v->needs & KERN_ROUNDS_BF16) && kern_knobs_of(kn)->precision == KERN_PREC_AUTO);
-}
+ * session accepts, except that a bf16 variant needs a measurement on its side. Under
+ * KERN_PREC_AUTO that is the tuner's, which checks its error against the session's tolerance,
+ * so the cascade never picks one; under KERN_PREC_BF16 it is this CPU's measured multiply rates
+ * (peak_rates_get): bf16 only where its dot product beats the fp32 FMA, so a CPU whose bf16
+ * unit is slower than its fp32 one runs fp32 without a rule naming it. */
+bool kern_cascade_may_pick(const kern_variant *v, const kern_node *kn);
 
 /* Whether v can be emitted for kn: it has an emitter that does not refuse kn. */
 static inline bool kern_emittable(const kern_variant *v, const kern_node *kn) {

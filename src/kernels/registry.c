@@ -3,6 +3,7 @@
  * here per op in the order of `cascade`, the data that makes the default choice. */
 #include "kernels.h"
 #include "kernels/cpu/conv/conv.h"
+#include "kernels/cpu/peak/peak.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -86,6 +87,15 @@ const char *kern_variant_names(ir_op op, const kern_node *kn, char *buf, size_t 
         len += (size_t)w < cap - len ? (size_t)w : cap - len - 1;
     }
     return buf;
+}
+
+bool kern_cascade_may_pick(const kern_variant *v, const kern_node *kn) {
+    if (!(v->needs & KERN_ROUNDS_BF16)) return true;
+    const int prec = kern_knobs_of(kn)->precision;
+    if (prec != KERN_PREC_BF16) return false;
+    /* 1.2: below that the halved weight traffic is all bf16 would buy, not worth its error */
+    const peak_rates *r = peak_rates_get();
+    return r->bf16 > 1.2 * r->f32;
 }
 
 anvil_status kern_select(const kern_node *kn, const char *forced, const kern_variant **out) {

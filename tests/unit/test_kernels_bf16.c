@@ -8,6 +8,7 @@
  * that tolerance and passes at bf16's, which is what a session asking for bf16 accepts. The
  * rounding is to nearest even. Skipped where the CPU lacks AVX512-BF16. */
 #include "kernels/cpu/gemm/gemm.h"
+#include "kernels/cpu/peak/peak.h"
 #include "optest.h"
 
 #include <setjmp.h>
@@ -141,6 +142,32 @@ static void test_fp32_session_refuses(void **state) {
     optest_end(&t);
 }
 
+/* The cascade: under bf16 the bf16 GEMM exactly where this CPU's bf16 rate measured above its
+ * fp32 rate; under auto never (the tuner decides); under fp32 never. */
+static void test_cascade(void **state) {
+    (void)state;
+    optest t;
+    optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
+    float a[64] = {0}, b[64] = {0};
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){4, 16}, a, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){16, 4}, b, true);
+    if (optest_infer(&t) != ANVIL_OK) abort();
+    op_tinfo in[2];
+    optest_input_info(&t, in);
+    const peak_rates *r = peak_rates_get();
+    const bool faster = have_bf16() && r->bf16 > 1.2 * r->f32;
+    for (int prec = KERN_PREC_F32; prec <= KERN_PREC_AUTO; prec++) {
+        if (prec == KERN_PREC_FP16) continue;
+        kern_knobs kb = {.precision = prec};
+        kern_node kn = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL, NULL, &kb};
+        const kern_variant *v = NULL;
+        assert_int_equal(kern_select(&kn, NULL, &v), ANVIL_OK);
+        const bool picked = (v->needs & KERN_ROUNDS_BF16) != 0;
+        assert_int_equal(picked, prec == KERN_PREC_BF16 && faster);
+    }
+    optest_end(&t);
+}
+
 static void gemm_exact(bool ta, bool tb, bool b_known) {
     optest t;
     const int64_t m = 15, n = 33, k = 19;
@@ -216,6 +243,7 @@ int main(void) {
         cmocka_unit_test(test_fp32_session_refuses),
         cmocka_unit_test(test_gemm_transposed_exact),
         cmocka_unit_test(test_conv_exact),
+        cmocka_unit_test(test_cascade),
     };
     return cmocka_run_group_tests(tests, optest_env, NULL);
 }
