@@ -152,7 +152,7 @@ static void test_cascade(void **state) {
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){4, 16}, a, false);
     optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, (int64_t[]){16, 4}, b, true);
     if (optest_infer(&t) != ANVIL_OK) abort();
-    op_tinfo in[2];
+    op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(&t, in);
     const peak_rates *r = peak_rates_get();
     const bool faster = have_bf16() && r->bf16 > 1.2 * r->f32;
