@@ -52,11 +52,11 @@ void cli_train_usage(FILE *f) {
         "  --resume                   continue from --checkpoint FILE when it exists\n"
         "  --profile FILE.json        write per-node timings of the training steps as a Chrome\n"
         "                             trace (forward, backward and loss nodes)\n"
-        "  --precision P              the kernels' arithmetic, forward and backward: fp32\n"
-        "                             (default), bf16 (MatMul/Gemm round their operands to\n"
-        "                             bfloat16 and accumulate in fp32; parameters, gradients\n"
-        "                             and optimizer state stay fp32), auto (bf16 where tuning\n"
-        "                             finds it faster); fp16 is not supported yet\n" CLI_TUNING_HELP
+        "  --precision P              fp32 (default), bf16 (MatMul/Gemm round their operands to\n"
+        "                             bfloat16 and accumulate in fp32, forward and backward;\n"
+        "                             parameters, gradients and optimizer state stay fp32),\n"
+        "                             auto (bf16 where tuning finds it faster); fp16 is not\n"
+        "                             supported yet\n" CLI_TUNING_HELP
         "  --tune offline             measure every node of the training graph (forward and\n"
         "                             backward) before the first step, as anvil tune does,\n"
         "                             and train with the winners\n"
