@@ -181,6 +181,25 @@ anvil_status anvil_options_set_online_tuning(anvil_options *opts, int rounds, do
  * name again replaces its value. */
 anvil_status anvil_options_set_knob(anvil_options *opts, const char *name, const char *value);
 
+/* The arithmetic the session accepts (the string is read during the call only):
+ *  "fp32" (the default): every kernel computes in float32.
+ *  "bf16": matrix products (MatMul, Gemm) may round their operands to bfloat16 and accumulate in
+ *          float32 (inputs and outputs stay float32 in memory), which is faster on CPUs with
+ *          AVX512_BF16 or AMX-BF16; results differ from fp32 by bf16's 8-bit mantissa (about
+ *          1e-2 relative). On a CPU without either, the session runs fp32 kernels and logs a
+ *          warning.
+ *  "auto": bf16 kernels are candidates too, and tuning (anvil_tune_model, online tuning) keeps
+ *          one only where it measures faster and its error stays within the tolerance
+ *          (anvil_options_set_tolerance).
+ *  "fp16": refused with ANVIL_ERR_UNSUPPORTED: anvil has no fp16 kernels yet (use "bf16").
+ * NULL or another name: ANVIL_ERR_INVALID_ARGUMENT listing the names. Overrides
+ * $ANVIL_PRECISION. A tuning database keeps reduced-precision winners apart from fp32 ones. */
+anvil_status anvil_options_set_precision(anvil_options *opts, const char *precision);
+/* The error bound precision "auto" accepts: the largest difference from fp32 relative to an
+ * output's scale (max|y - y_fp32| / max|y_fp32|). Positive and finite, else
+ * ANVIL_ERR_INVALID_ARGUMENT; default 1e-2. */
+anvil_status anvil_options_set_tolerance(anvil_options *opts, double tolerance);
+
 /* Plans choose only variants that anvil_session_compile can emit as C: the forced or database
  * choice where it can be emitted, else the first emittable variant that applies (default 0). */
 anvil_status anvil_options_set_emittable_only(anvil_options *opts, int on);
@@ -234,6 +253,9 @@ typedef struct anvil_node_choice {
     /* The node's work: bytes of its inputs and outputs (0 when known only while running) and
      * FLOPs (2 per multiply-accumulate). */
     uint64_t bytes, flops;
+    /* The arithmetic it computes in: "bf16" where its implementation rounds operands to
+     * bfloat16 (a session of precision bf16 or auto), else "fp32". Static storage. */
+    const char *compute;
 } anvil_node_choice;
 /* The nodes of the plan the last run used, in execution order (each compiled body's nodes after
  * the main graph's, with their scope), then the graph rewrites whose
@@ -336,6 +358,13 @@ typedef struct anvil_train_config {
      * of real steps, checked against its default, and keeps the fastest (written to the
      * database). 0: off. */
     int online_rounds;
+    /* The arithmetic of the training graph's kernels, forward and backward, as
+     * anvil_options_set_precision ("fp32", "bf16", "auto"; "fp16" refused), borrowed for the
+     * create call; NULL: $ANVIL_PRECISION, else fp32. The parameters, gradients and optimizer
+     * state stay float32. tolerance: precision auto's bound, as anvil_options_set_tolerance
+     * (<= 0: the default 1e-2). */
+    const char *precision;
+    double tolerance;
 } anvil_train_config;
 
 /* SGD, lr 0.01, no momentum or decay; Adam's betas 0.9 and 0.999, eps 1e-8; no clipping;
@@ -545,6 +574,11 @@ typedef struct anvil_bench_options {
     /* NULL, or a file to write the per-node timings of every run to as a Chrome trace (as
      * anvil_session_write_profile), borrowed for the call. */
     const char *profile_path;
+    /* Nonzero: after the timed runs, one more run's outputs are compared with those of an fp32
+     * session on the same inputs (the same options at precision "fp32", without forced variants
+     * or online tuning): anvil_bench_report_check, and the report's "check". Meant for precision
+     * "bf16" or "auto"; with "fp32" the errors are 0. */
+    int check;
 } anvil_bench_options;
 
 /* Measures the model on these inputs: a session created and run once (reported as the first
@@ -574,6 +608,23 @@ typedef struct anvil_bench_stats {
 } anvil_bench_stats;
 /* out: caller-provided, filled on success. */
 anvil_status anvil_bench_report_stats(const anvil_bench_report *r, anvil_bench_stats *out);
+/* With anvil_bench_options.check, how far the measured session's outputs are from fp32's, per
+ * numeric output (in the model's order; outputs of other dtypes are left out). */
+typedef struct anvil_bench_check {
+    const char *output; /* its name, owned by the report */
+    /* max|y - y32| / max|y32| and mean|y - y32| / mean|y32| (over 1 instead where y32 is all
+     * zeros); infinite when a difference is not finite */
+    double max_rel_err, mean_rel_err;
+    /* A classifier's output (float, [N, C] or [N, C, 1, 1] with C >= 2): the share of its N rows
+     * whose largest class is the same; -1 for other outputs. */
+    double top1_agreement;
+    int64_t rows; /* N; 0 for other outputs */
+} anvil_bench_check;
+/* The outputs compared: 0 without check. */
+size_t anvil_bench_report_check_count(const anvil_bench_report *r);
+/* Output i of them into *out (caller-provided); INVALID_ARGUMENT when i is out of range. */
+anvil_status anvil_bench_report_check(const anvil_bench_report *r, size_t i,
+                                      anvil_bench_check *out);
 /* The report as `anvil bench` prints it, newline-terminated. Owned by r. */
 const char *anvil_bench_report_text(const anvil_bench_report *r);
 /* The report as one JSON object, as `anvil bench --json` prints it (newline-terminated): the

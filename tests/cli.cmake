@@ -68,6 +68,24 @@ anvil_cli_test(bad.no_model 2 ARGS info ERR "missing the model file")
 anvil_cli_test(bad.two_models 2 ARGS dump a.onnx b.onnx ERR "unexpected argument 'b.onnx'")
 anvil_cli_test(bad.run_no_outdir 2 ARGS run m.onnx -i x=a.npy ERR "missing -o DIR")
 anvil_cli_test(bad.sysinfo_arg 2 ARGS sysinfo extra ERR "unexpected argument 'extra'")
+# --precision (run, bench, tune, train, compile) and --tolerance (bench, tune)
+foreach(sub run bench tune train compile)
+  anvil_cli_test(help_precision.${sub} 0 ARGS ${sub} -h OUT "\n  --precision P  +fp32 \\(default\\), bf16")
+  anvil_cli_test(bad.precision.${sub} 2 ARGS ${sub} m.onnx --precision fp8
+                 ERR "anvil ${sub}: --precision must be fp32, bf16, fp16 or auto, got 'fp8'")
+endforeach()
+foreach(sub bench tune)
+  anvil_cli_test(help_tolerance.${sub} 0 ARGS ${sub} -h OUT "\n  --tolerance X  +precision auto")
+  anvil_cli_test(bad.tolerance_zero.${sub} 2 ARGS ${sub} m.onnx --tolerance 0
+                 ERR "--tolerance must be a positive number \\(e.g. 0.01\\), got '0'")
+endforeach()
+anvil_cli_test(bad.tolerance_text 2 ARGS bench m.onnx --tolerance 1e-2x
+               ERR "--tolerance must be a positive number")
+anvil_cli_test(bad.tolerance_inf 2 ARGS tune m.onnx --tolerance inf
+               ERR "--tolerance must be a positive number")
+anvil_cli_test(bad.tolerance_run 2 ARGS run m.onnx -o out --tolerance 0.1
+               ERR "unknown option '--tolerance'")
+anvil_cli_test(help_check.bench 0 ARGS bench -h OUT "\n  --check  +also run an fp32 session")
 anvil_cli_test(missing_model_file nonzero ARGS info ${ANVIL_CLI_WORK}/does_not_exist.onnx
                ERR "^anvil: error: ANVIL_ERR_[A-Z_]+: ")
 
@@ -311,6 +329,39 @@ anvil_cli_check(bench_json_file bench-json $<TARGET_FILE:anvil> ${W}/tiny.onnx -
 anvil_cli_check(bench_json_ints bench-json $<TARGET_FILE:anvil> ${W}/gather.onnx --iters 2
                 --shape a=3x4 --expect inputs.0.shape=[3,4] inputs.1.dtype=INT64
                 inputs.1.shape=[3])
+# precision: fp16 is refused by the library (ANVIL_ERR_UNSUPPORTED, exit 13) with its reason;
+# --check compares with an fp32 session (fp32 against itself: errors 0, every top-1 agrees)
+anvil_cli_test(e2e.bench_fp16 13 ARGS bench ${W}/tiny.onnx --precision fp16 FIXTURES cli_models
+               ERR "ANVIL_ERR_UNSUPPORTED: [^\n]*no fp16 kernels[^\n]*use bf16")
+anvil_cli_check(bench_check_fp32 bench-json $<TARGET_FILE:anvil> ${W}/tiny.onnx --iters 2
+                --warmup 0 --threads 1 --shape x=3x3x8x8 --precision fp32 --check
+                --expect precision=fp32 check.reference=fp32 check.outputs.0.name=probs/out:0
+                check.outputs.0.max_rel_err=0 check.outputs.0.mean_rel_err=0
+                check.outputs.0.top1_agreement=1 check.outputs.0.rows=3
+                check.outputs.1.name=feat.map check.outputs.1.max_rel_err=0)
+anvil_cli_test(e2e.bench_check_bf16 0 ARGS bench ${W}/tiny.onnx --iters 2 --warmup 0 --threads 1
+               --precision bf16 --check --explain FIXTURES cli_models
+               OUT "\nprecision: bf16\n"
+                   "\naccuracy of precision bf16 against fp32 \\(one run of each on the same inputs\\):\n"
+                   "\nprobs/out:0 +[0-9.e+-]+ +[0-9.e+-]+  [0-9.]+% of 1 rows\n"
+                   "\nfeat.map +[0-9.e+-]+ +[0-9.e+-]+  -\n"
+                   "\nfc1 +Gemm +[a-z0-9_]+ +(fp32|bf16) +")
+anvil_cli_test(e2e.bench_no_check 0 ARGS bench ${W}/tiny.onnx --iters 2 --warmup 0 --threads 1
+               FIXTURES cli_models OUT "\nprecision: fp32\n" NOT_OUT "accuracy")
+# bf16 without the ISA for it: a warning, and the session runs
+add_test(NAME cli.e2e.bf16_without_isa
+         COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=avx2
+                 ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|bench|${W}/tiny.onnx|--iters|1|--precision|bf16"
+                 -DEXPECT_RC=0
+                 "-DERR1=anvil warn: precision bf16 asked for, but [^\n]* neither AVX512_BF16 nor AMX-BF16: the session runs fp32 kernels instead"
+                 -P ${ANVIL_CLI_DIR}/expect.cmake)
+set_tests_properties(cli.e2e.bf16_without_isa PROPERTIES FIXTURES_REQUIRED "cli_workdir;cli_models")
+# the other commands take it too
+anvil_cli_test(e2e.run_bf16 0 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/out_bf16
+               --precision bf16 FIXTURES cli_models OUT "probs/out:0 -> ")
+anvil_cli_test(e2e.run_fp16 13 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/out_fp16
+               --precision fp16 FIXTURES cli_models ERR "ANVIL_ERR_UNSUPPORTED")
+
 anvil_cli_test(e2e.bench_shape_fixed_dim 11 ARGS bench ${W}/tiny.onnx --shape x=2x5x8x8
                FIXTURES cli_models ERR "dimension 1 is fixed to 3 by the model")
 anvil_cli_test(e2e.bench_shape_rank 11 ARGS bench ${W}/tiny.onnx --shape x=2x3x8

@@ -10,6 +10,7 @@
 #include "api/api.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,32 @@ bool cli_parse_passes(const char *cmd, const char *spec, uint32_t *off) {
     if (api_passes_parse(spec, off) == ANVIL_OK) return true;
     cli_usage_error(cmd, "--passes: %s", anvil_last_error());
     return false;
+}
+
+bool cli_parse_precision(const char *cmd, const char *s) {
+    static const char *const names[] = {"fp32", "bf16", "fp16", "auto"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(s, names[i])) return true;
+    cli_usage_error(cmd, "--precision must be fp32, bf16, fp16 or auto, got '%s'", s);
+    return false;
+}
+
+bool cli_parse_tolerance(const char *cmd, const char *s, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = *s ? strtod(s, &end) : 0;
+    if (!*s || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0) {
+        cli_usage_error(cmd, "--tolerance must be a positive number (e.g. 0.01), got '%s'", s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+anvil_status cli_precision_apply(const char *precision, double tolerance, anvil_options *opts) {
+    if (precision) CORE_TRY(anvil_options_set_precision(opts, precision));
+    if (tolerance > 0) CORE_TRY(anvil_options_set_tolerance(opts, tolerance));
+    return ANVIL_OK;
 }
 
 bool cli_parse_int(const char *cmd, const char *what, const char *s, long long lo, long long hi,

@@ -98,6 +98,25 @@ int cli_parser_next(cli_parser *p, const char **value);
     "  --passes LIST              graph rewrites on/off by name, e.g. -fuse_attention or\n"        \
     "                             none,+fold_conv_bn (an unknown name lists the passes)\n"
 bool cli_parse_passes(const char *cmd, const char *spec, uint32_t *off);
+
+/* --precision P (run, bench, tune, train, compile) and --tolerance X (bench, tune): the
+ * arithmetic a session accepts and precision auto's error bound (anvil_options_set_precision,
+ * anvil_options_set_tolerance). */
+#define CLI_PRECISION_HELP                                                                         \
+    "  --precision P              fp32 (default), bf16 (MatMul/Gemm round their operands to\n"     \
+    "                             bfloat16 and accumulate in fp32, where the CPU has\n"            \
+    "                             AVX512_BF16 or AMX), auto (bf16 where tuning finds it faster\n"  \
+    "                             within the tolerance); fp16 is not supported yet\n"
+#define CLI_TOLERANCE_HELP                                                                         \
+    "  --tolerance X              precision auto's error bound, relative to an output's scale\n"   \
+    "                             (default 0.01)\n"
+/* Checks that s names a precision (fp32, bf16, fp16, auto): false after a usage error. The API
+ * refuses fp16 itself, with its reason. */
+bool cli_parse_precision(const char *cmd, const char *s);
+/* A positive finite number into *out: false after a usage error. */
+bool cli_parse_tolerance(const char *cmd, const char *s, double *out);
+/* Sets precision (NULL: leave the default) and tolerance (0: leave the default) on opts. */
+anvil_status cli_precision_apply(const char *precision, double tolerance, anvil_options *opts);
 bool cli_parse_int(const char *cmd, const char *what, const char *s, long long lo, long long hi,
                    long long *out);
 

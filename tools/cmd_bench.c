@@ -39,9 +39,15 @@ void cli_bench_usage(FILE *f) {
         "                             Conv and fuse bias/residual/activation "
         "epilogues\n" CLI_PASSES_HELP
         "  --profile FILE.json        write per-node timings of all runs as a Chrome trace\n"
-        "  --explain                  list per node the implementation that ran and why\n"
-        "                             (database, nearest, cascade, forced, "
-        "dynamic)\n" CLI_TUNING_HELP "  -h, --help                 show this help\n");
+        "  --explain                  list per node the implementation that ran, why\n"
+        "                             (database, nearest, cascade, forced, dynamic) and\n"
+        "                             its arithmetic (fp32 or bf16)\n" CLI_PRECISION_HELP
+            CLI_TOLERANCE_HELP
+        "  --check                    also run an fp32 session once on the same inputs and\n"
+        "                             report per output the max and mean error relative to\n"
+        "                             its scale and, for a classifier's [N,C] output, the\n"
+        "                             top-1 agreement (with --json: \"check\")\n" CLI_TUNING_HELP
+        "  -h, --help                 show this help\n");
 }
 
 enum {
@@ -56,12 +62,16 @@ enum {
     OPT_LEVEL,
     OPT_EXPLAIN,
     OPT_PASSES,
+    OPT_PRECISION,
+    OPT_TOLERANCE,
+    OPT_CHECK,
 };
 
 typedef struct bench_args {
-    const char *model, *profile, *passes;
+    const char *model, *profile, *passes, *precision;
     long long warmup, iters, threads, opt_level;
-    bool json, explain;
+    double tolerance; /* 0: the default */
+    bool json, explain, check;
     cli_tuning tuning;
     cli_inputs inputs;
     cli_variants variants;
@@ -87,6 +97,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
                                       {"opt-level", 0, true, OPT_LEVEL},
                                       {"explain", 0, false, OPT_EXPLAIN},
                                       {"passes", 0, true, OPT_PASSES},
+                                      {"precision", 0, true, OPT_PRECISION},
+                                      {"tolerance", 0, true, OPT_TOLERANCE},
+                                      {"check", 0, false, OPT_CHECK},
                                       CLI_TUNING_OPTIONS,
                                       {0}};
     cli_parser p;
@@ -145,6 +158,16 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         case OPT_EXPLAIN:
             a->explain = true;
             break;
+        case OPT_PRECISION:
+            if (!cli_parse_precision("bench", val)) return CLI_EXIT_USAGE;
+            a->precision = val;
+            break;
+        case OPT_TOLERANCE:
+            if (!cli_parse_tolerance("bench", val, &a->tolerance)) return CLI_EXIT_USAGE;
+            break;
+        case OPT_CHECK:
+            a->check = true;
+            break;
         default:
             if (cli_tuning_option(&a->tuning, "bench", id, val) < 0) return CLI_EXIT_USAGE;
             break;
@@ -178,7 +201,8 @@ static int bench(const bench_args *a, const anvil_model *m, double load_ms,
         (s = anvil_options_set_opt_level(opts, (int)a->opt_level)) != ANVIL_OK ||
         (s = anvil_options_set_passes(opts, a->passes)) != ANVIL_OK ||
         (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||
-        (s = cli_tuning_apply(&a->tuning, opts)) != ANVIL_OK)
+        (s = cli_tuning_apply(&a->tuning, opts)) != ANVIL_OK ||
+        (s = cli_precision_apply(a->precision, a->tolerance, opts)) != ANVIL_OK)
         goto fail;
     anvil_bench_options bo = {.session = opts,
                               .warmup = (int)a->warmup,
@@ -187,7 +211,8 @@ static int bench(const bench_args *a, const anvil_model *m, double load_ms,
                               .model_label = a->model,
                               .load_ms = load_ms,
                               .input_sources = sources,
-                              .profile_path = a->profile};
+                              .profile_path = a->profile,
+                              .check = a->check};
     if ((s = anvil_bench_model(m, &bo, n_in, names, ins, &r)) != ANVIL_OK) goto fail;
     fputs(a->json ? anvil_bench_report_json(r) : anvil_bench_report_text(r), stdout);
     goto done;

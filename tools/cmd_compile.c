@@ -32,7 +32,8 @@ void cli_compile_usage(FILE *f) {
            "  --variant NODE_OR_OP=NAME  force an implementation (it must be emittable)\n"
            "  --opt-level N              graph rewrites, as anvil run's (default 1)\n"
            "  --tuning-db FILE, --db FILE  the tuning database whose choices are emitted\n"
-           "  --no-db                    the built-in rules only\n"
+           "  --no-db                    the built-in rules only\n" CLI_PRECISION_HELP
+           "                             (a bf16 kernel is emitted only where it can be)\n"
            "  --json                     print what was written as JSON\n"
            "  -h, --help                 show this help\n");
 }
@@ -50,6 +51,7 @@ enum {
     OPT_TUNING_DB,
     OPT_ALLOW_VENDOR,
     OPT_JSON,
+    OPT_PRECISION,
 };
 
 static const cli_option options[] = {
@@ -65,12 +67,13 @@ static const cli_option options[] = {
     {"tuning-db", 0, true, OPT_TUNING_DB},
     {"allow-vendor", 0, false, OPT_ALLOW_VENDOR},
     {"json", 0, false, OPT_JSON},
+    {"precision", 0, true, OPT_PRECISION},
     CLI_TUNING_OPTIONS,
     {NULL, 0, false, 0},
 };
 
 typedef struct compile_args {
-    const char *model, *dir, *name, *isa;
+    const char *model, *dir, *name, *isa, *precision;
     bool embed, json;
     long long threads, opt_level;
     cli_inputs inputs;
@@ -138,6 +141,10 @@ static int parse_args(int argc, char **argv, compile_args *a) {
         case OPT_TUNING_DB:
             a->tuning.db = val;
             break;
+        case OPT_PRECISION:
+            if (!cli_parse_precision("compile", val)) return CLI_EXIT_USAGE;
+            a->precision = val;
+            break;
         case OPT_ALLOW_VENDOR:
             return cli_fail(ANVIL_ERR_UNSUPPORTED,
                             "--allow-vendor: emitting calls into a vendor library (oneDNN, "
@@ -183,6 +190,7 @@ static int compile_model(const compile_args *a, anvil_model *m) {
         (st = anvil_options_set_emittable_only(opts, 1)) != ANVIL_OK ||
         (st = cli_tuning_apply(&a->tuning, opts)) != ANVIL_OK ||
         (st = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||
+        (st = cli_precision_apply(a->precision, 0, opts)) != ANVIL_OK ||
         (st = anvil_session_create(m, opts, &s)) != ANVIL_OK) {
         code = cli_fail_status(st);
         goto done;

@@ -31,14 +31,23 @@ void cli_run_usage(FILE *f) {
         "  --opt-level N              graph rewrites: 0 none, 1 (default) fold BatchNorm into\n"
         "                             Conv and fuse bias/residual/activation "
         "epilogues\n" CLI_PASSES_HELP
-        "  --profile FILE.json        write per-node timings as a Chrome trace\n" CLI_TUNING_HELP
-        "  -h, --help                 show this help\n");
+        "  --profile FILE.json        write per-node timings as a Chrome trace\n" CLI_PRECISION_HELP
+            CLI_TUNING_HELP "  -h, --help                 show this help\n");
 }
 
-enum { OPT_INPUT = 1, OPT_OUTDIR, OPT_THREADS, OPT_PROFILE, OPT_VARIANT, OPT_LEVEL, OPT_PASSES };
+enum {
+    OPT_INPUT = 1,
+    OPT_OUTDIR,
+    OPT_THREADS,
+    OPT_PROFILE,
+    OPT_VARIANT,
+    OPT_LEVEL,
+    OPT_PASSES,
+    OPT_PRECISION
+};
 
 typedef struct run_args {
-    const char *model, *outdir, *profile, *passes;
+    const char *model, *outdir, *profile, *passes, *precision;
     long long threads, opt_level;
     cli_tuning tuning;
     cli_inputs inputs;
@@ -54,6 +63,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
                                       {"variant", 0, true, OPT_VARIANT},
                                       {"opt-level", 0, true, OPT_LEVEL},
                                       {"passes", 0, true, OPT_PASSES},
+                                      {"precision", 0, true, OPT_PRECISION},
                                       CLI_TUNING_OPTIONS,
                                       {0}};
     cli_parser p;
@@ -88,6 +98,10 @@ static int parse_args(int argc, char **argv, run_args *a) {
             break;
         case OPT_VARIANT:
             if (!cli_variants_add(&a->variants, "run", val)) return CLI_EXIT_USAGE;
+            break;
+        case OPT_PRECISION:
+            if (!cli_parse_precision("run", val)) return CLI_EXIT_USAGE;
+            a->precision = val;
             break;
         case OPT_PASSES: {
             uint32_t off;
@@ -204,6 +218,7 @@ static int run_model(const run_args *a, anvil_model *m) {
         (a->profile && (s = anvil_options_set_profiling(opts, 1)) != ANVIL_OK) ||
         (s = cli_tuning_apply(&a->tuning, opts)) != ANVIL_OK ||
         (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||
+        (s = cli_precision_apply(a->precision, 0, opts)) != ANVIL_OK ||
         (s = anvil_session_create(m, opts, &sess)) != ANVIL_OK ||
         (s = anvil_session_run(sess, n_in, names, (const anvil_tensor *const *)ins, n_out, NULL,
                                outs)) != ANVIL_OK) {

@@ -51,7 +51,12 @@ void cli_train_usage(FILE *f) {
         "                             (atomically: an interrupted run keeps the last one)\n"
         "  --resume                   continue from --checkpoint FILE when it exists\n"
         "  --profile FILE.json        write per-node timings of the training steps as a Chrome\n"
-        "                             trace (forward, backward and loss nodes)\n" CLI_TUNING_HELP
+        "                             trace (forward, backward and loss nodes)\n"
+        "  --precision P              fp32 (default), bf16 (MatMul/Gemm round their operands to\n"
+        "                             bfloat16 and accumulate in fp32, forward and backward;\n"
+        "                             parameters, gradients and optimizer state stay fp32),\n"
+        "                             auto (bf16 where tuning finds it faster); fp16 is not\n"
+        "                             supported yet\n" CLI_TUNING_HELP
         "  --tune offline             measure every node of the training graph (forward and\n"
         "                             backward) before the first step, as anvil tune does,\n"
         "                             and train with the winners\n"
@@ -87,7 +92,8 @@ enum {
     O_OPT_LEVEL,
     O_CKPT,
     O_RESUME,
-    O_PROFILE
+    O_PROFILE,
+    O_PRECISION
 };
 
 typedef struct train_args {
@@ -221,6 +227,7 @@ static bool parse_args(int argc, char **argv, train_args *a) {
                                       {"checkpoint", 0, true, O_CKPT},
                                       {"resume", 0, false, O_RESUME},
                                       {"profile", 0, true, O_PROFILE},
+                                      {"precision", 0, true, O_PRECISION},
                                       CLI_TUNING_OPTIONS,
                                       {NULL, 0, false, 0}};
     anvil_train_config_default(&a->cfg);
@@ -316,6 +323,10 @@ static bool parse_args(int argc, char **argv, train_args *a) {
         case O_ACC:
             if (!cli_parse_int("train", "--accumulate", v, 1, 1 << 20, &n)) return false;
             a->cfg.accumulate = (int)n;
+            break;
+        case O_PRECISION:
+            if (!cli_parse_precision("train", v)) return false;
+            a->cfg.precision = v;
             break;
         case O_OPT_LEVEL:
             if (!cli_parse_int("train", "--opt-level", v, 0, 3, &n)) return false;

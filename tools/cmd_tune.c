@@ -45,6 +45,7 @@ void cli_tune_usage(FILE *f) {
            "                             $XDG_CACHE_HOME/anvil/tuning.db)\n"
            "  --retune                   measure problems the database already has, too\n"
            "  --opt-level N              graph rewrites before tuning (default 1)\n" CLI_PASSES_HELP
+               CLI_PRECISION_HELP CLI_TOLERANCE_HELP
            "  --runs N                   timed runs of each session for the before/after\n"
            "                             latency (default 20, with --train 10 steps; 0 skips it)\n"
            "  --train                    tune the training graph (needs --data; not with -i,\n"
@@ -81,6 +82,8 @@ enum {
     OPT_LOSS,
     OPT_LABELS,
     OPT_OUTPUT,
+    OPT_PRECISION,
+    OPT_TOLERANCE,
 };
 
 static volatile int g_stop;
@@ -109,6 +112,8 @@ static int parse_args(int argc, char **argv, tune_args *a) {
                                       {"loss", 0, true, OPT_LOSS},
                                       {"labels", 0, true, OPT_LABELS},
                                       {"output", 0, true, OPT_OUTPUT},
+                                      {"precision", 0, true, OPT_PRECISION},
+                                      {"tolerance", 0, true, OPT_TOLERANCE},
                                       {0}};
     cli_parser p;
     cli_parser_init(&p, "tune", argc, argv, opts);
@@ -195,6 +200,13 @@ static int parse_args(int argc, char **argv, tune_args *a) {
             a->output = val;
             if (!a->train_only) a->train_only = "--output";
             break;
+        case OPT_PRECISION:
+            if (!cli_parse_precision("tune", val)) return CLI_EXIT_USAGE;
+            a->precision = val;
+            break;
+        case OPT_TOLERANCE:
+            if (!cli_parse_tolerance("tune", val, &a->tolerance)) return CLI_EXIT_USAGE;
+            break;
         }
     }
     if (!a->model) return cli_usage_error("tune", "missing the model file");
@@ -268,7 +280,8 @@ int cli_tune_main(int argc, char **argv) {
         (s = anvil_options_set_threads(opts, (int)a.threads)) != ANVIL_OK ||
         (s = anvil_options_set_opt_level(opts, (int)a.opt_level)) != ANVIL_OK ||
         (s = anvil_options_set_passes(opts, a.passes)) != ANVIL_OK ||
-        (s = anvil_options_set_tuning_db(opts, db_path)) != ANVIL_OK) {
+        (s = anvil_options_set_tuning_db(opts, db_path)) != ANVIL_OK ||
+        (s = cli_precision_apply(a.precision, a.tolerance, opts)) != ANVIL_OK) {
         code = cli_fail_status(s);
         goto done;
     }

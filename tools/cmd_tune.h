@@ -7,7 +7,9 @@
 
 typedef struct tune_args {
     const char *model, *db;
-    const char *passes; /* --passes as given (passes_off: parsed, for the checks) */
+    const char *passes;    /* --passes as given (passes_off: parsed, for the checks) */
+    const char *precision; /* --precision as given; NULL: the default */
+    double tolerance;      /* --tolerance; 0: the default */
     long long threads, opt_level, runs, budget;
     uint32_t passes_off;
     bool retune, json, verbose, quiet;

@@ -302,6 +302,8 @@ int cli_tune_train(tune_args *a, const char *db_path) {
     cfg.threads = (int)a->threads;
     cfg.opt_level = (int)a->opt_level;
     cfg.tuning_db = db_path;
+    cfg.precision = a->precision;
+    cfg.tolerance = a->tolerance;
     const bool progress = !a->quiet && isatty(STDERR_FILENO);
     if (st == ANVIL_OK && progress)
         fprintf(stderr,

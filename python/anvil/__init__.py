@@ -243,6 +243,18 @@ def _to_numpy(t: c_void_p) -> np.ndarray:
 
 # ---- sessions -----------------------------------------------------------------------------------
 
+def _set_precision(opts: c_void_p, precision: Optional[str], tolerance: Optional[float]) -> None:
+    """anvil_options_set_precision / _set_tolerance where given (None: the default, or
+    $ANVIL_PRECISION); anvil refuses unknown names, and "fp16" as unsupported."""
+    if precision is not None:
+        if not isinstance(precision, str):
+            raise TypeError(f"precision must be a string ('fp32', 'bf16' or 'auto'), "
+                            f"not {type(precision).__name__}")
+        _check(lib.anvil_options_set_precision(opts, precision.encode()))
+    if tolerance is not None:
+        _check(lib.anvil_options_set_tolerance(opts, float(tolerance)))
+
+
 Feeds = Mapping[str, Any]
 
 
@@ -252,12 +264,16 @@ class Session:
     "online" (BestOf: candidates take turns over real runs, the fastest is kept and written to
     the database); db: the database's path (default: $ANVIL_TUNING_DB, else
     ~/.cache/anvil/tuning.db); variants: {node name or op type: variant} to force; profiling:
-    record per-node timings (write_profile)."""
+    record per-node timings (write_profile); precision: "fp32", "bf16" (MatMul/Gemm round their
+    operands to bfloat16, accumulate in fp32) or "auto" (bf16 where tuning finds it faster within
+    `tolerance`, default 0.01); None: $ANVIL_PRECISION, else fp32; "fp16" raises
+    anvil.Unsupported."""
 
     def __init__(self, model: Union[Model, str, os.PathLike, bytes], threads: int = 0,
                  opt_level: int = 1, tuning: str = "db", db: Optional[str] = None,
                  online_rounds: int = 3, passes: Optional[str] = None,
-                 variants: Optional[Mapping[str, str]] = None, profiling: bool = False):
+                 variants: Optional[Mapping[str, str]] = None, profiling: bool = False,
+                 precision: Optional[str] = None, tolerance: Optional[float] = None):
         self._h = c_void_p()
         if not isinstance(model, Model):
             model = Model(model)
@@ -281,6 +297,7 @@ class Session:
                 _check(lib.anvil_options_set_tuning_db(opts, os.fsencode(db)))
             if tuning == "online":
                 _check(lib.anvil_options_set_online_tuning(opts, int(online_rounds), 0.0, 0))
+            _set_precision(opts, precision, tolerance)
             _check(lib.anvil_session_create(model._h, opts, byref(self._h)))
         finally:
             lib.anvil_options_free(opts)
@@ -324,13 +341,15 @@ class Session:
     __call__ = run
 
     def explain(self) -> List[Dict[str, Any]]:
-        """Per node of the last run's plan: what ran and why (as `anvil bench --explain`)."""
+        """Per node of the last run's plan: what ran, why, and in which arithmetic ("compute":
+        "bf16" or "fp32"), as `anvil bench --explain`."""
         count, items = c_size_t(), POINTER(_lib.NodeChoice)()
         _check(lib.anvil_session_explain(self._h, byref(count), byref(items)))
         dec = lambda s: s.decode() if s else None  # noqa: E731
         return [{"node": dec(c.node), "op": dec(c.op), "variant": dec(c.variant),
                  "params": dec(c.params), "runs": dec(c.runs), "source": dec(c.source),
-                 "scope": dec(c.scope), "note": dec(c.note), "bytes": c.bytes, "flops": c.flops}
+                 "scope": dec(c.scope), "note": dec(c.note), "bytes": c.bytes, "flops": c.flops,
+                 "compute": dec(c.compute)}
                 for c in (items[i] for i in range(count.value))]
 
     def stats(self) -> Dict[str, int]:
@@ -369,7 +388,8 @@ class TrainSession:
     training API). loss: "cross_entropy" | "mse" | "nll" | "dot" (sum(output * labels): with the
     output's gradient as the labels, `gradients` gives the parameters' vector-Jacobian product);
     optimizer: "sgd" | "adam" | "adamw"; trainable: initializer names (default: every float
-    initializer the loss reaches)."""
+    initializer the loss reaches); precision: the kernels' arithmetic, forward and backward, as
+    Session's (parameters, gradients and optimizer state stay float32)."""
 
     def __init__(self, model: Union[Model, str, os.PathLike, bytes], loss: str = "cross_entropy",
                  optimizer: str = "sgd", lr: float = 0.01, momentum: float = 0.0,
@@ -378,7 +398,8 @@ class TrainSession:
                  clip_norm: float = 0.0, accumulate: int = 1,
                  trainable: Optional[Iterable[str]] = None, output: Optional[str] = None,
                  threads: int = 0, opt_level: int = 1, seed: int = 0,
-                 db: Optional[str] = None, online_rounds: int = 0):
+                 db: Optional[str] = None, online_rounds: int = 0,
+                 precision: Optional[str] = None, tolerance: Optional[float] = None):
         self._h = c_void_p()
         if not isinstance(model, Model):
             model = Model(model)
@@ -401,6 +422,18 @@ class TrainSession:
         if db is not None:
             keep.append(os.fsencode(db))
             c.tuning_db = keep[-1]
+        if precision is not None:
+            if not isinstance(precision, str):
+                raise TypeError(f"precision must be a string ('fp32', 'bf16' or 'auto'), "
+                                f"not {type(precision).__name__}")
+            keep.append(precision.encode())
+            c.precision = keep[-1]
+        if tolerance is not None:
+            tolerance = float(tolerance)
+            if not (tolerance > 0 and tolerance != float("inf")):
+                raise InvalidArgument(1, f"tolerance must be a positive finite number, got "
+                                         f"{tolerance}")
+            c.tolerance = tolerance
         if trainable is not None:
             names = [n.encode() for n in trainable]
             arr = (c_char_p * max(len(names), 1))(*names)
@@ -517,11 +550,13 @@ def tune(model: Union[str, os.PathLike, Model], threads: int = 0, db: Optional[s
          shapes: Optional[Mapping[str, Sequence[int]]] = None, budget: Optional[float] = None,
          runs: int = 20, inputs: Optional[Feeds] = None, opt_level: int = 1,
          passes: Optional[str] = None, retune: bool = False,
-         progress: Optional[Any] = None) -> Dict[str, Any]:
+         progress: Optional[Any] = None, precision: Optional[str] = None,
+         tolerance: Optional[float] = None) -> Dict[str, Any]:
     """Measures every problem of the model on this machine (anvil_tune_model, in this process),
     writes the winners to the tuning database, and returns the report (the dict `anvil tune
     --json` prints). Inputs not given are generated for `shapes`. progress(dict) is called as the
-    tune goes (item, n_items, op, node, alive, best_ms, elapsed_s, eta_s)."""
+    tune goes (item, n_items, op, node, alive, best_ms, elapsed_s, eta_s). precision and
+    tolerance: those of the sessions that will use the winners, as Session's."""
     from ._bench import generated_inputs
     m = model if isinstance(model, Model) else Model(model)
     feeds = generated_inputs(m, shapes)
@@ -556,6 +591,7 @@ def tune(model: Union[str, os.PathLike, Model], threads: int = 0, db: Optional[s
             _check(lib.anvil_options_set_passes(opts, passes.encode()))
         if db:
             _check(lib.anvil_options_set_tuning_db(opts, os.fsencode(db)))
+        _set_precision(opts, precision, tolerance)
         status = lib.anvil_tune_model(m._h, byref(o), len(handles), names, tensors,
                                       byref(report))
         _check(status)
@@ -574,14 +610,16 @@ def tune(model: Union[str, os.PathLike, Model], threads: int = 0, db: Optional[s
 def compile(model: Union[str, os.PathLike, Model], out_dir: Union[str, os.PathLike],
             shapes: Optional[Mapping[str, Sequence[int]]] = None, name: str = "net",
             isa: Optional[str] = None, embed_weights: bool = False, threads: int = 0,
-            db: Optional[str] = None, tuning: str = "db") -> Dict[str, Any]:
+            db: Optional[str] = None, tuning: str = "db",
+            precision: Optional[str] = None) -> Dict[str, Any]:
     """What `anvil compile MODEL -o OUT_DIR` does, in this process (anvil_session_compile): writes
     the model, for fixed input shapes (`shapes` for its symbolic dims), as a standalone C library
     (NAME.h, NAME.c, NAME.weights, a Makefile, a CMakeLists.txt and the runner NAME_run.c);
     `make -C OUT_DIR` builds it. isa: "avx512", "avx2" or "generic" caps the ISA the kernels are
     chosen for (default: this CPU's; the cap is the process's while the plan is made, and is put
-    back after). Returns what was written (the dict `anvil compile --json` prints); raises
-    anvil.Unsupported naming every node that cannot be emitted."""
+    back after). precision: as Session's (a bf16 kernel is emitted only where it can be).
+    Returns what was written (the dict `anvil compile --json` prints); raises anvil.Unsupported
+    naming every node that cannot be emitted."""
     from ._bench import generated_inputs
     if tuning not in ("db", "off"):
         raise ValueError(f"tuning must be 'db' or 'off', not {tuning!r}")
@@ -605,6 +643,7 @@ def compile(model: Union[str, os.PathLike, Model], out_dir: Union[str, os.PathLi
             _check(lib.anvil_options_set_tuning_db(opts, b""))
         elif db:
             _check(lib.anvil_options_set_tuning_db(opts, os.fsencode(db)))
+        _set_precision(opts, precision, None)
         _check(lib.anvil_session_create(m._h, opts, byref(sess)))
         co = _lib.CompileOptions(name=name.encode(), embed_weights=int(bool(embed_weights)))
         _check(lib.anvil_session_compile(sess, len(handles), names, tensors, byref(co),
@@ -625,12 +664,16 @@ def compile(model: Union[str, os.PathLike, Model], out_dir: Union[str, os.PathLi
 
 def bench(model: Union[str, os.PathLike, Model], threads: int = 0,
           shapes: Optional[Mapping[str, Sequence[int]]] = None, iters: Optional[int] = None,
-          tuning: str = "db") -> Dict[str, Any]:
+          tuning: str = "db", precision: Optional[str] = None,
+          tolerance: Optional[float] = None, check: bool = False) -> Dict[str, Any]:
     """What `anvil bench MODEL --json` reports, measured in this process (anvil_bench_model):
     load time, first run, latency statistics over `iters` timed runs (default 50, after 5
     untimed ones), memory and plan statistics. Inputs are random data of the declared shapes,
     symbolic dims from `shapes` ({input: dims}) or 1: floats uniform in [-1, 1], integers in
     [0, 3], booleans random. tuning: "db", "off" or "online", as Session's. A model already
-    loaded reports a load time of 0."""
+    loaded reports a load time of 0. precision, tolerance: as Session's. check: also run an fp32
+    session once on the same inputs; the report's "check" then holds per output the max and
+    mean error relative to its scale and, for a classifier's [N, C] output, the top-1
+    agreement (`anvil bench --check`)."""
     from ._bench import bench_model
-    return bench_model(model, threads, shapes, iters, tuning)
+    return bench_model(model, threads, shapes, iters, tuning, precision, tolerance, check)

@@ -15,14 +15,15 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from . import InvalidArgument, Model, Unsupported, ValueInfo, _check, _wrap
+from . import InvalidArgument, Model, Unsupported, ValueInfo, _check, _set_precision, _wrap
 from ._lib import P, _proto, lib
 
 
 class BenchOptions(Structure):
     _fields_ = [("session", P), ("warmup", c_int), ("iters", c_int), ("explain", c_int),
                 ("model_label", c_char_p), ("load_ms", c_double),
-                ("input_sources", POINTER(c_char_p)), ("profile_path", c_char_p)]
+                ("input_sources", POINTER(c_char_p)), ("profile_path", c_char_p),
+                ("check", c_int)]
 
 
 _proto("anvil_bench_model", c_int, P, POINTER(BenchOptions), c_size_t, POINTER(c_char_p),
@@ -79,7 +80,8 @@ def generated_inputs(model: Model, shapes: Optional[Mapping[str, Sequence[int]]]
 
 def bench_model(model: Union[str, os.PathLike, Model], threads: int,
                 shapes: Optional[Mapping[str, Sequence[int]]], iters: Optional[int],
-                tuning: str) -> Dict[str, Any]:
+                tuning: str, precision: Optional[str] = None, tolerance: Optional[float] = None,
+                check: bool = False) -> Dict[str, Any]:
     if tuning not in ("db", "off", "online"):
         raise ValueError(f"tuning must be 'db', 'off' or 'online', not {tuning!r}")
     load_ms, label = 0.0, ""
@@ -101,12 +103,13 @@ def bench_model(model: Union[str, os.PathLike, Model], threads: int,
             _check(lib.anvil_options_set_tuning_db(opts, b""))
         elif tuning == "online":
             _check(lib.anvil_options_set_online_tuning(opts, 3, 0.0, 0))
+        _set_precision(opts, precision, tolerance)
         names = (c_char_p * max(n, 1))(*[i.name.encode() for i in model.inputs])
         sources = (c_char_p * max(n, 1))(*[b"random"] * n)
         ins = (P * max(n, 1))(*tensors)
         o = BenchOptions(session=opts, warmup=-1, iters=int(iters) if iters else -1, explain=0,
                          model_label=os.fsencode(label), load_ms=load_ms, input_sources=sources,
-                         profile_path=None)
+                         profile_path=None, check=int(bool(check)))
         _check(lib.anvil_bench_model(model._h, byref(o), n, names, ins, byref(report)))
         return json.loads(lib.anvil_bench_report_json(report).decode())
     finally:

@@ -28,7 +28,7 @@ class NodeChoice(Structure):
     _fields_ = [("node", c_char_p), ("op", c_char_p), ("variant", c_char_p),
                 ("params", c_char_p), ("runs", c_char_p), ("source", c_char_p),
                 ("scope", c_char_p), ("note", c_char_p), ("bytes", c_uint64),
-                ("flops", c_uint64)]
+                ("flops", c_uint64), ("compute", c_char_p)]
 
 
 class SessionStats(Structure):
@@ -46,7 +46,8 @@ class TrainConfig(Structure):
                 ("clip_norm", c_float), ("accumulate", c_int),
                 ("trainable", POINTER(c_char_p)), ("n_trainable", c_size_t),
                 ("threads", c_int), ("opt_level", c_int), ("profiling", c_int),
-                ("seed", c_uint64), ("tuning_db", c_char_p), ("online_rounds", c_int)]
+                ("seed", c_uint64), ("tuning_db", c_char_p), ("online_rounds", c_int),
+                ("precision", c_char_p), ("tolerance", c_double)]
 
 
 class TrainMemory(Structure):
@@ -130,6 +131,8 @@ _proto("anvil_options_set_profiling", c_int, P, c_int)
 _proto("anvil_options_set_variant", c_int, P, c_char_p, c_char_p)
 _proto("anvil_options_set_tuning_db", c_int, P, c_char_p)
 _proto("anvil_options_set_online_tuning", c_int, P, c_int, c_double, c_int)
+_proto("anvil_options_set_precision", c_int, P, c_char_p)
+_proto("anvil_options_set_tolerance", c_int, P, c_double)
 _proto("anvil_session_create", c_int, P, P, POINTER(P))
 _proto("anvil_session_free", None, P)
 _proto("anvil_session_run", c_int, P, c_size_t, POINTER(c_char_p), POINTER(P), c_size_t,

@@ -162,7 +162,8 @@ class OptimizedModule(torch.nn.Module):
     def _train_session(self, feeds, zeros) -> anvil.TrainSession:
         """The training graph's session, its parameters PyTorch's current values."""
         if self._ts is None:
-            opts = {k: v for k, v in self._options.items() if k in ("threads", "opt_level", "db")}
+            opts = {k: v for k, v in self._options.items()
+                    if k in ("threads", "opt_level", "db", "precision", "tolerance")}
             self._ts = anvil.TrainSession(self._model, loss="dot", optimizer="sgd", lr=0.0,
                                           trainable=self._grad_names, **opts)
             self._ts.eval(feeds, zeros)  # sets the parameters up (from the model)
@@ -213,12 +214,15 @@ class _TrainPass(torch.autograd.Function):
         return (None, None, *([None] * ctx.n_in), *grads)
 
 
-def optimize(module: torch.nn.Module, example_inputs: Sequence[Any], **options: Any
-             ) -> OptimizedModule:
+def optimize(module: torch.nn.Module, example_inputs: Sequence[Any],
+             precision: Optional[str] = None, **options: Any) -> OptimizedModule:
     """`module` as an `OptimizedModule` running in anvil. example_inputs: a tuple of the forward's
     arguments (tensors), used to export the graph; the batch dimension (dim 0) stays dynamic
-    unless dynamic_batch=False. options: `anvil.Session`'s (threads, tuning, db, opt_level,
-    ...)."""
+    unless dynamic_batch=False. precision: "fp32", "bf16" or "auto", as `anvil.Session`'s, for
+    inference and for the training graph alike (None: $ANVIL_PRECISION, else fp32). options:
+    `anvil.Session`'s (threads, tuning, db, opt_level, tolerance, ...)."""
+    if precision is not None:
+        options["precision"] = precision
     return OptimizedModule(module, example_inputs, **options)
 
 

@@ -263,3 +263,69 @@ def test_vector_jacobian_gradients():
     _, pred = ts.eval({"x": x}, g, prediction=True)
     np.testing.assert_array_equal(pred, np.zeros((7, 5), np.float32))
     assert ts.updates == 0
+
+
+def _classifier(tmp_path, k=128, c=16):
+    """x [N, k] @ W [k, c]: a MatMul the bf16 kernels take, shaped like a classifier's logits."""
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=(k, c)).astype(np.float32)
+    p = tmp_path / "clf.onnx"
+    p.write_bytes(model_bytes([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", c])],
+                              [numpy_helper.from_array(w, "w")]))
+    return p, rng.uniform(-1, 1, size=(8, k)).astype(np.float32)
+
+
+def test_precision(tmp_path):
+    """precision= on Session, TrainSession, bench, tune and compile reaches the C API: bf16 stays
+    within 2e-2 of fp32 and explain says which arithmetic each node ran; bad names, fp16 and bad
+    tolerances raise anvil's errors."""
+    p, x = _classifier(tmp_path)
+    y32 = anvil.Session(p, threads=1, tuning="off", precision="fp32").run({"x": x})["y"]
+    s = anvil.Session(p, threads=1, tuning="off", precision="bf16", tolerance=0.02)
+    y16 = s.run({"x": x})["y"]
+    assert np.abs(y16 - y32).max() <= 2e-2 * np.abs(y32).max()
+    (mm,) = [c for c in s.explain() if c["node"] == "mm"]
+    assert mm["compute"] in ("bf16", "fp32")
+    s32 = anvil.Session(p, threads=1, tuning="off")
+    s32.run({"x": x})
+    assert {c["compute"] for c in s32.explain()} == {"fp32"}
+    with pytest.raises(anvil.InvalidArgument, match="fp32, bf16, fp16 or auto"):
+        anvil.Session(p, precision="fp64")
+    with pytest.raises(anvil.Unsupported, match="no fp16 kernels"):
+        anvil.Session(p, precision="fp16")
+    with pytest.raises(anvil.InvalidArgument, match="positive finite"):
+        anvil.Session(p, precision="auto", tolerance=0)
+    with pytest.raises(TypeError, match="precision"):
+        anvil.Session(p, precision=16)
+
+    r = anvil.bench(p, threads=1, iters=2, shapes={"x": (8, 128)}, tuning="off",
+                    precision="bf16", check=True)
+    assert r["precision"] == "bf16"
+    (out,) = r["check"]["outputs"]
+    assert out["name"] == "y" and out["rows"] == 8
+    assert 0 <= out["max_rel_err"] <= 2e-2 and 0 <= out["mean_rel_err"] <= 2e-2
+    assert 0.5 <= out["top1_agreement"] <= 1
+    r = anvil.bench(p, threads=1, iters=2, tuning="off", precision="fp32", check=True)
+    assert r["check"]["outputs"][0]["max_rel_err"] == 0
+    assert "check" not in anvil.bench(p, threads=1, iters=2, tuning="off")
+    with pytest.raises(anvil.Unsupported):
+        anvil.bench(p, iters=1, precision="fp16")
+
+    ts = anvil.TrainSession(p, loss="mse", threads=1, db="", precision="bf16")
+    loss = ts.eval({"x": x}, y32)
+    assert 0 <= loss < 1e-2 * float(np.mean(y32 ** 2)) + 1e-6
+    with pytest.raises(anvil.Unsupported):
+        anvil.TrainSession(p, loss="mse", db="", precision="fp16")
+    with pytest.raises(anvil.InvalidArgument, match="tolerance"):
+        anvil.TrainSession(p, loss="mse", db="", precision="auto", tolerance=-1)
+
+    db = tmp_path / "t.db"
+    t = anvil.tune(p, threads=1, db=str(db), shapes={"x": (8, 128)}, runs=0, precision="bf16",
+                   tolerance=0.05)
+    assert isinstance(t, dict)
+    with pytest.raises(anvil.InvalidArgument, match="precision"):
+        anvil.tune(p, threads=1, db=str(db), runs=0, precision="half")
+    with pytest.raises(anvil.Unsupported):
+        anvil.compile(p, tmp_path / "lib", shapes={"x": (2, 128)}, tuning="off", precision="fp16")

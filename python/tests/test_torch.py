@@ -147,3 +147,23 @@ def test_bad_input():
     fast = anvil.torch.optimize(model, args, threads=1, tuning="off")
     with torch.no_grad(), pytest.raises(anvil.InvalidArgument, match="must have rank 4"):
         fast(torch.randn(2, 3, 64))
+
+
+def test_optimize_precision():
+    """optimize(precision=) reaches the inference session and the training graph: bf16 stays
+    within 2e-2 of eager PyTorch (relative to the output's scale), both record their precision,
+    and fp16 is refused by anvil."""
+    torch.manual_seed(0)
+    model = _mlp()
+    x = torch.randn(16, 16)
+    fast = anvil.torch.optimize(model, (x,), threads=1, tuning="off", precision="bf16")
+    assert fast._options["precision"] == "bf16"
+    with torch.no_grad():
+        got, want = fast(x), model(x)
+    assert float((got - want).abs().max()) <= 2e-2 * float(want.abs().max())
+    assert {c["compute"] for c in fast._session.explain()} <= {"bf16", "fp32"}
+    fast.train()
+    torch.nn.functional.cross_entropy(fast(x), torch.randint(0, 4, (16,))).backward()
+    assert fast._ts is not None and all(p.grad is not None for p in model.parameters())
+    with pytest.raises(anvil.Unsupported, match="fp16"):
+        anvil.torch.optimize(model, (x,), threads=1, tuning="off", precision="fp16")

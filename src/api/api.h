@@ -52,11 +52,22 @@ void api_options_summarize(const anvil_options *o, api_options_summary *out);
  * (anvil_options_free). */
 anvil_status api_options_copy(const anvil_options *o, anvil_options **out);
 
+/* Options for the fp32 reference that a reduced-precision session is compared with (anvil bench
+ * --check): a copy of o (NULL: the defaults) at precision fp32, without forced variants (one
+ * forced for bf16 cannot run in fp32), online tuning or profiling. *out owned by the caller
+ * (anvil_options_free). */
+anvil_status api_options_reference(const anvil_options *o, anvil_options **out);
+
 struct rt_session_config;
 /* The configuration a session made with opts (NULL: the defaults) runs under: the defaults, then
  * the environment (env.h), then the options; threads resolved (0: every core). Pointers in *out
  * (forces) borrowed from opts. */
 anvil_status api_session_config(const anvil_options *opts, struct rt_session_config *out);
+
+/* Warns (core_log) when cfg asks for bf16 or auto on a CPU, or under an ANVIL_ISA cap, with
+ * neither AVX512_BF16 nor AMX-BF16: the bf16 variants cannot run, so the session plans fp32
+ * kernels. Not an error: the model still runs, only slower than asked. */
+void api_precision_warn(const struct rt_session_config *cfg);
 
 struct tune_db;
 /* The tuning database a session reads (and online tuning writes): path "" none, a path that

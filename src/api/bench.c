@@ -4,9 +4,13 @@
  * Timing: the first run is reported separately (it includes planning), then `warmup` untimed
  * runs, then `iters` timed runs; statistics use the sorted samples with linear interpolation for
  * percentiles. The session always profiles (two clock reads per node): the report's slow-path
- * shares come from the profile. The caller gives every input; `anvil bench` fills the ones not
- * given on its command line with seeded random data (tools/model_inputs.c). */
+ * shares come from the profile. With `check`, one more run's outputs are compared with an fp32
+ * session's on the same inputs, so a reduced precision's speed is reported beside what it costs
+ * in accuracy, measured on the model itself rather than promised per kernel. The caller gives every
+ * input; `anvil bench` fills the ones not given on its command line with seeded random data
+ * (tools/model_inputs.c). */
 #include "api.h"
+#include "env.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -26,8 +30,20 @@ typedef struct bench_input {
     int64_t dims[ANVIL_MAX_RANK];
 } bench_input;
 
+/* check: one output against the fp32 session's */
+typedef struct bench_check {
+    char *output; /* its name, owned */
+    double max_rel, mean_rel;
+    double top1;  /* the share of rows whose argmax agrees; -1: not a classifier's output */
+    int64_t rows; /* the rows top1 counts */
+} bench_check;
+
 struct anvil_bench_report {
-    char *label; /* owned */
+    char *label;         /* owned */
+    int precision;       /* the measured session's (kern_precision) */
+    bench_check *checks; /* n_checks, owned; NULL without check */
+    size_t n_checks;
+    bool checked;
     int warmup, iters, threads, opt_level;
     double load_ms, first_run_ms;
     bench_lat lat;
@@ -114,7 +130,8 @@ static anvil_status explain(anvil_session *sess, anvil_bench_report *r) {
             (c[i].scope && !cJSON_AddStringToObject(o, "scope", c[i].scope)) ||
             (c[i].note && !cJSON_AddStringToObject(o, "note", c[i].note)) ||
             !cJSON_AddNumberToObject(o, "bytes", (double)c[i].bytes) ||
-            !cJSON_AddNumberToObject(o, "flops", (double)c[i].flops)) {
+            !cJSON_AddNumberToObject(o, "flops", (double)c[i].flops) ||
+            !cJSON_AddStringToObject(o, "compute", c[i].compute)) {
             cJSON_Delete(o);
             return core_err(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
         }
@@ -133,9 +150,10 @@ static anvil_status note_lock(anvil_session *sess, anvil_bench_report *r, long l
     return ANVIL_OK;
 }
 
-/* The session's runs: fills r's times, statistics and (with e) explain list. samples: iters. */
+/* The session's runs: fills r's times, statistics and (with e) explain list. samples: iters.
+ * keep: one more, untimed run whose outputs stay in outs (the caller's to free), for check. */
 static anvil_status measure(const anvil_model *m, const anvil_options *opts, bool online, bool e,
-                            const char *profile, size_t n_in, const char *const *names,
+                            bool keep, const char *profile, size_t n_in, const char *const *names,
                             const anvil_tensor *const *ins, anvil_tensor **outs, double *samples,
                             anvil_bench_report *r) {
     size_t n_out = anvil_model_output_count(m);
@@ -174,11 +192,162 @@ static anvil_status measure(const anvil_model *m, const anvil_options *opts, boo
     r->lat = compute_stats(samples, (size_t)r->iters);
     if ((s = anvil_session_stats_get(sess, &r->mem)) != ANVIL_OK) goto done;
     if (profile && (s = anvil_session_write_profile(sess, profile)) != ANVIL_OK) goto done;
-    if (e) s = explain(sess, r);
+    if (e && (s = explain(sess, r)) != ANVIL_OK) goto done;
+    if (keep) s = anvil_session_run(sess, n_in, names, ins, n_out, NULL, outs);
 done:
-    free_outputs(outs, n_out);
+    if (s != ANVIL_OK || !keep) free_outputs(outs, n_out);
     anvil_session_free(sess);
     return s;
+}
+
+/* ---- check: the outputs against fp32 ------------------------------------------------------ */
+
+/* Element i of t as a double, for the dtypes a model's numeric outputs take; false for others. */
+static bool elem_at(const anvil_tensor *t, size_t i, double *v) {
+    const void *d = t->data;
+    switch (t->dtype) {
+    case ANVIL_DTYPE_FLOAT32:
+        *v = ((const float *)d)[i];
+        return true;
+    case ANVIL_DTYPE_FLOAT64:
+        *v = ((const double *)d)[i];
+        return true;
+    case ANVIL_DTYPE_INT64:
+        *v = (double)((const int64_t *)d)[i];
+        return true;
+    case ANVIL_DTYPE_INT32:
+        *v = ((const int32_t *)d)[i];
+        return true;
+    case ANVIL_DTYPE_INT8:
+        *v = ((const int8_t *)d)[i];
+        return true;
+    case ANVIL_DTYPE_UINT8:
+    case ANVIL_DTYPE_BOOL:
+        *v = ((const uint8_t *)d)[i];
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Rows and classes of a classifier's output: float, [N, C] or [N, C, 1, 1] with C >= 2; false for
+ * any other shape. */
+static bool classifier_shape(const anvil_tensor *t, int64_t *rows, int64_t *classes) {
+    if (t->dtype != ANVIL_DTYPE_FLOAT32 && t->dtype != ANVIL_DTYPE_FLOAT64) return false;
+    bool ok = t->rank == 2 || (t->rank == 4 && t->dims[2] == 1 && t->dims[3] == 1);
+    if (!ok || t->dims[1] < 2 || t->dims[0] < 1) return false;
+    *rows = t->dims[0];
+    *classes = t->dims[1];
+    return true;
+}
+
+/* The first largest element of row r (c classes); NaN counts as smallest. */
+static int64_t argmax_row(const anvil_tensor *t, int64_t r, int64_t c) {
+    int64_t best = 0;
+    double bv = -INFINITY;
+    for (int64_t k = 0; k < c; k++) {
+        double v;
+        if (elem_at(t, (size_t)(r * c + k), &v) && v > bv) {
+            bv = v;
+            best = k;
+        }
+    }
+    return best;
+}
+
+/* Errors relative to the reference's scale: max|y - ref| / max|ref| and mean|y - ref| /
+ * mean|ref|, each over 1 where the reference is all zeros (then the error is absolute). A
+ * non-finite difference makes both infinite. Returns false for a dtype elem_at does not read. */
+static bool compare(const anvil_tensor *y, const anvil_tensor *ref, bench_check *c) {
+    size_t n = anvil_tensor_element_count(ref);
+    double max_d = 0, max_r = 0, sum_d = 0, sum_r = 0;
+    bool finite = true;
+    for (size_t i = 0; i < n; i++) {
+        double a, b;
+        if (!elem_at(y, i, &a) || !elem_at(ref, i, &b)) return false;
+        double d = fabs(a - b);
+        if (!isfinite(d)) finite = false;
+        if (d > max_d) max_d = d;
+        if (fabs(b) > max_r) max_r = fabs(b);
+        sum_d += d;
+        sum_r += fabs(b);
+    }
+    c->max_rel = !finite ? INFINITY : max_d / (max_r > 0 ? max_r : 1);
+    c->mean_rel = !finite ? INFINITY : n ? sum_d / (sum_r > 0 ? sum_r : 1) : 0;
+    c->top1 = -1;
+    c->rows = 0;
+    int64_t rows, classes;
+    if (classifier_shape(ref, &rows, &classes)) {
+        int64_t agree = 0;
+        for (int64_t r = 0; r < rows; r++)
+            agree += argmax_row(y, r, classes) == argmax_row(ref, r, classes);
+        c->top1 = (double)agree / (double)rows;
+        c->rows = rows;
+    }
+    return true;
+}
+
+/* Runs the model once on the fp32 reference of the measured session's options
+ * (api_options_reference) and keeps per output how far the measured session's outputs (outs,
+ * freed here) are from its. Outputs of a dtype compare() cannot read are left out. */
+static anvil_status check(const anvil_model *m, const anvil_options *opts, size_t n_in,
+                          const char *const *names, const anvil_tensor *const *ins,
+                          anvil_tensor **outs, anvil_bench_report *r) {
+    size_t n_out = anvil_model_output_count(m);
+    anvil_tensor **ref = core_calloc(n_out + 1, sizeof *ref);
+    anvil_options *ro = NULL;
+    anvil_session *rsess = NULL;
+    anvil_status s = ANVIL_ERR_OUT_OF_MEMORY;
+    r->checks = core_calloc(n_out + 1, sizeof *r->checks);
+    if (!ref || !r->checks) goto done;
+    if ((s = api_options_reference(opts, &ro)) != ANVIL_OK ||
+        (s = anvil_session_create(m, ro, &rsess)) != ANVIL_OK ||
+        (s = anvil_session_run(rsess, n_in, names, ins, n_out, NULL, ref)) != ANVIL_OK)
+        goto done;
+    for (size_t j = 0; j < n_out; j++) {
+        anvil_value_info vi;
+        if ((s = anvil_model_output_info(m, j, &vi)) != ANVIL_OK) goto done;
+        const anvil_tensor *y = outs[j], *y32 = ref[j];
+        if (y->dtype != y32->dtype || y->rank != y32->rank ||
+            memcmp(y->dims, y32->dims, (size_t)y->rank * sizeof *y->dims)) {
+            s = core_err(ANVIL_ERR_INTERNAL,
+                         "anvil_bench_model: output '%s' has another dtype or shape under "
+                         "precision %s than under fp32",
+                         vi.name, api_precision_name(r->precision));
+            goto done;
+        }
+        bench_check *c = &r->checks[r->n_checks];
+        if (!compare(y, y32, c)) continue;
+        if (!(c->output = core_strdup(vi.name))) {
+            s = ANVIL_ERR_OUT_OF_MEMORY;
+            goto done;
+        }
+        r->n_checks++;
+    }
+    r->checked = true;
+done:
+    if (ref) free_outputs(ref, n_out);
+    free(ref);
+    free_outputs(outs, n_out);
+    anvil_session_free(rsess);
+    anvil_options_free(ro);
+    return s;
+}
+
+static void print_checks(FILE *f, const anvil_bench_report *r) {
+    fprintf(f, "\naccuracy of precision %s against fp32 (one run of each on the same inputs):\n",
+            api_precision_name(r->precision));
+    fprintf(f, "%-32s %12s %12s  %s\n", "output", "max rel err", "mean rel err", "top-1 agreement");
+    for (size_t i = 0; i < r->n_checks; i++) {
+        const bench_check *c = &r->checks[i];
+        size_t len = strlen(c->output);
+        fprintf(f, "%-32.32s %12.3e %12.3e  ", len > 32 ? c->output + len - 32 : c->output,
+                c->max_rel, c->mean_rel);
+        if (c->top1 >= 0)
+            fprintf(f, "%.1f%% of %lld rows\n", 100 * c->top1, (long long)c->rows);
+        else
+            fprintf(f, "-\n");
+    }
 }
 
 /* ---- the text report --------------------------------------------------------------------- */
@@ -201,7 +370,8 @@ static void print_explain(FILE *f, const cJSON *list) {
     static const char *const sources[] = {"database", "nearest", "cascade",
                                           "forced",   "online",  "dynamic"};
     int counts[6] = {0};
-    fprintf(f, "\n%-32s %-20s %-48s %-9s %s\n", "node", "op", "variant", "source", "params");
+    fprintf(f, "\n%-32s %-20s %-48s %-7s %-9s %s\n", "node", "op", "variant", "compute", "source",
+            "params");
     const cJSON *o;
     cJSON_ArrayForEach(o, list) {
         const char *src = cJSON_GetObjectItem(o, "source")->valuestring;
@@ -218,8 +388,9 @@ static void print_explain(FILE *f, const cJSON *list) {
         char variant[256];
         snprintf(variant, sizeof variant, "%s%s%s", cJSON_GetObjectItem(o, "variant")->valuestring,
                  runs ? " > " : "", runs ? runs->valuestring : "");
-        fprintf(f, "%-32.32s %-20.20s %-48.48s %-9s %s\n", len > 32 ? node + len - 32 : node,
-                cJSON_GetObjectItem(o, "op")->valuestring, variant, src,
+        fprintf(f, "%-32.32s %-20.20s %-48.48s %-7s %-9s %s\n", len > 32 ? node + len - 32 : node,
+                cJSON_GetObjectItem(o, "op")->valuestring, variant,
+                cJSON_GetObjectItem(o, "compute")->valuestring, src,
                 note ? note->valuestring : cJSON_GetObjectItem(o, "params")->valuestring);
     }
     fprintf(f,
@@ -232,6 +403,7 @@ static void print_text(FILE *f, const anvil_bench_report *r) {
     char ab[32], vb[32];
     fprintf(f, "model: %s\n", r->label);
     fprintf(f, "threads: %d\n", r->threads);
+    fprintf(f, "precision: %s\n", api_precision_name(r->precision));
     fprintf(f, "inputs:\n");
     for (size_t i = 0; i < r->n_inputs; i++) {
         const bench_input *in = &r->inputs[i];
@@ -274,6 +446,7 @@ static void print_text(FILE *f, const anvil_bench_report *r) {
                 r->locked_after, r->locked_median);
     else if (r->locked_after == 0)
         fprintf(f, "online tuning: still tuning after the last run (give more --iters)\n");
+    if (r->checked) print_checks(f, r);
     if (r->explain) print_explain(f, r->explain);
 }
 
@@ -293,6 +466,26 @@ static anvil_status render_text(anvil_bench_report *r) {
 
 /* ---- the JSON report --------------------------------------------------------------------- */
 
+/* "check": {"reference": "fp32", "outputs": [{"name", "max_rel_err", "mean_rel_err" and, for a
+ * classifier's output, "top1_agreement" and "rows"}]}. False when out of memory. */
+static bool add_checks(cJSON *o, const anvil_bench_report *r) {
+    cJSON *chk = cJSON_AddObjectToObject(o, "check");
+    cJSON *outs = chk ? cJSON_AddArrayToObject(chk, "outputs") : NULL;
+    bool ok = outs && cJSON_AddStringToObject(chk, "reference", "fp32");
+    for (size_t i = 0; ok && i < r->n_checks; i++) {
+        const bench_check *c = &r->checks[i];
+        cJSON *e = cJSON_CreateObject();
+        if (!e) return false;
+        cJSON_AddItemToArray(outs, e);
+        ok = cJSON_AddStringToObject(e, "name", c->output) &&
+             cJSON_AddNumberToObject(e, "max_rel_err", c->max_rel) &&
+             cJSON_AddNumberToObject(e, "mean_rel_err", c->mean_rel) &&
+             (c->top1 < 0 || (cJSON_AddNumberToObject(e, "top1_agreement", c->top1) &&
+                              cJSON_AddNumberToObject(e, "rows", (double)c->rows)));
+    }
+    return ok;
+}
+
 /* The JSON report; NULL on allocation failure. */
 static cJSON *build_json(const anvil_bench_report *r) {
     cJSON *o = cJSON_CreateObject();
@@ -302,6 +495,7 @@ static cJSON *build_json(const anvil_bench_report *r) {
     bool ok = lat && ins && cJSON_AddStringToObject(o, "model", r->label) &&
               cJSON_AddStringToObject(o, "anvil_version", anvil_version()) &&
               cJSON_AddNumberToObject(o, "threads", r->threads) &&
+              cJSON_AddStringToObject(o, "precision", api_precision_name(r->precision)) &&
               cJSON_AddNumberToObject(o, "iterations", r->iters) &&
               cJSON_AddNumberToObject(o, "warmup", r->warmup) &&
               cJSON_AddNumberToObject(o, "load_ms", r->load_ms) &&
@@ -350,6 +544,7 @@ static cJSON *build_json(const anvil_bench_report *r) {
         }
     }
     if (ok && r->explain) ok = cJSON_AddItemReferenceToObject(o, "nodes", r->explain);
+    if (ok && r->checked) ok = add_checks(o, r);
     if (ok && r->locked_after >= 0)
         ok = cJSON_AddNumberToObject(o, "online_locked_after_run", (double)r->locked_after) &&
              cJSON_AddNumberToObject(o, "online_locked_median_ms", r->locked_median);
@@ -428,6 +623,8 @@ anvil_status anvil_bench_model(const anvil_model *m, const anvil_bench_options *
     if (!o) o = &def;
     api_options_summary sum;
     api_options_summarize(o->session, &sum);
+    rt_session_config cfg;
+    CORE_TRY(api_session_config(o->session, &cfg));
 
     anvil_bench_report *r = core_calloc(1, sizeof *r);
     if (!r) return ANVIL_ERR_OUT_OF_MEMORY;
@@ -435,6 +632,7 @@ anvil_status anvil_bench_model(const anvil_model *m, const anvil_bench_options *
     r->iters = o->iters < 1 ? 50 : o->iters;
     r->threads = sum.threads > 0 ? sum.threads : core_hw_get()->logical_cores;
     r->opt_level = sum.opt_level;
+    r->precision = cfg.knobs.precision;
     r->load_ms = o->load_ms;
     r->locked_after = sum.online ? 0 : -1;
     size_t n_out = anvil_model_output_count(m);
@@ -449,8 +647,9 @@ anvil_status anvil_bench_model(const anvil_model *m, const anvil_bench_options *
         (s = api_options_copy(o->session, &opts)) == ANVIL_OK &&
         (s = anvil_options_set_threads(opts, r->threads)) == ANVIL_OK &&
         (s = anvil_options_set_profiling(opts, 1)) == ANVIL_OK &&
-        (s = measure(m, opts, sum.online, o->explain != 0, o->profile_path, n_inputs, names, inputs,
-                     outs, samples, r)) == ANVIL_OK &&
+        (s = measure(m, opts, sum.online, o->explain != 0, o->check != 0, o->profile_path, n_inputs,
+                     names, inputs, outs, samples, r)) == ANVIL_OK &&
+        (!o->check || (s = check(m, opts, n_inputs, names, inputs, outs, r)) == ANVIL_OK) &&
         (s = render_text(r)) == ANVIL_OK)
         s = render_json(r);
     anvil_options_free(opts);
@@ -488,6 +687,26 @@ anvil_status anvil_bench_report_stats(const anvil_bench_report *r, anvil_bench_s
     return ANVIL_OK;
 }
 
+size_t anvil_bench_report_check_count(const anvil_bench_report *r) {
+    return r ? r->n_checks : 0;
+}
+
+anvil_status anvil_bench_report_check(const anvil_bench_report *r, size_t i,
+                                      anvil_bench_check *out) {
+    API_CHECK(r && out, "anvil_bench_report_check: report or out is NULL");
+    API_CHECK(i < r->n_checks,
+              "anvil_bench_report_check: output %zu of %zu compared (the bench ran without check, "
+              "or the output's dtype is not numeric)",
+              i, r->n_checks);
+    const bench_check *c = &r->checks[i];
+    *out = (anvil_bench_check){.output = c->output,
+                               .max_rel_err = c->max_rel,
+                               .mean_rel_err = c->mean_rel,
+                               .top1_agreement = c->top1,
+                               .rows = c->rows};
+    return ANVIL_OK;
+}
+
 const char *anvil_bench_report_text(const anvil_bench_report *r) {
     return r ? r->text : "";
 }
@@ -503,6 +722,8 @@ void anvil_bench_report_free(anvil_bench_report *r) {
         free(r->inputs[i].source);
     }
     free(r->inputs);
+    for (size_t i = 0; i < r->n_checks; i++) free(r->checks[i].output);
+    free(r->checks);
     free(r->samples);
     cJSON_Delete(r->explain);
     free(r->label);

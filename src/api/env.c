@@ -97,6 +97,38 @@ static anvil_status set_b2b(rt_session_config *c, const char *v) {
     return ANVIL_OK;
 }
 
+/* The names a precision goes by, in kern_precision's order. */
+static const char *const precision_names[] = {"fp32", "bf16", "fp16", "auto"};
+
+const char *api_precision_name(int precision) {
+    return precision >= 0 && precision < (int)(sizeof precision_names / sizeof *precision_names)
+               ? precision_names[precision]
+               : "?";
+}
+
+anvil_status api_precision_parse(const char *what, const char *name, int *out) {
+    int found = -1;
+    for (int i = 0; name && i < (int)(sizeof precision_names / sizeof *precision_names); i++)
+        if (!strcmp(name, precision_names[i])) found = i;
+    if (found < 0)
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT,
+                        "%s: '%s' is not a precision; use fp32, bf16, fp16 or auto", what,
+                        name ? name : "(null)");
+    /* Refused rather than run as fp32: a caller asking for fp16 expects its speed and its
+     * rounding, and would get neither without knowing. */
+    if (found == KERN_PREC_FP16)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "%s: fp16 is not supported yet (anvil has no fp16 kernels); use bf16 "
+                        "for reduced precision, or auto",
+                        what);
+    *out = found;
+    return ANVIL_OK;
+}
+
+static anvil_status set_precision(rt_session_config *c, const char *v) {
+    return api_precision_parse("ANVIL_PRECISION", v, &c->knobs.precision);
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 static const api_env_var vars[] = {
@@ -132,6 +164,8 @@ static const api_env_var vars[] = {
      set_conv_im2col},
     {"ANVIL_DECONV_TILE", "ConvTranspose's register tile, by kernel name", "the GEMM's default",
      set_deconv_tile},
+    {"ANVIL_PRECISION", "the arithmetic a session accepts: fp32, bf16 or auto (fp16: refused)",
+     "fp32", set_precision},
 };
 
 const api_env_var *api_env_vars(size_t *n) {

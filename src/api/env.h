@@ -25,6 +25,13 @@ anvil_status api_knob_set(rt_session_config *cfg, const char *name, const char *
  * cfg's defaults; the caller applies its explicit options after. Calls api_env_init. */
 anvil_status api_env_session(rt_session_config *cfg);
 
+/* A precision by name ("fp32", "bf16", "fp16", "auto") as kern_precision into *out. what (e.g.
+ * "ANVIL_PRECISION") starts the message: INVALID_ARGUMENT listing the names for NULL or another
+ * name; UNSUPPORTED for "fp16", which no kernel implements yet. name and what borrowed. */
+anvil_status api_precision_parse(const char *what, const char *name, int *out);
+/* kern_precision's name ("fp32", ...); "?" outside the enum. Static. */
+const char *api_precision_name(int precision);
+
 /* The variables that place the default tuning database (tune_db_default_path's inputs). The
  * strings belong to the environment; NULL where unset. */
 tune_path_env api_env_tune_paths(void);

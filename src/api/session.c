@@ -8,6 +8,7 @@
 #include "emit/emit.h"
 #include "runtime/runtime.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,10 @@ struct anvil_options {
     /* anvil_options_set_knob's settings: names and values strdup'd, owned */
     char **knob_names, **knob_values;
     int n_knobs;
+    /* anvil_options_set_precision's (kern_precision), over ANVIL_PRECISION when precision_set */
+    int precision;
+    bool precision_set;
+    double tolerance; /* anvil_options_set_tolerance's; RT_DEFAULT_TOLERANCE until set */
 };
 
 struct anvil_session {
@@ -51,6 +56,7 @@ anvil_status anvil_options_create(anvil_options **out) {
     if (!o) return ANVIL_ERR_OUT_OF_MEMORY;
     o->threads = 0;
     o->opt_level = 1;
+    o->tolerance = RT_DEFAULT_TOLERANCE;
     *out = o;
     return ANVIL_OK;
 }
@@ -234,6 +240,36 @@ anvil_status anvil_options_set_profiling(anvil_options *o, int on) {
     return ANVIL_OK;
 }
 
+anvil_status anvil_options_set_precision(anvil_options *o, const char *precision) {
+    API_CHECK(o, "anvil_options_set_precision: options is NULL");
+    int p;
+    CORE_TRY(api_precision_parse("anvil_options_set_precision", precision, &p));
+    o->precision = p;
+    o->precision_set = true;
+    return ANVIL_OK;
+}
+
+anvil_status anvil_options_set_tolerance(anvil_options *o, double tolerance) {
+    API_CHECK(o, "anvil_options_set_tolerance: options is NULL");
+    API_CHECK(isfinite(tolerance) && tolerance > 0,
+              "anvil_options_set_tolerance: the tolerance must be a positive finite number "
+              "(a relative error such as 0.01), got %g",
+              tolerance);
+    o->tolerance = tolerance;
+    return ANVIL_OK;
+}
+
+void api_precision_warn(const rt_session_config *cfg) {
+    const int p = cfg->knobs.precision;
+    if (p != KERN_PREC_BF16 && p != KERN_PREC_AUTO) return;
+    const core_hw *hw = core_hw_get();
+    if (hw->avx512_bf16 || (hw->amx_bf16 && hw->amx_tile && hw->os_amx)) return;
+    core_log(CORE_LOG_WARN,
+             "precision %s asked for, but this CPU (or the ANVIL_ISA cap) has neither "
+             "AVX512_BF16 nor AMX-BF16: the session runs fp32 kernels instead",
+             api_precision_name(p));
+}
+
 void api_options_summarize(const anvil_options *o, api_options_summary *out) {
     *out = (api_options_summary){.threads = o ? o->threads : 0,
                                  .opt_level = o ? o->opt_level : 1,
@@ -252,14 +288,34 @@ anvil_status api_options_copy(const anvil_options *o, anvil_options **out) {
         c->forces = NULL;
         c->n_forces = 0;
         c->db_path = NULL;
+        c->knob_names = c->knob_values = NULL;
+        c->n_knobs = 0;
         if (o->db_set) s = anvil_options_set_tuning_db(c, o->db_path);
         for (int i = 0; s == ANVIL_OK && i < o->n_forces; i++)
             s = anvil_options_set_variant(c, o->forces[i].key, o->forces[i].variant);
+        for (int i = 0; s == ANVIL_OK && i < o->n_knobs; i++)
+            s = anvil_options_set_knob(c, o->knob_names[i], o->knob_values[i]);
         if (s != ANVIL_OK) {
             anvil_options_free(c);
             return s;
         }
     }
+    *out = c;
+    return ANVIL_OK;
+}
+
+anvil_status api_options_reference(const anvil_options *o, anvil_options **out) {
+    anvil_options *c;
+    CORE_TRY(api_options_copy(o, &c));
+    for (int i = 0; i < c->n_forces; i++) {
+        free((char *)c->forces[i].key);
+        free((char *)c->forces[i].variant);
+    }
+    c->n_forces = 0;
+    c->online_rounds = 0;
+    c->profiling = false;
+    c->precision = KERN_PREC_F32;
+    c->precision_set = true;
     *out = c;
     return ANVIL_OK;
 }
@@ -274,7 +330,8 @@ static void release_model_pages(void *ctx, const void *p, size_t n) {
 
 anvil_status api_session_config(const anvil_options *opts, rt_session_config *out) {
     /* the defaults, then the environment, then the options (env.h) */
-    rt_session_config cfg = {.threads = 0, .opt_level = 1, .profiling = false};
+    rt_session_config cfg = {
+        .threads = 0, .opt_level = 1, .profiling = false, .tolerance = RT_DEFAULT_TOLERANCE};
     CORE_TRY(api_env_session(&cfg));
     if (opts) {
         cfg.threads = opts->threads;
@@ -287,8 +344,11 @@ anvil_status api_session_config(const anvil_options *opts, rt_session_config *ou
         cfg.online_prune_factor = opts->online_prune_factor;
         cfg.online_prune_after = opts->online_prune_after;
         cfg.emittable_only = opts->emittable_only;
+        cfg.tolerance = opts->tolerance;
         for (int i = 0; i < opts->n_knobs; i++)
             CORE_TRY(api_knob_set(&cfg, opts->knob_names[i], opts->knob_values[i]));
+        /* after the knobs: the named setter wins over an ANVIL_PRECISION knob */
+        if (opts->precision_set) cfg.knobs.precision = opts->precision;
     }
     if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
     *out = cfg;
@@ -302,6 +362,7 @@ anvil_status anvil_session_create(const anvil_model *m, const anvil_options *opt
     API_CHECK(m, "anvil_session_create: model is NULL");
     rt_session_config cfg;
     CORE_TRY(api_session_config(opts, &cfg));
+    api_precision_warn(&cfg);
     cfg.released = release_model_pages;
     cfg.released_ctx = m->onnx;
     anvil_session *s = core_calloc(1, sizeof *s);
@@ -360,6 +421,7 @@ static void explain_one(void *arg, const rt_step_info *info) {
         .note = info->note,
         .bytes = info->bytes,
         .flops = info->flops,
+        .compute = info->rounds_bf16 ? "bf16" : "fp32",
     };
 }
 

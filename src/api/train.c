@@ -39,6 +39,14 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
     char fingerprint[TUNE_FINGERPRINT_MAX] = "";
     train_config tc = {.opt = *c, .fingerprint = fingerprint};
     CORE_TRY(api_env_session(&tc.env));
+    API_CHECK(c->tolerance <= 0 || isfinite(c->tolerance),
+              "tolerance %g: it must be a positive finite number (or <= 0 for the default)",
+              c->tolerance);
+    tc.env.tolerance = c->tolerance > 0 ? c->tolerance : RT_DEFAULT_TOLERANCE;
+    if (c->precision)
+        CORE_TRY(api_precision_parse("anvil_train_config.precision", c->precision,
+                                     &tc.env.knobs.precision));
+    api_precision_warn(&tc.env);
     CORE_TRY(api_tuning_db_open(c->tuning_db, c->online_rounds > 0, &tc.db, fingerprint,
                                 sizeof fingerprint));
     return train_session_create(api_model_graph(model), &tc, out);

@@ -112,6 +112,7 @@ static anvil_status tune(const anvil_model *model, const anvil_tune_options *o,
      * forced variants, online tuning, profiling */
     rt_session_config cfg;
     CORE_TRY(api_session_config(o->session, &cfg));
+    api_precision_warn(&cfg);
     cfg.forces = NULL;
     cfg.n_forces = 0;
     cfg.online_rounds = 0;

@@ -81,6 +81,9 @@ typedef struct rt_force {
     const char *variant;
 } rt_force;
 
+/* rt_session_config.tolerance's default (anvil_options_set_tolerance's). */
+#define RT_DEFAULT_TOLERANCE 1e-2
+
 typedef struct rt_session_config {
     int threads; /* >= 1 */
     /* Optional (borrowed, with `threads` threads; must outlive the session): the pool to run
@@ -100,6 +103,10 @@ typedef struct rt_session_config {
     int parallel_gemm, b2b;
     /* The kernels' knobs (kernels.h), for every node the session plans; all zero: none. */
     kern_knobs knobs;
+    /* The error bound of precision auto (knobs.precision): the tuner keeps a reduced-precision
+     * variant only where its result stays within it, relative to the output's scale. Carried for
+     * the tuner; the runtime does not read it. > 0; 0 is taken as RT_DEFAULT_TOLERANCE. */
+    double tolerance;
     bool profiling;
     /* Optional (borrowed; must outlive the session): the tuning database whose winners the plan
      * runs, looked up under `fingerprint` (tune_fingerprint, borrowed). NULL: the cascade. */
@@ -203,6 +210,9 @@ typedef struct rt_step_info {
     /* The work the node carries: bytes of its inputs and outputs (0 where the plan does not know
      * them: dynamic steps) and FLOPs (ir_node_flops on the plan's graph). */
     uint64_t bytes, flops;
+    /* The arithmetic of the implementation that runs it: true when the variant, or the one it
+     * hands the node to, rounds its operands to bf16 (KERN_ROUNDS_BF16). */
+    bool rounds_bf16;
 } rt_step_info;
 /* Calls fn for every step of the plan the last run used, in order. INVALID_ARGUMENT if the
  * session has not run yet. */

@@ -609,6 +609,8 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
         const kern_variant *d =
             stp->dynamic || stp->alias ? NULL : kern_delegate(stp->variant, stp->state);
         info.runs = d ? d->name : NULL;
+        info.rounds_bf16 = !stp->dynamic && !stp->alias &&
+                           ((stp->variant->needs | (d ? d->needs : 0)) & KERN_ROUNDS_BF16);
         for (int k = 0; !stp->dynamic && k < n->n_inputs + n->n_outputs; k++) {
             const op_tensor *t = k < n->n_inputs ? &stp->in[k] : &stp->out[k - n->n_inputs];
             ir_vid v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];

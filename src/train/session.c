@@ -63,6 +63,7 @@ anvil_status train_session_create(const ir_graph *fwd, const train_config *c, tr
     ts->cfg.output = NULL;
     ts->cfg.trainable = NULL;
     ts->cfg.tuning_db = NULL;
+    ts->cfg.precision = NULL; /* borrowed for the create call: env.knobs holds it */
     ts->db = c->db;
     ts->env = c->env;
     ts->grad_hook = c->grad_hook;

@@ -1,4 +1,5 @@
-"""Writes the small models the C API unit tests load (tests/unit/test_api.c, test_env.c).
+"""Writes the small models the C API unit tests load (tests/unit/test_api.c, test_env.c,
+test_precision.c).
 
 Run with the project's venv: .venv/bin/python tests/unit/data/gen_api_models.py
 The outputs are committed; rerunning gives the same bytes.
@@ -63,7 +64,24 @@ def api_conv():
     onnx.save(model, os.path.join(HERE, "api_conv.onnx"))
 
 
+def api_matmul():
+    # y = x @ W, x [8, 256], W [256, 64] constant: one MatMul a bf16 GEMM can take, whose output
+    # is shaped like a classifier's logits ([N, C])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 256])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 64])
+    rng = np.random.default_rng(11)
+    w = numpy_helper.from_array(rng.standard_normal((256, 64)).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")],
+                              "api_matmul", [x], [y], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="anvil-tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(HERE, "api_matmul.onnx"))
+
+
 if __name__ == "__main__":
     api_small()
     api_anon_dims()
     api_conv()
+    api_matmul()
