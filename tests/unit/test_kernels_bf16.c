@@ -100,6 +100,36 @@ static void test_rounding_shows(void **state) {
     assert_true(matmul(2, da, 2, db, true, false, 3e-2f) > 0);
 }
 
+/* A fused epilogue (bias, residual, activation) is fp32 arithmetic on the fp32 sums, so on
+ * bf16-exact operands it matches the reference too, in registers and after the store. */
+static void test_fused_exact(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    static const ir_act acts[] = {IR_ACT_NONE, IR_ACT_RELU, IR_ACT_GELU_ERF};
+    for (size_t ai = 0; ai < sizeof acts / sizeof *acts; ai++) {
+        ir_fusion f = {.bias = 2, .residual = 3, .act = acts[ai]};
+        const int64_t da[] = {2, 29, 40}, db[] = {40, 70}, dy[] = {2, 29, 70};
+        optest t;
+        optest_begin(&t, IR_OP_MATMUL, 4, 1, 0);
+        float *a = operand(optest_prod(da, 3), 21, true),
+              *b = operand(optest_prod(db, 2), 22, true), *bv = operand(70, 23, false),
+              *r = operand(optest_prod(dy, 3), 24, false);
+        optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 3, da, a, false);
+        optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, db, b, true);
+        optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, &db[1], bv, true);
+        optest_input(&t, 3, ANVIL_DTYPE_FLOAT32, 3, dy, r, false);
+        optest_node(&t)->fusion = &f;
+        t.knobs = &bf16_session;
+        assert_true(bf16_variants(&t) >= 6);
+        assert_true(check(&t, 1e-5f) > 0);
+        optest_end(&t);
+        free(a);
+        free(b);
+        free(bv);
+        free(r);
+    }
+}
+
 /* Halfway cases round to the even neighbour: 1 + 2^-8 lies between 1 and 1 + 2^-7 and goes to 1;
  * 1 + 3 * 2^-8 goes to 1 + 2^-6. */
 static void test_round_to_even(void **state) {
@@ -244,6 +274,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_transposed_exact),
         cmocka_unit_test(test_conv_exact),
         cmocka_unit_test(test_cascade),
+        cmocka_unit_test(test_fused_exact),
     };
     return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -2,7 +2,8 @@
  * file is compiled with AVX-512 and AVX512-BF16 flags; the driver calls it only where the CPU has
  * both, see cmake/kernels.cmake and kern_isa_ok).
  *
- * The micro-kernel is gemm_ukernel.h's, unchanged but for its multiply: each 32-bit slot of the
+ * The micro-kernel is gemm_ukernel.h's, unchanged but for its multiply (GEMM_DOT; GEMM_FMA stays
+ * fp32 for the epilogue's residual): each 32-bit slot of the
  * packed panels holds a pair of bf16 values of consecutive k, so the B vector of a slot is 16
  * columns x 2 k, the A "broadcast" is one row's pair, and vdpbf16ps adds both products into the
  * fp32 accumulator of each column. One instruction thus does the work of two FMAs; the
@@ -20,7 +21,8 @@ typedef __m512 gemm_v;
 #define GEMM_STORE(p, v) _mm512_storeu_ps((p), (v))
 /* a row's pair, as the 32 bits it was packed into (a broadcast moves bits, it never rounds) */
 #define GEMM_BCAST(p) _mm512_set1_ps(*(p))
-#define GEMM_FMA(a, b, c) _mm512_dpbf16_ps((c), (__m512bh)(a), (__m512bh)(b))
+#define GEMM_DOT(a, b, c) _mm512_dpbf16_ps((c), (__m512bh)(a), (__m512bh)(b))
+#define GEMM_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define GEMM_ADD(a, b) _mm512_add_ps((a), (b))
 #define GEMM_ZERO() _mm512_setzero_ps()
 #define GEMM_LOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), (p))

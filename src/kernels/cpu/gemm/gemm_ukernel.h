@@ -20,6 +20,13 @@
 #ifndef ANVIL_GEMM_UKERNEL_H
 #define ANVIL_GEMM_UKERNEL_H
 
+/* GEMM_DOT(a, b, c): the k loop's multiply-add of a broadcast A slot a and a B vector b into c.
+ * An fp32 file leaves it undefined (then it is GEMM_FMA); a bf16 file makes it the dot product
+ * of bf16 pairs, while GEMM_FMA stays fp32 arithmetic for the epilogue. */
+#ifndef GEMM_DOT
+#define GEMM_DOT GEMM_FMA
+#endif
+
 #define GEMM_NV_MAX 4
 /* k steps before the end at which the kernel prefetches its C tile: 8 lost 0.7-1.5% and 96
  * 1.4% at 1024^3 against 32 (128x3072x3072, 512x768x3072, 512x3072x768, 1024^3; 1 thread). */
@@ -170,7 +177,7 @@ gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_k
             for (int i = 0; i < mr; i++) {
                 gemm_v av = rows ? GEMM_BCAST(row[i] + p) : GEMM_BCAST(a + i * a_rs);
 #pragma GCC unroll 4
-                for (int j = 0; j < nv; j++) acc[i][j] = GEMM_FMA(av, bv[j], acc[i][j]);
+                for (int j = 0; j < nv; j++) acc[i][j] = GEMM_DOT(av, bv[j], acc[i][j]);
             }
             a += a_ks;
             b += b_ks;
