@@ -17,6 +17,11 @@ add_test(NAME train.digits
          COMMAND ${ANVIL_TRAIN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/digits.py
                  $<TARGET_FILE:anvil> ${CMAKE_BINARY_DIR}/train_digits)
 set_tests_properties(train.digits PROPERTIES TIMEOUT 600 FIXTURES_SETUP train_digits)
+# The same training in mixed precision (bf16 products, fp32 master weights): still >= 97%.
+add_test(NAME train.digits_bf16
+         COMMAND ${ANVIL_TRAIN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/digits.py
+                 $<TARGET_FILE:anvil> ${CMAKE_BINARY_DIR}/train_digits_bf16 --precision bf16)
+set_tests_properties(train.digits_bf16 PROPERTIES TIMEOUT 600)
 add_test(NAME train.cli
          COMMAND ${ANVIL_TRAIN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/check_cli.py
                  $<TARGET_FILE:anvil> ${CMAKE_BINARY_DIR}/train_digits)

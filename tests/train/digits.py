@@ -1,7 +1,7 @@
 """Real training, end to end: scikit-learn's 8x8 handwritten digits (shipped inside its wheel,
 nothing downloaded) and a small CNN this script writes, trained by `anvil train`.
 
-    digits.py ANVIL OUT_DIR [--epochs N] [--threads T] [--min-accuracy A]
+    digits.py ANVIL OUT_DIR [--epochs N] [--threads T] [--min-accuracy A] [--precision P]
 
 Writes OUT_DIR/{train,test}.npz (80/20 split, fixed seed; pixels scaled to [0, 1], x as
 [N, 1, 8, 8] float32, labels int64) and OUT_DIR/cnn.onnx (Conv 3x3 16 + Relu, Conv 3x3 32 + Relu,
@@ -9,6 +9,11 @@ MaxPool 2x2, Flatten, Gemm 64 + Relu, Gemm 10; He-uniform weights, fixed seed), 
 `anvil train` with Adam, and checks: the test accuracy anvil reports is at least --min-accuracy
 (default 0.97); the exported model loads in ONNX Runtime, whose outputs on the test set match
 `anvil run`'s, and whose accuracy is the one anvil reported. Exit status 1 on any failure.
+
+--precision bf16 trains in mixed precision (bf16 products, fp32 weights, optimizer state and
+loss): the same checks hold (the exported model is fp32 ONNX), and where the CPU has AVX512_BF16
+the training profile must show bf16 variants at work, so a precision that is silently dropped
+fails.
 """
 import argparse
 import json
@@ -67,6 +72,14 @@ def write_model(path):
     onnx.save(m, path)
 
 
+def cpu_has_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512_bf16" in f.read()
+    except OSError:
+        return False
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("anvil")
@@ -74,6 +87,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=15)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--min-accuracy", type=float, default=0.97)
+    ap.add_argument("--precision", default="fp32")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     xt, yt = write_data(a.out)
@@ -85,6 +99,9 @@ def main():
            "--epochs", str(a.epochs), "--batch", "32", "--seed", "3", "--json", "-o", trained]
     if a.threads:
         cmd += ["--threads", str(a.threads)]
+    profile = os.path.join(a.out, f"profile_{a.precision}.json")
+    if a.precision != "fp32":
+        cmd += ["--precision", a.precision, "--profile", profile]
     r = subprocess.run(cmd, capture_output=True, text=True)
     sys.stderr.write(r.stderr)
     if r.returncode != 0:
@@ -93,6 +110,18 @@ def main():
     rep = json.loads(r.stdout)
     print(json.dumps(rep))
     ok = True
+    if a.precision == "bf16" and cpu_has_bf16():
+        with open(profile) as f:
+            trace = json.load(f)
+        events = trace["traceEvents"] if isinstance(trace, dict) else trace
+        # "runs" names the variant a dispatching one (conv_f32) handed the node to
+        bf16 = sorted({e.get("args", {}).get(k, "") for e in events for k in ("variant", "runs")}
+                      - {""})
+        bf16 = [v for v in bf16 if "bf16" in v]
+        print(f"bf16 variants in the training steps: {', '.join(bf16) or 'none'}")
+        if not bf16:
+            print("FAIL: --precision bf16 ran no bf16 variant on a CPU with AVX512_BF16")
+            ok = False
     if rep["val_accuracy"] < a.min_accuracy:
         print(f"FAIL: test accuracy {rep['val_accuracy']:.4f} < {a.min_accuracy}")
         ok = False
