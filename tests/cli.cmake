@@ -414,3 +414,9 @@ anvil_cli_test(e2e.dump_dot_bad_path 16 ARGS dump ${W}/tiny.onnx --dot ${W}/no/s
 add_test(NAME cli.e2e.tune COMMAND ${ANVIL_CLI_PYTHON} ${ANVIL_CLI_DIR}/check_tune.py
                                    $<TARGET_FILE:anvil> ${W}/tune)
 set_tests_properties(cli.e2e.tune PROPERTIES FIXTURES_REQUIRED cli_workdir TIMEOUT 900)
+# precision auto: bf16 kept only within the tolerance, and the report says why not elsewhere
+add_test(NAME cli.e2e.precision_auto
+         COMMAND ${ANVIL_CLI_PYTHON} ${ANVIL_CLI_DIR}/check_precision_auto.py $<TARGET_FILE:anvil>
+                 ${PROJECT_SOURCE_DIR}/tests/unit/data/api_matmul.onnx ${W}/precision_auto)
+set_tests_properties(cli.e2e.precision_auto PROPERTIES FIXTURES_REQUIRED cli_workdir TIMEOUT 300
+                                                       SKIP_RETURN_CODE 77)

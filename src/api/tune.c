@@ -8,6 +8,7 @@
 #include "env.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,9 @@ static anvil_status tune(const anvil_model *model, const anvil_tune_options *o,
     run->progress = on_settled;
     run->round = on_round;
     run->arg = rep;
+    /* Under precision auto a bf16 candidate is kept only within the session's tolerance: the
+     * measurement that decides which nodes compute in bf16. */
+    if (cfg.knobs.precision == KERN_PREC_AUTO) run->prof.tolerance_bf16 = cfg.tolerance;
     anvil_status st = autotune_graph(g, &cfg, bound, run);
     if (st == ANVIL_OK && rep->runs > 0 && !run->stopped)
         st = autotune_cascade_vs_db(g, &cfg, db, rep->fingerprint, bound, 3, rep->runs,
@@ -215,6 +219,41 @@ static int group_choice(const autotune_item *it) {
     return -1;
 }
 
+/* Whether it was measured with bf16 candidates and kept an fp32 winner, and why (into why):
+ * every bf16 candidate's error exceeded the tolerance, or the fastest that passed was slower. */
+static bool fp32_kept(const autotune_item *it, double tolerance, char *why, size_t cap) {
+    if (it->winner < 0 || (it->cands[it->winner].v->needs & KERN_ROUNDS_BF16)) return false;
+    int n_bf16 = 0, n_wrong = 0;
+    double least_err = INFINITY, best_ns = INFINITY;
+    for (int k = 0; k < it->n_cands; k++) {
+        const tune_candidate *c = &it->cands[k];
+        /* the ones the search checked (it leaves configurations it never reached untimed) */
+        if (!(c->v->needs & KERN_ROUNDS_BF16) || c->state == TUNE_CAND_UNTIMED ||
+            c->state == TUNE_CAND_FAILED)
+            continue;
+        n_bf16++;
+        if (c->max_err < least_err) least_err = c->max_err;
+        if (c->state == TUNE_CAND_WRONG)
+            n_wrong++;
+        else if (c->median_ns > 0 && c->median_ns < best_ns)
+            best_ns = c->median_ns;
+    }
+    if (!n_bf16) {
+        for (int k = 0; k < it->n_cands; k++)
+            if (it->cands[k].v->needs & KERN_ROUNDS_BF16) {
+                snprintf(why, cap, "kept in fp32: no bf16 candidate was timed");
+                return true;
+            }
+        return false;
+    }
+    if (n_wrong == n_bf16)
+        snprintf(why, cap, "kept in fp32: bf16's error %.1e is above the tolerance %.1e", least_err,
+                 tolerance);
+    else
+        snprintf(why, cap, "kept in fp32: it measured faster than bf16 (%.3f ms)", best_ns / 1e6);
+    return true;
+}
+
 static double item_speedup(const autotune_item *it) {
     if (it->group) {
         int w = group_choice(it);
@@ -288,6 +327,7 @@ static void print_text(FILE *f, const anvil_tune_report *rep, bool verbose) {
     const double t_cascade = rep->cascade_ms, t_tuned = rep->tuned_ms;
     anvil_tune_summary sum = {0};
     count(r, &sum);
+    int kept_fp32 = 0;
     fprintf(f, "%-4s %-12s %-22s %5s %11s %-46s %10s %8s\n", "#", "op", "first node", "nodes",
             "candidates", "winner", "median", "vs casc.");
     for (int i = 0; i < r->n_items; i++) {
@@ -310,6 +350,11 @@ static void print_text(FILE *f, const anvil_tune_report *rep, bool verbose) {
         if (it->reverted) snprintf(sp, sizeof sp, "kept");
         fprintf(f, "%-4d %-12.12s %-22.22s %5d %11s %-46.46s %10s %8s\n", i + 1, it->op, it->node,
                 it->nodes, cands, winner, med, sp);
+        char why[160];
+        if (fp32_kept(it, r->prof.tolerance_bf16, why, sizeof why)) {
+            fprintf(f, "       %s\n", why);
+            kept_fp32++;
+        }
         if (verbose && it->group && !it->cached)
             for (int k = 0; k < it->n_choices; k++)
                 fprintf(f, "       %c %-34s whole model %10.3f ms%s\n",
@@ -332,6 +377,9 @@ static void print_text(FILE *f, const anvil_tune_report *rep, bool verbose) {
             "\nproblems: %d (%d tuned, %d from the database, %d skipped, %d failed); "
             "%d differ from the cascade\n",
             r->n_items, sum.tuned, sum.cached, sum.skipped, sum.failed, sum.changed);
+    if (kept_fp32)
+        fprintf(f, "precision: %d problem(s) kept in fp32 although a bf16 variant could run them\n",
+                kept_fp32);
     if (r->reverted)
         fprintf(f,
                 "checked in the model: %d problem(s) whose winner ran slower in place than the "

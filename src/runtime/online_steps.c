@@ -15,11 +15,14 @@ anvil_status rt_online_setup(const rt_session *s, const rt_plan *p, const kern_n
     int n_peers = 0;
     for (int32_t j = 0; j < p->n_steps; j++)
         if (p->steps[j].online) peers[n_peers++] = p->steps[j].online;
-    const tune_online_opts o = {.pool = s->pool,
-                                .rounds = s->cfg.online_rounds,
-                                .prune_after = s->cfg.online_prune_after,
-                                .prune_factor = s->cfg.online_prune_factor,
-                                .keep_all = s->online_keep_all};
+    const tune_online_opts o = {
+        .pool = s->pool,
+        .rounds = s->cfg.online_rounds,
+        .prune_after = s->cfg.online_prune_after,
+        .prune_factor = s->cfg.online_prune_factor,
+        .keep_all = s->online_keep_all,
+        /* precision auto: bf16 only within the session's tolerance */
+        .tolerance_bf16 = s->cfg.knobs.precision == KERN_PREC_AUTO ? s->cfg.tolerance : 0};
     anvil_status st = tune_online_setup(&o, kn, peers, n_peers, &stp->online, &stp->workspace);
     free(peers);
     if (st == ANVIL_OK && stp->online) stp->why = TUNE_WHY_ONLINE;

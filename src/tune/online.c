@@ -111,7 +111,8 @@ anvil_status tune_online_setup(const tune_online_opts *o, const kern_node *kn,
     tune_online *on = core_calloc(1, sizeof *on);
     anvil_status st = on ? ANVIL_OK : ANVIL_ERR_OUT_OF_MEMORY;
     tune_profiler *chk = NULL;
-    tune_profile_opts po = {.pool = o->pool, .oracle = cascade};
+    tune_profile_opts po = {
+        .pool = o->pool, .oracle = cascade, .tolerance_bf16 = o->tolerance_bf16};
     if (st == ANVIL_OK) {
         on->problem = pr;
         on->c = core_calloc((size_t)n_all + 1, sizeof *on->c);

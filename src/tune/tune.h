@@ -335,11 +335,12 @@ void tune_record_of(const tune_problem *problem, const char *fingerprint,
 
 typedef struct tune_online tune_online;
 typedef struct tune_online_opts {
-    core_pool *pool;     /* borrowed: the plan-time check runs' threads */
-    int rounds;          /* rounds before the fastest is locked */
-    int prune_after;     /* rounds before pruning starts; <= 0: 1 */
-    double prune_factor; /* slower than the best by more than this drops out; <= 1: 1.3 */
-    bool keep_all;       /* tests: no cut on the check run's time (rt_test_online_keep_all) */
+    core_pool *pool;       /* borrowed: the plan-time check runs' threads */
+    int rounds;            /* rounds before the fastest is locked */
+    int prune_after;       /* rounds before pruning starts; <= 0: 1 */
+    double prune_factor;   /* slower than the best by more than this drops out; <= 1: 1.3 */
+    bool keep_all;         /* tests: no cut on the check run's time (rt_test_online_keep_all) */
+    double tolerance_bf16; /* tune_profile_opts' (<= 0: its default) */
 } tune_online_opts;
 
 /* A tuner for the step of node kn (as for prepare; kn->copied, when set, receives the bits every
