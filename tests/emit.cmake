@@ -21,6 +21,12 @@ add_test(NAME emit.random
          COMMAND ${ANVIL_EMIT_PY} ${ANVIL_EMIT_CHECK} $<TARGET_FILE:anvil> ${ANVIL_EMIT_WORK}/random
                  random ${_emit_graphs} --seed 1)
 set_tests_properties(emit.random PROPERTIES TIMEOUT 900 LABELS emit)
+# The same in bf16: the libraries run anvil's bf16 tiles and agree with `anvil run --precision
+# bf16` (and fail where no graph got a bf16 tile on a CPU that has AVX512_BF16).
+add_test(NAME emit.random_bf16
+         COMMAND ${ANVIL_EMIT_PY} ${ANVIL_EMIT_CHECK} $<TARGET_FILE:anvil>
+                 ${ANVIL_EMIT_WORK}/random_bf16 --precision bf16 random 16 --seed 2)
+set_tests_properties(emit.random_bf16 PROPERTIES TIMEOUT 900 LABELS emit)
 
 # The generated ResNet-style CNN, the way a user builds it: its Makefile, its CMakeLists.txt,
 # --embed-weights, and the runner's errors on a corrupt weights file and a wrong input shape.

@@ -122,6 +122,7 @@ anvil_status emit_copy_source(const char *dir, const char *path, const char *des
 
 #define FLAGS_AVX2 "-mavx2 -mfma -mf16c"
 #define FLAGS_AVX512 "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c"
+#define FLAGS_AVX512BF16 FLAGS_AVX512 " -mavx512bf16"
 
 /* Writes b's text to dir/rel and frees b (a buffer that ran out of memory is not written). */
 static anvil_status write_buf(const char *dir, const char *rel, emit_buf *b) {
@@ -140,7 +141,7 @@ static anvil_status write_makefile(const char *dir, const emit_lib *l) {
         "CC ?= cc\n"
         "CFLAGS ?= -O2\n"
         "ALL_CFLAGS = -std=c11 -Wall -Wextra -D_GNU_SOURCE -DANVIL_EMITTED -Isrc -I. $(CFLAGS)\n"
-        "AVX2 = " FLAGS_AVX2 "\nAVX512 = " FLAGS_AVX512 "\n\n",
+        "AVX2 = " FLAGS_AVX2 "\nAVX512 = " FLAGS_AVX512 "\nAVX512BF16 = " FLAGS_AVX512BF16 "\n\n",
         N, N);
     emit_buf_printf(&b, "OBJS = %s.o", N);
     for (int i = 0; i < l->n_sources; i++) {
@@ -148,15 +149,18 @@ static anvil_status write_makefile(const char *dir, const emit_lib *l) {
         emit_buf_printf(&b, " \\\n  src/%.*s.o", (int)(len - 2), l->sources[i]);
     }
     if (l->embed_weights) emit_buf_printf(&b, " \\\n  %s_weights.o", N);
-    emit_buf_printf(&b,
-                    "\n\nall: lib%s.a %s_run\n\n"
-                    "lib%s.a: $(OBJS)\n\t$(AR) rcs $@ $(OBJS)\n\n"
-                    "%s_run: %s_run.c lib%s.a\n\t$(CC) $(ALL_CFLAGS) -o $@ %s_run.c lib%s.a "
-                    "-lpthread -lm\n\n"
-                    "%%_avx512.o: %%_avx512.c\n\t$(CC) $(ALL_CFLAGS) $(AVX512) -c $< -o $@\n\n"
-                    "%%_avx2.o: %%_avx2.c\n\t$(CC) $(ALL_CFLAGS) $(AVX2) -c $< -o $@\n\n"
-                    "%%.o: %%.c\n\t$(CC) $(ALL_CFLAGS) -c $< -o $@\n\n",
-                    N, N, N, N, N, N, N, N);
+    emit_buf_printf(
+        &b,
+        "\n\nall: lib%s.a %s_run\n\n"
+        "lib%s.a: $(OBJS)\n\t$(AR) rcs $@ $(OBJS)\n\n"
+        "%s_run: %s_run.c lib%s.a\n\t$(CC) $(ALL_CFLAGS) -o $@ %s_run.c lib%s.a "
+        "-lpthread -lm\n\n"
+        "%%_avx512.o: %%_avx512.c\n\t$(CC) $(ALL_CFLAGS) $(AVX512) -c $< -o $@\n\n"
+        "%%_avx512bf16.o: %%_avx512bf16.c\n\t$(CC) $(ALL_CFLAGS) $(AVX512BF16) -c $< -o "
+        "$@\n\n"
+        "%%_avx2.o: %%_avx2.c\n\t$(CC) $(ALL_CFLAGS) $(AVX2) -c $< -o $@\n\n"
+        "%%.o: %%.c\n\t$(CC) $(ALL_CFLAGS) -c $< -o $@\n\n",
+        N, N, N, N, N, N, N, N);
     if (l->embed_weights)
         emit_buf_printf(&b, "%s_weights.o: %s_weights.S %s.weights\n\t$(CC) -c $< -o $@\n\n", N, N,
                         N);
@@ -190,10 +194,15 @@ static anvil_status write_cmake(const char *dir, const emit_lib *l) {
                     "src/*/*/*/*_avx512.c)\n"
                     "file(GLOB _avx2 src/*_avx2.c src/*/*_avx2.c src/*/*/*_avx2.c "
                     "src/*/*/*/*_avx2.c)\n"
+                    "file(GLOB _avx512bf16 src/*_avx512bf16.c src/*/*_avx512bf16.c "
+                    "src/*/*/*_avx512bf16.c src/*/*/*/*_avx512bf16.c)\n"
                     "set_source_files_properties(${_avx512} PROPERTIES COMPILE_OPTIONS "
                     "\"-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c\")\n"
                     "set_source_files_properties(${_avx2} PROPERTIES COMPILE_OPTIONS "
-                    "\"-mavx2;-mfma;-mf16c\")\n",
+                    "\"-mavx2;-mfma;-mf16c\")\n"
+                    "set_source_files_properties(${_avx512bf16} PROPERTIES COMPILE_OPTIONS "
+                    "\"-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c;"
+                    "-mavx512bf16\")\n",
                     N, N, N);
     if (l->embed_weights)
         emit_buf_printf(&b,

@@ -36,6 +36,7 @@ CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-D
 ISA = {"_avx512.c": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma",
                      "-mf16c"],
        "_avx2.c": ["-mavx2", "-mfma", "-mf16c"]}
+ISA["_avx512bf16.c"] = ISA["_avx512.c"] + ["-mavx512bf16"]
 
 
 def sh(cmd, **kw):
@@ -75,8 +76,9 @@ def build(lib, name, cache):
     return exe
 
 
-def compare(got_dir, want_dir, label):
-    """Every .npy of want_dir must be in got_dir with equal values; returns the max abs diff."""
+def compare(got_dir, want_dir, label, scale_tol=1e-5):
+    """Every .npy of want_dir must be in got_dir with equal values (within scale_tol of the
+    output's largest value, plus 1e-4 relative); returns the max abs diff."""
     worst = 0.0
     for f in sorted(os.listdir(want_dir)):
         if not f.endswith(".npy"):
@@ -99,7 +101,7 @@ def compare(got_dir, want_dir, label):
                 continue
             scale = float(np.max(np.abs(b)))
             diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-            tol = 1e-5 * max(scale, 1.0) + 1e-4 * np.abs(b.astype(np.float64))
+            tol = scale_tol * max(scale, 1.0) + 1e-4 * np.abs(b.astype(np.float64))
             if not np.all(diff <= tol):
                 raise AssertionError(f"{label}: {f}: max abs diff {diff.max():.3g} "
                                      f"(scale {scale:.3g})")
@@ -109,8 +111,13 @@ def compare(got_dir, want_dir, label):
     return worst
 
 
+# --precision P: every compile and every `anvil run` reference computes in P, so the library must
+# reproduce anvil's own bf16 arithmetic (the same kernels), not fp32's.
+PRECISION = []
+
+
 def run_anvil(anvil, model, inputs, out, *extra):
-    cmd = [anvil, "run", model, "-o", out, "--no-db", *extra]
+    cmd = [anvil, "run", model, "-o", out, "--no-db", *PRECISION, *extra]
     for k, v in inputs.items():
         cmd += ["-i", f"{k}={v}"]
     r = sh(cmd)
@@ -122,7 +129,7 @@ def emit_and_check(anvil, model, inputs, work, label, cache, extra_refs=()):
     """Compiles, builds and compares one model; returns (status, detail)."""
     lib = os.path.join(work, "lib")
     shutil.rmtree(lib, ignore_errors=True)
-    cmd = [anvil, "compile", model, "-o", lib, "--name", "net", "--no-db"]
+    cmd = [anvil, "compile", model, "-o", lib, "--name", "net", "--no-db", *PRECISION]
     for k, v in inputs.items():
         cmd += ["-i", f"{k}={v}"]
     r = sh(cmd)
@@ -150,7 +157,9 @@ def emit_and_check(anvil, model, inputs, work, label, cache, extra_refs=()):
         ref_dir = os.path.join(work, f"ref{i}")
         shutil.rmtree(ref_dir, ignore_errors=True)
         run_anvil(anvil, model, inputs, ref_dir, *ref)
-        worst = max(worst, compare(got, ref_dir, f"{label} vs anvil run {' '.join(ref)}"))
+        # another graph (opt-level 0) rounds other products to bf16: bf16's tolerance there
+        worst = max(worst, compare(got, ref_dir, f"{label} vs anvil run {' '.join(ref)}",
+                                   3e-2 if "bf16" in PRECISION else 1e-5))
     return "ok", worst
 
 
@@ -367,7 +376,7 @@ def cmd_random(a):
     cache = os.path.join(a.work, "objcache")
     os.makedirs(cache, exist_ok=True)
     rng = np.random.default_rng(a.seed)
-    ok = unsupported = 0
+    ok = unsupported = bf16_libs = 0
     reasons = {}
     for i in range(a.n):
         work = os.path.join(a.work, "random")
@@ -381,6 +390,9 @@ def cmd_random(a):
                                         extra_refs=[("--opt-level", "0")])
         ok += status == "ok"
         unsupported += status != "ok"
+        if status == "ok":
+            with open(os.path.join(work, "lib", "net.c")) as f:
+                bf16_libs += "_avx512bf16" in f.read()
         if status != "ok":
             for line in detail:
                 if "): " in line:
@@ -388,9 +400,19 @@ def cmd_random(a):
                     reasons[why] = reasons.get(why, 0) + 1
     print(f"random graphs: {ok} agree (opt-level 0, 1 and the library), {unsupported} not "
           f"emittable, 0 mismatches")
+    if PRECISION and cpu_has_bf16():
+        print(f"graphs whose library runs bf16 tiles: {bf16_libs}")
+        if not bf16_libs:
+            print("FAIL: --precision bf16 emitted no bf16 tile on a CPU with AVX512_BF16")
+            return 1
     for why, k in sorted(reasons.items(), key=lambda kv: -kv[1])[:10]:
         print(f"  {k:4d}  {why}")
     return 0 if ok else 1
+
+
+def cpu_has_bf16():
+    with open("/proc/cpuinfo") as f:
+        return " avx512_bf16" in f.read()
 
 
 def cmd_make(a):
@@ -462,6 +484,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("anvil")
     ap.add_argument("work")
+    ap.add_argument("--precision", help="fp32, bf16 or auto: what every compile and run uses")
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("cases")
     c.add_argument("dirs", nargs="+")
@@ -473,6 +496,8 @@ def main():
     m.add_argument("model")
     m.add_argument("inputs", nargs="+", help="NAME=FILE.npy")
     a = ap.parse_args()
+    if a.precision:
+        PRECISION.extend(["--precision", a.precision])
     os.makedirs(a.work, exist_ok=True)
     return {"cases": cmd_cases, "random": cmd_random, "make": cmd_make}[a.cmd](a)
 

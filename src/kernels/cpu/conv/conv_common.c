@@ -296,7 +296,9 @@ anvil_status conv_emit_packed(kern_emit *e, const char *var, const gemm_packed *
     const gemm_kernel *k = pk[0].kernel;
     const int64_t rows = pk[0].rows, cols = pk[0].cols;
     const int64_t width = is_a ? k->mr : k->nr, across = is_a ? rows : cols;
-    const size_t floats = (size_t)((across + width - 1) / width * width * (is_a ? cols : rows)),
+    /* 32-bit slots: a bf16 tile's panels hold pairs along k */
+    const int64_t depth = gemm_slots(k, is_a ? cols : rows);
+    const size_t floats = (size_t)((across + width - 1) / width * width * depth),
                  stride = (floats + 15) / 16 * 16;
     for (int64_t i = 1; i < n; i++)
         if (pk[i].kernel != k || pk[i].rows != rows || pk[i].cols != cols)

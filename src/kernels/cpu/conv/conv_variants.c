@@ -283,8 +283,8 @@ CONV_GEMM_VARIANT(implicit, "conv_implicit_gemm", CONV_GEMM_IMPLICIT)
 
 /* The same GEMMs on a bf16 tile: fp32 tensors, weights rounded to bf16 once when packed, the image
  * (or its im2col copy) as each B block is packed, fp32 sums and epilogue. Offered only to sessions
- * that accept bf16 (KERN_ROUNDS_BF16); their tile is the bf16 default (no tuner space yet), and
- * they are not emitted yet (their tiles' ISA file is not among anvil compile's sources). */
+ * that accept bf16 (KERN_ROUNDS_BF16); their tile is the bf16 default (no tuner space yet). They
+ * are emitted as the fp32 ones are (the same conv_gemm_run on their own tile). */
 #define CONV_BF16_VARIANT(ID, NAME, KIND)                                                          \
     static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
         (void)hw;                                                                                  \
@@ -309,7 +309,7 @@ CONV_GEMM_VARIANT(implicit, "conv_implicit_gemm", CONV_GEMM_IMPLICIT)
                                       gemm_variant_run,                                            \
                                       conv_fuses,                                                  \
                                       NULL,                                                        \
-                                      NULL};
+                                      &gemm_emitter};
 
 CONV_BF16_VARIANT(bf16_1x1, "conv_bf16_1x1", CONV_GEMM_1X1)
 CONV_BF16_VARIANT(bf16_im2col, "conv_bf16_im2col", CONV_GEMM_IM2COL)

@@ -58,8 +58,8 @@ static __m512i pairs_of(const float *x, int64_t cs, int64_t count) {
 
 /* gemm_kernel.pack_a: A (m x kc, A[i,p] at a[i*rs + p*cs]) into MR-row panels of pair slots,
  * slot q of row i at dst[q*mr + i]. */
-static void pack_a_bf16(int mr, const float *a, int64_t rs, int64_t cs, int64_t m, int64_t kc,
-                        float *dst) {
+__attribute__((unused)) static void pack_a_bf16(int mr, const float *a, int64_t rs, int64_t cs,
+                                                int64_t m, int64_t kc, float *dst) {
     const int64_t slots = (kc + 1) / 2;
     uint32_t w[16];
     for (int64_t i0 = 0; i0 < m; i0 += mr, dst += slots * mr) {
@@ -103,8 +103,8 @@ static __m512i pairs_across(const float *b, int64_t rs, int64_t cs, int64_t p, i
 
 /* gemm_kernel.pack_b: B (kc x n, B[p,j] at b[p*rs + j*cs]) into NR-column panels of pair slots,
  * slot q of column j at dst[q*nr + j]. */
-static void pack_b_bf16(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
-                        float *dst) {
+__attribute__((unused)) static void pack_b_bf16(int nr, const float *b, int64_t rs, int64_t cs,
+                                                int64_t kc, int64_t n, float *dst) {
     const int64_t slots = (kc + 1) / 2;
     for (int64_t j0 = 0; j0 < n; j0 += nr, dst += slots * nr) {
         const int64_t cols = n - j0 < nr ? n - j0 : nr;

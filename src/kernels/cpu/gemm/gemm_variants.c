@@ -389,6 +389,7 @@ static const char *const gemm_emit_files[] = {"kernels/cpu/gemm/gemm.h",
                                               "kernels/cpu/gemm/gemm_ukernel.h",
                                               "kernels/cpu/gemm/gemm_avx512.c",
                                               "kernels/cpu/gemm/gemm_avx2.c",
+                                              "kernels/cpu/gemm/gemm_avx512bf16.c",
                                               "kernels/cpu/eltwise/eltwise_act.h",
                                               "kernels/cpu/eltwise/eltwise_exp.h",
                                               "kernels/cpu/eltwise/eltwise_vec_avx512.h",
@@ -413,8 +414,9 @@ static anvil_status emit_write(const kern_node *kn, const void *state, kern_emit
     CORE_TRY(gemm_emit_files_need(e));
     char wexpr[96] = "", cb[64] = "", rr[96] = "";
     if (s->pb.data) {
+        const int64_t depth = gemm_slots(s->k, s->kdim); /* bf16 tiles: pairs along k */
         size_t bytes = (size_t)((s->n + s->k->nr - 1) / s->k->nr) * (size_t)s->k->nr *
-                       (size_t)(s->kdim > 0 ? s->kdim : 1) * sizeof(float);
+                       (size_t)(depth > 0 ? depth : 1) * sizeof(float);
         CORE_TRY(e->blob(e, s->pb.data, bytes, wexpr, sizeof wexpr));
     }
     gemm_epilogue ep = kern_fusion_epilogue(s->fusion);
@@ -508,16 +510,21 @@ char *gemm_emit_tiles_header(const char *code) {
     len += (size_t)snprintf(h + len, cap - len,
                             "/* The register tiles this library's plan runs (written by anvil "
                             "compile; gemm.h). */\n");
-    static const char *const isas[] = {"avx512", "avx2"};
-    for (int i = 0; i < 2; i++) {
-        len +=
-            (size_t)snprintf(h + len, cap - len, "#define GEMM_TILES_%s(X)", i ? "AVX2" : "AVX512");
-        for (const gemm_kernel *const *k = gemm_kernels; *k; k++) {
+    static const struct {
+        const char *isa, *list;
+        int vl;
+        const gemm_kernel *const *tiles;
+    } isas[] = {{"avx512", "AVX512", 16, gemm_kernels},
+                {"avx2", "AVX2", 8, gemm_kernels},
+                {"avx512bf16", "AVX512BF16", 16, gemm_kernels_bf16}};
+    for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
+        len += (size_t)snprintf(h + len, cap - len, "#define GEMM_TILES_%s(X)", isas[i].list);
+        for (const gemm_kernel *const *k = isas[i].tiles; *k; k++) {
             const char *isa = strchr((*k)->name, '_');
-            if (!isa || strcmp(isa + 1, isas[i]) || !names_tile(code, (*k)->name)) continue;
+            if (!isa || strcmp(isa + 1, isas[i].isa) || !names_tile(code, (*k)->name)) continue;
             if (len + 64 > cap) break;
             len += (size_t)snprintf(h + len, cap - len, " X(%d, %d, %d, %s)", (*k)->mr,
-                                    (*k)->nr / (i ? 8 : 16), (*k)->nr, isas[i]);
+                                    (*k)->nr / isas[i].vl, (*k)->nr, isas[i].isa);
         }
         len += (size_t)snprintf(h + len, cap - len, "\n");
     }
@@ -642,10 +649,6 @@ static bool rule_block_per_thread(const kern_variant *v, const kern_node *kn, co
 /* ---- the variant table ------------------------------------------------------------------------
  * C has no closures, so each variant gets thin wrappers that pass its own descriptor. */
 
-/* The bf16 tiles are not written into emitted libraries yet (their ISA file is not among the
- * sources anvil compile ships): a plan made to be emitted keeps the fp32 ones. */
-#define GEMM_EMITTER(NEEDS) ((NEEDS)&KERN_ROUNDS_BF16 ? NULL : &gemm_emitter)
-
 #define GEMM_VARIANT(ID, OP, NAME, NEEDS)                                                          \
     static const kern_variant v_##ID;                                                              \
     static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
@@ -677,9 +680,9 @@ static bool rule_block_per_thread(const kern_variant *v, const kern_node *kn, co
                                            {"A block fits L3 share", r3_##ID},                     \
                                            {"a block per thread", r4_##ID}};                       \
     static const kern_space space_##ID = {3, {"kc", "mc", "nc"}, vals_##ID, NULL, rules_##ID, 4};  \
-    static const kern_variant v_##ID = {                                                           \
-        NAME,       OP,           NEEDS,       sup_##ID,           ws_##ID, prep_##ID, release,    \
-        run_common, fuses_common, &space_##ID, GEMM_EMITTER(NEEDS)};
+    static const kern_variant v_##ID = {NAME,         OP,          NEEDS,        sup_##ID,         \
+                                        ws_##ID,      prep_##ID,   release,      run_common,       \
+                                        fuses_common, &space_##ID, &gemm_emitter};
 
 /* Per tile of gemm.h, the MatMul and the Gemm variant, named PREFIX "_<MR>x<NR>_<isa>" (bf16
  * tiles: PREFIX_BF16 "_<MR>x<NR>_<isa>"). */
