@@ -20,7 +20,7 @@ set(ANVIL_EMIT_FILES
 # The attention, data-movement, math and reduce families' run-time halves.
 list(APPEND ANVIL_EMIT_FILES
   ops/sdpa_geom.h kernels/cpu/attn/attn.h kernels/cpu/attn/attn_run.c kernels/cpu/attn/attn_tmpl.h
-  kernels/cpu/attn/attn_avx512.c kernels/cpu/attn/attn_avx2.c
+  kernels/cpu/attn/attn_avx512.c kernels/cpu/attn/attn_avx2.c kernels/cpu/attn/attn_avx512bf16.c
   kernels/cpu/data/data_move.h kernels/cpu/data/data_move.c kernels/cpu/data/data_resize.h
   kernels/cpu/data/data_resize_run.c kernels/cpu/data/data_resize_avx512.c
   kernels/cpu/math/mathk.h kernels/cpu/math/math_run.c kernels/cpu/math/math_avx512.c kernels/cpu/math/math_avx2.c

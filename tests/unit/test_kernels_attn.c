@@ -102,16 +102,30 @@ static void drop(built *x) {
     free(x->keep);
 }
 
+/* The session the checks run in: NULL is fp32 (test_bf16 sets a bf16 one, where sdpa_bf16 joins
+ * and the tolerance is bf16's). */
+static const kern_knobs *session;
+
+static bool have_bf16(void) {
+    return kern_isa_ok(KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16, core_hw_get());
+}
+
 static int expected(void) {
     assert_non_null(kern_find(IR_OP_SDPA, "sdpa_avx512"));
     assert_non_null(kern_find(IR_OP_SDPA, "sdpa_avx2"));
-    return (optest_have_avx512() ? 1 : 0) + (optest_have_avx2() ? 1 : 0);
+    assert_non_null(kern_find(IR_OP_SDPA, "sdpa_bf16"));
+    return (optest_have_avx512() ? 1 : 0) + (optest_have_avx2() ? 1 : 0) +
+           (session && session->precision == KERN_PREC_BF16 && have_bf16() ? 1 : 0);
 }
 
 static void check(const problem *pr, int want) {
     built x;
     build(&x, pr);
-    const int got = optest_check_variants(&x.t, 2e-5f, 1e-5f);
+    x.t.knobs = session;
+    /* bf16: q, k, v and the weights rounded to 8 significant bits; the outputs are averages of
+     * v in [-1, 1] */
+    const float tol = session ? 1.5e-2f : 2e-5f;
+    const int got = optest_check_variants(&x.t, tol, session ? tol : 1e-5f);
     if (got != want)
         fprintf(stderr,
                 "b%lld h%lld sq%lld sk%lld d%lld dv%lld mask rank %d keep rank %d%s%s: %d "
@@ -247,6 +261,29 @@ static void test_broadcast(void **state) {
     check(&p, expected());
 }
 
+/* The same shapes, lengths, head sizes and masks through sdpa_bf16 in a bf16 session, within
+ * bf16's tolerance; and at fp32's it must fail, or it is not rounding at all. */
+static void test_lengths(void **state);
+static void test_head_sizes(void **state);
+static void test_masks(void **state);
+
+static void test_bf16(void **state) {
+    if (!have_bf16()) skip();
+    static const kern_knobs bf16 = {.precision = KERN_PREC_BF16};
+    session = &bf16;
+    test_lengths(state);
+    test_head_sizes(state);
+    test_masks(state);
+    test_broadcast(state);
+    built x;
+    problem p = base(70, 70, 64);
+    build(&x, &p);
+    x.t.knobs = session;
+    assert_int_equal(optest_check_variants(&x.t, 2e-5f, 1e-5f), -1);
+    drop(&x);
+    session = NULL;
+}
+
 /* q, k and v as column ranges of one [b, s, 3 x heads x size] tensor (a fused QKV projection,
  * view_q/k/v): against the same operands copied out into separate tensors. */
 static void test_views(void **state) {
@@ -379,6 +416,7 @@ int main(void) {
         cmocka_unit_test(test_layouts),   cmocka_unit_test(test_masks),
         cmocka_unit_test(test_broadcast), cmocka_unit_test(test_views),
         cmocka_unit_test(test_reference), cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_bf16),
     };
     return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -36,6 +36,10 @@ typedef struct attn_isa {
     int key_tile; /* keys per register tile of the scores */
     int rows;     /* head-size rows of the output's register tile: the output's transposed rows
                    * are padded to a multiple of it */
+    /* 1: both products take bf16 pairs (vdpbf16ps, fp32 sums): q and k rounded to bf16 along
+     * the head size, the softmax's weights and v along the keys (attn_avx512bf16.c); the
+     * scores, the softmax and the output stay fp32. 0: fp32 throughout. */
+    int bf16;
     /* Computes queries [i0, i0 + mb) of (b, h). ws: attn_ws_floats(isa, p) floats, 64-byte
      * aligned, owned by the caller. */
     void (*block)(const attn_prob *p, int64_t b, int64_t h, int64_t i0, float *ws);
@@ -48,11 +52,21 @@ typedef struct attn_isa {
  * of mb (running max, running sum, rescale factors). */
 static inline size_t attn_ws_floats(const attn_isa *isa, const sdpa_geom *g, int64_t kb) {
     const size_t dvp = (size_t)((g->dv + isa->rows - 1) / isa->rows * isa->rows);
-    return (size_t)isa->mb * ((size_t)g->d + (size_t)kb + dvp + 3);
+    size_t n = (size_t)isa->mb * ((size_t)g->d + (size_t)kb + dvp + 3);
+    if (isa->bf16) {
+        /* the pair buffers (attn_tmpl.h), each rounded up to a vector: q's and the weights'
+         * (head-size pairs x mb, key pairs x mb), k's block (kb x head-size pairs) and v's
+         * (key pairs x dvp) */
+        const size_t d2 = ((size_t)g->d + 1) / 2, k2 = ((size_t)kb + 1) / 2;
+        n += (size_t)isa->mb * (d2 + k2) + ((size_t)kb * d2 + 15) / 16 * 16 +
+             (k2 * dvp + 15) / 16 * 16;
+    }
+    return n;
 }
 
 extern const attn_isa attn_isa_avx512;
 extern const attn_isa attn_isa_avx2;
+extern const attn_isa attn_isa_avx512bf16;
 
 /* A node as its prepare planned it: what attn_exec needs besides the tensors. */
 typedef struct attn_state {

@@ -32,6 +32,9 @@
 #define att_masks ATT_CAT(att_masks, ATT_C)
 #define att_softmax ATT_CAT(att_softmax, ATT_C)
 #define att_block ATT_CAT(att_block, ATT_C)
+#define att_scores_bf16 ATT_CAT(att_scores_bf16, ATT_C)
+#define att_values_bf16 ATT_CAT(att_values_bf16, ATT_C)
+#define att_pair_rows ATT_CAT(att_pair_rows, ATT_C)
 
 #ifndef ANVIL_ATTN_EXP_ONCE
 #define ANVIL_ATTN_EXP_ONCE
@@ -91,6 +94,77 @@ static inline void att_scores(const float *qt, const float *const *kr, int64_t d
 #pragma GCC unroll 4
         for (int c = 0; c < ATT_C; c++) V_STORE(st + r * MB + c * VW, acc[r][c]);
 }
+
+#ifdef ATT_BF16
+/* The bf16 products (attn.h's attn_isa.bf16), over 32-bit slots that each hold a pair of bf16
+ * values: ATT_DOT(a, b, acc) adds a's and b's pairwise products into acc's fp32 lanes, and
+ * ATT_PAIRS(lo, hi, out) writes the 16 slots (lo[i], hi[i]) of two rows of 16 floats (hi NULL:
+ * zeros) and ATT_ROW_PAIRS(x, n, out) the (n + 1) / 2 slots (x[2i], x[2i + 1]) of n floats (an odd
+ * n's last paired with zero), all from the ISA file.
+ *
+ * st[r][.] = k row r . qt as att_scores, with qp holding qt's rows in pairs (slot row e2 pairs
+ * head-size rows 2 e2 and 2 e2 + 1) and kp[r] key r's row in pairs (slot e2: its elements 2 e2,
+ * 2 e2 + 1): d2 slot steps instead of d. */
+static inline void att_scores_bf16(const float *qp, const float *const *kp, int64_t d2, float *st) {
+    V acc[ATT_R][ATT_C];
+#pragma GCC unroll 8
+    for (int r = 0; r < ATT_R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) acc[r][c] = V_SET1(0.0f);
+    for (int64_t e = 0; e < d2; e++) {
+        V x[ATT_C];
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) x[c] = V_LOAD(qp + e * MB + c * VW);
+#pragma GCC unroll 8
+        for (int r = 0; r < ATT_R; r++) {
+            const V kb = V_SET1(kp[r][e]);
+#pragma GCC unroll 4
+            for (int c = 0; c < ATT_C; c++) acc[r][c] = ATT_DOT(kb, x[c], acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < ATT_R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) V_STORE(st + r * MB + c * VW, acc[r][c]);
+}
+
+/* att_values over k2 key pairs: pp's slot row j2 pairs the weights of keys 2 j2 and 2 j2 + 1,
+ * vp's row j2 (vs slots apart) their v elements, at head-size index ec[r] of tile row r. */
+static inline void att_values_bf16(float *ot, const float *alpha, const float *pp, const float *vp,
+                                   int64_t vs, int64_t k2, const int64_t *ec) {
+    V acc[ATT_RV][ATT_C], al[ATT_C];
+#pragma GCC unroll 4
+    for (int c = 0; c < ATT_C; c++) al[c] = V_LOAD(alpha + c * VW);
+#pragma GCC unroll 8
+    for (int r = 0; r < ATT_RV; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) acc[r][c] = V_MUL(V_LOAD(ot + r * MB + c * VW), al[c]);
+    for (int64_t j = 0; j < k2; j++, vp += vs) {
+        V x[ATT_C];
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) x[c] = V_LOAD(pp + j * MB + c * VW);
+#pragma GCC unroll 8
+        for (int r = 0; r < ATT_RV; r++) {
+            const V vb = V_SET1(vp[ec[r]]);
+#pragma GCC unroll 4
+            for (int c = 0; c < ATT_C; c++) acc[r][c] = ATT_DOT(vb, x[c], acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < ATT_RV; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) V_STORE(ot + r * MB + c * VW, acc[r][c]);
+}
+
+/* Rows 2 j2 and 2 j2 + 1 of a (rows x MB) block into slot rows of MB lanes: out row j2 pairs
+ * them lane by lane, a missing second row pairing with zeros. */
+static inline void att_pair_rows(const float *in, int64_t rows, float *out) {
+    for (int64_t j = 0; j < rows; j += 2, out += MB)
+        for (int c = 0; c < ATT_C; c++)
+            ATT_PAIRS(in + j * MB + c * VW, j + 1 < rows ? in + (j + 1) * MB + c * VW : NULL,
+                      out + c * VW);
+}
+#endif
 
 /* ot rows [e0, e0 + ATT_RV) = alpha * ot + sum_j v[j][e] pt[j] over nb keys; vr[j] is key j's row
  * of v and ec[r] the (clamped) head-size index of row r. */
@@ -195,12 +269,22 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
     /* p->kb is a multiple of ATT_R: a block's score tiles end at its last row */
     float *qt = ws, *st = qt + g->d * MB, *ot = st + p->kb * MB, *m = ot + dvp * MB;
     float *l = m + MB, *alpha = l + MB;
+#ifdef ATT_BF16
+    /* the pair buffers, in attn_ws_floats' order: q's and the weights' (vector rows first, so
+     * they stay aligned), then k's and v's block */
+    const int64_t d2 = (g->d + 1) / 2, kb2 = (p->kb + 1) / 2;
+    float *qp = alpha + MB, *pp = qp + d2 * MB, *kp = pp + kb2 * MB;
+    float *vp = kp + (p->kb * d2 + 15) / 16 * 16;
+#endif
     const float *q = p->q + b * g->q[0] + h * g->q[1] + i0 * g->q[2];
     for (int64_t e = 0; e < g->d; e++) {
         float *row = qt + e * MB;
         for (int64_t i = 0; i < ni; i++) row[i] = p->scale * q[i * g->q[2] + e * g->q[3]];
         for (int64_t i = ni; i < MB; i++) row[i] = 0.0f;
     }
+#ifdef ATT_BF16
+    att_pair_rows(qt, g->d, qp);
+#endif
     for (int c = 0; c < ATT_C; c++) {
         V_STORE(m + c * VW, V_SET1(-INFINITY));
         V_STORE(l + c * VW, V_SET1(0.0f));
@@ -213,21 +297,61 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
     if (keys < 0) keys = 0;
     for (int64_t j0 = 0; j0 < keys; j0 += p->kb) {
         const int64_t nb = g->sk - j0 < p->kb ? g->sk - j0 : p->kb;
+#ifdef ATT_BF16
+        /* the block's keys in head-size pairs, then its values in key pairs (their rows are
+         * re-read by every query block of this head; converting them here keeps the job
+         * self-contained, at a 1/(2 MB) of the block's multiplies) */
+        for (int64_t j = 0; j < nb; j++) ATT_ROW_PAIRS(k + (j0 + j) * g->k[2], g->d, kp + j * d2);
+        const int64_t nb2 = (nb + 1) / 2;
+        for (int64_t j = 0; j < nb2; j++) {
+            const float *v0 = v + (j0 + 2 * j) * g->v[2];
+            const float *v1 = 2 * j + 1 < nb ? v0 + g->v[2] : NULL;
+            for (int64_t e = 0; e < dvp; e += 16) {
+                if (e + 16 <= g->dv && e + 16 <= dvp) {
+                    ATT_PAIRS(v0 + e, v1 ? v1 + e : NULL, vp + j * dvp + e);
+                    continue;
+                }
+                /* the tail: the padded rows repeat the last element (ec, below) */
+                float lo[16], hi[16], w[16];
+                for (int64_t x = 0; x < 16; x++) {
+                    const int64_t ec = e + x < g->dv ? e + x : g->dv - 1;
+                    lo[x] = v0[ec];
+                    hi[x] = v1 ? v1[ec] : 0.0f;
+                }
+                ATT_PAIRS(lo, hi, w);
+                for (int64_t x = 0; x < 16 && e + x < dvp; x++) vp[j * dvp + e + x] = w[x];
+            }
+        }
+#endif
         for (int64_t j = 0; j < nb; j += ATT_R) {
             const float *kr[ATT_R];
             for (int r = 0; r < ATT_R; r++) {
                 const int64_t key = j0 + j + r < g->sk ? j0 + j + r : g->sk - 1;
                 kr[r] = k + key * g->k[2];
             }
+#ifdef ATT_BF16
+            const float *kpr[ATT_R];
+            for (int r = 0; r < ATT_R; r++) kpr[r] = kp + (j + r < nb ? j + r : nb - 1) * d2;
+            att_scores_bf16(qp, kpr, d2, st + j * MB);
+            (void)kr;
+#else
             att_scores(qt, kr, g->d, st + j * MB);
+#endif
         }
         if (p->softcap > 0) att_softcap(st, nb * MB, p->softcap);
         att_masks(p, b, h, i0, ni, j0, nb, st);
         att_softmax(st, nb, m, l, alpha);
+#ifdef ATT_BF16
+        att_pair_rows(st, nb, pp);
+#endif
         for (int64_t e0 = 0; e0 < dvp; e0 += ATT_RV) {
             int64_t ec[ATT_RV];
             for (int r = 0; r < ATT_RV; r++) ec[r] = e0 + r < g->dv ? e0 + r : g->dv - 1;
+#ifdef ATT_BF16
+            att_values_bf16(ot + e0 * MB, alpha, pp, vp, dvp, nb2, ec);
+#else
             att_values(ot + e0 * MB, alpha, st, v + j0 * g->v[2], g->v[2], nb, ec);
+#endif
         }
     }
     for (int c = 0; c < ATT_C; c++) V_STORE(l + c * VW, V_DIV(V_SET1(1.0f), V_LOAD(l + c * VW)));
@@ -242,3 +366,6 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
 #undef att_masks
 #undef att_softmax
 #undef att_block
+#undef att_scores_bf16
+#undef att_values_bf16
+#undef att_pair_rows

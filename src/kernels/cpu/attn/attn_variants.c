@@ -1,4 +1,5 @@
-/* The attention family: anvil.Sdpa as "sdpa_avx512" and "sdpa_avx2" (attn.h).
+/* The attention family: anvil.Sdpa as "sdpa_avx512" and "sdpa_avx2" (attn.h), and "sdpa_bf16"
+ * (AVX-512 with bf16 products, offered only to sessions that accept bf16).
  *
  * This file is baseline code: supports() takes float32 nodes of static shapes whose k and v have
  * their head-size elements contiguous (what every layout the attention pass absorbs gives:
@@ -95,6 +96,16 @@ static anvil_status attn_prepare_isa(const kern_node *kn, const attn_isa *isa, v
     return ANVIL_OK;
 }
 
+static size_t attn_workspace_bf16(const kern_node *kn) {
+    sdpa_geom g;
+    if (!attn_geom_of(kn, &g)) return 0;
+    return attn_ws_of(kn, &attn_isa_avx512bf16, &g) * attn_threads_of(kn) * sizeof(float);
+}
+
+static anvil_status attn_prepare_bf16(const kern_node *kn, void **state) {
+    return attn_prepare_isa(kn, &attn_isa_avx512bf16, state);
+}
+
 static anvil_status attn_prepare_avx512(const kern_node *kn, void **state) {
     return attn_prepare_isa(kn, &attn_isa_avx512, state);
 }
@@ -130,6 +141,7 @@ static const char *const attn_emit_files[] = {"ops/sdpa_geom.h",
                                               "kernels/cpu/attn/attn_tmpl.h",
                                               "kernels/cpu/attn/attn_avx512.c",
                                               "kernels/cpu/attn/attn_avx2.c",
+                                              "kernels/cpu/attn/attn_avx512bf16.c",
                                               "kernels/cpu/eltwise/eltwise_vec_avx512.h",
                                               "kernels/cpu/eltwise/eltwise_vec_avx2.h",
                                               NULL};
@@ -149,7 +161,10 @@ static anvil_status attn_emit_write(const kern_node *kn, const void *state, kern
     CORE_TRY(e->include(e, "kernels/cpu/attn/attn.h"));
     char f[64];
     e->code(e, "attn_state as = {0};\n");
-    e->code(e, "as.isa = &%s;\n", s->isa == &attn_isa_avx512 ? "attn_isa_avx512" : "attn_isa_avx2");
+    e->code(e, "as.isa = &%s;\n",
+            s->isa == &attn_isa_avx512       ? "attn_isa_avx512"
+            : s->isa == &attn_isa_avx512bf16 ? "attn_isa_avx512bf16"
+                                             : "attn_isa_avx2");
     e->code(e, "as.jobs = %lld;\nas.qblocks = %lld;\nas.wide = %lld;\n", (long long)s->jobs,
             (long long)s->qblocks, (long long)s->wide);
     e->code(e, "as.ws_floats = %zu;\nas.threads = %d;\n", s->ws_floats, s->threads);
@@ -221,5 +236,17 @@ static const kern_variant v_sdpa_avx2 = {.name = "sdpa_avx2",
                                          .space = &attn_space,
                                          .emit = &attn_emitter};
 
-/* The AVX-512 variant first: the first applicable variant is the default. */
-const kern_variant *const kern_family_attn[] = {&v_sdpa_avx512, &v_sdpa_avx2, NULL};
+static const kern_variant v_sdpa_bf16 = {.name = "sdpa_bf16",
+                                         .op = IR_OP_SDPA,
+                                         .needs = KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |
+                                                  KERN_ROUNDS_BF16,
+                                         .supports = attn_supports,
+                                         .workspace_size = attn_workspace_bf16,
+                                         .prepare = attn_prepare_bf16,
+                                         .release = attn_release,
+                                         .run = attn_run,
+                                         .space = &attn_space,
+                                         .emit = &attn_emitter};
+
+/* The first applicable variant is the default: bf16 where the session accepts it, then AVX-512. */
+const kern_variant *const kern_family_attn[] = {&v_sdpa_bf16, &v_sdpa_avx512, &v_sdpa_avx2, NULL};
