@@ -201,7 +201,9 @@ def _as_array(x: Any, what: str) -> np.ndarray:
                                 f"strided tensor or a numpy array") from None
         else:
             x = np.asarray(x)
-    return np.ascontiguousarray(x)
+    # not np.ascontiguousarray: it returns at least one dimension, so a rank-0 input (Silero
+    # VAD's sample rate) would arrive with shape [1]
+    return np.asarray(x, order="C")
 
 
 def _wrap(arr: np.ndarray, what: str) -> c_void_p:

@@ -83,6 +83,12 @@ def test_non_contiguous_input_is_copied_right():
     np.testing.assert_array_equal(s.run({"x": x})["y"], x)
 
 
+def test_rank0_input_keeps_rank0():
+    s = anvil.Session(identity(np.int64, TensorProto.INT64, ()), tuning="off")
+    y = s.run({"x": np.array(16000, dtype=np.int64)})["y"]
+    assert y.shape == () and int(y) == 16000
+
+
 def test_bad_inputs_raise_clear_errors():
     s = anvil.Session(identity(np.float32, TensorProto.FLOAT), tuning="off")
     with pytest.raises(anvil.InvalidArgument, match="no input 'z'"):

@@ -38,6 +38,19 @@ def vad_feeds(rng):
             "sr": np.array(16000, dtype=np.int64)}
 
 
+def oww_audio(rng):
+    # 1.28 s of 16 kHz audio in int16 units, as openWakeWord feeds its melspectrogram model.
+    return {"input": (rng.standard_normal((1, 20480)) * 1000.0).astype(np.float32)}
+
+
+def oww_feature(name, shape):
+    # openWakeWord's embedding model takes 76 mel frames (log-mel / 10 + 2, about [-2, 6]); its
+    # classifiers take 16 embeddings of 96 (values of a few units).
+    def feeds(rng):
+        return {name: rng.uniform(-2.0, 6.0, shape).astype(np.float32)}
+    return feeds
+
+
 # name: (package, path inside the package, input feeds, what it is)
 MODELS = {
     "silero_vad": ("silero_vad", "data/silero_vad.onnx", vad_feeds,
@@ -50,6 +63,17 @@ MODELS = {
                     ocr_image((1, 3, 48, 320)), "PP-OCRv4 text recogniser (SVTR, 48x320)"),
     "ppocr_cls": ("rapidocr_onnxruntime", "models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
                   ocr_image((1, 3, 48, 192)), "PP-OCR text direction classifier (48x192)"),
+    # openWakeWord 0.4.0 is the last release whose wheel ships its models (later ones download
+    # them at run time). Its code is Apache-2.0, its pre-trained models CC BY-NC-SA 4.0: used
+    # here for testing only, copied from the installed package, never redistributed.
+    "oww_melspectrogram": ("openwakeword", "resources/models/melspectrogram.onnx", oww_audio,
+                           "openWakeWord log-mel front end (STFT as Conv, mel MatMul)"),
+    "oww_embedding": ("openwakeword", "resources/models/embedding_model.onnx",
+                      oww_feature("input_1", (4, 76, 32, 1)),
+                      "openWakeWord speech embedding (Google's, NHWC Conv + LeakyReLU + MaxPool)"),
+    "oww_hey_jarvis": ("openwakeword", "resources/models/hey_jarvis_v0.1.onnx",
+                       oww_feature("x.1", (1, 16, 96)),
+                       "openWakeWord 'hey jarvis' wake-word classifier (Gemm, LayerNorm, If)"),
 }
 
 
