@@ -152,21 +152,34 @@ const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const co
     return best;
 }
 
-/* The bf16 tiles have not been ranked on full tiles the way the fp32 ones were; until they are,
- * the least padded work picks, ties going to the earlier (longer-KC, wider) tile. The tuner
- * times them all. */
+/* The bf16 tiles' relative speed on full tiles (1 thread, Zen 4, anvil_kbench gemm --precision
+ * bf16, GFLOP/s at 512x3072x768 / 128x50257x768): 4x64 225/227, 6x64 223/-, 8x48 223/226, 14x32
+ * 219/204, 16x16 165/-: with bf16 pairs a 16x16 tile's single B vector per k step leaves its
+ * dot products waiting on loads. Picked as gemm_kernel_default picks: least padded work over
+ * speed (by padding alone, 16x16 took the 50257-column LM head of GPT-2 at 168 GFLOP/s). */
+static const struct {
+    const gemm_kernel *k;
+    float speed;
+} tile_speed_bf16[] = {
+    {&gemm_kernel_4x64_avx512bf16, 1.00f},  {&gemm_kernel_6x64_avx512bf16, 0.99f},
+    {&gemm_kernel_8x48_avx512bf16, 0.99f},  {&gemm_kernel_14x32_avx512bf16, 0.92f},
+    {&gemm_kernel_16x16_avx512bf16, 0.72f}, {&gemm_kernel_1x64_avx512bf16, 0.45f},
+};
+
 const gemm_kernel *gemm_kernel_default_bf16(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
     (void)k;
     const gemm_kernel *best = NULL;
     double best_cost = -1.0;
     if (m < 1) m = 1;
     if (n < 1) n = 1;
-    for (const gemm_kernel *const *t = gemm_kernels_bf16; *t; t++) {
-        if (!gemm_kernel_usable(*t, hw)) continue;
-        const double cost = (double)round_up(m, (*t)->mr) * (double)round_up(n, (*t)->nr);
+    for (size_t i = 0; i < sizeof tile_speed_bf16 / sizeof *tile_speed_bf16; i++) {
+        const gemm_kernel *t = tile_speed_bf16[i].k;
+        if (!gemm_kernel_usable(t, hw)) continue;
+        const double cost =
+            (double)round_up(m, t->mr) * (double)round_up(n, t->nr) / tile_speed_bf16[i].speed;
         if (best_cost < 0 || cost < best_cost) {
             best_cost = cost;
-            best = *t;
+            best = t;
         }
     }
     return best;

@@ -149,7 +149,8 @@ static inline int64_t gemm_slots(const gemm_kernel *k, int64_t kdim) {
     X(8, 3, 48, avx512bf16)                                                                        \
     X(6, 4, 64, avx512bf16)                                                                        \
     X(4, 4, 64, avx512bf16)                                                                        \
-    X(16, 1, 16, avx512bf16)
+    X(16, 1, 16, avx512bf16)                                                                       \
+    X(1, 4, 64, avx512bf16)
 #endif
 #define GEMM_TILES(X) GEMM_TILES_AVX512(X) GEMM_TILES_AVX2(X) X(4, 1, 8, portable)
 /* The KERN_NEEDS_* of a tile's ISA. */
