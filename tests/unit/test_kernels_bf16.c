@@ -229,6 +229,39 @@ static void test_gemm_transposed_exact(void **state) {
         for (int tb = 0; tb < 2; tb++) gemm_exact(ta, tb, (ta + tb) % 2 == 0);
 }
 
+/* anvil.ConvNhwc (X [n, h, w, c]) through every variant, fp32 and convnhwc_bf16_gemm, on
+ * bf16-exact operands: the 1x1 reads X as A, the others an im2col copy. */
+static void conv_nhwc_exact(int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stride,
+                            int64_t pad) {
+    optest t;
+    optest_begin(&t, IR_OP_CONV_NHWC, 3, 1, 4);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){k, k}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){stride, stride}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
+    optest_attr_int(&t, 3, "group", 1);
+    const int64_t dx[] = {1, hw, hw, c}, dw[] = {m, c, k, k};
+    float *x = operand(optest_prod(dx, 4), 9, true), *w = operand(optest_prod(dw, 4), 10, true),
+          *b = operand((size_t)m, 11, true);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dx, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dw, w, true);
+    optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){m}, b, true);
+    t.knobs = &bf16_session;
+    assert_true(optest_variant_applies(&t, "convnhwc_bf16_gemm"));
+    assert_true(check(&t, 1e-4f) > 0);
+    optest_end(&t);
+    free(x);
+    free(w);
+    free(b);
+}
+
+static void test_conv_nhwc_exact(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    conv_nhwc_exact(24, 40, 9, 1, 1, 0);  /* 1x1: X is A */
+    conv_nhwc_exact(17, 33, 11, 3, 1, 1); /* 3x3 padded, odd K */
+    conv_nhwc_exact(16, 16, 12, 3, 2, 1); /* strided */
+}
+
 /* A conv through every variant, fp32 and bf16 (and conv_f32, which hands it to a bf16 one in a
  * bf16 session), on bf16-exact operands. */
 static void conv_exact(int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stride, int64_t pad,
@@ -275,6 +308,7 @@ int main(void) {
         cmocka_unit_test(test_conv_exact),
         cmocka_unit_test(test_cascade),
         cmocka_unit_test(test_fused_exact),
+        cmocka_unit_test(test_conv_nhwc_exact),
     };
     return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -59,10 +59,18 @@ static const gemm_kernel *nhwc_tile(const kern_node *kn, const conv_shape *s, in
 #define INDIRECT_MIN_CG 64
 
 /* The GEMM kernel and blocking for s, and how A is formed (what conv_nhwc_workspace needs
- * before packing); kn (NULL: none) may carry the tuner's tile and KC. */
-static void nhwc_kernel(const conv_shape *s, const kern_node *kn, conv_nhwc_weights *out) {
+ * before packing); kn (NULL: none) may carry the tuner's tile and KC. bf16: the bf16 default tile,
+ * which packs its A panels itself, so A is X or an im2col copy, never the pointer table. */
+static void nhwc_kernel(const conv_shape *s, const kern_node *kn, bool bf16,
+                        conv_nhwc_weights *out) {
     const int64_t kdim = conv_kdim(s), pix = s->oh * s->ow;
     const core_hw *hw = core_hw_get();
+    if (bf16) {
+        out->k = gemm_kernel_default_bf16(pix, s->mg, kdim, hw);
+        if (out->k) out->blk = gemm_blocking_for(kn, out->k, pix, s->mg, kdim, hw, 0, 0, 0);
+        out->indirect = false;
+        return;
+    }
     const gemm_kernel *tile = kn ? conv_config_tile(kn, hw) : NULL;
     out->k = tile ? tile : nhwc_tile(kn, s, pix, kdim);
     out->blk =
@@ -71,11 +79,11 @@ static void nhwc_kernel(const conv_shape *s, const kern_node *kn, conv_nhwc_weig
         !conv_nhwc_direct(s) && s->cg >= INDIRECT_MIN_CG && !kern_knobs_of(kn)->conv_im2col;
 }
 
-static anvil_status weights_pack(const conv_shape *s, const kern_node *kn, const float *w,
-                                 conv_nhwc_weights *out) {
+static anvil_status weights_pack(const conv_shape *s, const kern_node *kn, bool bf16,
+                                 const float *w, conv_nhwc_weights *out) {
     memset(out, 0, sizeof *out);
     const int64_t khw = s->kh * s->kw, kdim = conv_kdim(s);
-    nhwc_kernel(s, kn, out);
+    nhwc_kernel(s, kn, bf16, out);
     out->groups = s->group;
     out->pb = core_calloc((size_t)s->group, sizeof *out->pb);
     float *tmp = malloc(sizeof(float) * (size_t)(kdim * s->mg > 0 ? kdim * s->mg : 1));
@@ -100,7 +108,7 @@ fail:
 
 anvil_status conv_nhwc_weights_pack(const kern_node *kn, const conv_shape *s, const float *w,
                                     conv_nhwc_weights *out) {
-    return weights_pack(s, kn, w, out);
+    return weights_pack(s, kn, false, w, out);
 }
 
 void conv_nhwc_weights_free(conv_nhwc_weights *pw) {
@@ -121,22 +129,29 @@ typedef conv_nhwc_plan nhwc_plan;
 
 typedef struct nhwc_state {
     nhwc_plan p;
+    bool bf16; /* on a bf16 tile (convnhwc_bf16_gemm) */
     conv_nhwc_weights w;
     const ir_fusion *fusion; /* what run applies (NULL: none, or the runtime does) */
 } nhwc_state;
 
 /* Both variants' plan: Conv (NCHW, transposed in and out through the workspace) or
  * anvil.ConvNhwc (channels-last already, no transposes), told apart by the node's op. */
-static bool nhwc_plan_of(const kern_node *kn, nhwc_plan *p) {
+static bool nhwc_plan_of(const kern_node *kn, bool bf16, nhwc_plan *p) {
     memset(p, 0, sizeof *p);
     const bool last = kn->node->op == IR_OP_CONV_NHWC;
     if (!(last ? conv_shape_of_nhwc(kn, &p->s) : conv_shape_of(kn, &p->s)) || !kn->in[1].value)
         return false;
     p->last = last;
     const conv_shape *s = &p->s;
+    /* bf16 only where the GEMM is no sliver: not depthwise or narrow groups, not the pooled
+     * maps of squeeze-excitation blocks, some depth to pair (conv_variants.c's bf16 rule) */
+    if (bf16 && !((s->group == 1 || (s->cg >= 32 && s->mg >= 32)) && s->oh * s->ow > 4 &&
+                  s->cg * s->kh * s->kw >= 16))
+        return false;
     conv_nhwc_weights sizing;
     memset(&sizing, 0, sizeof sizing);
-    nhwc_kernel(s, kn, &sizing);
+    nhwc_kernel(s, kn, bf16, &sizing);
+    if (!sizing.k) return false;
     p->threads = kn->threads > 0 ? kn->threads : 1;
     if (!last) {
         p->xt_bytes = align64((size_t)(s->n * s->c * s->h * s->w) * sizeof(float));
@@ -149,12 +164,23 @@ static bool nhwc_plan_of(const kern_node *kn, nhwc_plan *p) {
 static bool nhwc_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
     nhwc_plan p;
-    return nhwc_plan_of(kn, &p);
+    return nhwc_plan_of(kn, false, &p);
 }
 
 static size_t nhwc_ws(const kern_node *kn) {
     nhwc_plan p;
-    return nhwc_plan_of(kn, &p) ? p.xt_bytes + p.yt_bytes + p.run_bytes : 0;
+    return nhwc_plan_of(kn, false, &p) ? p.xt_bytes + p.yt_bytes + p.run_bytes : 0;
+}
+
+static bool nhwc_supports_bf16(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    nhwc_plan p;
+    return nhwc_plan_of(kn, true, &p);
+}
+
+static size_t nhwc_ws_bf16(const kern_node *kn) {
+    nhwc_plan p;
+    return nhwc_plan_of(kn, true, &p) ? p.xt_bytes + p.yt_bytes + p.run_bytes : 0;
 }
 
 static void nhwc_release(void *state) {
@@ -164,14 +190,15 @@ static void nhwc_release(void *state) {
     free(st);
 }
 
-static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
+static anvil_status prepare_as(const kern_node *kn, bool bf16, void **state) {
     nhwc_state *st = core_calloc(1, sizeof *st);
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!nhwc_plan_of(kn, &st->p)) {
+    st->bf16 = bf16;
+    if (!nhwc_plan_of(kn, bf16, &st->p)) {
         free(st);
         return conv_prepare_unsupported(kn, "NHWC GEMM conv variant");
     }
-    anvil_status e = weights_pack(&st->p.s, kn, kn->in[1].value, &st->w);
+    anvil_status e = weights_pack(&st->p.s, kn, bf16, kn->in[1].value, &st->w);
     if (e != ANVIL_OK) {
         free(st);
         return e;
@@ -181,6 +208,14 @@ static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
     st->fusion = conv_fuses(kn) ? kn->node->fusion : NULL;
     *state = st;
     return ANVIL_OK;
+}
+
+static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
+    return prepare_as(kn, false, state);
+}
+
+static anvil_status nhwc_prepare_bf16(const kern_node *kn, void **state) {
+    return prepare_as(kn, true, state);
 }
 
 /* Conv: X transposed to NHWC through the workspace, the GEMMs, Y transposed back to NCHW;
@@ -249,10 +284,10 @@ static bool nhwc_view(const kern_node *kn, const kern_config *c, conv_gemm_view 
     kern_node k2 = *kn;
     k2.config = c;
     nhwc_plan p;
-    if (!nhwc_plan_of(&k2, &p)) return false;
+    if (!nhwc_plan_of(&k2, false, &p)) return false;
     conv_nhwc_weights w;
     memset(&w, 0, sizeof w);
-    nhwc_kernel(&p.s, &k2, &w);
+    nhwc_kernel(&p.s, &k2, false, &w);
     v->k = w.k;
     v->blk = w.blk;
     v->kdim = conv_kdim(&p.s);
@@ -278,3 +313,20 @@ const kern_variant conv_v_nhwc = {"conv_nhwc_im2col_gemm",
 const kern_variant conv_nhwc_v_gemm = {
     "convnhwc_gemm", IR_OP_CONV_NHWC, 0,          nhwc_supports, nhwc_ws,      nhwc_prepare,
     nhwc_release,    nhwc_run,        conv_fuses, NULL,          &nhwc_emitter};
+
+/* anvil.ConvNhwc's GEMMs on a bf16 tile: the weights rounded to bf16 once when packed, X (or its
+ * im2col copy) as each A block is packed, fp32 sums and epilogue. Offered only to sessions that
+ * accept bf16 (KERN_ROUNDS_BF16), ahead of the fp32 GEMM: EfficientNet-B0's pointwise convs,
+ * 70% of its time in fp32, are these. */
+const kern_variant conv_nhwc_v_bf16_gemm = {"convnhwc_bf16_gemm",
+                                            IR_OP_CONV_NHWC,
+                                            KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |
+                                                KERN_ROUNDS_BF16,
+                                            nhwc_supports_bf16,
+                                            nhwc_ws_bf16,
+                                            nhwc_prepare_bf16,
+                                            nhwc_release,
+                                            nhwc_run,
+                                            conv_fuses,
+                                            NULL,
+                                            &nhwc_emitter};

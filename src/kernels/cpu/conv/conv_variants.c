@@ -604,6 +604,7 @@ const kern_variant *const kern_family_conv[] = {
     &conv_nhwc_v_dwx_avx512,
     &conv_nhwc_v_dwx_avx2,
     &conv_nhwc_v_smallc_avx512,
+    &conv_nhwc_v_bf16_gemm,
     &conv_nhwc_v_regions,
     &conv_nhwc_v_gemm,
     NULL,
