@@ -34,6 +34,7 @@
     X(dnnl_primitive_attr_set_output_scales)                                                       \
     X(dnnl_primitive_attr_set_post_ops)                                                            \
     X(dnnl_primitive_attr_set_scratchpad_mode)                                                     \
+    X(dnnl_primitive_attr_set_fpmath_mode)                                                         \
     X(dnnl_primitive_create)                                                                       \
     X(dnnl_primitive_desc_create)                                                                  \
     X(dnnl_primitive_desc_destroy)                                                                 \

@@ -270,9 +270,11 @@ static bool conv_supports(const kern_node *kn, const core_hw *hw) {
  * channels), else one output channel (all the input). The whole node is units [0, units(kn)).
  * Activations, weights and bias are slices of the node's, at the offsets the state records.
  * own_scratch: the primitive gets a scratchpad of its own, for parts that run at the same time
- * (oneDNN's shared one is not made for that: concurrent parts crashed in it). */
+ * (oneDNN's shared one is not made for that: concurrent parts crashed in it). bf16: oneDNN may
+ * compute the fp32 convolution in bf16 (its fpmath mode), rounding the operands as anvil's bf16
+ * variants do. */
 static anvil_status conv_prepare_part(const kern_node *kn, bool blocked, int threads, int64_t u0,
-                                      int64_t un, bool own_scratch, dk_state **out) {
+                                      int64_t un, bool own_scratch, bool bf16, dk_state **out) {
     const ir_node *n = kn->node;
     dk_state *s;
     CORE_TRY(vendor_dnnl_state_new(kn, &s));
@@ -343,11 +345,13 @@ static anvil_status conv_prepare_part(const kern_node *kn, bool blocked, int thr
     }
     const float *wv = kn->in[1].value ? (const float *)kn->in[1].value + s->w_off : NULL;
     dnnl_primitive_attr_t attr = NULL;
-    if (own_scratch) {
+    if (own_scratch || bf16) {
         ds = vendor_dnnl_lib.dnnl_primitive_attr_create(&attr);
-        if (ds == dnnl_success)
+        if (ds == dnnl_success && own_scratch)
             ds = vendor_dnnl_lib.dnnl_primitive_attr_set_scratchpad_mode(attr,
                                                                          dnnl_scratchpad_mode_user);
+        if (ds == dnnl_success && bf16)
+            ds = vendor_dnnl_lib.dnnl_primitive_attr_set_fpmath_mode(attr, dnnl_fpmath_mode_bf16);
         if (ds != dnnl_success) {
             if (attr) vendor_dnnl_lib.dnnl_primitive_attr_destroy(attr);
             st = vendor_dnnl_fail(n, "creating attributes", ds);
@@ -401,7 +405,7 @@ static anvil_status conv_prepare_whole(const kern_node *kn, void **state, bool b
     conv_geom cg;
     (void)conv_geometry(kn, &cg);
     return conv_prepare_part(kn, blocked, kn->threads > 0 ? kn->threads : 1, 0, conv_units(kn, &cg),
-                             false, (dk_state **)state);
+                             false, false, (dk_state **)state);
 }
 
 static anvil_status conv_prepare_blocked(const kern_node *kn, void **state) {
@@ -478,7 +482,7 @@ static void split_release(void *p) {
     free(g);
 }
 
-static anvil_status split_prepare(const kern_node *kn, void **state) {
+static anvil_status split_prepare_as(const kern_node *kn, bool bf16, void **state) {
     conv_geom cg;
     (void)conv_geometry(kn, &cg);
     int64_t units = conv_units(kn, &cg), block = cg.group > 1 ? 1 : 16;
@@ -491,7 +495,7 @@ static anvil_status split_prepare(const kern_node *kn, void **state) {
     for (int64_t p = 0; p < parts; p++) {
         int64_t u0 = blocks * p / parts * block, u1 = blocks * (p + 1) / parts * block;
         if (u1 > units) u1 = units;
-        anvil_status st = conv_prepare_part(kn, true, 1, u0, u1 - u0, true, &g->part[p]);
+        anvil_status st = conv_prepare_part(kn, true, 1, u0, u1 - u0, true, bf16, &g->part[p]);
         if (st != ANVIL_OK) {
             split_release(g);
             return st;
@@ -500,6 +504,14 @@ static anvil_status split_prepare(const kern_node *kn, void **state) {
     }
     *state = g;
     return ANVIL_OK;
+}
+
+static anvil_status split_prepare(const kern_node *kn, void **state) {
+    return split_prepare_as(kn, false, state);
+}
+
+static anvil_status split_prepare_bf16(const kern_node *kn, void **state) {
+    return split_prepare_as(kn, true, state);
 }
 
 typedef struct split_job {
@@ -578,6 +590,24 @@ const kern_variant vendor_dnnl_conv = {
 const kern_variant vendor_dnnl_conv_split = {
     "dnnl_conv_split", IR_OP_CONV, 0,    conv_supports, NULL, split_prepare,
     split_release,     split_run,  NULL, NULL,          NULL,
+};
+/* The same in oneDNN's bf16 fpmath mode, for sessions that accept bf16: a candidate for the
+ * tuner on the grouped convs anvil's bf16 GEMM convs leave alone, not in the cascade. With
+ * Debian's oneDNN 2.6 on Zen 4 it measured no faster than fp32 (RegNetY-400MF's grouped convs, 1
+ * thread: 35% of the model's time either way); oneDNN may ignore the mode where it has no bf16
+ * kernel for the shape. */
+const kern_variant vendor_dnnl_conv_split_bf16 = {
+    "dnnl_conv_split_bf16",
+    IR_OP_CONV,
+    KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_ROUNDS_BF16,
+    conv_supports,
+    NULL,
+    split_prepare_bf16,
+    split_release,
+    split_run,
+    NULL,
+    NULL,
+    NULL,
 };
 const kern_variant vendor_dnnl_conv_nchw = {
     "dnnl_conv_nchw",

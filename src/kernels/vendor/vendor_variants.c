@@ -8,7 +8,8 @@
 
 #ifdef ANVIL_HAVE_DNNL
 extern const kern_variant vendor_dnnl_matmul, vendor_dnnl_gemm, vendor_dnnl_conv,
-    vendor_dnnl_conv_nchw, vendor_dnnl_conv_split, vendor_dnnl_deconv, vendor_dnnl_conv_grad_w;
+    vendor_dnnl_conv_nchw, vendor_dnnl_conv_split, vendor_dnnl_deconv, vendor_dnnl_conv_grad_w,
+    vendor_dnnl_conv_split_bf16;
 #endif
 #ifdef ANVIL_HAVE_OPENBLAS
 extern const kern_variant vendor_openblas_matmul, vendor_openblas_gemm;
@@ -24,6 +25,7 @@ const kern_variant *const kern_family_vendor[] = {
     &vendor_dnnl_conv,
     &vendor_dnnl_conv_nchw,
     &vendor_dnnl_conv_split,
+    &vendor_dnnl_conv_split_bf16,
     &vendor_dnnl_deconv,
     &vendor_dnnl_conv_grad_w,
 #endif
