@@ -3,7 +3,8 @@
 
 Usage: peer.py [--models a,b,...] [--corpus] [--corpus-dir DIR] [--size full|ci] [--threads 1,2]
                [--runs N] [--rounds R] [--warmup W] [--anvil PATH] [--zoo DIR] [--tune-db FILE]
-               [--tune-budget S] [--no-tune] [--no-openvino] [--json out.json] [--md out.md]
+               [--tune-budget S] [--no-tune] [--no-openvino] [--precision fp32|bf16] [--ov-f32]
+               [--json out.json] [--md out.md]
 
 For every model (the generated zoo of tests/models/gen_zoo.py and the real models of
 tests/models/fetch_real.py whose packages are installed; with --corpus instead the PyTorch
@@ -52,6 +53,24 @@ rounds); for ONNX Runtime and PyTorch that includes the Python interpreter and t
 / torch import, reported separately as "base". Models are generated on first use into --zoo (default
 build-release/peer_zoo/<size>). Not a test: it never fails on a number; an engine that cannot
 run a model gets its error in the notes column and the others go on.
+
+--precision bf16 (default fp32: all of the above) compares anvil's bf16 with OpenVINO's default:
+  - anvil cascade and tuned run `anvil bench --precision bf16` (tuning: `anvil tune --precision
+    bf16`, into the same database, whose keys hold the precision), and one more engine, anvil
+    fp32, the cascade in fp32, for bf16's speedup (anvil fp32 / anvil bf16);
+  - OpenVINO runs without INFERENCE_PRECISION_HINT, in its default precision (bf16 on CPUs with
+    AVX512-BF16 or AMX; the precision it reports is in the JSON and under the table), and with
+    --ov-f32 also with the hint f32; ORT fp32 is the reference; no torch;
+  - the rounds alternate as above: cascade, tuned, fp32, ORT, OpenVINO, OpenVINO f32;
+  - instead of the tolerance check, every engine's error against ORT's outputs of
+    test_data_set_0: max|y - y_ref| / max|y_ref|, the worst over outputs (anvil's from one
+    untimed `anvil run` per configuration, the peers' from their first timed child); anvil
+    bf16's is within bound when no larger than max(1e-2, OpenVINO bf16's error);
+  - one untimed `anvil bench --explain` gives the share of the flops anvil ran in bf16;
+  - the table: anvil bf16 (tuned, or the cascade with --no-tune), anvil fp32, the speedup,
+    OpenVINO, anvil/OpenVINO, ORT, both errors and the bound, with the geometric means of
+    anvil/OpenVINO and of the speedup under it, and the CPU's model and `anvil sysinfo --json`
+    peaks (peak.fp32.gflops, peak.bf16.gflops) above it.
 """
 
 import argparse

@@ -4,9 +4,10 @@ peer.py times each round in a fresh child process, itself in child mode (--child
 --child-twin, --child-torch); what those children run is here: one ONNX Runtime, OpenVINO or
 PyTorch measurement, printed as JSON, and the building of a torch twin. So is what the parent
 needs around them: run_child (a child's peak RSS by wait4) and error_line (a child's failure as a
-table note), and the comparison of outputs with ORT's on test_data_set_0 within the zoo's
-tolerance. peer.py keeps the command line, the models, tuning, the rounds and the tables; run
-that, not this.
+table note), and the comparison of outputs with ORT's on test_data_set_0: within the zoo's
+tolerance (mismatch), or as an error relative to each output's scale (max_rel_error, for bf16).
+peer.py keeps the command line, the models, tuning, the rounds and the tables; run that, not
+this.
 """
 
 import importlib.util
@@ -46,8 +47,9 @@ def percentile(values, q):
 
 
 def save_outputs(path, arrays):
-    """The outputs of a first run, as out_0, out_1, ... in graph order, for the parent's
-    comparison with test_data_set_0; written once per model and thread count (the first round's)."""
+    """Saves a first run's outputs to path (when given) as out_0, out_1, ... in graph order, for
+    the parent's comparison with test_data_set_0; only the first round's, when path exists
+    already nothing is written."""
     import numpy as np
     if path and not os.path.exists(path):
         np.savez(path, **{f"out_{i}": np.asarray(a) for i, a in enumerate(arrays)})
@@ -117,10 +119,10 @@ def ov_child(model, inputs_npz, threads, warmup, runs, outputs_npz, precision="f
         t0 = time.perf_counter()
         req.infer(feeds)
         times.append((time.perf_counter() - t0) * 1e3)
+    used = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
     print(json.dumps({"median": statistics.median(times), "p90": percentile(times, 0.9),
                       "min": min(times), "load_ms": load_ms, "first_run_ms": first_ms,
-                      "base_rss_kib": base,
-                      "precision": compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()}))
+                      "base_rss_kib": base, "precision": used}))
     return 0
 
 
