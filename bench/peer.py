@@ -3,7 +3,8 @@
 
 Usage: peer.py [--models a,b,...] [--corpus] [--corpus-dir DIR] [--size full|ci] [--threads 1,2]
                [--runs N] [--rounds R] [--warmup W] [--anvil PATH] [--zoo DIR] [--tune-db FILE]
-               [--tune-budget S] [--no-tune] [--no-openvino] [--json out.json] [--md out.md]
+               [--tune-budget S] [--no-tune] [--no-openvino] [--precision fp32|bf16] [--ov-f32]
+               [--json out.json] [--md out.md]
 
 For every model (the generated zoo of tests/models/gen_zoo.py and the real models of
 tests/models/fetch_real.py whose packages are installed; with --corpus instead the PyTorch
@@ -52,6 +53,24 @@ rounds); for ONNX Runtime and PyTorch that includes the Python interpreter and t
 / torch import, reported separately as "base". Models are generated on first use into --zoo (default
 build-release/peer_zoo/<size>). Not a test: it never fails on a number; an engine that cannot
 run a model gets its error in the notes column and the others go on.
+
+--precision bf16 (default fp32: all of the above) compares anvil's bf16 with OpenVINO's default:
+  - anvil cascade and tuned run `anvil bench --precision bf16` (tuning: `anvil tune --precision
+    bf16`, into the same database, whose keys hold the precision), and one more engine, anvil
+    fp32, the cascade in fp32, for bf16's speedup (anvil fp32 / anvil bf16);
+  - OpenVINO runs without INFERENCE_PRECISION_HINT, in its default precision (bf16 on CPUs with
+    AVX512-BF16 or AMX; the precision it reports is in the JSON and under the table), and with
+    --ov-f32 also with the hint f32; ORT fp32 is the reference; no torch;
+  - the rounds alternate as above: cascade, tuned, fp32, ORT, OpenVINO, OpenVINO f32;
+  - instead of the tolerance check, every engine's error against ORT's outputs of
+    test_data_set_0: max|y - y_ref| / max|y_ref|, the worst over outputs (anvil's from one
+    untimed `anvil run` per configuration, the peers' from their first timed child); anvil
+    bf16's is within bound when no larger than max(1e-2, OpenVINO bf16's error);
+  - one untimed `anvil bench --explain` gives the share of the flops anvil ran in bf16;
+  - the table: anvil bf16 (tuned, or the cascade with --no-tune), anvil fp32, the speedup,
+    OpenVINO, anvil/OpenVINO, ORT, both errors and the bound, with the geometric means of
+    anvil/OpenVINO and of the speedup under it, and the CPU's model and `anvil sysinfo --json`
+    peaks (peak.fp32.gflops, peak.bf16.gflops) above it.
 """
 
 import argparse
@@ -75,8 +94,8 @@ DEFAULT_CORPUS = os.path.join(ROOT, "models", "corpus")
 # script, from whatever directory; the insert covers a script elsewhere that imports peer.
 sys.path.insert(0, HERE)
 from peer_engines import (anvil_outputs, error_line, load_inputs, load_outputs,  # noqa: E402
-                          mismatch, ort_child, ov_child, ov_status, run_child, short_error,
-                          torch_child, torch_status, twin_child)
+                          max_rel_error, mismatch, ort_child, ov_child, ov_status, run_child,
+                          short_error, torch_child, torch_status, twin_child)
 
 MIB = 1024.0
 
@@ -212,7 +231,7 @@ def tune_model(model, input_args, threads, args):
     look-up per problem. --runs 0: tune's own cascade-vs-tuned timing is skipped, this script
     times both itself."""
     cmd = [args.anvil, "tune", model, "--db", args.tune_db, "--threads", str(threads), "-q",
-           "--runs", "0", "--json"] + input_args
+           "--runs", "0", "--json"] + input_args + args.precision_flags
     if args.tune_budget:
         cmd += ["--budget", str(args.tune_budget)]
     t0 = time.monotonic()
@@ -232,15 +251,23 @@ def tune_model(model, input_args, threads, args):
     return info
 
 
-def explain(cmd, timeout):
-    """{node: {op, variant, params, source}} from one untimed `anvil bench --explain` run."""
+def explain_nodes(cmd, timeout):
+    """([{node, op, variant, params, source, flops, compute}, ...], None) from one untimed
+    `anvil bench --explain` run, or (None, why not). A fused node is listed with the nodes it
+    holds, which may share its name."""
     rc, out, err, _ = run_child(cmd, timeout)
     if rc != 0:
         return None, error_line(err, rc)
     try:
-        return {n["node"]: n for n in json.loads(out)["nodes"]}, None
+        return list(json.loads(out)["nodes"]), None
     except (ValueError, KeyError, TypeError) as e:
         return None, f"unreadable explain output ({type(e).__name__}: {str(e)[:80]})"
+
+
+def explain(cmd, timeout):
+    """{node: {op, variant, params, source}} from one untimed `anvil bench --explain` run."""
+    nodes, why = explain_nodes(cmd, timeout)
+    return ({n["node"]: n for n in nodes}, None) if nodes is not None else (None, why)
 
 
 def norm_params(params, threads):
@@ -287,6 +314,25 @@ def ratio(a, b):
     return a["median_ms"] / b["median_ms"] if a and b else None
 
 
+def add_torch(cmds, parse, result, name, case, npz, threads, warmup, args, python, tmp):
+    """Adds the torch engine to cmds when the model's twin can be built (once per model) and
+    matches ORT, else puts why not in the notes."""
+    twin_path = os.path.join(tmp, f"{name}.twin.pt")
+    torch_ok = args.torch_note is None
+    if torch_ok and not os.path.exists(twin_path):
+        if name not in args.twin_notes:
+            args.twin_notes[name] = make_twin(case, twin_path, python, args.timeout)
+        if args.twin_notes[name]:
+            result["notes"].append(args.twin_notes[name])
+            torch_ok = False
+    elif not torch_ok:
+        result["notes"].append(f"torch: {args.torch_note}")
+    if torch_ok:
+        cmds["torch"] = [python, os.path.abspath(__file__), "--child-torch", twin_path, npz,
+                         str(threads), str(warmup), str(args.runs)]
+        parse["torch"] = peer_round
+
+
 def bench_model(name, case, threads, args, python, tmp):
     import numpy as np
     model = os.path.join(case, "model.onnx")
@@ -307,7 +353,11 @@ def bench_model(name, case, threads, args, python, tmp):
     warmup = warmup_runs(anvil_base, args)
     result["warmup"] = warmup
     timed = ["--warmup", str(warmup), "--iters", str(args.runs)]
-    db_flags = {"cascade": ["--no-db"], "tuned": ["--db", args.tune_db]}
+    # Under --precision bf16 the cascade and tuned engines run bf16, and "fp32" is the cascade
+    # in fp32, for the speedup bf16 brings.
+    bf16 = args.precision == "bf16"
+    db_flags = {"cascade": ["--no-db"] + args.precision_flags,
+                "tuned": ["--db", args.tune_db] + args.precision_flags, "fp32": ["--no-db"]}
     anvil_failures = {}
 
     # 1. Tune first, so the tuned engine reads a database that has this model at these threads.
@@ -324,31 +374,30 @@ def bench_model(name, case, threads, args, python, tmp):
             if left:
                 result["notes"].append(f"tune: {', '.join(left)} (nodes without a record run "
                                        "the cascade)")
+    if bf16:
+        engines.append("fp32")
     cmds = {e: anvil_base + timed + db_flags[e] for e in engines}
     parse = {e: anvil_round for e in engines}
 
+    # The peers' first-run outputs, for the comparison with test_data_set_0 (ORT's own only in
+    # bf16 mode, where every engine's error is reported).
+    outputs = {e: os.path.join(tmp, f"{name}.t{threads}.{e}_outputs.npz")
+               for e in ("ort", "ov", "ov_f32")}
     cmds["ort"] = [python, os.path.abspath(__file__), "--child-ort", model, npz, str(threads),
-                   str(warmup), str(args.runs)]
+                   str(warmup), str(args.runs)] + ([outputs["ort"]] if bf16 else [])
     parse["ort"] = peer_round
-    ov_outputs = os.path.join(tmp, f"{name}.t{threads}.ov_outputs.npz")
+    # OpenVINO as this script always ran it (f32), or under bf16 in its default configuration,
+    # with its f32 configuration next to it under --ov-f32.
+    ov_configs = {"ov": "default", "ov_f32": "f32"} if bf16 and args.ov_f32 else \
+        {"ov": "default"} if bf16 else {"ov": "f32"}
     if args.ov_note is None:
-        cmds["ov"] = [python, os.path.abspath(__file__), "--child-ov", model, npz, str(threads),
-                      str(warmup), str(args.runs), ov_outputs]
-        parse["ov"] = peer_round
-    twin_path = os.path.join(tmp, f"{name}.twin.pt")
-    torch_ok = args.torch_note is None
-    if torch_ok and not os.path.exists(twin_path):
-        if name not in args.twin_notes:
-            args.twin_notes[name] = make_twin(case, twin_path, python, args.timeout)
-        if args.twin_notes[name]:
-            result["notes"].append(args.twin_notes[name])
-            torch_ok = False
-    elif not torch_ok:
-        result["notes"].append(f"torch: {args.torch_note}")
-    if torch_ok:
-        cmds["torch"] = [python, os.path.abspath(__file__), "--child-torch", twin_path, npz,
-                         str(threads), str(warmup), str(args.runs)]
-        parse["torch"] = peer_round
+        for e, config in ov_configs.items():
+            cmds[e] = [python, os.path.abspath(__file__), "--child-ov", model, npz, str(threads),
+                       str(warmup), str(args.runs), outputs[e], config]
+            parse[e] = peer_round
+    # No torch under bf16: its table has no column for it.
+    if not bf16:
+        add_torch(cmds, parse, result, name, case, npz, threads, warmup, args, python, tmp)
 
     # 2. Rounds: cascade, tuned, ORT, torch, cascade, tuned, ... each a fresh child, so drift in
     # machine load hits all engines alike. An engine that fails once is dropped for this model.
@@ -362,39 +411,31 @@ def bench_model(name, case, threads, args, python, tmp):
             if rc == 0:
                 try:
                     rounds[e].append(parse[e](out, rss))
-                    if e in ("ort", "ov", "torch"):
+                    if e in ("ort", "ov", "ov_f32", "torch"):
                         result[f"{e}_base_rss_mib"] = rounds[e][-1]["base_rss_kib"] / MIB
+                    if e in ("ov", "ov_f32") and bf16:
+                        result[f"{e}_precision"] = rounds[e][-1]["precision"]
                     continue
                 except (ValueError, KeyError, TypeError) as ex:
                     # Not what the child should print: reported as that engine's failure.
                     err, rc = f"unreadable output ({type(ex).__name__}: {str(ex)[:80]})", -1
             failed.add(e)
-            if e in ("cascade", "tuned"):
+            if e in ANVIL_ENGINES:
                 anvil_failures[e] = error_line(err, rc)
             else:
                 result["notes"].append(short_error(ENGINE_NAMES.get(e, e), err, rc))
-    for e in ("cascade", "tuned", "ort", "ov", "torch"):
+    for e in BF16_ENGINES if bf16 else FP32_ENGINES:
         result[e] = summarise(rounds.get(e))
     result["notes"] = anvil_notes(anvil_failures) + result["notes"]
 
-    # 3. Outputs against ORT's (test_data_set_0): one untimed `anvil run` per anvil configuration
-    # that ran, and OpenVINO's first run as its child saved it.
-    expected = load_outputs(case)
-    got = {}
-    for e in ("cascade", "tuned"):
-        if result[e]:
-            outdir = os.path.join(tmp, f"{name}.t{threads}.{e}")
-            got[e] = anvil_outputs([args.anvil, "run", model, "--threads", str(threads), "-o",
-                                    outdir] + input_args + db_flags[e], args.timeout)
-    if result["ov"]:
-        with np.load(ov_outputs) as z:
-            got["ov"] = [z[f"out_{i}"] for i in range(len(z.files))], None
-    checks = {}
-    for e, (arrays, error) in got.items():
-        checks[e] = f"run failed: {error}" if error else mismatch(expected, arrays)
-        if checks[e]:
-            result["notes"].append(f"{ENGINE_NAMES[e]} output mismatch: {checks[e]}")
-    result["outputs_vs_ort"] = checks
+    # 3. Outputs against ORT's (test_data_set_0).
+    run_outputs = {e: os.path.join(tmp, f"{name}.t{threads}.{e}") for e in ANVIL_ENGINES}
+    run_cmds = {e: [args.anvil, "run", model, "--threads", str(threads), "-o", run_outputs[e]] +
+                input_args + db_flags[e] for e in ANVIL_ENGINES}
+    if bf16:
+        output_errors(result, load_outputs(case), run_cmds, outputs, args.timeout)
+    else:
+        check_outputs(result, load_outputs(case), run_cmds, outputs, args.timeout)
 
     # 4. Which nodes the database changed: one untimed explain run of each configuration.
     if result["cascade"] and result["tuned"]:
@@ -414,7 +455,11 @@ def bench_model(name, case, threads, args, python, tmp):
                 result["notes"].append("changed: " + "; ".join(
                     describe_change(c) for c in changed[:5]) + more)
 
-    c, t, o, pt = (result[e] for e in ("cascade", "tuned", "ort", "torch"))
+    if bf16 and (result["tuned"] or result["cascade"]):
+        bf16_share(result, anvil_base + db_flags["tuned" if result["tuned"] else "cascade"],
+                   args.timeout)
+
+    c, t, o, pt = (result.get(e) for e in ("cascade", "tuned", "ort", "torch"))
     result["tuned_vs_cascade"] = ratio(t, c)
     result["tuned_vs_ort"] = ratio(t, o)
     result["cascade_vs_ort"] = ratio(c, o)
@@ -425,11 +470,87 @@ def bench_model(name, case, threads, args, python, tmp):
     result["ratio_torch"] = ratio(result["anvil"], pt)
     result["ratio_ov"] = ratio(result["anvil"], result["ov"])
     result["ov_vs_ort"] = ratio(result["ov"], o)
+    if bf16:
+        result["bf16_speedup"] = ratio(result["fp32"], result["anvil"])
+        result["ratio_ov_f32"] = ratio(result["anvil"], result.get("ov_f32"))
     return result
 
 
-ENGINE_NAMES = {"cascade": "anvil cascade", "tuned": "anvil tuned", "ort": "ORT",
-                "ov": "OpenVINO", "torch": "torch"}
+def peer_outputs(result, outputs):
+    """{engine: (arrays, None)} of the peers that ran and saved their first run's outputs."""
+    import numpy as np
+    got = {}
+    for e, path in outputs.items():
+        if result.get(e) and os.path.exists(path):
+            with np.load(path) as z:
+                got[e] = [z[f"out_{i}"] for i in range(len(z.files))], None
+    return got
+
+
+def check_outputs(result, expected, run_cmds, outputs, timeout):
+    """fp32 mode: one untimed `anvil run` per anvil configuration that ran, and OpenVINO's first
+    run as its child saved it, each within the zoo tolerance of ORT's outputs."""
+    got = {e: anvil_outputs(cmd, timeout) for e, cmd in run_cmds.items() if result.get(e)}
+    got.update(peer_outputs(result, {"ov": outputs["ov"]}))
+    checks = {}
+    for e, (arrays, error) in got.items():
+        checks[e] = f"run failed: {error}" if error else mismatch(expected, arrays)
+        if checks[e]:
+            result["notes"].append(f"{ENGINE_NAMES[e]} output mismatch: {checks[e]}")
+    result["outputs_vs_ort"] = checks
+
+
+def output_errors(result, expected, run_cmds, outputs, timeout):
+    """bf16 mode: every engine's error against ORT's outputs of test_data_set_0 (max|y - y_ref| /
+    max|y_ref|, the worst output): anvil's from one untimed `anvil run` per configuration, the
+    peers' from their first run. anvil bf16's error is within bound when no larger than
+    max(ERR_FLOOR, OpenVINO bf16's error); "err_over" says it is not (or is NaN)."""
+    got = {e: anvil_outputs(cmd, timeout) for e, cmd in run_cmds.items() if result.get(e)}
+    got.update(peer_outputs(result, outputs))
+    errors = {}
+    for e, (arrays, why) in got.items():
+        err, why = (None, f"run failed: {why}") if why else max_rel_error(expected, arrays)
+        errors[e] = err
+        if why:
+            result["notes"].append(f"{ENGINE_NAMES[e]} outputs: {why}")
+    result["errors"] = errors
+    anvil = "tuned" if result.get("tuned") else "cascade"
+    err, ov_err = errors.get(anvil), errors.get("ov")
+    bound = max(ERR_FLOOR, ov_err if ov_err is not None and not math.isnan(ov_err) else 0.0)
+    result["err_bound"] = bound
+    if err is None:
+        return
+    result["err_over"] = not err <= bound  # NaN is over too
+    if result["err_over"]:
+        result["notes"].append(f"anvil bf16 error {err:.2e} above the bound {bound:.1e}")
+
+
+def bf16_share(result, cmd, timeout):
+    """Which part of the model's arithmetic anvil ran in bf16, from one untimed `anvil bench
+    --explain` of its bf16 configuration: the share of the flops (bf16_flops_share) and the
+    nodes (bf16_nodes of compute_nodes, those with flops)."""
+    nodes, why = explain_nodes(cmd + ["--iters", "1", "--warmup", "0", "--explain"], timeout)
+    if why:
+        result["notes"].append(f"explain: {why}")
+        return
+    compute = [n for n in nodes if n.get("flops", 0) > 0]
+    in_bf16 = [n for n in compute if n.get("compute") == "bf16"]
+    total = sum(n["flops"] for n in compute)
+    result["bf16_flops_share"] = sum(n["flops"] for n in in_bf16) / total if total else None
+    result["bf16_nodes"] = len(in_bf16)
+    result["compute_nodes"] = len(compute)
+
+
+ENGINE_NAMES = {"cascade": "anvil cascade", "tuned": "anvil tuned", "fp32": "anvil fp32",
+                "ort": "ORT", "ov": "OpenVINO", "ov_f32": "OpenVINO f32", "torch": "torch"}
+ANVIL_ENGINES = ("cascade", "tuned", "fp32")
+# The engines each mode reports, in the order of the rounds. Under bf16, cascade and tuned are
+# anvil's bf16 configurations, fp32 the cascade in fp32, ov OpenVINO's default configuration.
+FP32_ENGINES = ("cascade", "tuned", "ort", "ov", "torch")
+BF16_ENGINES = ("cascade", "tuned", "fp32", "ort", "ov", "ov_f32")
+# anvil bf16's output error may reach OpenVINO bf16's on the same model, or this, whichever is
+# larger (relative to the output's scale).
+ERR_FLOOR = 1e-2
 
 
 def fmt(v, spec=".2f"):
@@ -545,6 +666,119 @@ def geomeans(results, threads):
     return out
 
 
+def bf16_geomeans(results, threads):
+    """Like geomeans, for the bf16 table: anvil bf16 / OpenVINO default and anvil's bf16 speedup
+    over its fp32 (and anvil / OpenVINO f32 when it ran)."""
+    out = {}
+    for label, key in (("anvil bf16/OpenVINO", "ratio_ov"),
+                       ("bf16 speedup (anvil fp32/bf16)", "bf16_speedup"),
+                       ("anvil bf16/OpenVINO f32", "ratio_ov_f32")):
+        per = {}
+        for t in threads + [None]:
+            v, n = geomean([r.get(key) for r in results if t is None or r["threads"] == t])
+            per["all" if t is None else f"{t} thr"] = {"value": v, "n": n}
+        if len(threads) == 1:
+            per.pop("all")
+        out[label] = per
+    return out
+
+
+def peaks(anvil):
+    """anvil sysinfo's measured one-core peaks: {"fp32": (GFLOP/s, isa), "bf16": ...}, or why
+    not."""
+    rc, out, err, _ = run_child([anvil, "sysinfo", "--json"], 120)
+    if rc != 0:
+        return {"error": error_line(err, rc)}
+    try:
+        j = json.loads(out)
+        return {p: [j[f"peak.{p}.gflops"], j[f"peak.{p}.isa"]] for p in ("fp32", "bf16")}
+    except (ValueError, KeyError) as e:
+        return {"error": f"unreadable sysinfo output ({type(e).__name__}: {str(e)[:80]})"}
+
+
+def err(v):
+    return "—" if v is None else format(v, ".1e")
+
+
+def bf16_markdown(results, meta):
+    """The table of --precision bf16: anvil bf16 against its fp32, OpenVINO's default and ORT,
+    with each one's output error against ORT fp32."""
+    tuned = not meta["no_tune"]
+    ov_f32 = meta["ov_f32"]
+    what = "the corpus" if meta.get("corpus") else f"size `{meta['size']}`"
+    pk = meta["peaks"]
+    peak_line = (f"anvil sysinfo: {pk['error']}" if "error" in pk else
+                 "anvil sysinfo peaks (one core): " + ", ".join(
+                     f"{p} {pk[p][0]:g} GFLOP/s ({pk[p][1]})" for p in ("fp32", "bf16")))
+    anvil = "anvil bf16 tuned" if tuned else "anvil bf16"
+    lines = [f"Peer benchmark in bf16, {what}, {meta['rounds']} rounds x {meta['runs']} runs "
+             f"(warmup {meta['warmup']}, or more to fill {meta.get('warmup_ms', 0):g} ms).", "",
+             f"CPU: {meta['cpu']}; {peak_line}.", "",
+             f"{anvil}: `anvil bench --precision bf16` "
+             + (f"with the tuning database `{meta['tune_db']}`" if tuned else
+                "with the built-in rules (--no-db, --no-tune)")
+             + "; anvil fp32: the same with the built-in rules in fp32. Latencies are medians in "
+             "ms with the p90 in parentheses; bf16 speedup = anvil fp32 / anvil bf16; a ratio "
+             "anvil/OpenVINO below 1 means anvil is faster. Errors are max|y - y_ORT| / "
+             "max|y_ORT| against ORT fp32's outputs of test_data_set_0, the worst output; the "
+             f"bound is max({ERR_FLOOR:g}, OpenVINO bf16's error); bf16 flops: the share of the "
+             "model's flops anvil bf16 ran in bf16 (its --explain).", ""]
+    head = (f"| model | thr | {anvil} ms | anvil fp32 ms | bf16 speedup | OpenVINO ms | "
+            "anvil/OpenVINO | " + ("OpenVINO f32 ms | " if ov_f32 else "") +
+            "ORT ms | anvil bf16 err | OpenVINO err | within bound | bf16 flops | notes |")
+    lines += [head, "|---|---:|" + "---:|" * (head.count("|") - 4) + "---|"]
+    for r in results:
+        a, errs = r.get("anvil"), r.get("errors") or {}
+        anvil_err = errs.get("tuned" if r.get("tuned") else "cascade")
+        within = "—" if "err_over" not in r else "**no**" if r["err_over"] else "yes"
+        share = r.get("bf16_flops_share")
+        share = "—" if share is None else f"{100 * share:.0f}%"
+        lines.append(
+            f"| {r['model']} | {r['threads']} | {med_p90(a)} | {med_p90(r.get('fp32'))} | "
+            f"{fmt(r.get('bf16_speedup'))} | {med_p90(r.get('ov'))} | {fmt(r.get('ratio_ov'))} | "
+            + (f"{med_p90(r.get('ov_f32'))} | " if ov_f32 else "") +
+            f"{med_p90(r.get('ort'))} | {err(anvil_err)} | {err(errs.get('ov'))} | {within} | "
+            f"{share} | {'; '.join(r['notes']).replace('|', '/')} |")
+    lines.append("")
+    for label, key in meta["geomeans"].items():
+        if not any(g["n"] for g in key.values()):
+            continue
+        lines.append(f"Geometric mean {label}: " + ", ".join(
+            f"{fmt(g['value'], '.3f')} at {thr} (n={g['n']})" for thr, g in key.items()) + ".")
+    over = [f"{r['model']} at {r['threads']}" for r in results if r.get("err_over")]
+    lines += ["", "anvil bf16 error above the bound: " + (", ".join(over) if over else "none")
+              + "."]
+    if meta["scaling"]:
+        lines += ["", "| model | threads | anvil bf16 speedup | ORT speedup | OpenVINO speedup |",
+                  "|---|---|---:|---:|---:|"]
+        for sc in meta["scaling"]:
+            lines.append(f"| {sc['model']} | {sc['from_threads']} -> {sc['to_threads']} | "
+                         f"{fmt(sc['tuned'] if tuned else sc['cascade'])} | {fmt(sc['ort'])} | "
+                         f"{fmt(sc.get('ov'))} |")
+    found = {label: sorted({r[key] for r in results if r.get(key)})
+             for label, key in (("default", "ov_precision"), ("f32", "ov_f32_precision"))}
+    reported = [f"{label} {'/'.join(p)}" for label, p in found.items() if p]
+    lines += ["", f"OpenVINO: {meta['ov_note'] or meta['ov_version']}"
+              + (f"; the inference precision it reported: {', '.join(reported)}" if reported
+                 else "") + "."]
+    return "\n".join(lines) + "\n"
+
+
+def progress(r, precision):
+    """One model and thread count's line on stderr."""
+    lat = {e: ms(r[e]["median_ms"]) if r.get(e) else "—" for e in ENGINE_NAMES}
+    head = f"{r['model']} threads={r['threads']}: "
+    if precision == "bf16":
+        errors = r.get("errors") or {}
+        return (head + f"bf16 cascade {lat['cascade']} ms, tuned {lat['tuned']} ms, fp32 "
+                f"{lat['fp32']} ms, ORT {lat['ort']} ms, OpenVINO {lat['ov']} ms; errors " +
+                ", ".join(f"{ENGINE_NAMES[e]} {err(v)}" for e, v in errors.items()))
+    tune = r.get("tune") or {}
+    return (head + f"cascade {lat['cascade']} ms, tuned {lat['tuned']} ms "
+            f"(tune {fmt(tune.get('seconds'))} s, {fmt(r.get('changed'), 'd')} nodes changed), "
+            f"ORT {lat['ort']} ms, OpenVINO {lat['ov']} ms, torch {lat['torch']} ms")
+
+
 def cpu_name():
     try:
         with open("/proc/cpuinfo") as f:
@@ -559,10 +793,11 @@ def cpu_name():
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child-ort":
         model, npz, threads, warmup, runs = sys.argv[2:7]
-        return ort_child(model, npz, int(threads), int(warmup), int(runs))
+        outputs = sys.argv[7] if len(sys.argv) > 7 else None
+        return ort_child(model, npz, int(threads), int(warmup), int(runs), outputs)
     if len(sys.argv) > 1 and sys.argv[1] == "--child-ov":
-        model, npz, threads, warmup, runs, outputs = sys.argv[2:8]
-        return ov_child(model, npz, int(threads), int(warmup), int(runs), outputs)
+        model, npz, threads, warmup, runs, outputs, precision = sys.argv[2:9]
+        return ov_child(model, npz, int(threads), int(warmup), int(runs), outputs, precision)
     if len(sys.argv) > 1 and sys.argv[1] == "--child-twin":
         return twin_child(sys.argv[2], sys.argv[3])
     if len(sys.argv) > 1 and sys.argv[1] == "--child-torch":
@@ -578,6 +813,13 @@ def main():
                     help="the corpus folder (default models/corpus)")
     ap.add_argument("--no-openvino", action="store_true",
                     help="leave out the OpenVINO engine even when it is installed")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: anvil's cascade (and tuned) in bf16 with its fp32 cascade beside "
+                         "them, OpenVINO in its default configuration (bf16 on CPUs with "
+                         "AVX512-BF16 or AMX), each engine's output error against ORT fp32; "
+                         "no torch (default fp32)")
+    ap.add_argument("--ov-f32", action="store_true",
+                    help="with --precision bf16: OpenVINO's f32 configuration too")
     ap.add_argument("--size", choices=["full", "ci"], default="ci")
     ap.add_argument("--threads", default="1", help="comma-separated thread counts (default 1)")
     ap.add_argument("--runs", type=int, default=10, help="timed runs per round (default 10)")
@@ -611,6 +853,9 @@ def main():
     if not os.access(args.anvil, os.X_OK):
         ap.error(f"{args.anvil} is not an executable; build it with scripts/build.sh release "
                  "or pass --anvil")
+    if args.ov_f32 and args.precision != "bf16":
+        ap.error("--ov-f32 needs --precision bf16 (OpenVINO runs f32 without it)")
+    args.precision_flags = ["--precision", "bf16"] if args.precision == "bf16" else []
     python = sys.executable
     args.tune_db = os.path.abspath(args.tune_db)
     os.makedirs(os.path.dirname(args.tune_db), exist_ok=True)
@@ -622,9 +867,12 @@ def main():
     ov_version = None
     if args.ov_note is None:
         from importlib import metadata
-        ov_version = (f"openvino {metadata.version('openvino')}, CPU plugin, "
-                      "INFERENCE_PRECISION_HINT=f32, INFERENCE_NUM_THREADS=T, "
-                      "PERFORMANCE_HINT=LATENCY, one stream, no CPU pinning")
+        hint = ("no INFERENCE_PRECISION_HINT (its default)" +
+                (", and INFERENCE_PRECISION_HINT=f32 (OpenVINO f32)" if args.ov_f32 else "")
+                if args.precision == "bf16" else "INFERENCE_PRECISION_HINT=f32")
+        ov_version = (f"openvino {metadata.version('openvino')}, CPU plugin, {hint}, "
+                      "INFERENCE_NUM_THREADS=T, PERFORMANCE_HINT=LATENCY, one stream, no CPU "
+                      "pinning")
     args.torch_note = torch_status()
     args.twin_notes = {}
     torch_versions = None
@@ -639,13 +887,7 @@ def main():
             for t in threads:
                 r = bench_model(name, case, t, args, python, tmp)
                 results.append(r)
-                lat = {e: ms(r[e]["median_ms"]) if r.get(e) else "—"
-                       for e in ("cascade", "tuned", "ort", "ov", "torch")}
-                tune = r.get("tune") or {}
-                print(f"{name} threads={t}: cascade {lat['cascade']} ms, tuned {lat['tuned']} ms "
-                      f"(tune {fmt(tune.get('seconds'))} s, "
-                      f"{fmt(r.get('changed'), 'd')} nodes changed), ORT {lat['ort']} ms, "
-                      f"OpenVINO {lat['ov']} ms, torch {lat['torch']} ms", file=sys.stderr)
+                print(progress(r, args.precision), file=sys.stderr)
     # /bin/true's peak is this process's resident size at the fork: the least any child reports.
     meta = {"size": args.size, "rounds": args.rounds, "runs": args.runs,
             "warmup": args.warmup, "warmup_ms": args.warmup_ms, "cpu": cpu_name(), "torch_note": args.torch_note,
@@ -654,7 +896,12 @@ def main():
             "no_tune": args.no_tune, "tune_db": None if args.no_tune else args.tune_db,
             "geomeans": geomeans(results, threads), "scaling": scaling(results),
             "rss_floor_mib": run_child(["true"], 60)[3] / MIB}
-    md = markdown(results, meta)
+    if args.precision == "bf16":
+        meta.update({"precision": "bf16", "ov_f32": args.ov_f32, "peaks": peaks(args.anvil),
+                     "geomeans": bf16_geomeans(results, threads)})
+        meta.pop("torch_note")
+        meta.pop("torch_versions")
+    md = bf16_markdown(results, meta) if args.precision == "bf16" else markdown(results, meta)
     print(md, end="")
     if args.md:
         with open(args.md, "w") as f:

@@ -4,13 +4,15 @@ peer.py times each round in a fresh child process, itself in child mode (--child
 --child-twin, --child-torch); what those children run is here: one ONNX Runtime, OpenVINO or
 PyTorch measurement, printed as JSON, and the building of a torch twin. So is what the parent
 needs around them: run_child (a child's peak RSS by wait4) and error_line (a child's failure as a
-table note), and the comparison of outputs with ORT's on test_data_set_0 within the zoo's
-tolerance. peer.py keeps the command line, the models, tuning, the rounds and the tables; run
-that, not this.
+table note), and the comparison of outputs with ORT's on test_data_set_0: within the zoo's
+tolerance (mismatch), or as an error relative to each output's scale (max_rel_error, for bf16).
+peer.py keeps the command line, the models, tuning, the rounds and the tables; run that, not
+this.
 """
 
 import importlib.util
 import json
+import math
 import os
 import re
 import statistics
@@ -44,7 +46,17 @@ def percentile(values, q):
 # ---- child mode: one ONNX Runtime, OpenVINO or torch measurement -------------------------------
 
 
-def ort_child(model, inputs_npz, threads, warmup, runs):
+def save_outputs(path, arrays):
+    """Saves a first run's outputs to path (when given) as out_0, out_1, ... in graph order, for
+    the parent's comparison with test_data_set_0; only the first round's, when path exists
+    already nothing is written."""
+    import numpy as np
+    if path and not os.path.exists(path):
+        np.savez(path, **{f"out_{i}": np.asarray(a) for i, a in enumerate(arrays)})
+
+
+def ort_child(model, inputs_npz, threads, warmup, runs, outputs_npz=None):
+    """One ONNX Runtime measurement; the first run's outputs go to outputs_npz when given."""
     import numpy as np
     import onnxruntime as ort
     base = vm_hwm_kib()
@@ -57,8 +69,9 @@ def ort_child(model, inputs_npz, threads, warmup, runs):
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     load_ms = (time.perf_counter() - t0) * 1e3
     t0 = time.perf_counter()
-    sess.run(None, feeds)
+    first = sess.run(None, feeds)
     first_ms = (time.perf_counter() - t0) * 1e3
+    save_outputs(outputs_npz, first)
     for _ in range(warmup):
         sess.run(None, feeds)
     times = []
@@ -72,20 +85,24 @@ def ort_child(model, inputs_npz, threads, warmup, runs):
     return 0
 
 
-def ov_child(model, inputs_npz, threads, warmup, runs, outputs_npz):
-    """One OpenVINO measurement: CPU plugin, fp32, T threads, latency mode; like ort_child.
+def ov_child(model, inputs_npz, threads, warmup, runs, outputs_npz, precision="f32"):
+    """One OpenVINO measurement: CPU plugin, T threads, latency mode; like ort_child.
 
-    The outputs of the first run go to outputs_npz (as out_0, out_1, ... in graph order) unless
-    that file exists already, for the parent's comparison with ORT."""
+    precision "f32" sets INFERENCE_PRECISION_HINT=f32; "default" leaves the hint out, so the
+    plugin computes in its own default precision (bf16 on CPUs with AVX512-BF16 or AMX). The
+    precision it chose is printed with the timings. The outputs of the first run go to
+    outputs_npz (as out_0, out_1, ... in graph order) unless that file exists already, for the
+    parent's comparison with ORT."""
     import numpy as np
     import openvino as ov
     base = vm_hwm_kib()
     feeds = dict(np.load(inputs_npz))
-    # f32: on CPUs with AVX512-BF16 or AMX the plugin's default precision is bf16. No pinning:
-    # neither anvil nor ORT (with its thread count set) pins threads, and on a shared machine a
-    # thread pinned to a busy core cannot move away from the noise.
-    config = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": str(threads),
-              "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1", "ENABLE_CPU_PINNING": "NO"}
+    # No pinning: neither anvil nor ORT (with its thread count set) pins threads, and on a shared
+    # machine a thread pinned to a busy core cannot move away from the noise.
+    config = {"INFERENCE_NUM_THREADS": str(threads), "PERFORMANCE_HINT": "LATENCY",
+              "NUM_STREAMS": "1", "ENABLE_CPU_PINNING": "NO"}
+    if precision == "f32":
+        config["INFERENCE_PRECISION_HINT"] = "f32"
     t0 = time.perf_counter()
     compiled = ov.Core().compile_model(model, "CPU", config)
     req = compiled.create_infer_request()
@@ -93,9 +110,8 @@ def ov_child(model, inputs_npz, threads, warmup, runs, outputs_npz):
     t0 = time.perf_counter()
     req.infer(feeds)
     first_ms = (time.perf_counter() - t0) * 1e3
-    if not os.path.exists(outputs_npz):
-        np.savez(outputs_npz, **{f"out_{i}": np.array(req.get_output_tensor(i).data)
-                                 for i in range(len(compiled.outputs))})
+    save_outputs(outputs_npz, [req.get_output_tensor(i).data
+                               for i in range(len(compiled.outputs))])
     for _ in range(warmup):
         req.infer(feeds)
     times = []
@@ -103,9 +119,10 @@ def ov_child(model, inputs_npz, threads, warmup, runs, outputs_npz):
         t0 = time.perf_counter()
         req.infer(feeds)
         times.append((time.perf_counter() - t0) * 1e3)
+    used = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
     print(json.dumps({"median": statistics.median(times), "p90": percentile(times, 0.9),
                       "min": min(times), "load_ms": load_ms, "first_run_ms": first_ms,
-                      "base_rss_kib": base}))
+                      "base_rss_kib": base, "precision": used}))
     return 0
 
 
@@ -284,6 +301,30 @@ def mismatch(expected, got):
                     f"{worst / (scale or 1.0):.1e} of max|y| {scale:.3g}"
                     + (f", {nan} NaN" if nan else ""))
     return None
+
+
+def max_rel_error(expected, got):
+    """(error, None) where error is the worst over outputs of max|y - y_ref| / max|y_ref|, the
+    error relative to each output's scale (NaN when an output has one), or (None, why) when the
+    outputs cannot be compared: another count or shape."""
+    import numpy as np
+    if len(got) != len(expected):
+        return None, f"{len(got)} outputs, ORT has {len(expected)}"
+    worst = 0.0
+    for (name, e), g in zip(expected, got):
+        g = np.asarray(g)
+        if g.shape != e.shape:
+            return None, f"{name}: shape {list(g.shape)}, ORT {list(e.shape)}"
+        if not e.size:
+            continue
+        e64, g64 = e.astype(np.float64), g.astype(np.float64)
+        diff = float(np.max(np.abs(g64 - e64)))  # NaN when g has one
+        scale = float(np.max(np.abs(e64)))
+        err = diff / scale if scale else (0.0 if diff == 0 else math.inf)
+        if math.isnan(err):
+            return math.nan, None
+        worst = max(worst, err)
+    return worst, None
 
 
 def anvil_outputs(cmd, timeout):
