@@ -316,8 +316,9 @@ const kern_variant conv_nhwc_v_gemm = {
 
 /* anvil.ConvNhwc's GEMMs on a bf16 tile: the weights rounded to bf16 once when packed, X (or its
  * im2col copy) as each A block is packed, fp32 sums and epilogue. Offered only to sessions that
- * accept bf16 (KERN_ROUNDS_BF16), ahead of the fp32 GEMM: EfficientNet-B0's pointwise convs,
- * 70% of its time in fp32, are these. */
+ * accept bf16 (KERN_ROUNDS_BF16), after the regions (convs mostly reading padding, whose skipped
+ * taps beat any multiply rate) and ahead of the fp32 GEMM: EfficientNet-B0's pointwise convs, 70%
+ * of its time in fp32, are these. */
 const kern_variant conv_nhwc_v_bf16_gemm = {"convnhwc_bf16_gemm",
                                             IR_OP_CONV_NHWC,
                                             KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |
