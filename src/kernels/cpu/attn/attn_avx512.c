@@ -1,18 +1,5 @@
-/* The attention jobs for AVX-512: 64 queries per block (4 vectors; narrow blocks: 1) by 6 rows
- * per register tile: 24 accumulators, the 4 query vectors and a broadcast in 32 registers. */
-#include "../eltwise/eltwise_vec_avx512.h"
-#include "attn.h"
-
-#define VW 16
-#define V_LOAD(p) _mm512_load_ps(p)
-#define V_STORE(p, v) _mm512_store_ps((p), (v))
-#define ATT_ABS(x) _mm512_abs_ps(x)
-/* |t| with the sign of s */
-#define ATT_COPYSIGN(t, s) _mm512_or_ps(_mm512_abs_ps(t), _mm512_and_ps(_mm512_set1_ps(-0.0f), (s)))
-#define ATT_R 6
-#ifndef ATT_RV
-#define ATT_RV 4
-#endif
+/* The attention jobs for AVX-512 (attn_vec_avx512.h gives the blocks' and tiles' sizes). */
+#include "attn_vec_avx512.h"
 
 #define ATT_C 4
 #include "attn_tmpl.h"

@@ -4,16 +4,8 @@
  * softmax and the output's rescaling stay fp32; q and k are rounded to bf16 along the head size,
  * the softmax's weights and v along the keys (to nearest even). Compiled with AVX-512 and
  * AVX512-BF16 flags; called only where the CPU has both. */
-#include "../eltwise/eltwise_vec_avx512.h"
-#include "attn.h"
+#include "attn_vec_avx512.h"
 
-#define VW 16
-#define V_LOAD(p) _mm512_load_ps(p)
-#define V_STORE(p, v) _mm512_store_ps((p), (v))
-#define ATT_ABS(x) _mm512_abs_ps(x)
-#define ATT_COPYSIGN(t, s) _mm512_or_ps(_mm512_abs_ps(t), _mm512_and_ps(_mm512_set1_ps(-0.0f), (s)))
-#define ATT_R 6
-#define ATT_RV 4
 #define ATT_BF16 1
 #define ATT_DOT(a, b, acc) _mm512_dpbf16_ps((acc), (__m512bh)(a), (__m512bh)(b))
 

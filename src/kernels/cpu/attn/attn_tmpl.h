@@ -32,8 +32,6 @@
 #define att_masks ATT_CAT(att_masks, ATT_C)
 #define att_softmax ATT_CAT(att_softmax, ATT_C)
 #define att_block ATT_CAT(att_block, ATT_C)
-#define att_scores_bf16 ATT_CAT(att_scores_bf16, ATT_C)
-#define att_values_bf16 ATT_CAT(att_values_bf16, ATT_C)
 #define att_pair_rows ATT_CAT(att_pair_rows, ATT_C)
 
 #ifndef ANVIL_ATTN_EXP_ONCE
@@ -71,6 +69,16 @@ static void att_softcap(float *row, int64_t n, float c) {
 }
 #endif
 
+/* The two products' multiply-add: fp32 FMA, or the bf16 pairs' dot product. */
+#ifndef ANVIL_ATTN_MAC_ONCE
+#define ANVIL_ATTN_MAC_ONCE
+#ifdef ATT_BF16
+#define ATT_MAC(a, b, acc) ATT_DOT(a, b, acc)
+#else
+#define ATT_MAC(a, b, acc) V_FMA(a, b, acc)
+#endif
+#endif
+
 /* st[r][.] = k row r . qt for ATT_R key rows. */
 static inline void att_scores(const float *qt, const float *const *kr, int64_t d, float *st) {
     V acc[ATT_R][ATT_C];
@@ -86,7 +94,7 @@ static inline void att_scores(const float *qt, const float *const *kr, int64_t d
         for (int r = 0; r < ATT_R; r++) {
             const V kb = V_SET1(kr[r][e]);
 #pragma GCC unroll 4
-            for (int c = 0; c < ATT_C; c++) acc[r][c] = V_FMA(kb, x[c], acc[r][c]);
+            for (int c = 0; c < ATT_C; c++) acc[r][c] = ATT_MAC(kb, x[c], acc[r][c]);
         }
     }
 #pragma GCC unroll 8
@@ -100,61 +108,9 @@ static inline void att_scores(const float *qt, const float *const *kr, int64_t d
  * values: ATT_DOT(a, b, acc) adds a's and b's pairwise products into acc's fp32 lanes, and
  * ATT_PAIRS(lo, hi, out) writes the 16 slots (lo[i], hi[i]) of two rows of 16 floats (hi NULL:
  * zeros) and ATT_ROW_PAIRS(x, n, out) the (n + 1) / 2 slots (x[2i], x[2i + 1]) of n floats (an odd
- * n's last paired with zero), all from the ISA file.
- *
- * st[r][.] = k row r . qt as att_scores, with qp holding qt's rows in pairs (slot row e2 pairs
- * head-size rows 2 e2 and 2 e2 + 1) and kp[r] key r's row in pairs (slot e2: its elements 2 e2,
- * 2 e2 + 1): d2 slot steps instead of d. */
-static inline void att_scores_bf16(const float *qp, const float *const *kp, int64_t d2, float *st) {
-    V acc[ATT_R][ATT_C];
-#pragma GCC unroll 8
-    for (int r = 0; r < ATT_R; r++)
-#pragma GCC unroll 4
-        for (int c = 0; c < ATT_C; c++) acc[r][c] = V_SET1(0.0f);
-    for (int64_t e = 0; e < d2; e++) {
-        V x[ATT_C];
-#pragma GCC unroll 4
-        for (int c = 0; c < ATT_C; c++) x[c] = V_LOAD(qp + e * MB + c * VW);
-#pragma GCC unroll 8
-        for (int r = 0; r < ATT_R; r++) {
-            const V kb = V_SET1(kp[r][e]);
-#pragma GCC unroll 4
-            for (int c = 0; c < ATT_C; c++) acc[r][c] = ATT_DOT(kb, x[c], acc[r][c]);
-        }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < ATT_R; r++)
-#pragma GCC unroll 4
-        for (int c = 0; c < ATT_C; c++) V_STORE(st + r * MB + c * VW, acc[r][c]);
-}
-
-/* att_values over k2 key pairs: pp's slot row j2 pairs the weights of keys 2 j2 and 2 j2 + 1,
- * vp's row j2 (vs slots apart) their v elements, at head-size index ec[r] of tile row r. */
-static inline void att_values_bf16(float *ot, const float *alpha, const float *pp, const float *vp,
-                                   int64_t vs, int64_t k2, const int64_t *ec) {
-    V acc[ATT_RV][ATT_C], al[ATT_C];
-#pragma GCC unroll 4
-    for (int c = 0; c < ATT_C; c++) al[c] = V_LOAD(alpha + c * VW);
-#pragma GCC unroll 8
-    for (int r = 0; r < ATT_RV; r++)
-#pragma GCC unroll 4
-        for (int c = 0; c < ATT_C; c++) acc[r][c] = V_MUL(V_LOAD(ot + r * MB + c * VW), al[c]);
-    for (int64_t j = 0; j < k2; j++, vp += vs) {
-        V x[ATT_C];
-#pragma GCC unroll 4
-        for (int c = 0; c < ATT_C; c++) x[c] = V_LOAD(pp + j * MB + c * VW);
-#pragma GCC unroll 8
-        for (int r = 0; r < ATT_RV; r++) {
-            const V vb = V_SET1(vp[ec[r]]);
-#pragma GCC unroll 4
-            for (int c = 0; c < ATT_C; c++) acc[r][c] = ATT_DOT(vb, x[c], acc[r][c]);
-        }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < ATT_RV; r++)
-#pragma GCC unroll 4
-        for (int c = 0; c < ATT_C; c++) V_STORE(ot + r * MB + c * VW, acc[r][c]);
-}
+ * n's last paired with zero), all from the ISA file. att_scores and att_values then run on the
+ * slots as they run on floats: q's rows in head-size pairs against each key row's pairs (d / 2
+ * steps), the weights' rows in key pairs against v's (keys / 2 steps). */
 
 /* Rows 2 j2 and 2 j2 + 1 of a (rows x MB) block into slot rows of MB lanes: out row j2 pairs
  * them lane by lane, a missing second row pairing with zeros. */
@@ -186,7 +142,7 @@ static inline void att_values(float *ot, const float *alpha, const float *pt, co
         for (int r = 0; r < ATT_RV; r++) {
             const V vb = V_SET1(vj[ec[r]]);
 #pragma GCC unroll 4
-            for (int c = 0; c < ATT_C; c++) acc[r][c] = V_FMA(vb, x[c], acc[r][c]);
+            for (int c = 0; c < ATT_C; c++) acc[r][c] = ATT_MAC(vb, x[c], acc[r][c]);
         }
     }
 #pragma GCC unroll 8
@@ -332,7 +288,7 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
 #ifdef ATT_BF16
             const float *kpr[ATT_R];
             for (int r = 0; r < ATT_R; r++) kpr[r] = kp + (j + r < nb ? j + r : nb - 1) * d2;
-            att_scores_bf16(qp, kpr, d2, st + j * MB);
+            att_scores(qp, kpr, d2, st + j * MB);
             (void)kr;
 #else
             att_scores(qt, kr, g->d, st + j * MB);
@@ -348,7 +304,7 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
             int64_t ec[ATT_RV];
             for (int r = 0; r < ATT_RV; r++) ec[r] = e0 + r < g->dv ? e0 + r : g->dv - 1;
 #ifdef ATT_BF16
-            att_values_bf16(ot + e0 * MB, alpha, pp, vp, dvp, nb2, ec);
+            att_values(ot + e0 * MB, alpha, pp, vp, dvp, nb2, ec);
 #else
             att_values(ot + e0 * MB, alpha, st, v + j0 * g->v[2], g->v[2], nb, ec);
 #endif
@@ -366,6 +322,4 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
 #undef att_masks
 #undef att_softmax
 #undef att_block
-#undef att_scores_bf16
-#undef att_values_bf16
 #undef att_pair_rows

@@ -142,6 +142,7 @@ static const char *const attn_emit_files[] = {"ops/sdpa_geom.h",
                                               "kernels/cpu/attn/attn_avx512.c",
                                               "kernels/cpu/attn/attn_avx2.c",
                                               "kernels/cpu/attn/attn_avx512bf16.c",
+                                              "kernels/cpu/attn/attn_vec_avx512.h",
                                               "kernels/cpu/eltwise/eltwise_vec_avx512.h",
                                               "kernels/cpu/eltwise/eltwise_vec_avx2.h",
                                               NULL};

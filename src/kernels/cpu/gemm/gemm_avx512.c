@@ -9,33 +9,7 @@
  * medians of 3 alternated runs, ms, 1 / 2 threads: 6x64 2.70 / -, 4x64 2.35 / 1.25, 7x48 2.44
  * / 1.31 (6 + 5 column panels between 2 threads), 7x32 2.27 / 1.18. 7x64 would need 33 registers.
  */
-#include "gemm.h"
-
-#include <immintrin.h>
-
-typedef __m512 gemm_v;
-#define GEMM_VL 16
-#define GEMM_LOAD(p) _mm512_loadu_ps(p)
-#define GEMM_STORE(p, v) _mm512_storeu_ps((p), (v))
-#define GEMM_BCAST(p) _mm512_set1_ps(*(p))
-#define GEMM_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
-#define GEMM_ADD(a, b) _mm512_add_ps((a), (b))
-#define GEMM_ZERO() _mm512_setzero_ps()
-#define GEMM_LOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), (p))
-/* Partial sums per column of the column kernel (gemm_ukernel.h): 4 hide the FMA latency, and
- * with 4 columns take 16 of the 32 registers. */
-#define GEMM_UKC_SPLIT 4
-#define GEMM_SET1(x) _mm512_set1_ps(x)
-#define GEMM_MUL(a, b) _mm512_mul_ps((a), (b))
-#define GEMM_MAX(a, b) _mm512_max_ps((a), (b))
-#define GEMM_MIN(a, b) _mm512_min_ps((a), (b))
-/* The eltwise vocabulary (eltwise_simd.h) on the same registers, for the activations the
- * micro-kernel applies to its accumulators (eltwise_act.h). */
-#include "kernels/cpu/eltwise/eltwise_vec_avx512.h"
-#include "kernels/cpu/eltwise/eltwise_act.h"
-#define GEMM_HAVE_ACT_VEC 1
-#include "gemm_epilogue.h"
-#include "gemm_ukernel.h"
+#include "gemm_vec_avx512.h"
 
 GEMM_TILES_AVX512(GEMM_UKERNEL_INSTANCE)
 GEMM_UKERNEL_COLS(avx512)

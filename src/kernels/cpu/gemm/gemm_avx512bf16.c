@@ -10,32 +10,11 @@
  * accumulators, the fused epilogue and the store are the fp32 tile's. Operands arrive in fp32 and
  * are rounded to nearest even when packed (A per block while the GEMM runs, constant weights once
  * per session), which is the only rounding: the sums are fp32. */
-#include "gemm.h"
-
-#include <immintrin.h>
-#include <string.h>
-
-typedef __m512 gemm_v;
-#define GEMM_VL 16
-#define GEMM_LOAD(p) _mm512_loadu_ps(p)
-#define GEMM_STORE(p, v) _mm512_storeu_ps((p), (v))
-/* a row's pair, as the 32 bits it was packed into (a broadcast moves bits, it never rounds) */
-#define GEMM_BCAST(p) _mm512_set1_ps(*(p))
+/* the k loop's product: the dot product of bf16 pairs (GEMM_FMA stays fp32, for the epilogue) */
 #define GEMM_DOT(a, b, c) _mm512_dpbf16_ps((c), (__m512bh)(a), (__m512bh)(b))
-#define GEMM_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
-#define GEMM_ADD(a, b) _mm512_add_ps((a), (b))
-#define GEMM_ZERO() _mm512_setzero_ps()
-#define GEMM_LOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), (p))
-#define GEMM_UKC_SPLIT 4
-#define GEMM_SET1(x) _mm512_set1_ps(x)
-#define GEMM_MUL(a, b) _mm512_mul_ps((a), (b))
-#define GEMM_MAX(a, b) _mm512_max_ps((a), (b))
-#define GEMM_MIN(a, b) _mm512_min_ps((a), (b))
-#include "kernels/cpu/eltwise/eltwise_vec_avx512.h"
-#include "kernels/cpu/eltwise/eltwise_act.h"
-#define GEMM_HAVE_ACT_VEC 1
-#include "gemm_epilogue.h"
-#include "gemm_ukernel.h"
+#include "gemm_vec_avx512.h"
+
+#include <string.h>
 
 /* ---- packing: fp32 in, bf16 pairs out -------------------------------------------------------- */
 
