@@ -4,6 +4,7 @@
     .venv/bin/python bench/train_torch.py --threads 1,2        # time per training step
     .venv/bin/python bench/train_torch.py --threads 1,2 --only bert
     .venv/bin/python bench/train_torch.py --threads 1,2 --tune     # and anvil tuned offline
+    .venv/bin/python bench/train_torch.py --threads 1,2 --precision bf16 --profile  # mixed precision
 
 --check trains two models (an MLP with Gelu, and a CNN with a strided conv, max pool and two
 Linear layers) for 20 steps of SGD (momentum 0.9, Nesterov, weight decay 1e-4) and 20 steps of
@@ -19,6 +20,17 @@ anvil is faster). With --tune, anvil also trains with a tuning database that `an
 --tune offline` filled for that model and thread count first (every node of the training graph
 and the conv layers' grouped choices measured; the tuning time is printed, not counted), in its
 own columns. Needs torch (skips with a message otherwise).
+
+With --precision bf16, every round times four trainings in turn: `anvil train --precision bf16`,
+`anvil train` in fp32, PyTorch eager fp32 and PyTorch eager with
+`torch.autocast(device_type="cpu", dtype=torch.bfloat16)` around forward and loss (backward
+outside it, fp32 master weights, the same optimizer). The table gives the four medians and the
+ratios torch fp32 / anvil bf16, torch autocast / anvil bf16 and anvil fp32 / anvil bf16 (above 1:
+anvil bf16 is faster). Once per model it also shows that bf16 training makes progress: anvil's
+loss on the first batch (a 1-step run) and after the 25-step run of the first round, bf16 next
+to fp32 (reported, not asserted). --profile adds, per model, one `anvil train --precision bf16
+--profile` run at the first thread count: the nodes that ran bf16 variants and the five
+(op, variant) groups that took the most time.
 """
 import argparse
 import json
@@ -226,19 +238,133 @@ def header():
 
 
 TUNE = False
+PRECISION = "fp32"
+PROFILE = False
+NOTES = []  # markdown printed after the timing table (--precision bf16: losses, profiles)
+
+
+def bf16_header():
+    print("| model | threads | torch fp32 ms | torch bf16-autocast ms | anvil bf16 ms | "
+          "anvil fp32 ms | torch fp32/anvil bf16 | torch autocast/anvil bf16 | "
+          "anvil fp32/anvil bf16 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def profile_summary(anvil, label, model, data, batch, threads, tmp):
+    """One `anvil train --precision bf16 --profile` run of 6 steps; markdown lines: the nodes
+    whose variant (or the "runs" kernel inside it) is a bf16 one, and the top 5 (op, variant)
+    groups by time over steps 2..6 (the first step warms up)."""
+    trace = os.path.join(tmp, "profile.json")
+    subprocess.run([anvil, "train", model, "--data", data, "--epochs", "6", "--batch", str(batch),
+                    "--threads", str(threads), "--precision", "bf16", "--no-db", "-q",
+                    "--profile", trace, "-o", model + ".out.onnx", *ANVIL_OPT["sgd"]],
+                   capture_output=True, text=True, check=True)
+    with open(trace) as f:
+        events = [e for e in json.load(f)["traceEvents"]
+                  if e.get("cat") == "op" and e["args"].get("run", 0) >= 1]
+    steps = len({e["args"]["run"] for e in events}) or 1
+    total = sum(e["dur"] for e in events) / 1e3 / steps
+    groups, bf16 = {}, {}
+    for e in events:
+        a = e["args"]
+        kernel = a["variant"] + (f" ({a['runs']})" if a.get("runs") else "")
+        key = (a["op"], kernel)
+        groups[key] = groups.get(key, 0.0) + e["dur"] / 1e3 / steps
+        if "bf16" in kernel:
+            b = bf16.setdefault(key, [set(), 0.0])
+            b[0].add(e["name"])
+            b[1] += e["dur"] / 1e3 / steps
+    lines = [f"**{label}**, {threads} thread(s), --precision bf16: {total:.1f} ms of op time per "
+             f"step (forward, loss and backward nodes; the optimizer update is not in the trace), "
+             f"{sum(v[1] for v in bf16.values()) / total:.0%} of it in bf16 kernels.", "",
+             "| ran bf16 | nodes | ms/step | share |", "|---|---:|---:|---:|"]
+    for (op, kernel), (names, ms) in sorted(bf16.items(), key=lambda kv: -kv[1][1]):
+        lines.append(f"| {op}: {kernel} | {len(names)} | {ms:.2f} | {ms / total:.0%} |")
+    if not bf16:
+        lines.append("| (none) | 0 | 0 | 0% |")
+    fp32 = {k: ms for k, ms in groups.items() if "bf16" not in k[1]
+            and any(w in k[0] for w in ("Conv", "MatMul", "Gemm", "Attention"))}
+    if fp32:
+        lines += ["", f"Products still in fp32: {sum(fp32.values()):.1f} ms/step "
+                      f"({sum(fp32.values()) / total:.0%}): " + ", ".join(
+                          f"{op}: {kernel} {ms:.1f} ms" for (op, kernel), ms in
+                          sorted(fp32.items(), key=lambda kv: -kv[1]))]
+    lines += ["", "| top 5 by time (op: variant) | ms/step | share |", "|---|---:|---:|"]
+    for (op, kernel), ms in sorted(groups.items(), key=lambda kv: -kv[1])[:5]:
+        lines.append(f"| {op}: {kernel} | {ms:.2f} | {ms / total:.0%} |")
+    return lines + [""]
+
+
+def bf16_rows(anvil, tmp, label, model, data, batch, threads_list, rounds, torch_ms):
+    """The --precision bf16 rows of one model: each round anvil bf16, anvil fp32, PyTorch fp32
+    and PyTorch autocast in turn (torch_ms(threads, autocast) times one PyTorch round). Adds the
+    loss check and, with --profile, the profile summary to NOTES."""
+    bf16 = ANVIL_OPT["sgd"] + ["--no-db", "--precision", "bf16"]
+    fp32 = ANVIL_OPT["sgd"] + ["--no-db"]
+    losses = None
+    for threads in threads_list:
+        ab, af, tf, tb = [], [], [], []
+        for r in range(rounds):
+            ms, loss_b = anvil_step(anvil, model, data, batch, threads, bf16)
+            ab.append(ms)
+            ms, loss_f = anvil_step(anvil, model, data, batch, threads, fp32)
+            af.append(ms)
+            tf.append(torch_ms(threads, False))
+            tb.append(torch_ms(threads, True))
+            if losses is None:
+                start_b = anvil_train(anvil, model, data, batch, threads, bf16, 1)["train_loss"]
+                start_f = anvil_train(anvil, model, data, batch, threads, fp32, 1)["train_loss"]
+                losses = (start_b, loss_b, start_f, loss_f)
+        m = [statistics.median(v) for v in (tf, tb, ab, af)]
+        print(f"| {label} | {threads} | {m[0]:.2f} | {m[1]:.2f} | {m[2]:.2f} | {m[3]:.2f} | "
+              f"{m[0] / m[2]:.2f} | {m[1] / m[2]:.2f} | {m[3] / m[2]:.2f} |", flush=True)
+    start_b, loss_b, start_f, loss_f = losses
+    NOTES.append(("loss", f"| {label} | 25 | {start_b:.4f} | {loss_b:.4f} | "
+                          f"{'yes' if loss_b < start_b else 'NO'} | {start_f:.4f} | "
+                          f"{loss_f:.4f} |"))
+    if PROFILE:
+        NOTES.append(("profile", profile_summary(anvil, label, model, data, batch,
+                                                 threads_list[0], tmp)))
+
+
+def print_notes():
+    loss = [n for kind, n in NOTES if kind == "loss"]
+    if loss:
+        print("\nLoss on the first batch (a 1-step run) and at the 25th step (the 25-step run of "
+              "the first round; SGD, the same single batch every step):\n")
+        print("| model | steps | anvil bf16 start | anvil bf16 at 25 | bf16 lower | "
+              "anvil fp32 start | anvil fp32 at 25 |")
+        print("|---|---:|---:|---:|---|---:|---:|")
+        print("\n".join(loss))
+    for kind, lines in NOTES:
+        if kind == "profile":
+            print()
+            print("\n".join(lines))
+
+
+def anvil_train(anvil, model, data, batch, threads, extra, epochs):
+    """`anvil train --json` for that many epochs (one batch each): its summary."""
+    r = subprocess.run([anvil, "train", model, "--data", data, "--epochs", str(epochs),
+                        "--batch", str(batch), "--threads", str(threads), "--json", "-q",
+                        "-o", model + ".out.onnx", *extra], capture_output=True, text=True,
+                       check=True)
+    return json.loads(r.stdout)
+
+
+def anvil_step(anvil, model, data, batch, threads, extra):
+    """ms per step (25- and 5-step runs, the difference / 20) and the 25-step run's last loss."""
+    long = anvil_train(anvil, model, data, batch, threads, extra, 25)
+    short = anvil_train(anvil, model, data, batch, threads, extra, 5)
+    return (long["seconds"] - short["seconds"]) / 20 * 1e3, long["train_loss"]
 
 
 def anvil_step_ms(anvil, model, data, batch, threads, extra):
-    def run(epochs):
-        r = subprocess.run([anvil, "train", model, "--data", data, "--epochs", str(epochs),
-                            "--batch", str(batch), "--threads", str(threads), "--json", "-q",
-                            "-o", model + ".out.onnx", *extra], capture_output=True, text=True,
-                           check=True)
-        return json.loads(r.stdout)["seconds"]
-    return (run(25) - run(5)) / 20 * 1e3
+    return anvil_step(anvil, model, data, batch, threads, extra)[0]
 
 
-def torch_step_ms(model, x, y, threads, kind):
+def torch_step_ms(model, x, y, threads, kind, autocast=False):
+    """The median of 20 steps after 3 warm-up ones; autocast: forward and loss under
+    torch.autocast to bfloat16, backward and the optimizer outside it (fp32 master weights)."""
     torch.set_num_threads(threads)
     opt = optimizer(kind, model.parameters())
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
@@ -246,7 +372,9 @@ def torch_step_ms(model, x, y, threads, kind):
     for i in range(23):
         t = time.perf_counter()
         opt.zero_grad()
-        nn.functional.cross_entropy(model(xt), yt).backward()
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = nn.functional.cross_entropy(model(xt), yt)
+        loss.backward()
         opt.step()
         if i >= 3:
             times.append((time.perf_counter() - t) * 1e3)
@@ -285,6 +413,26 @@ def bert_speed(anvil, tmp, threads_list, rounds):
                       opset_version=17)
     model.train()
     np.savez(data, input_ids=ids, attention_mask=mask, labels=y)
+    if PRECISION == "bf16":
+        def torch_ms(threads, autocast):
+            torch.set_num_threads(threads)
+            opt = optimizer("sgd", model.parameters())
+            xi, xm, yt = (torch.from_numpy(v) for v in (ids, mask, y))
+            times = []
+            for i in range(13):
+                s = time.perf_counter()
+                opt.zero_grad()
+                with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=autocast):
+                    loss = nn.functional.cross_entropy(
+                        model(input_ids=xi, attention_mask=xm).logits, yt)
+                loss.backward()
+                opt.step()
+                if i >= 3:
+                    times.append((time.perf_counter() - s) * 1e3)
+            return statistics.median(times)
+        bf16_rows(anvil, tmp, "BERT L4/H512, seq 128, batch 8", path, data, 8, threads_list,
+                  rounds, torch_ms)
+        return
     for threads in threads_list:
         a, at, t = [], [], []
         db = tune_db(anvil, tmp, path, data, 8, threads, "bert")
@@ -310,7 +458,10 @@ def bert_speed(anvil, tmp, threads_list, rounds):
 
 
 def speed(anvil, tmp, threads_list, rounds):
-    header()
+    if PRECISION == "bf16":
+        bf16_header()
+    else:
+        header()
     import torchvision
     cases = [("MLP 4096x3, batch 64", lambda: Mlp([4096, 4096, 4096, 4096]), (64, 4096)),
              ("ResNet-18 64x64, batch 16", lambda: torchvision.models.resnet18(num_classes=10),
@@ -329,6 +480,11 @@ def speed(anvil, tmp, threads_list, rounds):
             export_torch(model, x, path)
         data = os.path.join(tmp, "speed.npz")
         np.savez(data, x=x, labels=y)
+        if PRECISION == "bf16":
+            bf16_rows(anvil, tmp, label, path, data, shape[0], threads_list, rounds,
+                      lambda threads, autocast: torch_step_ms(model, x, y, threads, "sgd",
+                                                              autocast))
+            continue
         for threads in threads_list:
             a, at, t = [], [], []
             db = tune_db(anvil, tmp, path, data, shape[0], threads, label.split()[0])
@@ -351,19 +507,28 @@ def main():
     ap.add_argument("--anvil", default=os.path.join(ROOT, "build-release", "anvil"))
     ap.add_argument("--tune", action="store_true",
                     help="also time anvil with a database `anvil train --tune offline` filled")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: anvil --precision bf16 and fp32 next to PyTorch fp32 and autocast")
+    ap.add_argument("--profile", action="store_true",
+                    help="with --precision bf16: one profiled anvil bf16 run per model")
     a = ap.parse_args()
-    global TUNE
-    TUNE = a.tune
+    global TUNE, PRECISION, PROFILE
+    TUNE, PRECISION, PROFILE = a.tune, a.precision, a.profile
+    if a.precision == "bf16" and a.tune:
+        ap.error("--tune is not supported with --precision bf16")
     with tempfile.TemporaryDirectory() as tmp:
         if a.check:
             return 1 if check(a.anvil, tmp) else 0
         threads = [int(t) for t in a.threads.split(",")]
         if a.only != "bert":
             speed(a.anvil, tmp, threads, a.rounds)
+        elif a.precision == "bf16":
+            bf16_header()
         else:
             header()
         if a.only in (None, "bert"):
             bert_speed(a.anvil, tmp, threads, a.rounds)
+        print_notes()
     return 0
 
 
