@@ -35,29 +35,6 @@ static __m512i pairs_of(const float *x, int64_t cs, int64_t count) {
     return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
-/* gemm_kernel.pack_a: A (m x kc, A[i,p] at a[i*rs + p*cs]) into MR-row panels of pair slots,
- * slot q of row i at dst[q*mr + i]. */
-__attribute__((unused)) static void pack_a_bf16(int mr, const float *a, int64_t rs, int64_t cs,
-                                                int64_t m, int64_t kc, float *dst) {
-    const int64_t slots = (kc + 1) / 2;
-    uint32_t w[16];
-    for (int64_t i0 = 0; i0 < m; i0 += mr, dst += slots * mr) {
-        const int64_t rows = m - i0 < mr ? m - i0 : mr;
-        uint32_t *d = (uint32_t *)dst;
-        for (int64_t i = 0; i < mr; i++) {
-            const float *src = a + (i0 + i) * rs;
-            for (int64_t q0 = 0; q0 < slots; q0 += 16) {
-                const int64_t n = slots - q0 < 16 ? slots - q0 : 16;
-                if (i < rows)
-                    _mm512_storeu_si512(w, pairs_of(src + 2 * q0 * cs, cs, kc - 2 * q0));
-                else
-                    memset(w, 0, sizeof w);
-                for (int64_t q = 0; q < n; q++) d[(q0 + q) * mr + i] = w[q];
-            }
-        }
-    }
-}
-
 /* The slots of 16 columns at rows p and p + 1 of B (columns past n and a row past kc zero). */
 static __m512i pairs_across(const float *b, int64_t rs, int64_t cs, int64_t p, int64_t kc,
                             int64_t n) {
@@ -80,13 +57,61 @@ static __m512i pairs_across(const float *b, int64_t rs, int64_t cs, int64_t p, i
     return _mm512_or_si512(e0, _mm512_slli_epi32(e1, 16));
 }
 
+/* gemm_kernel.pack_a: A (m x kc, A[i,p] at a[i*rs + p*cs]) into MR-row panels of pair slots,
+ * slot q of row i at dst[q*mr + i]. */
+__attribute__((unused)) static void pack_a_bf16(int mr, const float *a, int64_t rs, int64_t cs,
+                                                int64_t m, int64_t kc, float *dst) {
+    const int64_t slots = (kc + 1) / 2;
+    uint32_t w[16];
+    for (int64_t i0 = 0; i0 < m; i0 += mr, dst += slots * mr) {
+        const int64_t rows = m - i0 < mr ? m - i0 : mr;
+        uint32_t *d = (uint32_t *)dst;
+        if (rs == 1) {
+            /* A stored by columns (a transposed operand, a training graph's X^T dY): a slot row
+             * pairs two of its columns, each MR contiguous floats */
+            for (int64_t q = 0; q < slots; q++)
+                _mm512_mask_storeu_epi32(d + q * mr, (__mmask16)((1u << mr) - 1u),
+                                         pairs_across(a + i0, cs, 1, 2 * q, kc, rows));
+            continue;
+        }
+        for (int64_t i = 0; i < mr; i++) {
+            const float *src = a + (i0 + i) * rs;
+            for (int64_t q0 = 0; q0 < slots; q0 += 16) {
+                const int64_t n = slots - q0 < 16 ? slots - q0 : 16;
+                if (i < rows)
+                    _mm512_storeu_si512(w, pairs_of(src + 2 * q0 * cs, cs, kc - 2 * q0));
+                else
+                    memset(w, 0, sizeof w);
+                for (int64_t q = 0; q < n; q++) d[(q0 + q) * mr + i] = w[q];
+            }
+        }
+    }
+}
+
 /* gemm_kernel.pack_b: B (kc x n, B[p,j] at b[p*rs + j*cs]) into NR-column panels of pair slots,
  * slot q of column j at dst[q*nr + j]. */
 __attribute__((unused)) static void pack_b_bf16(int nr, const float *b, int64_t rs, int64_t cs,
                                                 int64_t kc, int64_t n, float *dst) {
     const int64_t slots = (kc + 1) / 2;
+    uint32_t w[16];
     for (int64_t j0 = 0; j0 < n; j0 += nr, dst += slots * nr) {
         const int64_t cols = n - j0 < nr ? n - j0 : nr;
+        if (rs == 1 && cs != 1) {
+            /* B stored by columns (a transposed operand, dY W^T): each column's k run is
+             * contiguous, 32 floats to 16 slots, written down the panel */
+            uint32_t *d = (uint32_t *)dst;
+            for (int64_t j = 0; j < nr; j++)
+                for (int64_t q0 = 0; q0 < slots; q0 += 16) {
+                    const int64_t nq = slots - q0 < 16 ? slots - q0 : 16;
+                    if (j < cols)
+                        _mm512_storeu_si512(w,
+                                            pairs_of(b + (j0 + j) * cs + 2 * q0, 1, kc - 2 * q0));
+                    else
+                        memset(w, 0, sizeof w);
+                    for (int64_t q = 0; q < nq; q++) d[(q0 + q) * nr + j] = w[q];
+                }
+            continue;
+        }
         for (int64_t q = 0; q < slots; q++)
             for (int64_t j = 0; j < nr; j += 16)
                 _mm512_storeu_si512(dst + q * nr + j,
