@@ -197,8 +197,9 @@ static anvil_status gemm_emit_write(const kern_node *kn, const void *state, kern
     e->code(e, "cp.gemm_ws = %zu;\ncp.col_ws = %zu;\n", p->gemm_ws, p->col_ws);
     const char *pa = "NULL";
     if (st->pa) {
-        const int64_t kdim = conv_kdim(s), mr = p->k->mr;
-        const size_t floats = (size_t)((s->mg + mr - 1) / mr * mr * kdim),
+        /* 32-bit slots per row: a bf16 tile's panels hold pairs along k */
+        const int64_t depth = gemm_slots(p->k, conv_kdim(s)), mr = p->k->mr;
+        const size_t floats = (size_t)((s->mg + mr - 1) / mr * mr * depth),
                      stride = (floats + 15) / 16 * 16;
         float *all = core_calloc(stride * (size_t)s->group, sizeof(float));
         if (!all) return ANVIL_ERR_OUT_OF_MEMORY;
