@@ -285,12 +285,7 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
     }
 
 #define GEMM_UKERNEL_INSTANCE(MR, NV, NR, ISA)                                                     \
-    static void gemm_uk_##MR##x##NR##_##ISA(                                                       \
-        int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate,         \
-        const float *pf, int64_t pf_n, const gemm_epilogue *ep, int64_t i0, int64_t j0) {          \
-        gemm_ukernel_body(kc, a, 1, MR, NULL, b, NR, c, ldc, accumulate, pf, pf_n, ep, i0, j0, MR, \
-                          NV);                                                                     \
-    }                                                                                              \
+    GEMM_UKERNEL_PACKED_INSTANCE(MR, NV, NR, ISA)                                                  \
     static void gemm_ukb_##MR##x##NR##_##ISA(int64_t kc, const float *a, const float *b,           \
                                              int64_t ldb, float *c, int64_t ldc, int accumulate,   \
                                              const float *pf, int64_t pf_n,                        \
@@ -308,8 +303,9 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                           MR, NV);                                                                 \
     }
 
-/* Defines only `static void gemm_uk_<MR>x<NR>_<isa>(...)`, on packed panels: for the tiles whose
- * panels hold something other than floats (bf16 pairs), which can only be read packed. */
+/* Defines only `static void gemm_uk_<MR>x<NR>_<isa>(...)`, on packed panels: the first of
+ * GEMM_UKERNEL_INSTANCE's kernels, and all that the tiles whose panels hold something other than
+ * floats (bf16 pairs) have, since those can only be read packed. */
 #define GEMM_UKERNEL_PACKED_INSTANCE(MR, NV, NR, ISA)                                              \
     static void gemm_uk_##MR##x##NR##_##ISA(                                                       \
         int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate,         \
