@@ -113,6 +113,14 @@ static anvil_status deform_infer(const ir_graph *g, const ir_node *n, const op_t
         return core_err(ANVIL_ERR_SHAPE,
                         "%s: B must be a 1-D list of one bias per output channel; got rank %d",
                         ir_node_label(n), b->rank);
+    const ir_shape *per_pos[2] = {off, m};
+    for (int k = 0; k < 2; k++)
+        if (per_pos[k] && per_pos[k]->rank >= 0 && per_pos[k]->d[0] >= 0 && x->d[0] >= 0 &&
+            per_pos[k]->d[0] != x->d[0])
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: %s has batch %lld but X has batch %lld; they must match",
+                            ir_node_label(n), k ? "mask" : "offset", (long long)per_pos[k]->d[0],
+                            (long long)x->d[0]);
     for (int d = 0; d < nsp; d++) {
         y->d[2 + d] = geo.out[d];
         const ir_shape *chk[2] = {off, m};
