@@ -322,6 +322,12 @@ static anvil_status attn_dims_of(const ir_node *n, const ir_shape *q, const ir_s
                         "%s: Q, K and V have ranks %d, %d and %d; they must all be 3 or all be 4",
                         ir_node_label(n), q->rank, k->rank, v->rank);
     a->b = q->d[0];
+    const ir_shape *kv[2] = {k, v};
+    for (int i = 0; i < 2; i++)
+        if (kv[i]->d[0] >= 0 && a->b >= 0 && kv[i]->d[0] != a->b)
+            return core_err(ANVIL_ERR_SHAPE, "%s: %s has batch %lld but Q %lld; they must match",
+                            ir_node_label(n), i ? "V" : "K", (long long)kv[i]->d[0],
+                            (long long)a->b);
     if (q->rank == 4) {
         a->hq = q->d[1];
         a->sq = q->d[2];
