@@ -383,7 +383,8 @@ static void test_labels(void **state) {
 }
 
 /* anvil.Sdpa's key block (kb) at 60, 120 and 240 keys, over 250 keys (blocks cut mid-way) with
- * a per-key mask, heads inside the sequence (BERT's layout). */
+ * a per-key mask, heads inside the sequence (BERT's layout); 37 queries, so that the tail choice
+ * (narrow blocks, or one wide block partly empty) has both values to run. */
 static void test_sdpa(void **state) {
     (void)state;
     const int64_t dq[4] = {1, 37, 2, 16}, dk[4] = {1, 250, 2, 16}, dm[4] = {1, 1, 1, 250};
