@@ -7,6 +7,7 @@
  * go wrong. On operands it does not hold, the rounding must show: the same check then fails at
  * that tolerance and passes at bf16's, which is what a session asking for bf16 accepts. The
  * rounding is to nearest even. Skipped where the CPU lacks AVX512-BF16. */
+#include "kernels/cpu/conv/conv.h"
 #include "kernels/cpu/gemm/gemm.h"
 #include "kernels/cpu/peak/peak.h"
 #include "optest.h"
@@ -295,6 +296,46 @@ static void test_conv_exact(void **state) {
     conv_exact(8, 16, 12, 3, 2, 1, 1);  /* strided */
     conv_exact(64, 64, 6, 3, 1, 1, 2);  /* two groups of 32 */
     conv_exact(12, 20, 10, 1, 2, 0, 1); /* strided 1x1: im2col */
+    conv_exact(64, 64, 14, 3, 1, 1, 8); /* RegNet's groups of 8: oneDNN's bf16 kernel */
+}
+
+/* Narrow groups (RegNet's 8 channels per group) in the cascade: oneDNN's bf16 kernel exactly
+ * where a bf16 session would pick a bf16 GEMM (the bf16 rate measured above fp32's), its fp32 one
+ * otherwise; neither where anvil was built without oneDNN. */
+static void test_grouped_cascade(void **state) {
+    (void)state;
+    optest t;
+    optest_begin(&t, IR_OP_CONV, 3, 1, 4);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){3, 3}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){1, 1}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    optest_attr_int(&t, 3, "group", 8);
+    const int64_t dx[] = {1, 64, 14, 14}, dw[] = {64, 8, 3, 3};
+    float *x = operand(optest_prod(dx, 4), 6, false), *w = operand(optest_prod(dw, 4), 7, false),
+          *b = operand(64, 8, false);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dx, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dw, w, true);
+    optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){64}, b, true);
+    assert_int_equal(optest_infer(&t), ANVIL_OK);
+    op_tinfo in[OPTEST_MAX_IO];
+    optest_input_info(&t, in);
+    const peak_rates *r = peak_rates_get();
+    const bool faster = have_bf16() && r->bf16 > 1.2 * r->f32;
+    const bool dnnl = kern_find(IR_OP_CONV, "dnnl_conv_split") != NULL;
+    for (int prec = KERN_PREC_F32; prec <= KERN_PREC_BF16; prec++) {
+        kern_knobs kb = {.precision = prec};
+        kern_node kn = {optest_node(&t), in, 3, t.out_info, 1, 1, NULL, NULL, &kb};
+        const kern_variant *v = conv_auto_pick(&kn);
+        assert_non_null(v);
+        const char *want = !dnnl                              ? "conv_implicit_gemm"
+                           : prec == KERN_PREC_BF16 && faster ? "dnnl_conv_split_bf16"
+                                                              : "dnnl_conv_split";
+        assert_string_equal(v->name, want);
+    }
+    optest_end(&t);
+    free(x);
+    free(w);
+    free(b);
 }
 
 int main(void) {
@@ -306,6 +347,7 @@ int main(void) {
         cmocka_unit_test(test_fp32_session_refuses),
         cmocka_unit_test(test_gemm_transposed_exact),
         cmocka_unit_test(test_conv_exact),
+        cmocka_unit_test(test_grouped_cascade),
         cmocka_unit_test(test_cascade),
         cmocka_unit_test(test_fused_exact),
         cmocka_unit_test(test_conv_nhwc_exact),

@@ -118,10 +118,15 @@ dnnl_status_t vendor_dnnl_md_matrix(dnnl_memory_desc_t *md, int64_t rows, int64_
     return vendor_dnnl_lib.dnnl_memory_desc_init_by_strides(md, 2, d, dnnl_f32, s);
 }
 
-dnnl_status_t vendor_dnnl_md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
+dnnl_status_t vendor_dnnl_md_any_as(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
+                                    dnnl_data_type_t dt) {
     dnnl_dims_t d;
     for (int i = 0; i < rank; i++) d[i] = dims[i];
-    return vendor_dnnl_lib.dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, dnnl_format_tag_any);
+    return vendor_dnnl_lib.dnnl_memory_desc_init_by_tag(md, rank, d, dt, dnnl_format_tag_any);
+}
+
+dnnl_status_t vendor_dnnl_md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
+    return vendor_dnnl_md_any_as(md, rank, dims, dnnl_f32);
 }
 
 void vendor_dnnl_state_release(void *p) {

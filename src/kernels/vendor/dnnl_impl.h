@@ -81,6 +81,9 @@ dnnl_status_t vendor_dnnl_md_plain(dnnl_memory_desc_t *md, int rank, const int64
 dnnl_status_t vendor_dnnl_md_matrix(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, bool trans);
 /* `rank` dims in the layout the primitive prefers (format "any"). */
 dnnl_status_t vendor_dnnl_md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims);
+/* The same with the data type dt (dnnl_bf16 for operands oneDNN is to read in bf16). */
+dnnl_status_t vendor_dnnl_md_any_as(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
+                                    dnnl_data_type_t dt);
 
 /* What a prepared primitive needs at run time. Memories are created per run around the caller's
  * buffers (cheap handles), so the state holds no per-run pointers. */

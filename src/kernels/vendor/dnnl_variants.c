@@ -270,9 +270,9 @@ static bool conv_supports(const kern_node *kn, const core_hw *hw) {
  * channels), else one output channel (all the input). The whole node is units [0, units(kn)).
  * Activations, weights and bias are slices of the node's, at the offsets the state records.
  * own_scratch: the primitive gets a scratchpad of its own, for parts that run at the same time
- * (oneDNN's shared one is not made for that: concurrent parts crashed in it). bf16: oneDNN may
- * compute the fp32 convolution in bf16 (its fpmath mode), rounding the operands as anvil's bf16
- * variants do. */
+ * (oneDNN's shared one is not made for that: concurrent parts crashed in it). bf16: oneDNN reads
+ * the activations (blocked) and the weights as bf16, rounded to nearest even as anvil's bf16
+ * variants round them, and accumulates and writes fp32. */
 static anvil_status conv_prepare_part(const kern_node *kn, bool blocked, int threads, int64_t u0,
                                       int64_t un, bool own_scratch, bool bf16, dk_state **out) {
     const ir_node *n = kn->node;
@@ -325,9 +325,10 @@ static anvil_status conv_prepare_part(const kern_node *kn, bool blocked, int thr
     x_md = s->src_user_md;
     y_md = s->dst_user_md;
     w_md = w_user_md;
-    if (ds == dnnl_success && blocked) ds = vendor_dnnl_md_any(&x_md, rank, xd);
+    const dnnl_data_type_t op_dt = bf16 ? dnnl_bf16 : dnnl_f32;
+    if (ds == dnnl_success && blocked) ds = vendor_dnnl_md_any_as(&x_md, rank, xd, op_dt);
     if (ds == dnnl_success && blocked) ds = vendor_dnnl_md_any(&y_md, rank, yd);
-    if (ds == dnnl_success && kn->in[1].value) ds = vendor_dnnl_md_any(&w_md, wrank, wd);
+    if (ds == dnnl_success && kn->in[1].value) ds = vendor_dnnl_md_any_as(&w_md, wrank, wd, op_dt);
     s->has_bias = kn->n_in > 2 && n->n_inputs > 2 && n->inputs[2] != IR_NONE;
     int64_t bn = un * mpu;
     if (ds == dnnl_success && s->has_bias) ds = vendor_dnnl_md_plain(&b_md, 1, &bn);
@@ -591,11 +592,11 @@ const kern_variant vendor_dnnl_conv_split = {
     "dnnl_conv_split", IR_OP_CONV, 0,    conv_supports, NULL, split_prepare,
     split_release,     split_run,  NULL, NULL,          NULL,
 };
-/* The same in oneDNN's bf16 fpmath mode, for sessions that accept bf16: a candidate for the
- * tuner on the grouped convs anvil's bf16 GEMM convs leave alone, not in the cascade. With
- * Debian's oneDNN 2.6 on Zen 4 it measured no faster than fp32 (RegNetY-400MF's grouped convs, 1
- * thread: 35% of the model's time either way); oneDNN may ignore the mode where it has no bf16
- * kernel for the shape. */
+/* The same on bf16 operands, for sessions that accept bf16: oneDNN reads the activations (one
+ * reorder per run, fp32 to bf16, with its blocking) and the weights (converted once) as bf16 and
+ * writes fp32. Its fpmath mode alone changed nothing (Debian's oneDNN 2.6, Zen 4: it keeps its fp32
+ * kernel for an fp32 primitive); given bf16 memory it takes its bf16 kernel. The cascade's choice
+ * for narrow groups under bf16 (conv_variants.c's rule_grouped). */
 const kern_variant vendor_dnnl_conv_split_bf16 = {
     "dnnl_conv_split_bf16",
     IR_OP_CONV,

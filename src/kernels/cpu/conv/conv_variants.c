@@ -448,7 +448,7 @@ static bool rule_grouped(const conv_shape *s) {
 }
 
 #ifdef ANVIL_HAVE_DNNL
-extern const kern_variant vendor_dnnl_conv_split;
+extern const kern_variant vendor_dnnl_conv_split, vendor_dnnl_conv_split_bf16;
 #endif
 
 typedef struct conv_rule {
@@ -476,7 +476,10 @@ static const conv_rule cascade[] = {
      * on 2 OpenMP threads wakes a sleeping worker (anvil keeps them passive, see
      * dnnl_variants.c), which costs more than the second thread gains on convs this small.
      * RegNetY-400MF at 2 threads, medians of 6 alternating runs: 7.3 ms with these convs on one
-     * thread, 6.0 split (OpenMP's 2 threads, earlier: 9.3-12.9 ms). */
+     * thread, 6.0 split (OpenMP's 2 threads, earlier: 9.3-12.9 ms). A session that accepts
+     * bf16 takes oneDNN's bf16 kernel (Zen 4, 1 thread, per node, fp32 / bf16 us: 48 ch 56x56
+     * 278/197, 104 ch 28x28 159/116, 208 ch 14x14 91/69, 440 ch 7x7 62/52). */
+    {&vendor_dnnl_conv_split_bf16, rule_grouped},
     {&vendor_dnnl_conv_split, rule_grouped},
 #endif
     {&conv_v_nhwc, rule_tiny_map},
