@@ -263,6 +263,82 @@ static void test_conv_nhwc_exact(void **state) {
     conv_nhwc_exact(16, 16, 12, 3, 2, 1); /* strided */
 }
 
+/* An implicit GEMM's A (gemm_problem.a_ind) on every bf16 tile, on bf16-exact operands, against
+ * the product in double: even segments only (gemm_takes_ind refuses odd ones), K blocks shorter
+ * than a segment (KC 4 cuts 6 floats into 4 + 2, not 3 + 3: pieces stay even), B packed by the
+ * driver or pre-packed (whose pairs the blocks must start on), serial and threaded. */
+static void test_indirect_a(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    const core_hw *hw = core_hw_get();
+    float *pool = operand(4096, 21, true);
+    float *zeros = calloc(64, sizeof(float));
+    core_pool *threads = NULL;
+    assert_int_equal(core_pool_create(2, &threads), ANVIL_OK);
+    op_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.pool = threads;
+    for (const gemm_kernel *const *kp = gemm_kernels_bf16; *kp; kp++) {
+        const gemm_kernel *k = *kp;
+        if (!gemm_kernel_usable(k, hw)) continue;
+        assert_false(gemm_takes_ind(k, 5));
+        const int64_t ms[] = {1, 2 * k->mr + 3}, segs_of[] = {6, 40}, kcs[] = {4, 16, 256};
+        const int64_t n = k->nr + 5, segs = 3;
+        for (size_t mi = 0; mi < 2; mi++)
+            for (size_t si = 0; si < 2; si++)
+                for (size_t ki = 0; ki < 3; ki++)
+                    for (int mode = 0; mode < 3; mode++) {
+                        const int64_t m = ms[mi], seg = segs_of[si], kd = seg * segs;
+                        assert_true(gemm_takes_ind(k, seg));
+                        const float **tab = malloc(sizeof(float *) * (size_t)(m * segs));
+                        for (int64_t q = 0; q < m * segs; q++)
+                            tab[q] = q % 7 == 3 ? zeros : pool + (q * 131) % (4096 - seg);
+                        float *b = operand((size_t)(kd * n), 22, true);
+                        float *c = malloc(sizeof(float) * (size_t)(m * n));
+                        float *want = malloc(sizeof(float) * (size_t)(m * n));
+                        for (int64_t i = 0; i < m; i++)
+                            for (int64_t j = 0; j < n; j++) {
+                                double acc = 0;
+                                for (int64_t p = 0; p < kd; p++)
+                                    acc += (double)tab[i * segs + p / seg][p % seg] * b[p * n + j];
+                                want[i * n + j] = (float)acc;
+                            }
+                        gemm_problem pr = {.m = m, .n = n, .k = kd, .a_ind = tab, .a_seg = seg};
+                        pr.c = c;
+                        pr.ldc = n;
+                        pr.ep = gemm_epilogue_none();
+                        gemm_packed pb = {0};
+                        if (mode == 2) {
+                            assert_int_equal(gemm_pack_b(k, kd, n, b, n, 1, &pb), ANVIL_OK);
+                            pr.pb = &pb;
+                        } else {
+                            pr.b = b;
+                            pr.rs_b = n;
+                            pr.cs_b = 1;
+                        }
+                        gemm_blocking blk = gemm_blocking_default(k, m, n, kd, hw);
+                        blk.kc = kcs[ki];
+                        void *ws = core_aligned_alloc(64, 2 * gemm_thread_workspace(k, &blk));
+                        if (mode == 1)
+                            gemm_run(k, &blk, &pr, ws, &ctx);
+                        else
+                            gemm_run_serial(k, &blk, &pr, ws);
+                        if (optest_compare_f32(c, want, (size_t)(m * n), 1e-5f, 1e-5f) >= 0)
+                            fail_msg("%s m %lld seg %lld kc %lld mode %d", k->name, (long long)m,
+                                     (long long)seg, (long long)blk.kc, mode);
+                        gemm_packed_free(&pb);
+                        free(ws);
+                        free(c);
+                        free(want);
+                        free(b);
+                        free(tab);
+                    }
+    }
+    core_pool_free(threads);
+    free(zeros);
+    free(pool);
+}
+
 /* A conv through every variant, fp32 and bf16 (and conv_f32, which hands it to a bf16 one in a
  * bf16 session), on bf16-exact operands. */
 static void conv_exact(int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stride, int64_t pad,
@@ -348,6 +424,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_transposed_exact),
         cmocka_unit_test(test_conv_exact),
         cmocka_unit_test(test_grouped_cascade),
+        cmocka_unit_test(test_indirect_a),
         cmocka_unit_test(test_cascade),
         cmocka_unit_test(test_fused_exact),
         cmocka_unit_test(test_conv_nhwc_exact),

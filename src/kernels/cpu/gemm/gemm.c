@@ -284,29 +284,46 @@ static void pack_a_block(const gemm_kernel *k, const float *a, int64_t rs, int64
 }
 
 /* Rows [i0, i0+m) of an indirect A (gemm_problem.a_ind) at depth [pc, pc+kc), a block inside
- * one segment, into MR-row panels like pack_a_block. */
+ * one segment, into MR-row panels like pack_a_block. A bf16 tile's panels are its pair slots:
+ * each panel is gathered in fp32 into tmp (MR x kc floats) and then paired by the tile's own
+ * packer, from L1. */
 static void pack_a_ind(const gemm_kernel *k, const gemm_problem *p, int64_t i0, int64_t m,
-                       int64_t pc, int64_t kc, float *dst) {
+                       int64_t pc, int64_t kc, float *dst, float *tmp) {
     const int mr = k->mr;
     const int64_t segs = p->k / p->a_seg, s = pc / p->a_seg, o = pc % p->a_seg;
-    for (int64_t r0 = 0; r0 < m; r0 += mr, dst += kc * mr) {
+    float *panel = k->pack_a ? tmp : dst;
+    for (int64_t r0 = 0; r0 < m; r0 += mr) {
         const int64_t rows = m - r0 < mr ? m - r0 : mr;
         for (int64_t i = 0; i < mr; i++) {
             const float *src = i < rows ? p->a_ind[(i0 + r0 + i) * segs + s] + o : NULL;
-            for (int64_t q = 0; q < kc; q++) dst[q * mr + i] = src ? src[q] : 0.0f;
+            for (int64_t q = 0; q < kc; q++) panel[q * mr + i] = src ? src[q] : 0.0f;
+        }
+        if (k->pack_a) {
+            k->pack_a(mr, panel, 1, mr, mr, kc, dst);
+            dst += gemm_slots(k, kc) * mr;
+        } else {
+            panel = dst += kc * mr;
         }
     }
 }
 
 /* The depth of the K block starting at pc: KC, except that an indirect A's blocks stay inside
  * one segment (a micro-kernel call follows one pointer per row), a segment longer than KC being
- * cut into equal pieces (512 channels at KC 384: 256 + 256, not 384 + 128). */
-static int64_t block_kc(const gemm_blocking *blk, const gemm_problem *p, int64_t pc) {
+ * cut into equal pieces (512 channels at KC 384: 256 + 256, not 384 + 128). A bf16 tile's
+ * pieces are even, so that every block starts on a pair of a pre-packed B (gemm_takes_ind). */
+static int64_t block_kc(const gemm_kernel *k, const gemm_blocking *blk, const gemm_problem *p,
+                        int64_t pc) {
     const int64_t left = p->k - pc;
     if (!p->a_ind) return left < blk->kc ? left : blk->kc;
     const int64_t seg = p->a_seg, pieces = (seg + blk->kc - 1) / blk->kc;
-    const int64_t piece = (seg + pieces - 1) / pieces, in_seg = seg - pc % seg;
+    int64_t piece = (seg + pieces - 1) / pieces;
+    if (k->kpair == 2) piece += piece & 1;
+    const int64_t in_seg = seg - pc % seg;
     return in_seg < piece ? in_seg : piece;
+}
+
+bool gemm_takes_ind(const gemm_kernel *k, int64_t a_seg) {
+    return k->kpair != 2 || a_seg % 2 == 0;
 }
 
 int64_t gemm_kc_max(const gemm_blocking *b, int64_t kdim, int64_t a_seg) {
@@ -422,7 +439,9 @@ size_t gemm_thread_workspace(const gemm_kernel *k, const gemm_blocking *b) {
     size_t a = (size_t)round_up(b->mc, k->mr) * (size_t)b->kc * sizeof(float);
     size_t bb = (size_t)round_up(b->nc, k->nr) * (size_t)b->kc * sizeof(float);
     size_t tile = (size_t)k->mr * (size_t)k->nr * sizeof(float);
-    return align64(a) + align64(bb) + align64(tile);
+    /* a bf16 tile's fp32 panel of an indirect A (pack_a_ind) */
+    size_t ind = k->pack_a ? (size_t)k->mr * (size_t)b->kc * sizeof(float) : 0;
+    return align64(a) + align64(bb) + align64(tile) + align64(ind);
 }
 
 static bool epilogue_is_none(const gemm_epilogue *ep) {
@@ -533,7 +552,7 @@ static pf_plan next_b_block(const gemm_kernel *k, const gemm_blocking *blk, cons
         }
     }
     if (nic >= m1) return pf;
-    const int64_t nkc = block_kc(blk, p, npc);
+    const int64_t nkc = block_kc(k, blk, p, npc);
     const int64_t nnc = n1 - njc < blk->nc ? n1 - njc : blk->nc;
     pf.base = p->pb->data + (njc / nr) * gemm_slots(k, p->k) * nr + gemm_slots(k, npc) * nr;
     pf.panel_stride = gemm_slots(k, p->k) * nr;
@@ -568,6 +587,8 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     float *bbuf = (float *)w;
     w += align64((size_t)round_up(blk->nc, nr) * (size_t)blk->kc * sizeof(float));
     float *tile = (float *)w;
+    w += align64((size_t)mr * (size_t)nr * sizeof(float));
+    float *ind_panel = k->pack_a ? (float *)w : NULL;
     const bool ep_none = epilogue_is_none(&p->ep);
     /* Full tiles of the last K block take the epilogue in registers where it can be; an
      * activation the micro-kernel lacks (Gelu, Sigmoid, ...) then runs alone over the stored
@@ -603,7 +624,7 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     for (int64_t ic = m0; ic < m1; ic += blk->mc) {
         const int64_t mc = m1 - ic < blk->mc ? m1 - ic : blk->mc;
         for (int64_t pc = 0, kc; pc < kdim; pc += kc) {
-            kc = block_kc(blk, p, pc);
+            kc = block_kc(k, blk, p, pc);
             const int64_t kcs = gemm_slots(k, kc), pcs = gemm_slots(k, pc);
             const bool first = pc == 0, last = pc + kc == kdim;
             const float *ap;
@@ -617,9 +638,10 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                 a_stride = ks * mr;
             } else if (p->a_ind) {
                 a_direct = direct_ind ? mc / mr * mr : 0;
-                if (a_direct < mc) pack_a_ind(k, p, ic + a_direct, mc - a_direct, pc, kc, abuf);
+                if (a_direct < mc)
+                    pack_a_ind(k, p, ic + a_direct, mc - a_direct, pc, kc, abuf, ind_panel);
                 ap = abuf;
-                a_stride = kc * mr;
+                a_stride = kcs * mr;
             } else if (direct_a || direct_at) {
                 a_direct = mc / mr * mr;
                 if (a_direct < mc)

@@ -108,7 +108,8 @@ typedef struct gemm_kernel {
      * micro-kernel (given the slot count as kc) multiplies pairs into fp32 accumulators. Its
      * panels can only be packed, by pack_a / pack_b (same contract as the driver's fp32
      * packers: fp32 in, rounded to nearest even, zero-padded in rows, columns and the odd k);
-     * every in-place kernel above is NULL. 0 or 1: fp32 panels, the driver's packers. */
+     * every in-place kernel above is NULL (an indirect A is gathered and then packed, see
+     * gemm_takes_ind). 0 or 1: fp32 panels, the driver's packers. */
     int kpair;
     void (*pack_a)(int mr, const float *a, int64_t rs, int64_t cs, int64_t m, int64_t kc,
                    float *dst);
@@ -235,6 +236,11 @@ typedef struct gemm_problem {
     int64_t ldc;
     gemm_epilogue ep;
 } gemm_problem;
+
+/* Whether k can run a problem whose indirect A has segments of a_seg floats: every tile, but a
+ * bf16 one only with even segments (its K blocks must start on a pair of the packed B; the
+ * driver then packs the indirect rows into pair slots). */
+bool gemm_takes_ind(const gemm_kernel *k, int64_t a_seg);
 
 /* Scratch bytes one thread needs to run problems of up to this blocking (packing buffers). */
 size_t gemm_thread_workspace(const gemm_kernel *k, const gemm_blocking *b);
