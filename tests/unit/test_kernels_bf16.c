@@ -364,6 +364,44 @@ static void conv_exact(int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stri
     free(b);
 }
 
+/* Whether variant `name` applies to a conv of c channels on a 3x3 map, 3x3 kernel, pad 1 (7 of
+ * every 9 taps per dim read the image: the regions' shape), NCHW or NHWC, in a bf16 session. */
+static bool regions_apply(const char *name, bool nhwc, int64_t c) {
+    optest t;
+    optest_begin(&t, nhwc ? IR_OP_CONV_NHWC : IR_OP_CONV, 3, 1, 4);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){3, 3}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){1, 1}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    optest_attr_int(&t, 3, "group", 1);
+    const int64_t dx_nchw[] = {1, c, 3, 3}, dx_nhwc[] = {1, 3, 3, c}, dw[] = {24, c, 3, 3};
+    float *x = operand((size_t)(9 * c), 6, true), *w = operand(optest_prod(dw, 4), 7, true),
+          *b = operand(24, 8, true);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, nhwc ? dx_nhwc : dx_nchw, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dw, w, true);
+    optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){24}, b, true);
+    t.knobs = &bf16_session;
+    const bool applies = optest_variant_applies(&t, name);
+    /* every variant, the regions' among them where they apply, on bf16-exact operands */
+    assert_true(check(&t, 1e-4f) > 0);
+    optest_end(&t);
+    free(x);
+    free(w);
+    free(b);
+    return applies;
+}
+
+/* The regions (GEMMs over the outputs that see the same taps, an indirect A) on bf16 tiles: even
+ * channel counts only, as their indirect A needs (gemm_takes_ind). */
+static void test_regions(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    assert_true(regions_apply("conv_nhwc_regions_bf16", false, 16));
+    assert_true(regions_apply("convnhwc_regions_bf16", true, 16));
+    assert_false(regions_apply("conv_nhwc_regions_bf16", false, 15));
+    assert_false(regions_apply("convnhwc_regions_bf16", true, 15));
+    assert_true(regions_apply("conv_nhwc_regions", false, 15));
+}
+
 static void test_conv_exact(void **state) {
     (void)state;
     if (!have_bf16()) skip();
@@ -425,6 +463,7 @@ int main(void) {
         cmocka_unit_test(test_conv_exact),
         cmocka_unit_test(test_grouped_cascade),
         cmocka_unit_test(test_indirect_a),
+        cmocka_unit_test(test_regions),
         cmocka_unit_test(test_cascade),
         cmocka_unit_test(test_fused_exact),
         cmocka_unit_test(test_conv_nhwc_exact),

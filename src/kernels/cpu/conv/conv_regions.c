@@ -70,7 +70,9 @@ static int runs_of(int64_t o, int64_t in, int64_t k, int64_t stride, int64_t dil
     return n;
 }
 
-static bool plan_of(const kern_node *kn, regions_plan *p) {
+/* bf16: the GEMMs on a bf16 tile (conv_nhwc_regions_bf16, convnhwc_regions_bf16), whose indirect
+ * A needs segments (the channels of one tap) of an even length (gemm_takes_ind). */
+static bool plan_of(const kern_node *kn, bool bf16, regions_plan *p) {
     memset(p, 0, sizeof *p);
     p->last = kn->node->op == IR_OP_CONV_NHWC;
     conv_shape *s = &p->s;
@@ -88,8 +90,13 @@ static bool plan_of(const kern_node *kn, regions_plan *p) {
         (double)vy / (double)(s->oh * s->kh) * (double)vx / (double)(s->ow * s->kw);
     if (density > REGIONS_DENSITY) return false;
     const core_hw *hw = core_hw_get();
-    const gemm_kernel *tile = conv_config_tile(kn, hw);
-    p->k = tile ? tile : gemm_kernel_default(s->oh * s->ow, s->mg, conv_kdim(s), hw);
+    if (bf16) {
+        p->k = gemm_kernel_default_bf16(s->oh * s->ow, s->mg, conv_kdim(s), hw);
+        if (!p->k || !gemm_takes_ind(p->k, s->cg)) return false;
+    } else {
+        const gemm_kernel *tile = conv_config_tile(kn, hw);
+        p->k = tile ? tile : gemm_kernel_default(s->oh * s->ow, s->mg, conv_kdim(s), hw);
+    }
     p->threads = kn->threads > 0 ? kn->threads : 1;
     size_t table = 0, block = 0, gws = 0;
     for (int a = 0; a < ny; a++)
@@ -122,16 +129,34 @@ static bool plan_of(const kern_node *kn, regions_plan *p) {
     return true;
 }
 
+static bool regions_supports_as(const kern_node *kn, bool bf16) {
+    regions_plan p;
+    return plan_of(kn, bf16, &p);
+}
+
+static size_t regions_ws_as(const kern_node *kn, bool bf16) {
+    regions_plan p;
+    return plan_of(kn, bf16, &p)
+               ? p.xt_bytes + p.yt_bytes + p.gemm_bytes + p.table_bytes + p.block_bytes
+               : 0;
+}
+
 static bool regions_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    regions_plan p;
-    return plan_of(kn, &p);
+    return regions_supports_as(kn, false);
+}
+
+static bool regions_supports_bf16(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    return regions_supports_as(kn, true);
 }
 
 static size_t regions_ws(const kern_node *kn) {
-    regions_plan p;
-    return plan_of(kn, &p) ? p.xt_bytes + p.yt_bytes + p.gemm_bytes + p.table_bytes + p.block_bytes
-                           : 0;
+    return regions_ws_as(kn, false);
+}
+
+static size_t regions_ws_bf16(const kern_node *kn) {
+    return regions_ws_as(kn, true);
 }
 
 /* The runtime applies a residual after run; activations run in the epilogues. */
@@ -147,10 +172,10 @@ static void regions_release(void *state) {
     free(st);
 }
 
-static anvil_status regions_prepare(const kern_node *kn, void **state) {
+static anvil_status regions_prepare_as(const kern_node *kn, bool bf16, void **state) {
     regions_state *st = core_calloc(1, sizeof *st);
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!plan_of(kn, &st->p)) {
+    if (!plan_of(kn, bf16, &st->p)) {
         free(st);
         return conv_prepare_unsupported(kn, "conv regions variant");
     }
@@ -182,6 +207,14 @@ static anvil_status regions_prepare(const kern_node *kn, void **state) {
     st->fusion = regions_fuses(kn) ? kn->node->fusion : NULL;
     *state = st;
     return ANVIL_OK;
+}
+
+static anvil_status regions_prepare(const kern_node *kn, void **state) {
+    return regions_prepare_as(kn, false, state);
+}
+
+static anvil_status regions_prepare_bf16(const kern_node *kn, void **state) {
+    return regions_prepare_as(kn, true, state);
 }
 
 static anvil_status regions_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
@@ -216,8 +249,8 @@ static anvil_status regions_emit(const kern_node *kn, const void *state, kern_em
             p->xt_bytes, p->yt_bytes, p->gemm_bytes, p->table_bytes, p->block_bytes);
     for (int i = 0; i < p->n; i++) {
         const region *r = &p->r[i];
-        const size_t floats =
-            (size_t)((r->pb.cols + p->k->nr - 1) / p->k->nr * p->k->nr) * (size_t)r->pb.rows;
+        const size_t floats = (size_t)((r->pb.cols + p->k->nr - 1) / p->k->nr * p->k->nr) *
+                              (size_t)gemm_slots(p->k, r->pb.rows);
         char blob[96];
         CORE_TRY(e->blob(e, r->pb.data, floats * sizeof(float), blob, sizeof blob));
         e->code(e,
@@ -251,3 +284,25 @@ const kern_variant conv_nhwc_v_regions = {
     "convnhwc_regions", IR_OP_CONV_NHWC, 0,           regions_supports, regions_ws,
     regions_prepare,    regions_release, regions_run, regions_fuses,    NULL,
     &regions_emitter};
+
+/* The same GEMMs on bf16 tiles, for sessions that accept bf16. DeepLabV3's ASPP rate-12 conv
+ * (256 channels, 14x14), 1 thread, Zen 4: see conv_variants.c's cascade. */
+#define REGIONS_BF16_NEEDS (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_ROUNDS_BF16)
+const kern_variant conv_v_regions_bf16 = {"conv_nhwc_regions_bf16",
+                                          IR_OP_CONV,
+                                          REGIONS_BF16_NEEDS,
+                                          regions_supports_bf16,
+                                          regions_ws_bf16,
+                                          regions_prepare_bf16,
+                                          regions_release,
+                                          regions_run,
+                                          regions_fuses,
+                                          NULL,
+                                          &regions_emitter};
+
+const kern_variant conv_nhwc_v_regions_bf16 = {"convnhwc_regions_bf16", IR_OP_CONV_NHWC,
+                                               REGIONS_BF16_NEEDS,      regions_supports_bf16,
+                                               regions_ws_bf16,         regions_prepare_bf16,
+                                               regions_release,         regions_run,
+                                               regions_fuses,           NULL,
+                                               &regions_emitter};

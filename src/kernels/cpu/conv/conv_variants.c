@@ -31,6 +31,7 @@
 #include <string.h>
 
 extern const kern_variant conv_v_regions, conv_nhwc_v_regions, conv_v_batched;
+extern const kern_variant conv_v_regions_bf16, conv_nhwc_v_regions_bf16;
 extern const kern_variant conv_v_nhwc, conv_v_depthwise_avx512, conv_v_depthwise_avx2,
     conv_v_winograd_f2, conv_v_winograd_f4, conv_v_winograd_s2, conv_v_smallc_avx512,
     conv_v_smallc_avx2;
@@ -469,6 +470,7 @@ static const conv_rule cascade[] = {
     {&conv_v_smallc_avx512, rule_smallc},
     {&conv_v_smallc_avx2, rule_smallc},
     {&conv_v_bf16_1x1, rule_bf16_dense},
+    {&conv_v_regions_bf16, rule_any},
     {&conv_v_regions, rule_any},
     {&conv_v_batched, rule_batched},
 #ifdef ANVIL_HAVE_DNNL
@@ -600,6 +602,7 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_winograd_s2,
     &conv_v_nhwc,
     &conv_v_regions,
+    &conv_v_regions_bf16,
     &conv_v_implicit,
     &conv_v_im2col,
     &conv_v_batched,
@@ -612,6 +615,7 @@ const kern_variant *const kern_family_conv[] = {
     &conv_nhwc_v_dwx_avx512,
     &conv_nhwc_v_dwx_avx2,
     &conv_nhwc_v_smallc_avx512,
+    &conv_nhwc_v_regions_bf16,
     &conv_nhwc_v_regions,
     &conv_nhwc_v_bf16_gemm,
     &conv_nhwc_v_gemm,
