@@ -156,8 +156,11 @@ static anvil_status mel_infer(const ir_graph *g, const ir_node *n, const op_tinf
     CORE_TRY(sig_scalar_int(n, 2, "sample_rate", &in[2], &rate, &kr));
     for (int i = 3; i < 5; i++) {
         CORE_TRY(sig_require_float(n, i, in[i].dtype, true));
-        if (in[i].shape.rank > 1)
-            return core_err(ANVIL_ERR_SHAPE, "%s: input %d must be a scalar, got rank %d",
+        if (in[i].shape.rank > 1 ||
+            (in[i].shape.rank == 1 && in[i].shape.d[0] >= 0 && in[i].shape.d[0] != 1))
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: input %d (an edge frequency) must be one value, got shape of rank "
+                            "%d",
                             ir_node_label(n), i, in[i].shape.rank);
     }
     if (in[1].dtype != in[0].dtype || in[2].dtype != in[0].dtype || in[4].dtype != in[3].dtype)
@@ -198,6 +201,12 @@ static anvil_status mel_run(const ir_node *n, const op_tensor *const *in, int n_
     if (rate < 1)
         return core_err(ANVIL_ERR_INVALID_MODEL, "%s: sample_rate is %lld; it must be >= 1",
                         ir_node_label(n), (long long)rate);
+    for (int i = 3; i < 5; i++)
+        if (op_tensor_numel(in[i]) != 1)
+            return core_err(ANVIL_ERR_SHAPE,
+                            "%s: input %d (an edge frequency) has %zu values; "
+                            "it must have one",
+                            ir_node_label(n), i, op_tensor_numel(in[i]));
     double lo = core_load_f64(in[3]->dtype, in[3]->data, 0);
     double hi = core_load_f64(in[4]->dtype, in[4]->data, 0);
     if (!(lo >= 0.0 && hi > lo))
