@@ -339,6 +339,68 @@ static void test_indirect_a(void **state) {
     free(pool);
 }
 
+/* anvil.ConvGradW (X, dY -> dW) through conv_grad_w_bf16 and the fp32 variants, on bf16-exact
+ * operands, at fp32's tolerance for sums of thousands of products: dY's rows read in place
+ * (16x16 maps: 256-float segments), gathered where the segments are odd (17x17), two groups. */
+static void grad_w_exact(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t group) {
+    const int64_t xd[] = {n, c, hw, hw}, dyd[] = {n, m, hw, hw};
+    float *x = operand(optest_prod(xd, 4), 31, true), *dy = operand(optest_prod(dyd, 4), 32, true);
+    optest t;
+    optest_begin(&t, IR_OP_CONV_GRAD_W, 2, 1, 5);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){3, 3}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){1, 1}, 2);
+    optest_attr_ints(&t, 2, "dilations", (int64_t[]){1, 1}, 2);
+    optest_attr_ints(&t, 3, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    optest_attr_int(&t, 4, "group", group);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, xd, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dyd, dy, false);
+    t.knobs = &bf16_session;
+    assert_true(optest_variant_applies(&t, "conv_grad_w_bf16"));
+    assert_true(check(&t, 2e-3f) > 0);
+    optest_end(&t);
+    free(x);
+    free(dy);
+}
+
+static void test_grad_w_exact(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    grad_w_exact(2, 4, 6, 16, 2);
+    grad_w_exact(2, 3, 5, 17, 1);
+}
+
+/* A 2-D ConvTranspose (the backward-data of a conv in training: W an input, or a constant)
+ * through every variant on bf16-exact operands; `name` must be among them. */
+static void deconv_exact(const char *name, int64_t n, int64_t c, int64_t m, int64_t hw, int64_t k,
+                         int64_t stride, int64_t pad, bool w_const) {
+    const int64_t xd[] = {n, c, hw, hw}, wd[] = {c, m, k, k};
+    optest t;
+    optest_begin(&t, IR_OP_CONVTRANSPOSE, 2, 1, 4);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){k, k}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){stride, stride}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
+    optest_attr_int(&t, 3, "group", 1);
+    float *x = operand(optest_prod(xd, 4), 41, true), *w = operand(optest_prod(wd, 4), 42, true);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, xd, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, wd, w, w_const);
+    t.knobs = &bf16_session;
+    if (!optest_variant_applies(&t, name)) fail_msg("%s does not apply", name);
+    assert_true(check(&t, 1e-4f) > 0);
+    optest_end(&t);
+    free(x);
+    free(w);
+}
+
+static void test_deconv_exact(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    for (int w_const = 0; w_const < 2; w_const++) {
+        deconv_exact("deconv_batched_bf16", 3, 24, 16, 4, 3, 1, 1, w_const); /* a small map */
+        deconv_exact("deconv_direct_bf16", 1, 16, 8, 6, 2, 2, 0, w_const);   /* stride == k */
+        deconv_exact("deconv_gemm_bf16", 1, 17, 12, 9, 3, 2, 1, w_const);    /* odd K */
+    }
+}
+
 /* A conv through every variant, fp32 and bf16 (and conv_f32, which hands it to a bf16 one in a
  * bf16 session), on bf16-exact operands. */
 static void conv_exact(int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stride, int64_t pad,
@@ -400,6 +462,32 @@ static void test_regions(void **state) {
     assert_false(regions_apply("conv_nhwc_regions_bf16", false, 15));
     assert_false(regions_apply("convnhwc_regions_bf16", true, 15));
     assert_true(regions_apply("conv_nhwc_regions", false, 15));
+}
+
+/* A batch of small maps as one GEMM (conv_batched_bf16: ResNet-18's last stages in training),
+ * W an input (training) or a constant, on bf16-exact operands. */
+static void test_batched_exact(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    for (int w_const = 0; w_const < 2; w_const++) {
+        optest t;
+        optest_begin(&t, IR_OP_CONV, 2, 1, 4);
+        optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){3, 3}, 2);
+        optest_attr_ints(&t, 1, "strides", (int64_t[]){1, 1}, 2);
+        optest_attr_ints(&t, 2, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+        optest_attr_int(&t, 3, "group", 1);
+        const int64_t dx[] = {4, 16, 6, 6}, dw[] = {24, 16, 3, 3};
+        float *x = operand(optest_prod(dx, 4), 51, true),
+              *w = operand(optest_prod(dw, 4), 52, true);
+        optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dx, x, false);
+        optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dw, w, w_const);
+        t.knobs = &bf16_session;
+        assert_true(optest_variant_applies(&t, "conv_batched_bf16"));
+        assert_true(check(&t, 1e-4f) > 0);
+        optest_end(&t);
+        free(x);
+        free(w);
+    }
 }
 
 static void test_conv_exact(void **state) {
@@ -464,6 +552,9 @@ int main(void) {
         cmocka_unit_test(test_grouped_cascade),
         cmocka_unit_test(test_indirect_a),
         cmocka_unit_test(test_regions),
+        cmocka_unit_test(test_grad_w_exact),
+        cmocka_unit_test(test_deconv_exact),
+        cmocka_unit_test(test_batched_exact),
         cmocka_unit_test(test_cascade),
         cmocka_unit_test(test_fused_exact),
         cmocka_unit_test(test_conv_nhwc_exact),

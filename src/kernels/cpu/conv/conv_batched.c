@@ -28,7 +28,9 @@ static size_t align64(size_t x) {
     return (x + 63) & ~(size_t)63;
 }
 
-static bool plan_of(const kern_node *kn, conv_batched_plan *p) {
+/* bf16: the GEMM on a bf16 tile (conv_batched_bf16), whose packers round W and the im2col to
+ * bf16. */
+static bool plan_of(const kern_node *kn, bool bf16, conv_batched_plan *p) {
     memset(p, 0, sizeof *p);
     if (!conv_shape_of(kn, &p->s)) return false;
     const conv_shape *s = &p->s;
@@ -38,22 +40,41 @@ static bool plan_of(const kern_node *kn, conv_batched_plan *p) {
     p->c_bytes = align64((size_t)s->m * (size_t)cols * sizeof(float));
     if (p->col_bytes > BATCHED_COL_BYTES) return false;
     const core_hw *hw = core_hw_get();
-    p->k = conv_gemm_kernel(kn, s->m, cols, kdim, hw);
+    p->k = bf16 ? gemm_kernel_default_bf16(s->m, cols, kdim, hw)
+                : conv_gemm_kernel(kn, s->m, cols, kdim, hw);
+    if (!p->k) return false;
     p->blk = gemm_blocking_for(kn, p->k, s->m, cols, kdim, hw, 0, 0, 0);
     p->threads = kn->threads > 0 ? kn->threads : 1;
     p->gemm_ws = (size_t)p->threads * align64(gemm_thread_workspace(p->k, &p->blk));
     return true;
 }
 
+static bool batched_supports_as(const kern_node *kn, bool bf16) {
+    conv_batched_plan p;
+    return plan_of(kn, bf16, &p);
+}
+
+static size_t batched_ws_as(const kern_node *kn, bool bf16) {
+    conv_batched_plan p;
+    return plan_of(kn, bf16, &p) ? p.gemm_ws + p.col_bytes + p.c_bytes : 0;
+}
+
 static bool batched_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    conv_batched_plan p;
-    return plan_of(kn, &p);
+    return batched_supports_as(kn, false);
 }
 
 static size_t batched_ws(const kern_node *kn) {
-    conv_batched_plan p;
-    return plan_of(kn, &p) ? p.gemm_ws + p.col_bytes + p.c_bytes : 0;
+    return batched_ws_as(kn, false);
+}
+
+static bool batched_supports_bf16(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    return batched_supports_as(kn, true);
+}
+
+static size_t batched_ws_bf16(const kern_node *kn) {
+    return batched_ws_as(kn, true);
 }
 
 static void batched_release(void *state) {
@@ -63,13 +84,13 @@ static void batched_release(void *state) {
     free(st);
 }
 
-static anvil_status batched_prepare(const kern_node *kn, void **state) {
+static anvil_status batched_prepare_as(const kern_node *kn, bool bf16, void **state) {
     batched_state *st = core_calloc(1, sizeof *st);
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
     conv_batched_plan *p = &st->p;
-    if (!plan_of(kn, p)) {
+    if (!plan_of(kn, bf16, p)) {
         free(st);
-        return conv_prepare_unsupported(kn, "conv_batched_gemm");
+        return conv_prepare_unsupported(kn, bf16 ? "conv_batched_bf16" : "conv_batched_gemm");
     }
     const float *w = kn->in[1].value;
     if (w) {
@@ -83,6 +104,14 @@ static anvil_status batched_prepare(const kern_node *kn, void **state) {
     }
     *state = st;
     return ANVIL_OK;
+}
+
+static anvil_status batched_prepare(const kern_node *kn, void **state) {
+    return batched_prepare_as(kn, false, state);
+}
+
+static anvil_status batched_prepare_bf16(const kern_node *kn, void **state) {
+    return batched_prepare_as(kn, true, state);
 }
 
 static anvil_status batched_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
@@ -139,3 +168,16 @@ const kern_variant conv_v_batched = {.name = "conv_batched_gemm",
                                      .release = batched_release,
                                      .run = batched_run,
                                      .emit = &batched_emitter};
+
+/* The same on bf16 tiles, for sessions that accept bf16 (the forward convs of mixed-precision
+ * training on small maps); before conv_batched_gemm in the cascade. */
+const kern_variant conv_v_batched_bf16 = {.name = "conv_batched_bf16",
+                                          .op = IR_OP_CONV,
+                                          .needs = KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |
+                                                   KERN_ROUNDS_BF16,
+                                          .supports = batched_supports_bf16,
+                                          .workspace_size = batched_ws_bf16,
+                                          .prepare = batched_prepare_bf16,
+                                          .release = batched_release,
+                                          .run = batched_run,
+                                          .emit = &batched_emitter};

@@ -28,7 +28,9 @@ static size_t align64(size_t x) {
     return (x + 63) & ~(size_t)63;
 }
 
-static bool plan_of(const kern_node *kn, dbatch *p) {
+/* bf16: the GEMM on a bf16 tile (deconv_batched_bf16), W and X rounded to bf16 as they are
+ * packed, the columns summed in fp32. */
+static bool plan_of(const kern_node *kn, bool bf16, dbatch *p) {
     memset(p, 0, sizeof *p);
     if (!deconv_geom_of(kn, &p->g)) return false;
     const deconv_geom *g = &p->g;
@@ -38,7 +40,9 @@ static bool plan_of(const kern_node *kn, dbatch *p) {
     p->col_bytes = align64((size_t)rows * (size_t)cols * sizeof(float));
     if (p->col_bytes + p->x_bytes > BATCHED_BYTES) return false;
     const core_hw *hw = core_hw_get();
-    p->k = gemm_kernel_default(rows, cols, g->c, hw);
+    p->k = bf16 ? gemm_kernel_default_bf16(rows, cols, g->c, hw)
+                : gemm_kernel_default(rows, cols, g->c, hw);
+    if (!p->k) return false;
     p->blk = gemm_blocking_for(kn, p->k, rows, cols, g->c, hw, 0, 0, 0);
     p->threads = kn->threads > 0 ? kn->threads : 1;
     p->gemm_ws = (size_t)p->threads * align64(gemm_thread_workspace(p->k, &p->blk));
@@ -46,15 +50,32 @@ static bool plan_of(const kern_node *kn, dbatch *p) {
     return true;
 }
 
+static bool db_supports_as(const kern_node *kn, bool bf16) {
+    dbatch p;
+    return plan_of(kn, bf16, &p);
+}
+
+static size_t db_ws_as(const kern_node *kn, bool bf16) {
+    dbatch p;
+    return plan_of(kn, bf16, &p) ? p.gemm_ws + p.x_bytes + p.col_bytes : 0;
+}
+
 static bool db_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
-    dbatch p;
-    return plan_of(kn, &p);
+    return db_supports_as(kn, false);
 }
 
 static size_t db_ws(const kern_node *kn) {
-    dbatch p;
-    return plan_of(kn, &p) ? p.gemm_ws + p.x_bytes + p.col_bytes : 0;
+    return db_ws_as(kn, false);
+}
+
+static bool db_supports_bf16(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    return db_supports_as(kn, true);
+}
+
+static size_t db_ws_bf16(const kern_node *kn) {
+    return db_ws_as(kn, true);
 }
 
 static void db_release(void *state) {
@@ -65,15 +86,14 @@ static void db_release(void *state) {
 }
 
 /* A[(m*K + t), c] = W[c, m, t]: W^T read with row stride 1 and column stride M*K */
-static anvil_status db_prepare(const kern_node *kn, void **state) {
+static anvil_status db_prepare_as(const kern_node *kn, bool bf16, void **state) {
     dbatch *p = core_calloc(1, sizeof *p);
     if (!p) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!plan_of(kn, p)) {
+    if (!plan_of(kn, bf16, p)) {
         free(p);
-        return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: deconv_batched_gemm prepared for a node it does "
-                        "not take",
-                        ir_node_label(kn->node));
+        return core_err(ANVIL_ERR_INTERNAL, "%s: %s prepared for a node it does not take",
+                        ir_node_label(kn->node),
+                        bf16 ? "deconv_batched_bf16" : "deconv_batched_gemm");
     }
     const float *w = kn->in[1].value;
     if (w) {
@@ -87,6 +107,14 @@ static anvil_status db_prepare(const kern_node *kn, void **state) {
     }
     *state = p;
     return ANVIL_OK;
+}
+
+static anvil_status db_prepare(const kern_node *kn, void **state) {
+    return db_prepare_as(kn, false, state);
+}
+
+static anvil_status db_prepare_bf16(const kern_node *kn, void **state) {
+    return db_prepare_as(kn, true, state);
 }
 
 typedef struct db_job {
@@ -165,3 +193,15 @@ const kern_variant deconv_v_batched = {.name = "deconv_batched_gemm",
                                        .prepare = db_prepare,
                                        .release = db_release,
                                        .run = db_run};
+
+/* The same on bf16 tiles, for sessions that accept bf16 (the backward-data of mixed-precision
+ * training); before deconv_batched_gemm in the family. */
+const kern_variant deconv_v_batched_bf16 = {.name = "deconv_batched_bf16",
+                                            .op = IR_OP_CONVTRANSPOSE,
+                                            .needs = KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |
+                                                     KERN_ROUNDS_BF16,
+                                            .supports = db_supports_bf16,
+                                            .workspace_size = db_ws_bf16,
+                                            .prepare = db_prepare_bf16,
+                                            .release = db_release,
+                                            .run = db_run};

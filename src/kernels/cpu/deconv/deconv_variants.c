@@ -55,7 +55,9 @@ static int64_t ceil_div(int64_t a, int64_t b) {
     return (a + b - 1) / b;
 }
 
-static bool plan_of(const kern_node *kn, deconv_kind kind, deconv_plan *p) {
+/* bf16: the GEMMs on a bf16 tile (deconv_*_bf16), whose own packers round W^T and X to bf16; the
+ * tuner's tile parameter lists fp32 tiles, so these keep the bf16 default. */
+static bool plan_of(const kern_node *kn, deconv_kind kind, bool bf16, deconv_plan *p) {
     memset(p, 0, sizeof *p);
     deconv_geom *g = &p->g;
     if (!deconv_geom_of(kn, g)) return false;
@@ -89,7 +91,11 @@ static bool plan_of(const kern_node *kn, deconv_kind kind, deconv_plan *p) {
     const char *force = kern_knobs_of(kn)->deconv_tile;
     const gemm_kernel *f = gemm_kernel_of_param(kern_param(kn, 0), hw);
     if (!f && force[0]) f = gemm_kernel_find(force);
-    p->k = f && gemm_kernel_usable(f, hw) ? f : gemm_kernel_default(p->r, ncols, kdim, hw);
+    if (bf16)
+        p->k = gemm_kernel_default_bf16(p->r, ncols, kdim, hw);
+    else
+        p->k = f && gemm_kernel_usable(f, hw) ? f : gemm_kernel_default(p->r, ncols, kdim, hw);
+    if (!p->k) return false;
     p->blk = gemm_blocking_for(kn, p->k, p->r, ncols, kdim, hw, 0, 0, 0);
     p->gemm_ws = align64(gemm_thread_workspace(p->k, &p->blk));
     p->col_ws = align64((size_t)p->r * (size_t)ncols * sizeof(float));
@@ -114,10 +120,10 @@ static void state_release(void *state) {
     free(st);
 }
 
-static anvil_status state_prepare(const kern_node *kn, deconv_kind kind, void **state) {
+static anvil_status state_prepare(const kern_node *kn, deconv_kind kind, bool bf16, void **state) {
     deconv_state *st = core_calloc(1, sizeof *st);
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!plan_of(kn, kind, &st->p)) {
+    if (!plan_of(kn, kind, bf16, &st->p)) {
         free(st);
         return core_err(ANVIL_ERR_UNSUPPORTED, "%s: the deconv variant cannot run this node",
                         ir_node_label(kn->node));
@@ -371,28 +377,39 @@ static const char *space_label(int i, int32_t v) {
 
 static const kern_space deconv_space = {1, {"tile"}, space_values, space_label, NULL, 0};
 
-#define DECONV_VARIANT(ID, NAME, KIND)                                                             \
+#define DECONV_VARIANT(ID, NAME, KIND, BF16, NEEDS, SPACE)                                         \
     static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
         (void)hw;                                                                                  \
         deconv_plan p;                                                                             \
-        return plan_of(kn, KIND, &p);                                                              \
+        return plan_of(kn, KIND, BF16, &p);                                                        \
     }                                                                                              \
     static size_t ws_##ID(const kern_node *kn) {                                                   \
         deconv_plan p;                                                                             \
-        return plan_of(kn, KIND, &p) ? plan_workspace(&p) : 0;                                     \
+        return plan_of(kn, KIND, BF16, &p) ? plan_workspace(&p) : 0;                               \
     }                                                                                              \
     static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
-        return state_prepare(kn, KIND, state);                                                     \
+        return state_prepare(kn, KIND, BF16, state);                                               \
     }                                                                                              \
     static const kern_variant deconv_v_##ID = {                                                    \
-        NAME,          IR_OP_CONVTRANSPOSE, 0,    sup_##ID,      ws_##ID, prep_##ID,               \
-        state_release, variant_run,         NULL, &deconv_space, NULL};
+        NAME,          IR_OP_CONVTRANSPOSE, NEEDS, sup_##ID, ws_##ID, prep_##ID,                   \
+        state_release, variant_run,         NULL,  SPACE,    NULL};
 
-DECONV_VARIANT(direct, "deconv_direct_gemm", KIND_DIRECT)
-DECONV_VARIANT(gemm, "deconv_gemm", KIND_GEMM)
+DECONV_VARIANT(direct, "deconv_direct_gemm", KIND_DIRECT, false, 0, &deconv_space)
+DECONV_VARIANT(gemm, "deconv_gemm", KIND_GEMM, false, 0, &deconv_space)
+/* The same on bf16 tiles, for sessions that accept bf16 (the backward-data of mixed-precision
+ * training), each before its fp32 form so that a bf16 session's cascade takes it where bf16
+ * measured faster (registry.c). */
+#define DECONV_BF16_NEEDS (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_ROUNDS_BF16)
+DECONV_VARIANT(direct_bf16, "deconv_direct_bf16", KIND_DIRECT, true, DECONV_BF16_NEEDS, NULL)
+DECONV_VARIANT(gemm_bf16, "deconv_gemm_bf16", KIND_GEMM, true, DECONV_BF16_NEEDS, NULL)
 
 /* deconv_batched_gemm first: its supports() takes only batches of small inputs, where one GEMM
  * over the batch beats a GEMM of a few columns per image (deconv_batched.c). */
-extern const kern_variant deconv_v_batched;
-const kern_variant *const kern_family_deconv[] = {&deconv_v_batched, &deconv_v_direct,
-                                                  &deconv_v_gemm, NULL};
+extern const kern_variant deconv_v_batched, deconv_v_batched_bf16;
+const kern_variant *const kern_family_deconv[] = {&deconv_v_batched_bf16,
+                                                  &deconv_v_batched,
+                                                  &deconv_v_direct_bf16,
+                                                  &deconv_v_direct,
+                                                  &deconv_v_gemm_bf16,
+                                                  &deconv_v_gemm,
+                                                  NULL};

@@ -7,8 +7,10 @@
  *                     GEMM's depth into blocks of P (4 on a 2x2 map), dY_g is copied into a plain
  *                     [M_g, N*P] matrix first. colT holds each output pixel's input patch as a row
  * (an im2col transposed), built for a chunk of images at a time (at most 32 MiB); chunks after the
- * first add into dW. act_grad_f32      anvil.ActGrad split across threads, one loop per activation
- * (Relu's a select the compiler vectorizes; the others the reference's formulas).
+ * first add into dW.
+ *   conv_grad_w_bf16  the same GEMM on bf16 tiles, for bf16 sessions (mixed-precision training).
+ *   act_grad_f32      anvil.ActGrad split across threads, one loop per activation (Relu's a select
+ *                     the compiler vectorizes; the others the reference's formulas).
  *   batchnorm_train_*, batchnorm_grad_*, max_pool_grad_*  defined in bn_pool_grad.c, listed here.
  *   layernorm_grad_*  defined in ln_grad.c, listed here.
  *
@@ -43,7 +45,10 @@ typedef struct cgw_plan {
     size_t colt_bytes, ind_bytes, acc_bytes, gemm_bytes;
 } cgw_plan;
 
-static bool cgw_plan_of(const kern_node *kn, cgw_plan *pl) {
+/* bf16: the GEMM on a bf16 tile (conv_grad_w_bf16), dY and the patches rounded to bf16 as they
+ * are packed, dW summed in fp32; dY is then read in place only where its segments (P floats) are
+ * even (gemm_takes_ind), else gathered like a small map's. */
+static bool cgw_plan_of(const kern_node *kn, bool bf16, cgw_plan *pl) {
     memset(pl, 0, sizeof *pl);
     const ir_node *n = kn->node;
     if (n->op != IR_OP_CONV_GRAD_W || kn->n_in < 2) return false;
@@ -93,11 +98,13 @@ static bool cgw_plan_of(const kern_node *kn, cgw_plan *pl) {
     if (pl->chunk > pl->n) pl->chunk = pl->n;
     const core_hw *hw = core_hw_get();
     const int64_t depth = pl->chunk * pl->p;
-    pl->kern = gemm_kernel_default(pl->mg, pl->k, depth, hw);
+    pl->kern = bf16 ? gemm_kernel_default_bf16(pl->mg, pl->k, depth, hw)
+                    : gemm_kernel_default(pl->mg, pl->k, depth, hw);
+    if (!pl->kern) return false;
     pl->blk = gemm_blocking_for(kn, pl->kern, pl->mg, pl->k, depth, hw, 0, 0, 0);
     pl->threads = kn->threads > 0 ? kn->threads : 1;
     pl->colt_bytes = align64((size_t)depth * (size_t)pl->k * sizeof(float));
-    pl->dense = pl->p < 256;
+    pl->dense = pl->p < 256 || !gemm_takes_ind(pl->kern, pl->p);
     pl->ind_bytes = pl->dense ? align64((size_t)pl->mg * (size_t)depth * sizeof(float))
                               : align64((size_t)pl->mg * (size_t)pl->chunk * sizeof(float *));
     pl->acc_bytes = pl->chunk < pl->n ? align64((size_t)pl->mg * (size_t)pl->k * sizeof(float)) : 0;
@@ -105,30 +112,50 @@ static bool cgw_plan_of(const kern_node *kn, cgw_plan *pl) {
     return pl->p > 0 && pl->k > 0;
 }
 
-static bool cgw_supports(const kern_node *kn, const core_hw *hw) {
-    (void)hw;
+static size_t cgw_workspace_as(const kern_node *kn, bool bf16) {
     cgw_plan pl;
-    return cgw_plan_of(kn, &pl);
-}
-
-static size_t cgw_workspace(const kern_node *kn) {
-    cgw_plan pl;
-    if (!cgw_plan_of(kn, &pl)) return 0;
+    if (!cgw_plan_of(kn, bf16, &pl)) return 0;
     return pl.gemm_bytes + pl.colt_bytes + pl.ind_bytes + pl.acc_bytes;
 }
 
-static anvil_status cgw_prepare(const kern_node *kn, void **state) {
+static anvil_status cgw_prepare_as(const kern_node *kn, bool bf16, void **state) {
     cgw_plan *pl = core_calloc(1, sizeof *pl);
     if (!pl) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!cgw_plan_of(kn, pl)) {
+    if (!cgw_plan_of(kn, bf16, pl)) {
         free(pl);
-        return core_err(ANVIL_ERR_INTERNAL,
-                        "%s: conv_grad_w_gemm prepared for a node it does "
-                        "not take",
-                        ir_node_label(kn->node));
+        return core_err(ANVIL_ERR_INTERNAL, "%s: %s prepared for a node it does not take",
+                        ir_node_label(kn->node), bf16 ? "conv_grad_w_bf16" : "conv_grad_w_gemm");
     }
     *state = pl;
     return ANVIL_OK;
+}
+
+static bool cgw_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    cgw_plan pl;
+    return cgw_plan_of(kn, false, &pl);
+}
+
+static size_t cgw_workspace(const kern_node *kn) {
+    return cgw_workspace_as(kn, false);
+}
+
+static anvil_status cgw_prepare(const kern_node *kn, void **state) {
+    return cgw_prepare_as(kn, false, state);
+}
+
+static bool cgw_supports_bf16(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    cgw_plan pl;
+    return cgw_plan_of(kn, true, &pl);
+}
+
+static size_t cgw_workspace_bf16(const kern_node *kn) {
+    return cgw_workspace_as(kn, true);
+}
+
+static anvil_status cgw_prepare_bf16(const kern_node *kn, void **state) {
+    return cgw_prepare_as(kn, true, state);
 }
 
 typedef struct colt_job {
@@ -226,6 +253,18 @@ static const kern_variant v_conv_grad_w = {.name = "conv_grad_w_gemm",
                                            .release = free,
                                            .run = cgw_run};
 
+/* The same GEMM on bf16 tiles, for sessions that accept bf16 (mixed-precision training): first in
+ * the family, so a bf16 session's cascade takes it where bf16 measured faster (registry.c). */
+static const kern_variant v_conv_grad_w_bf16 = {.name = "conv_grad_w_bf16",
+                                                .op = IR_OP_CONV_GRAD_W,
+                                                .needs = KERN_NEEDS_AVX512 |
+                                                         KERN_NEEDS_AVX512_BF16 | KERN_ROUNDS_BF16,
+                                                .supports = cgw_supports_bf16,
+                                                .workspace_size = cgw_workspace_bf16,
+                                                .prepare = cgw_prepare_bf16,
+                                                .release = free,
+                                                .run = cgw_run};
+
 /* ---- act_grad_f32 ---------------------------------------------------------------------------- */
 
 static bool ag_supports(const kern_node *kn, const core_hw *hw) {
@@ -313,7 +352,8 @@ static anvil_status ag_run(const ir_node *n, void *state, const op_tensor *const
 static const kern_variant v_act_grad = {
     .name = "act_grad_f32", .op = IR_OP_ACT_GRAD, .supports = ag_supports, .run = ag_run};
 
-const kern_variant *const kern_family_train[] = {&v_conv_grad_w,
+const kern_variant *const kern_family_train[] = {&v_conv_grad_w_bf16,
+                                                 &v_conv_grad_w,
                                                  &v_act_grad,
                                                  &train_v_bn_train_avx512,
                                                  &train_v_bn_train_f32,
