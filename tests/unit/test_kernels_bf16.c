@@ -263,6 +263,26 @@ static void test_conv_nhwc_exact(void **state) {
     conv_nhwc_exact(16, 16, 12, 3, 2, 1); /* strided */
 }
 
+/* An odd KC from the knobs ($ANVIL_GEMM_KC) on bf16 tiles with pre-packed weights: every K block
+ * but the last must still start on a pair of the packed B (the knob is evened up). */
+static void test_odd_kc_knob(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    const kern_knobs odd = {.precision = KERN_PREC_BF16, .gemm_kc = 7};
+    const int64_t da[] = {20, 45}, db[] = {45, 40};
+    optest t;
+    optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
+    float *a = operand(optest_prod(da, 2), 61, true), *b = operand(optest_prod(db, 2), 62, true);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 2, da, a, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, db, b, true);
+    t.knobs = &odd;
+    assert_true(bf16_variants(&t) >= 6);
+    assert_true(optest_check_variants(&t, 1e-5f, 1e-5f) > 0);
+    optest_end(&t);
+    free(a);
+    free(b);
+}
+
 /* An implicit GEMM's A (gemm_problem.a_ind) on every bf16 tile, on bf16-exact operands, against
  * the product in double: even segments only (gemm_takes_ind refuses odd ones), K blocks shorter
  * than a segment (KC 4 cuts 6 floats into 4 + 2, not 3 + 3: pieces stay even), B packed by the
@@ -551,6 +571,7 @@ int main(void) {
         cmocka_unit_test(test_conv_exact),
         cmocka_unit_test(test_grouped_cascade),
         cmocka_unit_test(test_indirect_a),
+        cmocka_unit_test(test_odd_kc_knob),
         cmocka_unit_test(test_regions),
         cmocka_unit_test(test_grad_w_exact),
         cmocka_unit_test(test_deconv_exact),

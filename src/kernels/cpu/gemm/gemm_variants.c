@@ -159,7 +159,11 @@ gemm_blocking gemm_blocking_for(const kern_node *kn, const gemm_kernel *k, int64
     gemm_blocking b = gemm_blocking_config(k, m, n, kdim, hw, kc, mc, nc);
     const kern_knobs *kb = kern_knobs_of(kn);
     if (mc <= 0 && kb->gemm_mc > 0) b.mc = round_to(kb->gemm_mc, k->mr);
-    if (kc <= 0 && kb->gemm_kc > 0) b.kc = kb->gemm_kc;
+    if (kc <= 0 && kb->gemm_kc > 0) {
+        b.kc = kb->gemm_kc;
+        /* every block but the last must hold whole bf16 pairs (as gemm_blocking_config's) */
+        if (k->kpair == 2) b.kc += b.kc & 1;
+    }
     if (nc <= 0 && kb->gemm_nc > 0) b.nc = round_to(kb->gemm_nc, k->nr);
     return b;
 }
