@@ -510,6 +510,35 @@ static void test_batched_exact(void **state) {
     }
 }
 
+/* conv_nhwc_bf16_gemm (an NCHW conv transposed to pixels x channels around a bf16 GEMM: a
+ * tuner's candidate for small maps, where the channels x pixels GEMM pads its few columns) on
+ * bf16-exact operands, a 1x1 and a padded 3x3. */
+static void test_nhwc_exact(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    for (int64_t k = 1; k <= 3; k += 2) {
+        optest t;
+        optest_begin(&t, IR_OP_CONV, 3, 1, 4);
+        optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){k, k}, 2);
+        optest_attr_ints(&t, 1, "strides", (int64_t[]){1, 1}, 2);
+        optest_attr_ints(&t, 2, "pads", (int64_t[]){k / 2, k / 2, k / 2, k / 2}, 4);
+        optest_attr_int(&t, 3, "group", 1);
+        const int64_t dx[] = {1, 32, 7, 7}, dw[] = {48, 32, k, k};
+        float *x = operand(optest_prod(dx, 4), 71, true),
+              *w = operand(optest_prod(dw, 4), 72, true), *b = operand(48, 73, true);
+        optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dx, x, false);
+        optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dw, w, true);
+        optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){48}, b, true);
+        t.knobs = &bf16_session;
+        assert_true(optest_variant_applies(&t, "conv_nhwc_bf16_gemm"));
+        assert_true(check(&t, 1e-4f) > 0);
+        optest_end(&t);
+        free(x);
+        free(w);
+        free(b);
+    }
+}
+
 static void test_conv_exact(void **state) {
     (void)state;
     if (!have_bf16()) skip();
@@ -576,6 +605,7 @@ int main(void) {
         cmocka_unit_test(test_grad_w_exact),
         cmocka_unit_test(test_deconv_exact),
         cmocka_unit_test(test_batched_exact),
+        cmocka_unit_test(test_nhwc_exact),
         cmocka_unit_test(test_cascade),
         cmocka_unit_test(test_fused_exact),
         cmocka_unit_test(test_conv_nhwc_exact),

@@ -309,6 +309,23 @@ const kern_variant conv_v_nhwc = {"conv_nhwc_im2col_gemm",
                                   &nhwc_space,
                                   &nhwc_emitter};
 
+/* The same (NCHW in and out, NHWC inside) on a bf16 tile, for sessions that accept bf16: a
+ * tuner's candidate, in no cascade rule. Against conv_bf16_1x1 (1 thread, Zen 4, per node) it won
+ * on 7x7 maps, whose 49 columns that GEMM pads to 64 (440 channels 0.12 -> 0.10 ms), tied at
+ * 14x14 and lost from 28x28 and on 8x8; at 2 threads it lost at 7x7 too (0.080 -> 0.089). */
+const kern_variant conv_v_nhwc_bf16 = {"conv_nhwc_bf16_gemm",
+                                       IR_OP_CONV,
+                                       KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |
+                                           KERN_ROUNDS_BF16,
+                                       nhwc_supports_bf16,
+                                       nhwc_ws_bf16,
+                                       nhwc_prepare_bf16,
+                                       nhwc_release,
+                                       nhwc_run,
+                                       conv_fuses,
+                                       NULL,
+                                       &nhwc_emitter};
+
 /* anvil.ConvNhwc through the same GEMMs, no transposes. */
 const kern_variant conv_nhwc_v_gemm = {
     "convnhwc_gemm", IR_OP_CONV_NHWC, 0,          nhwc_supports, nhwc_ws,      nhwc_prepare,
