@@ -511,6 +511,13 @@ static anvil_status split_prepare(const kern_node *kn, void **state) {
     return split_prepare_as(kn, false, state);
 }
 
+/* bf16 operands need the weights converted when the primitive is made: constant weights only
+ * (a training graph's weights are inputs, and oneDNN has no conv of bf16 activations with fp32
+ * weights; such a node keeps dnnl_conv_split). */
+static bool split_supports_bf16(const kern_node *kn, const core_hw *hw) {
+    return conv_supports(kn, hw) && kn->in[1].value;
+}
+
 static anvil_status split_prepare_bf16(const kern_node *kn, void **state) {
     return split_prepare_as(kn, true, state);
 }
@@ -601,7 +608,7 @@ const kern_variant vendor_dnnl_conv_split_bf16 = {
     "dnnl_conv_split_bf16",
     IR_OP_CONV,
     KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_ROUNDS_BF16,
-    conv_supports,
+    split_supports_bf16,
     NULL,
     split_prepare_bf16,
     split_release,
