@@ -57,7 +57,7 @@ foreach(f ${ANVIL_KERNEL_SOURCES})
                                                 COMPILE_DEFINITIONS ANVIL_CC_AVXVNNI)
   elseif(f MATCHES "_amx\\.c$" AND ANVIL_CC_AMX)
     set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS
-                                                "-mamx-tile;-mamx-bf16;-mamx-int8;${ANVIL_KERNEL_OPT}"
+                                                "${ANVIL_FLAGS_AVX512};-mavx512bf16;-mamx-tile;-mamx-bf16;-mamx-int8;${ANVIL_KERNEL_OPT}"
                                                 COMPILE_DEFINITIONS ANVIL_CC_AMX)
   elseif(f MATCHES "_avx2\\.c$")
     set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${ANVIL_FLAGS_AVX2};${ANVIL_KERNEL_OPT}")

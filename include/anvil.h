@@ -256,6 +256,10 @@ typedef struct anvil_node_choice {
     /* The arithmetic it computes in: "bf16" where its implementation rounds operands to
      * bfloat16 (a session of precision bf16 or auto), else "fp32". Static storage. */
     const char *compute;
+    /* How the activations it reads and writes are stored: "fp32"; "bf16 in", "bf16 out" or
+     * "bf16 in+out" where some of them are passed between bf16 nodes in bf16 (the inside of a
+     * bf16 region; the results are those of fp32 storage). Static storage. */
+    const char *storage;
 } anvil_node_choice;
 /* The nodes of the plan the last run used, in execution order (each compiled body's nodes after
  * the main graph's, with their scope), then the graph rewrites whose

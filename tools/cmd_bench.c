@@ -41,8 +41,9 @@ void cli_bench_usage(FILE *f) {
         "  --profile FILE.json        write per-node timings of all runs as a Chrome trace\n"
         "  --explain                  list per node the implementation that ran, why\n"
         "                             (database, nearest, cascade, forced, dynamic) and\n"
-        "                             its arithmetic (fp32 or bf16)\n" CLI_PRECISION_HELP
-            CLI_TOLERANCE_HELP
+        "                             its arithmetic (fp32 or bf16) and how its\n"
+        "                             activations are stored (fp32, bf16 "
+        "in/out)\n" CLI_PRECISION_HELP CLI_TOLERANCE_HELP
         "  --check                    also run an fp32 session once on the same inputs and\n"
         "                             report per output the max and mean error relative to\n"
         "                             its scale and, for a classifier's [N,C] output, the\n"

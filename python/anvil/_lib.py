@@ -28,7 +28,8 @@ class NodeChoice(Structure):
     _fields_ = [("node", c_char_p), ("op", c_char_p), ("variant", c_char_p),
                 ("params", c_char_p), ("runs", c_char_p), ("source", c_char_p),
                 ("scope", c_char_p), ("note", c_char_p), ("bytes", c_uint64),
-                ("flops", c_uint64), ("compute", c_char_p)]
+                ("flops", c_uint64), ("compute", c_char_p),
+                ("storage", c_char_p)]
 
 
 class SessionStats(Structure):

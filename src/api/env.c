@@ -129,6 +129,11 @@ static anvil_status set_precision(rt_session_config *c, const char *v) {
     return api_precision_parse("ANVIL_PRECISION", v, &c->knobs.precision);
 }
 
+static anvil_status set_bf16_storage(rt_session_config *c, const char *v) {
+    c->fp32_storage = !strcmp(v, "0") || !strcmp(v, "off");
+    return ANVIL_OK;
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 static const api_env_var vars[] = {
@@ -166,6 +171,10 @@ static const api_env_var vars[] = {
      set_deconv_tile},
     {"ANVIL_PRECISION", "the arithmetic a session accepts: fp32, bf16 or auto (fp16: refused)",
      "fp32", set_precision},
+    {"ANVIL_BF16_STORAGE",
+     "0 or off keeps every activation in fp32 where bf16 nodes could pass it "
+     "on in bf16",
+     "on", set_bf16_storage},
 };
 
 const api_env_var *api_env_vars(size_t *n) {

@@ -422,6 +422,10 @@ static void explain_one(void *arg, const rt_step_info *info) {
         .bytes = info->bytes,
         .flops = info->flops,
         .compute = info->rounds_bf16 ? "bf16" : "fp32",
+        .storage = info->bf16_in && info->bf16_out ? "bf16 in+out"
+                   : info->bf16_in                 ? "bf16 in"
+                   : info->bf16_out                ? "bf16 out"
+                                                   : "fp32",
     };
 }
 

@@ -202,6 +202,13 @@ typedef struct kern_variant {
     const kern_space *space;
     /* How `anvil compile` emits it (NULL: it cannot be emitted). */
     const kern_emitter *emit;
+    /* Optional (NULL: fp32 only): which of kn's fp32 inputs (bit i of *in) and outputs (bit j of
+     * *out) run also takes stored in bf16, i.e. as an op_tensor of dtype ANVIL_DTYPE_BFLOAT16
+     * (the plan's placement of activations, runtime/plan_store.c). An input may be marked only
+     * where run rounds it to bf16 (to nearest even) before any use, and an output only where run
+     * can round what it would have written, so a value stored in bf16 between such ports gives
+     * the same results as one stored in fp32. state is what prepare made for kn. */
+    void (*bf16_io)(const kern_node *kn, const void *state, uint32_t *in, uint32_t *out);
 } kern_variant;
 
 /* Whether the default cascade (kern_select, conv_f32's rules) may pick v for kn: everything the

@@ -25,6 +25,7 @@ void rt_plan_free(rt_plan *p) {
     }
     free(p->steps);
     free(p->loc);
+    free(p->bf16);
     free(p->arena);
     free(p->workspace);
     free(p->sig);
@@ -416,8 +417,7 @@ static anvil_status step_templates(rt_step *stp, const ir_node *n, const op_tinf
     return ANVIL_OK;
 }
 
-/* The shapes of a node's inputs or outputs (an omitted one: unknown). */
-static void node_infos(const rt_shapes *sh, const ir_vid *vals, int n, op_tinfo *out) {
+void rt_node_infos(const rt_shapes *sh, const ir_vid *vals, int n, op_tinfo *out) {
     for (int i = 0; i < n; i++) {
         if (vals[i] == IR_NONE) {
             memset(&out[i], 0, sizeof out[i]);
@@ -462,8 +462,8 @@ static anvil_status plan_steps(rt_session *s, rt_plan *p, int32_t *unfuse) {
             continue;
         }
         op_tinfo in[128], outi[128];
-        node_infos(sh, n->inputs, n->n_inputs, in);
-        node_infos(sh, n->outputs, n->n_outputs, outi);
+        rt_node_infos(sh, n->inputs, n->n_inputs, in);
+        rt_node_infos(sh, n->outputs, n->n_outputs, outi);
         uint32_t copied = 0;
         kern_node kn = {n,       in,   n->n_inputs,  outi, n->n_outputs, s->cfg.threads,
                         &copied, NULL, &s->cfg.knobs};
@@ -490,6 +490,7 @@ anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_p
     anvil_status st = rt_plan_signature(s, inputs, &p->sig, &p->sig_len);
     if (st == ANVIL_OK) st = plan_shapes(s, p, inputs);
     if (st == ANVIL_OK) st = plan_steps(s, p, unfuse);
+    if (st == ANVIL_OK) st = rt_plan_store(s, p);
     if (st == ANVIL_OK) st = rt_plan_memory(s->g, p);
     if (st != ANVIL_OK) {
         rt_plan_free(p);

@@ -54,6 +54,8 @@ typedef struct rt_plan {
     size_t sig_len;
     rt_shapes shapes; /* owns folded values */
     rt_loc *loc;      /* per value */
+    /* Per value: stored in bf16 (plan_store.c); NULL when every activation is fp32. */
+    bool *bf16;
     rt_step *steps;
     int32_t n_steps;
     unsigned char *arena;

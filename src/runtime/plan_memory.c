@@ -99,6 +99,15 @@ anvil_status rt_arena_assign(rt_arena_buf *gr, int32_t n, size_t *arena_bytes) {
     return ANVIL_OK;
 }
 
+/* The bytes value v takes where the plan stores it (bf16 where rt_plan_store placed it). */
+static size_t value_bytes(const rt_plan *p, ir_vid v) {
+    const op_tinfo *t = &p->shapes.info[v];
+    size_t b = 0;
+    core_tensor_bytes(p->bf16 && p->bf16[v] ? ANVIL_DTYPE_BFLOAT16 : t->dtype, t->shape.d,
+                      t->shape.rank, &b);
+    return b;
+}
+
 typedef struct last_ctx {
     int32_t *last;
     int32_t step;
@@ -167,23 +176,22 @@ static void reuse(memory_work *w) {
             n->inputs[0] == IR_NONE)
             continue;
         ir_vid x = n->inputs[0], y = n->outputs[0];
-        size_t xb = 0, yb = 0;
-        core_tensor_bytes(sh->info[x].dtype, sh->info[x].shape.d, sh->info[x].shape.rank, &xb);
-        core_tensor_bytes(sh->info[y].dtype, sh->info[y].shape.d, sh->info[y].shape.rank, &yb);
+        const size_t xb = value_bytes(p, x), yb = value_bytes(p, y);
+        const bool x16 = p->bf16 && p->bf16[x], y16 = p->bf16 && p->bf16[y];
         /* an alias never runs, so every other input must have been checked at plan time
          * (e.g. Dropout's training_mode fed by the caller must reach the kernel) */
         bool other_io = false;
         for (int k = 1; k < n->n_outputs; k++) other_io |= n->outputs[k] != IR_NONE;
         for (int k = 1; k < n->n_inputs; k++)
             other_io |= n->inputs[k] != IR_NONE && !sh->info[n->inputs[k]].value;
-        if ((impl->flags & OP_ALIAS_0) && !other_io && xb == yb) {
+        if ((impl->flags & OP_ALIAS_0) && !other_io && xb == yb && x16 == y16) {
             stp->alias = true;
             p->loc[y] = p->loc[x];
             if (p->loc[x].kind == LOC_ARENA) uf[y] = uf_find(uf, x);
             continue;
         }
         if ((impl->flags & OP_INPLACE_0) && p->loc[x].kind == LOC_ARENA && xb == yb &&
-            sh->info[x].dtype == sh->info[y].dtype && last[x] == i) {
+            sh->info[x].dtype == sh->info[y].dtype && x16 == y16 && last[x] == i) {
             /* the group must die here and must not be read through another input */
             int32_t root = uf_find(uf, x);
             bool ok = true;
@@ -204,7 +212,6 @@ static void reuse(memory_work *w) {
 static anvil_status place(memory_work *w) {
     const ir_graph *g = w->g;
     rt_plan *p = w->p;
-    const rt_shapes *sh = &p->shapes;
     int32_t *uf = w->uf, *def = w->def, *last = w->last;
     int32_t *gidx = core_calloc((size_t)g->n_values + 1, sizeof *gidx);
     group *groups = core_calloc((size_t)g->n_values + 1, sizeof *groups);
@@ -223,8 +230,7 @@ static anvil_status place(memory_work *w) {
             n_groups++;
         }
         group *gr = &groups[gidx[r]];
-        size_t b = 0;
-        core_tensor_bytes(sh->info[v].dtype, sh->info[v].shape.d, sh->info[v].shape.rank, &b);
+        const size_t b = value_bytes(p, v);
         if (b > gr->bytes) gr->bytes = b;
         int32_t first = def[v] >= 0 ? def[v] : 0;
         int32_t end = last[v] > first ? last[v] : first;
@@ -237,9 +243,8 @@ static anvil_status place(memory_work *w) {
         const ir_node *n = &g->nodes[p->steps[i].node];
         for (int k = 0; k < n->n_outputs; k++) {
             ir_vid v = n->outputs[k];
-            size_t b = 0;
             if (v == IR_NONE) continue;
-            core_tensor_bytes(sh->info[v].dtype, sh->info[v].shape.d, sh->info[v].shape.rank, &b);
+            const size_t b = value_bytes(p, v);
             if (!core_add_size(p->activation_bytes, b, &p->activation_bytes))
                 p->activation_bytes = SIZE_MAX;
         }

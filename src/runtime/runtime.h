@@ -136,6 +136,9 @@ typedef struct rt_session_config {
      * database choice where it has an emitter, else the first emittable variant of the cascade
      * (the node keeps its choice when none applies; emit_library then names it). */
     bool emittable_only;
+    /* Keeps every activation in fp32 even where the chosen variants could pass it on in bf16
+     * (rt_plan_store): for comparisons (ANVIL_BF16_STORAGE=0). */
+    bool fp32_storage;
 } rt_session_config;
 
 /* One activation storage of a plan: its bytes, the step range where it is live, and the arena
@@ -213,6 +216,8 @@ typedef struct rt_step_info {
     /* The arithmetic of the implementation that runs it: true when the variant, or the one it
      * hands the node to, rounds its operands to bf16 (KERN_ROUNDS_BF16). */
     bool rounds_bf16;
+    /* Its inputs (bit i) and outputs (bit j) the plan stores in bf16 (rt_plan_store). */
+    uint32_t bf16_in, bf16_out;
 } rt_step_info;
 /* Calls fn for every step of the plan the last run used, in order. INVALID_ARGUMENT if the
  * session has not run yet. */

@@ -617,6 +617,14 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
             size_t b;
             if (v != IR_NONE && core_tensor_bytes(t->dtype, t->dims, t->rank, &b)) info.bytes += b;
         }
+        for (int k = 0; !stp->dynamic && k < n->n_inputs && k < 32; k++)
+            if (n->inputs[k] != IR_NONE && stp->in[k].dtype == ANVIL_DTYPE_BFLOAT16 &&
+                s->g->values[n->inputs[k]].dtype != ANVIL_DTYPE_BFLOAT16)
+                info.bf16_in |= 1u << k;
+        for (int k = 0; !stp->dynamic && k < n->n_outputs && k < 32; k++)
+            if (n->outputs[k] != IR_NONE && stp->out[k].dtype == ANVIL_DTYPE_BFLOAT16 &&
+                s->g->values[n->outputs[k]].dtype != ANVIL_DTYPE_BFLOAT16)
+                info.bf16_out |= 1u << k;
         info.flops = ir_node_flops(s->g, n);
         fn(arg, &info);
     }

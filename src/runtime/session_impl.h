@@ -88,6 +88,21 @@ anvil_status rt_const_materialize(rt_session *s, ir_vid v);
 anvil_status rt_plan_make(rt_session *s, const anvil_tensor *const *inputs, rt_plan **out,
                           int32_t *unfuse);
 
+/* The static shapes of a node's inputs or outputs (vals[0..n)) from sh into out; an omitted one
+ * is unknown. */
+void rt_node_infos(const rt_shapes *sh, const ir_vid *vals, int n, op_tinfo *out);
+
+/* ---- where activations are stored in bf16 (plan_store.c) ------------------------------------ */
+
+/* Places p's activations: a value is stored in bf16 where the step that makes it can write it so
+ * and every step that reads it reads it through a port that rounds it to bf16 anyway
+ * (kern_variant.bf16_io), so the results are the fp32 plan's bit for bit while those values take
+ * half the bytes and no reader converts them again. Sets p->bf16 and the steps' tensor templates,
+ * and recomputes the workspace of the steps it touches. Runs after the variants are chosen and
+ * before rt_plan_memory; does nothing for sessions that keep fp32 storage
+ * (rt_session_config.fp32_storage) or whose plans are emitted (emittable_only). */
+anvil_status rt_plan_store(const rt_session *s, rt_plan *p);
+
 /* ---- a plan's memory (plan_memory.c) ------------------------------------------------------ */
 
 /* Liveness, aliasing and in-place reuse, arena offsets, the arena and workspace, the heap values of

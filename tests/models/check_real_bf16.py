@@ -82,6 +82,10 @@ def cpu_has_bf16():
         return False
 
 
+# The convs' bf16 variant, forced where a CPU's rules keep a CNN in fp32 (Pair.run).
+CONV_BF16 = {"Conv": "conv_bf16_im2col"}
+
+
 class Pair:
     """One model's sessions (one thread, no tuning database): "fp32", "bf16" (anvil's own
     choice of bf16 variants), and with `force` ({op: variant}) "forced", bf16 with those
@@ -101,9 +105,16 @@ class Pair:
         if key != "fp32":
             n = sum(1 for e in self.s[key].explain() if e.get("compute") == "bf16")
             self.bf16_nodes[key] = max(self.bf16_nodes.get(key, 0), n)
+            if key == "bf16" and n == 0 and "forced" in self.s:
+                # This CPU's measured rates keep the model fp32 (a Sapphire Rapids core's
+                # vdpbf16ps runs at half its fp32 FMA's rate): its answers would be fp32's, so
+                # the accuracy is judged on the forced bf16 variants instead.
+                return self.run("forced", feeds)
         return out
 
     def bf16_row(self, name, key="bf16"):
+        if key == "bf16" and not self.bf16_nodes.get(key) and "forced" in self.s:
+            key = "forced"
         n = self.bf16_nodes.get(key, 0)
         return (name, "nodes in bf16" + (" (forced)" if key == "forced" else ""), n, "> 0", n > 0)
 
@@ -197,7 +208,7 @@ def ctc_greedy(probs, chars):
 
 def check_ocr(real, rows, notes):
     rng = np.random.default_rng(SEED)
-    det = Pair(os.path.join(real, "ppocrv4_det", "model.onnx"))
+    det = Pair(os.path.join(real, "ppocrv4_det", "model.onnx"), force=CONV_BF16)
     cls = Pair(os.path.join(real, "ppocr_cls", "model.onnx"))
     rec_path = os.path.join(real, "ppocrv4_rec", "model.onnx")
     chars = characters(rec_path)
@@ -326,7 +337,7 @@ def check_vad(real, name, audio, rows, notes):
 
 def check_wakeword(real, audio, rows, notes):
     mel = Pair(os.path.join(real, "oww_melspectrogram", "model.onnx"))
-    emb = Pair(os.path.join(real, "oww_embedding", "model.onnx"))
+    emb = Pair(os.path.join(real, "oww_embedding", "model.onnx"), force=CONV_BF16)
     ww = Pair(os.path.join(real, "oww_hey_jarvis", "model.onnx"))
     pcm = np.clip(np.round(audio * 32767.0), -32768, 32767).astype(np.float32)[None]
     probs, embs = {}, {}

@@ -51,31 +51,29 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
     return vendor_blas_run(blis_sgemm, state, in, n_in, out, ctx);
 }
 
-const kern_variant vendor_blis_matmul = {
-    "blis_sgemm",
-    IR_OP_MATMUL,
-    KERN_OWN_THREADS,
-    supports,
-    NULL,
-    vendor_blas_prepare,
-    vendor_blas_release,
-    run,
-    NULL,
-    NULL,
-    NULL,
-};
-const kern_variant vendor_blis_gemm = {
-    "blis_sgemm",
-    IR_OP_GEMM,
-    KERN_OWN_THREADS,
-    supports,
-    NULL,
-    vendor_blas_prepare,
-    vendor_blas_release,
-    run,
-    NULL,
-    NULL,
-    NULL,
-};
+const kern_variant vendor_blis_matmul = {"blis_sgemm",
+                                         IR_OP_MATMUL,
+                                         KERN_OWN_THREADS,
+                                         supports,
+                                         NULL,
+                                         vendor_blas_prepare,
+                                         vendor_blas_release,
+                                         run,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL};
+const kern_variant vendor_blis_gemm = {"blis_sgemm",
+                                       IR_OP_GEMM,
+                                       KERN_OWN_THREADS,
+                                       supports,
+                                       NULL,
+                                       vendor_blas_prepare,
+                                       vendor_blas_release,
+                                       run,
+                                       NULL,
+                                       NULL,
+                                       NULL,
+                                       NULL};
 
 #endif

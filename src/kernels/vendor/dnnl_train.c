@@ -428,31 +428,29 @@ static anvil_status cgw_prepare(const kern_node *kn, void **state) {
     return ANVIL_OK;
 }
 
-const kern_variant vendor_dnnl_deconv = {
-    "dnnl_deconv",
-    IR_OP_CONVTRANSPOSE,
-    KERN_OWN_THREADS,
-    deconv_supports,
-    NULL,
-    deconv_prepare,
-    tr_release,
-    tr_run,
-    NULL,
-    NULL,
-    NULL,
-};
-const kern_variant vendor_dnnl_conv_grad_w = {
-    "dnnl_conv_grad_w",
-    IR_OP_CONV_GRAD_W,
-    KERN_OWN_THREADS,
-    cgw_supports,
-    NULL,
-    cgw_prepare,
-    tr_release,
-    tr_run,
-    NULL,
-    NULL,
-    NULL,
-};
+const kern_variant vendor_dnnl_deconv = {"dnnl_deconv",
+                                         IR_OP_CONVTRANSPOSE,
+                                         KERN_OWN_THREADS,
+                                         deconv_supports,
+                                         NULL,
+                                         deconv_prepare,
+                                         tr_release,
+                                         tr_run,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL};
+const kern_variant vendor_dnnl_conv_grad_w = {"dnnl_conv_grad_w",
+                                              IR_OP_CONV_GRAD_W,
+                                              KERN_OWN_THREADS,
+                                              cgw_supports,
+                                              NULL,
+                                              cgw_prepare,
+                                              tr_release,
+                                              tr_run,
+                                              NULL,
+                                              NULL,
+                                              NULL,
+                                              NULL};
 
 #endif

@@ -556,79 +556,74 @@ static anvil_status split_run(const ir_node *n, void *state, const op_tensor *co
 
 /* ---- the variants ---------------------------------------------------------------------------- */
 
-const kern_variant vendor_dnnl_matmul = {
-    "dnnl_matmul",
-    IR_OP_MATMUL,
-    KERN_OWN_THREADS,
-    matmul_supports,
-    NULL,
-    matmul_prepare,
-    vendor_dnnl_state_release,
-    matmul_run,
-    NULL,
-    NULL,
-    NULL,
-};
-const kern_variant vendor_dnnl_gemm = {
-    "dnnl_matmul",
-    IR_OP_GEMM,
-    KERN_OWN_THREADS,
-    matmul_supports,
-    NULL,
-    matmul_prepare,
-    vendor_dnnl_state_release,
-    matmul_run,
-    NULL,
-    NULL,
-    NULL,
-};
-const kern_variant vendor_dnnl_conv = {
-    "dnnl_conv",
-    IR_OP_CONV,
-    KERN_OWN_THREADS,
-    conv_supports,
-    NULL,
-    conv_prepare_blocked,
-    vendor_dnnl_state_release,
-    conv_run,
-    NULL,
-    NULL,
-    NULL,
-};
+const kern_variant vendor_dnnl_matmul = {"dnnl_matmul",
+                                         IR_OP_MATMUL,
+                                         KERN_OWN_THREADS,
+                                         matmul_supports,
+                                         NULL,
+                                         matmul_prepare,
+                                         vendor_dnnl_state_release,
+                                         matmul_run,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL};
+const kern_variant vendor_dnnl_gemm = {"dnnl_matmul",
+                                       IR_OP_GEMM,
+                                       KERN_OWN_THREADS,
+                                       matmul_supports,
+                                       NULL,
+                                       matmul_prepare,
+                                       vendor_dnnl_state_release,
+                                       matmul_run,
+                                       NULL,
+                                       NULL,
+                                       NULL,
+                                       NULL};
+const kern_variant vendor_dnnl_conv = {"dnnl_conv",
+                                       IR_OP_CONV,
+                                       KERN_OWN_THREADS,
+                                       conv_supports,
+                                       NULL,
+                                       conv_prepare_blocked,
+                                       vendor_dnnl_state_release,
+                                       conv_run,
+                                       NULL,
+                                       NULL,
+                                       NULL,
+                                       NULL};
 const kern_variant vendor_dnnl_conv_split = {
     "dnnl_conv_split", IR_OP_CONV, 0,    conv_supports, NULL, split_prepare,
-    split_release,     split_run,  NULL, NULL,          NULL,
-};
+    split_release,     split_run,  NULL, NULL,          NULL, NULL};
 /* The same on bf16 operands, for sessions that accept bf16: oneDNN reads the activations (one
  * reorder per run, fp32 to bf16, with its blocking) and the weights (converted once) as bf16 and
  * writes fp32. Its fpmath mode alone changed nothing (Debian's oneDNN 2.6, Zen 4: it keeps its fp32
  * kernel for an fp32 primitive); given bf16 memory it takes its bf16 kernel. The cascade's choice
  * for narrow groups under bf16 (conv_variants.c's rule_grouped). */
-const kern_variant vendor_dnnl_conv_split_bf16 = {
-    "dnnl_conv_split_bf16",
-    IR_OP_CONV,
-    KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_ROUNDS_BF16,
-    split_supports_bf16,
-    NULL,
-    split_prepare_bf16,
-    split_release,
-    split_run,
-    NULL,
-    NULL,
-    NULL,
-};
-const kern_variant vendor_dnnl_conv_nchw = {
-    "dnnl_conv_nchw",
-    IR_OP_CONV,
-    KERN_OWN_THREADS,
-    conv_supports,
-    NULL,
-    conv_prepare_nchw,
-    vendor_dnnl_state_release,
-    conv_run,
-    NULL,
-    NULL,
-    NULL,
-};
+const kern_variant vendor_dnnl_conv_split_bf16 = {"dnnl_conv_split_bf16",
+                                                  IR_OP_CONV,
+                                                  KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |
+                                                      KERN_ROUNDS_BF16,
+                                                  split_supports_bf16,
+                                                  NULL,
+                                                  split_prepare_bf16,
+                                                  split_release,
+                                                  split_run,
+                                                  NULL,
+                                                  NULL,
+                                                  NULL,
+                                                  NULL};
+const kern_variant vendor_dnnl_conv_nchw = {"dnnl_conv_nchw",
+                                            IR_OP_CONV,
+                                            KERN_OWN_THREADS,
+                                            conv_supports,
+                                            NULL,
+                                            conv_prepare_nchw,
+                                            vendor_dnnl_state_release,
+                                            conv_run,
+                                            NULL,
+                                            NULL,
+                                            NULL,
+                                            NULL};
 
 #endif

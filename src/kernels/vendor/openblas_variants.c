@@ -80,31 +80,29 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
     return vendor_blas_run(openblas_sgemm, state, in, n_in, out, ctx);
 }
 
-const kern_variant vendor_openblas_matmul = {
-    "openblas_sgemm",
-    IR_OP_MATMUL,
-    KERN_OWN_THREADS,
-    supports,
-    NULL,
-    prepare,
-    vendor_blas_release,
-    run,
-    NULL,
-    NULL,
-    NULL,
-};
-const kern_variant vendor_openblas_gemm = {
-    "openblas_sgemm",
-    IR_OP_GEMM,
-    KERN_OWN_THREADS,
-    supports,
-    NULL,
-    prepare,
-    vendor_blas_release,
-    run,
-    NULL,
-    NULL,
-    NULL,
-};
+const kern_variant vendor_openblas_matmul = {"openblas_sgemm",
+                                             IR_OP_MATMUL,
+                                             KERN_OWN_THREADS,
+                                             supports,
+                                             NULL,
+                                             prepare,
+                                             vendor_blas_release,
+                                             run,
+                                             NULL,
+                                             NULL,
+                                             NULL,
+                                             NULL};
+const kern_variant vendor_openblas_gemm = {"openblas_sgemm",
+                                           IR_OP_GEMM,
+                                           KERN_OWN_THREADS,
+                                           supports,
+                                           NULL,
+                                           prepare,
+                                           vendor_blas_release,
+                                           run,
+                                           NULL,
+                                           NULL,
+                                           NULL,
+                                           NULL};
 
 #endif

@@ -169,7 +169,8 @@ const kern_variant conv_v_depthwise_avx512 = {"conv_depthwise_direct_avx512",
                                               dw_run_avx512,
                                               conv_fuses,
                                               NULL,
-                                              &dw_emitter_avx512};
+                                              &dw_emitter_avx512,
+                                              NULL};
 const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
                                             IR_OP_CONV,
                                             KERN_NEEDS_AVX2,
@@ -180,4 +181,5 @@ const kern_variant conv_v_depthwise_avx2 = {"conv_depthwise_direct_avx2",
                                             dw_run_avx2,
                                             conv_fuses,
                                             NULL,
-                                            &dw_emitter_avx2};
+                                            &dw_emitter_avx2,
+                                            NULL};

@@ -259,7 +259,8 @@ const kern_variant conv_nhwc_v_depthwise_avx512 = {"convnhwc_depthwise_avx512",
                                                    dw_run_avx512,
                                                    conv_fuses,
                                                    NULL,
-                                                   &dw_emitter_avx512};
+                                                   &dw_emitter_avx512,
+                                                   NULL};
 const kern_variant conv_nhwc_v_depthwise_avx2 = {"convnhwc_depthwise_avx2",
                                                  IR_OP_CONV_NHWC,
                                                  KERN_NEEDS_AVX2,
@@ -270,7 +271,8 @@ const kern_variant conv_nhwc_v_depthwise_avx2 = {"convnhwc_depthwise_avx2",
                                                  dw_run_avx2,
                                                  conv_fuses,
                                                  NULL,
-                                                 &dw_emitter_avx2};
+                                                 &dw_emitter_avx2,
+                                                 NULL};
 const kern_variant conv_nhwc_v_smallc_avx512 = {"convnhwc_smallc_direct_avx512",
                                                 IR_OP_CONV_NHWC,
                                                 KERN_NEEDS_AVX512,
@@ -281,4 +283,5 @@ const kern_variant conv_nhwc_v_smallc_avx512 = {"convnhwc_smallc_direct_avx512",
                                                 sc_run_avx512,
                                                 conv_fuses,
                                                 NULL,
-                                                &sc_emitter_avx512};
+                                                &sc_emitter_avx512,
+                                                NULL};

@@ -217,12 +217,12 @@ static const kern_emitter dwx_emitter_avx512 = {dwx_emit_avx512, NULL},
                           dwx_emitter_avx2 = {dwx_emit_avx2, NULL};
 
 const kern_variant conv_v_dwx_avx512 = {
-    "dwconv_nchw_avx512", IR_OP_CONV,  KERN_NEEDS_AVX512,  dwx_supports,
-    dwx_workspace,        dwx_prepare, dwx_release,        dwx_run_avx512,
-    conv_fuses,           NULL,        &dwx_emitter_avx512};
+    "dwconv_nchw_avx512", IR_OP_CONV,  KERN_NEEDS_AVX512,   dwx_supports,
+    dwx_workspace,        dwx_prepare, dwx_release,         dwx_run_avx512,
+    conv_fuses,           NULL,        &dwx_emitter_avx512, NULL};
 const kern_variant conv_v_dwx_avx2 = {
-    "dwconv_nchw_avx2", IR_OP_CONV,   KERN_NEEDS_AVX2, dwx_supports, dwx_workspace,    dwx_prepare,
-    dwx_release,        dwx_run_avx2, conv_fuses,      NULL,         &dwx_emitter_avx2};
+    "dwconv_nchw_avx2", IR_OP_CONV,   KERN_NEEDS_AVX2, dwx_supports, dwx_workspace,     dwx_prepare,
+    dwx_release,        dwx_run_avx2, conv_fuses,      NULL,         &dwx_emitter_avx2, NULL};
 
 /* ---- NHWC ---------------------------------------------------------------------------------- */
 
@@ -372,11 +372,15 @@ static anvil_status dwxn_emit_avx2(const kern_node *kn, const void *state, kern_
 static const kern_emitter dwxn_emitter_avx512 = {dwxn_emit_avx512, NULL},
                           dwxn_emitter_avx2 = {dwxn_emit_avx2, NULL};
 
-const kern_variant conv_nhwc_v_dwx_avx512 = {
-    "dwconv_nhwc_avx512", IR_OP_CONV_NHWC, KERN_NEEDS_AVX512, dwxn_supports, dwxn_workspace,
-    dwxn_prepare,         dwxn_release,    dwxn_run_avx512,   conv_fuses,    NULL,
-    &dwxn_emitter_avx512};
-const kern_variant conv_nhwc_v_dwx_avx2 = {
-    "dwconv_nhwc_avx2", IR_OP_CONV_NHWC, KERN_NEEDS_AVX2, dwxn_supports, dwxn_workspace,
-    dwxn_prepare,       dwxn_release,    dwxn_run_avx2,   conv_fuses,    NULL,
-    &dwxn_emitter_avx2};
+const kern_variant conv_nhwc_v_dwx_avx512 = {"dwconv_nhwc_avx512", IR_OP_CONV_NHWC,
+                                             KERN_NEEDS_AVX512,    dwxn_supports,
+                                             dwxn_workspace,       dwxn_prepare,
+                                             dwxn_release,         dwxn_run_avx512,
+                                             conv_fuses,           NULL,
+                                             &dwxn_emitter_avx512, NULL};
+const kern_variant conv_nhwc_v_dwx_avx2 = {"dwconv_nhwc_avx2", IR_OP_CONV_NHWC,
+                                           KERN_NEEDS_AVX2,    dwxn_supports,
+                                           dwxn_workspace,     dwxn_prepare,
+                                           dwxn_release,       dwxn_run_avx2,
+                                           conv_fuses,         NULL,
+                                           &dwxn_emitter_avx2, NULL};

@@ -307,7 +307,8 @@ const kern_variant conv_v_nhwc = {"conv_nhwc_im2col_gemm",
                                   nhwc_run,
                                   conv_fuses,
                                   &nhwc_space,
-                                  &nhwc_emitter};
+                                  &nhwc_emitter,
+                                  NULL};
 
 /* The same (NCHW in and out, NHWC inside) on a bf16 tile, for sessions that accept bf16: a
  * tuner's candidate, in no cascade rule. Against conv_bf16_1x1 (1 thread, Zen 4, per node) it won
@@ -324,12 +325,13 @@ const kern_variant conv_v_nhwc_bf16 = {"conv_nhwc_bf16_gemm",
                                        nhwc_run,
                                        conv_fuses,
                                        NULL,
-                                       &nhwc_emitter};
+                                       &nhwc_emitter,
+                                       NULL};
 
 /* anvil.ConvNhwc through the same GEMMs, no transposes. */
 const kern_variant conv_nhwc_v_gemm = {
-    "convnhwc_gemm", IR_OP_CONV_NHWC, 0,          nhwc_supports, nhwc_ws,      nhwc_prepare,
-    nhwc_release,    nhwc_run,        conv_fuses, NULL,          &nhwc_emitter};
+    "convnhwc_gemm", IR_OP_CONV_NHWC, 0,          nhwc_supports, nhwc_ws,       nhwc_prepare,
+    nhwc_release,    nhwc_run,        conv_fuses, NULL,          &nhwc_emitter, NULL};
 
 /* anvil.ConvNhwc's GEMMs on a bf16 tile: the weights rounded to bf16 once when packed, X (or its
  * im2col copy) as each A block is packed, fp32 sums and epilogue. Offered only to sessions that
@@ -347,4 +349,5 @@ const kern_variant conv_nhwc_v_bf16_gemm = {"convnhwc_bf16_gemm",
                                             nhwc_run,
                                             conv_fuses,
                                             NULL,
-                                            &nhwc_emitter};
+                                            &nhwc_emitter,
+                                            NULL};

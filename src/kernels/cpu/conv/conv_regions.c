@@ -275,15 +275,31 @@ static anvil_status regions_emit(const kern_node *kn, const void *state, kern_em
 
 static const kern_emitter regions_emitter = {regions_emit, NULL};
 
-const kern_variant conv_v_regions = {
-    "conv_nhwc_regions", IR_OP_CONV,      0,           regions_supports, regions_ws,
-    regions_prepare,     regions_release, regions_run, regions_fuses,    NULL,
-    &regions_emitter};
+const kern_variant conv_v_regions = {"conv_nhwc_regions",
+                                     IR_OP_CONV,
+                                     0,
+                                     regions_supports,
+                                     regions_ws,
+                                     regions_prepare,
+                                     regions_release,
+                                     regions_run,
+                                     regions_fuses,
+                                     NULL,
+                                     &regions_emitter,
+                                     NULL};
 
-const kern_variant conv_nhwc_v_regions = {
-    "convnhwc_regions", IR_OP_CONV_NHWC, 0,           regions_supports, regions_ws,
-    regions_prepare,    regions_release, regions_run, regions_fuses,    NULL,
-    &regions_emitter};
+const kern_variant conv_nhwc_v_regions = {"convnhwc_regions",
+                                          IR_OP_CONV_NHWC,
+                                          0,
+                                          regions_supports,
+                                          regions_ws,
+                                          regions_prepare,
+                                          regions_release,
+                                          regions_run,
+                                          regions_fuses,
+                                          NULL,
+                                          &regions_emitter,
+                                          NULL};
 
 /* The same GEMMs on bf16 tiles, for sessions that accept bf16. DeepLabV3's ASPP rate-12 conv
  * (256 channels, 14x14), 1 thread, Zen 4: see conv_variants.c's cascade. */
@@ -298,11 +314,12 @@ const kern_variant conv_v_regions_bf16 = {"conv_nhwc_regions_bf16",
                                           regions_run,
                                           regions_fuses,
                                           NULL,
-                                          &regions_emitter};
+                                          &regions_emitter,
+                                          NULL};
 
 const kern_variant conv_nhwc_v_regions_bf16 = {"convnhwc_regions_bf16", IR_OP_CONV_NHWC,
                                                REGIONS_BF16_NEEDS,      regions_supports_bf16,
                                                regions_ws_bf16,         regions_prepare_bf16,
                                                regions_release,         regions_run,
                                                regions_fuses,           NULL,
-                                               &regions_emitter};
+                                               &regions_emitter,        NULL};

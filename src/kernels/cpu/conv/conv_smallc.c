@@ -182,8 +182,8 @@ static const kern_emitter sc_emitter_avx512 = {sc_emit_avx512, NULL},
 const kern_variant conv_v_smallc_avx512 = {
     "conv_smallc_direct_avx512", IR_OP_CONV, KERN_NEEDS_AVX512, sc_supports_avx512, sc_workspace,
     sc_prepare_avx512,           sc_release, sc_run_avx512,     conv_fuses,         NULL,
-    &sc_emitter_avx512};
+    &sc_emitter_avx512,          NULL};
 const kern_variant conv_v_smallc_avx2 = {
     "conv_smallc_direct_avx2", IR_OP_CONV, KERN_NEEDS_AVX2, sc_supports_avx2, sc_workspace,
     sc_prepare_avx2,           sc_release, sc_run_avx2,     conv_fuses,       NULL,
-    &sc_emitter_avx2};
+    &sc_emitter_avx2,          NULL};

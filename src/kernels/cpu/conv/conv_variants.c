@@ -278,7 +278,8 @@ static bool view_of(const kern_node *kn, const kern_config *c, conv_gemm_kind ki
                                       gemm_variant_run,                                            \
                                       conv_fuses,                                                  \
                                       &space_##ID,                                                 \
-                                      &gemm_emitter};
+                                      &gemm_emitter,                                               \
+                                      NULL};
 
 CONV_GEMM_VARIANT(1x1, "conv_1x1_gemm", CONV_GEMM_1X1)
 CONV_GEMM_VARIANT(im2col, "conv_im2col_gemm", CONV_GEMM_IM2COL)
@@ -312,7 +313,8 @@ CONV_GEMM_VARIANT(implicit, "conv_implicit_gemm", CONV_GEMM_IMPLICIT)
                                       gemm_variant_run,                                            \
                                       conv_fuses,                                                  \
                                       NULL,                                                        \
-                                      &gemm_emitter};
+                                      &gemm_emitter,                                               \
+                                      NULL};
 
 CONV_BF16_VARIANT(bf16_1x1, "conv_bf16_1x1", CONV_GEMM_1X1)
 CONV_BF16_VARIANT(bf16_im2col, "conv_bf16_im2col", CONV_GEMM_IM2COL)
@@ -586,7 +588,7 @@ static const kern_emitter auto_emitter = {auto_emit, auto_can_emit};
 
 static const kern_variant conv_v_auto = {
     "conv_f32",   IR_OP_CONV, 0,          auto_supports, auto_workspace, auto_prepare,
-    auto_release, auto_run,   auto_fuses, NULL,          &auto_emitter};
+    auto_release, auto_run,   auto_fuses, NULL,          &auto_emitter,  NULL};
 
 const kern_variant *conv_delegate(const kern_variant *v, const void *state) {
     return v == &conv_v_auto && state ? ((const auto_state *)state)->v : NULL;

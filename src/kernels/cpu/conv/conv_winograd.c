@@ -354,8 +354,8 @@ static const kern_emitter wino_emitter = {wino_emit, NULL};
     }                                                                                              \
     CONV_SPACE(space_##ID, view_##ID);                                                             \
     const kern_variant conv_v_winograd_##ID = {                                                    \
-        NAME,         IR_OP_CONV, 0,          sup_##ID,    ws_##ID,      prep_##ID,                \
-        wino_release, wino_run,   conv_fuses, &space_##ID, &wino_emitter};
+        NAME,         IR_OP_CONV, 0,          sup_##ID,    ws_##ID,       prep_##ID,               \
+        wino_release, wino_run,   conv_fuses, &space_##ID, &wino_emitter, NULL};
 
 WINO_VARIANT(f2, CONV_WINO_F2, "conv_winograd_f2x2_3x3")
 WINO_VARIANT(f4, CONV_WINO_F4, "conv_winograd_f4x4_3x3")

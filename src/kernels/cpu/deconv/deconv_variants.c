@@ -392,7 +392,7 @@ static const kern_space deconv_space = {1, {"tile"}, space_values, space_label, 
     }                                                                                              \
     static const kern_variant deconv_v_##ID = {                                                    \
         NAME,          IR_OP_CONVTRANSPOSE, NEEDS, sup_##ID, ws_##ID, prep_##ID,                   \
-        state_release, variant_run,         NULL,  SPACE,    NULL};
+        state_release, variant_run,         NULL,  SPACE,    NULL,    NULL};
 
 DECONV_VARIANT(direct, "deconv_direct_gemm", KIND_DIRECT, false, 0, &deconv_space)
 DECONV_VARIANT(gemm, "deconv_gemm", KIND_GEMM, false, 0, &deconv_space)

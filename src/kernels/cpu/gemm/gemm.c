@@ -62,6 +62,10 @@ const gemm_kernel gemm_kernel_4x8_portable = {"4x8_portable",
                                               NULL,
                                               1,
                                               NULL,
+                                              NULL,
+                                              NULL,
+                                              NULL,
+                                              NULL,
                                               NULL};
 
 /* The ISA files' kernels (gemm_avx512.c, gemm_avx2.c). */
@@ -86,11 +90,14 @@ const gemm_kernel *gemm_kernel_find(const char *name) {
 }
 
 const gemm_kernel *gemm_kernel_find_bf16(const char *name) {
+#ifndef ANVIL_EMITTED /* a library anvil compile writes never runs the AMX tile */
+    if (!strcmp(name, gemm_kernel_32x32_amx.name)) return &gemm_kernel_32x32_amx;
+#endif
     return find_in(gemm_kernels_bf16, name);
 }
 
 bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw) {
-    return kern_isa_ok(k->needs, hw);
+    return k->ukernel && kern_isa_ok(k->needs, hw);
 }
 
 static int64_t round_up(int64_t x, int64_t m);
@@ -444,6 +451,24 @@ size_t gemm_thread_workspace(const gemm_kernel *k, const gemm_blocking *b) {
     return align64(a) + align64(bb) + align64(tile) + align64(ind);
 }
 
+/* A K of one block needs no partial sums: each tile goes from the micro-kernel through the
+ * tile scratch into C. */
+static bool c16_partials(const gemm_blocking *b, int64_t kdim) {
+    return kdim > b->kc;
+}
+
+size_t gemm_thread_workspace_c16(const gemm_kernel *k, const gemm_blocking *b, int64_t n,
+                                 int64_t kdim) {
+    size_t rows = c16_partials(b, kdim)
+                      ? (size_t)round_up(b->mc, k->mr) * (size_t)round_up(n, k->nr) * sizeof(float)
+                      : 0;
+    return gemm_thread_workspace(k, b) + align64(rows);
+}
+
+bool gemm_takes_bf16(const gemm_kernel *k) {
+    return k->kpair == 2 && k->pack_a16 && k->store_c16;
+}
+
 static bool epilogue_is_none(const gemm_epilogue *ep) {
     return ep->scale == 1.0f && !ep->row_bias && !ep->col_bias && !ep->r && ep->act == IR_ACT_NONE;
 }
@@ -577,8 +602,8 @@ static const float *pf_range(const pf_plan *pf, int64_t call, const float *none,
 }
 
 /* Rows [m0, m1) and columns [n0, n1) of p, on this thread. */
-static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gemm_problem *p,
-                       int64_t m0, int64_t m1, int64_t n0, int64_t n1, void *ws) {
+static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const gemm_problem *p,
+                           int64_t m0, int64_t m1, int64_t n0, int64_t n1, void *ws) {
     const int mr = k->mr, nr = k->nr;
     const int64_t kdim = p->k;
     char *w = ws;
@@ -589,6 +614,12 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
     float *tile = (float *)w;
     w += align64((size_t)mr * (size_t)nr * sizeof(float));
     float *ind_panel = k->pack_a ? (float *)w : NULL;
+    w += k->pack_a ? align64((size_t)mr * (size_t)blk->kc * sizeof(float)) : 0;
+    /* A bf16 C: the partial sums of every K block but the last in fp32 rows of this thread's
+     * (acc, MC x its columns); the last block's tile goes through `tile`, takes the epilogue
+     * there and is rounded into C once. */
+    float *acc = p->c16 && c16_partials(blk, p->k) ? (float *)w : NULL;
+    const int64_t ld_acc = n1 - n0;
     const bool ep_none = epilogue_is_none(&p->ep);
     /* Full tiles of the last K block take the epilogue in registers where it can be; an
      * activation the micro-kernel lacks (Gelu, Sigmoid, ...) then runs alone over the stored
@@ -611,6 +642,16 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
      * has 49 columns, so 16x16 spent a full tile on the 49th (and 14x32 one on the last 17). */
     const int64_t cols_below = cols_kernel_below(k);
 
+    if (kdim == 0 && p->c16) {
+        for (int64_t i = m0; i < m1; i++)
+            for (int64_t j = n0; j < n1; j += nr) {
+                const int64_t nn = n1 - j < nr ? n1 - j : nr;
+                memset(tile, 0, sizeof(float) * (size_t)nn);
+                if (!ep_none) gemm_epilogue_apply(&p->ep, tile, nr, i, j, 1, nn);
+                k->store_c16(tile, nr, p->c16 + i * p->ldc + j, p->ldc, 1, nn);
+            }
+        return;
+    }
     if (kdim == 0) {
         for (int64_t i = m0; i < m1; i++)
             memset(p->c + i * p->ldc + n0, 0, sizeof(float) * (n1 - n0));
@@ -649,6 +690,10 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                                  p->cs_a, mc - a_direct, kc, abuf);
                 ap = abuf; /* the panel of rows a_direct.. */
                 a_stride = kc * mr;
+            } else if (p->a16) {
+                k->pack_a16(mr, p->a16 + ic * p->rs_a + pc, p->rs_a, mc, kc, abuf);
+                ap = abuf;
+                a_stride = kcs * mr;
             } else {
                 pack_a_any(k, p->a + ic * p->rs_a + pc * p->cs_a, p->rs_a, p->cs_a, mc, kc, abuf);
                 ap = abuf;
@@ -695,20 +740,27 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                         const float *b_panel = b_in_place ? p->b + pc * p->rs_b + jc + jr
                                                           : bp + ((jr - b_direct) / nr) * b_stride;
                         const int64_t gi = ic + ir, gj = jc + jr;
-                        float *c = p->c + gi * p->ldc + gj;
+                        /* c: where the tile's fp32 sums live between K blocks (a bf16 C's in
+                         * acc; NULL where it has a single block) */
+                        const int64_t ldc = p->c16 ? ld_acc : p->ldc;
+                        float *c = p->c16 ? (acc ? acc + ir * ld_acc + (gj - n0) : NULL)
+                                          : p->c + gi * p->ldc + gj;
                         float *ct = c;
-                        int64_t ldt = p->ldc;
-                        if (mm < mr || nn < nr) {
-                            /* Edge tile: compute the full tile in scratch, copy the valid part. */
+                        int64_t ldt = ldc;
+                        if (mm < mr || nn < nr || (p->c16 && last)) {
+                            /* Edge tile (or a bf16 C's last block): compute the full tile in
+                             * scratch, copy the valid part. */
                             ct = tile;
                             ldt = nr;
                             if (!first)
                                 for (int64_t i = 0; i < mm; i++)
-                                    memcpy(tile + i * nr, c + i * p->ldc, sizeof(float) * nn);
+                                    memcpy(tile + i * nr, c + i * ldc, sizeof(float) * nn);
                         }
                         int64_t pf_n;
                         const float *pf_at = pf_range(&pf, call++, b_panel, &pf_n);
-                        const gemm_epilogue *ep = last && ct == c ? ep_reg : NULL;
+                        const bool whole = mm == mr && nn == nr;
+                        const gemm_epilogue *ep =
+                            last && (ct == c || (p->c16 && whole)) ? ep_reg : NULL;
                         if (ct == tile && nn < cols_below && !in_place)
                             k->ukernel_cols(kc, a_panel, mr, b_panel, b_in_place ? p->rs_b : nr, nn,
                                             tile, nr, !first);
@@ -724,19 +776,35 @@ static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gem
                         else
                             k->ukernel(kcs, a_panel, b_panel, ct, ldt, !first, pf_at, pf_n, ep, gi,
                                        gj);
+                        if (p->c16 && last) {
+                            if (!ep_none && !ep)
+                                k->epilogue(&p->ep, tile, nr, gi, gj, mm, nn);
+                            else if (ep && act_after)
+                                k->epilogue(&ep_act, tile, nr, gi, gj, mm, nn);
+                            k->store_c16(tile, nr, p->c16 + gi * p->ldc + gj, p->ldc, mm, nn);
+                            continue;
+                        }
                         if (ct == tile) {
                             for (int64_t i = 0; i < mm; i++)
-                                memcpy(c + i * p->ldc, tile + i * nr, sizeof(float) * nn);
+                                memcpy(c + i * ldc, tile + i * nr, sizeof(float) * nn);
                         }
                         if (last && !ep_none && !ep)
-                            k->epilogue(&p->ep, c, p->ldc, gi, gj, mm, nn);
+                            k->epilogue(&p->ep, c, ldc, gi, gj, mm, nn);
                         else if (ep && act_after)
-                            k->epilogue(&ep_act, c, p->ldc, gi, gj, mm, nn);
+                            k->epilogue(&ep_act, c, ldc, gi, gj, mm, nn);
                     }
                 }
             }
         }
     }
+}
+
+/* gemm_block_run between the tile's begin and end (the AMX tile's configuration). */
+static void gemm_block(const gemm_kernel *k, const gemm_blocking *blk, const gemm_problem *p,
+                       int64_t m0, int64_t m1, int64_t n0, int64_t n1, void *ws) {
+    if (k->begin) k->begin();
+    gemm_block_run(k, blk, p, m0, m1, n0, n1, ws);
+    if (k->end) k->end();
 }
 
 void gemm_run_serial(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *p,
@@ -836,6 +904,12 @@ void gemm_run(const gemm_kernel *k, const gemm_blocking *b, const gemm_problem *
     }
     int tm, tn;
     gemm_thread_grid(k, b, p, threads, &tm, &tn);
-    par_job j = {k, b, p, ws, gemm_thread_workspace(k, b), tm, tn};
+    par_job j = {k,
+                 b,
+                 p,
+                 ws,
+                 p->c16 ? gemm_thread_workspace_c16(k, b, p->n, p->k) : gemm_thread_workspace(k, b),
+                 tm,
+                 tn};
     op_parallel_for(ctx, (size_t)(j.tm * j.tn), par_chunk, &j);
 }

@@ -115,6 +115,18 @@ typedef struct gemm_kernel {
                    float *dst);
     void (*pack_b)(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
                    float *dst);
+    /* A bf16 tile's operands stored in bf16 (gemm_problem.a16, .c16; NULL for every other tile).
+     * pack_a16: pack_a from a row-major bf16 A (A[i,p] at a[i*rs + p]), the same slots pack_a
+     * makes of the fp32 values those bf16 ones were rounded from. store_c16: rows of fp32 C
+     * (t[i*ldt + j], m x n) rounded to nearest even into c[i*ldc + j], by the instruction the
+     * packers round with, so that a bf16 C read back by pack_a16 is bit for bit what pack_a
+     * would have made of the fp32 C. */
+    void (*pack_a16)(int mr, const uint16_t *a, int64_t rs, int64_t m, int64_t kc, float *dst);
+    void (*store_c16)(const float *t, int64_t ldt, uint16_t *c, int64_t ldc, int64_t m, int64_t n);
+    /* Optional (the AMX tile): called on a thread before it runs its part of a GEMM through this
+     * tile (the tile configuration) and after (its release). NULL: nothing to do. */
+    void (*begin)(void);
+    void (*end)(void);
 } gemm_kernel;
 
 /* The 32-bit slots a panel of depth kdim has on k: kdim, or (kdim + 1) / 2 for a bf16 tile. */
@@ -154,7 +166,13 @@ static inline int64_t gemm_slots(const gemm_kernel *k, int64_t kdim) {
     X(1, 4, 64, avx512bf16)
 #endif
 #define GEMM_TILES(X) GEMM_TILES_AVX512(X) GEMM_TILES_AVX2(X) X(4, 1, 8, portable)
+/* The AMX-BF16 tile (gemm_amx.c): a bf16 tile (kpair 2) whose A panels hold rows instead of
+ * k-major slots, so it takes A only packed by the driver per block (never pre-packed, never
+ * indirect): the MatMul and Gemm variants use it, the convolutions do not. Not in any list above;
+ * gemm_kernel_find_bf16 finds it. */
+extern const gemm_kernel gemm_kernel_32x32_amx;
 /* The KERN_NEEDS_* of a tile's ISA. */
+#define GEMM_NEEDS_amx (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_NEEDS_AMX)
 #define GEMM_NEEDS_avx512bf16 (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16)
 #define GEMM_NEEDS_avx512 KERN_NEEDS_AVX512
 #define GEMM_NEEDS_avx2 KERN_NEEDS_AVX2
@@ -174,7 +192,8 @@ extern const gemm_kernel *const gemm_kernels_bf16[];
  * looks up the bf16 ones ("14x32_avx512bf16"). */
 const gemm_kernel *gemm_kernel_find(const char *name);
 const gemm_kernel *gemm_kernel_find_bf16(const char *name);
-/* Whether hw can run k. */
+/* Whether hw can run k (and this build has its micro-kernel: the AMX tile needs a compiler that
+ * knows AMX). */
 bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw);
 /* The default kernel for a problem on hw (never NULL: the portable 4x8 kernel is always usable),
  * chosen by rules on the shape: tall-enough N favours wide tiles, small N narrow ones. */
@@ -235,7 +254,15 @@ typedef struct gemm_problem {
     float *c;
     int64_t ldc;
     gemm_epilogue ep;
+    /* bf16 storage (a tile with pack_a16 / store_c16 only, gemm_takes_bf16): a16 in place of a,
+     * row-major (cs_a 1, rs_a its row stride); c16 in place of c (ldc its row stride), written
+     * once per element after the fp32 sums and the epilogue are complete. */
+    const uint16_t *a16;
+    uint16_t *c16;
 } gemm_problem;
+
+/* Whether k can read A (a16) and write C (c16) stored in bf16: a bf16 tile with their packers. */
+bool gemm_takes_bf16(const gemm_kernel *k);
 
 /* Whether k can run a problem whose indirect A has segments of a_seg floats: every tile, but a
  * bf16 one only with even segments (its K blocks must start on a pair of the packed B; the
@@ -244,6 +271,10 @@ bool gemm_takes_ind(const gemm_kernel *k, int64_t a_seg);
 
 /* Scratch bytes one thread needs to run problems of up to this blocking (packing buffers). */
 size_t gemm_thread_workspace(const gemm_kernel *k, const gemm_blocking *b);
+/* The same for problems whose C is stored in bf16 (c16), of up to n columns and depth kdim: a
+ * K cut into several blocks keeps its partial sums in fp32 rows of the thread's (MC x N). */
+size_t gemm_thread_workspace_c16(const gemm_kernel *k, const gemm_blocking *b, int64_t n,
+                                 int64_t kdim);
 
 /* Runs p on the calling thread only. ws: gemm_thread_workspace bytes, 64-byte aligned. Usable
  * from inside an op_parallel_for chunk (e.g. one GEMM per batch item per thread). */

@@ -120,8 +120,64 @@ __attribute__((unused)) static void pack_b_bf16(int nr, const float *b, int64_t 
     }
 }
 
+/* ---- bf16 storage: A read, C written in bf16 (gemm_problem.a16, .c16) ---------------------- */
+
+/* gemm_kernel.pack_a16: a bf16 row's values are its pair slots already (k even in the low half,
+ * as pairs_of makes them), so a panel is the rows' 32-bit words interleaved, the odd k past kc
+ * zeroed. */
+__attribute__((unused)) static void pack_a16_bf16(int mr, const uint16_t *a, int64_t rs, int64_t m,
+                                                  int64_t kc, float *dst) {
+    const int64_t slots = (kc + 1) / 2;
+    uint32_t w[16];
+    for (int64_t i0 = 0; i0 < m; i0 += mr, dst += slots * mr) {
+        const int64_t rows = m - i0 < mr ? m - i0 : mr;
+        uint32_t *d = (uint32_t *)dst;
+        for (int64_t i = 0; i < mr; i++) {
+            const uint16_t *src = a + (i0 + i) * rs;
+            for (int64_t q0 = 0; q0 < slots; q0 += 16) {
+                const int64_t n = slots - q0 < 16 ? slots - q0 : 16;
+                const int64_t count = kc - 2 * q0 < 32 ? kc - 2 * q0 : 32;
+                const __mmask32 mask = count < 32 ? (__mmask32)((1u << count) - 1u) : ~(__mmask32)0;
+                if (i < rows)
+                    _mm512_storeu_si512(w, _mm512_maskz_loadu_epi16(mask, src + 2 * q0));
+                else
+                    memset(w, 0, sizeof w);
+                for (int64_t q = 0; q < n; q++) d[(q0 + q) * mr + i] = w[q];
+            }
+        }
+    }
+}
+
+/* gemm_kernel.store_c16: the packers' rounding (vcvtneps2bf16), 16 columns at a time. */
+__attribute__((unused)) static void store_c16_bf16(const float *t, int64_t ldt, uint16_t *c,
+                                                   int64_t ldc, int64_t m, int64_t n) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j += 16) {
+            const __mmask16 mask =
+                n - j < 16 ? (__mmask16)((1u << (n - j)) - 1u) : (__mmask16)0xffffu;
+            const __m512 x = _mm512_maskz_loadu_ps(mask, t + i * ldt + j);
+            _mm256_mask_storeu_epi16(c + i * ldc + j, mask, (__m256i)_mm512_cvtneps_pbh(x));
+        }
+}
+
+/* For the AMX tile (gemm_amx.c), whose B panels and bf16 C are these tiles'. */
+void gemm_bf16_pack_b(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
+                      float *dst);
+void gemm_bf16_store_c16(const float *t, int64_t ldt, uint16_t *c, int64_t ldc, int64_t m,
+                         int64_t n);
+void gemm_bf16_pack_b(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
+                      float *dst) {
+    pack_b_bf16(nr, b, rs, cs, kc, n, dst);
+}
+void gemm_bf16_store_c16(const float *t, int64_t ldt, uint16_t *c, int64_t ldc, int64_t m,
+                         int64_t n) {
+    store_c16_bf16(t, ldt, c, ldc, m, n);
+}
+
 GEMM_TILES_AVX512BF16(GEMM_UKERNEL_PACKED_INSTANCE)
 GEMM_TILE_EPILOGUE(avx512bf16)
 #define GEMM_PACK_A_avx512bf16 pack_a_bf16
 #define GEMM_PACK_B_avx512bf16 pack_b_bf16
+#define GEMM_PACK_A16_avx512bf16 pack_a16_bf16
+#define GEMM_STORE_C16_avx512bf16 store_c16_bf16
 GEMM_TILES_AVX512BF16(GEMM_KERNEL_DEF_PAIRS)

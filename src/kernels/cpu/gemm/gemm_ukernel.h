@@ -342,6 +342,10 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                                                          gemm_uki_##MR##x##NR##_##ISA,             \
                                                          1,                                        \
                                                          NULL,                                     \
+                                                         NULL,                                     \
+                                                         NULL,                                     \
+                                                         NULL,                                     \
+                                                         NULL,                                     \
                                                          NULL};
 
 /* The gemm_kernel of a GEMM_UKERNEL_PACKED_INSTANCE tile over bf16 pairs (kpair 2), whose ISA
@@ -361,6 +365,10 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                                                          NULL,                                     \
                                                          2,                                        \
                                                          GEMM_PACK_A_##ISA,                        \
-                                                         GEMM_PACK_B_##ISA};
+                                                         GEMM_PACK_B_##ISA,                        \
+                                                         GEMM_PACK_A16_##ISA,                      \
+                                                         GEMM_STORE_C16_##ISA,                     \
+                                                         NULL,                                     \
+                                                         NULL};
 
 #endif

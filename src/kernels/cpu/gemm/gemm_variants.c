@@ -226,10 +226,30 @@ static void release(void *state) {
     free(s);
 }
 
+/* An output placed in bf16 (kn->out[0]'s dtype as the plan's placement leaves it) may need
+ * rows of partial sums (gemm_thread_workspace_c16). */
 static size_t workspace_common(const kern_variant *v, const kern_node *kn) {
     gemm_state s = {0};
     if (geometry(v, kn, &s) != ANVIL_OK) return 0; /* prepare reports the error */
-    return (size_t)s.threads * gemm_thread_workspace(s.k, &s.blk);
+    const size_t per = kn->out[0].dtype == ANVIL_DTYPE_BFLOAT16
+                           ? gemm_thread_workspace_c16(s.k, &s.blk, s.n, s.kdim)
+                           : gemm_thread_workspace(s.k, &s.blk);
+    return (size_t)s.threads * per;
+}
+
+/* kern_variant.bf16_io: a bf16 tile of one GEMM (a MatMul whose B is one matrix, or a Gemm) reads
+ * a row-major A stored in bf16 where its B is packed (A is then only ever rounded by pack_a), and
+ * writes C in bf16 where its epilogue is all its own. */
+static void bf16_io_common(const kern_node *kn, const void *state, uint32_t *in, uint32_t *out) {
+    const gemm_state *s = state;
+    *in = *out = 0;
+    if (!s || !gemm_takes_bf16(s->k) || !s->fold) return;
+    if (s->pb.data && !(s->is_gemm && s->trans_a)) *in = 1u;
+    if (!kn->node->fusion || s->fusion) *out = 1u;
+}
+
+static bool is_bf16(const op_tensor *t) {
+    return t && t->dtype == ANVIL_DTYPE_BFLOAT16;
 }
 
 /* ---- run ------------------------------------------------------------------------------------ */
@@ -302,7 +322,10 @@ static anvil_status matmul_run(const gemm_state *s, const op_tensor *const *in, 
         p.m = s->m;
         p.n = s->n;
         p.k = s->kdim;
-        p.a = a->data;
+        if (is_bf16(a))
+            p.a16 = a->data;
+        else
+            p.a = a->data;
         p.rs_a = s->kdim;
         p.cs_a = 1;
         if (s->pb.data) {
@@ -312,7 +335,10 @@ static anvil_status matmul_run(const gemm_state *s, const op_tensor *const *in, 
             p.rs_b = s->n;
             p.cs_b = 1;
         }
-        p.c = y->data;
+        if (is_bf16(y))
+            p.c16 = y->data;
+        else
+            p.c = y->data;
         p.ldc = s->n;
         p.ep = fused_epilogue(s, in, 0);
         gemm_run(s->k, &s->blk, &p, ws, ctx);
@@ -334,7 +360,10 @@ static anvil_status gemm_op_run(const gemm_state *s, const op_tensor *const *in,
     p.m = s->m;
     p.n = s->n;
     p.k = s->kdim;
-    p.a = a->data;
+    if (is_bf16(a))
+        p.a16 = a->data;
+    else
+        p.a = a->data;
     p.rs_a = s->trans_a ? 1 : s->kdim;
     p.cs_a = s->trans_a ? s->m : 1;
     if (s->pb.data) {
@@ -344,7 +373,10 @@ static anvil_status gemm_op_run(const gemm_state *s, const op_tensor *const *in,
         p.rs_b = s->trans_b ? 1 : s->n;
         p.cs_b = s->trans_b ? s->kdim : 1;
     }
-    p.c = y->data;
+    if (is_bf16(y))
+        p.c16 = y->data;
+    else
+        p.c = y->data;
     p.ldc = s->n;
     p.ep = fused_epilogue(s, in, 0);
     p.ep.scale = s->alpha;
@@ -364,9 +396,17 @@ static anvil_status gemm_op_run(const gemm_state *s, const op_tensor *const *in,
 
 static anvil_status run_common(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
-    (void)n;
     (void)n_out;
     const gemm_state *s = state;
+    if (is_bf16(in[0]) || is_bf16(out[0])) {
+        /* only the placement binds bf16 tensors, and only where bf16_io said so */
+        const kern_node kn = {.node = n};
+        uint32_t bin, bout;
+        bf16_io_common(&kn, s, &bin, &bout);
+        if ((is_bf16(in[0]) && !(bin & 1u)) || (is_bf16(out[0]) && !(bout & 1u)))
+            return core_err(ANVIL_ERR_INTERNAL, "node '%s': a bf16 tensor where %s takes fp32",
+                            n->name ? n->name : "?", s->k->name);
+    }
     if (s->is_gemm) return gemm_op_run(s, in, n_in, out[0], ws, ctx);
     return matmul_run(s, in, out[0], ws, ctx);
 }
@@ -654,7 +694,8 @@ static bool rule_block_per_thread(const kern_variant *v, const kern_node *kn, co
 /* ---- the variant table ------------------------------------------------------------------------
  * C has no closures, so each variant gets thin wrappers that pass its own descriptor. */
 
-#define GEMM_VARIANT(ID, OP, NAME, NEEDS)                                                          \
+#define GEMM_VARIANT(ID, OP, NAME, NEEDS) GEMM_VARIANT_E(ID, OP, NAME, NEEDS, &gemm_emitter)
+#define GEMM_VARIANT_E(ID, OP, NAME, NEEDS, EMIT)                                                  \
     static const kern_variant v_##ID;                                                              \
     static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
         return supports_common(kn, hw, &v_##ID);                                                   \
@@ -685,9 +726,9 @@ static bool rule_block_per_thread(const kern_variant *v, const kern_node *kn, co
                                            {"A block fits L3 share", r3_##ID},                     \
                                            {"a block per thread", r4_##ID}};                       \
     static const kern_space space_##ID = {3, {"kc", "mc", "nc"}, vals_##ID, NULL, rules_##ID, 4};  \
-    static const kern_variant v_##ID = {NAME,         OP,          NEEDS,        sup_##ID,         \
-                                        ws_##ID,      prep_##ID,   release,      run_common,       \
-                                        fuses_common, &space_##ID, &gemm_emitter};
+    static const kern_variant v_##ID = {NAME,         OP,          NEEDS,   sup_##ID,              \
+                                        ws_##ID,      prep_##ID,   release, run_common,            \
+                                        fuses_common, &space_##ID, EMIT,    bf16_io_common};
 
 /* Per tile of gemm.h, the MatMul and the Gemm variant, named PREFIX "_<MR>x<NR>_<isa>" (bf16
  * tiles: PREFIX_BF16 "_<MR>x<NR>_<isa>"). */
@@ -709,13 +750,20 @@ GEMM_TILES(TILE_VARIANTS)
 GEMM_VARIANT(mm_bf16, IR_OP_MATMUL, PREFIX_BF16, GEMM_NEEDS_avx512bf16 | KERN_ROUNDS_BF16)
 GEMM_VARIANT(gm_bf16, IR_OP_GEMM, PREFIX_BF16, GEMM_NEEDS_avx512bf16 | KERN_ROUNDS_BF16)
 GEMM_TILES_AVX512BF16(TILE_VARIANTS_BF16)
+/* The AMX tile, first where the CPU has it (eight times the bf16 multiplies of an AVX-512 tile per
+ * cycle); not emitted (compile takes gemm_bf16's AVX-512 tile instead). */
+GEMM_VARIANT_E(mm_amx, IR_OP_MATMUL, PREFIX_BF16 "_32x32_amx", GEMM_NEEDS_amx | KERN_ROUNDS_BF16,
+               NULL)
+GEMM_VARIANT_E(gm_amx, IR_OP_GEMM, PREFIX_BF16 "_32x32_amx", GEMM_NEEDS_amx | KERN_ROUNDS_BF16,
+               NULL)
 
-/* Per op "gemm_bf16" (which only sessions accepting bf16 see), "gemm_f32", then the tiles in
- * gemm_kernels' order and the bf16 tiles. */
+/* Per op the AMX tile and "gemm_bf16" (which only sessions accepting bf16 see), "gemm_f32", then
+ * the tiles in gemm_kernels' order and the bf16 tiles. */
 #define AUTO_REF(OPID) &v_##OPID##_bf16, &v_##OPID##_auto,
 #define MM_REF(MR, NV, NR, ISA) &v_mm_##MR##x##NR##_##ISA,
 #define GM_REF(MR, NV, NR, ISA) &v_gm_##MR##x##NR##_##ISA,
 const kern_variant *const kern_family_gemm[] = {
-    AUTO_REF(mm) GEMM_TILES(MM_REF) GEMM_TILES_AVX512BF16(MM_REF) AUTO_REF(gm) GEMM_TILES(GM_REF)
-        GEMM_TILES_AVX512BF16(GM_REF) NULL,
+    &v_mm_amx,
+    AUTO_REF(mm) GEMM_TILES(MM_REF) GEMM_TILES_AVX512BF16(MM_REF) & v_gm_amx,
+    AUTO_REF(gm) GEMM_TILES(GM_REF) GEMM_TILES_AVX512BF16(GM_REF) NULL,
 };

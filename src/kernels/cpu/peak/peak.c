@@ -122,11 +122,11 @@ static const peak_rates peak_none;
 #define PEAK_RATES_SECONDS 0.012
 
 static void peak_rates_measure(unsigned loops, peak_rates *r) {
-    double rate[PEAK_FORMAT_COUNT] = {0};
+    double rate[PEAK_FORMAT_COUNT] = {0}, by_isa[PEAK_ISA_COUNT] = {0};
     const char *name[PEAK_FORMAT_COUNT] = {0};
     for (int isa = 0; isa < PEAK_ISA_COUNT; isa++) {
         if (!(loops & (1u << isa))) continue;
-        double g = peak_isa_measure((peak_isa)isa, PEAK_RATES_SECONDS);
+        double g = by_isa[isa] = peak_isa_measure((peak_isa)isa, PEAK_RATES_SECONDS);
         peak_format f = peak_table[isa].format;
         /* A loop replaces an earlier one of its format (the table puts the widest vectors
          * first) only when 3% faster, so that two loops the core runs equally fast (Zen 4's zmm
@@ -138,7 +138,8 @@ static void peak_rates_measure(unsigned loops, peak_rates *r) {
     }
     *r = (peak_rates){rate[PEAK_FORMAT_F32],  rate[PEAK_FORMAT_BF16], rate[PEAK_FORMAT_FP16],
                       rate[PEAK_FORMAT_I8],   name[PEAK_FORMAT_F32],  name[PEAK_FORMAT_BF16],
-                      name[PEAK_FORMAT_FP16], name[PEAK_FORMAT_I8]};
+                      name[PEAK_FORMAT_FP16], name[PEAK_FORMAT_I8],   {0}};
+    for (int isa = 0; isa < PEAK_ISA_COUNT; isa++) r->isa[isa] = by_isa[isa];
 }
 
 const peak_rates *peak_rates_get(void) {

@@ -54,10 +54,13 @@ peak_loop peak_isa_loop(peak_isa isa);
 double peak_isa_measure(peak_isa isa, double seconds);
 
 /* Per format, the best loop's rate on one core (0 when no loop for the format can run) and that
- * loop's name (peak_isa_name; NULL when absent). GFLOP/s, GOP/s for i8. */
+ * loop's name (peak_isa_name; NULL when absent). GFLOP/s, GOP/s for i8. `isa`: every loop's own
+ * rate (0 where absent): a format's instructions may differ by far (a Sapphire Rapids core:
+ * vdpbf16ps 103, AMX's tdpbf16ps 2,960 GFLOP/s), and a kernel runs on one of them. */
 typedef struct peak_rates {
     double f32, bf16, fp16, i8;
     const char *f32_isa, *bf16_isa, *fp16_isa, *i8_isa;
+    double isa[PEAK_ISA_COUNT];
 } peak_rates;
 
 /* The rates under the ISA features core_hw_get() reports now, measured on the calling thread the

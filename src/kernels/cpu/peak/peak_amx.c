@@ -11,27 +11,13 @@
 #include "peak.h"
 
 #ifdef ANVIL_CC_AMX
-#include <immintrin.h>
+#include "kernels/kern_amx.h"
+
 #include <string.h>
 
-/* The 64-byte tile configuration of palette 1 (Intel SDM, LDTILECFG). */
-typedef struct amx_cfg {
-    uint8_t palette, start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_cfg;
-
-/* Tiles 0-5 as 16 rows of 64 bytes: 0-3 the accumulators, 4 and 5 the multiplicands. */
+/* Tiles of 16 rows of 64 bytes: 0-3 the accumulators, 4 and 5 the multiplicands. */
 static void amx_setup(void) {
-    _Alignas(64) amx_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 6; t++) {
-        cfg.colsb[t] = 64;
-        cfg.rows[t] = 16;
-    }
-    _tile_loadconfig(&cfg);
+    _tile_loadconfig(&kern_amx_tiles_16x64);
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
@@ -50,6 +36,7 @@ uint64_t peak_amx_bf16(uint64_t iters, float *sink) {
         a[i] = 0x3f00;
         b[i] = 0x3a83;
     }
+    KERN_AMX_BARRIER();
     _tile_loadd(4, a, 64);
     _tile_loadd(5, b, 64);
     for (uint64_t it = 0; it < iters; it++) {
@@ -60,8 +47,10 @@ uint64_t peak_amx_bf16(uint64_t iters, float *sink) {
     }
     _Alignas(64) float c[16 * 16];
     _tile_stored(0, c, 64);
+    KERN_AMX_BARRIER();
     *sink += c[0];
     _tile_stored(3, c, 64);
+    KERN_AMX_BARRIER();
     *sink += c[255];
     _tile_release();
     return iters * 4u * 16u * 16u * 32u * 2u;
@@ -74,6 +63,7 @@ uint64_t peak_amx_int8(uint64_t iters, float *sink) {
     _Alignas(64) int8_t b[16 * 64];
     memset(a, 1, sizeof a);
     memset(b, 1, sizeof b);
+    KERN_AMX_BARRIER();
     _tile_loadd(4, a, 64);
     _tile_loadd(5, b, 64);
     for (uint64_t it = 0; it < iters; it++) {
@@ -84,8 +74,10 @@ uint64_t peak_amx_int8(uint64_t iters, float *sink) {
     }
     _Alignas(64) int32_t c[16 * 16];
     _tile_stored(0, c, 64);
+    KERN_AMX_BARRIER();
     *sink += (float)c[0];
     _tile_stored(3, c, 64);
+    KERN_AMX_BARRIER();
     *sink += (float)c[255];
     _tile_release();
     return iters * 4u * 16u * 16u * 64u * 2u;

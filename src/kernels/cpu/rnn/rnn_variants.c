@@ -678,8 +678,9 @@ static anvil_status run(const ir_node *n, void *state, const op_tensor *const *i
         return prepare_isa(kn, state, &rnn_isa_##ISA);                                             \
     }
 #define RNN_VARIANT(ID, OP, NAME, NEEDS, ISA)                                                      \
-    static const kern_variant v_##ID = {                                                           \
-        NAME, OP, NEEDS, supports, workspace_size, prepare_##ISA, release, run, NULL, NULL, NULL};
+    static const kern_variant v_##ID = {NAME,          OP,      NEEDS, supports, workspace_size,   \
+                                        prepare_##ISA, release, run,   NULL,     NULL,             \
+                                        NULL,          NULL};
 #define RNN_OPS(ISA, SUFFIX, NEEDS)                                                                \
     RNN_PREPARE(ISA)                                                                               \
     RNN_VARIANT(lstm_##ISA, IR_OP_LSTM, "lstm_f32" SUFFIX, NEEDS, ISA)                             \
