@@ -25,6 +25,10 @@ enum {
      * out of memory), so its results differ from fp32 by bf16's 8-bit mantissa. Offered only to
      * sessions whose precision accepts it (kern_knobs.precision, kern_applies). */
     KERN_ROUNDS_BF16 = 1u << 6,
+    /* A property of a KERN_ROUNDS_BF16 variant that leaves the instruction to a vendor library:
+     * it multiplies on AMX tiles where the CPU has them, else with AVX512-BF16's dot product
+     * (oneDNN does; kern_cascade_may_pick then weighs the faster of the two rates). */
+    KERN_BF16_BEST_ISA = 1u << 7,
 };
 
 /* Whether hw has everything a KERN_NEEDS_* mask asks for. */

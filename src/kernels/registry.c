@@ -97,8 +97,10 @@ bool kern_cascade_may_pick(const kern_variant *v, const kern_node *kn) {
      * rate of the instruction v multiplies with: a Sapphire Rapids core's AMX tile beats its fp32
      * FMA 15 times while its vdpbf16ps runs at half the FMA's rate. */
     const peak_rates *r = peak_rates_get();
-    const double bf16 =
-        v->needs & KERN_NEEDS_AMX ? r->isa[PEAK_AMX_BF16] : r->isa[PEAK_AVX512_BF16];
+    const double amx = r->isa[PEAK_AMX_BF16], avx512 = r->isa[PEAK_AVX512_BF16];
+    const double bf16 = v->needs & KERN_NEEDS_AMX                       ? amx
+                        : v->needs & KERN_BF16_BEST_ISA && amx > avx512 ? amx
+                                                                        : avx512;
     return bf16 > 1.2 * r->f32;
 }
 

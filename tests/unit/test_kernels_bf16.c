@@ -661,8 +661,11 @@ static void test_grouped_cascade(void **state) {
     op_tinfo in[OPTEST_MAX_IO];
     optest_input_info(&t, in);
     const peak_rates *r = peak_rates_get();
-    /* the rule kern_cascade_may_pick applies to a variant without AMX: vdpbf16ps against the FMA */
-    const bool faster = have_bf16() && r->isa[PEAK_AVX512_BF16] > 1.2 * r->f32;
+    /* kern_cascade_may_pick's test for oneDNN's bf16 kernel (KERN_BF16_BEST_ISA): the faster of
+     * AMX and vdpbf16ps against the FMA */
+    const double best = r->isa[PEAK_AMX_BF16] > r->isa[PEAK_AVX512_BF16] ? r->isa[PEAK_AMX_BF16]
+                                                                         : r->isa[PEAK_AVX512_BF16];
+    const bool faster = have_bf16() && best > 1.2 * r->f32;
     const bool dnnl = kern_find(IR_OP_CONV, "dnnl_conv_split") != NULL;
     for (int prec = KERN_PREC_F32; prec <= KERN_PREC_BF16; prec++) {
         kern_knobs kb = {.precision = prec};
@@ -695,6 +698,31 @@ static void test_grouped_cascade(void **state) {
     assert_non_null(v);
     assert_string_equal(v->name, dnnl ? "dnnl_conv_split" : "conv_implicit_gemm");
     optest_end(&t);
+    /* A dense conv in a bf16 session: oneDNN's bf16 kernel exactly where anvil's own bf16 tiles
+     * lose to fp32 (vdpbf16ps measured below 1.2x the FMA) and AMX wins (a Sapphire Rapids
+     * core), else not. */
+    const int64_t dwd[] = {64, 64, 3, 3};
+    float *wd = operand(optest_prod(dwd, 4), 9, false);
+    optest_begin(&t, IR_OP_CONV, 3, 1, 3);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){3, 3}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){1, 1}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dx, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dwd, wd, true);
+    optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){64}, b, true);
+    assert_int_equal(optest_infer(&t), ANVIL_OK);
+    optest_input_info(&t, in);
+    const kern_node knd = {optest_node(&t), in, 3, t.out_info, 1, 1, NULL, NULL, &kb};
+    const bool own_pays = r->isa[PEAK_AVX512_BF16] > 1.2 * r->f32;
+    const bool amx_pays = r->isa[PEAK_AMX_BF16] > 1.2 * r->f32;
+    v = conv_auto_pick(&knd);
+    assert_non_null(v);
+    if (dnnl && have_bf16() && !own_pays && amx_pays)
+        assert_string_equal(v->name, "dnnl_conv_split_bf16");
+    else
+        assert_string_not_equal(v->name, "dnnl_conv_split_bf16");
+    optest_end(&t);
+    free(wd);
     free(x);
     free(w);
     free(b);

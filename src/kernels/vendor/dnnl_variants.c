@@ -603,7 +603,7 @@ const kern_variant vendor_dnnl_conv_split = {
 const kern_variant vendor_dnnl_conv_split_bf16 = {"dnnl_conv_split_bf16",
                                                   IR_OP_CONV,
                                                   KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |
-                                                      KERN_ROUNDS_BF16,
+                                                      KERN_ROUNDS_BF16 | KERN_BF16_BEST_ISA,
                                                   split_supports_bf16,
                                                   NULL,
                                                   split_prepare_bf16,

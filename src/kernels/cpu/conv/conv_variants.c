@@ -25,6 +25,7 @@
 #include "conv.h"
 
 #include "kernels/fusion.h"
+#include "kernels/cpu/peak/peak.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +427,17 @@ static bool rule_bf16_dense(const conv_shape *s) {
            s->cg * s->kh * s->kw >= 16;
 }
 
+/* A dense conv where anvil's bf16 tiles lose to fp32 on this CPU (the measured vdpbf16ps rate
+ * against the FMA's, kern_cascade_may_pick's test) goes to oneDNN's bf16 kernel, which
+ * kern_cascade_may_pick then offers only where the CPU has AMX to run it on (KERN_BF16_BEST_ISA;
+ * anvil's convs have no AMX tile yet). A Sapphire Rapids core, 1 thread, bf16 session: ResNet-50
+ * 69 -> 42 ms (medians of 3 alternating runs; the fp32 convs it ran before); MobileNetV2 6.0-6.2
+ * either way (its 1x1s run channels-last). */
+static bool rule_bf16_vendor(const conv_shape *s) {
+    const peak_rates *r = peak_rates_get();
+    return rule_bf16_dense(s) && !(r->isa[PEAK_AVX512_BF16] > 1.2 * r->f32);
+}
+
 /* Everything else: the implicit GEMM, measured ahead of im2col + GEMM on the ResNet-50 stem
  * (3.5 vs 4.4 ms) and level on its 3x3 stride-2 layers, without an im2col buffer of
  * kh*kw times the input. */
@@ -472,6 +484,9 @@ static const conv_rule cascade[] = {
     {&conv_v_dwx_avx2, rule_depthwise_mult},
     {&conv_v_smallc_avx512, rule_smallc},
     {&conv_v_smallc_avx2, rule_smallc},
+#ifdef ANVIL_HAVE_DNNL
+    {&vendor_dnnl_conv_split_bf16, rule_bf16_vendor},
+#endif
     {&conv_v_bf16_1x1, rule_bf16_dense},
     {&conv_v_regions_bf16, rule_any},
     {&conv_v_regions, rule_any},
