@@ -76,13 +76,13 @@ static inline V f_gelu(V x) {
     return V_MUL(V_MUL(V_SET1(0.5f), x), V_ADD(V_SET1(1.0f), e));
 }
 #ifdef ANVIL_HAVE_SLEEF
+/* x (1 + tanh(u)) / 2 = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): f_sigmoid's one
+ * exponential instead of SLEEF's tanh, which made GPT-2's 12 fused FFN GEMMs (128x3072) take
+ * 2.3 ms each against 0.7 for the same GEMM without it on a Sapphire Rapids core (1 thread). */
 static inline V f_gelu_tanh(V x) {
     V x3 = V_MUL(V_MUL(x, x), x);
-    V u = V_MUL(V_SET1(0.7978845608028654f), V_ADD(x, V_MUL(V_SET1(0.044715f), x3)));
-    /* tanh is +-1 in float past 10; clamping keeps SLEEF's exponentials out of the denormal
-     * range (slow). NaN passes both (it is the second operand). */
-    u = V_MIN(V_SET1(10.0f), V_MAX(V_SET1(-10.0f), u));
-    return V_MUL(V_MUL(V_SET1(0.5f), x), V_ADD(V_SET1(1.0f), V_TANH(u)));
+    V u2 = V_MUL(V_SET1(1.5957691216057308f), V_ADD(x, V_MUL(V_SET1(0.044715f), x3)));
+    return V_MUL(x, f_sigmoid(u2));
 }
 /* log(1 + e^x) = max(x, 0) + log1p(e^-|x|) */
 static inline V f_softplus(V x) {
