@@ -61,8 +61,9 @@ typedef struct kb_result {
 typedef struct kb_run {
     kb_result *r;
     size_t n, cap;
-    /* per thread-count slot: [0] avx512 f32, [1] avx2 f32, [2] avx512 bf16 (--precision bf16) */
-    kb_peak peak[MAX_THREADS][3];
+    /* per thread-count slot: [0] avx512 f32, [1] avx2 f32, [2] avx512 bf16 and [3] AMX bf16
+     * (--precision bf16) */
+    kb_peak peak[MAX_THREADS][4];
 } kb_run;
 
 static kb_result *result_push(kb_run *run) {
@@ -91,6 +92,9 @@ static bool is_vendor(const kern_variant *v) {
  * need none (portable code and vendor libraries, which pick their ISA themselves). */
 static double peak_for(const kb_run *run, int ti, const kern_variant *v) {
     const kb_peak *p = run->peak[ti];
+    if (v->needs & KERN_NEEDS_AMX) return p[3].gflops_cpu;
+    if ((v->needs & KERN_BF16_BEST_ISA) && p[3].gflops_cpu > p[2].gflops_cpu)
+        return p[3].gflops_cpu;
     if (v->needs & KERN_ROUNDS_BF16) return p[2].gflops_cpu;
     if (v->needs & KERN_NEEDS_AVX512) return p[0].gflops_cpu;
     if (v->needs & KERN_NEEDS_AVX2) return p[1].gflops_cpu;
@@ -345,6 +349,8 @@ static void print_tables(const kb_run *run, const case_info *infos, int n_cases,
         if (run->peak[ti][2].measured)
             printf("; bf16 peak: avx512_bf16 %.1f, the %% peak of the bf16 variants",
                    run->peak[ti][2].gflops_cpu);
+        if (run->peak[ti][3].measured)
+            printf(" (amx_bf16 %.1f, the AMX ones')", run->peak[ti][3].gflops_cpu);
         printf(")\n\n");
         printf("| shape | GFLOP | variant | reps | median ms | p90 ms | min ms | GFLOP/s | best "
                "GFLOP/s | %% peak | vs %s | max rel err | prep ms | cpu share |\n",
@@ -657,10 +663,11 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
     printf("Load average at start: %s\n\n", kb_loadavg());
     printf("| fp32 FMA peak | threads | GFLOP/s (wall) | GFLOP/s (CPU time) | GHz |\n"
            "|---|---:|---:|---:|---:|\n");
-    const int n_peaks = o.knobs.precision == KERN_PREC_BF16 ? 3 : 2;
+    const int n_peaks = o.knobs.precision == KERN_PREC_BF16 ? 4 : 2;
     for (int ti = 0; ti < o.n_threads; ti++)
         for (int k = 0; k < n_peaks; k++) {
-            static const peak_isa isas[] = {PEAK_AVX512_F32, PEAK_AVX2_F32, PEAK_AVX512_BF16};
+            static const peak_isa isas[] = {PEAK_AVX512_F32, PEAK_AVX2_F32, PEAK_AVX512_BF16,
+                                            PEAK_AMX_BF16};
             peak_isa isa = isas[k];
             run.peak[ti][k] = kb_peak_measure(isa, o.threads[ti], 0.3);
             if (run.peak[ti][k].measured)
