@@ -31,8 +31,11 @@ void cli_run_usage(FILE *f) {
         "  --opt-level N              graph rewrites: 0 none, 1 (default) fold BatchNorm into\n"
         "                             Conv and fuse bias/residual/activation "
         "epilogues\n" CLI_PASSES_HELP
-        "  --profile FILE.json        write per-node timings as a Chrome trace\n" CLI_PRECISION_HELP
-            CLI_TUNING_HELP "  -h, --help                 show this help\n");
+        "  --profile FILE.json        write per-node timings as a Chrome trace\n"
+        "  --emittable-only           plan as `anvil compile` does: only implementations it\n"
+        "                             can emit (to check a compiled library "
+        "against)\n" CLI_PRECISION_HELP CLI_TUNING_HELP
+        "  -h, --help                 show this help\n");
 }
 
 enum {
@@ -43,12 +46,14 @@ enum {
     OPT_VARIANT,
     OPT_LEVEL,
     OPT_PASSES,
-    OPT_PRECISION
+    OPT_PRECISION,
+    OPT_EMITTABLE
 };
 
 typedef struct run_args {
     const char *model, *outdir, *profile, *passes, *precision;
     long long threads, opt_level;
+    bool emittable_only;
     cli_tuning tuning;
     cli_inputs inputs;
     cli_variants variants;
@@ -64,6 +69,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
                                       {"opt-level", 0, true, OPT_LEVEL},
                                       {"passes", 0, true, OPT_PASSES},
                                       {"precision", 0, true, OPT_PRECISION},
+                                      {"emittable-only", 0, false, OPT_EMITTABLE},
                                       CLI_TUNING_OPTIONS,
                                       {0}};
     cli_parser p;
@@ -102,6 +108,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
         case OPT_PRECISION:
             if (!cli_parse_precision("run", val)) return CLI_EXIT_USAGE;
             a->precision = val;
+            break;
+        case OPT_EMITTABLE:
+            a->emittable_only = true;
             break;
         case OPT_PASSES: {
             uint32_t off;
@@ -219,6 +228,7 @@ static int run_model(const run_args *a, anvil_model *m) {
         (s = cli_tuning_apply(&a->tuning, opts)) != ANVIL_OK ||
         (s = cli_variants_apply(&a->variants, opts)) != ANVIL_OK ||
         (s = cli_precision_apply(a->precision, 0, opts)) != ANVIL_OK ||
+        (a->emittable_only && (s = anvil_options_set_emittable_only(opts, 1)) != ANVIL_OK) ||
         (s = anvil_session_create(m, opts, &sess)) != ANVIL_OK ||
         (s = anvil_session_run(sess, n_in, names, (const anvil_tensor *const *)ins, n_out, NULL,
                                outs)) != ANVIL_OK) {

@@ -39,6 +39,11 @@ uint64_t peak_avx512_vnni_i8(uint64_t iters, float *sink) {
 #define SUM(i) s = _mm512_add_epi32(s, acc##i);
     CHAINS_X(SUM)
 #undef SUM
-    *sink += (float)_mm512_reduce_add_epi32(s);
+    /* folded as unsigned: the lanes may have wrapped, and _mm512_reduce_add_epi32 adds them as
+     * signed ints (UBSan's signed overflow once a Sapphire Rapids core ran the loop long enough) */
+    uint32_t lanes[16], total = 0;
+    _mm512_storeu_si512(lanes, s);
+    for (int i = 0; i < 16; i++) total += lanes[i];
+    *sink += (float)total;
     return iters * CHAINS * 64u * 2u;
 }
