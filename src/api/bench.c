@@ -132,7 +132,7 @@ static anvil_status explain(anvil_session *sess, anvil_bench_report *r) {
             !cJSON_AddNumberToObject(o, "bytes", (double)c[i].bytes) ||
             !cJSON_AddNumberToObject(o, "flops", (double)c[i].flops) ||
             !cJSON_AddStringToObject(o, "compute", c[i].compute) ||
-            !cJSON_AddStringToObject(o, "storage", c[i].storage ? c[i].storage : "fp32")) {
+            !cJSON_AddStringToObject(o, "storage", c[i].storage)) {
             cJSON_Delete(o);
             return core_err(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
         }

@@ -218,6 +218,10 @@ typedef struct kern_variant {
  * (peak_rates_get): bf16 only where its dot product beats the fp32 FMA, so a CPU whose bf16
  * unit is slower than its fp32 one runs fp32 without a rule naming it. */
 bool kern_cascade_may_pick(const kern_variant *v, const kern_node *kn);
+/* That measurement: whether the bf16 instruction a variant with these KERN_NEEDS_* bits
+ * multiplies with (AMX's tile, vdpbf16ps, or the faster of the two for KERN_BF16_BEST_ISA)
+ * measured more than 1.2x this CPU's fp32 FMA (peak_rates_get). */
+bool kern_bf16_beats_fp32(uint32_t needs);
 
 /* Whether v can be emitted for kn: it has an emitter that does not refuse kn. */
 static inline bool kern_emittable(const kern_variant *v, const kern_node *kn) {

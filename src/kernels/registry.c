@@ -89,19 +89,20 @@ const char *kern_variant_names(ir_op op, const kern_node *kn, char *buf, size_t 
     return buf;
 }
 
-bool kern_cascade_may_pick(const kern_variant *v, const kern_node *kn) {
-    if (!(v->needs & KERN_ROUNDS_BF16)) return true;
-    const int prec = kern_knobs_of(kn)->precision;
-    if (prec != KERN_PREC_BF16) return false;
+bool kern_bf16_beats_fp32(uint32_t needs) {
     /* 1.2: below that the halved weight traffic is all bf16 would buy, not worth its error. The
-     * rate of the instruction v multiplies with: a Sapphire Rapids core's AMX tile beats its fp32
-     * FMA 15 times while its vdpbf16ps runs at half the FMA's rate. */
+     * rate of the instruction the variant multiplies with: a Sapphire Rapids core's AMX tile beats
+     * its fp32 FMA 15 times while its vdpbf16ps runs at half the FMA's rate. */
     const peak_rates *r = peak_rates_get();
     const double amx = r->isa[PEAK_AMX_BF16], avx512 = r->isa[PEAK_AVX512_BF16];
-    const double bf16 = v->needs & KERN_NEEDS_AMX                       ? amx
-                        : v->needs & KERN_BF16_BEST_ISA && amx > avx512 ? amx
-                                                                        : avx512;
+    double bf16 = avx512;
+    if ((needs & KERN_NEEDS_AMX) || ((needs & KERN_BF16_BEST_ISA) && amx > avx512)) bf16 = amx;
     return bf16 > 1.2 * r->f32;
+}
+
+bool kern_cascade_may_pick(const kern_variant *v, const kern_node *kn) {
+    if (!(v->needs & KERN_ROUNDS_BF16)) return true;
+    return kern_knobs_of(kn)->precision == KERN_PREC_BF16 && kern_bf16_beats_fp32(v->needs);
 }
 
 anvil_status kern_select(const kern_node *kn, const char *forced, const kern_variant **out) {

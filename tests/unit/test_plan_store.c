@@ -14,30 +14,14 @@
 
 #include "ops/ops.h"
 #include "runtime/runtime.h"
+#include "test_graph.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static ir_vid add_value(ir_graph *g, const char *name) {
-    ir_vid v;
-    assert_int_equal(ir_graph_add_value(g, name, &v), ANVIL_OK);
-    return v;
-}
-
-static ir_vid add_node(ir_graph *g, ir_op op, const char *out_name, int n_in, const ir_vid *ins) {
-    int32_t k;
-    assert_int_equal(ir_graph_add_node(g, op, out_name, n_in, 1, 0, &k), ANVIL_OK);
-    ir_vid y = add_value(g, out_name);
-    ir_node *n = &g->nodes[k];
-    for (int i = 0; i < n_in; i++) n->inputs[i] = ins[i];
-    n->outputs[0] = y;
-    g->values[y].producer = k;
-    return y;
-}
-
 static ir_vid add_const(ir_graph *g, const char *name, anvil_dtype dt, int rank,
                         const int64_t *dims, const void *data, size_t bytes) {
-    ir_vid c = add_value(g, name);
+    ir_vid c = test_add_value(g, name);
     g->values[c].dtype = dt;
     ir_shape_set(&g->values[c].shape, rank, dims);
     g->values[c].flags |= IR_VALUE_CONST;
@@ -98,7 +82,7 @@ static void test_bf16_between_gemms(void **state) {
     const int64_t dx[] = {3, 37, 64}, d1[] = {64, 96}, d2[] = {96, 80}, d3[] = {40, 48},
                   shape[] = {3, 74, 40};
     float *w1 = randoms(64 * 96, 1), *w2 = randoms(96 * 80, 2), *w3 = randoms(40 * 48, 3);
-    ir_vid x = add_value(g, "x");
+    ir_vid x = test_add_value(g, "x");
     g->values[x].dtype = ANVIL_DTYPE_FLOAT32;
     ir_shape_set(&g->values[x].shape, 3, dx);
     assert_int_equal(ir_graph_add_input(g, x), ANVIL_OK);
@@ -107,11 +91,11 @@ static void test_bf16_between_gemms(void **state) {
     ir_vid c3 = add_const(g, "w3", ANVIL_DTYPE_FLOAT32, 2, d3, w3, sizeof(float) * 40 * 48);
     const int64_t three = 3;
     ir_vid cs = add_const(g, "shape", ANVIL_DTYPE_INT64, 1, &three, shape, sizeof shape);
-    ir_vid a = add_node(g, IR_OP_MATMUL, "a", 2, (ir_vid[]){x, c1});
-    ir_vid b = add_node(g, IR_OP_MATMUL, "b", 2, (ir_vid[]){a, c2});
-    ir_vid r = add_node(g, IR_OP_RESHAPE, "r", 2, (ir_vid[]){b, cs});
-    ir_vid y = add_node(g, IR_OP_MATMUL, "y", 2, (ir_vid[]){r, c3});
-    ir_vid t = add_node(g, IR_OP_NEG, "t", 1, &a);
+    ir_vid a = test_add_node(g, IR_OP_MATMUL, "a", 2, (ir_vid[]){x, c1}, 0);
+    ir_vid b = test_add_node(g, IR_OP_MATMUL, "b", 2, (ir_vid[]){a, c2}, 0);
+    ir_vid r = test_add_node(g, IR_OP_RESHAPE, "r", 2, (ir_vid[]){b, cs}, 0);
+    ir_vid y = test_add_node(g, IR_OP_MATMUL, "y", 2, (ir_vid[]){r, c3}, 0);
+    ir_vid t = test_add_node(g, IR_OP_NEG, "t", 1, &a, 0);
     assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
     assert_int_equal(ir_graph_add_output(g, t), ANVIL_OK);
     assert_int_equal(op_check_graph(g), ANVIL_OK);

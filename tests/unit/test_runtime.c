@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "runtime/runtime.h"
+#include "test_graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,27 +47,14 @@ static void test_pool_covers_range_once(void **state) {
 
 /* ---- graph building ------------------------------------------------------------------------ */
 
-static ir_vid add_value(ir_graph *g, const char *name) {
-    ir_vid v;
-    assert_int_equal(ir_graph_add_value(g, name, &v), ANVIL_OK);
-    return v;
-}
-
 /* adds node op(ins) -> out (a new value named out_name); returns the output vid */
 static ir_vid add_node(ir_graph *g, ir_op op, const char *out_name, int n_in, const ir_vid *ins) {
-    int32_t k;
-    assert_int_equal(ir_graph_add_node(g, op, out_name, n_in, 1, 0, &k), ANVIL_OK);
-    ir_vid y = add_value(g, out_name);
-    ir_node *n = &g->nodes[k];
-    for (int i = 0; i < n_in; i++) n->inputs[i] = ins[i];
-    n->outputs[0] = y;
-    g->values[y].producer = k;
-    return y;
+    return test_add_node(g, op, out_name, n_in, ins, 0);
 }
 
 static ir_vid add_input(ir_graph *g, const char *name, int rank, const int64_t *dims,
                         const char *sym0) {
-    ir_vid x = add_value(g, name);
+    ir_vid x = test_add_value(g, name);
     g->values[x].dtype = ANVIL_DTYPE_FLOAT32;
     ir_shape_set(&g->values[x].shape, rank, dims);
     if (sym0) {
@@ -80,7 +68,7 @@ static ir_vid add_input(ir_graph *g, const char *name, int rank, const int64_t *
 }
 
 static ir_vid add_const_i64(ir_graph *g, const char *name, const int64_t *data, int64_t n) {
-    ir_vid c = add_value(g, name);
+    ir_vid c = test_add_value(g, name);
     g->values[c].dtype = ANVIL_DTYPE_INT64;
     ir_shape_set(&g->values[c].shape, 1, &n);
     g->values[c].flags |= IR_VALUE_CONST;
@@ -263,7 +251,7 @@ static void test_shape_chain_folds_and_plans_per_shape(void **state) {
     int64_t dims[3] = {-1, 3, 5};
     ir_vid x = add_input(g, "x", 3, dims, "N");
     static const int64_t zero = 0, minus1 = -1;
-    ir_vid idx = add_value(g, "idx");
+    ir_vid idx = test_add_value(g, "idx");
     g->values[idx].dtype = ANVIL_DTYPE_INT64;
     ir_shape_set(&g->values[idx].shape, 0, NULL);
     g->values[idx].flags |= IR_VALUE_CONST;
@@ -329,7 +317,7 @@ static void test_shape_input_contents_key_the_plan(void **state) {
     g->opset = 17;
     int64_t dims[1] = {12}, two[1] = {2};
     ir_vid x = add_input(g, "x", 1, dims, NULL);
-    ir_vid shp = add_value(g, "shape");
+    ir_vid shp = test_add_value(g, "shape");
     g->values[shp].dtype = ANVIL_DTYPE_INT64;
     ir_shape_set(&g->values[shp].shape, 1, two);
     assert_int_equal(ir_graph_add_input(g, shp), ANVIL_OK);

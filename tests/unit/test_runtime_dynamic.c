@@ -11,30 +11,11 @@
 #include <cmocka.h>
 
 #include "runtime/runtime.h"
+#include "test_graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static ir_vid add_value(ir_graph *g, const char *name) {
-    ir_vid v;
-    assert_int_equal(ir_graph_add_value(g, name, &v), ANVIL_OK);
-    return v;
-}
-
-/* adds node op(ins) -> one output named out_name, with n_attrs attribute slots
- */
-static ir_vid add_node(ir_graph *g, ir_op op, const char *out_name, int n_in, const ir_vid *ins,
-                       int n_attrs) {
-    int32_t k;
-    assert_int_equal(ir_graph_add_node(g, op, out_name, n_in, 1, n_attrs, &k), ANVIL_OK);
-    ir_vid y = add_value(g, out_name);
-    ir_node *n = &g->nodes[k];
-    for (int i = 0; i < n_in; i++) n->inputs[i] = ins[i];
-    n->outputs[0] = y;
-    g->values[y].producer = k;
-    return y;
-}
 
 static ir_node *producer(ir_graph *g, ir_vid v) {
     return &g->nodes[g->values[v].producer];
@@ -49,7 +30,7 @@ static void set_attr_int(ir_graph *g, ir_vid out, int k, const char *name, int64
 
 static ir_vid add_input(ir_graph *g, const char *name, anvil_dtype dt, int rank,
                         const int64_t *dims) {
-    ir_vid x = add_value(g, name);
+    ir_vid x = test_add_value(g, name);
     g->values[x].dtype = dt;
     ir_shape_set(&g->values[x].shape, rank, dims);
     assert_int_equal(ir_graph_add_input(g, x), ANVIL_OK);
@@ -57,7 +38,7 @@ static ir_vid add_input(ir_graph *g, const char *name, anvil_dtype dt, int rank,
 }
 
 static ir_vid add_const_i64(ir_graph *g, const char *name, const int64_t *data, int64_t n) {
-    ir_vid c = add_value(g, name);
+    ir_vid c = test_add_value(g, name);
     g->values[c].dtype = ANVIL_DTYPE_INT64;
     ir_shape_set(&g->values[c].shape, 1, &n);
     g->values[c].flags |= IR_VALUE_CONST;
@@ -97,18 +78,18 @@ static void test_nonzero_reshape_chains(void **state) {
     int64_t six = 6;
     static const int64_t minus1[1] = {-1}, idx1[1] = {1}, one[1] = {1};
     ir_vid x = add_input(g, "x", ANVIL_DTYPE_FLOAT32, 1, &six);
-    ir_vid nz = add_node(g, IR_OP_NONZERO, "nz", 1, &x, 0);
+    ir_vid nz = test_add_node(g, IR_OP_NONZERO, "nz", 1, &x, 0);
     ir_vid flat[2] = {nz, add_const_i64(g, "minus1", minus1, 1)};
-    ir_vid r = add_node(g, IR_OP_RESHAPE, "r", 2, flat, 0);
-    ir_vid s = add_node(g, IR_OP_SHAPE, "s", 1, &nz, 0);
+    ir_vid r = test_add_node(g, IR_OP_RESHAPE, "r", 2, flat, 0);
+    ir_vid s = test_add_node(g, IR_OP_SHAPE, "s", 1, &nz, 0);
     ir_vid gi[2] = {s, add_const_i64(g, "idx1", idx1, 1)};
-    ir_vid cnt = add_node(g, IR_OP_GATHER, "cnt", 2, gi, 0);
+    ir_vid cnt = test_add_node(g, IR_OP_GATHER, "cnt", 2, gi, 0);
     ir_vid cc[2] = {add_const_i64(g, "one", one, 1), cnt};
-    ir_vid shp = add_node(g, IR_OP_CONCAT, "shp", 2, cc, 1);
+    ir_vid shp = test_add_node(g, IR_OP_CONCAT, "shp", 2, cc, 1);
     set_attr_int(g, shp, 0, "axis", 0);
     ir_vid rs[2] = {nz, shp};
-    ir_vid y2 = add_node(g, IR_OP_RESHAPE, "y2", 2, rs, 0);
-    ir_vid z = add_node(g, IR_OP_NEG, "z", 1, &x, 0);
+    ir_vid y2 = test_add_node(g, IR_OP_RESHAPE, "y2", 2, rs, 0);
+    ir_vid z = test_add_node(g, IR_OP_NEG, "z", 1, &x, 0);
     assert_int_equal(ir_graph_add_output(g, r), ANVIL_OK);
     assert_int_equal(ir_graph_add_output(g, y2), ANVIL_OK);
     assert_int_equal(ir_graph_add_output(g, z), ANVIL_OK);
@@ -162,7 +143,7 @@ static void one_begin(one_node *t, ir_op op, int n_in, int n_out, int n_attrs) {
     for (int i = 0; i < n_out; i++) {
         char name[16];
         snprintf(name, sizeof name, "y%d", i);
-        ir_vid v = add_value(t->g, name);
+        ir_vid v = test_add_value(t->g, name);
         t->g->nodes[t->k].outputs[i] = v;
         t->g->values[v].producer = t->k;
         assert_int_equal(ir_graph_add_output(t->g, v), ANVIL_OK);

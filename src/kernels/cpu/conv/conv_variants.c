@@ -25,7 +25,6 @@
 #include "conv.h"
 
 #include "kernels/fusion.h"
-#include "kernels/cpu/peak/peak.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -427,15 +426,14 @@ static bool rule_bf16_dense(const conv_shape *s) {
            s->cg * s->kh * s->kw >= 16;
 }
 
-/* A dense conv where anvil's bf16 tiles lose to fp32 on this CPU (the measured vdpbf16ps rate
- * against the FMA's, kern_cascade_may_pick's test) goes to oneDNN's bf16 kernel, which
+/* A dense conv where anvil's bf16 tiles lose to fp32 on this CPU (kern_bf16_beats_fp32 of their
+ * ISA: the measured vdpbf16ps rate against the FMA's) goes to oneDNN's bf16 kernel, which
  * kern_cascade_may_pick then offers only where the CPU has AMX to run it on (KERN_BF16_BEST_ISA;
  * anvil's convs have no AMX tile yet). A Sapphire Rapids core, 1 thread, bf16 session: ResNet-50
  * 69 -> 42 ms (medians of 3 alternating runs; the fp32 convs it ran before); MobileNetV2 6.0-6.2
  * either way (its 1x1s run channels-last). */
 static bool rule_bf16_vendor(const conv_shape *s) {
-    const peak_rates *r = peak_rates_get();
-    return rule_bf16_dense(s) && !(r->isa[PEAK_AVX512_BF16] > 1.2 * r->f32);
+    return rule_bf16_dense(s) && !kern_bf16_beats_fp32(conv_v_bf16_im2col.needs);
 }
 
 /* Everything else: the implicit GEMM, measured ahead of im2col + GEMM on the ResNet-50 stem

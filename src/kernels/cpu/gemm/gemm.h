@@ -171,6 +171,12 @@ static inline int64_t gemm_slots(const gemm_kernel *k, int64_t kdim) {
  * indirect): the MatMul and Gemm variants use it, the convolutions do not. Not in any list above;
  * gemm_kernel_find_bf16 finds it. */
 extern const gemm_kernel gemm_kernel_32x32_amx;
+/* The AVX-512 bf16 tiles' B packer and bf16 C store (gemm_avx512bf16.c), which the AMX tile
+ * shares: its B panels and its C rounding are theirs. */
+void gemm_bf16_pack_b(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
+                      float *dst);
+void gemm_bf16_store_c16(const float *t, int64_t ldt, uint16_t *c, int64_t ldc, int64_t m,
+                         int64_t n);
 /* The KERN_NEEDS_* of a tile's ISA. */
 #define GEMM_NEEDS_amx (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_NEEDS_AMX)
 #define GEMM_NEEDS_avx512bf16 (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16)

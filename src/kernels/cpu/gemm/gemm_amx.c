@@ -23,12 +23,6 @@
 
 #include <string.h>
 
-/* The bf16 tiles' packers and rounding store (gemm_avx512bf16.c). */
-void gemm_bf16_pack_b(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
-                      float *dst);
-void gemm_bf16_store_c16(const float *t, int64_t ldt, uint16_t *c, int64_t ldc, int64_t m,
-                         int64_t n);
-
 #ifdef ANVIL_CC_AMX
 #include "gemm_vec_avx512.h"
 #include "kernels/kern_amx.h"

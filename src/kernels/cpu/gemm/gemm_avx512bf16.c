@@ -160,11 +160,7 @@ __attribute__((unused)) static void store_c16_bf16(const float *t, int64_t ldt, 
         }
 }
 
-/* For the AMX tile (gemm_amx.c), whose B panels and bf16 C are these tiles'. */
-void gemm_bf16_pack_b(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
-                      float *dst);
-void gemm_bf16_store_c16(const float *t, int64_t ldt, uint16_t *c, int64_t ldc, int64_t m,
-                         int64_t n);
+/* gemm.h's, for the AMX tile */
 void gemm_bf16_pack_b(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
                       float *dst) {
     pack_b_bf16(nr, b, rs, cs, kc, n, dst);
