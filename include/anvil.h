@@ -260,6 +260,10 @@ typedef struct anvil_node_choice {
      * "bf16 in+out" where some of them are passed between bf16 nodes in bf16 (the inside of a
      * bf16 region; the results are those of fp32 storage). Static storage. */
     const char *storage;
+    /* The bf16 region the node is in, numbered 1.. in execution order, or 0: a connected part of
+     * the plan computing in bf16, converted at its borders (`anvil dump --precision` lists them).
+     * 0 for every node of an fp32 session and of an If/Loop/Scan body. */
+    int32_t region;
 } anvil_node_choice;
 /* The nodes of the plan the last run used, in execution order (each compiled body's nodes after
  * the main graph's, with their scope), then the graph rewrites whose

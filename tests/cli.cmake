@@ -409,6 +409,24 @@ anvil_cli_check(dump_dot_valid dot ${W}/tiny.dot)
 set_tests_properties(cli.e2e.dump_dot_valid PROPERTIES FIXTURES_REQUIRED "cli_models;cli_dot")
 anvil_cli_test(e2e.dump_dot_bad_path 16 ARGS dump ${W}/tiny.onnx --dot ${W}/no/such/dir/x.dot
                FIXTURES cli_models ERR "ANVIL_ERR_IO: cannot open '[^']*x\\.dot' for writing")
+# --precision: the plan of a session at that precision, node by node, and its bf16 regions
+anvil_cli_test(e2e.dump_precision_fp32 0 ARGS dump ${W}/tiny.onnx --precision fp32 --threads 1
+               FIXTURES cli_models
+               OUT "^node +op +variant +compute +storage +region\n"
+                   "\nfc1 +Gemm +[a-z0-9_]+ +fp32 +fp32 +-\n"
+                   "\n0 of [0-9]+ nodes compute in bf16, 0.0% of the [0-9.e+-]+ GFLOP, in 0 regions\n"
+               NOT_OUT "\nregion  nodes")
+anvil_cli_test(e2e.dump_precision_bf16 0 ARGS dump ${W}/tiny.onnx --precision bf16 --threads 1
+               --shape x=2x3x8x8 FIXTURES cli_models
+               OUT "\nfc1 +Gemm +[a-z0-9_]+ +(fp32 +fp32 +-|bf16 +[a-z0-9+ ]+ +[0-9]+)\n"
+                   "\n[0-9]+ of [0-9]+ nodes compute in bf16, [0-9.]+% of the [0-9.e+-]+ GFLOP, in [0-9]+ regions?\n")
+anvil_cli_test(e2e.dump_precision_dot 2 ARGS dump ${W}/tiny.onnx --precision bf16 --dot -
+               FIXTURES cli_models ERR "--precision prints the plan's formats as text; drop --dot")
+anvil_cli_test(e2e.dump_threads_alone 2 ARGS dump ${W}/tiny.onnx --threads 1
+               FIXTURES cli_models ERR "--tolerance, --threads and --shape go with --precision")
+anvil_cli_test(help_precision.dump 0 ARGS dump -h OUT "\n  --precision P    fp32, bf16 or auto")
+anvil_cli_test(bad.precision.dump 2 ARGS dump m.onnx --precision fp8
+               ERR "anvil dump: --precision must be fp32, bf16, fp16 or auto, got 'fp8'")
 
 # ---- tune: the offline tuner and sessions reading its database ----------------------------
 add_test(NAME cli.e2e.tune COMMAND ${ANVIL_CLI_PYTHON} ${ANVIL_CLI_DIR}/check_tune.py

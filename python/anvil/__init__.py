@@ -345,14 +345,15 @@ class Session:
     def explain(self) -> List[Dict[str, Any]]:
         """Per node of the last run's plan: what ran, why, in which arithmetic ("compute":
         "bf16" or "fp32") and how its activations are stored ("storage": "fp32", "bf16 in",
-        "bf16 out", "bf16 in+out"), as `anvil bench --explain`."""
+        "bf16 out", "bf16 in+out") and the bf16 region it is in ("region": 1.., or 0 outside
+        every region), as `anvil bench --explain`."""
         count, items = c_size_t(), POINTER(_lib.NodeChoice)()
         _check(lib.anvil_session_explain(self._h, byref(count), byref(items)))
         dec = lambda s: s.decode() if s else None  # noqa: E731
         return [{"node": dec(c.node), "op": dec(c.op), "variant": dec(c.variant),
                  "params": dec(c.params), "runs": dec(c.runs), "source": dec(c.source),
                  "scope": dec(c.scope), "note": dec(c.note), "bytes": c.bytes, "flops": c.flops,
-                 "compute": dec(c.compute), "storage": dec(c.storage)}
+                 "compute": dec(c.compute), "storage": dec(c.storage), "region": c.region}
                 for c in (items[i] for i in range(count.value))]
 
     def stats(self) -> Dict[str, int]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-from ctypes import (POINTER, Structure, c_char_p, c_double, c_float, c_int, c_int64, c_size_t,
-                    c_uint64, c_void_p)
+from ctypes import (POINTER, Structure, c_char_p, c_double, c_float, c_int, c_int32, c_int64,
+                    c_size_t, c_uint64, c_void_p)
 
 MAX_RANK = 8
 
@@ -29,7 +29,7 @@ class NodeChoice(Structure):
                 ("params", c_char_p), ("runs", c_char_p), ("source", c_char_p),
                 ("scope", c_char_p), ("note", c_char_p), ("bytes", c_uint64),
                 ("flops", c_uint64), ("compute", c_char_p),
-                ("storage", c_char_p)]
+                ("storage", c_char_p), ("region", c_int32)]
 
 
 class SessionStats(Structure):

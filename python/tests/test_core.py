@@ -294,9 +294,12 @@ def test_precision(tmp_path):
     assert np.abs(y16 - y32).max() <= 2e-2 * np.abs(y32).max()
     (mm,) = [c for c in s.explain() if c["node"] == "mm"]
     assert mm["compute"] in ("bf16", "fp32")
+    # a bf16 node is in a region (numbered from 1), an fp32 one in none
+    assert (mm["region"] >= 1) == (mm["compute"] == "bf16")
     s32 = anvil.Session(p, threads=1, tuning="off")
     s32.run({"x": x})
     assert {c["compute"] for c in s32.explain()} == {"fp32"}
+    assert {c["region"] for c in s32.explain()} == {0}
     with pytest.raises(anvil.InvalidArgument, match="fp32, bf16, fp16 or auto"):
         anvil.Session(p, precision="fp64")
     with pytest.raises(anvil.Unsupported, match="no fp16 kernels"):

@@ -146,4 +146,10 @@ anvil_status npy_write(const char *path, const anvil_tensor *t);
  * new tensor owned by the caller. path borrowed. */
 anvil_status api_tensor_read_pb(const char *path, anvil_tensor **out);
 
+/* Prints, for the plan session s last ran, one line per node (the implementation, the arithmetic
+ * it computes in, how its activations are stored, its bf16 region) and a table of the bf16
+ * regions (rt_session_regions): what `anvil dump --precision` shows. INVALID_ARGUMENT before
+ * the first run. */
+anvil_status api_session_print_regions(anvil_session *s, FILE *f);
+
 #endif

@@ -132,7 +132,8 @@ static anvil_status explain(anvil_session *sess, anvil_bench_report *r) {
             !cJSON_AddNumberToObject(o, "bytes", (double)c[i].bytes) ||
             !cJSON_AddNumberToObject(o, "flops", (double)c[i].flops) ||
             !cJSON_AddStringToObject(o, "compute", c[i].compute) ||
-            !cJSON_AddStringToObject(o, "storage", c[i].storage)) {
+            !cJSON_AddStringToObject(o, "storage", c[i].storage) ||
+            !cJSON_AddNumberToObject(o, "region", c[i].region)) {
             cJSON_Delete(o);
             return core_err(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
         }
@@ -371,8 +372,8 @@ static void print_explain(FILE *f, const cJSON *list) {
     static const char *const sources[] = {"database", "nearest", "cascade",
                                           "forced",   "online",  "dynamic"};
     int counts[6] = {0};
-    fprintf(f, "\n%-32s %-20s %-48s %-7s %-11s %-9s %s\n", "node", "op", "variant", "compute",
-            "storage", "source", "params");
+    fprintf(f, "\n%-32s %-20s %-48s %-7s %-11s %-6s %-9s %s\n", "node", "op", "variant", "compute",
+            "storage", "region", "source", "params");
     const cJSON *o;
     cJSON_ArrayForEach(o, list) {
         const char *src = cJSON_GetObjectItem(o, "source")->valuestring;
@@ -389,10 +390,14 @@ static void print_explain(FILE *f, const cJSON *list) {
         char variant[256];
         snprintf(variant, sizeof variant, "%s%s%s", cJSON_GetObjectItem(o, "variant")->valuestring,
                  runs ? " > " : "", runs ? runs->valuestring : "");
-        fprintf(f, "%-32.32s %-20.20s %-48.48s %-7s %-11s %-9s %s\n",
+        /* 0: outside every bf16 region */
+        int region = (int)cJSON_GetObjectItem(o, "region")->valuedouble;
+        char rb[16] = "-";
+        if (region) snprintf(rb, sizeof rb, "%d", region);
+        fprintf(f, "%-32.32s %-20.20s %-48.48s %-7s %-11s %-6s %-9s %s\n",
                 len > 32 ? node + len - 32 : node, cJSON_GetObjectItem(o, "op")->valuestring,
                 variant, cJSON_GetObjectItem(o, "compute")->valuestring,
-                cJSON_GetObjectItem(o, "storage")->valuestring, src,
+                cJSON_GetObjectItem(o, "storage")->valuestring, rb, src,
                 note ? note->valuestring : cJSON_GetObjectItem(o, "params")->valuestring);
     }
     fprintf(f,

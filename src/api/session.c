@@ -426,6 +426,7 @@ static void explain_one(void *arg, const rt_step_info *info) {
                    : info->bf16_in                 ? "bf16 in"
                    : info->bf16_out                ? "bf16 out"
                                                    : "fp32",
+        .region = info->region,
     };
 }
 
@@ -612,4 +613,65 @@ anvil_status anvil_session_compile(anvil_session *s, size_t n_inputs,
     }
     free(bound);
     return st;
+}
+
+/* ---- the bf16 regions (anvil dump --precision) ----------------------------------------------- */
+
+typedef struct region_lines {
+    FILE *f;
+    uint64_t flops, bf16_flops;
+    size_t nodes, bf16_nodes;
+} region_lines;
+
+static void region_line(void *arg, const rt_step_info *info) {
+    region_lines *r = arg;
+    char node[512], rb[16] = "-";
+    snprintf(node, sizeof node, "%s%s%s", info->scope ? info->scope : "", info->scope ? "/" : "",
+             info->node);
+    size_t len = strlen(node);
+    if (info->region) snprintf(rb, sizeof rb, "%d", (int)info->region);
+    const char *storage = info->bf16_in && info->bf16_out ? "bf16 in+out"
+                          : info->bf16_in                 ? "bf16 in"
+                          : info->bf16_out                ? "bf16 out"
+                                                          : "fp32";
+    fprintf(r->f, "%-40.40s %-20.20s %-40.40s %-7s %-11s %s\n", len > 40 ? node + len - 40 : node,
+            info->op, info->variant, info->rounds_bf16 ? "bf16" : "fp32", storage, rb);
+    r->nodes++;
+    r->flops += info->flops;
+    if (info->rounds_bf16) {
+        r->bf16_nodes++;
+        r->bf16_flops += info->flops;
+    }
+}
+
+anvil_status api_session_print_regions(anvil_session *s, FILE *f) {
+    API_CHECK(s && f, "api_session_print_regions: an argument is NULL");
+    rt_regions rg;
+    CORE_TRY(rt_session_regions(s->rt, &rg));
+    region_lines r = {.f = f};
+    fprintf(f, "%-40s %-20s %-40s %-7s %-11s %s\n", "node", "op", "variant", "compute", "storage",
+            "region");
+    anvil_status st = rt_session_explain(s->rt, region_line, &r);
+    if (st != ANVIL_OK) {
+        rt_regions_free(&rg);
+        return st;
+    }
+    fprintf(f, "\n%zu of %zu nodes compute in bf16, %.1f%% of the %.4g GFLOP, in %d region%s\n",
+            r.bf16_nodes, r.nodes, r.flops ? 100.0 * (double)r.bf16_flops / (double)r.flops : 0.0,
+            (double)r.flops / 1e9, (int)rg.n_regions, rg.n_regions == 1 ? "" : "s");
+    if (rg.n_regions) {
+        fprintf(f, "\nregion  nodes  bf16  GFLOP      enter  leave  inner  inner stored in bf16\n");
+        for (int32_t k = 0; k < rg.n_regions; k++) {
+            const rt_region *x = &rg.regions[k];
+            fprintf(f, "%-7d %-6d %-5d %-10.4g %-6d %-6d %-6d %d\n", (int)k + 1, (int)x->steps,
+                    (int)x->bf16_steps, (double)x->flops / 1e9, (int)x->enter, (int)x->leave,
+                    (int)x->inner, (int)x->inner_bf16);
+        }
+        fprintf(f,
+                "(enter: activations it reads from fp32 nodes or the inputs, each rounded once as "
+                "read;\n leave: activations it hands to fp32 nodes or the caller, written in "
+                "fp32;\n inner: activations passed between its own nodes)\n");
+    }
+    rt_regions_free(&rg);
+    return ANVIL_OK;
 }

@@ -218,11 +218,36 @@ typedef struct rt_step_info {
     bool rounds_bf16;
     /* Its inputs (bit i) and outputs (bit j) the plan stores in bf16 (rt_plan_store). */
     uint32_t bf16_in, bf16_out;
+    /* The bf16 region it belongs to (rt_session_regions): 1.., or 0 outside every region (and
+     * in a nested session's body). */
+    int32_t region;
 } rt_step_info;
 /* Calls fn for every step of the plan the last run used, in order. INVALID_ARGUMENT if the
  * session has not run yet. */
 anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const rt_step_info *),
                                 void *arg);
+
+/* One bf16 region of a plan (plan_regions.c): steps that compute in bf16, connected through the
+ * values they pass, with the reshapes between them. */
+typedef struct rt_region {
+    int32_t steps;      /* its steps, aliasing reshapes included */
+    int32_t bf16_steps; /* those that compute in bf16 */
+    uint64_t flops;
+    int32_t enter;      /* activations it reads from outside: each rounded once, as read */
+    int32_t leave;      /* activations it writes that fp32 steps or the caller read: fp32 */
+    int32_t inner;      /* activations passed between its own steps */
+    int32_t inner_bf16; /* of those, the ones stored in bf16 */
+} rt_region;
+typedef struct rt_regions {
+    int32_t *step_region; /* [n_steps]: per step of the last plan, its region 1.., or 0 */
+    int32_t n_steps;
+    rt_region *regions; /* [n_regions] */
+    int32_t n_regions;
+} rt_regions;
+/* The bf16 regions of the last plan's main graph, into *out (its arrays owned by the caller:
+ * rt_regions_free). INVALID_ARGUMENT if the session has not run yet. */
+anvil_status rt_session_regions(const rt_session *s, rt_regions *out);
+void rt_regions_free(rt_regions *r);
 
 /* ---- tensors (the public anvil_tensor, shared with the API layer) ------------------------------
  */

@@ -592,10 +592,14 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
     if (!p)
         return core_err(ANVIL_ERR_INVALID_ARGUMENT,
                         "the session has not run yet: there is no plan to explain");
+    /* regions only for the main graph: a body's steps are not connected to its parent's */
+    rt_regions regions = {0};
+    if (!s->scope) CORE_TRY(rt_session_regions(s, &regions));
     for (int32_t i = 0; i < p->n_steps; i++) {
         const rt_step *stp = &p->steps[i];
         const ir_node *n = &s->g->nodes[stp->node];
         rt_step_info info = {.node = n->name,
+                             .region = regions.step_region ? regions.step_region[i] : 0,
                              .scope = s->scope,
                              .op = ir_op_name(n->op),
                              .variant = stp->dynamic ? "dynamic" : stp->variant->name,
@@ -609,8 +613,7 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
         const kern_variant *d =
             stp->dynamic || stp->alias ? NULL : kern_delegate(stp->variant, stp->state);
         info.runs = d ? d->name : NULL;
-        info.rounds_bf16 = !stp->dynamic && !stp->alias &&
-                           ((stp->variant->needs | (d ? d->needs : 0)) & KERN_ROUNDS_BF16);
+        info.rounds_bf16 = rt_step_rounds_bf16(stp);
         for (int k = 0; !stp->dynamic && k < n->n_inputs + n->n_outputs; k++) {
             const op_tensor *t = k < n->n_inputs ? &stp->in[k] : &stp->out[k - n->n_inputs];
             ir_vid v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
@@ -628,6 +631,7 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
         info.flops = ir_node_flops(s->g, n);
         fn(arg, &info);
     }
+    rt_regions_free(&regions);
     rt_subgraphs_explain(s, fn, arg);
     return ANVIL_OK;
 }

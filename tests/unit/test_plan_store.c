@@ -41,17 +41,24 @@ static float *randoms(size_t n, unsigned seed) {
 
 typedef struct step_seen {
     uint32_t in[8], out[8]; /* bf16 masks of the MatMuls, in plan order */
+    int region[8];          /* and their regions */
     int n;
-    int other; /* bf16 ports on any other step */
+    int other;        /* bf16 ports on any other step */
+    int other_region; /* the region of the Reshape, or of Neg if it had one */
+    int neg_region;
 } step_seen;
 
 static void seen(void *arg, const rt_step_info *info) {
     step_seen *s = arg;
     if (!strcmp(info->op, "MatMul") && s->n < 8) {
         s->in[s->n] = info->bf16_in;
+        s->region[s->n] = info->region;
         s->out[s->n++] = info->bf16_out;
     } else if (strcmp(info->op, "Reshape")) {
         s->other += (info->bf16_in | info->bf16_out) != 0;
+        s->neg_region = info->region;
+    } else {
+        s->other_region = info->region;
     }
 }
 
@@ -60,7 +67,8 @@ static bool have_bf16(void) {
 }
 
 static void run(const ir_graph *g, int precision, bool fp32_storage, const anvil_tensor *x,
-                anvil_tensor **out, step_seen *steps, anvil_session_stats *stats) {
+                anvil_tensor **out, step_seen *steps, anvil_session_stats *stats,
+                rt_regions *regions) {
     rt_session_config cfg = {.threads = 2, .opt_level = 1, .fp32_storage = fp32_storage};
     cfg.knobs.precision = precision;
     rt_session *s;
@@ -70,6 +78,7 @@ static void run(const ir_graph *g, int precision, bool fp32_storage, const anvil
     memset(steps, 0, sizeof *steps);
     assert_int_equal(rt_session_explain(s, seen, steps), ANVIL_OK);
     assert_int_equal(rt_session_stats(s, stats), ANVIL_OK);
+    assert_int_equal(rt_session_regions(s, regions), ANVIL_OK);
     rt_session_free(s);
 }
 
@@ -108,9 +117,32 @@ static void test_bf16_between_gemms(void **state) {
     anvil_tensor *o16[2], *o32[2], *of[2];
     step_seen s16, s32, sf;
     anvil_session_stats st16, st32, stf;
-    run(g, KERN_PREC_BF16, false, in, o16, &s16, &st16);
-    run(g, KERN_PREC_BF16, true, in, o32, &s32, &st32);
-    run(g, KERN_PREC_F32, false, in, of, &sf, &stf);
+    rt_regions r16, r32, rf;
+    run(g, KERN_PREC_BF16, false, in, o16, &s16, &st16, &r16);
+    run(g, KERN_PREC_BF16, true, in, o32, &s32, &st32, &r32);
+    run(g, KERN_PREC_F32, false, in, of, &sf, &stf, &rf);
+
+    /* one region: the three MatMuls and the Reshape between two of them; Neg outside. x enters
+     * it; a (read by Neg) and y (an output) leave it; a, b and the Reshape's view of b pass
+     * inside, the last two stored in bf16 (with fp32 storage forced: none) */
+    assert_int_equal(r16.n_regions, 1);
+    assert_int_equal(r16.regions[0].steps, 4);
+    assert_int_equal(r16.regions[0].bf16_steps, 3);
+    assert_int_equal(r16.regions[0].enter, 1);
+    assert_int_equal(r16.regions[0].leave, 2);
+    assert_int_equal(r16.regions[0].inner, 3);
+    assert_int_equal(r16.regions[0].inner_bf16, 2);
+    assert_int_equal(r16.regions[0].flops, 2 * 3 * (37 * 64 * 96 + 37 * 96 * 80 + 74 * 40 * 48));
+    for (int i = 0; i < 3; i++) assert_int_equal(s16.region[i], 1);
+    assert_int_equal(s16.other_region, 1);
+    assert_int_equal(s16.neg_region, 0);
+    assert_int_equal(r32.n_regions, 1);
+    assert_int_equal(r32.regions[0].inner_bf16, 0);
+    assert_int_equal(rf.n_regions, 0);
+    for (int i = 0; i < 3; i++) assert_int_equal(sf.region[i], 0);
+    rt_regions_free(&r16);
+    rt_regions_free(&r32);
+    rt_regions_free(&rf);
 
     /* b: written in bf16 by the second MatMul, read so by the third; a and the outputs: fp32 */
     assert_int_equal(s16.n, 3);
