@@ -634,8 +634,12 @@ static void region_line(void *arg, const rt_step_info *info) {
                           : info->bf16_in                 ? "bf16 in"
                           : info->bf16_out                ? "bf16 out"
                                                           : "fp32";
-    fprintf(r->f, "%-40.40s %-20.20s %-40.40s %-7s %-11s %s\n", len > 40 ? node + len - 40 : node,
-            info->op, info->variant, info->rounds_bf16 ? "bf16" : "fp32", storage, rb);
+    /* a cascade shows what runs the node: "conv_f32 > conv_1x1_gemm" */
+    char variant[256];
+    snprintf(variant, sizeof variant, "%s%s%s", info->variant, info->runs ? " > " : "",
+             info->runs ? info->runs : "");
+    fprintf(r->f, "%-40.40s %-20.20s %-48.48s %-7s %-11s %s\n", len > 40 ? node + len - 40 : node,
+            info->op, variant, info->rounds_bf16 ? "bf16" : "fp32", storage, rb);
     r->nodes++;
     r->flops += info->flops;
     if (info->rounds_bf16) {
@@ -649,7 +653,7 @@ anvil_status api_session_print_regions(anvil_session *s, FILE *f) {
     rt_regions rg;
     CORE_TRY(rt_session_regions(s->rt, &rg));
     region_lines r = {.f = f};
-    fprintf(f, "%-40s %-20s %-40s %-7s %-11s %s\n", "node", "op", "variant", "compute", "storage",
+    fprintf(f, "%-40s %-20s %-48s %-7s %-11s %s\n", "node", "op", "variant", "compute", "storage",
             "region");
     anvil_status st = rt_session_explain(s->rt, region_line, &r);
     if (st != ANVIL_OK) {

@@ -8,6 +8,7 @@
  * that tolerance and passes at bf16's, which is what a session asking for bf16 accepts. The
  * rounding is to nearest even. Skipped where the CPU lacks AVX512-BF16. */
 #include "kernels/cpu/conv/conv.h"
+#include "kernels/cpu/data/layout_blocked.h"
 #include "kernels/cpu/gemm/gemm.h"
 #include "kernels/cpu/peak/peak.h"
 #include "optest.h"
@@ -638,6 +639,8 @@ static void test_conv_exact(void **state) {
     conv_exact(64, 64, 6, 3, 1, 1, 2);  /* two groups of 32 */
     conv_exact(12, 20, 10, 1, 2, 0, 1); /* strided 1x1: im2col */
     conv_exact(64, 64, 14, 3, 1, 1, 8); /* RegNet's groups of 8: oneDNN's bf16 kernel */
+    conv_exact(60, 60, 9, 3, 2, 1, 6);  /* groups of 10: partial channel blocks, strided */
+    conv_exact(64, 64, 7, 3, 1, 1, 4);  /* groups of 16 */
 }
 
 /* Narrow groups (RegNet's 8 channels per group) in the cascade: oneDNN's bf16 kernel exactly
@@ -728,8 +731,64 @@ static void test_grouped_cascade(void **state) {
     free(b);
 }
 
+/* The layouts oneDNN's bf16 grouped convolution reads and writes (kern_nchw_to_bf16_blocked,
+ * kern_blocked_to_nchw_f32: dnnl_conv_split_bf16's activation reorders): a slice of channels of
+ * an NCHW batch into channel blocks of 8 and 16 and back, on channel counts that leave partial
+ * blocks and pixel counts that leave partial tiles. Every element against its index formula;
+ * what must not be written keeps its sentinel. */
+static void test_blocked_layouts(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    const int64_t n = 2, full_c = 29, hw_list[] = {37, 16, 5};
+    for (int bi = 0; bi < 2; bi++)
+        for (int hi = 0; hi < 3; hi++)
+            for (int64_t c = 3; c <= 21; c += 9) {
+                const int blk = bi ? 16 : 8;
+                const int64_t hw = hw_list[hi], cb = (c + blk - 1) / blk;
+                const size_t xn = (size_t)(full_c * hw), xc = (size_t)hw;
+                const size_t yn = (size_t)(cb * hw * blk) + 8, ycb = (size_t)(hw * blk);
+                float *x = operand((size_t)n * xn, 81, false);
+                uint16_t *y = malloc((size_t)n * yn * sizeof *y);
+                for (size_t i = 0; i < (size_t)n * yn; i++) y[i] = 0xbeef;
+                kern_nchw_to_bf16_blocked(x, n, c, hw, xn, xc, y, blk, yn, ycb);
+                for (int64_t b = 0; b < n; b++)
+                    for (int64_t ch = 0; ch < cb * blk; ch++)
+                        for (int64_t p = 0; p < hw; p++) {
+                            uint16_t got = y[(size_t)b * yn + (size_t)(ch / blk) * ycb +
+                                             (size_t)(p * blk + ch % blk)];
+                            uint16_t want =
+                                ch < c ? core_f32_to_bf16(
+                                             x[(size_t)b * xn + (size_t)ch * xc + (size_t)p])
+                                : ch < (c + 7) / 8 * 8 ? 0
+                                                       : 0xbeef;
+                            assert_int_equal(got, want);
+                        }
+                for (int64_t b = 0; b < n; b++)
+                    assert_int_equal(y[(size_t)b * yn + yn - 1], 0xbeef);
+                /* back: fp32 blocked into the channel slice of an NCHW batch */
+                float *t = operand((size_t)n * yn, 82, false);
+                float *z = malloc((size_t)n * xn * sizeof *z);
+                for (size_t i = 0; i < (size_t)n * xn; i++) z[i] = -7.0f;
+                kern_blocked_to_nchw_f32(t, n, c, hw, blk, yn, ycb, z, xn, xc);
+                for (int64_t b = 0; b < n; b++)
+                    for (int64_t ch = 0; ch < full_c; ch++)
+                        for (int64_t p = 0; p < hw; p++) {
+                            float got = z[(size_t)b * xn + (size_t)ch * xc + (size_t)p];
+                            float want = ch < c ? t[(size_t)b * yn + (size_t)(ch / blk) * ycb +
+                                                    (size_t)(p * blk + ch % blk)]
+                                                : -7.0f;
+                            assert_true(got == want);
+                        }
+                free(x);
+                free(y);
+                free(t);
+                free(z);
+            }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_blocked_layouts),
         cmocka_unit_test(test_edges_exact),
         cmocka_unit_test(test_blocks_and_batches_exact),
         cmocka_unit_test(test_rounding_shows),

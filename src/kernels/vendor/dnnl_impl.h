@@ -101,6 +101,13 @@ typedef struct dk_state {
     dnnl_memory_desc_t src_user_md, dst_user_md;
     dnnl_primitive_t src_reorder, dst_reorder;
     void *src_tmp, *dst_tmp;
+    /* bf16 Conv: the same two reorders run by anvil (kernels/cpu/data/layout_blocked.h) where the
+     * layouts are the plain one and a channel blocking: the block (8 or 16; 0 where oneDNN's
+     * reorder runs), and per layout the batch stride and the channel (plain) or channel-block
+     * (blocked) stride, in elements. */
+    int src_blk, dst_blk;
+    int64_t lay_n, lay_c, lay_hw, lay_cy, lay_hw_y;
+    size_t src_un, src_uc, src_bn, src_bcb, dst_un, dst_uc, dst_bn, dst_bcb;
     /* MatMul / Gemm */
     vk_mm g;
     bool is_gemm, c_in_dst;

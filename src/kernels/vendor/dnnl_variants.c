@@ -26,6 +26,7 @@
 #ifdef ANVIL_HAVE_DNNL
 
 #include "dnnl_impl.h"
+#include "kernels/cpu/data/layout_blocked.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -265,6 +266,72 @@ static bool conv_supports(const kern_node *kn, const core_hw *hw) {
     return true;
 }
 
+/* Whether md lays out [N, C, spatial...] plainly with the spatial dims dense (pixel stride 1):
+ * its pixels per channel, batch and channel strides. */
+static bool md_plain_planes(const dnnl_memory_desc_t *md, int64_t *hw, size_t *sn, size_t *sc) {
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (md->format_kind != dnnl_blocked || b->inner_nblks != 0 || md->offset0 != 0 ||
+        md->ndims < 3 || b->strides[md->ndims - 1] != 1)
+        return false;
+    int64_t plane = 1;
+    for (int i = md->ndims - 1; i >= 2; i--) {
+        if (b->strides[i] != plane) return false;
+        plane *= md->dims[i];
+    }
+    *hw = plane;
+    *sn = (size_t)b->strides[0];
+    *sc = (size_t)b->strides[1];
+    return true;
+}
+
+/* The channel block (8 or 16) of md when it is [N][C/blk][spatial...][blk] with the spatial dims
+ * dense and unpadded, with its batch and channel-block strides; else 0. */
+static int md_channel_blocked(const dnnl_memory_desc_t *md, size_t *sn, size_t *scb) {
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (md->format_kind != dnnl_blocked || b->inner_nblks != 1 || b->inner_idxs[0] != 1 ||
+        (b->inner_blks[0] != 8 && b->inner_blks[0] != 16) || md->offset0 != 0 || md->ndims < 3)
+        return 0;
+    int64_t step = b->inner_blks[0];
+    for (int i = md->ndims - 1; i >= 2; i--) {
+        if (b->strides[i] != step || md->padded_dims[i] != md->dims[i]) return 0;
+        step *= md->dims[i];
+    }
+    *sn = (size_t)b->strides[0];
+    *scb = (size_t)b->strides[1];
+    return (int)b->inner_blks[0];
+}
+
+/* A bf16 part's activation reorders: anvil's (kern_nchw_to_bf16_blocked and back) where
+ * the primitive's layouts are channel blockings of the plain ones; oneDNN's otherwise. */
+static void conv_own_reorders(dk_state *s) {
+    int64_t hw, hw_y;
+    size_t un, uc, yn, yc, bn, bcb;
+    if (s->src_reorder && s->src_md.data_type == dnnl_bf16 &&
+        s->src_user_md.data_type == dnnl_f32 && md_plain_planes(&s->src_user_md, &hw, &un, &uc) &&
+        (s->src_blk = md_channel_blocked(&s->src_md, &bn, &bcb)) != 0) {
+        s->lay_n = s->src_md.dims[0];
+        s->lay_c = s->src_md.dims[1];
+        s->lay_hw = hw;
+        s->src_un = un;
+        s->src_uc = uc;
+        s->src_bn = bn;
+        s->src_bcb = bcb;
+        /* the channels past C in the last block: zero once, never written again */
+        memset(s->src_tmp, 0, vendor_dnnl_lib.dnnl_memory_desc_get_size(&s->src_md));
+    }
+    if (s->dst_reorder && s->dst_md.data_type == dnnl_f32 && s->dst_user_md.data_type == dnnl_f32 &&
+        md_plain_planes(&s->dst_user_md, &hw_y, &yn, &yc) &&
+        (s->dst_blk = md_channel_blocked(&s->dst_md, &bn, &bcb)) != 0) {
+        s->lay_n = s->dst_md.dims[0];
+        s->lay_cy = s->dst_md.dims[1];
+        s->lay_hw_y = hw_y;
+        s->dst_un = yn;
+        s->dst_uc = yc;
+        s->dst_bn = bn;
+        s->dst_bcb = bcb;
+    }
+}
+
 /* Prepares the part of kn's convolution that computes units [u0, u0 + un) as one primitive on
  * `threads` OpenMP threads. A unit is a group when the node has groups (its input and output
  * channels), else one output channel (all the input). The whole node is units [0, units(kn)).
@@ -387,6 +454,7 @@ static anvil_status conv_prepare_part(const kern_node *kn, bool blocked, int thr
         }
     }
     if (ds != dnnl_success) st = vendor_dnnl_fail(n, "creating the activation reorders", ds);
+    if (st == ANVIL_OK && bf16) conv_own_reorders(s);
 done:
     vendor_dnnl_threads_restore(saved, s->threads);
     if (st != ANVIL_OK) {
@@ -427,7 +495,11 @@ static anvil_status conv_run_part(const ir_node *n, const dk_state *s, const op_
     int saved = vendor_dnnl_threads_set(s->threads);
     anvil_status st = ANVIL_OK;
     const void *src = x;
-    if (s->src_reorder) {
+    if (s->src_blk) {
+        kern_nchw_to_bf16_blocked(x, s->lay_n, s->lay_c, s->lay_hw, s->src_un, s->src_uc,
+                                  s->src_tmp, s->src_blk, s->src_bn, s->src_bcb);
+        src = s->src_tmp;
+    } else if (s->src_reorder) {
         dk_exec_arg r[2] = {{DNNL_ARG_FROM, &s->src_user_md, x},
                             {DNNL_ARG_TO, &s->src_md, s->src_tmp}};
         st = vendor_dnnl_execute(n, s->stream, s->src_reorder, r, 2);
@@ -445,7 +517,10 @@ static anvil_status conv_run_part(const ir_node *n, const dk_state *s, const op_
         if (s->scratch) a[na++] = (dk_exec_arg){DNNL_ARG_SCRATCHPAD, &s->scratch_md, s->scratch};
         st = vendor_dnnl_execute(n, s->stream, s->prim, a, na);
     }
-    if (st == ANVIL_OK && s->dst_reorder) {
+    if (st == ANVIL_OK && s->dst_blk) {
+        kern_blocked_to_nchw_f32(y, s->lay_n, s->lay_cy, s->lay_hw_y, s->dst_blk, s->dst_bn,
+                                 s->dst_bcb, yuser, s->dst_un, s->dst_uc);
+    } else if (st == ANVIL_OK && s->dst_reorder) {
         dk_exec_arg r[2] = {{DNNL_ARG_FROM, &s->dst_md, y}, {DNNL_ARG_TO, &s->dst_user_md, yuser}};
         st = vendor_dnnl_execute(n, s->stream, s->dst_reorder, r, 2);
     }
