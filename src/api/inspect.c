@@ -40,7 +40,7 @@ static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
         [PASS_ATTENTION_VIEWS] = pg->attention_views,
         [PASS_FUSE_CHAIN] = pg->fused_chains,
         [PASS_LAYOUT] = pg->nhwc_convs,
-        [PASS_TRANSPOSES] = pg->transposes_merged,
+        [PASS_TRANSPOSES] = pg->transposes_merged + pg->gemm_transposes,
         [PASS_DCE] = pg->dce_removed,
     };
     static const char *const what[PASS_COUNT] = {
@@ -59,7 +59,7 @@ static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
         [PASS_ATTENTION_VIEWS] = "anvil.Sdpa nodes reading a Split's input",
         [PASS_FUSE_CHAIN] = "elementwise chains made",
         [PASS_LAYOUT] = "convs made channels-last",
-        [PASS_TRANSPOSES] = "Transpose pairs merged",
+        [PASS_TRANSPOSES] = "Transpose pairs merged or taken into a Gemm",
         [PASS_DCE] = "unread nodes removed",
     };
     fprintf(f, "passes:");

@@ -90,9 +90,22 @@ static anvil_status rule_matmul(ad_ctx *c, const rule_io *r) {
     if (as.rank < 2 || bs.rank < 2) return unsupported(&r->n, "a rank-1 operand");
     if (needs(c, r, 0)) {
         ir_vid bt, da;
-        CORE_TRY(swap_last2(c, b, &bt));
-        CORE_TRY(node1(c, IR_OP_MATMUL, r->dy, bt, &da));
-        CORE_TRY(ad_reduce_to(c, da, a, &da));
+        bool known = true;
+        for (int i = 0; i < as.rank; i++) known = known && as.d[i] >= 0;
+        if (bs.rank == 2 && known) {
+            /* a Linear layer: dY against B transposed as one GEMM, B read through its transB
+             * (no transposed copy; the transposes pass also looks through a Transpose that made
+             * B) */
+            const int64_t n = bs.d[1];
+            ir_vid dy2, da2;
+            CORE_TRY(reshape_to(c, r->dy, 2, (int64_t[]){-1, n}, &dy2));
+            CORE_TRY(gemm_node(c, dy2, b, false, true, 1.0f, &da2));
+            CORE_TRY(reshape_to(c, da2, as.rank, as.d, &da));
+        } else {
+            CORE_TRY(swap_last2(c, b, &bt));
+            CORE_TRY(node1(c, IR_OP_MATMUL, r->dy, bt, &da));
+            CORE_TRY(ad_reduce_to(c, da, a, &da));
+        }
         CORE_TRY(ad_accumulate(c, a, da));
     }
     if (needs(c, r, 1)) {

@@ -90,6 +90,7 @@ typedef struct pass_graph {
     int cse_merged;                /* cse: nodes merged into an equal earlier one */
     int attention_views;           /* attention_views: anvil.Sdpa nodes reading a Split's input */
     int transposes_merged;         /* transposes: Transpose pairs made one (or an Identity) */
+    int gemm_transposes;           /* transposes: Gemms that took a 2-D Transpose into a flag */
     int dce_removed;               /* dce: nodes nothing read */
 } pass_graph;
 

@@ -641,6 +641,40 @@ def cleanup_cases(out):
          ["anvil.EltwiseChain -", "MaxPool -", "Conv fused[Relu]", "MaxPool -"])
 
 
+def gemm_transpose_cases(out):
+    """A 2-D Transpose next to a Gemm goes into its transA/transB (the transposes pass): weights
+    that are inputs, as in a training graph, so nothing folds them at load."""
+    def mat(name, r, c):
+        return (helper.make_tensor_value_info(name, TensorProto.FLOAT, [r, c]),
+                RNG.normal(0, 1, (r, c)).astype(np.float32))
+
+    # Gemm(Transpose(W), X) and Gemm(X, Transpose(V), transB=1): both read their inputs directly.
+    g = G()
+    (wi, wv), (xi, xv), (vi, vv) = mat("w", 6, 5), mat("x", 6, 7), mat("v", 7, 4)
+    a = g.op("Gemm", [g.op("Transpose", ["w"], perm=[1, 0]), "x"], alpha=0.5)
+    y = g.op("Gemm", ["x", g.op("Transpose", ["v"], perm=[1, 0])], transB=1)
+    save(out, "gemm_reads_transpose", g, [wi, xi, vi], {"w": wv, "x": xv, "v": vv}, [a, y],
+         ["Gemm -", "Gemm -"])
+
+    # The weight gradient's form: Transpose(Gemm(X, dY, transA=1)) becomes Gemm(dY, X, transA=1).
+    g = G()
+    (xi, xv), (di, dv) = mat("x", 9, 5), mat("dy", 9, 3)
+    y = g.op("Transpose", [g.op("Gemm", ["x", "dy"], transA=1)], perm=[1, 0])
+    save(out, "transpose_of_gemm", g, [xi, di], {"x": xv, "dy": dv}, [y], ["Gemm -"])
+
+    # Kept: a Gemm with C (its broadcast would have to turn too), a Gemm output read by another
+    # node besides the Transpose, a Transpose that is not a 2-D swap.
+    g = G()
+    (xi, xv), (wi, wv) = mat("x", 4, 5), mat("w", 5, 3)
+    y = g.op("Transpose", [g.op("Gemm", ["x", "w", g.const(RNG.normal(0, 1, (1, 3)))])],
+             perm=[1, 0])
+    m = g.op("Gemm", ["x", "w"])
+    z = g.op("Transpose", [m], perm=[1, 0])
+    r = g.op("Relu", [m])
+    save(out, "gemm_transpose_kept", g, [xi, wi], {"x": xv, "w": wv}, [y, z, r],
+         ["Gemm -", "Transpose -", "Gemm -", "Transpose -", "Relu -"])
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -648,3 +682,4 @@ if __name__ == "__main__":
     attention_cases(sys.argv[1])
     norm_cases(sys.argv[1])
     cleanup_cases(sys.argv[1])
+    gemm_transpose_cases(sys.argv[1])
