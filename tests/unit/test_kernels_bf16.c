@@ -731,8 +731,8 @@ static void test_grouped_cascade(void **state) {
     free(b);
 }
 
-/* The layouts oneDNN's bf16 grouped convolution reads and writes (kern_nchw_to_bf16_blocked,
- * kern_blocked_to_nchw_f32: dnnl_conv_split_bf16's activation reorders): a slice of channels of
+/* The layouts oneDNN's bf16 grouped convolution reads and writes (data_nchw_to_bf16_blocked,
+ * data_blocked_to_nchw_f32: dnnl_conv_split_bf16's activation reorders): a slice of channels of
  * an NCHW batch into channel blocks of 8 and 16 and back, on channel counts that leave partial
  * blocks and pixel counts that leave partial tiles. Every element against its index formula;
  * what must not be written keeps its sentinel. */
@@ -750,7 +750,7 @@ static void test_blocked_layouts(void **state) {
                 float *x = operand((size_t)n * xn, 81, false);
                 uint16_t *y = malloc((size_t)n * yn * sizeof *y);
                 for (size_t i = 0; i < (size_t)n * yn; i++) y[i] = 0xbeef;
-                kern_nchw_to_bf16_blocked(x, n, c, hw, xn, xc, y, blk, yn, ycb);
+                data_nchw_to_bf16_blocked(x, n, c, hw, xn, xc, y, blk, yn, ycb);
                 for (int64_t b = 0; b < n; b++)
                     for (int64_t ch = 0; ch < cb * blk; ch++)
                         for (int64_t p = 0; p < hw; p++) {
@@ -769,7 +769,7 @@ static void test_blocked_layouts(void **state) {
                 float *t = operand((size_t)n * yn, 82, false);
                 float *z = malloc((size_t)n * xn * sizeof *z);
                 for (size_t i = 0; i < (size_t)n * xn; i++) z[i] = -7.0f;
-                kern_blocked_to_nchw_f32(t, n, c, hw, blk, yn, ycb, z, xn, xc);
+                data_blocked_to_nchw_f32(t, n, c, hw, blk, yn, ycb, z, xn, xc);
                 for (int64_t b = 0; b < n; b++)
                     for (int64_t ch = 0; ch < full_c; ch++)
                         for (int64_t p = 0; p < hw; p++) {

@@ -301,7 +301,7 @@ static int md_channel_blocked(const dnnl_memory_desc_t *md, size_t *sn, size_t *
     return (int)b->inner_blks[0];
 }
 
-/* A bf16 part's activation reorders: anvil's (kern_nchw_to_bf16_blocked and back) where
+/* A bf16 part's activation reorders: anvil's (data_nchw_to_bf16_blocked and back) where
  * the primitive's layouts are channel blockings of the plain ones; oneDNN's otherwise. */
 static void conv_own_reorders(dk_state *s) {
     int64_t hw, hw_y;
@@ -496,7 +496,7 @@ static anvil_status conv_run_part(const ir_node *n, const dk_state *s, const op_
     anvil_status st = ANVIL_OK;
     const void *src = x;
     if (s->src_blk) {
-        kern_nchw_to_bf16_blocked(x, s->lay_n, s->lay_c, s->lay_hw, s->src_un, s->src_uc,
+        data_nchw_to_bf16_blocked(x, s->lay_n, s->lay_c, s->lay_hw, s->src_un, s->src_uc,
                                   s->src_tmp, s->src_blk, s->src_bn, s->src_bcb);
         src = s->src_tmp;
     } else if (s->src_reorder) {
@@ -518,7 +518,7 @@ static anvil_status conv_run_part(const ir_node *n, const dk_state *s, const op_
         st = vendor_dnnl_execute(n, s->stream, s->prim, a, na);
     }
     if (st == ANVIL_OK && s->dst_blk) {
-        kern_blocked_to_nchw_f32(y, s->lay_n, s->lay_cy, s->lay_hw_y, s->dst_blk, s->dst_bn,
+        data_blocked_to_nchw_f32(y, s->lay_n, s->lay_cy, s->lay_hw_y, s->dst_blk, s->dst_bn,
                                  s->dst_bcb, yuser, s->dst_un, s->dst_uc);
     } else if (st == ANVIL_OK && s->dst_reorder) {
         dk_exec_arg r[2] = {{DNNL_ARG_FROM, &s->dst_md, y}, {DNNL_ARG_TO, &s->dst_user_md, yuser}};

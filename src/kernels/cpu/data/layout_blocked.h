@@ -12,11 +12,11 @@
  * stride yn, channel-block stride ycb), rounded to nearest even (input denormals read as zero,
  * as vcvtneps2bf16 does). Channels past c that share a group of 8 with real ones are written as
  * zeros; the rest of the last block is not written (the caller zeroes it once). */
-void kern_nchw_to_bf16_blocked(const float *x, int64_t n, int64_t c, int64_t hw, size_t xn,
+void data_nchw_to_bf16_blocked(const float *x, int64_t n, int64_t c, int64_t hw, size_t xn,
                                size_t xc, uint16_t *y, int blk, size_t yn, size_t ycb);
 /* From fp32 t blocked by blk (batch stride tn, channel-block stride tcb) to fp32 y (batch stride
  * yn, channel stride yc, pixels dense): channels < c only. */
-void kern_blocked_to_nchw_f32(const float *t, int64_t n, int64_t c, int64_t hw, int blk, size_t tn,
+void data_blocked_to_nchw_f32(const float *t, int64_t n, int64_t c, int64_t hw, int blk, size_t tn,
                               size_t tcb, float *y, size_t yn, size_t yc);
 
 #endif

@@ -45,7 +45,7 @@ static inline void tile_to_bf16(const float *x, size_t xc, int nc, int np, uint1
     }
 }
 
-void kern_nchw_to_bf16_blocked(const float *x, int64_t n, int64_t c, int64_t hw, size_t xn,
+void data_nchw_to_bf16_blocked(const float *x, int64_t n, int64_t c, int64_t hw, size_t xn,
                                size_t xc, uint16_t *y, int blk, size_t yn, size_t ycb) {
     for (int64_t b = 0; b < n; b++)
         for (int64_t c0 = 0; c0 < c; c0 += 8) {
@@ -80,7 +80,7 @@ static inline void tile_to_nchw(const float *t, size_t tp, int nc, int np, float
     for (int j = 0; j < nc; j++) _mm256_mask_storeu_ps(y + (size_t)j * yc, m, col[j]);
 }
 
-void kern_blocked_to_nchw_f32(const float *t, int64_t n, int64_t c, int64_t hw, int blk, size_t tn,
+void data_blocked_to_nchw_f32(const float *t, int64_t n, int64_t c, int64_t hw, int blk, size_t tn,
                               size_t tcb, float *y, size_t yn, size_t yc) {
     for (int64_t b = 0; b < n; b++)
         for (int64_t c0 = 0; c0 < c; c0 += 8) {
