@@ -420,10 +420,14 @@ anvil_cli_test(e2e.dump_precision_bf16 0 ARGS dump ${W}/tiny.onnx --precision bf
                --shape x=2x3x8x8 FIXTURES cli_models
                OUT "\nfc1 +Gemm +[a-z0-9_]+ +(fp32 +fp32 +-|bf16 +[a-z0-9+ ]+ +[0-9]+)\n"
                    "\n[0-9]+ of [0-9]+ nodes compute in bf16, [0-9.]+% of the [0-9.e+-]+ GFLOP, in [0-9]+ regions?\n")
+anvil_cli_test(e2e.dump_precision_input 0 ARGS dump ${W}/tiny.onnx --precision fp32 -i x=${W}/x.npy
+               FIXTURES cli_models OUT "\nfc1 +Gemm +[a-z0-9_]+ +fp32 +fp32 +-\n")
+anvil_cli_test(e2e.dump_precision_input_unknown 11 ARGS dump ${W}/tiny.onnx --precision fp32
+               -i nope=${W}/x.npy FIXTURES cli_models ERR "the model has no input named 'nope'")
 anvil_cli_test(e2e.dump_precision_dot 2 ARGS dump ${W}/tiny.onnx --precision bf16 --dot -
                FIXTURES cli_models ERR "--precision prints the plan's formats as text; drop --dot")
 anvil_cli_test(e2e.dump_threads_alone 2 ARGS dump ${W}/tiny.onnx --threads 1
-               FIXTURES cli_models ERR "--tolerance, --threads and --shape go with --precision")
+               FIXTURES cli_models ERR "--tolerance, --threads, --shape and -i go with --precision")
 anvil_cli_test(help_precision.dump 0 ARGS dump -h OUT "\n  --precision P    fp32, bf16 or auto")
 anvil_cli_test(bad.precision.dump 2 ARGS dump m.onnx --precision fp8
                ERR "anvil dump: --precision must be fp32, bf16, fp16 or auto, got 'fp8'")

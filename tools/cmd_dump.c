@@ -13,14 +13,16 @@ void cli_dump_usage(FILE *f) {
     fprintf(f, "usage: anvil dump MODEL.onnx [--dot FILE.dot | --onnx FILE.onnx] [--opt-level N]\n"
                "                  [--passes LIST]\n"
                "       anvil dump MODEL.onnx --precision P [--tolerance X] [--threads N]\n"
-               "                  [--shape NAME=DIMS]... [--opt-level N] [--passes LIST]\n"
+               "                  [-i NAME=FILE.npy]... [--shape NAME=DIMS]... [--opt-level N]\n"
+               "                  [--passes LIST]\n"
                "\n"
                "Without --dot, prints the graph as text: inputs and outputs with dtype and\n"
                "shape, initializers, and one line per node with its inputs, outputs (with\n"
                "shapes) and attributes; subgraphs are indented under their node.\n"
                "With --dot, writes a Graphviz graph to FILE ('-' for stdout) instead; render\n"
                "it with e.g. 'dot -Tsvg FILE.dot -o graph.svg'.\n"
-               "With --precision, runs the model once on generated inputs in a session of that\n"
+               "With --precision, runs the model once (on the -i files, and generated data for\n"
+               "the other inputs, as anvil bench makes it) in a session of that\n"
                "precision (the built-in rules, or the tuning database's choices where it has\n"
                "them) and prints each node of its plan with the implementation chosen, the\n"
                "arithmetic it computes in, how its activations are stored and its bf16 region,\n"
@@ -43,6 +45,7 @@ void cli_dump_usage(FILE *f) {
                "                   (--opt-level defaults to 1 then, as in a session)\n"
                "  --tolerance X    precision auto's error bound (default 0.01)\n"
                "  --threads N      the session's threads (default: every core)\n"
+               "  -i, --input NAME=FILE.npy  with --precision: this tensor for input NAME\n"
                "  --shape NAME=DIMS  dims of a generated input (symbolic dims default to 1)\n"
                "  -h, --help       show this help\n");
 }
@@ -55,7 +58,8 @@ enum {
     OPT_PRECISION,
     OPT_TOLERANCE,
     OPT_THREADS,
-    OPT_SHAPE
+    OPT_SHAPE,
+    OPT_INPUT
 };
 
 typedef struct regions_args {
@@ -64,11 +68,12 @@ typedef struct regions_args {
     long long threads, level;
     const char *passes;
     cli_shapes shapes;
+    cli_inputs inputs;
 } regions_args;
 
 /* The session's plan at a.precision, run once on generated inputs, as api_session_print_regions
  * prints it. */
-static int dump_regions(const anvil_model *m, const regions_args *a) {
+static int dump_regions(const anvil_model *m, regions_args *a) {
     size_t n_in = anvil_model_input_count(m), n_out = anvil_model_output_count(m);
     cli_model_input *bi = calloc(n_in + 1, sizeof *bi);
     const char **names = calloc(n_in + 1, sizeof *names);
@@ -83,8 +88,7 @@ static int dump_regions(const anvil_model *m, const regions_args *a) {
         code = cli_fail(ANVIL_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
-    cli_inputs none = {0};
-    if ((code = cli_model_inputs(&none, &a->shapes, m, bi, n_in)) != 0) goto done;
+    if ((code = cli_model_inputs(&a->inputs, &a->shapes, m, bi, n_in)) != 0) goto done;
     for (size_t i = 0; i < n_in; i++) {
         names[i] = bi[i].name;
         ins[i] = bi[i].t;
@@ -126,6 +130,7 @@ static int parse_args(int argc, char **argv, dump_args *a) {
                                       {"tolerance", 0, true, OPT_TOLERANCE},
                                       {"threads", 0, true, OPT_THREADS},
                                       {"shape", 0, true, OPT_SHAPE},
+                                      {"input", 'i', true, OPT_INPUT},
                                       {0}};
     cli_parser p;
     cli_parser_init(&p, "dump", argc, argv, opts);
@@ -172,6 +177,9 @@ static int parse_args(int argc, char **argv, dump_args *a) {
         case OPT_SHAPE:
             if (!cli_shapes_add(&a->ra.shapes, "dump", val)) return CLI_EXIT_USAGE;
             break;
+        case OPT_INPUT:
+            if (!cli_inputs_add(&a->ra.inputs, "dump", val)) return CLI_EXIT_USAGE;
+            break;
         }
     }
     if (!a->path) return cli_usage_error("dump", "missing the model file");
@@ -179,8 +187,10 @@ static int parse_args(int argc, char **argv, dump_args *a) {
     if (a->ra.precision && (a->dot || a->onnx_out))
         return cli_usage_error("dump", "--precision prints the plan's formats as text; drop %s",
                                a->dot ? "--dot" : "--onnx");
-    if (!a->ra.precision && (a->ra.tolerance > 0 || a->ra.threads || a->ra.shapes.n))
-        return cli_usage_error("dump", "--tolerance, --threads and --shape go with --precision");
+    if (!a->ra.precision &&
+        (a->ra.tolerance > 0 || a->ra.threads || a->ra.shapes.n || a->ra.inputs.n))
+        return cli_usage_error("dump",
+                               "--tolerance, --threads, --shape and -i go with --precision");
     return -1;
 }
 
@@ -189,6 +199,7 @@ int cli_dump_main(int argc, char **argv) {
     int code = parse_args(argc, argv, &a);
     if (code >= 0) {
         cli_shapes_free(&a.ra.shapes);
+        cli_inputs_free(&a.ra.inputs);
         return code;
     }
     code = CLI_EXIT_OK;
@@ -199,7 +210,8 @@ int cli_dump_main(int argc, char **argv) {
     } else if (a.ra.precision) {
         /* a session's default level, unless --opt-level said otherwise */
         if (a.ra.level < 0) a.ra.level = 1;
-        code = dump_regions(m, &a.ra);
+        code = cli_inputs_resolve(m, &a.ra.inputs);
+        if (!code) code = dump_regions(m, &a.ra);
     } else {
         api_dump_format format = a.onnx_out ? API_DUMP_ONNX : a.dot ? API_DUMP_DOT : API_DUMP_TEXT;
         if ((s = api_model_dump(m, a.ra.level < 0 ? 0 : (int)a.ra.level, a.off, format,
@@ -209,5 +221,6 @@ int cli_dump_main(int argc, char **argv) {
     if (!code && fflush(stdout) != 0) code = cli_fail(ANVIL_ERR_IO, "could not write to stdout");
     anvil_model_free(m);
     cli_shapes_free(&a.ra.shapes);
+    cli_inputs_free(&a.ra.inputs);
     return code;
 }
