@@ -620,7 +620,7 @@ anvil_status anvil_session_compile(anvil_session *s, size_t n_inputs,
 typedef struct region_lines {
     FILE *f;
     uint64_t flops, bf16_flops;
-    size_t nodes, bf16_nodes;
+    size_t nodes, bf16_nodes, body_bf16_nodes;
 } region_lines;
 
 static void region_line(void *arg, const rt_step_info *info) {
@@ -645,6 +645,7 @@ static void region_line(void *arg, const rt_step_info *info) {
     if (info->rounds_bf16) {
         r->bf16_nodes++;
         r->bf16_flops += info->flops;
+        if (info->scope) r->body_bf16_nodes++;
     }
 }
 
@@ -663,6 +664,11 @@ anvil_status api_session_print_regions(anvil_session *s, FILE *f) {
     fprintf(f, "\n%zu of %zu nodes compute in bf16, %.1f%% of the %.4g GFLOP, in %d region%s\n",
             r.bf16_nodes, r.nodes, r.flops ? 100.0 * (double)r.bf16_flops / (double)r.flops : 0.0,
             (double)r.flops / 1e9, (int)rg.n_regions, rg.n_regions == 1 ? "" : "s");
+    if (r.body_bf16_nodes)
+        fprintf(f,
+                "(%zu of the bf16 nodes are inside If/Loop/Scan bodies, which their own sessions "
+                "plan: regions are the main graph's)\n",
+                r.body_bf16_nodes);
     if (rg.n_regions) {
         fprintf(f, "\nregion  nodes  bf16  GFLOP      enter  leave  inner  inner stored in bf16\n");
         for (int32_t k = 0; k < rg.n_regions; k++) {
