@@ -11,6 +11,8 @@
 
 /* dx[i] = x[i] > 0 ? dy[i] : 0 for i < n (AVX-512F). */
 void train_relu_avx512(const float *dy, const float *x, float *dx, size_t n);
+/* dx[i] = dy[i] * d/dx GELU(x[i]) (erf form), i < n (AVX-512F). */
+void train_gelu_erf_avx512(const float *dy, const float *x, float *dx, size_t n);
 
 /* ---- BatchNormTrain / BatchNormGrad (bn_pool_grad.c) ----------------------------------------
  * A virtual channel is one channel, or group = 16 / area adjacent channels when their area

@@ -315,6 +315,10 @@ static void ag_range(void *arg, size_t begin, size_t end) {
             }
             break;
         case IR_ACT_GELU_ERF:
+            if (j->avx512) {
+                train_gelu_erf_avx512(dy + lo, x + lo, dx + lo, hi - lo);
+                break;
+            }
             for (size_t i = lo; i < hi; i++) {
                 const float v = x[i];
                 const float pdf = expf(-0.5f * v * v) * 0.3989422804014327f;
