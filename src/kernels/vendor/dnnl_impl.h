@@ -85,6 +85,16 @@ dnnl_status_t vendor_dnnl_md_any(dnnl_memory_desc_t *md, int rank, const int64_t
 dnnl_status_t vendor_dnnl_md_any_as(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
                                     dnnl_data_type_t dt);
 
+/* A reorder between plain [N, C, spatial...] fp32 (pixels dense) and a blocking of its channels
+ * by blk (8 or 16; 0: none), run by anvil: the tensor's n, c and pixels per channel, and the
+ * batch and channel strides of the plain layout, the batch and channel-block strides of the
+ * blocked one, in elements. */
+typedef struct dk_own_reorder {
+    int blk;
+    int64_t n, c, hw;
+    size_t plain_n, plain_c, blk_n, blk_cb;
+} dk_own_reorder;
+
 /* What a prepared primitive needs at run time. Memories are created per run around the caller's
  * buffers (cheap handles), so the state holds no per-run pointers. */
 typedef struct dk_state {
@@ -102,12 +112,8 @@ typedef struct dk_state {
     dnnl_primitive_t src_reorder, dst_reorder;
     void *src_tmp, *dst_tmp;
     /* bf16 Conv: the same two reorders run by anvil (kernels/cpu/data/layout_blocked.h) where the
-     * layouts are the plain one and a channel blocking: the block (8 or 16; 0 where oneDNN's
-     * reorder runs), and per layout the batch stride and the channel (plain) or channel-block
-     * (blocked) stride, in elements. */
-    int src_blk, dst_blk;
-    int64_t lay_n, lay_c, lay_hw, lay_cy, lay_hw_y;
-    size_t src_un, src_uc, src_bn, src_bcb, dst_un, dst_uc, dst_bn, dst_bcb;
+     * layouts are the plain one and a channel blocking (blk 0: oneDNN's reorder runs). */
+    dk_own_reorder src_own, dst_own;
     /* MatMul / Gemm */
     vk_mm g;
     bool is_gemm, c_in_dst;

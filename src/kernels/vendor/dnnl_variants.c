@@ -301,35 +301,27 @@ static int md_channel_blocked(const dnnl_memory_desc_t *md, size_t *sn, size_t *
     return (int)b->inner_blks[0];
 }
 
+/* Whether anvil can run the reorder between plain and blocked (md_plain_planes and
+ * md_channel_blocked of the same tensor): *o filled, else o->blk stays 0. */
+static bool own_reorder_of(const dnnl_memory_desc_t *plain, const dnnl_memory_desc_t *blocked,
+                           dk_own_reorder *o) {
+    dk_own_reorder r = {.n = blocked->dims[0], .c = blocked->dims[1]};
+    if (plain->data_type != dnnl_f32 || !md_plain_planes(plain, &r.hw, &r.plain_n, &r.plain_c) ||
+        !(r.blk = md_channel_blocked(blocked, &r.blk_n, &r.blk_cb)))
+        return false;
+    *o = r;
+    return true;
+}
+
 /* A bf16 part's activation reorders: anvil's (data_nchw_to_bf16_blocked and back) where
  * the primitive's layouts are channel blockings of the plain ones; oneDNN's otherwise. */
 static void conv_own_reorders(dk_state *s) {
-    int64_t hw, hw_y;
-    size_t un, uc, yn, yc, bn, bcb;
     if (s->src_reorder && s->src_md.data_type == dnnl_bf16 &&
-        s->src_user_md.data_type == dnnl_f32 && md_plain_planes(&s->src_user_md, &hw, &un, &uc) &&
-        (s->src_blk = md_channel_blocked(&s->src_md, &bn, &bcb)) != 0) {
-        s->lay_n = s->src_md.dims[0];
-        s->lay_c = s->src_md.dims[1];
-        s->lay_hw = hw;
-        s->src_un = un;
-        s->src_uc = uc;
-        s->src_bn = bn;
-        s->src_bcb = bcb;
+        own_reorder_of(&s->src_user_md, &s->src_md, &s->src_own))
         /* the channels past C in the last block: zero once, never written again */
         memset(s->src_tmp, 0, vendor_dnnl_lib.dnnl_memory_desc_get_size(&s->src_md));
-    }
-    if (s->dst_reorder && s->dst_md.data_type == dnnl_f32 && s->dst_user_md.data_type == dnnl_f32 &&
-        md_plain_planes(&s->dst_user_md, &hw_y, &yn, &yc) &&
-        (s->dst_blk = md_channel_blocked(&s->dst_md, &bn, &bcb)) != 0) {
-        s->lay_n = s->dst_md.dims[0];
-        s->lay_cy = s->dst_md.dims[1];
-        s->lay_hw_y = hw_y;
-        s->dst_un = yn;
-        s->dst_uc = yc;
-        s->dst_bn = bn;
-        s->dst_bcb = bcb;
-    }
+    if (s->dst_reorder && s->dst_md.data_type == dnnl_f32)
+        (void)own_reorder_of(&s->dst_user_md, &s->dst_md, &s->dst_own);
 }
 
 /* Prepares the part of kn's convolution that computes units [u0, u0 + un) as one primitive on
@@ -495,9 +487,10 @@ static anvil_status conv_run_part(const ir_node *n, const dk_state *s, const op_
     int saved = vendor_dnnl_threads_set(s->threads);
     anvil_status st = ANVIL_OK;
     const void *src = x;
-    if (s->src_blk) {
-        data_nchw_to_bf16_blocked(x, s->lay_n, s->lay_c, s->lay_hw, s->src_un, s->src_uc,
-                                  s->src_tmp, s->src_blk, s->src_bn, s->src_bcb);
+    const dk_own_reorder *so = &s->src_own, *yo = &s->dst_own;
+    if (so->blk) {
+        data_nchw_to_bf16_blocked(x, so->n, so->c, so->hw, so->plain_n, so->plain_c, s->src_tmp,
+                                  so->blk, so->blk_n, so->blk_cb);
         src = s->src_tmp;
     } else if (s->src_reorder) {
         dk_exec_arg r[2] = {{DNNL_ARG_FROM, &s->src_user_md, x},
@@ -517,9 +510,9 @@ static anvil_status conv_run_part(const ir_node *n, const dk_state *s, const op_
         if (s->scratch) a[na++] = (dk_exec_arg){DNNL_ARG_SCRATCHPAD, &s->scratch_md, s->scratch};
         st = vendor_dnnl_execute(n, s->stream, s->prim, a, na);
     }
-    if (st == ANVIL_OK && s->dst_blk) {
-        data_blocked_to_nchw_f32(y, s->lay_n, s->lay_cy, s->lay_hw_y, s->dst_blk, s->dst_bn,
-                                 s->dst_bcb, yuser, s->dst_un, s->dst_uc);
+    if (st == ANVIL_OK && yo->blk) {
+        data_blocked_to_nchw_f32(y, yo->n, yo->c, yo->hw, yo->blk, yo->blk_n, yo->blk_cb, yuser,
+                                 yo->plain_n, yo->plain_c);
     } else if (st == ANVIL_OK && s->dst_reorder) {
         dk_exec_arg r[2] = {{DNNL_ARG_FROM, &s->dst_md, y}, {DNNL_ARG_TO, &s->dst_user_md, yuser}};
         st = vendor_dnnl_execute(n, s->stream, s->dst_reorder, r, 2);
