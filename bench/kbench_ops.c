@@ -62,8 +62,8 @@ typedef struct kb_run {
     kb_result *r;
     size_t n, cap;
     /* per thread-count slot: [0] avx512 f32, [1] avx2 f32, [2] avx512 bf16 and [3] AMX bf16
-     * (--precision bf16) */
-    kb_peak peak[MAX_THREADS][4];
+     * (--precision bf16), [4] avx512 fp16 (--precision fp16) */
+    kb_peak peak[MAX_THREADS][5];
 } kb_run;
 
 static kb_result *result_push(kb_run *run) {
@@ -96,6 +96,7 @@ static double peak_for(const kb_run *run, int ti, const kern_variant *v) {
     if ((v->needs & KERN_BF16_BEST_ISA) && p[3].gflops_cpu > p[2].gflops_cpu)
         return p[3].gflops_cpu;
     if (v->needs & KERN_ROUNDS_BF16) return p[2].gflops_cpu;
+    if (v->needs & KERN_ROUNDS_FP16) return p[4].gflops_cpu;
     if (v->needs & KERN_NEEDS_AVX512) return p[0].gflops_cpu;
     if (v->needs & KERN_NEEDS_AVX2) return p[1].gflops_cpu;
     return p[0].measured ? p[0].gflops_cpu : p[1].gflops_cpu;
@@ -172,7 +173,7 @@ static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_op
             continue;
         }
         r->maxrel = kb_case_error(c, out);
-        if (!(r->maxrel <= (v->needs & KERN_ROUNDS_BF16 ? TOLERANCE_BF16 : TOLERANCE))) {
+        if (!(r->maxrel <= (v->needs & KERN_ROUNDS_REDUCED ? TOLERANCE_BF16 : TOLERANCE))) {
             r->status = RES_WRONG;
             continue;
         }
@@ -351,6 +352,9 @@ static void print_tables(const kb_run *run, const case_info *infos, int n_cases,
                    run->peak[ti][2].gflops_cpu);
         if (run->peak[ti][3].measured)
             printf(" (amx_bf16 %.1f, the AMX ones')", run->peak[ti][3].gflops_cpu);
+        if (run->peak[ti][4].measured)
+            printf("; fp16 peak: avx512_fp16 %.1f, the %% peak of the fp16 variants",
+                   run->peak[ti][4].gflops_cpu);
         printf(")\n\n");
         printf("| shape | GFLOP | variant | reps | median ms | p90 ms | min ms | GFLOP/s | best "
                "GFLOP/s | %% peak | vs %s | max rel err | prep ms | cpu share |\n",
@@ -505,10 +509,12 @@ static bool write_json(const kb_run *run, const case_info *infos, const kb_opts 
     fprintf(f, ", \"cpu\": ");
     json_str(f, core_hw_get()->cpu_model);
     fprintf(f, ",\n \"peaks\": [");
-    static const char *const peak_names[] = {"avx512_f32", "avx2_f32", "avx512_bf16"};
+    static const char *const peak_names[] = {"avx512_f32", "avx2_f32", "avx512_bf16", "amx_bf16",
+                                             "avx512_fp16"};
     for (int ti = 0; ti < o->n_threads; ti++)
-        for (int k = 0; k < (o->knobs.precision == KERN_PREC_BF16 ? 3 : 2); k++) {
+        for (int k = 0; k < 5; k++) {
             const kb_peak *p = &run->peak[ti][k];
+            if (k > 1 && !p->measured) continue;
             fprintf(f,
                     "%s\n  {\"isa\": \"%s\", \"threads\": %d, \"measured\": %s, \"gflops\": %.3f, "
                     "\"gflops_cpu\": %.3f, \"ghz\": %.3f}",
@@ -568,8 +574,9 @@ static void ops_usage(const char *cmd) {
             "                      (default 1)\n"
             "  --seed N            data seed (default 1)\n"
             "  --json FILE         also write every result as JSON\n"
-            "  --precision P       fp32 (default) or bf16: bf16 also times the variants that\n"
-            "                      round to bf16 (gemm_bf16*), against the bf16 peak\n"
+            "  --precision P       fp32 (default), bf16 or fp16: bf16 (fp16) also times the\n"
+            "                      variants that round to it (gemm_bf16*, gemm_fp16*), against\n"
+            "                      its peak\n"
             "%s",
             cmd,
             gemm ? "--shapes squares|transformer|all (default all); --big adds 4096^3;\n"
@@ -635,8 +642,10 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
             o.json = argv[++i];
         } else if (!strcmp(a, "--precision") && has) {
             const char *p = argv[++i];
-            if (strcmp(p, "fp32") && strcmp(p, "bf16")) goto bad;
-            o.knobs.precision = !strcmp(p, "bf16") ? KERN_PREC_BF16 : KERN_PREC_F32;
+            if (strcmp(p, "fp32") && strcmp(p, "bf16") && strcmp(p, "fp16")) goto bad;
+            o.knobs.precision = !strcmp(p, "bf16")   ? KERN_PREC_BF16
+                                : !strcmp(p, "fp16") ? KERN_PREC_FP16
+                                                     : KERN_PREC_F32;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             ops_usage(cmd);
             return 0;
@@ -663,11 +672,12 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
     printf("Load average at start: %s\n\n", kb_loadavg());
     printf("| fp32 FMA peak | threads | GFLOP/s (wall) | GFLOP/s (CPU time) | GHz |\n"
            "|---|---:|---:|---:|---:|\n");
-    const int n_peaks = o.knobs.precision == KERN_PREC_BF16 ? 4 : 2;
     for (int ti = 0; ti < o.n_threads; ti++)
-        for (int k = 0; k < n_peaks; k++) {
+        for (int k = 0; k < 5; k++) {
             static const peak_isa isas[] = {PEAK_AVX512_F32, PEAK_AVX2_F32, PEAK_AVX512_BF16,
-                                            PEAK_AMX_BF16};
+                                            PEAK_AMX_BF16, PEAK_AVX512_FP16};
+            if ((k == 2 || k == 3) && o.knobs.precision != KERN_PREC_BF16) continue;
+            if (k == 4 && o.knobs.precision != KERN_PREC_FP16) continue;
             peak_isa isa = isas[k];
             run.peak[ti][k] = kb_peak_measure(isa, o.threads[ti], 0.3);
             if (run.peak[ti][k].measured)

@@ -3,7 +3,7 @@
 
 Usage: peer.py [--models a,b,...] [--corpus] [--corpus-dir DIR] [--size full|ci] [--threads 1,2]
                [--runs N] [--rounds R] [--warmup W] [--anvil PATH] [--zoo DIR] [--tune-db FILE]
-               [--tune-budget S] [--no-tune] [--no-openvino] [--precision fp32|bf16] [--ov-f32]
+               [--tune-budget S] [--no-tune] [--no-openvino] [--precision fp32|bf16|fp16|auto] [--ov-f32]
                [--json out.json] [--md out.md]
 
 For every model (the generated zoo of tests/models/gen_zoo.py and the real models of
@@ -54,7 +54,9 @@ rounds); for ONNX Runtime and PyTorch that includes the Python interpreter and t
 build-release/peer_zoo/<size>). Not a test: it never fails on a number; an engine that cannot
 run a model gets its error in the notes column and the others go on.
 
---precision bf16 (default fp32: all of the above) compares anvil's bf16 with OpenVINO's default:
+--precision bf16 (default fp32: all of the above) compares anvil's bf16 with OpenVINO's default
+(--precision fp16 and auto the same with anvil in that precision: fp16 is the reduced precision
+that pays on a CPU with AVX512-FP16 whose bf16 dot product is slow):
   - anvil cascade and tuned run `anvil bench --precision bf16` (tuning: `anvil tune --precision
     bf16`, into the same database, whose keys hold the precision), and one more engine, anvil
     fp32, the cascade in fp32, for bf16's speedup (anvil fp32 / anvil bf16);
@@ -355,7 +357,7 @@ def bench_model(name, case, threads, args, python, tmp):
     timed = ["--warmup", str(warmup), "--iters", str(args.runs)]
     # Under --precision bf16 the cascade and tuned engines run bf16, and "fp32" is the cascade
     # in fp32, for the speedup bf16 brings.
-    bf16 = args.precision == "bf16"
+    bf16 = args.precision != "fp32"  # a reduced precision: bf16, fp16 or auto
     db_flags = {"cascade": ["--no-db"] + args.precision_flags,
                 "tuned": ["--db", args.tune_db] + args.precision_flags, "fp32": ["--no-db"]}
     anvil_failures = {}
@@ -534,7 +536,7 @@ def bf16_share(result, cmd, timeout):
         result["notes"].append(f"explain: {why}")
         return
     compute = [n for n in nodes if n.get("flops", 0) > 0]
-    in_bf16 = [n for n in compute if n.get("compute") == "bf16"]
+    in_bf16 = [n for n in compute if n.get("compute") in ("bf16", "fp16")]
     total = sum(n["flops"] for n in compute)
     result["bf16_flops_share"] = sum(n["flops"] for n in in_bf16) / total if total else None
     result["bf16_nodes"] = len(in_bf16)
@@ -691,7 +693,7 @@ def peaks(anvil):
         return {"error": error_line(err, rc)}
     try:
         j = json.loads(out)
-        return {p: [j[f"peak.{p}.gflops"], j[f"peak.{p}.isa"]] for p in ("fp32", "bf16")}
+        return {p: [j[f"peak.{p}.gflops"], j[f"peak.{p}.isa"]] for p in ("fp32", "bf16", "fp16")}
     except (ValueError, KeyError) as e:
         return {"error": f"unreadable sysinfo output ({type(e).__name__}: {str(e)[:80]})"}
 
@@ -709,23 +711,24 @@ def bf16_markdown(results, meta):
     pk = meta["peaks"]
     peak_line = (f"anvil sysinfo: {pk['error']}" if "error" in pk else
                  "anvil sysinfo peaks (one core): " + ", ".join(
-                     f"{p} {pk[p][0]:g} GFLOP/s ({pk[p][1]})" for p in ("fp32", "bf16")))
-    anvil = "anvil bf16 tuned" if tuned else "anvil bf16"
-    lines = [f"Peer benchmark in bf16, {what}, {meta['rounds']} rounds x {meta['runs']} runs "
+                     f"{p} {pk[p][0]:g} GFLOP/s ({pk[p][1]})" for p in ("fp32", "bf16", "fp16")))
+    prec = meta["precision"]
+    anvil = f"anvil {prec} tuned" if tuned else f"anvil {prec}"
+    lines = [f"Peer benchmark in {prec}, {what}, {meta['rounds']} rounds x {meta['runs']} runs "
              f"(warmup {meta['warmup']}, or more to fill {meta.get('warmup_ms', 0):g} ms).", "",
              f"CPU: {meta['cpu']}; {peak_line}.", "",
-             f"{anvil}: `anvil bench --precision bf16` "
+             f"{anvil}: `anvil bench --precision {prec}` "
              + (f"with the tuning database `{meta['tune_db']}`" if tuned else
                 "with the built-in rules (--no-db, --no-tune)")
              + "; anvil fp32: the same with the built-in rules in fp32. Latencies are medians in "
-             "ms with the p90 in parentheses; bf16 speedup = anvil fp32 / anvil bf16; a ratio "
+             f"ms with the p90 in parentheses; {prec} speedup = anvil fp32 / anvil {prec}; a ratio "
              "anvil/OpenVINO below 1 means anvil is faster. Errors are max|y - y_ORT| / "
              "max|y_ORT| against ORT fp32's outputs of test_data_set_0, the worst output; the "
-             f"bound is max({ERR_FLOOR:g}, OpenVINO bf16's error); bf16 flops: the share of the "
-             "model's flops anvil bf16 ran in bf16 (its --explain).", ""]
-    head = (f"| model | thr | {anvil} ms | anvil fp32 ms | bf16 speedup | OpenVINO ms | "
+             f"bound is max({ERR_FLOOR:g}, OpenVINO default's error); reduced flops: the share of "
+             f"the model's flops anvil {prec} ran in bf16 or fp16 (its --explain).", ""]
+    head = (f"| model | thr | {anvil} ms | anvil fp32 ms | {prec} speedup | OpenVINO ms | "
             "anvil/OpenVINO | " + ("OpenVINO f32 ms | " if ov_f32 else "") +
-            "ORT ms | anvil bf16 err | OpenVINO err | within bound | bf16 flops | notes |")
+            f"ORT ms | anvil {prec} err | OpenVINO err | within bound | reduced flops | notes |")
     lines += [head, "|---|---:|" + "---:|" * (head.count("|") - 4) + "---|"]
     for r in results:
         a, errs = r.get("anvil"), r.get("errors") or {}
@@ -746,10 +749,10 @@ def bf16_markdown(results, meta):
         lines.append(f"Geometric mean {label}: " + ", ".join(
             f"{fmt(g['value'], '.3f')} at {thr} (n={g['n']})" for thr, g in key.items()) + ".")
     over = [f"{r['model']} at {r['threads']}" for r in results if r.get("err_over")]
-    lines += ["", "anvil bf16 error above the bound: " + (", ".join(over) if over else "none")
+    lines += ["", f"anvil {prec} error above the bound: " + (", ".join(over) if over else "none")
               + "."]
     if meta["scaling"]:
-        lines += ["", "| model | threads | anvil bf16 speedup | ORT speedup | OpenVINO speedup |",
+        lines += ["", f"| model | threads | anvil {prec} speedup | ORT speedup | OpenVINO speedup |",
                   "|---|---|---:|---:|---:|"]
         for sc in meta["scaling"]:
             lines.append(f"| {sc['model']} | {sc['from_threads']} -> {sc['to_threads']} | "
@@ -768,9 +771,9 @@ def progress(r, precision):
     """One model and thread count's line on stderr."""
     lat = {e: ms(r[e]["median_ms"]) if r.get(e) else "—" for e in ENGINE_NAMES}
     head = f"{r['model']} threads={r['threads']}: "
-    if precision == "bf16":
+    if precision != "fp32":
         errors = r.get("errors") or {}
-        return (head + f"bf16 cascade {lat['cascade']} ms, tuned {lat['tuned']} ms, fp32 "
+        return (head + f"{precision} cascade {lat['cascade']} ms, tuned {lat['tuned']} ms, fp32 "
                 f"{lat['fp32']} ms, ORT {lat['ort']} ms, OpenVINO {lat['ov']} ms; errors " +
                 ", ".join(f"{ENGINE_NAMES[e]} {err(v)}" for e, v in errors.items()))
     tune = r.get("tune") or {}
@@ -813,13 +816,14 @@ def main():
                     help="the corpus folder (default models/corpus)")
     ap.add_argument("--no-openvino", action="store_true",
                     help="leave out the OpenVINO engine even when it is installed")
-    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
-                    help="bf16: anvil's cascade (and tuned) in bf16 with its fp32 cascade beside "
+    ap.add_argument("--precision", choices=["fp32", "bf16", "fp16", "auto"], default="fp32",
+                    help="bf16 (fp16, auto): anvil's cascade (and tuned) in that precision with "
+                         "its fp32 cascade beside "
                          "them, OpenVINO in its default configuration (bf16 on CPUs with "
                          "AVX512-BF16 or AMX), each engine's output error against ORT fp32; "
                          "no torch (default fp32)")
     ap.add_argument("--ov-f32", action="store_true",
-                    help="with --precision bf16: OpenVINO's f32 configuration too")
+                    help="with --precision bf16/fp16/auto: OpenVINO's f32 configuration too")
     ap.add_argument("--size", choices=["full", "ci"], default="ci")
     ap.add_argument("--threads", default="1", help="comma-separated thread counts (default 1)")
     ap.add_argument("--runs", type=int, default=10, help="timed runs per round (default 10)")
@@ -853,9 +857,9 @@ def main():
     if not os.access(args.anvil, os.X_OK):
         ap.error(f"{args.anvil} is not an executable; build it with scripts/build.sh release "
                  "or pass --anvil")
-    if args.ov_f32 and args.precision != "bf16":
-        ap.error("--ov-f32 needs --precision bf16 (OpenVINO runs f32 without it)")
-    args.precision_flags = ["--precision", "bf16"] if args.precision == "bf16" else []
+    if args.ov_f32 and args.precision == "fp32":
+        ap.error("--ov-f32 needs --precision bf16, fp16 or auto (OpenVINO runs f32 without it)")
+    args.precision_flags = ["--precision", args.precision] if args.precision != "fp32" else []
     python = sys.executable
     args.tune_db = os.path.abspath(args.tune_db)
     os.makedirs(os.path.dirname(args.tune_db), exist_ok=True)
@@ -869,7 +873,7 @@ def main():
         from importlib import metadata
         hint = ("no INFERENCE_PRECISION_HINT (its default)" +
                 (", and INFERENCE_PRECISION_HINT=f32 (OpenVINO f32)" if args.ov_f32 else "")
-                if args.precision == "bf16" else "INFERENCE_PRECISION_HINT=f32")
+                if args.precision != "fp32" else "INFERENCE_PRECISION_HINT=f32")
         ov_version = (f"openvino {metadata.version('openvino')}, CPU plugin, {hint}, "
                       "INFERENCE_NUM_THREADS=T, PERFORMANCE_HINT=LATENCY, one stream, no CPU "
                       "pinning")
@@ -896,12 +900,12 @@ def main():
             "no_tune": args.no_tune, "tune_db": None if args.no_tune else args.tune_db,
             "geomeans": geomeans(results, threads), "scaling": scaling(results),
             "rss_floor_mib": run_child(["true"], 60)[3] / MIB}
-    if args.precision == "bf16":
-        meta.update({"precision": "bf16", "ov_f32": args.ov_f32, "peaks": peaks(args.anvil),
+    if args.precision != "fp32":
+        meta.update({"precision": args.precision, "ov_f32": args.ov_f32, "peaks": peaks(args.anvil),
                      "geomeans": bf16_geomeans(results, threads)})
         meta.pop("torch_note")
         meta.pop("torch_versions")
-    md = bf16_markdown(results, meta) if args.precision == "bf16" else markdown(results, meta)
+    md = bf16_markdown(results, meta) if args.precision != "fp32" else markdown(results, meta)
     print(md, end="")
     if args.md:
         with open(args.md, "w") as f:

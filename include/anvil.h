@@ -188,10 +188,16 @@ anvil_status anvil_options_set_knob(anvil_options *opts, const char *name, const
  *          AVX512_BF16 or AMX-BF16; results differ from fp32 by bf16's 8-bit mantissa (about
  *          1e-2 relative). On a CPU without either, the session runs fp32 kernels and logs a
  *          warning.
- *  "auto": bf16 kernels are candidates too, and tuning (anvil_tune_model, online tuning) keeps
- *          one only where it measures faster and its error stays within the tolerance
+ *  "auto": bf16 and fp16 kernels are candidates too, and tuning (anvil_tune_model, online tuning)
+ * keeps one only where it measures faster and its error stays within the tolerance
  *          (anvil_options_set_tolerance).
- *  "fp16": refused with ANVIL_ERR_UNSUPPORTED: anvil has no fp16 kernels yet (use "bf16").
+ *  "fp16": matrix products may round their operands to IEEE half instead, on CPUs with
+ *          AVX512-FP16 (fp16 sums over runs of up to 256 k, widened to fp32 between them):
+ *          faster where that CPU's fp16 FMA measures faster than its fp32 one (a Sapphire Rapids
+ *          core without AMX: 2.1x, while its bf16 dot product runs at 0.5x); about 2e-3
+ *          relative error, and values beyond fp16's range (65504) overflow. Never a bf16 kernel.
+ *          On a CPU without AVX512-FP16 the session runs fp32 kernels and logs a warning.
+ *          Inference only: training refuses it (ANVIL_ERR_UNSUPPORTED; use "bf16").
  * NULL or another name: ANVIL_ERR_INVALID_ARGUMENT listing the names. Overrides
  * $ANVIL_PRECISION. A tuning database keeps reduced-precision winners apart from fp32 ones. */
 anvil_status anvil_options_set_precision(anvil_options *opts, const char *precision);
@@ -367,7 +373,8 @@ typedef struct anvil_train_config {
      * database). 0: off. */
     int online_rounds;
     /* The arithmetic of the training graph's kernels, forward and backward, as
-     * anvil_options_set_precision ("fp32", "bf16", "auto"; "fp16" refused), borrowed for the
+     * anvil_options_set_precision ("fp32", "bf16", "auto"; "fp16" refused: no loss scaling),
+     * borrowed for the
      * create call; NULL: $ANVIL_PRECISION, else fp32. The parameters, gradients and optimizer
      * state stay float32. tolerance: precision auto's bound, as anvil_options_set_tolerance
      * (<= 0: the default 1e-2). */

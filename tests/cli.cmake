@@ -303,7 +303,7 @@ set_tests_properties(cli.e2e.run_forced_trace cli.e2e.run_forced_probs PROPERTIE
                      FIXTURES_REQUIRED "cli_models;cli_forced")
 anvil_cli_test(e2e.run_forced_unknown_variant 11 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy
                -o ${W}/unused --variant Gemm=gemm_f32_99x99 FIXTURES cli_models
-               ERR "Gemm has no variant named 'gemm_f32_99x99'; it has: reference, gemm_bf16_32x32_amx, gemm_bf16, gemm_f32")
+               ERR "Gemm has no variant named 'gemm_f32_99x99'; it has: reference, gemm_bf16_32x32_amx, gemm_bf16, gemm_fp16, gemm_f32")
 anvil_cli_test(e2e.run_forced_unknown_node 11 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy
                -o ${W}/unused --variant nosuchnode=reference FIXTURES cli_models
                ERR "'nosuchnode' is neither a node of the model nor an op type")
@@ -329,10 +329,17 @@ anvil_cli_check(bench_json_file bench-json $<TARGET_FILE:anvil> ${W}/tiny.onnx -
 anvil_cli_check(bench_json_ints bench-json $<TARGET_FILE:anvil> ${W}/gather.onnx --iters 2
                 --shape a=3x4 --expect inputs.0.shape=[3,4] inputs.1.dtype=INT64
                 inputs.1.shape=[3])
-# precision: fp16 is refused by the library (ANVIL_ERR_UNSUPPORTED, exit 13) with its reason;
+# precision: fp16 runs (fp16 GEMMs where the CPU has AVX512-FP16, else fp32 with a warning) and
+# is checked against fp32 like bf16; compile refuses it (ANVIL_ERR_UNSUPPORTED, exit 13);
 # --check compares with an fp32 session (fp32 against itself: errors 0, every top-1 agrees)
-anvil_cli_test(e2e.bench_fp16 13 ARGS bench ${W}/tiny.onnx --precision fp16 FIXTURES cli_models
-               ERR "ANVIL_ERR_UNSUPPORTED: [^\n]*no fp16 kernels[^\n]*use bf16")
+anvil_cli_test(e2e.bench_check_fp16 0 ARGS bench ${W}/tiny.onnx --iters 2 --warmup 0 --threads 1
+               --precision fp16 --check --explain FIXTURES cli_models
+               OUT "\nprecision: fp16\n"
+                   "\naccuracy of precision fp16 against fp32 \\(one run of each on the same inputs\\):\n"
+                   "\nfc1 +Gemm +[a-z0-9_]+ +(fp32|fp16) +")
+anvil_cli_test(e2e.compile_fp16 13 ARGS compile ${W}/tiny.onnx --shape x=1x3x8x8 -o ${W}/lib_fp16
+               --precision fp16 FIXTURES cli_models
+               ERR "ANVIL_ERR_UNSUPPORTED: [^\n]*cannot emit the fp16 kernels")
 anvil_cli_check(bench_check_fp32 bench-json $<TARGET_FILE:anvil> ${W}/tiny.onnx --iters 2
                 --warmup 0 --threads 1 --shape x=3x3x8x8 --precision fp32 --check
                 --expect precision=fp32 check.reference=fp32 check.outputs.0.name=probs/out:0
@@ -359,8 +366,8 @@ set_tests_properties(cli.e2e.bf16_without_isa PROPERTIES FIXTURES_REQUIRED "cli_
 # the other commands take it too
 anvil_cli_test(e2e.run_bf16 0 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/out_bf16
                --precision bf16 FIXTURES cli_models OUT "probs/out:0 -> ")
-anvil_cli_test(e2e.run_fp16 13 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/out_fp16
-               --precision fp16 FIXTURES cli_models ERR "ANVIL_ERR_UNSUPPORTED")
+anvil_cli_test(e2e.run_fp16 0 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/out_fp16
+               --precision fp16 FIXTURES cli_models OUT "probs/out:0 -> ")
 
 anvil_cli_test(e2e.bench_shape_fixed_dim 11 ARGS bench ${W}/tiny.onnx --shape x=2x5x8x8
                FIXTURES cli_models ERR "dimension 1 is fixed to 3 by the model")
@@ -428,7 +435,7 @@ anvil_cli_test(e2e.dump_precision_dot 2 ARGS dump ${W}/tiny.onnx --precision bf1
                FIXTURES cli_models ERR "--precision prints the plan's formats as text; drop --dot")
 anvil_cli_test(e2e.dump_threads_alone 2 ARGS dump ${W}/tiny.onnx --threads 1
                FIXTURES cli_models ERR "--tolerance, --threads, --shape and -i go with --precision")
-anvil_cli_test(help_precision.dump 0 ARGS dump -h OUT "\n  --precision P    fp32, bf16 or auto")
+anvil_cli_test(help_precision.dump 0 ARGS dump -h OUT "\n  --precision P    fp32, bf16, fp16 or auto")
 anvil_cli_test(bad.precision.dump 2 ARGS dump m.onnx --precision fp8
                ERR "anvil dump: --precision must be fp32, bf16, fp16 or auto, got 'fp8'")
 

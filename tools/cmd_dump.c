@@ -41,7 +41,7 @@ void cli_dump_usage(FILE *f) {
                "                   a line saying what each pass did\n"
                "  --passes LIST    rewrites on/off by name, e.g. -fuse_attention or\n"
                "                   none,+fold_conv_bn (an unknown name lists the passes)\n"
-               "  --precision P    fp32, bf16 or auto: show the regions of such a session\n"
+               "  --precision P    fp32, bf16, fp16 or auto: show the regions of such a session\n"
                "                   (--opt-level defaults to 1 then, as in a session)\n"
                "  --tolerance X    precision auto's error bound (default 0.01)\n"
                "  --threads N      the session's threads (default: every core)\n"

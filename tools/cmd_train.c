@@ -55,8 +55,8 @@ void cli_train_usage(FILE *f) {
         "  --precision P              fp32 (default), bf16 (MatMul/Gemm round their operands to\n"
         "                             bfloat16 and accumulate in fp32, forward and backward;\n"
         "                             parameters, gradients and optimizer state stay fp32),\n"
-        "                             auto (bf16 where tuning finds it faster); fp16 is not\n"
-        "                             supported yet\n" CLI_TUNING_HELP
+        "                             auto (bf16 where tuning finds it faster); fp16 is\n"
+        "                             refused (no loss scaling: use bf16)\n" CLI_TUNING_HELP
         "  --tune offline             measure every node of the training graph (forward and\n"
         "                             backward) before the first step, as anvil tune does,\n"
         "                             and train with the winners\n"

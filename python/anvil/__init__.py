@@ -247,10 +247,10 @@ def _to_numpy(t: c_void_p) -> np.ndarray:
 
 def _set_precision(opts: c_void_p, precision: Optional[str], tolerance: Optional[float]) -> None:
     """anvil_options_set_precision / _set_tolerance where given (None: the default, or
-    $ANVIL_PRECISION); anvil refuses unknown names, and "fp16" as unsupported."""
+    $ANVIL_PRECISION); anvil refuses unknown names."""
     if precision is not None:
         if not isinstance(precision, str):
-            raise TypeError(f"precision must be a string ('fp32', 'bf16' or 'auto'), "
+            raise TypeError(f"precision must be a string ('fp32', 'bf16', 'fp16' or 'auto'), "
                             f"not {type(precision).__name__}")
         _check(lib.anvil_options_set_precision(opts, precision.encode()))
     if tolerance is not None:
@@ -267,9 +267,9 @@ class Session:
     the database); db: the database's path (default: $ANVIL_TUNING_DB, else
     ~/.cache/anvil/tuning.db); variants: {node name or op type: variant} to force; profiling:
     record per-node timings (write_profile); precision: "fp32", "bf16" (MatMul/Gemm round their
-    operands to bfloat16, accumulate in fp32) or "auto" (bf16 where tuning finds it faster within
-    `tolerance`, default 0.01); None: $ANVIL_PRECISION, else fp32; "fp16" raises
-    anvil.Unsupported."""
+    operands to bfloat16, accumulate in fp32), "fp16" (IEEE half instead, on CPUs with
+    AVX512-FP16; inference only) or "auto" (bf16 or fp16 where tuning finds it faster within
+    `tolerance`, default 0.01); None: $ANVIL_PRECISION, else fp32."""
 
     def __init__(self, model: Union[Model, str, os.PathLike, bytes], threads: int = 0,
                  opt_level: int = 1, tuning: str = "db", db: Optional[str] = None,
@@ -428,7 +428,7 @@ class TrainSession:
             c.tuning_db = keep[-1]
         if precision is not None:
             if not isinstance(precision, str):
-                raise TypeError(f"precision must be a string ('fp32', 'bf16' or 'auto'), "
+                raise TypeError(f"precision must be a string ('fp32', 'bf16', 'fp16' or 'auto'), "
                                 f"not {type(precision).__name__}")
             keep.append(precision.encode())
             c.precision = keep[-1]

@@ -218,8 +218,9 @@ def optimize(module: torch.nn.Module, example_inputs: Sequence[Any],
              precision: Optional[str] = None, **options: Any) -> OptimizedModule:
     """`module` as an `OptimizedModule` running in anvil. example_inputs: a tuple of the forward's
     arguments (tensors), used to export the graph; the batch dimension (dim 0) stays dynamic
-    unless dynamic_batch=False. precision: "fp32", "bf16" or "auto", as `anvil.Session`'s, for
-    inference and for the training graph alike (None: $ANVIL_PRECISION, else fp32). options:
+    unless dynamic_batch=False. precision: "fp32", "bf16", "fp16" or "auto", as `anvil.Session`'s,
+    for inference and for the training graph alike (fp16 is inference only: the training graph
+    raises anvil.Unsupported; None: $ANVIL_PRECISION, else fp32). options:
     `anvil.Session`'s (threads, tuning, db, opt_level, tolerance, ...)."""
     if precision is not None:
         options["precision"] = precision

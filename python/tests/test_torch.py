@@ -151,8 +151,8 @@ def test_bad_input():
 
 def test_optimize_precision():
     """optimize(precision=) reaches the inference session and the training graph: bf16 stays
-    within 2e-2 of eager PyTorch (relative to the output's scale), both record their precision,
-    and fp16 is refused by anvil."""
+    within 2e-2 of eager PyTorch (relative to the output's scale), both record their precision;
+    fp16 infers, and its training graph is refused by anvil."""
     torch.manual_seed(0)
     model = _mlp()
     x = torch.randn(16, 16)
@@ -165,5 +165,10 @@ def test_optimize_precision():
     fast.train()
     torch.nn.functional.cross_entropy(fast(x), torch.randint(0, 4, (16,))).backward()
     assert fast._ts is not None and all(p.grad is not None for p in model.parameters())
+    half = anvil.torch.optimize(model, (x,), threads=1, tuning="off", precision="fp16")
+    with torch.no_grad():
+        got = half(x)
+    assert float((got - want).abs().max()) <= 1e-2 * float(want.abs().max())
+    half.train()
     with pytest.raises(anvil.Unsupported, match="fp16"):
-        anvil.torch.optimize(model, (x,), threads=1, tuning="off", precision="fp16")
+        half(x).sum().backward()

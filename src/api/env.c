@@ -114,13 +114,6 @@ anvil_status api_precision_parse(const char *what, const char *name, int *out) {
         return core_err(ANVIL_ERR_INVALID_ARGUMENT,
                         "%s: '%s' is not a precision; use fp32, bf16, fp16 or auto", what,
                         name ? name : "(null)");
-    /* Refused rather than run as fp32: a caller asking for fp16 expects its speed and its
-     * rounding, and would get neither without knowing. */
-    if (found == KERN_PREC_FP16)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "%s: fp16 is not supported yet (anvil has no fp16 kernels); use bf16 "
-                        "for reduced precision, or auto",
-                        what);
     *out = found;
     return ANVIL_OK;
 }

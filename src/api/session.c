@@ -261,13 +261,21 @@ anvil_status anvil_options_set_tolerance(anvil_options *o, double tolerance) {
 
 void api_precision_warn(const rt_session_config *cfg) {
     const int p = cfg->knobs.precision;
-    if (p != KERN_PREC_BF16 && p != KERN_PREC_AUTO) return;
     const core_hw *hw = core_hw_get();
-    if (hw->avx512_bf16 || (hw->amx_bf16 && hw->amx_tile && hw->os_amx)) return;
-    core_log(CORE_LOG_WARN,
-             "precision %s asked for, but this CPU (or the ANVIL_ISA cap) has neither "
-             "AVX512_BF16 nor AMX-BF16: the session runs fp32 kernels instead",
-             api_precision_name(p));
+    const bool bf16 = hw->avx512_bf16 || (hw->amx_bf16 && hw->amx_tile && hw->os_amx);
+    const bool fp16 = hw->avx512_fp16;
+    if (p == KERN_PREC_FP16 && !fp16)
+        core_log(CORE_LOG_WARN,
+                 "precision fp16 asked for, but this CPU (or the ANVIL_ISA cap) has no "
+                 "AVX512-FP16: the session runs fp32 kernels instead (bf16 may be available: "
+                 "anvil sysinfo)");
+    else if ((p == KERN_PREC_BF16 && !bf16) || (p == KERN_PREC_AUTO && !bf16 && !fp16))
+        core_log(CORE_LOG_WARN,
+                 "precision %s asked for, but this CPU (or the ANVIL_ISA cap) has %s: the "
+                 "session runs fp32 kernels instead",
+                 api_precision_name(p),
+                 p == KERN_PREC_BF16 ? "neither AVX512_BF16 nor AMX-BF16"
+                                     : "no AVX512_BF16, AMX-BF16 or AVX512-FP16");
 }
 
 void api_options_summarize(const anvil_options *o, api_options_summary *out) {
@@ -350,6 +358,11 @@ anvil_status api_session_config(const anvil_options *opts, rt_session_config *ou
         /* after the knobs: the named setter wins over an ANVIL_PRECISION knob */
         if (opts->precision_set) cfg.knobs.precision = opts->precision;
     }
+    /* A compiled library would silently compute in fp32: refused instead. */
+    if (cfg.emittable_only && cfg.knobs.precision == KERN_PREC_FP16)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "precision fp16: anvil compile cannot emit the fp16 kernels yet (the "
+                        "library would compute in fp32); compile with bf16 or fp32");
     if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
     *out = cfg;
     return ANVIL_OK;
@@ -421,7 +434,9 @@ static void explain_one(void *arg, const rt_step_info *info) {
         .note = info->note,
         .bytes = info->bytes,
         .flops = info->flops,
-        .compute = info->rounds_bf16 ? "bf16" : "fp32",
+        .compute = info->rounds_bf16   ? "bf16"
+                   : info->rounds_fp16 ? "fp16"
+                                       : "fp32",
         .storage = info->bf16_in && info->bf16_out ? "bf16 in+out"
                    : info->bf16_in                 ? "bf16 in"
                    : info->bf16_out                ? "bf16 out"
@@ -621,6 +636,7 @@ typedef struct region_lines {
     FILE *f;
     uint64_t flops, bf16_flops;
     size_t nodes, bf16_nodes, body_bf16_nodes;
+    size_t fp16_nodes; /* of bf16_nodes (those in reduced precision), the fp16 ones */
 } region_lines;
 
 static void region_line(void *arg, const rt_step_info *info) {
@@ -639,13 +655,18 @@ static void region_line(void *arg, const rt_step_info *info) {
     snprintf(variant, sizeof variant, "%s%s%s", info->variant, info->runs ? " > " : "",
              info->runs ? info->runs : "");
     fprintf(r->f, "%-40.40s %-20.20s %-48.48s %-7s %-11s %s\n", len > 40 ? node + len - 40 : node,
-            info->op, variant, info->rounds_bf16 ? "bf16" : "fp32", storage, rb);
+            info->op, variant,
+            info->rounds_bf16   ? "bf16"
+            : info->rounds_fp16 ? "fp16"
+                                : "fp32",
+            storage, rb);
     r->nodes++;
     r->flops += info->flops;
-    if (info->rounds_bf16) {
+    if (info->rounds_bf16 || info->rounds_fp16) {
         r->bf16_nodes++;
         r->bf16_flops += info->flops;
         if (info->scope) r->body_bf16_nodes++;
+        if (info->rounds_fp16) r->fp16_nodes++;
     }
 }
 
@@ -661,9 +682,13 @@ anvil_status api_session_print_regions(anvil_session *s, FILE *f) {
         rt_regions_free(&rg);
         return st;
     }
-    fprintf(f, "\n%zu of %zu nodes compute in bf16, %.1f%% of the %.4g GFLOP, in %d region%s\n",
-            r.bf16_nodes, r.nodes, r.flops ? 100.0 * (double)r.bf16_flops / (double)r.flops : 0.0,
-            (double)r.flops / 1e9, (int)rg.n_regions, rg.n_regions == 1 ? "" : "s");
+    const char *format = !r.fp16_nodes                  ? "bf16"
+                         : r.fp16_nodes == r.bf16_nodes ? "fp16"
+                                                        : "bf16 or fp16";
+    fprintf(f, "\n%zu of %zu nodes compute in %s, %.1f%% of the %.4g GFLOP, in %d region%s\n",
+            r.bf16_nodes, r.nodes, format,
+            r.flops ? 100.0 * (double)r.bf16_flops / (double)r.flops : 0.0, (double)r.flops / 1e9,
+            (int)rg.n_regions, rg.n_regions == 1 ? "" : "s");
     if (r.body_bf16_nodes)
         fprintf(f,
                 "(%zu of the bf16 nodes are inside If/Loop/Scan bodies, which their own sessions "

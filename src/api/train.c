@@ -46,6 +46,14 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
     if (c->precision)
         CORE_TRY(api_precision_parse("anvil_train_config.precision", c->precision,
                                      &tc.env.knobs.precision));
+    /* fp16's range (6e-5 to 65504) does not hold gradients without loss scaling, which anvil's
+     * training does not do; bf16 has fp32's range. The environment's fp16 too: refused, not
+     * trained in fp32 without the caller knowing. */
+    if (tc.env.knobs.precision == KERN_PREC_FP16)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "training in fp16 is not supported: its range does not hold gradients "
+                        "without loss scaling, which anvil does not do; use bf16 (or auto) for "
+                        "mixed-precision training");
     api_precision_warn(&tc.env);
     CORE_TRY(api_tuning_db_open(c->tuning_db, c->online_rounds > 0, &tc.db, fingerprint,
                                 sizeof fingerprint));

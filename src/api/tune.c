@@ -219,38 +219,40 @@ static int group_choice(const autotune_item *it) {
     return -1;
 }
 
-/* Whether it was measured with bf16 candidates and kept an fp32 winner, and why (into why):
- * every bf16 candidate's error exceeded the tolerance, or the fastest that passed was slower. */
+/* Whether it was measured with bf16 or fp16 candidates and kept an fp32 winner, and why (into why):
+ * every such candidate's error exceeded the tolerance, or the fastest that passed was slower. */
 static bool fp32_kept(const autotune_item *it, double tolerance, char *why, size_t cap) {
-    if (it->winner < 0 || (it->cands[it->winner].v->needs & KERN_ROUNDS_BF16)) return false;
-    int n_bf16 = 0, n_wrong = 0;
+    if (it->winner < 0 || (it->cands[it->winner].v->needs & KERN_ROUNDS_REDUCED)) return false;
+    int n_reduced = 0, n_wrong = 0;
     double least_err = INFINITY, best_ns = INFINITY;
     for (int k = 0; k < it->n_cands; k++) {
         const tune_candidate *c = &it->cands[k];
         /* the ones the search checked (it leaves configurations it never reached untimed) */
-        if (!(c->v->needs & KERN_ROUNDS_BF16) || c->state == TUNE_CAND_UNTIMED ||
+        if (!(c->v->needs & KERN_ROUNDS_REDUCED) || c->state == TUNE_CAND_UNTIMED ||
             c->state == TUNE_CAND_FAILED)
             continue;
-        n_bf16++;
+        n_reduced++;
         if (c->max_err < least_err) least_err = c->max_err;
         if (c->state == TUNE_CAND_WRONG)
             n_wrong++;
         else if (c->median_ns > 0 && c->median_ns < best_ns)
             best_ns = c->median_ns;
     }
-    if (!n_bf16) {
+    if (!n_reduced) {
         for (int k = 0; k < it->n_cands; k++)
-            if (it->cands[k].v->needs & KERN_ROUNDS_BF16) {
-                snprintf(why, cap, "kept in fp32: no bf16 candidate was timed");
+            if (it->cands[k].v->needs & KERN_ROUNDS_REDUCED) {
+                snprintf(why, cap, "kept in fp32: no bf16 or fp16 candidate was timed");
                 return true;
             }
         return false;
     }
-    if (n_wrong == n_bf16)
-        snprintf(why, cap, "kept in fp32: bf16's error %.1e is above the tolerance %.1e", least_err,
-                 tolerance);
+    if (n_wrong == n_reduced)
+        snprintf(why, cap,
+                 "kept in fp32: the reduced-precision error %.1e is above the tolerance %.1e",
+                 least_err, tolerance);
     else
-        snprintf(why, cap, "kept in fp32: it measured faster than bf16 (%.3f ms)", best_ns / 1e6);
+        snprintf(why, cap, "kept in fp32: it measured faster than bf16 or fp16 (%.3f ms)",
+                 best_ns / 1e6);
     return true;
 }
 
@@ -378,7 +380,9 @@ static void print_text(FILE *f, const anvil_tune_report *rep, bool verbose) {
             "%d differ from the cascade\n",
             r->n_items, sum.tuned, sum.cached, sum.skipped, sum.failed, sum.changed);
     if (kept_fp32)
-        fprintf(f, "precision: %d problem(s) kept in fp32 although a bf16 variant could run them\n",
+        fprintf(f,
+                "precision: %d problem(s) kept in fp32 although a bf16 or fp16 variant could run "
+                "them\n",
                 kept_fp32);
     if (r->reverted)
         fprintf(f,

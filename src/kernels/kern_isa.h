@@ -29,7 +29,14 @@ enum {
      * it multiplies on AMX tiles where the CPU has them, else with AVX512-BF16's dot product
      * (oneDNN does; kern_cascade_may_pick then weighs the faster of the two rates). */
     KERN_BF16_BEST_ISA = 1u << 7,
+    /* The same property for IEEE half: the variant rounds its operands to fp16 (and keeps short
+     * runs of its sums in fp16, widened to fp32 every few dozen k), so its results differ from
+     * fp32 by about fp16's 11-bit mantissa. Offered only to sessions that accept fp16. */
+    KERN_ROUNDS_FP16 = 1u << 8,
 };
+
+/* Either reduced-precision property: the variant's results are not fp32's. */
+#define KERN_ROUNDS_REDUCED (KERN_ROUNDS_BF16 | KERN_ROUNDS_FP16)
 
 /* Whether hw has everything a KERN_NEEDS_* mask asks for. */
 static inline bool kern_isa_ok(uint32_t needs, const core_hw *hw) {

@@ -33,8 +33,10 @@ struct kern_node;
 /* The arithmetic a session accepts (kern_knobs.precision). FP32 runs only variants that compute
  * in fp32; BF16 also offers the variants that round their operands to bf16 and accumulate in fp32
  * (KERN_ROUNDS_BF16), and puts them first; AUTO offers them too, and the tuner keeps them only
- * where they measure faster and the session's error tolerance holds (tune/, api/). FP16 is
- * reserved for the AVX512-FP16 variants. */
+ * where they measure faster and the session's error tolerance holds (tune/, api/). FP16 offers
+ * and puts first the variants that round to IEEE half instead (KERN_ROUNDS_FP16, the AVX512-FP16
+ * GEMM tiles), and never a bf16 one: each reduced format only where the session named it, or
+ * both under AUTO. */
 typedef enum kern_precision {
     KERN_PREC_F32 = 0,
     KERN_PREC_BF16 = 1,
@@ -56,7 +58,8 @@ typedef struct kern_knobs {
      * (ANVIL_CONV_IM2COL) */
     bool conv_im2col;
     /* What the session accepts of reduced-precision arithmetic (kern_precision; 0: fp32 only).
-     * Not an experiment: kern_applies refuses a KERN_ROUNDS_BF16 variant where this is F32, and
+     * Not an experiment: kern_applies refuses a KERN_ROUNDS_BF16 (FP16) variant where this is
+     * neither BF16 (FP16) nor AUTO, and
      * the tuning key records anything else (tune/key.c). */
     int precision;
 } kern_knobs;
@@ -216,12 +219,15 @@ typedef struct kern_variant {
  * KERN_PREC_AUTO that is the tuner's, which checks its error against the session's tolerance,
  * so the cascade never picks one; under KERN_PREC_BF16 it is this CPU's measured multiply rates
  * (peak_rates_get): bf16 only where its dot product beats the fp32 FMA, so a CPU whose bf16
- * unit is slower than its fp32 one runs fp32 without a rule naming it. */
+ * unit is slower than its fp32 one runs fp32 without a rule naming it. KERN_PREC_FP16 the same
+ * with the fp16 FMA's rate. */
 bool kern_cascade_may_pick(const kern_variant *v, const kern_node *kn);
 /* That measurement: whether the bf16 instruction a variant with these KERN_NEEDS_* bits
  * multiplies with (AMX's tile, vdpbf16ps, or the faster of the two for KERN_BF16_BEST_ISA)
  * measured more than 1.2x this CPU's fp32 FMA (peak_rates_get). */
 bool kern_bf16_beats_fp32(uint32_t needs);
+/* The same for AVX512-FP16's vfmadd231ph. */
+bool kern_fp16_beats_fp32(void);
 
 /* Whether v can be emitted for kn: it has an emitter that does not refuse kn. */
 static inline bool kern_emittable(const kern_variant *v, const kern_node *kn) {

@@ -71,7 +71,11 @@ const kern_variant *kern_find(ir_op op, const char *name) {
 }
 
 bool kern_applies(const kern_variant *v, const kern_node *kn, const core_hw *hw) {
-    if ((v->needs & KERN_ROUNDS_BF16) && kern_knobs_of(kn)->precision == KERN_PREC_F32)
+    /* a session takes the reduced format it asked for, or either under auto; fp32 neither */
+    const int prec = kern_knobs_of(kn)->precision;
+    if ((v->needs & KERN_ROUNDS_BF16) && prec != KERN_PREC_BF16 && prec != KERN_PREC_AUTO)
+        return false;
+    if ((v->needs & KERN_ROUNDS_FP16) && prec != KERN_PREC_FP16 && prec != KERN_PREC_AUTO)
         return false;
     return kern_isa_ok(v->needs, hw) && (!v->supports || v->supports(kn, hw));
 }
@@ -100,9 +104,18 @@ bool kern_bf16_beats_fp32(uint32_t needs) {
     return bf16 > 1.2 * r->f32;
 }
 
+bool kern_fp16_beats_fp32(void) {
+    /* the same 1.2 as bf16's: a Sapphire Rapids core's vfmadd231ph runs at 2.1x its fp32 FMA */
+    const peak_rates *r = peak_rates_get();
+    return r->isa[PEAK_AVX512_FP16] > 1.2 * r->f32;
+}
+
 bool kern_cascade_may_pick(const kern_variant *v, const kern_node *kn) {
-    if (!(v->needs & KERN_ROUNDS_BF16)) return true;
-    return kern_knobs_of(kn)->precision == KERN_PREC_BF16 && kern_bf16_beats_fp32(v->needs);
+    const int prec = kern_knobs_of(kn)->precision;
+    if (v->needs & KERN_ROUNDS_BF16)
+        return prec == KERN_PREC_BF16 && kern_bf16_beats_fp32(v->needs);
+    if (v->needs & KERN_ROUNDS_FP16) return prec == KERN_PREC_FP16 && kern_fp16_beats_fp32();
+    return true;
 }
 
 anvil_status kern_select(const kern_node *kn, const char *forced, const kern_variant **out) {

@@ -1,23 +1,24 @@
 /* The bf16 regions of a plan, for `anvil dump --precision` and --explain.
  *
  * A region is a connected part of the plan whose steps compute in bf16 (their variant rounds its
- * operands, KERN_ROUNDS_BF16), joined through the values one writes and another reads. Steps that
- * run nothing (reshapes made aliases of their input) belong to the region on either side, so a
- * Reshape between two MatMuls does not split them. Everything else is fp32: the steps that make
- * the borders. What the counts say about conversions follows from the kernels: a bf16 step rounds
- * a value it reads from outside its region once, as it reads it (entering), a value it hands to an
- * fp32 step or the caller stays fp32 (leaving), and a value passed inside the region is stored in
- * bf16 where plan_store.c could do it (the rest are rounded by their reader, as the border ones).
- * Only the main graph's steps: the bodies of If/Loop/Scan are planned by sessions of their own. */
+ * operands, KERN_ROUNDS_BF16; or in fp16, KERN_ROUNDS_FP16, which the same regions hold), joined
+ * through the values one writes and another reads. Steps that run nothing (reshapes made aliases of
+ * their input) belong to the region on either side, so a Reshape between two MatMuls does not split
+ * them. Everything else is fp32: the steps that make the borders. What the counts say about
+ * conversions follows from the kernels: a bf16 step rounds a value it reads from outside its region
+ * once, as it reads it (entering), a value it hands to an fp32 step or the caller stays fp32
+ * (leaving), and a value passed inside the region is stored in bf16 where plan_store.c could do it
+ * (the rest are rounded by their reader, as the border ones). Only the main graph's steps: the
+ * bodies of If/Loop/Scan are planned by sessions of their own. */
 #include "runtime/session_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-bool rt_step_rounds_bf16(const rt_step *stp) {
-    if (stp->dynamic || stp->alias) return false;
+uint32_t rt_step_rounds(const rt_step *stp) {
+    if (stp->dynamic || stp->alias) return 0;
     const kern_variant *d = kern_delegate(stp->variant, stp->state);
-    return ((stp->variant->needs | (d ? d->needs : 0)) & KERN_ROUNDS_BF16) != 0;
+    return (stp->variant->needs | (d ? d->needs : 0)) & KERN_ROUNDS_REDUCED;
 }
 
 static int32_t find(int32_t *root, int32_t i) {
@@ -72,7 +73,7 @@ anvil_status rt_session_regions(const rt_session *s, rt_regions *out) {
     for (ir_vid v = 0; v < nv; v++) made_by[v] = -1;
     for (int32_t i = 0; i < n; i++) {
         root[i] = i;
-        bf[i] = rt_step_rounds_bf16(&p->steps[i]);
+        bf[i] = rt_step_rounds(&p->steps[i]) != 0;
         const ir_node *nd = &g->nodes[p->steps[i].node];
         for (int k = 0; k < nd->n_outputs; k++)
             if (nd->outputs[k] != IR_NONE) made_by[nd->outputs[k]] = i;

@@ -214,8 +214,9 @@ typedef struct rt_step_info {
      * them: dynamic steps) and FLOPs (ir_node_flops on the plan's graph). */
     uint64_t bytes, flops;
     /* The arithmetic of the implementation that runs it: true when the variant, or the one it
-     * hands the node to, rounds its operands to bf16 (KERN_ROUNDS_BF16). */
-    bool rounds_bf16;
+     * hands the node to, rounds its operands to bf16 (KERN_ROUNDS_BF16), or to fp16
+     * (KERN_ROUNDS_FP16). */
+    bool rounds_bf16, rounds_fp16;
     /* Its inputs (bit i) and outputs (bit j) the plan stores in bf16 (rt_plan_store). */
     uint32_t bf16_in, bf16_out;
     /* The bf16 region it belongs to (rt_session_regions): 1.., or 0 outside every region (and

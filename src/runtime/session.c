@@ -613,7 +613,8 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
         const kern_variant *d =
             stp->dynamic || stp->alias ? NULL : kern_delegate(stp->variant, stp->state);
         info.runs = d ? d->name : NULL;
-        info.rounds_bf16 = rt_step_rounds_bf16(stp);
+        info.rounds_bf16 = (rt_step_rounds(stp) & KERN_ROUNDS_BF16) != 0;
+        info.rounds_fp16 = (rt_step_rounds(stp) & KERN_ROUNDS_FP16) != 0;
         for (int k = 0; !stp->dynamic && k < n->n_inputs + n->n_outputs; k++) {
             const op_tensor *t = k < n->n_inputs ? &stp->in[k] : &stp->out[k - n->n_inputs];
             ir_vid v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];

@@ -67,9 +67,9 @@ void rt_subgraphs_add_stats(const rt_session *s, anvil_session_stats *out);
 void rt_subgraphs_explain(const rt_session *s, void (*fn)(void *arg, const rt_step_info *),
                           void *arg);
 
-/* Whether step stp's variant, or the one it hands the node to, rounds its operands to bf16
- * (plan_regions.c). */
-bool rt_step_rounds_bf16(const rt_step *stp);
+/* The reduced format step stp's variant, or the one it hands the node to, rounds its operands to:
+ * its KERN_ROUNDS_BF16 / KERN_ROUNDS_FP16 bits, 0 for fp32 (plan_regions.c). */
+uint32_t rt_step_rounds(const rt_step *stp);
 
 /* ---- plans (plan.c) --------------------------------------------------------------------------
  */

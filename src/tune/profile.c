@@ -23,10 +23,11 @@ void tune_profile_defaults(tune_profile_opts *o) {
     if (o->tolerance_bf16 <= 0) o->tolerance_bf16 = 5e-2;
 }
 
-/* The error c may have against o's oracle: bf16's where either rounds to bf16. */
+/* The error c may have against o's oracle: the reduced formats' where either rounds to bf16 or
+ * fp16. */
 static double tolerance_of(const tune_profile_opts *o, const tune_candidate *c) {
-    const bool reduced =
-        (c->v->needs & KERN_ROUNDS_BF16) || (o->oracle && (o->oracle->needs & KERN_ROUNDS_BF16));
+    const bool reduced = (c->v->needs & KERN_ROUNDS_REDUCED) ||
+                         (o->oracle && (o->oracle->needs & KERN_ROUNDS_REDUCED));
     return reduced ? o->tolerance_bf16 : o->tolerance;
 }
 

@@ -1,14 +1,16 @@
 """End to end test of precision auto: `anvil tune --precision auto --tolerance T` keeps a node in
-bf16 only where its measured error stays within T, and says why it kept the others in fp32.
+bf16 or fp16 only where its measured error stays within T, and says why it kept the others in
+fp32.
 
     check_precision_auto.py ANVIL MODEL WORKDIR
 
 On MODEL (one MatMul with constant weights):
-  1. a tolerance no bf16 product can meet (1e-7): the report names the node as kept in fp32
-     because of bf16's error, and a session under precision auto reading that database runs it
+  1. a tolerance no bf16 or fp16 product can meet (1e-7): the report names the node as kept in
+     fp32 because of the reduced precision's error, and a session under precision auto reading that database runs it
      in fp32 (`anvil bench --explain`'s compute column);
   2. a tolerance bf16 meets (5e-2): the database's winner is whatever measured fastest, and a
-     session reading it computes in the format that winner rounds to (bf16 for gemm_bf16*);
+     session reading it computes in the format that winner rounds to (bf16 for gemm_bf16*, fp16
+     for gemm_fp16*);
   3. without a database, precision auto computes in fp32 (the cascade picks no bf16 variant
      before a measurement does).
 Exit 77 (skipped) on a CPU without AVX512_BF16: there is no bf16 variant to keep or refuse.
@@ -53,7 +55,7 @@ def main():
         os.remove(strict)
     out = run([anvil, "tune", model, "--precision", "auto", "--tolerance", "1e-7", "--db", strict,
                "--threads", "1"])
-    if "kept in fp32: bf16's error" not in out:
+    if "kept in fp32: the reduced-precision error" not in out:
         print(f"FAIL: the strict tune does not say why it kept fp32:\n{out}")
         ok = False
     variant, compute = explain_compute(anvil, model, strict)
@@ -69,7 +71,7 @@ def main():
          "--threads", "1"])
     variant, compute = explain_compute(anvil, model, loose)
     print(f"tolerance 5e-2: {variant} ({compute})")
-    if compute != ("bf16" if "bf16" in variant else "fp32"):
+    if compute != ("bf16" if "bf16" in variant else "fp16" if "fp16" in variant else "fp32"):
         print("FAIL: the compute column disagrees with the variant")
         ok = False
 

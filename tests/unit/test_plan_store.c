@@ -71,6 +71,13 @@ static void run(const ir_graph *g, int precision, bool fp32_storage, const anvil
                 rt_regions *regions) {
     rt_session_config cfg = {.threads = 2, .opt_level = 1, .fp32_storage = fp32_storage};
     cfg.knobs.precision = precision;
+    /* bf16 wherever the CPU has it, not only where its cascade would pick it (a CPU whose bf16
+     * dot product is slower than its fp32 FMA runs fp32 under the cascade) */
+    static const rt_force bf16_gemm = {"MatMul", "gemm_bf16"};
+    if (precision == KERN_PREC_BF16) {
+        cfg.forces = &bf16_gemm;
+        cfg.n_forces = 1;
+    }
     rt_session *s;
     assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
     const anvil_tensor *ins[1] = {x};

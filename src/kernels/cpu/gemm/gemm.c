@@ -74,10 +74,12 @@ GEMM_TILES_AVX512(KERNEL_DECL)
 GEMM_TILES_AVX2(KERNEL_DECL)
 
 GEMM_TILES_AVX512BF16(KERNEL_DECL)
+GEMM_TILES_AVX512FP16(KERNEL_DECL)
 
 #define KERNEL_REF(MR, NV, NR, ISA) &gemm_kernel_##MR##x##NR##_##ISA,
 const gemm_kernel *const gemm_kernels[] = {GEMM_TILES(KERNEL_REF) NULL};
 const gemm_kernel *const gemm_kernels_bf16[] = {GEMM_TILES_AVX512BF16(KERNEL_REF) NULL};
+const gemm_kernel *const gemm_kernels_fp16[] = {GEMM_TILES_AVX512FP16(KERNEL_REF) NULL};
 
 static const gemm_kernel *find_in(const gemm_kernel *const *list, const char *name) {
     for (const gemm_kernel *const *k = list; *k; k++)
@@ -94,6 +96,10 @@ const gemm_kernel *gemm_kernel_find_bf16(const char *name) {
     if (!strcmp(name, gemm_kernel_32x32_amx.name)) return &gemm_kernel_32x32_amx;
 #endif
     return find_in(gemm_kernels_bf16, name);
+}
+
+const gemm_kernel *gemm_kernel_find_fp16(const char *name) {
+    return find_in(gemm_kernels_fp16, name);
 }
 
 bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw) {
@@ -164,32 +170,55 @@ const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const co
  * 219/204, 16x16 165/-: with bf16 pairs a 16x16 tile's single B vector per k step leaves its
  * dot products waiting on loads. Picked as gemm_kernel_default picks: least padded work over
  * speed (by padding alone, 16x16 took the 50257-column LM head of GPT-2 at 168 GFLOP/s). */
-static const struct {
+typedef struct tile_speed_of {
     const gemm_kernel *k;
     float speed;
-} tile_speed_bf16[] = {
+} tile_speed_of;
+
+static const tile_speed_of tile_speed_bf16[] = {
     {&gemm_kernel_4x64_avx512bf16, 1.00f},  {&gemm_kernel_6x64_avx512bf16, 0.99f},
     {&gemm_kernel_8x48_avx512bf16, 0.99f},  {&gemm_kernel_14x32_avx512bf16, 0.92f},
     {&gemm_kernel_16x16_avx512bf16, 0.72f}, {&gemm_kernel_1x64_avx512bf16, 0.45f},
 };
 
-const gemm_kernel *gemm_kernel_default_bf16(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
-    (void)k;
+/* The fp16 tiles' (1 thread, Xeon "Sapphire Rapids" without AMX, anvil_kbench gemm --precision
+ * fp16, GFLOP/s at 512x3072x768 / 128x50257x768): FP16_SPEEDS */
+static const tile_speed_of tile_speed_fp16[] = {
+    {&gemm_kernel_4x64_avx512fp16, 1.00f},  {&gemm_kernel_6x64_avx512fp16, 0.99f},
+    {&gemm_kernel_8x48_avx512fp16, 0.99f},  {&gemm_kernel_14x32_avx512fp16, 0.92f},
+    {&gemm_kernel_16x16_avx512fp16, 0.72f}, {&gemm_kernel_1x64_avx512fp16, 0.45f},
+};
+
+/* Among speeds[0..count), the usable tile with the least padded work over its speed. */
+static const gemm_kernel *default_among(const tile_speed_of *speeds, size_t count, int64_t m,
+                                        int64_t n, const core_hw *hw) {
     const gemm_kernel *best = NULL;
     double best_cost = -1.0;
     if (m < 1) m = 1;
     if (n < 1) n = 1;
-    for (size_t i = 0; i < sizeof tile_speed_bf16 / sizeof *tile_speed_bf16; i++) {
-        const gemm_kernel *t = tile_speed_bf16[i].k;
+    for (size_t i = 0; i < count; i++) {
+        const gemm_kernel *t = speeds[i].k;
         if (!gemm_kernel_usable(t, hw)) continue;
         const double cost =
-            (double)round_up(m, t->mr) * (double)round_up(n, t->nr) / tile_speed_bf16[i].speed;
+            (double)round_up(m, t->mr) * (double)round_up(n, t->nr) / speeds[i].speed;
         if (best_cost < 0 || cost < best_cost) {
             best_cost = cost;
             best = t;
         }
     }
     return best;
+}
+
+const gemm_kernel *gemm_kernel_default_bf16(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
+    (void)k;
+    return default_among(tile_speed_bf16, sizeof tile_speed_bf16 / sizeof *tile_speed_bf16, m, n,
+                         hw);
+}
+
+const gemm_kernel *gemm_kernel_default_fp16(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
+    (void)k;
+    return default_among(tile_speed_fp16, sizeof tile_speed_fp16 / sizeof *tile_speed_fp16, m, n,
+                         hw);
 }
 
 #endif

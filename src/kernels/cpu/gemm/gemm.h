@@ -164,6 +164,16 @@ static inline int64_t gemm_slots(const gemm_kernel *k, int64_t kdim) {
     X(4, 4, 64, avx512bf16)                                                                        \
     X(16, 1, 16, avx512bf16)                                                                       \
     X(1, 4, 64, avx512bf16)
+/* The fp16 tiles (gemm_avx512fp16.c): the bf16 tiles' shapes and panels, multiplied by
+ * vfmadd231ph into fp16 sums that are widened to fp32 every few dozen k. Listed apart too
+ * (gemm_kernels_fp16). */
+#define GEMM_TILES_AVX512FP16(X)                                                                   \
+    X(14, 2, 32, avx512fp16)                                                                       \
+    X(8, 3, 48, avx512fp16)                                                                        \
+    X(6, 4, 64, avx512fp16)                                                                        \
+    X(4, 4, 64, avx512fp16)                                                                        \
+    X(16, 1, 16, avx512fp16)                                                                       \
+    X(1, 4, 64, avx512fp16)
 #endif
 #define GEMM_TILES(X) GEMM_TILES_AVX512(X) GEMM_TILES_AVX2(X) X(4, 1, 8, portable)
 /* The AMX-BF16 tile (gemm_amx.c): a bf16 tile (kpair 2) whose A panels hold rows instead of
@@ -180,6 +190,7 @@ void gemm_bf16_store_c16(const float *t, int64_t ldt, uint16_t *c, int64_t ldc, 
 /* The KERN_NEEDS_* of a tile's ISA. */
 #define GEMM_NEEDS_amx (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_NEEDS_AMX)
 #define GEMM_NEEDS_avx512bf16 (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16)
+#define GEMM_NEEDS_avx512fp16 (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_FP16)
 #define GEMM_NEEDS_avx512 KERN_NEEDS_AVX512
 #define GEMM_NEEDS_avx2 KERN_NEEDS_AVX2
 #define GEMM_NEEDS_portable 0u
@@ -194,10 +205,14 @@ typedef struct gemm_blocking {
 extern const gemm_kernel *const gemm_kernels[];
 /* The bf16 tiles (kpair 2), best first; NULL-terminated. Static data. */
 extern const gemm_kernel *const gemm_kernels_bf16[];
+/* The fp16 tiles (kpair 2), best first; NULL-terminated. Static data. */
+extern const gemm_kernel *const gemm_kernels_fp16[];
 /* Kernel by name ("14x32_avx512"); NULL if unknown. The fp32 tiles only: gemm_kernel_find_bf16
  * looks up the bf16 ones ("14x32_avx512bf16"). */
 const gemm_kernel *gemm_kernel_find(const char *name);
 const gemm_kernel *gemm_kernel_find_bf16(const char *name);
+/* The same among the fp16 tiles ("14x32_avx512fp16"). */
+const gemm_kernel *gemm_kernel_find_fp16(const char *name);
 /* Whether hw can run k (and this build has its micro-kernel: the AMX tile needs a compiler that
  * knows AMX). */
 bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw);
@@ -206,6 +221,8 @@ bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw);
 const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const core_hw *hw);
 /* The same among the bf16 tiles; NULL where hw has none. */
 const gemm_kernel *gemm_kernel_default_bf16(int64_t m, int64_t n, int64_t k, const core_hw *hw);
+/* The same among the fp16 tiles; NULL where hw has none. */
+const gemm_kernel *gemm_kernel_default_fp16(int64_t m, int64_t n, int64_t k, const core_hw *hw);
 /* The tile "gemm_f32" runs for a MatMul or Gemm node: gemm_kernel_default of the GEMM's rows and
  * columns, a MatMul's batch folded into the rows where B is one matrix (gemm_variants.c). */
 const gemm_kernel *gemm_node_default_kernel(const kern_node *kn);

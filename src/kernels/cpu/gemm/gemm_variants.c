@@ -8,7 +8,8 @@
  * tensors in and out, operands rounded to bf16 as they are packed, fp32 sums. They are
  * KERN_ROUNDS_BF16, so only sessions that accept bf16 see them, and "gemm_bf16" comes first in
  * the cascade: a session that asks for bf16 gets it wherever the CPU has the instruction, and the
- * tuner weighs it against the fp32 tiles by time.
+ * tuner weighs it against the fp32 tiles by time. The fp16 tiles the same under "gemm_fp16"
+ * (KERN_ROUNDS_FP16), for sessions that accept fp16.
  *
  * A constant B (the weights of a MatMul or Gemm) is packed once in prepare. MatMul batch dims
  * broadcast: when B is one matrix, A's batch dims fold into M (one big GEMM, better tiles);
@@ -23,6 +24,7 @@
 
 #define PREFIX "gemm_f32"
 #define PREFIX_BF16 "gemm_bf16"
+#define PREFIX_FP16 "gemm_fp16"
 
 typedef struct gemm_state {
     const gemm_kernel *k;
@@ -68,18 +70,19 @@ const gemm_kernel *gemm_node_default_kernel(const kern_node *kn) {
     return gemm_kernel_default(m, n, 0, core_hw_get());
 }
 
-static bool rounds_bf16(const kern_variant *v) {
-    return v->needs & KERN_ROUNDS_BF16;
-}
-
+/* The variant's tile: the one its name ends in, else its format's default for the node. */
 static const gemm_kernel *kernel_of(const kern_variant *v, const kern_node *kn) {
-    const bool bf16 = rounds_bf16(v);
-    const char *tail = v->name + strlen(bf16 ? PREFIX_BF16 : PREFIX);
-    if (*tail == '_') return bf16 ? gemm_kernel_find_bf16(tail + 1) : gemm_kernel_find(tail + 1);
-    if (!bf16) return gemm_node_default_kernel(kn);
+    const bool bf16 = v->needs & KERN_ROUNDS_BF16, fp16 = v->needs & KERN_ROUNDS_FP16;
+    const char *tail = v->name + strlen(bf16 ? PREFIX_BF16 : fp16 ? PREFIX_FP16 : PREFIX);
+    if (*tail == '_')
+        return bf16   ? gemm_kernel_find_bf16(tail + 1)
+               : fp16 ? gemm_kernel_find_fp16(tail + 1)
+                      : gemm_kernel_find(tail + 1);
+    if (!bf16 && !fp16) return gemm_node_default_kernel(kn);
     int64_t m, n;
     node_mn(kn, &m, &n);
-    return gemm_kernel_default_bf16(m, n, 0, core_hw_get());
+    return bf16 ? gemm_kernel_default_bf16(m, n, 0, core_hw_get())
+                : gemm_kernel_default_fp16(m, n, 0, core_hw_get());
 }
 
 static bool static_f32(const op_tinfo *t) {
@@ -434,6 +437,7 @@ static const char *const gemm_emit_files[] = {"kernels/cpu/gemm/gemm.h",
                                               "kernels/cpu/gemm/gemm_avx512.c",
                                               "kernels/cpu/gemm/gemm_avx2.c",
                                               "kernels/cpu/gemm/gemm_avx512bf16.c",
+                                              "kernels/cpu/gemm/gemm_pairs_avx512.h",
                                               "kernels/cpu/gemm/gemm_vec_avx512.h",
                                               "kernels/cpu/eltwise/eltwise_act.h",
                                               "kernels/cpu/eltwise/eltwise_exp.h",
@@ -561,7 +565,8 @@ char *gemm_emit_tiles_header(const char *code) {
         const gemm_kernel *const *tiles;
     } isas[] = {{"avx512", "AVX512", 16, gemm_kernels},
                 {"avx2", "AVX2", 8, gemm_kernels},
-                {"avx512bf16", "AVX512BF16", 16, gemm_kernels_bf16}};
+                {"avx512bf16", "AVX512BF16", 16, gemm_kernels_bf16},
+                {"avx512fp16", "AVX512FP16", 16, gemm_kernels_fp16}};
     for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
         len += (size_t)snprintf(h + len, cap - len, "#define GEMM_TILES_%s(X)", isas[i].list);
         for (const gemm_kernel *const *k = isas[i].tiles; *k; k++) {
@@ -744,12 +749,22 @@ static bool rule_block_per_thread(const kern_variant *v, const kern_node *kn, co
     GEMM_VARIANT(gm_##MR##x##NR##_##ISA, IR_OP_GEMM, PREFIX_BF16 "_" #MR "x" #NR "_" #ISA,         \
                  GEMM_NEEDS_##ISA | KERN_ROUNDS_BF16)
 
+/* fp16 tiles: PREFIX_FP16 "_<MR>x<NR>_<isa>", not emitted (anvil compile has no fp16 tiles yet) */
+#define TILE_VARIANTS_FP16(MR, NV, NR, ISA)                                                        \
+    GEMM_VARIANT_E(mm_##MR##x##NR##_##ISA, IR_OP_MATMUL, PREFIX_FP16 "_" #MR "x" #NR "_" #ISA,     \
+                   GEMM_NEEDS_##ISA | KERN_ROUNDS_FP16, NULL)                                      \
+    GEMM_VARIANT_E(gm_##MR##x##NR##_##ISA, IR_OP_GEMM, PREFIX_FP16 "_" #MR "x" #NR "_" #ISA,       \
+                   GEMM_NEEDS_##ISA | KERN_ROUNDS_FP16, NULL)
+
 GEMM_VARIANT(mm_auto, IR_OP_MATMUL, PREFIX, 0)
 GEMM_VARIANT(gm_auto, IR_OP_GEMM, PREFIX, 0)
 GEMM_TILES(TILE_VARIANTS)
 GEMM_VARIANT(mm_bf16, IR_OP_MATMUL, PREFIX_BF16, GEMM_NEEDS_avx512bf16 | KERN_ROUNDS_BF16)
 GEMM_VARIANT(gm_bf16, IR_OP_GEMM, PREFIX_BF16, GEMM_NEEDS_avx512bf16 | KERN_ROUNDS_BF16)
 GEMM_TILES_AVX512BF16(TILE_VARIANTS_BF16)
+GEMM_VARIANT_E(mm_fp16, IR_OP_MATMUL, PREFIX_FP16, GEMM_NEEDS_avx512fp16 | KERN_ROUNDS_FP16, NULL)
+GEMM_VARIANT_E(gm_fp16, IR_OP_GEMM, PREFIX_FP16, GEMM_NEEDS_avx512fp16 | KERN_ROUNDS_FP16, NULL)
+GEMM_TILES_AVX512FP16(TILE_VARIANTS_FP16)
 /* The AMX tile, first where the CPU has it (eight times the bf16 multiplies of an AVX-512 tile per
  * cycle); not emitted (compile takes gemm_bf16's AVX-512 tile instead). */
 GEMM_VARIANT_E(mm_amx, IR_OP_MATMUL, PREFIX_BF16 "_32x32_amx", GEMM_NEEDS_amx | KERN_ROUNDS_BF16,
@@ -757,13 +772,15 @@ GEMM_VARIANT_E(mm_amx, IR_OP_MATMUL, PREFIX_BF16 "_32x32_amx", GEMM_NEEDS_amx | 
 GEMM_VARIANT_E(gm_amx, IR_OP_GEMM, PREFIX_BF16 "_32x32_amx", GEMM_NEEDS_amx | KERN_ROUNDS_BF16,
                NULL)
 
-/* Per op the AMX tile and "gemm_bf16" (which only sessions accepting bf16 see), "gemm_f32", then
- * the tiles in gemm_kernels' order and the bf16 tiles. */
-#define AUTO_REF(OPID) &v_##OPID##_bf16, &v_##OPID##_auto,
+/* Per op the AMX tile, "gemm_bf16" and "gemm_fp16" (which only sessions accepting that format
+ * see), "gemm_f32", then the tiles in gemm_kernels' order, the bf16 and the fp16 tiles. */
+#define AUTO_REF(OPID) &v_##OPID##_bf16, &v_##OPID##_fp16, &v_##OPID##_auto,
 #define MM_REF(MR, NV, NR, ISA) &v_mm_##MR##x##NR##_##ISA,
 #define GM_REF(MR, NV, NR, ISA) &v_gm_##MR##x##NR##_##ISA,
 const kern_variant *const kern_family_gemm[] = {
     &v_mm_amx,
-    AUTO_REF(mm) GEMM_TILES(MM_REF) GEMM_TILES_AVX512BF16(MM_REF) & v_gm_amx,
-    AUTO_REF(gm) GEMM_TILES(GM_REF) GEMM_TILES_AVX512BF16(GM_REF) NULL,
+    AUTO_REF(mm) GEMM_TILES(MM_REF) GEMM_TILES_AVX512BF16(MM_REF) GEMM_TILES_AVX512FP16(MM_REF) &
+        v_gm_amx,
+    AUTO_REF(gm) GEMM_TILES(GM_REF) GEMM_TILES_AVX512BF16(GM_REF) GEMM_TILES_AVX512FP16(GM_REF)
+        NULL,
 };
