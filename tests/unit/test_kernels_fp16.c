@@ -1,13 +1,15 @@
-/* The fp16 GEMM variants (gemm_fp16*, src/kernels/cpu/gemm/gemm_avx512fp16.c).
+/* The fp16 GEMM variants (gemm_fp16*, src/kernels/cpu/gemm/gemm_avx512fp16.c) and the convs on
+ * their tiles (conv_fp16_*, conv_variants.c).
  *
  * Their sums are fp16 over runs of slots and fp32 between them, so exactness needs operands whose
  * products and partial sums fp16 holds: multiples of 1/2 in [-1, 1] give products in quarters and
  * runs of at most 128 such products per lane stay under 2^11 quarters, so on them every fp16
  * variant equals the fp32 reference up to the order of its fp32 sums. That checks the tiling, the
  * pairing along K (odd K, K blocks), the packing (run-time and transposed operands) and the fused
- * epilogue. A K longer than one run shows the widening (test_long_k_widens), random operands the
- * rounding, and the sessions see the variants only where they accept fp16. Skipped where the CPU
- * lacks AVX512-FP16 (or the compiler did, then the tiles have no micro-kernel). */
+ * epilogue, and the GEMM convs on fp16 tiles. A K longer than one run shows the widening
+ * (test_long_k_widens), random operands the rounding, and the sessions see the variants only where
+ * they accept fp16. Skipped where the CPU lacks AVX512-FP16 (or the compiler did, then the tiles
+ * have no micro-kernel). */
 #include "kernels/cpu/gemm/gemm.h"
 #include "kernels/cpu/peak/peak.h"
 #include "optest.h"
@@ -178,6 +180,41 @@ static void test_fused_and_transposed_exact(void **state) {
         }
 }
 
+/* The GEMM convs on fp16 tiles (conv_fp16_1x1, conv_fp16_im2col) on half-representable
+ * operands: exact up to the order of the fp32 sums, with the bias fused. */
+static void conv_exact(int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stride, int64_t pad,
+                       const char *variant) {
+    optest t;
+    optest_begin(&t, IR_OP_CONV, 3, 1, 4);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){k, k}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){stride, stride}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
+    optest_attr_int(&t, 3, "group", 1);
+    const int64_t dx[] = {2, c, hw, hw}, dw[] = {m, c, k, k};
+    float *x = operand(optest_prod(dx, 4), 31, true), *w = operand(optest_prod(dw, 4), 32, true),
+          *bias = operand((size_t)m, 33, true);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dx, x, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dw, w, true);
+    optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){m}, bias, true);
+    t.knobs = &fp16_session;
+    assert_true(optest_variant_applies(&t, variant));
+    /* 1e-4: the fp32 variants checked beside them include Winograd, whose transforms round */
+    assert_true(optest_check_variants(&t, 1e-4f, 1e-4f) > 0);
+    optest_end(&t);
+    free(x);
+    free(w);
+    free(bias);
+}
+
+static void test_conv_exact(void **state) {
+    (void)state;
+    if (!have_fp16()) skip();
+    conv_exact(16, 24, 9, 1, 1, 0, "conv_fp16_1x1");     /* the image read as B */
+    conv_exact(17, 33, 11, 3, 1, 1, "conv_fp16_im2col"); /* 3x3 padded, odd K = 153 */
+    conv_exact(8, 16, 12, 3, 2, 1, "conv_fp16_im2col");  /* strided */
+    conv_exact(12, 20, 10, 1, 2, 0, "conv_fp16_im2col"); /* strided 1x1 */
+}
+
 /* Each reduced format only where the session accepts it: fp16 under fp16 and auto, bf16 under
  * bf16 and auto, never under fp32; and the cascade picks fp16 under fp16 exactly where this CPU's
  * fp16 FMA measured above 1.2x its fp32 one. */
@@ -221,6 +258,7 @@ int main(void) {
         cmocka_unit_test(test_long_k_widens),
         cmocka_unit_test(test_rounding_shows),
         cmocka_unit_test(test_fused_and_transposed_exact),
+        cmocka_unit_test(test_conv_exact),
         cmocka_unit_test(test_sessions_and_cascade),
     };
     return cmocka_run_group_tests(tests, optest_env, NULL);

@@ -57,22 +57,27 @@ static bool is_1x1(const conv_shape *s) {
            s->oh == s->h && s->ow == s->w;
 }
 
-/* bf16: the plan on a bf16 tile (gemm.h's kpair 2). Such a tile packs both of its operands
- * itself, so it runs the 1x1 and im2col kinds (the weights pre-packed as A, the image or its
- * im2col copy packed as B while the GEMM runs) but not the implicit one, whose panels
+/* The format a GEMM conv's tile multiplies in: fp32, or a tile over pairs (gemm.h's kpair 2) of
+ * bf16 or fp16 values. */
+typedef enum { TILE_F32, TILE_BF16, TILE_FP16 } tile_format;
+
+/* fmt TILE_BF16 / TILE_FP16: the plan on that format's default tile. Such a tile packs both of
+ * its operands itself, so it runs the 1x1 and im2col kinds (the weights pre-packed as A, the image
+ * or its im2col copy packed as B while the GEMM runs) but not the implicit one, whose panels
  * conv_pack_b_panels writes in fp32. */
-static bool plan_of_as(const kern_node *kn, conv_gemm_kind kind, bool bf16, conv_plan *p) {
+static bool plan_of_as(const kern_node *kn, conv_gemm_kind kind, tile_format fmt, conv_plan *p) {
     memset(p, 0, sizeof *p);
     if (!conv_shape_of(kn, &p->s)) return false;
     const conv_shape *s = &p->s;
     if (kind == CONV_GEMM_1X1 && !is_1x1(s)) return false;
-    if (bf16 && kind == CONV_GEMM_IMPLICIT) return false;
+    if (fmt != TILE_F32 && kind == CONV_GEMM_IMPLICIT) return false;
     const core_hw *hw = core_hw_get();
     const int64_t kdim = conv_kdim(s), hw_out = s->oh * s->ow;
     p->kind = kind;
     p->threads = kn->threads > 0 ? kn->threads : 1;
-    if (bf16) {
-        p->k = gemm_kernel_default_bf16(s->mg, hw_out, kdim, hw);
+    if (fmt != TILE_F32) {
+        p->k = fmt == TILE_BF16 ? gemm_kernel_default_bf16(s->mg, hw_out, kdim, hw)
+                                : gemm_kernel_default_fp16(s->mg, hw_out, kdim, hw);
         if (!p->k) return false;
     } else {
         const gemm_kernel *tile = conv_config_tile(kn, hw); /* the tuner's, where it sets one */
@@ -106,7 +111,7 @@ static bool plan_of_as(const kern_node *kn, conv_gemm_kind kind, bool bf16, conv
 }
 
 static bool plan_of(const kern_node *kn, conv_gemm_kind kind, conv_plan *p) {
-    return plan_of_as(kn, kind, false, p);
+    return plan_of_as(kn, kind, TILE_F32, p);
 }
 
 /* Workspace: threads GEMM slices (contiguous, as gemm_run expects), then threads column slices
@@ -127,11 +132,11 @@ static void gemm_state_release(void *state) {
     free(st);
 }
 
-static anvil_status gemm_state_prepare(const kern_node *kn, conv_gemm_kind kind, bool bf16,
+static anvil_status gemm_state_prepare(const kern_node *kn, conv_gemm_kind kind, tile_format fmt,
                                        void **state) {
     conv_gemm_state *st = core_calloc(1, sizeof *st);
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
-    if (!plan_of_as(kn, kind, bf16, &st->p)) {
+    if (!plan_of_as(kn, kind, fmt, &st->p)) {
         free(st);
         return conv_prepare_unsupported(kn, "conv variant");
     }
@@ -262,7 +267,7 @@ static bool view_of(const kern_node *kn, const kern_config *c, conv_gemm_kind ki
         return plan_of(kn, KIND, &p) ? plan_workspace(&p) : 0;                                     \
     }                                                                                              \
     static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
-        return gemm_state_prepare(kn, KIND, false, state);                                         \
+        return gemm_state_prepare(kn, KIND, TILE_F32, state);                                      \
     }                                                                                              \
     static bool view_##ID(const kern_node *kn, const kern_config *c, conv_gemm_view *v) {          \
         return view_of(kn, c, KIND, v);                                                            \
@@ -288,24 +293,25 @@ CONV_GEMM_VARIANT(implicit, "conv_implicit_gemm", CONV_GEMM_IMPLICIT)
 /* The same GEMMs on a bf16 tile: fp32 tensors, weights rounded to bf16 once when packed, the image
  * (or its im2col copy) as each B block is packed, fp32 sums and epilogue. Offered only to sessions
  * that accept bf16 (KERN_ROUNDS_BF16); their tile is the bf16 default (no tuner space yet). They
- * are emitted as the fp32 ones are (the same conv_gemm_run on their own tile). */
-#define CONV_BF16_VARIANT(ID, NAME, KIND)                                                          \
+ * are emitted as the fp32 ones are (the same conv_gemm_run on their own tile). The fp16 ones the
+ * same on an fp16 tile, for sessions that accept fp16, and not emitted (compile has no fp16
+ * tiles). */
+#define CONV_PAIRS_VARIANT(ID, NAME, KIND, FMT, NEEDS, EMIT)                                       \
     static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
         (void)hw;                                                                                  \
         conv_plan p;                                                                               \
-        return plan_of_as(kn, KIND, true, &p);                                                     \
+        return plan_of_as(kn, KIND, FMT, &p);                                                      \
     }                                                                                              \
     static size_t ws_##ID(const kern_node *kn) {                                                   \
         conv_plan p;                                                                               \
-        return plan_of_as(kn, KIND, true, &p) ? plan_workspace(&p) : 0;                            \
+        return plan_of_as(kn, KIND, FMT, &p) ? plan_workspace(&p) : 0;                             \
     }                                                                                              \
     static anvil_status prep_##ID(const kern_node *kn, void **state) {                             \
-        return gemm_state_prepare(kn, KIND, true, state);                                          \
+        return gemm_state_prepare(kn, KIND, FMT, state);                                           \
     }                                                                                              \
     const kern_variant conv_v_##ID = {NAME,                                                        \
                                       IR_OP_CONV,                                                  \
-                                      KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |                 \
-                                          KERN_ROUNDS_BF16,                                        \
+                                      NEEDS,                                                       \
                                       sup_##ID,                                                    \
                                       ws_##ID,                                                     \
                                       prep_##ID,                                                   \
@@ -313,11 +319,18 @@ CONV_GEMM_VARIANT(implicit, "conv_implicit_gemm", CONV_GEMM_IMPLICIT)
                                       gemm_variant_run,                                            \
                                       conv_fuses,                                                  \
                                       NULL,                                                        \
-                                      &gemm_emitter,                                               \
+                                      EMIT,                                                        \
                                       NULL};
 
-CONV_BF16_VARIANT(bf16_1x1, "conv_bf16_1x1", CONV_GEMM_1X1)
-CONV_BF16_VARIANT(bf16_im2col, "conv_bf16_im2col", CONV_GEMM_IM2COL)
+#define CONV_BF16_NEEDS (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_ROUNDS_BF16)
+#define CONV_FP16_NEEDS (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_FP16 | KERN_ROUNDS_FP16)
+CONV_PAIRS_VARIANT(bf16_1x1, "conv_bf16_1x1", CONV_GEMM_1X1, TILE_BF16, CONV_BF16_NEEDS,
+                   &gemm_emitter)
+CONV_PAIRS_VARIANT(bf16_im2col, "conv_bf16_im2col", CONV_GEMM_IM2COL, TILE_BF16, CONV_BF16_NEEDS,
+                   &gemm_emitter)
+CONV_PAIRS_VARIANT(fp16_1x1, "conv_fp16_1x1", CONV_GEMM_1X1, TILE_FP16, CONV_FP16_NEEDS, NULL)
+CONV_PAIRS_VARIANT(fp16_im2col, "conv_fp16_im2col", CONV_GEMM_IM2COL, TILE_FP16, CONV_FP16_NEEDS,
+                   NULL)
 
 /* ---- conv_f32: the default cascade ------------------------------------------------------------
  */
@@ -415,7 +428,8 @@ static bool rule_smallc(const conv_shape *s) {
 }
 
 /* A session that accepts bf16 runs a dense conv's GEMM on bf16 tiles (conv_bf16_1x1,
- * conv_bf16_im2col), twice the multiply rate of fp32, where the GEMM is not a sliver: grouped
+ * conv_bf16_im2col), twice the multiply rate of fp32 (one that accepts fp16 on fp16 tiles, the
+ * same way), where the GEMM is not a sliver: grouped
  * convs with narrow groups and the pooled maps of squeeze-excitation blocks keep their own rules.
  * The padded and the 3x3 ones only after the rules that skip work rather than speed it up: the
  * regions (a conv mostly reading padding) and Winograd (2.25x fewer multiplies). DeepLabV3's ASPP,
@@ -486,6 +500,7 @@ static const conv_rule cascade[] = {
     {&vendor_dnnl_conv_split_bf16, rule_bf16_vendor},
 #endif
     {&conv_v_bf16_1x1, rule_bf16_dense},
+    {&conv_v_fp16_1x1, rule_bf16_dense},
     {&conv_v_regions_bf16, rule_any},
     {&conv_v_regions, rule_any},
     {&conv_v_batched_bf16, rule_batched},
@@ -507,6 +522,7 @@ static const conv_rule cascade[] = {
     {&conv_v_winograd_f2, rule_winograd_f2},
     {&conv_v_winograd_s2, rule_winograd_s2},
     {&conv_v_bf16_im2col, rule_bf16_dense},
+    {&conv_v_fp16_im2col, rule_bf16_dense},
     {&conv_v_nhwc, rule_nhwc},
     {&conv_v_im2col, rule_pointwise},
     {&conv_v_implicit, rule_any},
@@ -627,6 +643,8 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_nhwc_bf16,
     &conv_v_bf16_1x1,
     &conv_v_bf16_im2col,
+    &conv_v_fp16_1x1,
+    &conv_v_fp16_im2col,
     &conv_v_smallc_avx512,
     &conv_v_smallc_avx2,
     &conv_nhwc_v_depthwise_avx512,
