@@ -668,13 +668,13 @@ def geomeans(results, threads):
     return out
 
 
-def bf16_geomeans(results, threads):
-    """Like geomeans, for the bf16 table: anvil bf16 / OpenVINO default and anvil's bf16 speedup
-    over its fp32 (and anvil / OpenVINO f32 when it ran)."""
+def bf16_geomeans(results, threads, prec="bf16"):
+    """Like geomeans, for the reduced-precision table (prec: bf16, fp16 or auto): anvil / OpenVINO
+    default and anvil's speedup over its fp32 (and anvil / OpenVINO f32 when it ran)."""
     out = {}
-    for label, key in (("anvil bf16/OpenVINO", "ratio_ov"),
-                       ("bf16 speedup (anvil fp32/bf16)", "bf16_speedup"),
-                       ("anvil bf16/OpenVINO f32", "ratio_ov_f32")):
+    for label, key in ((f"anvil {prec}/OpenVINO", "ratio_ov"),
+                       (f"{prec} speedup (anvil fp32/{prec})", "bf16_speedup"),
+                       (f"anvil {prec}/OpenVINO f32", "ratio_ov_f32")):
         per = {}
         for t in threads + [None]:
             v, n = geomean([r.get(key) for r in results if t is None or r["threads"] == t])
@@ -902,7 +902,7 @@ def main():
             "rss_floor_mib": run_child(["true"], 60)[3] / MIB}
     if args.precision != "fp32":
         meta.update({"precision": args.precision, "ov_f32": args.ov_f32, "peaks": peaks(args.anvil),
-                     "geomeans": bf16_geomeans(results, threads)})
+                     "geomeans": bf16_geomeans(results, threads, args.precision)})
         meta.pop("torch_note")
         meta.pop("torch_versions")
     md = bf16_markdown(results, meta) if args.precision != "fp32" else markdown(results, meta)

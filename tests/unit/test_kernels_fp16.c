@@ -180,7 +180,8 @@ static void test_fused_and_transposed_exact(void **state) {
         }
 }
 
-/* The GEMM convs on fp16 tiles (conv_fp16_1x1, conv_fp16_im2col) on half-representable
+/* The GEMM convs on fp16 tiles (conv_fp16_1x1, conv_fp16_im2col, conv_nhwc_fp16_gemm) on
+ * half-representable
  * operands: exact up to the order of the fp32 sums, with the bias fused. */
 static void conv_exact(int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stride, int64_t pad,
                        const char *variant) {
@@ -213,6 +214,9 @@ static void test_conv_exact(void **state) {
     conv_exact(17, 33, 11, 3, 1, 1, "conv_fp16_im2col"); /* 3x3 padded, odd K = 153 */
     conv_exact(8, 16, 12, 3, 2, 1, "conv_fp16_im2col");  /* strided */
     conv_exact(12, 20, 10, 1, 2, 0, "conv_fp16_im2col"); /* strided 1x1 */
+    /* channels-last inside (conv_nhwc.c), the tile's A the pixels: a 1x1, a padded 3x3 */
+    conv_exact(32, 48, 7, 1, 1, 0, "conv_nhwc_fp16_gemm");
+    conv_exact(32, 48, 7, 3, 1, 1, "conv_nhwc_fp16_gemm");
 }
 
 /* Each reduced format only where the session accepts it: fp16 under fp16 and auto, bf16 under

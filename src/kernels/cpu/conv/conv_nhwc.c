@@ -58,15 +58,20 @@ static const gemm_kernel *nhwc_tile(const kern_node *kn, const conv_shape *s, in
  * comparisons). */
 #define INDIRECT_MIN_CG 64
 
+/* The format the GEMM's tile multiplies in: fp32, or a tile over pairs of bf16 or fp16 values. */
+typedef enum { NHWC_F32, NHWC_BF16, NHWC_FP16 } nhwc_format;
+
 /* The GEMM kernel and blocking for s, and how A is formed (what conv_nhwc_workspace needs
- * before packing); kn (NULL: none) may carry the tuner's tile and KC. bf16: the bf16 default tile,
- * which packs its A panels itself, so A is X or an im2col copy, never the pointer table. */
-static void nhwc_kernel(const conv_shape *s, const kern_node *kn, bool bf16,
+ * before packing); kn (NULL: none) may carry the tuner's tile and KC. NHWC_BF16 / NHWC_FP16:
+ * that format's default tile, which packs its A panels itself, so A is X or an im2col copy,
+ * never the pointer table. */
+static void nhwc_kernel(const conv_shape *s, const kern_node *kn, nhwc_format fmt,
                         conv_nhwc_weights *out) {
     const int64_t kdim = conv_kdim(s), pix = s->oh * s->ow;
     const core_hw *hw = core_hw_get();
-    if (bf16) {
-        out->k = gemm_kernel_default_bf16(pix, s->mg, kdim, hw);
+    if (fmt != NHWC_F32) {
+        out->k = fmt == NHWC_BF16 ? gemm_kernel_default_bf16(pix, s->mg, kdim, hw)
+                                  : gemm_kernel_default_fp16(pix, s->mg, kdim, hw);
         if (out->k) out->blk = gemm_blocking_for(kn, out->k, pix, s->mg, kdim, hw, 0, 0, 0);
         out->indirect = false;
         return;
@@ -79,11 +84,11 @@ static void nhwc_kernel(const conv_shape *s, const kern_node *kn, bool bf16,
         !conv_nhwc_direct(s) && s->cg >= INDIRECT_MIN_CG && !kern_knobs_of(kn)->conv_im2col;
 }
 
-static anvil_status weights_pack(const conv_shape *s, const kern_node *kn, bool bf16,
+static anvil_status weights_pack(const conv_shape *s, const kern_node *kn, nhwc_format fmt,
                                  const float *w, conv_nhwc_weights *out) {
     memset(out, 0, sizeof *out);
     const int64_t khw = s->kh * s->kw, kdim = conv_kdim(s);
-    nhwc_kernel(s, kn, bf16, out);
+    nhwc_kernel(s, kn, fmt, out);
     out->groups = s->group;
     out->pb = core_calloc((size_t)s->group, sizeof *out->pb);
     float *tmp = malloc(sizeof(float) * (size_t)(kdim * s->mg > 0 ? kdim * s->mg : 1));
@@ -108,7 +113,7 @@ fail:
 
 anvil_status conv_nhwc_weights_pack(const kern_node *kn, const conv_shape *s, const float *w,
                                     conv_nhwc_weights *out) {
-    return weights_pack(s, kn, false, w, out);
+    return weights_pack(s, kn, NHWC_F32, w, out);
 }
 
 void conv_nhwc_weights_free(conv_nhwc_weights *pw) {
@@ -129,28 +134,28 @@ typedef conv_nhwc_plan nhwc_plan;
 
 typedef struct nhwc_state {
     nhwc_plan p;
-    bool bf16; /* on a bf16 tile (convnhwc_bf16_gemm) */
+    nhwc_format fmt; /* the tile's format (convnhwc_bf16_gemm, convnhwc_fp16_gemm: reduced) */
     conv_nhwc_weights w;
     const ir_fusion *fusion; /* what run applies (NULL: none, or the runtime does) */
 } nhwc_state;
 
 /* Both variants' plan: Conv (NCHW, transposed in and out through the workspace) or
  * anvil.ConvNhwc (channels-last already, no transposes), told apart by the node's op. */
-static bool nhwc_plan_of(const kern_node *kn, bool bf16, nhwc_plan *p) {
+static bool nhwc_plan_of(const kern_node *kn, nhwc_format fmt, nhwc_plan *p) {
     memset(p, 0, sizeof *p);
     const bool last = kn->node->op == IR_OP_CONV_NHWC;
     if (!(last ? conv_shape_of_nhwc(kn, &p->s) : conv_shape_of(kn, &p->s)) || !kn->in[1].value)
         return false;
     p->last = last;
     const conv_shape *s = &p->s;
-    /* bf16 only where the GEMM is no sliver: not depthwise or narrow groups, not the pooled
-     * maps of squeeze-excitation blocks, some depth to pair (conv_variants.c's bf16 rule) */
-    if (bf16 && !((s->group == 1 || (s->cg >= 32 && s->mg >= 32)) && s->oh * s->ow > 4 &&
-                  s->cg * s->kh * s->kw >= 16))
+    /* bf16 or fp16 only where the GEMM is no sliver: not depthwise or narrow groups, not the
+     * pooled maps of squeeze-excitation blocks, some depth to pair (conv_variants.c's bf16 rule) */
+    if (fmt != NHWC_F32 && !((s->group == 1 || (s->cg >= 32 && s->mg >= 32)) && s->oh * s->ow > 4 &&
+                             s->cg * s->kh * s->kw >= 16))
         return false;
     conv_nhwc_weights sizing;
     memset(&sizing, 0, sizeof sizing);
-    nhwc_kernel(s, kn, bf16, &sizing);
+    nhwc_kernel(s, kn, fmt, &sizing);
     if (!sizing.k) return false;
     p->threads = kn->threads > 0 ? kn->threads : 1;
     if (!last) {
@@ -161,26 +166,39 @@ static bool nhwc_plan_of(const kern_node *kn, bool bf16, nhwc_plan *p) {
     return true;
 }
 
+static size_t ws_as(const kern_node *kn, nhwc_format fmt) {
+    nhwc_plan p;
+    return nhwc_plan_of(kn, fmt, &p) ? p.xt_bytes + p.yt_bytes + p.run_bytes : 0;
+}
+
 static bool nhwc_supports(const kern_node *kn, const core_hw *hw) {
     (void)hw;
     nhwc_plan p;
-    return nhwc_plan_of(kn, false, &p);
+    return nhwc_plan_of(kn, NHWC_F32, &p);
 }
 
 static size_t nhwc_ws(const kern_node *kn) {
-    nhwc_plan p;
-    return nhwc_plan_of(kn, false, &p) ? p.xt_bytes + p.yt_bytes + p.run_bytes : 0;
+    return ws_as(kn, NHWC_F32);
 }
 
 static bool nhwc_supports_bf16(const kern_node *kn, const core_hw *hw) {
     (void)hw;
     nhwc_plan p;
-    return nhwc_plan_of(kn, true, &p);
+    return nhwc_plan_of(kn, NHWC_BF16, &p);
 }
 
 static size_t nhwc_ws_bf16(const kern_node *kn) {
+    return ws_as(kn, NHWC_BF16);
+}
+
+static bool nhwc_supports_fp16(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
     nhwc_plan p;
-    return nhwc_plan_of(kn, true, &p) ? p.xt_bytes + p.yt_bytes + p.run_bytes : 0;
+    return nhwc_plan_of(kn, NHWC_FP16, &p);
+}
+
+static size_t nhwc_ws_fp16(const kern_node *kn) {
+    return ws_as(kn, NHWC_FP16);
 }
 
 static void nhwc_release(void *state) {
@@ -190,15 +208,15 @@ static void nhwc_release(void *state) {
     free(st);
 }
 
-static anvil_status prepare_as(const kern_node *kn, bool bf16, void **state) {
+static anvil_status prepare_as(const kern_node *kn, nhwc_format fmt, void **state) {
     nhwc_state *st = core_calloc(1, sizeof *st);
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
-    st->bf16 = bf16;
-    if (!nhwc_plan_of(kn, bf16, &st->p)) {
+    st->fmt = fmt;
+    if (!nhwc_plan_of(kn, fmt, &st->p)) {
         free(st);
         return conv_prepare_unsupported(kn, "NHWC GEMM conv variant");
     }
-    anvil_status e = weights_pack(&st->p.s, kn, bf16, kn->in[1].value, &st->w);
+    anvil_status e = weights_pack(&st->p.s, kn, fmt, kn->in[1].value, &st->w);
     if (e != ANVIL_OK) {
         free(st);
         return e;
@@ -211,11 +229,15 @@ static anvil_status prepare_as(const kern_node *kn, bool bf16, void **state) {
 }
 
 static anvil_status nhwc_prepare(const kern_node *kn, void **state) {
-    return prepare_as(kn, false, state);
+    return prepare_as(kn, NHWC_F32, state);
 }
 
 static anvil_status nhwc_prepare_bf16(const kern_node *kn, void **state) {
-    return prepare_as(kn, true, state);
+    return prepare_as(kn, NHWC_BF16, state);
+}
+
+static anvil_status nhwc_prepare_fp16(const kern_node *kn, void **state) {
+    return prepare_as(kn, NHWC_FP16, state);
 }
 
 /* Conv: X transposed to NHWC through the workspace, the GEMMs, Y transposed back to NCHW;
@@ -350,4 +372,35 @@ const kern_variant conv_nhwc_v_bf16_gemm = {"convnhwc_bf16_gemm",
                                             conv_fuses,
                                             NULL,
                                             &nhwc_emitter,
+                                            NULL};
+
+/* The same on an fp16 tile, for sessions that accept fp16 (KERN_ROUNDS_FP16), beside the bf16
+ * one in the ConvNhwc cascade (conv_nhwc_fp16_gemm: a tuner's candidate); not emitted (compile
+ * has no fp16 tiles). EfficientNet-B0 in fp16 (a Xeon whose bf16 dot product is slow): before
+ * these, none of its flops ran in fp16. */
+const kern_variant conv_v_nhwc_fp16 = {"conv_nhwc_fp16_gemm",
+                                       IR_OP_CONV,
+                                       KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_FP16 |
+                                           KERN_ROUNDS_FP16,
+                                       nhwc_supports_fp16,
+                                       nhwc_ws_fp16,
+                                       nhwc_prepare_fp16,
+                                       nhwc_release,
+                                       nhwc_run,
+                                       conv_fuses,
+                                       NULL,
+                                       NULL,
+                                       NULL};
+const kern_variant conv_nhwc_v_fp16_gemm = {"convnhwc_fp16_gemm",
+                                            IR_OP_CONV_NHWC,
+                                            KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_FP16 |
+                                                KERN_ROUNDS_FP16,
+                                            nhwc_supports_fp16,
+                                            nhwc_ws_fp16,
+                                            nhwc_prepare_fp16,
+                                            nhwc_release,
+                                            nhwc_run,
+                                            conv_fuses,
+                                            NULL,
+                                            NULL,
                                             NULL};

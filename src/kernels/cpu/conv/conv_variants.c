@@ -32,7 +32,7 @@
 
 extern const kern_variant conv_v_regions, conv_nhwc_v_regions, conv_v_batched;
 extern const kern_variant conv_v_regions_bf16, conv_nhwc_v_regions_bf16, conv_v_batched_bf16,
-    conv_v_nhwc_bf16;
+    conv_v_nhwc_bf16, conv_v_nhwc_fp16;
 extern const kern_variant conv_v_nhwc, conv_v_depthwise_avx512, conv_v_depthwise_avx2,
     conv_v_winograd_f2, conv_v_winograd_f4, conv_v_winograd_s2, conv_v_smallc_avx512,
     conv_v_smallc_avx2;
@@ -641,6 +641,7 @@ const kern_variant *const kern_family_conv[] = {
     &conv_v_batched,
     &conv_v_batched_bf16,
     &conv_v_nhwc_bf16,
+    &conv_v_nhwc_fp16,
     &conv_v_bf16_1x1,
     &conv_v_bf16_im2col,
     &conv_v_fp16_1x1,
@@ -655,6 +656,7 @@ const kern_variant *const kern_family_conv[] = {
     &conv_nhwc_v_regions_bf16,
     &conv_nhwc_v_regions,
     &conv_nhwc_v_bf16_gemm,
+    &conv_nhwc_v_fp16_gemm,
     &conv_nhwc_v_gemm,
     NULL,
 };
