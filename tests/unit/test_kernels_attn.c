@@ -8,6 +8,7 @@
  * masks with a fill (also inverted), causal, softcap, one key, and q, k, v read as column ranges
  * of one fused projection. Each check
  * asserts how many variants ran, so a variant that silently stops applying fails the test. */
+#include "kernels/cpu/attn/attn.h"
 #include "kernels/kernels.h"
 #include "ops/sdpa_common.h"
 #include "optest.h"
@@ -103,19 +104,27 @@ static void drop(built *x) {
 }
 
 /* The session the checks run in: NULL is fp32 (test_bf16 sets a bf16 one, where sdpa_bf16 joins
- * and the tolerance is bf16's). */
+ * and the tolerance is bf16's; test_fp16 an fp16 one, where sdpa_fp16 joins at the same). */
 static const kern_knobs *session;
 
 static bool have_bf16(void) {
     return kern_isa_ok(KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16, core_hw_get());
 }
 
+/* sdpa_fp16 applies: the CPU has AVX512-FP16 and the compiler knew it */
+static bool have_fp16(void) {
+    return kern_isa_ok(KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_FP16, core_hw_get()) &&
+           attn_isa_avx512fp16.block;
+}
+
 static int expected(void) {
     assert_non_null(kern_find(IR_OP_SDPA, "sdpa_avx512"));
     assert_non_null(kern_find(IR_OP_SDPA, "sdpa_avx2"));
     assert_non_null(kern_find(IR_OP_SDPA, "sdpa_bf16"));
+    assert_non_null(kern_find(IR_OP_SDPA, "sdpa_fp16"));
     return (optest_have_avx512() ? 1 : 0) + (optest_have_avx2() ? 1 : 0) +
-           (session && session->precision == KERN_PREC_BF16 && have_bf16() ? 1 : 0);
+           (session && session->precision == KERN_PREC_BF16 && have_bf16() ? 1 : 0) +
+           (session && session->precision == KERN_PREC_FP16 && have_fp16() ? 1 : 0);
 }
 
 static void check(const problem *pr, int want) {
@@ -284,6 +293,26 @@ static void test_bf16(void **state) {
     session = NULL;
 }
 
+/* The same through sdpa_fp16 in an fp16 session (q, k, v and the weights rounded to 11
+ * significant bits, sums of up to 60 pairs in fp16 before they are widened), within the same
+ * tolerance; at fp32's it fails. */
+static void test_fp16(void **state) {
+    if (!have_fp16()) skip();
+    static const kern_knobs fp16 = {.precision = KERN_PREC_FP16};
+    session = &fp16;
+    test_lengths(state);
+    test_head_sizes(state);
+    test_masks(state);
+    test_broadcast(state);
+    built x;
+    problem p = base(70, 70, 64);
+    build(&x, &p);
+    x.t.knobs = session;
+    assert_int_equal(optest_check_variants(&x.t, 2e-5f, 1e-5f), -1);
+    drop(&x);
+    session = NULL;
+}
+
 /* q, k and v as column ranges of one [b, s, 3 x heads x size] tensor (a fused QKV projection,
  * view_q/k/v): against the same operands copied out into separate tensors. */
 static void test_views(void **state) {
@@ -416,7 +445,7 @@ int main(void) {
         cmocka_unit_test(test_layouts),   cmocka_unit_test(test_masks),
         cmocka_unit_test(test_broadcast), cmocka_unit_test(test_views),
         cmocka_unit_test(test_reference), cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_bf16),      cmocka_unit_test(test_fp16),
     };
     return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -36,8 +36,9 @@ typedef struct attn_isa {
     int key_tile; /* keys per register tile of the scores */
     int rows;     /* head-size rows of the output's register tile: the output's transposed rows
                    * are padded to a multiple of it */
-    /* 1: both products take bf16 pairs (vdpbf16ps, fp32 sums): q and k rounded to bf16 along
-     * the head size, the softmax's weights and v along the keys (attn_avx512bf16.c); the
+    /* 1: both products take pairs of 16-bit values: bf16 (vdpbf16ps, fp32 sums;
+     * attn_avx512bf16.c) or fp16 (vfmadd231ph, fp16 sums widened per tile; attn_avx512fp16.c),
+     * q and k rounded along the head size, the softmax's weights and v along the keys; the
      * scores, the softmax and the output stay fp32. 0: fp32 throughout. */
     int bf16;
     /* Computes queries [i0, i0 + mb) of (b, h). ws: attn_ws_floats(isa, p) floats, 64-byte
@@ -67,6 +68,8 @@ static inline size_t attn_ws_floats(const attn_isa *isa, const sdpa_geom *g, int
 extern const attn_isa attn_isa_avx512;
 extern const attn_isa attn_isa_avx2;
 extern const attn_isa attn_isa_avx512bf16;
+/* block NULL where the compiler had no AVX512-FP16 (sdpa_fp16 then does not apply) */
+extern const attn_isa attn_isa_avx512fp16;
 
 /* A node as its prepare planned it: what attn_exec needs besides the tensors. */
 typedef struct attn_state {

@@ -6,7 +6,7 @@
  * AVX512-BF16 flags; called only where the CPU has both. */
 #include "attn_vec_avx512.h"
 
-#define ATT_BF16 1
+#define ATT_PAIRED 1
 #define ATT_DOT(a, b, acc) _mm512_dpbf16_ps((acc), (__m512bh)(a), (__m512bh)(b))
 
 /* out[i] = the slot (lo[i], hi[i]) rounded to bf16, for 16 lanes; hi NULL: zeros. */

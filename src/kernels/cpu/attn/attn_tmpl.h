@@ -72,10 +72,13 @@ static void att_softcap(float *row, int64_t n, float c) {
 }
 #endif
 
-/* The two products' multiply-add: fp32 FMA, or the bf16 pairs' dot product. */
+/* The two products' multiply-add: fp32 FMA, or the pairs' product (ATT_DOT of the ISA file). A
+ * file whose pair products keep two sums per 32-bit lane (fp16's, one per half) defines
+ * ATT_WIDEN(acc): those lanes as fp32 sums, the two halves added; the products then run from
+ * zero and are widened once, at the end of each register tile's loop. */
 #ifndef ANVIL_ATTN_MAC_ONCE
 #define ANVIL_ATTN_MAC_ONCE
-#ifdef ATT_BF16
+#ifdef ATT_PAIRED
 #define ATT_MAC(a, b, acc) ATT_DOT(a, b, acc)
 #else
 #define ATT_MAC(a, b, acc) V_FMA(a, b, acc)
@@ -100,20 +103,27 @@ static inline void att_scores(const float *qt, const float *const *kr, int64_t d
             for (int c = 0; c < ATT_C; c++) acc[r][c] = ATT_MAC(kb, x[c], acc[r][c]);
         }
     }
+#ifdef ATT_WIDEN
+#pragma GCC unroll 8
+    for (int r = 0; r < ATT_R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++) acc[r][c] = ATT_WIDEN(acc[r][c]);
+#endif
 #pragma GCC unroll 8
     for (int r = 0; r < ATT_R; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < ATT_C; c++) V_STORE(st + r * MB + c * VW, acc[r][c]);
 }
 
-#ifdef ATT_BF16
-/* The bf16 products (attn.h's attn_isa.bf16), over 32-bit slots that each hold a pair of bf16
- * values: ATT_DOT(a, b, acc) adds a's and b's pairwise products into acc's fp32 lanes, and
- * ATT_PAIRS(lo, hi, out) writes the 16 slots (lo[i], hi[i]) of two rows of 16 floats (hi NULL:
- * zeros) and ATT_ROW_PAIRS(x, n, out) the (n + 1) / 2 slots (x[2i], x[2i + 1]) of n floats (an odd
- * n's last paired with zero), all from the ISA file. att_scores and att_values then run on the
- * slots as they run on floats: q's rows in head-size pairs against each key row's pairs (d / 2
- * steps), the weights' rows in key pairs against v's (keys / 2 steps). */
+#ifdef ATT_PAIRED
+/* The products over pairs (attn.h's attn_isa.bf16: bf16 pairs, or fp16 pairs with ATT_WIDEN),
+ * over 32-bit slots that each hold a pair of 16-bit values: ATT_DOT(a, b, acc) adds a's and b's
+ * pairwise products into acc's fp32 lanes, and ATT_PAIRS(lo, hi, out) writes the 16 slots (lo[i],
+ * hi[i]) of two rows of 16 floats (hi NULL: zeros) and ATT_ROW_PAIRS(x, n, out) the (n + 1) / 2
+ * slots (x[2i], x[2i + 1]) of n floats (an odd n's last paired with zero), all from the ISA file.
+ * att_scores and att_values then run on the slots as they run on floats: q's rows in head-size
+ * pairs against each key row's pairs (d / 2 steps), the weights' rows in key pairs against v's
+ * (keys / 2 steps). */
 
 /* Rows 2 j2 and 2 j2 + 1 of a (rows x MB) block into slot rows of MB lanes: out row j2 pairs
  * them lane by lane, a missing second row pairing with zeros. */
@@ -135,7 +145,12 @@ static inline void att_values(float *ot, const float *alpha, const float *pt, co
 #pragma GCC unroll 8
     for (int r = 0; r < ATT_RV; r++)
 #pragma GCC unroll 4
-        for (int c = 0; c < ATT_C; c++) acc[r][c] = V_MUL(V_LOAD(ot + r * MB + c * VW), al[c]);
+        for (int c = 0; c < ATT_C; c++)
+#ifdef ATT_WIDEN
+            acc[r][c] = V_SET1(0.0f);
+#else
+            acc[r][c] = V_MUL(V_LOAD(ot + r * MB + c * VW), al[c]);
+#endif
     const float *vj = v0;
     for (int64_t j = 0; j < nb; j++, vj += vs) {
         V x[ATT_C];
@@ -148,6 +163,14 @@ static inline void att_values(float *ot, const float *alpha, const float *pt, co
             for (int c = 0; c < ATT_C; c++) acc[r][c] = ATT_MAC(vb, x[c], acc[r][c]);
         }
     }
+#ifdef ATT_WIDEN
+    /* the block's sums (at most kb / 2 pair steps per lane) join the rescaled output in fp32 */
+#pragma GCC unroll 8
+    for (int r = 0; r < ATT_RV; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < ATT_C; c++)
+            acc[r][c] = V_FMA(V_LOAD(ot + r * MB + c * VW), al[c], ATT_WIDEN(acc[r][c]));
+#endif
 #pragma GCC unroll 8
     for (int r = 0; r < ATT_RV; r++)
 #pragma GCC unroll 4
@@ -228,7 +251,7 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
     /* p->kb is a multiple of ATT_R: a block's score tiles end at its last row */
     float *qt = ws, *st = qt + g->d * MB, *ot = st + p->kb * MB, *m = ot + dvp * MB;
     float *l = m + MB, *alpha = l + MB;
-#ifdef ATT_BF16
+#ifdef ATT_PAIRED
     /* the pair buffers, in attn_ws_floats' order: q's and the weights' (vector rows first, so
      * they stay aligned), then k's and v's block */
     const int64_t d2 = (g->d + 1) / 2, kb2 = (p->kb + 1) / 2;
@@ -241,7 +264,7 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
         for (int64_t i = 0; i < ni; i++) row[i] = p->scale * q[i * g->q[2] + e * g->q[3]];
         for (int64_t i = ni; i < MB; i++) row[i] = 0.0f;
     }
-#ifdef ATT_BF16
+#ifdef ATT_PAIRED
     att_pair_rows(qt, g->d, qp);
 #endif
     for (int c = 0; c < ATT_C; c++) {
@@ -256,7 +279,7 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
     if (keys < 0) keys = 0;
     for (int64_t j0 = 0; j0 < keys; j0 += p->kb) {
         const int64_t nb = g->sk - j0 < p->kb ? g->sk - j0 : p->kb;
-#ifdef ATT_BF16
+#ifdef ATT_PAIRED
         /* the block's keys in head-size pairs, then its values in key pairs (their rows are
          * re-read by every query block of this head; converting them here keeps the job
          * self-contained, at a 1/(2 MB) of the block's multiplies) */
@@ -288,7 +311,7 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
                 const int64_t key = j0 + j + r < g->sk ? j0 + j + r : g->sk - 1;
                 kr[r] = k + key * g->k[2];
             }
-#ifdef ATT_BF16
+#ifdef ATT_PAIRED
             const float *kpr[ATT_R];
             for (int r = 0; r < ATT_R; r++) kpr[r] = kp + (j + r < nb ? j + r : nb - 1) * d2;
             att_scores(qp, kpr, d2, st + j * MB);
@@ -300,13 +323,13 @@ static void att_block(const attn_prob *p, int64_t b, int64_t h, int64_t i0, floa
         if (p->softcap > 0) att_softcap(st, nb * MB, p->softcap);
         att_masks(p, b, h, i0, ni, j0, nb, st);
         att_softmax(st, nb, m, l, alpha);
-#ifdef ATT_BF16
+#ifdef ATT_PAIRED
         att_pair_rows(st, nb, pp);
 #endif
         for (int64_t e0 = 0; e0 < dvp; e0 += ATT_RV) {
             int64_t ec[ATT_RV];
             for (int r = 0; r < ATT_RV; r++) ec[r] = e0 + r < g->dv ? e0 + r : g->dv - 1;
-#ifdef ATT_BF16
+#ifdef ATT_PAIRED
             att_values(ot + e0 * MB, alpha, pp, vp, dvp, nb2, ec);
 #else
             att_values(ot + e0 * MB, alpha, st, v + j0 * g->v[2], g->v[2], nb, ec);

@@ -1,5 +1,6 @@
-/* The attention family: anvil.Sdpa as "sdpa_avx512" and "sdpa_avx2" (attn.h), and "sdpa_bf16"
- * (AVX-512 with bf16 products, offered only to sessions that accept bf16).
+/* The attention family: anvil.Sdpa as "sdpa_avx512" and "sdpa_avx2" (attn.h), "sdpa_bf16"
+ * (AVX-512 with bf16 products, offered only to sessions that accept bf16) and "sdpa_fp16" (fp16
+ * products, for sessions that accept fp16).
  *
  * This file is baseline code: supports() takes float32 nodes of static shapes whose k and v have
  * their head-size elements contiguous (what every layout the attention pass absorbs gives:
@@ -119,6 +120,20 @@ static size_t attn_workspace_bf16(const kern_node *kn) {
 
 static anvil_status attn_prepare_bf16(const kern_node *kn, void **state) {
     return attn_prepare_isa(kn, &attn_isa_avx512bf16, state);
+}
+
+static bool attn_supports_fp16(const kern_node *kn, const core_hw *hw) {
+    return attn_isa_avx512fp16.block && attn_supports(kn, hw);
+}
+
+static size_t attn_workspace_fp16(const kern_node *kn) {
+    sdpa_geom g;
+    if (!attn_geom_of(kn, &g)) return 0;
+    return attn_ws_of(kn, &attn_isa_avx512fp16, &g) * attn_threads_of(kn) * sizeof(float);
+}
+
+static anvil_status attn_prepare_fp16(const kern_node *kn, void **state) {
+    return attn_prepare_isa(kn, &attn_isa_avx512fp16, state);
 }
 
 static anvil_status attn_prepare_avx512(const kern_node *kn, void **state) {
@@ -274,5 +289,20 @@ static const kern_variant v_sdpa_bf16 = {.name = "sdpa_bf16",
                                          .space = &attn_space,
                                          .emit = &attn_emitter};
 
-/* The first applicable variant is the default: bf16 where the session accepts it, then AVX-512. */
-const kern_variant *const kern_family_attn[] = {&v_sdpa_bf16, &v_sdpa_avx512, &v_sdpa_avx2, NULL};
+/* The same with fp16 products (attn_avx512fp16.c), for sessions that accept fp16; not emitted
+ * (anvil compile has no fp16 kernels). */
+static const kern_variant v_sdpa_fp16 = {.name = "sdpa_fp16",
+                                         .op = IR_OP_SDPA,
+                                         .needs = KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_FP16 |
+                                                  KERN_ROUNDS_FP16,
+                                         .supports = attn_supports_fp16,
+                                         .workspace_size = attn_workspace_fp16,
+                                         .prepare = attn_prepare_fp16,
+                                         .release = attn_release,
+                                         .run = attn_run,
+                                         .space = &attn_space};
+
+/* The first applicable variant is the default: bf16 or fp16 where the session accepts it (and
+ * the cascade's measurement favours it), then AVX-512. */
+const kern_variant *const kern_family_attn[] = {&v_sdpa_bf16, &v_sdpa_fp16, &v_sdpa_avx512,
+                                                &v_sdpa_avx2, NULL};
