@@ -7,7 +7,8 @@ set(ANVIL_EMIT_FILES
   emit/shim/core.h emit/shim/kernels.h emit/shim/krt.c emit/shim/run_main.h
   kernels/cpu/gemm/gemm.h kernels/cpu/gemm/gemm.c kernels/cpu/gemm/gemm_epilogue.h
   kernels/cpu/gemm/gemm_ukernel.h kernels/cpu/gemm/gemm_avx512.c kernels/cpu/gemm/gemm_avx2.c
-  kernels/cpu/gemm/gemm_avx512bf16.c kernels/cpu/gemm/gemm_pairs_avx512.h
+  kernels/cpu/gemm/gemm_avx512bf16.c kernels/cpu/gemm/gemm_avx512fp16.c
+  kernels/cpu/gemm/gemm_pairs_avx512.h
   kernels/cpu/gemm/gemm_vec_avx512.h
   kernels/cpu/eltwise/eltwise_act.h kernels/cpu/eltwise/eltwise_exp.h
   kernels/cpu/eltwise/eltwise_vec_avx512.h kernels/cpu/eltwise/eltwise_vec_avx2.h
@@ -22,6 +23,7 @@ set(ANVIL_EMIT_FILES
 list(APPEND ANVIL_EMIT_FILES
   ops/sdpa_geom.h kernels/cpu/attn/attn.h kernels/cpu/attn/attn_run.c kernels/cpu/attn/attn_tmpl.h
   kernels/cpu/attn/attn_avx512.c kernels/cpu/attn/attn_avx2.c kernels/cpu/attn/attn_avx512bf16.c
+  kernels/cpu/attn/attn_avx512fp16.c
   kernels/cpu/attn/attn_vec_avx512.h
   kernels/cpu/data/data_move.h kernels/cpu/data/data_move.c kernels/cpu/data/data_resize.h
   kernels/cpu/data/data_resize_run.c kernels/cpu/data/data_resize_avx512.c

@@ -330,16 +330,15 @@ anvil_cli_check(bench_json_ints bench-json $<TARGET_FILE:anvil> ${W}/gather.onnx
                 --shape a=3x4 --expect inputs.0.shape=[3,4] inputs.1.dtype=INT64
                 inputs.1.shape=[3])
 # precision: fp16 runs (fp16 GEMMs where the CPU has AVX512-FP16, else fp32 with a warning) and
-# is checked against fp32 like bf16; compile refuses it (ANVIL_ERR_UNSUPPORTED, exit 13);
+# is checked against fp32 like bf16; compile takes it (emit.random_fp16 checks the libraries);
 # --check compares with an fp32 session (fp32 against itself: errors 0, every top-1 agrees)
 anvil_cli_test(e2e.bench_check_fp16 0 ARGS bench ${W}/tiny.onnx --iters 2 --warmup 0 --threads 1
                --precision fp16 --check --explain FIXTURES cli_models
                OUT "\nprecision: fp16\n"
                    "\naccuracy of precision fp16 against fp32 \\(one run of each on the same inputs\\):\n"
                    "\nfc1 +Gemm +[a-z0-9_]+ +(fp32|fp16) +")
-anvil_cli_test(e2e.compile_fp16 13 ARGS compile ${W}/tiny.onnx --shape x=1x3x8x8 -o ${W}/lib_fp16
-               --precision fp16 FIXTURES cli_models
-               ERR "ANVIL_ERR_UNSUPPORTED: [^\n]*cannot emit the fp16 kernels")
+anvil_cli_test(e2e.compile_fp16 0 ARGS compile ${W}/tiny.onnx --shape x=1x3x8x8 -o ${W}/lib_fp16
+               --precision fp16 FIXTURES cli_models)
 anvil_cli_check(bench_check_fp32 bench-json $<TARGET_FILE:anvil> ${W}/tiny.onnx --iters 2
                 --warmup 0 --threads 1 --shape x=3x3x8x8 --precision fp32 --check
                 --expect precision=fp32 check.reference=fp32 check.outputs.0.name=probs/out:0

@@ -27,6 +27,11 @@ add_test(NAME emit.random_bf16
          COMMAND ${ANVIL_EMIT_PY} ${ANVIL_EMIT_CHECK} $<TARGET_FILE:anvil>
                  ${ANVIL_EMIT_WORK}/random_bf16 --precision bf16 random 16 --seed 2)
 set_tests_properties(emit.random_bf16 PROPERTIES TIMEOUT 900 LABELS emit)
+# The same in fp16 (its tiles, convs and attention where the CPU has AVX512-FP16).
+add_test(NAME emit.random_fp16
+         COMMAND ${ANVIL_EMIT_PY} ${ANVIL_EMIT_CHECK} $<TARGET_FILE:anvil>
+                 ${ANVIL_EMIT_WORK}/random_fp16 --precision fp16 random 16 --seed 3)
+set_tests_properties(emit.random_fp16 PROPERTIES TIMEOUT 900 LABELS emit)
 
 # The generated ResNet-style CNN, the way a user builds it: its Makefile, its CMakeLists.txt,
 # --embed-weights, and the runner's errors on a corrupt weights file and a wrong input shape.

@@ -286,7 +286,7 @@ def _classifier(tmp_path, k=128, c=16):
 def test_precision(tmp_path):
     """precision= on Session, TrainSession, bench, tune and compile reaches the C API: bf16 stays
     within 2e-2 of fp32 and explain says which arithmetic each node ran, fp16 (inference only)
-    too; bad names, bad tolerances, fp16 training and compiling raise anvil's errors."""
+    too; bad names, bad tolerances and fp16 training raise anvil's errors."""
     p, x = _classifier(tmp_path)
     y32 = anvil.Session(p, threads=1, tuning="off", precision="fp32").run({"x": x})["y"]
     s = anvil.Session(p, threads=1, tuning="off", precision="bf16", tolerance=0.02)
@@ -338,5 +338,5 @@ def test_precision(tmp_path):
     assert isinstance(t, dict)
     with pytest.raises(anvil.InvalidArgument, match="precision"):
         anvil.tune(p, threads=1, db=str(db), runs=0, precision="half")
-    with pytest.raises(anvil.Unsupported, match="cannot emit the fp16 kernels"):
-        anvil.compile(p, tmp_path / "lib", shapes={"x": (2, 128)}, tuning="off", precision="fp16")
+    anvil.compile(p, tmp_path / "lib", shapes={"x": (2, 128)}, tuning="off", precision="fp16")
+    assert (tmp_path / "lib" / "net.c").exists()

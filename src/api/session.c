@@ -358,11 +358,6 @@ anvil_status api_session_config(const anvil_options *opts, rt_session_config *ou
         /* after the knobs: the named setter wins over an ANVIL_PRECISION knob */
         if (opts->precision_set) cfg.knobs.precision = opts->precision;
     }
-    /* A compiled library would silently compute in fp32: refused instead. */
-    if (cfg.emittable_only && cfg.knobs.precision == KERN_PREC_FP16)
-        return core_err(ANVIL_ERR_UNSUPPORTED,
-                        "precision fp16: anvil compile cannot emit the fp16 kernels yet (the "
-                        "library would compute in fp32); compile with bf16 or fp32");
     if (cfg.threads == 0) cfg.threads = core_hw_get()->logical_cores;
     *out = cfg;
     return ANVIL_OK;

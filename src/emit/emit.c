@@ -608,8 +608,9 @@ static void write_source_tail(emitter *m, emit_buf *c, const char *N, bool embed
         const rt_step *stp = &p->steps[i];
         if (stp->alias || !stp->variant) continue;
         const kern_variant *d = kern_delegate(stp->variant, stp->state);
-        needs |= (d ? d->needs : stp->variant->needs) &
-                 (KERN_NEEDS_AVX2 | KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16);
+        needs |=
+            (d ? d->needs : stp->variant->needs) &
+            (KERN_NEEDS_AVX2 | KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_NEEDS_AVX512_FP16);
     }
     emit_buf_printf(c,
                     "    if (!st && !kern_isa_ok(%uu, core_hw_get()))\n"
@@ -618,10 +619,13 @@ static void write_source_tail(emitter *m, emit_buf *c, const char *N, bool embed
                     "    if (st) {\n        %s_free(net);\n        return st;\n    }\n"
                     "    *out = net;\n    return 0;\n}\n\n",
                     needs,
-                    (needs & KERN_NEEDS_AVX512_BF16) ? "AVX-512 with AVX512-BF16"
-                    : (needs & KERN_NEEDS_AVX512)    ? "AVX-512"
-                    : (needs & KERN_NEEDS_AVX2)      ? "AVX2"
-                                                     : "x86-64",
+                    (needs & KERN_NEEDS_AVX512_BF16) && (needs & KERN_NEEDS_AVX512_FP16)
+                        ? "AVX-512 with AVX512-BF16 and AVX512-FP16"
+                    : (needs & KERN_NEEDS_AVX512_FP16) ? "AVX-512 with AVX512-FP16"
+                    : (needs & KERN_NEEDS_AVX512_BF16) ? "AVX-512 with AVX512-BF16"
+                    : (needs & KERN_NEEDS_AVX512)      ? "AVX-512"
+                    : (needs & KERN_NEEDS_AVX2)        ? "AVX2"
+                                                       : "x86-64",
                     N);
     emit_buf_printf(c,
                     "int %s_run(%s *net, const void *const *in, void *const *out) {\n"

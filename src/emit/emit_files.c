@@ -123,6 +123,8 @@ anvil_status emit_copy_source(const char *dir, const char *path, const char *des
 #define FLAGS_AVX2 "-mavx2 -mfma -mf16c"
 #define FLAGS_AVX512 "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c"
 #define FLAGS_AVX512BF16 FLAGS_AVX512 " -mavx512bf16"
+/* the fp16 files hold their kernels only where ANVIL_CC_AVX512FP16 says the flag is known */
+#define FLAGS_AVX512FP16 FLAGS_AVX512 " -mavx512fp16 -DANVIL_CC_AVX512FP16"
 
 /* Writes b's text to dir/rel and frees b (a buffer that ran out of memory is not written). */
 static anvil_status write_buf(const char *dir, const char *rel, emit_buf *b) {
@@ -141,7 +143,8 @@ static anvil_status write_makefile(const char *dir, const emit_lib *l) {
         "CC ?= cc\n"
         "CFLAGS ?= -O2\n"
         "ALL_CFLAGS = -std=c11 -Wall -Wextra -D_GNU_SOURCE -DANVIL_EMITTED -Isrc -I. $(CFLAGS)\n"
-        "AVX2 = " FLAGS_AVX2 "\nAVX512 = " FLAGS_AVX512 "\nAVX512BF16 = " FLAGS_AVX512BF16 "\n\n",
+        "AVX2 = " FLAGS_AVX2 "\nAVX512 = " FLAGS_AVX512 "\nAVX512BF16 = " FLAGS_AVX512BF16
+        "\nAVX512FP16 = " FLAGS_AVX512FP16 "\n\n",
         N, N);
     emit_buf_printf(&b, "OBJS = %s.o", N);
     for (int i = 0; i < l->n_sources; i++) {
@@ -157,6 +160,8 @@ static anvil_status write_makefile(const char *dir, const emit_lib *l) {
         "-lpthread -lm\n\n"
         "%%_avx512.o: %%_avx512.c\n\t$(CC) $(ALL_CFLAGS) $(AVX512) -c $< -o $@\n\n"
         "%%_avx512bf16.o: %%_avx512bf16.c\n\t$(CC) $(ALL_CFLAGS) $(AVX512BF16) -c $< -o "
+        "$@\n\n"
+        "%%_avx512fp16.o: %%_avx512fp16.c\n\t$(CC) $(ALL_CFLAGS) $(AVX512FP16) -c $< -o "
         "$@\n\n"
         "%%_avx2.o: %%_avx2.c\n\t$(CC) $(ALL_CFLAGS) $(AVX2) -c $< -o $@\n\n"
         "%%.o: %%.c\n\t$(CC) $(ALL_CFLAGS) -c $< -o $@\n\n",
@@ -196,13 +201,18 @@ static anvil_status write_cmake(const char *dir, const emit_lib *l) {
                     "src/*/*/*/*_avx2.c)\n"
                     "file(GLOB _avx512bf16 src/*_avx512bf16.c src/*/*_avx512bf16.c "
                     "src/*/*/*_avx512bf16.c src/*/*/*/*_avx512bf16.c)\n"
+                    "file(GLOB _avx512fp16 src/*_avx512fp16.c src/*/*_avx512fp16.c "
+                    "src/*/*/*_avx512fp16.c src/*/*/*/*_avx512fp16.c)\n"
                     "set_source_files_properties(${_avx512} PROPERTIES COMPILE_OPTIONS "
                     "\"-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c\")\n"
                     "set_source_files_properties(${_avx2} PROPERTIES COMPILE_OPTIONS "
                     "\"-mavx2;-mfma;-mf16c\")\n"
                     "set_source_files_properties(${_avx512bf16} PROPERTIES COMPILE_OPTIONS "
                     "\"-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c;"
-                    "-mavx512bf16\")\n",
+                    "-mavx512bf16\")\n"
+                    "set_source_files_properties(${_avx512fp16} PROPERTIES COMPILE_OPTIONS "
+                    "\"-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c;"
+                    "-mavx512fp16\" COMPILE_DEFINITIONS ANVIL_CC_AVX512FP16)\n",
                     N, N, N);
     if (l->embed_weights)
         emit_buf_printf(&b,

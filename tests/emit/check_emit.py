@@ -38,6 +38,7 @@ ISA = {"_avx512.c": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-ma
                      "-mf16c"],
        "_avx2.c": ["-mavx2", "-mfma", "-mf16c"]}
 ISA["_avx512bf16.c"] = ISA["_avx512.c"] + ["-mavx512bf16"]
+ISA["_avx512fp16.c"] = ISA["_avx512.c"] + ["-mavx512fp16", "-DANVIL_CC_AVX512FP16"]
 
 
 def sh(cmd, **kw):
@@ -162,7 +163,8 @@ def emit_and_check(anvil, model, inputs, work, label, cache, extra_refs=()):
         run_anvil(anvil, model, inputs, ref_dir, *ref)
         # another graph (opt-level 0) rounds other products to bf16: bf16's tolerance there
         worst = max(worst, compare(got, ref_dir, f"{label} vs anvil run {' '.join(ref)}",
-                                   3e-2 if "bf16" in PRECISION else 1e-5))
+                                   3e-2 if "bf16" in PRECISION or "fp16" in PRECISION
+                                   else 1e-5))
     return "ok", worst
 
 
@@ -395,7 +397,7 @@ def cmd_random(a):
         unsupported += status != "ok"
         if status == "ok":
             with open(os.path.join(work, "lib", "net.c")) as f:
-                bf16_libs += "_avx512bf16" in f.read()
+                bf16_libs += f"_avx512{PRECISION[1] if PRECISION else 'bf16'}" in f.read()
         if status != "ok":
             for line in detail:
                 if "): " in line:
@@ -403,23 +405,26 @@ def cmd_random(a):
                     reasons[why] = reasons.get(why, 0) + 1
     print(f"random graphs: {ok} agree (opt-level 0, 1 and the library), {unsupported} not "
           f"emittable, 0 mismatches")
-    if PRECISION and bf16_pays(a.anvil):
-        print(f"graphs whose library runs bf16 tiles: {bf16_libs}")
+    fmt = PRECISION[1] if PRECISION else None
+    if fmt in ("bf16", "fp16") and reduced_pays(a.anvil, fmt):
+        print(f"graphs whose library runs {fmt} tiles: {bf16_libs}")
         if not bf16_libs:
-            print("FAIL: --precision bf16 emitted no bf16 tile on a CPU with AVX512_BF16")
+            print(f"FAIL: --precision {fmt} emitted no {fmt} tile on a CPU where {fmt} "
+                  "measures faster than fp32")
             return 1
     for why, k in sorted(reasons.items(), key=lambda kv: -kv[1])[:10]:
         print(f"  {k:4d}  {why}")
     return 0 if ok else 1
 
 
-def bf16_pays(anvil):
-    """Whether this CPU has AVX512_BF16 and its bf16 dot product measures faster than its fp32 FMA
-    (anvil sysinfo's peaks): where it does not (a Xeon without AMX runs vdpbf16ps at half its FMA
-    rate) anvil keeps fp32 under --precision bf16, by measurement, and there is nothing to see."""
+def reduced_pays(anvil, fmt):
+    """Whether this CPU has fmt's instruction (AVX512_BF16, AVX512-FP16) and it measures faster
+    than its fp32 FMA (anvil sysinfo's peaks): where it does not (a Xeon without AMX runs
+    vdpbf16ps at half its FMA rate) anvil keeps fp32 under --precision fmt, by measurement, and
+    there is nothing to see."""
     try:
         with open("/proc/cpuinfo") as f:
-            if " avx512_bf16" not in f.read():
+            if f" avx512_{fmt}" not in f.read():
                 return False
     except OSError:
         return False
@@ -427,7 +432,7 @@ def bf16_pays(anvil):
     if r.returncode != 0:
         return False
     info = json.loads(r.stdout)
-    return info["peak.bf16.gflops"] > 1.2 * info["peak.fp32.gflops"]
+    return info[f"peak.{fmt}.gflops"] > 1.2 * info["peak.fp32.gflops"]
 
 
 def cmd_make(a):
@@ -499,7 +504,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("anvil")
     ap.add_argument("work")
-    ap.add_argument("--precision", help="fp32, bf16 or auto: what every compile and run uses")
+    ap.add_argument("--precision", help="fp32, bf16, fp16 or auto: what every compile and run "
+                    "uses")
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("cases")
     c.add_argument("dirs", nargs="+")

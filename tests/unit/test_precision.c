@@ -44,12 +44,7 @@ static void test_set_precision(void **state) {
     assert_non_null(strstr(anvil_last_error(), "'fp8' is not a precision"));
     assert_int_equal(anvil_options_set_precision(o, "BF16"), ANVIL_ERR_INVALID_ARGUMENT);
     assert_int_equal(anvil_options_set_precision(o, "fp16"), ANVIL_OK);
-    /* accepted for inference; a compiled library cannot have it yet */
-    assert_int_equal(anvil_options_set_emittable_only(o, 1), ANVIL_OK);
     rt_session_config cfg;
-    assert_int_equal(api_session_config(o, &cfg), ANVIL_ERR_UNSUPPORTED);
-    assert_non_null(strstr(anvil_last_error(), "cannot emit the fp16 kernels"));
-    assert_int_equal(anvil_options_set_emittable_only(o, 0), ANVIL_OK);
     assert_int_equal(api_session_config(o, &cfg), ANVIL_OK);
     assert_int_equal(cfg.knobs.precision, KERN_PREC_FP16);
     assert_int_equal(anvil_options_set_precision(NULL, "bf16"), ANVIL_ERR_INVALID_ARGUMENT);

@@ -172,6 +172,7 @@ static const char *const attn_emit_files[] = {"ops/sdpa_geom.h",
                                               "kernels/cpu/attn/attn_avx512.c",
                                               "kernels/cpu/attn/attn_avx2.c",
                                               "kernels/cpu/attn/attn_avx512bf16.c",
+                                              "kernels/cpu/attn/attn_avx512fp16.c",
                                               "kernels/cpu/attn/attn_vec_avx512.h",
                                               "kernels/cpu/eltwise/eltwise_vec_avx512.h",
                                               "kernels/cpu/eltwise/eltwise_vec_avx2.h",
@@ -195,6 +196,7 @@ static anvil_status attn_emit_write(const kern_node *kn, const void *state, kern
     e->code(e, "as.isa = &%s;\n",
             s->isa == &attn_isa_avx512       ? "attn_isa_avx512"
             : s->isa == &attn_isa_avx512bf16 ? "attn_isa_avx512bf16"
+            : s->isa == &attn_isa_avx512fp16 ? "attn_isa_avx512fp16"
                                              : "attn_isa_avx2");
     e->code(e, "as.jobs = %lld;\nas.qblocks = %lld;\nas.wide = %lld;\n", (long long)s->jobs,
             (long long)s->qblocks, (long long)s->wide);
@@ -289,8 +291,7 @@ static const kern_variant v_sdpa_bf16 = {.name = "sdpa_bf16",
                                          .space = &attn_space,
                                          .emit = &attn_emitter};
 
-/* The same with fp16 products (attn_avx512fp16.c), for sessions that accept fp16; not emitted
- * (anvil compile has no fp16 kernels). */
+/* The same with fp16 products (attn_avx512fp16.c), for sessions that accept fp16. */
 static const kern_variant v_sdpa_fp16 = {.name = "sdpa_fp16",
                                          .op = IR_OP_SDPA,
                                          .needs = KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_FP16 |
@@ -300,7 +301,8 @@ static const kern_variant v_sdpa_fp16 = {.name = "sdpa_fp16",
                                          .prepare = attn_prepare_fp16,
                                          .release = attn_release,
                                          .run = attn_run,
-                                         .space = &attn_space};
+                                         .space = &attn_space,
+                                         .emit = &attn_emitter};
 
 /* The first applicable variant is the default: bf16 or fp16 where the session accepts it (and
  * the cascade's measurement favours it), then AVX-512. */

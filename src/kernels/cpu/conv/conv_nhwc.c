@@ -375,9 +375,8 @@ const kern_variant conv_nhwc_v_bf16_gemm = {"convnhwc_bf16_gemm",
                                             NULL};
 
 /* The same on an fp16 tile, for sessions that accept fp16 (KERN_ROUNDS_FP16), beside the bf16
- * one in the ConvNhwc cascade (conv_nhwc_fp16_gemm: a tuner's candidate); not emitted (compile
- * has no fp16 tiles). EfficientNet-B0 in fp16 (a Xeon whose bf16 dot product is slow): before
- * these, none of its flops ran in fp16. */
+ * one in the ConvNhwc cascade (conv_nhwc_fp16_gemm: a tuner's candidate). EfficientNet-B0 in fp16
+ * (a Xeon whose bf16 dot product is slow): before these, none of its flops ran in fp16. */
 const kern_variant conv_v_nhwc_fp16 = {"conv_nhwc_fp16_gemm",
                                        IR_OP_CONV,
                                        KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_FP16 |
@@ -389,7 +388,7 @@ const kern_variant conv_v_nhwc_fp16 = {"conv_nhwc_fp16_gemm",
                                        nhwc_run,
                                        conv_fuses,
                                        NULL,
-                                       NULL,
+                                       &nhwc_emitter,
                                        NULL};
 const kern_variant conv_nhwc_v_fp16_gemm = {"convnhwc_fp16_gemm",
                                             IR_OP_CONV_NHWC,
@@ -402,5 +401,5 @@ const kern_variant conv_nhwc_v_fp16_gemm = {"convnhwc_fp16_gemm",
                                             nhwc_run,
                                             conv_fuses,
                                             NULL,
-                                            NULL,
+                                            &nhwc_emitter,
                                             NULL};

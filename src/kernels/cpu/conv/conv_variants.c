@@ -294,8 +294,7 @@ CONV_GEMM_VARIANT(implicit, "conv_implicit_gemm", CONV_GEMM_IMPLICIT)
  * (or its im2col copy) as each B block is packed, fp32 sums and epilogue. Offered only to sessions
  * that accept bf16 (KERN_ROUNDS_BF16); their tile is the bf16 default (no tuner space yet). They
  * are emitted as the fp32 ones are (the same conv_gemm_run on their own tile). The fp16 ones the
- * same on an fp16 tile, for sessions that accept fp16, and not emitted (compile has no fp16
- * tiles). */
+ * same on an fp16 tile, for sessions that accept fp16. */
 #define CONV_PAIRS_VARIANT(ID, NAME, KIND, FMT, NEEDS, EMIT)                                       \
     static bool sup_##ID(const kern_node *kn, const core_hw *hw) {                                 \
         (void)hw;                                                                                  \
@@ -328,9 +327,10 @@ CONV_PAIRS_VARIANT(bf16_1x1, "conv_bf16_1x1", CONV_GEMM_1X1, TILE_BF16, CONV_BF1
                    &gemm_emitter)
 CONV_PAIRS_VARIANT(bf16_im2col, "conv_bf16_im2col", CONV_GEMM_IM2COL, TILE_BF16, CONV_BF16_NEEDS,
                    &gemm_emitter)
-CONV_PAIRS_VARIANT(fp16_1x1, "conv_fp16_1x1", CONV_GEMM_1X1, TILE_FP16, CONV_FP16_NEEDS, NULL)
+CONV_PAIRS_VARIANT(fp16_1x1, "conv_fp16_1x1", CONV_GEMM_1X1, TILE_FP16, CONV_FP16_NEEDS,
+                   &gemm_emitter)
 CONV_PAIRS_VARIANT(fp16_im2col, "conv_fp16_im2col", CONV_GEMM_IM2COL, TILE_FP16, CONV_FP16_NEEDS,
-                   NULL)
+                   &gemm_emitter)
 
 /* ---- conv_f32: the default cascade ------------------------------------------------------------
  */

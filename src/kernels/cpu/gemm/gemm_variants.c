@@ -437,6 +437,7 @@ static const char *const gemm_emit_files[] = {"kernels/cpu/gemm/gemm.h",
                                               "kernels/cpu/gemm/gemm_avx512.c",
                                               "kernels/cpu/gemm/gemm_avx2.c",
                                               "kernels/cpu/gemm/gemm_avx512bf16.c",
+                                              "kernels/cpu/gemm/gemm_avx512fp16.c",
                                               "kernels/cpu/gemm/gemm_pairs_avx512.h",
                                               "kernels/cpu/gemm/gemm_vec_avx512.h",
                                               "kernels/cpu/eltwise/eltwise_act.h",
@@ -749,12 +750,12 @@ static bool rule_block_per_thread(const kern_variant *v, const kern_node *kn, co
     GEMM_VARIANT(gm_##MR##x##NR##_##ISA, IR_OP_GEMM, PREFIX_BF16 "_" #MR "x" #NR "_" #ISA,         \
                  GEMM_NEEDS_##ISA | KERN_ROUNDS_BF16)
 
-/* fp16 tiles: PREFIX_FP16 "_<MR>x<NR>_<isa>", not emitted (anvil compile has no fp16 tiles yet) */
+/* fp16 tiles: PREFIX_FP16 "_<MR>x<NR>_<isa>" */
 #define TILE_VARIANTS_FP16(MR, NV, NR, ISA)                                                        \
-    GEMM_VARIANT_E(mm_##MR##x##NR##_##ISA, IR_OP_MATMUL, PREFIX_FP16 "_" #MR "x" #NR "_" #ISA,     \
-                   GEMM_NEEDS_##ISA | KERN_ROUNDS_FP16, NULL)                                      \
-    GEMM_VARIANT_E(gm_##MR##x##NR##_##ISA, IR_OP_GEMM, PREFIX_FP16 "_" #MR "x" #NR "_" #ISA,       \
-                   GEMM_NEEDS_##ISA | KERN_ROUNDS_FP16, NULL)
+    GEMM_VARIANT(mm_##MR##x##NR##_##ISA, IR_OP_MATMUL, PREFIX_FP16 "_" #MR "x" #NR "_" #ISA,       \
+                 GEMM_NEEDS_##ISA | KERN_ROUNDS_FP16)                                              \
+    GEMM_VARIANT(gm_##MR##x##NR##_##ISA, IR_OP_GEMM, PREFIX_FP16 "_" #MR "x" #NR "_" #ISA,         \
+                 GEMM_NEEDS_##ISA | KERN_ROUNDS_FP16)
 
 GEMM_VARIANT(mm_auto, IR_OP_MATMUL, PREFIX, 0)
 GEMM_VARIANT(gm_auto, IR_OP_GEMM, PREFIX, 0)
@@ -762,8 +763,8 @@ GEMM_TILES(TILE_VARIANTS)
 GEMM_VARIANT(mm_bf16, IR_OP_MATMUL, PREFIX_BF16, GEMM_NEEDS_avx512bf16 | KERN_ROUNDS_BF16)
 GEMM_VARIANT(gm_bf16, IR_OP_GEMM, PREFIX_BF16, GEMM_NEEDS_avx512bf16 | KERN_ROUNDS_BF16)
 GEMM_TILES_AVX512BF16(TILE_VARIANTS_BF16)
-GEMM_VARIANT_E(mm_fp16, IR_OP_MATMUL, PREFIX_FP16, GEMM_NEEDS_avx512fp16 | KERN_ROUNDS_FP16, NULL)
-GEMM_VARIANT_E(gm_fp16, IR_OP_GEMM, PREFIX_FP16, GEMM_NEEDS_avx512fp16 | KERN_ROUNDS_FP16, NULL)
+GEMM_VARIANT(mm_fp16, IR_OP_MATMUL, PREFIX_FP16, GEMM_NEEDS_avx512fp16 | KERN_ROUNDS_FP16)
+GEMM_VARIANT(gm_fp16, IR_OP_GEMM, PREFIX_FP16, GEMM_NEEDS_avx512fp16 | KERN_ROUNDS_FP16)
 GEMM_TILES_AVX512FP16(TILE_VARIANTS_FP16)
 /* The AMX tile, first where the CPU has it (eight times the bf16 multiplies of an AVX-512 tile per
  * cycle); not emitted (compile takes gemm_bf16's AVX-512 tile instead). */
