@@ -252,6 +252,28 @@ def cases(out):
              [f"MatMul fused[+bias(in2) {act}]", "MatMul fused[+bias(in2) +residual(in3)]"],
              opset=20 if form == "op" else 17)
 
+    # GPT-2's Conv1D: Gemm on the flattened rows, a Reshape back to [b, s, width], then the Gelu
+    # (written out, tanh form; and a Relu op): the activation moves into the Gemm's epilogue and
+    # the Reshape makes its output.
+    for form in ("tanh", "relu"):
+        g = G()
+        xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 16])
+        xv = RNG.normal(0, 1, (2, 5, 16)).astype(np.float32)
+        flat = g.op("Reshape", ["x", g.const_i64([10, 16])])
+        h = g.op("Gemm", [flat, g.const(RNG.normal(0, 0.3, (16, 24))),
+                          g.const(RNG.normal(0, 0.3, 24))])
+        h = g.op("Reshape", [h, g.const_i64([2, 5, 24])])
+        if form == "tanh":
+            cube = g.op("Pow", [h, g.const(3.0)])
+            inner = g.op("Add", [h, g.op("Mul", [cube, g.const(0.044715)])])
+            t = g.op("Tanh", [g.op("Mul", [inner, g.const(np.sqrt(2.0 / np.pi))])])
+            y = g.op("Mul", [g.op("Mul", [h, g.const(0.5)]), g.op("Add", [t, g.const(1.0)])])
+        else:
+            y = g.op("Relu", [h])
+        act = "Gelu(tanh)" if form == "tanh" else "Relu"
+        save(out, f"gemm_reshape_{form}", g, [xi], {"x": xv}, [y],
+             ["Reshape -", f"Gemm fused[{act}]", "Reshape -"])
+
     # Gemm + Relu.
     g = G()
     xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 7])
