@@ -693,9 +693,7 @@ anvil_status api_session_print_regions(anvil_session *s, FILE *f) {
         /* the column of the steps computing in reduced precision, and what the inner values are
          * stored in where not fp32 (only ever bf16: fp16 regions keep fp32 storage) */
         fprintf(f, "\nregion  nodes  %-5s GFLOP      enter  leave  inner  inner stored in bf16\n",
-                r.fp16_nodes == r.bf16_nodes ? "fp16"
-                : r.fp16_nodes               ? "16bit"
-                                             : "bf16");
+                strlen(format) <= 5 ? format : "16bit");
         for (int32_t k = 0; k < rg.n_regions; k++) {
             const rt_region *x = &rg.regions[k];
             fprintf(f, "%-7d %-6d %-5d %-10.4g %-6d %-6d %-6d %d\n", (int)k + 1, (int)x->steps,

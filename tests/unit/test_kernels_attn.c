@@ -270,16 +270,14 @@ static void test_broadcast(void **state) {
     check(&p, expected());
 }
 
-/* The same shapes, lengths, head sizes and masks through sdpa_bf16 in a bf16 session, within
- * bf16's tolerance; and at fp32's it must fail, or it is not rounding at all. */
 static void test_lengths(void **state);
 static void test_head_sizes(void **state);
 static void test_masks(void **state);
 
-static void test_bf16(void **state) {
-    if (!have_bf16()) skip();
-    static const kern_knobs bf16 = {.precision = KERN_PREC_BF16};
-    session = &bf16;
+/* Every case above in session kb (which adds its reduced-precision variant at the reduced
+ * tolerance, check), and one that must fail at fp32's tolerance. */
+static void check_reduced(void **state, const kern_knobs *kb) {
+    session = kb;
     test_lengths(state);
     test_head_sizes(state);
     test_masks(state);
@@ -293,24 +291,21 @@ static void test_bf16(void **state) {
     session = NULL;
 }
 
+/* The same shapes, lengths, head sizes and masks through sdpa_bf16 in a bf16 session, within
+ * bf16's tolerance; and at fp32's it must fail, or it is not rounding at all. */
+static void test_bf16(void **state) {
+    if (!have_bf16()) skip();
+    static const kern_knobs bf16 = {.precision = KERN_PREC_BF16};
+    check_reduced(state, &bf16);
+}
+
 /* The same through sdpa_fp16 in an fp16 session (q, k, v and the weights rounded to 11
  * significant bits, sums of up to 60 pairs in fp16 before they are widened), within the same
  * tolerance; at fp32's it fails. */
 static void test_fp16(void **state) {
     if (!have_fp16()) skip();
     static const kern_knobs fp16 = {.precision = KERN_PREC_FP16};
-    session = &fp16;
-    test_lengths(state);
-    test_head_sizes(state);
-    test_masks(state);
-    test_broadcast(state);
-    built x;
-    problem p = base(70, 70, 64);
-    build(&x, &p);
-    x.t.knobs = session;
-    assert_int_equal(optest_check_variants(&x.t, 2e-5f, 1e-5f), -1);
-    drop(&x);
-    session = NULL;
+    check_reduced(state, &fp16);
 }
 
 /* q, k and v as column ranges of one [b, s, 3 x heads x size] tensor (a fused QKV projection,
