@@ -12,6 +12,7 @@
 #include "api.h"
 #include "core/core.h"
 #include "env.h"
+#include "kernels/cpu/gemm/gemm.h"
 #include "kernels/cpu/peak/peak.h"
 
 #include <stdarg.h>
@@ -103,6 +104,23 @@ size_t anvil_sysinfo(char *buf, size_t cap) {
     for (size_t i = 0; i < sizeof peaks / sizeof *peaks; i++) {
         out_line(&o, "peak.%s.%s = %.1f\n", peaks[i].format, peaks[i].unit, peaks[i].rate);
         out_line(&o, "peak.%s.isa = %s\n", peaks[i].format, peaks[i].isa ? peaks[i].isa : "none");
+    }
+
+    /* The reduced-precision tiles' measured speeds, relative to the best: what the default tile
+     * of a GEMM or convolution in that format weighs against padding (gemm_default.c). */
+    const struct {
+        const char *format;
+        const gemm_kernel *const *list;
+    } tiles[] = {{"bf16", gemm_kernels_bf16}, {"fp16", gemm_kernels_fp16}};
+    for (size_t f = 0; f < sizeof tiles / sizeof *tiles; f++) {
+        bool any = false;
+        for (int i = 0; i < GEMM_RATED_MAX && tiles[f].list[i]; i++)
+            any = any || gemm_kernel_usable(tiles[f].list[i], h);
+        const float *speed = any ? gemm_tile_speeds(tiles[f].list, h) : NULL;
+        for (int i = 0; speed && i < GEMM_RATED_MAX && tiles[f].list[i]; i++)
+            if (gemm_kernel_usable(tiles[f].list[i], h))
+                out_line(&o, "tile.%s.%s = %.2f\n", tiles[f].format, tiles[f].list[i]->name,
+                         speed[i]);
     }
 
     out_line(&o, "backend.cpu = 1\n");

@@ -108,121 +108,13 @@ bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw) {
 
 static int64_t round_up(int64_t x, int64_t m);
 
-/* Floats per vector of t's ISA. */
-static int64_t kernel_vl(const gemm_kernel *t) {
+int64_t gemm_kernel_vl(const gemm_kernel *t) {
     return t->needs & KERN_NEEDS_AVX512 ? 16 : 8;
 }
 
-/* Below how many columns an edge tile of t goes to its column kernel (see gemm_block). */
-static int64_t cols_kernel_below(const gemm_kernel *t) {
-    return t->ukernel_cols ? (int64_t)t->mr * (t->nr / kernel_vl(t)) * 3 / 4 : 0;
+int64_t gemm_cols_kernel_below(const gemm_kernel *t) {
+    return t->ukernel_cols ? (int64_t)t->mr * (t->nr / gemm_kernel_vl(t)) * 3 / 4 : 0;
 }
-
-#ifndef ANVIL_EMITTED /* an emitted library runs the tiles its plan fixed; it picks none */
-/* Relative speed of each tile on full tiles (1 thread, Zen 4, KC from gemm_blocking_default,
- * anvil_kbench gemm --shape 336x1536x1024: every tile divides it, so no padding): the default
- * picks the tile with the least padded work divided by this. Long-KC tiles with few rows win:
- * their A micro-panel lets KC reach 1024 (now up to 1536) inside L1. */
-static const struct {
-    const gemm_kernel *k;
-    float speed;
-} tile_speed[] = {
-    {&gemm_kernel_6x64_avx512, 1.00f},  {&gemm_kernel_4x64_avx512, 1.00f},
-    {&gemm_kernel_12x32_avx512, 0.99f}, {&gemm_kernel_8x48_avx512, 0.99f},
-    {&gemm_kernel_8x32_avx512, 0.98f},  {&gemm_kernel_16x16_avx512, 0.98f},
-    {&gemm_kernel_7x48_avx512, 0.99f},  {&gemm_kernel_7x32_avx512, 0.98f},
-    {&gemm_kernel_14x32_avx512, 0.97f}, {&gemm_kernel_1x64_avx512, 0.45f},
-    {&gemm_kernel_6x16_avx2, 1.00f},    {&gemm_kernel_4x24_avx2, 0.97f},
-    {&gemm_kernel_8x8_avx2, 0.90f},
-};
-
-/* The columns of C that t computes for n, in units of its full tiles' columns: a column kernel's
- * nn FMAs per k step count as the nn * NR / (MR * NV) tile columns they would buy, plus a third. */
-static double tile_columns(const gemm_kernel *t, int64_t n) {
-    const int64_t edge = n % t->nr;
-    if (edge == 0 || edge >= cols_kernel_below(t)) return (double)round_up(n, t->nr);
-    return (double)(n - edge) + (double)edge * (double)kernel_vl(t) / (double)t->mr * 4.0 / 3.0;
-}
-
-const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
-    (void)k;
-    const bool avx512 = gemm_kernel_usable(&gemm_kernel_6x64_avx512, hw);
-    const gemm_kernel *best = &gemm_kernel_4x8_portable;
-    double best_cost = -1.0;
-    if (m < 1) m = 1;
-    if (n < 1) n = 1;
-    for (size_t i = 0; i < sizeof tile_speed / sizeof *tile_speed; i++) {
-        const gemm_kernel *t = tile_speed[i].k;
-        /* AVX2 tiles only where AVX-512 is missing: they tie on full tiles but the AVX-512
-         * ones have the narrower edge handling per vector. */
-        if (!gemm_kernel_usable(t, hw) || (avx512 && (t->needs & KERN_NEEDS_AVX2))) continue;
-        double cost = (double)round_up(m, t->mr) * tile_columns(t, n) / tile_speed[i].speed;
-        if (best_cost < 0 || cost < best_cost) {
-            best_cost = cost;
-            best = t;
-        }
-    }
-    return best;
-}
-
-/* The bf16 tiles' relative speed on full tiles (1 thread, Zen 4, anvil_kbench gemm --precision
- * bf16, GFLOP/s at 512x3072x768 / 128x50257x768): 4x64 225/227, 6x64 223/-, 8x48 223/226, 14x32
- * 219/204, 16x16 165/-: with bf16 pairs a 16x16 tile's single B vector per k step leaves its
- * dot products waiting on loads. Picked as gemm_kernel_default picks: least padded work over
- * speed (by padding alone, 16x16 took the 50257-column LM head of GPT-2 at 168 GFLOP/s). */
-typedef struct tile_speed_of {
-    const gemm_kernel *k;
-    float speed;
-} tile_speed_of;
-
-static const tile_speed_of tile_speed_bf16[] = {
-    {&gemm_kernel_4x64_avx512bf16, 1.00f},  {&gemm_kernel_6x64_avx512bf16, 0.99f},
-    {&gemm_kernel_8x48_avx512bf16, 0.99f},  {&gemm_kernel_14x32_avx512bf16, 0.92f},
-    {&gemm_kernel_16x16_avx512bf16, 0.72f}, {&gemm_kernel_1x64_avx512bf16, 0.45f},
-};
-
-/* The fp16 tiles' (1 thread, a Xeon with AVX512-FP16 and no AMX, anvil_kbench gemm --precision
- * fp16, GFLOP/s at 512x3072x768 / 128x50257x768): 8x48 318/270, 6x64 318/266, 4x64 318/261,
- * 14x32 311/252, 16x16 285/243, 1x64 127/120 (which wins at one row: 27 against 26 for 4x64). */
-static const tile_speed_of tile_speed_fp16[] = {
-    {&gemm_kernel_8x48_avx512fp16, 1.00f},  {&gemm_kernel_6x64_avx512fp16, 0.99f},
-    {&gemm_kernel_4x64_avx512fp16, 0.98f},  {&gemm_kernel_14x32_avx512fp16, 0.95f},
-    {&gemm_kernel_16x16_avx512fp16, 0.88f}, {&gemm_kernel_1x64_avx512fp16, 0.42f},
-};
-
-/* Among speeds[0..count), the usable tile with the least padded work over its speed. */
-static const gemm_kernel *default_among(const tile_speed_of *speeds, size_t count, int64_t m,
-                                        int64_t n, const core_hw *hw) {
-    const gemm_kernel *best = NULL;
-    double best_cost = -1.0;
-    if (m < 1) m = 1;
-    if (n < 1) n = 1;
-    for (size_t i = 0; i < count; i++) {
-        const gemm_kernel *t = speeds[i].k;
-        if (!gemm_kernel_usable(t, hw)) continue;
-        const double cost =
-            (double)round_up(m, t->mr) * (double)round_up(n, t->nr) / speeds[i].speed;
-        if (best_cost < 0 || cost < best_cost) {
-            best_cost = cost;
-            best = t;
-        }
-    }
-    return best;
-}
-
-const gemm_kernel *gemm_kernel_default_bf16(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
-    (void)k;
-    return default_among(tile_speed_bf16, sizeof tile_speed_bf16 / sizeof *tile_speed_bf16, m, n,
-                         hw);
-}
-
-const gemm_kernel *gemm_kernel_default_fp16(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
-    (void)k;
-    return default_among(tile_speed_fp16, sizeof tile_speed_fp16 / sizeof *tile_speed_fp16, m, n,
-                         hw);
-}
-
-#endif
 
 static int64_t round_up(int64_t x, int64_t m) {
     return (x + m - 1) / m * m;
@@ -670,7 +562,7 @@ static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const
      * there against MR x NV for the whole tile, counted at 3/4 as the column kernel's masked
      * loads and transposed write-back cost a little more per FMA. A 1x1 conv over a 7x7 image
      * has 49 columns, so 16x16 spent a full tile on the 49th (and 14x32 one on the last 17). */
-    const int64_t cols_below = cols_kernel_below(k);
+    const int64_t cols_below = gemm_cols_kernel_below(k);
 
     if (kdim == 0 && p->c16) {
         for (int64_t i = m0; i < m1; i++)

@@ -216,13 +216,28 @@ const gemm_kernel *gemm_kernel_find_fp16(const char *name);
 /* Whether hw can run k (and this build has its micro-kernel: the AMX tile needs a compiler that
  * knows AMX). */
 bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw);
-/* The default kernel for a problem on hw (never NULL: the portable 4x8 kernel is always usable),
- * chosen by rules on the shape: tall-enough N favours wide tiles, small N narrow ones. */
+/* Floats per vector of t's ISA (16 for the AVX-512 tiles, 8 otherwise). */
+int64_t gemm_kernel_vl(const gemm_kernel *t);
+/* Below how many columns an edge tile of t goes to its column kernel (see gemm_block). */
+int64_t gemm_cols_kernel_below(const gemm_kernel *t);
+
+/* ---- the default tile (gemm_default.c; not in emitted libraries, which pick none) --------- */
+
+/* The default kernel for a problem on hw (never NULL: the portable 4x8 kernel is always usable):
+ * the tile with the least padded work over its relative speed on full tiles. */
 const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const core_hw *hw);
-/* The same among the bf16 tiles; NULL where hw has none. */
+/* The same among the bf16 tiles, whose speeds are measured on this machine (gemm_tile_speeds);
+ * NULL where hw has none. */
 const gemm_kernel *gemm_kernel_default_bf16(int64_t m, int64_t n, int64_t k, const core_hw *hw);
 /* The same among the fp16 tiles; NULL where hw has none. */
 const gemm_kernel *gemm_kernel_default_fp16(int64_t m, int64_t n, int64_t k, const core_hw *hw);
+/* The relative speeds (GFLOP/s on one thread, over the best of the list's, on a 336x384x768 GEMM
+ * every tile divides: see gemm_default.c) of the first GEMM_RATED_MAX tiles of list
+ * (gemm_kernels_bf16 or gemm_kernels_fp16), indexed as the list; 1.0 where a tile could not be
+ * timed. Measured on the calling thread the first time for a list and the set of its tiles hw can
+ * run, then kept for the process (static storage; thread-safe). NULL when memory ran out. */
+#define GEMM_RATED_MAX 8
+const float *gemm_tile_speeds(const gemm_kernel *const *list, const core_hw *hw);
 /* The tile "gemm_f32" runs for a MatMul or Gemm node: gemm_kernel_default of the GEMM's rows and
  * columns, a MatMul's batch folded into the rows where B is one matrix (gemm_variants.c). */
 const gemm_kernel *gemm_node_default_kernel(const kern_node *kn);
