@@ -16,6 +16,7 @@
 #include "runtime/runtime.h"
 #include "test_graph.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,9 +177,138 @@ static void test_bf16_between_gemms(void **state) {
     ir_graph_free(g);
 }
 
+/* ---- a channels-last chain: expansion, depthwise, projection, 1x1 ------------------------- */
+
+/* The bf16 ports of each ConvNhwc step, by node name. */
+typedef struct nhwc_seen {
+    uint32_t in[4], out[4];
+} nhwc_seen;
+
+static const char *const nhwc_names[4] = {"e", "d", "p", "y"};
+
+static void nhwc_step(void *arg, const rt_step_info *info) {
+    nhwc_seen *s = arg;
+    for (int i = 0; i < 4; i++)
+        if (info->node && !strcmp(info->node, nhwc_names[i])) {
+            s->in[i] = info->bf16_in;
+            s->out[i] = info->bf16_out;
+        }
+}
+
+static void run_nhwc(const ir_graph *g, int precision, bool fp32_storage, const anvil_tensor *x,
+                     anvil_tensor **out, nhwc_seen *seen_steps) {
+    rt_session_config cfg = {.threads = 2, .opt_level = 1, .fp32_storage = fp32_storage};
+    cfg.knobs.precision = precision;
+    /* the bf16 tile wherever the CPU has it (the cascade takes it only where it measures
+     * faster), and the depthwise kernel that reads bf16 */
+    static const rt_force forces[] = {{"e", "convnhwc_bf16_gemm"},
+                                      {"d", "convnhwc_depthwise_avx512"},
+                                      {"p", "convnhwc_bf16_gemm"},
+                                      {"y", "convnhwc_bf16_gemm"}};
+    if (precision == KERN_PREC_BF16) {
+        cfg.forces = forces;
+        cfg.n_forces = 4;
+    }
+    rt_session *s;
+    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
+    const anvil_tensor *ins[1] = {x};
+    assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+    memset(seen_steps, 0, sizeof *seen_steps);
+    assert_int_equal(rt_session_explain(s, nhwc_step, seen_steps), ANVIL_OK);
+    rt_session_free(s);
+}
+
+/* x -> e (1x1, 16 -> 48) -> d (3x3 depthwise, padded) -> p (1x1, 48 -> 24) -> y (1x1, 24 -> 32),
+ * all anvil.ConvNhwc (MobileNet's and EfficientNet's blocks after the layout pass). In a bf16
+ * session e is stored in bf16 (the expansion's bf16 tile writes it rounded, the depthwise kernel
+ * widens it as it loads: "bf16 in memory, fp32 arithmetic"), and so is p (written by one bf16
+ * tile, read by another, which rounds it anyway); d stays fp32, as do the input and the output.
+ * On operands that keep every intermediate an integer bf16 holds (e in [-16, 16]), the results
+ * are those of the same session storing everything in fp32, bit for bit; on random ones, within
+ * bf16's rounding of them. */
+static void test_bf16_nhwc_chain(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    const int64_t dx[] = {1, 10, 12, 16}, de[] = {48, 16, 1, 1}, dd[] = {48, 1, 3, 3},
+                  dp[] = {24, 48, 1, 1}, dy[] = {32, 24, 1, 1};
+    for (int exact = 1; exact >= 0; exact--) {
+        ir_graph *g;
+        assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
+        g->opset = 17;
+        float *w[4] = {randoms(48 * 16, 11), randoms(48 * 9, 12), randoms(24 * 48, 13),
+                       randoms(32 * 24, 14)};
+        const size_t wn[4] = {48 * 16, 48 * 9, 24 * 48, 32 * 24};
+        for (int i = 0; exact && i < 4; i++)
+            for (size_t q = 0; q < wn[i]; q++)
+                w[i][q] = (float)((int)((w[i][q] + 1.0f) * 1.5f) - 1);
+        ir_vid x = test_add_value(g, "x");
+        g->values[x].dtype = ANVIL_DTYPE_FLOAT32;
+        ir_shape_set(&g->values[x].shape, 4, dx);
+        assert_int_equal(ir_graph_add_input(g, x), ANVIL_OK);
+        const int64_t *wd[4] = {de, dd, dp, dy};
+        ir_vid c[4];
+        for (int i = 0; i < 4; i++)
+            c[i] = add_const(g, (const char *[]){"we", "wd", "wp", "wy"}[i], ANVIL_DTYPE_FLOAT32, 4,
+                             wd[i], w[i], sizeof(float) * wn[i]);
+        ir_vid e = test_add_node(g, IR_OP_CONV_NHWC, "e", 2, (ir_vid[]){x, c[0]}, 0);
+        ir_vid d = test_add_node(g, IR_OP_CONV_NHWC, "d", 2, (ir_vid[]){e, c[1]}, 2);
+        ir_node *dn = &g->nodes[g->values[d].producer];
+        test_attr_ints(g, &dn->attrs[0], "pads", (int64_t[]){1, 1, 1, 1}, 4);
+        dn->attrs[1].name = core_arena_strdup(g->arena, "group");
+        dn->attrs[1].type = IR_ATTR_INT;
+        dn->attrs[1].i = 48;
+        ir_vid p = test_add_node(g, IR_OP_CONV_NHWC, "p", 2, (ir_vid[]){d, c[2]}, 0);
+        ir_vid y = test_add_node(g, IR_OP_CONV_NHWC, "y", 2, (ir_vid[]){p, c[3]}, 0);
+        assert_int_equal(ir_graph_add_output(g, y), ANVIL_OK);
+        assert_int_equal(op_check_graph(g), ANVIL_OK);
+        assert_int_equal(rt_infer_graph_static(g), ANVIL_OK);
+
+        anvil_tensor *in;
+        assert_int_equal(rt_tensor_new(ANVIL_DTYPE_FLOAT32, 4, dx, &in), ANVIL_OK);
+        float *xr = randoms(10 * 12 * 16, 15);
+        for (size_t q = 0; exact && q < 10 * 12 * 16; q++)
+            xr[q] = (float)((int)((xr[q] + 1.0f) * 1.5f) - 1);
+        memcpy(in->data, xr, in->bytes);
+        anvil_tensor *o16, *o32, *of;
+        nhwc_seen s16, s32, sf;
+        run_nhwc(g, KERN_PREC_BF16, false, in, &o16, &s16);
+        run_nhwc(g, KERN_PREC_BF16, true, in, &o32, &s32);
+        run_nhwc(g, KERN_PREC_F32, false, in, &of, &sf);
+
+        /* e: out of the expansion, into the depthwise; p: out of the projection, into y */
+        const uint32_t want_in[4] = {0, 1, 0, 1}, want_out[4] = {1, 0, 1, 0};
+        for (int i = 0; i < 4; i++) {
+            if (s16.in[i] != want_in[i] || s16.out[i] != want_out[i])
+                fail_msg("%s: bf16 in %u out %u, want %u %u", nhwc_names[i], s16.in[i], s16.out[i],
+                         want_in[i], want_out[i]);
+            assert_int_equal(s32.in[i] | s32.out[i] | sf.in[i] | sf.out[i], 0);
+        }
+        const float *a = o16->data, *b = o32->data;
+        const size_t n = o16->bytes / sizeof(float);
+        if (exact) {
+            assert_memory_equal(o16->data, o32->data, o16->bytes);
+        } else {
+            float scale = 0, err = 0;
+            for (size_t q = 0; q < n; q++) {
+                scale = fabsf(b[q]) > scale ? fabsf(b[q]) : scale;
+                err = fabsf(a[q] - b[q]) > err ? fabsf(a[q] - b[q]) : err;
+            }
+            assert_true(scale > 0 && err <= 1e-2f * scale);
+        }
+        anvil_tensor_free(o16);
+        anvil_tensor_free(o32);
+        anvil_tensor_free(of);
+        anvil_tensor_free(in);
+        free(xr);
+        for (int i = 0; i < 4; i++) free(w[i]);
+        ir_graph_free(g);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_between_gemms),
+        cmocka_unit_test(test_bf16_nhwc_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

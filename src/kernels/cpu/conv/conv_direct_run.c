@@ -16,6 +16,8 @@ typedef struct last_job {
     conv_last_row_fn row;
     const float *wp, *x, *bias, *res;
     float *y;
+    conv_last_row16_fn row16; /* with x16 in place of row and x (conv_last_run16), or NULL */
+    const uint16_t *x16;
 } last_job;
 
 /* Thread t's share of the output rows of all images. */
@@ -27,7 +29,11 @@ static void last_chunk(void *arg, size_t begin, size_t end) {
     for (size_t t = begin; t < end; t++)
         for (int64_t r = rows * (int64_t)t / T; r < rows * ((int64_t)t + 1) / T; r++) {
             const int64_t img = r / s->oh, oy = r % s->oh;
-            j->row(&p->g, j->x + img * s->h * s->w * s->c, j->wp, j->bias, j->y + r * rowf, oy);
+            if (j->x16)
+                j->row16(&p->g, j->x16 + img * s->h * s->w * s->c, j->wp, j->bias, j->y + r * rowf,
+                         oy);
+            else
+                j->row(&p->g, j->x + img * s->h * s->w * s->c, j->wp, j->bias, j->y + r * rowf, oy);
             if (p->fuse.on && !p->act_in_regs)
                 conv_row_fusion_apply(&p->fuse, j->res ? j->res + r * rowf : NULL, j->y + r * rowf,
                                       rowf);
@@ -36,15 +42,28 @@ static void last_chunk(void *arg, size_t begin, size_t end) {
 
 /* The bias is copied into the workspace, zero-padded to vpad, per run: B is an input, constant
  * in every model the pass turns but not promised to be. */
-void conv_last_run(const conv_last_plan *p, conv_last_row_fn row, const float *wp, const float *x,
-                   const float *bias, const float *res, float *y, void *ws, op_ctx *ctx) {
+static void last_run(const conv_last_plan *p, last_job *j, const float *bias, void *ws,
+                     op_ctx *ctx) {
     const conv_shape *s = &p->s;
     if (s->n * s->oh * s->ow * s->m == 0) return;
     float *bp = ws;
     memset(bp, 0, sizeof(float) * (size_t)p->g.vpad);
     if (bias) memcpy(bp, bias, sizeof(float) * (size_t)s->m);
-    last_job j = {p, row, wp, x, bp, res, y};
-    op_parallel_for(ctx, (size_t)p->threads, last_chunk, &j);
+    j->bias = bp;
+    op_parallel_for(ctx, (size_t)p->threads, last_chunk, j);
+}
+
+void conv_last_run(const conv_last_plan *p, conv_last_row_fn row, const float *wp, const float *x,
+                   const float *bias, const float *res, float *y, void *ws, op_ctx *ctx) {
+    last_job j = {p, row, wp, x, NULL, res, y, NULL, NULL};
+    last_run(p, &j, bias, ws, ctx);
+}
+
+void conv_last_run16(const conv_last_plan *p, conv_last_row16_fn row16, const float *wp,
+                     const uint16_t *x16, const float *bias, const float *res, float *y, void *ws,
+                     op_ctx *ctx) {
+    last_job j = {p, NULL, wp, NULL, NULL, res, y, row16, x16};
+    last_run(p, &j, bias, ws, ctx);
 }
 
 /* ---- NCHW depthwise (conv_depthwise_direct_<isa>) ------------------------------------------- */

@@ -184,7 +184,31 @@ static anvil_status last_run(const last_state *st, conv_last_row_fn row, const o
     return ANVIL_OK;
 }
 
-CONV_RUN_ENTRY(dw_run_avx512, last_run(state, conv_dwn_row_avx512, in, n_in, out, ws, ctx))
+/* kern_variant.bf16_io of convnhwc_depthwise_avx512: X stored in bf16 ("bf16 in memory, fp32
+ * arithmetic": a depthwise conv has no dot product for the bf16 unit to speed up, but reads as
+ * many bytes as it computes FMAs), only in sessions that accept bf16 (KERN_PREC_BF16), since the
+ * fp32 kernel would otherwise read X unrounded; its output stays fp32. */
+static void dw_bf16_io(const kern_node *kn, const void *state, uint32_t *in, uint32_t *out) {
+    const last_state *st = state;
+    *out = 0;
+    *in = st && depthwise(&st->p.s) && kern_knobs_of(kn)->precision == KERN_PREC_BF16 ? 1u : 0u;
+}
+
+static anvil_status dw_run_avx512(const ir_node *n, void *state, const op_tensor *const *in,
+                                  int n_in, op_tensor *const *out, int n_out, void *ws,
+                                  op_ctx *ctx) {
+    (void)n_out;
+    const last_state *st = state;
+    if (out[0]->dtype == ANVIL_DTYPE_BFLOAT16)
+        return core_err(ANVIL_ERR_INTERNAL, "node '%s': a bf16 output where %s writes fp32",
+                        n->name ? n->name : "?", "convnhwc_depthwise_avx512");
+    if (in[0]->dtype != ANVIL_DTYPE_BFLOAT16)
+        return last_run(st, conv_dwn_row_avx512, in, n_in, out, ws, ctx);
+    conv_last_run16(&st->p, conv_dwn_row16_avx512, st->wp, in[0]->data,
+                    conv_bias(&st->p.s, in, n_in), conv_row_fusion_residual(&st->p.fuse, in, n_in),
+                    out[0]->data, ws, ctx);
+    return ANVIL_OK;
+}
 
 CONV_RUN_ENTRY(dw_run_avx2, last_run(state, conv_dwn_row_avx2, in, n_in, out, ws, ctx))
 
@@ -260,7 +284,7 @@ const kern_variant conv_nhwc_v_depthwise_avx512 = {"convnhwc_depthwise_avx512",
                                                    conv_fuses,
                                                    NULL,
                                                    &dw_emitter_avx512,
-                                                   NULL};
+                                                   dw_bf16_io};
 const kern_variant conv_nhwc_v_depthwise_avx2 = {"convnhwc_depthwise_avx2",
                                                  IR_OP_CONV_NHWC,
                                                  KERN_NEEDS_AVX2,

@@ -10,9 +10,17 @@
  * border and the interior's leftovers (all of a row, on small planes) run their valid taps on
  * several channel vectors at once instead. kh, kw, sx, dx and PX are compile-time constants in
  * every instance (the row dilation is the geometry's dh); the channel tail is a masked load and
- * store, so there is no separate tail code. */
+ * store, so there is no separate tail code.
+ *
+ * X's element type is DWN_XT, read into fp32 vectors by DWN_LOADX(p, m): float and DW_LOADM
+ * unless the including file defines them (conv_dw16_avx512.c: X stored in bf16, widened as it
+ * is loaded; the arithmetic stays fp32). */
 
 #define DWN_I __attribute__((always_inline)) static inline
+#ifndef DWN_XT
+#define DWN_XT float
+#define DWN_LOADX(p, m) DW_LOADM((p), (m))
+#endif
 
 /* The geometry's fused activation (conv_last_geom.act_*) on one vector. */
 DWN_I dw_v dwn_act(const conv_last_geom *g, dw_v y) {
@@ -25,7 +33,7 @@ DWN_I dw_v dwn_act(const conv_last_geom *g, dw_v y) {
 
 /* Output pixels [ox0, ox0 + PX) of one vector of channels (mask m) of output row oy; all their
  * taps inside the input columns (rows outside are skipped by the caller's ky range). */
-DWN_I void dwn_block(const conv_last_geom *g, const float *x, const float *wp, dw_v bias, dw_m m,
+DWN_I void dwn_block(const conv_last_geom *g, const DWN_XT *x, const float *wp, dw_v bias, dw_m m,
                      float *y, int64_t ky0, int64_t ky1, int64_t iy0, int64_t ox0, const int kh,
                      const int kw, const int sx, const int dx, const int PX) {
     (void)kh;
@@ -34,11 +42,12 @@ DWN_I void dwn_block(const conv_last_geom *g, const float *x, const float *wp, d
     for (int p = 0; p < PX; p++) acc[p] = bias;
     const int64_t c = g->c, ix0 = ox0 * sx - g->pl;
     for (int64_t ky = ky0; ky < ky1; ky++) {
-        const float *row = x + ((iy0 + ky * g->dh) * g->w + ix0) * c;
+        const DWN_XT *row = x + ((iy0 + ky * g->dh) * g->w + ix0) * c;
         const float *wr = wp + ky * kw * g->vpad;
         dw_v v[8 * 2 + 5];
 #pragma GCC unroll 21
-        for (int j = 0; j < (PX - 1) * sx + (kw - 1) * dx + 1; j++) v[j] = DW_LOADM(row + j * c, m);
+        for (int j = 0; j < (PX - 1) * sx + (kw - 1) * dx + 1; j++)
+            v[j] = DWN_LOADX(row + j * c, m);
 #pragma GCC unroll 5
         for (int kx = 0; kx < kw; kx++) {
             const dw_v wv = DW_LOAD(wr + kx * g->vpad);
@@ -51,7 +60,7 @@ DWN_I void dwn_block(const conv_last_geom *g, const float *x, const float *wp, d
 }
 
 /* One output pixel next to the border, one vector: each tap tested (wide rows). */
-DWN_I void dwn_edge(const conv_last_geom *g, const float *x, const float *wp, dw_v bias, dw_m m,
+DWN_I void dwn_edge(const conv_last_geom *g, const DWN_XT *x, const float *wp, dw_v bias, dw_m m,
                     float *y, int64_t ky0, int64_t ky1, int64_t iy0, int64_t ox, const int kw,
                     const int sx) {
     dw_v acc = bias;
@@ -61,14 +70,14 @@ DWN_I void dwn_edge(const conv_last_geom *g, const float *x, const float *wp, dw
             const int64_t ix = ix0 + kx * g->dw;
             if (ix < 0 || ix >= g->w) continue;
             acc = DW_FMA(DW_LOAD(wp + (ky * kw + kx) * g->vpad),
-                         DW_LOADM(x + ((iy0 + ky * g->dh) * g->w + ix) * c, m), acc);
+                         DWN_LOADX(x + ((iy0 + ky * g->dh) * g->w + ix) * c, m), acc);
         }
     DW_STOREM(y + ox * c, dwn_act(g, acc), m);
 }
 
 /* Output pixel ox of CV channel vectors (masks m, all-zero past the channels; bias per vector):
  * the taps in rows [ky0, ky1) and inside the input columns, CV independent FMA chains. */
-DWN_I void dwn_pixel(const conv_last_geom *g, const float *x, const float *wp, const dw_v *bias,
+DWN_I void dwn_pixel(const conv_last_geom *g, const DWN_XT *x, const float *wp, const dw_v *bias,
                      const dw_m *m, float *y, int64_t ky0, int64_t ky1, int64_t iy0, int64_t ox,
                      const int kw, const int sx, const int CV) {
     const int64_t c = g->c, ix0 = ox * sx - g->pl, d = g->dw;
@@ -81,12 +90,12 @@ DWN_I void dwn_pixel(const conv_last_geom *g, const float *x, const float *wp, c
     for (int v = 0; v < CV; v++) acc[v] = bias[v];
     for (int64_t ky = ky0; ky < ky1; ky++)
         for (int64_t kx = kx0; kx < kx1; kx++) {
-            const float *xp = x + ((iy0 + ky * g->dh) * g->w + ix0 + kx * d) * c;
+            const DWN_XT *xp = x + ((iy0 + ky * g->dh) * g->w + ix0 + kx * d) * c;
             const float *wq = wp + (ky * kw + kx) * g->vpad;
 #pragma GCC unroll 4
             for (int v = 0; v < CV; v++)
                 acc[v] =
-                    DW_FMA(DW_LOADM(wq + v * DW_VL, m[v]), DW_LOADM(xp + v * DW_VL, m[v]), acc[v]);
+                    DW_FMA(DW_LOADM(wq + v * DW_VL, m[v]), DWN_LOADX(xp + v * DW_VL, m[v]), acc[v]);
         }
 #pragma GCC unroll 4
     for (int v = 0; v < CV; v++) DW_STOREM(y + ox * c + v * DW_VL, dwn_act(g, acc[v]), m[v]);
@@ -96,7 +105,7 @@ DWN_I void dwn_pixel(const conv_last_geom *g, const float *x, const float *wp, c
  * blocks) of CV channel vectors from channel c0. One pixel's taps on one vector are a single
  * dependent chain, latency-bound, and on small planes (a 5x5 kernel on 7x7) most pixels of a row
  * are here: CV chains at once. */
-DWN_I void dwn_pixels(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
+DWN_I void dwn_pixels(const conv_last_geom *g, const DWN_XT *x, const float *wp, const float *bp,
                       float *y, int64_t c0, int64_t ky0, int64_t ky1, int64_t iy0, int64_t lo,
                       int64_t hi, const int kw, const int sx, const int CV) {
     dw_m m[4];
@@ -117,7 +126,7 @@ DWN_I void dwn_pixels(const conv_last_geom *g, const float *x, const float *wp, 
 }
 
 /* The 8-pixel blocks of the interior up to b8, and a 4-pixel block [b8, b4) if b4 > b8. */
-DWN_I void dwn_blocks(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
+DWN_I void dwn_blocks(const conv_last_geom *g, const DWN_XT *x, const float *wp, const float *bp,
                       dw_m m, float *y, int64_t ky0, int64_t ky1, int64_t iy0, int64_t b8,
                       int64_t b4, const int kh, const int kw, const int sx, const int dx) {
     const dw_v bias = DW_LOAD(bp);
@@ -126,7 +135,7 @@ DWN_I void dwn_blocks(const conv_last_geom *g, const float *x, const float *wp, 
     if (b4 > b8) dwn_block(g, x, wp, bias, m, y, ky0, ky1, iy0, b8, kh, kw, sx, dx, 4);
 }
 
-DWN_I void dwn_row(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
+DWN_I void dwn_row(const conv_last_geom *g, const DWN_XT *x, const float *wp, const float *bp,
                    float *y, int64_t oy, const int kh, const int kw, const int sx, const int dx) {
     const int64_t iy0 = oy * g->sh - g->pt, dy = g->dh;
     /* the kernel rows ky with 0 <= iy0 + ky dy < h */
@@ -158,7 +167,8 @@ DWN_I void dwn_row(const conv_last_geom *g, const float *x, const float *wp, con
     for (int64_t c0 = 0; c0 < g->c; c0 += DW_VL) {
         const dw_m m = DW_MASK(g->c - c0);
         const dw_v bias = DW_LOAD(bp + c0);
-        const float *xc = x + c0, *wc = wp + c0;
+        const DWN_XT *xc = x + c0;
+        const float *wc = wp + c0;
         float *yc = y + c0;
         for (int64_t ox = 0; ox < g->ox_lo; ox++)
             dwn_edge(g, xc, wc, bias, m, yc, ky0, ky1, iy0, ox, kw, sx);
@@ -170,8 +180,8 @@ DWN_I void dwn_row(const conv_last_geom *g, const float *x, const float *wp, con
     }
 }
 
-void DWN_ROW_FN(const conv_last_geom *g, const float *x, const float *wp, const float *bp, float *y,
-                int64_t oy) {
+void DWN_ROW_FN(const conv_last_geom *g, const DWN_XT *x, const float *wp, const float *bp,
+                float *y, int64_t oy) {
 #define DWN_CASE(KH, KW, SX, DX)                                                                   \
     if (g->kh == KH && g->kw == KW && g->sw == SX && g->dw == DX) {                                \
         dwn_row(g, x, wp, bp, y, oy, KH, KW, SX, DX);                                              \
@@ -182,3 +192,5 @@ void DWN_ROW_FN(const conv_last_geom *g, const float *x, const float *wp, const 
 }
 
 #undef DWN_I
+#undef DWN_XT
+#undef DWN_LOADX

@@ -204,6 +204,14 @@ void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float
 void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
                          const float *bias, const gemm_epilogue *act, const float *res,
                          bool res_nhwc, float *y, void *ws, op_ctx *ctx);
+/* conv_nhwc_run_fused on activations stored in bf16: x16 (NULL: x is read) in place of X, which
+ * needs A to be X itself (conv_nhwc_direct) and a tile that takes bf16 (gemm_takes_bf16), and
+ * y16 (NULL: y is written) in place of Y, which needs that tile and K in one block
+ * (pw->blk.kc >= conv_kdim), so that no partial sums wait between blocks. Both borrowed. */
+void conv_nhwc_run16(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
+                     const uint16_t *x16, const float *bias, const gemm_epilogue *act,
+                     const float *res, bool res_nhwc, float *y, uint16_t *y16, void *ws,
+                     op_ctx *ctx);
 
 /* The plan of conv_nhwc_im2col_gemm (Conv: NCHW, transposed in and out through the workspace) and
  * convnhwc_gemm (anvil.ConvNhwc: last, no transposes). */
@@ -338,6 +346,12 @@ void conv_dwn_row_avx2(const conv_last_geom *g, const float *x, const float *wp,
                        float *y, int64_t oy);
 void conv_scn_row_avx512(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
                          float *y, int64_t oy);
+/* The same over X stored in bf16 (the depthwise kernel only, conv_dw16_avx512.c): fp32 weights,
+ * bias, arithmetic and output. */
+typedef void (*conv_last_row16_fn)(const conv_last_geom *g, const uint16_t *x, const float *wp,
+                                   const float *bp, float *y, int64_t oy);
+void conv_dwn_row16_avx512(const conv_last_geom *g, const uint16_t *x, const float *wp,
+                           const float *bp, float *y, int64_t oy);
 
 /* The plan of the channels-last direct variants (conv_dw_nhwc.c makes it): threads take whole
  * output rows, and each row's fused epilogue (fuse, NHWC residual) runs right after it unless
@@ -354,6 +368,10 @@ typedef struct conv_last_plan {
  * vpad floats, 64-byte aligned (the bias zero-padded). */
 void conv_last_run(const conv_last_plan *p, conv_last_row_fn row, const float *wp, const float *x,
                    const float *bias, const float *res, float *y, void *ws, op_ctx *ctx);
+/* The same over X stored in bf16 (x16, borrowed), with a row16 kernel. */
+void conv_last_run16(const conv_last_plan *p, conv_last_row16_fn row16, const float *wp,
+                     const uint16_t *x16, const float *bias, const float *res, float *y, void *ws,
+                     op_ctx *ctx);
 
 /* The plan of conv_depthwise_direct_<isa> (conv_depthwise.c makes it): each thread takes whole
  * planes, swept in bands of output rows read from padded rows, or, for small planes (cl), groups

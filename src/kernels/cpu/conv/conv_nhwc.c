@@ -240,14 +240,48 @@ static anvil_status nhwc_prepare_fp16(const kern_node *kn, void **state) {
     return prepare_as(kn, NHWC_FP16, state);
 }
 
+/* kern_variant.bf16_io of convnhwc_bf16_gemm: anvil.ConvNhwc on a bf16 tile, which rounds A to
+ * bf16 as it packs it and can round C as it stores it (gemm_takes_bf16). X may be stored in
+ * bf16 where A is X itself (a 1x1 stride-1 unpadded conv; an im2col or pointer table reads
+ * floats), Y where K is one block (the sums are complete in the tile, conv_nhwc_run16) and the
+ * fused epilogue is the variant's own. EfficientNet's and MobileNet's expansions are these: their
+ * outputs, six times the block's width, are half the bytes for the depthwise conv to read. */
+static void nhwc_bf16_io(const kern_node *kn, const void *state, uint32_t *in, uint32_t *out) {
+    const nhwc_state *st = state;
+    *in = *out = 0;
+    if (!st || !st->p.last || st->fmt != NHWC_BF16 || !gemm_takes_bf16(st->w.k)) return;
+    const conv_shape *s = &st->p.s;
+    if (conv_nhwc_direct(s)) *in = 1u;
+    if (st->w.blk.kc >= conv_kdim(s) && (!kn->node->fusion || st->fusion)) *out = 1u;
+}
+
+static bool is_bf16(const op_tensor *t) {
+    return t->dtype == ANVIL_DTYPE_BFLOAT16;
+}
+
 /* Conv: X transposed to NHWC through the workspace, the GEMMs, Y transposed back to NCHW;
- * anvil.ConvNhwc (p.last): the GEMMs alone, on X and Y where they lie. */
+ * anvil.ConvNhwc (p.last): the GEMMs alone, on X and Y where they lie, either of which the plan
+ * may store in bf16 (nhwc_bf16_io). */
 static anvil_status nhwc_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                              op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
-    (void)n;
     (void)n_out;
     const nhwc_state *st = state;
     const gemm_epilogue act = kern_fusion_epilogue(st->fusion);
+    if (is_bf16(in[0]) || is_bf16(out[0])) {
+        /* only the placement binds bf16 tensors, and only where nhwc_bf16_io said so */
+        const kern_node kn = {.node = n};
+        uint32_t bin, bout;
+        nhwc_bf16_io(&kn, st, &bin, &bout);
+        if ((is_bf16(in[0]) && !(bin & 1u)) || (is_bf16(out[0]) && !(bout & 1u)))
+            return core_err(ANVIL_ERR_INTERNAL, "node '%s': a bf16 tensor where %s takes fp32",
+                            n->name ? n->name : "?", st->w.k->name);
+        conv_nhwc_run16(&st->p.s, &st->w, is_bf16(in[0]) ? NULL : in[0]->data,
+                        is_bf16(in[0]) ? in[0]->data : NULL, conv_bias(&st->p.s, in, n_in),
+                        st->fusion ? &act : NULL, conv_fused_residual(st->fusion, in, n_in), true,
+                        is_bf16(out[0]) ? NULL : out[0]->data,
+                        is_bf16(out[0]) ? out[0]->data : NULL, ws, ctx);
+        return ANVIL_OK;
+    }
     conv_nhwc_plan_run(&st->p, &st->w, st->fusion ? &act : NULL, elt_transpose_f32, in[0]->data,
                        conv_bias(&st->p.s, in, n_in), conv_fused_residual(st->fusion, in, n_in),
                        out[0]->data, ws, ctx);
@@ -372,7 +406,7 @@ const kern_variant conv_nhwc_v_bf16_gemm = {"convnhwc_bf16_gemm",
                                             conv_fuses,
                                             NULL,
                                             &nhwc_emitter,
-                                            NULL};
+                                            nhwc_bf16_io};
 
 /* The same on an fp16 tile, for sessions that accept fp16 (KERN_ROUNDS_FP16), beside the bf16
  * one in the ConvNhwc cascade (conv_nhwc_fp16_gemm: a tuner's candidate). EfficientNet-B0 in fp16

@@ -98,6 +98,8 @@ typedef struct nhwc_job {
     const conv_nhwc_weights *pw;
     const float *x, *bias;
     float *y;
+    const uint16_t *x16; /* X stored in bf16 (conv_nhwc_run16), or NULL */
+    uint16_t *y16;       /* Y stored in bf16, or NULL */
     char *ws;
     int threads;
     int64_t img, g;           /* the shared item (im2col_chunk) */
@@ -119,13 +121,19 @@ static void item_problem(const nhwc_job *j, int64_t img, int64_t g, const void *
     } else if (col) {
         p->a = col;
         p->rs_a = p->k;
+    } else if (j->x16) {
+        p->a16 = j->x16 + img * s->h * s->w * s->c + g * s->cg;
+        p->rs_a = s->c;
     } else {
         p->a = j->x + img * s->h * s->w * s->c + g * s->cg;
         p->rs_a = s->c;
     }
     p->cs_a = 1;
     p->pb = &j->pw->pb[g];
-    p->c = j->y + img * p->m * s->m + g * s->mg;
+    if (j->y16)
+        p->c16 = j->y16 + img * p->m * s->m + g * s->mg;
+    else
+        p->c = j->y + img * p->m * s->m + g * s->mg;
     p->ldc = s->m;
     p->ep = j->act ? *j->act : gemm_epilogue_none();
     if (j->bias) p->ep.col_bias = j->bias + g * s->mg;
@@ -180,8 +188,15 @@ void conv_nhwc_run(const conv_shape *s, const conv_nhwc_weights *pw, const float
 void conv_nhwc_run_fused(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
                          const float *bias, const gemm_epilogue *act, const float *res,
                          bool res_nhwc, float *y, void *ws, op_ctx *ctx) {
+    conv_nhwc_run16(s, pw, x, NULL, bias, act, res, res_nhwc, y, NULL, ws, ctx);
+}
+
+void conv_nhwc_run16(const conv_shape *s, const conv_nhwc_weights *pw, const float *x,
+                     const uint16_t *x16, const float *bias, const gemm_epilogue *act,
+                     const float *res, bool res_nhwc, float *y, uint16_t *y16, void *ws,
+                     op_ctx *ctx) {
     const int threads = op_ctx_threads(ctx);
-    nhwc_job j = {s, pw, x, bias, y, ws, threads, 0, 0, act, res, res_nhwc};
+    nhwc_job j = {s, pw, x, bias, y, x16, y16, ws, threads, 0, 0, act, res, res_nhwc};
     const int64_t items = s->n * s->group;
     if (items == 0 || s->mg == 0 || s->oh * s->ow == 0) return;
     if (threads > 1 && items >= threads) {

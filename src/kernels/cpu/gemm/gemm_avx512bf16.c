@@ -26,25 +26,26 @@
 
 /* gemm_kernel.pack_a16: a bf16 row's values are its pair slots already (k even in the low half,
  * as pairs_of makes them), so a panel is the rows' 32-bit words interleaved, the odd k past kc
- * zeroed. */
+ * zeroed: 8 rows' 16 slots at a time through pack_a_pairs' register transpose (panel_slots). A
+ * slot at a time, this packer made the bf16-stored expansions of EfficientNet-B0 7% slower than
+ * reading them in fp32 (their K is 16 to 240). */
 __attribute__((unused)) static void pack_a16_bf16(int mr, const uint16_t *a, int64_t rs, int64_t m,
                                                   int64_t kc, float *dst) {
     const int64_t slots = (kc + 1) / 2;
-    uint32_t w[16];
     for (int64_t i0 = 0; i0 < m; i0 += mr, dst += slots * mr) {
         const int64_t rows = m - i0 < mr ? m - i0 : mr;
         uint32_t *d = (uint32_t *)dst;
-        for (int64_t i = 0; i < mr; i++) {
-            const uint16_t *src = a + (i0 + i) * rs;
-            for (int64_t q0 = 0; q0 < slots; q0 += 16) {
-                const int64_t n = slots - q0 < 16 ? slots - q0 : 16;
-                const int64_t count = kc - 2 * q0 < 32 ? kc - 2 * q0 : 32;
-                const __mmask32 mask = count < 32 ? (__mmask32)((1u << count) - 1u) : ~(__mmask32)0;
-                if (i < rows)
-                    _mm512_storeu_si512(w, _mm512_maskz_loadu_epi16(mask, src + 2 * q0));
-                else
-                    memset(w, 0, sizeof w);
-                for (int64_t q = 0; q < n; q++) d[(q0 + q) * mr + i] = w[q];
+        for (int64_t q0 = 0; q0 < slots; q0 += 16) {
+            const int64_t n = slots - q0 < 16 ? slots - q0 : 16;
+            const int64_t count = kc - 2 * q0 < 32 ? kc - 2 * q0 : 32;
+            const __mmask32 mask = count < 32 ? (__mmask32)((1u << count) - 1u) : ~(__mmask32)0;
+            for (int g = 0; g < mr; g += 8) {
+                __m512i r[8];
+                for (int i = 0; i < 8; i++)
+                    r[i] = g + i < rows
+                               ? _mm512_maskz_loadu_epi16(mask, a + (i0 + g + i) * rs + 2 * q0)
+                               : _mm512_setzero_si512();
+                panel_slots(r, n, mr - g < 8 ? mr - g : 8, mr, d + q0 * mr + g);
             }
         }
     }
