@@ -67,22 +67,30 @@ static bool have_bf16(void) {
     return kern_isa_ok(KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16, core_hw_get());
 }
 
-static void run(const ir_graph *g, int precision, bool fp32_storage, const anvil_tensor *x,
-                anvil_tensor **out, step_seen *steps, anvil_session_stats *stats,
-                rt_regions *regions) {
+/* A session of g at that precision, with the forced variants under bf16 (the bf16 ones wherever
+ * the CPU has them, not only where its cascade would pick them: a CPU whose bf16 dot product is
+ * slower than its fp32 FMA runs fp32 under the cascade), run once on x. The caller frees it. */
+static rt_session *run_session(const ir_graph *g, int precision, bool fp32_storage,
+                               const rt_force *forces, int n_forces, const anvil_tensor *x,
+                               anvil_tensor **out) {
     rt_session_config cfg = {.threads = 2, .opt_level = 1, .fp32_storage = fp32_storage};
     cfg.knobs.precision = precision;
-    /* bf16 wherever the CPU has it, not only where its cascade would pick it (a CPU whose bf16
-     * dot product is slower than its fp32 FMA runs fp32 under the cascade) */
-    static const rt_force bf16_gemm = {"MatMul", "gemm_bf16"};
     if (precision == KERN_PREC_BF16) {
-        cfg.forces = &bf16_gemm;
-        cfg.n_forces = 1;
+        cfg.forces = forces;
+        cfg.n_forces = n_forces;
     }
     rt_session *s;
     assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
     const anvil_tensor *ins[1] = {x};
     assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+    return s;
+}
+
+static void run(const ir_graph *g, int precision, bool fp32_storage, const anvil_tensor *x,
+                anvil_tensor **out, step_seen *steps, anvil_session_stats *stats,
+                rt_regions *regions) {
+    static const rt_force bf16_gemm = {"MatMul", "gemm_bf16"};
+    rt_session *s = run_session(g, precision, fp32_storage, &bf16_gemm, 1, x, out);
     memset(steps, 0, sizeof *steps);
     assert_int_equal(rt_session_explain(s, seen, steps), ANVIL_OK);
     assert_int_equal(rt_session_stats(s, stats), ANVIL_OK);
@@ -197,22 +205,12 @@ static void nhwc_step(void *arg, const rt_step_info *info) {
 
 static void run_nhwc(const ir_graph *g, int precision, bool fp32_storage, const anvil_tensor *x,
                      anvil_tensor **out, nhwc_seen *seen_steps) {
-    rt_session_config cfg = {.threads = 2, .opt_level = 1, .fp32_storage = fp32_storage};
-    cfg.knobs.precision = precision;
-    /* the bf16 tile wherever the CPU has it (the cascade takes it only where it measures
-     * faster), and the depthwise kernel that reads bf16 */
+    /* the bf16 tile, and the depthwise kernel that reads bf16 */
     static const rt_force forces[] = {{"e", "convnhwc_bf16_gemm"},
                                       {"d", "convnhwc_depthwise_avx512"},
                                       {"p", "convnhwc_bf16_gemm"},
                                       {"y", "convnhwc_bf16_gemm"}};
-    if (precision == KERN_PREC_BF16) {
-        cfg.forces = forces;
-        cfg.n_forces = 4;
-    }
-    rt_session *s;
-    assert_int_equal(rt_session_create(g, &cfg, &s), ANVIL_OK);
-    const anvil_tensor *ins[1] = {x};
-    assert_int_equal(rt_session_run(s, ins, NULL, out), ANVIL_OK);
+    rt_session *s = run_session(g, precision, fp32_storage, forces, 4, x, out);
     memset(seen_steps, 0, sizeof *seen_steps);
     assert_int_equal(rt_session_explain(s, nhwc_step, seen_steps), ANVIL_OK);
     rt_session_free(s);
