@@ -162,8 +162,9 @@ static const api_env_var vars[] = {
      set_conv_im2col},
     {"ANVIL_DECONV_TILE", "ConvTranspose's register tile, by kernel name", "the GEMM's default",
      set_deconv_tile},
-    {"ANVIL_PRECISION", "the arithmetic a session accepts: fp32, bf16 or auto (fp16: refused)",
-     "fp32", set_precision},
+    {"ANVIL_PRECISION",
+     "the arithmetic a session accepts: fp32, bf16, fp16 or auto (training refuses fp16)", "fp32",
+     set_precision},
     {"ANVIL_BF16_STORAGE",
      "0 or off keeps every activation in fp32 where bf16 nodes could pass it "
      "on in bf16",
