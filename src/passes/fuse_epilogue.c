@@ -289,6 +289,25 @@ static bool silu_fuses(const pass_ctx *c) {
     return c->opts->decide(c->opts->decide_arg, &q) != 1;
 }
 
+/* A spelled-out GELU (erf or tanh form) or, where silu, SiLU reading y: absorbed into node `into`
+ * (its nodes killed, f->act set, counted); false where none matches. */
+static bool fuse_spelled_act(pass_ctx *c, ir_vid y, bool silu, int32_t into, ir_fusion *f) {
+    int32_t kill[8], last = -1;
+    int n_kill = 0;
+    if (!(match_gelu_erf(c, y, kill, &n_kill, &last) ||
+          match_gelu_tanh(c, y, kill, &n_kill, &last) ||
+          (silu && match_silu(c, y, kill, &n_kill, &last))))
+        return false;
+    const ir_op first = c->g->nodes[kill[0]].op;
+    f->act = first == IR_OP_POW       ? IR_ACT_GELU_TANH
+             : first == IR_OP_SIGMOID ? IR_ACT_SILU
+                                      : IR_ACT_GELU_ERF;
+    pass_node_absorb(c, into, last);
+    for (int i = 0; i < n_kill; i++) pass_node_kill(c, kill[i]);
+    c->pg->fused_act++;
+    return true;
+}
+
 static anvil_status fuse_from(pass_ctx *c, int32_t k, bool silu) {
     ir_graph *g = c->g;
     const ir_op op = g->nodes[k].op;
@@ -297,19 +316,8 @@ static anvil_status fuse_from(pass_ctx *c, int32_t k, bool silu) {
     bool changed = false;
     while (stage != DONE) {
         ir_vid y = out0(c, k);
-        int32_t kill[8], last = -1;
-        int n_kill = 0;
-        if (match_gelu_erf(c, y, kill, &n_kill, &last) ||
-            match_gelu_tanh(c, y, kill, &n_kill, &last) ||
-            (silu && match_silu(c, y, kill, &n_kill, &last))) {
-            const ir_op first = g->nodes[kill[0]].op;
-            f.act = first == IR_OP_POW       ? IR_ACT_GELU_TANH
-                    : first == IR_OP_SIGMOID ? IR_ACT_SILU
-                                             : IR_ACT_GELU_ERF;
-            pass_node_absorb(c, k, last);
-            for (int i = 0; i < n_kill; i++) pass_node_kill(c, kill[i]);
+        if (fuse_spelled_act(c, y, silu, k, &f)) {
             changed = true;
-            c->pg->fused_act++;
             break;
         }
         int32_t r = pass_sole_reader(c, y);
@@ -320,17 +328,8 @@ static anvil_status fuse_from(pass_ctx *c, int32_t k, bool silu) {
              * elementwise: the producer takes it and the Reshape makes the activation's output.
              * Unfused, the Gelu was its own pass over the FFN's widest activation (5% of GPT-2's
              * time in fp16). */
-            if (match_gelu_erf(c, out0(c, r), kill, &n_kill, &last) ||
-                match_gelu_tanh(c, out0(c, r), kill, &n_kill, &last) ||
-                (silu && match_silu(c, out0(c, r), kill, &n_kill, &last))) {
-                const ir_op first = g->nodes[kill[0]].op;
-                f.act = first == IR_OP_POW       ? IR_ACT_GELU_TANH
-                        : first == IR_OP_SIGMOID ? IR_ACT_SILU
-                                                 : IR_ACT_GELU_ERF;
-                pass_node_absorb(c, r, last);
-                for (int i = 0; i < n_kill; i++) pass_node_kill(c, kill[i]);
+            if (fuse_spelled_act(c, out0(c, r), silu, r, &f)) {
                 changed = true;
-                c->pg->fused_act++;
                 break;
             }
             const int32_t an = pass_sole_reader(c, out0(c, r));
