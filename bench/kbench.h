@@ -91,10 +91,12 @@ extern const kb_conv_set kb_conv_sets[]; /* resnet50, vgg16, mobilenetv2_dw, eff
 extern const int kb_conv_set_count;
 
 /* Builds c (its old contents are overwritten, not freed) as [m,k] x [k,n] / as layer l, inputs
- * drawn from seed; the whole reference output is computed when the case has at most full_limit
+ * drawn from seed, B a constant (packed once in prepare) unless var_b (a training step's operand,
+ * packed by every run); the whole reference output is computed when the case has at most full_limit
  * flops. False on failure (a check or reference failure is said on stderr). Either way the caller
  * releases c with kb_case_free. */
-bool kb_case_matmul(kb_case *c, int64_t m, int64_t n, int64_t k, uint64_t seed, double full_limit);
+bool kb_case_matmul(kb_case *c, int64_t m, int64_t n, int64_t k, bool var_b, uint64_t seed,
+                    double full_limit);
 bool kb_case_conv(kb_case *c, const kb_conv_layer *l, bool nhwc, uint64_t seed, double full_limit);
 void kb_case_free(kb_case *c);
 /* The case's node (inside c->g). */

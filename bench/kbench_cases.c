@@ -126,7 +126,8 @@ static bool case_finish(kb_case *c, double full_limit) {
     return true;
 }
 
-bool kb_case_matmul(kb_case *c, int64_t m, int64_t n, int64_t k, uint64_t seed, double full_limit) {
+bool kb_case_matmul(kb_case *c, int64_t m, int64_t n, int64_t k, bool var_b, uint64_t seed,
+                    double full_limit) {
     memset(c, 0, sizeof *c);
     c->kind = KB_CASE_MATMUL;
     c->m = m;
@@ -137,7 +138,7 @@ bool kb_case_matmul(kb_case *c, int64_t m, int64_t n, int64_t k, uint64_t seed, 
     uint64_t rng = seed;
     return case_begin(c, IR_OP_MATMUL, 2, 0) &&
            case_input(c, 0, 2, (int64_t[]){m, k}, false, 1.0f, &rng) &&
-           case_input(c, 1, 2, (int64_t[]){k, n}, true, 1.0f, &rng) && case_finish(c, full_limit);
+           case_input(c, 1, 2, (int64_t[]){k, n}, !var_b, 1.0f, &rng) && case_finish(c, full_limit);
 }
 
 /* "r50 512x14x14>512 k3 s2": the layer's row label in the tables (and what --layer matches). */

@@ -37,6 +37,7 @@ typedef struct kb_opts {
     double budget_s;   /* adaptive reps: time per variant per shape */
     double full_limit; /* full reference check up to this many flops */
     bool big;
+    bool var_b; /* gemm: B an input, not a constant */
     uint64_t seed;
     int kernel;        /* conv: only layers with this kernel size (0: all) */
     const char *layer; /* conv: only layers whose label contains this (NULL: all) */
@@ -299,7 +300,8 @@ static bool case_build(const kb_opts *o, case_info *info, int ci, kb_case *c) {
     uint64_t seed = o->seed + (uint64_t)ci * 7919u;
     bool ok;
     if (!strcmp(o->cmd, "gemm")) {
-        ok = kb_case_matmul(c, info->dims[0], info->dims[1], info->dims[2], seed, o->full_limit);
+        ok = kb_case_matmul(c, info->dims[0], info->dims[1], info->dims[2], o->var_b, seed,
+                            o->full_limit);
     } else {
         ok = kb_case_conv(c, &kb_conv_sets[info->dims[0]].layers[info->dims[1]], o->nhwc, seed,
                           o->full_limit);
@@ -580,7 +582,9 @@ static void ops_usage(const char *cmd) {
             "%s",
             cmd,
             gemm ? "--shapes squares|transformer|all (default all); --big adds 4096^3;\n"
-                   "  --shape MxNxK,...   these shapes instead (A is MxK, constant B is KxN)"
+                   "  --shape MxNxK,...   these shapes instead (A is MxK, constant B is KxN)\n"
+                   "  --var-b             B an input packed by every run (a training step's\n"
+                   "                      weights and gradients), not a constant"
                  : "--set resnet50|vgg16|mobilenetv2_dw|efficientnet_dw|all (default all)",
             gemm ? "dnnl_matmul" : "dnnl_conv",
             gemm ? ""
@@ -621,6 +625,8 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
             o.nhwc = !strcmp(l, "nhwc");
         } else if (gemm && !strcmp(a, "--big")) {
             o.big = true;
+        } else if (gemm && !strcmp(a, "--var-b")) {
+            o.var_b = true;
         } else if (!strcmp(a, "--threads") && has) {
             o.n_threads = kb_parse_ints(argv[++i], o.threads, MAX_THREADS, 1, 1024);
             if (o.n_threads < 1) goto bad;

@@ -163,7 +163,7 @@ static gemm_blocking blocking(const gemm_kernel *k, int64_t m, int64_t n, int64_
         if (b.nc > n_all) b.nc = n_all;
     }
     /* MC: large, so B is repacked rarely; bounded to keep the A block in L3. */
-    int64_t mc = 960 / k->mr * k->mr;
+    int64_t mc = 960 * pair / k->mr * k->mr;
     const int64_t m_all = round_up(m > 0 ? m : 1, k->mr);
     b.mc = m < mc ? m_all : mc;
     if (mc_set > 0) {
