@@ -162,7 +162,9 @@ static gemm_blocking blocking(const gemm_kernel *k, int64_t m, int64_t n, int64_
         b.nc = round_up(nc_set, k->nr);
         if (b.nc > n_all) b.nc = n_all;
     }
-    /* MC: large, so B is repacked rarely; bounded to keep the A block in L3. */
+    /* MC: large, so B is repacked rarely; bounded to keep the A block in L3 (by bytes: a bf16
+     * tile's rows take half, so it gets twice the rows; a training step's 1024-row GEMM then
+     * packs its changing B once instead of for 960 rows and again for 64). */
     int64_t mc = 960 * pair / k->mr * k->mr;
     const int64_t m_all = round_up(m > 0 ? m : 1, k->mr);
     b.mc = m < mc ? m_all : mc;
