@@ -457,7 +457,8 @@ def bert_speed(anvil, tmp, threads_list, rounds):
         print(row("BERT L4/H512, seq 128, batch 8", threads, a, at, t), flush=True)
 
 
-def speed(anvil, tmp, threads_list, rounds):
+def speed(anvil, tmp, threads_list, rounds, only=None):
+    """The MLP, ResNet-18 and digits rows (only: the one whose label starts with it)."""
     if PRECISION == "bf16":
         bf16_header()
     else:
@@ -468,6 +469,8 @@ def speed(anvil, tmp, threads_list, rounds):
               (16, 3, 64, 64)),
              ("digits CNN, batch 256", Cnn, (256, 1, 8, 8))]
     for label, make, shape in cases:
+        if only and not label.lower().startswith(only):
+            continue
         rng = np.random.default_rng(5)
         x = rng.normal(0, 1, shape).astype(np.float32)
         y = rng.integers(0, 10, shape[0]).astype(np.int64)
@@ -503,7 +506,8 @@ def main():
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--threads", default="1")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--only", choices=["bert"], help="only the BERT row")
+    ap.add_argument("--only", choices=["mlp", "resnet", "digits", "bert"],
+                    help="only this model's row")
     ap.add_argument("--anvil", default=os.path.join(ROOT, "build-release", "anvil"))
     ap.add_argument("--tune", action="store_true",
                     help="also time anvil with a database `anvil train --tune offline` filled")
@@ -521,7 +525,7 @@ def main():
             return 1 if check(a.anvil, tmp) else 0
         threads = [int(t) for t in a.threads.split(",")]
         if a.only != "bert":
-            speed(a.anvil, tmp, threads, a.rounds)
+            speed(a.anvil, tmp, threads, a.rounds, a.only)
         elif a.precision == "bf16":
             bf16_header()
         else:

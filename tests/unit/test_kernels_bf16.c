@@ -452,16 +452,19 @@ static void test_storage_exact(void **state) {
 
 /* anvil.ConvGradW (X, dY -> dW) through conv_grad_w_bf16 and the fp32 variants, on bf16-exact
  * operands, at fp32's tolerance for sums of thousands of products: dY's rows read in place
- * (16x16 maps: 256-float segments), gathered where the segments are odd (17x17), two groups. */
-static void grad_w_exact(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t group) {
-    const int64_t xd[] = {n, c, hw, hw}, dyd[] = {n, m, hw, hw};
+ * (16x16 maps: 256-float segments), gathered where the segments are odd (17x17), two groups, and
+ * a ResNet stem's 7x7 stride 2 (the patches' im2col with taps off the image on every side). */
+static void grad_w_exact(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t group, int64_t k,
+                         int64_t stride) {
+    const int64_t pad = k / 2, ohw = (hw + 2 * pad - k) / stride + 1;
+    const int64_t xd[] = {n, c, hw, hw}, dyd[] = {n, m, ohw, ohw};
     float *x = operand(optest_prod(xd, 4), 31, true), *dy = operand(optest_prod(dyd, 4), 32, true);
     optest t;
     optest_begin(&t, IR_OP_CONV_GRAD_W, 2, 1, 5);
-    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){3, 3}, 2);
-    optest_attr_ints(&t, 1, "strides", (int64_t[]){1, 1}, 2);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){k, k}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){stride, stride}, 2);
     optest_attr_ints(&t, 2, "dilations", (int64_t[]){1, 1}, 2);
-    optest_attr_ints(&t, 3, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    optest_attr_ints(&t, 3, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
     optest_attr_int(&t, 4, "group", group);
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, xd, x, false);
     optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dyd, dy, false);
@@ -476,8 +479,9 @@ static void grad_w_exact(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t gr
 static void test_grad_w_exact(void **state) {
     (void)state;
     if (!have_bf16()) skip();
-    grad_w_exact(2, 4, 6, 16, 2);
-    grad_w_exact(2, 3, 5, 17, 1);
+    grad_w_exact(2, 4, 6, 16, 2, 3, 1);
+    grad_w_exact(2, 3, 5, 17, 1, 3, 1);
+    grad_w_exact(3, 3, 8, 21, 1, 7, 2);
 }
 
 /* A 2-D ConvTranspose (the backward-data of a conv in training: W an input, or a constant)
