@@ -511,34 +511,42 @@ static void test_deconv_exact(void **state) {
     if (!have_bf16()) skip();
     for (int w_const = 0; w_const < 2; w_const++) {
         deconv_exact("deconv_batched_bf16", 3, 24, 16, 4, 3, 1, 1, w_const); /* a small map */
-        deconv_exact("deconv_direct_bf16", 1, 16, 8, 6, 2, 2, 0, w_const);   /* stride == k */
-        deconv_exact("deconv_gemm_bf16", 1, 17, 12, 9, 3, 2, 1, w_const);    /* odd K */
+        /* two images: W as an input is packed once for both (deconv_plan.pa_ws) */
+        deconv_exact("deconv_direct_bf16", 2, 16, 8, 6, 2, 2, 0, w_const); /* stride == k */
+        deconv_exact("deconv_gemm_bf16", 2, 17, 12, 9, 3, 2, 1, w_const);  /* odd K */
     }
 }
 
-/* A conv through every variant, fp32 and bf16 (and conv_f32, which hands it to a bf16 one in a
- * bf16 session), on bf16-exact operands. */
-static void conv_exact(int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stride, int64_t pad,
-                       int64_t group) {
+/* A conv of n images through every variant, fp32 and bf16 (and conv_f32, which hands it to a
+ * bf16 one in a bf16 session), on bf16-exact operands; W a constant or an input (a training
+ * graph's, which the bf16 GEMM variants pack once per run for all the images: pa_ws). */
+static void conv_exact_as(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stride,
+                          int64_t pad, int64_t group, bool w_const) {
     optest t;
     optest_begin(&t, IR_OP_CONV, 3, 1, 4);
     optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){k, k}, 2);
     optest_attr_ints(&t, 1, "strides", (int64_t[]){stride, stride}, 2);
     optest_attr_ints(&t, 2, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
     optest_attr_int(&t, 3, "group", group);
-    const int64_t dx[] = {1, c, hw, hw}, dw[] = {m, c / group, k, k};
+    const int64_t dx[] = {n, c, hw, hw}, dw[] = {m, c / group, k, k};
     float *x = operand(optest_prod(dx, 4), 6, true), *w = operand(optest_prod(dw, 4), 7, true),
           *b = operand((size_t)m, 8, true);
     optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dx, x, false);
-    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dw, w, true);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dw, w, w_const);
     optest_input(&t, 2, ANVIL_DTYPE_FLOAT32, 1, (int64_t[]){m}, b, true);
     t.knobs = &bf16_session;
     assert_true(bf16_variants(&t) >= 1);
+    if (!w_const) assert_true(optest_variant_applies(&t, "conv_bf16_im2col"));
     assert_true(check(&t, 1e-4f) > 0);
     optest_end(&t);
     free(x);
     free(w);
     free(b);
+}
+
+static void conv_exact(int64_t c, int64_t m, int64_t hw, int64_t k, int64_t stride, int64_t pad,
+                       int64_t group) {
+    conv_exact_as(1, c, m, hw, k, stride, pad, group, true);
 }
 
 /* Whether variant `name` applies to a conv of c channels on a 3x3 map, 3x3 kernel, pad 1 (7 of
@@ -645,6 +653,9 @@ static void test_conv_exact(void **state) {
     conv_exact(64, 64, 14, 3, 1, 1, 8); /* RegNet's groups of 8: oneDNN's bf16 kernel */
     conv_exact(60, 60, 9, 3, 2, 1, 6);  /* groups of 10: partial channel blocks, strided */
     conv_exact(64, 64, 7, 3, 1, 1, 4);  /* groups of 16 */
+    /* weights that are an input, three images */
+    conv_exact_as(3, 17, 33, 8, 3, 1, 1, 1, false);
+    conv_exact_as(3, 32, 48, 6, 3, 2, 1, 2, false);
 }
 
 /* Narrow groups (RegNet's 8 channels per group) in the cascade: oneDNN's bf16 kernel exactly

@@ -356,9 +356,19 @@ void conv_gemm_run(const conv_gemm_plan *p, const gemm_packed *pa, const gemm_ep
                    const float *x, const float *w, const float *bias, const float *res, float *y,
                    void *ws, op_ctx *ctx) {
     const conv_shape *s = &p->s;
-    conv_job j = {p, pa, ep, x, w, bias, y, ws, res};
     const int64_t items = s->n * s->group, hw_out = s->oh * s->ow;
     if (items == 0 || s->mg == 0 || hw_out == 0) return;
+    gemm_packed once[CONV_PREPACK_GROUPS];
+    if (!pa && p->pa_ws > 0 && s->group <= CONV_PREPACK_GROUPS) {
+        const int64_t kdim = conv_kdim(s);
+        const size_t stride = p->pa_ws / (size_t)s->group;
+        char *mem = (char *)ws + (size_t)p->threads * (p->gemm_ws + p->col_ws);
+        for (int64_t g = 0; g < s->group; g++)
+            gemm_pack_a_into(p->k, s->mg, kdim, w + g * s->mg * kdim, kdim, 1,
+                             mem + (size_t)g * stride, &once[g]);
+        pa = once;
+    }
+    conv_job j = {p, pa, ep, x, w, bias, y, ws, res};
     if (p->batch_parallel) {
         op_parallel_for(ctx, (size_t)p->threads, items_chunk, &j);
         return;

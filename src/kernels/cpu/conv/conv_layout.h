@@ -53,6 +53,9 @@ void conv_pack_b_panels(const conv_shape *s, const gemm_kernel *k, const float *
  * Their plan, as conv_variants.c makes it for a node (the formulations are described there). */
 typedef enum conv_gemm_kind { CONV_GEMM_1X1, CONV_GEMM_IM2COL, CONV_GEMM_IMPLICIT } conv_gemm_kind;
 
+/* The most groups whose weights conv_gemm_run packs once per run (pa_ws). */
+#define CONV_PREPACK_GROUPS 16
+
 typedef struct conv_gemm_plan {
     conv_shape s;
     conv_gemm_kind kind;
@@ -62,12 +65,16 @@ typedef struct conv_gemm_plan {
     bool batch_parallel;
     int64_t nblk;           /* implicit: output pixels per packed block (multiple of NR) */
     size_t gemm_ws, col_ws; /* per-thread bytes, 64-aligned */
+    /* > 0: W changes between runs but serves every image of one, so each run packs it once into
+     * this many bytes of the workspace (after the threads' slices), mg rows per group at a
+     * 64-aligned stride of pa_ws / group; 0: pa or W read by each image's GEMM */
+    size_t pa_ws;
 } conv_gemm_plan;
 
 /* Y = conv(X) for p: pa, the weights packed per group (gemm_pack_a of [mg, kdim] with p->k), or
  * NULL to read w [m, cg, kh, kw] in place; ep, the fused activation (its pointers unused: bias
  * and the residual res, NCHW like y, are passed here; each may be NULL). ws: threads *
- * (gemm_ws + col_ws) bytes, 64-byte aligned. */
+ * (gemm_ws + col_ws) + pa_ws bytes, 64-byte aligned. */
 void conv_gemm_run(const conv_gemm_plan *p, const gemm_packed *pa, const gemm_epilogue *ep,
                    const float *x, const float *w, const float *bias, const float *res, float *y,
                    void *ws, op_ctx *ctx);

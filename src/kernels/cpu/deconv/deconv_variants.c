@@ -36,6 +36,7 @@ typedef struct deconv_plan {
     int64_t inner;          /* input positions per position of the first dim */
     int64_t r;              /* GEMM rows: mg * K */
     size_t gemm_ws, col_ws; /* per-thread bytes, 64-aligned */
+    size_t pa_ws; /* > 0: W (an input) packed once per run, group by group (PREPACK_GROUPS) */
 } deconv_plan;
 
 typedef struct deconv_state {
@@ -43,6 +44,9 @@ typedef struct deconv_state {
     gemm_packed *pa; /* one per group when W is constant, else NULL */
     const deconv_rows *rk;
 } deconv_state;
+
+/* The most groups whose weights an input W a run packs once (deconv_plan.pa_ws). */
+#define PREPACK_GROUPS 16
 
 /* Outputs below this many floats run on the calling thread (waking the pool costs more). */
 #define DECONV_SERIAL_FLOATS 32768
@@ -99,13 +103,18 @@ static bool plan_of(const kern_node *kn, deconv_kind kind, bool bf16, deconv_pla
     p->blk = gemm_blocking_for(kn, p->k, p->r, ncols, kdim, hw, 0, 0, 0);
     p->gemm_ws = align64(gemm_thread_workspace(p->k, &p->blk));
     p->col_ws = align64((size_t)p->r * (size_t)ncols * sizeof(float));
+    /* A pair tile packs (and rounds) A itself, so weights that are an input (a training graph's
+     * input gradient) were packed for every chunk of every image: once per run instead. */
+    if (bf16 && !kn->in[1].value && items * p->chunks > 1 && g->group <= PREPACK_GROUPS)
+        p->pa_ws = align64(gemm_packed_a_bytes(p->k, p->r, kdim)) * (size_t)g->group;
     return true;
 }
 
 /* Workspace: threads GEMM slices (contiguous, as gemm_run expects), then threads col slices
- * (only slice 0 is used when the threads share a chunk, but the size must not depend on it). */
+ * (only slice 0 is used when the threads share a chunk, but the size must not depend on it), then
+ * the weights packed once per run (pa_ws). */
 static size_t plan_workspace(const deconv_plan *p) {
-    return (size_t)p->threads * (p->gemm_ws + p->col_ws);
+    return (size_t)p->threads * (p->gemm_ws + p->col_ws) + p->pa_ws;
 }
 
 /* ---- prepare / release ------------------------------------------------------------------------
@@ -155,6 +164,7 @@ static anvil_status state_prepare(const kern_node *kn, deconv_kind kind, bool bf
 
 typedef struct deconv_job {
     const deconv_state *st;
+    const gemm_packed *pa; /* W^T per group packed (in prepare or by this run), or NULL */
     const float *x, *w, *bias;
     float *y;
     char *ws;
@@ -184,8 +194,8 @@ static void chunk_problem(const deconv_job *j, int64_t item, int64_t r0, int64_t
     pr->m = p->r;
     pr->n = (r1 - r0) * p->inner;
     pr->k = g->cg;
-    if (j->st->pa) {
-        pr->pa = &j->st->pa[grp];
+    if (j->pa) {
+        pr->pa = &j->pa[grp];
     } else {
         pr->a = j->w + grp * g->cg * p->r;
         pr->rs_a = 1;
@@ -321,6 +331,16 @@ static anvil_status variant_run(const ir_node *n, void *state, const op_tensor *
     j.ws = ws;
     const int64_t planes = g->n * g->m, items = g->n * g->group;
     if (planes == 0 || g->out_size == 0) return ANVIL_OK;
+    j.pa = st->pa;
+    gemm_packed once[PREPACK_GROUPS];
+    if (!j.pa && p->pa_ws > 0 && g->cg > 0) {
+        const size_t stride = p->pa_ws / (size_t)g->group;
+        char *mem = (char *)ws + (size_t)p->threads * (p->gemm_ws + p->col_ws);
+        for (int64_t grp = 0; grp < g->group; grp++)
+            gemm_pack_a_into(p->k, p->r, g->cg, j.w + grp * g->cg * p->r, 1, p->r,
+                             mem + (size_t)grp * stride, &once[grp]);
+        j.pa = once;
+    }
     /* never more threads than the workspace has slices for */
     op_ctx capped;
     if (ctx && op_ctx_threads(ctx) > p->threads) {

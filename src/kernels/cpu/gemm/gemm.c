@@ -354,6 +354,20 @@ anvil_status gemm_pack_b(const gemm_kernel *k, int64_t kdim, int64_t n, const fl
     return pack_operand(k, false, kdim, n, b, rs_b, cs_b, out);
 }
 
+size_t gemm_packed_a_bytes(const gemm_kernel *k, int64_t m, int64_t kdim) {
+    const int64_t slots = gemm_slots(k, kdim);
+    return (size_t)round_up(m > 0 ? m : 1, k->mr) * (size_t)(slots > 0 ? slots : 1) * sizeof(float);
+}
+
+void gemm_pack_a_into(const gemm_kernel *k, int64_t m, int64_t kdim, const float *a, int64_t rs_a,
+                      int64_t cs_a, void *mem, gemm_packed *out) {
+    out->kernel = k;
+    out->rows = m;
+    out->cols = kdim;
+    out->data = mem;
+    pack_a_any(k, a, rs_a, cs_a, m, kdim, out->data);
+}
+
 void gemm_packed_free(gemm_packed *p) {
     if (!p) return;
     free(p->data);

@@ -272,6 +272,13 @@ anvil_status gemm_pack_b(const gemm_kernel *k, int64_t kdim, int64_t n, const fl
                          int64_t rs_b, int64_t cs_b, gemm_packed *out);
 void gemm_packed_free(gemm_packed *p);
 
+/* A [m, kdim] packed for k into the caller's memory: gemm_packed_a_bytes of it, 64-byte aligned;
+ * out->data points into mem (not to be freed). For an A that changes every run but serves several
+ * GEMMs in it (a training step's conv weights, once per image). */
+size_t gemm_packed_a_bytes(const gemm_kernel *k, int64_t m, int64_t kdim);
+void gemm_pack_a_into(const gemm_kernel *k, int64_t m, int64_t kdim, const float *a, int64_t rs_a,
+                      int64_t cs_a, void *mem, gemm_packed *out);
+
 /* One GEMM problem. a (or pa, or a_ind) and b (or pb): exactly one of each is set.
  *
  * a_ind is an implicit GEMM's A: each row is k / a_seg segments of a_seg consecutive floats that
