@@ -362,6 +362,21 @@ add_test(NAME cli.e2e.bf16_without_isa
                  "-DERR1=anvil warn: precision bf16 asked for, but [^\n]* neither AVX512_BF16 nor AMX-BF16: the session runs fp32 kernels instead"
                  -P ${ANVIL_CLI_DIR}/expect.cmake)
 set_tests_properties(cli.e2e.bf16_without_isa PROPERTIES FIXTURES_REQUIRED "cli_workdir;cli_models")
+# fp16 and auto the same (AVX512-FP16 is AVX-512, so the cap hides it on every CPU)
+add_test(NAME cli.e2e.fp16_without_isa
+         COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=avx2
+                 ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|bench|${W}/tiny.onnx|--iters|1|--precision|fp16"
+                 -DEXPECT_RC=0
+                 "-DERR1=anvil warn: precision fp16 asked for, but [^\n]* no AVX512-FP16: the session runs fp32 kernels instead"
+                 -P ${ANVIL_CLI_DIR}/expect.cmake)
+add_test(NAME cli.e2e.auto_without_isa
+         COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=avx2
+                 ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|bench|${W}/tiny.onnx|--iters|1|--precision|auto"
+                 -DEXPECT_RC=0
+                 "-DERR1=anvil warn: precision auto asked for, but [^\n]* no AVX512_BF16, AMX-BF16 or AVX512-FP16: the session runs fp32 kernels instead"
+                 -P ${ANVIL_CLI_DIR}/expect.cmake)
+set_tests_properties(cli.e2e.fp16_without_isa cli.e2e.auto_without_isa
+                     PROPERTIES FIXTURES_REQUIRED "cli_workdir;cli_models")
 # the other commands take it too
 anvil_cli_test(e2e.run_bf16 0 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/out_bf16
                --precision bf16 FIXTURES cli_models OUT "probs/out:0 -> ")
