@@ -354,29 +354,21 @@ anvil_cli_test(e2e.bench_check_bf16 0 ARGS bench ${W}/tiny.onnx --iters 2 --warm
                    "\nfc1 +Gemm +[a-z0-9_]+ +(fp32|bf16) +")
 anvil_cli_test(e2e.bench_no_check 0 ARGS bench ${W}/tiny.onnx --iters 2 --warmup 0 --threads 1
                FIXTURES cli_models OUT "\nprecision: fp32\n" NOT_OUT "accuracy")
-# bf16 without the ISA for it: a warning, and the session runs
-add_test(NAME cli.e2e.bf16_without_isa
-         COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=avx2
-                 ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|bench|${W}/tiny.onnx|--iters|1|--precision|bf16"
-                 -DEXPECT_RC=0
-                 "-DERR1=anvil warn: precision bf16 asked for, but [^\n]* neither AVX512_BF16 nor AMX-BF16: the session runs fp32 kernels instead"
-                 -P ${ANVIL_CLI_DIR}/expect.cmake)
-set_tests_properties(cli.e2e.bf16_without_isa PROPERTIES FIXTURES_REQUIRED "cli_workdir;cli_models")
-# fp16 and auto the same (AVX512-FP16 is AVX-512, so the cap hides it on every CPU)
-add_test(NAME cli.e2e.fp16_without_isa
-         COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=avx2
-                 ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|bench|${W}/tiny.onnx|--iters|1|--precision|fp16"
-                 -DEXPECT_RC=0
-                 "-DERR1=anvil warn: precision fp16 asked for, but [^\n]* no AVX512-FP16: the session runs fp32 kernels instead"
-                 -P ${ANVIL_CLI_DIR}/expect.cmake)
-add_test(NAME cli.e2e.auto_without_isa
-         COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=avx2
-                 ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|bench|${W}/tiny.onnx|--iters|1|--precision|auto"
-                 -DEXPECT_RC=0
-                 "-DERR1=anvil warn: precision auto asked for, but [^\n]* no AVX512_BF16, AMX-BF16 or AVX512-FP16: the session runs fp32 kernels instead"
-                 -P ${ANVIL_CLI_DIR}/expect.cmake)
-set_tests_properties(cli.e2e.fp16_without_isa cli.e2e.auto_without_isa
-                     PROPERTIES FIXTURES_REQUIRED "cli_workdir;cli_models")
+# A precision without the ISA for it (ANVIL_ISA=avx2 hides AVX-512 and AMX on every CPU): a
+# warning that names what is missing, and the session runs fp32 kernels.
+function(anvil_cli_precision_without_isa precision missing)
+  add_test(NAME cli.e2e.${precision}_without_isa
+           COMMAND ${CMAKE_COMMAND} -E env ANVIL_ISA=avx2
+                   ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:anvil>|bench|${W}/tiny.onnx|--iters|1|--precision|${precision}"
+                   -DEXPECT_RC=0
+                   "-DERR1=anvil warn: precision ${precision} asked for, but [^\n]* ${missing}: the session runs fp32 kernels instead"
+                   -P ${ANVIL_CLI_DIR}/expect.cmake)
+  set_tests_properties(cli.e2e.${precision}_without_isa
+                       PROPERTIES FIXTURES_REQUIRED "cli_workdir;cli_models")
+endfunction()
+anvil_cli_precision_without_isa(bf16 "neither AVX512_BF16 nor AMX-BF16")
+anvil_cli_precision_without_isa(fp16 "no AVX512-FP16")
+anvil_cli_precision_without_isa(auto "no AVX512_BF16, AMX-BF16 or AVX512-FP16")
 # the other commands take it too
 anvil_cli_test(e2e.run_bf16 0 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/out_bf16
                --precision bf16 FIXTURES cli_models OUT "probs/out:0 -> ")
