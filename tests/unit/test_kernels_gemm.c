@@ -282,10 +282,22 @@ static void test_default_single_row(void **state) {
     optest_end(&t);
 }
 
+/* The columns t spends on n, in full-tile columns: an edge narrower than its column kernel's
+ * threshold (gemm_cols_kernel_below; none for a tile without one) at that kernel's cost, a third
+ * more than its share of a tile's multiplies. */
+static double tile_columns_cost(const gemm_kernel *t, int64_t n) {
+    const int64_t edge = n % t->nr;
+    if (edge == 0 || edge >= gemm_cols_kernel_below(t))
+        return (double)((n + t->nr - 1) / t->nr * t->nr);
+    return (double)(n - edge) +
+           (double)edge * (double)gemm_kernel_vl(t) / (double)t->mr * 4.0 / 3.0;
+}
+
 /* The reduced-precision tiles' speeds are measured on this machine, once per process: each
  * usable tile has a speed in (0, 1], the fastest exactly 1, and the default for a shape is the
- * tile with the least padded work over those speeds (what the tile order of one CPU got wrong on
- * another: 4x64 led on Zen 4, 8x48 leads by 5-9% on Zen 5). Skipped where no such tile runs. */
+ * tile with the least padded work (an edge at its column kernel's cost) over those speeds (what
+ * the tile order of one CPU got wrong on another: 4x64 led on Zen 4, 8x48 leads by 5-9% on Zen
+ * 5). Skipped where no such tile runs. */
 static void check_measured_default(const gemm_kernel *const *list,
                                    const gemm_kernel *(*pick)(int64_t, int64_t, int64_t,
                                                               const core_hw *)) {
@@ -317,13 +329,13 @@ static void check_measured_default(const gemm_kernel *const *list,
         for (int i = 0; i < GEMM_RATED_MAX && list[i]; i++)
             if (list[i] == got)
                 got_cost = (double)((m + got->mr - 1) / got->mr * got->mr) *
-                           (double)((n + got->nr - 1) / got->nr * got->nr) / speed[i];
+                           tile_columns_cost(got, n) / speed[i];
         assert_true(got_cost > 0);
         for (int i = 0; i < GEMM_RATED_MAX && list[i]; i++) {
             const gemm_kernel *t = list[i];
             if (!gemm_kernel_usable(t, hw)) continue;
-            const double cost = (double)((m + t->mr - 1) / t->mr * t->mr) *
-                                (double)((n + t->nr - 1) / t->nr * t->nr) / speed[i];
+            const double cost =
+                (double)((m + t->mr - 1) / t->mr * t->mr) * tile_columns_cost(t, n) / speed[i];
             if (cost < got_cost)
                 fail_msg("%lldx%lld: %s beats the default %s", (long long)m, (long long)n, t->name,
                          got->name);

@@ -700,8 +700,8 @@ static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const
                         const gemm_epilogue *ep =
                             last && (ct == c || (p->c16 && whole)) ? ep_reg : NULL;
                         if (ct == tile && nn < cols_below && !in_place)
-                            k->ukernel_cols(kc, a_panel, mr, b_panel, b_in_place ? p->rs_b : nr, nn,
-                                            tile, nr, !first);
+                            k->ukernel_cols(kcs, a_panel, mr, b_panel, b_in_place ? p->rs_b : nr,
+                                            nn, tile, nr, !first);
                         else if (b_in_place)
                             k->ukernel_bcols(kc, a_panel, b_panel, p->rs_b, ct, ldt, !first, pf_at,
                                              pf_n, ep, gi, gj);

@@ -75,6 +75,10 @@ void gemm_bf16_store_c16(const float *t, int64_t ldt, uint16_t *c, int64_t ldc, 
 
 GEMM_TILES_AVX512BF16(GEMM_UKERNEL_PACKED_INSTANCE)
 GEMM_TILE_EPILOGUE(avx512bf16)
+/* the column kernel over pair slots: an edge of few columns (a 7x7 map's 49th pixel) costs a
+ * dot product per column and slot instead of a whole register tile */
+GEMM_UKERNEL_COLS(avx512bf16)
+#define GEMM_UKC_avx512bf16 gemm_ukc_avx512bf16
 #define GEMM_PACK_A_avx512bf16 pack_a_pairs
 #define GEMM_PACK_B_avx512bf16 pack_b_pairs
 #define GEMM_PACK_A16_avx512bf16 pack_a16_bf16

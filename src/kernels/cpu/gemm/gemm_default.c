@@ -181,7 +181,8 @@ const float *gemm_tile_speeds(const gemm_kernel *const *list, const core_hw *hw)
     return r ? r->speed : NULL;
 }
 
-/* Among list's usable tiles, the one with the least padded work over its speed. */
+/* Among list's usable tiles, the one with the least padded work over its speed (a narrow edge
+ * counted at its column kernel's cost, as for the fp32 tiles). */
 static const gemm_kernel *default_among(const gemm_kernel *const *list, int64_t m, int64_t n,
                                         const core_hw *hw) {
     const float *speed = gemm_tile_speeds(list, hw);
@@ -192,8 +193,8 @@ static const gemm_kernel *default_among(const gemm_kernel *const *list, int64_t 
     for (int i = 0; i < RATED_MAX && list[i]; i++) {
         const gemm_kernel *t = list[i];
         if (!gemm_kernel_usable(t, hw)) continue;
-        const double cost = (double)round_up(m, t->mr) * (double)round_up(n, t->nr) /
-                            (speed ? (double)speed[i] : 1.0);
+        const double cost =
+            (double)round_up(m, t->mr) * tile_columns(t, n) / (speed ? (double)speed[i] : 1.0);
         if (best_cost < 0 || cost < best_cost) {
             best_cost = cost;
             best = t;

@@ -215,7 +215,8 @@ gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_k
  * a full MR x NR tile on the edge's few columns. Columns go in groups of up to 4 (ncols, a
  * compile-time constant), each summed in GEMM_UKC_SPLIT interleaved partial sums so a single
  * column is not one latency-bound FMA chain. t[i*ldt + j] (+)= sum_p a[p*mr + i] * b[p*ldb + j]
- * for i < mr, j < ncols. */
+ * for i < mr, j < ncols. The multiply is GEMM_DOT, so a bf16 file's column kernel runs over the
+ * pair slots of its panels (kc counts slots; each product a dot product of two pairs). */
 static inline __attribute__((always_inline)) void
 gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restrict b, int64_t ldb,
                float *restrict t, int64_t ldt, int accumulate, const int ncols) {
@@ -231,13 +232,13 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
             const gemm_v av = GEMM_LOAD_N(a + (p + u) * mr, mr);
 #pragma GCC unroll 4
             for (int j = 0; j < ncols; j++)
-                acc[u][j] = GEMM_FMA(av, GEMM_BCAST(b + (p + u) * ldb + j), acc[u][j]);
+                acc[u][j] = GEMM_DOT(av, GEMM_BCAST(b + (p + u) * ldb + j), acc[u][j]);
         }
     for (; p < kc; p++) {
         const gemm_v av = GEMM_LOAD_N(a + p * mr, mr);
 #pragma GCC unroll 4
         for (int j = 0; j < ncols; j++)
-            acc[0][j] = GEMM_FMA(av, GEMM_BCAST(b + p * ldb + j), acc[0][j]);
+            acc[0][j] = GEMM_DOT(av, GEMM_BCAST(b + p * ldb + j), acc[0][j]);
     }
     float col[GEMM_VL];
 #pragma GCC unroll 4
@@ -349,7 +350,8 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                                                          NULL};
 
 /* The gemm_kernel of a GEMM_UKERNEL_PACKED_INSTANCE tile over bf16 pairs (kpair 2), whose ISA
- * file names its packers GEMM_PACK_A_<isa> and GEMM_PACK_B_<isa>. */
+ * file names its packers GEMM_PACK_A_<isa> and GEMM_PACK_B_<isa> and its column kernel
+ * GEMM_UKC_<isa> (NULL: none). */
 #define GEMM_KERNEL_DEF_PAIRS(MR, NV, NR, ISA)                                                     \
     const gemm_kernel gemm_kernel_##MR##x##NR##_##ISA = {#MR "x" #NR "_" #ISA,                     \
                                                          MR,                                       \
@@ -359,7 +361,7 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                                                          tile_epilogue_##ISA,                      \
                                                          NULL,                                     \
                                                          NULL,                                     \
-                                                         NULL,                                     \
+                                                         GEMM_UKC_##ISA,                           \
                                                          GEMM_ACTS_IN_REGISTERS,                   \
                                                          NULL,                                     \
                                                          NULL,                                     \
