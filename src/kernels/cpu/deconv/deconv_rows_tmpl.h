@@ -12,21 +12,10 @@
 #define DECONV_CAT(a, b) DECONV_CAT2(a, b)
 #define DECONV_FN(name) DECONV_CAT(name##_, DECONV_ROWS_SUF)
 
-/* The ix for which q = base + ix*s + off lies in [olo, ohi), as [*lo, *hi). Stride 1 (a 3x3
- * conv's input gradient) without the divisions: on a small map's rows of 2 to 16 floats they
- * cost more than the adds. */
+/* The ix for which q = base + ix*s + off lies in [olo, ohi), as [*lo, *hi). */
 static inline void DECONV_FN(tap_range)(int64_t w, int64_t s, int64_t base, int64_t off,
                                         int64_t olo, int64_t ohi, int64_t *lo, int64_t *hi) {
-    if (s != 1) {
-        nn_valid_range(w, s, base + off - olo, ohi - olo, lo, hi);
-        return;
-    }
-    int64_t l = olo - base - off, h = ohi - base - off;
-    if (l < 0) l = 0;
-    if (h > w) h = w;
-    if (h < l) h = l;
-    *lo = l;
-    *hi = h;
+    nn_valid_range(w, s, base + off - olo, ohi - olo, lo, hi);
 }
 
 static void DECONV_FN(row_add)(const float *c, int64_t ldc, int64_t kw, int64_t s, int64_t dil,
