@@ -181,7 +181,7 @@ static void test_dw_sweep(void **state) {
                 if (h < 1) h = 1 + i % 2;
                 const dw_case c = {
                     1 + i % 2, chans[i % 6],     1,          h,           w,         k, k, s, s, dl,
-                    dl,        {pt, pl, pb, pr}, i % 3 != 1, acts[i % 5], i % 4 == 3};
+                    dl,        {pt, pl, pb, pr}, i % 3 != 1, acts[i % 6], i % 4 == 3};
                 check_case(&c);
             }
 }

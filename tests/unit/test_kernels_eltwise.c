@@ -102,6 +102,43 @@ static void test_unary(void **state) {
     run_unary(&clip6, 2, "min", -0.5f, "max", 1.5f, NULL, NULL);
 }
 
+/* Like optest_cmp_f32, but a NaN must meet a NaN and an infinity the same infinity. */
+static long cmp_special(const op_tensor *want, const void *got, float rtol, float atol) {
+    const float *w = want->data, *g = got;
+    for (size_t i = 0; i < op_tensor_numel(want); i++) {
+        bool ok = isnan(w[i])   ? isnan(g[i])
+                  : isinf(w[i]) ? g[i] == w[i]
+                                : fabsf(g[i] - w[i]) <= atol + rtol * fabsf(w[i]);
+        if (!ok) {
+            fprintf(stderr, "mismatch at %zu: got %g want %g\n", i, (double)g[i], (double)w[i]);
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+/* The logistic forms (Sigmoid, GELU's tanh form; SiLU shares their exponential) in their tails:
+ * their e^-x is clamped below only and overflows to +inf past x = -89, which must give the
+ * limits (0, 1, a signed 0) and keep NaN, never a NaN of inf - inf or a denormal's slow path. */
+static void test_logistic_tails(void **state) {
+    (void)state;
+    static const float tail[] = {-INFINITY, -1e30f, -1000,  -100,     -89.5f, -88.9f, -88.7f,
+                                 -88,       -87.4f, -87.3f, -87,      -50,    -17,    -0.0f,
+                                 0,         17,     50,     87,       87.4f,  88,     88.8f,
+                                 89.5f,     100,    1e30f,  INFINITY, NAN};
+    int64_t len = (int64_t)(sizeof tail / sizeof *tail);
+    for (int form = 0; form < 2; form++) {
+        optest t;
+        optest_begin_opset(&t, form ? IR_OP_GELU : IR_OP_SIGMOID, 1, 1, form, form ? 20 : 17);
+        if (form) optest_attr_string(&t, 0, "approximate", "tanh");
+        optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 1, &len, tail, false);
+        int n = optest_check_variants_cmp(&t, 1e-5f, 1e-30f, cmp_special);
+        assert_true(n >=
+                    expected(form ? IR_OP_GELU : IR_OP_SIGMOID, form ? "gelu" : "sigmoid", true));
+        optest_end(&t);
+    }
+}
+
 /* The own vector erf (two polynomial pieces, about 2 ulp) against libm's erff (about 1 ulp) on a
  * dense grid that crosses the pieces' seam at |x| = 1 and the saturation at 3.92. */
 static void test_erf_accuracy(void **state) {
@@ -388,12 +425,12 @@ static void test_transpose(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_unary),        cmocka_unit_test(test_erf_accuracy),
-        cmocka_unit_test(test_clip_inputs),  cmocka_unit_test(test_binary),
-        cmocka_unit_test(test_binary_outer), cmocka_unit_test(test_softmax),
-        cmocka_unit_test(test_layernorm),    cmocka_unit_test(test_batchnorm),
-        cmocka_unit_test(test_pool),         cmocka_unit_test(test_global_avgpool),
-        cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_unary),          cmocka_unit_test(test_logistic_tails),
+        cmocka_unit_test(test_erf_accuracy),   cmocka_unit_test(test_clip_inputs),
+        cmocka_unit_test(test_binary),         cmocka_unit_test(test_binary_outer),
+        cmocka_unit_test(test_softmax),        cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_batchnorm),      cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_global_avgpool), cmocka_unit_test(test_transpose),
     };
     return cmocka_run_group_tests(tests, optest_env, NULL);
 }

@@ -68,7 +68,7 @@ static void k_unary(elt_unary_kind k, float a, float b, float *out, const float 
         UNARY_LOOP(f_gelu(x));
         break;
     case ELT_SILU:
-        UNARY_LOOP(V_MUL(x, f_sigmoid(x)));
+        UNARY_LOOP(f_silu(x));
         break;
 #ifdef ANVIL_HAVE_SLEEF
     case ELT_TANH:

@@ -105,7 +105,7 @@ gemm_ukernel_epilogue(gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX], const gemm_epilogue 
         IR_ACT_ALL(f_gelu(x));
         break;
     case IR_ACT_SILU:
-        IR_ACT_ALL(V_MUL(x, f_sigmoid(x)));
+        IR_ACT_ALL(f_silu(x));
         break;
 #ifdef ANVIL_HAVE_SLEEF /* tanh is SLEEF's; the ones above need only eltwise_act.h's exp */
     case IR_ACT_TANH:
