@@ -36,6 +36,7 @@ list(APPEND ANVIL_EMIT_FILES
   kernels/cpu/conv/conv_nhwc_run.c kernels/cpu/conv/conv_direct_run.c kernels/cpu/conv/conv_dwx.h
   kernels/cpu/conv/conv_dw_tmpl.h kernels/cpu/conv/conv_dwn_tmpl.h kernels/cpu/conv/conv_dwx_tmpl.h
   kernels/cpu/conv/conv_dw_avx512.c kernels/cpu/conv/conv_dw_avx2.c kernels/cpu/conv/conv_scn_avx512.c
+  kernels/cpu/conv/conv_gcn_avx512.c
   kernels/cpu/conv/conv_wino_run.c kernels/cpu/conv/conv_wino_tmpl.h kernels/cpu/conv/conv_wino_vec_tmpl.h
   kernels/cpu/conv/conv_wino_avx512.c kernels/cpu/conv/conv_wino_avx2.c)
 

@@ -649,8 +649,8 @@ static void test_conv_nhwc(void **state) {
  * Case c as a channels-last node, with a fused activation and (if residual) a channels-last
  * residual: its reference must equal Conv's reference on the NCHW data, transposed, and every
  * convnhwc_* variant that must apply (the GEMM one always; the depthwise ones on depthwise 3/5
- * kernels, strides 1 and 2 without dilation or stride 1 with dilation 2, where the ISA is there)
- * must match its reference. */
+ * kernels, strides 1 and 2 without dilation or stride 1 with dilation 2, where the ISA is there;
+ * the grouped one on groups of a few channels) must match its reference. */
 static void check_last_case(const conv_case *c, ir_act act, bool residual) {
     ir_fusion f = {.bias = -1, .residual = -1, .act = act, .alpha = 0.1f, .lo = -0.5f, .hi = 0.75f};
     const int n_in = residual ? 4 : (c->bias ? 3 : 2);
@@ -688,8 +688,13 @@ static void check_last_case(const conv_case *c, ir_act act, bool residual) {
     const int n = check_op_variants(&last, IR_OP_CONV_NHWC, "convnhwc_");
     const bool sc = c->group == 1 && c->c <= 4 && c->m <= 64 && c->dh == 1 && c->dw == 1 &&
                     c->kh <= 11 && c->kw <= 11 && c->sh <= 4 && c->sw <= 4;
+    /* the grouped kernel (conv_dw_nhwc.c's gc_shape), fp32 only in this fp32 session */
+    const int64_t cg = c->c / c->group, mg = c->m / c->group;
+    const bool gc = c->group > 1 && !dw_k && !(c->group == c->c && c->m == c->c) && cg > 1 &&
+                    cg <= 64 && mg >= 8 && (16 % mg == 0 || mg % 16 == 0) && c->dh == 1 &&
+                    c->dw == 1 && c->kh <= 7 && c->kw <= 7 && c->sh <= 4 && c->sw <= 4;
     const int expect = 1 + (dw ? (int)avx2() + (int)avx512() : 0) + (sc ? (int)avx512() : 0) +
-                       (int)regions_apply(c);
+                       (gc ? (int)avx512() : 0) + (int)regions_apply(c);
     if (n != expect)
         fprintf(stderr, "ConvNhwc case c%lld %lldx%lld m%lld k%lld s%lld g%lld: %d of %d\n",
                 (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->m,

@@ -173,7 +173,7 @@ extern const kern_variant conv_v_dwx_avx512, conv_v_dwx_avx2, conv_nhwc_v_dwx_av
 
 /* anvil.ConvNhwc's variants (conv_nhwc.c, conv_dw_nhwc.c). */
 extern const kern_variant conv_nhwc_v_gemm, conv_nhwc_v_depthwise_avx512,
-    conv_nhwc_v_depthwise_avx2, conv_nhwc_v_smallc_avx512, conv_nhwc_v_bf16_gemm,
-    conv_nhwc_v_fp16_gemm;
+    conv_nhwc_v_depthwise_avx2, conv_nhwc_v_smallc_avx512, conv_nhwc_v_grouped_avx512,
+    conv_nhwc_v_grouped_avx512bf16, conv_nhwc_v_bf16_gemm, conv_nhwc_v_fp16_gemm;
 
 #endif

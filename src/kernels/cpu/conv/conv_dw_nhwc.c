@@ -2,7 +2,11 @@
  *   convnhwc_depthwise_avx512 / _avx2   group == C == M, 3x3 and 5x5 kernels, strides 1 and 2
  *                                       without dilation, stride 1 with dilation 2
  *                                       (conv_dwn_shape);
- *   convnhwc_smallc_direct_avx512       one group, at most 4 input channels (a network's stem).
+ *   convnhwc_smallc_direct_avx512       one group, at most 4 input channels (a network's stem);
+ *   convnhwc_grouped_avx512             groups of 8, 16, 32 ... output channels and at most 64
+ *                                       input channels (RegNet, ResNeXt; gc_shape);
+ *   convnhwc_grouped_avx512bf16         the same with an even number of input channels per
+ *                                       group, X stored (or rounded) in bf16, vdpbf16ps.
  *
  * With the channels in the vector lanes every tap is one load at any stride and any width, so,
  * unlike NCHW (conv_depthwise.c), there is no padded copy, no deinterleaving and no transpose:
@@ -26,7 +30,8 @@ typedef struct last_state {
 } last_state;
 typedef conv_last_plan last_plan;
 
-/* Whether s is depthwise (else: few input channels) decides the kernel and the packing. */
+/* Whether s is depthwise, grouped or has few input channels decides the kernel and the
+ * packing. */
 static bool depthwise(const conv_shape *s) {
     return s->group == s->c && s->m == s->c && s->group > 1;
 }
@@ -38,6 +43,18 @@ static bool depthwise(const conv_shape *s) {
 static bool sc_shape(const conv_shape *s) {
     return s->group == 1 && s->c <= 4 && s->m <= 64 && s->dh == 1 && s->dw == 1 && s->kh <= 11 &&
            s->kw <= 11 && s->sh <= 4 && s->sw <= 4;
+}
+
+/* The grouped kernel's shapes: groups that fill a vector of 16 output channels exactly (mg 8 or
+ * 16, or a multiple of 16), at most 64 input channels per group (a block's weights per tap stay
+ * within 16 vectors), not depthwise, no dilation, kernels up to 7 and strides up to 4. With
+ * mg = 8 half its FMAs multiply zeros (conv_gcn_avx512.c); smaller groups waste more and are
+ * left to the GEMM variants. */
+static bool gc_shape(const conv_shape *s) {
+    const int64_t mg = s->group > 0 ? s->m / s->group : 0;
+    return s->group > 1 && !depthwise(s) && s->cg > 1 && s->cg <= 64 && mg >= 8 &&
+           (16 % mg == 0 || mg % 16 == 0) && s->dh == 1 && s->dw == 1 && s->kh <= 7 && s->kw <= 7 &&
+           s->sh <= 4 && s->sw <= 4;
 }
 
 /* p's shape and geometry when kn has constant weights and the shape `rule` accepts. */
@@ -60,7 +77,8 @@ static bool plan_of(const kern_node *kn, bool (*rule)(const conv_shape *), last_
                           .pt = s->pt,
                           .pl = s->pl,
                           .dh = s->dh,
-                          .dw = s->dw};
+                          .dw = s->dw,
+                          .group = s->group};
     /* interior columns: ox * sw - pl >= 0 and ox * sw - pl + (kw - 1) * dw < w */
     g->ox_lo = (s->pl + s->sw - 1) / s->sw;
     if (g->ox_lo > s->ow) g->ox_lo = s->ow;
@@ -84,28 +102,65 @@ static bool sc_supports(const kern_node *kn, const core_hw *hw) {
     return plan_of(kn, sc_shape, &p);
 }
 
+static bool gc_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    last_plan p;
+    return plan_of(kn, gc_shape, &p);
+}
+
+/* The bf16 kernel's: input channels in pairs that never straddle two groups. */
+static bool gc16_shape(const conv_shape *s) {
+    return gc_shape(s) && s->cg % 2 == 0;
+}
+
+static bool gc16_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    last_plan p;
+    return plan_of(kn, gc16_shape, &p);
+}
+
+/* The plan for kn under whichever of the three rules accepts it. */
+static bool plan_any(const kern_node *kn, last_plan *p) {
+    return plan_of(kn, conv_dwn_shape, p) || plan_of(kn, sc_shape, p) || plan_of(kn, gc_shape, p);
+}
+
 /* The bias, zero-padded to vpad, per run. */
 static size_t last_workspace(const kern_node *kn) {
     last_plan p;
-    return plan_of(kn, conv_dwn_shape, &p) || plan_of(kn, sc_shape, &p)
-               ? sizeof(float) * (size_t)p.g.vpad
-               : 0;
+    return plan_any(kn, &p) ? sizeof(float) * (size_t)p.g.vpad : 0;
 }
 
-/* The packed weights' floats: depthwise [kh*kw][vpad], else [kh][kw][c][vpad]. */
+/* The packed weights' floats: depthwise [kh*kw][vpad], grouped [vpad/16][kh*kw][nin][16], else
+ * [kh][kw][c][vpad]. */
 static size_t last_wp_floats(const last_plan *p) {
     const conv_shape *s = &p->s;
-    return (size_t)((depthwise(s) ? 1 : s->c) * s->kh * s->kw * p->g.vpad);
+    const int64_t per_tap = depthwise(s) ? 1 : s->group > 1 ? conv_gcn_nin(&p->g) : s->c;
+    return (size_t)(per_tap * s->kh * s->kw * p->g.vpad);
 }
 
-/* Packs W [m][c/group][kh][kw] as the kernel reads it: depthwise [kh*kw][vpad], else
- * [kh][kw][c][vpad]; zeros past m. */
-static void pack(const conv_shape *s, const float *w, int64_t vpad, float *wp) {
+/* Packs W [m][c/group][kh][kw] as the kernel reads it (last_wp_floats' layouts) into wp, zeroed
+ * by the caller: past m, and in a grouped block the lanes of the groups an input channel is not
+ * in, stay zero. A grouped block's input j is channel cb + j, cb its first group's first. */
+static void pack(const last_plan *p, const float *w, float *wp) {
+    const conv_shape *s = &p->s;
+    const int64_t khw = s->kh * s->kw, vpad = p->g.vpad;
+    if (s->group > 1 && !depthwise(s)) {
+        const int64_t nin = conv_gcn_nin(&p->g), mg = s->m / s->group;
+        for (int64_t o = 0; o < s->m; o++) {
+            const int64_t b = o / 16, cb = b * 16 / mg * s->cg;
+            for (int64_t ci = 0; ci < s->cg; ci++) {
+                const int64_t j = o / mg * s->cg + ci - cb;
+                for (int64_t t = 0; t < khw; t++)
+                    wp[((b * khw + t) * nin + j) * 16 + o % 16] = w[(o * s->cg + ci) * khw + t];
+            }
+        }
+        return;
+    }
     const int64_t cg = depthwise(s) ? 1 : s->c;
     for (int64_t o = 0; o < s->m; o++)
         for (int64_t ci = 0; ci < cg; ci++)
-            for (int64_t t = 0; t < s->kh * s->kw; t++)
-                wp[(t * cg + ci) * vpad + o] = w[(o * cg + ci) * s->kh * s->kw + t];
+            for (int64_t t = 0; t < khw; t++)
+                wp[(t * cg + ci) * vpad + o] = w[(o * cg + ci) * khw + t];
 }
 
 /* Whether kn's fusion is an activation alone that the depthwise kernel can apply in registers
@@ -151,7 +206,7 @@ static anvil_status last_prepare(const kern_node *kn, void **state) {
     last_state *st = core_calloc(1, sizeof *st);
     if (!st) return ANVIL_ERR_OUT_OF_MEMORY;
     last_plan *p = &st->p;
-    if (!plan_of(kn, conv_dwn_shape, p) && !plan_of(kn, sc_shape, p)) {
+    if (!plan_any(kn, p)) {
         free(st);
         return conv_prepare_unsupported(kn, "channels-last direct conv");
     }
@@ -163,11 +218,66 @@ static anvil_status last_prepare(const kern_node *kn, void **state) {
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
     memset(st->wp, 0, sizeof(float) * n);
-    pack(s, kn->in[1].value, p->g.vpad, st->wp);
+    pack(p, kn->in[1].value, st->wp);
     kern_node_mark_copied(kn, 1);
     conv_row_fusion_init(kn, &p->fuse);
     if (depthwise(s)) p->act_in_regs = act_in_registers(kn, &p->fuse, &p->g);
     *state = st;
+    return ANVIL_OK;
+}
+
+/* convnhwc_grouped_avx512bf16: the packed weights of last_prepare as pairs of bf16 (wp holds
+ * half as many 32-bit pairs as it held floats). */
+static anvil_status gc16_prepare(const kern_node *kn, void **state) {
+    last_plan p;
+    if (!plan_of(kn, gc16_shape, &p)) return conv_prepare_unsupported(kn, "grouped bf16 conv");
+    CORE_TRY(last_prepare(kn, state));
+    last_state *st = *state;
+    const size_t pairs = last_wp_floats(&st->p) / 2;
+    uint16_t *w16 = (uint16_t *)st->wp;
+    /* in place, front to back: pair i's two floats are read before pair i (which is no later in
+     * memory than float 2i) is written */
+    for (size_t i = 0; i < pairs; i++) {
+        const size_t lane = i % 16, row = i / 16; /* row: (block, tap, pair) */
+        const float lo = st->wp[(2 * row) * 16 + lane], hi = st->wp[(2 * row + 1) * 16 + lane];
+        w16[2 * i] = core_f32_to_bf16(lo);
+        w16[2 * i + 1] = core_f32_to_bf16(hi);
+    }
+    return ANVIL_OK;
+}
+
+/* The bias (vpad floats), then room for X rounded to bf16 when it comes in fp32. */
+static size_t gc16_workspace(const kern_node *kn) {
+    last_plan p;
+    if (!plan_of(kn, gc16_shape, &p)) return 0;
+    const conv_shape *s = &p.s;
+    const size_t bias = (sizeof(float) * (size_t)p.g.vpad + 63) & ~(size_t)63;
+    return bias + sizeof(uint16_t) * (size_t)(s->n * s->h * s->w * s->c);
+}
+
+static void gc16_bf16_io(const kern_node *kn, const void *state, uint32_t *in, uint32_t *out) {
+    (void)kn;
+    *in = state ? 1u : 0u;
+    *out = 0;
+}
+
+static anvil_status gc16_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                             op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+    (void)n_out;
+    const last_state *st = state;
+    const conv_shape *s = &st->p.s;
+    if (out[0]->dtype == ANVIL_DTYPE_BFLOAT16)
+        return core_err(ANVIL_ERR_INTERNAL, "node '%s': a bf16 output where %s writes fp32",
+                        n->name ? n->name : "?", "convnhwc_grouped_avx512bf16");
+    const uint16_t *x16 = in[0]->data;
+    if (in[0]->dtype != ANVIL_DTYPE_BFLOAT16) {
+        uint16_t *r =
+            (uint16_t *)((char *)ws + ((sizeof(float) * (size_t)st->p.g.vpad + 63) & ~(size_t)63));
+        conv_gcn_round_avx512bf16(in[0]->data, r, (size_t)(s->n * s->h * s->w * s->c));
+        x16 = r;
+    }
+    conv_last_run16(&st->p, conv_gcn_row16_avx512bf16, st->wp, x16, conv_bias(s, in, n_in),
+                    conv_row_fusion_residual(&st->p.fuse, in, n_in), out[0]->data, ws, ctx);
     return ANVIL_OK;
 }
 
@@ -214,6 +324,8 @@ CONV_RUN_ENTRY(dw_run_avx2, last_run(state, conv_dwn_row_avx2, in, n_in, out, ws
 
 CONV_RUN_ENTRY(sc_run_avx512, last_run(state, conv_scn_row_avx512, in, n_in, out, ws, ctx))
 
+CONV_RUN_ENTRY(gc_run_avx512, last_run(state, conv_gcn_row_avx512, in, n_in, out, ws, ctx))
+
 /* ---- emitting (anvil compile) ---------------------------------------------------------------
  * The plan as an initializer, the packed weights as a blob, and a conv_last_run call with the
  * variant's ISA kernel: the very code last_run runs. */
@@ -234,14 +346,14 @@ static anvil_status last_emit(const void *state, const char *row, const char *fi
     e->code(
         e,
         "lp.g = (conv_last_geom){%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
-        "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %s, %s, %s, %s, %s, %s};\n",
+        "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %s, %s, %s, %s, %s, %s, %lld};\n",
         (long long)g->h, (long long)g->w, (long long)g->c, (long long)g->m, (long long)g->vpad,
         (long long)g->oh, (long long)g->ow, (long long)g->kh, (long long)g->kw, (long long)g->sh,
         (long long)g->sw, (long long)g->pt, (long long)g->pl, (long long)g->dh, (long long)g->dw,
         (long long)g->ox_lo, (long long)g->ox_hi, g->act_on ? "true" : "false",
         g->act_mul ? "true" : "false", kern_emit_float(g->act_s, f[0], sizeof f[0]),
         kern_emit_float(g->act_t, f[1], sizeof f[1]), kern_emit_float(g->act_lo, f[2], sizeof f[2]),
-        kern_emit_float(g->act_hi, f[3], sizeof f[3]));
+        kern_emit_float(g->act_hi, f[3], sizeof f[3]), (long long)g->group);
     e->code(e, "lp.threads = %d;\nlp.fuse = fuse;\nlp.act_in_regs = %s;\n", p->threads,
             p->act_in_regs ? "true" : "false");
     conv_emit_in(e, 0, x, sizeof x);
@@ -269,9 +381,15 @@ static anvil_status sc_emit_avx512(const kern_node *kn, const void *state, kern_
     return last_emit(state, "conv_scn_row_avx512", "kernels/cpu/conv/conv_scn_avx512.c", e);
 }
 
+static anvil_status gc_emit_avx512(const kern_node *kn, const void *state, kern_emit *e) {
+    (void)kn;
+    return last_emit(state, "conv_gcn_row_avx512", "kernels/cpu/conv/conv_gcn_avx512.c", e);
+}
+
 static const kern_emitter dw_emitter_avx512 = {dw_emit_avx512, NULL},
                           dw_emitter_avx2 = {dw_emit_avx2, NULL},
-                          sc_emitter_avx512 = {sc_emit_avx512, NULL};
+                          sc_emitter_avx512 = {sc_emit_avx512, NULL},
+                          gc_emitter_avx512 = {gc_emit_avx512, NULL};
 
 const kern_variant conv_nhwc_v_depthwise_avx512 = {"convnhwc_depthwise_avx512",
                                                    IR_OP_CONV_NHWC,
@@ -309,3 +427,28 @@ const kern_variant conv_nhwc_v_smallc_avx512 = {"convnhwc_smallc_direct_avx512",
                                                 NULL,
                                                 &sc_emitter_avx512,
                                                 NULL};
+const kern_variant conv_nhwc_v_grouped_avx512 = {"convnhwc_grouped_avx512",
+                                                 IR_OP_CONV_NHWC,
+                                                 KERN_NEEDS_AVX512,
+                                                 gc_supports,
+                                                 last_workspace,
+                                                 last_prepare,
+                                                 last_release,
+                                                 gc_run_avx512,
+                                                 conv_fuses,
+                                                 NULL,
+                                                 &gc_emitter_avx512,
+                                                 NULL};
+const kern_variant conv_nhwc_v_grouped_avx512bf16 = {"convnhwc_grouped_avx512bf16",
+                                                     IR_OP_CONV_NHWC,
+                                                     KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 |
+                                                         KERN_ROUNDS_BF16,
+                                                     gc16_supports,
+                                                     gc16_workspace,
+                                                     gc16_prepare,
+                                                     last_release,
+                                                     gc16_run,
+                                                     conv_fuses,
+                                                     NULL,
+                                                     NULL,
+                                                     gc16_bf16_io};

@@ -329,9 +329,10 @@ void conv_dw_cl16_avx512(const conv_dw_cl_geom *g, const float *x, const float *
                          const float *bias, int nc, float *pad, float *out, float *y);
 /* Channels-last (anvil.ConvNhwc) direct kernels (conv_dw_nhwc.c), reading X [h, w, c] of one
  * image in place: depthwise (conv_dwn_tmpl.h, m == c), with weights packed tap-major
- * [kh*kw][vpad]; and few input channels (conv_scn_avx512.c), weights packed [kh][kw][c][vpad].
- * vpad is m rounded up to 16; the bias is [vpad]; both are zero past m. Output columns
- * [ox_lo, ox_hi) have every tap inside the input's columns. */
+ * [kh*kw][vpad]; few input channels (conv_scn_avx512.c), weights packed [kh][kw][c][vpad]; and
+ * grouped (conv_gcn_avx512.c, group > 1), weights packed per 16 output channels
+ * [vpad / 16][kh][kw][conv_gcn_nin][16]. vpad is m rounded up to 16; the bias is [vpad]; both are
+ * zero past m. Output columns [ox_lo, ox_hi) have every tap inside the input's columns. */
 typedef struct conv_last_geom {
     int64_t h, w, c, m, vpad;
     int64_t oh, ow;
@@ -343,7 +344,29 @@ typedef struct conv_last_geom {
      * when act_on is false (ReLU, Clip, HardSigmoid and HardSwish all take this form). */
     bool act_on, act_mul;
     float act_s, act_t, act_lo, act_hi;
+    int64_t group; /* the grouped kernel's groups (c and m multiples of it); 0 for the others */
 } conv_last_geom;
+/* The grouped kernel's block b of 16 output channels: its first input channel (its first
+ * group's) in *cb, and in *nin how many (its groups' channels; fewer in a last block of fewer
+ * lanes). */
+static inline void conv_gcn_span(const conv_last_geom *g, int64_t b, int64_t *cb, int64_t *nin) {
+    const int64_t cg = g->c / g->group, mg = g->m / g->group;
+    const int64_t o0 = b * 16, o1 = o0 + 16 < g->m ? o0 + 16 : g->m;
+    *cb = o0 / mg * cg;
+    *nin = ((o1 - 1) / mg + 1) * cg - *cb;
+}
+/* The grouped kernel's input channels per block of 16 output channels, the most any block has:
+ * a block covers the whole groups its lanes touch. */
+static inline int64_t conv_gcn_nin(const conv_last_geom *g) {
+    const int64_t cg = g->c / g->group, mg = g->m / g->group;
+    int64_t most = 0;
+    for (int64_t o0 = 0; o0 < g->m; o0 += 16) {
+        const int64_t o1 = o0 + 16 < g->m ? o0 + 16 : g->m;
+        const int64_t nin = ((o1 - 1) / mg + 1 - o0 / mg) * cg;
+        if (nin > most) most = nin;
+    }
+    return most;
+}
 /* Output row oy of one image: y[ox][o] (y: the row, ow*m floats) for every ox and channel o. */
 typedef void (*conv_last_row_fn)(const conv_last_geom *g, const float *x, const float *wp,
                                  const float *bp, float *y, int64_t oy);
@@ -353,12 +376,20 @@ void conv_dwn_row_avx2(const conv_last_geom *g, const float *x, const float *wp,
                        float *y, int64_t oy);
 void conv_scn_row_avx512(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
                          float *y, int64_t oy);
+void conv_gcn_row_avx512(const conv_last_geom *g, const float *x, const float *wp, const float *bp,
+                         float *y, int64_t oy);
 /* The same over X stored in bf16 (the depthwise kernel only, conv_dw16_avx512.c): fp32 weights,
  * bias, arithmetic and output. */
 typedef void (*conv_last_row16_fn)(const conv_last_geom *g, const uint16_t *x, const float *wp,
                                    const float *bp, float *y, int64_t oy);
 void conv_dwn_row16_avx512(const conv_last_geom *g, const uint16_t *x, const float *wp,
                            const float *bp, float *y, int64_t oy);
+/* The grouped kernel over X stored in bf16 with vdpbf16ps (conv_gcn_avx512bf16.c): wp holds
+ * pairs of bf16 weights, one per 32 bits, [vpad / 16][kh][kw][conv_gcn_nin / 2][16]. */
+void conv_gcn_row16_avx512bf16(const conv_last_geom *g, const uint16_t *x, const float *wp,
+                               const float *bp, float *y, int64_t oy);
+/* y[i] = x[i] rounded to bf16 (nearest even), i < n. */
+void conv_gcn_round_avx512bf16(const float *x, uint16_t *y, size_t n);
 
 /* The plan of the channels-last direct variants (conv_dw_nhwc.c makes it): threads take whole
  * output rows, and each row's fused epilogue (fuse, NHWC residual) runs right after it unless

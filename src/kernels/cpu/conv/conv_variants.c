@@ -660,6 +660,8 @@ const kern_variant *const kern_family_conv[] = {
     &conv_nhwc_v_dwx_avx512,
     &conv_nhwc_v_dwx_avx2,
     &conv_nhwc_v_smallc_avx512,
+    &conv_nhwc_v_grouped_avx512bf16,
+    &conv_nhwc_v_grouped_avx512,
     &conv_nhwc_v_regions_bf16,
     &conv_nhwc_v_regions,
     &conv_nhwc_v_bf16_gemm,
