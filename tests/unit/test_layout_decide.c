@@ -28,18 +28,18 @@ static ir_vid value(ir_graph *g, const char *name, int rank, const int64_t *dims
     return v;
 }
 
-/* x[1,8,16,16] -> conv a (depthwise 3x3 if dw, else 8->8 3x3) -> conv b (1x1, 8->cout) -> y */
-static ir_graph *chain(const char *prefix, bool dw, int64_t cout) {
+/* x[1,ch,16,16] -> conv a (ch->ch 3x3 in group0 groups) -> conv b (1x1, ch->cout) -> y */
+static ir_graph *chain_g(const char *prefix, int64_t ch, int64_t group0, int64_t cout) {
     ir_graph *g;
     assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
     g->opset = 17;
-    ir_vid x = value(g, "x", 4, (int64_t[]){1, 8, 16, 16});
+    ir_vid x = value(g, "x", 4, (int64_t[]){1, ch, 16, 16});
     assert_int_equal(ir_graph_add_input(g, x), ANVIL_OK);
     ir_vid in = x;
     for (int c = 0; c < 2; c++) {
         char name[64];
         snprintf(name, sizeof name, "%s_conv%d", prefix, c);
-        int64_t k = c == 0 ? 3 : 1, co = c == 0 ? 8 : cout, ci = c == 0 && dw ? 1 : 8;
+        int64_t k = c == 0 ? 3 : 1, co = c == 0 ? ch : cout, ci = c == 0 ? ch / group0 : ch;
         char wn[80];
         snprintf(wn, sizeof wn, "%s.w", name);
         ir_vid w = value(g, wn, 4, (int64_t[]){co, ci, k, k});
@@ -55,7 +55,7 @@ static ir_graph *chain(const char *prefix, bool dw, int64_t cout) {
         test_attr_ints(g, &g->nodes[n].attrs[1], "pads", (int64_t[]){p, p, p, p}, 4);
         g->nodes[n].attrs[2].name = core_arena_strdup(g->arena, "group");
         g->nodes[n].attrs[2].type = IR_ATTR_INT;
-        g->nodes[n].attrs[2].i = c == 0 && dw ? 8 : 1;
+        g->nodes[n].attrs[2].i = c == 0 ? group0 : 1;
         char yn[80];
         snprintf(yn, sizeof yn, "%s.y", name);
         ir_vid y = value(g, yn, 4, (int64_t[]){1, co, 16, 16});
@@ -66,6 +66,11 @@ static ir_graph *chain(const char *prefix, bool dw, int64_t cout) {
     assert_int_equal(ir_graph_add_output(g, in), ANVIL_OK);
     assert_int_equal(op_check_graph(g), ANVIL_OK);
     return g;
+}
+
+/* x[1,8,16,16] -> conv a (depthwise 3x3 if dw, else 8->8 3x3) -> conv b (1x1, 8->cout) -> y */
+static ir_graph *chain(const char *prefix, bool dw, int64_t cout) {
+    return chain_g(prefix, 8, dw ? 8 : 1, cout);
 }
 
 typedef struct answer {
@@ -122,6 +127,17 @@ static void test_decision_followed_both_ways(void **state) {
     assert_int_equal(nhwc_convs(dense, &a), 0); /* out of range: the rule */
     ir_graph_free(dw);
     ir_graph_free(dense);
+    /* the rule's other half: groups of 8 channels (the channels-last grouped kernels' shapes)
+     * go channels-last, groups of 4 stay NCHW */
+    ir_graph *g8 = chain_g("m", 16, 2, 16), *g4 = chain_g("m", 16, 4, 16);
+    a = (answer){.give = -1};
+    assert_int_equal(nhwc_convs(g8, &a), 2);
+    assert_int_equal(a.last.rule, 1);
+    a = (answer){.give = -1};
+    assert_int_equal(nhwc_convs(g4, &a), 0);
+    assert_int_equal(a.last.rule, 0);
+    ir_graph_free(g8);
+    ir_graph_free(g4);
 }
 
 static void test_group_key_is_structural(void **state) {
