@@ -740,6 +740,32 @@ static void test_grouped_cascade(void **state) {
     else
         assert_string_not_equal(v->name, "dnnl_conv_split_bf16");
     optest_end(&t);
+    /* Few pixels and many channels (DeepLabV3's 256-channel 14x14 3x3): the pixels-as-rows GEMM
+     * on bf16 tiles where those beat fp32 here, ahead of fp32 Winograd; never in fp32 */
+    const int64_t dxw[] = {1, 128, 14, 14}, dww[] = {128, 128, 3, 3};
+    float *xw = operand(optest_prod(dxw, 4), 10, false),
+          *ww = operand(optest_prod(dww, 4), 11, false);
+    optest_begin(&t, IR_OP_CONV, 2, 1, 3);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){3, 3}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){1, 1}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 4, dxw, xw, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 4, dww, ww, true);
+    assert_int_equal(optest_infer(&t), ANVIL_OK);
+    optest_input_info(&t, in);
+    for (int prec = KERN_PREC_F32; prec <= KERN_PREC_BF16; prec++) {
+        kern_knobs kw = {.precision = prec};
+        kern_node knw = {optest_node(&t), in, 2, t.out_info, 1, 1, NULL, NULL, &kw};
+        v = conv_auto_pick(&knw);
+        assert_non_null(v);
+        if (prec == KERN_PREC_BF16 && have_bf16() && own_pays)
+            assert_string_equal(v->name, "conv_nhwc_bf16_gemm");
+        else
+            assert_string_not_equal(v->name, "conv_nhwc_bf16_gemm");
+    }
+    optest_end(&t);
+    free(xw);
+    free(ww);
     free(wd);
     free(x);
     free(w);
