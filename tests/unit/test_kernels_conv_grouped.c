@@ -146,6 +146,8 @@ static void test_grouped_shapes(void **state) {
         {1, 48, 48, 6, 14, 14, 3, 3, 1, 1, {1, 1, 1, 1}, true, IR_ACT_NONE, false},
         {1, 32, 32, 4, 9, 28, 3, 3, 1, 1, {1, 1, 1, 1}, false, IR_ACT_RELU, false},
         {1, 48, 48, 6, 13, 29, 3, 3, 2, 2, {1, 1, 1, 1}, true, IR_ACT_RELU, false},
+        /* a 7-wide map with 40 channels: blocks of channels in pairs, the half-full last alone */
+        {1, 40, 40, 5, 7, 7, 3, 3, 1, 1, {1, 1, 1, 1}, true, IR_ACT_RELU, false},
         /* 40 channels: the last vector of output channels half full */
         {2, 40, 40, 5, 6, 11, 3, 3, 1, 1, {1, 1, 1, 1}, true, IR_ACT_CLIP, true},
         /* groups of 16 and of 32 output channels; fewer inputs than outputs per group */
