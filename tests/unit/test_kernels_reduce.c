@@ -164,6 +164,13 @@ static void test_reduce_large(void **state) {
         }
         free(x);
     }
+    /* a squeeze-excitation pool over an NHWC map: one outer index, 100 columns, which 2 and 3
+     * threads split into blocks of fewer than COL_BLOCK (whole vectors, then the rest) */
+    const int64_t se[4] = {1, 40, 40, 100};
+    float *x = optest_random_f32(optest_prod(se, 4), 77, -1.0f, 1.0f);
+    run_reduce(&red_cases[0], 4, se, x, (int64_t[]){1, 2}, 2, 1, true, -1, false,
+               expected(red_cases[0].op, red_cases[0].name));
+    free(x);
 }
 
 /* noop_with_empty_axes: the op applied to each element; reducing only size-1 axes likewise;
