@@ -90,11 +90,16 @@ static bool depthwise(const ir_graph *g, const ir_node *n) {
 }
 
 /* A grouped conv of a few channels per group, the shapes the channels-last grouped kernels take
- * (conv_dw_nhwc.c's gc_shape: 8, 16 or a multiple of 16 outputs and at most 64 inputs per group).
- * NCHW runs them through oneDNN one group at a time: RegNetY-400MF (groups of 8) on a Zen 5 core,
- * 1 thread, bf16 3.8 -> 3.06 ms channels-last (its grouped convs 1333 -> 892 us, 1x1 convs as
- * GEMMs on bf16 activations), fp32 level (5.5-6.5 ms either way). */
+ * (conv_dw_nhwc.c's gc_shape: 8, 16 or a multiple of 16 outputs and at most 64 inputs per group),
+ * where they can run (AVX-512; under the ANVIL_ISA cap too). NCHW runs them through oneDNN one
+ * group at a time: RegNetY-400MF (groups of 8) on a Zen 5 core, 1 thread, bf16 3.8 -> 3.06 ms
+ * channels-last (its grouped convs 1333 -> 892 us, 1x1 convs as GEMMs on bf16 activations), fp32
+ * level (5.5-6.5 ms either way). Without those kernels the channels-last GEMM per group loses:
+ * capped to AVX2, fp32 9.4 -> 10.8 ms. */
 static bool few_per_group(const ir_graph *g, const ir_node *n) {
+    const core_hw *hw = core_hw_get();
+    if (!(hw->avx512f && hw->avx512bw && hw->avx512vl && hw->avx512dq && hw->os_avx512))
+        return false;
     int64_t group = 1;
     if (ir_attr_int(n, "group", 1, &group) != ANVIL_OK || group < 2 || depthwise(g, n))
         return false;
