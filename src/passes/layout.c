@@ -255,11 +255,11 @@ static anvil_status choose(pass_ctx *c, bool *chosen) {
      * elementwise ops); by rule those that hold a depthwise conv or a grouped one of few channels
      * per group, or what opts->decide says for the chain. */
     int32_t *parent = malloc(sizeof *parent * (size_t)(nn + 1));
-    bool *has_dw = calloc((size_t)nn + 1, sizeof *has_dw);
+    bool *nhwc_rule = calloc((size_t)nn + 1, sizeof *nhwc_rule);
     int *choice = malloc(sizeof *choice * (size_t)(nn + 1));
-    if (!parent || !has_dw || !choice) {
+    if (!parent || !nhwc_rule || !choice) {
         free(parent);
-        free(has_dw);
+        free(nhwc_rule);
         free(choice);
         return ANVIL_ERR_OUT_OF_MEMORY;
     }
@@ -273,18 +273,18 @@ static anvil_status choose(pass_ctx *c, bool *chosen) {
     }
     for (int32_t k = 0; k < nn; k++)
         if (chosen[k] && (depthwise(g, &g->nodes[k]) || few_per_group(g, &g->nodes[k])))
-            has_dw[find(parent, k)] = true;
+            nhwc_rule[find(parent, k)] = true;
     for (int32_t k = 0; k < nn; k++) choice[k] = -1;
     for (int32_t k = 0; k < nn; k++) {
         if (!chosen[k] || choice[find(parent, k)] >= 0) continue;
         int32_t root = find(parent, k);
-        choice[root] = has_dw[root] ? 1 : 0;
+        choice[root] = nhwc_rule[root] ? 1 : 0;
         if (c->opts->decide) choice[root] = decide_chain(c, parent, chosen, root, choice[root]);
     }
     for (int32_t k = 0; k < nn; k++)
         if (chosen[k]) chosen[k] = choice[find(parent, k)] == 1 || wanted(c, &g->nodes[k]);
     free(parent);
-    free(has_dw);
+    free(nhwc_rule);
     free(choice);
     return ANVIL_OK;
 }

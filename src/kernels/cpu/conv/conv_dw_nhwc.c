@@ -246,13 +246,16 @@ static anvil_status gc16_prepare(const kern_node *kn, void **state) {
     return ANVIL_OK;
 }
 
-/* The bias (vpad floats), then room for X rounded to bf16 when it comes in fp32. */
+/* The workspace: the bias (vpad floats, conv_last_run's), then at this byte offset X rounded to
+ * bf16 when it comes in fp32. */
+static size_t gc16_x16_at(const last_plan *p) {
+    return (sizeof(float) * (size_t)p->g.vpad + 63) & ~(size_t)63;
+}
+
 static size_t gc16_workspace(const kern_node *kn) {
     last_plan p;
     if (!plan_of(kn, gc16_shape, &p)) return 0;
-    const conv_shape *s = &p.s;
-    const size_t bias = (sizeof(float) * (size_t)p.g.vpad + 63) & ~(size_t)63;
-    return bias + sizeof(uint16_t) * (size_t)(s->n * s->h * s->w * s->c);
+    return gc16_x16_at(&p) + sizeof(uint16_t) * (size_t)(p.s.n * p.s.h * p.s.w * p.s.c);
 }
 
 static void gc16_bf16_io(const kern_node *kn, const void *state, uint32_t *in, uint32_t *out) {
@@ -271,9 +274,10 @@ static anvil_status gc16_run(const ir_node *n, void *state, const op_tensor *con
                         n->name ? n->name : "?", "convnhwc_grouped_avx512bf16");
     const uint16_t *x16 = in[0]->data;
     if (in[0]->dtype != ANVIL_DTYPE_BFLOAT16) {
-        uint16_t *r =
-            (uint16_t *)((char *)ws + ((sizeof(float) * (size_t)st->p.g.vpad + 63) & ~(size_t)63));
-        conv_gcn_round_avx512bf16(in[0]->data, r, (size_t)(s->n * s->h * s->w * s->c));
+        /* the bf16 tiles' rounding, the n*h*w*c values as one row */
+        uint16_t *r = (uint16_t *)((char *)ws + gc16_x16_at(&st->p));
+        const int64_t xn = s->n * s->h * s->w * s->c;
+        gemm_bf16_store_c16(in[0]->data, xn, r, xn, 1, xn);
         x16 = r;
     }
     conv_last_run16(&st->p, conv_gcn_row16_avx512bf16, st->wp, x16, conv_bias(s, in, n_in),

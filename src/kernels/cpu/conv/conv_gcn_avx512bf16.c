@@ -158,15 +158,3 @@ void conv_gcn_row16_avx512bf16(const conv_last_geom *g, const uint16_t *x, const
         b += two;
     }
 }
-
-void conv_gcn_round_avx512bf16(const float *x, uint16_t *y, size_t n) {
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(y + i),
-                            (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i)));
-    if (i < n) {
-        const __mmask16 mk = gcn_mask((int64_t)(n - i));
-        _mm256_mask_storeu_epi16(y + i, mk,
-                                 (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mk, x + i)));
-    }
-}

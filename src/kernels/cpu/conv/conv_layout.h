@@ -358,11 +358,10 @@ static inline void conv_gcn_span(const conv_last_geom *g, int64_t b, int64_t *cb
 /* The grouped kernel's input channels per block of 16 output channels, the most any block has:
  * a block covers the whole groups its lanes touch. */
 static inline int64_t conv_gcn_nin(const conv_last_geom *g) {
-    const int64_t cg = g->c / g->group, mg = g->m / g->group;
     int64_t most = 0;
-    for (int64_t o0 = 0; o0 < g->m; o0 += 16) {
-        const int64_t o1 = o0 + 16 < g->m ? o0 + 16 : g->m;
-        const int64_t nin = ((o1 - 1) / mg + 1 - o0 / mg) * cg;
+    for (int64_t b = 0; b * 16 < g->m; b++) {
+        int64_t cb, nin;
+        conv_gcn_span(g, b, &cb, &nin);
         if (nin > most) most = nin;
     }
     return most;
@@ -388,8 +387,6 @@ void conv_dwn_row16_avx512(const conv_last_geom *g, const uint16_t *x, const flo
  * pairs of bf16 weights, one per 32 bits, [vpad / 16][kh][kw][conv_gcn_nin / 2][16]. */
 void conv_gcn_row16_avx512bf16(const conv_last_geom *g, const uint16_t *x, const float *wp,
                                const float *bp, float *y, int64_t oy);
-/* y[i] = x[i] rounded to bf16 (nearest even), i < n. */
-void conv_gcn_round_avx512bf16(const float *x, uint16_t *y, size_t n);
 
 /* The plan of the channels-last direct variants (conv_dw_nhwc.c makes it): threads take whole
  * output rows, and each row's fused epilogue (fuse, NHWC residual) runs right after it unless

@@ -41,13 +41,17 @@ static inline V f_hardswish(V x) {
 static inline V v_horner3(V p, V x, float c0, float c1, float c2) {
     return V_FMA(V_FMA(V_FMA(p, x, V_SET1(c0)), x, V_SET1(c1)), x, V_SET1(c2));
 }
-/* 1 / (1 + e^-x); e^-x is +inf below x = -89, where the quotient is its limit 0. */
-static inline V f_sigmoid(V x) {
-    return V_DIV(V_SET1(1.0f), V_ADD(V_SET1(1.0f), f_exp_logistic(V_SUB(V_ZERO(), x))));
+/* n sigmoid(u) as one quotient, n / (1 + e^-u): e^-u is +inf below u = -89, where the quotient
+ * is its limit (a signed 0; NaN for an infinite n, as n * sigmoid(u) is). Sigmoid, SiLU, Swish
+ * and GELU's tanh form are each one of these, a multiply fewer than n * sigmoid(u). */
+static inline V f_times_sigmoid(V n, V u) {
+    return V_DIV(n, V_ADD(V_SET1(1.0f), f_exp_logistic(V_SUB(V_ZERO(), u))));
 }
-/* x sigmoid(x) as one quotient, x / (1 + e^-x): a multiply fewer than x * f_sigmoid(x). */
+static inline V f_sigmoid(V x) {
+    return f_times_sigmoid(V_SET1(1.0f), x);
+}
 static inline V f_silu(V x) {
-    return V_DIV(x, V_ADD(V_SET1(1.0f), f_exp_logistic(V_SUB(V_ZERO(), x))));
+    return f_times_sigmoid(x, x);
 }
 /* erf in two pieces, each about 1 ulp (SLEEF's u10 erf is ~4x slower, and BERT's Gelu spends
  * most of its non-GEMM time in it):
@@ -110,7 +114,7 @@ static inline V f_gelu(V x) {
 static inline V f_gelu_tanh(V x) {
     V x3 = V_MUL(V_MUL(x, x), x);
     V u2 = V_MUL(V_SET1(1.5957691216057308f), V_ADD(x, V_MUL(V_SET1(0.044715f), x3)));
-    return V_DIV(x, V_ADD(V_SET1(1.0f), f_exp_logistic(V_SUB(V_ZERO(), u2))));
+    return f_times_sigmoid(x, u2);
 }
 /* log(1 + e^x) = max(x, 0) + log1p(e^-|x|) */
 static inline V f_softplus(V x) {

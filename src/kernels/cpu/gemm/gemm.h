@@ -182,7 +182,8 @@ static inline int64_t gemm_slots(const gemm_kernel *k, int64_t kdim) {
  * gemm_kernel_find_bf16 finds it. */
 extern const gemm_kernel gemm_kernel_32x32_amx;
 /* The AVX-512 bf16 tiles' B packer and bf16 C store (gemm_avx512bf16.c), which the AMX tile
- * shares: its B panels and its C rounding are theirs. */
+ * shares: its B panels and its C rounding are theirs (and the grouped bf16 conv's rounding of an
+ * fp32 X, conv_dw_nhwc.c). */
 void gemm_bf16_pack_b(int nr, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n,
                       float *dst);
 void gemm_bf16_store_c16(const float *t, int64_t ldt, uint16_t *c, int64_t ldc, int64_t m,

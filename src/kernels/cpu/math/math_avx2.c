@@ -231,8 +231,7 @@ static void k_unary(mk_unary k, const mk_uparam *p, float *out, const float *in,
         UNARY_LOOP(_mm256_mul_ps(x, Sleef_tanhf8_u10avx2(f_softplus(x))));
         break;
     case MK_SWISH:
-        UNARY_LOOP(_mm256_div_ps(
-            x, V_ADD(V_SET1(1.0f), f_exp_logistic(_mm256_mul_ps(V_SUB(V_ZERO(), va), x)))));
+        UNARY_LOOP(f_times_sigmoid(x, _mm256_mul_ps(va, x)));
         break;
 #endif
     default:

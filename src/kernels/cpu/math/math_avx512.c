@@ -234,8 +234,7 @@ static void k_unary(mk_unary k, const mk_uparam *p, float *out, const float *in,
         UNARY_LOOP(_mm512_mul_ps(x, Sleef_tanhf16_u10avx512f(f_softplus(x))));
         break;
     case MK_SWISH:
-        UNARY_LOOP(_mm512_div_ps(
-            x, V_ADD(V_SET1(1.0f), f_exp_logistic(_mm512_mul_ps(V_SUB(V_ZERO(), va), x)))));
+        UNARY_LOOP(f_times_sigmoid(x, _mm512_mul_ps(va, x)));
         break;
 #endif
     default:
