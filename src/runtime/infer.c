@@ -415,7 +415,8 @@ anvil_status rt_shapes_infer(const ir_graph *g, rt_shapes *s, const rt_infer_opt
                           ir_shape_is_static(&s->info[n->inputs[0]].shape);
         bool fusion_ok = !n->fusion || opts->apply_fusion;
         if (all_static && (all_known || shape_only) && impl->run && !sub && fusion_ok &&
-            out_bytes <= opts->fold_limit_bytes)
+            out_bytes <= opts->fold_limit_bytes &&
+            (shape_only || !opts->fold_limit_work || rt_fold_work(n, s) <= opts->fold_limit_work))
             CORE_TRY(fold_node(n, s, opts, k));
     }
     return ANVIL_OK;
@@ -443,6 +444,83 @@ static anvil_status bind_constant(const ir_graph *g, rt_shapes *s, ir_vid v, siz
 }
 
 #define RT_LOAD_FOLD_LIMIT (64 * 1024)
+/* Multiply-adds a fold at load may take (about 0.1 s in the reference kernels): what a model's
+ * shapes need folded is far smaller, and the plan folds the rest once, where it must run anyway. */
+#define RT_LOAD_FOLD_WORK ((uint64_t)1 << 26)
+
+static uint64_t mul_sat(uint64_t a, uint64_t b) {
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static uint64_t numel_sat(const op_tinfo *t) {
+    uint64_t n = 1;
+    for (int d = 0; d < t->shape.rank; d++)
+        n = mul_sat(n, t->shape.d[d] > 0 ? (uint64_t)t->shape.d[d] : 0);
+    return n;
+}
+
+/* Input k of n, NULL where it is absent. */
+static const op_tinfo *input_info(const ir_node *n, const rt_shapes *s, int k) {
+    return k < n->n_inputs && n->inputs[k] != IR_NONE ? &s->info[n->inputs[k]] : NULL;
+}
+
+uint64_t rt_fold_work(const ir_node *n, const rt_shapes *s) {
+    const op_tinfo *y =
+        n->n_outputs > 0 && n->outputs[0] != IR_NONE ? &s->info[n->outputs[0]] : NULL;
+    /* the weight: QLinearConv's and QLinearMatMul's second operand is their input 3 */
+    const bool qlinear = n->op == IR_OP_QLINEARCONV || n->op == IR_OP_QLINEARMATMUL;
+    const op_tinfo *a = input_info(n, s, 0), *w = input_info(n, s, qlinear ? 3 : 1);
+    switch (n->op) {
+    case IR_OP_CONV:
+    case IR_OP_CONVINTEGER:
+    case IR_OP_QLINEARCONV:
+    case IR_OP_CONVTRANSPOSE:
+    case IR_OP_DEFORMCONV:
+        /* each output (ConvTranspose: each input) element sums W's elements per channel; the
+         * reference walks the kernel's taps even where there are no channels to sum */
+        if (w && a && y) {
+            const op_tinfo *driver = n->op == IR_OP_CONVTRANSPOSE ? a : y;
+            uint64_t terms = 1;
+            for (int d = 1; d < w->shape.rank; d++)
+                terms = mul_sat(terms, w->shape.d[d] > 1 ? (uint64_t)w->shape.d[d] : 1);
+            return mul_sat(numel_sat(driver), terms);
+        }
+        break;
+    case IR_OP_MATMUL:
+    case IR_OP_MATMULINTEGER:
+    case IR_OP_QLINEARMATMUL:
+    case IR_OP_GEMM:
+        /* each output element sums A's longer inner dim (Gemm may transpose A) */
+        if (a && y && a->shape.rank >= 1) {
+            int64_t kd = a->shape.d[a->shape.rank - 1];
+            if (n->op == IR_OP_GEMM && a->shape.rank >= 2 && a->shape.d[0] > kd) kd = a->shape.d[0];
+            return mul_sat(numel_sat(y), kd > 0 ? (uint64_t)kd : 1);
+        }
+        break;
+    case IR_OP_MAXPOOL:
+    case IR_OP_AVERAGEPOOL:
+    case IR_OP_LPPOOL: {
+        /* each output element visits its window */
+        const int64_t *ks;
+        size_t nk;
+        if (y && ir_attr_ints(n, "kernel_shape", &ks, &nk) == ANVIL_OK) {
+            uint64_t taps = 1;
+            for (size_t d = 0; d < nk; d++) taps = mul_sat(taps, ks[d] > 0 ? (uint64_t)ks[d] : 1);
+            return mul_sat(numel_sat(y), taps);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    uint64_t work = y ? numel_sat(y) : 0;
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] != IR_NONE) {
+            const uint64_t e = numel_sat(&s->info[n->inputs[k]]);
+            work = work > UINT64_MAX - e ? UINT64_MAX : work + e;
+        }
+    return work;
+}
 
 anvil_status rt_shapes_known(const ir_graph *g, rt_shapes *s) {
     CORE_TRY(rt_shapes_init(s, g));
@@ -456,8 +534,10 @@ anvil_status rt_shapes_known(const ir_graph *g, rt_shapes *s) {
             s->info[v].shape = val->shape;
         }
     }
-    rt_infer_opts opts = {
-        .fold_limit_bytes = RT_LOAD_FOLD_LIMIT, .require_static = true, .allow_dynamic = true};
+    rt_infer_opts opts = {.fold_limit_bytes = RT_LOAD_FOLD_LIMIT,
+                          .fold_limit_work = RT_LOAD_FOLD_WORK,
+                          .require_static = true,
+                          .allow_dynamic = true};
     if (st == ANVIL_OK) st = rt_shapes_infer(g, s, &opts);
     if (st != ANVIL_OK) rt_shapes_free(s);
     return st;
@@ -481,7 +561,9 @@ static anvil_status infer_graph_static(ir_graph *g) {
         }
     }
     if (st == ANVIL_OK) {
-        rt_infer_opts opts = {.fold_limit_bytes = RT_LOAD_FOLD_LIMIT, .require_static = false};
+        rt_infer_opts opts = {.fold_limit_bytes = RT_LOAD_FOLD_LIMIT,
+                              .fold_limit_work = RT_LOAD_FOLD_WORK,
+                              .require_static = false};
         st = rt_shapes_infer(g, &s, &opts);
     }
     if (st == ANVIL_OK) {

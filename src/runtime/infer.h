@@ -22,6 +22,9 @@ typedef struct rt_infer_opts {
     /* Fold a node (run its reference kernel now) when all its inputs are known and its outputs
      * total at most this many bytes. Shape nodes fold whenever their input shape is static. */
     size_t fold_limit_bytes;
+    /* ...and its work (rt_fold_work: multiply-adds) is at most this; 0: no limit. Loading bounds
+     * it: a conv of a small output may still take minutes in the reference kernel. */
+    uint64_t fold_limit_work;
     /* Require every output to be fully static and allocatable (plan time)... */
     bool require_static;
     /* ...except outputs of nodes that can only be known by running (data-dependent ops, control
@@ -33,6 +36,11 @@ typedef struct rt_infer_opts {
     anvil_status (*apply_fusion)(const ir_node *n, const op_tensor *const *in, int n_in,
                                  op_tensor *out, op_ctx *ctx);
 } rt_infer_opts;
+
+/* The multiply-adds of folding n on the shapes in s: output elements times the terms each sums
+ * for the convolutions and matrix products (every input's elements for any other op). Saturates
+ * at UINT64_MAX. */
+uint64_t rt_fold_work(const ir_node *n, const rt_shapes *s);
 
 /* Allocates s for g with every value unknown. */
 anvil_status rt_shapes_init(rt_shapes *s, const ir_graph *g);
