@@ -210,10 +210,13 @@ typedef struct kern_variant {
      * (the plan's placement of activations, runtime/plan_store.c). An input may be marked only
      * where run rounds it to bf16 (to nearest even) before any use, and an output only where run
      * can round what it would have written, so a value stored in bf16 between such ports gives
-     * the same results as one stored in fp32. The one exception is asked for by the session: under
-     * KERN_PREC_BF16 (kern_knobs_of(kn)->precision) an input may also be marked where run widens
-     * it and computes in fp32 (a depthwise conv: "bf16 in memory, fp32 arithmetic"), and the
-     * results then differ by that rounding. state is what prepare made for kn. */
+     * the same results as one stored in fp32 (up to the order of the reader's fp32 sums: a bf16
+     * tile reads a stored bf16 A in place where it packs an fp32 one, and sums an edge of few
+     * columns as a whole tile there rather than by columns). The one exception is asked for by the
+     * session: under KERN_PREC_BF16 (kern_knobs_of(kn)->precision) an input may also be marked
+     * where run widens it and computes in fp32 (a depthwise conv: "bf16 in memory, fp32
+     * arithmetic"), and the results then differ by that rounding. state is what prepare made for
+     * kn. */
     void (*bf16_io)(const kern_node *kn, const void *state, uint32_t *in, uint32_t *out);
 } kern_variant;
 

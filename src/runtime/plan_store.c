@@ -5,8 +5,9 @@
  * bytes between them are twice what the reader uses. Here, once the variants are chosen, a value
  * goes to bf16 storage where its producer can write it rounded and every reader would round it
  * the same way (kern_variant.bf16_io): the conversion happens once, at the producer, and the
- * plan computes exactly what the fp32-stored plan computes (except where a bf16 session lets a
- * reader that computes in fp32 take the rounded value: a channels-last depthwise conv). A value
+ * plan computes what the fp32-stored plan computes, up to the order of fp32 sums (except where
+ * a bf16 session lets a reader that computes in fp32 take the rounded value: a channels-last
+ * depthwise conv). A value
  * stays fp32 as soon as one reader needs floats: a graph output, a fused residual, a step run by
  * the interpreter or a subgraph, a step whose variant the online tuner is still choosing. Those
  * are the region's borders; inside one, nothing converts twice. */

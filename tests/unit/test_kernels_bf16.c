@@ -9,6 +9,7 @@
  * rounding is to nearest even. Skipped where the CPU lacks AVX512-BF16. */
 #include "kernels/cpu/conv/conv.h"
 #include "kernels/cpu/data/layout_blocked.h"
+#include "kernels/cpu/eltwise/eltwise.h"
 #include "kernels/cpu/gemm/gemm.h"
 #include "kernels/cpu/peak/peak.h"
 #include "optest.h"
@@ -450,6 +451,113 @@ static void test_storage_exact(void **state) {
     core_pool_free(threads);
 }
 
+/* The eltwise table's binary op with a bf16 output (elt_isa.binary16, which a Mul or Add feeding
+ * a bf16 GEMM stores through) rounds as the tiles round (gemm_bf16_store_c16, vcvtneps2bf16):
+ * ties to even, NaNs quieted, infinities and the largest finite value, and denormals, which the
+ * instruction flushes to a zero of their sign, on every lane of full vectors and of a tail. */
+static void test_binary16_rounds_as_tiles(void **state) {
+    (void)state;
+    if (!have_bf16() || !elt_isa_avx512.binary16) skip();
+    static const uint32_t special[] = {
+        0x00000001u, 0x00008000u, 0x00018000u, 0x007fffffu, 0x80000001u, 0x807fffffu,
+        0x00800000u, 0x80800000u, 0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u,
+        0x7fc00001u, 0x7f800001u, 0xffa00000u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu,
+        0xbf808000u, 0x00000000u, 0x80000000u, 0x33800000u, 0x477fe000u};
+    const size_t n_special = sizeof special / sizeof special[0], n = 16 * 6 + 5;
+    float *x = operand(n, 51, false);
+    memcpy(x, special, sizeof special);
+    for (size_t i = n_special; i < 2 * n_special; i++) x[i] *= 1e-38f; /* more denormals */
+    const float one = 1.0f;
+    uint16_t *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
+    elt_isa_avx512.binary16(ELT_MUL, got, x, &one, 1, 0, n);
+    gemm_bf16_store_c16(x, (int64_t)n, want, (int64_t)n, 1, (int64_t)n);
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i])
+            fail_msg("value %zu (bits %08x): 0x%04x, the tiles 0x%04x", i,
+                     (unsigned)((const uint32_t *)x)[i], got[i], want[i]);
+    free(got);
+    free(want);
+    free(x);
+}
+
+/* A stored in bf16 read in place (gemm_kernel.ukernel_rows16: even depth and row stride) on
+ * every bf16 tile that has the kernel: the results are the fp32 A's up to the order of the fp32
+ * sums (an edge of few columns is summed as a whole tile in place, by columns when packed), with
+ * a partial last row panel (packed), edge columns, one K block or several, serial and on two
+ * threads. A row stride that is odd, or a depth that is, falls back to packing: those give the
+ * fp32 A's bits exactly. */
+static void test_a16_in_place(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    const core_hw *hw = core_hw_get();
+    core_pool *threads = NULL;
+    assert_int_equal(core_pool_create(2, &threads), ANVIL_OK);
+    op_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.pool = threads;
+    int in_place = 0;
+    for (const gemm_kernel *const *kp = gemm_kernels_bf16; *kp; kp++) {
+        const gemm_kernel *k = *kp;
+        if (!gemm_kernel_usable(k, hw) || !k->ukernel_rows16) continue;
+        in_place++;
+        const int64_t ms[] = {k->mr, 3 * k->mr + 5}, ns[] = {k->nr - 1, 2 * k->nr + 5},
+                      ks[] = {2, 40, 144}, kcs[] = {0, 16};
+        for (size_t mi = 0; mi < 2; mi++)
+            for (size_t ni = 0; ni < 2; ni++)
+                for (size_t ki = 0; ki < 3; ki++)
+                    for (size_t ci = 0; ci < 2; ci++)
+                        for (int pad = 0; pad < 2; pad++) {
+                            /* pad: rows one value longer than K, an odd stride */
+                            const int64_t m = ms[mi], n = ns[ni], kd = ks[ki], rs = kd + pad;
+                            const size_t mk = (size_t)(m * rs), mn = (size_t)(m * n);
+                            float *a = operand(mk, 41, false),
+                                  *b = operand((size_t)(kd * n), 42, false);
+                            uint16_t *a16 = malloc(mk * sizeof *a16);
+                            for (size_t q = 0; q < mk; q++) a16[q] = core_f32_to_bf16(a[q]);
+                            float *c = malloc(mn * sizeof *c), *c2 = malloc(mn * sizeof *c2);
+                            gemm_packed pb = {0};
+                            assert_int_equal(gemm_pack_b(k, kd, n, b, n, 1, &pb), ANVIL_OK);
+                            gemm_blocking blk = gemm_blocking_default(k, m, n, kd, hw);
+                            if (kcs[ci]) blk.kc = kcs[ci];
+                            void *ws = core_aligned_alloc(64, 2 * gemm_thread_workspace(k, &blk));
+                            for (int run = 0; run < 2; run++) {
+                                gemm_problem q = {.m = m,
+                                                  .n = n,
+                                                  .k = kd,
+                                                  .pb = &pb,
+                                                  .ldc = n,
+                                                  .rs_a = rs,
+                                                  .cs_a = 1};
+                                q.ep = gemm_epilogue_none();
+                                if (run)
+                                    q.a16 = a16;
+                                else
+                                    q.a = a;
+                                q.c = run ? c2 : c;
+                                if (ci)
+                                    gemm_run(k, &blk, &q, ws, &ctx);
+                                else
+                                    gemm_run_serial(k, &blk, &q, ws);
+                            }
+                            const bool exact = pad != 0;
+                            if (exact ? memcmp(c, c2, mn * sizeof *c) != 0
+                                      : optest_compare_f32(c2, c, mn, 1e-5f, 1e-5f) >= 0)
+                                fail_msg("%s m %lld n %lld k %lld rs %lld kc %lld", k->name,
+                                         (long long)m, (long long)n, (long long)kd, (long long)rs,
+                                         (long long)blk.kc);
+                            gemm_packed_free(&pb);
+                            free(ws);
+                            free(c);
+                            free(c2);
+                            free(a16);
+                            free(a);
+                            free(b);
+                        }
+    }
+    assert_true(in_place > 0);
+    core_pool_free(threads);
+}
+
 /* anvil.ConvGradW (X, dY -> dW) through conv_grad_w_bf16 and the fp32 variants, on bf16-exact
  * operands, at fp32's tolerance for sums of thousands of products: dY's rows read in place
  * (16x16 maps: 256-float segments), gathered where the segments are odd (17x17), two groups, and
@@ -840,6 +948,8 @@ int main(void) {
         cmocka_unit_test(test_grouped_cascade),
         cmocka_unit_test(test_indirect_a),
         cmocka_unit_test(test_storage_exact),
+        cmocka_unit_test(test_a16_in_place),
+        cmocka_unit_test(test_binary16_rounds_as_tiles),
         cmocka_unit_test(test_odd_kc_knob),
         cmocka_unit_test(test_regions),
         cmocka_unit_test(test_grad_w_exact),

@@ -203,6 +203,22 @@ static void nhwc_step(void *arg, const rt_step_info *info) {
         }
 }
 
+/* One node's bf16 ports, looked up by name. */
+typedef struct step_ports {
+    const char *name;
+    uint32_t in, out;
+    bool found;
+} step_ports;
+
+static void port_step(void *arg, const rt_step_info *info) {
+    step_ports *p = arg;
+    if (info->node && !strcmp(info->node, p->name)) {
+        p->in = info->bf16_in;
+        p->out = info->bf16_out;
+        p->found = true;
+    }
+}
+
 static void run_nhwc(const ir_graph *g, int precision, bool fp32_storage, const anvil_tensor *x,
                      anvil_tensor **out, nhwc_seen *seen_steps) {
     /* the bf16 tile, and the depthwise kernel that reads bf16 */
@@ -303,10 +319,107 @@ static void test_bf16_nhwc_chain(void **state) {
     }
 }
 
+/* ---- a binary op writing bf16 for a bf16 reader ------------------------------------------ */
+
+/* Values of randoms() made small integers (-1, 0, 1), which every product and sum below keeps
+ * exact in fp32 and bf16 alike. */
+static void integers(float *x, size_t n) {
+    for (size_t q = 0; q < n; q++) x[q] = (float)((int)((x[q] + 1.0f) * 1.5f) - 1);
+}
+
+/* x -> m = x * g (g per channel: an SE block's gate) -> p (1x1 ConvNhwc, 40 -> 24), and
+ * a = x + x (same shape: rows longer than the binary op's rounding slice) -> q (1x1, 40 -> 24).
+ * In a bf16 session the Mul and the Add write m and a in bf16 through the tiles' rounding and
+ * the convs read them so (in place: the tile broadcasts the stored pairs). The convs then round
+ * nothing: on integer operands the results are those of the session storing m and a in fp32,
+ * bit for bit; on random ones they differ only by the order of the fp32 sums (the tile reading
+ * A in place sums an edge of few columns as a whole tile, the packed one by columns), far below
+ * bf16's rounding. */
+static void test_bf16_after_binary(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    const int64_t dx[] = {1, 9, 11, 40}, dg[] = {40}, dw[] = {24, 40, 1, 1};
+    static const rt_force forces[] = {{"m", "mul_avx512"},
+                                      {"a", "add_avx512"},
+                                      {"p", "convnhwc_bf16_gemm"},
+                                      {"q", "convnhwc_bf16_gemm"}};
+    static const char *const names[4] = {"m", "a", "p", "q"};
+    static const uint32_t want_in[4] = {0, 0, 1, 1}, want_out[4] = {1, 1, 0, 0};
+    for (int exact = 1; exact >= 0; exact--) {
+        ir_graph *g;
+        assert_int_equal(ir_graph_create(NULL, &g), ANVIL_OK);
+        g->opset = 17;
+        float *gate = randoms(40, 21), *wp = randoms(24 * 40, 22), *wq = randoms(24 * 40, 23);
+        float *xr = randoms(9 * 11 * 40, 24);
+        if (exact) {
+            integers(gate, 40);
+            integers(wp, 24 * 40);
+            integers(wq, 24 * 40);
+            integers(xr, 9 * 11 * 40);
+        }
+        ir_vid x = test_add_value(g, "x");
+        g->values[x].dtype = ANVIL_DTYPE_FLOAT32;
+        ir_shape_set(&g->values[x].shape, 4, dx);
+        assert_int_equal(ir_graph_add_input(g, x), ANVIL_OK);
+        ir_vid cg = add_const(g, "g", ANVIL_DTYPE_FLOAT32, 1, dg, gate, sizeof(float) * 40);
+        ir_vid cp = add_const(g, "wp", ANVIL_DTYPE_FLOAT32, 4, dw, wp, sizeof(float) * 24 * 40);
+        ir_vid cq = add_const(g, "wq", ANVIL_DTYPE_FLOAT32, 4, dw, wq, sizeof(float) * 24 * 40);
+        ir_vid m = test_add_node(g, IR_OP_MUL, "m", 2, (ir_vid[]){x, cg}, 0);
+        ir_vid a = test_add_node(g, IR_OP_ADD, "a", 2, (ir_vid[]){x, x}, 0);
+        ir_vid p = test_add_node(g, IR_OP_CONV_NHWC, "p", 2, (ir_vid[]){m, cp}, 0);
+        ir_vid q = test_add_node(g, IR_OP_CONV_NHWC, "q", 2, (ir_vid[]){a, cq}, 0);
+        assert_int_equal(ir_graph_add_output(g, p), ANVIL_OK);
+        assert_int_equal(ir_graph_add_output(g, q), ANVIL_OK);
+        assert_int_equal(op_check_graph(g), ANVIL_OK);
+        assert_int_equal(rt_infer_graph_static(g), ANVIL_OK);
+
+        anvil_tensor *in;
+        assert_int_equal(rt_tensor_new(ANVIL_DTYPE_FLOAT32, 4, dx, &in), ANVIL_OK);
+        memcpy(in->data, xr, in->bytes);
+        anvil_tensor *o16[2], *o32[2];
+        for (int fp32 = 0; fp32 < 2; fp32++) {
+            rt_session *s = run_session(g, KERN_PREC_BF16, fp32, forces, 4, in, fp32 ? o32 : o16);
+            for (int i = 0; i < 4; i++) {
+                step_ports got = {names[i], 0, 0, false};
+                assert_int_equal(rt_session_explain(s, port_step, &got), ANVIL_OK);
+                assert_true(got.found);
+                if (got.in != (fp32 ? 0 : want_in[i]) || got.out != (fp32 ? 0 : want_out[i]))
+                    fail_msg("%s (fp32 storage %d): bf16 in %u out %u", names[i], fp32, got.in,
+                             got.out);
+            }
+            rt_session_free(s);
+        }
+        for (int j = 0; j < 2; j++) {
+            assert_int_equal(o16[j]->bytes, o32[j]->bytes);
+            if (exact) {
+                assert_memory_equal(o16[j]->data, o32[j]->data, o16[j]->bytes);
+            } else {
+                const float *u = o16[j]->data, *v = o32[j]->data;
+                float scale = 0, err = 0;
+                for (size_t e = 0; e < o16[j]->bytes / sizeof(float); e++) {
+                    scale = fabsf(v[e]) > scale ? fabsf(v[e]) : scale;
+                    err = fabsf(u[e] - v[e]) > err ? fabsf(u[e] - v[e]) : err;
+                }
+                if (!(scale > 0 && err <= 1e-5f * scale))
+                    fail_msg("output %d: error %g at scale %g", j, (double)err, (double)scale);
+            }
+            anvil_tensor_free(o16[j]);
+            anvil_tensor_free(o32[j]);
+        }
+        anvil_tensor_free(in);
+        free(xr);
+        free(gate);
+        free(wp);
+        free(wq);
+        ir_graph_free(g);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_between_gemms),
         cmocka_unit_test(test_bf16_nhwc_chain),
+        cmocka_unit_test(test_bf16_after_binary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,8 +26,9 @@ static inline size_t kfam_numel(const ir_shape *s) {
 /* The variants of a family whose (op, ISA) variants differ only in the ISA table their prepare
  * records: v_<ID>_avx512 and v_<ID>_avx2, named "<ID>_avx512" / "<ID>_avx2", each with a
  * prep_<ID>_<ISA> calling prepare_common(kn, &<TABLE><ISA>, state). The file defines
- * supports_common, workspace_common, prepare_common, release_common and run_common. */
-#define KFAM_ISA_VARIANT(ID, OP, ISA, NEEDS, TABLE, EMITTER)                                       \
+ * supports_common, workspace_common, prepare_common, release_common and run_common; BF16IO is
+ * the variants' kern_variant.bf16_io (NULL: fp32 only). */
+#define KFAM_ISA_VARIANT(ID, OP, ISA, NEEDS, TABLE, EMITTER, BF16IO)                               \
     static anvil_status prep_##ID##_##ISA(const kern_node *kn, void **state) {                     \
         return prepare_common(kn, &TABLE##ISA, state);                                             \
     }                                                                                              \
@@ -39,11 +40,12 @@ static inline size_t kfam_numel(const ir_shape *s) {
                                                 .prepare = prep_##ID##_##ISA,                      \
                                                 .release = release_common,                         \
                                                 .run = run_common,                                 \
-                                                .emit = EMITTER};
+                                                .emit = EMITTER,                                   \
+                                                .bf16_io = BF16IO};
 
-#define KFAM_ISA_VARIANTS(ID, OP, TABLE, EMITTER)                                                  \
-    KFAM_ISA_VARIANT(ID, OP, avx512, KERN_NEEDS_AVX512, TABLE, EMITTER)                            \
-    KFAM_ISA_VARIANT(ID, OP, avx2, KERN_NEEDS_AVX2, TABLE, EMITTER)
+#define KFAM_ISA_VARIANTS(ID, OP, TABLE, EMITTER, BF16IO)                                          \
+    KFAM_ISA_VARIANT(ID, OP, avx512, KERN_NEEDS_AVX512, TABLE, EMITTER, BF16IO)                    \
+    KFAM_ISA_VARIANT(ID, OP, avx2, KERN_NEEDS_AVX2, TABLE, EMITTER, BF16IO)
 
 /* st[0..o's rank): t's element stride along each dim of o when t broadcasts onto o numpy-style
  * (0 along a dim t lacks or has as 1); false when t does not broadcast to o. */

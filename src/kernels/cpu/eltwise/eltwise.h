@@ -50,6 +50,10 @@ typedef struct elt_isa {
     /* out[i] = a[i * sa] op b[i * sb], sa and sb 0 or 1. */
     void (*binary)(elt_binary_kind k, float *out, const float *a, const float *b, int sa, int sb,
                    size_t n);
+    /* The same, each result rounded to bf16 as the bf16 GEMM tiles round (vcvtneps2bf16: to
+     * nearest even, NaN quieted, denormals flushed to zero); NULL where the table has none. */
+    void (*binary16)(elt_binary_kind k, uint16_t *out, const float *a, const float *b, int sa,
+                     int sb, size_t n);
     /* Softmax (logsm = false) or LogSoftmax of one contiguous row of len >= 1. */
     void (*softmax_row)(float *y, const float *x, size_t len, bool logsm);
     /* LayerNormalization of one row: y = (x - mean) / sqrt(var + eps) * scale + bias. scale and
@@ -137,8 +141,11 @@ typedef struct elt_io {
     const float *in[4];
     float a, b;              /* unary: the op's parameters (Clip's bounds may be inputs) */
     size_t numel, out_numel; /* elements of x and y */
-    int64_t d0, d1;          /* x's first two dims (batch, channels) where its rank >= 2 */
-    void *ws;                /* the workspace (workspace_size bytes, 64-byte aligned) */
+    /* binary only: y stored in bf16 in place of y (NULL: y), through the table's binary16
+     * (the runtime's placement of activations; emitted libraries leave it NULL) */
+    uint16_t *y16;
+    int64_t d0, d1; /* x's first two dims (batch, channels) where its rank >= 2 */
+    void *ws;       /* the workspace (workspace_size bytes, 64-byte aligned) */
 } elt_io;
 
 /* Computes the node s describes. */

@@ -21,6 +21,14 @@
         (lo), _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), (hi))
 #define V_HSUM(v) _mm512_reduce_add_ps(v)
 #define V_HMAX(v) _mm512_reduce_max_ps(v)
+/* Stores 16 floats rounded to bf16 by the bf16 tiles' own instruction (vcvtneps2bf16: to
+ * nearest even, NaN quieted, denormals flushed to zero), in a function compiled for AVX512-BF16
+ * (ELT_BF16_TARGET) that the variants call only where the CPU has it (bf16_io_common). The same
+ * rounding in AVX-512F integer arithmetic took ten instructions a vector and left an SE gate's Mul
+ * slower with half the bytes to write than with all of them. */
+#define ELT_BF16_TARGET __attribute__((target("avx512bf16")))
+#define V_STORE_BF16(p, v) _mm256_storeu_si256((__m256i *)(p), (__m256i)_mm512_cvtneps_pbh(v))
+#define V_MSTORE_BF16(p, m, v) _mm256_mask_storeu_epi16((p), (m), (__m256i)_mm512_cvtneps_pbh(v))
 #define ELT_ISA_NAME elt_isa_avx512
 
 #include "eltwise_simd.h"

@@ -21,6 +21,7 @@ typedef struct elt_job {
     const float *x;
     float *y;
     const float *in1, *in2; /* binary: B; layernorm: scale, bias; batchnorm: the folded a, b */
+    uint16_t *y16;          /* binary: y in bf16 (elt_io.y16) */
     size_t n;               /* elements; GlobalAveragePool: elements per plane; pooling: planes */
     float a, b;             /* unary: the op's parameters (Clip's bounds may be inputs) */
     size_t br, bc;          /* transpose swap: rows and columns per task */
@@ -79,8 +80,12 @@ static void binary_chunk(void *arg, size_t begin, size_t end) {
     while (pos < stop) {
         size_t cnt = (size_t)(inner - idx[r - 1]);
         if (cnt > stop - pos) cnt = stop - pos;
-        s->isa->binary(s->bk, j->y + pos, j->x + oa, j->in1 + ob, (int)s->sa[r - 1],
-                       (int)s->sb[r - 1], cnt);
+        if (j->y16)
+            s->isa->binary16(s->bk, j->y16 + pos, j->x + oa, j->in1 + ob, (int)s->sa[r - 1],
+                             (int)s->sb[r - 1], cnt);
+        else
+            s->isa->binary(s->bk, j->y + pos, j->x + oa, j->in1 + ob, (int)s->sa[r - 1],
+                           (int)s->sb[r - 1], cnt);
         pos += cnt;
         idx[r - 1] += (int64_t)cnt;
         oa += (int64_t)cnt * s->sa[r - 1];
@@ -211,6 +216,7 @@ void elt_run(const elt_state *s, const elt_io *io, op_ctx *ctx) {
     case ELT_K_BINARY:
         j.in1 = io->in[0];
         j.n = io->out_numel;
+        j.y16 = io->y16;
         if (j.n > 0) parallel_blocks(ctx, j.n, binary_chunk, &j);
         return;
     case ELT_K_SOFTMAX:

@@ -16,6 +16,9 @@
  *   V_HSUM(v) V_HMAX(v)      horizontal reductions
  *   V_EXP V_TANH V_LOG1P     SLEEF u10 functions (only with ANVIL_HAVE_SLEEF)
  *   ELT_ISA_NAME             name of the elt_isa table to define
+ *   V_STORE_BF16(p,v) V_MSTORE_BF16(p,m,v)  optional: v rounded to bf16 as the bf16 tiles round
+ *                            in a function marked ELT_BF16_TARGET (elt_isa.binary16 exists only
+ *                            where they are defined)
  *
  * Tails use masked loads and stores, so no kernel reads or writes past its row. */
 #include "eltwise.h"
@@ -91,46 +94,63 @@ static void k_unary(elt_unary_kind k, float a, float b, float *out, const float 
 
 /* ---- binary arithmetic ---------------------------------------------------------------------- */
 
-/* One loop per (op, which operand is broadcast): the broadcast operand is loaded once. */
-#define BINARY_LOOP(OPV, LA, LB, MLA, MLB)                                                         \
+/* One loop per (op, which operand is broadcast): the broadcast operand is loaded once. ST and
+ * MST store a full and a masked vector of results. */
+#define BINARY_LOOP(OPV, LA, LB, MLA, MLB, ST, MST)                                                \
     do {                                                                                           \
         size_t i = 0;                                                                              \
-        for (; i + VW <= n; i += VW) V_STOREU(out + i, OPV(LA, LB));                               \
+        for (; i + VW <= n; i += VW) ST(out + i, OPV(LA, LB));                                     \
         if (i < n) {                                                                               \
             M m = V_TAILMASK(n - i);                                                               \
-            V_MSTORE(out + i, m, OPV(MLA, MLB));                                                   \
+            MST(out + i, m, OPV(MLA, MLB));                                                        \
         }                                                                                          \
     } while (0)
 
-#define BINARY_CASES(OPV)                                                                          \
+#define BINARY_CASES(OPV, ST, MST)                                                                 \
     if (sa && sb)                                                                                  \
         BINARY_LOOP(OPV, V_LOADU(a + i), V_LOADU(b + i), V_MLOAD(a + i, m, V_SET1(1.0f)),          \
-                    V_MLOAD(b + i, m, V_SET1(1.0f)));                                              \
+                    V_MLOAD(b + i, m, V_SET1(1.0f)), ST, MST);                                     \
     else if (sa)                                                                                   \
-        BINARY_LOOP(OPV, V_LOADU(a + i), vb, V_MLOAD(a + i, m, V_SET1(1.0f)), vb);                 \
+        BINARY_LOOP(OPV, V_LOADU(a + i), vb, V_MLOAD(a + i, m, V_SET1(1.0f)), vb, ST, MST);        \
     else if (sb)                                                                                   \
-        BINARY_LOOP(OPV, va, V_LOADU(b + i), va, V_MLOAD(b + i, m, V_SET1(1.0f)));                 \
+        BINARY_LOOP(OPV, va, V_LOADU(b + i), va, V_MLOAD(b + i, m, V_SET1(1.0f)), ST, MST);        \
     else                                                                                           \
-        BINARY_LOOP(OPV, va, vb, va, vb);
+        BINARY_LOOP(OPV, va, vb, va, vb, ST, MST);
+
+#define BINARY_SWITCH(ST, MST)                                                                     \
+    do {                                                                                           \
+        const V va = V_SET1(a[0]), vb = V_SET1(b[0]);                                              \
+        switch (k) {                                                                               \
+        case ELT_ADD:                                                                              \
+            BINARY_CASES(V_ADD, ST, MST)                                                           \
+            break;                                                                                 \
+        case ELT_SUB:                                                                              \
+            BINARY_CASES(V_SUB, ST, MST)                                                           \
+            break;                                                                                 \
+        case ELT_MUL:                                                                              \
+            BINARY_CASES(V_MUL, ST, MST)                                                           \
+            break;                                                                                 \
+        case ELT_DIV:                                                                              \
+            BINARY_CASES(V_DIV, ST, MST)                                                           \
+            break;                                                                                 \
+        }                                                                                          \
+    } while (0)
 
 static void k_binary(elt_binary_kind k, float *out, const float *a, const float *b, int sa, int sb,
                      size_t n) {
-    const V va = V_SET1(a[0]), vb = V_SET1(b[0]);
-    switch (k) {
-    case ELT_ADD:
-        BINARY_CASES(V_ADD)
-        break;
-    case ELT_SUB:
-        BINARY_CASES(V_SUB)
-        break;
-    case ELT_MUL:
-        BINARY_CASES(V_MUL)
-        break;
-    case ELT_DIV:
-        BINARY_CASES(V_DIV)
-        break;
-    }
+    BINARY_SWITCH(V_STOREU, V_MSTORE);
 }
+
+#ifdef V_STORE_BF16
+/* k_binary with each result rounded to bf16 as it is stored (elt_isa.binary16). */
+ELT_BF16_TARGET static void k_binary16(elt_binary_kind k, uint16_t *out, const float *a,
+                                       const float *b, int sa, int sb, size_t n) {
+    BINARY_SWITCH(V_STORE_BF16, V_MSTORE_BF16);
+}
+#define ELT_BINARY16 k_binary16
+#else
+#define ELT_BINARY16 NULL
+#endif
 
 /* ---- reductions and rows -------------------------------------------------------------------- */
 
@@ -380,6 +400,7 @@ static void k_transpose4(uint32_t *dst, const uint32_t *src, size_t rows, size_t
 const elt_isa ELT_ISA_NAME = {
     .unary = k_unary,
     .binary = k_binary,
+    .binary16 = ELT_BINARY16,
     .softmax_row = k_softmax_row,
     .layernorm_row = k_layernorm_row,
     .affine = k_affine,

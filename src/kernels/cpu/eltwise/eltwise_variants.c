@@ -551,12 +551,36 @@ static anvil_status run_io(const ir_node *n, const elt_state *s, const op_tensor
     return ANVIL_OK;
 }
 
+/* kern_variant.bf16_io: a binary op (an SE block's gate times its channels, a residual Add) may
+ * write its output in bf16 where its table rounds as the bf16 tiles do (binary16), on a CPU
+ * that has those tiles: the bf16 GEMM or conv that reads it gets the bits it would have made of
+ * the fp32 output, in half the bytes, and may read them in place. Its inputs stay fp32. */
+static void bf16_io_common(const kern_node *kn, const void *state, uint32_t *in, uint32_t *out) {
+    const elt_state *s = state;
+    *in = *out = 0;
+    if (s && s->kind == ELT_K_BINARY && s->isa->binary16 && !kn->node->fusion &&
+        core_hw_get()->avx512_bf16)
+        *out = 1u;
+}
+
 static anvil_status run_common(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                                op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
     (void)n_out;
     const elt_state *s = state;
     elt_io io;
     CORE_TRY(run_io(n, s, in, n_in, out, ws, &io));
+    if (out[0]->dtype == ANVIL_DTYPE_BFLOAT16) {
+        /* only the placement binds a bf16 output, and only where bf16_io_common said so */
+        const kern_node kn = {.node = n};
+        uint32_t bin, bout;
+        bf16_io_common(&kn, s, &bin, &bout);
+        if (!(bout & 1u))
+            return core_err(ANVIL_ERR_INTERNAL, "node '%s': a bf16 output where %s writes fp32",
+                            ir_node_label(n),
+                            s->isa == &elt_isa_avx512 ? "the AVX-512 eltwise" : "the AVX2 eltwise");
+        io.y = NULL;
+        io.y16 = out[0]->data;
+    }
     elt_run(s, &io, ctx);
     return ANVIL_OK;
 }
@@ -681,7 +705,7 @@ static const kern_emitter elt_emitter = {emit_write, NULL};
  * Per (op, ISA) one variant; only prepare differs (it records the ISA table in the state). */
 
 /* The variants of op OP, "<ID>_avx512" and "<ID>_avx2" (family.h). */
-#define ELT_VARIANT(ID, OP) KFAM_ISA_VARIANTS(ID, OP, elt_isa_, &elt_emitter)
+#define ELT_VARIANT(ID, OP) KFAM_ISA_VARIANTS(ID, OP, elt_isa_, &elt_emitter, bf16_io_common)
 
 /* Ops whose kernels need only arithmetic. */
 #define ELT_PLAIN(X)                                                                               \

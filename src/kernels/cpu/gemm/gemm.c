@@ -66,6 +66,7 @@ const gemm_kernel gemm_kernel_4x8_portable = {"4x8_portable",
                                               NULL,
                                               NULL,
                                               NULL,
+                                              NULL,
                                               NULL};
 
 /* The ISA files' kernels (gemm_avx512.c, gemm_avx2.c). */
@@ -457,6 +458,16 @@ static bool reads_a_in_place(const gemm_kernel *k, const gemm_problem *p) {
            rows_set_conflicts(k->mr, p->rs_a) <= 4;
 }
 
+/* A bf16 A (a16) is read in place by a tile with the kernel for it where its rows hold whole
+ * pairs: an even depth and row stride and 4-byte alignment (an odd k's partner would be the next
+ * row's first value), and rows not crowding one L1 set (as reads_a_in_place). Packing it was
+ * what kept a bf16 1x1 conv of few output channels from its tile's speed: at N = 24 each value of
+ * A serves 24 products, and the copy cost as much as they did (EfficientNet-B0's projections). */
+static bool reads_a16_in_place(const gemm_kernel *k, const gemm_problem *p) {
+    return p->a16 && k->ukernel_rows16 && p->k % 2 == 0 && p->rs_a % 2 == 0 &&
+           (uintptr_t)p->a16 % 4 == 0 && rows_set_conflicts(k->mr, p->rs_a / 2) <= 4;
+}
+
 /* A stored by columns (A[i,p] at a[i + p*cs_a]: Winograd's V with the tiles as rows, a Gemm with
  * transA) is read in place too, MR rows of one column per k step, unless its kc columns crowd
  * into few L1 sets (a column stride near a multiple of 4 KiB): up to 4 lines per set beyond an
@@ -570,6 +581,7 @@ static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const
     const bool direct_a = reads_a_in_place(k, p), direct_b = reads_b_in_place(k, p);
     const bool direct_at = !direct_a && reads_a_by_cols(k, p, blk->kc);
     const bool direct_ind = reads_a_indirect(k, p);
+    const bool direct_a16 = reads_a16_in_place(k, p);
     const int64_t segs = p->a_ind ? p->k / p->a_seg : 0;
     /* the kernel for full row panels of an A read in place, and its distance between them */
     const gemm_ukernel_rows_fn uk_a_in_place = direct_a ? k->ukernel_rows : k->ukernel_acols;
@@ -628,6 +640,13 @@ static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const
                                  p->cs_a, mc - a_direct, kc, abuf);
                 ap = abuf; /* the panel of rows a_direct.. */
                 a_stride = kc * mr;
+            } else if (direct_a16) {
+                a_direct = mc / mr * mr;
+                if (a_direct < mc)
+                    k->pack_a16(mr, p->a16 + (ic + a_direct) * p->rs_a + pc, p->rs_a, mc - a_direct,
+                                kc, abuf);
+                ap = abuf;
+                a_stride = kcs * mr;
             } else if (p->a16) {
                 k->pack_a16(mr, p->a16 + ic * p->rs_a + pc, p->rs_a, mc, kc, abuf);
                 ap = abuf;
@@ -666,7 +685,9 @@ static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const
                     const bool in_place = ir < a_direct;
                     const float *a_panel = !in_place  ? ap + ((ir - a_direct) / mr) * a_stride
                                            : p->a_ind ? NULL
-                                                      : p->a + (ic + ir) * p->rs_a + pc * p->cs_a;
+                                           : p->a16
+                                               ? (const float *)(p->a16 + (ic + ir) * p->rs_a + pc)
+                                               : p->a + (ic + ir) * p->rs_a + pc * p->cs_a;
                     const float *rows[GEMM_MR_MAX];
                     if (in_place && p->a_ind)
                         for (int i = 0; i < mr; i++)
@@ -705,6 +726,9 @@ static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const
                         else if (b_in_place)
                             k->ukernel_bcols(kc, a_panel, b_panel, p->rs_b, ct, ldt, !first, pf_at,
                                              pf_n, ep, gi, gj);
+                        else if (in_place && p->a16)
+                            k->ukernel_rows16(kcs, a_panel, p->rs_a / 2, b_panel, ct, ldt, !first,
+                                              pf_at, pf_n, ep, gi, gj);
                         else if (in_place && p->a_ind)
                             k->ukernel_aind(kc, rows, b_panel, ct, ldt, !first, pf_at, pf_n, ep, gi,
                                             gj);

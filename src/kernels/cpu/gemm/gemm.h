@@ -127,6 +127,11 @@ typedef struct gemm_kernel {
      * tile (the tile configuration) and after (its release). NULL: nothing to do. */
     void (*begin)(void);
     void (*end)(void);
+    /* A bf16 tile's micro-kernel on an a16 read in place (NULL: pack_a16 packs it): a row's
+     * bf16 values of consecutive k are its pair slots already, so the kernel broadcasts them
+     * from the rows themselves, row i's slot q at ((const uint32_t *)a)[i*lda + q] (lda in
+     * slots, half a16's row stride; kc counts slots). */
+    gemm_ukernel_rows_fn ukernel_rows16;
 } gemm_kernel;
 
 /* The 32-bit slots a panel of depth kdim has on k: kdim, or (kdim + 1) / 2 for a bf16 tile. */

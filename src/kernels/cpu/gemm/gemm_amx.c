@@ -204,4 +204,5 @@ const gemm_kernel gemm_kernel_32x32_amx = {"32x32_amx",
                                            AMX_PACK_A16,
                                            gemm_bf16_store_c16,
                                            AMX_BEGIN,
-                                           AMX_END};
+                                           AMX_END,
+                                           NULL};

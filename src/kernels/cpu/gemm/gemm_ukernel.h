@@ -347,11 +347,13 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                                                          NULL,                                     \
                                                          NULL,                                     \
                                                          NULL,                                     \
+                                                         NULL,                                     \
                                                          NULL};
 
 /* The gemm_kernel of a GEMM_UKERNEL_PACKED_INSTANCE tile over bf16 pairs (kpair 2), whose ISA
- * file names its packers GEMM_PACK_A_<isa> and GEMM_PACK_B_<isa> and its column kernel
- * GEMM_UKC_<isa> (NULL: none). */
+ * file names its packers GEMM_PACK_A_<isa> and GEMM_PACK_B_<isa>, its column kernel
+ * GEMM_UKC_<isa> (NULL: none) and, as GEMM_UKR16_<isa>(MR, NR), its kernel on a bf16 A read in
+ * place (NULL: none). */
 #define GEMM_KERNEL_DEF_PAIRS(MR, NV, NR, ISA)                                                     \
     const gemm_kernel gemm_kernel_##MR##x##NR##_##ISA = {#MR "x" #NR "_" #ISA,                     \
                                                          MR,                                       \
@@ -371,6 +373,7 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                                                          GEMM_PACK_A16_##ISA,                      \
                                                          GEMM_STORE_C16_##ISA,                     \
                                                          NULL,                                     \
-                                                         NULL};
+                                                         NULL,                                     \
+                                                         GEMM_UKR16_##ISA(MR, NR)};
 
 #endif

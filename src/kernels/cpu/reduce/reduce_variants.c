@@ -330,7 +330,7 @@ static const kern_emitter red_emitter = {red_emit_write, red_emit_can};
  * Per (op, ISA) one variant; only prepare differs (it records the ISA table in the state). */
 
 /* The variants of op OP, "<ID>_avx512" and "<ID>_avx2" (family.h). */
-#define RED_VARIANT(ID, OP) KFAM_ISA_VARIANTS(ID, OP, reduce_isa_, &red_emitter)
+#define RED_VARIANT(ID, OP) KFAM_ISA_VARIANTS(ID, OP, reduce_isa_, &red_emitter, NULL)
 
 #define RED_OPS(X)                                                                                 \
     X(reducel1, IR_OP_REDUCEL1)                                                                    \
