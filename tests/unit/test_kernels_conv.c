@@ -814,9 +814,11 @@ static void test_conv_1d(void **state) {
 }
 
 /* Convs whose taps mostly read padding (conv_regions.c): DeepLabV3's ASPP (rate 12 on a 14x14
- * map, and 6 on 9x10), a strided one with asymmetric pads, a 5x5 on a small map with batch 2;
- * each checked with every variant, fused activations (a residual is left to the runtime) and as
- * anvil.ConvNhwc. Each must be one the regions variants take, and the cascade's pick. */
+ * map, and 6 on 9x10), a strided one with asymmetric pads, a 5x5 on a small map with batch 2,
+ * all planned by tap (their regions would read their taps' weights 2.8 to 16 times over), and a
+ * 3x1 dilated along y only, planned by region (5 taps' weights for 3); each checked with every
+ * variant, fused activations (a residual is left to the runtime) and as anvil.ConvNhwc. Each must
+ * be one the regions variants take, and the cascade's pick. */
 static void test_conv_regions(void **state) {
     (void)state;
     static const conv_case cases[] = {
@@ -824,6 +826,7 @@ static void test_conv_regions(void **state) {
         CASE(1, 9, 9, 10, 8, 3, 3, 1, 6, 6, 1, false),
         {1, 5, 7, 6, 9, 3, 3, 2, 2, 3, 3, {4, 3, 2, 5}, 1, true, NULL},
         CASE(2, 6, 4, 5, 7, 5, 5, 1, 1, 3, 1, true),
+        {1, 8, 14, 14, 10, 3, 1, 1, 1, 12, 1, {12, 0, 12, 0}, 1, true, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         assert_true(regions_apply(&cases[i]));

@@ -505,6 +505,68 @@ void conv_transpose_run(const float *src, float *dst, int64_t mats, int64_t rows
 
 /* ---- the regions variants' run ------------------------------------------------------------- */
 
+/* Y (NHWC) of one image from X (NHWC), tap by tap: entry 0 writes Y with the bias where it
+ * covers it (else Y starts as the bias), every other entry's product is added through the block,
+ * and the activation runs over Y last. */
+static void taps_image(const conv_regions_plan *rp, const gemm_epilogue *ep, const float *x,
+                       const float *bias, float *y, char *ws, op_ctx *ctx) {
+    const conv_shape *s = &rp->s;
+    const float **table = (const float **)(void *)(ws + rp->gemm_bytes);
+    float *block = (float *)(void *)(ws + rp->gemm_bytes + rp->table_bytes);
+    const int64_t pixels = s->oh * s->ow;
+    const conv_region *r0 = &rp->r[0];
+    const bool covers = rp->n > 0 && (r0->y1 - r0->y0) * (r0->x1 - r0->x0) == pixels;
+    if (!covers)
+        for (int64_t q = 0; q < pixels; q++) {
+            if (bias)
+                memcpy(y + q * s->m, bias, (size_t)s->m * sizeof(float));
+            else
+                memset(y + q * s->m, 0, (size_t)s->m * sizeof(float));
+        }
+    for (int i = 0; i < rp->n; i++) {
+        const conv_region *r = &rp->r[i];
+        const int64_t width = r->x1 - r->x0, pix = (r->y1 - r->y0) * width;
+        int64_t ky = 0, kx = 0;
+        while (!(r->ym >> ky & 1)) ky++;
+        while (!(r->xm >> kx & 1)) kx++;
+        const float **row = table;
+        for (int64_t oy = r->y0; oy < r->y1; oy++)
+            for (int64_t ox = r->x0; ox < r->x1; ox++) {
+                const int64_t iy = oy * s->sh - s->pt + ky * s->dh;
+                const int64_t ix = ox * s->sw - s->pl + kx * s->dw;
+                *row++ = x + (iy * s->w + ix) * s->c;
+            }
+        const bool direct = i == 0 && covers;
+        gemm_problem p;
+        memset(&p, 0, sizeof p);
+        p.m = pix;
+        p.n = s->mg;
+        p.k = s->cg;
+        p.a_ind = table;
+        p.a_seg = s->cg;
+        p.cs_a = 1;
+        p.pb = &r->pb;
+        p.c = direct ? y : block;
+        p.ldc = s->mg;
+        p.ep = gemm_epilogue_none();
+        if (direct) p.ep.col_bias = bias;
+        gemm_run(rp->k, &r->blk, &p, ws, ctx);
+        if (direct) continue;
+        for (int64_t oy = r->y0; oy < r->y1; oy++)
+            for (int64_t ox = r->x0; ox < r->x1; ox++) {
+                float *dst = y + (oy * s->ow + ox) * s->m;
+                const float *src = block + ((oy - r->y0) * width + (ox - r->x0)) * s->mg;
+                for (int64_t o = 0; o < s->m; o++) dst[o] += src[o];
+            }
+    }
+    if (ep->act != IR_ACT_NONE) {
+        gemm_epilogue act = *ep;
+        act.col_bias = act.row_bias = act.r = NULL;
+        act.scale = 1.0f;
+        gemm_epilogue_apply(&act, y, s->m, 0, 0, pixels, s->m);
+    }
+}
+
 /* Y (NHWC) of one image from X (NHWC), region by region. */
 static void regions_image(const conv_regions_plan *rp, const gemm_epilogue *ep, const float *x,
                           const float *bias, float *y, char *ws, op_ctx *ctx) {
@@ -561,8 +623,8 @@ void conv_regions_run(const conv_regions_plan *p, const gemm_epilogue *ep,
         y = yt;
     }
     for (int64_t img = 0; img < s->n; img++)
-        regions_image(p, ep, x + img * s->h * s->w * s->c, bias, y + img * s->oh * s->ow * s->m,
-                      run_ws, ctx);
+        (p->by_tap ? taps_image : regions_image)(p, ep, x + img * s->h * s->w * s->c, bias,
+                                                 y + img * s->oh * s->ow * s->m, run_ws, ctx);
     if (!p->last) conv_transpose_run(y, out, s->n, s->oh * s->ow, s->m, tr, ctx);
 }
 

@@ -250,6 +250,11 @@ typedef struct conv_region {
 typedef struct conv_regions_plan {
     conv_shape s;
     bool last; /* anvil.ConvNhwc: X and Y channels-last already */
+    /* By tap: each entry is one tap over the outputs it reads the image for, and the entries'
+     * products are summed into Y (entry 0 writes Y with the bias where it covers all of it, the
+     * others add through the block; the activation runs last). Else each entry is a region that
+     * computes its outputs whole. */
+    bool by_tap;
     int threads, n;
     conv_region r[CONV_REGIONS_MAX];
     const gemm_kernel *k;
