@@ -375,7 +375,12 @@ static anvil_status attn_dims_of(const ir_node *n, const ir_shape *q, const ir_s
         CORE_TRY(attn_past_shape(n, "past_key", pk, a, a->past, a->d));
         if (pv) CORE_TRY(attn_past_shape(n, "past_value", pv, a, a->past, a->dv));
     }
-    a->total = a->past >= 0 && a->skv >= 0 ? a->past + a->skv : -1;
+    a->total = -1;
+    if (a->past >= 0 && a->skv >= 0 && !core_add_i64(a->past, a->skv, &a->total))
+        return core_err(ANVIL_ERR_SHAPE,
+                        "%s: the past sequence (%lld) and the new one (%lld) together overflow "
+                        "a dimension; check past_key's and K's shapes",
+                        ir_node_label(n), (long long)a->past, (long long)a->skv);
     return ANVIL_OK;
 }
 
