@@ -33,6 +33,8 @@ enum {
      * runs of its sums in fp16, widened to fp32 every few dozen k), so its results differ from
      * fp32 by about fp16's 11-bit mantissa. Offered only to sessions that accept fp16. */
     KERN_ROUNDS_FP16 = 1u << 8,
+    /* AVX512-VNNI's vpdpbusd (u8 x s8 dot products of 4 into int32), beside KERN_NEEDS_AVX512. */
+    KERN_NEEDS_AVX512_VNNI = 1u << 9,
 };
 
 /* Either reduced-precision property: the variant's results are not fp32's. */
@@ -46,6 +48,7 @@ static inline bool kern_isa_ok(uint32_t needs, const core_hw *hw) {
         return false;
     if ((needs & KERN_NEEDS_AVX512_FP16) && !hw->avx512_fp16) return false;
     if ((needs & KERN_NEEDS_AVX512_BF16) && !hw->avx512_bf16) return false;
+    if ((needs & KERN_NEEDS_AVX512_VNNI) && !hw->avx512_vnni) return false;
     if ((needs & KERN_NEEDS_AMX) && !(hw->amx_tile && hw->amx_bf16 && hw->os_amx)) return false;
     return true;
 }

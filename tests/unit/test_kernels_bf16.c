@@ -480,7 +480,7 @@ static void test_binary16_rounds_as_tiles(void **state) {
     free(x);
 }
 
-/* A stored in bf16 read in place (gemm_kernel.ukernel_rows16: even depth and row stride) on
+/* A stored in bf16 read in place (gemm_kernel.ukernel_rows_narrow: even depth and row stride) on
  * every bf16 tile that has the kernel: the results are the fp32 A's up to the order of the fp32
  * sums (an edge of few columns is summed as a whole tile in place, by columns when packed), with
  * a partial last row panel (packed), edge columns, one K block or several, serial and on two
@@ -498,7 +498,7 @@ static void test_a16_in_place(void **state) {
     int in_place = 0;
     for (const gemm_kernel *const *kp = gemm_kernels_bf16; *kp; kp++) {
         const gemm_kernel *k = *kp;
-        if (!gemm_kernel_usable(k, hw) || !k->ukernel_rows16) continue;
+        if (!gemm_kernel_usable(k, hw) || !k->ukernel_rows_narrow) continue;
         in_place++;
         const int64_t ms[] = {k->mr, 3 * k->mr + 5}, ns[] = {k->nr - 1, 2 * k->nr + 5},
                       ks[] = {2, 40, 144}, kcs[] = {0, 16};

@@ -67,6 +67,7 @@ const gemm_kernel gemm_kernel_4x8_portable = {"4x8_portable",
                                               NULL,
                                               NULL,
                                               NULL,
+                                              NULL,
                                               NULL};
 
 /* The ISA files' kernels (gemm_avx512.c, gemm_avx2.c). */
@@ -76,11 +77,13 @@ GEMM_TILES_AVX2(KERNEL_DECL)
 
 GEMM_TILES_AVX512BF16(KERNEL_DECL)
 GEMM_TILES_AVX512FP16(KERNEL_DECL)
+GEMM_TILES_AVX512VNNI(KERNEL_DECL)
 
 #define KERNEL_REF(MR, NV, NR, ISA) &gemm_kernel_##MR##x##NR##_##ISA,
 const gemm_kernel *const gemm_kernels[] = {GEMM_TILES(KERNEL_REF) NULL};
 const gemm_kernel *const gemm_kernels_bf16[] = {GEMM_TILES_AVX512BF16(KERNEL_REF) NULL};
 const gemm_kernel *const gemm_kernels_fp16[] = {GEMM_TILES_AVX512FP16(KERNEL_REF) NULL};
+const gemm_kernel *const gemm_kernels_i8[] = {GEMM_TILES_AVX512VNNI(KERNEL_REF) NULL};
 
 static const gemm_kernel *find_in(const gemm_kernel *const *list, const char *name) {
     for (const gemm_kernel *const *k = list; *k; k++)
@@ -101,6 +104,10 @@ const gemm_kernel *gemm_kernel_find_bf16(const char *name) {
 
 const gemm_kernel *gemm_kernel_find_fp16(const char *name) {
     return find_in(gemm_kernels_fp16, name);
+}
+
+const gemm_kernel *gemm_kernel_find_i8(const char *name) {
+    return find_in(gemm_kernels_i8, name);
 }
 
 bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw) {
@@ -137,15 +144,16 @@ static gemm_blocking blocking(const gemm_kernel *k, int64_t m, int64_t n, int64_
      * at 512x2304x2304, 512x2304x3072, 512x3072x2304, within +-0.4% on the other transformer
      * shapes and 1024^3, 2048^3 (1 thread, 3 interleaved runs of each). A configured KC is taken
      * as it is (clipped to K), so the tuner times exactly the blocks it names. */
-    /* A bf16 tile's panels take half the bytes per k, so its KC and NC go twice as far. */
-    const int64_t pair = k->kpair == 2 ? 2 : 1;
+    /* A bf16 tile's panels take half the bytes per k, so its KC and NC go twice as far (an int8
+     * tile's four times). */
+    const int64_t pair = k->kpair > 1 ? k->kpair : 1;
     int64_t kc = (int64_t)(l1 * 3 / 4 / sizeof(float)) * pair / k->mr;
     kc = kc / 16 * 16;
     if (kc < 128) kc = 128;
     if (kc > 2048 * pair) kc = 2048 * pair;
     if (kc_set > 0) {
-        /* every block but the last must hold whole bf16 pairs */
-        if (pair == 2) kc_set += kc_set & 1;
+        /* every block but the last must hold whole bf16 pairs (int8 quads) */
+        kc_set = round_up(kc_set, pair);
         b.kc = kc_set < kdim ? kc_set : (kdim > 0 ? kdim : 1);
     } else if (kdim <= kc) {
         b.kc = kdim > 0 ? kdim : 1;
@@ -249,13 +257,13 @@ static int64_t block_kc(const gemm_kernel *k, const gemm_blocking *blk, const ge
     if (!p->a_ind) return left < blk->kc ? left : blk->kc;
     const int64_t seg = p->a_seg, pieces = (seg + blk->kc - 1) / blk->kc;
     int64_t piece = (seg + pieces - 1) / pieces;
-    if (k->kpair == 2) piece += piece & 1;
+    if (k->kpair > 1) piece = round_up(piece, k->kpair);
     const int64_t in_seg = seg - pc % seg;
     return in_seg < piece ? in_seg : piece;
 }
 
 bool gemm_takes_ind(const gemm_kernel *k, int64_t a_seg) {
-    return k->kpair != 2 || a_seg % 2 == 0;
+    return k->kpair == 4 ? false : k->kpair != 2 || a_seg % 2 == 0;
 }
 
 int64_t gemm_kc_max(const gemm_blocking *b, int64_t kdim, int64_t a_seg) {
@@ -369,6 +377,45 @@ void gemm_pack_a_into(const gemm_kernel *k, int64_t m, int64_t kdim, const float
     pack_a_any(k, a, rs_a, cs_a, m, kdim, out->data);
 }
 
+anvil_status gemm_pack_b8(const gemm_kernel *k, int64_t kdim, int64_t n, const void *b,
+                          bool is_signed, int64_t rs_b, int64_t cs_b, const int32_t *zp,
+                          int32_t *colsum, gemm_packed *out) {
+    if (k->kpair != 4)
+        return core_err(ANVIL_ERR_INVALID_ARGUMENT, "gemm_pack_b8: tile %s is not an int8 one",
+                        k->name);
+    const int nr = k->nr;
+    const int64_t slots = gemm_slots(k, kdim);
+    CORE_TRY(packed_alloc(k, (n + nr - 1) / nr, nr, kdim, out));
+    out->rows = kdim;
+    out->cols = n;
+    int8_t *dst = (int8_t *)out->data;
+    const int8_t *bs = b;
+    const uint8_t *bu = b;
+    for (int64_t j0 = 0; j0 < n; j0 += nr)
+        for (int64_t j = j0; j < j0 + nr; j++) {
+            int32_t sum = 0;
+            int8_t *col = dst + (j0 / nr) * slots * nr * 4 + (j - j0) * 4;
+            for (int64_t p = 0; p < slots * 4; p++) {
+                int32_t v = 0;
+                if (j < n && p < kdim) {
+                    const int64_t at = p * rs_b + j * cs_b;
+                    v = (is_signed ? (int32_t)bs[at] : (int32_t)bu[at]) - (zp ? zp[j] : 0);
+                    if (v < -128 || v > 127) {
+                        gemm_packed_free(out);
+                        return core_err(ANVIL_ERR_UNSUPPORTED,
+                                        "an 8-bit B value %d away from its zero point (column "
+                                        "%lld) does not fit the int8 tiles' signed operand",
+                                        v, (long long)j);
+                    }
+                }
+                col[(p / 4) * nr * 4 + p % 4] = (int8_t)v;
+                sum += v;
+            }
+            if (colsum && j < n) colsum[j] = sum;
+        }
+    return ANVIL_OK;
+}
+
 void gemm_packed_free(gemm_packed *p) {
     if (!p) return;
     free(p->data);
@@ -409,7 +456,8 @@ bool gemm_takes_bf16(const gemm_kernel *k) {
 }
 
 static bool epilogue_is_none(const gemm_epilogue *ep) {
-    return ep->scale == 1.0f && !ep->row_bias && !ep->col_bias && !ep->r && ep->act == IR_ACT_NONE;
+    return !ep->col_scale && ep->scale == 1.0f && !ep->row_bias && !ep->col_bias && !ep->r &&
+           ep->act == IR_ACT_NONE;
 }
 
 bool gemm_epilogue_in_registers(const gemm_epilogue *ep) {
@@ -464,8 +512,14 @@ static bool reads_a_in_place(const gemm_kernel *k, const gemm_problem *p) {
  * what kept a bf16 1x1 conv of few output channels from its tile's speed: at N = 24 each value of
  * A serves 24 products, and the copy cost as much as they did (EfficientNet-B0's projections). */
 static bool reads_a16_in_place(const gemm_kernel *k, const gemm_problem *p) {
-    return p->a16 && k->ukernel_rows16 && p->k % 2 == 0 && p->rs_a % 2 == 0 &&
+    return p->a16 && k->ukernel_rows_narrow && p->k % 2 == 0 && p->rs_a % 2 == 0 &&
            (uintptr_t)p->a16 % 4 == 0 && rows_set_conflicts(k->mr, p->rs_a / 2) <= 4;
+}
+
+/* An int8 A (a8) the same, its rows in whole slots of four. */
+static bool reads_a8_in_place(const gemm_kernel *k, const gemm_problem *p) {
+    return p->a8 && k->ukernel_rows_narrow && p->k % 4 == 0 && p->rs_a % 4 == 0 &&
+           (uintptr_t)p->a8 % 4 == 0 && rows_set_conflicts(k->mr, p->rs_a / 4) <= 4;
 }
 
 /* A stored by columns (A[i,p] at a[i + p*cs_a]: Winograd's V with the tiles as rows, a Gemm with
@@ -577,11 +631,13 @@ static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const
     gemm_epilogue ep_act = p->ep;
     ep_act.scale = 1.0f;
     ep_act.row_bias = ep_act.col_bias = ep_act.r = NULL;
+    ep_act.col_scale = ep_act.row_scale = NULL;
+    ep_act.col_comp = NULL;
     const bool act_after = ep_reg && !(k->acts_in_registers >> p->ep.act & 1u);
     const bool direct_a = reads_a_in_place(k, p), direct_b = reads_b_in_place(k, p);
     const bool direct_at = !direct_a && reads_a_by_cols(k, p, blk->kc);
     const bool direct_ind = reads_a_indirect(k, p);
-    const bool direct_a16 = reads_a16_in_place(k, p);
+    const bool direct_a16 = reads_a16_in_place(k, p) || reads_a8_in_place(k, p);
     const int64_t segs = p->a_ind ? p->k / p->a_seg : 0;
     /* the kernel for full row panels of an A read in place, and its distance between them */
     const gemm_ukernel_rows_fn uk_a_in_place = direct_a ? k->ukernel_rows : k->ukernel_acols;
@@ -640,11 +696,22 @@ static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const
                                  p->cs_a, mc - a_direct, kc, abuf);
                 ap = abuf; /* the panel of rows a_direct.. */
                 a_stride = kc * mr;
+            } else if (direct_a16 && p->a8) {
+                a_direct = mc / mr * mr;
+                if (a_direct < mc)
+                    k->pack_a8(mr, p->a8 + (ic + a_direct) * p->rs_a + pc, p->rs_a, mc - a_direct,
+                               kc, abuf);
+                ap = abuf;
+                a_stride = kcs * mr;
             } else if (direct_a16) {
                 a_direct = mc / mr * mr;
                 if (a_direct < mc)
                     k->pack_a16(mr, p->a16 + (ic + a_direct) * p->rs_a + pc, p->rs_a, mc - a_direct,
                                 kc, abuf);
+                ap = abuf;
+                a_stride = kcs * mr;
+            } else if (p->a8) {
+                k->pack_a8(mr, p->a8 + ic * p->rs_a + pc, p->rs_a, mc, kc, abuf);
                 ap = abuf;
                 a_stride = kcs * mr;
             } else if (p->a16) {
@@ -683,11 +750,12 @@ static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const
                 for (int64_t ir = 0; ir < mc; ir += mr) {
                     const int64_t mm = mc - ir < mr ? mc - ir : mr;
                     const bool in_place = ir < a_direct;
-                    const float *a_panel = !in_place  ? ap + ((ir - a_direct) / mr) * a_stride
-                                           : p->a_ind ? NULL
-                                           : p->a16
-                                               ? (const float *)(p->a16 + (ic + ir) * p->rs_a + pc)
-                                               : p->a + (ic + ir) * p->rs_a + pc * p->cs_a;
+                    const float *a_panel =
+                        !in_place  ? ap + ((ir - a_direct) / mr) * a_stride
+                        : p->a_ind ? NULL
+                        : p->a16   ? (const float *)(p->a16 + (ic + ir) * p->rs_a + pc)
+                        : p->a8    ? (const float *)(p->a8 + (ic + ir) * p->rs_a + pc)
+                                   : p->a + (ic + ir) * p->rs_a + pc * p->cs_a;
                     const float *rows[GEMM_MR_MAX];
                     if (in_place && p->a_ind)
                         for (int i = 0; i < mr; i++)
@@ -726,9 +794,9 @@ static void gemm_block_run(const gemm_kernel *k, const gemm_blocking *blk, const
                         else if (b_in_place)
                             k->ukernel_bcols(kc, a_panel, b_panel, p->rs_b, ct, ldt, !first, pf_at,
                                              pf_n, ep, gi, gj);
-                        else if (in_place && p->a16)
-                            k->ukernel_rows16(kcs, a_panel, p->rs_a / 2, b_panel, ct, ldt, !first,
-                                              pf_at, pf_n, ep, gi, gj);
+                        else if (in_place && (p->a16 || p->a8))
+                            k->ukernel_rows_narrow(kcs, a_panel, p->rs_a / k->kpair, b_panel, ct,
+                                                   ldt, !first, pf_at, pf_n, ep, gi, gj);
                         else if (in_place && p->a_ind)
                             k->ukernel_aind(kc, rows, b_panel, ct, ldt, !first, pf_at, pf_n, ep, gi,
                                             gj);
@@ -828,7 +896,8 @@ void gemm_thread_grid(const gemm_kernel *k, const gemm_blocking *b, const gemm_p
      * packed (a 1x1 conv: weights pre-packed, image read in place) a 7x7 image's 49 columns were
      * split between the threads and both streamed all 960 rows of weights. */
     const bool pack_a = !p->pa && !reads_a_indirect(k, p) && !reads_a_in_place(k, p) &&
-                        !reads_a_by_cols(k, p, b->kc);
+                        !reads_a_by_cols(k, p, b->kc) && !reads_a16_in_place(k, p) &&
+                        !reads_a8_in_place(k, p);
     const bool pack_b = !p->pb && !reads_b_in_place(k, p);
     int best_tm = 1;
     double best_cost = -1.0;

@@ -20,7 +20,12 @@
 
 /* C[i,j] = act(scale*acc[i,j] + row_bias[i] + col_bias[j] + beta*R[i*rs_r + j*cs_r]).
  * Every part is optional (NULL pointers; scale 1; beta ignored without R). R's strides may be 0
- * to broadcast (a Gemm's C of shape [N], [M,1] or scalar). All pointers borrowed. */
+ * to broadcast (a Gemm's C of shape [N], [M,1] or scalar). All pointers borrowed.
+ *
+ * An int8 tile's (kpair 4) sums are int32: before anything above, acc[i,j] becomes the float
+ * (float)(acc[i,j] + col_comp[j]) * col_scale[j] (the int32 addition wrapping), times
+ * row_scale[i] where that is set. col_scale is set exactly when the tile is an int8 one (NULL for
+ * every other tile); col_comp and row_scale are optional. */
 typedef struct gemm_epilogue {
     float scale;
     const float *row_bias;
@@ -34,6 +39,9 @@ typedef struct gemm_epilogue {
      * eltwise family's, see kern_fusion_epilogue); NULL: the epilogue's own loop, which is
      * vectorized for Relu/Clip but calls libm per element for the transcendental ones. */
     void (*act_row)(const struct gemm_epilogue *ep, float *row, int64_t n);
+    const float *col_scale; /* int8 tiles only, see above */
+    const int32_t *col_comp;
+    const float *row_scale;
 } gemm_epilogue;
 
 /* Whether a micro-kernel can apply ep to its accumulators: scale, biases and a residual with
@@ -130,13 +138,23 @@ typedef struct gemm_kernel {
     /* A bf16 tile's micro-kernel on an a16 read in place (NULL: pack_a16 packs it): a row's
      * bf16 values of consecutive k are its pair slots already, so the kernel broadcasts them
      * from the rows themselves, row i's slot q at ((const uint32_t *)a)[i*lda + q] (lda in
-     * slots, half a16's row stride; kc counts slots). */
-    gemm_ukernel_rows_fn ukernel_rows16;
+     * slots, half a16's row stride; kc counts slots). An int8 tile's the same on an a8 (four
+     * values per slot, lda a quarter of a8's row stride). */
+    gemm_ukernel_rows_fn ukernel_rows_narrow;
+    /* An int8 tile (kpair 4, the *vnni ISAs): each 32-bit slot of its panels holds four 8-bit
+     * values of consecutive k, u8 in A's panels and s8 in B's, the micro-kernel sums their
+     * products into int32 accumulators (vpdpbusd), and its epilogue starts by turning them into
+     * floats (gemm_epilogue.col_scale). Its operands come stored in 8 bits only: A as
+     * gemm_problem.a8 (read in place by ukernel_rows_narrow, four k per slot, where its rows hold
+     * whole slots; else packed by pack_a8, zero past kc) and B pre-packed by gemm_pack_b8. NULL
+     * for every other tile. */
+    void (*pack_a8)(int mr, const uint8_t *a, int64_t rs, int64_t m, int64_t kc, float *dst);
 } gemm_kernel;
 
-/* The 32-bit slots a panel of depth kdim has on k: kdim, or (kdim + 1) / 2 for a bf16 tile. */
+/* The 32-bit slots a panel of depth kdim has on k: kdim, (kdim + 1) / 2 for a bf16 tile and
+ * (kdim + 3) / 4 for an int8 one. */
 static inline int64_t gemm_slots(const gemm_kernel *k, int64_t kdim) {
-    return k->kpair == 2 ? (kdim + 1) / 2 : kdim;
+    return k->kpair > 1 ? (kdim + k->kpair - 1) / k->kpair : kdim;
 }
 
 /* The register tiles, as X(MR, NV, NR, ISA) (NV vectors, NR columns), in the order gemm_kernels
@@ -179,6 +197,15 @@ static inline int64_t gemm_slots(const gemm_kernel *k, int64_t kdim) {
     X(4, 4, 64, avx512fp16)                                                                        \
     X(16, 1, 16, avx512fp16)                                                                       \
     X(1, 4, 64, avx512fp16)
+/* The int8 tiles (gemm_avx512vnni.c): the fp32 tile shapes over slots of four u8 x s8 products
+ * summed into int32 (vpdpbusd). Listed apart (gemm_kernels_i8), like the bf16 ones. */
+#define GEMM_TILES_AVX512VNNI(X)                                                                   \
+    X(14, 2, 32, avx512vnni)                                                                       \
+    X(8, 3, 48, avx512vnni)                                                                        \
+    X(6, 4, 64, avx512vnni)                                                                        \
+    X(4, 4, 64, avx512vnni)                                                                        \
+    X(16, 1, 16, avx512vnni)                                                                       \
+    X(1, 4, 64, avx512vnni)
 #endif
 #define GEMM_TILES(X) GEMM_TILES_AVX512(X) GEMM_TILES_AVX2(X) X(4, 1, 8, portable)
 /* The AMX-BF16 tile (gemm_amx.c): a bf16 tile (kpair 2) whose A panels hold rows instead of
@@ -197,6 +224,7 @@ void gemm_bf16_store_c16(const float *t, int64_t ldt, uint16_t *c, int64_t ldc, 
 #define GEMM_NEEDS_amx (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16 | KERN_NEEDS_AMX)
 #define GEMM_NEEDS_avx512bf16 (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_BF16)
 #define GEMM_NEEDS_avx512fp16 (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_FP16)
+#define GEMM_NEEDS_avx512vnni (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_VNNI)
 #define GEMM_NEEDS_avx512 KERN_NEEDS_AVX512
 #define GEMM_NEEDS_avx2 KERN_NEEDS_AVX2
 #define GEMM_NEEDS_portable 0u
@@ -213,12 +241,15 @@ extern const gemm_kernel *const gemm_kernels[];
 extern const gemm_kernel *const gemm_kernels_bf16[];
 /* The fp16 tiles (kpair 2), best first; NULL-terminated. Static data. */
 extern const gemm_kernel *const gemm_kernels_fp16[];
+/* The int8 tiles (kpair 4), best first; NULL-terminated. Static data. */
+extern const gemm_kernel *const gemm_kernels_i8[];
 /* Kernel by name ("14x32_avx512"); NULL if unknown. The fp32 tiles only: gemm_kernel_find_bf16
  * looks up the bf16 ones ("14x32_avx512bf16"). */
 const gemm_kernel *gemm_kernel_find(const char *name);
 const gemm_kernel *gemm_kernel_find_bf16(const char *name);
-/* The same among the fp16 tiles ("14x32_avx512fp16"). */
+/* The same among the fp16 tiles ("14x32_avx512fp16") and the int8 ones ("14x32_avx512vnni"). */
 const gemm_kernel *gemm_kernel_find_fp16(const char *name);
+const gemm_kernel *gemm_kernel_find_i8(const char *name);
 /* Whether hw can run k (and this build has its micro-kernel: the AMX tile needs a compiler that
  * knows AMX). */
 bool gemm_kernel_usable(const gemm_kernel *k, const core_hw *hw);
@@ -237,6 +268,8 @@ const gemm_kernel *gemm_kernel_default(int64_t m, int64_t n, int64_t k, const co
 const gemm_kernel *gemm_kernel_default_bf16(int64_t m, int64_t n, int64_t k, const core_hw *hw);
 /* The same among the fp16 tiles; NULL where hw has none. */
 const gemm_kernel *gemm_kernel_default_fp16(int64_t m, int64_t n, int64_t k, const core_hw *hw);
+/* The same among the int8 tiles; NULL where hw has none. */
+const gemm_kernel *gemm_kernel_default_i8(int64_t m, int64_t n, int64_t k, const core_hw *hw);
 /* The relative speeds (GFLOP/s on one thread, over the best of the list's, on a 336x384x768 GEMM
  * every tile divides: see gemm_default.c) of the first GEMM_RATED_MAX tiles of list
  * (gemm_kernels_bf16 or gemm_kernels_fp16), indexed as the list; 1.0 where a tile could not be
@@ -278,6 +311,16 @@ anvil_status gemm_pack_b(const gemm_kernel *k, int64_t kdim, int64_t n, const fl
                          int64_t rs_b, int64_t cs_b, gemm_packed *out);
 void gemm_packed_free(gemm_packed *p);
 
+/* B [kdim, n] of 8-bit integers (B[p,j] at b[p*rs_b + j*cs_b]; is_signed: int8, else uint8)
+ * packed for an int8 tile as the s8 values B[p,j] - zp[j] (zp: n zero points, NULL: all 0),
+ * and colsum[j] (n int32s, the caller's; NULL: not wanted) set to the sum over p of those values,
+ * which the caller turns into the A zero point's compensation (-za * colsum[j]). ANVIL_ERR_
+ * UNSUPPORTED where some B[p,j] - zp[j] is not in [-128, 127] (a uint8 weight far from its zero
+ * point: the int8 tiles cannot multiply it). */
+anvil_status gemm_pack_b8(const gemm_kernel *k, int64_t kdim, int64_t n, const void *b,
+                          bool is_signed, int64_t rs_b, int64_t cs_b, const int32_t *zp,
+                          int32_t *colsum, gemm_packed *out);
+
 /* A [m, kdim] packed for k into the caller's memory: gemm_packed_a_bytes of it, 64-byte aligned;
  * out->data points into mem (not to be freed). For an A that changes every run but serves several
  * GEMMs in it (a training step's conv weights, once per image). */
@@ -310,6 +353,9 @@ typedef struct gemm_problem {
      * once per element after the fp32 sums and the epilogue are complete. */
     const uint16_t *a16;
     uint16_t *c16;
+    /* An int8 tile's A (its only form: row-major u8, cs_a 1, rs_a its row stride); its B is pb,
+     * its C the fp32 c, with ep.col_scale set. */
+    const uint8_t *a8;
 } gemm_problem;
 
 /* Whether k can read A (a16) and write C (c16) stored in bf16: a bf16 tile with their packers. */

@@ -205,4 +205,5 @@ const gemm_kernel gemm_kernel_32x32_amx = {"32x32_amx",
                                            gemm_bf16_store_c16,
                                            AMX_BEGIN,
                                            AMX_END,
+                                           NULL,
                                            NULL};

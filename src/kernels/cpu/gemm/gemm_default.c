@@ -94,21 +94,35 @@ static void list_rates(const gemm_kernel *const *list, int count, unsigned usabl
     float *a = core_aligned_alloc(64, sizeof(float) * RATE_M * RATE_K);
     float *b = core_aligned_alloc(64, sizeof(float) * RATE_K * RATE_N);
     float *c = core_aligned_alloc(64, sizeof(float) * RATE_M * RATE_N);
+    /* an int8 tile's operands (gemm_kernels_i8): the same values as bytes, and unit scales */
+    uint8_t *a8 = core_aligned_alloc(64, (size_t)RATE_M * RATE_K);
+    int8_t *b8 = core_aligned_alloc(64, (size_t)RATE_K * RATE_N);
+    float *ones = core_aligned_alloc(64, sizeof(float) * RATE_N);
     gemm_packed pb[GEMM_RATED_MAX] = {{0}};
     gemm_blocking blk[GEMM_RATED_MAX];
     void *ws[GEMM_RATED_MAX] = {0};
     double best_s[GEMM_RATED_MAX] = {0};
-    if (a && b && c) {
+    if (a && b && c && a8 && b8 && ones) {
         /* small exact values: neither denormals nor overflow may slow a run down */
-        for (int64_t i = 0; i < (int64_t)RATE_M * RATE_K; i++) a[i] = (float)(i % 7 - 3) * 0.125f;
-        for (int64_t i = 0; i < (int64_t)RATE_K * RATE_N; i++) b[i] = (float)(i % 5 - 2) * 0.25f;
+        for (int64_t i = 0; i < (int64_t)RATE_M * RATE_K; i++) {
+            a[i] = (float)(i % 7 - 3) * 0.125f;
+            a8[i] = (uint8_t)(i % 7);
+        }
+        for (int64_t i = 0; i < (int64_t)RATE_K * RATE_N; i++) {
+            b[i] = (float)(i % 5 - 2) * 0.25f;
+            b8[i] = (int8_t)(i % 5 - 2);
+        }
+        for (int j = 0; j < RATE_N; j++) ones[j] = 1.0f;
         for (int i = 0; i < count; i++) {
             if (!(usable & (1u << i))) continue;
             blk[i] = gemm_blocking_default(list[i], RATE_M, RATE_N, RATE_K, hw);
             ws[i] =
                 core_aligned_alloc(64, (gemm_thread_workspace(list[i], &blk[i]) + 63) / 64 * 64);
-            if (!ws[i] || gemm_pack_b(list[i], RATE_K, RATE_N, b, RATE_N, 1, &pb[i]) != ANVIL_OK)
-                usable &= ~(1u << i);
+            const anvil_status packed =
+                list[i]->kpair == 4
+                    ? gemm_pack_b8(list[i], RATE_K, RATE_N, b8, true, RATE_N, 1, NULL, NULL, &pb[i])
+                    : gemm_pack_b(list[i], RATE_K, RATE_N, b, RATE_N, 1, &pb[i]);
+            if (!ws[i] || packed != ANVIL_OK) usable &= ~(1u << i);
         }
         for (int round = 0; round < RATE_ROUNDS; round++)
             for (int i = 0; i < count; i++) {
@@ -123,6 +137,11 @@ static void list_rates(const gemm_kernel *const *list, int count, unsigned usabl
                 p.c = c;
                 p.ldc = RATE_N;
                 p.ep = gemm_epilogue_none();
+                if (list[i]->kpair == 4) {
+                    p.a = NULL;
+                    p.a8 = a8;
+                    p.ep.col_scale = ones;
+                }
                 const double t0 = thread_cpu_s();
                 gemm_run_serial(list[i], &blk[i], &p, ws[i]);
                 const double t = thread_cpu_s() - t0;
@@ -137,6 +156,9 @@ static void list_rates(const gemm_kernel *const *list, int count, unsigned usabl
     free(a);
     free(b);
     free(c);
+    free(a8);
+    free(b8);
+    free(ones);
 }
 
 #define RATED_MAX GEMM_RATED_MAX
@@ -211,4 +233,9 @@ const gemm_kernel *gemm_kernel_default_bf16(int64_t m, int64_t n, int64_t k, con
 const gemm_kernel *gemm_kernel_default_fp16(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
     (void)k;
     return default_among(gemm_kernels_fp16, m, n, hw);
+}
+
+const gemm_kernel *gemm_kernel_default_i8(int64_t m, int64_t n, int64_t k, const core_hw *hw) {
+    (void)k;
+    return default_among(gemm_kernels_i8, m, n, hw);
 }

@@ -6,6 +6,7 @@
 #include "gemm.h"
 
 #include <math.h>
+#include <string.h>
 
 static inline float gemm_act_scalar(const gemm_epilogue *ep, float x) {
     switch (ep->act) {
@@ -44,6 +45,17 @@ static inline void gemm_epilogue_body(const gemm_epilogue *ep, float *c, int64_t
     const float scale = ep->scale;
     for (int64_t i = 0; i < m; i++) {
         float *restrict row = c + i * ldc;
+        if (ep->col_scale) {
+            /* an int8 tile's int32 sums (gemm_epilogue.col_scale), the addition wrapping */
+            const float *restrict cs = ep->col_scale + j0;
+            const float rs = ep->row_scale ? ep->row_scale[i0 + i] : 1.0f;
+            for (int64_t j = 0; j < n; j++) {
+                uint32_t bits;
+                memcpy(&bits, &row[j], sizeof bits);
+                if (ep->col_comp) bits += (uint32_t)ep->col_comp[j0 + j];
+                row[j] = (float)(int32_t)bits * cs[j] * rs;
+            }
+        }
         const float rb = ep->row_bias ? ep->row_bias[i0 + i] : 0.0f;
         if (scale != 1.0f)
             for (int64_t j = 0; j < n; j++) row[j] *= scale;

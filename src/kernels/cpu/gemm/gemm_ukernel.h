@@ -26,6 +26,12 @@
 #ifndef GEMM_DOT
 #define GEMM_DOT GEMM_FMA
 #endif
+/* GEMM_ACC_ADD(a, b): the sum of two accumulators (a K block's tile added to the last one's). An
+ * int8 file, whose accumulators hold int32 sums in float vectors' bits, makes it an integer add
+ * and defines GEMM_ACC_TO_F(a), the accumulator's int32 lanes as floats, for the epilogue. */
+#ifndef GEMM_ACC_ADD
+#define GEMM_ACC_ADD GEMM_ADD
+#endif
 
 #define GEMM_NV_MAX 4
 /* k steps before the end at which the kernel prefetches its C tile: 8 lost 0.7-1.5% and 96
@@ -36,6 +42,26 @@
 static inline __attribute__((always_inline)) void
 gemm_ukernel_epilogue(gemm_v acc[GEMM_MR_MAX][GEMM_NV_MAX], const gemm_epilogue *ep, int64_t i0,
                       int64_t j0, const int mr, const int nv) {
+#ifdef GEMM_ACC_TO_F
+    /* the int32 sums to floats (gemm_epilogue.col_scale); the compensation is added in int32,
+     * exactly as the scalar epilogue adds it */
+#pragma GCC unroll 4
+    for (int j = 0; j < nv; j++) {
+        const gemm_v cs = GEMM_LOAD(ep->col_scale + j0 + j * GEMM_VL);
+        const gemm_v cc = ep->col_comp ? GEMM_LOAD((const float *)(ep->col_comp + j0 + j * GEMM_VL))
+                                       : GEMM_ZERO();
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++)
+            acc[i][j] = GEMM_MUL(GEMM_ACC_TO_F(GEMM_ACC_ADD(acc[i][j], cc)), cs);
+    }
+    if (ep->row_scale)
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++) {
+            const gemm_v rs = GEMM_SET1(ep->row_scale[i0 + i]);
+#pragma GCC unroll 4
+            for (int j = 0; j < nv; j++) acc[i][j] = GEMM_MUL(acc[i][j], rs);
+        }
+#endif
     if (ep->scale != 1.0f) {
         const gemm_v s = GEMM_SET1(ep->scale);
 #pragma GCC unroll 16
@@ -193,7 +219,7 @@ gemm_ukernel_body(int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_k
         for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
             for (int j = 0; j < nv; j++)
-                acc[i][j] = GEMM_ADD(acc[i][j], GEMM_LOAD(c + i * ldc + j * GEMM_VL));
+                acc[i][j] = GEMM_ACC_ADD(acc[i][j], GEMM_LOAD(c + i * ldc + j * GEMM_VL));
     /* Applied here the epilogue costs no second pass over the tile: as a pass after the store
      * it made ResNet-50's fused convs 15-25% slower than the unfused conv + BN + Relu nodes. */
     if (ep) gemm_ukernel_epilogue(acc, ep, i0, j0, mr, nv);
@@ -348,6 +374,7 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                                                          NULL,                                     \
                                                          NULL,                                     \
                                                          NULL,                                     \
+                                                         NULL,                                     \
                                                          NULL};
 
 /* The gemm_kernel of a GEMM_UKERNEL_PACKED_INSTANCE tile over bf16 pairs (kpair 2), whose ISA
@@ -374,6 +401,7 @@ gemm_ukc_group(int64_t kc, const float *restrict a, int mr, const float *restric
                                                          GEMM_STORE_C16_##ISA,                     \
                                                          NULL,                                     \
                                                          NULL,                                     \
-                                                         GEMM_UKR16_##ISA(MR, NR)};
+                                                         GEMM_UKR16_##ISA(MR, NR),                 \
+                                                         NULL};
 
 #endif

@@ -567,7 +567,8 @@ char *gemm_emit_tiles_header(const char *code) {
     } isas[] = {{"avx512", "AVX512", 16, gemm_kernels},
                 {"avx2", "AVX2", 8, gemm_kernels},
                 {"avx512bf16", "AVX512BF16", 16, gemm_kernels_bf16},
-                {"avx512fp16", "AVX512FP16", 16, gemm_kernels_fp16}};
+                {"avx512fp16", "AVX512FP16", 16, gemm_kernels_fp16},
+                {"avx512vnni", "AVX512VNNI", 16, gemm_kernels_i8}};
     for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
         len += (size_t)snprintf(h + len, cap - len, "#define GEMM_TILES_%s(X)", isas[i].list);
         for (const gemm_kernel *const *k = isas[i].tiles; *k; k++) {
