@@ -273,6 +273,7 @@ extern const kern_variant *const kern_family_chain[];   /* cpu/chain: fused eltw
 extern const kern_variant *const kern_family_attn[];    /* cpu/attn: anvil.Sdpa */
 extern const kern_variant *const kern_family_pair[];    /* cpu/pair: anvil.GemmPair, ConvPair */
 extern const kern_variant *const kern_family_train[];   /* cpu/train: backward ops */
+extern const kern_variant *const kern_family_quant[];   /* cpu/quant: int8 QLinear, Q / DQ */
 extern const kern_variant *const kern_family_vendor[];  /* vendor: oneDNN, OpenBLAS, BLIS */
 
 /* Upper bound on the variants of one op (reference included). */

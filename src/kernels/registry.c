@@ -29,7 +29,7 @@ static const kern_variant reference_variants[IR_OP_COUNT] = {
 static const kern_variant *const *const cascade[] = {
     kern_family_conv, kern_family_gemm,  kern_family_eltwise, kern_family_deconv, kern_family_rnn,
     kern_family_data, kern_family_math,  kern_family_reduce,  kern_family_chain,  kern_family_attn,
-    kern_family_pair, kern_family_train, kern_family_vendor,
+    kern_family_pair, kern_family_train, kern_family_quant,   kern_family_vendor,
 };
 
 static const kern_variant *lists[IR_OP_COUNT][KERN_MAX_VARIANTS];

@@ -449,6 +449,13 @@ typedef struct conv_params {
     size_t n_output_padding, n_output_shape;
 } conv_params;
 
+/* A ConvInteger or QLinearConv node's attributes, parsed by the reference's check into n->params
+ * (ops/quant/matmul_conv.c; the int8 conv kernels read them too). */
+typedef struct qconv_params {
+    nn_window win;
+    int64_t group;
+} qconv_params;
+
 /* anvil.ConvPair and anvil.GemmPair (conv.c, gemm_matmul.c): two nodes run back to back as one
  * (passes/fuse_pair.c), the first's output never written to memory whole. Inputs: 0 X, 1 W1,
  * 2 B1 (optional), 3 W2, 4 B2 (optional), then the second's fused residual (the node's

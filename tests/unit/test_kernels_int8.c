@@ -1,4 +1,5 @@
-/* The int8 GEMM tiles (src/kernels/cpu/gemm/gemm_avx512vnni.c through the driver, gemm.c).
+/* The int8 GEMM tiles (src/kernels/cpu/gemm/gemm_avx512vnni.c through the driver, gemm.c) and
+ * the variants on them (qgemm_i8, qconv_i8: src/kernels/cpu/quant/qlinear.c).
  *
  * Their sums are integers, so they are checked exactly: C[i,j] must be the float of the int32 sum
  * of (A[i,p] - za) * (B[p,j] - zb[j]), plus the compensation, times the column scale, with the
@@ -137,10 +138,131 @@ static void test_pack_b8_refuses_far_uint8(void **state) {
     assert_null(pb.data);
 }
 
+/* An 8-bit output equal to the reference's byte for byte. */
+static long cmp_bytes(const op_tensor *want, const void *got, float rtol, float atol) {
+    (void)rtol;
+    (void)atol;
+    const size_t n = op_tensor_numel(want);
+    const uint8_t *w = want->data, *g = got;
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != g[i]) {
+            print_error("byte %zu: %u, want %u\n", i, g[i], w[i]);
+            return (long)i;
+        }
+    return -1;
+}
+
+static uint8_t *random_bytes(size_t n, uint32_t seed) {
+    uint8_t *x = malloc(n ? n : 1);
+    for (size_t i = 0; i < n; i++) x[i] = (uint8_t)next(&seed);
+    return x;
+}
+
+/* Scales and zero points as QLinear inputs: one value, or n (per column / output channel). */
+typedef struct qparam {
+    float s[256];
+    uint8_t z[256];
+    int64_t n;
+} qparam;
+
+static void qparam_input(optest *t, int si, int zi, anvil_dtype zdt, qparam *q, float base,
+                         uint32_t seed) {
+    for (int64_t j = 0; j < q->n; j++) {
+        q->s[j] = base * (float)(next(&seed) % 50 + 1) / 25.0f;
+        q->z[j] = zdt == ANVIL_DTYPE_INT8 ? (uint8_t)(int8_t)((int)(next(&seed) % 21) - 10)
+                                          : (uint8_t)(next(&seed) % 40 + 100);
+    }
+    const int64_t d[1] = {q->n};
+    optest_input(t, si, ANVIL_DTYPE_FLOAT32, q->n == 1 ? 0 : 1, d, q->s, true);
+    optest_input(t, zi, zdt, q->n == 1 ? 0 : 1, d, q->z, true);
+}
+
+static const anvil_dtype u8 = ANVIL_DTYPE_UINT8, s8 = ANVIL_DTYPE_INT8;
+
+/* QLinearMatMul [batch, m, k] x [k, n]: the reference's bytes exactly, or -1. */
+static int qmatmul(int64_t batch, int64_t m, int64_t k, int64_t n, anvil_dtype adt, anvil_dtype bdt,
+                   anvil_dtype ydt, bool per_col, uint32_t seed) {
+    optest t;
+    optest_begin(&t, IR_OP_QLINEARMATMUL, 8, 1, 0);
+    const int64_t da[3] = {batch, m, k}, db[2] = {k, n};
+    uint8_t *a = random_bytes((size_t)(batch * m * k), seed),
+            *b = random_bytes((size_t)(k * n), seed + 1);
+    /* within 127 of the zero points below (100..139 for u8, -10..10 for s8), as the tiles need */
+    for (int64_t i = 0; i < k * n; i++)
+        b[i] = bdt == u8 ? (uint8_t)(60 + b[i] % 120) : (uint8_t)(int8_t)((int)(b[i] % 235) - 117);
+    qparam qa = {.n = 1}, qb = {.n = per_col ? n : 1}, qy = {.n = 1};
+    optest_input(&t, 0, adt, 3, da, a, false);
+    qparam_input(&t, 1, 2, adt, &qa, 0.02f, seed + 2);
+    optest_input(&t, 3, bdt, 2, db, b, true);
+    qparam_input(&t, 4, 5, bdt, &qb, 0.01f, seed + 3);
+    qparam_input(&t, 6, 7, ydt, &qy, 0.02f * 0.01f * (float)k * 4.0f, seed + 4);
+    const bool applies = optest_variant_applies(&t, "qgemm_i8");
+    int r = optest_check_variants_cmp(&t, 0, 0, cmp_bytes);
+    optest_end(&t);
+    free(a);
+    free(b);
+    return applies ? r : -1;
+}
+
+static void test_qlinearmatmul_exact(void **state) {
+    (void)state;
+    if (!have_vnni()) skip();
+    assert_int_equal(qmatmul(1, 37, 64, 100, u8, s8, u8, true, 1), 1);
+    assert_int_equal(qmatmul(2, 5, 33, 16, s8, s8, s8, false, 2), 1);   /* s8 A, K % 4 = 1 */
+    assert_int_equal(qmatmul(1, 200, 300, 70, u8, u8, u8, true, 3), 1); /* u8 B near 128 */
+    assert_int_equal(qmatmul(3, 64, 768, 48, u8, s8, s8, true, 4), 1);
+}
+
+/* QLinearConv on an NCHW image: the reference's bytes exactly, or -1. */
+static int qconv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m, int64_t kh, int64_t kw,
+                 int64_t stride, int64_t pad, int64_t dil, anvil_dtype xdt, anvil_dtype wdt,
+                 bool bias, uint32_t seed) {
+    optest t;
+    optest_begin(&t, IR_OP_QLINEARCONV, bias ? 9 : 8, 1, 4);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){kh, kw}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){stride, stride}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
+    optest_attr_ints(&t, 3, "dilations", (int64_t[]){dil, dil}, 2);
+    const int64_t dx[4] = {n, c, h, w}, dw[4] = {m, c, kh, kw}, db[1] = {m};
+    uint8_t *x = random_bytes((size_t)(n * c * h * w), seed);
+    uint8_t *wt = random_bytes((size_t)(m * c * kh * kw), seed + 1);
+    int32_t *b = malloc(sizeof(int32_t) * (size_t)m);
+    for (int64_t j = 0; j < m; j++) b[j] = (int32_t)(next(&seed) % 20001) - 10000;
+    for (int64_t i = 0; i < m * c * kh * kw; i++)
+        wt[i] =
+            wdt == u8 ? (uint8_t)(60 + wt[i] % 120) : (uint8_t)(int8_t)((int)(wt[i] % 235) - 117);
+    qparam qx = {.n = 1}, qw = {.n = m}, qy = {.n = 1};
+    optest_input(&t, 0, xdt, 4, dx, x, false);
+    qparam_input(&t, 1, 2, xdt, &qx, 0.02f, seed + 2);
+    optest_input(&t, 3, wdt, 4, dw, wt, true);
+    qparam_input(&t, 4, 5, wdt, &qw, 0.01f, seed + 3);
+    qparam_input(&t, 6, 7, u8, &qy, 0.02f * 0.01f * (float)(c * kh * kw) * 4.0f, seed + 4);
+    if (bias) optest_input(&t, 8, ANVIL_DTYPE_INT32, 1, db, b, true);
+    const bool applies = optest_variant_applies(&t, "qconv_i8");
+    int r = optest_check_variants_cmp(&t, 0, 0, cmp_bytes);
+    optest_end(&t);
+    free(x);
+    free(wt);
+    free(b);
+    return applies ? r : -1;
+}
+
+static void test_qlinearconv_exact(void **state) {
+    (void)state;
+    if (!have_vnni()) skip();
+    assert_int_equal(qconv(1, 16, 9, 11, 24, 3, 3, 1, 1, 1, u8, s8, true, 1), 1);
+    assert_int_equal(qconv(2, 3, 17, 15, 8, 7, 7, 2, 3, 1, u8, s8, true, 2), 1);  /* a stem */
+    assert_int_equal(qconv(1, 32, 8, 8, 64, 1, 1, 1, 0, 1, u8, s8, false, 3), 1); /* in place */
+    assert_int_equal(qconv(1, 12, 10, 10, 20, 3, 3, 2, 2, 2, s8, s8, true, 4), 1);
+    assert_int_equal(qconv(1, 8, 6, 6, 40, 3, 3, 1, 1, 1, u8, u8, false, 5), 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int8_tiles_exact),
         cmocka_unit_test(test_pack_b8_refuses_far_uint8),
+        cmocka_unit_test(test_qlinearmatmul_exact),
+        cmocka_unit_test(test_qlinearconv_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -318,11 +318,6 @@ static void qmm_requantize(const op_tensor *const *in, op_tensor *y, const int32
 
 /* ---- ConvInteger / QLinearConv --------------------------------------------------------------- */
 
-typedef struct qconv_params {
-    nn_window win;
-    int64_t group;
-} qconv_params;
-
 /* Input positions: x, w, bias and the quantization parameters. */
 typedef struct qconv_io {
     int x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias;
