@@ -26,6 +26,7 @@ anvil_status api_passes_parse(const char *spec, uint32_t *off) {
 static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
     const int did[PASS_COUNT] = {
         [PASS_CONST_NODES] = pg->const_nodes,
+        [PASS_FOLD_QDQ] = pg->folded_qdq,
         [PASS_FOLD_CONSTS] = pg->folded_consts,
         [PASS_DROP_NOOPS] = pg->noops,
         [PASS_CSE] = pg->cse_merged,
@@ -45,6 +46,7 @@ static void print_pass_summary(const pass_graph *pg, uint32_t off, FILE *f) {
     };
     static const char *const what[PASS_COUNT] = {
         [PASS_CONST_NODES] = "Constant nodes made constants",
+        [PASS_FOLD_QDQ] = "QDQ products made QLinear",
         [PASS_FOLD_CONSTS] = "nodes computed at load",
         [PASS_DROP_NOOPS] = "no-op Casts made Identity",
         [PASS_CSE] = "nodes merged into equal ones",

@@ -74,6 +74,7 @@ typedef struct pass_graph {
     size_t n_consts, cap_consts;
     /* What each pass did, for dumps and tests. */
     int folded_bn;
+    int folded_qdq; /* fold_qdq: DQ -> Conv/MatMul -> Q made QLinearConv/QLinearMatMul */
     int fused_bias, fused_residual, fused_act;
     int nhwc_convs, layout_transposes; /* the layout pass: convs made channels-last, transposes */
     int nhwc_carried;                  /* ... and other nodes carried along (layout.c, carry) */
@@ -116,6 +117,7 @@ typedef int (*pass_decide_fn)(void *arg, const pass_decision *q);
 /* The passes by name, in pipeline order. A set of passes is a bit mask over this order. */
 typedef enum pass_id {
     PASS_CONST_NODES,
+    PASS_FOLD_QDQ,
     PASS_FOLD_CONSTS,
     PASS_DROP_NOOPS,
     PASS_CSE,

@@ -8,6 +8,7 @@
 
 const char *const pass_names[PASS_COUNT] = {
     [PASS_CONST_NODES] = "const_nodes",
+    [PASS_FOLD_QDQ] = "fold_qdq",
     [PASS_FOLD_CONSTS] = "fold_consts",
     [PASS_DROP_NOOPS] = "drop_noops",
     [PASS_CSE] = "cse",
@@ -28,6 +29,7 @@ const char *const pass_names[PASS_COUNT] = {
 
 static anvil_status (*const pipeline[PASS_COUNT])(pass_ctx *c) = {
     [PASS_CONST_NODES] = pass_const_nodes,
+    [PASS_FOLD_QDQ] = pass_fold_qdq,
     [PASS_FOLD_CONSTS] = pass_fold_consts,
     [PASS_DROP_NOOPS] = pass_drop_noops,
     [PASS_CSE] = pass_cse,

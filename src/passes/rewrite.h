@@ -70,6 +70,7 @@ void pass_compact(pass_ctx *c, const pass_options *opts);
 
 /* The passes, which only pipeline.c calls (re-indexing before each). */
 anvil_status pass_const_nodes(pass_ctx *c);
+anvil_status pass_fold_qdq(pass_ctx *c);
 anvil_status pass_fold_consts(pass_ctx *c);
 anvil_status pass_drop_noops(pass_ctx *c);
 anvil_status pass_cse(pass_ctx *c);

@@ -64,7 +64,7 @@ class G:
         return self.op("Add", [y, self.const(RNG.normal(0, 0.1, n), "b")]) if bias else y
 
 
-def save(out, name, g, inputs, feeds, outputs, expect, opset=17, env=None):
+def save(out, name, g, inputs, feeds, outputs, expect, opset=17, env=None, atol=1e-5):
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     graph = helper.make_graph(g.nodes, name, inputs,
@@ -86,7 +86,7 @@ def save(out, name, g, inputs, feeds, outputs, expect, opset=17, env=None):
     with open(os.path.join(d, "expect.txt"), "w") as f:
         f.write("\n".join(expect) + "\n")
     with open(os.path.join(d, "tolerance.txt"), "w") as f:
-        f.write("rtol 1e-4\natol 1e-5\n")
+        f.write(f"rtol 1e-4\natol {atol}\n")
     if env:
         with open(os.path.join(d, "env.txt"), "w") as f:
             f.write("".join(f"{k}={v}\n" for k, v in env.items()))
@@ -697,9 +697,85 @@ def gemm_transpose_cases(out):
          ["Gemm -", "Transpose -", "Gemm -", "Transpose -", "Relu -"])
 
 
+def qdq(g, x, scale, zp, dtype):
+    """QuantizeLinear then DequantizeLinear of x, per tensor: the activations of a QDQ model."""
+    s = g.const(scale)
+    z = g.name("z")
+    g.inits.append(numpy_helper.from_array(np.array(zp, dtype=dtype), z))
+    return g.op("DequantizeLinear", [g.op("QuantizeLinear", [x, s, z]), s, z])
+
+
+def q_weight(g, w, axis, dtype=np.int8, zp=0):
+    """A constant 8-bit weight (symmetric per channel along axis) and its DequantizeLinear."""
+    red = tuple(i for i in range(w.ndim) if i != axis)
+    scale = (np.abs(w).max(axis=red) / 127.0 + 1e-8).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.round(w / scale.reshape(shape)) + zp, np.iinfo(dtype).min,
+                np.iinfo(dtype).max).astype(dtype)
+    qn, sn, zn = g.name("wq"), g.name("ws"), g.name("wz")
+    g.inits += [numpy_helper.from_array(q, qn), numpy_helper.from_array(scale, sn),
+                numpy_helper.from_array(np.full(scale.shape, zp, dtype=dtype), zn)]
+    return g.op("DequantizeLinear", [qn, sn, zn], axis=axis), scale
+
+
+def q_bias(g, b, scale):
+    """A bias quantized to int32 with scale x_scale * w_scale, as quantizers write it."""
+    q = np.round(b / scale).astype(np.int32)
+    qn, sn = g.name("bq"), g.name("bs")
+    g.inits += [numpy_helper.from_array(q, qn), numpy_helper.from_array(scale.astype(np.float32), sn)]
+    return g.op("DequantizeLinear", [qn, sn], axis=0)
+
+
+def qdq_cases(out):
+    # The QDQ form quantizers write (fold_qdq): each DQ -> Conv / MatMul -> Q becomes one QLinear
+    # node. Outputs may move by one quantization step between the fp32 and integer arithmetic.
+    g = G()
+    x, xv = image("x", 8, 9)
+    sx, sy = 0.02, 0.05
+    h = qdq(g, "x", sx, 128, np.uint8)
+    w, sw = q_weight(g, RNG.normal(0, 0.3, (16, 8, 3, 3)), 0)
+    b = q_bias(g, RNG.normal(0, 0.1, 16), np.float32(sx) * sw)
+    h = g.op("Relu", [g.op("Conv", [h, w, b], kernel_shape=[3, 3], pads=[1] * 4)])
+    y = qdq(g, h, sy, 0, np.uint8)
+    save(out, "qdq_conv_relu", g, [x], {"x": xv}, [y],
+         ["QuantizeLinear -", "QLinearConv -", "DequantizeLinear -"], atol=sy * 1.01)
+
+    # s8 activations, a stride-2 conv without bias, and a MatMul with per-column weights
+    g = G()
+    x, xv = image("x", 4, 10)
+    h = qdq(g, "x", 0.02, -3, np.int8)
+    w, _ = q_weight(g, RNG.normal(0, 0.3, (6, 4, 3, 3)), 0)
+    h = g.op("Conv", [h, w], kernel_shape=[3, 3], pads=[1] * 4, strides=[2, 2])
+    h = g.op("Reshape", [qdq(g, h, 0.04, 5, np.int8), g.const_i64([1, 6, 25])])
+    h = qdq(g, h, 0.04, 5, np.int8)
+    w, _ = q_weight(g, RNG.normal(0, 0.3, (25, 12)), 1, np.uint8, 128)
+    y = qdq(g, g.op("MatMul", [h, w]), 0.1, 120, np.uint8)
+    save(out, "qdq_conv_matmul", g, [x], {"x": xv}, [y],
+         ["QuantizeLinear -", "QLinearConv -", "DequantizeLinear -", "Reshape -",
+          "QuantizeLinear -", "QLinearMatMul -", "DequantizeLinear -"], atol=0.1 * 1.01)
+
+    # Not folded: a Relu before a Q whose zero point is not its type's minimum (the Relu would be
+    # lost), and a depthwise conv (fp32 kernels run it).
+    g = G()
+    x, xv = image("x", 4, 6)
+    h = qdq(g, "x", 0.02, 128, np.uint8)
+    w, _ = q_weight(g, RNG.normal(0, 0.3, (4, 4, 1, 1)), 0)
+    h = g.op("Relu", [g.op("Conv", [h, w], kernel_shape=[1, 1])])
+    h = qdq(g, h, 0.03, 10, np.uint8)
+    w, _ = q_weight(g, RNG.normal(0, 0.3, (4, 1, 3, 3)), 0)
+    h = g.op("Conv", [h, w], kernel_shape=[3, 3], pads=[1] * 4, group=4)
+    y = qdq(g, h, 0.03, 128, np.uint8)
+    save(out, "qdq_kept", g, [x], {"x": xv}, [y],
+         ["QuantizeLinear -", "DequantizeLinear -", "Conv fused[Relu]", "QuantizeLinear -",
+          "DequantizeLinear -", "Conv -", "QuantizeLinear -", "DequantizeLinear -"],
+         env={"ANVIL_LAYOUT": "nchw"}, atol=0.03 * 1.01)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
+    qdq_cases(sys.argv[1])
     cases(sys.argv[1])
     attention_cases(sys.argv[1])
     norm_cases(sys.argv[1])

@@ -180,28 +180,6 @@ static void copy_rows(const q_state *s, const uint8_t *a, int64_t r0, int64_t m,
     }
 }
 
-/* The implicit GEMM's rows for output pixels [r0, r0 + m) of an NHWC image: per pixel, its taps'
- * channels in (ky, kx, c) order, the padding's taps at the zero point. */
-static void conv_rows(const q_state *s, const uint8_t *x, int64_t r0, int64_t m, uint8_t *dst) {
-    const nn_geom *g = &s->g;
-    const int64_t c = s->c_in, ow = g->out[1];
-    for (int64_t i = 0; i < m; i++) {
-        const int64_t oy = (r0 + i) / ow, ox = (r0 + i) % ow;
-        uint8_t *d = dst + i * s->k4;
-        for (int64_t ky = 0; ky < g->kernel[0]; ky++) {
-            const int64_t iy = oy * g->stride[0] - g->pad_begin[0] + ky * g->dil[0];
-            for (int64_t kx = 0; kx < g->kernel[1]; kx++, d += c) {
-                const int64_t ix = ox * g->stride[1] - g->pad_begin[1] + kx * g->dil[1];
-                if (iy < 0 || iy >= g->in[0] || ix < 0 || ix >= g->in[1])
-                    memset(d, s->a_fill, (size_t)c);
-                else
-                    memcpy(d, x + (iy * g->in[1] + ix) * c, (size_t)c);
-            }
-        }
-        memset(d, 0, (size_t)(s->k4 - s->kdim));
-    }
-}
-
 static void run_blocks(void *arg, size_t begin, size_t end) {
     const q_job *j = arg;
     const q_state *s = j->s;
@@ -219,7 +197,9 @@ static void run_blocks(void *arg, size_t begin, size_t end) {
                 p.a8 = j->a + r0 * s->k4;
             } else {
                 if (conv)
-                    conv_rows(s, j->a, r0, m, arows);
+                    quant_im2col_avx512(j->a, s->g.in[0], s->g.in[1], s->c_in, s->g.kernel,
+                                        s->g.stride, s->g.pad_begin, s->g.dil, s->g.out[1], r0, m,
+                                        s->k4, s->a_fill, arows);
                 else
                     copy_rows(s, j->a, r0, m, arows);
                 p.a8 = arows;
@@ -454,12 +434,13 @@ typedef struct nhwc_job {
     uint8_t flip;
 } nhwc_job;
 
-/* Pixels [begin, end) of an NCHW image as NHWC rows, shifted into u8. */
+/* Pixels [16 begin, 16 end) of an NCHW image as NHWC rows, shifted into u8. */
 static void to_nhwc(void *arg, size_t begin, size_t end) {
     const nhwc_job *j = arg;
-    for (size_t i = begin; i < end; i++)
-        for (int64_t c = 0; c < j->c; c++)
-            j->xt[(int64_t)i * j->c + c] = j->x[c * j->hw + (int64_t)i] ^ j->flip;
+    const int64_t p0 = (int64_t)begin * 16,
+                  p1 = (int64_t)end * 16 < j->hw ? (int64_t)end * 16 : j->hw;
+    if (p0 < p1)
+        quant_nchw_to_nhwc_avx512(j->x + p0, j->c, p1 - p0, j->hw, j->flip, j->xt + p0 * j->c);
 }
 
 static anvil_status cv_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
@@ -478,7 +459,7 @@ static anvil_status cv_run(const ir_node *n, void *state, const op_tensor *const
     for (int64_t b = 0; b < x->dims[0]; b++) {
         nhwc_job t = {(const uint8_t *)x->data + b * s->c_in * hw, xt, s->c_in, hw,
                       s->a_signed ? 0x80 : 0};
-        op_parallel_for(ctx, (size_t)hw, to_nhwc, &t);
+        op_parallel_for(ctx, (size_t)((hw + 15) / 16), to_nhwc, &t);
         j.y = (uint8_t *)out[0]->data + b * s->n * s->m;
         op_parallel_for(ctx, (size_t)j.slots, run_blocks, &j);
     }
@@ -503,4 +484,83 @@ static const kern_variant v_qconv_i8 = {.name = "qconv_i8",
                                         .release = q_release,
                                         .run = cv_run};
 
-const kern_variant *const kern_family_quant[] = {&v_qgemm_i8, &v_qconv_i8, NULL};
+/* ---- QuantizeLinear / DequantizeLinear per tensor ---------------------------------------------
+ */
+
+/* The activations between the QLinear nodes that stay in fp32 (a residual Add, a pool) cross
+ * these: per tensor, they are one vector pass (the reference's per-element parameter lookup
+ * took longer than the int8 convolutions around them). */
+static bool qdq_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    const bool q = kn->node->op == IR_OP_QUANTIZELINEAR;
+    const op_tinfo *x = &kn->in[0], *y = &kn->out[0];
+    const anvil_dtype narrow = q ? y->dtype : x->dtype;
+    if (kn->n_in < 2 || !ir_shape_is_static(&x->shape) || !is_8bit(narrow) ||
+        (q ? x->dtype : y->dtype) != ANVIL_DTYPE_FLOAT32)
+        return false;
+    int64_t block = 0;
+    if (ir_attr_int(kn->node, "block_size", 0, &block) != ANVIL_OK || block != 0) return false;
+    if (q) {
+        int64_t prec = 0;
+        if (ir_attr_int(kn->node, "precision", 0, &prec) != ANVIL_OK || prec != 0) return false;
+    }
+    return const_scales(kn, 1, 1, NULL) && const_zps(kn, 2, narrow, 1, NULL);
+}
+
+typedef struct qdq_job {
+    const void *x;
+    void *y;
+    int64_t n;
+    float s;
+    int32_t z;
+    bool q, is_signed;
+} qdq_job;
+
+static void qdq_range(void *arg, size_t begin, size_t end) {
+    const qdq_job *j = arg;
+    const int64_t chunk = (j->n + 63) / 64, b = (int64_t)begin * chunk;
+    int64_t e = (int64_t)end * chunk;
+    if (e > j->n) e = j->n;
+    if (b >= e) return;
+    if (j->q)
+        quant_f32_avx512((const float *)j->x + b, e - b, j->s, j->z, j->is_signed,
+                         (uint8_t *)j->y + b);
+    else
+        dequant_f32_avx512((const uint8_t *)j->x + b, e - b, j->s, j->z, j->is_signed,
+                           (float *)j->y + b);
+}
+
+static anvil_status qdq_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, void *workspace, op_ctx *ctx) {
+    (void)state;
+    (void)n_out;
+    (void)workspace;
+    qdq_job j = {.x = in[0]->data, .y = out[0]->data, .n = (int64_t)op_tensor_numel(in[0])};
+    j.q = n->op == IR_OP_QUANTIZELINEAR;
+    const op_tensor *narrow = j.q ? out[0] : in[0];
+    j.is_signed = narrow->dtype == ANVIL_DTYPE_INT8;
+    j.s = *(const float *)in[1]->data;
+    const op_tensor *zp = n_in > 2 ? in[2] : NULL;
+    j.z = !zp ? 0 : j.is_signed ? *(const int8_t *)zp->data : *(const uint8_t *)zp->data;
+    /* 64 pieces, enough for any thread count; a small tensor on this thread alone */
+    if (j.n >= 4096)
+        op_parallel_for(ctx, 64, qdq_range, &j);
+    else
+        qdq_range(&j, 0, 64);
+    return ANVIL_OK;
+}
+
+static const kern_variant v_quantize_i8 = {.name = "quantize_avx512",
+                                           .op = IR_OP_QUANTIZELINEAR,
+                                           .needs = KERN_NEEDS_AVX512,
+                                           .supports = qdq_supports,
+                                           .run = qdq_run};
+
+static const kern_variant v_dequantize_i8 = {.name = "dequantize_avx512",
+                                             .op = IR_OP_DEQUANTIZELINEAR,
+                                             .needs = KERN_NEEDS_AVX512,
+                                             .supports = qdq_supports,
+                                             .run = qdq_run};
+
+const kern_variant *const kern_family_quant[] = {&v_qgemm_i8, &v_qconv_i8, &v_quantize_i8,
+                                                 &v_dequantize_i8, NULL};

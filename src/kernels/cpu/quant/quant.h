@@ -10,9 +10,22 @@
 /* Requantizes m rows of n fp32 values (c[i*ldc + j]) into 8 bits: y = clamp(round(c) + zy) into
  * [0, 255] (is_signed false) or [-128, 127], rounding half to even as QuantizeLinear does, the
  * result at y[i*rs_y + j*cs_y] (cs_y 1: rows as rows; else, e.g. a convolution's NCHW planes, each
- * column j a run of rows cs_y apart). */
+ * column j a run of rows cs_y apart, rs_y then 1). */
 void quant_store_avx512(const float *c, int64_t ldc, int64_t m, int64_t n, int32_t zy,
                         bool is_signed, uint8_t *y, int64_t rs_y, int64_t cs_y);
+
+/* hw pixels of an NCHW image (c planes, `plane` bytes apart) as hw rows of c bytes (channels-
+ * last), each byte xor flip (0x80: an s8 image shifted into u8). */
+void quant_nchw_to_nhwc_avx512(const uint8_t *x, int64_t c, int64_t hw, int64_t plane, uint8_t flip,
+                               uint8_t *xt);
+
+/* The implicit GEMM rows of output pixels [r0, r0 + m) of a 2-D convolution over the channels-
+ * last image x (h x w pixels of c bytes): per pixel, its taps' channels in (ky, kx, c) order, a
+ * tap in the padding filled with `fill`, zeros from kh*kw*c to the row stride k4. kernel, stride,
+ * pad (the leading pads) and dil have two entries each; ow is the output's width. */
+void quant_im2col_avx512(const uint8_t *x, int64_t h, int64_t w, int64_t c, const int64_t *kernel,
+                         const int64_t *stride, const int64_t *pad, const int64_t *dil, int64_t ow,
+                         int64_t r0, int64_t m, int64_t k4, uint8_t fill, uint8_t *dst);
 
 /* QuantizeLinear with one scale and zero point: y[i] = clamp(round(x[i] / s) + zy). */
 void quant_f32_avx512(const float *x, int64_t n, float s, int32_t zy, bool is_signed, uint8_t *y);

@@ -13,6 +13,31 @@ static inline __m128i to_bytes(__m512 v, __m512i zy, __m512i lo, __m512i hi) {
     return _mm512_cvtepi32_epi8(q);
 }
 
+/* Transposes 16 rows of 16 bytes in place: r[i] byte j becomes r[j] byte i (unpacks of 8, 16,
+ * 32 and 64 bits: 64 instructions for 256 bytes). */
+static inline void transpose16x16(__m128i r[16]) {
+    __m128i t[16];
+    for (int i = 0; i < 8; i++) {
+        t[i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+        t[i + 8] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+    }
+    /* t[i]: rows 2i, 2i+1 interleaved, columns 0-7 (i < 8) or 8-15 (i >= 8) */
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++) {
+            r[h * 8 + i] = _mm_unpacklo_epi16(t[h * 8 + 2 * i], t[h * 8 + 2 * i + 1]);
+            r[h * 8 + i + 4] = _mm_unpackhi_epi16(t[h * 8 + 2 * i], t[h * 8 + 2 * i + 1]);
+        }
+    for (int h = 0; h < 4; h++)
+        for (int i = 0; i < 2; i++) {
+            t[h * 4 + i] = _mm_unpacklo_epi32(r[h * 4 + 2 * i], r[h * 4 + 2 * i + 1]);
+            t[h * 4 + i + 2] = _mm_unpackhi_epi32(r[h * 4 + 2 * i], r[h * 4 + 2 * i + 1]);
+        }
+    for (int h = 0; h < 8; h++) {
+        r[h * 2] = _mm_unpacklo_epi64(t[h * 2], t[h * 2 + 1]);
+        r[h * 2 + 1] = _mm_unpackhi_epi64(t[h * 2], t[h * 2 + 1]);
+    }
+}
+
 void quant_store_avx512(const float *c, int64_t ldc, int64_t m, int64_t n, int32_t zy,
                         bool is_signed, uint8_t *y, int64_t rs_y, int64_t cs_y) {
     const __m512i z = _mm512_set1_epi32(zy);
@@ -30,18 +55,80 @@ void quant_store_avx512(const float *c, int64_t ldc, int64_t m, int64_t n, int32
         }
         return;
     }
-    /* Transposed (NCHW planes): 16 rows of one column at a time, gathered ldc apart; a column's
-     * bytes are then consecutive in y. */
-    const __m512i rows =
-        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                           _mm512_set1_epi32((int32_t)ldc));
+    /* Transposed (NCHW planes): blocks of 16 rows x 16 columns made bytes, transposed in
+     * registers, so that each column's 16 bytes go to its plane in one store (a gather of the
+     * column's floats per 16 bytes cost a tenth of a ResNet's int8 convolutions) */
     for (int64_t i = 0; i < m; i += 16) {
-        const __mmask16 k = m - i >= 16 ? 0xffff : (__mmask16)((1u << (m - i)) - 1u);
-        for (int64_t j = 0; j < n; j++) {
-            const __m512 v =
-                _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, rows, c + i * ldc + j, 4);
-            _mm_mask_storeu_epi8(y + j * cs_y + i * rs_y, k, to_bytes(v, z, lo, hi));
+        const int64_t rows = m - i < 16 ? m - i : 16;
+        const __mmask16 rk = (__mmask16)((1u << rows) - 1u);
+        for (int64_t j = 0; j < n; j += 16) {
+            const int64_t cols = n - j < 16 ? n - j : 16;
+            const __mmask16 ck = (__mmask16)((1u << cols) - 1u);
+            __m128i r[16];
+            for (int64_t q = 0; q < 16; q++)
+                r[q] = q < rows
+                           ? to_bytes(_mm512_maskz_loadu_ps(ck, c + (i + q) * ldc + j), z, lo, hi)
+                           : _mm_setzero_si128();
+            transpose16x16(r);
+            for (int64_t q = 0; q < cols; q++)
+                _mm_mask_storeu_epi8(y + (j + q) * cs_y + i * rs_y, rk, r[q]);
         }
+    }
+}
+
+void quant_nchw_to_nhwc_avx512(const uint8_t *x, int64_t c, int64_t hw, int64_t plane, uint8_t flip,
+                               uint8_t *xt) {
+    const __m128i f = _mm_set1_epi8((char)flip);
+    for (int64_t p = 0; p < hw; p += 16) {
+        const int64_t px = hw - p < 16 ? hw - p : 16;
+        const __mmask16 pk = (__mmask16)((1u << px) - 1u);
+        for (int64_t ch = 0; ch < c; ch += 16) {
+            const int64_t cs = c - ch < 16 ? c - ch : 16;
+            const __mmask16 ck = (__mmask16)((1u << cs) - 1u);
+            __m128i r[16];
+            for (int64_t q = 0; q < 16; q++)
+                r[q] = q < cs ? _mm_xor_si128(_mm_maskz_loadu_epi8(pk, x + (ch + q) * plane + p), f)
+                              : _mm_setzero_si128();
+            transpose16x16(r);
+            for (int64_t q = 0; q < px; q++) _mm_mask_storeu_epi8(xt + (p + q) * c + ch, ck, r[q]);
+        }
+    }
+}
+
+/* n bytes from src to dst (or `fill` in each where src is NULL), 64 at a time */
+static inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t n, uint8_t fill) {
+    const __m512i f = _mm512_set1_epi8((char)fill);
+    for (int64_t i = 0; i < n; i += 64) {
+        const __mmask64 k = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+        _mm512_mask_storeu_epi8(dst + i, k, src ? _mm512_maskz_loadu_epi8(k, src + i) : f);
+    }
+}
+
+void quant_im2col_avx512(const uint8_t *x, int64_t h, int64_t w, int64_t c, const int64_t *kernel,
+                         const int64_t *stride, const int64_t *pad, const int64_t *dil, int64_t ow,
+                         int64_t r0, int64_t m, int64_t k4, uint8_t fill, uint8_t *dst) {
+    const int64_t kh = kernel[0], kw = kernel[1], kdim = kh * kw * c;
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t oy = (r0 + i) / ow, ox = (r0 + i) % ow;
+        const int64_t ix0 = ox * stride[1] - pad[1];
+        uint8_t *d = dst + i * k4;
+        /* a row of taps inside the image, undilated, is kw * c consecutive bytes of x */
+        const bool row_inside = dil[1] == 1 && ix0 >= 0 && ix0 + kw <= w;
+        for (int64_t ky = 0; ky < kh; ky++, d += kw * c) {
+            const int64_t iy = oy * stride[0] - pad[0] + ky * dil[0];
+            if (iy < 0 || iy >= h) {
+                copy_bytes(d, NULL, kw * c, fill);
+            } else if (row_inside) {
+                copy_bytes(d, x + (iy * w + ix0) * c, kw * c, fill);
+            } else {
+                for (int64_t kx = 0; kx < kw; kx++) {
+                    const int64_t ix = ix0 + kx * dil[1];
+                    copy_bytes(d + kx * c, ix < 0 || ix >= w ? NULL : x + (iy * w + ix) * c, c,
+                               fill);
+                }
+            }
+        }
+        copy_bytes(dst + i * k4 + kdim, NULL, k4 - kdim, 0);
     }
 }
 
