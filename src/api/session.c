@@ -431,6 +431,7 @@ static void explain_one(void *arg, const rt_step_info *info) {
         .flops = info->flops,
         .compute = info->rounds_bf16   ? "bf16"
                    : info->rounds_fp16 ? "fp16"
+                   : info->int8        ? "int8"
                                        : "fp32",
         .storage = info->bf16_in && info->bf16_out ? "bf16 in+out"
                    : info->bf16_in                 ? "bf16 in"
@@ -653,6 +654,7 @@ static void region_line(void *arg, const rt_step_info *info) {
             info->op, variant,
             info->rounds_bf16   ? "bf16"
             : info->rounds_fp16 ? "fp16"
+            : info->int8        ? "int8"
                                 : "fp32",
             storage, rb);
     r->nodes++;

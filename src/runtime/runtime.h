@@ -217,6 +217,7 @@ typedef struct rt_step_info {
      * hands the node to, rounds its operands to bf16 (KERN_ROUNDS_BF16), or to fp16
      * (KERN_ROUNDS_FP16). */
     bool rounds_bf16, rounds_fp16;
+    bool int8; /* the variant multiplies 8-bit integers (the int8 tiles' vpdpbusd) */
     /* Its inputs (bit i) and outputs (bit j) the plan stores in bf16 (rt_plan_store). */
     uint32_t bf16_in, bf16_out;
     /* The bf16 region it belongs to (rt_session_regions): 1.., or 0 outside every region (and

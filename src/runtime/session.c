@@ -615,6 +615,8 @@ anvil_status rt_session_explain(const rt_session *s, void (*fn)(void *arg, const
         info.runs = d ? d->name : NULL;
         info.rounds_bf16 = (rt_step_rounds(stp) & KERN_ROUNDS_BF16) != 0;
         info.rounds_fp16 = (rt_step_rounds(stp) & KERN_ROUNDS_FP16) != 0;
+        info.int8 = !stp->dynamic && !stp->alias && stp->variant &&
+                    (stp->variant->needs & KERN_NEEDS_AVX512_VNNI) != 0;
         for (int k = 0; !stp->dynamic && k < n->n_inputs + n->n_outputs; k++) {
             const op_tensor *t = k < n->n_inputs ? &stp->in[k] : &stp->out[k - n->n_inputs];
             ir_vid v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];

@@ -256,6 +256,24 @@ def main():
         identity_model([external_tensor("w", [4], "ext_past_eof.bin", offset=8, length=16)]),
         "ANVIL_ERR_INVALID_MODEL", "lies past the end of 'ext_past_eof.bin'")
 
+    # --- quantization parameters a failed calibration leaves -------------------------------------
+    scale = numpy_helper.from_array(np.array(0.0, np.float32), "scale")
+    zp = numpy_helper.from_array(np.array(128, np.uint8), "zp")
+    bad("dequantize_zero_scale.onnx",
+        model([helper.make_node("DequantizeLinear", ["x", "scale", "zp"], ["y"], name="dq")],
+              [fvi("x", [4], TensorProto.UINT8)], [fvi("y", [4])], [scale, zp]),
+        "ANVIL_ERR_INVALID_MODEL", "node 'dq' (DequantizeLinear): the scale[0] is 0")
+    x_s = numpy_helper.from_array(np.array(0.02, np.float32), "x_s")
+    w = numpy_helper.from_array(np.ones((2, 1, 1, 1), np.int8), "w")
+    w_s = numpy_helper.from_array(np.array([0.1, np.nan], np.float32), "w_s")
+    w_z = numpy_helper.from_array(np.zeros(2, np.int8), "w_z")
+    bad("qlinearconv_nan_scale.onnx",
+        model([helper.make_node("QLinearConv", ["x", "x_s", "zp", "w", "w_s", "w_z", "x_s", "zp"],
+                                ["y"], name="qconv")],
+              [fvi("x", [1, 1, 2, 2], TensorProto.UINT8)], [fvi("y", None, TensorProto.UINT8)],
+              [x_s, zp, w, w_s, w_z]),
+        "ANVIL_ERR_INVALID_MODEL", "w_scale[1] is nan")
+
     # --- failures only a run can show ------------------------------------------------------------
     data = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "data")
     bad("gather_oob.onnx",

@@ -162,6 +162,7 @@ static anvil_status qlinearmatmul_infer(const ir_graph *g, const ir_node *n, con
         bool ok = n->opset < 21 ? in[i].dtype == ANVIL_DTYPE_FLOAT32 : q_float_type(in[i].dtype);
         CORE_TRY(q_require(n, names[k], in[i].dtype, ok,
                            n->opset < 21 ? "FLOAT" : "FLOAT, FLOAT16, BFLOAT16 or DOUBLE"));
+        CORE_TRY(q_check_scale(n, names[k], &in[i]));
     }
     CORE_TRY(q_require(n, "y_zero_point", in[7].dtype, q_mm_type(in[7].dtype), "INT8 or UINT8"));
     CORE_TRY(q_scalar_param(n, "y_scale", &in[6]));
@@ -443,9 +444,11 @@ static anvil_status qlinearconv_infer(const ir_graph *g, const ir_node *n, const
     (void)n_out;
     static const int scales[] = {1, 4, 6};
     static const char *const names[] = {"x_scale", "w_scale", "y_scale"};
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 3; k++) {
         CORE_TRY(q_require(n, names[k], in[scales[k]].dtype,
                            in[scales[k]].dtype == ANVIL_DTYPE_FLOAT32, "FLOAT"));
+        CORE_TRY(q_check_scale(n, names[k], &in[scales[k]]));
+    }
     CORE_TRY(q_scalar_param(n, "x_scale", &in[1]));
     CORE_TRY(q_scalar_param(n, "y_scale", &in[6]));
     CORE_TRY(q_scalar_param(n, "y_zero_point", &in[7]));

@@ -80,6 +80,27 @@ static inline int64_t q_saturate(double v, anvil_dtype dt) {
     return (int64_t)v;
 }
 
+/* Refuses a constant scale (t->value known at load) with an element that is zero, negative, NaN
+ * or infinite: dividing by it (QuantizeLinear) or multiplying by it makes every output of the
+ * tensor meaningless, which a quantizer's failed calibration is the usual cause of. A scale
+ * computed while the model runs (DynamicQuantizeLinear's) is not checked. */
+static inline anvil_status q_check_scale(const ir_node *n, const char *what, const op_tinfo *t) {
+    size_t num;
+    if (!t->value || !q_float_type(t->dtype) || t->shape.rank < 0 ||
+        !ir_shape_numel(&t->shape, &num))
+        return ANVIL_OK;
+    for (size_t i = 0; i < num; i++) {
+        const double s = core_load_f64(t->dtype, t->value, i);
+        if (!(s > 0.0) || s != s || s == INFINITY)
+            return core_err(ANVIL_ERR_INVALID_MODEL,
+                            "%s: %s[%zu] is %g; a quantization scale must be a positive finite "
+                            "number (re-quantize the model: a zero scale usually comes from a "
+                            "calibration that saw a constant tensor)",
+                            ir_node_label(n), what, i, s);
+    }
+    return ANVIL_OK;
+}
+
 /* Refuses a node whose opset predates the op (the op does not exist there). */
 static inline anvil_status q_since(const ir_node *n, int since) {
     if (n->opset < since)

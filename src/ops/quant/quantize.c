@@ -201,6 +201,7 @@ static anvil_status quantizelinear_infer(const ir_graph *g, const ir_node *n, co
                        q_float_type(in[0].dtype) || in[0].dtype == ANVIL_DTYPE_INT32,
                        "FLOAT, FLOAT16, BFLOAT16, DOUBLE or INT32"));
     CORE_TRY(q_scale_dtype(n, in[1].dtype));
+    CORE_TRY(q_check_scale(n, "the scale", &in[1]));
     anvil_dtype odt = ANVIL_DTYPE_UINT8;
     if (has_zp) {
         odt = in[2].dtype;
@@ -233,6 +234,7 @@ static anvil_status dequantizelinear_infer(const ir_graph *g, const ir_node *n, 
     CORE_TRY(q_require(n, "input x", xdt, q_int_type(xdt) || xdt == ANVIL_DTYPE_INT32,
                        "INT8, UINT8, INT16, UINT16 or INT32"));
     CORE_TRY(q_scale_dtype(n, in[1].dtype));
+    CORE_TRY(q_check_scale(n, "the scale", &in[1]));
     if (has_zp && in[2].dtype != xdt)
         return core_err(ANVIL_ERR_SHAPE,
                         "%s: the zero point is %s but x is %s; they must have the same dtype",

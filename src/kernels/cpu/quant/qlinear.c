@@ -526,8 +526,8 @@ static void qdq_range(void *arg, size_t begin, size_t end) {
         quant_f32_avx512((const float *)j->x + b, e - b, j->s, j->z, j->is_signed,
                          (uint8_t *)j->y + b);
     else
-        dequant_f32_avx512((const uint8_t *)j->x + b, e - b, j->s, j->z, j->is_signed,
-                           (float *)j->y + b);
+        quant_dequant_f32_avx512((const uint8_t *)j->x + b, e - b, j->s, j->z, j->is_signed,
+                                 (float *)j->y + b);
 }
 
 static anvil_status qdq_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,

@@ -31,6 +31,7 @@ void quant_im2col_avx512(const uint8_t *x, int64_t h, int64_t w, int64_t c, cons
 void quant_f32_avx512(const float *x, int64_t n, float s, int32_t zy, bool is_signed, uint8_t *y);
 
 /* DequantizeLinear with one scale and zero point: y[i] = (x[i] - zx) * s. */
-void dequant_f32_avx512(const uint8_t *x, int64_t n, float s, int32_t zx, bool is_signed, float *y);
+void quant_dequant_f32_avx512(const uint8_t *x, int64_t n, float s, int32_t zx, bool is_signed,
+                              float *y);
 
 #endif

@@ -148,8 +148,8 @@ void quant_f32_avx512(const float *x, int64_t n, float s, int32_t zy, bool is_si
     }
 }
 
-void dequant_f32_avx512(const uint8_t *x, int64_t n, float s, int32_t zx, bool is_signed,
-                        float *y) {
+void quant_dequant_f32_avx512(const uint8_t *x, int64_t n, float s, int32_t zx, bool is_signed,
+                              float *y) {
     const __m512i z = _mm512_set1_epi32(zx);
     const __m512 sv = _mm512_set1_ps(s);
     for (int64_t i = 0; i < n; i += 16) {
