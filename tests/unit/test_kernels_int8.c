@@ -160,8 +160,8 @@ static uint8_t *random_bytes(size_t n, uint32_t seed) {
 
 /* Scales and zero points as QLinear inputs: one value, or n (per column / output channel). */
 typedef struct qparam {
-    float s[256];
-    uint8_t z[256];
+    float s[512];
+    uint8_t z[512];
     int64_t n;
 } qparam;
 
@@ -211,6 +211,7 @@ static void test_qlinearmatmul_exact(void **state) {
     assert_int_equal(qmatmul(2, 5, 33, 16, s8, s8, s8, false, 2), 1);   /* s8 A, K % 4 = 1 */
     assert_int_equal(qmatmul(1, 200, 300, 70, u8, u8, u8, true, 3), 1); /* u8 B near 128 */
     assert_int_equal(qmatmul(3, 64, 768, 48, u8, s8, s8, true, 4), 1);
+    assert_int_equal(qmatmul(1, 5, 64, 300, u8, s8, u8, true, 5), 1); /* columns split */
 }
 
 /* QLinearConv on an NCHW image: the reference's bytes exactly, or -1. */
@@ -255,6 +256,8 @@ static void test_qlinearconv_exact(void **state) {
     assert_int_equal(qconv(1, 32, 8, 8, 64, 1, 1, 1, 0, 1, u8, s8, false, 3), 1); /* in place */
     assert_int_equal(qconv(1, 12, 10, 10, 20, 3, 3, 2, 2, 2, s8, s8, true, 4), 1);
     assert_int_equal(qconv(1, 8, 6, 6, 40, 3, 3, 1, 1, 1, u8, u8, false, 5), 1);
+    /* 9 pixels, 200 channels: one block of rows, its columns split among the threads */
+    assert_int_equal(qconv(1, 64, 3, 3, 200, 3, 3, 1, 1, 1, u8, s8, true, 6), 1);
 }
 
 int main(void) {

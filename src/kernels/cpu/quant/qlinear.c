@@ -115,9 +115,12 @@ static void q_release(void *state) {
 }
 
 /* The rows of C per block: enough for the tile to reuse its B panels, few enough that a block's
- * fp32 results (and its A rows) stay in L2 until they are requantized. */
+ * fp32 results (and its A rows) stay in L2 until they are requantized. Weights larger than half
+ * an L2 are streamed from L3 once per block, so they get blocks of up to 1 MiB: ResNet's last
+ * 3x3 convs (49 rows, 2.4 MB of weights) read them twice at 256 KiB. */
 static int64_t block_rows(const gemm_kernel *k, int64_t m, int64_t n, int64_t k4) {
-    int64_t r = (int64_t)(256 << 10) / (4 * n + k4);
+    const int64_t budget = k4 * n > (512 << 10) ? (1 << 20) : (256 << 10);
+    int64_t r = budget / (4 * n + k4);
     r = r / k->mr * k->mr;
     if (r < k->mr) r = k->mr;
     const int64_t all = (m + k->mr - 1) / k->mr * k->mr;
@@ -157,6 +160,7 @@ typedef struct q_job {
     char *ws;
     size_t ws_stride;
     int slots;
+    int64_t parts, part_cols; /* C's columns in parts of part_cols (whole tiles) */
 } q_job;
 
 static size_t align64(size_t x) {
@@ -180,19 +184,28 @@ static void copy_rows(const q_state *s, const uint8_t *a, int64_t r0, int64_t m,
     }
 }
 
+/* Units of work: a block of rows times a part of the columns. Where the rows make fewer blocks
+ * than there are threads (a 7x7 map's 49 pixels), the columns are cut too, each part's rows
+ * built again: the weights then split among the threads rather than one thread doing it all. */
 static void run_blocks(void *arg, size_t begin, size_t end) {
     const q_job *j = arg;
     const q_state *s = j->s;
     const bool conv = s->c_in > 0;
-    const int64_t blocks = (s->m + s->rows - 1) / s->rows;
+    const int64_t units = (s->m + s->rows - 1) / s->rows * j->parts;
+    const int64_t slots = gemm_slots(s->k, s->k4);
     for (size_t t = begin; t < end; t++) {
         char *w = j->ws + t * j->ws_stride;
         float *c = (float *)w;
         uint8_t *arows = (uint8_t *)(w + align64((size_t)s->rows * (size_t)s->n * sizeof(float)));
         void *gws = (char *)arows + align64((size_t)s->rows * (size_t)s->k4);
-        for (int64_t b = (int64_t)t; b < blocks; b += j->slots) {
+        for (int64_t u = (int64_t)t; u < units; u += j->slots) {
+            const int64_t b = u / j->parts, j0 = u % j->parts * j->part_cols;
             const int64_t r0 = b * s->rows, m = s->m - r0 < s->rows ? s->m - r0 : s->rows;
-            gemm_problem p = {.m = m, .n = s->n, .k = s->k4, .cs_a = 1, .pb = &s->pb};
+            const int64_t n = s->n - j0 < j->part_cols ? s->n - j0 : j->part_cols;
+            if (n <= 0) continue;
+            /* the part's panels of the packed weights (j0 is a multiple of NR) */
+            const gemm_packed pb = {s->k, s->k4, n, s->pb.data + j0 * slots};
+            gemm_problem p = {.m = m, .n = n, .k = s->k4, .cs_a = 1, .pb = &pb};
             if (s->a_in_place) {
                 p.a8 = j->a + r0 * s->k4;
             } else {
@@ -206,17 +219,30 @@ static void run_blocks(void *arg, size_t begin, size_t end) {
             }
             p.rs_a = s->k4;
             p.c = c;
-            p.ldc = s->n;
+            p.ldc = n;
             p.ep = gemm_epilogue_none();
-            p.ep.col_scale = s->mult;
-            p.ep.col_comp = s->comp;
+            p.ep.col_scale = s->mult + j0;
+            p.ep.col_comp = s->comp + j0;
             gemm_run_serial(s->k, &s->blk, &p, gws);
             if (conv) /* NCHW: channel j's plane holds the block's pixels at r0.. */
-                quant_store_avx512(c, s->n, m, s->n, s->zy, s->y_signed, j->y + r0, 1, s->m);
+                quant_store_avx512(c, n, m, n, s->zy, s->y_signed, j->y + j0 * s->m + r0, 1, s->m);
             else
-                quant_store_avx512(c, s->n, m, s->n, s->zy, s->y_signed, j->y + r0 * s->n, s->n, 1);
+                quant_store_avx512(c, n, m, n, s->zy, s->y_signed, j->y + r0 * s->n + j0, s->n, 1);
         }
     }
+}
+
+/* The threads that run and how the columns are cut (see run_blocks). */
+static void job_plan(const q_state *s, op_ctx *ctx, q_job *j) {
+    const int64_t blocks = (s->m + s->rows - 1) / s->rows;
+    int t = op_ctx_threads(ctx);
+    if (t > s->threads) t = s->threads;
+    const int64_t nr = s->k->nr, tiles = (s->n + nr - 1) / nr;
+    j->parts = blocks >= t ? 1 : (t + blocks - 1) / blocks;
+    if (j->parts > tiles) j->parts = tiles;
+    j->part_cols = (tiles + j->parts - 1) / j->parts * nr;
+    const int64_t units = blocks * j->parts;
+    j->slots = units < t ? (int)units : t;
 }
 
 /* ---- QLinearMatMul: a [..., M, K] x b [K, N] ------------------------------------------------ */
@@ -297,13 +323,6 @@ static size_t mm_workspace(const kern_node *kn) {
     return q_workspace(&s);
 }
 
-static int job_slots(const q_state *s, op_ctx *ctx) {
-    const int64_t blocks = (s->m + s->rows - 1) / s->rows;
-    int t = op_ctx_threads(ctx);
-    if (t > s->threads) t = s->threads;
-    return blocks < t ? (int)blocks : t;
-}
-
 static anvil_status mm_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
                            op_tensor *const *out, int n_out, void *workspace, op_ctx *ctx) {
     (void)n;
@@ -313,7 +332,7 @@ static anvil_status mm_run(const ir_node *n, void *state, const op_tensor *const
     if (s->m == 0 || s->n == 0) return ANVIL_OK;
     q_job j = {.s = s, .a = in[MM_A]->data, .y = out[0]->data, .ws = workspace};
     j.ws_stride = align64(slot_bytes(s));
-    j.slots = job_slots(s, ctx);
+    job_plan(s, ctx, &j);
     op_parallel_for(ctx, (size_t)j.slots, run_blocks, &j);
     return ANVIL_OK;
 }
@@ -455,7 +474,7 @@ static anvil_status cv_run(const ir_node *n, void *state, const op_tensor *const
     uint8_t *xt = workspace;
     q_job j = {.s = s, .a = xt, .ws = (char *)workspace + align64((size_t)(hw * s->c_in))};
     j.ws_stride = align64(slot_bytes(s));
-    j.slots = job_slots(s, ctx);
+    job_plan(s, ctx, &j);
     for (int64_t b = 0; b < x->dims[0]; b++) {
         nhwc_job t = {(const uint8_t *)x->data + b * s->c_in * hw, xt, s->c_in, hw,
                       s->a_signed ? 0x80 : 0};
