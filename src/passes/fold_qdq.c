@@ -121,8 +121,9 @@ static int32_t q_after(const pass_ctx *c, ir_vid v, int32_t *relu) {
     return r;
 }
 
-/* Kills a DequantizeLinear nothing reads any more. */
+/* Kills a DequantizeLinear nothing reads any more (NULL: none). */
 static void drop_if_unread(pass_ctx *c, const ir_node *dq) {
+    if (!dq) return;
     const int32_t k = (int32_t)(dq - c->g->nodes);
     if (!c->dead[k] && c->uses[dq->outputs[0]] == 0) pass_node_kill(c, k);
 }
@@ -134,9 +135,11 @@ static anvil_status rewrite(pass_ctx *c, int32_t k, int32_t relu, int32_t q, ir_
     ir_graph *g = c->g;
     ir_vid *inputs = core_arena_array(g->arena, (size_t)n_in, sizeof *inputs);
     if (!inputs) return ANVIL_ERR_OUT_OF_MEMORY;
-    const ir_node *dx = pass_producer(c, g->nodes[k].inputs[0]);
-    const ir_node *dw = pass_producer(c, g->nodes[k].inputs[1]);
-    const ir_node *db = g->nodes[k].n_inputs > 2 ? pass_producer(c, g->nodes[k].inputs[2]) : NULL;
+    /* the producers of k's inputs: the DequantizeLinears, dropped below if nothing else reads them
+     */
+    const ir_node *dq[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3 && i < g->nodes[k].n_inputs; i++)
+        if (g->nodes[k].inputs[i] != IR_NONE) dq[i] = dq_of(c, g->nodes[k].inputs[i]);
     pass_node_kill(c, k);
     if (relu >= 0) pass_node_kill(c, relu);
     pass_node_kill(c, q);
@@ -153,9 +156,7 @@ static anvil_status rewrite(pass_ctx *c, int32_t k, int32_t relu, int32_t q, ir_
     for (int i = 0; i < n_in; i++)
         if (ins[i] != IR_NONE) CORE_TRY(pass_node_set_input(c, q, i, ins[i]));
     CORE_TRY(op_get(op)->check(g, &g->nodes[q]));
-    drop_if_unread(c, dx);
-    drop_if_unread(c, dw);
-    if (db) drop_if_unread(c, db);
+    for (int i = 0; i < 3; i++) drop_if_unread(c, dq[i]);
     c->pg->folded_qdq++;
     return ANVIL_OK;
 }
@@ -214,14 +215,44 @@ static anvil_status fold_matmul(pass_ctx *c, int32_t k) {
     return rewrite(c, k, relu, q, IR_OP_QLINEARMATMUL, ins, 8, NULL, 0);
 }
 
+/* Whether constants a and b hold the same bytes (and dtype and element count). */
+static bool same_const(const pass_ctx *c, ir_vid a, ir_vid b) {
+    const ir_value *va = &c->g->values[a], *vb = &c->g->values[b];
+    return va->dtype == vb->dtype && va->data_bytes == vb->data_bytes && va->data && vb->data &&
+           !memcmp(va->data, vb->data, va->data_bytes);
+}
+
+/* DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale and zero point is the
+ * MaxPool of the 8-bit tensor itself: dequantizing is increasing (a positive scale), so it
+ * commutes with max, and quantizing a dequantized value gives it back. */
+static anvil_status fold_pool(pass_ctx *c, int32_t k) {
+    const ir_graph *g = c->g;
+    const ir_node *n = &g->nodes[k];
+    if (n->n_inputs != 1) return ANVIL_OK;
+    const ir_node *dx = dq_of(c, n->inputs[0]);
+    if (!dx || !dq_params(c, dx, 1, 0)) return ANVIL_OK;
+    const int32_t q = pass_sole_reader(c, n->outputs[0]);
+    if (q < 0) return ANVIL_OK;
+    const ir_node *qn = &g->nodes[q];
+    if (qn->op != IR_OP_QUANTIZELINEAR || qn->n_inputs < 3 || qn->inputs[2] == IR_NONE ||
+        g->values[qn->outputs[0]].dtype != g->values[dx->inputs[0]].dtype ||
+        !same_const(c, qn->inputs[1], dx->inputs[1]) ||
+        !same_const(c, qn->inputs[2], dx->inputs[2]))
+        return ANVIL_OK;
+    const ir_vid ins[1] = {dx->inputs[0]};
+    return rewrite(c, k, -1, q, IR_OP_MAXPOOL, ins, 1, n->attrs, n->n_attrs);
+}
+
 anvil_status pass_fold_qdq(pass_ctx *c) {
     for (int32_t k = 0; k < c->g->n_nodes; k++) {
         const ir_node *n = &c->g->nodes[k];
-        if (c->dead[k] || n->fusion || n->n_outputs != 1 || n->n_inputs < 2) continue;
+        if (c->dead[k] || n->fusion || n->n_outputs != 1 || n->n_inputs < 1) continue;
         if (n->op == IR_OP_CONV)
             CORE_TRY(fold_conv(c, k));
         else if (n->op == IR_OP_MATMUL)
             CORE_TRY(fold_matmul(c, k));
+        else if (n->op == IR_OP_MAXPOOL)
+            CORE_TRY(fold_pool(c, k));
     }
     return ANVIL_OK;
 }

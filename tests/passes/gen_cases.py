@@ -755,6 +755,18 @@ def qdq_cases(out):
          ["QuantizeLinear -", "QLinearConv -", "DequantizeLinear -", "Reshape -",
           "QuantizeLinear -", "QLinearMatMul -", "DequantizeLinear -"], atol=0.1 * 1.01)
 
+    # DQ -> MaxPool -> Q with the DQ's own scale and zero point: the MaxPool of the 8-bit tensor
+    # (exact); with another scale after it the pool stays in fp32.
+    g = G()
+    x, xv = image("x", 3, 11)
+    h = g.op("MaxPool", [qdq(g, "x", 0.03, 7, np.uint8)], kernel_shape=[3, 3], strides=[2, 2],
+             pads=[1] * 4)
+    y = qdq(g, h, 0.03, 7, np.uint8)
+    z = qdq(g, g.op("MaxPool", [y], kernel_shape=[2, 2]), 0.05, 7, np.uint8)
+    save(out, "qdq_maxpool", g, [x], {"x": xv}, [z],
+         ["QuantizeLinear -", "MaxPool -", "DequantizeLinear -", "MaxPool -", "QuantizeLinear -",
+          "DequantizeLinear -"], atol=0.05 * 1.01)
+
     # Not folded: a Relu before a Q whose zero point is not its type's minimum (the Relu would be
     # lost), and a depthwise conv (fp32 kernels run it).
     g = G()

@@ -1,5 +1,6 @@
 /* The int8 GEMM tiles (src/kernels/cpu/gemm/gemm_avx512vnni.c through the driver, gemm.c) and
- * the variants on them (qgemm_i8, qconv_i8: src/kernels/cpu/quant/qlinear.c).
+ * the variants on them (qgemm_i8, qconv_i8: src/kernels/cpu/quant/qlinear.c), and the 8-bit
+ * MaxPool (maxpool_i8, qpool.c).
  *
  * Their sums are integers, so they are checked exactly: C[i,j] must be the float of the int32 sum
  * of (A[i,p] - za) * (B[p,j] - zb[j]), plus the compensation, times the column scale, with the
@@ -260,12 +261,41 @@ static void test_qlinearconv_exact(void **state) {
     assert_int_equal(qconv(1, 64, 3, 3, 200, 3, 3, 1, 1, 1, u8, s8, true, 6), 1);
 }
 
+/* MaxPool of an 8-bit NCHW tensor: the reference's bytes exactly, or -1. */
+static int qmaxpool(int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride, int64_t pad,
+                    bool ceil, anvil_dtype dt, uint32_t seed) {
+    optest t;
+    optest_begin(&t, IR_OP_MAXPOOL, 1, 1, 4);
+    optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){k, k}, 2);
+    optest_attr_ints(&t, 1, "strides", (int64_t[]){stride, stride}, 2);
+    optest_attr_ints(&t, 2, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
+    optest_attr_int(&t, 3, "ceil_mode", ceil);
+    const int64_t dx[4] = {2, c, h, w};
+    uint8_t *x = random_bytes((size_t)(2 * c * h * w), seed);
+    optest_input(&t, 0, dt, 4, dx, x, false);
+    const bool applies = optest_variant_applies(&t, "maxpool_i8");
+    int r = optest_check_variants_cmp(&t, 0, 0, cmp_bytes);
+    optest_end(&t);
+    free(x);
+    return applies ? r : -1;
+}
+
+static void test_maxpool_i8_exact(void **state) {
+    (void)state;
+    if (!optest_have_avx512()) skip();
+    assert_int_equal(qmaxpool(3, 112, 112, 3, 2, 1, false, u8, 1), 1); /* ResNet's, 56 wide */
+    assert_int_equal(qmaxpool(5, 9, 70, 3, 1, 1, false, s8, 2), 1);    /* s8, 70 > 64 wide */
+    assert_int_equal(qmaxpool(4, 13, 13, 2, 2, 0, true, u8, 3), 1);    /* ceil_mode overhang */
+    assert_int_equal(qmaxpool(2, 11, 11, 3, 3, 1, false, s8, 4), 1);   /* stride 3 */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int8_tiles_exact),
         cmocka_unit_test(test_pack_b8_refuses_far_uint8),
         cmocka_unit_test(test_qlinearmatmul_exact),
         cmocka_unit_test(test_qlinearconv_exact),
+        cmocka_unit_test(test_maxpool_i8_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

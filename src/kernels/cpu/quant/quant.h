@@ -4,8 +4,13 @@
 #ifndef ANVIL_KERNELS_CPU_QUANT_H
 #define ANVIL_KERNELS_CPU_QUANT_H
 
+#include "kernels/kernels.h"
+
 #include <stdbool.h>
 #include <stdint.h>
+
+/* The MaxPool variant of 8-bit tensors (qpool.c), in the family's list (qlinear.c). */
+extern const kern_variant quant_variant_maxpool;
 
 /* Requantizes m rows of n fp32 values (c[i*ldc + j]) into 8 bits: y = clamp(round(c) + zy) into
  * [0, 255] (is_signed false) or [-128, 127], rounding half to even as QuantizeLinear does, the
@@ -26,6 +31,18 @@ void quant_nchw_to_nhwc_avx512(const uint8_t *x, int64_t c, int64_t hw, int64_t 
 void quant_im2col_avx512(const uint8_t *x, int64_t h, int64_t w, int64_t c, const int64_t *kernel,
                          const int64_t *stride, const int64_t *pad, const int64_t *dil, int64_t ow,
                          int64_t r0, int64_t m, int64_t k4, uint8_t fill, uint8_t *dst);
+
+/* A 2-D max pool's geometry: input ih x iw, output oh x ow, window kh x kw, strides, the leading
+ * pads (the trailing ones follow), and row_len: the padded row the windows span, at least
+ * pl + iw. */
+typedef struct quant_pool {
+    int64_t ih, iw, oh, ow, kh, kw, sh, sw, pt, pl, row_len;
+} quant_pool;
+
+/* MaxPool of one plane of 8-bit values (x: ih x iw, y: oh x ow), padding never winning. row:
+ * scratch of row_len + 128 bytes. A stride other than 1 or 2 picks its outputs one by one. */
+void quant_maxpool_avx512(const uint8_t *x, const quant_pool *g, bool is_signed, uint8_t *row,
+                          uint8_t *y);
 
 /* QuantizeLinear with one scale and zero point: y[i] = clamp(round(x[i] / s) + zy). */
 void quant_f32_avx512(const float *x, int64_t n, float s, int32_t zy, bool is_signed, uint8_t *y);

@@ -4,6 +4,7 @@
 #include "quant.h"
 
 #include <immintrin.h>
+#include <string.h>
 
 /* 16 floats to 16 bytes: round, add zy, clamp to the type's range. */
 static inline __m128i to_bytes(__m512 v, __m512i zy, __m512i lo, __m512i hi) {
@@ -158,5 +159,55 @@ void quant_dequant_f32_avx512(const uint8_t *x, int64_t n, float s, int32_t zx, 
         const __m512i w = is_signed ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
         _mm512_mask_storeu_ps(y + i, k,
                               _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(w, z)), sv));
+    }
+}
+
+void quant_maxpool_avx512(const uint8_t *x, const quant_pool *g, bool is_signed, uint8_t *row,
+                          uint8_t *y) {
+    /* the smallest value of the type pads the row, so a padded tap never wins */
+    const uint8_t lowest = is_signed ? 0x80 : 0;
+    const int64_t len = g->row_len;
+    for (int64_t oy = 0; oy < g->oh; oy++) {
+        /* the window's rows, max'd vertically into row[pl ..] */
+        memset(row, lowest, (size_t)len + 128);
+        int64_t y0 = oy * g->sh - g->pt, y1 = y0 + g->kh;
+        if (y0 < 0) y0 = 0;
+        if (y1 > g->ih) y1 = g->ih;
+        for (int64_t i = 0; i < g->iw; i += 64) {
+            const __mmask64 k =
+                g->iw - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (g->iw - i)) - 1);
+            __m512i m = _mm512_set1_epi8((char)lowest);
+            for (int64_t iy = y0; iy < y1; iy++) {
+                const __m512i v = _mm512_mask_loadu_epi8(m, k, x + iy * g->iw + i);
+                m = is_signed ? _mm512_max_epi8(m, v) : _mm512_max_epu8(m, v);
+            }
+            _mm512_mask_storeu_epi8(row + g->pl + i, k, m);
+        }
+        /* then across: h[x] = max(row[x .. x + kw)), taken at x = ox * sw */
+        uint8_t *out = y + oy * g->ow;
+        const int64_t step = g->sw <= 64 ? 64 / g->sw : 1; /* outputs per 64 window starts */
+        for (int64_t ox = 0; ox < g->ow; ox += step) {
+            const int64_t x0 = ox * g->sw;
+            __m512i m = _mm512_loadu_si512(row + x0);
+            for (int64_t kx = 1; kx < g->kw; kx++) {
+                const __m512i v = _mm512_loadu_si512(row + x0 + kx);
+                m = is_signed ? _mm512_max_epi8(m, v) : _mm512_max_epu8(m, v);
+            }
+            if (g->sw == 1) {
+                const int64_t n = g->ow - ox < 64 ? g->ow - ox : 64;
+                _mm512_mask_storeu_epi8(out + ox,
+                                        n == 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1), m);
+            } else if (g->sw == 2) {
+                /* the even bytes: the low byte of each 16-bit lane */
+                const int64_t n = g->ow - ox < 32 ? g->ow - ox : 32;
+                _mm256_mask_storeu_epi8(out + ox,
+                                        n == 32 ? ~(__mmask32)0 : (((__mmask32)1 << n) - 1),
+                                        _mm512_cvtepi16_epi8(m));
+            } else {
+                uint8_t h[64];
+                _mm512_storeu_si512(h, m);
+                for (int64_t q = 0; q < step && ox + q < g->ow; q++) out[ox + q] = h[q * g->sw];
+            }
+        }
     }
 }
