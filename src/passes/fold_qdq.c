@@ -14,6 +14,11 @@
  * saturation then clamps at zero already. Convolutions of one group only: a grouped or depthwise
  * one stays in fp32, whose kernels are faster than a QLinearConv without int8 ones.
  *
+ * The same pass makes the other nodes between them 8-bit where that is exact: a MaxPool between a
+ * DequantizeLinear and a QuantizeLinear of the same parameters pools the 8-bit tensor, and a
+ * residual Add of two dequantized tensors becomes anvil.QLinearAdd, which does the three nodes'
+ * float arithmetic in one pass.
+ *
  * Runs before fold_consts, which would otherwise turn the weights' DequantizeLinear into an fp32
  * constant and hide the pattern. */
 #include "ops/ops.h"
@@ -243,6 +248,25 @@ static anvil_status fold_pool(pass_ctx *c, int32_t k) {
     return rewrite(c, k, -1, q, IR_OP_MAXPOOL, ins, 1, n->attrs, n->n_attrs);
 }
 
+/* DequantizeLinear(a) + DequantizeLinear(b) -> [Relu ->] QuantizeLinear, a and b of one shape:
+ * anvil.QLinearAdd on the 8-bit tensors (ops/quant/qadd.c), the same arithmetic in one pass. */
+static anvil_status fold_add(pass_ctx *c, int32_t k) {
+    const ir_graph *g = c->g;
+    const ir_node *n = &g->nodes[k];
+    if (n->n_inputs != 2) return ANVIL_OK;
+    const ir_node *da = dq_of(c, n->inputs[0]), *db = dq_of(c, n->inputs[1]);
+    if (!da || !db || !dq_params(c, da, 1, 0) || !dq_params(c, db, 1, 0)) return ANVIL_OK;
+    const ir_shape *sa = &g->values[da->inputs[0]].shape, *sb = &g->values[db->inputs[0]].shape;
+    if (sa->rank < 0 || !ir_shape_equal(sa, sb)) return ANVIL_OK;
+    int32_t relu;
+    const int32_t q = q_after(c, n->outputs[0], &relu);
+    if (q < 0) return ANVIL_OK;
+    const ir_node *qn = &g->nodes[q];
+    const ir_vid ins[8] = {da->inputs[0], da->inputs[1], da->inputs[2], db->inputs[0],
+                           db->inputs[1], db->inputs[2], qn->inputs[1], qn->inputs[2]};
+    return rewrite(c, k, relu, q, IR_OP_QLINEAR_ADD, ins, 8, NULL, 0);
+}
+
 anvil_status pass_fold_qdq(pass_ctx *c) {
     for (int32_t k = 0; k < c->g->n_nodes; k++) {
         const ir_node *n = &c->g->nodes[k];
@@ -253,6 +277,8 @@ anvil_status pass_fold_qdq(pass_ctx *c) {
             CORE_TRY(fold_matmul(c, k));
         else if (n->op == IR_OP_MAXPOOL)
             CORE_TRY(fold_pool(c, k));
+        else if (n->op == IR_OP_ADD)
+            CORE_TRY(fold_add(c, k));
     }
     return ANVIL_OK;
 }

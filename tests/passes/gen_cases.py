@@ -767,6 +767,17 @@ def qdq_cases(out):
          ["QuantizeLinear -", "MaxPool -", "DequantizeLinear -", "MaxPool -", "QuantizeLinear -",
           "DequantizeLinear -"], atol=0.05 * 1.01)
 
+    # A residual block's Add of two dequantized tensors: anvil.QLinearAdd (the same arithmetic)
+    g = G()
+    x, xv = image("x", 4, 7)
+    h = qdq(g, "x", 0.02, 128, np.uint8)
+    w, sw = q_weight(g, RNG.normal(0, 0.3, (4, 4, 3, 3)), 0)
+    c = qdq(g, g.op("Conv", [h, w], kernel_shape=[3, 3], pads=[1] * 4), 0.04, 120, np.uint8)
+    y = qdq(g, g.op("Relu", [g.op("Add", [c, h])]), 0.05, 0, np.uint8)
+    save(out, "qdq_add", g, [x], {"x": xv}, [y],
+         ["QuantizeLinear -", "QLinearConv -", "anvil.QLinearAdd -", "DequantizeLinear -"],
+         atol=0.05 * 1.01)
+
     # Not folded: a Relu before a Q whose zero point is not its type's minimum (the Relu would be
     # lost), and a depthwise conv (fp32 kernels run it).
     g = G()

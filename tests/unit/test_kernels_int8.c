@@ -1,6 +1,6 @@
 /* The int8 GEMM tiles (src/kernels/cpu/gemm/gemm_avx512vnni.c through the driver, gemm.c) and
- * the variants on them (qgemm_i8, qconv_i8: src/kernels/cpu/quant/qlinear.c), and the 8-bit
- * MaxPool (maxpool_i8, qpool.c).
+ * the variants on them (qgemm_i8, qconv_i8: src/kernels/cpu/quant/qlinear.c), the 8-bit
+ * MaxPool and anvil.QLinearAdd (maxpool_i8, qadd_avx512: qpool.c).
  *
  * Their sums are integers, so they are checked exactly: C[i,j] must be the float of the int32 sum
  * of (A[i,p] - za) * (B[p,j] - zb[j]), plus the compensation, times the column scale, with the
@@ -289,6 +289,34 @@ static void test_maxpool_i8_exact(void **state) {
     assert_int_equal(qmaxpool(2, 11, 11, 3, 3, 1, false, s8, 4), 1);   /* stride 3 */
 }
 
+/* anvil.QLinearAdd of n elements: the reference's bytes exactly, or -1. */
+static int qadd(int64_t n, anvil_dtype adt, anvil_dtype bdt, anvil_dtype ydt, uint32_t seed) {
+    optest t;
+    optest_begin(&t, IR_OP_QLINEAR_ADD, 8, 1, 0);
+    const int64_t d[2] = {3, n};
+    uint8_t *a = random_bytes((size_t)(3 * n), seed), *b = random_bytes((size_t)(3 * n), seed + 1);
+    qparam qa = {.n = 1}, qb = {.n = 1}, qy = {.n = 1};
+    optest_input(&t, 0, adt, 2, d, a, false);
+    qparam_input(&t, 1, 2, adt, &qa, 0.02f, seed + 2);
+    optest_input(&t, 3, bdt, 2, d, b, false);
+    qparam_input(&t, 4, 5, bdt, &qb, 0.03f, seed + 3);
+    qparam_input(&t, 6, 7, ydt, &qy, 0.04f, seed + 4);
+    const bool applies = optest_variant_applies(&t, "qadd_avx512");
+    int r = optest_check_variants_cmp(&t, 0, 0, cmp_bytes);
+    optest_end(&t);
+    free(a);
+    free(b);
+    return applies ? r : -1;
+}
+
+static void test_qlinear_add_exact(void **state) {
+    (void)state;
+    if (!optest_have_avx512()) skip();
+    assert_int_equal(qadd(3000, u8, u8, u8, 1), 1); /* 9000 elements: split among threads */
+    assert_int_equal(qadd(37, s8, u8, s8, 2), 1);
+    assert_int_equal(qadd(5, u8, s8, u8, 3), 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int8_tiles_exact),
@@ -296,6 +324,7 @@ int main(void) {
         cmocka_unit_test(test_qlinearmatmul_exact),
         cmocka_unit_test(test_qlinearconv_exact),
         cmocka_unit_test(test_maxpool_i8_exact),
+        cmocka_unit_test(test_qlinear_add_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -582,4 +582,5 @@ static const kern_variant v_dequantize_i8 = {.name = "dequantize_avx512",
                                              .run = qdq_run};
 
 const kern_variant *const kern_family_quant[] = {
-    &v_qgemm_i8, &v_qconv_i8, &v_quantize_i8, &v_dequantize_i8, &quant_variant_maxpool, NULL};
+    &v_qgemm_i8,        &v_qconv_i8, &v_quantize_i8, &v_dequantize_i8, &quant_variant_maxpool,
+    &quant_variant_add, NULL};

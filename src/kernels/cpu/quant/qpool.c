@@ -1,4 +1,5 @@
-/* MaxPool on 8-bit tensors, as variant "maxpool_i8": what fold_qdq leaves of a
+/* MaxPool on 8-bit tensors (variant "maxpool_i8") and anvil.QLinearAdd ("qadd_avx512"). The
+ * MaxPool is what fold_qdq leaves of a
  * DequantizeLinear -> MaxPool -> QuantizeLinear with one scale and zero point (dequantizing is
  * increasing, so the max of the dequantized values is the dequantized max, and quantizing it
  * again gives the 8-bit value back). NCHW, 2-D windows without dilation, no Indices output; each
@@ -117,3 +118,67 @@ const kern_variant quant_variant_maxpool = {.name = "maxpool_i8",
                                             .prepare = prepare,
                                             .release = free,
                                             .run = run};
+
+/* ---- anvil.QLinearAdd ------------------------------------------------------------------------ */
+
+static bool add_supports(const kern_node *kn, const core_hw *hw) {
+    (void)hw;
+    for (int i = 0; i < 8; i++)
+        if (!kern_has_input(kn, i) || !ir_shape_is_static(&kn->in[i].shape) ||
+            ((i == 1 || i == 2 || i == 4 || i == 5 || i == 6 || i == 7) && !kn->in[i].value))
+            return false;
+    return true;
+}
+
+typedef struct add_job {
+    quant_add_params p;
+    const uint8_t *a, *b;
+    uint8_t *y;
+    int64_t n;
+} add_job;
+
+static void add_range(void *arg, size_t begin, size_t end) {
+    const add_job *j = arg;
+    const int64_t chunk = (j->n + 63) / 64 / 64 * 64 + 64, b = (int64_t)begin * chunk;
+    int64_t e = (int64_t)end * chunk;
+    if (e > j->n) e = j->n;
+    if (b < e) quant_add_avx512(&j->p, j->a + b, j->b + b, e - b, j->y + b);
+}
+
+static int32_t zp_of(const op_tensor *t) {
+    return t->dtype == ANVIL_DTYPE_INT8 ? *(const int8_t *)t->data : *(const uint8_t *)t->data;
+}
+
+static anvil_status add_run(const ir_node *n, void *state, const op_tensor *const *in, int n_in,
+                            op_tensor *const *out, int n_out, void *ws, op_ctx *ctx) {
+    (void)n;
+    (void)state;
+    (void)n_in;
+    (void)n_out;
+    (void)ws;
+    add_job j = {.p = {.sa = *(const float *)in[1]->data,
+                       .sb = *(const float *)in[4]->data,
+                       .sy = *(const float *)in[6]->data,
+                       .za = zp_of(in[2]),
+                       .zb = zp_of(in[5]),
+                       .zy = zp_of(in[7]),
+                       .a_signed = in[0]->dtype == ANVIL_DTYPE_INT8,
+                       .b_signed = in[3]->dtype == ANVIL_DTYPE_INT8,
+                       .y_signed = out[0]->dtype == ANVIL_DTYPE_INT8},
+                 .a = in[0]->data,
+                 .b = in[3]->data,
+                 .y = out[0]->data,
+                 .n = (int64_t)op_tensor_numel(out[0])};
+    /* 64 pieces of whole 64-element runs; a small tensor on this thread alone */
+    if (j.n >= 8192)
+        op_parallel_for(ctx, 64, add_range, &j);
+    else
+        add_range(&j, 0, 64);
+    return ANVIL_OK;
+}
+
+const kern_variant quant_variant_add = {.name = "qadd_avx512",
+                                        .op = IR_OP_QLINEAR_ADD,
+                                        .needs = KERN_NEEDS_AVX512,
+                                        .supports = add_supports,
+                                        .run = add_run};

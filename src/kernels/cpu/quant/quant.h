@@ -9,8 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The MaxPool variant of 8-bit tensors (qpool.c), in the family's list (qlinear.c). */
-extern const kern_variant quant_variant_maxpool;
+/* The MaxPool variant of 8-bit tensors and anvil.QLinearAdd's (qpool.c), in the family's list
+ * (qlinear.c). */
+extern const kern_variant quant_variant_maxpool, quant_variant_add;
 
 /* Requantizes m rows of n fp32 values (c[i*ldc + j]) into 8 bits: y = clamp(round(c) + zy) into
  * [0, 255] (is_signed false) or [-128, 127], rounding half to even as QuantizeLinear does, the
@@ -43,6 +44,18 @@ typedef struct quant_pool {
  * scratch of row_len + 128 bytes. A stride other than 1 or 2 picks its outputs one by one. */
 void quant_maxpool_avx512(const uint8_t *x, const quant_pool *g, bool is_signed, uint8_t *row,
                           uint8_t *y);
+
+/* anvil.QLinearAdd's parameters (ops/quant/qadd.c). */
+typedef struct quant_add_params {
+    float sa, sb, sy;
+    int32_t za, zb, zy;
+    bool a_signed, b_signed, y_signed;
+} quant_add_params;
+
+/* anvil.QLinearAdd over n elements: y = clamp(round(((a - za) * sa + (b - zb) * sb) / sy) + zy),
+ * in the float operations of the DequantizeLinear, Add and QuantizeLinear it replaces. */
+void quant_add_avx512(const quant_add_params *p, const uint8_t *a, const uint8_t *b, int64_t n,
+                      uint8_t *y);
 
 /* QuantizeLinear with one scale and zero point: y[i] = clamp(round(x[i] / s) + zy). */
 void quant_f32_avx512(const float *x, int64_t n, float s, int32_t zy, bool is_signed, uint8_t *y);

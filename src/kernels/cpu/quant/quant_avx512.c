@@ -211,3 +211,27 @@ void quant_maxpool_avx512(const uint8_t *x, const quant_pool *g, bool is_signed,
         }
     }
 }
+
+/* 16 8-bit values widened to floats, their zero point subtracted */
+static inline __m512 widen(const uint8_t *x, __mmask16 k, bool is_signed, __m512i z) {
+    const __m128i b = _mm_maskz_loadu_epi8(k, x);
+    const __m512i w = is_signed ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(w, z));
+}
+
+void quant_add_avx512(const quant_add_params *p, const uint8_t *a, const uint8_t *b, int64_t n,
+                      uint8_t *y) {
+    const __m512i za = _mm512_set1_epi32(p->za), zb = _mm512_set1_epi32(p->zb);
+    const __m512i zy = _mm512_set1_epi32(p->zy);
+    const __m512 sa = _mm512_set1_ps(p->sa), sb = _mm512_set1_ps(p->sb), sy = _mm512_set1_ps(p->sy);
+    const __m512i lo = _mm512_set1_epi32(p->y_signed ? -128 : 0);
+    const __m512i hi = _mm512_set1_epi32(p->y_signed ? 127 : 255);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        /* the unfused nodes' operations one by one: two products, their sum, the division */
+        const __m512 da = _mm512_mul_ps(widen(a + i, k, p->a_signed, za), sa);
+        const __m512 db = _mm512_mul_ps(widen(b + i, k, p->b_signed, zb), sb);
+        const __m512 q = _mm512_div_ps(_mm512_add_ps(da, db), sy);
+        _mm_mask_storeu_epi8(y + i, k, to_bytes(q, zy, lo, hi));
+    }
+}
