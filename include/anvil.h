@@ -198,6 +198,12 @@ anvil_status anvil_options_set_knob(anvil_options *opts, const char *name, const
  *          relative error, and values beyond fp16's range (65504) overflow. Never a bf16 kernel.
  *          On a CPU without AVX512-FP16 the session runs fp32 kernels and logs a warning.
  *          Inference only: training refuses it (ANVIL_ERR_UNSUPPORTED; use "bf16").
+ *   "int8" MatMuls with a constant B in int8 (AVX512-VNNI), quantized dynamically: B per
+ *          column once, A per row on every run (symmetric, scale max|x| / 127), the products
+ *          summed exactly in int32 and scaled back to fp32 before the fused epilogue; about
+ *          0.5-1% error relative to an output's scale (`anvil bench --check` reports it). Where
+ *          the CPU has no AVX512-VNNI (or its rate does not beat fp32's) the session runs fp32.
+ *          Inference only. Models already quantized (QDQ, QLinear ops) run int8 at any precision.
  * NULL or another name: ANVIL_ERR_INVALID_ARGUMENT listing the names. Overrides
  * $ANVIL_PRECISION. A tuning database keeps reduced-precision winners apart from fp32 ones. */
 anvil_status anvil_options_set_precision(anvil_options *opts, const char *precision);

@@ -72,7 +72,7 @@ anvil_cli_test(bad.sysinfo_arg 2 ARGS sysinfo extra ERR "unexpected argument 'ex
 foreach(sub run bench tune train compile)
   anvil_cli_test(help_precision.${sub} 0 ARGS ${sub} -h OUT "\n  --precision P  +fp32 \\(default\\), bf16")
   anvil_cli_test(bad.precision.${sub} 2 ARGS ${sub} m.onnx --precision fp8
-                 ERR "anvil ${sub}: --precision must be fp32, bf16, fp16 or auto, got 'fp8'")
+                 ERR "anvil ${sub}: --precision must be fp32, bf16, fp16, auto or int8, got 'fp8'")
 endforeach()
 foreach(sub bench tune)
   anvil_cli_test(help_tolerance.${sub} 0 ARGS ${sub} -h OUT "\n  --tolerance X  +precision auto")
@@ -352,6 +352,12 @@ anvil_cli_test(e2e.bench_check_bf16 0 ARGS bench ${W}/tiny.onnx --iters 2 --warm
                    "\nprobs/out:0 +[0-9.e+-]+ +[0-9.e+-]+  [0-9.]+% of 1 rows\n"
                    "\nfeat.map +[0-9.e+-]+ +[0-9.e+-]+  -\n"
                    "\nfc1 +Gemm +[a-z0-9_]+ +(fp32|bf16) +")
+# int8: the Gemm in dynamic int8 where the CPU has AVX512-VNNI, checked against fp32 the same way
+anvil_cli_test(e2e.bench_check_int8 0 ARGS bench ${W}/tiny.onnx --iters 2 --warmup 0 --threads 1
+               --precision int8 --check --explain FIXTURES cli_models
+               OUT "\nprecision: int8\n"
+                   "\naccuracy of precision int8 against fp32 \\(one run of each on the same inputs\\):\n"
+                   "\nfc1 +Gemm +[a-z0-9_]+ +(fp32|int8) +")
 anvil_cli_test(e2e.bench_no_check 0 ARGS bench ${W}/tiny.onnx --iters 2 --warmup 0 --threads 1
                FIXTURES cli_models OUT "\nprecision: fp32\n" NOT_OUT "accuracy")
 # A precision without the ISA for it (ANVIL_ISA=avx2 hides AVX-512 and AMX on every CPU): a
@@ -369,6 +375,7 @@ endfunction()
 anvil_cli_precision_without_isa(bf16 "neither AVX512_BF16 nor AMX-BF16")
 anvil_cli_precision_without_isa(fp16 "no AVX512-FP16")
 anvil_cli_precision_without_isa(auto "no AVX512_BF16, AMX-BF16 or AVX512-FP16")
+anvil_cli_precision_without_isa(int8 "no AVX512-VNNI")
 # the other commands take it too
 anvil_cli_test(e2e.run_bf16 0 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy -o ${W}/out_bf16
                --precision bf16 FIXTURES cli_models OUT "probs/out:0 -> ")
@@ -441,9 +448,9 @@ anvil_cli_test(e2e.dump_precision_dot 2 ARGS dump ${W}/tiny.onnx --precision bf1
                FIXTURES cli_models ERR "--precision prints the plan's formats as text; drop --dot")
 anvil_cli_test(e2e.dump_threads_alone 2 ARGS dump ${W}/tiny.onnx --threads 1
                FIXTURES cli_models ERR "--tolerance, --threads, --shape and -i go with --precision")
-anvil_cli_test(help_precision.dump 0 ARGS dump -h OUT "\n  --precision P    fp32, bf16, fp16 or auto")
+anvil_cli_test(help_precision.dump 0 ARGS dump -h OUT "\n  --precision P    fp32, bf16, fp16, auto or int8")
 anvil_cli_test(bad.precision.dump 2 ARGS dump m.onnx --precision fp8
-               ERR "anvil dump: --precision must be fp32, bf16, fp16 or auto, got 'fp8'")
+               ERR "anvil dump: --precision must be fp32, bf16, fp16, auto or int8, got 'fp8'")
 
 # ---- tune: the offline tuner and sessions reading its database ----------------------------
 add_test(NAME cli.e2e.tune COMMAND ${ANVIL_CLI_PYTHON} ${ANVIL_CLI_DIR}/check_tune.py

@@ -152,10 +152,10 @@ bool cli_parse_passes(const char *cmd, const char *spec, uint32_t *off) {
 }
 
 bool cli_parse_precision(const char *cmd, const char *s) {
-    static const char *const names[] = {"fp32", "bf16", "fp16", "auto"};
+    static const char *const names[] = {"fp32", "bf16", "fp16", "auto", "int8"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(s, names[i])) return true;
-    cli_usage_error(cmd, "--precision must be fp32, bf16, fp16 or auto, got '%s'", s);
+    cli_usage_error(cmd, "--precision must be fp32, bf16, fp16, auto or int8, got '%s'", s);
     return false;
 }
 

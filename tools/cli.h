@@ -107,12 +107,13 @@ bool cli_parse_passes(const char *cmd, const char *spec, uint32_t *off);
     "                             bfloat16 and accumulate in fp32, where the CPU has\n"            \
     "                             AVX512_BF16 or AMX), fp16 (IEEE half instead, where the CPU\n"   \
     "                             has AVX512-FP16), auto (bf16 or fp16 where\n"                    \
-    "                             tuning finds it faster within the tolerance)\n"
+    "                             tuning finds it faster within the tolerance), int8 (MatMuls\n"   \
+    "                             with constant weights quantized dynamically, AVX512-VNNI)\n"
 #define CLI_TOLERANCE_HELP                                                                         \
     "  --tolerance X              precision auto's error bound, relative to an output's scale\n"   \
     "                             (default 0.01)\n"
-/* Checks that s names a precision (fp32, bf16, fp16, auto): false after a usage error. The API
- * refuses fp16 itself where it cannot serve it (training), with its reason. */
+/* Checks that s names a precision (fp32, bf16, fp16, auto, int8): false after a usage error. The
+ * API refuses fp16 itself where it cannot serve it (training), with its reason. */
 bool cli_parse_precision(const char *cmd, const char *s);
 /* A positive finite number into *out: false after a usage error. */
 bool cli_parse_tolerance(const char *cmd, const char *s, double *out);

@@ -250,7 +250,7 @@ def _set_precision(opts: c_void_p, precision: Optional[str], tolerance: Optional
     $ANVIL_PRECISION); anvil refuses unknown names."""
     if precision is not None:
         if not isinstance(precision, str):
-            raise TypeError(f"precision must be a string ('fp32', 'bf16', 'fp16' or 'auto'), "
+            raise TypeError(f"precision must be a string ('fp32', 'bf16', 'fp16', 'auto' or 'int8'), "
                             f"not {type(precision).__name__}")
         _check(lib.anvil_options_set_precision(opts, precision.encode()))
     if tolerance is not None:
@@ -428,7 +428,7 @@ class TrainSession:
             c.tuning_db = keep[-1]
         if precision is not None:
             if not isinstance(precision, str):
-                raise TypeError(f"precision must be a string ('fp32', 'bf16', 'fp16' or 'auto'), "
+                raise TypeError(f"precision must be a string ('fp32', 'bf16', 'fp16', 'auto' or 'int8'), "
                                 f"not {type(precision).__name__}")
             keep.append(precision.encode())
             c.precision = keep[-1]

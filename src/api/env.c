@@ -98,7 +98,7 @@ static anvil_status set_b2b(rt_session_config *c, const char *v) {
 }
 
 /* The names a precision goes by, in kern_precision's order. */
-static const char *const precision_names[] = {"fp32", "bf16", "fp16", "auto"};
+static const char *const precision_names[] = {"fp32", "bf16", "fp16", "auto", "int8"};
 
 const char *api_precision_name(int precision) {
     return precision >= 0 && precision < (int)(sizeof precision_names / sizeof *precision_names)
@@ -112,7 +112,7 @@ anvil_status api_precision_parse(const char *what, const char *name, int *out) {
         if (!strcmp(name, precision_names[i])) found = i;
     if (found < 0)
         return core_err(ANVIL_ERR_INVALID_ARGUMENT,
-                        "%s: '%s' is not a precision; use fp32, bf16, fp16 or auto", what,
+                        "%s: '%s' is not a precision; use fp32, bf16, fp16, auto or int8", what,
                         name ? name : "(null)");
     *out = found;
     return ANVIL_OK;
@@ -163,8 +163,9 @@ static const api_env_var vars[] = {
     {"ANVIL_DECONV_TILE", "ConvTranspose's register tile, by kernel name", "the GEMM's default",
      set_deconv_tile},
     {"ANVIL_PRECISION",
-     "the arithmetic a session accepts: fp32, bf16, fp16 or auto (training refuses fp16)", "fp32",
-     set_precision},
+     "the arithmetic a session accepts: fp32, bf16, fp16, auto or int8 (training refuses fp16 and "
+     "int8)",
+     "fp32", set_precision},
     {"ANVIL_BF16_STORAGE",
      "0 or off keeps every activation in fp32 where bf16 nodes could pass it "
      "on in bf16",

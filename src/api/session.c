@@ -264,7 +264,11 @@ void api_precision_warn(const rt_session_config *cfg) {
     const core_hw *hw = core_hw_get();
     const bool bf16 = hw->avx512_bf16 || (hw->amx_bf16 && hw->amx_tile && hw->os_amx);
     const bool fp16 = hw->avx512_fp16;
-    if (p == KERN_PREC_FP16 && !fp16)
+    if (p == KERN_PREC_INT8 && !hw->avx512_vnni)
+        core_log(CORE_LOG_WARN,
+                 "precision int8 asked for, but this CPU (or the ANVIL_ISA cap) has no "
+                 "AVX512-VNNI: the session runs fp32 kernels instead");
+    else if (p == KERN_PREC_FP16 && !fp16)
         core_log(CORE_LOG_WARN,
                  "precision fp16 asked for, but this CPU (or the ANVIL_ISA cap) has no "
                  "AVX512-FP16: the session runs fp32 kernels instead (bf16 may be available: "

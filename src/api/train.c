@@ -54,6 +54,10 @@ anvil_status anvil_train_session_create(const anvil_model *model, const anvil_tr
                         "training in fp16 is not supported: its range does not hold gradients "
                         "without loss scaling, which anvil does not do; use bf16 (or auto) for "
                         "mixed-precision training");
+    if (tc.env.knobs.precision == KERN_PREC_INT8)
+        return core_err(ANVIL_ERR_UNSUPPORTED,
+                        "training in int8 is not supported: int8 is an inference precision "
+                        "(dynamic quantization of MatMuls); use bf16 for mixed-precision training");
     api_precision_warn(&tc.env);
     CORE_TRY(api_tuning_db_open(c->tuning_db, c->online_rounds > 0, &tc.db, fingerprint,
                                 sizeof fingerprint));

@@ -35,6 +35,9 @@ enum {
     KERN_ROUNDS_FP16 = 1u << 8,
     /* AVX512-VNNI's vpdpbusd (u8 x s8 dot products of 4 into int32), beside KERN_NEEDS_AVX512. */
     KERN_NEEDS_AVX512_VNNI = 1u << 9,
+    /* A property: the variant quantizes fp32 operands to 8 bits while it runs (dynamic int8), so
+     * its results differ from fp32 by that rounding. Offered only to sessions of precision int8. */
+    KERN_ROUNDS_INT8 = 1u << 10,
 };
 
 /* Either reduced-precision property: the variant's results are not fp32's. */

@@ -42,6 +42,8 @@ typedef enum kern_precision {
     KERN_PREC_BF16 = 1,
     KERN_PREC_FP16 = 2,
     KERN_PREC_AUTO = 3,
+    /* int8: MatMuls with a constant B quantized dynamically (KERN_ROUNDS_INT8) */
+    KERN_PREC_INT8 = 4,
 } kern_precision;
 
 typedef struct kern_knobs {
@@ -274,7 +276,9 @@ extern const kern_variant *const kern_family_attn[];    /* cpu/attn: anvil.Sdpa 
 extern const kern_variant *const kern_family_pair[];    /* cpu/pair: anvil.GemmPair, ConvPair */
 extern const kern_variant *const kern_family_train[];   /* cpu/train: backward ops */
 extern const kern_variant *const kern_family_quant[];   /* cpu/quant: int8 QLinear, Q / DQ */
-extern const kern_variant *const kern_family_vendor[];  /* vendor: oneDNN, OpenBLAS, BLIS */
+/* The dynamic int8 MatMul and Gemm (cpu/gemm/gemm_dynamic.c), first in the gemm family's list. */
+extern const kern_variant gemm_variant_i8_dynamic, gemm_variant_i8_dynamic_gemm;
+extern const kern_variant *const kern_family_vendor[]; /* vendor: oneDNN, OpenBLAS, BLIS */
 
 /* Upper bound on the variants of one op (reference included). */
 #define KERN_MAX_VARIANTS 48

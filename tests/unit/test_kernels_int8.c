@@ -1,6 +1,7 @@
 /* The int8 GEMM tiles (src/kernels/cpu/gemm/gemm_avx512vnni.c through the driver, gemm.c) and
  * the variants on them (qgemm_i8, qconv_i8: src/kernels/cpu/quant/qlinear.c), the 8-bit
- * MaxPool and anvil.QLinearAdd (maxpool_i8, qadd_avx512: qpool.c).
+ * MaxPool and anvil.QLinearAdd (maxpool_i8, qadd_avx512: qpool.c), and the dynamic int8 MatMul
+ * of precision int8 (gemm_i8_dynamic: src/kernels/cpu/gemm/gemm_dynamic.c).
  *
  * Their sums are integers, so they are checked exactly: C[i,j] must be the float of the int32 sum
  * of (A[i,p] - za) * (B[p,j] - zb[j]), plus the compensation, times the column scale, with the
@@ -317,6 +318,54 @@ static void test_qlinear_add_exact(void **state) {
     assert_int_equal(qadd(5, u8, s8, u8, 3), 1);
 }
 
+static const kern_knobs int8_session = {.precision = KERN_PREC_INT8};
+
+/* A MatMul [2, m, k] x [k, n] with B constant, checked under precision int8 at rtol/atol against
+ * the fp32 reference; returns how many int8 variants applied (-1 on a mismatch). exact: every row
+ * of A and column of B an integer multiple of its own scale (max|x| / 127, each row holding
+ * +-127 of it), which dynamic quantization keeps as it is. */
+static int dyn_matmul(int64_t m, int64_t k, int64_t n, bool exact, float rtol, float atol) {
+    optest t;
+    optest_begin(&t, IR_OP_MATMUL, 2, 1, 0);
+    const int64_t da[3] = {2, m, k}, db[2] = {k, n};
+    float *a = optest_random_f32((size_t)(2 * m * k), 11, -1.0f, 1.0f);
+    float *b = optest_random_f32((size_t)(k * n), 12, -1.0f, 1.0f);
+    if (exact) {
+        for (int64_t i = 0; i < 2 * m; i++) {
+            const float sc = 0.01f * (float)(i % 7 + 1);
+            for (int64_t p = 0; p < k; p++)
+                a[i * k + p] = (p == i % k ? 127.0f : nearbyintf(a[i * k + p] * 127.0f)) * sc;
+        }
+        for (int64_t j = 0; j < n; j++) {
+            const float sc = 0.02f * (float)(j % 5 + 1);
+            for (int64_t p = 0; p < k; p++)
+                b[p * n + j] = (p == j % k ? -127.0f : nearbyintf(b[p * n + j] * 127.0f)) * sc;
+        }
+    }
+    optest_input(&t, 0, ANVIL_DTYPE_FLOAT32, 3, da, a, false);
+    optest_input(&t, 1, ANVIL_DTYPE_FLOAT32, 2, db, b, true);
+    t.knobs = &int8_session;
+    const bool applies = optest_variant_applies(&t, "gemm_i8_dynamic");
+    int r = optest_check_variants(&t, rtol, atol);
+    optest_end(&t);
+    free(a);
+    free(b);
+    return r < 0 ? -1 : applies;
+}
+
+static void test_dynamic_int8_matmul(void **state) {
+    (void)state;
+    if (!have_vnni()) skip();
+    /* exact operands: the fp32 result up to the order of its sums */
+    assert_int_equal(dyn_matmul(37, 64, 100, true, 1e-5f, 1e-2f), 1);
+    assert_int_equal(dyn_matmul(5, 301, 48, true, 1e-5f, 1e-2f), 1); /* K % 4 = 1: padded rows */
+    /* random operands: within the rounding of both to 8 bits (|A||B| K / 127 per element at
+     * most; 1 + k/2 here keeps a margin over the typical sqrt(K) growth) */
+    assert_int_equal(dyn_matmul(64, 768, 96, false, 0.0f, 0.35f), 1);
+    /* and not within fp32's tolerance: the rounding is real */
+    assert_int_equal(dyn_matmul(64, 768, 96, false, 1e-5f, 1e-4f), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int8_tiles_exact),
@@ -325,6 +374,7 @@ int main(void) {
         cmocka_unit_test(test_qlinearconv_exact),
         cmocka_unit_test(test_maxpool_i8_exact),
         cmocka_unit_test(test_qlinear_add_exact),
+        cmocka_unit_test(test_dynamic_int8_matmul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

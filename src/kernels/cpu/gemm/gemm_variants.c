@@ -780,6 +780,8 @@ GEMM_VARIANT_E(gm_amx, IR_OP_GEMM, PREFIX_BF16 "_32x32_amx", GEMM_NEEDS_amx | KE
 #define MM_REF(MR, NV, NR, ISA) &v_mm_##MR##x##NR##_##ISA,
 #define GM_REF(MR, NV, NR, ISA) &v_gm_##MR##x##NR##_##ISA,
 const kern_variant *const kern_family_gemm[] = {
+    &gemm_variant_i8_dynamic,
+    &gemm_variant_i8_dynamic_gemm,
     &v_mm_amx,
     AUTO_REF(mm) GEMM_TILES(MM_REF) GEMM_TILES_AVX512BF16(MM_REF) GEMM_TILES_AVX512FP16(MM_REF) &
         v_gm_amx,

@@ -57,6 +57,12 @@ typedef struct quant_add_params {
 void quant_add_avx512(const quant_add_params *p, const uint8_t *a, const uint8_t *b, int64_t n,
                       uint8_t *y);
 
+/* Dynamic quantization of m rows of fp32 A (row i at a + i*k, k values), per row and symmetric:
+ * scale[i] = max|row| / 127 (1 for a row of zeros), each value divided by it, rounded to
+ * [-127, 127] and stored plus 128 as u8 at dst + i*k4; bytes k .. k4 of a row are 128. */
+void quant_rows_dynamic_avx512(const float *a, int64_t m, int64_t k, uint8_t *dst, int64_t k4,
+                               float *scale);
+
 /* QuantizeLinear with one scale and zero point: y[i] = clamp(round(x[i] / s) + zy). */
 void quant_f32_avx512(const float *x, int64_t n, float s, int32_t zy, bool is_signed, uint8_t *y);
 

@@ -235,3 +235,32 @@ void quant_add_avx512(const quant_add_params *p, const uint8_t *a, const uint8_t
         _mm_mask_storeu_epi8(y + i, k, to_bytes(q, zy, lo, hi));
     }
 }
+
+void quant_rows_dynamic_avx512(const float *a, int64_t m, int64_t k, uint8_t *dst, int64_t k4,
+                               float *scale) {
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    for (int64_t i = 0; i < m; i++) {
+        const float *row = a + i * k;
+        __m512 mx = _mm512_setzero_ps();
+        for (int64_t p = 0; p < k; p += 16) {
+            const __mmask16 km = k - p >= 16 ? 0xffff : (__mmask16)((1u << (k - p)) - 1u);
+            mx = _mm512_max_ps(mx, _mm512_and_ps(_mm512_maskz_loadu_ps(km, row + p), absmask));
+        }
+        const float top = _mm512_reduce_max_ps(mx);
+        const float s = top > 0.0f && top < __builtin_inff() ? top / 127.0f : 1.0f;
+        scale[i] = s;
+        const __m512 inv = _mm512_set1_ps(1.0f / s);
+        const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+        const __m512i shift = _mm512_set1_epi32(128);
+        uint8_t *d = dst + i * k4;
+        for (int64_t p = 0; p < k4; p += 16) {
+            const __mmask16 km = k - p >= 16 ? 0xffff
+                                 : k > p     ? (__mmask16)((1u << (k - p)) - 1u)
+                                             : 0;
+            __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(km, row + p), inv));
+            q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), shift);
+            const __mmask16 ks = k4 - p >= 16 ? 0xffff : (__mmask16)((1u << (k4 - p)) - 1u);
+            _mm_mask_storeu_epi8(d + p, ks, _mm512_cvtepi32_epi8(q));
+        }
+    }
+}
