@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <string.h>
 
 static bool have_vnni(void) {
     return kern_isa_ok(KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_VNNI, core_hw_get());
@@ -216,38 +217,58 @@ static void test_qlinearmatmul_exact(void **state) {
     assert_int_equal(qmatmul(1, 5, 64, 300, u8, s8, u8, true, 5), 1); /* columns split */
 }
 
-/* QLinearConv on an NCHW image: the reference's bytes exactly, or -1. */
-static int qconv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m, int64_t kh, int64_t kw,
-                 int64_t stride, int64_t pad, int64_t dil, anvil_dtype xdt, anvil_dtype wdt,
-                 bool bias, uint32_t seed) {
+/* QLinearConv on an NCHW image (group 1, or depthwise: m = c groups): the reference's bytes
+ * exactly, or -1 where `variant` does not take it. */
+static int qconv_v(const char *variant, int64_t n, int64_t c, int64_t h, int64_t w, int64_t m,
+                   int64_t kh, int64_t kw, int64_t stride, int64_t pad, int64_t dil,
+                   anvil_dtype xdt, anvil_dtype wdt, bool bias, uint32_t seed) {
+    const bool dw = !strcmp(variant, "qconv_dw_i8");
     optest t;
-    optest_begin(&t, IR_OP_QLINEARCONV, bias ? 9 : 8, 1, 4);
+    optest_begin(&t, IR_OP_QLINEARCONV, bias ? 9 : 8, 1, dw ? 5 : 4);
+    if (dw) optest_attr_int(&t, 4, "group", c);
     optest_attr_ints(&t, 0, "kernel_shape", (int64_t[]){kh, kw}, 2);
     optest_attr_ints(&t, 1, "strides", (int64_t[]){stride, stride}, 2);
     optest_attr_ints(&t, 2, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
     optest_attr_ints(&t, 3, "dilations", (int64_t[]){dil, dil}, 2);
-    const int64_t dx[4] = {n, c, h, w}, dw[4] = {m, c, kh, kw}, db[1] = {m};
+    const int64_t cg = dw ? 1 : c;
+    const int64_t dx[4] = {n, c, h, w}, dwt[4] = {m, cg, kh, kw}, db[1] = {m};
     uint8_t *x = random_bytes((size_t)(n * c * h * w), seed);
-    uint8_t *wt = random_bytes((size_t)(m * c * kh * kw), seed + 1);
+    uint8_t *wt = random_bytes((size_t)(m * cg * kh * kw), seed + 1);
     int32_t *b = malloc(sizeof(int32_t) * (size_t)m);
     for (int64_t j = 0; j < m; j++) b[j] = (int32_t)(next(&seed) % 20001) - 10000;
-    for (int64_t i = 0; i < m * c * kh * kw; i++)
+    for (int64_t i = 0; i < m * cg * kh * kw; i++)
         wt[i] =
             wdt == u8 ? (uint8_t)(60 + wt[i] % 120) : (uint8_t)(int8_t)((int)(wt[i] % 235) - 117);
     qparam qx = {.n = 1}, qw = {.n = m}, qy = {.n = 1};
     optest_input(&t, 0, xdt, 4, dx, x, false);
     qparam_input(&t, 1, 2, xdt, &qx, 0.02f, seed + 2);
-    optest_input(&t, 3, wdt, 4, dw, wt, true);
+    optest_input(&t, 3, wdt, 4, dwt, wt, true);
     qparam_input(&t, 4, 5, wdt, &qw, 0.01f, seed + 3);
-    qparam_input(&t, 6, 7, u8, &qy, 0.02f * 0.01f * (float)(c * kh * kw) * 4.0f, seed + 4);
+    qparam_input(&t, 6, 7, u8, &qy, 0.02f * 0.01f * (float)(cg * kh * kw) * 4.0f, seed + 4);
     if (bias) optest_input(&t, 8, ANVIL_DTYPE_INT32, 1, db, b, true);
-    const bool applies = optest_variant_applies(&t, "qconv_i8");
+    const bool applies = optest_variant_applies(&t, variant);
     int r = optest_check_variants_cmp(&t, 0, 0, cmp_bytes);
     optest_end(&t);
     free(x);
     free(wt);
     free(b);
     return applies ? r : -1;
+}
+
+static int qconv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m, int64_t kh, int64_t kw,
+                 int64_t stride, int64_t pad, int64_t dil, anvil_dtype xdt, anvil_dtype wdt,
+                 bool bias, uint32_t seed) {
+    return qconv_v("qconv_i8", n, c, h, w, m, kh, kw, stride, pad, dil, xdt, wdt, bias, seed);
+}
+
+/* Depthwise: MobileNet's 3x3 at strides 1 and 2, a 5x5, an s8 image, widths past 16 and 64. */
+static void test_qlinearconv_depthwise_exact(void **state) {
+    (void)state;
+    if (!optest_have_avx512()) skip();
+    assert_int_equal(qconv_v("qconv_dw_i8", 1, 24, 21, 21, 24, 3, 3, 1, 1, 1, u8, s8, true, 1), 1);
+    assert_int_equal(qconv_v("qconv_dw_i8", 2, 8, 17, 70, 8, 3, 3, 2, 1, 1, u8, s8, true, 2), 1);
+    assert_int_equal(qconv_v("qconv_dw_i8", 1, 5, 9, 9, 5, 5, 5, 2, 2, 1, s8, u8, false, 3), 1);
+    assert_int_equal(qconv_v("qconv_dw_i8", 1, 3, 8, 8, 3, 3, 3, 3, 0, 1, u8, s8, true, 4), 1);
 }
 
 static void test_qlinearconv_exact(void **state) {
@@ -372,6 +393,7 @@ int main(void) {
         cmocka_unit_test(test_pack_b8_refuses_far_uint8),
         cmocka_unit_test(test_qlinearmatmul_exact),
         cmocka_unit_test(test_qlinearconv_exact),
+        cmocka_unit_test(test_qlinearconv_depthwise_exact),
         cmocka_unit_test(test_maxpool_i8_exact),
         cmocka_unit_test(test_qlinear_add_exact),
         cmocka_unit_test(test_dynamic_int8_matmul),

@@ -581,6 +581,11 @@ static const kern_variant v_dequantize_i8 = {.name = "dequantize_avx512",
                                              .supports = qdq_supports,
                                              .run = qdq_run};
 
-const kern_variant *const kern_family_quant[] = {
-    &v_qgemm_i8,        &v_qconv_i8, &v_quantize_i8, &v_dequantize_i8, &quant_variant_maxpool,
-    &quant_variant_add, NULL};
+const kern_variant *const kern_family_quant[] = {&v_qgemm_i8,
+                                                 &v_qconv_i8,
+                                                 &v_quantize_i8,
+                                                 &v_dequantize_i8,
+                                                 &quant_variant_maxpool,
+                                                 &quant_variant_add,
+                                                 &quant_variant_dwconv,
+                                                 NULL};

@@ -12,6 +12,8 @@
 /* The MaxPool variant of 8-bit tensors and anvil.QLinearAdd's (qpool.c), in the family's list
  * (qlinear.c). */
 extern const kern_variant quant_variant_maxpool, quant_variant_add;
+/* The depthwise QLinearConv (qconv_dw.c), in the same list. */
+extern const kern_variant quant_variant_dwconv;
 
 /* Requantizes m rows of n fp32 values (c[i*ldc + j]) into 8 bits: y = clamp(round(c) + zy) into
  * [0, 255] (is_signed false) or [-128, 127], rounding half to even as QuantizeLinear does, the
@@ -62,6 +64,22 @@ void quant_add_avx512(const quant_add_params *p, const uint8_t *a, const uint8_t
  * [-127, 127] and stored plus 128 as u8 at dst + i*k4; bytes k .. k4 of a row are 128. */
 void quant_rows_dynamic_avx512(const float *a, int64_t m, int64_t k, uint8_t *dst, int64_t k4,
                                float *scale);
+
+/* A depthwise 2-D convolution's geometry on one plane (no dilation) and its quantization: input
+ * ih x iw, output oh x ow, window kh x kw (kh <= 16), strides, leading pads, row_len the padded
+ * row the windows span (at least pl + iw, and (ow + 63) / 64 * 64 * sw + kw + 32 so that the last
+ * block of 64 outputs reads inside it), the zero points of x and y and their types. */
+typedef struct quant_dw {
+    int64_t ih, iw, oh, ow, kh, kw, sh, sw, pt, pl, row_len;
+    int32_t zx, zy;
+    bool x_signed, y_signed;
+} quant_dw;
+
+/* One plane of a depthwise QLinearConv: y = clamp(round((sum over taps of (x - zx) * w + bias)
+ * * mult) + zy), w the kh x kw weights less their zero point, the sums exact in int32 as the
+ * reference's. rows: scratch of kh * (row_len + 64) bytes. */
+void quant_dwconv_avx512(const uint8_t *x, const quant_dw *g, const int32_t *w, int32_t bias,
+                         float mult, uint8_t *rows, uint8_t *y);
 
 /* QuantizeLinear with one scale and zero point: y[i] = clamp(round(x[i] / s) + zy). */
 void quant_f32_avx512(const float *x, int64_t n, float s, int32_t zy, bool is_signed, uint8_t *y);

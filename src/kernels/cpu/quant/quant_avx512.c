@@ -264,3 +264,96 @@ void quant_rows_dynamic_avx512(const float *a, int64_t m, int64_t k, uint8_t *ds
         }
     }
 }
+
+/* 16 bytes of a padded row for outputs ox .. ox + 15 at tap kx: stride 1 consecutive bytes,
+ * stride 2 the even bytes of 32, else picked one by one. */
+static inline __attribute__((always_inline)) __m128i dw_taps(const uint8_t *row, int64_t ox,
+                                                             int64_t kx, const int64_t sw) {
+    if (sw == 1) return _mm_loadu_si128((const __m128i *)(row + ox + kx));
+    if (sw == 2)
+        return _mm256_cvtepi16_epi8(_mm256_loadu_si256((const __m256i *)(row + 2 * ox + kx)));
+    uint8_t t[16];
+    for (int q = 0; q < 16; q++) t[q] = row[(ox + q) * sw + kx];
+    return _mm_loadu_si128((const __m128i *)t);
+}
+
+/* One output row, nv vectors of 16 columns at a time (each weight broadcast once per 16 nv
+ * outputs; nv 1 or 2 for maps of 16 or 32 columns, whose other vectors would be padding) over
+ * the valid input rows r[0 .. nr) and their weights wr[i] (kw each); sw and nv constants in the
+ * instances below, so the stride-1 and stride-2 loads are straight lines. */
+static inline __attribute__((always_inline)) void
+dw_row(const quant_dw *g, const uint8_t *const *r, const int32_t *const *wr, int nr, int32_t bias,
+       __m512 m, uint8_t *out, const int64_t sw, const bool x_signed, const int nv) {
+    const __m512i zx = _mm512_set1_epi32(g->zx), zy = _mm512_set1_epi32(g->zy);
+    const __m512i lo = _mm512_set1_epi32(g->y_signed ? -128 : 0);
+    const __m512i hi = _mm512_set1_epi32(g->y_signed ? 127 : 255);
+    for (int64_t ox = 0; ox < g->ow; ox += 16 * nv) {
+        __m512i acc[4];
+        for (int v = 0; v < nv; v++) acc[v] = _mm512_set1_epi32(bias);
+        for (int i = 0; i < nr; i++)
+            for (int64_t kx = 0; kx < g->kw; kx++) {
+                const __m512i w = _mm512_set1_epi32(wr[i][kx]);
+#pragma GCC unroll 4
+                for (int v = 0; v < nv; v++) {
+                    const __m128i b = dw_taps(r[i], ox + 16 * v, kx, sw);
+                    const __m512i x = x_signed ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+                    acc[v] =
+                        _mm512_add_epi32(acc[v], _mm512_mullo_epi32(_mm512_sub_epi32(x, zx), w));
+                }
+            }
+        /* the reference's requantization: (float)(sum + bias) * multiplier, rounded */
+        for (int v = 0; v < nv && ox + 16 * v < g->ow; v++) {
+            const int64_t n = g->ow - ox - 16 * v < 16 ? g->ow - ox - 16 * v : 16;
+            const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[v]), m);
+            _mm_mask_storeu_epi8(out + ox + 16 * v, (__mmask16)((1u << n) - 1u),
+                                 to_bytes(f, zy, lo, hi));
+        }
+    }
+}
+
+void quant_dwconv_avx512(const uint8_t *x, const quant_dw *g, const int32_t *w, int32_t bias,
+                         float mult, uint8_t *rows, uint8_t *y) {
+    const __m512 m = _mm512_set1_ps(mult);
+    const int64_t stride_rows = g->row_len + 64;
+    for (int64_t oy = 0; oy < g->oh; oy++) {
+        /* the window's input rows, padded with the zero point (a padded tap then adds
+         * (zx - zx) * w = 0); rows outside the image are left out */
+        const uint8_t *r[16];
+        const int32_t *wr[16];
+        int nr = 0;
+        for (int64_t ky = 0; ky < g->kh; ky++) {
+            const int64_t iy = oy * g->sh - g->pt + ky;
+            if (iy < 0 || iy >= g->ih) continue;
+            uint8_t *row = rows + ky * stride_rows;
+            memset(row, (int)(uint8_t)g->zx, (size_t)g->pl);
+            memcpy(row + g->pl, x + iy * g->iw, (size_t)g->iw);
+            memset(row + g->pl + g->iw, (int)(uint8_t)g->zx, (size_t)(stride_rows - g->pl - g->iw));
+            r[nr] = row;
+            wr[nr++] = w + ky * g->kw;
+        }
+        uint8_t *out = y + oy * g->ow;
+        const int nv = g->ow <= 16 ? 1 : g->ow <= 32 ? 2 : 4;
+#define DW_ROW(SW, SIGNED, NV) dw_row(g, r, wr, nr, bias, m, out, SW, SIGNED, NV)
+#define DW_NV(SW, SIGNED)                                                                          \
+    do {                                                                                           \
+        if (nv == 1)                                                                               \
+            DW_ROW(SW, SIGNED, 1);                                                                 \
+        else if (nv == 2)                                                                          \
+            DW_ROW(SW, SIGNED, 2);                                                                 \
+        else                                                                                       \
+            DW_ROW(SW, SIGNED, 4);                                                                 \
+    } while (0)
+        if (g->sw == 1 && !g->x_signed)
+            DW_NV(1, false);
+        else if (g->sw == 2 && !g->x_signed)
+            DW_NV(2, false);
+        else if (g->sw == 1)
+            DW_NV(1, true);
+        else if (g->sw == 2)
+            DW_NV(2, true);
+        else
+            DW_ROW(g->sw, g->x_signed, 4);
+#undef DW_NV
+#undef DW_ROW
+    }
+}
