@@ -88,8 +88,11 @@ static ir_vid bias_of(const pass_ctx *c, ir_vid bv, const ir_value *sx, const ir
     if (!sb || !ir_shape_numel(&sb->shape, &sn) || (sn != 1 && sn != m)) return IR_NONE;
     if (p->n_inputs > 2 && p->inputs[2] != IR_NONE) {
         const ir_value *z = const_value(c, p->inputs[2], ANVIL_DTYPE_INT32, sn);
-        for (size_t j = 0; z && j < sn; j++)
-            if (((const int32_t *)z->data)[j] != 0) return IR_NONE;
+        for (size_t j = 0; z && j < sn; j++) {
+            int32_t zj;
+            memcpy(&zj, (const char *)z->data + j * sizeof zj, sizeof zj); /* maybe unaligned */
+            if (zj != 0) return IR_NONE;
+        }
         if (!z) return IR_NONE;
     }
     size_t wn = 0;

@@ -56,8 +56,9 @@ static anvil_status qadd_run(const ir_node *n, const op_tensor *const *in, int n
     (void)n_in;
     (void)n_out;
     (void)ctx;
-    const float sa = *(const float *)in[1]->data, sb = *(const float *)in[4]->data;
-    const float sy = *(const float *)in[6]->data;
+    const float sa = (float)core_load_f64(in[1]->dtype, in[1]->data, 0);
+    const float sb = (float)core_load_f64(in[4]->dtype, in[4]->data, 0);
+    const float sy = (float)core_load_f64(in[6]->dtype, in[6]->data, 0);
     const int64_t za = core_load_i64(in[2]->dtype, in[2]->data, 0);
     const int64_t zb = core_load_i64(in[5]->dtype, in[5]->data, 0);
     const double zy = (double)core_load_i64(in[7]->dtype, in[7]->data, 0);

@@ -133,7 +133,7 @@ static anvil_status prepare(const kern_node *kn, void **state) {
                                                      : ((const uint8_t *)w->value)[at]) -
                        zw;
         }
-        if (kern_has_input(kn, DW_B)) memcpy(&s->b[c], (const int32_t *)kn->in[DW_B].value + c, 4);
+        if (kern_has_input(kn, DW_B)) memcpy(&s->b[c], (const char *)kn->in[DW_B].value + 4 * c, 4);
         s->mult[c] = sx * f32_at(&kn->in[DW_WS], c) / sy;
     }
     s->g.zx = zp_at(&kn->in[DW_XZ], 0);

@@ -45,7 +45,9 @@ static bool const_scales(const kern_node *kn, int i, int64_t want, float *out) {
         return false;
     const int64_t n = numel(t);
     if (n != 1 && n != want) return false;
-    for (int64_t j = 0; j < want && out; j++) out[j] = ((const float *)t->value)[n == 1 ? 0 : j];
+    /* constants may be unaligned for their dtype: copied, not dereferenced */
+    for (int64_t j = 0; j < want && out; j++)
+        memcpy(&out[j], (const char *)t->value + (n == 1 ? 0 : j) * sizeof(float), sizeof(float));
     return true;
 }
 
@@ -130,7 +132,7 @@ static int64_t block_rows(const gemm_kernel *k, int64_t m, int64_t n, int64_t k4
 /* Packs B ([kdim, n], B[p,j] at b[p*rs + j*cs]) and fills mult and comp; bias may be NULL. */
 static anvil_status q_pack(q_state *s, const void *b, bool b_signed, int64_t rs, int64_t cs,
                            const int32_t *zb, const float *sb, float sa, float sy, int32_t za,
-                           const int32_t *bias, bool conv_mult) {
+                           const void *bias, bool conv_mult) {
     int32_t *colsum = malloc(sizeof(int32_t) * (size_t)s->n);
     s->mult = malloc(sizeof(float) * (size_t)s->n);
     s->comp = malloc(sizeof(int32_t) * (size_t)s->n);
@@ -141,8 +143,9 @@ static anvil_status q_pack(q_state *s, const void *b, bool b_signed, int64_t rs,
     anvil_status st = gemm_pack_b8(s->k, s->kdim, s->n, b, b_signed, rs, cs, zb, colsum, &s->pb);
     const int32_t za_eff = za + (s->a_signed ? 128 : 0);
     for (int64_t j = 0; st == ANVIL_OK && j < s->n; j++) {
-        s->comp[j] =
-            (int32_t)((uint32_t)(bias ? bias[j] : 0) - (uint32_t)za_eff * (uint32_t)colsum[j]);
+        int32_t b = 0;
+        if (bias) memcpy(&b, (const char *)bias + j * sizeof b, sizeof b); /* maybe unaligned */
+        s->comp[j] = (int32_t)((uint32_t)b - (uint32_t)za_eff * (uint32_t)colsum[j]);
         /* each reference's own float arithmetic: the conv's in float, the matmul's in double */
         s->mult[j] = conv_mult ? sa * sb[j] / sy : (float)((double)sa * (double)sb[j] / (double)sy);
     }
@@ -424,7 +427,7 @@ static anvil_status cv_prepare(const kern_node *kn, void **state) {
         const_zps(kn, CV_XZ, x->dtype, 1, &zx);
         const_zps(kn, CV_WZ, w->dtype, s->n, zw);
         const_zps(kn, CV_YZ, kn->out[0].dtype, 1, &s->zy);
-        const int32_t *bias = kern_has_input(kn, CV_B) ? kn->in[CV_B].value : NULL;
+        const void *bias = kern_has_input(kn, CV_B) ? kn->in[CV_B].value : NULL;
         st =
             q_pack(s, wr, w->dtype == ANVIL_DTYPE_INT8, 1, s->kdim, zw, sw, sx, sy, zx, bias, true);
     }
@@ -558,7 +561,7 @@ static anvil_status qdq_run(const ir_node *n, void *state, const op_tensor *cons
     j.q = n->op == IR_OP_QUANTIZELINEAR;
     const op_tensor *narrow = j.q ? out[0] : in[0];
     j.is_signed = narrow->dtype == ANVIL_DTYPE_INT8;
-    j.s = *(const float *)in[1]->data;
+    memcpy(&j.s, in[1]->data, sizeof j.s);
     const op_tensor *zp = n_in > 2 ? in[2] : NULL;
     j.z = !zp ? 0 : j.is_signed ? *(const int8_t *)zp->data : *(const uint8_t *)zp->data;
     /* 64 pieces, enough for any thread count; a small tensor on this thread alone */

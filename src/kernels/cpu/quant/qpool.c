@@ -156,9 +156,9 @@ static anvil_status add_run(const ir_node *n, void *state, const op_tensor *cons
     (void)n_in;
     (void)n_out;
     (void)ws;
-    add_job j = {.p = {.sa = *(const float *)in[1]->data,
-                       .sb = *(const float *)in[4]->data,
-                       .sy = *(const float *)in[6]->data,
+    add_job j = {.p = {.sa = (float)core_load_f64(in[1]->dtype, in[1]->data, 0),
+                       .sb = (float)core_load_f64(in[4]->dtype, in[4]->data, 0),
+                       .sy = (float)core_load_f64(in[6]->dtype, in[6]->data, 0),
                        .za = zp_of(in[2]),
                        .zb = zp_of(in[5]),
                        .zy = zp_of(in[7]),
