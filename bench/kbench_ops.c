@@ -19,7 +19,8 @@
 #define MAX_THREADS 16
 #define TOLERANCE 1e-3
 /* bf16 variants round both operands to 8 significant bits: K products of relative error up to
- * 2^-8 each, which on these random operands stays near 1e-2 of the output's largest value. */
+ * 2^-8 each, which on these random operands stays near 1e-2 of the output's largest value. The
+ * dynamic int8 ones (7 bits and a sign per row and column) stay near 5e-3 on them. */
 #define TOLERANCE_BF16 3e-2
 
 /* ---- options --------------------------------------------------------------------------------- */
@@ -63,8 +64,9 @@ typedef struct kb_run {
     kb_result *r;
     size_t n, cap;
     /* per thread-count slot: [0] avx512 f32, [1] avx2 f32, [2] avx512 bf16 and [3] AMX bf16
-     * (--precision bf16), [4] avx512 fp16 (--precision fp16) */
-    kb_peak peak[MAX_THREADS][5];
+     * (--precision bf16), [4] avx512 fp16 (--precision fp16), [5] avx512 vnni int8 (--precision
+     * int8) */
+    kb_peak peak[MAX_THREADS][6];
 } kb_run;
 
 static kb_result *result_push(kb_run *run) {
@@ -98,6 +100,7 @@ static double peak_for(const kb_run *run, int ti, const kern_variant *v) {
         return p[3].gflops_cpu;
     if (v->needs & KERN_ROUNDS_BF16) return p[2].gflops_cpu;
     if (v->needs & KERN_ROUNDS_FP16) return p[4].gflops_cpu;
+    if (v->needs & KERN_ROUNDS_INT8) return p[5].gflops_cpu;
     if (v->needs & KERN_NEEDS_AVX512) return p[0].gflops_cpu;
     if (v->needs & KERN_NEEDS_AVX2) return p[1].gflops_cpu;
     return p[0].measured ? p[0].gflops_cpu : p[1].gflops_cpu;
@@ -174,7 +177,8 @@ static void bench_case(kb_run *run, kb_case *c, int ci, int threads, const kb_op
             continue;
         }
         r->maxrel = kb_case_error(c, out);
-        if (!(r->maxrel <= (v->needs & KERN_ROUNDS_REDUCED ? TOLERANCE_BF16 : TOLERANCE))) {
+        if (!(r->maxrel <=
+              (v->needs & (KERN_ROUNDS_REDUCED | KERN_ROUNDS_INT8) ? TOLERANCE_BF16 : TOLERANCE))) {
             r->status = RES_WRONG;
             continue;
         }
@@ -357,6 +361,9 @@ static void print_tables(const kb_run *run, const case_info *infos, int n_cases,
         if (run->peak[ti][4].measured)
             printf("; fp16 peak: avx512_fp16 %.1f, the %% peak of the fp16 variants",
                    run->peak[ti][4].gflops_cpu);
+        if (run->peak[ti][5].measured)
+            printf("; int8 peak: avx512_vnni %.1f GOP/s, the %% peak of the int8 variants",
+                   run->peak[ti][5].gflops_cpu);
         printf(")\n\n");
         printf("| shape | GFLOP | variant | reps | median ms | p90 ms | min ms | GFLOP/s | best "
                "GFLOP/s | %% peak | vs %s | max rel err | prep ms | cpu share |\n",
@@ -511,10 +518,10 @@ static bool write_json(const kb_run *run, const case_info *infos, const kb_opts 
     fprintf(f, ", \"cpu\": ");
     json_str(f, core_hw_get()->cpu_model);
     fprintf(f, ",\n \"peaks\": [");
-    static const char *const peak_names[] = {"avx512_f32", "avx2_f32", "avx512_bf16", "amx_bf16",
-                                             "avx512_fp16"};
+    static const char *const peak_names[] = {"avx512_f32", "avx2_f32",    "avx512_bf16",
+                                             "amx_bf16",   "avx512_fp16", "avx512_vnni_i8"};
     for (int ti = 0; ti < o->n_threads; ti++)
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < 6; k++) {
             const kb_peak *p = &run->peak[ti][k];
             if (k > 1 && !p->measured) continue;
             fprintf(f,
@@ -576,9 +583,9 @@ static void ops_usage(const char *cmd) {
             "                      (default 1)\n"
             "  --seed N            data seed (default 1)\n"
             "  --json FILE         also write every result as JSON\n"
-            "  --precision P       fp32 (default), bf16 or fp16: bf16 (fp16) also times the\n"
-            "                      variants that round to it (gemm_bf16*, gemm_fp16*), against\n"
-            "                      its peak\n"
+            "  --precision P       fp32 (default), bf16, fp16 or int8: bf16 (fp16, int8) also\n"
+            "                      times the variants that round to it (gemm_bf16*, gemm_fp16*,\n"
+            "                      gemm_i8_dynamic), against its peak\n"
             "%s",
             cmd,
             gemm ? "--shapes squares|transformer|all (default all); --big adds 4096^3;\n"
@@ -648,9 +655,11 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
             o.json = argv[++i];
         } else if (!strcmp(a, "--precision") && has) {
             const char *p = argv[++i];
-            if (strcmp(p, "fp32") && strcmp(p, "bf16") && strcmp(p, "fp16")) goto bad;
+            if (strcmp(p, "fp32") && strcmp(p, "bf16") && strcmp(p, "fp16") && strcmp(p, "int8"))
+                goto bad;
             o.knobs.precision = !strcmp(p, "bf16")   ? KERN_PREC_BF16
                                 : !strcmp(p, "fp16") ? KERN_PREC_FP16
+                                : !strcmp(p, "int8") ? KERN_PREC_INT8
                                                      : KERN_PREC_F32;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             ops_usage(cmd);
@@ -679,11 +688,12 @@ static int cmd_ops(const char *cmd, int argc, char **argv) {
     printf("| fp32 FMA peak | threads | GFLOP/s (wall) | GFLOP/s (CPU time) | GHz |\n"
            "|---|---:|---:|---:|---:|\n");
     for (int ti = 0; ti < o.n_threads; ti++)
-        for (int k = 0; k < 5; k++) {
-            static const peak_isa isas[] = {PEAK_AVX512_F32, PEAK_AVX2_F32, PEAK_AVX512_BF16,
-                                            PEAK_AMX_BF16, PEAK_AVX512_FP16};
+        for (int k = 0; k < 6; k++) {
+            static const peak_isa isas[] = {PEAK_AVX512_F32, PEAK_AVX2_F32,    PEAK_AVX512_BF16,
+                                            PEAK_AMX_BF16,   PEAK_AVX512_FP16, PEAK_AVX512_VNNI_I8};
             if ((k == 2 || k == 3) && o.knobs.precision != KERN_PREC_BF16) continue;
             if (k == 4 && o.knobs.precision != KERN_PREC_FP16) continue;
+            if (k == 5 && o.knobs.precision != KERN_PREC_INT8) continue;
             peak_isa isa = isas[k];
             run.peak[ti][k] = kb_peak_measure(isa, o.threads[ti], 0.3);
             if (run.peak[ti][k].measured)
