@@ -303,7 +303,7 @@ set_tests_properties(cli.e2e.run_forced_trace cli.e2e.run_forced_probs PROPERTIE
                      FIXTURES_REQUIRED "cli_models;cli_forced")
 anvil_cli_test(e2e.run_forced_unknown_variant 11 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy
                -o ${W}/unused --variant Gemm=gemm_f32_99x99 FIXTURES cli_models
-               ERR "Gemm has no variant named 'gemm_f32_99x99'; it has: reference, gemm_bf16_32x32_amx, gemm_bf16, gemm_fp16, gemm_f32")
+               ERR "Gemm has no variant named 'gemm_f32_99x99'; it has: reference, gemm_i8_dynamic, gemm_bf16_32x32_amx, gemm_bf16, gemm_fp16, gemm_f32")
 anvil_cli_test(e2e.run_forced_unknown_node 11 ARGS run ${W}/tiny.onnx -i x=${W}/x.npy
                -o ${W}/unused --variant nosuchnode=reference FIXTURES cli_models
                ERR "'nosuchnode' is neither a node of the model nor an op type")

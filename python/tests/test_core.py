@@ -300,7 +300,7 @@ def test_precision(tmp_path):
     s32.run({"x": x})
     assert {c["compute"] for c in s32.explain()} == {"fp32"}
     assert {c["region"] for c in s32.explain()} == {0}
-    with pytest.raises(anvil.InvalidArgument, match="fp32, bf16, fp16 or auto"):
+    with pytest.raises(anvil.InvalidArgument, match="fp32, bf16, fp16, auto or int8"):
         anvil.Session(p, precision="fp64")
     s16 = anvil.Session(p, threads=1, tuning="off", precision="fp16")
     yh = s16.run({"x": x})["y"]

@@ -37,9 +37,10 @@ static void test_set_precision(void **state) {
     assert_int_equal(anvil_options_set_precision(o, "fp32"), ANVIL_OK);
     assert_int_equal(anvil_options_set_precision(o, "bf16"), ANVIL_OK);
     assert_int_equal(anvil_options_set_precision(o, "auto"), ANVIL_OK);
+    assert_int_equal(anvil_options_set_precision(o, "int8"), ANVIL_OK);
 
     assert_int_equal(anvil_options_set_precision(o, NULL), ANVIL_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(anvil_last_error(), "fp32, bf16, fp16 or auto"));
+    assert_non_null(strstr(anvil_last_error(), "fp32, bf16, fp16, auto or int8"));
     assert_int_equal(anvil_options_set_precision(o, "fp8"), ANVIL_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(anvil_last_error(), "'fp8' is not a precision"));
     assert_int_equal(anvil_options_set_precision(o, "BF16"), ANVIL_ERR_INVALID_ARGUMENT);
