@@ -11,6 +11,7 @@
  * bias, residual and activation. The error is the rounding of both operands to 8 bits (about
  * 0.4% of each row's and column's largest value), which `anvil bench --check` reports. */
 #include "gemm.h"
+#include "kernels/cpu/family.h"
 #include "kernels/cpu/quant/quant.h"
 #include "kernels/fusion.h"
 
@@ -33,10 +34,6 @@ typedef struct dyn_state {
     const ir_fusion *fusion; /* applied in the epilogue (NULL: none, or the runtime's) */
 } dyn_state;
 
-static bool f32_static(const op_tinfo *t) {
-    return t->dtype == ANVIL_DTYPE_FLOAT32 && ir_shape_is_static(&t->shape);
-}
-
 /* A Gemm this variant takes: A not transposed, and C absent or a bias of N values with beta 1
  * (a classifier's fully connected layer). */
 static bool gemm_form(const kern_node *kn, bool *trans_b, float *alpha, bool *has_c) {
@@ -53,14 +50,14 @@ static bool gemm_form(const kern_node *kn, bool *trans_b, float *alpha, bool *ha
     if (!*has_c) return true;
     const op_tinfo *c = &kn->in[2];
     const int64_t n = kn->out[0].shape.d[1];
-    return beta == 1.0f && f32_static(c) &&
+    return beta == 1.0f && kfam_f32_static(c) &&
            ((c->shape.rank == 1 && c->shape.d[0] == n) ||
             (c->shape.rank == 2 && c->shape.d[0] == 1 && c->shape.d[1] == n));
 }
 
 static bool dyn_supports(const kern_node *kn, const core_hw *hw) {
-    if (kn->n_in < 2 || !f32_static(&kn->in[0]) || !f32_static(&kn->in[1]) ||
-        !f32_static(&kn->out[0]) || !kn->in[1].value || kn->in[0].shape.rank < 2 ||
+    if (kn->n_in < 2 || !kfam_f32_static(&kn->in[0]) || !kfam_f32_static(&kn->in[1]) ||
+        !kfam_f32_static(&kn->out[0]) || !kn->in[1].value || kn->in[0].shape.rank < 2 ||
         kn->in[1].shape.rank != 2)
         return false;
     bool trans_b = false, has_c = false;
@@ -81,9 +78,7 @@ static void dyn_setup(const kern_node *kn, dyn_state *s) {
     if (kn->node->op == IR_OP_GEMM) gemm_form(kn, &s->trans_b, &s->alpha, &s->has_c);
     s->kdim = b->shape.d[s->trans_b ? 1 : 0];
     s->n = b->shape.d[s->trans_b ? 0 : 1];
-    int64_t numel = 1;
-    for (int d = 0; d < a->shape.rank; d++) numel *= a->shape.d[d];
-    s->m = numel / s->kdim;
+    s->m = (int64_t)kfam_numel(&a->shape) / s->kdim;
     s->k4 = (s->kdim + 3) / 4 * 4;
     /* a row stride of 4 KiB would put every row of a micro-panel in one L1 set */
     if (s->k4 % 4096 == 0) s->k4 += 64;

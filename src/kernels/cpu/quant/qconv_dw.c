@@ -21,26 +21,16 @@ typedef struct dw_state {
     int threads;
 } dw_state;
 
-static int64_t numel(const op_tinfo *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->shape.rank; d++) n *= t->shape.d[d];
-    return n;
-}
-
-static bool is_8bit(anvil_dtype dt) {
-    return dt == ANVIL_DTYPE_UINT8 || dt == ANVIL_DTYPE_INT8;
-}
-
 /* Input i a constant of dtype dt with 1 or `want` elements. */
 static bool const_of(const kern_node *kn, int i, anvil_dtype dt, int64_t want) {
     if (!kern_has_input(kn, i)) return false;
     const op_tinfo *t = &kn->in[i];
     return t->value && t->dtype == dt && ir_shape_is_static(&t->shape) &&
-           (numel(t) == 1 || numel(t) == want);
+           (quant_numel(t) == 1 || quant_numel(t) == want);
 }
 
 static int32_t zp_at(const op_tinfo *t, int64_t i) {
-    const int64_t at = numel(t) == 1 ? 0 : i;
+    const int64_t at = quant_numel(t) == 1 ? 0 : i;
     return t->dtype == ANVIL_DTYPE_INT8 ? ((const int8_t *)t->value)[at]
                                         : ((const uint8_t *)t->value)[at];
 }
@@ -48,9 +38,10 @@ static int32_t zp_at(const op_tinfo *t, int64_t i) {
 static bool geometry(const kern_node *kn, quant_dw *g, int64_t *c) {
     const qconv_params *p = kn->node->params;
     const op_tinfo *x = &kn->in[DW_X], *w = &kn->in[DW_W], *y = &kn->out[0];
-    if (!p || kn->n_in < 8 || !is_8bit(x->dtype) || !is_8bit(w->dtype) || !is_8bit(y->dtype) ||
-        !w->value || x->shape.rank != 4 || w->shape.rank != 4 || !ir_shape_is_static(&x->shape) ||
-        !ir_shape_is_static(&w->shape) || !ir_shape_is_static(&y->shape))
+    if (!p || kn->n_in < 8 || !quant_is_8bit(x->dtype) || !quant_is_8bit(w->dtype) ||
+        !quant_is_8bit(y->dtype) || !w->value || x->shape.rank != 4 || w->shape.rank != 4 ||
+        !ir_shape_is_static(&x->shape) || !ir_shape_is_static(&w->shape) ||
+        !ir_shape_is_static(&y->shape))
         return false;
     *c = x->shape.d[1];
     if (p->group != *c || w->shape.d[0] != *c || w->shape.d[1] != 1) return false;
@@ -89,7 +80,7 @@ static bool supports(const kern_node *kn, const core_hw *hw) {
         return false;
     return !kern_has_input(kn, DW_B) ||
            (kn->in[DW_B].value && kn->in[DW_B].dtype == ANVIL_DTYPE_INT32 &&
-            numel(&kn->in[DW_B]) == c);
+            quant_numel(&kn->in[DW_B]) == c);
 }
 
 static void release(void *state) {
@@ -103,7 +94,7 @@ static void release(void *state) {
 
 static float f32_at(const op_tinfo *t, int64_t i) {
     float v;
-    memcpy(&v, (const char *)t->value + (numel(t) == 1 ? 0 : i) * sizeof v, sizeof v);
+    memcpy(&v, (const char *)t->value + (quant_numel(t) == 1 ? 0 : i) * sizeof v, sizeof v);
     return v;
 }
 

@@ -27,23 +27,13 @@
 
 #define NEEDS_I8 (KERN_NEEDS_AVX512 | KERN_NEEDS_AVX512_VNNI)
 
-static bool is_8bit(anvil_dtype dt) {
-    return dt == ANVIL_DTYPE_UINT8 || dt == ANVIL_DTYPE_INT8;
-}
-
-static int64_t numel(const op_tinfo *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->shape.rank; d++) n *= t->shape.d[d];
-    return n;
-}
-
 /* Input i's constant float32 values broadcast to `want` (one value, or exactly want of them). */
 static bool const_scales(const kern_node *kn, int i, int64_t want, float *out) {
     if (!kern_has_input(kn, i)) return false;
     const op_tinfo *t = &kn->in[i];
     if (!t->value || t->dtype != ANVIL_DTYPE_FLOAT32 || !ir_shape_is_static(&t->shape))
         return false;
-    const int64_t n = numel(t);
+    const int64_t n = quant_numel(t);
     if (n != 1 && n != want) return false;
     /* constants may be unaligned for their dtype: copied, not dereferenced */
     for (int64_t j = 0; j < want && out; j++)
@@ -59,7 +49,7 @@ static bool const_zps(const kern_node *kn, int i, anvil_dtype dt, int64_t want, 
     }
     const op_tinfo *t = &kn->in[i];
     if (!t->value || t->dtype != dt || !ir_shape_is_static(&t->shape)) return false;
-    const int64_t n = numel(t);
+    const int64_t n = quant_numel(t);
     if (n != 1 && n != want) return false;
     for (int64_t j = 0; j < want && out; j++) {
         const int64_t at = n == 1 ? 0 : j;
@@ -77,7 +67,15 @@ static bool weights_fit(const kern_node *kn, const op_tinfo *w, int zi, int64_t 
     if (w->dtype == ANVIL_DTYPE_INT8 && !kern_has_input(kn, zi)) return true;
     int32_t *zp = malloc(sizeof(int32_t) * (size_t)n_col);
     bool ok = zp && const_zps(kn, zi, w->dtype, n_col, zp);
-    const int64_t total = numel(w);
+    /* s8 weights around zero points of 0 (what quantizers write) fit by their type: no scan of
+     * the weights each time the cascade asks */
+    bool zero = ok && w->dtype == ANVIL_DTYPE_INT8;
+    for (int64_t j = 0; zero && j < n_col; j++) zero = zp[j] == 0;
+    if (zero) {
+        free(zp);
+        return true;
+    }
+    const int64_t total = quant_numel(w);
     for (int64_t i = 0; ok && i < total; i++) {
         const int32_t v = w->dtype == ANVIL_DTYPE_INT8 ? ((const int8_t *)w->value)[i]
                                                        : ((const uint8_t *)w->value)[i];
@@ -255,8 +253,8 @@ enum { MM_A, MM_AS, MM_AZ, MM_B, MM_BS, MM_BZ, MM_YS, MM_YZ };
 static bool mm_supports(const kern_node *kn, const core_hw *hw) {
     if (kn->n_in < 8 || kn->n_out < 1) return false;
     const op_tinfo *a = &kn->in[MM_A], *b = &kn->in[MM_B], *y = &kn->out[0];
-    if (!is_8bit(a->dtype) || !is_8bit(b->dtype) || !is_8bit(y->dtype) || !b->value ||
-        !ir_shape_is_static(&a->shape) || !ir_shape_is_static(&b->shape) ||
+    if (!quant_is_8bit(a->dtype) || !quant_is_8bit(b->dtype) || !quant_is_8bit(y->dtype) ||
+        !b->value || !ir_shape_is_static(&a->shape) || !ir_shape_is_static(&b->shape) ||
         !ir_shape_is_static(&y->shape) || a->shape.rank < 2 || b->shape.rank != 2)
         return false;
     const int64_t n = b->shape.d[1];
@@ -264,7 +262,7 @@ static bool mm_supports(const kern_node *kn, const core_hw *hw) {
         !const_scales(kn, MM_YS, 1, NULL) || !const_zps(kn, MM_AZ, a->dtype, 1, NULL) ||
         !const_zps(kn, MM_BZ, b->dtype, n, NULL) || !const_zps(kn, MM_YZ, y->dtype, 1, NULL))
         return false;
-    return gemm_kernel_default_i8(numel(a) / b->shape.d[0], n, b->shape.d[0], hw) != NULL &&
+    return gemm_kernel_default_i8(quant_numel(a) / b->shape.d[0], n, b->shape.d[0], hw) != NULL &&
            weights_fit(kn, b, MM_BZ, n, 1);
 }
 
@@ -273,7 +271,7 @@ static void mm_setup(const kern_node *kn, q_state *s) {
     const op_tinfo *a = &kn->in[MM_A], *b = &kn->in[MM_B];
     s->kdim = b->shape.d[0];
     s->n = b->shape.d[1];
-    s->m = numel(a) / (s->kdim > 0 ? s->kdim : 1);
+    s->m = quant_numel(a) / (s->kdim > 0 ? s->kdim : 1);
     s->k4 = (s->kdim + 3) / 4 * 4;
     s->a_signed = a->dtype == ANVIL_DTYPE_INT8;
     s->y_signed = kn->out[0].dtype == ANVIL_DTYPE_INT8;
@@ -356,8 +354,8 @@ static bool cv_geometry(const kern_node *kn, nn_geom *g) {
 static bool cv_supports(const kern_node *kn, const core_hw *hw) {
     if (kn->n_in < 8 || kn->n_out < 1) return false;
     const op_tinfo *x = &kn->in[CV_X], *w = &kn->in[CV_W], *y = &kn->out[0];
-    if (!is_8bit(x->dtype) || !is_8bit(w->dtype) || !is_8bit(y->dtype) || !w->value ||
-        !ir_shape_is_static(&x->shape) || !ir_shape_is_static(&w->shape) ||
+    if (!quant_is_8bit(x->dtype) || !quant_is_8bit(w->dtype) || !quant_is_8bit(y->dtype) ||
+        !w->value || !ir_shape_is_static(&x->shape) || !ir_shape_is_static(&w->shape) ||
         !ir_shape_is_static(&y->shape))
         return false;
     nn_geom g;
@@ -369,10 +367,10 @@ static bool cv_supports(const kern_node *kn, const core_hw *hw) {
         return false;
     if (kern_has_input(kn, CV_B)) {
         const op_tinfo *b = &kn->in[CV_B];
-        if (!b->value || b->dtype != ANVIL_DTYPE_INT32 || numel(b) != m) return false;
+        if (!b->value || b->dtype != ANVIL_DTYPE_INT32 || quant_numel(b) != m) return false;
     }
     return gemm_kernel_default_i8(g.out[0] * g.out[1], m, 0, hw) != NULL &&
-           weights_fit(kn, w, CV_WZ, m, numel(w) / m);
+           weights_fit(kn, w, CV_WZ, m, quant_numel(w) / m);
 }
 
 static anvil_status cv_setup(const kern_node *kn, q_state *s) {
@@ -517,7 +515,7 @@ static bool qdq_supports(const kern_node *kn, const core_hw *hw) {
     const bool q = kn->node->op == IR_OP_QUANTIZELINEAR;
     const op_tinfo *x = &kn->in[0], *y = &kn->out[0];
     const anvil_dtype narrow = q ? y->dtype : x->dtype;
-    if (kn->n_in < 2 || !ir_shape_is_static(&x->shape) || !is_8bit(narrow) ||
+    if (kn->n_in < 2 || !ir_shape_is_static(&x->shape) || !quant_is_8bit(narrow) ||
         (q ? x->dtype : y->dtype) != ANVIL_DTYPE_FLOAT32)
         return false;
     int64_t block = 0;

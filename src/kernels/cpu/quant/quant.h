@@ -4,10 +4,21 @@
 #ifndef ANVIL_KERNELS_CPU_QUANT_H
 #define ANVIL_KERNELS_CPU_QUANT_H
 
+#include "kernels/cpu/family.h"
 #include "kernels/kernels.h"
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* Whether dt is one of the 8-bit types the int8 kernels take. */
+static inline bool quant_is_8bit(anvil_dtype dt) {
+    return dt == ANVIL_DTYPE_UINT8 || dt == ANVIL_DTYPE_INT8;
+}
+
+/* Elements of t's static shape, as int64 (kfam_numel). */
+static inline int64_t quant_numel(const op_tinfo *t) {
+    return (int64_t)kfam_numel(&t->shape);
+}
 
 /* The MaxPool variant of 8-bit tensors and anvil.QLinearAdd's (qpool.c), in the family's list
  * (qlinear.c). */
